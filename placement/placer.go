@@ -1,0 +1,795 @@
+package placement
+
+import (
+	"slices"
+
+	"github.com/phalanx-sched/phalanx/internal/bits"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// Result is the outcome of one placement.
+type Result struct {
+	// Placed reports whether the request was placed. When false, Reason
+	// says why and Assignment is empty.
+	Placed bool
+	// Reason explains a failure (Code is Placed on success).
+	Reason Reason
+	// Assignment lists the chosen nodes and GPUs. It aliases the buffer
+	// passed to Place.
+	Assignment []topology.NodeAlloc
+	// Nodes and GPUs count the assignment.
+	Nodes, GPUs int
+	// Spans counts the domains used at each cluster level (index 0 is the
+	// top level).
+	Spans [topology.MaxLevels]int
+	// Within is the lowest cluster level at which one domain holds the
+	// whole assignment, or -1 when it spans several top-level domains.
+	Within int
+	// PreferenceMet reports whether the assignment lies inside one domain
+	// of the request's Preferred level (true when none was given).
+	PreferenceMet bool
+}
+
+// HighestCrossed returns the highest level at which the assignment spans
+// more than one domain, or -1 when it sits inside one lowest-level domain.
+func (r *Result) HighestCrossed(c *topology.Cluster) int {
+	if r.Within+1 >= c.Depth() {
+		return -1
+	}
+	return r.Within + 1
+}
+
+// Leaves returns the number of lowest-level domains the assignment spans
+// (1 for a flat cluster).
+func (r *Result) Leaves(c *topology.Cluster) int {
+	if c.Depth() == 0 {
+		return 1
+	}
+	return r.Spans[c.Depth()-1]
+}
+
+// Placer places requests on the states of one cluster. It holds scratch
+// space sized for the cluster, so that Place allocates nothing. A Placer is
+// not safe for concurrent use; give each goroutine its own (they are cheap:
+// a few slices the size of the cluster's domain count).
+type Placer struct {
+	c      *topology.Cluster
+	n      int
+	words  int
+	leafLi int
+	maxG   int
+	// off[li] is the offset of internal level li in the flat per-domain
+	// arrays; level 0 is a virtual root holding every node.
+	off        []int
+	first, end []int32
+	cfirst     []int32
+	cend       []int32
+	free       []int32 // scratch: free GPUs per domain for the current state
+
+	// Per-request scratch.
+	s       *topology.State
+	pl      plan
+	cand    []uint64
+	tmp     []uint64
+	capNode []int32
+	capSeg  []int32
+	sortBuf []int32
+	units   []unitRef
+	kids    []kidRef
+	amt     [][]int32 // per internal level: amounts per child
+	stamp   []uint32
+	epoch   uint32
+	out     []topology.NodeAlloc
+}
+
+type unitRef struct {
+	cap   int32
+	unit  int32
+	child int32 // rank of the unit's child in the chosen set
+}
+
+type kidRef struct {
+	child int32
+	topm  int32
+	cap   int32
+}
+
+// New returns a Placer for cluster c.
+func New(c *topology.Cluster) *Placer {
+	depth := c.Depth()
+	p := &Placer{c: c, n: c.NumNodes(), words: c.Words(), leafLi: depth, maxG: c.MaxNodeGPUs()}
+	p.off = make([]int, depth+2)
+	p.off[1] = 1
+	for li := 1; li <= depth; li++ {
+		p.off[li+1] = p.off[li] + c.NumDomains(li-1)
+	}
+	total := p.off[depth+1]
+	p.first = make([]int32, total)
+	p.end = make([]int32, total)
+	p.cfirst = make([]int32, total)
+	p.cend = make([]int32, total)
+	p.end[0] = int32(p.n)
+	if depth > 0 {
+		p.cend[0] = int32(c.NumDomains(0))
+	}
+	maxKids := int(p.cend[0])
+	for li := 1; li <= depth; li++ {
+		for d := range c.NumDomains(li - 1) {
+			i := p.off[li] + d
+			f, e := c.DomainRange(li-1, d)
+			p.first[i], p.end[i] = int32(f), int32(e)
+			cf, ce := c.DomainChildren(li-1, d)
+			p.cfirst[i], p.cend[i] = int32(cf), int32(ce)
+			maxKids = max(maxKids, ce-cf)
+		}
+	}
+	p.free = make([]int32, total)
+	p.cand = make([]uint64, p.words)
+	p.tmp = make([]uint64, p.words)
+	p.capNode = make([]int32, total)
+	p.capSeg = make([]int32, total)
+	p.sortBuf = make([]int32, 0, total)
+	p.units = make([]unitRef, 0, total)
+	p.kids = make([]kidRef, 0, maxKids)
+	p.amt = make([][]int32, depth+1)
+	for li := range p.amt {
+		p.amt[li] = make([]int32, maxKids)
+	}
+	p.stamp = make([]uint32, total)
+	return p
+}
+
+// Cluster returns the placer's cluster.
+func (p *Placer) Cluster() *topology.Cluster { return p.c }
+
+// Place chooses nodes and GPUs for r on state s, which it does not change
+// (the caller allocates the assignment if it wants it). The assignment is
+// appended to buf[:0]; with a buffer whose capacity covers the nodes
+// placed, Place allocates nothing.
+//
+// A malformed request is an ErrBadRequest error. A request that does not
+// fit returns a Result with Placed false and a Reason.
+//
+// The pipeline, top to bottom:
+//
+//  1. Candidates: schedulable nodes with enough free GPUs (idle ones for
+//     exclusive requests), intersected with Allowed and minus Excluded,
+//     as one word operation per 64 nodes.
+//  2. Capacities: per lowest-level domain a popcount of its node range,
+//     summed up the tree (in segments at and above the segment level).
+//  3. Level search: from the unit level up (to the Required level at
+//     most), the lowest level where one domain holds the request. Among
+//     its domains take the one needing the fewest unit domains, then the
+//     best fit (least spare capacity, then fewer free GPUs, then lower
+//     index): large empty domains stay whole for large jobs.
+//  4. Descent: inside the chosen domain, keep the request in one child
+//     when a child can hold it with no more unit domains; otherwise cover
+//     it with the fewest children, largest first, and give the last piece
+//     to the smallest unit domain that covers it. The number of unit
+//     domains used is the minimum possible.
+//  5. Phases: with MaxDomains above the segment or lowest level, and with
+//     segments, steps 3-4 run first with those levels as units, then
+//     again inside each chosen domain.
+//  6. Nodes: in each lowest-level domain, nodes with the fewest free GPUs
+//     that fit first (fill fragments); GPUs from the smallest intra-node
+//     group that holds them. A single-node request takes the node with
+//     the fewest free GPUs that fit, in the fullest lowest-level domain.
+func (p *Placer) Place(s *topology.State, r *Request, buf []topology.NodeAlloc) (Result, error) {
+	if s.Cluster() != p.c {
+		return Result{}, topology.ErrOtherCluster
+	}
+	if err := p.pl.resolve(p.c, r); err != nil {
+		return Result{}, err
+	}
+	p.s = s
+	p.out = buf[:0]
+	res := Result{}
+	p.candidates(r)
+	if !p.placeSingle() {
+		p.capacities()
+		if !p.placePhase(0, 0, 0, p.pl.need) {
+			res.Reason = p.failure()
+			p.s = nil
+			return res, nil
+		}
+	}
+	res.Placed = true
+	res.Assignment = p.out
+	p.quality(&res)
+	p.s, p.out = nil, nil
+	return res, nil
+}
+
+// candidates computes step 1 into p.cand.
+func (p *Placer) candidates(r *Request) {
+	pl := &p.pl
+	switch {
+	case pl.mode == modeGPUs && pl.excl:
+		copy(p.cand, p.s.IdleWords())
+	case pl.mode == modeGPUs:
+		copy(p.cand, p.s.AvailWords(1))
+	case pl.g > p.maxG:
+		bits.Zero(p.cand)
+	case pl.excl:
+		bits.And(p.cand, p.s.IdleWords(), p.s.AvailWords(pl.g))
+	default:
+		copy(p.cand, p.s.AvailWords(pl.g))
+	}
+	if r.Allowed != nil {
+		w := r.Allowed.Words()
+		for i := range p.cand {
+			if i < len(w) {
+				p.cand[i] &= w[i]
+			} else {
+				p.cand[i] = 0
+			}
+		}
+	}
+	if r.Excluded != nil {
+		w := r.Excluded.Words()
+		for i := 0; i < len(p.cand) && i < len(w); i++ {
+			p.cand[i] &^= w[i]
+		}
+	}
+}
+
+// Internal level helpers: li 0 is the virtual root, li = l+1 is cluster
+// level l.
+
+func (p *Placer) domOf(node, li int) int {
+	if li == 0 {
+		return 0
+	}
+	return p.c.NodeDomain(node, li-1)
+}
+
+// domains returns the domains of level li inside the internal domain
+// (sli, sd), as an index range.
+func (p *Placer) domains(li, sli, sd int) (int, int) {
+	i := p.off[sli] + sd
+	return p.domOf(int(p.first[i]), li), p.domOf(int(p.end[i])-1, li) + 1
+}
+
+func (p *Placer) domFree(li, d int) int32 {
+	if li == 0 {
+		return int32(p.s.FreeGPUs())
+	}
+	return int32(p.s.DomainFreeGPUs(li-1, d))
+}
+
+func (p *Placer) caps(ph int) []int32 {
+	if p.pl.phases[ph].seg {
+		return p.capSeg
+	}
+	return p.capNode
+}
+
+// capacities computes step 2.
+func (p *Placer) capacities() {
+	pl := &p.pl
+	leaf := p.leafLi
+	lo := p.off[leaf]
+	nd := p.off[leaf+1] - lo
+	for d := range nd {
+		f, e := int(p.first[lo+d]), int(p.end[lo+d])
+		if pl.mode == modeGPUs {
+			n := 0
+			for k := 1; k <= p.maxG; k++ {
+				n += bits.AndCount(p.s.AvailWords(k), p.cand, f, e)
+			}
+			p.capNode[lo+d] = int32(n)
+		} else {
+			p.capNode[lo+d] = int32(bits.Count(p.cand, f, e))
+		}
+	}
+	p.sumUp(p.capNode, leaf)
+	if pl.seg > 1 {
+		so := p.off[pl.segLi]
+		for i := so; i < p.off[pl.segLi+1]; i++ {
+			p.capSeg[i] = p.capNode[i] / int32(pl.seg)
+		}
+		p.sumUp(p.capSeg, pl.segLi)
+	}
+}
+
+// sumUp fills the levels above li with the sums of their children.
+func (p *Placer) sumUp(caps []int32, li int) {
+	for l := li - 1; l >= 0; l-- {
+		next := p.off[l+1]
+		for i := p.off[l]; i < p.off[l+1]; i++ {
+			var sum int32
+			for ch := p.cfirst[i]; ch < p.cend[i]; ch++ {
+				sum += caps[next+int(ch)]
+			}
+			caps[i] = sum
+		}
+	}
+}
+
+// minUnits returns the fewest unit domains (of level unitLi) of domain
+// (li, d) whose capacities sum to need, or a large number when they
+// cannot.
+func (p *Placer) minUnits(caps []int32, li, d, need, unitLi int) int {
+	if caps[p.off[li]+d] < int32(need) {
+		return 1 << 30
+	}
+	if li == unitLi {
+		return 1
+	}
+	uf, ue := p.domains(unitLi, li, d)
+	buf := p.sortBuf[:0]
+	uo := p.off[unitLi]
+	for u := uf; u < ue; u++ {
+		if c := caps[uo+u]; c > 0 {
+			buf = append(buf, c)
+		}
+	}
+	slices.Sort(buf)
+	sum, m := int32(0), 0
+	for i := len(buf) - 1; i >= 0; i-- {
+		sum += buf[i]
+		m++
+		if sum >= int32(need) {
+			break
+		}
+	}
+	return m
+}
+
+// better reports whether candidate domain a beats b for a need: fewer
+// units, then least spare capacity, then fewer free GPUs, then lower index.
+func (p *Placer) better(caps []int32, li, a, ma, b, mb int) bool {
+	if ma != mb {
+		return ma < mb
+	}
+	ca, cb := caps[p.off[li]+a], caps[p.off[li]+b]
+	if ca != cb {
+		return ca < cb
+	}
+	fa, fb := p.domFree(li, a), p.domFree(li, b)
+	if fa != fb {
+		return fa < fb
+	}
+	return a < b
+}
+
+// placePhase runs steps 3-4 of phase ph inside internal domain (sli, sd).
+func (p *Placer) placePhase(ph, sli, sd, need int) bool {
+	pl := &p.pl
+	u := pl.phases[ph].unitLi
+	caps := p.caps(ph)
+	top := sli
+	if ph == 0 && pl.reqLi > top {
+		top = pl.reqLi
+	}
+	for li := u; li >= top; li-- {
+		df, de := p.domains(li, sli, sd)
+		best, bestM := -1, 0
+		for d := df; d < de; d++ {
+			if caps[p.off[li]+d] < int32(need) {
+				continue
+			}
+			m := p.minUnits(caps, li, d, need, u)
+			if ph == 0 && pl.maxK > 0 && m > pl.maxK {
+				continue
+			}
+			if best < 0 || p.better(caps, li, d, m, best, bestM) {
+				best, bestM = d, m
+			}
+		}
+		if best >= 0 {
+			p.fill(ph, li, best, need, bestM)
+			return true
+		}
+	}
+	return false
+}
+
+// fill spreads need items of domain (li, d) over exactly m units of phase
+// ph (step 4), then enters each unit.
+func (p *Placer) fill(ph, li, d, need, m int) {
+	u := p.pl.phases[ph].unitLi
+	if li == u {
+		p.enter(ph, d, need)
+		return
+	}
+	caps := p.caps(ph)
+	i := p.off[li] + d
+	cf, ce := int(p.cfirst[i]), int(p.cend[i])
+	// One child, when one holds it with no more units.
+	best := -1
+	for ch := cf; ch < ce; ch++ {
+		if caps[p.off[li+1]+ch] < int32(need) {
+			continue
+		}
+		if p.minUnits(caps, li+1, ch, need, u) != m {
+			continue
+		}
+		if best < 0 || p.better(caps, li+1, ch, m, best, m) {
+			best = ch
+		}
+	}
+	if best >= 0 {
+		p.fill(ph, li+1, best, need, m)
+		return
+	}
+	p.split(ph, li, d, need, m)
+}
+
+// split covers need with several children of (li, d): children in order
+// of what their m best units hold, added until the m best units of the
+// chosen children cover need; the m-1 largest units are taken whole and
+// the smallest unit that covers the rest takes the last piece.
+func (p *Placer) split(ph, li, d, need, m int) {
+	u := p.pl.phases[ph].unitLi
+	caps := p.caps(ph)
+	i := p.off[li] + d
+	cf, ce := int(p.cfirst[i]), int(p.cend[i])
+	next := p.off[li+1]
+	kids := p.kids[:0]
+	for ch := cf; ch < ce; ch++ {
+		if caps[next+ch] == 0 {
+			continue
+		}
+		kids = append(kids, kidRef{child: int32(ch), topm: p.topSum(caps, li+1, ch, m, u), cap: caps[next+ch]})
+	}
+	slices.SortFunc(kids, func(a, b kidRef) int {
+		if a.topm != b.topm {
+			return int(b.topm - a.topm)
+		}
+		if a.cap != b.cap {
+			return int(b.cap - a.cap)
+		}
+		return int(a.child - b.child)
+	})
+	uo := p.off[u]
+	units := p.units[:0]
+	chosen := 0
+	for chosen < len(kids) {
+		uf, ue := p.domains(u, li+1, int(kids[chosen].child))
+		for x := uf; x < ue; x++ {
+			if c := caps[uo+x]; c > 0 {
+				units = append(units, unitRef{cap: c, unit: int32(x), child: int32(chosen)})
+			}
+		}
+		chosen++
+		slices.SortFunc(units, func(a, b unitRef) int {
+			if a.cap != b.cap {
+				return int(b.cap - a.cap)
+			}
+			if a.child != b.child {
+				return int(a.child - b.child)
+			}
+			return int(a.unit - b.unit)
+		})
+		var sum int32
+		for k := 0; k < m && k < len(units); k++ {
+			sum += units[k].cap
+		}
+		if sum >= int32(need) {
+			break
+		}
+	}
+	if len(units) < m {
+		panic("placement: split found fewer units than its budget")
+	}
+	amt := p.amt[li][:ce-cf]
+	for k := range amt {
+		amt[k] = 0
+	}
+	var sum int32
+	for k := 0; k < m-1; k++ {
+		sum += units[k].cap
+		amt[p.domOf(p.unitNode(u, units[k].unit), li+1)-cf] += units[k].cap
+	}
+	rest := int32(need) - sum
+	last := -1
+	for k := m - 1; k < len(units); k++ {
+		x := &units[k]
+		if x.cap < rest {
+			continue
+		}
+		if last < 0 {
+			last = k
+			continue
+		}
+		y := &units[last]
+		xUsed := amt[p.domOf(p.unitNode(u, x.unit), li+1)-cf] > 0
+		yUsed := amt[p.domOf(p.unitNode(u, y.unit), li+1)-cf] > 0
+		if x.cap < y.cap || x.cap == y.cap && xUsed && !yUsed {
+			last = k
+		}
+	}
+	if last < 0 || rest <= 0 {
+		panic("placement: split has no unit for the last piece")
+	}
+	amt[p.domOf(p.unitNode(u, units[last].unit), li+1)-cf] += rest
+	for k, a := range amt {
+		if a == 0 {
+			continue
+		}
+		ch := cf + k
+		p.fill(ph, li+1, ch, int(a), p.minUnits(caps, li+1, ch, int(a), u))
+	}
+}
+
+// unitNode returns the first node of unit x of internal level u.
+func (p *Placer) unitNode(u int, x int32) int { return int(p.first[p.off[u]+int(x)]) }
+
+// topSum returns the sum of the m largest unit capacities under (li, d).
+func (p *Placer) topSum(caps []int32, li, d, m, u int) int32 {
+	if li == u {
+		return caps[p.off[li]+d]
+	}
+	uf, ue := p.domains(u, li, d)
+	buf := p.sortBuf[:0]
+	for x := uf; x < ue; x++ {
+		if c := caps[p.off[u]+x]; c > 0 {
+			buf = append(buf, c)
+		}
+	}
+	slices.Sort(buf)
+	var sum int32
+	for k := len(buf) - 1; k >= 0 && k >= len(buf)-m; k-- {
+		sum += buf[k]
+	}
+	return sum
+}
+
+// enter hands need items of unit d of phase ph to the next phase, or picks
+// nodes after the last one.
+func (p *Placer) enter(ph, d, need int) {
+	cur := p.pl.phases[ph]
+	if cur.seg {
+		if ph+1 < p.pl.nphases && p.pl.phases[ph+1].seg {
+			p.mustPhase(ph+1, cur.unitLi, d, need)
+			return
+		}
+		need *= p.pl.seg
+	}
+	if ph+1 < p.pl.nphases {
+		p.mustPhase(ph+1, cur.unitLi, d, need)
+		return
+	}
+	p.pickNodes(d, need)
+}
+
+func (p *Placer) mustPhase(ph, sli, sd, need int) {
+	if !p.placePhase(ph, sli, sd, need) {
+		panic("placement: inner phase failed although capacities allowed it")
+	}
+}
+
+// pickNodes takes need nodes (GPUs in GPU mode) from lowest-level domain d
+// (step 6).
+func (p *Placer) pickNodes(d, need int) {
+	i := p.off[p.leafLi] + d
+	lo, hi := int(p.first[i]), int(p.end[i])
+	if p.pl.mode == modeGPUs {
+		p.pickGPUMode(lo, hi, need)
+		return
+	}
+	if p.pl.excl {
+		for n := bits.Next(p.cand, lo, hi); n >= 0 && need > 0; n = bits.Next(p.cand, n+1, hi) {
+			p.take(n, p.pl.g)
+			need--
+		}
+	} else {
+		for k := p.pl.g; k <= p.maxG && need > 0; k++ {
+			need = p.takeExact(lo, hi, k, need)
+		}
+	}
+	if need > 0 {
+		panic("placement: a domain held fewer candidates than counted")
+	}
+}
+
+// exactWords writes into p.tmp, over words of [lo, hi), the candidates
+// with exactly k free GPUs.
+func (p *Placer) exactWords(lo, hi, k int) {
+	a := p.s.AvailWords(k)
+	var b []uint64
+	if k < p.maxG {
+		b = p.s.AvailWords(k + 1)
+	}
+	for w := lo >> 6; w <= (hi-1)>>6; w++ {
+		x := p.cand[w] & a[w]
+		if b != nil {
+			x &^= b[w]
+		}
+		p.tmp[w] = x
+	}
+}
+
+// takeExact takes up to need candidates with exactly k free GPUs from
+// [lo, hi), returning what is still needed.
+func (p *Placer) takeExact(lo, hi, k, need int) int {
+	p.exactWords(lo, hi, k)
+	for n := bits.Next(p.tmp, lo, hi); n >= 0 && need > 0; n = bits.Next(p.tmp, n+1, hi) {
+		p.take(n, p.pl.g)
+		need--
+	}
+	return need
+}
+
+// pickGPUMode takes need GPUs from [lo, hi) on as few nodes as possible:
+// the fullest candidates first, and for the remainder the node with the
+// fewest free GPUs that covers it.
+func (p *Placer) pickGPUMode(lo, hi, need int) {
+	for need > 0 {
+		// The smallest node that covers the rest.
+		for k := need; k <= p.maxG; k++ {
+			p.exactWords(lo, hi, k)
+			if n := bits.Next(p.tmp, lo, hi); n >= 0 {
+				p.take(n, need)
+				return
+			}
+		}
+		// Else the largest node, whole.
+		took := false
+		for k := p.maxG; k >= 1 && !took; k-- {
+			p.exactWords(lo, hi, k)
+			if n := bits.Next(p.tmp, lo, hi); n >= 0 {
+				p.take(n, k)
+				need -= k
+				took = true
+			}
+		}
+		if !took {
+			panic("placement: GPU-mode domain held fewer GPUs than counted")
+		}
+	}
+}
+
+// take assigns g GPUs of node n (all of them when exclusive) and removes
+// the node from the candidates.
+func (p *Placer) take(n, g int) {
+	bits.Clear(p.cand, n)
+	p.out = append(p.out, topology.NodeAlloc{Node: int32(n), GPUs: p.pickGPUs(n, g)})
+}
+
+// pickGPUs chooses g free GPUs of node n: all of a node for exclusive or
+// whole-node requests, else from the smallest intra-node group that holds
+// g (fewest free GPUs on ties), else the lowest free GPUs.
+func (p *Placer) pickGPUs(n, g int) uint64 {
+	free := p.s.Free(n)
+	if p.pl.excl || g <= 0 {
+		return free
+	}
+	if bits.PopCount(free) <= g {
+		return free
+	}
+	best, bestSize, bestFree := uint64(0), 65, 65
+	for _, grp := range p.c.NodeGroups(n) {
+		f := bits.PopCount(grp & free)
+		if f < g {
+			continue
+		}
+		size := bits.PopCount(grp)
+		if size < bestSize || size == bestSize && f < bestFree {
+			best, bestSize, bestFree = grp, size, f
+		}
+	}
+	if best != 0 {
+		return bits.LowBits(best&free, g)
+	}
+	return bits.LowBits(free, g)
+}
+
+// placeSingle handles requests for one node's worth: a non-exclusive
+// single-node request, or a GPU-mode request that one node can hold. It
+// takes the node with the fewest free GPUs that fit, in the lowest-level
+// domain with the fewest free GPUs, and reports whether it placed.
+func (p *Placer) placeSingle() bool {
+	pl := &p.pl
+	g := pl.g
+	switch {
+	case pl.mode == modeNodes && pl.nodes == 1 && !pl.excl && pl.seg == 1:
+	case pl.mode == modeGPUs && !pl.excl && pl.need <= p.maxG:
+		g = pl.need
+	default:
+		return false
+	}
+	for k := g; k <= p.maxG; k++ {
+		p.exactWords(0, p.n, k)
+		best, bestFree := -1, int32(0)
+		leaf := p.off[p.leafLi]
+		for d := 0; d < p.off[p.leafLi+1]-leaf; d++ {
+			lo, hi := int(p.first[leaf+d]), int(p.end[leaf+d])
+			n := bits.Next(p.tmp, lo, hi)
+			if n < 0 {
+				continue
+			}
+			if f := p.domFree(p.leafLi, d); best < 0 || f < bestFree {
+				best, bestFree = n, f
+			}
+		}
+		if best >= 0 {
+			p.take(best, g)
+			return true
+		}
+	}
+	// GPU mode with no single node: fall through to the general path,
+	// which spreads over several nodes. Node mode: fail in the general
+	// path, which states the reason.
+	return false
+}
+
+// failure builds the Reason for a request phase 0 could not place.
+func (p *Placer) failure() Reason {
+	pl := &p.pl
+	ph := pl.phases[0]
+	caps := p.caps(0)
+	r := Reason{Need: pl.need, unit: unitDesc{mode: pl.mode, g: pl.g, excl: pl.excl}}
+	if ph.seg {
+		r.unit.seg = pl.seg
+		r.unit.segName = p.levelName(pl.segLi)
+	}
+	top := max(pl.reqLi, 0)
+	if pl.maxK > 0 {
+		// Did a domain hold the items, only spread over too many units?
+		best := 1 << 30
+		for li := ph.unitLi; li >= top; li-- {
+			for d := range p.off[li+1] - p.off[li] {
+				if m := p.minUnits(caps, li, d, pl.need, ph.unitLi); m < best {
+					best = m
+				}
+			}
+		}
+		if best < 1<<30 {
+			r.Code, r.Level, r.Need, r.Have = TooManyDomains, p.levelName(pl.maxLi), pl.maxK, best
+			return r
+		}
+	}
+	var have int32
+	for i := p.off[top]; i < p.off[top+1]; i++ {
+		have = max(have, caps[i])
+	}
+	r.Have = int(have)
+	switch {
+	case pl.reqLi > 0:
+		r.Code, r.Level = RequiredLevel, p.levelName(pl.reqLi)
+	case ph.seg:
+		r.Code = NoSegments
+	default:
+		r.Code = NoCapacity
+	}
+	return r
+}
+
+func (p *Placer) levelName(li int) string {
+	if li == 0 {
+		return ""
+	}
+	return p.c.LevelName(li - 1)
+}
+
+// quality fills the assignment's counts and spans.
+func (p *Placer) quality(res *Result) {
+	p.epoch++
+	if p.epoch == 0 {
+		for i := range p.stamp {
+			p.stamp[i] = 0
+		}
+		p.epoch = 1
+	}
+	depth := p.leafLi
+	for _, a := range res.Assignment {
+		res.Nodes++
+		res.GPUs += bits.PopCount(a.GPUs)
+		for li := 1; li <= depth; li++ {
+			x := p.off[li] + p.c.NodeDomain(int(a.Node), li-1)
+			if p.stamp[x] != p.epoch {
+				p.stamp[x] = p.epoch
+				res.Spans[li-1]++
+			}
+		}
+	}
+	res.Within = -1
+	for l := 0; l < depth; l++ {
+		if res.Spans[l] == 1 {
+			res.Within = l
+		}
+	}
+	res.PreferenceMet = p.pl.prefLi < 0 || res.Within >= p.pl.prefLi-1
+}

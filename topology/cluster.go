@@ -1,0 +1,512 @@
+package topology
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/bits-and-blooms/bitset"
+)
+
+// MaxLevels is the deepest topology above the node that a cluster may have.
+const MaxLevels = 8
+
+// MaxGPUsPerNode is the largest GPU count of one node; a node's GPUs are
+// the bits of a uint64 mask.
+const MaxGPUsPerNode = 64
+
+// Sentinel errors. Errors returned by Build and by the loaders wrap one of
+// these and name the node, domain, file position or token at fault.
+var (
+	// ErrInvalidSpec marks a cluster description that cannot be built.
+	ErrInvalidSpec = errors.New("topology: invalid cluster")
+	// ErrDuplicate marks a node or domain defined twice.
+	ErrDuplicate = errors.New("topology: duplicate name")
+	// ErrNotTree marks a node or domain with two parents, or a cycle.
+	ErrNotTree = errors.New("topology: not a tree")
+	// ErrGPUCount marks a GPU count outside 1..64 or a bad GPU group.
+	ErrGPUCount = errors.New("topology: GPU count out of range")
+	// ErrSyntax marks malformed loader input.
+	ErrSyntax = errors.New("topology: syntax error")
+	// ErrUnknownNode marks a node name or index that the cluster does not have.
+	ErrUnknownNode = errors.New("topology: unknown node")
+	// ErrUnknownLevel marks a level name the cluster does not have.
+	ErrUnknownLevel = errors.New("topology: unknown level")
+)
+
+// Spec is the description a Cluster is built from: what loaders and
+// generators produce and what a program can write by hand.
+type Spec struct {
+	// Levels names the levels above the node, top to bottom, for example
+	// {"spine", "leaf"} or {"spine", "leaf", "block"}. Zero levels is a
+	// flat cluster. At most MaxLevels.
+	Levels []string
+	// Nodes lists every node once.
+	Nodes []NodeSpec
+	// LocalDomainNames makes a domain's identity its path from the top
+	// (the domain "r1" under "b1" differs from "r1" under "b2"), as with
+	// Kubernetes topology labels. When false (Slurm), a domain name is
+	// unique within its level and a name found under two parents is an
+	// ErrNotTree error.
+	LocalDomainNames bool
+}
+
+// NodeSpec describes one node of a Spec.
+type NodeSpec struct {
+	// Name is unique in the cluster.
+	Name string
+	// GPUs is the node's GPU count, 1 to 64.
+	GPUs int
+	// Groups optionally lists intra-node GPU groups as masks over the
+	// node's GPUs (bit i is GPU i), for example {0x03, 0x0c, 0x30, 0xc0}
+	// for pairs under one PCIe switch, or {0x0f, 0xf0} for NUMA halves.
+	// Groups of several sizes may be listed (pairs and halves); placement
+	// gives a small request the smallest group that holds it.
+	Groups []uint64
+	// Path names the node's domain at each level, top to bottom; its
+	// length equals len(Spec.Levels).
+	Path []string
+	// Source optionally says where the node was defined (for example
+	// "topology.conf:12"); errors about the node quote it.
+	Source string
+}
+
+// Node is a read-only view of one node of a Cluster.
+type Node struct {
+	// Index is the node's position in the cluster (topology order).
+	Index int
+	// Name is the node's name.
+	Name string
+	// GPUs is the node's GPU count.
+	GPUs int
+	// Groups are the intra-node GPU groups (shared; do not modify).
+	Groups []uint64
+}
+
+// Domain is a read-only view of one domain (a switch, a block, a rack) of a
+// Cluster. Its nodes are the contiguous index range [FirstNode, EndNode);
+// its children are the domains [FirstChild, EndChild) of the level below
+// (none at the lowest level).
+type Domain struct {
+	// Level is the index of the domain's level (0 is the top).
+	Level int
+	// Index is the domain's position within its level.
+	Index int
+	// Name is the domain's name.
+	Name string
+	// Parent is the index of the parent domain in level Level-1, or -1 at
+	// the top level.
+	Parent int
+	// FirstChild and EndChild bound the children in level Level+1.
+	FirstChild, EndChild int
+	// FirstNode and EndNode bound the nodes under the domain.
+	FirstNode, EndNode int
+	// GPUs is the total GPU count under the domain.
+	GPUs int
+	// Nodes is the domain's node set (shared; do not modify).
+	Nodes *bitset.BitSet
+}
+
+type domainInfo struct {
+	name                 string
+	parent               int32
+	firstChild, endChild int32
+	firstNode, endNode   int32
+	gpus                 int32
+	nodes                *bitset.BitSet
+}
+
+type nodeInfo struct {
+	name   string
+	gpus   int
+	groups []uint64
+}
+
+// Cluster is an immutable cluster: nodes, their GPUs and the switch tree
+// above them. Nodes are numbered in topology order, so every domain's nodes
+// form one contiguous index range; every domain also carries its node set as
+// a bitset. A Cluster is safe for concurrent use.
+type Cluster struct {
+	levelNames []string
+	levels     [][]domainInfo
+	nodes      []nodeInfo
+	nodeByName map[string]int
+	// nodeDom[l*len(nodes)+n] is node n's domain at level l.
+	nodeDom   []int32
+	totalGPUs int
+	maxGPUs   int
+	words     int
+}
+
+// Build validates spec and builds the Cluster. Nodes are reordered into
+// topology order: domains in the order they first appear in spec, nodes
+// within their lowest domain in spec order. On error no cluster is built
+// and the error names the offending node or domain.
+func Build(spec Spec) (*Cluster, error) {
+	depth := len(spec.Levels)
+	if depth > MaxLevels {
+		return nil, fmt.Errorf("%w: %d levels, at most %d", ErrInvalidSpec, depth, MaxLevels)
+	}
+	for i, name := range spec.Levels {
+		if name == "" {
+			return nil, fmt.Errorf("%w: level %d has no name", ErrInvalidSpec, i)
+		}
+		if slices.Index(spec.Levels[:i], name) >= 0 {
+			return nil, fmt.Errorf("%w: level %q named twice", ErrDuplicate, name)
+		}
+	}
+	if len(spec.Nodes) == 0 {
+		return nil, fmt.Errorf("%w: no nodes", ErrInvalidSpec)
+	}
+	where := func(n *NodeSpec) string {
+		if n.Source != "" {
+			return " (" + n.Source + ")"
+		}
+		return ""
+	}
+	byName := make(map[string]int, len(spec.Nodes))
+	for i := range spec.Nodes {
+		n := &spec.Nodes[i]
+		if n.Name == "" {
+			return nil, fmt.Errorf("%w: node %d has no name%s", ErrInvalidSpec, i, where(n))
+		}
+		if j, dup := byName[n.Name]; dup {
+			return nil, fmt.Errorf("%w: node %q defined twice%s%s", ErrDuplicate, n.Name, where(&spec.Nodes[j]), where(n))
+		}
+		byName[n.Name] = i
+		if n.GPUs < 1 || n.GPUs > MaxGPUsPerNode {
+			return nil, fmt.Errorf("%w: node %q has %d GPUs, want 1 to %d%s", ErrGPUCount, n.Name, n.GPUs, MaxGPUsPerNode, where(n))
+		}
+		all := onesMask(n.GPUs)
+		for _, g := range n.Groups {
+			if g == 0 || g&^all != 0 {
+				return nil, fmt.Errorf("%w: node %q GPU group %#x is empty or outside its %d GPUs%s", ErrGPUCount, n.Name, g, n.GPUs, where(n))
+			}
+		}
+		if len(n.Path) != depth {
+			return nil, fmt.Errorf("%w: node %q has %d topology levels, want %d (%s)%s", ErrInvalidSpec, n.Name, len(n.Path), depth, strings.Join(spec.Levels, ", "), where(n))
+		}
+		for l, d := range n.Path {
+			if d == "" {
+				return nil, fmt.Errorf("%w: node %q has no %s%s", ErrInvalidSpec, n.Name, spec.Levels[l], where(n))
+			}
+		}
+	}
+
+	// Identify domains level by level, in order of first appearance.
+	type seen struct {
+		idx    int32
+		parent int32
+		node   int // first node seen under it
+	}
+	nn := len(spec.Nodes)
+	tmpDom := make([]int32, depth*nn)
+	for l := 0; l < depth; l++ {
+		ids := make(map[string]seen)
+		next := int32(0)
+		for i := range spec.Nodes {
+			n := &spec.Nodes[i]
+			parent := int32(-1)
+			if l > 0 {
+				parent = tmpDom[(l-1)*nn+i]
+			}
+			key := n.Path[l]
+			if spec.LocalDomainNames {
+				key = fmt.Sprintf("%d\x00%s", parent, key)
+			}
+			s, ok := ids[key]
+			if !ok {
+				s = seen{idx: next, parent: parent, node: i}
+				ids[key] = s
+				next++
+			} else if s.parent != parent {
+				first := &spec.Nodes[s.node]
+				return nil, fmt.Errorf("%w: %s %q is under %s %q (node %q%s) and under %s %q (node %q%s)",
+					ErrNotTree, spec.Levels[l], n.Path[l],
+					spec.Levels[l-1], first.Path[l-1], first.Name, where(first),
+					spec.Levels[l-1], n.Path[l-1], n.Name, where(n))
+			}
+			tmpDom[l*nn+i] = s.idx
+		}
+	}
+
+	// Topology order: sort nodes by their domain at every level, then by
+	// spec order. Each domain's nodes become one contiguous range.
+	order := make([]int, nn)
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		for l := 0; l < depth; l++ {
+			if da, db := tmpDom[l*nn+a], tmpDom[l*nn+b]; da != db {
+				return int(da - db)
+			}
+		}
+		return 0
+	})
+
+	c := &Cluster{
+		levelNames: slices.Clone(spec.Levels),
+		levels:     make([][]domainInfo, depth),
+		nodes:      make([]nodeInfo, nn),
+		nodeByName: make(map[string]int, nn),
+		nodeDom:    make([]int32, depth*nn),
+		words:      (nn + 63) / 64,
+	}
+	for newIdx, old := range order {
+		n := &spec.Nodes[old]
+		c.nodes[newIdx] = nodeInfo{name: n.Name, gpus: n.GPUs, groups: slices.Clone(n.Groups)}
+		c.nodeByName[n.Name] = newIdx
+		c.totalGPUs += n.GPUs
+		c.maxGPUs = max(c.maxGPUs, n.GPUs)
+	}
+	// Renumber domains in node order and record ranges.
+	for l := 0; l < depth; l++ {
+		renum := make(map[int32]int32)
+		var doms []domainInfo
+		for newIdx, old := range order {
+			od := tmpDom[l*nn+old]
+			d, ok := renum[od]
+			if !ok {
+				d = int32(len(doms))
+				renum[od] = d
+				parent := int32(-1)
+				if l > 0 {
+					parent = c.nodeDom[(l-1)*nn+newIdx]
+				}
+				doms = append(doms, domainInfo{
+					name:      spec.Nodes[old].Path[l],
+					parent:    parent,
+					firstNode: int32(newIdx),
+				})
+			}
+			doms[d].endNode = int32(newIdx) + 1
+			doms[d].gpus += int32(c.nodes[newIdx].gpus)
+			c.nodeDom[l*nn+newIdx] = d
+		}
+		c.levels[l] = doms
+	}
+	for l := 0; l < depth; l++ {
+		for d := range c.levels[l] {
+			dom := &c.levels[l][d]
+			dom.nodes = bitset.New(uint(nn))
+			for i := dom.firstNode; i < dom.endNode; i++ {
+				dom.nodes.Set(uint(i))
+			}
+			dom.firstChild, dom.endChild = 0, 0
+			if l+1 < depth {
+				dom.firstChild = c.nodeDom[(l+1)*nn+int(dom.firstNode)]
+				dom.endChild = c.nodeDom[(l+1)*nn+int(dom.endNode)-1] + 1
+			}
+		}
+	}
+	return c, nil
+}
+
+func onesMask(n int) uint64 {
+	if n >= 64 {
+		return ^uint64(0)
+	}
+	return 1<<uint(n) - 1
+}
+
+// NumNodes returns the number of nodes.
+func (c *Cluster) NumNodes() int { return len(c.nodes) }
+
+// TotalGPUs returns the number of GPUs in the cluster.
+func (c *Cluster) TotalGPUs() int { return c.totalGPUs }
+
+// MaxNodeGPUs returns the largest GPU count of any node.
+func (c *Cluster) MaxNodeGPUs() int { return c.maxGPUs }
+
+// Depth returns the number of levels above the node (0 for a flat cluster).
+func (c *Cluster) Depth() int { return len(c.levelNames) }
+
+// LevelName returns the name of level l (0 is the top).
+func (c *Cluster) LevelName(l int) string { return c.levelNames[l] }
+
+// Levels returns the level names, top to bottom (a copy).
+func (c *Cluster) Levels() []string { return slices.Clone(c.levelNames) }
+
+// Level returns the index of the level called name.
+func (c *Cluster) Level(name string) (int, bool) {
+	for i, n := range c.levelNames {
+		if n == name {
+			return i, true
+		}
+	}
+	return -1, false
+}
+
+// NumDomains returns the number of domains at level l.
+func (c *Cluster) NumDomains(l int) int { return len(c.levels[l]) }
+
+// Domain returns domain d of level l.
+func (c *Cluster) Domain(l, d int) Domain {
+	di := &c.levels[l][d]
+	return Domain{
+		Level: l, Index: d, Name: di.name, Parent: int(di.parent),
+		FirstChild: int(di.firstChild), EndChild: int(di.endChild),
+		FirstNode: int(di.firstNode), EndNode: int(di.endNode),
+		GPUs: int(di.gpus), Nodes: di.nodes,
+	}
+}
+
+// DomainRange returns the node range [first, end) of domain d of level l,
+// without building a Domain view.
+func (c *Cluster) DomainRange(l, d int) (first, end int) {
+	di := &c.levels[l][d]
+	return int(di.firstNode), int(di.endNode)
+}
+
+// DomainChildren returns the child range [first, end) of domain d of level
+// l in level l+1 (empty at the lowest level).
+func (c *Cluster) DomainChildren(l, d int) (first, end int) {
+	di := &c.levels[l][d]
+	return int(di.firstChild), int(di.endChild)
+}
+
+// DomainParent returns the parent of domain d of level l, or -1 at the top.
+func (c *Cluster) DomainParent(l, d int) int { return int(c.levels[l][d].parent) }
+
+// DomainName returns the name of domain d of level l.
+func (c *Cluster) DomainName(l, d int) string { return c.levels[l][d].name }
+
+// DomainIndex returns the index of the domain called name at level l (the
+// first one, when names are local to their parent).
+func (c *Cluster) DomainIndex(l int, name string) (int, bool) {
+	for i := range c.levels[l] {
+		if c.levels[l][i].name == name {
+			return i, true
+		}
+	}
+	return -1, false
+}
+
+// Node returns node i.
+func (c *Cluster) Node(i int) Node {
+	n := &c.nodes[i]
+	return Node{Index: i, Name: n.name, GPUs: n.gpus, Groups: n.groups}
+}
+
+// NodeName returns the name of node i.
+func (c *Cluster) NodeName(i int) string { return c.nodes[i].name }
+
+// NodeGPUs returns the GPU count of node i.
+func (c *Cluster) NodeGPUs(i int) int { return c.nodes[i].gpus }
+
+// NodeGroups returns the GPU groups of node i (shared; do not modify).
+func (c *Cluster) NodeGroups(i int) []uint64 { return c.nodes[i].groups }
+
+// NodeIndex returns the index of the node called name.
+func (c *Cluster) NodeIndex(name string) (int, bool) {
+	i, ok := c.nodeByName[name]
+	return i, ok
+}
+
+// NodeDomain returns the index of node i's domain at level l.
+func (c *Cluster) NodeDomain(i, l int) int { return int(c.nodeDom[l*len(c.nodes)+i]) }
+
+// Words returns the number of 64-bit words of a node bitset of this
+// cluster.
+func (c *Cluster) Words() int { return c.words }
+
+// NewNodeSet returns an empty node bitset sized for this cluster. Every
+// node set passed to Phalanx must have this length.
+func (c *Cluster) NewNodeSet() *bitset.BitSet { return bitset.New(uint(len(c.nodes))) }
+
+// NodeSet returns a node bitset holding the named nodes; an unknown name is
+// an ErrUnknownNode error naming it.
+func (c *Cluster) NodeSet(names ...string) (*bitset.BitSet, error) {
+	s := c.NewNodeSet()
+	for _, n := range names {
+		i, ok := c.nodeByName[n]
+		if !ok {
+			return nil, fmt.Errorf("%w: %q", ErrUnknownNode, n)
+		}
+		s.Set(uint(i))
+	}
+	return s, nil
+}
+
+// Spec returns a Spec that builds an identical cluster (nodes in topology
+// order).
+func (c *Cluster) Spec() Spec {
+	s := Spec{Levels: slices.Clone(c.levelNames), Nodes: make([]NodeSpec, len(c.nodes))}
+	for i, n := range c.nodes {
+		path := make([]string, len(c.levelNames))
+		for l := range path {
+			path[l] = c.levels[l][c.NodeDomain(i, l)].name
+		}
+		s.Nodes[i] = NodeSpec{Name: n.name, GPUs: n.gpus, Groups: slices.Clone(n.groups), Path: path}
+	}
+	// Domain names need not be unique per level if they were built local.
+	for l := range c.levels {
+		names := make(map[string]bool, len(c.levels[l]))
+		for _, d := range c.levels[l] {
+			if names[d.name] {
+				s.LocalDomainNames = true
+			}
+			names[d.name] = true
+		}
+	}
+	return s
+}
+
+// NodeNames returns the names of the nodes in [first, end), in order.
+func (c *Cluster) NodeNames(first, end int) []string {
+	out := make([]string, 0, end-first)
+	for i := first; i < end; i++ {
+		out = append(out, c.nodes[i].name)
+	}
+	return out
+}
+
+// Describe returns a text dump of the cluster: one line per domain,
+// indented by level, with node counts, GPU counts and, at the lowest
+// level, the nodes as a Slurm hostlist.
+func (c *Cluster) Describe() string {
+	var b strings.Builder
+	levels := "flat"
+	if len(c.levelNames) > 0 {
+		levels = strings.Join(c.levelNames, " > ")
+	}
+	fmt.Fprintf(&b, "cluster: %d nodes, %d GPUs, levels %s\n", len(c.nodes), c.totalGPUs, levels)
+	if len(c.levels) == 0 {
+		fmt.Fprintf(&b, "  nodes %s\n", c.describeNodes(0, len(c.nodes)))
+		return b.String()
+	}
+	var walk func(l, d int)
+	walk = func(l, d int) {
+		di := &c.levels[l][d]
+		fmt.Fprintf(&b, "%s%s %s: %d nodes, %d GPUs", strings.Repeat("  ", l+1), c.levelNames[l], di.name, di.endNode-di.firstNode, di.gpus)
+		if l == len(c.levels)-1 {
+			fmt.Fprintf(&b, ", %s\n", c.describeNodes(int(di.firstNode), int(di.endNode)))
+			return
+		}
+		b.WriteByte('\n')
+		for ch := di.firstChild; ch < di.endChild; ch++ {
+			walk(l+1, int(ch))
+		}
+	}
+	for d := range c.levels[0] {
+		walk(0, d)
+	}
+	return b.String()
+}
+
+// describeNodes renders nodes [first, end) as hostlists, one per run of
+// nodes with equal GPU counts.
+func (c *Cluster) describeNodes(first, end int) string {
+	var parts []string
+	for i := first; i < end; {
+		j := i
+		for j < end && c.nodes[j].gpus == c.nodes[i].gpus {
+			j++
+		}
+		parts = append(parts, fmt.Sprintf("%s x%d GPUs", CompressHostlist(c.NodeNames(i, j)), c.nodes[i].gpus))
+		i = j
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,136 @@
+package topology
+
+import "fmt"
+
+// Default cluster shape, used by every example, test and benchmark that
+// says "the default cluster": 250 nodes x 8 GPUs = 2,000 GPUs, 16 nodes per
+// leaf (16 leaves, the last holding 10), 4 leaves per spine (4 spines, the
+// last holding 4 leaves of which one is short), one core.
+const (
+	DefaultNodes          = 250
+	DefaultGPUsPerNode    = 8
+	DefaultNodesPerLeaf   = 16
+	DefaultLeavesPerSpine = 4
+)
+
+// Default2000 returns the built-in default cluster: 250 nodes of 8 GPUs
+// (2,000 GPUs) named n000..n249, levels core > spine > leaf, 16 nodes per
+// leaf (leaf00..leaf15, the last holding 10 nodes), 4 leaves per spine
+// (spine0..spine3), one core. Each node's GPUs form two NUMA halves (0-3,
+// 4-7) and four PCIe pairs.
+func Default2000() *Cluster {
+	c, err := Build(DefaultSpec())
+	if err != nil {
+		panic(err) // the built-in spec is valid by construction
+	}
+	return c
+}
+
+// DefaultSpec returns the Spec of Default2000.
+func DefaultSpec() Spec {
+	s := Spec{Levels: []string{"core", "spine", "leaf"}}
+	for i := range DefaultNodes {
+		leaf := i / DefaultNodesPerLeaf
+		spine := leaf / DefaultLeavesPerSpine
+		s.Nodes = append(s.Nodes, NodeSpec{
+			Name:   fmt.Sprintf("n%03d", i),
+			GPUs:   DefaultGPUsPerNode,
+			Groups: []uint64{0x03, 0x0c, 0x30, 0xc0, 0x0f, 0xf0},
+			Path:   []string{"core", fmt.Sprintf("spine%d", spine), fmt.Sprintf("leaf%02d", leaf)},
+		})
+	}
+	return s
+}
+
+// FatTreeConfig describes a generated fat tree: one core, Spines spines,
+// LeavesPerSpine leaves under each, NodesPerLeaf nodes under each leaf,
+// GPUsPerNode GPUs per node.
+type FatTreeConfig struct {
+	Spines, LeavesPerSpine, NodesPerLeaf, GPUsPerNode int
+}
+
+// Validate reports whether every count is positive and GPUsPerNode is at
+// most 64.
+func (f FatTreeConfig) Validate() error {
+	if f.Spines < 1 || f.LeavesPerSpine < 1 || f.NodesPerLeaf < 1 {
+		return fmt.Errorf("%w: fat tree %+v: counts must be positive", ErrInvalidSpec, f)
+	}
+	if f.GPUsPerNode < 1 || f.GPUsPerNode > MaxGPUsPerNode {
+		return fmt.Errorf("%w: fat tree GPUsPerNode %d", ErrGPUCount, f.GPUsPerNode)
+	}
+	return nil
+}
+
+// FatTree builds the fat tree f: levels core > spine > leaf, nodes named
+// node00000..., leaves leaf0000..., spines spine000....
+func FatTree(f FatTreeConfig) (*Cluster, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	s := Spec{Levels: []string{"core", "spine", "leaf"}}
+	n := 0
+	for sp := range f.Spines {
+		for lf := range f.LeavesPerSpine {
+			leaf := sp*f.LeavesPerSpine + lf
+			for range f.NodesPerLeaf {
+				s.Nodes = append(s.Nodes, NodeSpec{
+					Name: fmt.Sprintf("node%05d", n),
+					GPUs: f.GPUsPerNode,
+					Path: []string{"core", fmt.Sprintf("spine%03d", sp), fmt.Sprintf("leaf%04d", leaf)},
+				})
+				n++
+			}
+		}
+	}
+	return Build(s)
+}
+
+// FatTree100k returns the 100,000-GPU fat tree used by the benchmarks:
+// 12,500 nodes x 8 GPUs, 25 nodes per leaf, 20 leaves per spine, 25 spines.
+func FatTree100k() *Cluster {
+	c, err := FatTree(FatTreeConfig{Spines: 25, LeavesPerSpine: 20, NodesPerLeaf: 25, GPUsPerNode: 8})
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// NVL72Config describes a generated GB200 NVL72-style layout: racks of
+// NodesPerRack nodes x GPUsPerNode GPUs, each rack one NVLink block under
+// its own leaf switch, RacksPerSpine leaves under each spine, one core.
+type NVL72Config struct {
+	Racks, NodesPerRack, GPUsPerNode, RacksPerSpine int
+}
+
+// NVL72 builds the layout n: levels core > spine > leaf > block, one block
+// per leaf, nodes named rack<r>-n<k>.
+func NVL72(n NVL72Config) (*Cluster, error) {
+	if n.Racks < 1 || n.NodesPerRack < 1 || n.RacksPerSpine < 1 {
+		return nil, fmt.Errorf("%w: NVL72 %+v: counts must be positive", ErrInvalidSpec, n)
+	}
+	if n.GPUsPerNode < 1 || n.GPUsPerNode > MaxGPUsPerNode {
+		return nil, fmt.Errorf("%w: NVL72 GPUsPerNode %d", ErrGPUCount, n.GPUsPerNode)
+	}
+	s := Spec{Levels: []string{"core", "spine", "leaf", "block"}}
+	for r := range n.Racks {
+		sp := r / n.RacksPerSpine
+		for k := range n.NodesPerRack {
+			s.Nodes = append(s.Nodes, NodeSpec{
+				Name: fmt.Sprintf("rack%02d-n%02d", r, k),
+				GPUs: n.GPUsPerNode,
+				Path: []string{"core", fmt.Sprintf("spine%d", sp), fmt.Sprintf("leaf%02d", r), fmt.Sprintf("nvl%02d", r)},
+			})
+		}
+	}
+	return Build(s)
+}
+
+// NVL72Default returns the 2,016-GPU NVL72 layout used by tests and
+// benchmarks: 28 racks x 18 nodes x 4 GPUs, 4 racks per spine.
+func NVL72Default() *Cluster {
+	c, err := NVL72(NVL72Config{Racks: 28, NodesPerRack: 18, GPUsPerNode: 4, RacksPerSpine: 4})
+	if err != nil {
+		panic(err)
+	}
+	return c
+}

@@ -1,0 +1,522 @@
+package topology
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/bits-and-blooms/bitset"
+
+	"github.com/phalanx-sched/phalanx/internal/bits"
+)
+
+// Errors of the free state.
+var (
+	// ErrConflict marks an allocation of GPUs that are not free, or a
+	// release of GPUs that are not allocated.
+	ErrConflict = errors.New("topology: GPU conflict")
+	// ErrNodeDown marks an allocation on a node that is down.
+	ErrNodeDown = errors.New("topology: node down")
+	// ErrBadMask marks a GPU mask naming GPUs the node does not have, or an
+	// empty mask.
+	ErrBadMask = errors.New("topology: bad GPU mask")
+	// ErrOtherCluster marks two states of different clusters.
+	ErrOtherCluster = errors.New("topology: states of different clusters")
+)
+
+// NodeStatus is a node's schedulability.
+type NodeStatus uint8
+
+const (
+	// Up nodes are offered to placement.
+	Up NodeStatus = iota
+	// Down nodes have failed: never offered, and nothing may be
+	// allocated on them.
+	Down
+	// Drained nodes take no new work; what runs on them stays.
+	Drained
+)
+
+// String returns "up", "down" or "drained".
+func (s NodeStatus) String() string {
+	switch s {
+	case Up:
+		return "up"
+	case Down:
+		return "down"
+	case Drained:
+		return "drained"
+	}
+	return fmt.Sprintf("NodeStatus(%d)", uint8(s))
+}
+
+// NodeAlloc is part of an assignment: the GPUs given on one node (bit i of
+// GPUs is GPU i of the node).
+type NodeAlloc struct {
+	Node int32
+	GPUs uint64
+}
+
+// State is the mutable free state of a Cluster: each node's free-GPU mask
+// and status, plus indexes kept up to date on every change so that
+// placement answers "which nodes under domain D have at least g free GPUs"
+// with word operations:
+//
+//   - Avail(g), for g >= 1: the schedulable (up, not drained) nodes with at
+//     least g free GPUs; Avail(0) is every schedulable node.
+//   - Idle(): the schedulable nodes with every GPU free.
+//   - DomainFreeGPUs: free GPUs on schedulable nodes per domain.
+//
+// Allocate and Release are atomic: everything is checked, then applied.
+// Allocate, Release, status changes and CopyInto allocate nothing.
+//
+// A State is not safe for concurrent use; Clone it for concurrent readers.
+type State struct {
+	c      *Cluster
+	words  int
+	free   []uint64
+	status []NodeStatus
+	// avail holds (maxGPUs+1) bitsets of words each: avail[k] = schedulable
+	// nodes with >= k free GPUs.
+	avail []uint64
+	idle  []uint64
+	// domFree[levelOff[l]+d] is the free GPUs on schedulable nodes of
+	// domain d at level l.
+	domFree  []int32
+	levelOff []int
+	// pending is per-node scratch for duplicate detection in Allocate and
+	// Release; all zero between calls.
+	pending  []uint64
+	freeGPUs int // free GPUs on schedulable nodes
+	usedGPUs int // allocated GPUs on every node
+
+	availViews []*bitset.BitSet
+	idleView   *bitset.BitSet
+}
+
+// NewState returns the state of cluster c with every node up and every GPU
+// free.
+func NewState(c *Cluster) *State {
+	s := newEmptyState(c)
+	for i := range c.nodes {
+		s.free[i] = onesMask(c.nodes[i].gpus)
+	}
+	s.rebuild()
+	return s
+}
+
+func newEmptyState(c *Cluster) *State {
+	n := len(c.nodes)
+	w := c.words
+	s := &State{
+		c:        c,
+		words:    w,
+		free:     make([]uint64, n),
+		status:   make([]NodeStatus, n),
+		avail:    make([]uint64, (c.maxGPUs+1)*w),
+		idle:     make([]uint64, w),
+		levelOff: make([]int, len(c.levels)+1),
+		pending:  make([]uint64, n),
+	}
+	for l := range c.levels {
+		s.levelOff[l+1] = s.levelOff[l] + len(c.levels[l])
+	}
+	s.domFree = make([]int32, s.levelOff[len(c.levels)])
+	s.availViews = make([]*bitset.BitSet, c.maxGPUs+1)
+	for k := range s.availViews {
+		s.availViews[k] = bitset.FromWithLength(uint(n), s.avail[k*w:(k+1)*w:(k+1)*w])
+	}
+	s.idleView = bitset.FromWithLength(uint(n), s.idle)
+	return s
+}
+
+// rebuild recomputes every index from free and status.
+func (s *State) rebuild() {
+	bits.Zero(s.avail)
+	bits.Zero(s.idle)
+	for i := range s.domFree {
+		s.domFree[i] = 0
+	}
+	s.freeGPUs, s.usedGPUs = 0, 0
+	for i := range s.c.nodes {
+		f := bits.PopCount(s.free[i])
+		s.usedGPUs += s.c.nodes[i].gpus - f
+		if s.status[i] == Up {
+			s.addNode(i, f)
+		}
+	}
+}
+
+// addNode enters schedulable node i with f free GPUs into the indexes.
+func (s *State) addNode(i, f int) {
+	w := s.words
+	for k := 0; k <= f; k++ {
+		bits.Set(s.avail[k*w:], i)
+	}
+	if f == s.c.nodes[i].gpus {
+		bits.Set(s.idle, i)
+	}
+	s.addDomainFree(i, f)
+}
+
+// removeNode takes schedulable node i with f free GPUs out of the indexes.
+func (s *State) removeNode(i, f int) {
+	w := s.words
+	for k := 0; k <= f; k++ {
+		bits.Clear(s.avail[k*w:], i)
+	}
+	bits.Clear(s.idle, i)
+	s.addDomainFree(i, -f)
+}
+
+func (s *State) addDomainFree(i, delta int) {
+	n := len(s.c.nodes)
+	for l := range s.c.levels {
+		s.domFree[s.levelOff[l]+int(s.c.nodeDom[l*n+i])] += int32(delta)
+	}
+	s.freeGPUs += delta
+}
+
+// setFree changes node i's free mask and updates the indexes.
+func (s *State) setFree(i int, mask uint64) {
+	old := bits.PopCount(s.free[i])
+	nw := bits.PopCount(mask)
+	s.free[i] = mask
+	s.usedGPUs += old - nw
+	if s.status[i] != Up || old == nw {
+		return
+	}
+	w := s.words
+	if nw > old {
+		for k := old + 1; k <= nw; k++ {
+			bits.Set(s.avail[k*w:], i)
+		}
+	} else {
+		for k := nw + 1; k <= old; k++ {
+			bits.Clear(s.avail[k*w:], i)
+		}
+	}
+	if nw == s.c.nodes[i].gpus {
+		bits.Set(s.idle, i)
+	} else {
+		bits.Clear(s.idle, i)
+	}
+	s.addDomainFree(i, nw-old)
+}
+
+// Cluster returns the state's cluster.
+func (s *State) Cluster() *Cluster { return s.c }
+
+// Free returns node i's free-GPU mask.
+func (s *State) Free(i int) uint64 { return s.free[i] }
+
+// FreeCount returns the number of free GPUs on node i (whatever its status).
+func (s *State) FreeCount(i int) int { return bits.PopCount(s.free[i]) }
+
+// Status returns node i's status.
+func (s *State) Status(i int) NodeStatus { return s.status[i] }
+
+// Schedulable reports whether node i is up and not drained.
+func (s *State) Schedulable(i int) bool { return s.status[i] == Up }
+
+// FreeGPUs returns the free GPUs on schedulable nodes.
+func (s *State) FreeGPUs() int { return s.freeGPUs }
+
+// UsedGPUs returns the allocated GPUs on every node, whatever its status.
+func (s *State) UsedGPUs() int { return s.usedGPUs }
+
+// DomainFreeGPUs returns the free GPUs on schedulable nodes of domain d of
+// level l.
+func (s *State) DomainFreeGPUs(l, d int) int { return int(s.domFree[s.levelOff[l]+d]) }
+
+// Avail returns a read-only view of the schedulable nodes with at least g
+// free GPUs (g in [0, MaxNodeGPUs]); Avail(0) is every schedulable node.
+// The view tracks the state: do not modify it.
+func (s *State) Avail(g int) *bitset.BitSet { return s.availViews[g] }
+
+// AvailWords returns Avail(g) as raw words (read-only), for word loops.
+func (s *State) AvailWords(g int) []uint64 {
+	return s.avail[g*s.words : (g+1)*s.words : (g+1)*s.words]
+}
+
+// Idle returns a read-only view of the schedulable nodes with every GPU
+// free. The view tracks the state: do not modify it.
+func (s *State) Idle() *bitset.BitSet { return s.idleView }
+
+// IdleWords returns Idle() as raw words (read-only).
+func (s *State) IdleWords() []uint64 { return s.idle }
+
+// CountAvail returns how many schedulable nodes of domain d at level l have
+// at least g free GPUs: a popcount over the domain's word range.
+func (s *State) CountAvail(g, l, d int) int {
+	lo, hi := s.c.DomainRange(l, d)
+	return bits.Count(s.AvailWords(g), lo, hi)
+}
+
+// conflictErr builds the error for one bad entry of an assignment.
+func (s *State) checkEntry(a NodeAlloc, alloc bool) error {
+	i := int(a.Node)
+	if i < 0 || i >= len(s.c.nodes) {
+		return fmt.Errorf("%w: node index %d (cluster has %d nodes)", ErrUnknownNode, i, len(s.c.nodes))
+	}
+	name := s.c.nodes[i].name
+	all := onesMask(s.c.nodes[i].gpus)
+	if a.GPUs == 0 || a.GPUs&^all != 0 {
+		return fmt.Errorf("%w: node %s: GPUs %s (node has %d)", ErrBadMask, name, FormatGPUs(a.GPUs), s.c.nodes[i].gpus)
+	}
+	if overlap := s.pending[i] & a.GPUs; overlap != 0 {
+		return fmt.Errorf("%w: node %s: GPUs %s named twice in one assignment", ErrConflict, name, FormatGPUs(overlap))
+	}
+	if alloc {
+		if s.status[i] == Down {
+			return fmt.Errorf("%w: node %s is down", ErrNodeDown, name)
+		}
+		if busy := a.GPUs &^ s.free[i]; busy != 0 {
+			return fmt.Errorf("%w: node %s: GPUs %s already allocated", ErrConflict, name, FormatGPUs(busy))
+		}
+	} else if idle := a.GPUs & s.free[i]; idle != 0 {
+		return fmt.Errorf("%w: node %s: GPUs %s are not allocated", ErrConflict, name, FormatGPUs(idle))
+	}
+	return nil
+}
+
+// check verifies every entry of a, restoring the scratch before returning.
+func (s *State) check(a []NodeAlloc, alloc bool) error {
+	var err error
+	k := 0
+	for ; k < len(a); k++ {
+		if err = s.checkEntry(a[k], alloc); err != nil {
+			break
+		}
+		s.pending[a[k].Node] |= a[k].GPUs
+	}
+	for _, e := range a[:k] {
+		s.pending[e.Node] = 0
+	}
+	return err
+}
+
+// CanAllocate reports, without changing anything, whether Allocate(a)
+// would succeed, with the error it would return.
+func (s *State) CanAllocate(a []NodeAlloc) error { return s.check(a, true) }
+
+// Allocate marks the GPUs of assignment a as used. Every entry is checked
+// first (the node exists and is not down, the GPUs exist on it, are free
+// and are not named twice); on any conflict nothing changes and the error
+// names the node and GPUs. Drained nodes accept allocations (placement
+// never offers them; restoring running work may need them).
+func (s *State) Allocate(a []NodeAlloc) error {
+	if err := s.check(a, true); err != nil {
+		return err
+	}
+	for _, e := range a {
+		s.setFree(int(e.Node), s.free[e.Node]&^e.GPUs)
+	}
+	return nil
+}
+
+// Release returns the GPUs of assignment a. Every entry is checked first
+// (the GPUs exist and are allocated); on any conflict nothing changes. GPUs
+// on down nodes may be released; they become free but are offered to
+// placement only once the node is up.
+func (s *State) Release(a []NodeAlloc) error {
+	if err := s.check(a, false); err != nil {
+		return err
+	}
+	for _, e := range a {
+		s.setFree(int(e.Node), s.free[e.Node]|e.GPUs)
+	}
+	return nil
+}
+
+// SetStatus changes node i's status. A node that goes down or is drained
+// keeps its allocations; it is no longer offered to placement.
+func (s *State) SetStatus(i int, st NodeStatus) error {
+	if i < 0 || i >= len(s.c.nodes) {
+		return fmt.Errorf("%w: node index %d", ErrUnknownNode, i)
+	}
+	if st > Drained {
+		return fmt.Errorf("topology: node %s: invalid status %d", s.c.nodes[i].name, st)
+	}
+	old := s.status[i]
+	if old == st {
+		return nil
+	}
+	f := bits.PopCount(s.free[i])
+	if old == Up {
+		s.removeNode(i, f)
+	}
+	s.status[i] = st
+	if st == Up {
+		s.addNode(i, f)
+	}
+	return nil
+}
+
+// Clone returns an independent copy of the state.
+func (s *State) Clone() *State {
+	d := newEmptyState(s.c)
+	s.copyTo(d)
+	return d
+}
+
+// CopyInto makes dst an exact copy of s without allocating. dst must be a
+// state of the same cluster.
+func (s *State) CopyInto(dst *State) error {
+	if dst.c != s.c {
+		return ErrOtherCluster
+	}
+	s.copyTo(dst)
+	return nil
+}
+
+func (s *State) copyTo(d *State) {
+	copy(d.free, s.free)
+	copy(d.status, s.status)
+	copy(d.avail, s.avail)
+	copy(d.idle, s.idle)
+	copy(d.domFree, s.domFree)
+	d.freeGPUs, d.usedGPUs = s.freeGPUs, s.usedGPUs
+}
+
+// Equal reports whether two states of the same cluster hold the same free
+// masks and statuses.
+func (s *State) Equal(o *State) bool {
+	if s.c != o.c {
+		return false
+	}
+	for i := range s.free {
+		if s.free[i] != o.free[i] || s.status[i] != o.status[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckInvariants recomputes every index from the free masks and statuses
+// and compares it with the incrementally kept one; it also checks that no
+// free mask names a GPU the node lacks and that free plus used GPUs equal
+// the cluster's total. It is for tests and debugging: it allocates and is
+// linear in the cluster size.
+func (s *State) CheckInvariants() error {
+	ref := newEmptyState(s.c)
+	copy(ref.free, s.free)
+	copy(ref.status, s.status)
+	var errs []error
+	for i := range s.free {
+		if s.free[i]&^onesMask(s.c.nodes[i].gpus) != 0 {
+			errs = append(errs, fmt.Errorf("node %s: free mask %#x beyond its %d GPUs", s.c.nodes[i].name, s.free[i], s.c.nodes[i].gpus))
+		}
+		if s.pending[i] != 0 {
+			errs = append(errs, fmt.Errorf("node %s: scratch mask not cleared", s.c.nodes[i].name))
+		}
+	}
+	ref.rebuild()
+	for k := 0; k <= s.c.maxGPUs; k++ {
+		a, b := s.AvailWords(k), ref.AvailWords(k)
+		for w := range a {
+			if a[w] != b[w] {
+				errs = append(errs, fmt.Errorf("avail[%d] word %d: have %#x, want %#x", k, w, a[w], b[w]))
+			}
+		}
+	}
+	for w := range s.idle {
+		if s.idle[w] != ref.idle[w] {
+			errs = append(errs, fmt.Errorf("idle word %d: have %#x, want %#x", w, s.idle[w], ref.idle[w]))
+		}
+	}
+	for l := range s.c.levels {
+		for d := range s.c.levels[l] {
+			if a, b := s.DomainFreeGPUs(l, d), ref.DomainFreeGPUs(l, d); a != b {
+				errs = append(errs, fmt.Errorf("%s %s: free GPUs %d, want %d", s.c.levelNames[l], s.c.levels[l][d].name, a, b))
+			}
+		}
+	}
+	if s.freeGPUs != ref.freeGPUs || s.usedGPUs != ref.usedGPUs {
+		errs = append(errs, fmt.Errorf("totals: free %d used %d, want free %d used %d", s.freeGPUs, s.usedGPUs, ref.freeGPUs, ref.usedGPUs))
+	}
+	total := 0
+	for i := range s.free {
+		total += bits.PopCount(s.free[i])
+	}
+	if total+s.usedGPUs != s.c.totalGPUs {
+		errs = append(errs, fmt.Errorf("free %d + used %d != total %d GPUs", total, s.usedGPUs, s.c.totalGPUs))
+	}
+	return errors.Join(errs...)
+}
+
+// FormatGPUs renders a GPU mask as a list of GPU indices with ranges, for
+// example "0-3,6".
+func FormatGPUs(m uint64) string {
+	var b strings.Builder
+	for i := 0; i < 64; {
+		if m&(1<<uint(i)) == 0 {
+			i++
+			continue
+		}
+		j := i
+		for j+1 < 64 && m&(1<<uint(j+1)) != 0 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		if j > i {
+			fmt.Fprintf(&b, "%d-%d", i, j)
+		} else {
+			fmt.Fprintf(&b, "%d", i)
+		}
+		i = j + 1
+	}
+	if b.Len() == 0 {
+		return "none"
+	}
+	return b.String()
+}
+
+// Describe draws the free state, one line per lowest-level domain (or one
+// line for a flat cluster), one character per node: '.' every GPU free,
+// '#' every GPU used, a digit (or '+' above 9) the free GPUs of a partly
+// used node, 'x' down, 'd' drained (drained and down nodes hide their free
+// count).
+func (s *State) Describe() string {
+	var b strings.Builder
+	c := s.c
+	fmt.Fprintf(&b, "free %d of %d GPUs on schedulable nodes, %d used\n", s.freeGPUs, c.totalGPUs, s.usedGPUs)
+	line := func(label string, lo, hi int) {
+		fmt.Fprintf(&b, "%-12s ", label)
+		for i := lo; i < hi; i++ {
+			b.WriteByte(s.nodeChar(i))
+		}
+		b.WriteByte('\n')
+	}
+	if len(c.levels) == 0 {
+		line("nodes", 0, len(c.nodes))
+		return b.String()
+	}
+	low := len(c.levels) - 1
+	for d := range c.levels[low] {
+		lo, hi := c.DomainRange(low, d)
+		line(c.levels[low][d].name, lo, hi)
+	}
+	return b.String()
+}
+
+func (s *State) nodeChar(i int) byte {
+	switch s.status[i] {
+	case Down:
+		return 'x'
+	case Drained:
+		return 'd'
+	}
+	f := bits.PopCount(s.free[i])
+	switch {
+	case f == s.c.nodes[i].gpus:
+		return '.'
+	case f == 0:
+		return '#'
+	case f <= 9:
+		return byte('0' + f)
+	}
+	return '+'
+}
