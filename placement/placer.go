@@ -79,6 +79,8 @@ type Placer struct {
 	amt     [][]int32 // per internal level: amounts per child
 	stamp   []uint32
 	epoch   uint32
+	marks   []uint32 // per domain: taken by the current split
+	mark    uint32
 	out     []topology.NodeAlloc
 }
 
@@ -136,6 +138,7 @@ func New(c *topology.Cluster) *Placer {
 		p.amt[li] = make([]int32, maxKids)
 	}
 	p.stamp = make([]uint32, total)
+	p.marks = make([]uint32, total)
 	return p
 }
 
@@ -187,7 +190,7 @@ func (p *Placer) Place(s *topology.State, r *Request, buf []topology.NodeAlloc) 
 	p.candidates(r)
 	if !p.placeSingle() {
 		p.capacities()
-		if !p.placePhase(0, 0, 0, p.pl.need) {
+		if !p.placeDeep() && !p.placePhase(0, 0, 0, p.pl.need, max(p.pl.reqLi, 0)) {
 			res.Reason = p.failure()
 			p.s = nil
 			return res, nil
@@ -346,22 +349,54 @@ func (p *Placer) better(caps []int32, li, a, ma, b, mb int) bool {
 	if ca != cb {
 		return ca < cb
 	}
-	fa, fb := p.domFree(li, a), p.domFree(li, b)
-	if fa != fb {
-		return fa < fb
+	return p.fuller(li, a, b)
+}
+
+// fuller reports whether domain a of level li should be filled before b:
+// fewer free GPUs, then (on ties) a fuller parent, grandparent and so on,
+// then the lower index.
+func (p *Placer) fuller(li, a, b int) bool {
+	for ; li > 0 && a != b; li-- {
+		fa, fb := p.domFree(li, a), p.domFree(li, b)
+		if fa != fb {
+			return fa < fb
+		}
+		a, b = p.parentOf(li, a), p.parentOf(li, b)
 	}
 	return a < b
 }
 
-// placePhase runs steps 3-4 of phase ph inside internal domain (sli, sd).
-func (p *Placer) placePhase(ph, sli, sd, need int) bool {
+// parentOf returns the parent of domain d of internal level li (li >= 1).
+func (p *Placer) parentOf(li, d int) int {
+	if li == 1 {
+		return 0
+	}
+	return p.c.DomainParent(li-1, d)
+}
+
+// placeDeep handles multi-phase requests (segments, MaxDomains above the
+// lowest level) that fit whole inside one domain below the outer phase's
+// unit level: there every segment and the domain limit are met at once, so
+// the last phase alone places them, as tightly as it can.
+func (p *Placer) placeDeep() bool {
+	pl := &p.pl
+	if pl.nphases == 1 {
+		return false
+	}
+	need := pl.need
+	if pl.phases[0].seg {
+		need *= pl.seg
+	}
+	return p.placePhase(pl.nphases-1, 0, 0, need, max(pl.reqLi, pl.phases[0].unitLi+1))
+}
+
+// placePhase runs steps 3-4 of phase ph inside internal domain (sli, sd),
+// trying levels from the phase's unit level up to level top.
+func (p *Placer) placePhase(ph, sli, sd, need, top int) bool {
 	pl := &p.pl
 	u := pl.phases[ph].unitLi
 	caps := p.caps(ph)
-	top := sli
-	if ph == 0 && pl.reqLi > top {
-		top = pl.reqLi
-	}
+	top = max(top, sli)
 	for li := u; li >= top; li-- {
 		df, de := p.domains(li, sli, sd)
 		best, bestM := -1, 0
@@ -483,27 +518,37 @@ func (p *Placer) split(ph, li, d, need, m int) {
 		amt[p.domOf(p.unitNode(u, units[k].unit), li+1)-cf] += units[k].cap
 	}
 	rest := int32(need) - sum
-	last := -1
-	for k := m - 1; k < len(units); k++ {
-		x := &units[k]
-		if x.cap < rest {
-			continue
-		}
-		if last < 0 {
-			last = k
-			continue
-		}
-		y := &units[last]
-		xUsed := amt[p.domOf(p.unitNode(u, x.unit), li+1)-cf] > 0
-		yUsed := amt[p.domOf(p.unitNode(u, y.unit), li+1)-cf] > 0
-		if x.cap < y.cap || x.cap == y.cap && xUsed && !yUsed {
-			last = k
+	if rest <= 0 {
+		panic("placement: split's budget was not minimal")
+	}
+	// The last piece: the smallest unit that covers the rest, preferring
+	// one under a child already used (fewer switches crossed), among all
+	// the children's units not yet taken.
+	if p.mark++; p.mark == 0 {
+		clear(p.marks)
+		p.mark = 1
+	}
+	for k := 0; k < m-1; k++ {
+		p.marks[uo+int(units[k].unit)] = p.mark
+	}
+	last, lastCap, lastUsed := -1, int32(0), false
+	for k := range amt {
+		used := amt[k] > 0
+		uf, ue := p.domains(u, li+1, cf+k)
+		for x := uf; x < ue; x++ {
+			c := caps[uo+x]
+			if c < rest || p.marks[uo+x] == p.mark {
+				continue
+			}
+			if last < 0 || used && !lastUsed || used == lastUsed && c < lastCap {
+				last, lastCap, lastUsed = x, c, used
+			}
 		}
 	}
-	if last < 0 || rest <= 0 {
+	if last < 0 {
 		panic("placement: split has no unit for the last piece")
 	}
-	amt[p.domOf(p.unitNode(u, units[last].unit), li+1)-cf] += rest
+	amt[p.domOf(p.unitNode(u, int32(last)), li+1)-cf] += rest
 	for k, a := range amt {
 		if a == 0 {
 			continue
@@ -555,7 +600,7 @@ func (p *Placer) enter(ph, d, need int) {
 }
 
 func (p *Placer) mustPhase(ph, sli, sd, need int) {
-	if !p.placePhase(ph, sli, sd, need) {
+	if !p.placePhase(ph, sli, sd, need, sli) {
 		panic("placement: inner phase failed although capacities allowed it")
 	}
 }
@@ -692,7 +737,7 @@ func (p *Placer) placeSingle() bool {
 	}
 	for k := g; k <= p.maxG; k++ {
 		p.exactWords(0, p.n, k)
-		best, bestFree := -1, int32(0)
+		best, bestDom := -1, -1
 		leaf := p.off[p.leafLi]
 		for d := 0; d < p.off[p.leafLi+1]-leaf; d++ {
 			lo, hi := int(p.first[leaf+d]), int(p.end[leaf+d])
@@ -700,8 +745,8 @@ func (p *Placer) placeSingle() bool {
 			if n < 0 {
 				continue
 			}
-			if f := p.domFree(p.leafLi, d); best < 0 || f < bestFree {
-				best, bestFree = n, f
+			if best < 0 || p.fuller(p.leafLi, d, bestDom) {
+				best, bestDom = n, d
 			}
 		}
 		if best >= 0 {

@@ -119,4 +119,4 @@ func plural(s string, n int) string {
 }
 
 // Error lets a Reason be returned as an error by callers that want one.
-func (r Reason) Error() string { return "placement: " + r.String() }
+func (r Reason) Error() string { return r.String() }

@@ -267,4 +267,3 @@ func (pl *plan) addPhase(unitLi int, seg bool) {
 	pl.phases[pl.nphases] = phase{unitLi: unitLi, seg: seg}
 	pl.nphases++
 }
-
