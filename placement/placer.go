@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"math/rand/v2"
 	"slices"
 
 	"github.com/phalanx-sched/phalanx/internal/bits"
@@ -81,6 +82,10 @@ type Placer struct {
 	epoch   uint32
 	marks   []uint32 // per domain: taken by the current split
 	mark    uint32
+
+	strategy Strategy
+	rng      *rand.Rand
+	order    []int32
 	out     []topology.NodeAlloc
 }
 
@@ -188,7 +193,13 @@ func (p *Placer) Place(s *topology.State, r *Request, buf []topology.NodeAlloc) 
 	p.out = buf[:0]
 	res := Result{}
 	p.candidates(r)
-	if !p.placeSingle() {
+	if p.strategy != LeafPack {
+		if !p.placeBlind() {
+			res.Reason = p.blindFailure()
+			p.s = nil
+			return res, nil
+		}
+	} else if !p.placeSingle() {
 		p.capacities()
 		if !p.placeDeep() && !p.placePhase(0, 0, 0, p.pl.need, max(p.pl.reqLi, 0)) {
 			res.Reason = p.failure()
@@ -630,20 +641,24 @@ func (p *Placer) pickNodes(d, need int) {
 }
 
 // exactWords writes into p.tmp, over words of [lo, hi), the candidates
-// with exactly k free GPUs.
-func (p *Placer) exactWords(lo, hi, k int) {
+// with exactly k free GPUs, and reports whether there is any (bits of the
+// edge words outside [lo, hi) may count).
+func (p *Placer) exactWords(lo, hi, k int) bool {
 	a := p.s.AvailWords(k)
 	var b []uint64
 	if k < p.maxG {
 		b = p.s.AvailWords(k + 1)
 	}
+	var any uint64
 	for w := lo >> 6; w <= (hi-1)>>6; w++ {
 		x := p.cand[w] & a[w]
 		if b != nil {
 			x &^= b[w]
 		}
 		p.tmp[w] = x
+		any |= x
 	}
+	return any != 0
 }
 
 // takeExact takes up to need candidates with exactly k free GPUs from
@@ -735,19 +750,20 @@ func (p *Placer) placeSingle() bool {
 	default:
 		return false
 	}
+	leaf := p.off[p.leafLi]
 	for k := g; k <= p.maxG; k++ {
-		p.exactWords(0, p.n, k)
+		if !p.exactWords(0, p.n, k) {
+			continue
+		}
+		// Visit the lowest-level domains holding such a node, jumping
+		// from one candidate to the next domain's first candidate.
 		best, bestDom := -1, -1
-		leaf := p.off[p.leafLi]
-		for d := 0; d < p.off[p.leafLi+1]-leaf; d++ {
-			lo, hi := int(p.first[leaf+d]), int(p.end[leaf+d])
-			n := bits.Next(p.tmp, lo, hi)
-			if n < 0 {
-				continue
-			}
+		for n := bits.Next(p.tmp, 0, p.n); n >= 0; {
+			d := p.domOf(n, p.leafLi)
 			if best < 0 || p.fuller(p.leafLi, d, bestDom) {
 				best, bestDom = n, d
 			}
+			n = bits.Next(p.tmp, int(p.end[leaf+d]), p.n)
 		}
 		if best >= 0 {
 			p.take(best, g)

@@ -18,6 +18,8 @@ package testcluster
 
 import (
 	"fmt"
+	"math/bits"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 
@@ -191,4 +193,40 @@ func Draw(s *topology.State, assignment []topology.NodeAlloc, all bool) string {
 		}
 	}
 	return b.String()
+}
+
+// Fragment allocates a seeded random workload on s until at least
+// busy (a fraction in [0, 1)) of the schedulable GPUs are used: a mix of
+// partial-node jobs (1 to 7 GPUs on one node) and whole-node jobs of 1 to
+// 16 nodes on random idle nodes, which leaves the free GPUs scattered.
+func Fragment(s *topology.State, r *rand.Rand, busy float64) {
+	c := s.Cluster()
+	target := int(busy * float64(c.TotalGPUs()))
+	for tries := 0; s.UsedGPUs() < target && tries < 100*c.NumNodes(); tries++ {
+		if r.IntN(10) < 6 {
+			i := r.IntN(c.NumNodes())
+			g := 1 + r.IntN(max(c.NodeGPUs(i)-1, 1))
+			free := s.Free(i)
+			if bits.OnesCount64(free) < g {
+				continue
+			}
+			var m uint64
+			for ; g > 0; g-- {
+				low := free & -free
+				m |= low
+				free &^= low
+			}
+			_ = s.Allocate([]topology.NodeAlloc{{Node: int32(i), GPUs: m}})
+			continue
+		}
+		n := 1 + r.IntN(16)
+		var a []topology.NodeAlloc
+		for range n {
+			i := r.IntN(c.NumNodes())
+			if s.Idle().Test(uint(i)) {
+				a = append(a, topology.NodeAlloc{Node: int32(i), GPUs: s.Free(i)})
+			}
+		}
+		_ = s.Allocate(a) // a duplicate node makes it fail: try again
+	}
 }
