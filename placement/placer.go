@@ -86,7 +86,7 @@ type Placer struct {
 	strategy Strategy
 	rng      *rand.Rand
 	order    []int32
-	out     []topology.NodeAlloc
+	out      []topology.NodeAlloc
 }
 
 type unitRef struct {
