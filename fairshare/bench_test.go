@@ -1,0 +1,112 @@
+package fairshare
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// benchSetup builds a tree of accounts x users (root -> account -> user),
+// charges random usage to the users over the week before t0, and returns
+// jobs pending on random users, submitted within that week.
+func benchSetup(tb testing.TB, algo Algorithm, accounts, users, jobs int) (*Tree, []Job) {
+	tb.Helper()
+	cfg := testConfig(algo)
+	cfg.Weights.JobSize, cfg.ClusterGPUs = 1000, 1024
+	cfg.StarvationBound = 5 * 24 * time.Hour
+	tr, err := NewTree(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var names []string
+	for a := range accounts {
+		acct := fmt.Sprintf("acct%03d", a)
+		if err := tr.AddAccount("", acct, float64(1+rng.IntN(100))); err != nil {
+			tb.Fatal(err)
+		}
+		for u := range users {
+			user := fmt.Sprintf("%s-user%02d", acct, u)
+			if err := tr.AddAccount(acct, user, float64(1+rng.IntN(4))); err != nil {
+				tb.Fatal(err)
+			}
+			names = append(names, user)
+		}
+	}
+	for range 5 * len(names) {
+		at := t0.Add(-time.Duration(rng.Int64N(int64(week))))
+		if err := tr.Charge(names[rng.IntN(len(names))], float64(rng.IntN(8*3600*64)), at); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	js := make([]Job, jobs)
+	for i := range js {
+		js[i] = Job{
+			ID:        fmt.Sprintf("job%05d", i),
+			Account:   names[rng.IntN(len(names))],
+			Submit:    t0.Add(-time.Duration(rng.Int64N(int64(week)))),
+			GPUs:      1 << rng.IntN(8),
+			QOS:       float64(rng.IntN(3)) / 2,
+			Partition: 1,
+		}
+	}
+	return tr, js
+}
+
+// BenchmarkPrioritize is acceptance point 5: 10,000 pending jobs over
+// 1,000 users in 100 accounts, re-ranked after a usage change. Each
+// iteration charges one user a GPU-hour a minute later than the last,
+// recomputes the snapshot into the same Snapshot and ranks all jobs into
+// the same slice.
+func BenchmarkPrioritize(b *testing.B) {
+	for _, algo := range []Algorithm{Classic, FairTree} {
+		b.Run("algo="+algo.String(), func(b *testing.B) {
+			tr, jobs := benchSetup(b, algo, 100, 10, 10000)
+			now := t0
+			snap, err := tr.Snapshot(now, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			out, err := snap.Prioritize(jobs, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				now = now.Add(time.Minute)
+				i++
+				if err := tr.Charge(jobs[i%len(jobs)].Account, 3600, now); err != nil {
+					b.Fatal(err)
+				}
+				if snap, err = tr.Snapshot(now, snap); err != nil {
+					b.Fatal(err)
+				}
+				if out, err = snap.Prioritize(jobs, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(jobs)), "ns/job")
+		})
+	}
+}
+
+// BenchmarkSnapshot isolates the per-account part: 1,100 accounts.
+func BenchmarkSnapshot(b *testing.B) {
+	for _, algo := range []Algorithm{Classic, FairTree} {
+		b.Run("algo="+algo.String(), func(b *testing.B) {
+			tr, _ := benchSetup(b, algo, 100, 10, 0)
+			snap, err := tr.Snapshot(t0, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if snap, err = tr.Snapshot(t0, snap); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

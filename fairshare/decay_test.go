@@ -1,0 +1,268 @@
+package fairshare
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+)
+
+// relClose reports whether a and b agree within tol, relative to the larger
+// magnitude (absolute below 1).
+func relClose(a, b, tol float64) bool {
+	return math.Abs(a-b) <= tol*max(1, math.Abs(a), math.Abs(b))
+}
+
+func mustUsage(t testing.TB, tr *Tree, account string, at time.Time) float64 {
+	t.Helper()
+	u, err := tr.Usage(account, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func mustFactor(t testing.TB, tr *Tree, account string, at time.Time) float64 {
+	t.Helper()
+	f, err := tr.Factor(account, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestDecayHalfLife: after one half-life usage is halved (exactly: the
+// multiplier is 2^-1), after two it is a quarter, and with no half-life
+// it does not decay.
+func TestDecayHalfLife(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		halfLife time.Duration
+		after    time.Duration
+		want     float64
+	}{
+		{"zero elapsed", week, 0, 1000},
+		{"one half-life", week, week, 500},
+		{"two half-lives", week, 2 * week, 250},
+		{"half a half-life", week, week / 2, 1000 / math.Sqrt2},
+		{"one-hour half-life, one day", time.Hour, 24 * time.Hour, 1000.0 / (1 << 24)},
+		{"no decay", 0, 52 * week, 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(Classic)
+			cfg.HalfLife = tc.halfLife
+			tr := slurmExample(t, cfg) // machine total 1000 at t0
+			got := mustUsage(t, tr, RootName, t0.Add(tc.after))
+			if !relClose(got, tc.want, 1e-15) {
+				t.Errorf("usage = %.17g, want %.17g", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestChargesAtSameInstantAdd: charges at one instant add exactly, and
+// count for every ancestor.
+func TestChargesAtSameInstantAdd(t *testing.T) {
+	tr := slurmExample(t, testConfig(Classic))
+	for _, c := range []float64{10, 5, 0.25} {
+		if err := tr.Charge("u3", c, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for account, want := range map[string]float64{"u3": 15.25, "C": 265.25, "A": 465.25, RootName: 1015.25} {
+		if got := mustUsage(t, tr, account, t0); got != want {
+			t.Errorf("usage of %s = %v, want %v", account, got, want)
+		}
+	}
+}
+
+// TestDecayIndependentOfReads is acceptance point 3: usage and factor at
+// t do not depend on how often they were read, or decayed into storage,
+// between t0 and t, nor on charges being interleaved with those reads.
+func TestDecayIndependentOfReads(t *testing.T) {
+	const steps = 1000
+	end := t0.Add(3 * week)
+	// Charges at fixed instants between t0 and end, the same for all trees.
+	charges := []struct {
+		at      time.Duration
+		account string
+		gpuSec  float64
+	}{
+		{week / 3, "u3", 120}, {week, "u5", 400}, {2 * week, "u1", 75.5}, {2*week + time.Hour, "u2", 33},
+	}
+	for _, algo := range []Algorithm{Classic, FairTree} {
+		t.Run(algo.String(), func(t *testing.T) {
+			once := slurmExample(t, testConfig(algo))
+			read := slurmExample(t, testConfig(algo))
+			folded := slurmExample(t, testConfig(algo))
+			ci := 0
+			for i := 1; i < steps; i++ {
+				at := t0.Add(time.Duration(i) * (end.Sub(t0) / steps))
+				for ci < len(charges) && t0.Add(charges[ci].at).Before(at) {
+					c := charges[ci]
+					for _, tr := range []*Tree{once, read, folded} {
+						if err := tr.Charge(c.account, c.gpuSec, t0.Add(c.at)); err != nil {
+							t.Fatal(err)
+						}
+					}
+					ci++
+				}
+				mustUsage(t, read, "u1", at)
+				mustFactor(t, read, "u2", at)
+				if err := folded.Decay(at); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, account := range []string{"u1", "u2", "u3", "u4", "u5"} {
+				u1, u2, u3 := mustUsage(t, once, account, end), mustUsage(t, read, account, end), mustUsage(t, folded, account, end)
+				f1, f2, f3 := mustFactor(t, once, account, end), mustFactor(t, read, account, end), mustFactor(t, folded, account, end)
+				if u1 != u2 || f1 != f2 {
+					t.Errorf("%s: reading changed usage %v -> %v or factor %v -> %v", account, u1, u2, f1, f2)
+				}
+				if !relClose(u1, u3, 1e-9) || !relClose(f1, f3, 1e-9) {
+					t.Errorf("%s: %d decays changed usage %v -> %v or factor %v -> %v", account, steps, u1, u3, f1, f3)
+				}
+			}
+		})
+	}
+}
+
+// TestLateCharges: a charge earlier than the account's last update is
+// decayed from its own instant, so the order in which charges arrive does
+// not matter.
+func TestLateCharges(t *testing.T) {
+	type charge struct {
+		at     time.Duration
+		gpuSec float64
+	}
+	var cs []charge
+	rng := rand.New(rand.NewPCG(7, 11))
+	for range 50 {
+		cs = append(cs, charge{time.Duration(rng.Int64N(int64(4 * week))), float64(rng.IntN(1000))})
+	}
+	inOrder, shuffled := slurmExample(t, testConfig(Classic)), slurmExample(t, testConfig(Classic))
+	sorted := append([]charge(nil), cs...)
+	for i := range sorted { // insertion sort by time
+		for j := i; j > 0 && sorted[j].at < sorted[j-1].at; j-- {
+			sorted[j], sorted[j-1] = sorted[j-1], sorted[j]
+		}
+	}
+	for _, c := range sorted {
+		if err := inOrder.Charge("u3", c.gpuSec, t0.Add(c.at)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range cs {
+		if err := shuffled.Charge("u3", c.gpuSec, t0.Add(c.at)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end := t0.Add(5 * week)
+	a, b := mustUsage(t, inOrder, "u3", end), mustUsage(t, shuffled, "u3", end)
+	if !relClose(a, b, 1e-12) {
+		t.Errorf("usage in order %v, shuffled %v", a, b)
+	}
+}
+
+// TestTimeTravel: reads and decays before the latest update fail; charges
+// before it do not.
+func TestTimeTravel(t *testing.T) {
+	tr := slurmExample(t, testConfig(FairTree))
+	if err := tr.Charge("u1", 10, t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	early := t0.Add(time.Minute)
+	for name, err := range map[string]error{
+		"Usage":    func() error { _, err := tr.Usage("u1", early); return err }(),
+		"OwnUsage": func() error { _, err := tr.OwnUsage("u1", early); return err }(),
+		"Factor":   func() error { _, err := tr.Factor("u1", early); return err }(),
+		"Snapshot": func() error { _, err := tr.Snapshot(early, nil); return err }(),
+		"Prioritize": func() error {
+			_, err := tr.Prioritize(nil, early, nil)
+			return err
+		}(),
+		"Decay": tr.Decay(early),
+	} {
+		if !errors.Is(err, ErrTimeTravel) {
+			t.Errorf("%s before the latest update: err = %v, want ErrTimeTravel", name, err)
+		}
+	}
+	if err := tr.Charge("u4", 1, early); err != nil {
+		t.Errorf("late charge: %v", err)
+	}
+	if _, err := tr.Usage("u1", t0.Add(time.Hour)); err != nil {
+		t.Errorf("read at the latest update: %v", err)
+	}
+}
+
+// TestBadTimes: the zero time and instants beyond int64 nanoseconds are
+// rejected, naming the account.
+func TestBadTimes(t *testing.T) {
+	tr := slurmExample(t, testConfig(FairTree))
+	for _, tc := range []struct {
+		name string
+		at   time.Time
+	}{
+		{"zero", time.Time{}},
+		{"year 1600", time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"year 2300", time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tr.Charge("u1", 1, tc.at)
+			if !errors.Is(err, ErrBadTime) {
+				t.Errorf("Charge: err = %v, want ErrBadTime", err)
+			}
+			if err != nil && !strings.Contains(err.Error(), `"u1"`) {
+				t.Errorf("error %q does not name the account", err)
+			}
+			if _, err := tr.Snapshot(tc.at, nil); !errors.Is(err, ErrBadTime) {
+				t.Errorf("Snapshot: err = %v, want ErrBadTime", err)
+			}
+		})
+	}
+}
+
+// TestOwnUsageRestores: saving every account's own usage at one instant
+// and charging it into a tree built from the Spec restores usage and
+// factors.
+func TestOwnUsageRestores(t *testing.T) {
+	src := slurmExample(t, testConfig(FairTree))
+	if err := src.Charge("C", 40, t0.Add(time.Hour)); err != nil { // usage on an account itself
+		t.Fatal(err)
+	}
+	at := t0.Add(2 * week)
+	dst, err := BuildTree(src.Spec(), src.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range append([]string{RootName}, accountNames(src)...) {
+		u, err := src.OwnUsage(name, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := dst.Charge(name, u, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	later := at.Add(week)
+	for _, name := range accountNames(src) {
+		if a, b := mustUsage(t, src, name, later), mustUsage(t, dst, name, later); !relClose(a, b, 1e-12) {
+			t.Errorf("%s usage %v, restored %v", name, a, b)
+		}
+	}
+	for _, u := range []string{"u1", "u2", "u3", "u4", "u5"} {
+		if a, b := mustFactor(t, src, u, later), mustFactor(t, dst, u, later); a != b {
+			t.Errorf("%s factor %v, restored %v", u, a, b)
+		}
+	}
+}
+
+func accountNames(tr *Tree) []string {
+	var names []string
+	for _, a := range tr.Spec().Accounts {
+		names = append(names, a.Name)
+	}
+	return names
+}

@@ -1,0 +1,132 @@
+package fairshare
+
+import (
+	"cmp"
+	"math/bits"
+	"strings"
+)
+
+// The queue is sorted in place by a small introsort that compares
+// elements through pointers: slices.SortFunc passes its comparator the
+// 170-byte Ranked values by copy, which made sorting 10,000 jobs twice as
+// slow, and sorting compact keys instead would need scratch space that an
+// immutable, shared Snapshot cannot hold. compareRanked is a total order
+// (Index is unique), so there are no equal elements to handle.
+
+// compareRanked orders by priority (high first), submit time, ID, index.
+func compareRanked(a, b *Ranked) int {
+	if a.Priority != b.Priority {
+		return cmp.Compare(b.Priority, a.Priority)
+	}
+	if a.submit != b.submit {
+		return cmp.Compare(a.submit, b.submit)
+	}
+	if c := strings.Compare(a.ID, b.ID); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Index, b.Index)
+}
+
+func rankedLess(r []Ranked, i, j int) bool { return compareRanked(&r[i], &r[j]) < 0 }
+
+// sortRanked sorts r by compareRanked without allocating, in
+// O(n log n) time even in the worst case.
+func sortRanked(r []Ranked) {
+	quickRanked(r, 2*bits.Len(uint(len(r))))
+}
+
+// insertionMax is the length below which insertion sort takes over.
+const insertionMax = 12
+
+// quickRanked quicksorts r, recursing into the smaller part and looping on
+// the larger, and falls back to heapsort after depth levels.
+func quickRanked(r []Ranked, depth int) {
+	for len(r) > insertionMax {
+		if depth == 0 {
+			heapRanked(r)
+			return
+		}
+		depth--
+		p := partitionRanked(r)
+		if p < len(r)-p {
+			quickRanked(r[:p], depth)
+			r = r[p+1:]
+		} else {
+			quickRanked(r[p+1:], depth)
+			r = r[:p]
+		}
+	}
+	for i := 1; i < len(r); i++ {
+		for j := i; j > 0 && rankedLess(r, j, j-1); j-- {
+			r[j], r[j-1] = r[j-1], r[j]
+		}
+	}
+}
+
+// partitionRanked puts the median of the first, middle and last elements
+// at its final position p, smaller elements before it and larger after,
+// and returns p. len(r) > insertionMax.
+func partitionRanked(r []Ranked) int {
+	n := len(r)
+	m := n / 2
+	// Order r[0] <= r[m] <= r[n-1], then take the median r[m] as the
+	// pivot into r[0]; the old r[0] (smaller) and r[n-1] (larger) bound
+	// the scans.
+	if rankedLess(r, m, 0) {
+		r[0], r[m] = r[m], r[0]
+	}
+	if rankedLess(r, n-1, m) {
+		r[m], r[n-1] = r[n-1], r[m]
+		if rankedLess(r, m, 0) {
+			r[0], r[m] = r[m], r[0]
+		}
+	}
+	r[0], r[m] = r[m], r[0]
+	i, j := 1, n-1
+	for {
+		for i <= j && rankedLess(r, i, 0) {
+			i++
+		}
+		for i <= j && rankedLess(r, 0, j) {
+			j--
+		}
+		if i >= j {
+			break
+		}
+		r[i], r[j] = r[j], r[i]
+		i++
+		j--
+	}
+	r[0], r[j] = r[j], r[0]
+	return j
+}
+
+// heapRanked heapsorts r.
+func heapRanked(r []Ranked) {
+	n := len(r)
+	for i := n/2 - 1; i >= 0; i-- {
+		siftRanked(r, i, n)
+	}
+	for end := n - 1; end > 0; end-- {
+		r[0], r[end] = r[end], r[0]
+		siftRanked(r, 0, end)
+	}
+}
+
+// siftRanked restores the max-heap property of r[:n] below index i.
+func siftRanked(r []Ranked, i, n int) {
+	for {
+		c := 2*i + 1
+		if c >= n {
+			return
+		}
+		if c+1 < n && rankedLess(r, c, c+1) {
+			c++
+		}
+		if !rankedLess(r, i, c) {
+			return
+		}
+		r[i], r[c] = r[c], r[i]
+		i = c
+	}
+}

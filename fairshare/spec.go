@@ -1,0 +1,251 @@
+package fairshare
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Spec is a declarative description of an account tree: a flat list of
+// accounts, each naming its parent, in any order. ParseText and ParseJSON
+// produce one; BuildTree turns it into a Tree; Tree.Spec exports one.
+//
+// In JSON a Spec reads
+//
+//	{"accounts": [
+//	  {"name": "physics", "shares": 40},
+//	  {"name": "alice", "parent": "physics", "shares": 1}
+//	]}
+//
+// where "shares" is required and "parent" defaults to the root.
+type Spec struct {
+	// Accounts lists every account once.
+	Accounts []AccountSpec `json:"accounts"`
+}
+
+// AccountSpec describes one account of a Spec.
+type AccountSpec struct {
+	// Name is unique in the tree; see ErrBadName for the allowed names.
+	Name string `json:"name"`
+	// Parent names the parent account; "" or RootName is the root.
+	Parent string `json:"parent,omitempty"`
+	// Shares are the raw shares: finite and >= 0. They count against the
+	// siblings' shares only, so any scale works.
+	Shares float64 `json:"shares"`
+	// Source optionally says where the account was defined (for example
+	// "line 3"); errors about it quote it.
+	Source string `json:"-"`
+}
+
+func (a *AccountSpec) where() string {
+	if a.Source == "" {
+		return ""
+	}
+	return " (" + a.Source + ")"
+}
+
+// BuildTree builds a tree from spec, configured by cfg. Accounts may be
+// listed before their parents; the tree keeps the spec's order otherwise
+// (parents are moved ahead of their children). Errors wrap ErrConfig,
+// ErrBadName, ErrDuplicateAccount, ErrBadShares, ErrUnknownAccount or
+// ErrCycle and name the account (with its Source, if set).
+func BuildTree(spec Spec, cfg Config) (*Tree, error) {
+	t, err := NewTree(cfg)
+	if err != nil {
+		return nil, err
+	}
+	accts := spec.Accounts
+	pos := make(map[string]int, len(accts))
+	for i := range accts {
+		a := &accts[i]
+		if err := checkName(a.Name); err != nil {
+			return nil, fmt.Errorf("account #%d%s: %w", i+1, a.where(), err)
+		}
+		if err := checkShares(a.Name, a.Shares); err != nil {
+			return nil, fmt.Errorf("%w%s", err, a.where())
+		}
+		if j, dup := pos[a.Name]; dup {
+			return nil, fmt.Errorf("%w: %q%s, first defined as account #%d%s",
+				ErrDuplicateAccount, a.Name, a.where(), j+1, accts[j].where())
+		}
+		pos[a.Name] = i
+	}
+	// parentOf[i] is the spec index of account i's parent, or none for
+	// the root.
+	parentOf := make([]int, len(accts))
+	for i := range accts {
+		a := &accts[i]
+		if a.Parent == "" || a.Parent == RootName {
+			parentOf[i] = none
+			continue
+		}
+		j, ok := pos[a.Parent]
+		if !ok {
+			return nil, fmt.Errorf("%w: parent %q of account %q%s", ErrUnknownAccount, a.Parent, a.Name, a.where())
+		}
+		parentOf[i] = j
+	}
+	// Add accounts parents first: climb from each account to the first
+	// ancestor already added (or the root), then add the chain top down.
+	// Meeting an account of the current chain again is a cycle.
+	const (
+		fresh = iota
+		onChain
+		added
+	)
+	state := make([]uint8, len(accts))
+	var chain []int
+	for i := range accts {
+		chain = chain[:0]
+		j := i
+		for j != none && state[j] == fresh {
+			state[j] = onChain
+			chain = append(chain, j)
+			j = parentOf[j]
+		}
+		if j != none && state[j] == onChain {
+			return nil, cycleError(accts, chain, j)
+		}
+		st := t.mutable()
+		for k := len(chain) - 1; k >= 0; k-- {
+			a := &accts[chain[k]]
+			p := int32(0)
+			if a.Parent != "" && a.Parent != RootName {
+				p = st.index[a.Parent]
+			}
+			st.add(p, a.Name, a.Shares)
+			t.own = append(t.own, usageRec{})
+			state[chain[k]] = added
+		}
+	}
+	return t, nil
+}
+
+// cycleError names the accounts of the cycle that starts at spec index
+// start within chain (a child-to-parent path).
+func cycleError(accts []AccountSpec, chain []int, start int) error {
+	k := 0
+	for chain[k] != start {
+		k++
+	}
+	var b strings.Builder
+	for _, j := range chain[k:] {
+		b.WriteString(accts[j].Name)
+		b.WriteString(" -> ")
+	}
+	b.WriteString(accts[start].Name)
+	a := &accts[start]
+	return fmt.Errorf("%w: account %q%s: parent chain %s", ErrCycle, a.Name, a.where(), b.String())
+}
+
+// ParseText reads the text form of a Spec: one account per line,
+//
+//	# comment
+//	name [parent=NAME] [shares=NUMBER]
+//
+// with fields separated by blanks, "#" starting a comment, the parent
+// defaulting to the root and the shares to 1 (as in Slurm). Accounts may
+// come in any order. Each AccountSpec's Source is "line N". Errors wrap
+// ErrSyntax or ErrBadShares and name the line; BuildTree checks the rest.
+func ParseText(text string) (Spec, error) {
+	var spec Spec
+	for n, line := range strings.Split(text, "\n") {
+		if c := strings.IndexByte(line, '#'); c >= 0 {
+			line = line[:c]
+		}
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		a := AccountSpec{Name: fields[0], Shares: 1, Source: "line " + strconv.Itoa(n+1)}
+		if strings.Contains(a.Name, "=") {
+			return Spec{}, fmt.Errorf("%w: %s: %q: the account name comes first", ErrSyntax, a.Source, a.Name)
+		}
+		seen := map[string]bool{}
+		for _, f := range fields[1:] {
+			key, val, ok := strings.Cut(f, "=")
+			if !ok || val == "" {
+				return Spec{}, fmt.Errorf("%w: %s: account %q: %q is not key=value", ErrSyntax, a.Source, a.Name, f)
+			}
+			if seen[key] {
+				return Spec{}, fmt.Errorf("%w: %s: account %q: %s given twice", ErrSyntax, a.Source, a.Name, key)
+			}
+			seen[key] = true
+			switch key {
+			case "parent":
+				a.Parent = val
+			case "shares":
+				v, err := strconv.ParseFloat(val, 64)
+				if err != nil {
+					return Spec{}, fmt.Errorf("%w: %s: account %q: shares %q is not a number", ErrSyntax, a.Source, a.Name, val)
+				}
+				if err := checkShares(a.Name, v); err != nil {
+					return Spec{}, fmt.Errorf("%w (%s)", err, a.Source)
+				}
+				a.Shares = v
+			default:
+				return Spec{}, fmt.Errorf("%w: %s: account %q: unknown key %q (want parent or shares)", ErrSyntax, a.Source, a.Name, key)
+			}
+		}
+		spec.Accounts = append(spec.Accounts, a)
+	}
+	return spec, nil
+}
+
+// String returns the text form of the spec, which ParseText reads back.
+func (s Spec) String() string {
+	var b strings.Builder
+	for _, a := range s.Accounts {
+		b.WriteString(a.Name)
+		if a.Parent != "" && a.Parent != RootName {
+			b.WriteString(" parent=")
+			b.WriteString(a.Parent)
+		}
+		b.WriteString(" shares=")
+		b.WriteString(strconv.FormatFloat(a.Shares, 'g', -1, 64))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// jsonAccount mirrors AccountSpec with Shares optional, so a missing
+// "shares" is reported rather than read as zero.
+type jsonAccount struct {
+	Name   string   `json:"name"`
+	Parent string   `json:"parent"`
+	Shares *float64 `json:"shares"`
+}
+
+// ParseJSON reads the JSON form of a Spec (see Spec). Unknown fields, a
+// missing "shares", negative shares and trailing data are errors wrapping
+// ErrSyntax or ErrBadShares that name the account and its position
+// ("accounts[i]", which becomes its Source).
+func ParseJSON(data []byte) (Spec, error) {
+	var doc struct {
+		Accounts []jsonAccount `json:"accounts"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return Spec{}, fmt.Errorf("%w: %v", ErrSyntax, err)
+	}
+	if dec.More() {
+		return Spec{}, fmt.Errorf("%w: data after the JSON object", ErrSyntax)
+	}
+	spec := Spec{Accounts: make([]AccountSpec, 0, len(doc.Accounts))}
+	for i, ja := range doc.Accounts {
+		src := "accounts[" + strconv.Itoa(i) + "]"
+		if ja.Shares == nil {
+			return Spec{}, fmt.Errorf("%w: %s: account %q has no shares", ErrSyntax, src, ja.Name)
+		}
+		if err := checkShares(ja.Name, *ja.Shares); err != nil {
+			return Spec{}, fmt.Errorf("%w (%s)", err, src)
+		}
+		spec.Accounts = append(spec.Accounts, AccountSpec{
+			Name: ja.Name, Parent: ja.Parent, Shares: *ja.Shares, Source: src,
+		})
+	}
+	return spec, nil
+}

@@ -1,0 +1,424 @@
+package fairshare
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode"
+)
+
+// RootName is the name of the implicit root of every tree. It is reserved:
+// no account may take it. As a parent, "" means the root too. Charging the
+// root records usage that belongs to no account (it still counts in the
+// machine total that classic normalises by).
+const RootName = "root"
+
+// none marks a missing node index.
+const none = -1
+
+// node is one account of the tree. Index 0 is the root, and a parent's
+// index is always lower than its children's, so index order is a
+// topological order (parents first).
+type node struct {
+	name        string
+	parent      int32
+	firstChild  int32
+	lastChild   int32
+	nextSibling int32
+	shares      float64
+}
+
+// structure is the shape of a tree: names, links and raw shares. It is
+// copy-on-write: snapshots share it with the Tree, and the Tree copies it
+// before its first change after a snapshot was taken.
+type structure struct {
+	nodes  []node
+	index  map[string]int32
+	leaves int // nodes other than the root that have no children
+}
+
+func newStructure() *structure {
+	return &structure{
+		nodes: []node{{name: RootName, parent: none, firstChild: none, lastChild: none, nextSibling: none}},
+		index: map[string]int32{RootName: 0},
+	}
+}
+
+func (s *structure) clone() *structure {
+	return &structure{
+		nodes:  slices.Clone(s.nodes),
+		index:  maps.Clone(s.index),
+		leaves: s.leaves,
+	}
+}
+
+// isLeaf reports whether node i can hold jobs: not the root, no children.
+func (s *structure) isLeaf(i int32) bool {
+	return i != 0 && s.nodes[i].firstChild == none
+}
+
+// lookup resolves an account name; "" and RootName both mean the root.
+func (s *structure) lookup(name string) (int32, bool) {
+	if name == "" {
+		return 0, true
+	}
+	i, ok := s.index[name]
+	return i, ok
+}
+
+// add appends a child of parent. The caller has checked name and shares.
+func (s *structure) add(parent int32, name string, shares float64) int32 {
+	i := int32(len(s.nodes))
+	s.nodes = append(s.nodes, node{
+		name: name, parent: parent, shares: shares,
+		firstChild: none, lastChild: none, nextSibling: none,
+	})
+	s.index[name] = i
+	p := &s.nodes[parent]
+	if p.firstChild == none {
+		if parent != 0 {
+			s.leaves-- // the parent stops being a leaf
+		}
+		p.firstChild = i
+	} else {
+		s.nodes[p.lastChild].nextSibling = i
+	}
+	p.lastChild = i
+	s.leaves++
+	return i
+}
+
+// checkName reports whether name may name an account.
+func checkName(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty name", ErrBadName)
+	}
+	if name == RootName {
+		return fmt.Errorf("%w: %q is reserved for the root", ErrBadName, name)
+	}
+	if i := strings.IndexFunc(name, func(r rune) bool {
+		return unicode.IsSpace(r) || unicode.IsControl(r) || r == '=' || r == '#' || r == unicode.ReplacementChar
+	}); i >= 0 {
+		return fmt.Errorf("%w: %q has a space, control character, '=', '#' or invalid UTF-8 at byte %d", ErrBadName, name, i)
+	}
+	return nil
+}
+
+// checkShares reports whether shares are usable raw shares for account.
+func checkShares(account string, shares float64) error {
+	if math.IsNaN(shares) || math.IsInf(shares, 0) || shares < 0 {
+		return fmt.Errorf("%w: account %q has shares %v (want a finite number >= 0)", ErrBadShares, account, shares)
+	}
+	return nil
+}
+
+// usageRec is an account's own decayed usage: value GPU-seconds as of
+// instant at (nanoseconds since 1970). Usage at a later instant t is
+// value * 2^-((t-at)/halflife); reading never changes the record.
+type usageRec struct {
+	value float64
+	at    int64
+}
+
+// noTime is the latest instant of a tree that has been told no time yet.
+const noTime = math.MinInt64
+
+// Tree is an account tree with raw shares and decayed usage per account,
+// plus the Config that turns them into fair-share factors and job
+// priorities. The root is implicit (RootName); accounts hang below it to
+// any depth; accounts without sub-accounts are leaves and are the only
+// accounts jobs may name. Create one with NewTree or BuildTree; the zero
+// Tree is not usable.
+//
+// A Tree is not safe for concurrent mutation: AddAccount, SetShares,
+// Charge, Decay and SetConfig must not run concurrently with any other
+// method. The other methods only read and may run concurrently with each
+// other. A Snapshot is independent of later changes to its Tree.
+type Tree struct {
+	cfg    Config
+	st     *structure
+	shared atomic.Bool // st is referenced by a snapshot or clone
+	own    []usageRec  // parallel to st.nodes
+	latest int64       // latest instant charged or decayed, or noTime
+}
+
+// NewTree returns a tree holding only the root, configured by cfg, or an
+// error wrapping ErrConfig.
+func NewTree(cfg Config) (*Tree, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Tree{
+		cfg:    cfg,
+		st:     newStructure(),
+		own:    make([]usageRec, 1),
+		latest: noTime,
+	}, nil
+}
+
+// Config returns the tree's configuration.
+func (t *Tree) Config() Config { return t.cfg }
+
+// SetConfig replaces the configuration after validating it. Stored usage
+// is kept; a new HalfLife applies from each account's last update on, so
+// call Decay first to settle the time before the change at the old rate.
+func (t *Tree) SetConfig(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	t.cfg = cfg
+	return nil
+}
+
+// mutable returns the structure for writing, copying it first if a
+// snapshot or clone shares it.
+func (t *Tree) mutable() *structure {
+	if t.shared.Load() {
+		t.st = t.st.clone()
+		t.shared.Store(false)
+	}
+	return t.st
+}
+
+// AddAccount adds account name with the given raw shares below parent
+// ("" or RootName for the root). A leaf that gets a child becomes an
+// account and can no longer take jobs; its own usage so far still counts
+// for it and its ancestors. Errors wrap ErrBadName, ErrDuplicateAccount,
+// ErrUnknownAccount or ErrBadShares and name the account.
+func (t *Tree) AddAccount(parent, name string, shares float64) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	if err := checkShares(name, shares); err != nil {
+		return err
+	}
+	if _, dup := t.st.index[name]; dup {
+		return fmt.Errorf("%w: %q", ErrDuplicateAccount, name)
+	}
+	p, ok := t.st.lookup(parent)
+	if !ok {
+		return fmt.Errorf("%w: parent %q of account %q", ErrUnknownAccount, parent, name)
+	}
+	t.mutable().add(p, name, shares)
+	t.own = append(t.own, usageRec{})
+	return nil
+}
+
+// SetShares changes the raw shares of an account. Errors wrap
+// ErrUnknownAccount or ErrBadShares and name the account.
+func (t *Tree) SetShares(account string, shares float64) error {
+	i, ok := t.st.index[account]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownAccount, account)
+	}
+	if err := checkShares(account, shares); err != nil {
+		return err
+	}
+	t.mutable().nodes[i].shares = shares
+	return nil
+}
+
+// Len returns the number of accounts, leaves included, root excluded.
+func (t *Tree) Len() int { return len(t.st.nodes) - 1 }
+
+// Leaves returns the number of leaves (accounts that may take jobs).
+func (t *Tree) Leaves() int { return t.st.leaves }
+
+// Has reports whether the tree has an account of that name.
+func (t *Tree) Has(account string) bool {
+	_, ok := t.st.index[account]
+	return ok
+}
+
+var (
+	minTime = time.Unix(0, math.MinInt64)
+	maxTime = time.Unix(0, math.MaxInt64)
+)
+
+// nanos converts an instant to nanoseconds since 1970, rejecting instants
+// that int64 nanoseconds cannot hold (the zero time among them).
+func nanos(at time.Time) (int64, error) {
+	if at.Before(minTime) || at.After(maxTime) {
+		return 0, fmt.Errorf("%w: %v", ErrBadTime, at)
+	}
+	return at.UnixNano(), nil
+}
+
+// decayFactor returns 2^-(elapsed/halfLife) for elapsed = to - from >= 0
+// nanoseconds, or 1 when halfLife is zero (no decay).
+func decayFactor(from, to int64, halfLife time.Duration) float64 {
+	if halfLife == 0 || to == from {
+		return 1
+	}
+	// to >= from, so the unsigned difference is exact even when the signed
+	// one would overflow.
+	elapsed := float64(uint64(to) - uint64(from))
+	return math.Exp2(-elapsed / float64(halfLife))
+}
+
+// valueAt returns the record's value decayed to instant now >= r.at.
+func (r usageRec) valueAt(now int64, halfLife time.Duration) float64 {
+	if r.value == 0 {
+		return 0
+	}
+	return r.value * decayFactor(r.at, now, halfLife)
+}
+
+// Charge records gpuSeconds of usage by account at instant at. Charges at
+// the same instant add. A charge may name any account, the root included;
+// it counts for that account and all its ancestors.
+//
+// A charge at an instant earlier than the account's last update is
+// accepted and decayed from its own instant, so the result does not depend
+// on the order in which charges arrive (up to rounding): this lets jobs
+// that end out of order be charged as they are reported. Reads, however,
+// cannot look back: see ErrTimeTravel.
+//
+// Errors wrap ErrUnknownAccount, ErrBadCharge or ErrBadTime and name the
+// account.
+func (t *Tree) Charge(account string, gpuSeconds float64, at time.Time) error {
+	i, ok := t.st.lookup(account)
+	if !ok {
+		return fmt.Errorf("%w: charge to %q", ErrUnknownAccount, account)
+	}
+	if math.IsNaN(gpuSeconds) || math.IsInf(gpuSeconds, 0) || gpuSeconds < 0 {
+		return fmt.Errorf("%w: %v GPU-seconds to account %q", ErrBadCharge, gpuSeconds, account)
+	}
+	ns, err := nanos(at)
+	if err != nil {
+		return fmt.Errorf("charge to account %q: %w", account, err)
+	}
+	r := &t.own[i]
+	switch {
+	case r.value == 0:
+		r.value, r.at = gpuSeconds, ns
+	case ns >= r.at:
+		r.value = r.value*decayFactor(r.at, ns, t.cfg.HalfLife) + gpuSeconds
+		r.at = ns
+	default: // a late charge: decay it to the record's instant
+		r.value += gpuSeconds * decayFactor(ns, r.at, t.cfg.HalfLife)
+	}
+	t.latest = max(t.latest, ns)
+	return nil
+}
+
+// checkRead converts now and rejects it if it is earlier than the latest
+// instant the tree has been told about.
+func (t *Tree) checkRead(now time.Time) (int64, error) {
+	ns, err := nanos(now)
+	if err != nil {
+		return 0, err
+	}
+	if ns < t.latest {
+		return 0, fmt.Errorf("%w: asked at %v, latest update at %v",
+			ErrTimeTravel, now.UTC(), time.Unix(0, t.latest).UTC())
+	}
+	return ns, nil
+}
+
+// Decay folds the decay up to now into every account's stored usage and
+// makes now the tree's latest instant. Usage and factors do not change:
+// reading at any instant after now gives the same values (up to rounding)
+// with or without this call, however often it is made. It is useful
+// before changing the half-life, and to store every account's usage as of
+// one instant. It returns an error wrapping ErrBadTime or ErrTimeTravel.
+func (t *Tree) Decay(now time.Time) error {
+	ns, err := t.checkRead(now)
+	if err != nil {
+		return fmt.Errorf("decay: %w", err)
+	}
+	for i := range t.own {
+		r := &t.own[i]
+		r.value = r.valueAt(ns, t.cfg.HalfLife)
+		r.at = ns
+	}
+	t.latest = ns
+	return nil
+}
+
+// Usage returns the decayed usage of account at now in GPU-seconds: its
+// own charges plus those of all its descendants. RootName gives the
+// machine total. Errors wrap ErrUnknownAccount, ErrBadTime or
+// ErrTimeTravel.
+func (t *Tree) Usage(account string, now time.Time) (float64, error) {
+	i, ok := t.st.lookup(account)
+	if !ok {
+		return 0, fmt.Errorf("%w: usage of %q", ErrUnknownAccount, account)
+	}
+	ns, err := t.checkRead(now)
+	if err != nil {
+		return 0, fmt.Errorf("usage of account %q: %w", account, err)
+	}
+	return t.subtreeUsage(i, ns), nil
+}
+
+// OwnUsage returns the decayed usage charged to account itself at now,
+// without its descendants'. Saving every account's OwnUsage at one instant
+// and charging it at that instant into a fresh tree restores the usage.
+// Errors wrap ErrUnknownAccount, ErrBadTime or ErrTimeTravel.
+func (t *Tree) OwnUsage(account string, now time.Time) (float64, error) {
+	i, ok := t.st.lookup(account)
+	if !ok {
+		return 0, fmt.Errorf("%w: usage of %q", ErrUnknownAccount, account)
+	}
+	ns, err := t.checkRead(now)
+	if err != nil {
+		return 0, fmt.Errorf("usage of account %q: %w", account, err)
+	}
+	return t.own[i].valueAt(ns, t.cfg.HalfLife), nil
+}
+
+func (t *Tree) subtreeUsage(i int32, ns int64) float64 {
+	u := t.own[i].valueAt(ns, t.cfg.HalfLife)
+	for c := t.st.nodes[i].firstChild; c != none; c = t.st.nodes[c].nextSibling {
+		u += t.subtreeUsage(c, ns)
+	}
+	return u
+}
+
+// Factor returns the fair-share factor of leaf account at now, in [0, 1].
+// It computes a whole Snapshot, O(accounts); to read many factors or rank
+// jobs, take one Snapshot and use it. Errors wrap ErrUnknownAccount,
+// ErrNotLeaf, ErrBadTime or ErrTimeTravel.
+func (t *Tree) Factor(account string, now time.Time) (float64, error) {
+	s, err := t.Snapshot(now, nil)
+	if err != nil {
+		return 0, err
+	}
+	return s.Factor(account)
+}
+
+// Clone returns an independent copy of the tree: changes to either do not
+// show in the other. The structure is shared copy-on-write, so a clone
+// costs one copy of the usage records; use it for what-if work.
+func (t *Tree) Clone() *Tree {
+	t.shared.Store(true)
+	c := &Tree{
+		cfg:    t.cfg,
+		st:     t.st,
+		own:    slices.Clone(t.own),
+		latest: t.latest,
+	}
+	c.shared.Store(true)
+	return c
+}
+
+// Spec returns the tree's shape (names, parents, raw shares) in an order
+// where parents come before children; BuildTree(t.Spec(), cfg) rebuilds it
+// without usage.
+func (t *Tree) Spec() Spec {
+	nodes := t.st.nodes
+	accts := make([]AccountSpec, 0, len(nodes)-1)
+	for _, n := range nodes[1:] {
+		parent := ""
+		if n.parent != 0 {
+			parent = nodes[n.parent].name
+		}
+		accts = append(accts, AccountSpec{Name: n.name, Parent: parent, Shares: n.shares})
+	}
+	return Spec{Accounts: accts}
+}
