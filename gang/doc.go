@@ -1,0 +1,58 @@
+// Package gang admits multi-part jobs all at once or not at all, and keeps
+// the books of what runs where.
+//
+// A gang (Spec) has an ID and members: roles such as a launcher and 150
+// workers, or the components of a heterogeneous job. Each member carries a
+// placement.Request and may start elastically with fewer pods (Min). A gang
+// may ask to sit inside one domain of a level (Colocation), as a condition
+// or a preference.
+//
+// Admission places every member on the free state and allocates only when
+// all are placed; otherwise the state is left exactly as it was, and the
+// Result names the member that failed and the placement reason. This makes
+// the partial starts and split-cluster deadlocks of pod-by-pod schedulers
+// impossible by construction: no GPU is ever held by a gang that is not
+// running. PodByPod models such a scheduler for comparison.
+//
+// # Usage
+//
+//	l := gang.NewLedger(cluster)
+//	res, err := l.Admit(&gang.Spec{ID: "job-7", Members: []gang.Member{
+//		{Name: "worker", Request: placement.NodesOf(16, 8)},
+//	}})
+//	switch {
+//	case err != nil:        // the spec is malformed: fix it
+//	case !res.Admitted:     // does not fit now: res says why
+//	default:                // start it: l.Get("job-7") says where
+//	}
+//	...
+//	l.Release("job-7")      // it finished: every GPU returns
+//
+// # Caller duties
+//
+//   - Admit, then start the pods where the Allocation says; call Release
+//     when the job ends, fails or is cancelled.
+//   - Report node failures with NodeDown: it releases, whole, every gang
+//     with a member on the node and returns their IDs to requeue or fail.
+//     NodeUp returns the node to service; Drain stops new work on it.
+//   - After a restart or a leader failover, rebuild the books from the
+//     host scheduler's source of truth with Restore (a Snapshot is plain
+//     JSON-serialisable data); a conflicting or incomplete report is an
+//     error and nothing is applied.
+//   - Change the free state only through the Ledger; reading, cloning and
+//     copying it (for what-if work) is fine.
+//   - Do not modify a Spec's member list after admitting it: the ledger
+//     keeps a reference for its checks and snapshots.
+//
+// # Concurrency
+//
+// Ledger, Admitter and PodByPod are not safe for concurrent use: the host
+// scheduler serialises calls (a scheduling loop does). For parallel
+// what-if work give each goroutine its own Admitter and a cloned State.
+//
+// # Allocation
+//
+// Admission and release allocate nothing in the steady state: a Ledger
+// recycles the buffers of released gangs, and an Admitter reuses the
+// Allocation passed to it.
+package gang

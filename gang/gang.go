@@ -1,0 +1,478 @@
+package gang
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/bits-and-blooms/bitset"
+
+	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// Errors of the gang package.
+var (
+	// ErrBadSpec marks a gang description that can never be admitted as
+	// written (no members, duplicate names, a bad request).
+	ErrBadSpec = errors.New("gang: bad gang spec")
+	// ErrDuplicateID marks an admission of an ID the ledger already holds.
+	ErrDuplicateID = errors.New("gang: gang already admitted")
+	// ErrUnknownGang marks an ID the ledger does not hold.
+	ErrUnknownGang = errors.New("gang: unknown gang")
+	// ErrRestore marks a snapshot that cannot be restored.
+	ErrRestore = errors.New("gang: cannot restore")
+)
+
+// MaxOrders bounds how many member orders one admission tries: the
+// most-constrained-first order, then, each time a member fails after
+// others were placed, the same order with the failing member moved first.
+const MaxOrders = 4
+
+// Member is one role of a gang: Request.Nodes pods (one per node) of
+// Request.GPUsPerNode GPUs each, or Request.GPUs GPUs laid out by
+// placement, with the request's topology constraints.
+type Member struct {
+	// Name is unique within the gang (for example "launcher", "worker").
+	Name string
+	// Request is what the member's pods need.
+	Request placement.Request
+	// Min, when positive and below Request.Nodes, lets the member start
+	// with as few as Min pods (elastic start). The gang is still
+	// all-or-nothing at its minimum; admission gives the member as many
+	// pods as fit, from Request.Nodes down to Min. It must be a multiple
+	// of the segment size when segments are used.
+	Min int
+}
+
+// Colocation optionally keeps the whole gang inside one domain of Level.
+type Colocation struct {
+	// Level names the level; empty means no co-location.
+	Level string
+	// Required makes co-location a condition of admission; otherwise it
+	// is a preference, dropped when no domain can hold the gang.
+	Required bool
+}
+
+// Spec describes a gang: an ID and one or more members admitted together.
+type Spec struct {
+	ID       string
+	Members  []Member
+	Colocate Colocation
+}
+
+// GPUs returns the GPUs the gang asks for at full size (whole-node members
+// count the GPUs of a largest node of c).
+func (g *Spec) GPUs(c *topology.Cluster) int {
+	n := 0
+	for i := range g.Members {
+		r := &g.Members[i].Request
+		switch {
+		case r.GPUs > 0:
+			n += r.GPUs
+		case r.GPUsPerNode == 0:
+			n += r.Nodes * c.MaxNodeGPUs()
+		default:
+			n += r.Nodes * r.GPUsPerNode
+		}
+	}
+	return n
+}
+
+// MinGPUs returns the GPUs the gang needs at its minimum size.
+func (g *Spec) MinGPUs(c *topology.Cluster) int {
+	n := g.GPUs(c)
+	for i := range g.Members {
+		m := &g.Members[i]
+		if m.Min > 0 && m.Min < m.Request.Nodes {
+			per := m.Request.GPUsPerNode
+			if per == 0 {
+				per = c.MaxNodeGPUs()
+			}
+			n -= (m.Request.Nodes - m.Min) * per
+		}
+	}
+	return n
+}
+
+// Validate checks the spec against cluster c: an ID, at least one member,
+// unique member names, valid requests and minimums, a known co-location
+// level.
+func (g *Spec) Validate(c *topology.Cluster) error {
+	if g.ID == "" {
+		return fmt.Errorf("%w: no ID", ErrBadSpec)
+	}
+	if len(g.Members) == 0 {
+		return fmt.Errorf("%w: gang %s has no members", ErrBadSpec, g.ID)
+	}
+	for i := range g.Members {
+		m := &g.Members[i]
+		if m.Name == "" {
+			return fmt.Errorf("%w: gang %s member %d has no name", ErrBadSpec, g.ID, i)
+		}
+		for j := range i {
+			if g.Members[j].Name == m.Name {
+				return fmt.Errorf("%w: gang %s has two members named %q", ErrBadSpec, g.ID, m.Name)
+			}
+		}
+		if err := m.Request.Validate(c); err != nil {
+			return fmt.Errorf("%w: gang %s member %s: %w", ErrBadSpec, g.ID, m.Name, err)
+		}
+		if m.Min < 0 || m.Min > 0 && m.Request.GPUs > 0 {
+			return fmt.Errorf("%w: gang %s member %s: Min %d (Min goes with Nodes, and is not negative)", ErrBadSpec, g.ID, m.Name, m.Min)
+		}
+		if s := m.Request.SegmentSize; m.Min > 0 && s > 1 && m.Min%s != 0 {
+			return fmt.Errorf("%w: gang %s member %s: Min %d is not a multiple of segment size %d", ErrBadSpec, g.ID, m.Name, m.Min, s)
+		}
+	}
+	if g.Colocate.Level != "" {
+		if _, ok := c.Level(g.Colocate.Level); !ok {
+			return fmt.Errorf("%w: gang %s: %w: co-location level %q", ErrBadSpec, g.ID, topology.ErrUnknownLevel, g.Colocate.Level)
+		}
+	}
+	return nil
+}
+
+// Allocation is an admitted gang's placement: per member, the pods placed
+// and their nodes and GPUs. Its slices are reused when an Allocation is
+// passed back to Admit.
+type Allocation struct {
+	ID      string
+	Members []MemberAllocation
+}
+
+// MemberAllocation is one member's share of an Allocation.
+type MemberAllocation struct {
+	Name string
+	// Pods is the number of pods placed (nodes, in node mode), between
+	// Min and Request.Nodes.
+	Pods int
+	// Assignment lists the member's nodes and GPUs.
+	Assignment []topology.NodeAlloc
+}
+
+// GPUs returns the GPUs held by the allocation.
+func (a *Allocation) GPUs() int {
+	n := 0
+	for i := range a.Members {
+		for _, x := range a.Members[i].Assignment {
+			n += popcount(x.GPUs)
+		}
+	}
+	return n
+}
+
+// Nodes calls f for every node assignment of the allocation.
+func (a *Allocation) each(f func(topology.NodeAlloc)) {
+	for i := range a.Members {
+		for _, x := range a.Members[i].Assignment {
+			f(x)
+		}
+	}
+}
+
+// OnNode reports whether the allocation holds GPUs on node n.
+func (a *Allocation) OnNode(n int) bool {
+	for i := range a.Members {
+		for _, x := range a.Members[i].Assignment {
+			if int(x.Node) == n {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// CopyTo makes dst a deep copy of a, reusing dst's slices.
+func (a *Allocation) CopyTo(dst *Allocation) {
+	dst.ID = a.ID
+	dst.Members = slices.Grow(dst.Members[:0], len(a.Members))[:len(a.Members)]
+	for i := range a.Members {
+		dst.Members[i].Name = a.Members[i].Name
+		dst.Members[i].Pods = a.Members[i].Pods
+		dst.Members[i].Assignment = append(dst.Members[i].Assignment[:0], a.Members[i].Assignment...)
+	}
+}
+
+// Result is the outcome of one admission.
+type Result struct {
+	// Admitted reports whether every member was placed.
+	Admitted bool
+	// Member names the member that could not be placed (on failure).
+	Member string
+	// Reason is that member's placement reason (on failure).
+	Reason placement.Reason
+	// Colocated reports whether the gang was placed inside one domain of
+	// its co-location level.
+	Colocated bool
+	// ColocationLevel, ColocationNeed and ColocationHave explain a
+	// required co-location that failed before any member was tried: the
+	// gang needs ColocationNeed GPUs under one domain of the level and the
+	// best domain has ColocationHave free.
+	ColocationLevel                string
+	ColocationNeed, ColocationHave int
+	// Orders is the number of member orders tried.
+	Orders int
+}
+
+// String renders a failed admission for users, for example "member worker:
+// needs 150 nodes with 8 free GPUs; the cluster has 100".
+func (r Result) String() string {
+	if r.Admitted {
+		return "admitted"
+	}
+	if r.ColocationLevel != "" {
+		return fmt.Sprintf("needs %d GPUs under one %s; the best %s has %d free", r.ColocationNeed, r.ColocationLevel, r.ColocationLevel, r.ColocationHave)
+	}
+	return fmt.Sprintf("member %s: %s", r.Member, r.Reason)
+}
+
+// Admitter places gangs on any free state of one cluster, all members or
+// none. It holds scratch space so that admission allocates nothing in the
+// steady state. It is not safe for concurrent use.
+type Admitter struct {
+	c     *topology.Cluster
+	p     *placement.Placer
+	order []int
+	req   placement.Request
+	allow *bitset.BitSet
+	doms  []int
+	buf   []topology.NodeAlloc
+}
+
+// NewAdmitter returns an Admitter for cluster c.
+func NewAdmitter(c *topology.Cluster) *Admitter {
+	return &Admitter{c: c, p: placement.New(c), allow: c.NewNodeSet(), buf: make([]topology.NodeAlloc, 0, c.NumNodes())}
+}
+
+// Placer returns the admitter's placer (to change its strategy).
+func (a *Admitter) Placer() *placement.Placer { return a.p }
+
+// Admit places every member of g on s and allocates them there, or, when
+// any member does not fit, leaves s exactly as it was and says which
+// member failed and why. The placement goes into out (its slices reused).
+// g must be valid (Spec.Validate); an invalid spec returns its error.
+//
+// Members are placed most-constrained first: a required level first, then
+// the largest GPU count, then the largest per-node count. When a member
+// fails after others were placed, the order is retried with that member
+// first, up to MaxOrders orders in all. With co-location, the domains of
+// the co-location level that have enough free GPUs are tried from the
+// fullest (best fit); a preferred co-location falls back to none.
+func (a *Admitter) Admit(s *topology.State, g *Spec, out *Allocation) (Result, error) {
+	if s.Cluster() != a.c {
+		return Result{}, topology.ErrOtherCluster
+	}
+	if err := g.Validate(a.c); err != nil {
+		return Result{}, err
+	}
+	a.prepare(g, out)
+	if g.Colocate.Level == "" {
+		return a.tryOrders(s, g, out, -1, -1), nil
+	}
+	lvl, _ := a.c.Level(g.Colocate.Level)
+	need := g.MinGPUs(a.c)
+	doms := a.doms[:0]
+	for d := range a.c.NumDomains(lvl) {
+		if s.DomainFreeGPUs(lvl, d) >= need {
+			doms = append(doms, d)
+		}
+	}
+	slices.SortFunc(doms, func(x, y int) int {
+		if fx, fy := s.DomainFreeGPUs(lvl, x), s.DomainFreeGPUs(lvl, y); fx != fy {
+			return fx - fy
+		}
+		return x - y
+	})
+	a.doms = doms
+	var res Result
+	orders := 0
+	for _, d := range doms {
+		res = a.tryOrders(s, g, out, lvl, d)
+		orders += res.Orders
+		if res.Admitted {
+			res.Orders, res.Colocated = orders, true
+			return res, nil
+		}
+	}
+	if !g.Colocate.Required {
+		res = a.tryOrders(s, g, out, -1, -1)
+		res.Orders += orders
+		return res, nil
+	}
+	if len(doms) == 0 {
+		// No domain has the free GPUs, whatever the layout.
+		res = Result{ColocationLevel: g.Colocate.Level, ColocationNeed: need}
+		for d := range a.c.NumDomains(lvl) {
+			res.ColocationHave = max(res.ColocationHave, s.DomainFreeGPUs(lvl, d))
+		}
+	}
+	res.Orders = orders
+	return res, nil
+}
+
+// prepare sizes out for g and computes the most-constrained-first order.
+func (a *Admitter) prepare(g *Spec, out *Allocation) {
+	out.ID = g.ID
+	n := len(g.Members)
+	out.Members = slices.Grow(out.Members[:0], n)[:n]
+	for i := range out.Members {
+		out.Members[i].Name = g.Members[i].Name
+		out.Members[i].Pods = 0
+		out.Members[i].Assignment = out.Members[i].Assignment[:0]
+	}
+	a.order = slices.Grow(a.order[:0], n)[:n]
+	for i := range a.order {
+		a.order[i] = i
+	}
+	maxG := a.c.MaxNodeGPUs()
+	slices.SortStableFunc(a.order, func(x, y int) int {
+		rx, ry := &g.Members[x].Request, &g.Members[y].Request
+		if bx, by := rx.Required != "", ry.Required != ""; bx != by {
+			if bx {
+				return -1
+			}
+			return 1
+		}
+		if gx, gy := memberGPUs(rx, maxG), memberGPUs(ry, maxG); gx != gy {
+			return gy - gx
+		}
+		return perNode(ry, maxG) - perNode(rx, maxG)
+	})
+}
+
+func memberGPUs(r *placement.Request, maxG int) int {
+	if r.GPUs > 0 {
+		return r.GPUs
+	}
+	return r.Nodes * perNode(r, maxG)
+}
+
+func perNode(r *placement.Request, maxG int) int {
+	if r.GPUs > 0 {
+		return 0
+	}
+	if r.GPUsPerNode == 0 {
+		return maxG
+	}
+	return r.GPUsPerNode
+}
+
+// tryOrders runs admission in up to MaxOrders member orders, restricted to
+// domain d of level lvl when lvl >= 0.
+func (a *Admitter) tryOrders(s *topology.State, g *Spec, out *Allocation, lvl, d int) Result {
+	var res Result
+	for k := 0; k < MaxOrders; k++ {
+		res.Orders = k + 1
+		failed, placedBefore := a.tryOrder(s, g, out, lvl, d, &res)
+		if failed < 0 {
+			res.Admitted = true
+			res.Member, res.Reason = "", placement.Reason{}
+			return res
+		}
+		if !placedBefore || len(g.Members) == 1 {
+			break // the first member failed on an empty slate: no order helps
+		}
+		// Move the failing member to the front and try again.
+		pos := slices.Index(a.order, failed)
+		copy(a.order[1:pos+1], a.order[:pos])
+		a.order[0] = failed
+	}
+	return res
+}
+
+// tryOrder places the members in a.order; on failure it releases what it
+// allocated and returns the failing member's index and whether another
+// member had been placed before it. It returns -1 on success.
+func (a *Admitter) tryOrder(s *topology.State, g *Spec, out *Allocation, lvl, d int, res *Result) (int, bool) {
+	for pos, mi := range a.order {
+		m := &g.Members[mi]
+		ma := &out.Members[mi]
+		ok, reason := a.placeMember(s, m, ma, lvl, d)
+		if !ok {
+			for _, mj := range a.order[:pos] {
+				a.release(s, &out.Members[mj])
+			}
+			res.Member, res.Reason = m.Name, reason
+			return mi, pos > 0
+		}
+		if err := s.Allocate(ma.Assignment); err != nil {
+			panic(fmt.Sprintf("gang: placement returned an assignment the state refuses: %v", err))
+		}
+	}
+	return -1, false
+}
+
+func (a *Admitter) release(s *topology.State, ma *MemberAllocation) {
+	if err := s.Release(ma.Assignment); err != nil {
+		panic(fmt.Sprintf("gang: rollback failed: %v", err))
+	}
+	ma.Assignment = ma.Assignment[:0]
+	ma.Pods = 0
+}
+
+// placeMember places member m (restricted to domain d of level lvl when
+// lvl >= 0) into ma, largest size first down to its minimum.
+func (a *Admitter) placeMember(s *topology.State, m *Member, ma *MemberAllocation, lvl, d int) (bool, placement.Reason) {
+	a.req = m.Request
+	if lvl >= 0 {
+		dom := a.c.Domain(lvl, d)
+		a.allow.ClearAll()
+		a.allow.InPlaceUnion(dom.Nodes)
+		if m.Request.Allowed != nil {
+			a.allow.InPlaceIntersection(m.Request.Allowed)
+		}
+		a.req.Allowed = a.allow
+	}
+	res, err := a.p.Place(s, &a.req, ma.Assignment)
+	if err != nil {
+		panic(fmt.Sprintf("gang: validated request refused: %v", err))
+	}
+	if res.Placed {
+		ma.Assignment, ma.Pods = res.Assignment, podCount(&a.req, res)
+		return true, placement.Reason{}
+	}
+	full := res.Reason
+	if m.Min <= 0 || m.Min >= m.Request.Nodes {
+		return false, full
+	}
+	// Elastic: the largest size in [Min, Nodes) that fits. Feasibility is
+	// monotone in the size, so binary search; sizes step by the segment.
+	step := max(m.Request.SegmentSize, 1)
+	lo, hi := m.Min/step, (m.Request.Nodes-1)/step // in steps
+	best := -1
+	for lo <= hi {
+		mid := (lo + hi) / 2
+		a.req.Nodes = mid * step
+		r, _ := a.p.Place(s, &a.req, ma.Assignment)
+		if r.Placed {
+			best, lo = mid, mid+1
+		} else {
+			hi = mid - 1
+		}
+	}
+	if best < 0 {
+		a.req.Nodes = m.Min
+		r, _ := a.p.Place(s, &a.req, ma.Assignment)
+		return false, r.Reason
+	}
+	a.req.Nodes = best * step
+	r, _ := a.p.Place(s, &a.req, ma.Assignment)
+	ma.Assignment, ma.Pods = r.Assignment, a.req.Nodes
+	return true, placement.Reason{}
+}
+
+func podCount(r *placement.Request, res placement.Result) int {
+	if r.GPUs > 0 {
+		return res.Nodes
+	}
+	return r.Nodes
+}
+
+func popcount(m uint64) int {
+	n := 0
+	for ; m != 0; m &= m - 1 {
+		n++
+	}
+	return n
+}

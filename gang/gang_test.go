@@ -1,0 +1,485 @@
+package gang
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+func workers(id string, pods, gpus int) *Spec {
+	return &Spec{ID: id, Members: []Member{{Name: "worker", Request: placement.NodesOf(pods, gpus)}}}
+}
+
+// TestSeedCase is the deadlock gang admission prevents: two 1,200-GPU jobs
+// (150 pods x 8 GPUs) arrive interleaved on the default 2,000-GPU cluster.
+func TestSeedCase(t *testing.T) {
+	c := topology.Default2000()
+	t.Run("pod-by-pod", func(t *testing.T) {
+		s := topology.NewState(c)
+		b := NewPodByPod(s)
+		for _, id := range []string{"A", "B"} {
+			if err := b.Add(id, 150, 8); err != nil {
+				t.Fatal(err)
+			}
+		}
+		bound := b.BindInterleaved("A", "B")
+		if bound != 250 {
+			t.Fatalf("%d pods bound, want 250", bound)
+		}
+		useful := 0
+		for _, id := range []string{"A", "B"} {
+			if got := b.HeldGPUs(id); got != 1000 {
+				t.Errorf("job %s holds %d GPUs, want 1000", id, got)
+			}
+			if b.Complete(id) {
+				t.Errorf("job %s complete", id)
+			} else if b.Bound(id) != 125 {
+				t.Errorf("job %s has %d pods bound, want 125", id, b.Bound(id))
+			}
+			if b.Complete(id) {
+				useful += b.HeldGPUs(id)
+			}
+		}
+		if useful != 0 || s.FreeGPUs() != 0 {
+			t.Fatalf("useful GPUs %d, free %d: want 0 and 0 (deadlock)", useful, s.FreeGPUs())
+		}
+	})
+	t.Run("gang", func(t *testing.T) {
+		l := NewLedger(c)
+		ra, err := l.Admit(workers("A", 150, 8))
+		if err != nil || !ra.Admitted {
+			t.Fatalf("A: %v %s", err, ra)
+		}
+		rb, err := l.Admit(workers("B", 150, 8))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rb.Admitted {
+			t.Fatal("B admitted on a cluster with 800 free GPUs")
+		}
+		if want := "member worker: needs 150 nodes with 8 free GPUs; the cluster has 100"; rb.String() != want {
+			t.Errorf("B's reason %q, want %q", rb, want)
+		}
+		a, _ := l.Get("A")
+		if a.GPUs() != 1200 {
+			t.Errorf("A holds %d GPUs", a.GPUs())
+		}
+		if _, ok := l.Get("B"); ok {
+			t.Error("B holds an allocation")
+		}
+		if l.State().FreeGPUs() != 800 {
+			t.Errorf("%d GPUs free, want 800", l.State().FreeGPUs())
+		}
+		if err := l.Check(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestHeterogeneousAndOrders(t *testing.T) {
+	c := topology.Default2000()
+	l := NewLedger(c)
+	het := &Spec{ID: "het", Members: []Member{
+		{Name: "launcher", Request: placement.NodesOf(1, 1)},
+		{Name: "workers", Request: placement.Request{Nodes: 16, GPUsPerNode: 8, Required: "leaf"}},
+		{Name: "ps", Request: placement.NodesOf(4, 4)},
+	}}
+	res, err := l.Admit(het)
+	if err != nil || !res.Admitted {
+		t.Fatalf("%v %s", err, res)
+	}
+	a, _ := l.Get("het")
+	if a.Members[1].Pods != 16 || a.GPUs() != 1+128+16 {
+		t.Fatalf("allocation %+v", a)
+	}
+	// The required-leaf member went first, so it got a whole leaf.
+	lf := c.NodeDomain(int(a.Members[1].Assignment[0].Node), 2)
+	for _, x := range a.Members[1].Assignment {
+		if c.NodeDomain(int(x.Node), 2) != lf {
+			t.Fatal("workers span leaves")
+		}
+	}
+	if _, err := l.Admit(het); !errors.Is(err, ErrDuplicateID) {
+		t.Fatalf("second admission of het: %v", err)
+	}
+	if err := l.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOtherOrder: the most-constrained-first order fails, and moving the
+// failing member first succeeds.
+func TestOtherOrder(t *testing.T) {
+	// Leaf a: 2 idle nodes; leaf b: 3 idle nodes.
+	spec := topology.Spec{Levels: []string{"leaf"}}
+	for i := range 5 {
+		spec.Nodes = append(spec.Nodes, topology.NodeSpec{Name: fmt.Sprintf("n%d", i), GPUs: 8, Path: []string{[]string{"a", "b"}[min(i/2, 1)]}})
+	}
+	c, err := topology.Build(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onlyA, _ := c.NodeSet("n0", "n1")
+	g := &Spec{ID: "g", Members: []Member{
+		// x goes first (required level) and best-fits into leaf a ...
+		{Name: "x", Request: placement.Request{Nodes: 2, GPUsPerNode: 8, Required: "leaf"}},
+		// ... which is the only leaf y may use.
+		{Name: "y", Request: placement.Request{Nodes: 2, GPUsPerNode: 8, Allowed: onlyA}},
+	}}
+	l := NewLedger(c)
+	res, err := l.Admit(g)
+	if err != nil || !res.Admitted {
+		t.Fatalf("%v %s", err, res)
+	}
+	if res.Orders != 2 {
+		t.Errorf("admitted after %d orders, want 2", res.Orders)
+	}
+	a, _ := l.Get("g")
+	if x := a.Members[0].Assignment; c.NodeDomain(int(x[0].Node), 0) != 1 {
+		t.Errorf("x on leaf %d, want b", c.NodeDomain(int(x[0].Node), 0))
+	}
+	if err := l.Check(); err != nil {
+		t.Fatal(err)
+	}
+	// With y needing 3 nodes of leaf a, no order works; nothing changes.
+	l2 := NewLedger(c)
+	g.Members[1].Request.Nodes = 3
+	before := l2.State().Clone()
+	res, _ = l2.Admit(g)
+	if res.Admitted || res.Member != "y" || !l2.State().Equal(before) || l2.Len() != 0 {
+		t.Fatalf("impossible gang: %s (orders %d), state changed %v", res, res.Orders, !l2.State().Equal(before))
+	}
+}
+
+func TestElasticMinimum(t *testing.T) {
+	c := topology.Default2000()
+	l := NewLedger(c)
+	if r, _ := l.Admit(workers("big", 200, 8)); !r.Admitted {
+		t.Fatal(r)
+	}
+	// 50 idle nodes left: an elastic member of 64 with minimum 32 gets 50.
+	g := &Spec{ID: "el", Members: []Member{{Name: "w", Request: placement.NodesOf(64, 8), Min: 32}}}
+	res, err := l.Admit(g)
+	if err != nil || !res.Admitted {
+		t.Fatalf("%v %s", err, res)
+	}
+	a, _ := l.Get("el")
+	if a.Members[0].Pods != 50 || len(a.Members[0].Assignment) != 50 {
+		t.Fatalf("elastic member got %d pods", a.Members[0].Pods)
+	}
+	// Below the minimum: nothing.
+	g2 := &Spec{ID: "el2", Members: []Member{{Name: "w", Request: placement.NodesOf(64, 8), Min: 1}}}
+	res, _ = l.Admit(g2)
+	if res.Admitted || !strings.Contains(res.String(), "needs 1 node with 8 free GPUs; the cluster has 0") {
+		t.Fatalf("el2: %s", res)
+	}
+	if err := l.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestColocation(t *testing.T) {
+	c := topology.Default2000()
+	l := NewLedger(c)
+	// Fill spine0 except 8 nodes, and spine1 except 40.
+	if r, _ := l.Admit(&Spec{ID: "fill", Members: []Member{
+		{Name: "s0", Request: placement.Request{Nodes: 56, GPUsPerNode: 8, Required: "spine"}},
+		{Name: "s1", Request: placement.Request{Nodes: 24, GPUsPerNode: 8, Required: "spine"}},
+	}}); !r.Admitted {
+		t.Fatal(r)
+	}
+	g := &Spec{ID: "co", Colocate: Colocation{Level: "spine", Required: true}, Members: []Member{
+		{Name: "a", Request: placement.NodesOf(20, 8)},
+		{Name: "b", Request: placement.NodesOf(16, 8)},
+	}}
+	res, err := l.Admit(g)
+	if err != nil || !res.Admitted || !res.Colocated {
+		t.Fatalf("%v %s colocated=%v", err, res, res.Colocated)
+	}
+	a, _ := l.Get("co")
+	sp := -1
+	for _, m := range a.Members {
+		for _, x := range m.Assignment {
+			d := c.NodeDomain(int(x.Node), 1)
+			if sp >= 0 && d != sp {
+				t.Fatal("co-located gang spans spines")
+			}
+			sp = d
+		}
+	}
+	// 100 nodes under one spine cannot exist (64 per spine): required
+	// fails with a gang-level reason, preferred falls back.
+	huge := &Spec{ID: "huge", Colocate: Colocation{Level: "spine", Required: true}, Members: []Member{{Name: "w", Request: placement.NodesOf(100, 8)}}}
+	res, _ = l.Admit(huge)
+	if res.Admitted || !strings.Contains(res.String(), "GPUs under one spine") {
+		t.Fatalf("huge required: %s", res)
+	}
+	huge.Colocate.Required = false
+	res, _ = l.Admit(huge)
+	if !res.Admitted || res.Colocated {
+		t.Fatalf("huge preferred: %s colocated=%v", res, res.Colocated)
+	}
+	if err := l.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	c := topology.Default2000()
+	tests := []struct {
+		name string
+		g    Spec
+		msg  string
+	}{
+		{"no id", Spec{Members: []Member{{Name: "a", Request: placement.NodesOf(1, 1)}}}, "no ID"},
+		{"no members", Spec{ID: "g"}, "gang g has no members"},
+		{"dup member", Spec{ID: "g", Members: []Member{{Name: "a", Request: placement.NodesOf(1, 1)}, {Name: "a", Request: placement.NodesOf(1, 1)}}}, `two members named "a"`},
+		{"bad request", Spec{ID: "g", Members: []Member{{Name: "a", Request: placement.Request{Nodes: 1, Required: "rack"}}}}, `member a: placement: bad request`},
+		{"bad min", Spec{ID: "g", Members: []Member{{Name: "a", Request: placement.Request{Nodes: 8, GPUsPerNode: 8, SegmentSize: 4}, Min: 3}}}, "not a multiple of segment size 4"},
+		{"bad level", Spec{ID: "g", Colocate: Colocation{Level: "rack"}, Members: []Member{{Name: "a", Request: placement.NodesOf(1, 1)}}}, `co-location level "rack"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.g.Validate(c)
+			if !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), tt.msg) {
+				t.Fatalf("Validate = %v, want ErrBadSpec mentioning %q", err, tt.msg)
+			}
+		})
+	}
+}
+
+func TestNodeDownReleasesWholeGangs(t *testing.T) {
+	c := topology.Default2000()
+	l := NewLedger(c)
+	for i, n := range []int{16, 16, 4} {
+		if r, _ := l.Admit(workers(fmt.Sprintf("g%d", i), n, 8)); !r.Admitted {
+			t.Fatal(r)
+		}
+	}
+	a, _ := l.Get("g1")
+	victim := int(a.Members[0].Assignment[3].Node)
+	dead, err := l.NodeDown(victim)
+	if err != nil || !reflect.DeepEqual(dead, []string{"g1"}) {
+		t.Fatalf("NodeDown = %v, %v", dead, err)
+	}
+	if _, ok := l.Get("g1"); ok || l.State().Avail(0).Test(uint(victim)) {
+		t.Fatal("dead gang kept or down node offered")
+	}
+	if l.State().UsedGPUs() != (16+4)*8 {
+		t.Fatalf("used %d GPUs", l.State().UsedGPUs())
+	}
+	// Drain: the running gang stays, no new work lands.
+	b, _ := l.Get("g0")
+	dn := int(b.Members[0].Assignment[0].Node)
+	if err := l.Drain(dn); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := l.Get("g0"); !ok || !reflect.DeepEqual(l.GangsOn(dn), []string{"g0"}) {
+		t.Fatal("drain removed the gang")
+	}
+	if err := l.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRestore(t *testing.T) {
+	c := topology.Default2000()
+	l := NewLedger(c)
+	_, _ = l.Admit(workers("a", 8, 8))
+	_, _ = l.Admit(&Spec{ID: "b", Members: []Member{{Name: "l", Request: placement.NodesOf(1, 2)}, {Name: "w", Request: placement.NodesOf(4, 4)}}})
+	_ = l.Drain(200)
+	_, _ = l.NodeDown(201)
+	snap := l.Snapshot()
+	data, err := json.Marshal(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("round trip", func(t *testing.T) {
+		var back Snapshot
+		if err := json.Unmarshal(data, &back); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Restore(c, back)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.State().Equal(l.State()) || !reflect.DeepEqual(r.Snapshot(), snap) {
+			t.Fatalf("restored ledger differs:\n%s\n%s", r.Describe(), l.Describe())
+		}
+		if err := r.Check(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("conflict", func(t *testing.T) {
+		bad := l.Snapshot()
+		bad.Gangs[1].Members[1].Pods[0] = bad.Gangs[0].Members[0].Pods[2]
+		r, err := Restore(c, bad)
+		if r != nil || !errors.Is(err, ErrRestore) {
+			t.Fatalf("Restore = %v, %v", r, err)
+		}
+		node := bad.Gangs[0].Members[0].Pods[2].Node
+		for _, want := range []string{"node " + node + " GPU 0 claimed by gang a (member worker) and gang b (member w)"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
+		}
+	})
+	t.Run("unknown node", func(t *testing.T) {
+		bad := l.Snapshot()
+		bad.Gangs[0].Members[0].Pods[0].Node = "n999"
+		if _, err := Restore(c, bad); !errors.Is(err, ErrRestore) || !strings.Contains(err.Error(), `gang a: unknown node "n999"`) {
+			t.Fatalf("Restore: %v", err)
+		}
+	})
+	t.Run("not whole", func(t *testing.T) {
+		bad := l.Snapshot()
+		bad.Gangs[1].Members[1].Pods = bad.Gangs[1].Members[1].Pods[:3]
+		if _, err := Restore(c, bad); !errors.Is(err, ErrRestore) || !strings.Contains(err.Error(), "gang b member w is not whole: 3 of 4 pods") {
+			t.Fatalf("Restore: %v", err)
+		}
+	})
+}
+
+// TestRandomOperations is a seeded metamorphic test: admit / release /
+// node down / node up / drain / snapshot-restore sequences, with the ledger
+// and topology checkers after every step.
+func TestRandomOperations(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		c     *topology.Cluster
+		steps int
+	}{
+		{"nodes=250", topology.Default2000(), 2000},
+		{"nodes=12500", topology.FatTree100k(), 400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			steps := tc.steps
+			if testing.Short() {
+				steps /= 8
+			}
+			runRandomLedger(t, tc.c, steps, rand.New(rand.NewPCG(3, uint64(tc.c.NumNodes()))))
+		})
+	}
+}
+
+func randomGang(r *rand.Rand, c *topology.Cluster, id string) *Spec {
+	g := &Spec{ID: id}
+	levels := c.Levels()
+	for k := range 1 + r.IntN(3) {
+		m := Member{Name: fmt.Sprintf("m%d", k)}
+		switch r.IntN(4) {
+		case 0:
+			m.Request = placement.TotalGPUs(1 + r.IntN(40))
+		default:
+			m.Request = placement.NodesOf(1+r.IntN(c.NumNodes()/8), []int{1, 2, 4, 8, 0}[r.IntN(5)])
+		}
+		if r.IntN(3) == 0 {
+			m.Request.Required = levels[r.IntN(len(levels))]
+		}
+		if m.Request.Nodes > 2 && r.IntN(4) == 0 {
+			m.Min = 1 + r.IntN(m.Request.Nodes-1)
+		}
+		g.Members = append(g.Members, m)
+	}
+	if r.IntN(5) == 0 {
+		g.Colocate = Colocation{Level: levels[r.IntN(len(levels))], Required: r.IntN(2) == 0}
+	}
+	return g
+}
+
+func runRandomLedger(t *testing.T, c *topology.Cluster, steps int, r *rand.Rand) {
+	l := NewLedger(c)
+	next := 0
+	admitted, refused := 0, 0
+	for step := range steps {
+		var op string
+		switch k := r.IntN(20); {
+		case k < 9:
+			g := randomGang(r, c, fmt.Sprintf("g%d", next))
+			next++
+			before := l.State().Clone()
+			res, err := l.Admit(g)
+			op = "admit " + g.ID
+			if err != nil {
+				t.Fatalf("step %d: %s: %v", step, op, err)
+			}
+			if res.Admitted {
+				admitted++
+				a, _ := l.Get(g.ID)
+				if l.State().UsedGPUs()-before.UsedGPUs() != a.GPUs() {
+					t.Fatalf("step %d: %s: state and allocation disagree", step, op)
+				}
+			} else {
+				refused++
+				if !l.State().Equal(before) {
+					t.Fatalf("step %d: refused %s changed the state", step, op)
+				}
+				if res.String() == "" {
+					t.Fatalf("step %d: refusal without reason", step)
+				}
+			}
+		case k < 14 && l.Len() > 0:
+			ids := l.IDs()
+			id := ids[r.IntN(len(ids))]
+			op = "release " + id
+			if err := l.Release(id); err != nil {
+				t.Fatal(err)
+			}
+		case k < 16:
+			n := r.IntN(c.NumNodes())
+			op = fmt.Sprintf("down %d", n)
+			on := l.GangsOn(n)
+			dead, err := l.NodeDown(n)
+			if err != nil || !reflect.DeepEqual(dead, on) {
+				t.Fatalf("step %d: %s: dead %v, want %v (%v)", step, op, dead, on, err)
+			}
+			for _, id := range dead {
+				if _, ok := l.Get(id); ok {
+					t.Fatalf("step %d: dead gang %s still present", step, id)
+				}
+			}
+		case k < 18:
+			n := r.IntN(c.NumNodes())
+			op = fmt.Sprintf("up %d", n)
+			if err := l.NodeUp(n); err != nil {
+				t.Fatal(err)
+			}
+		case k < 19:
+			n := r.IntN(c.NumNodes())
+			op = fmt.Sprintf("drain %d", n)
+			if err := l.Drain(n); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			op = "snapshot-restore"
+			snap := l.Snapshot()
+			data, _ := json.Marshal(snap)
+			var back Snapshot
+			if err := json.Unmarshal(data, &back); err != nil {
+				t.Fatal(err)
+			}
+			l2, err := Restore(c, back)
+			if err != nil {
+				t.Fatalf("step %d: restore: %v", step, err)
+			}
+			if !l2.State().Equal(l.State()) || !reflect.DeepEqual(l2.Snapshot(), snap) {
+				t.Fatalf("step %d: restored ledger differs", step)
+			}
+			l = l2
+		}
+		if err := l.Check(); err != nil {
+			t.Fatalf("step %d after %s: %v", step, op, err)
+		}
+	}
+	if admitted == 0 || refused == 0 {
+		t.Errorf("%d admitted, %d refused: the generator should produce both", admitted, refused)
+	}
+	t.Logf("%d admitted, %d refused", admitted, refused)
+}

@@ -1,0 +1,238 @@
+package gang
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// Ledger keeps the books of a cluster: the free state and every admitted
+// gang with its allocation. Every change is all-or-nothing. A Ledger is
+// not safe for concurrent use.
+type Ledger struct {
+	c     *topology.Cluster
+	s     *topology.State
+	adm   *Admitter
+	byID  map[string]*entry
+	pool  []*entry // released entries, reused by Admit
+	spare Allocation
+}
+
+type entry struct {
+	alloc Allocation
+	spec  Spec
+}
+
+// NewLedger returns an empty ledger for cluster c: every node up, every
+// GPU free.
+func NewLedger(c *topology.Cluster) *Ledger {
+	return &Ledger{c: c, s: topology.NewState(c), adm: NewAdmitter(c), byID: make(map[string]*entry)}
+}
+
+// Cluster returns the ledger's cluster.
+func (l *Ledger) Cluster() *topology.Cluster { return l.c }
+
+// State returns the ledger's free state. Callers may read it, clone it or
+// copy it for what-if work; they must change it only through the ledger.
+func (l *Ledger) State() *topology.State { return l.s }
+
+// Admitter returns the ledger's admitter (to set its placement strategy).
+func (l *Ledger) Admitter() *Admitter { return l.adm }
+
+// Len returns the number of admitted gangs.
+func (l *Ledger) Len() int { return len(l.byID) }
+
+// Get returns the allocation of gang id (shared; do not modify).
+func (l *Ledger) Get(id string) (*Allocation, bool) {
+	e, ok := l.byID[id]
+	if !ok {
+		return nil, false
+	}
+	return &e.alloc, true
+}
+
+// IDs returns the admitted gang IDs in sorted order.
+func (l *Ledger) IDs() []string {
+	ids := make([]string, 0, len(l.byID))
+	for id := range l.byID {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Admit places gang g on the ledger's state, all members or none, and
+// records it. A failed admission changes nothing and its Result says which
+// member failed and why. Admitting an ID already held is ErrDuplicateID.
+// In the steady state (IDs admitted and released again) it allocates
+// nothing beyond what the spec's first admission needed.
+func (l *Ledger) Admit(g *Spec) (Result, error) {
+	if _, dup := l.byID[g.ID]; dup {
+		return Result{}, fmt.Errorf("%w: %s", ErrDuplicateID, g.ID)
+	}
+	res, err := l.adm.Admit(l.s, g, &l.spare)
+	if err != nil || !res.Admitted {
+		return res, err
+	}
+	e := l.newEntry()
+	// Swap the spare allocation in, keeping the entry's old buffers as
+	// the next spare.
+	e.alloc, l.spare = l.spare, e.alloc
+	e.spec = *g
+	l.byID[g.ID] = e
+	return res, nil
+}
+
+func (l *Ledger) newEntry() *entry {
+	if n := len(l.pool); n > 0 {
+		e := l.pool[n-1]
+		l.pool = l.pool[:n-1]
+		return e
+	}
+	return &entry{}
+}
+
+// Release returns every GPU of gang id and forgets it.
+func (l *Ledger) Release(id string) error {
+	e, ok := l.byID[id]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownGang, id)
+	}
+	for i := range e.alloc.Members {
+		if err := l.s.Release(e.alloc.Members[i].Assignment); err != nil {
+			panic(fmt.Sprintf("gang: ledger and state disagree on %s: %v", id, err))
+		}
+	}
+	delete(l.byID, id)
+	e.spec = Spec{}
+	l.pool = append(l.pool, e)
+	return nil
+}
+
+// NodeDown marks node n down and releases, whole, every gang with a member
+// on it (a gang with a dead rank is dead). It returns their IDs, sorted,
+// for the caller to requeue or fail.
+func (l *Ledger) NodeDown(n int) ([]string, error) {
+	if n < 0 || n >= l.c.NumNodes() {
+		return nil, fmt.Errorf("%w: node index %d", topology.ErrUnknownNode, n)
+	}
+	var dead []string
+	for id, e := range l.byID {
+		if e.alloc.OnNode(n) {
+			dead = append(dead, id)
+		}
+	}
+	slices.Sort(dead)
+	for _, id := range dead {
+		_ = l.Release(id)
+	}
+	return dead, l.s.SetStatus(n, topology.Down)
+}
+
+// NodeUp marks node n up: it is offered to placement again.
+func (l *Ledger) NodeUp(n int) error { return l.s.SetStatus(n, topology.Up) }
+
+// Drain marks node n drained: no new work; running gangs stay.
+func (l *Ledger) Drain(n int) error { return l.s.SetStatus(n, topology.Drained) }
+
+// GangsOn returns the IDs of the gangs with a member on node n, sorted.
+func (l *Ledger) GangsOn(n int) []string {
+	var ids []string
+	for id, e := range l.byID {
+		if e.alloc.OnNode(n) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Check verifies the books against the state: every allocated GPU belongs
+// to exactly one admitted gang, free plus allocated equals the total, no
+// gang is partly present (every member has the pods it records), and the
+// state's own indexes are consistent. It is for tests; it allocates.
+func (l *Ledger) Check() error {
+	var errs []error
+	owner := make([]map[int]string, l.c.NumNodes())
+	used := make([]uint64, l.c.NumNodes())
+	for _, id := range l.IDs() {
+		e := l.byID[id]
+		if e.alloc.ID != id {
+			errs = append(errs, fmt.Errorf("gang %s recorded as %s", id, e.alloc.ID))
+		}
+		if len(e.alloc.Members) != len(e.spec.Members) {
+			errs = append(errs, fmt.Errorf("gang %s: %d of %d members present", id, len(e.alloc.Members), len(e.spec.Members)))
+			continue
+		}
+		for i := range e.alloc.Members {
+			ma, m := &e.alloc.Members[i], &e.spec.Members[i]
+			if min := m.Min; ma.Pods < m.Request.Nodes && (min <= 0 || ma.Pods < min) || ma.Pods == 0 && m.Request.GPUs == 0 {
+				errs = append(errs, fmt.Errorf("gang %s member %s: %d pods, not whole", id, ma.Name, ma.Pods))
+			}
+			if m.Request.GPUs == 0 && len(ma.Assignment) != ma.Pods {
+				errs = append(errs, fmt.Errorf("gang %s member %s: %d pods on %d nodes", id, ma.Name, ma.Pods, len(ma.Assignment)))
+			}
+			for _, x := range ma.Assignment {
+				n := int(x.Node)
+				if used[n]&x.GPUs != 0 {
+					for g := range 64 {
+						if x.GPUs&used[n]&(1<<uint(g)) != 0 {
+							errs = append(errs, fmt.Errorf("node %s GPU %d given to %s and %s", l.c.NodeName(n), g, owner[n][g], id))
+						}
+					}
+				}
+				used[n] |= x.GPUs
+				if owner[n] == nil {
+					owner[n] = map[int]string{}
+				}
+				for g := range 64 {
+					if x.GPUs&(1<<uint(g)) != 0 {
+						owner[n][g] = id
+					}
+				}
+			}
+		}
+	}
+	for n := range used {
+		if free := l.s.Free(n); free&used[n] != 0 || (free|used[n]) != onesMask(l.c.NodeGPUs(n)) {
+			errs = append(errs, fmt.Errorf("node %s: free %s and allocated %s do not partition its %d GPUs",
+				l.c.NodeName(n), topology.FormatGPUs(free), topology.FormatGPUs(used[n]), l.c.NodeGPUs(n)))
+		}
+	}
+	if err := l.s.CheckInvariants(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func onesMask(n int) uint64 {
+	if n >= 64 {
+		return ^uint64(0)
+	}
+	return 1<<uint(n) - 1
+}
+
+// Describe lists the admitted gangs, one line each, with their members'
+// nodes as Slurm hostlists.
+func (l *Ledger) Describe() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d gangs, %d of %d GPUs allocated\n", len(l.byID), l.s.UsedGPUs(), l.c.TotalGPUs())
+	for _, id := range l.IDs() {
+		e := l.byID[id]
+		fmt.Fprintf(&b, "%s:", id)
+		for i := range e.alloc.Members {
+			ma := &e.alloc.Members[i]
+			names := make([]string, 0, len(ma.Assignment))
+			for _, x := range ma.Assignment {
+				names = append(names, l.c.NodeName(int(x.Node)))
+			}
+			slices.Sort(names)
+			fmt.Fprintf(&b, " %s=%d pods on %s", ma.Name, ma.Pods, topology.CompressHostlist(names))
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

@@ -1,0 +1,219 @@
+package gang
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// Snapshot is a ledger as plain data (JSON-serialisable): node statuses
+// and the running gangs with their pods. A host scheduler that restarts
+// builds one from its own source of truth (the Kubernetes API, slurmctld's
+// state) and calls Restore.
+type Snapshot struct {
+	Down    []string     `json:"down,omitempty"`
+	Drained []string     `json:"drained,omitempty"`
+	Gangs   []GangRecord `json:"gangs"`
+}
+
+// GangRecord is one running gang.
+type GangRecord struct {
+	ID      string         `json:"id"`
+	Members []MemberRecord `json:"members"`
+}
+
+// MemberRecord is one member of a running gang: what it asked for and
+// where its pods run.
+type MemberRecord struct {
+	Name string `json:"name"`
+	// Want is the pods the member asked for (Request.Nodes), or 0 when
+	// it asked for a GPU total.
+	Want int `json:"want,omitempty"`
+	// Min is the elastic minimum (0: all of Want).
+	Min int `json:"min,omitempty"`
+	// GPUs is the GPU total asked for, when Want is 0.
+	GPUs int         `json:"gpus,omitempty"`
+	Pods []PodRecord `json:"pods"`
+}
+
+// PodRecord is one pod: its node and GPU indices. In a member that asked
+// for a GPU total, one record per node.
+type PodRecord struct {
+	Node string `json:"node"`
+	GPUs []int  `json:"gpus"`
+}
+
+// Snapshot exports the ledger: gangs sorted by ID, pods in placement order.
+func (l *Ledger) Snapshot() Snapshot {
+	var snap Snapshot
+	for n := range l.c.NumNodes() {
+		switch l.s.Status(n) {
+		case topology.Down:
+			snap.Down = append(snap.Down, l.c.NodeName(n))
+		case topology.Drained:
+			snap.Drained = append(snap.Drained, l.c.NodeName(n))
+		}
+	}
+	snap.Gangs = make([]GangRecord, 0, len(l.byID))
+	for _, id := range l.IDs() {
+		e := l.byID[id]
+		g := GangRecord{ID: id}
+		for i := range e.alloc.Members {
+			ma, m := &e.alloc.Members[i], &e.spec.Members[i]
+			mr := MemberRecord{Name: ma.Name, Want: m.Request.Nodes, Min: m.Min, GPUs: m.Request.GPUs}
+			for _, x := range ma.Assignment {
+				mr.Pods = append(mr.Pods, PodRecord{Node: l.c.NodeName(int(x.Node)), GPUs: gpuList(x.GPUs)})
+			}
+			g.Members = append(g.Members, mr)
+		}
+		snap.Gangs = append(snap.Gangs, g)
+	}
+	return snap
+}
+
+func gpuList(m uint64) []int {
+	var out []int
+	for g := range 64 {
+		if m&(1<<uint(g)) != 0 {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// Restore builds a ledger for cluster c from a snapshot. Everything is
+// checked before anything is applied; the error lists every problem, each
+// naming the gangs, nodes and GPUs involved: an unknown node, a GPU the
+// node does not have, two gangs (or two pods) claiming the same GPU, a
+// gang that is not whole (fewer pods than its minimum), duplicate gang or
+// member names. Restored gangs keep their pods; their specs are rebuilt
+// from the records (pod counts and per-node GPU counts, no topology
+// constraints).
+func Restore(c *topology.Cluster, snap Snapshot) (*Ledger, error) {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	node := func(gang, name string) int {
+		i, ok := c.NodeIndex(name)
+		if !ok {
+			bad("gang %s: unknown node %q", gang, name)
+			return -1
+		}
+		return i
+	}
+	type claim struct{ gang, member string }
+	owner := make(map[[2]int]claim)
+	ids := make(map[string]bool)
+	type built struct {
+		spec  Spec
+		alloc Allocation
+	}
+	gangs := make([]built, 0, len(snap.Gangs))
+	for _, g := range snap.Gangs {
+		if g.ID == "" {
+			bad("a gang has no ID")
+			continue
+		}
+		if ids[g.ID] {
+			bad("gang %s listed twice", g.ID)
+			continue
+		}
+		ids[g.ID] = true
+		if len(g.Members) == 0 {
+			bad("gang %s has no members", g.ID)
+			continue
+		}
+		b := built{spec: Spec{ID: g.ID}, alloc: Allocation{ID: g.ID}}
+		names := map[string]bool{}
+		for _, m := range g.Members {
+			if names[m.Name] {
+				bad("gang %s: member %q listed twice", g.ID, m.Name)
+			}
+			names[m.Name] = true
+			ma := MemberAllocation{Name: m.Name, Pods: len(m.Pods)}
+			perNode := 0
+			seen := map[int]bool{}
+			gpus := 0
+			for _, p := range m.Pods {
+				n := node(g.ID, p.Node)
+				if n < 0 {
+					continue
+				}
+				if seen[n] {
+					bad("gang %s member %s: two pods on node %s", g.ID, m.Name, p.Node)
+				}
+				seen[n] = true
+				var mask uint64
+				for _, x := range p.GPUs {
+					if x < 0 || x >= c.NodeGPUs(n) {
+						bad("gang %s: node %s has no GPU %d (it has %d)", g.ID, p.Node, x, c.NodeGPUs(n))
+						continue
+					}
+					if prev, taken := owner[[2]int{n, x}]; taken {
+						bad("node %s GPU %d claimed by gang %s (member %s) and gang %s (member %s)", p.Node, x, prev.gang, prev.member, g.ID, m.Name)
+						continue
+					}
+					owner[[2]int{n, x}] = claim{g.ID, m.Name}
+					mask |= 1 << uint(x)
+				}
+				if mask == 0 {
+					bad("gang %s member %s: pod on node %s holds no GPU", g.ID, m.Name, p.Node)
+					continue
+				}
+				perNode = max(perNode, popcount(mask))
+				gpus += popcount(mask)
+				ma.Assignment = append(ma.Assignment, topology.NodeAlloc{Node: int32(n), GPUs: mask})
+			}
+			want, min := m.Want, m.Min
+			need := want
+			if min > 0 && min < want {
+				need = min
+			}
+			switch {
+			case want == 0 && m.GPUs == 0:
+				bad("gang %s member %s: asks for neither pods nor GPUs", g.ID, m.Name)
+			case want > 0 && len(m.Pods) < need:
+				bad("gang %s member %s is not whole: %d of %d pods (minimum %d)", g.ID, m.Name, len(m.Pods), want, need)
+			case want == 0 && gpus < m.GPUs:
+				bad("gang %s member %s is not whole: %d of %d GPUs", g.ID, m.Name, gpus, m.GPUs)
+			}
+			req := placement.Request{Nodes: want, GPUsPerNode: perNode}
+			if want == 0 {
+				req = placement.Request{GPUs: m.GPUs}
+			}
+			b.spec.Members = append(b.spec.Members, Member{Name: m.Name, Request: req, Min: min})
+			b.alloc.Members = append(b.alloc.Members, ma)
+		}
+		gangs = append(gangs, b)
+	}
+	for _, name := range snap.Down {
+		node("(down list)", name)
+	}
+	for _, name := range snap.Drained {
+		node("(drained list)", name)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w: %w", ErrRestore, errors.Join(errs...))
+	}
+	l := NewLedger(c)
+	for _, b := range gangs {
+		for i := range b.alloc.Members {
+			if err := l.s.Allocate(b.alloc.Members[i].Assignment); err != nil {
+				panic(fmt.Sprintf("gang: checked snapshot refused: %v", err))
+			}
+		}
+		e := &entry{alloc: b.alloc, spec: b.spec}
+		l.byID[b.spec.ID] = e
+	}
+	for _, name := range snap.Down {
+		i, _ := c.NodeIndex(name)
+		_ = l.s.SetStatus(i, topology.Down)
+	}
+	for _, name := range snap.Drained {
+		i, _ := c.NodeIndex(name)
+		_ = l.s.SetStatus(i, topology.Drained)
+	}
+	return l, nil
+}
+
