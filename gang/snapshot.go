@@ -216,4 +216,3 @@ func Restore(c *topology.Cluster, snap Snapshot) (*Ledger, error) {
 	}
 	return l, nil
 }
-
