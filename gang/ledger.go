@@ -236,3 +236,29 @@ func (l *Ledger) Describe() string {
 	}
 	return b.String()
 }
+
+// Insert records gang g with an allocation computed elsewhere (by an
+// Admitter on a what-if copy of the state, say), allocating exactly its
+// GPUs on the ledger's state. Every GPU is checked first; on a conflict
+// nothing changes. a is copied.
+func (l *Ledger) Insert(g *Spec, a *Allocation) error {
+	if _, dup := l.byID[g.ID]; dup {
+		return fmt.Errorf("%w: %s", ErrDuplicateID, g.ID)
+	}
+	if a.ID != g.ID || len(a.Members) != len(g.Members) {
+		return fmt.Errorf("%w: allocation %s does not match gang %s", ErrBadSpec, a.ID, g.ID)
+	}
+	for i := range a.Members {
+		if err := l.s.Allocate(a.Members[i].Assignment); err != nil {
+			for j := range i {
+				_ = l.s.Release(a.Members[j].Assignment)
+			}
+			return fmt.Errorf("gang %s member %s: %w", g.ID, a.Members[i].Name, err)
+		}
+	}
+	e := l.newEntry()
+	a.CopyTo(&e.alloc)
+	e.spec = *g
+	l.byID[g.ID] = e
+	return nil
+}

@@ -1,0 +1,579 @@
+package backfill
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// Schedule runs one scheduling cycle at time now and returns the plan.
+//
+// The cycle, top to bottom:
+//
+//  1. Charge fair-share usage for running jobs up to now; account the GPUs
+//     held by hold mode since the last cycle.
+//  2. Order pending jobs by multifactor priority (package fairshare).
+//  3. Walk them in that order (jobs holding reservations or held GPUs
+//     always; others within the MaxJobsTested window):
+//     - start the job now if its gang can be admitted on the free GPUs
+//     minus those reserved for other jobs in a window overlapping its own
+//     (now to now + time limit; forever without a limit) and minus held
+//     GPUs: backfill that never delays a reservation;
+//     - else, for a job with a reservation, keep it (moving it earlier if
+//     the profile allows) or re-plan it if its plan broke;
+//     - else, while fewer than ReservationDepth reservations exist, find
+//     the earliest time in the availability profile (the free state plus
+//     the GPUs running jobs return at start + time limit, in end-time
+//     order) at which the gang can be admitted with the same
+//     topology-aware placement, and reserve those GPUs from then;
+//     - else, when no such time exists because running jobs have no time
+//     limit, hold GPUs for the job as they free up (hold mode);
+//     - else record why it waits.
+//  4. With Strict, the first job that cannot start stops the walk.
+//
+// The starts are booked in the engine before Schedule returns; the caller
+// launches them and reports back.
+func (e *Engine) Schedule(now time.Time) (*Plan, error) {
+	if err := e.tick(now); err != nil {
+		return nil, err
+	}
+	plan := &Plan{Time: now}
+
+	// 1. Usage and hold accounting.
+	for _, j := range e.running {
+		e.charge(j, now)
+	}
+	if e.hold != nil && !e.lastCycle.IsZero() {
+		e.heldGPUSeconds += float64(e.hold.held) * now.Sub(e.lastCycle).Seconds()
+	}
+	e.lastCycle = now
+	if h := e.hold; h != nil && now.Sub(h.since) >= e.cfg.Hold.MaxTime {
+		h.job.holdExpiry = now.Add(e.cfg.Hold.MaxTime)
+		e.hold = nil
+	}
+
+	// 2. Priority order.
+	e.fsJobs = e.fsJobs[:0]
+	for _, j := range e.pending {
+		e.fsJobs = append(e.fsJobs, e.fsJob(j))
+	}
+	var err error
+	if e.fsSnap, err = e.tree.Snapshot(now, e.fsSnap); err != nil {
+		return nil, err
+	}
+	if e.ranked, err = e.fsSnap.Prioritize(e.fsJobs, e.ranked[:0]); err != nil {
+		return nil, err
+	}
+	// Snapshot the queue in priority order: starts change e.pending.
+	order := make([]*jobRec, len(e.ranked))
+	for i, r := range e.ranked {
+		order[i] = e.pending[r.Index]
+	}
+
+	// The MaxJobsTested window, in ranks, resuming at the cursor.
+	n := len(order)
+	winStart, winLen := 0, n
+	if b := e.cfg.MaxJobsTested; b > 0 && b < n {
+		winStart, winLen = e.cursor%n, b
+		e.cursor = (winStart + b) % n
+	} else {
+		e.cursor = 0
+	}
+	inWindow := func(rank int) bool {
+		return (rank-winStart+n)%n < winLen
+	}
+
+	c := cycle{e: e, now: now, plan: plan}
+	c.invalidate()
+	strictBlocker := ""
+	for rank, j := range order {
+		w := Waiting{Job: j.job.ID, Priority: e.ranked[rank].Priority}
+		if e.cfg.Strict && strictBlocker != "" {
+			w.Code, w.Blocker = WaitPriority, strictBlocker
+			plan.Waiting = append(plan.Waiting, w)
+			continue
+		}
+		if j.resv == nil && (e.hold == nil || e.hold.job != j) && !inWindow(rank) {
+			w.Code = WaitPriority
+			plan.Waiting = append(plan.Waiting, w)
+			continue
+		}
+		plan.Tested++
+		if c.tryStart(j) {
+			continue
+		}
+		c.wait(j, &w)
+		plan.Waiting = append(plan.Waiting, w)
+		if e.cfg.Strict {
+			strictBlocker = j.job.ID
+		}
+	}
+
+	// Report reservations by planned start, then job ID.
+	rs := slices.Clone(e.resv)
+	slices.SortFunc(rs, func(a, b *reservation) int {
+		if c := a.start.Compare(b.start); c != 0 {
+			return c
+		}
+		return cmpString(a.job.job.ID, b.job.job.ID)
+	})
+	for _, r := range rs {
+		pr := Reservation{Job: r.job.job.ID, Start: r.start, End: r.end, FirstStart: r.firstStart}
+		r.alloc.CopyTo(&pr.Allocation)
+		plan.Reservations = append(plan.Reservations, pr)
+	}
+	if h := e.hold; h != nil {
+		plan.Hold = &HoldStatus{Job: h.job.job.ID, Since: h.since, GPUs: h.held, Target: h.target.GPUs()}
+	}
+	plan.HeldGPUSeconds = e.heldGPUSeconds
+	for i := range plan.Waiting {
+		if w := &plan.Waiting[i]; w.Reason.Code != 0 {
+			w.Detail = w.Reason.String()
+		}
+	}
+	return plan, nil
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// cycle is the state of one Schedule call.
+type cycle struct {
+	e    *Engine
+	now  time.Time
+	plan *Plan
+	// The scratch state is the free state minus the GPUs of blockedRes
+	// and (when holdBlocked) the held GPUs.
+	blockedRes  []*reservation
+	holdBlocked bool
+	valid       bool
+	lastRes     gang.Result
+	// Running jobs' ends in order (refreshed when starts add ends).
+	endsBuf   []endItem
+	endsDirty bool
+	times     []time.Time
+}
+
+func (c *cycle) invalidate() { c.valid = false; c.endsDirty = true }
+
+// limitOf returns the job's time limit (0: none).
+func limitOf(j *jobRec) time.Duration { return j.job.TimeLimit }
+
+// overlapsNow reports whether reservation r overlaps the window of job j
+// starting now.
+func (c *cycle) overlaps(r *reservation, j *jobRec, t time.Time) bool {
+	if r.job == j {
+		return false
+	}
+	if !r.end.IsZero() && !r.end.After(t) {
+		return false
+	}
+	l := limitOf(j)
+	return l == 0 || r.start.Before(t.Add(l))
+}
+
+// prepareScratch makes the scratch state the free state minus what job j
+// may not use now.
+func (c *cycle) prepareScratch(j *jobRec) {
+	e := c.e
+	holdBlocked := e.hold != nil && e.hold.job != j
+	same := c.valid && holdBlocked == c.holdBlocked
+	k := 0
+	for _, r := range e.resv {
+		if !c.overlaps(r, j, c.now) {
+			continue
+		}
+		if same && (k >= len(c.blockedRes) || c.blockedRes[k] != r) {
+			same = false
+		}
+		k++
+	}
+	if same && k == len(c.blockedRes) {
+		return
+	}
+	c.blockedRes = c.blockedRes[:0]
+	if err := e.ledger.State().CopyInto(e.scratch); err != nil {
+		panic(err)
+	}
+	for _, r := range e.resv {
+		if c.overlaps(r, j, c.now) {
+			c.blockedRes = append(c.blockedRes, r)
+			block(e.scratch, &r.alloc, nil)
+		}
+	}
+	if holdBlocked {
+		block(e.scratch, &e.hold.target, nil)
+	}
+	c.holdBlocked = holdBlocked
+	c.valid = true
+}
+
+// block allocates on s the free GPUs of a (skipping nodes that are not up),
+// recording what it took in rec when rec is not nil.
+func block(s *topology.State, a *gang.Allocation, rec *[]blockRec) {
+	for i := range a.Members {
+		for _, x := range a.Members[i].Assignment {
+			m := x.GPUs & s.Free(int(x.Node))
+			if m == 0 || s.Status(int(x.Node)) == topology.Down {
+				continue
+			}
+			if err := s.Allocate([]topology.NodeAlloc{{Node: x.Node, GPUs: m}}); err != nil {
+				panic(fmt.Sprintf("backfill: blocking free GPUs failed: %v", err))
+			}
+			if rec != nil {
+				*rec = append(*rec, blockRec{x.Node, m})
+			}
+		}
+	}
+}
+
+func unblock(s *topology.State, rec []blockRec) {
+	for _, b := range rec {
+		if err := s.Release([]topology.NodeAlloc{{Node: b.node, GPUs: b.gpus}}); err != nil {
+			panic(fmt.Sprintf("backfill: unblocking failed: %v", err))
+		}
+	}
+}
+
+// specFor returns the gang spec job j is placed with now: the tight one
+// while its patience lasts.
+func (c *cycle) specFor(j *jobRec) (*gang.Spec, bool) {
+	if j.tight != nil && c.now.Before(j.job.Submit.Add(j.job.Patience.Wait)) {
+		return j.tight, true
+	}
+	return &j.job.Gang, false
+}
+
+// tryStart starts job j now if it fits; it reports whether it did.
+func (c *cycle) tryStart(j *jobRec) bool {
+	e := c.e
+	c.prepareScratch(j)
+	spec, _ := c.specFor(j)
+	res, err := e.adm.Admit(e.scratch, spec, &e.alloc)
+	if err != nil {
+		panic(fmt.Sprintf("backfill: checked job %s refused: %v", j.job.ID, err))
+	}
+	c.lastRes = res
+	if !res.Admitted {
+		return false
+	}
+	if err := e.ledger.Insert(&j.job.Gang, &e.alloc); err != nil {
+		panic(fmt.Sprintf("backfill: admitted job %s refused by the ledger: %v", j.job.ID, err))
+	}
+	// The scratch state holds the allocation too; it stays valid.
+	if i := slices.Index(e.pending, j); i >= 0 {
+		e.pending = slices.Delete(e.pending, i, i+1)
+	}
+	if j.resv != nil {
+		e.dropReservation(j.resv)
+		c.valid = false
+	}
+	if e.hold != nil && e.hold.job == j {
+		e.hold = nil
+		c.valid = false
+	}
+	j.state = running
+	j.lastCharge = c.now
+	e.setEnd(j, c.now)
+	e.running = append(e.running, j)
+	c.endsDirty = true
+	st := Start{Job: j.job.ID}
+	e.alloc.CopyTo(&st.Allocation)
+	c.plan.Starts = append(c.plan.Starts, st)
+	return true
+}
+
+// wait decides what a job that cannot start now gets: a reservation, a
+// hold, or a reason.
+func (c *cycle) wait(j *jobRec, w *Waiting) {
+	e := c.e
+	spec, patient := c.specFor(j)
+	failed := c.lastRes
+	if patient {
+		// Would the job fit now without its patience?
+		res, _ := e.adm.Admit(e.scratch, &j.job.Gang, &e.alloc)
+		if res.Admitted {
+			e.releaseOn(e.scratch, &e.alloc)
+			w.Code, w.Until = WaitTopology, j.job.Submit.Add(j.job.Patience.Wait)
+			w.Member, w.Reason = failed.Member, failed.Reason
+			return
+		}
+	}
+	if h := e.hold; h != nil && h.job == j {
+		h.held = c.countFree(&h.target)
+		w.Code, w.Until = WaitHeld, h.since
+		return
+	}
+	depth := e.cfg.ReservationDepth
+	canReserve := !e.cfg.Strict && depth != 0
+	if j.resv != nil {
+		if c.keepReservation(j, spec) {
+			w.Code, w.Until = WaitReserved, j.resv.start
+			return
+		}
+	} else if canReserve && (depth == Conservative || len(e.resv) < depth) {
+		if t, ok := c.search(j, spec, time.Time{}); ok {
+			r := &reservation{job: j, start: t, firstStart: t}
+			if l := limitOf(j); l > 0 {
+				r.end = t.Add(l)
+			}
+			e.alloc.CopyTo(&r.alloc)
+			j.resv = r
+			e.resv = append(e.resv, r)
+			c.valid = false
+			w.Code, w.Until = WaitReserved, t
+			return
+		}
+		if c.startHold(j, spec) {
+			w.Code, w.Until = WaitHeld, c.now
+			return
+		}
+	}
+	c.classify(j, spec, failed, w)
+}
+
+// classify sets a waiting job's reason from its failed admission.
+func (c *cycle) classify(j *jobRec, spec *gang.Spec, failed gang.Result, w *Waiting) {
+	e := c.e
+	w.Code, w.Member, w.Reason = WaitResources, failed.Member, failed.Reason
+	if failed.ColocationLevel != "" {
+		w.Member = ""
+		w.Reason.Code = 0
+		w.Detail = failed.String()
+	}
+	if len(spec.Members) > 1 {
+		w.Code = WaitGang
+	}
+	if len(c.blockedRes) == 0 && !c.holdBlocked {
+		return
+	}
+	// Would it fit without the reservations and holds of others?
+	s := e.ledger.State()
+	res, _ := e.adm.Admit(s, spec, &e.alloc)
+	if !res.Admitted {
+		return
+	}
+	e.releaseOn(s, &e.alloc)
+	for _, r := range c.blockedRes {
+		if intersects(&e.alloc, &r.alloc) {
+			w.Code, w.Blocker, w.Until = WaitReservation, r.job.job.ID, r.start
+			return
+		}
+	}
+	if c.holdBlocked && intersects(&e.alloc, &e.hold.target) {
+		w.Code, w.Blocker, w.Until = WaitReservation, e.hold.job.job.ID, e.hold.since
+	}
+}
+
+func intersects(a, b *gang.Allocation) bool {
+	for i := range a.Members {
+		for _, x := range a.Members[i].Assignment {
+			for k := range b.Members {
+				for _, y := range b.Members[k].Assignment {
+					if x.Node == y.Node && x.GPUs&y.GPUs != 0 {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+// countFree counts the GPUs of a that are free now.
+func (c *cycle) countFree(a *gang.Allocation) int {
+	s := c.e.ledger.State()
+	n := 0
+	for i := range a.Members {
+		for _, x := range a.Members[i].Assignment {
+			if s.Status(int(x.Node)) != topology.Down {
+				n += popcount(x.GPUs & s.Free(int(x.Node)))
+			}
+		}
+	}
+	return n
+}
+
+func popcount(m uint64) int {
+	n := 0
+	for ; m != 0; m &= m - 1 {
+		n++
+	}
+	return n
+}
+
+// refreshEnds collects running jobs' known ends after now, in order.
+func (c *cycle) refreshEnds() {
+	if !c.endsDirty {
+		return
+	}
+	c.endsBuf = c.endsBuf[:0]
+	c.e.ends.AscendGreaterOrEqual(endItem{end: c.now.Add(1)}, func(it endItem) bool {
+		c.endsBuf = append(c.endsBuf, it)
+		return true
+	})
+	c.endsDirty = false
+}
+
+// candidateTimes returns the times after now at which GPUs return: running
+// jobs' ends and reservations' ends, plus extra, sorted and distinct.
+func (c *cycle) candidateTimes(extra time.Time) []time.Time {
+	c.refreshEnds()
+	ts := c.times[:0]
+	for _, it := range c.endsBuf {
+		ts = append(ts, it.end)
+	}
+	for _, r := range c.e.resv {
+		if !r.end.IsZero() && r.end.After(c.now) {
+			ts = append(ts, r.end)
+		}
+	}
+	if !extra.IsZero() && extra.After(c.now) {
+		ts = append(ts, extra)
+	}
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	ts = slices.CompactFunc(ts, func(a, b time.Time) bool { return a.Equal(b) })
+	c.times = ts
+	return ts
+}
+
+// search finds the earliest time after now at which job j (with spec) can
+// be admitted in the availability profile, leaving the placement in
+// e.alloc. With keep set, the job's reservation is kept as soon as the
+// search reaches its start and its planned GPUs are all available then; the
+// search then reports the reservation's start. A zero keep searches
+// without one.
+func (c *cycle) search(j *jobRec, spec *gang.Spec, keep time.Time) (time.Time, bool) {
+	e := c.e
+	ts := c.candidateTimes(keep)
+	if err := e.ledger.State().CopyInto(e.probe); err != nil {
+		panic(err)
+	}
+	need := spec.MinGPUs(e.c)
+	next := 0 // index into endsBuf of the next job to release
+	for _, t := range ts {
+		for next < len(c.endsBuf) && !c.endsBuf[next].end.After(t) {
+			a, ok := e.ledger.Get(c.endsBuf[next].j.job.ID)
+			if ok {
+				e.releaseOn(e.probe, a)
+			}
+			next++
+		}
+		e.blocked = e.blocked[:0]
+		for _, r := range e.resv {
+			if c.overlaps(r, j, t) {
+				block(e.probe, &r.alloc, &e.blocked)
+			}
+		}
+		if e.hold != nil && e.hold.job != j {
+			block(e.probe, &e.hold.target, &e.blocked)
+		}
+		found := false
+		if !keep.IsZero() && !t.Before(keep) && c.allFree(e.probe, &j.resv.alloc) {
+			j.resv.alloc.CopyTo(&e.alloc)
+			found = true
+		} else if e.probe.FreeGPUs() >= need {
+			res, err := e.adm.Admit(e.probe, spec, &e.alloc)
+			if err != nil {
+				panic(err)
+			}
+			if res.Admitted {
+				e.releaseOn(e.probe, &e.alloc)
+				found = true
+			}
+		}
+		unblock(e.probe, e.blocked)
+		if found {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// allFree reports whether every GPU of a is free and schedulable on s.
+func (c *cycle) allFree(s *topology.State, a *gang.Allocation) bool {
+	for i := range a.Members {
+		for _, x := range a.Members[i].Assignment {
+			if s.Status(int(x.Node)) != topology.Up || x.GPUs&^s.Free(int(x.Node)) != 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// keepReservation keeps job j's reservation, moved earlier when the
+// profile now allows it, or re-plans it when its plan broke (a node failed
+// or a running job overran its end). It reports whether j still holds a
+// reservation.
+func (c *cycle) keepReservation(j *jobRec, spec *gang.Spec) bool {
+	e := c.e
+	r := j.resv
+	keep := r.start
+	if !keep.After(c.now) {
+		// Its start has come and it could not start: its plan broke.
+		keep = time.Time{}
+	}
+	t, ok := c.search(j, spec, keep)
+	if !ok {
+		e.dropReservation(r)
+		c.valid = false
+		return false
+	}
+	r.start = t
+	if l := limitOf(j); l > 0 {
+		r.end = t.Add(l)
+	}
+	e.alloc.CopyTo(&r.alloc)
+	c.valid = false
+	return true
+}
+
+// startHold starts hold mode for job j when its reservation failed only
+// because running jobs have no known end: it fits once every running job
+// has ended, it is within the cap, and no other job is held.
+func (c *cycle) startHold(j *jobRec, spec *gang.Spec) bool {
+	e := c.e
+	h := e.cfg.Hold
+	if h.MaxShare <= 0 || e.hold != nil || c.now.Before(j.holdExpiry) {
+		return false
+	}
+	if float64(spec.GPUs(e.c)) > h.MaxShare*float64(e.c.TotalGPUs()) {
+		return false
+	}
+	// The optimistic state: every running job gone, reservations blocked.
+	if err := e.ledger.State().CopyInto(e.probe); err != nil {
+		panic(err)
+	}
+	for _, r := range e.running {
+		if a, ok := e.ledger.Get(r.job.ID); ok {
+			e.releaseOn(e.probe, a)
+		}
+	}
+	for _, r := range e.resv {
+		block(e.probe, &r.alloc, nil)
+	}
+	res, err := e.adm.Admit(e.probe, spec, &e.alloc)
+	if err != nil {
+		panic(err)
+	}
+	if !res.Admitted {
+		return false
+	}
+	hd := &hold{job: j, since: c.now}
+	e.alloc.CopyTo(&hd.target)
+	e.hold = hd
+	hd.held = c.countFree(&hd.target)
+	c.valid = false
+	return true
+}

@@ -1,0 +1,213 @@
+package backfill
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// Plan is the outcome of one scheduling cycle: the jobs to start now and
+// where, the reservations held for waiting jobs, and why every other job
+// waits. The engine has already booked the starts; the caller launches
+// them and reports back (Started, Finished, Failed).
+type Plan struct {
+	// Time is the cycle's time.
+	Time time.Time
+	// Starts lists the jobs to start now, in priority order.
+	Starts []Start
+	// Reservations lists every reservation after the cycle, by planned
+	// start.
+	Reservations []Reservation
+	// Waiting lists every pending job that did not start, in priority
+	// order, with its reason.
+	Waiting []Waiting
+	// Hold describes hold mode, when a job holds GPUs.
+	Hold *HoldStatus
+	// Tested counts the jobs tested this cycle.
+	Tested int
+	// HeldGPUSeconds is the running total of GPU-seconds held idle for
+	// held jobs since the engine started.
+	HeldGPUSeconds float64
+}
+
+// Start is a job to start now.
+type Start struct {
+	Job string
+	// Allocation says where each member runs (node indices and GPU
+	// masks; Plan.Describe and Hosts render names).
+	Allocation gang.Allocation
+}
+
+// Reservation is a waiting job's planned start on planned GPUs.
+type Reservation struct {
+	Job string
+	// Start is the planned start; End is Start plus the time limit (zero
+	// without one).
+	Start, End time.Time
+	// FirstStart is the planned start the reservation had when it was
+	// made. A reservation only moves earlier while its plan holds; it is
+	// re-planned (and may move later) only when a node fails or a running
+	// job overruns the end it promised.
+	FirstStart time.Time
+	// Allocation is the planned placement.
+	Allocation gang.Allocation
+}
+
+// HoldStatus describes hold mode.
+type HoldStatus struct {
+	Job string
+	// Since is when the hold began.
+	Since time.Time
+	// GPUs is the GPUs held idle now; Target the GPUs of the placement
+	// the hold builds up to.
+	GPUs, Target int
+}
+
+// Code says why a job waits.
+type Code uint8
+
+const (
+	// WaitReserved: the job holds a reservation (planned start in Until).
+	WaitReserved Code = iota + 1
+	// WaitHeld: GPUs are being held for the job as they free up (hold mode).
+	WaitHeld
+	// WaitPriority: a higher-priority job goes first (strict order, named in
+	// Blocker), or the job was not tested this cycle.
+	WaitPriority
+	// WaitResources: the job does not fit the free GPUs now, and no
+	// reservation was made for it.
+	WaitResources
+	// WaitReservation: the job would fit now, but only on GPUs reserved for
+	// job Blocker from time Until.
+	WaitReservation
+	// WaitTopology: the job waits for a tighter placement (its patience).
+	WaitTopology
+	// WaitGang: some members of the job fit, but not all together.
+	WaitGang
+)
+
+var codeNames = [...]string{"", "Reserved", "Held", "Priority", "Resources", "Reservation", "Topology", "Gang"}
+
+// String returns the code's stable name.
+func (c Code) String() string {
+	if int(c) < len(codeNames) && c > 0 {
+		return codeNames[c]
+	}
+	return fmt.Sprintf("Code(%d)", uint8(c))
+}
+
+// MarshalText renders the code's name (for JSON plans).
+func (c Code) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// Waiting is a job that did not start, and why.
+type Waiting struct {
+	Job      string
+	Priority uint64
+	Code     Code
+	// Until is the planned start (Reserved), the blocking reservation's
+	// start (Reservation), the hold's start (Held) or the end of the
+	// job's patience (Topology).
+	Until time.Time `json:",omitzero"`
+	// Blocker is the job holding the reservation (Reservation) or the
+	// higher-priority job ahead (Priority, strict order).
+	Blocker string `json:",omitempty"`
+	// Member and Reason give the placement failure (Resources, Gang,
+	// Topology).
+	Member string `json:",omitempty"`
+	// Reason is the placement reason of the failing member.
+	Reason placement.Reason `json:"-"`
+	// Detail is Reason rendered (set when the plan is built).
+	Detail string `json:",omitempty"`
+	// Spans is, for Topology, the leaves the best placement now spans.
+	Spans int `json:",omitempty"`
+}
+
+// Message renders the reason in a user's words, with times relative to
+// epoch when it is not zero.
+func (w *Waiting) Message(epoch time.Time) string {
+	at := func(t time.Time) string { return formatTime(t, epoch) }
+	switch w.Code {
+	case WaitReserved:
+		return "reserved: planned to start at " + at(w.Until)
+	case WaitHeld:
+		return "GPUs are held for this job as they free up, since " + at(w.Until)
+	case WaitPriority:
+		if w.Blocker != "" {
+			return "waiting for higher-priority job " + w.Blocker
+		}
+		return "not tested this cycle (MaxJobsTested); higher-priority jobs go first"
+	case WaitResources:
+		return "not enough free GPUs now: " + w.member()
+	case WaitReservation:
+		return fmt.Sprintf("would fit now, but on GPUs reserved for job %s from %s", w.Blocker, at(w.Until))
+	case WaitTopology:
+		return fmt.Sprintf("waiting until %s for a tighter placement: %s", at(w.Until), w.member())
+	case WaitGang:
+		return "its members cannot all fit together: " + w.member()
+	}
+	return w.Code.String()
+}
+
+func (w *Waiting) member() string {
+	if w.Member == "" {
+		return w.Detail
+	}
+	return "member " + w.Member + ": " + w.Detail
+}
+
+func formatTime(t, epoch time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	if epoch.IsZero() {
+		return t.UTC().Format(time.RFC3339)
+	}
+	return "t+" + t.Sub(epoch).String()
+}
+
+// Describe renders the plan as text, one line per start, reservation and
+// waiting job, with node names as Slurm hostlists and times relative to
+// epoch (absolute when epoch is zero).
+func (p *Plan) Describe(c *topology.Cluster, epoch time.Time) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cycle at %s: %d started, %d reserved, %d waiting, %d tested\n",
+		formatTime(p.Time, epoch), len(p.Starts), len(p.Reservations), len(p.Waiting), p.Tested)
+	for _, s := range p.Starts {
+		fmt.Fprintf(&b, "start %s on %s\n", s.Job, Hosts(c, &s.Allocation))
+	}
+	for _, r := range p.Reservations {
+		end := ""
+		if !r.End.IsZero() {
+			end = " until " + formatTime(r.End, epoch)
+		}
+		fmt.Fprintf(&b, "reserve %s at %s%s on %s\n", r.Job, formatTime(r.Start, epoch), end, Hosts(c, &r.Allocation))
+	}
+	if p.Hold != nil {
+		fmt.Fprintf(&b, "hold for %s since %s: %d of %d GPUs held\n", p.Hold.Job, formatTime(p.Hold.Since, epoch), p.Hold.GPUs, p.Hold.Target)
+	}
+	for i := range p.Waiting {
+		w := &p.Waiting[i]
+		fmt.Fprintf(&b, "wait %s %s: %s\n", w.Job, w.Code, w.Message(epoch))
+	}
+	return b.String()
+}
+
+// Hosts renders an allocation's nodes as Slurm hostlists per member, for
+// example "worker=n[000-015]".
+func Hosts(c *topology.Cluster, a *gang.Allocation) string {
+	parts := make([]string, 0, len(a.Members))
+	for _, m := range a.Members {
+		names := make([]string, 0, len(m.Assignment))
+		for _, x := range m.Assignment {
+			names = append(names, c.NodeName(int(x.Node)))
+		}
+		slices.Sort(names)
+		parts = append(parts, m.Name+"="+topology.CompressHostlist(names))
+	}
+	return strings.Join(parts, " ")
+}
