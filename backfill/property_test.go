@@ -18,13 +18,13 @@ import (
 // their times, finishes at start + time limit (or at a given duration),
 // a cycle after every batch of events at one instant.
 type driver struct {
-	t       testing.TB
-	e       *Engine
-	events  eventQueue
-	started map[string]time.Time
-	planned map[string]time.Time // first planned start of each reservation
-	plans   []*Plan
-	dur     map[string]time.Duration
+	t        testing.TB
+	e        *Engine
+	events   eventQueue
+	started  map[string]time.Time
+	planned  map[string]time.Time // first planned start of each reservation
+	plans    []*Plan
+	dur      map[string]time.Duration
 	check    bool
 	rejected int
 }
