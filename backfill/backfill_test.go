@@ -296,3 +296,87 @@ func TestSubmitErrors(t *testing.T) {
 	}
 }
 
+// TestSnapshotRestore: an engine exported mid-run (through JSON) and
+// restored makes the same plans as the original from then on.
+func TestSnapshotRestore(t *testing.T) {
+	c := topology.Default2000()
+	cfg := DefaultConfig()
+	cfg.FairShare.HalfLife = 2 * time.Hour
+	e1, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b", "c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := randomWorkload(rand.New(rand.NewPCG(4, 2)), c, 400, true)
+	// Some jobs without limits, so that hold mode and unknown ends appear.
+	for i := range jobs {
+		if i%7 == 0 {
+			jobs[i].TimeLimit = 0
+		}
+	}
+	dur := map[string]time.Duration{}
+	for _, j := range jobs {
+		if j.TimeLimit == 0 {
+			dur[j.ID] = 90 * time.Minute
+		}
+	}
+	d1 := newDriver(t, e1, jobs, dur)
+	d1.run(epoch.Add(3 * time.Hour))
+	if e1.Running() == 0 || e1.Pending() == 0 || len(e1.resv) == 0 {
+		t.Fatalf("mid-run state too thin: %d running, %d pending, %d reservations", e1.Running(), e1.Pending(), len(e1.resv))
+	}
+	snap, err := e1.Snapshot(d1.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Snapshot
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	e2, err := Restore(c, cfg, &back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e2.ledger.Check(); err != nil {
+		t.Fatal(err)
+	}
+	d2 := newDriver(t, e2, nil, dur)
+	d2.events = append(eventQueue(nil), d1.events...)
+	for k, v := range d1.planned {
+		d2.planned[k] = v
+	}
+	n1 := len(d1.plans)
+	d1.run(time.Time{})
+	d2.run(time.Time{})
+	var p1, p2 strings.Builder
+	for _, p := range d1.plans[n1:] {
+		p1.WriteString(p.Describe(c, epoch))
+	}
+	for _, p := range d2.plans {
+		p2.WriteString(p.Describe(c, epoch))
+	}
+	if p1.String() != p2.String() {
+		a, b := strings.Split(p1.String(), "\n"), strings.Split(p2.String(), "\n")
+		for i := range min(len(a), len(b)) {
+			if a[i] != b[i] {
+				t.Fatalf("plans diverge at line %d:\noriginal: %s\nrestored: %s", i, a[i], b[i])
+			}
+		}
+		t.Fatalf("plans differ in length: %d and %d lines", len(a), len(b))
+	}
+	t.Run("bad snapshot", func(t *testing.T) {
+		bad := back
+		bad.Reservations = append(slicesClone(bad.Reservations), ReservationRecord{Job: "nope"})
+		bad.Jobs = append(slicesClone(bad.Jobs), bad.Jobs[0])
+		_, err := Restore(c, cfg, &bad)
+		if !errors.Is(err, ErrRestore) || !strings.Contains(err.Error(), "reservation for nope, which is not pending") ||
+			!strings.Contains(err.Error(), "listed twice") {
+			t.Fatalf("Restore = %v", err)
+		}
+	})
+}
+
+func slicesClone[T any](s []T) []T { return append([]T(nil), s...) }

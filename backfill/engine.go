@@ -192,33 +192,54 @@ func (e *Engine) tick(now time.Time) error {
 // up and free) is ErrNeverFits with the placement reason, a known ID is
 // ErrDuplicateJob.
 func (e *Engine) Submit(j Job, now time.Time) error {
-	if j.ID == "" {
-		return fmt.Errorf("%w: no ID", ErrBadJob)
-	}
-	if _, dup := e.jobs[j.ID]; dup {
-		return fmt.Errorf("%w: %s", ErrDuplicateJob, j.ID)
-	}
-	if j.Gang.ID != "" && j.Gang.ID != j.ID {
-		return fmt.Errorf("%w: job %s has gang ID %s", ErrBadJob, j.ID, j.Gang.ID)
-	}
-	j.Gang.ID = j.ID
-	if j.TimeLimit < 0 {
-		return fmt.Errorf("%w: job %s: negative time limit", ErrBadJob, j.ID)
+	if j.ID != "" {
+		if _, dup := e.jobs[j.ID]; dup {
+			return fmt.Errorf("%w: %s", ErrDuplicateJob, j.ID)
+		}
 	}
 	if j.Submit.IsZero() {
 		j.Submit = now
 	}
+	rec, err := e.check(j)
+	if err != nil {
+		return err
+	}
+	if err := e.tick(now); err != nil {
+		return err
+	}
+	e.seq++
+	rec.seq = e.seq
+	e.jobs[j.ID] = rec
+	e.pending = append(e.pending, rec)
+	return nil
+}
+
+// check validates a job as Submit does and builds its record.
+func (e *Engine) check(j Job) (*jobRec, error) {
+	if j.ID == "" {
+		return nil, fmt.Errorf("%w: no ID", ErrBadJob)
+	}
+	if j.Gang.ID != "" && j.Gang.ID != j.ID {
+		return nil, fmt.Errorf("%w: job %s has gang ID %s", ErrBadJob, j.ID, j.Gang.ID)
+	}
+	j.Gang.ID = j.ID
+	if j.TimeLimit < 0 {
+		return nil, fmt.Errorf("%w: job %s: negative time limit", ErrBadJob, j.ID)
+	}
+	if j.Submit.IsZero() {
+		return nil, fmt.Errorf("%w: job %s: no submit time", ErrBadJob, j.ID)
+	}
 	if err := j.Gang.Validate(e.c); err != nil {
-		return fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
+		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
 	}
 	rec := &jobRec{job: j, gpus: j.Gang.GPUs(e.c)}
 	if err := e.tree.CheckJob(e.fsJob(rec)); err != nil {
-		return fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
+		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
 	}
 	if p := j.Patience; p.MaxDomains > 0 {
 		if p.Level != "" {
 			if _, ok := e.c.Level(p.Level); !ok {
-				return fmt.Errorf("%w: job %s: patience level %q: %w", ErrBadJob, j.ID, p.Level, topology.ErrUnknownLevel)
+				return nil, fmt.Errorf("%w: job %s: patience level %q: %w", ErrBadJob, j.ID, p.Level, topology.ErrUnknownLevel)
 			}
 		}
 		t := j.Gang
@@ -230,27 +251,20 @@ func (e *Engine) Submit(j Job, now time.Time) error {
 			}
 		}
 		if err := t.Validate(e.c); err != nil {
-			return fmt.Errorf("%w: job %s: with its patience: %w", ErrBadJob, j.ID, err)
+			return nil, fmt.Errorf("%w: job %s: with its patience: %w", ErrBadJob, j.ID, err)
 		}
 		rec.tight = &t
-	}
-	if err := e.tick(now); err != nil {
-		return err
 	}
 	// Never fits: the gang does not fit an empty cluster.
 	res, err := e.adm.Admit(e.empty, &j.Gang, &e.alloc)
 	if err != nil {
-		return fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
+		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
 	}
 	if !res.Admitted {
-		return fmt.Errorf("%w: job %s: %s", ErrNeverFits, j.ID, res)
+		return nil, fmt.Errorf("%w: job %s: %s", ErrNeverFits, j.ID, res)
 	}
 	e.releaseOn(e.empty, &e.alloc)
-	e.seq++
-	rec.seq = e.seq
-	e.jobs[j.ID] = rec
-	e.pending = append(e.pending, rec)
-	return nil
+	return rec, nil
 }
 
 func (e *Engine) fsJob(j *jobRec) fairshare.Job {

@@ -27,6 +27,7 @@ type driver struct {
 	dur      map[string]time.Duration
 	check    bool
 	rejected int
+	now      time.Time // time of the last cycle
 }
 
 type event struct {
@@ -89,6 +90,7 @@ func (d *driver) run(end time.Time) {
 		if err != nil {
 			d.t.Fatal(err)
 		}
+		d.now = now
 		d.plans = append(d.plans, p)
 		for _, s := range p.Starts {
 			d.started[s.Job] = now

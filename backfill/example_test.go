@@ -1,0 +1,42 @@
+package backfill_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/backfill"
+	"github.com/phalanx-sched/phalanx/fairshare"
+	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// A 512-GPU job waits on a busy cluster with a reservation while a short
+// job backfills around it.
+func ExampleEngine_Schedule() {
+	c := topology.Default2000()
+	cfg := backfill.DefaultConfig()
+	spec, _ := fairshare.ParseText("alice\nbob\n")
+	tree, _ := fairshare.BuildTree(spec, cfg.FairShare)
+	e, err := backfill.New(c, cfg, tree)
+	if err != nil {
+		panic(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	job := func(id, account string, nodes int, limit time.Duration) backfill.Job {
+		return backfill.Job{ID: id, Account: account, TimeLimit: limit,
+			Gang: gang.Spec{Members: []gang.Member{{Name: "worker", Request: placement.NodesOf(nodes, 8)}}}}
+	}
+	_ = e.Submit(job("busy", "bob", 200, 2*time.Hour), t0)
+	_, _ = e.Schedule(t0)
+
+	_ = e.Submit(job("big", "alice", 64, time.Hour), t0.Add(time.Minute))
+	_ = e.Submit(job("short", "bob", 16, 30*time.Minute), t0.Add(2*time.Minute))
+	plan, _ := e.Schedule(t0.Add(5 * time.Minute))
+	fmt.Print(plan.Describe(c, t0))
+	// Output:
+	// cycle at t+5m0s: 1 started, 1 reserved, 1 waiting, 2 tested
+	// start short on worker=n[192-207]
+	// reserve big at t+2h0m0s until t+3h0m0s on worker=n[000-063]
+	// wait big Reserved: reserved: planned to start at t+2h0m0s
+}
