@@ -459,45 +459,118 @@ func (c *cycle) search(j *jobRec, spec *gang.Spec, keep time.Time) (time.Time, b
 	if err := e.ledger.State().CopyInto(e.probe); err != nil {
 		panic(err)
 	}
+	// Blocks are kept incrementally: bmask is the union of the GPUs of the
+	// reservations (and hold) overlapping the job's window at the current
+	// time, taken the part of them allocated on the probe because of it.
+	clear(e.bmask)
+	clear(e.taken)
+	e.blockSet = e.blockSet[:0]
 	need := spec.MinGPUs(e.c)
 	next := 0 // index into endsBuf of the next job to release
 	for _, t := range ts {
 		for next < len(c.endsBuf) && !c.endsBuf[next].end.After(t) {
-			a, ok := e.ledger.Get(c.endsBuf[next].j.job.ID)
-			if ok {
-				e.releaseOn(e.probe, a)
+			if a, ok := e.ledger.Get(c.endsBuf[next].j.job.ID); ok {
+				e.releaseUnblocked(a)
 			}
 			next++
 		}
-		e.blocked = e.blocked[:0]
-		for _, r := range e.resv {
-			if c.overlaps(r, j, t) {
-				block(e.probe, &r.alloc, &e.blocked)
-			}
-		}
-		if e.hold != nil && e.hold.job != j {
-			block(e.probe, &e.hold.target, &e.blocked)
-		}
-		found := false
-		if !keep.IsZero() && !t.Before(keep) && c.allFree(e.probe, &j.resv.alloc) {
+		c.setBlocks(j, t)
+		keepCheck := !keep.IsZero() && !t.Before(keep)
+		if keepCheck && c.allFree(e.probe, &j.resv.alloc) {
 			j.resv.alloc.CopyTo(&e.alloc)
-			found = true
-		} else if e.probe.FreeGPUs() >= need {
-			res, err := e.adm.Admit(e.probe, spec, &e.alloc)
-			if err != nil {
-				panic(err)
-			}
-			if res.Admitted {
-				e.releaseOn(e.probe, &e.alloc)
-				found = true
-			}
+			return t, true
 		}
-		unblock(e.probe, e.blocked)
-		if found {
+		if e.probe.FreeGPUs() < need {
+			continue
+		}
+		res, err := e.adm.Admit(e.probe, spec, &e.alloc)
+		if err != nil {
+			panic(err)
+		}
+		if res.Admitted {
+			e.releaseOn(e.probe, &e.alloc)
 			return t, true
 		}
 	}
 	return time.Time{}, false
+}
+
+// releaseUnblocked returns a running job's GPUs to the probe, except those
+// currently blocked, which stay allocated as blocks.
+func (e *Engine) releaseUnblocked(a *gang.Allocation) {
+	for i := range a.Members {
+		for _, x := range a.Members[i].Assignment {
+			n := x.Node
+			keep := x.GPUs & e.bmask[n]
+			if free := x.GPUs &^ keep; free != 0 {
+				if err := e.probe.Release([]topology.NodeAlloc{{Node: n, GPUs: free}}); err != nil {
+					panic(fmt.Sprintf("backfill: profile release failed: %v", err))
+				}
+			}
+			e.taken[n] |= keep
+		}
+	}
+}
+
+// setBlocks makes the probe's blocks those of job j's window at time t,
+// changing only what differs from the current blocks.
+func (c *cycle) setBlocks(j *jobRec, t time.Time) {
+	e := c.e
+	set := e.blockNext[:0]
+	for k, r := range e.resv {
+		if c.overlaps(r, j, t) {
+			set = append(set, k)
+		}
+	}
+	if e.hold != nil && e.hold.job != j {
+		set = append(set, -1)
+	}
+	e.blockNext = set
+	if slices.Equal(set, e.blockSet) {
+		return
+	}
+	// Nodes touched by the old or the new set get their masks recomputed.
+	touch := func(k int, f func(topology.NodeAlloc)) {
+		var a *gang.Allocation
+		if k >= 0 {
+			a = &e.resv[k].alloc
+		} else {
+			a = &e.hold.target
+		}
+		for i := range a.Members {
+			for _, x := range a.Members[i].Assignment {
+				f(x)
+			}
+		}
+	}
+	for _, k := range e.blockSet {
+		touch(k, func(x topology.NodeAlloc) { e.bmask[x.Node] = 0 })
+	}
+	for _, k := range set {
+		touch(k, func(x topology.NodeAlloc) { e.bmask[x.Node] |= x.GPUs })
+	}
+	apply := func(x topology.NodeAlloc) {
+		n := x.Node
+		if u := e.taken[n] &^ e.bmask[n]; u != 0 {
+			if err := e.probe.Release([]topology.NodeAlloc{{Node: n, GPUs: u}}); err != nil {
+				panic(fmt.Sprintf("backfill: unblocking failed: %v", err))
+			}
+			e.taken[n] &^= u
+		}
+		if b := e.bmask[n] &^ e.taken[n] & e.probe.Free(int(n)); b != 0 && e.probe.Status(int(n)) != topology.Down {
+			if err := e.probe.Allocate([]topology.NodeAlloc{{Node: n, GPUs: b}}); err != nil {
+				panic(fmt.Sprintf("backfill: blocking failed: %v", err))
+			}
+			e.taken[n] |= b
+		}
+	}
+	for _, k := range e.blockSet {
+		touch(k, apply)
+	}
+	for _, k := range set {
+		touch(k, apply)
+	}
+	e.blockSet, e.blockNext = set, e.blockSet[:0]
 }
 
 // allFree reports whether every GPU of a is free and schedulable on s.

@@ -46,6 +46,9 @@ type Engine struct {
 	probe   *topology.State
 	alloc   gang.Allocation
 	blocked []blockRec
+	// Incremental blocks of the profile search (per node).
+	bmask, taken        []uint64
+	blockSet, blockNext []int
 }
 
 type jobState uint8
@@ -131,6 +134,8 @@ func New(c *topology.Cluster, cfg Config, tree *fairshare.Tree) (*Engine, error)
 		ends:    btree.NewG(16, endLess),
 		scratch: topology.NewState(c),
 		probe:   topology.NewState(c),
+		bmask:   make([]uint64, c.NumNodes()),
+		taken:   make([]uint64, c.NumNodes()),
 	}
 	e.adm.Placer().SetStrategy(cfg.Placement, cfg.Seed)
 	e.ledger.Admitter().Placer().SetStrategy(cfg.Placement, cfg.Seed)
