@@ -79,9 +79,14 @@ func BenchmarkSchedule(b *testing.B) {
 			cases = append(cases, tc{"2k", topology.Default2000, p, d})
 		}
 	}
+	cases = append(cases, tc{"2k", topology.Default2000, 1000, Conservative})
 	cases = append(cases, tc{"100k", topology.FatTree100k, 10000, 16})
 	for _, k := range cases {
-		b.Run(fmt.Sprintf("inv=%s/state=90/pending=%d/depth=%d", k.inv, k.pending, k.depth), func(b *testing.B) {
+		depth := fmt.Sprint(k.depth)
+		if k.depth == Conservative {
+			depth = "all"
+		}
+		b.Run(fmt.Sprintf("inv=%s/state=90/pending=%d/depth=%s", k.inv, k.pending, depth), func(b *testing.B) {
 			e, now := busyEngine(b, k.c(), k.depth, 0.9, k.pending, 1)
 			p, err := e.Schedule(now)
 			if err != nil {

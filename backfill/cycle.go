@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 	"time"
 
@@ -37,10 +38,22 @@ import (
 // The starts are booked in the engine before Schedule returns; the caller
 // launches them and reports back.
 func (e *Engine) Schedule(now time.Time) (*Plan, error) {
-	if err := e.tick(now); err != nil {
+	plan := &Plan{}
+	if err := e.ScheduleInto(now, plan); err != nil {
 		return nil, err
 	}
-	plan := &Plan{Time: now}
+	return plan, nil
+}
+
+// ScheduleInto runs a cycle like Schedule, writing the plan into p and
+// reusing its slices (a caller that keeps no earlier plan avoids most of a
+// cycle's allocation this way).
+func (e *Engine) ScheduleInto(now time.Time, p *Plan) error {
+	if err := e.tick(now); err != nil {
+		return err
+	}
+	plan := p
+	*plan = Plan{Time: now, Starts: plan.Starts[:0], Reservations: plan.Reservations[:0], Waiting: plan.Waiting[:0]}
 
 	// 1. Usage and hold accounting.
 	for _, j := range e.running {
@@ -62,16 +75,17 @@ func (e *Engine) Schedule(now time.Time) (*Plan, error) {
 	}
 	var err error
 	if e.fsSnap, err = e.tree.Snapshot(now, e.fsSnap); err != nil {
-		return nil, err
+		return err
 	}
 	if e.ranked, err = e.fsSnap.Prioritize(e.fsJobs, e.ranked[:0]); err != nil {
-		return nil, err
+		return err
 	}
 	// Snapshot the queue in priority order: starts change e.pending.
-	order := make([]*jobRec, len(e.ranked))
+	order := slices.Grow(e.order[:0], len(e.ranked))[:len(e.ranked)]
 	for i, r := range e.ranked {
 		order[i] = e.pending[r.Index]
 	}
+	e.order = order
 
 	// The MaxJobsTested window, in ranks, resuming at the cursor.
 	n := len(order)
@@ -121,20 +135,17 @@ func (e *Engine) Schedule(now time.Time) (*Plan, error) {
 		return cmpString(a.job.job.ID, b.job.job.ID)
 	})
 	for _, r := range rs {
-		pr := Reservation{Job: r.job.job.ID, Start: r.start, End: r.end, FirstStart: r.firstStart}
+		var pr *Reservation
+		plan.Reservations, pr = extend(plan.Reservations)
+		alloc := pr.Allocation
+		*pr = Reservation{Job: r.job.job.ID, Start: r.start, End: r.end, FirstStart: r.firstStart, Allocation: alloc}
 		r.alloc.CopyTo(&pr.Allocation)
-		plan.Reservations = append(plan.Reservations, pr)
 	}
 	if h := e.hold; h != nil {
 		plan.Hold = &HoldStatus{Job: h.job.job.ID, Since: h.since, GPUs: h.held, Target: h.target.GPUs()}
 	}
 	plan.HeldGPUSeconds = e.heldGPUSeconds
-	for i := range plan.Waiting {
-		if w := &plan.Waiting[i]; w.Reason.Code != 0 {
-			w.Detail = w.Reason.String()
-		}
-	}
-	return plan, nil
+	return nil
 }
 
 func cmpString(a, b string) int {
@@ -159,9 +170,13 @@ type cycle struct {
 	valid       bool
 	lastRes     gang.Result
 	// Running jobs' ends in order (refreshed when starts add ends).
-	endsBuf   []endItem
-	endsDirty bool
-	times     []time.Time
+	endsBuf      []endItem
+	endsDirty    bool
+	times        []time.Time
+	timesVersion uint64
+	withKeep     []time.Time
+	// kept reports that the last search kept the reservation unchanged.
+	kept bool
 }
 
 func (c *cycle) invalidate() { c.valid = false; c.endsDirty = true }
@@ -287,9 +302,11 @@ func (c *cycle) tryStart(j *jobRec) bool {
 	e.setEnd(j, c.now)
 	e.running = append(e.running, j)
 	c.endsDirty = true
-	st := Start{Job: j.job.ID}
+	var st *Start
+	c.plan.Starts, st = extend(c.plan.Starts)
+	alloc := st.Allocation
+	*st = Start{Job: j.job.ID, Allocation: alloc}
 	e.alloc.CopyTo(&st.Allocation)
-	c.plan.Starts = append(c.plan.Starts, st)
 	return true
 }
 
@@ -330,6 +347,7 @@ func (c *cycle) wait(j *jobRec, w *Waiting) {
 			e.alloc.CopyTo(&r.alloc)
 			j.resv = r
 			e.resv = append(e.resv, r)
+			e.resvVersion++
 			c.valid = false
 			w.Code, w.Until = WaitReserved, t
 			return
@@ -426,24 +444,26 @@ func (c *cycle) refreshEnds() {
 }
 
 // candidateTimes returns the times after now at which GPUs return: running
-// jobs' ends and reservations' ends, plus extra, sorted and distinct.
-func (c *cycle) candidateTimes(extra time.Time) []time.Time {
+// jobs' ends and reservations' ends, sorted and distinct; cached until
+// starts or reservations change them.
+func (c *cycle) candidateTimes() []time.Time {
+	e := c.e
+	if !c.endsDirty && c.timesVersion == e.resvVersion {
+		return c.times
+	}
 	c.refreshEnds()
 	ts := c.times[:0]
 	for _, it := range c.endsBuf {
 		ts = append(ts, it.end)
 	}
-	for _, r := range c.e.resv {
+	for _, r := range e.resv {
 		if !r.end.IsZero() && r.end.After(c.now) {
 			ts = append(ts, r.end)
 		}
 	}
-	if !extra.IsZero() && extra.After(c.now) {
-		ts = append(ts, extra)
-	}
 	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
 	ts = slices.CompactFunc(ts, func(a, b time.Time) bool { return a.Equal(b) })
-	c.times = ts
+	c.times, c.timesVersion = ts, e.resvVersion
 	return ts
 }
 
@@ -455,18 +475,33 @@ func (c *cycle) candidateTimes(extra time.Time) []time.Time {
 // without one.
 func (c *cycle) search(j *jobRec, spec *gang.Spec, keep time.Time) (time.Time, bool) {
 	e := c.e
-	ts := c.candidateTimes(keep)
+	c.kept = false
+	ts := c.candidateTimes()
+	if !keep.IsZero() && keep.After(c.now) {
+		// The reservation's own start is a candidate too.
+		if i, found := slices.BinarySearchFunc(ts, keep, func(a, b time.Time) int { return a.Compare(b) }); !found {
+			c.withKeep = append(append(append(c.withKeep[:0], ts[:i]...), keep), ts[i:]...)
+			ts = c.withKeep
+		}
+	}
 	if err := e.ledger.State().CopyInto(e.probe); err != nil {
 		panic(err)
 	}
-	// Blocks are kept incrementally: bmask is the union of the GPUs of the
-	// reservations (and hold) overlapping the job's window at the current
-	// time, taken the part of them allocated on the probe because of it.
-	clear(e.bmask)
-	clear(e.taken)
-	e.blockSet = e.blockSet[:0]
+	// Blocks are kept incrementally as the time advances: reservations
+	// join when their start comes within the job's window and leave when
+	// they end; bmask is the union of the GPUs of those active (and of the
+	// hold), taken the part of them allocated on the probe because of it.
+	e.resetBlocks()
+	byStart, byEnd := c.sortedReservations()
+	for _, r := range e.resv {
+		r.active = false
+	}
+	if e.hold != nil && e.hold.job != j {
+		e.addBlock(&e.hold.target)
+	}
+	l := limitOf(j)
 	need := spec.MinGPUs(e.c)
-	next := 0 // index into endsBuf of the next job to release
+	next, add, rem := 0, 0, 0
 	for _, t := range ts {
 		for next < len(c.endsBuf) && !c.endsBuf[next].end.After(t) {
 			if a, ok := e.ledger.Get(c.endsBuf[next].j.job.ID); ok {
@@ -474,10 +509,29 @@ func (c *cycle) search(j *jobRec, spec *gang.Spec, keep time.Time) (time.Time, b
 			}
 			next++
 		}
-		c.setBlocks(j, t)
+		for add < len(byStart) && (l == 0 || byStart[add].start.Before(t.Add(l))) {
+			r := byStart[add]
+			add++
+			if r.job == j || !r.end.IsZero() && !r.end.After(t) {
+				continue
+			}
+			r.active = true
+			e.addBlock(&r.alloc)
+		}
+		for rem < len(byEnd) && !byEnd[rem].end.After(t) {
+			r := byEnd[rem]
+			rem++
+			if r.active {
+				r.active = false
+				e.removeBlock(&r.alloc)
+			}
+		}
 		keepCheck := !keep.IsZero() && !t.Before(keep)
 		if keepCheck && c.allFree(e.probe, &j.resv.alloc) {
-			j.resv.alloc.CopyTo(&e.alloc)
+			c.kept = t.Equal(j.resv.start)
+			if !c.kept {
+				j.resv.alloc.CopyTo(&e.alloc)
+			}
 			return t, true
 		}
 		if e.probe.FreeGPUs() < need {
@@ -495,6 +549,95 @@ func (c *cycle) search(j *jobRec, spec *gang.Spec, keep time.Time) (time.Time, b
 	return time.Time{}, false
 }
 
+// sortedReservations returns the reservations by start and, those with an
+// end, by end; cached until the reservations change.
+func (c *cycle) sortedReservations() (byStart, byEnd []*reservation) {
+	e := c.e
+	if e.sortedVersion == e.resvVersion {
+		return e.byStart, e.byEnd
+	}
+	e.byStart = append(e.byStart[:0], e.resv...)
+	slices.SortStableFunc(e.byStart, func(a, b *reservation) int { return a.start.Compare(b.start) })
+	e.byEnd = e.byEnd[:0]
+	for _, r := range e.resv {
+		if !r.end.IsZero() {
+			e.byEnd = append(e.byEnd, r)
+		}
+	}
+	slices.SortStableFunc(e.byEnd, func(a, b *reservation) int { return a.end.Compare(b.end) })
+	e.sortedVersion = e.resvVersion
+	return e.byStart, e.byEnd
+}
+
+// resetBlocks clears the per-node block bookkeeping of the last search.
+func (e *Engine) resetBlocks() {
+	g := e.c.MaxNodeGPUs()
+	for _, n := range e.touched {
+		clear(e.bcnt[int(n)*g : int(n+1)*g])
+		e.bmask[n], e.taken[n] = 0, 0
+		e.isTouched[n] = false
+	}
+	e.touched = e.touched[:0]
+}
+
+// addBlock adds an allocation's GPUs to the blocks, taking those that are
+// free on the probe.
+func (e *Engine) addBlock(a *gang.Allocation) {
+	g := e.c.MaxNodeGPUs()
+	for i := range a.Members {
+		for _, x := range a.Members[i].Assignment {
+			n := x.Node
+			if !e.isTouched[n] {
+				e.isTouched[n] = true
+				e.touched = append(e.touched, n)
+			}
+			var fresh uint64
+			for m := x.GPUs; m != 0; m &= m - 1 {
+				k := int(n)*g + bitIndex(m)
+				if e.bcnt[k] == 0 {
+					fresh |= m & -m
+				}
+				e.bcnt[k]++
+			}
+			e.bmask[n] |= fresh
+			if b := fresh & e.probe.Free(int(n)); b != 0 && e.probe.Status(int(n)) != topology.Down {
+				if err := e.probe.Allocate([]topology.NodeAlloc{{Node: n, GPUs: b}}); err != nil {
+					panic(fmt.Sprintf("backfill: blocking failed: %v", err))
+				}
+				e.taken[n] |= b
+			}
+		}
+	}
+}
+
+// removeBlock removes an allocation's GPUs from the blocks, returning to
+// the probe those no other active block covers.
+func (e *Engine) removeBlock(a *gang.Allocation) {
+	g := e.c.MaxNodeGPUs()
+	for i := range a.Members {
+		for _, x := range a.Members[i].Assignment {
+			n := x.Node
+			var gone uint64
+			for m := x.GPUs; m != 0; m &= m - 1 {
+				k := int(n)*g + bitIndex(m)
+				e.bcnt[k]--
+				if e.bcnt[k] == 0 {
+					gone |= m & -m
+				}
+			}
+			e.bmask[n] &^= gone
+			if u := e.taken[n] & gone; u != 0 {
+				if err := e.probe.Release([]topology.NodeAlloc{{Node: n, GPUs: u}}); err != nil {
+					panic(fmt.Sprintf("backfill: unblocking failed: %v", err))
+				}
+				e.taken[n] &^= u
+			}
+		}
+	}
+}
+
+func bitIndex(m uint64) int { return bits.TrailingZeros64(m) }
+
 // releaseUnblocked returns a running job's GPUs to the probe, except those
 // currently blocked, which stay allocated as blocks.
 func (e *Engine) releaseUnblocked(a *gang.Allocation) {
@@ -510,67 +653,6 @@ func (e *Engine) releaseUnblocked(a *gang.Allocation) {
 			e.taken[n] |= keep
 		}
 	}
-}
-
-// setBlocks makes the probe's blocks those of job j's window at time t,
-// changing only what differs from the current blocks.
-func (c *cycle) setBlocks(j *jobRec, t time.Time) {
-	e := c.e
-	set := e.blockNext[:0]
-	for k, r := range e.resv {
-		if c.overlaps(r, j, t) {
-			set = append(set, k)
-		}
-	}
-	if e.hold != nil && e.hold.job != j {
-		set = append(set, -1)
-	}
-	e.blockNext = set
-	if slices.Equal(set, e.blockSet) {
-		return
-	}
-	// Nodes touched by the old or the new set get their masks recomputed.
-	touch := func(k int, f func(topology.NodeAlloc)) {
-		var a *gang.Allocation
-		if k >= 0 {
-			a = &e.resv[k].alloc
-		} else {
-			a = &e.hold.target
-		}
-		for i := range a.Members {
-			for _, x := range a.Members[i].Assignment {
-				f(x)
-			}
-		}
-	}
-	for _, k := range e.blockSet {
-		touch(k, func(x topology.NodeAlloc) { e.bmask[x.Node] = 0 })
-	}
-	for _, k := range set {
-		touch(k, func(x topology.NodeAlloc) { e.bmask[x.Node] |= x.GPUs })
-	}
-	apply := func(x topology.NodeAlloc) {
-		n := x.Node
-		if u := e.taken[n] &^ e.bmask[n]; u != 0 {
-			if err := e.probe.Release([]topology.NodeAlloc{{Node: n, GPUs: u}}); err != nil {
-				panic(fmt.Sprintf("backfill: unblocking failed: %v", err))
-			}
-			e.taken[n] &^= u
-		}
-		if b := e.bmask[n] &^ e.taken[n] & e.probe.Free(int(n)); b != 0 && e.probe.Status(int(n)) != topology.Down {
-			if err := e.probe.Allocate([]topology.NodeAlloc{{Node: n, GPUs: b}}); err != nil {
-				panic(fmt.Sprintf("backfill: blocking failed: %v", err))
-			}
-			e.taken[n] |= b
-		}
-	}
-	for _, k := range e.blockSet {
-		touch(k, apply)
-	}
-	for _, k := range set {
-		touch(k, apply)
-	}
-	e.blockSet, e.blockNext = set, e.blockSet[:0]
 }
 
 // allFree reports whether every GPU of a is free and schedulable on s.
@@ -603,11 +685,15 @@ func (c *cycle) keepReservation(j *jobRec, spec *gang.Spec) bool {
 		c.valid = false
 		return false
 	}
+	if c.kept {
+		return true // unchanged
+	}
 	r.start = t
 	if l := limitOf(j); l > 0 {
 		r.end = t.Add(l)
 	}
 	e.alloc.CopyTo(&r.alloc)
+	e.resvVersion++
 	c.valid = false
 	return true
 }
@@ -649,4 +735,16 @@ func (c *cycle) startHold(j *jobRec, spec *gang.Spec) bool {
 	hd.held = c.countFree(&hd.target)
 	c.valid = false
 	return true
+}
+
+// extend grows s by one element, keeping the old contents of a reused slot
+// (so that its buffers can be reused), and returns the new element.
+func extend[T any](s []T) ([]T, *T) {
+	if len(s) < cap(s) {
+		s = s[:len(s)+1]
+	} else {
+		var zero T
+		s = append(s, zero)
+	}
+	return s, &s[len(s)-1]
 }

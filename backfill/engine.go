@@ -39,6 +39,7 @@ type Engine struct {
 	lastCycle      time.Time
 
 	// Cycle scratch.
+	order   []*jobRec
 	fsSnap  *fairshare.Snapshot
 	fsJobs  []fairshare.Job
 	ranked  []fairshare.Ranked
@@ -46,9 +47,16 @@ type Engine struct {
 	probe   *topology.State
 	alloc   gang.Allocation
 	blocked []blockRec
-	// Incremental blocks of the profile search (per node).
-	bmask, taken        []uint64
-	blockSet, blockNext []int
+	// Incremental blocks of the profile search (per node, and per GPU
+	// the number of active blocks covering it).
+	bmask, taken  []uint64
+	bcnt          []uint16
+	isTouched     []bool
+	touched       []int32
+	resvVersion   uint64
+	sortedVersion uint64
+	byStart       []*reservation
+	byEnd         []*reservation
 }
 
 type jobState uint8
@@ -76,6 +84,7 @@ type jobRec struct {
 }
 
 type reservation struct {
+	active     bool // during a profile search: blocking the job searched
 	job        *jobRec
 	start, end time.Time // end zero: no limit
 	firstStart time.Time
@@ -124,18 +133,21 @@ func New(c *topology.Cluster, cfg Config, tree *fairshare.Tree) (*Engine, error)
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	e := &Engine{
-		c:       c,
-		cfg:     cfg,
-		tree:    tree,
-		ledger:  gang.NewLedger(c),
-		adm:     gang.NewAdmitter(c),
-		empty:   topology.NewState(c),
-		jobs:    make(map[string]*jobRec),
-		ends:    btree.NewG(16, endLess),
-		scratch: topology.NewState(c),
-		probe:   topology.NewState(c),
-		bmask:   make([]uint64, c.NumNodes()),
-		taken:   make([]uint64, c.NumNodes()),
+		c:           c,
+		cfg:         cfg,
+		tree:        tree,
+		ledger:      gang.NewLedger(c),
+		adm:         gang.NewAdmitter(c),
+		empty:       topology.NewState(c),
+		jobs:        make(map[string]*jobRec),
+		ends:        btree.NewG(16, endLess),
+		scratch:     topology.NewState(c),
+		probe:       topology.NewState(c),
+		bmask:       make([]uint64, c.NumNodes()),
+		taken:       make([]uint64, c.NumNodes()),
+		bcnt:        make([]uint16, c.NumNodes()*c.MaxNodeGPUs()),
+		isTouched:   make([]bool, c.NumNodes()),
+		resvVersion: 1,
 	}
 	e.adm.Placer().SetStrategy(cfg.Placement, cfg.Seed)
 	e.ledger.Admitter().Placer().SetStrategy(cfg.Placement, cfg.Seed)
@@ -403,6 +415,7 @@ func (e *Engine) dropReservation(r *reservation) {
 	if i := slices.Index(e.resv, r); i >= 0 {
 		e.resv = slices.Delete(e.resv, i, i+1)
 	}
+	e.resvVersion++
 	r.job.resv = nil
 }
 

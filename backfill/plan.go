@@ -1,6 +1,7 @@
 package backfill
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -121,7 +122,8 @@ type Waiting struct {
 	Member string `json:",omitempty"`
 	// Reason is the placement reason of the failing member.
 	Reason placement.Reason `json:"-"`
-	// Detail is Reason rendered (set when the plan is built).
+	// Detail explains a failure that has no placement reason (a gang's
+	// required co-location). Message and JSON render Reason otherwise.
 	Detail string `json:",omitempty"`
 	// Spans is, for Topology, the leaves the best placement now spans.
 	Spans int `json:",omitempty"`
@@ -154,10 +156,26 @@ func (w *Waiting) Message(epoch time.Time) string {
 }
 
 func (w *Waiting) member() string {
+	d := w.detail()
 	if w.Member == "" {
-		return w.Detail
+		return d
 	}
-	return "member " + w.Member + ": " + w.Detail
+	return "member " + w.Member + ": " + d
+}
+
+func (w *Waiting) detail() string {
+	if w.Reason.Code != 0 {
+		return w.Reason.String()
+	}
+	return w.Detail
+}
+
+// MarshalJSON renders the waiting job with its reason's text in Detail.
+func (w Waiting) MarshalJSON() ([]byte, error) {
+	type plain Waiting
+	p := plain(w)
+	p.Detail = w.detail()
+	return json.Marshal(p)
 }
 
 func formatTime(t, epoch time.Time) string {

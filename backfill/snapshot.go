@@ -225,6 +225,7 @@ func Restore(c *topology.Cluster, cfg Config, snap *Snapshot) (*Engine, error) {
 		r := &reservation{job: j, start: rr.Start, end: rr.End, firstStart: rr.FirstStart, alloc: a}
 		j.resv = r
 		e.resv = append(e.resv, r)
+		e.resvVersion++
 	}
 	if h := snap.Hold; h != nil {
 		j, ok := e.jobs[h.Job]

@@ -125,3 +125,13 @@ func (b *PodByPod) Release(id string) error {
 	delete(b.gangs, id)
 	return nil
 }
+
+// Allocation returns the pods bound to job id as an allocation with one
+// member named "pods".
+func (b *PodByPod) Allocation(id string) Allocation {
+	a := Allocation{ID: id}
+	if g, ok := b.gangs[id]; ok {
+		a.Members = []MemberAllocation{{Name: "pods", Pods: len(g.bound), Assignment: append([]topology.NodeAlloc(nil), g.bound...)}}
+	}
+	return a
+}

@@ -1,0 +1,33 @@
+// Package sim is a discrete-event simulator that drives the backfill
+// engine (and the baselines) in virtual time over a job trace.
+//
+// Jobs are submitted at their trace times (divided by a load factor), the
+// engine's plans start them, and each finishes after its real duration
+// (killed at its time limit if it runs over). Optional seeded node
+// failures and repairs exercise requeueing. A scheduling cycle runs after
+// every batch of events at one instant, and optionally at a fixed
+// interval while jobs wait.
+//
+// Policies: pod-by-pod (no gang semantics: the stock Kubernetes model),
+// gang-fifo (gang admission, strict submit order), gang-backfill (greedy
+// backfill, no reservations) and phalanx (reservation backfill, fair
+// share, hold mode: backfill.DefaultConfig). Placement variants:
+// leaf-pack, first-fit, random.
+//
+// Metrics: utilisation, GPU-hours held by jobs that cannot run (deadlock),
+// GPU-hours held by hold mode, waits per size class, mean completion time,
+// makespan, topology quality of multi-node jobs, per-account share against
+// entitlement, and the scheduler's CPU time per cycle (the one quantity
+// measured with the wall clock; everything else is deterministic for a
+// seed).
+//
+// # Usage
+//
+//	jobs, _, err := sim.ReadTrace(f, sim.TraceOptions{LoadFactor: 4, Seed: 1})
+//	res, err := sim.Run(sim.Config{Cluster: topology.Default2000(), ClusterName: "default-2k",
+//		Trace: "philly", LoadFactor: 4, Policy: sim.Phalanx}, jobs)
+//	fmt.Print(sim.Table([]*sim.Result{res}))
+//
+// The simulator is for benchmarks, tests and examples; it is not part of
+// the scheduling core, and it is not safe for concurrent use of one Run.
+package sim

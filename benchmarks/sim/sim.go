@@ -1,0 +1,387 @@
+package sim
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/backfill"
+	"github.com/phalanx-sched/phalanx/fairshare"
+	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// Policy is a scheduling policy the simulator compares.
+type Policy uint8
+
+const (
+	// PodByPod binds pods one at a time with no gang semantics (the stock
+	// Kubernetes scheduler model, gang.PodByPod).
+	PodByPod Policy = iota
+	// GangFIFO admits gangs whole, in strict submit order, no backfill.
+	GangFIFO
+	// GangBackfill admits gangs whole in submit order and starts any job
+	// that fits (greedy backfill, no reservations).
+	GangBackfill
+	// Phalanx is the default engine: gang admission, reservation
+	// backfill (depth 16), fair share, hold mode.
+	Phalanx
+)
+
+var policyNames = [...]string{"pod-by-pod", "gang-fifo", "gang-backfill", "phalanx"}
+
+// String returns the policy's name as used on command lines.
+func (p Policy) String() string {
+	if int(p) < len(policyNames) {
+		return policyNames[p]
+	}
+	return fmt.Sprintf("Policy(%d)", uint8(p))
+}
+
+// Policies lists every policy.
+var Policies = []Policy{PodByPod, GangFIFO, GangBackfill, Phalanx}
+
+// ParsePolicy returns the policy named s.
+func ParsePolicy(s string) (Policy, error) {
+	for i, n := range policyNames {
+		if n == s {
+			return Policy(i), nil
+		}
+	}
+	return 0, fmt.Errorf("sim: unknown policy %q (known: %v)", s, policyNames)
+}
+
+// Config describes one simulation run.
+type Config struct {
+	// Cluster is the cluster; ClusterName describes it in reports.
+	Cluster     *topology.Cluster
+	ClusterName string
+	// Trace names the trace in reports; LoadFactor is the one used to
+	// read it (reported only).
+	Trace      string
+	LoadFactor float64
+	Policy     Policy
+	// Placement is the placement strategy for the gang policies.
+	Placement placement.Strategy
+	// Seed seeds random placement and node failures.
+	Seed uint64
+	// Interval adds a scheduling cycle at this period while jobs are
+	// pending (0: cycles only on events).
+	Interval time.Duration
+	// NodeMTBF, when positive, fails each node after an exponential time
+	// with this mean; it comes back after Repair.
+	NodeMTBF, Repair time.Duration
+	// Horizon stops the run at this time after the first submit (0: when
+	// every job has finished or nothing can change any more).
+	Horizon time.Duration
+	// Engine optionally overrides the backfill config of the Phalanx
+	// policy (nil: backfill.DefaultConfig).
+	Engine *backfill.Config
+}
+
+// Outcome is what happened to one job.
+type Outcome struct {
+	ID, Account string
+	GPUs        int
+	Submit      time.Duration
+	// Start and End are zero when the job did not start or finish.
+	Start, End time.Duration
+	Started    bool
+	Finished   bool
+	// Leaves is the number of lowest-level domains the job ran on.
+	Leaves int
+	// Requeues counts node-failure requeues.
+	Requeues int
+	// GPUSeconds is the GPU time the job used, over all its runs.
+	GPUSeconds float64
+}
+
+type evKind uint8
+
+const (
+	evFinish evKind = iota
+	evRepair
+	evFail
+	evSubmit
+	evTick
+)
+
+type event struct {
+	at   time.Duration
+	kind evKind
+	job  int // index into jobs
+	gen  int // start generation, to drop stale finishes
+	node int
+}
+
+type eventQ []event
+
+func (q eventQ) Len() int { return len(q) }
+func (q eventQ) Less(i, j int) bool {
+	if q[i].at != q[j].at {
+		return q[i].at < q[j].at
+	}
+	return q[i].kind < q[j].kind
+}
+func (q eventQ) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *eventQ) Push(x any)   { *q = append(*q, x.(event)) }
+func (q *eventQ) Pop() any {
+	o := *q
+	x := o[len(o)-1]
+	*q = o[:len(o)-1]
+	return x
+}
+
+// epoch is the virtual time zero given to the engine.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// runner is one simulation's state.
+type runner struct {
+	cfg      Config
+	jobs     []TraceJob
+	out      []Outcome
+	gen      []int
+	q        eventQ
+	now      time.Duration
+	m        *Result
+	leafLvl  int
+	running  int
+	pending  int
+	busy     int // GPUs busy in running jobs
+	lastAcct time.Duration
+	held     int // GPUs bound to incomplete pod-by-pod jobs
+	rng      *rand.Rand
+}
+
+// Run simulates jobs (sorted by submit time) under cfg and returns the
+// metrics and per-job outcomes. The run is deterministic for a given
+// config and trace, except for the measured scheduler CPU times.
+func Run(cfg Config, jobs []TraceJob) (*Result, error) {
+	if cfg.Cluster == nil || len(jobs) == 0 {
+		return nil, errors.New("sim: no cluster or no jobs")
+	}
+	r := &runner{cfg: cfg, jobs: jobs, out: make([]Outcome, len(jobs)), gen: make([]int, len(jobs)),
+		m: newResult(cfg), leafLvl: cfg.Cluster.Depth() - 1, rng: rand.New(rand.NewPCG(cfg.Seed, 0x51))}
+	for i, j := range jobs {
+		r.out[i] = Outcome{ID: j.ID, Account: j.Account, GPUs: j.GPUs, Submit: j.Submit}
+		heap.Push(&r.q, event{at: j.Submit, kind: evSubmit, job: i})
+	}
+	if cfg.NodeMTBF > 0 {
+		for n := range cfg.Cluster.NumNodes() {
+			heap.Push(&r.q, event{at: r.expo(cfg.NodeMTBF), kind: evFail, node: n})
+		}
+	}
+	var err error
+	if cfg.Policy == PodByPod {
+		err = r.runPodByPod()
+	} else {
+		err = r.runEngine()
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.m.finish(r)
+	return r.m, nil
+}
+
+func (r *runner) expo(mean time.Duration) time.Duration {
+	return time.Duration(r.rng.ExpFloat64() * float64(mean))
+}
+
+// account integrates busy and held GPU-time up to now.
+func (r *runner) account(now time.Duration) {
+	dt := (now - r.lastAcct).Seconds()
+	r.m.BusyGPUSeconds += float64(r.busy) * dt
+	r.m.DeadlockGPUSeconds += float64(r.held) * dt
+	r.lastAcct = now
+}
+
+func (r *runner) stop(now time.Duration) bool {
+	return r.cfg.Horizon > 0 && now > r.cfg.Horizon
+}
+
+func (r *runner) leaves(a *gang.Allocation) int {
+	if r.leafLvl < 0 {
+		return 1
+	}
+	seen := map[int]bool{}
+	for _, m := range a.Members {
+		for _, x := range m.Assignment {
+			seen[r.cfg.Cluster.NodeDomain(int(x.Node), r.leafLvl)] = true
+		}
+	}
+	return len(seen)
+}
+
+// engineConfig returns the backfill config of a gang policy.
+func (r *runner) engineConfig() backfill.Config {
+	cfg := backfill.DefaultConfig()
+	if r.cfg.Engine != nil {
+		cfg = *r.cfg.Engine
+	}
+	fifo := func() {
+		cfg.FairShare.Weights = fairshare.Weights{Age: 1000}
+		cfg.FairShare.MaxAge = 365 * 24 * time.Hour
+		cfg.Hold.MaxShare = 0
+	}
+	switch r.cfg.Policy {
+	case GangFIFO:
+		fifo()
+		cfg.Strict, cfg.ReservationDepth = true, 0
+	case GangBackfill:
+		fifo()
+		cfg.ReservationDepth = 0
+	}
+	cfg.Placement, cfg.Seed = r.cfg.Placement, r.cfg.Seed
+	return cfg
+}
+
+func (r *runner) runEngine() error {
+	cfg := r.engineConfig()
+	tree, err := fairshare.NewTree(cfg.FairShare)
+	if err != nil {
+		return err
+	}
+	accounts := map[string]bool{}
+	for _, j := range r.jobs {
+		if !accounts[j.Account] {
+			accounts[j.Account] = true
+			if err := tree.AddAccount(fairshare.RootName, j.Account, 1); err != nil {
+				return err
+			}
+		}
+	}
+	r.m.Accounts = len(accounts)
+	e, err := backfill.New(r.cfg.Cluster, cfg, tree)
+	if err != nil {
+		return err
+	}
+	plan := &backfill.Plan{}
+	index := make(map[string]int, len(r.jobs))
+	for i, j := range r.jobs {
+		index[j.ID] = i
+	}
+	for r.q.Len() > 0 {
+		now := r.q[0].at
+		if r.stop(now) {
+			break
+		}
+		r.account(now)
+		r.now = now
+		abs := epoch.Add(now)
+		tick := false
+		for r.q.Len() > 0 && r.q[0].at == now {
+			ev := heap.Pop(&r.q).(event)
+			switch ev.kind {
+			case evSubmit:
+				j := r.jobs[ev.job]
+				err := e.Submit(backfill.Job{ID: j.ID, Account: j.Account, TimeLimit: j.TimeLimit, Submit: abs,
+					Gang: gang.Spec{Members: []gang.Member{{Name: "main", Request: placement.NodesOf(j.Nodes, j.GPUsPerNode)}}}}, abs)
+				if err != nil {
+					if errors.Is(err, backfill.ErrNeverFits) {
+						r.m.Rejected++
+						continue
+					}
+					return err
+				}
+				r.pending++
+			case evFinish:
+				if ev.gen != r.gen[ev.job] || !r.out[ev.job].Started || r.out[ev.job].Finished {
+					continue
+				}
+				if err := e.Finished(r.jobs[ev.job].ID, abs); err != nil {
+					return err
+				}
+				r.out[ev.job].End, r.out[ev.job].Finished = now, true
+				r.out[ev.job].GPUSeconds += float64(r.jobs[ev.job].GPUs) * (now - r.out[ev.job].Start).Seconds()
+				r.running--
+				r.busy -= r.jobs[ev.job].GPUs
+			case evFail:
+				name := r.cfg.Cluster.NodeName(ev.node)
+				evs, err := e.NodeDown(name, abs)
+				if err != nil {
+					return err
+				}
+				r.m.NodeFailures++
+				for _, x := range evs {
+					i := index[x.Job]
+					r.gen[i]++
+					r.running--
+					r.busy -= r.jobs[i].GPUs
+					// The lost work stays counted as busy time.
+					r.out[i].GPUSeconds += float64(r.jobs[i].GPUs) * (now - r.out[i].Start).Seconds()
+					if x.Requeued {
+						r.out[i].Started = false
+						r.out[i].Requeues++
+						r.pending++
+					} else {
+						r.out[i].End, r.out[i].Finished = now, true
+					}
+				}
+				heap.Push(&r.q, event{at: now + r.cfg.Repair, kind: evRepair, node: ev.node})
+			case evRepair:
+				if err := e.NodeUp(r.cfg.Cluster.NodeName(ev.node), abs); err != nil {
+					return err
+				}
+				heap.Push(&r.q, event{at: now + r.expo(r.cfg.NodeMTBF), kind: evFail, node: ev.node})
+			case evTick:
+				tick = true
+			}
+		}
+		t0 := time.Now()
+		if err := e.ScheduleInto(abs, plan); err != nil {
+			return err
+		}
+		r.m.cycleTimes = append(r.m.cycleTimes, time.Since(t0))
+		r.m.HeldForHoldGPUSeconds = plan.HeldGPUSeconds
+		for _, s := range plan.Starts {
+			i := index[s.Job]
+			o := &r.out[i]
+			o.Start, o.Started = now, true
+			o.Leaves = r.leaves(&s.Allocation)
+			r.running++
+			r.pending--
+			r.busy += r.jobs[i].GPUs
+			d := r.jobs[i].Duration
+			if l := r.jobs[i].TimeLimit; l > 0 && d > l {
+				d = l // killed at its limit
+			}
+			heap.Push(&r.q, event{at: now + d, kind: evFinish, job: i, gen: r.gen[i]})
+		}
+		if r.cfg.Interval > 0 && r.pending > 0 && (tick || !r.hasTick()) {
+			heap.Push(&r.q, event{at: now + r.cfg.Interval, kind: evTick})
+		}
+		if r.idle() {
+			break
+		}
+	}
+	return nil
+}
+
+// hasTick reports whether a tick event is queued.
+func (r *runner) hasTick() bool {
+	return slices.ContainsFunc(r.q, func(e event) bool { return e.kind == evTick })
+}
+
+// idle reports whether the run is over: nothing runs, no submit or finish
+// is queued, and either nothing waits or no node is being repaired (so
+// nothing can change for the waiting jobs).
+func (r *runner) idle() bool {
+	if r.running > 0 {
+		return false
+	}
+	repair := false
+	for _, e := range r.q {
+		switch e.kind {
+		case evSubmit, evFinish:
+			return false
+		case evRepair:
+			repair = true
+		}
+	}
+	return r.pending == 0 || !repair
+}

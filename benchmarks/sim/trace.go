@@ -1,0 +1,231 @@
+package sim
+
+import (
+	"cmp"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrTrace marks a trace file that cannot be read; the error names the
+// line and column.
+var ErrTrace = errors.New("sim: bad trace")
+
+// TraceJob is one job of a trace, shaped for a cluster.
+type TraceJob struct {
+	ID      string
+	User    string
+	Account string
+	// Submit is the submit time relative to the trace's start, after the
+	// load factor.
+	Submit time.Duration
+	// Duration is how long the job really runs.
+	Duration time.Duration
+	// TimeLimit is the job's limit: from the trace, or derived (see
+	// TraceOptions).
+	TimeLimit time.Duration
+	// GPUs is the job's GPU count; Nodes x GPUsPerNode its gang shape.
+	GPUs, Nodes, GPUsPerNode int
+}
+
+// TraceOptions shapes a trace for a cluster.
+type TraceOptions struct {
+	// NodeGPUs is the GPU count of the cluster's nodes (default 8). A job
+	// of up to NodeGPUs GPUs gets one node; a larger one
+	// ceil(GPUs/NodeGPUs) whole nodes. The optional columns nodes and
+	// gpus_per_node override this per job.
+	NodeGPUs int
+	// LoadFactor divides submit times: 2 submits twice as fast (more
+	// contention), 0.5 half as fast. Default 1.
+	LoadFactor float64
+	// Seed seeds the time-limit rule.
+	Seed uint64
+	// LimitMin and LimitMax bound the overestimate factor of derived time
+	// limits (defaults 1.2 and 3).
+	LimitMin, LimitMax float64
+	// MaxJobs keeps only the first jobs (0: all).
+	MaxJobs int
+	// MaxGPUs drops jobs larger than this (0: keep all); the count of
+	// dropped jobs is returned.
+	MaxGPUs int
+	// Source names the trace in errors.
+	Source string
+}
+
+// DeriveLimit is the documented time-limit rule for traces without one:
+// users overestimate, so the limit is the real duration times a factor
+// drawn uniformly from [min, max) by a generator seeded with (seed, job
+// index), rounded up to a whole 15 minutes.
+func DeriveLimit(d time.Duration, seed uint64, index int, min, max float64) time.Duration {
+	r := rand.New(rand.NewPCG(seed, uint64(index)))
+	f := min + r.Float64()*(max-min)
+	q := 15 * time.Minute
+	l := time.Duration(math.Ceil(float64(d) * f / float64(q)))
+	return max1(l) * q
+}
+
+func max1(d time.Duration) time.Duration {
+	if d < 1 {
+		return 1
+	}
+	return d
+}
+
+// ReadTrace reads a CSV trace: header job_id,user,submit_s,duration_s,gpus
+// and optional columns time_limit_s, account, nodes, gpus_per_node (in any
+// order). It returns the jobs sorted by submit time (stable) and the number
+// dropped by MaxGPUs.
+func ReadTrace(r io.Reader, opt TraceOptions) ([]TraceJob, int, error) {
+	if opt.NodeGPUs == 0 {
+		opt.NodeGPUs = 8
+	}
+	if opt.LoadFactor == 0 {
+		opt.LoadFactor = 1
+	}
+	if opt.LimitMin == 0 {
+		opt.LimitMin, opt.LimitMax = 1.2, 3
+	}
+	if opt.Source == "" {
+		opt.Source = "trace"
+	}
+	if opt.LoadFactor < 0 || opt.LimitMax < opt.LimitMin || opt.LimitMin < 1 {
+		return nil, 0, fmt.Errorf("%w: options: load factor %v, limit factors [%v, %v)", ErrTrace, opt.LoadFactor, opt.LimitMin, opt.LimitMax)
+	}
+	cr := csv.NewReader(r)
+	cr.ReuseRecord = true
+	head, err := cr.Read()
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: %s: header: %v", ErrTrace, opt.Source, err)
+	}
+	col := map[string]int{}
+	for i, h := range head {
+		h = strings.TrimSpace(h)
+		switch h {
+		case "job_id", "user", "submit_s", "duration_s", "gpus", "time_limit_s", "account", "nodes", "gpus_per_node":
+		default:
+			return nil, 0, fmt.Errorf("%w: %s:1: unknown column %q", ErrTrace, opt.Source, h)
+		}
+		if _, dup := col[h]; dup {
+			return nil, 0, fmt.Errorf("%w: %s:1: column %q twice", ErrTrace, opt.Source, h)
+		}
+		col[h] = i
+	}
+	for _, need := range []string{"job_id", "user", "submit_s", "duration_s", "gpus"} {
+		if _, ok := col[need]; !ok {
+			return nil, 0, fmt.Errorf("%w: %s:1: missing column %q", ErrTrace, opt.Source, need)
+		}
+	}
+	var jobs []TraceJob
+	dropped := 0
+	seen := map[string]int{}
+	for line := 2; ; line++ {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("%w: %s: %v", ErrTrace, opt.Source, err)
+		}
+		field := func(name string) string {
+			if i, ok := col[name]; ok && i < len(rec) {
+				return strings.TrimSpace(rec[i])
+			}
+			return ""
+		}
+		num := func(name string, optional bool) (int64, error) {
+			v := field(name)
+			if v == "" && optional {
+				return 0, nil
+			}
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				return 0, fmt.Errorf("%w: %s:%d: column %s: %q is not a non-negative integer", ErrTrace, opt.Source, line, name, v)
+			}
+			return n, nil
+		}
+		j := TraceJob{ID: field("job_id"), User: field("user"), Account: field("account")}
+		if j.ID == "" {
+			return nil, 0, fmt.Errorf("%w: %s:%d: empty job_id", ErrTrace, opt.Source, line)
+		}
+		if prev, dup := seen[j.ID]; dup {
+			return nil, 0, fmt.Errorf("%w: %s:%d: job_id %s already on line %d", ErrTrace, opt.Source, line, j.ID, prev)
+		}
+		seen[j.ID] = line
+		if j.User == "" {
+			return nil, 0, fmt.Errorf("%w: %s:%d: empty user", ErrTrace, opt.Source, line)
+		}
+		if j.Account == "" {
+			j.Account = "u" + j.User
+		}
+		sub, err := num("submit_s", false)
+		if err != nil {
+			return nil, 0, err
+		}
+		dur, err := num("duration_s", false)
+		if err != nil {
+			return nil, 0, err
+		}
+		gpus, err := num("gpus", false)
+		if err != nil {
+			return nil, 0, err
+		}
+		lim, err := num("time_limit_s", true)
+		if err != nil {
+			return nil, 0, err
+		}
+		nodes, err := num("nodes", true)
+		if err != nil {
+			return nil, 0, err
+		}
+		gpn, err := num("gpus_per_node", true)
+		if err != nil {
+			return nil, 0, err
+		}
+		if gpus < 1 || dur < 1 {
+			return nil, 0, fmt.Errorf("%w: %s:%d: job %s needs gpus >= 1 and duration_s >= 1", ErrTrace, opt.Source, line, j.ID)
+		}
+		if opt.MaxGPUs > 0 && int(gpus) > opt.MaxGPUs {
+			dropped++
+			continue
+		}
+		j.GPUs = int(gpus)
+		j.Submit = time.Duration(float64(sub) / opt.LoadFactor * float64(time.Second))
+		j.Duration = time.Duration(dur) * time.Second
+		switch {
+		case nodes > 0 || gpn > 0:
+			if nodes == 0 || gpn == 0 || nodes*gpn < gpus {
+				return nil, 0, fmt.Errorf("%w: %s:%d: job %s: nodes %d x gpus_per_node %d does not hold %d GPUs", ErrTrace, opt.Source, line, j.ID, nodes, gpn, gpus)
+			}
+			j.Nodes, j.GPUsPerNode = int(nodes), int(gpn)
+		case j.GPUs <= opt.NodeGPUs:
+			j.Nodes, j.GPUsPerNode = 1, j.GPUs
+		default:
+			j.Nodes, j.GPUsPerNode = (j.GPUs+opt.NodeGPUs-1)/opt.NodeGPUs, opt.NodeGPUs
+		}
+		if lim > 0 {
+			j.TimeLimit = time.Duration(lim) * time.Second
+		} else {
+			j.TimeLimit = DeriveLimit(j.Duration, opt.Seed, len(jobs), opt.LimitMin, opt.LimitMax)
+		}
+		jobs = append(jobs, j)
+		if opt.MaxJobs > 0 && len(jobs) >= opt.MaxJobs {
+			break
+		}
+	}
+	if len(jobs) == 0 {
+		return nil, dropped, fmt.Errorf("%w: %s: no jobs", ErrTrace, opt.Source)
+	}
+	sortBySubmit(jobs)
+	return jobs, dropped, nil
+}
+
+func sortBySubmit(jobs []TraceJob) {
+	slices.SortStableFunc(jobs, func(a, b TraceJob) int { return cmp.Compare(a.Submit, b.Submit) })
+}
