@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"fmt"
+	"github.com/phalanx-sched/phalanx/placement"
 	"math/bits"
 	"slices"
 	"time"
@@ -56,9 +57,7 @@ func (e *Engine) ScheduleInto(now time.Time, p *Plan) error {
 	*plan = Plan{Time: now, Starts: plan.Starts[:0], Reservations: plan.Reservations[:0], Waiting: plan.Waiting[:0]}
 
 	// 1. Usage and hold accounting.
-	for _, j := range e.running {
-		e.charge(j, now)
-	}
+	e.chargeAll(now)
 	if e.hold != nil && !e.lastCycle.IsZero() {
 		e.heldGPUSeconds += float64(e.hold.held) * now.Sub(e.lastCycle).Seconds()
 	}
@@ -116,11 +115,28 @@ func (e *Engine) ScheduleInto(now time.Time, p *Plan) error {
 			continue
 		}
 		plan.Tested++
+		key, cacheable := c.shapeKey(j)
+		if cacheable {
+			c.prepareScratch(j)
+			if hit, ok := c.cached(key); ok {
+				// A job of the same shape failed on this very scratch
+				// state: this one fails the same way.
+				hit.Job, hit.Priority = w.Job, w.Priority
+				plan.Waiting = append(plan.Waiting, hit)
+				if e.cfg.Strict {
+					strictBlocker = j.job.ID
+				}
+				continue
+			}
+		}
 		if c.tryStart(j) {
 			continue
 		}
 		c.wait(j, &w)
 		plan.Waiting = append(plan.Waiting, w)
+		if cacheable && j.resv == nil && (e.hold == nil || e.hold.job != j) {
+			c.remember(key, w)
+		}
 		if e.cfg.Strict {
 			strictBlocker = j.job.ID
 		}
@@ -167,6 +183,8 @@ type cycle struct {
 	// and (when holdBlocked) the held GPUs.
 	blockedRes  []*reservation
 	holdBlocked bool
+	prefix      int          // reservations by start considered
+	own         *reservation // the job's own reservation, not blocked
 	valid       bool
 	lastRes     gang.Result
 	// Running jobs' ends in order (refreshed when starts add ends).
@@ -177,6 +195,64 @@ type cycle struct {
 	withKeep     []time.Time
 	// kept reports that the last search kept the reservation unchanged.
 	kept bool
+	// gen counts changes of the scratch state; failures is a cache of
+	// the outcomes of jobs that failed on scratch generation failGen.
+	gen      uint64
+	failGen  uint64
+	failures []failure
+}
+
+type failure struct {
+	key placement.Request
+	min int
+	w   Waiting
+}
+
+// shapeKey returns the cache key of a job whose outcome depends only on its
+// shape and the scratch state: one member, no node sets, no co-location,
+// no patience, and no chance of a reservation or hold this cycle (those
+// depend on the job's own history).
+func (c *cycle) shapeKey(j *jobRec) (failure, bool) {
+	g := &j.job.Gang
+	if len(g.Members) != 1 || g.Colocate.Level != "" || j.tight != nil || j.resv != nil {
+		return failure{}, false
+	}
+	r := g.Members[0].Request
+	if r.Allowed != nil || r.Excluded != nil {
+		return failure{}, false
+	}
+	e := c.e
+	if e.hold != nil && e.hold.job == j {
+		return failure{}, false
+	}
+	d := e.cfg.ReservationDepth
+	if !e.cfg.Strict && d != 0 && (d == Conservative || len(e.resv) < d) {
+		return failure{}, false
+	}
+	return failure{key: r, min: g.Members[0].Min}, true
+}
+
+func (c *cycle) cached(k failure) (Waiting, bool) {
+	if c.failGen != c.gen {
+		return Waiting{}, false
+	}
+	for i := range c.failures {
+		if f := &c.failures[i]; f.key == k.key && f.min == k.min {
+			return f.w, true
+		}
+	}
+	return Waiting{}, false
+}
+
+func (c *cycle) remember(k failure, w Waiting) {
+	if c.failGen != c.gen {
+		c.failures = c.failures[:0]
+		c.failGen = c.gen
+	}
+	if len(c.failures) < 64 {
+		k.w = w
+		c.failures = append(c.failures, k)
+	}
 }
 
 func (c *cycle) invalidate() { c.valid = false; c.endsDirty = true }
@@ -202,25 +278,29 @@ func (c *cycle) overlaps(r *reservation, j *jobRec, t time.Time) bool {
 func (c *cycle) prepareScratch(j *jobRec) {
 	e := c.e
 	holdBlocked := e.hold != nil && e.hold.job != j
-	same := c.valid && holdBlocked == c.holdBlocked
-	k := 0
-	for _, r := range e.resv {
-		if !c.overlaps(r, j, c.now) {
-			continue
-		}
-		if same && (k >= len(c.blockedRes) || c.blockedRes[k] != r) {
-			same = false
-		}
-		k++
+	// The reservations overlapping [now, now+limit) are those starting
+	// before now+limit (all of them without a limit): a prefix of the
+	// reservations by start.
+	byStart, _ := c.sortedReservations()
+	k := len(byStart)
+	if l := limitOf(j); l > 0 {
+		lim := c.now.Add(l)
+		k, _ = slices.BinarySearchFunc(byStart, lim, func(r *reservation, t time.Time) int {
+			if r.start.Before(t) {
+				return -1
+			}
+			return 1
+		})
 	}
-	if same && k == len(c.blockedRes) {
+	if c.valid && holdBlocked == c.holdBlocked && k == c.prefix && j.resv == c.own {
 		return
 	}
 	c.blockedRes = c.blockedRes[:0]
 	if err := e.ledger.State().CopyInto(e.scratch); err != nil {
 		panic(err)
 	}
-	for _, r := range e.resv {
+	c.gen++
+	for _, r := range byStart[:k] {
 		if c.overlaps(r, j, c.now) {
 			c.blockedRes = append(c.blockedRes, r)
 			block(e.scratch, &r.alloc, nil)
@@ -229,7 +309,7 @@ func (c *cycle) prepareScratch(j *jobRec) {
 	if holdBlocked {
 		block(e.scratch, &e.hold.target, nil)
 	}
-	c.holdBlocked = holdBlocked
+	c.holdBlocked, c.prefix, c.own = holdBlocked, k, j.resv
 	c.valid = true
 }
 
@@ -285,7 +365,9 @@ func (c *cycle) tryStart(j *jobRec) bool {
 	if err := e.ledger.Insert(&j.job.Gang, &e.alloc); err != nil {
 		panic(fmt.Sprintf("backfill: admitted job %s refused by the ledger: %v", j.job.ID, err))
 	}
-	// The scratch state holds the allocation too; it stays valid.
+	// The scratch state holds the allocation too; it stays valid, but it
+	// changed.
+	c.gen++
 	if i := slices.Index(e.pending, j); i >= 0 {
 		e.pending = slices.Delete(e.pending, i, i+1)
 	}
@@ -299,6 +381,8 @@ func (c *cycle) tryStart(j *jobRec) bool {
 	}
 	j.state = running
 	j.lastCharge = c.now
+	j.alloc, _ = e.ledger.Get(j.job.ID)
+	j.used = j.alloc.GPUs()
 	e.setEnd(j, c.now)
 	e.running = append(e.running, j)
 	c.endsDirty = true
@@ -504,7 +588,7 @@ func (c *cycle) search(j *jobRec, spec *gang.Spec, keep time.Time) (time.Time, b
 	next, add, rem := 0, 0, 0
 	for _, t := range ts {
 		for next < len(c.endsBuf) && !c.endsBuf[next].end.After(t) {
-			if a, ok := e.ledger.Get(c.endsBuf[next].j.job.ID); ok {
+			if a := c.endsBuf[next].j.alloc; a != nil {
 				e.releaseUnblocked(a)
 			}
 			next++
@@ -534,7 +618,7 @@ func (c *cycle) search(j *jobRec, spec *gang.Spec, keep time.Time) (time.Time, b
 			}
 			return t, true
 		}
-		if e.probe.FreeGPUs() < need {
+		if e.probe.FreeGPUs() < need || !mayFit(e.probe, spec) {
 			continue
 		}
 		res, err := e.adm.Admit(e.probe, spec, &e.alloc)
@@ -715,8 +799,8 @@ func (c *cycle) startHold(j *jobRec, spec *gang.Spec) bool {
 		panic(err)
 	}
 	for _, r := range e.running {
-		if a, ok := e.ledger.Get(r.job.ID); ok {
-			e.releaseOn(e.probe, a)
+		if r.alloc != nil {
+			e.releaseOn(e.probe, r.alloc)
 		}
 	}
 	for _, r := range e.resv {
@@ -747,4 +831,34 @@ func extend[T any](s []T) ([]T, *T) {
 		s = append(s, zero)
 	}
 	return s, &s[len(s)-1]
+}
+
+// mayFit is a cheap necessary condition for admitting spec on s: every
+// node-shaped member finds enough schedulable nodes with its per-node GPUs
+// free (members are checked separately, so it may pass when the gang does
+// not fit together).
+func mayFit(s *topology.State, spec *gang.Spec) bool {
+	maxG := s.Cluster().MaxNodeGPUs()
+	for i := range spec.Members {
+		m := &spec.Members[i]
+		r := &m.Request
+		if r.GPUs > 0 {
+			continue
+		}
+		g := r.GPUsPerNode
+		if g == 0 {
+			g = maxG
+		}
+		if g > maxG {
+			return false
+		}
+		need := r.Nodes
+		if m.Min > 0 && m.Min < need {
+			need = m.Min
+		}
+		if int(s.Avail(g).Count()) < need {
+			return false
+		}
+	}
+	return true
 }

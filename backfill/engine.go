@@ -25,15 +25,20 @@ type Engine struct {
 	adm    *gang.Admitter
 	empty  *topology.State // for never-fits checks
 
-	jobs    map[string]*jobRec
-	pending []*jobRec // submission order
-	running []*jobRec // start order
-	ends    *btree.BTreeG[endItem]
-	resv    []*reservation
-	hold    *hold
-	seq     uint64
-	last    time.Time // latest time seen
-	cursor  int       // bf_continue: priority rank to resume at
+	jobs map[string]*jobRec
+	// Accounts by index, for batched usage charges.
+	acctIdx     map[string]int
+	acctNames   []string
+	acctCharge  []float64
+	acctTouched []int
+	pending     []*jobRec // submission order
+	running     []*jobRec // start order
+	ends        *btree.BTreeG[endItem]
+	resv        []*reservation
+	hold        *hold
+	seq         uint64
+	last        time.Time // latest time seen
+	cursor      int       // bf_continue: priority rank to resume at
 
 	heldGPUSeconds float64
 	lastCycle      time.Time
@@ -73,7 +78,10 @@ type jobRec struct {
 	gpus  int
 	// tight is the job's gang with its patience constraint applied.
 	tight *gang.Spec
+	acct  int // index of the account in the engine's account list
 	// Running jobs.
+	alloc      *gang.Allocation // the ledger's, while running
+	used       int              // GPUs allocated
 	start      time.Time
 	end        time.Time // zero: no limit
 	lastCharge time.Time
@@ -140,6 +148,7 @@ func New(c *topology.Cluster, cfg Config, tree *fairshare.Tree) (*Engine, error)
 		adm:         gang.NewAdmitter(c),
 		empty:       topology.NewState(c),
 		jobs:        make(map[string]*jobRec),
+		acctIdx:     make(map[string]int),
 		ends:        btree.NewG(16, endLess),
 		scratch:     topology.NewState(c),
 		probe:       topology.NewState(c),
@@ -249,7 +258,7 @@ func (e *Engine) check(j Job) (*jobRec, error) {
 	if err := j.Gang.Validate(e.c); err != nil {
 		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
 	}
-	rec := &jobRec{job: j, gpus: j.Gang.GPUs(e.c)}
+	rec := &jobRec{job: j, gpus: j.Gang.GPUs(e.c), acct: e.accountIndex(j.Account)}
 	if err := e.tree.CheckJob(e.fsJob(rec)); err != nil {
 		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
 	}
@@ -382,7 +391,7 @@ func (e *Engine) unlink(j *jobRec) {
 }
 
 func (e *Engine) requeue(j *jobRec) {
-	j.state, j.confirmed = pending, false
+	j.state, j.confirmed, j.alloc, j.used = pending, false, nil, 0
 	j.start, j.end, j.lastCharge = time.Time{}, time.Time{}, time.Time{}
 	e.jobs[j.job.ID] = j
 	// Back in submission order.
@@ -421,18 +430,49 @@ func (e *Engine) dropReservation(r *reservation) {
 
 // charge bills job j's GPUs from its last charge to now.
 func (e *Engine) charge(j *jobRec, now time.Time) {
-	if j.lastCharge.IsZero() || !now.After(j.lastCharge) {
-		return
-	}
-	a, ok := e.ledger.Get(j.job.ID)
-	if !ok {
+	if j.lastCharge.IsZero() || !now.After(j.lastCharge) || j.alloc == nil {
 		return
 	}
 	secs := now.Sub(j.lastCharge).Seconds()
-	if err := e.tree.Charge(j.job.Account, float64(a.GPUs())*secs, now); err != nil {
+	if err := e.tree.Charge(j.job.Account, float64(j.used)*secs, now); err != nil {
 		panic(fmt.Sprintf("backfill: charging %s: %v", j.job.ID, err))
 	}
 	j.lastCharge = now
+}
+
+// chargeAll bills every running job up to now, one charge per account
+// (summed in running order, so the result is deterministic).
+func (e *Engine) chargeAll(now time.Time) {
+	for _, j := range e.running {
+		if j.lastCharge.IsZero() || !now.After(j.lastCharge) || j.alloc == nil {
+			continue
+		}
+		if e.acctCharge[j.acct] == 0 {
+			e.acctTouched = append(e.acctTouched, j.acct)
+		}
+		e.acctCharge[j.acct] += float64(j.used) * now.Sub(j.lastCharge).Seconds()
+		j.lastCharge = now
+	}
+	slices.Sort(e.acctTouched)
+	for _, a := range e.acctTouched {
+		if err := e.tree.Charge(e.acctNames[a], e.acctCharge[a], now); err != nil {
+			panic(fmt.Sprintf("backfill: charging account %s: %v", e.acctNames[a], err))
+		}
+		e.acctCharge[a] = 0
+	}
+	e.acctTouched = e.acctTouched[:0]
+}
+
+// accountIndex returns the index of account name, adding it if new.
+func (e *Engine) accountIndex(name string) int {
+	if i, ok := e.acctIdx[name]; ok {
+		return i
+	}
+	i := len(e.acctNames)
+	e.acctIdx[name] = i
+	e.acctNames = append(e.acctNames, name)
+	e.acctCharge = append(e.acctCharge, 0)
+	return i
 }
 
 func (e *Engine) setEnd(j *jobRec, start time.Time) {

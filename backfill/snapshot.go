@@ -71,9 +71,7 @@ func (e *Engine) Snapshot(now time.Time) (*Snapshot, error) {
 	if err := e.tick(now); err != nil {
 		return nil, err
 	}
-	for _, j := range e.running {
-		e.charge(j, now)
-	}
+	e.chargeAll(now)
 	s := &Snapshot{Time: now, Seq: e.seq, Cursor: e.cursor, LastCycle: e.lastCycle,
 		HeldGPUSeconds: e.heldGPUSeconds, Ledger: e.ledger.Snapshot(), Accounts: e.tree.Spec()}
 	all := make([]*jobRec, 0, len(e.jobs))
@@ -197,10 +195,12 @@ func Restore(c *topology.Cluster, cfg Config, snap *Snapshot) (*Engine, error) {
 			e.pending = append(e.pending, j)
 			continue
 		}
-		if _, ok := e.ledger.Get(j.job.ID); !ok {
+		a, ok := e.ledger.Get(j.job.ID)
+		if !ok {
 			bad("running job %s has no allocation", j.job.ID)
 			continue
 		}
+		j.alloc, j.used = a, a.GPUs()
 		isRunning[j.job.ID] = true
 		j.state, j.confirmed, j.lastCharge = running, r.Confirmed, r.LastCharge
 		e.setEnd(j, r.Start)
