@@ -200,6 +200,15 @@ func (e *Engine) JobState(id string) string {
 	return "pending"
 }
 
+// Job returns job id as submitted (with its Gang.ID set).
+func (e *Engine) Job(id string) (Job, bool) {
+	j, ok := e.jobs[id]
+	if !ok {
+		return Job{}, false
+	}
+	return j.job, true
+}
+
 // Allocation returns where running job id runs.
 func (e *Engine) Allocation(id string) (*gang.Allocation, bool) {
 	return e.ledger.Get(id)

@@ -352,15 +352,39 @@ func (p *Placer) minUnits(caps []int32, li, d, need, unitLi int) int {
 
 // better reports whether candidate domain a beats b for a need: fewer
 // units, then least spare capacity, then fewer free GPUs, then lower index.
-func (p *Placer) better(caps []int32, li, a, ma, b, mb int) bool {
+func (p *Placer) better(caps []int32, li, a, ma, b, mb, need int) bool {
 	if ma != mb {
 		return ma < mb
+	}
+	if p.pl.mode == modeGPUs && li == p.leafLi {
+		// GPU mode: among lowest-level domains, the one that needs the
+		// fewest nodes first (whole free nodes keep NVLink groups whole).
+		na, nb := p.minNodes(a, need), p.minNodes(b, need)
+		if na != nb {
+			return na < nb
+		}
 	}
 	ca, cb := caps[p.off[li]+a], caps[p.off[li]+b]
 	if ca != cb {
 		return ca < cb
 	}
 	return p.fuller(li, a, b)
+}
+
+// minNodes returns the fewest candidate nodes of lowest-level domain d whose
+// free GPUs add up to need (GPU mode): the fullest nodes first.
+func (p *Placer) minNodes(d, need int) int {
+	i := p.off[p.leafLi] + d
+	lo, hi := int(p.first[i]), int(p.end[i])
+	n := 0
+	for k := p.maxG; k >= 1 && need > 0; k-- {
+		p.exactWords(lo, hi, k)
+		cnt := bits.Count(p.tmp, lo, hi)
+		take := min(cnt, (need+k-1)/k)
+		n += take
+		need -= take * k
+	}
+	return n
 }
 
 // fuller reports whether domain a of level li should be filled before b:
@@ -419,7 +443,7 @@ func (p *Placer) placePhase(ph, sli, sd, need, top int) bool {
 			if ph == 0 && pl.maxK > 0 && m > pl.maxK {
 				continue
 			}
-			if best < 0 || p.better(caps, li, d, m, best, bestM) {
+			if best < 0 || p.better(caps, li, d, m, best, bestM, need) {
 				best, bestM = d, m
 			}
 		}
@@ -451,7 +475,7 @@ func (p *Placer) fill(ph, li, d, need, m int) {
 		if p.minUnits(caps, li+1, ch, need, u) != m {
 			continue
 		}
-		if best < 0 || p.better(caps, li+1, ch, m, best, m) {
+		if best < 0 || p.better(caps, li+1, ch, m, best, m, need) {
 			best = ch
 		}
 	}

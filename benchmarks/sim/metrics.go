@@ -87,8 +87,12 @@ var SizeClasses = []struct {
 }{{"1", 1, 1}, {"2-8", 2, 8}, {"9-64", 9, 64}, {"65-512", 65, 512}, {">512", 513, math.MaxInt}}
 
 func newResult(cfg Config) *Result {
-	return &Result{Trace: cfg.Trace, Cluster: cfg.ClusterName, ClusterGPUs: cfg.Cluster.TotalGPUs(), Policy: cfg.Policy.String(),
+	r := &Result{Trace: cfg.Trace, Cluster: cfg.ClusterName, ClusterGPUs: cfg.Cluster.TotalGPUs(), Policy: cfg.Policy.String(),
 		Placement: cfg.Placement.String(), LoadFactor: cfg.LoadFactor, Seed: cfg.Seed}
+	if cfg.Policy == PodByPod {
+		r.Placement = "first-fit" // the pod-by-pod binder's own
+	}
+	return r
 }
 
 func (m *Result) finish(r *runner) {

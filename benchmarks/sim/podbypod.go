@@ -17,7 +17,7 @@ import (
 func (r *runner) runPodByPod() error {
 	s := topology.NewState(r.cfg.Cluster)
 	b := gang.NewPodByPod(s)
-	var waiting []int
+	var waiting, active []int
 	accounts := map[string]bool{}
 	for r.q.Len() > 0 {
 		now := r.q[0].at
@@ -56,17 +56,20 @@ func (r *runner) runPodByPod() error {
 			}
 		}
 		t0 := time.Now()
-		// Bind pods in turn until a whole round binds nothing.
-		for progress := true; progress; {
-			progress = false
-			for _, i := range waiting {
-				if r.out[i].Started {
-					continue
-				}
-				if b.Bind(r.jobs[i].ID) {
-					progress = true
+		// Bind pods in turn until a whole round binds nothing. A job whose
+		// pod did not fit drops out of this cycle's rounds: nothing frees
+		// up within a cycle.
+		active = append(active[:0], waiting...)
+		for len(active) > 0 && s.FreeGPUs() > 0 {
+			kept := active[:0]
+			for _, i := range active {
+				if b.Bind(r.jobs[i].ID) && !b.Complete(r.jobs[i].ID) {
+					kept = append(kept, i)
 				}
 			}
+			active = kept
+		}
+		{
 			// Start the jobs whose pods are all bound.
 			kept := waiting[:0]
 			for _, i := range waiting {
@@ -90,6 +93,7 @@ func (r *runner) runPodByPod() error {
 			waiting = kept
 		}
 		r.m.cycleTimes = append(r.m.cycleTimes, time.Since(t0))
+		r.progress()
 		r.held = 0
 		for _, i := range waiting {
 			r.held += b.HeldGPUs(r.jobs[i].ID)

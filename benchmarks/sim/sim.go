@@ -81,6 +81,9 @@ type Config struct {
 	// Engine optionally overrides the backfill config of the Phalanx
 	// policy (nil: backfill.DefaultConfig).
 	Engine *backfill.Config
+	// Progress, when set, is called every few thousand cycles with the
+	// virtual time reached and the jobs finished so far.
+	Progress func(now time.Duration, finished, total int)
 }
 
 // Outcome is what happened to one job.
@@ -193,6 +196,18 @@ func (r *runner) expo(mean time.Duration) time.Duration {
 }
 
 // account integrates busy and held GPU-time up to now.
+func (r *runner) progress() {
+	if r.cfg.Progress != nil && len(r.m.cycleTimes)%4096 == 0 {
+		done := 0
+		for i := range r.out {
+			if r.out[i].Finished {
+				done++
+			}
+		}
+		r.cfg.Progress(r.now, done, len(r.jobs))
+	}
+}
+
 func (r *runner) account(now time.Duration) {
 	dt := (now - r.lastAcct).Seconds()
 	r.m.BusyGPUSeconds += float64(r.busy) * dt
@@ -337,6 +352,7 @@ func (r *runner) runEngine() error {
 			return err
 		}
 		r.m.cycleTimes = append(r.m.cycleTimes, time.Since(t0))
+		r.progress()
 		r.m.HeldForHoldGPUSeconds = plan.HeldGPUSeconds
 		for _, s := range plan.Starts {
 			i := index[s.Job]

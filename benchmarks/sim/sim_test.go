@@ -1,0 +1,198 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+func TestReadTrace(t *testing.T) {
+	csv := "job_id,user,submit_s,duration_s,gpus,time_limit_s,nodes,gpus_per_node\n" +
+		"0,3,100,60,1,,,\n" +
+		"1,3,0,600,12,,,\n" +
+		"2,4,50,60,16,7200,4,4\n"
+	jobs, dropped, err := ReadTrace(strings.NewReader(csv), TraceOptions{LoadFactor: 2, Seed: 1})
+	if err != nil || dropped != 0 {
+		t.Fatal(err, dropped)
+	}
+	// Sorted by submit time, divided by the load factor.
+	if jobs[0].ID != "1" || jobs[1].ID != "2" || jobs[2].Submit != 50*time.Second {
+		t.Fatalf("order/submit: %+v", jobs)
+	}
+	// 12 GPUs on 8-GPU nodes: 2 whole nodes; the column override wins.
+	if jobs[0].Nodes != 2 || jobs[0].GPUsPerNode != 8 || jobs[1].Nodes != 4 || jobs[1].GPUsPerNode != 4 || jobs[2].Nodes != 1 {
+		t.Fatalf("shapes: %+v", jobs)
+	}
+	// Derived limit: a factor in [1.2, 3) times the duration, rounded up
+	// to 15 minutes; given limits are kept.
+	if l := jobs[0].TimeLimit; l < 15*time.Minute || l > 30*time.Minute || l%(15*time.Minute) != 0 {
+		t.Fatalf("derived limit %v for 10 minutes", l)
+	}
+	if jobs[1].TimeLimit != 2*time.Hour {
+		t.Fatalf("given limit %v", jobs[1].TimeLimit)
+	}
+	bad := []struct{ name, csv, msg string }{
+		{"unknown column", "job_id,user,submit_s,duration_s,gpus,color\n", `unknown column "color"`},
+		{"missing column", "job_id,user,submit_s,gpus\n", `missing column "duration_s"`},
+		{"bad number", "job_id,user,submit_s,duration_s,gpus\n1,2,x,3,4\n", `trace:2: column submit_s: "x"`},
+		{"zero gpus", "job_id,user,submit_s,duration_s,gpus\n1,2,3,3,0\n", "trace:2: job 1 needs gpus >= 1"},
+		{"duplicate id", "job_id,user,submit_s,duration_s,gpus\n1,2,3,3,1\n1,2,3,3,1\n", "job_id 1 already on line 2"},
+		{"shape too small", "job_id,user,submit_s,duration_s,gpus,nodes,gpus_per_node\n1,2,3,3,9,1,8\n", "does not hold 9 GPUs"},
+		{"empty", "job_id,user,submit_s,duration_s,gpus\n", "no jobs"},
+	}
+	for _, b := range bad {
+		t.Run(b.name, func(t *testing.T) {
+			_, _, err := ReadTrace(strings.NewReader(b.csv), TraceOptions{})
+			if !errors.Is(err, ErrTrace) || !strings.Contains(err.Error(), b.msg) {
+				t.Fatalf("ReadTrace = %v, want %q", err, b.msg)
+			}
+		})
+	}
+}
+
+// randomTrace makes a seeded trace of n jobs.
+func randomTrace(r *rand.Rand, n int) []TraceJob {
+	var jobs []TraceJob
+	sizes := []int{1, 1, 1, 2, 4, 8, 16, 32, 64, 128, 512}
+	for i := range n {
+		g := sizes[r.IntN(len(sizes))]
+		j := TraceJob{ID: fmt.Sprint(i), User: fmt.Sprint(r.IntN(5)), Submit: time.Duration(r.IntN(48*3600)) * time.Second,
+			Duration: time.Duration(60+r.IntN(8*3600)) * time.Second, GPUs: g}
+		j.Account = "u" + j.User
+		j.Nodes, j.GPUsPerNode = 1, g
+		if g > 8 {
+			j.Nodes, j.GPUsPerNode = g/8, 8
+		}
+		j.TimeLimit = DeriveLimit(j.Duration, 1, i, 1.2, 3)
+		jobs = append(jobs, j)
+	}
+	sortBySubmit(jobs)
+	return jobs
+}
+
+// checkConservation: every job is finished, running, pending or
+// rejected, and the busy GPU-seconds equal the sum of the jobs' own.
+func checkConservation(t *testing.T, res *Result) {
+	t.Helper()
+	if got := res.Finished + res.Running + res.Pending + res.Rejected; got != res.Jobs {
+		t.Fatalf("%s: %d finished + %d running + %d pending + %d rejected != %d jobs",
+			res.Policy, res.Finished, res.Running, res.Pending, res.Rejected, res.Jobs)
+	}
+	sum := 0.0
+	for _, o := range res.Outcomes {
+		sum += o.GPUSeconds
+	}
+	if math.Abs(sum-res.BusyGPUSeconds) > 1e-6*math.Max(1, sum) {
+		t.Fatalf("%s: busy %.3f GPU-s, jobs used %.3f", res.Policy, res.BusyGPUSeconds, sum)
+	}
+	if res.Utilisation < 0 || res.Utilisation > 1+1e-9 {
+		t.Fatalf("%s: utilisation %v", res.Policy, res.Utilisation)
+	}
+}
+
+func TestConservation(t *testing.T) {
+	jobs := randomTrace(rand.New(rand.NewPCG(2, 3)), 400)
+	c := topology.Default2000()
+	for _, p := range Policies {
+		for _, fail := range []bool{false, true} {
+			if fail && p == PodByPod {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s/failures=%v", p, fail), func(t *testing.T) {
+				cfg := Config{Cluster: c, ClusterName: "default-2k", Trace: "random", Policy: p, Seed: 1, Interval: 10 * time.Minute}
+				if fail {
+					cfg.NodeMTBF, cfg.Repair = 30*24*time.Hour, 2*time.Hour
+				}
+				res, err := Run(cfg, jobs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkConservation(t, res)
+				if fail && res.NodeFailures == 0 {
+					t.Fatal("no node failed")
+				}
+				if p != PodByPod && res.DeadlockGPUSeconds != 0 {
+					t.Fatalf("gang policy held %v GPU-s in incomplete jobs", res.DeadlockGPUSeconds)
+				}
+				if p != PodByPod && !fail && res.Finished+res.Rejected != res.Jobs {
+					t.Fatalf("%d of %d jobs finished", res.Finished, res.Jobs)
+				}
+			})
+		}
+	}
+}
+
+// TestSeedCaseInSimulator: two 1,200-GPU jobs submitted together. Pod by
+// pod they deadlock, holding every GPU and finishing nothing; under gang
+// admission both run, one after the other.
+func TestSeedCaseInSimulator(t *testing.T) {
+	jobs := []TraceJob{
+		{ID: "A", User: "a", Account: "a", GPUs: 1200, Nodes: 150, GPUsPerNode: 8, Duration: time.Hour, TimeLimit: 2 * time.Hour},
+		{ID: "B", User: "b", Account: "b", GPUs: 1200, Nodes: 150, GPUsPerNode: 8, Duration: time.Hour, TimeLimit: 2 * time.Hour},
+	}
+	c := topology.Default2000()
+	for _, p := range Policies {
+		t.Run(p.String(), func(t *testing.T) {
+			res, err := Run(Config{Cluster: c, ClusterName: "default-2k", Trace: "seed", Policy: p}, jobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkConservation(t, res)
+			if p == PodByPod {
+				if res.Finished != 0 || res.Pending != 2 || res.BusyGPUSeconds != 0 {
+					t.Fatalf("pod-by-pod: %d finished, %d pending, %v busy GPU-s", res.Finished, res.Pending, res.BusyGPUSeconds)
+				}
+				return
+			}
+			if res.Finished != 2 || res.DeadlockGPUSeconds != 0 || res.Makespan != 2*time.Hour {
+				t.Fatalf("%s: %d finished, deadlock %v, makespan %v", p, res.Finished, res.DeadlockGPUSeconds, res.Makespan)
+			}
+		})
+	}
+	// A horizon lets the deadlock show as held GPU-hours.
+	res, err := Run(Config{Cluster: c, ClusterName: "default-2k", Trace: "seed", Policy: PodByPod, Horizon: 10 * time.Hour}, append(jobs,
+		TraceJob{ID: "tick", User: "c", Account: "c", GPUs: 1, Nodes: 1, GPUsPerNode: 1, Submit: 10 * time.Hour, Duration: time.Minute, TimeLimit: time.Hour}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 2000 * 10 * 3600.0; res.DeadlockGPUSeconds != want {
+		t.Fatalf("deadlock %v GPU-s, want %v (every GPU for 10 hours)", res.DeadlockGPUSeconds, want)
+	}
+}
+
+// TestITPTrace replays a real ITP trace (skipped without ../shared).
+func TestITPTrace(t *testing.T) {
+	path := "../../../shared/data/traces/itp/itp_cluster01.csv"
+	f, err := os.Open(path)
+	if err != nil {
+		t.Skipf("trace not available: %v", err)
+	}
+	defer f.Close()
+	jobs, _, err := ReadTrace(f, TraceOptions{LoadFactor: 8, Seed: 1, Source: "itp_cluster01.csv"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 2, LeavesPerSpine: 2, NodesPerLeaf: 8, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []Policy{PodByPod, Phalanx} {
+		res, err := Run(Config{Cluster: c, ClusterName: "fattree-256", Trace: "itp_cluster01", LoadFactor: 8, Policy: p, Placement: placement.LeafPack}, jobs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkConservation(t, res)
+		t.Logf("%s: util %.1f%%, deadlock %.0f GPU-h, %d finished", p, 100*res.Utilisation, res.DeadlockGPUSeconds/3600, res.Finished)
+		if p == Phalanx && (res.DeadlockGPUSeconds != 0 || res.Finished != res.Jobs-res.Rejected) {
+			t.Fatalf("phalanx: deadlock %v GPU-s, %d of %d finished", res.DeadlockGPUSeconds, res.Finished, res.Jobs)
+		}
+	}
+}

@@ -1,0 +1,208 @@
+// Command replay replays a job trace on a cluster under chosen policies and
+// prints the metrics table (or JSON).
+//
+//	go run ./examples/replay -trace ../shared/data/traces/philly.csv -load 3
+//	go run ./examples/replay -trace jobs.csv -topology topology.conf -policies phalanx -placements leaf-pack,first-fit,random
+//
+// The trace is a CSV with header job_id,user,submit_s,duration_s,gpus and
+// optional columns time_limit_s, account, nodes, gpus_per_node. The
+// topology is a generator (default, nvl72, fattree:S,L,N,G) or a file:
+// Slurm topology.conf (.conf), Slurm topology.yaml (.yaml, .yml; its
+// default topology), or Kubernetes nodes (.json, with -kube-levels).
+// Progress goes to stderr.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/benchmarks/sim"
+	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "replay:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	trace, topo, policies, placements, kubeLevels string
+	load                                          float64
+	seed                                          uint64
+	maxJobs, gpusPerNode, parallel                int
+	json, quiet                                   bool
+	mtbf, repair                                  time.Duration
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	fs.StringVar(&o.trace, "trace", "", "trace CSV file (required)")
+	fs.StringVar(&o.topo, "topology", "default", "generator (default, nvl72, fattree:S,L,N,G) or file (.conf, .yaml, .json)")
+	fs.StringVar(&o.policies, "policies", "all", "comma-separated policies: pod-by-pod, gang-fifo, gang-backfill, phalanx, or all")
+	fs.StringVar(&o.placements, "placements", "leaf-pack", "placements for the phalanx policy: leaf-pack, first-fit, random (comma-separated)")
+	fs.StringVar(&o.kubeLevels, "kube-levels", "gke", "label preset for Kubernetes nodes: gke, aws, clique, zone")
+	fs.Float64Var(&o.load, "load", 1, "load factor: submit times are divided by it")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed for derived time limits, random placement and failures")
+	fs.IntVar(&o.maxJobs, "max-jobs", 0, "replay only the first jobs (0: all)")
+	fs.IntVar(&o.gpusPerNode, "gpus-per-node", 8, "GPU count of nodes in a topology.conf or .yaml")
+	fs.IntVar(&o.parallel, "parallel", 2, "policies simulated at once")
+	fs.BoolVar(&o.json, "json", false, "print JSON instead of the table")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress on stderr")
+	fs.DurationVar(&o.mtbf, "node-mtbf", 0, "mean time between failures of a node (0: none)")
+	fs.DurationVar(&o.repair, "repair", 2*time.Hour, "time to repair a failed node")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if o.trace == "" {
+		return fmt.Errorf("-trace is required")
+	}
+	c, clusterName, err := loadTopology(o)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(o.trace)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	traceName := strings.TrimSuffix(filepath.Base(o.trace), filepath.Ext(o.trace))
+	jobs, dropped, err := sim.ReadTrace(f, sim.TraceOptions{NodeGPUs: c.MaxNodeGPUs(), LoadFactor: o.load, Seed: o.seed,
+		MaxJobs: o.maxJobs, Source: filepath.Base(o.trace)})
+	if err != nil {
+		return err
+	}
+	if dropped > 0 {
+		fmt.Fprintf(stderr, "replay: %d jobs dropped\n", dropped)
+	}
+	type runSpec struct {
+		p  sim.Policy
+		pl placement.Strategy
+	}
+	var runs []runSpec
+	names := strings.Split(o.policies, ",")
+	if o.policies == "all" {
+		names = nil
+		for _, p := range sim.Policies {
+			names = append(names, p.String())
+		}
+	}
+	for _, n := range names {
+		p, err := sim.ParsePolicy(strings.TrimSpace(n))
+		if err != nil {
+			return err
+		}
+		if p != sim.Phalanx {
+			runs = append(runs, runSpec{p, placement.LeafPack})
+			continue
+		}
+		for _, pn := range strings.Split(o.placements, ",") {
+			pl, ok := placement.ParseStrategy(strings.TrimSpace(pn))
+			if !ok {
+				return fmt.Errorf("unknown placement %q", pn)
+			}
+			runs = append(runs, runSpec{p, pl})
+		}
+	}
+	results := make([]*sim.Result, len(runs))
+	errs := make([]error, len(runs))
+	var mu sync.Mutex
+	sem := make(chan struct{}, max(1, o.parallel))
+	var wg sync.WaitGroup
+	for i, r := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			cfg := sim.Config{Cluster: c, ClusterName: clusterName, Trace: traceName, LoadFactor: o.load,
+				Policy: r.p, Placement: r.pl, Seed: o.seed, NodeMTBF: o.mtbf, Repair: o.repair}
+			if !o.quiet {
+				start := time.Now()
+				cfg.Progress = func(now time.Duration, done, total int) {
+					mu.Lock()
+					defer mu.Unlock()
+					fmt.Fprintf(stderr, "replay: %s/%s: virtual %s, %d of %d jobs done (%s)\n", r.p, r.pl, now.Round(time.Minute), done, total, time.Since(start).Round(time.Second))
+				}
+			}
+			results[i], errs[i] = sim.Run(cfg, jobs)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(results)
+	}
+	_, err = fmt.Fprint(stdout, sim.Table(results))
+	return err
+}
+
+// loadTopology returns the cluster named by -topology and a name for it.
+func loadTopology(o options) (*topology.Cluster, string, error) {
+	switch {
+	case o.topo == "default":
+		return topology.Default2000(), "default-2k", nil
+	case o.topo == "nvl72":
+		return topology.NVL72Default(), "nvl72-2016", nil
+	case strings.HasPrefix(o.topo, "fattree:"):
+		var f topology.FatTreeConfig
+		if _, err := fmt.Sscanf(o.topo, "fattree:%d,%d,%d,%d", &f.Spines, &f.LeavesPerSpine, &f.NodesPerLeaf, &f.GPUsPerNode); err != nil {
+			return nil, "", fmt.Errorf("topology %q: want fattree:spines,leaves,nodes,gpus", o.topo)
+		}
+		c, err := topology.FatTree(f)
+		return c, o.topo, err
+	}
+	f, err := os.Open(o.topo)
+	if err != nil {
+		return nil, "", err
+	}
+	defer f.Close()
+	name := filepath.Base(o.topo)
+	switch strings.ToLower(filepath.Ext(o.topo)) {
+	case ".conf":
+		c, err := topology.LoadSlurmTopologyConf(f, topology.SlurmOptions{DefaultGPUs: o.gpusPerNode, Source: name})
+		return c, name, err
+	case ".yaml", ".yml":
+		t, err := topology.ParseSlurmTopologyYAML(f, topology.SlurmOptions{DefaultGPUs: o.gpusPerNode, Source: name})
+		if err != nil {
+			return nil, "", err
+		}
+		c, err := t.Cluster("")
+		return c, name, err
+	case ".json":
+		var opts topology.KubeOptions
+		switch o.kubeLevels {
+		case "gke":
+			opts = topology.KubePresetGKE()
+		case "aws":
+			opts = topology.KubePresetAWS()
+		case "clique":
+			opts = topology.KubePresetNVLinkClique()
+		case "zone":
+			opts = topology.KubePresetZone()
+		default:
+			return nil, "", fmt.Errorf("unknown -kube-levels %q", o.kubeLevels)
+		}
+		opts.Source = name
+		c, err := topology.LoadKubeNodes(f, opts)
+		return c, name, err
+	}
+	return nil, "", fmt.Errorf("topology %q: unknown file type (want .conf, .yaml, .json or a generator)", o.topo)
+}
