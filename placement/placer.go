@@ -76,6 +76,8 @@ type Placer struct {
 	capSeg  []int32
 	sortBuf []int32
 	units   []unitRef
+	cur     []unitRef // split: the chosen units, largest first (top m)
+	cur2    []unitRef
 	kids    []kidRef
 	amt     [][]int32 // per internal level: amounts per child
 	stamp   []uint32
@@ -96,9 +98,10 @@ type unitRef struct {
 }
 
 type kidRef struct {
-	child int32
-	topm  int32
-	cap   int32
+	child  int32
+	cap    int32
+	lo, hi int32 // its units in the flat buffer
+	rank   int32 // order in which it was added to the cover (0: not)
 }
 
 // New returns a Placer for cluster c.
@@ -137,6 +140,8 @@ func New(c *topology.Cluster) *Placer {
 	p.capSeg = make([]int32, total)
 	p.sortBuf = make([]int32, 0, total)
 	p.units = make([]unitRef, 0, total)
+	p.cur = make([]unitRef, 0, total)
+	p.cur2 = make([]unitRef, 0, total)
 	p.kids = make([]kidRef, 0, maxKids)
 	p.amt = make([][]int32, depth+1)
 	for li := range p.amt {
@@ -496,47 +501,54 @@ func (p *Placer) split(ph, li, d, need, m int) {
 	i := p.off[li] + d
 	cf, ce := int(p.cfirst[i]), int(p.cend[i])
 	next := p.off[li+1]
+	uo := p.off[u]
+	// Each child's units, largest first, in one flat buffer.
 	kids := p.kids[:0]
+	flat := p.units[:0]
 	for ch := cf; ch < ce; ch++ {
 		if caps[next+ch] == 0 {
 			continue
 		}
-		kids = append(kids, kidRef{child: int32(ch), topm: p.topSum(caps, li+1, ch, m, u), cap: caps[next+ch]})
-	}
-	slices.SortFunc(kids, func(a, b kidRef) int {
-		if a.topm != b.topm {
-			return int(b.topm - a.topm)
-		}
-		if a.cap != b.cap {
-			return int(b.cap - a.cap)
-		}
-		return int(a.child - b.child)
-	})
-	uo := p.off[u]
-	units := p.units[:0]
-	chosen := 0
-	for chosen < len(kids) {
-		uf, ue := p.domains(u, li+1, int(kids[chosen].child))
+		lo := len(flat)
+		uf, ue := p.domains(u, li+1, ch)
 		for x := uf; x < ue; x++ {
 			if c := caps[uo+x]; c > 0 {
-				units = append(units, unitRef{cap: c, unit: int32(x), child: int32(chosen)})
+				flat = append(flat, unitRef{cap: c, unit: int32(x)})
 			}
 		}
-		chosen++
-		slices.SortFunc(units, func(a, b unitRef) int {
+		slices.SortFunc(flat[lo:], func(a, b unitRef) int {
 			if a.cap != b.cap {
 				return int(b.cap - a.cap)
 			}
-			if a.child != b.child {
-				return int(a.child - b.child)
-			}
 			return int(a.unit - b.unit)
 		})
-		var sum int32
-		for k := 0; k < m && k < len(units); k++ {
-			sum += units[k].cap
+		kids = append(kids, kidRef{child: int32(ch), cap: caps[next+ch], lo: int32(lo), hi: int32(len(flat))})
+	}
+	p.units = flat
+	// Greedy cover: add the child that raises the sum of the m largest
+	// chosen units the most (ties: more candidates, then lower index),
+	// until that sum covers need. Units keep the order in which their
+	// children were added on equal capacities.
+	units := p.cur[:0]
+	for added := int32(1); ; added++ {
+		best, bestSum := -1, int32(-1)
+		for k := range kids {
+			kid := &kids[k]
+			if kid.rank > 0 {
+				continue
+			}
+			sum := topMergeSum(units, flat[kid.lo:kid.hi], m)
+			if sum > bestSum || sum == bestSum && kid.cap > kids[best].cap {
+				best, bestSum = k, sum
+			}
 		}
-		if sum >= int32(need) {
+		if best < 0 {
+			panic("placement: split ran out of children before covering its need")
+		}
+		kid := &kids[best]
+		kid.rank = added
+		units = p.mergeUnits(units, flat[kid.lo:kid.hi], added)
+		if bestSum >= int32(need) {
 			break
 		}
 	}
@@ -697,31 +709,54 @@ func (p *Placer) takeExact(lo, hi, k, need int) int {
 }
 
 // pickGPUMode takes need GPUs from [lo, hi) on as few nodes as possible:
-// the fullest candidates first, and for the remainder the node with the
-// fewest free GPUs that covers it.
+// the fullest candidates whole while no single node covers the rest, then
+// the node with the fewest free GPUs that covers it. Whole nodes come first
+// in the assignment, the partial one last.
 func (p *Placer) pickGPUMode(lo, hi, need int) {
-	for need > 0 {
-		// The smallest node that covers the rest.
-		for k := need; k <= p.maxG; k++ {
-			p.exactWords(lo, hi, k)
-			if n := bits.Next(p.tmp, lo, hi); n >= 0 {
-				p.take(n, need)
-				return
-			}
+	var cnt, take [topology.MaxGPUsPerNode + 1]int
+	for k := 1; k <= p.maxG; k++ {
+		if p.exactWords(lo, hi, k) {
+			cnt[k] = bits.Count(p.tmp, lo, hi)
 		}
-		// Else the largest node, whole.
-		took := false
-		for k := p.maxG; k >= 1 && !took; k-- {
-			p.exactWords(lo, hi, k)
-			if n := bits.Next(p.tmp, lo, hi); n >= 0 {
-				p.take(n, k)
-				need -= k
-				took = true
-			}
+	}
+	partK, partN := 0, 0
+	top := p.maxG
+	for rest := need; rest > 0; {
+		for top > 0 && cnt[top] == take[top] {
+			top--
 		}
-		if !took {
+		if top == 0 {
 			panic("placement: GPU-mode domain held fewer GPUs than counted")
 		}
+		if top >= rest {
+			k := rest
+			for cnt[k] == take[k] {
+				k++
+			}
+			partK, partN = k, rest
+			break
+		}
+		take[top]++
+		rest -= top
+	}
+	for k := p.maxG; k >= 1; k-- {
+		n := take[k]
+		if n == 0 && k != partK {
+			continue
+		}
+		p.exactWords(lo, hi, k)
+		for x := bits.Next(p.tmp, lo, hi); x >= 0 && n > 0; x = bits.Next(p.tmp, x+1, hi) {
+			p.take(x, k)
+			n--
+		}
+	}
+	if partK > 0 {
+		p.exactWords(lo, hi, partK) // the wholes taken are no longer candidates
+		x := bits.Next(p.tmp, lo, hi)
+		if x < 0 {
+			panic("placement: GPU-mode partial node vanished")
+		}
+		p.take(x, partN)
 	}
 }
 
@@ -859,9 +894,19 @@ func (p *Placer) quality(res *Result) {
 		p.epoch = 1
 	}
 	depth := p.leafLi
+	prevLeaf := -1
 	for _, a := range res.Assignment {
 		res.Nodes++
 		res.GPUs += bits.PopCount(a.GPUs)
+		if depth > 0 {
+			// Nodes come grouped by lowest-level domain: a node in the
+			// same one as the previous adds no new domain at any level.
+			leaf := p.c.NodeDomain(int(a.Node), depth-1)
+			if leaf == prevLeaf {
+				continue
+			}
+			prevLeaf = leaf
+		}
 		for li := 1; li <= depth; li++ {
 			x := p.off[li] + p.c.NodeDomain(int(a.Node), li-1)
 			if p.stamp[x] != p.epoch {
@@ -877,4 +922,47 @@ func (p *Placer) quality(res *Result) {
 		}
 	}
 	res.PreferenceMet = p.pl.prefLi < 0 || res.Within >= p.pl.prefLi-1
+}
+
+// topMergeSum returns the sum of the m largest capacities of two lists
+// sorted largest first.
+func topMergeSum(a, b []unitRef, m int) int32 {
+	var sum int32
+	i, j := 0, 0
+	for k := 0; k < m; k++ {
+		switch {
+		case i < len(a) && (j >= len(b) || a[i].cap >= b[j].cap):
+			sum += a[i].cap
+			i++
+		case j < len(b):
+			sum += b[j].cap
+			j++
+		default:
+			return sum
+		}
+	}
+	return sum
+}
+
+// mergeUnits merges the child's sorted units b (tagged with the child's
+// rank) into the chosen list a, largest first, a's units first on ties. It
+// reuses the placer's two buffers.
+func (p *Placer) mergeUnits(a, b []unitRef, rank int32) []unitRef {
+	out := p.cur2[:0]
+	if len(a) > 0 && &a[0] == &p.cur2[:1][0] {
+		out = p.cur[:0]
+	}
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		if i < len(a) && (j >= len(b) || a[i].cap >= b[j].cap) {
+			out = append(out, a[i])
+			i++
+		} else {
+			x := b[j]
+			x.child = rank
+			out = append(out, x)
+			j++
+		}
+	}
+	return out
 }
