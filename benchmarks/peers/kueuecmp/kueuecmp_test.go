@@ -1,0 +1,124 @@
+package kueuecmp
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestAnswers runs every default case once on the 2k inventory in every
+// default state: Runner.Run checks that both libraries see the same free
+// GPUs per node and that both answers are valid (every pod placed on free
+// GPUs, required leaf met). It logs any case where Kueue beats Phalanx.
+func TestAnswers(t *testing.T) {
+	invs, err := Inventories("2k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, inv := range invs {
+		for _, sp := range DefaultStates {
+			fs, err := NewFreeState(inv.Cluster, sp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := fs.State.UsedGPUs(), int(sp.Busy*float64(inv.Cluster.TotalGPUs())); got < want {
+				t.Fatalf("%s: %d GPUs used, want at least %d", sp.Name, got, want)
+			}
+			rn, err := NewRunner(inv, fs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, kc := range Cases(DefaultPodGPUs, DefaultTotals) {
+				r, err := rn.Run(kc, nil)
+				if err != nil {
+					t.Fatalf("%s/%s %s: %v", inv.Name, sp.Name, kc, err)
+				}
+				if r.KueueWins() {
+					t.Logf("Kueue beats Phalanx:\n%s", Details(r))
+				}
+			}
+		}
+	}
+}
+
+// TestFragmentDeterministic checks that a seed always gives the same state.
+func TestFragmentDeterministic(t *testing.T) {
+	invs, _ := Inventories("2k")
+	c := invs[0].Cluster
+	a, err := NewFreeState(c, DefaultStates[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := NewFreeState(c, DefaultStates[1])
+	if !a.State.Equal(b.State) {
+		t.Fatal("same seed, different states")
+	}
+	if !strings.ContainsAny(a.State.Describe(), "1234567") {
+		t.Fatal("no partly used node in the fragmented state")
+	}
+}
+
+// BenchmarkDecision times one decision per library, inventory, state and
+// case:
+//
+//	go test -run '^$' -bench Decision ./kueuecmp
+//
+// lib=phalanx is placement.Placer.Place; lib=kueue is
+// FindTopologyAssignmentsForFlavor on a prebuilt snapshot;
+// lib=kueue+snapshot adds the per-cycle Cache.Snapshot.
+func BenchmarkDecision(b *testing.B) {
+	invs, err := Inventories("2k", "20k")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, inv := range invs {
+		for _, sp := range DefaultStates {
+			fs, err := NewFreeState(inv.Cluster, sp)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rn, err := NewRunner(inv, fs)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, kc := range Cases(DefaultPodGPUs, DefaultTotals) {
+				name := fmt.Sprintf("inv=%s/state=%s/pods=%dx%d/%s", inv.Name, sp.Name, kc.Pods, kc.PodGPUs, strings.ReplaceAll(kc.Constraint.String(), " ", "-"))
+				r, err := rn.Run(kc, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Run(name+"/lib=phalanx", func(b *testing.B) {
+					req := kc.PhalanxRequest()
+					b.ReportAllocs()
+					for b.Loop() {
+						_, _ = rn.placer.Place(fs.State, &req, rn.buf)
+					}
+					b.ReportMetric(float64(r.P.Leaves()), "leaves/op")
+				})
+				snap, err := rn.Kueue.Snapshot()
+				if err != nil {
+					b.Fatal(err)
+				}
+				reqs := rn.Kueue.Requests(kc)
+				b.Run(name+"/lib=kueue", func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						_ = Decide(snap, reqs)
+					}
+					b.ReportMetric(float64(r.K.Leaves()), "leaves/op")
+				})
+				b.Run(name+"/lib=kueue+snapshot", func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						s, err := rn.Kueue.Snapshot()
+						if err != nil {
+							b.Fatal(err)
+						}
+						_ = Decide(s, reqs)
+					}
+					b.ReportMetric(float64(r.K.Leaves()), "leaves/op")
+				})
+			}
+		}
+	}
+}
