@@ -499,17 +499,9 @@ func (c *cycle) countFree(a *gang.Allocation) int {
 	for i := range a.Members {
 		for _, x := range a.Members[i].Assignment {
 			if s.Status(int(x.Node)) != topology.Down {
-				n += popcount(x.GPUs & s.Free(int(x.Node)))
+				n += bits.OnesCount64(x.GPUs & s.Free(int(x.Node)))
 			}
 		}
-	}
-	return n
-}
-
-func popcount(m uint64) int {
-	n := 0
-	for ; m != 0; m &= m - 1 {
-		n++
 	}
 	return n
 }

@@ -3,6 +3,7 @@ package gang
 import (
 	"errors"
 	"fmt"
+	"github.com/phalanx-sched/phalanx/internal/bits"
 	"slices"
 
 	"github.com/bits-and-blooms/bitset"
@@ -156,7 +157,7 @@ func (a *Allocation) GPUs() int {
 	n := 0
 	for i := range a.Members {
 		for _, x := range a.Members[i].Assignment {
-			n += popcount(x.GPUs)
+			n += bits.PopCount(x.GPUs)
 		}
 	}
 	return n
@@ -467,12 +468,4 @@ func podCount(r *placement.Request, res placement.Result) int {
 		return res.Nodes
 	}
 	return r.Nodes
-}
-
-func popcount(m uint64) int {
-	n := 0
-	for ; m != 0; m &= m - 1 {
-		n++
-	}
-	return n
 }

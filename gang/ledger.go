@@ -3,6 +3,7 @@ package gang
 import (
 	"errors"
 	"fmt"
+	"github.com/phalanx-sched/phalanx/internal/bits"
 	"slices"
 	"strings"
 
@@ -197,7 +198,7 @@ func (l *Ledger) Check() error {
 		}
 	}
 	for n := range used {
-		if free := l.s.Free(n); free&used[n] != 0 || (free|used[n]) != onesMask(l.c.NodeGPUs(n)) {
+		if free := l.s.Free(n); free&used[n] != 0 || (free|used[n]) != bits.Ones(l.c.NodeGPUs(n)) {
 			errs = append(errs, fmt.Errorf("node %s: free %s and allocated %s do not partition its %d GPUs",
 				l.c.NodeName(n), topology.FormatGPUs(free), topology.FormatGPUs(used[n]), l.c.NodeGPUs(n)))
 		}
@@ -206,13 +207,6 @@ func (l *Ledger) Check() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-func onesMask(n int) uint64 {
-	if n >= 64 {
-		return ^uint64(0)
-	}
-	return 1<<uint(n) - 1
 }
 
 // Describe lists the admitted gangs, one line each, with their members'

@@ -2,6 +2,7 @@ package gang
 
 import (
 	"fmt"
+	"github.com/phalanx-sched/phalanx/internal/bits"
 
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
@@ -108,7 +109,7 @@ func (b *PodByPod) HeldGPUs(id string) int {
 	}
 	n := 0
 	for _, x := range g.bound {
-		n += popcount(x.GPUs)
+		n += bits.PopCount(x.GPUs)
 	}
 	return n
 }

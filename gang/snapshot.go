@@ -3,6 +3,7 @@ package gang
 import (
 	"errors"
 	"fmt"
+	"github.com/phalanx-sched/phalanx/internal/bits"
 
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
@@ -161,8 +162,8 @@ func Restore(c *topology.Cluster, snap Snapshot) (*Ledger, error) {
 					bad("gang %s member %s: pod on node %s holds no GPU", g.ID, m.Name, p.Node)
 					continue
 				}
-				perNode = max(perNode, popcount(mask))
-				gpus += popcount(mask)
+				perNode = max(perNode, bits.PopCount(mask))
+				gpus += bits.PopCount(mask)
 				ma.Assignment = append(ma.Assignment, topology.NodeAlloc{Node: int32(n), GPUs: mask})
 			}
 			want, min := m.Want, m.Min
