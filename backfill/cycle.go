@@ -303,19 +303,18 @@ func (c *cycle) prepareScratch(j *jobRec) {
 	for _, r := range byStart[:k] {
 		if c.overlaps(r, j, c.now) {
 			c.blockedRes = append(c.blockedRes, r)
-			block(e.scratch, &r.alloc, nil)
+			block(e.scratch, &r.alloc)
 		}
 	}
 	if holdBlocked {
-		block(e.scratch, &e.hold.target, nil)
+		block(e.scratch, &e.hold.target)
 	}
 	c.holdBlocked, c.prefix, c.own = holdBlocked, k, j.resv
 	c.valid = true
 }
 
-// block allocates on s the free GPUs of a (skipping nodes that are not up),
-// recording what it took in rec when rec is not nil.
-func block(s *topology.State, a *gang.Allocation, rec *[]blockRec) {
+// block allocates on s the free GPUs of a, skipping nodes that are down.
+func block(s *topology.State, a *gang.Allocation) {
 	for i := range a.Members {
 		for _, x := range a.Members[i].Assignment {
 			m := x.GPUs & s.Free(int(x.Node))
@@ -325,17 +324,6 @@ func block(s *topology.State, a *gang.Allocation, rec *[]blockRec) {
 			if err := s.Allocate([]topology.NodeAlloc{{Node: x.Node, GPUs: m}}); err != nil {
 				panic(fmt.Sprintf("backfill: blocking free GPUs failed: %v", err))
 			}
-			if rec != nil {
-				*rec = append(*rec, blockRec{x.Node, m})
-			}
-		}
-	}
-}
-
-func unblock(s *topology.State, rec []blockRec) {
-	for _, b := range rec {
-		if err := s.Release([]topology.NodeAlloc{{Node: b.node, GPUs: b.gpus}}); err != nil {
-			panic(fmt.Sprintf("backfill: unblocking failed: %v", err))
 		}
 	}
 }
@@ -796,7 +784,7 @@ func (c *cycle) startHold(j *jobRec, spec *gang.Spec) bool {
 		}
 	}
 	for _, r := range e.resv {
-		block(e.probe, &r.alloc, nil)
+		block(e.probe, &r.alloc)
 	}
 	res, err := e.adm.Admit(e.probe, spec, &e.alloc)
 	if err != nil {

@@ -51,7 +51,6 @@ type Engine struct {
 	scratch *topology.State
 	probe   *topology.State
 	alloc   gang.Allocation
-	blocked []blockRec
 	// Incremental blocks of the profile search (per node, and per GPU
 	// the number of active blocks covering it).
 	bmask, taken  []uint64
@@ -117,11 +116,6 @@ func endLess(a, b endItem) bool {
 		return a.end.Before(b.end)
 	}
 	return a.seq < b.seq
-}
-
-type blockRec struct {
-	node int32
-	gpus uint64
 }
 
 // New returns an engine for cluster c with config cfg and fair-share tree

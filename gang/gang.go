@@ -163,15 +163,6 @@ func (a *Allocation) GPUs() int {
 	return n
 }
 
-// Nodes calls f for every node assignment of the allocation.
-func (a *Allocation) each(f func(topology.NodeAlloc)) {
-	for i := range a.Members {
-		for _, x := range a.Members[i].Assignment {
-			f(x)
-		}
-	}
-}
-
 // OnNode reports whether the allocation holds GPUs on node n.
 func (a *Allocation) OnNode(n int) bool {
 	for i := range a.Members {

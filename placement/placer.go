@@ -608,26 +608,6 @@ func (p *Placer) split(ph, li, d, need, m int) {
 // unitNode returns the first node of unit x of internal level u.
 func (p *Placer) unitNode(u int, x int32) int { return int(p.first[p.off[u]+int(x)]) }
 
-// topSum returns the sum of the m largest unit capacities under (li, d).
-func (p *Placer) topSum(caps []int32, li, d, m, u int) int32 {
-	if li == u {
-		return caps[p.off[li]+d]
-	}
-	uf, ue := p.domains(u, li, d)
-	buf := p.sortBuf[:0]
-	for x := uf; x < ue; x++ {
-		if c := caps[p.off[u]+x]; c > 0 {
-			buf = append(buf, c)
-		}
-	}
-	slices.Sort(buf)
-	var sum int32
-	for k := len(buf) - 1; k >= 0 && k >= len(buf)-m; k-- {
-		sum += buf[k]
-	}
-	return sum
-}
-
 // enter hands need items of unit d of phase ph to the next phase, or picks
 // nodes after the last one.
 func (p *Placer) enter(ph, d, need int) {
