@@ -3,6 +3,6 @@ module github.com/phalanx-sched/phalanx
 go 1.26
 
 require (
-	github.com/bits-and-blooms/bitset v1.29.0 // indirect
-	github.com/google/btree v1.1.3 // indirect
+	github.com/bits-and-blooms/bitset v1.29.0
+	github.com/google/btree v1.1.3
 )
