@@ -196,3 +196,28 @@ func TestITPTrace(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReadTrace: the trace reader never panics, errors wrap ErrTrace, and
+// every job read has a positive shape that holds its GPUs.
+func FuzzReadTrace(f *testing.F) {
+	f.Add("job_id,user,submit_s,duration_s,gpus\n0,1,0,60,8\n1,2,5,60,12\n")
+	f.Add("job_id,user,submit_s,duration_s,gpus,time_limit_s,nodes,gpus_per_node\n0,1,0,60,16,100,4,4\n")
+	f.Add("job_id,user,submit_s,duration_s,gpus\n0,1,x,60,8\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		if len(text) > 8192 {
+			return
+		}
+		jobs, _, err := ReadTrace(strings.NewReader(text), TraceOptions{LoadFactor: 2, Seed: 1})
+		if err != nil {
+			if !errors.Is(err, ErrTrace) {
+				t.Fatalf("error without ErrTrace: %v", err)
+			}
+			return
+		}
+		for _, j := range jobs {
+			if j.Nodes < 1 || j.GPUsPerNode < 1 || j.Nodes*j.GPUsPerNode < j.GPUs || j.TimeLimit <= 0 || j.Duration <= 0 {
+				t.Fatalf("bad job %+v", j)
+			}
+		}
+	})
+}
