@@ -1,6 +1,7 @@
 package placement
 
 import (
+	mathbits "math/bits"
 	"math/rand/v2"
 	"slices"
 
@@ -82,6 +83,9 @@ type Placer struct {
 	amt     [][]int32 // per internal level: amounts per child
 	stamp   []uint32
 	epoch   uint32
+	mnStamp []uint32 // per domain: minNodes cache, valid for epoch
+	mnNeed  []int32
+	mnVal   []int32
 	marks   []uint32 // per domain: taken by the current split
 	mark    uint32
 
@@ -149,6 +153,9 @@ func New(c *topology.Cluster) *Placer {
 	}
 	p.stamp = make([]uint32, total)
 	p.marks = make([]uint32, total)
+	p.mnStamp = make([]uint32, total)
+	p.mnNeed = make([]int32, total)
+	p.mnVal = make([]int32, total)
 	return p
 }
 
@@ -196,6 +203,11 @@ func (p *Placer) Place(s *topology.State, r *Request, buf []topology.NodeAlloc) 
 	}
 	p.s = s
 	p.out = buf[:0]
+	if p.epoch++; p.epoch == 0 {
+		clear(p.stamp)
+		clear(p.mnStamp)
+		p.epoch = 1
+	}
 	res := Result{}
 	p.candidates(r)
 	if p.strategy != LeafPack {
@@ -364,7 +376,7 @@ func (p *Placer) better(caps []int32, li, a, ma, b, mb, need int) bool {
 	if p.pl.mode == modeGPUs && li == p.leafLi {
 		// GPU mode: among lowest-level domains, the one that needs the
 		// fewest nodes first (whole free nodes keep NVLink groups whole).
-		na, nb := p.minNodes(a, need), p.minNodes(b, need)
+		na, nb := p.minNodesCached(a, need), p.minNodesCached(b, need)
 		if na != nb {
 			return na < nb
 		}
@@ -374,6 +386,19 @@ func (p *Placer) better(caps []int32, li, a, ma, b, mb, need int) bool {
 		return ca < cb
 	}
 	return p.fuller(li, a, b)
+}
+
+// minNodesCached is minNodes, remembered per domain and need for the
+// current placement (the candidates do not change while domains are
+// compared).
+func (p *Placer) minNodesCached(d, need int) int {
+	i := p.off[p.leafLi] + d
+	if p.mnStamp[i] == p.epoch && p.mnNeed[i] == int32(need) {
+		return int(p.mnVal[i])
+	}
+	v := p.minNodes(d, need)
+	p.mnStamp[i], p.mnNeed[i], p.mnVal[i] = p.epoch, int32(need), int32(v)
+	return v
 }
 
 // minNodes returns the fewest candidate nodes of lowest-level domain d whose
@@ -678,12 +703,23 @@ func (p *Placer) exactWords(lo, hi, k int) bool {
 }
 
 // takeExact takes up to need candidates with exactly k free GPUs from
-// [lo, hi), returning what is still needed.
+// [lo, hi), in node order, returning what is still needed. It works a word
+// at a time.
 func (p *Placer) takeExact(lo, hi, k, need int) int {
-	p.exactWords(lo, hi, k)
-	for n := bits.Next(p.tmp, lo, hi); n >= 0 && need > 0; n = bits.Next(p.tmp, n+1, hi) {
-		p.take(n, p.pl.g)
-		need--
+	if !p.exactWords(lo, hi, k) {
+		return need
+	}
+	for w := lo >> 6; w <= (hi-1)>>6 && need > 0; w++ {
+		x := p.tmp[w] & bits.RangeMask(w, lo, hi)
+		var taken uint64
+		for ; x != 0 && need > 0; need-- {
+			b := x & -x
+			x &^= b
+			taken |= b
+			n := w<<6 + mathbits.TrailingZeros64(b)
+			p.out = append(p.out, topology.NodeAlloc{Node: int32(n), GPUs: p.pickGPUs(n, p.pl.g)})
+		}
+		p.cand[w] &^= taken
 	}
 	return need
 }
@@ -866,13 +902,6 @@ func (p *Placer) levelName(li int) string {
 
 // quality fills the assignment's counts and spans.
 func (p *Placer) quality(res *Result) {
-	p.epoch++
-	if p.epoch == 0 {
-		for i := range p.stamp {
-			p.stamp[i] = 0
-		}
-		p.epoch = 1
-	}
 	depth := p.leafLi
 	prevLeaf := -1
 	for _, a := range res.Assignment {

@@ -12,8 +12,8 @@ import mathbits "math/bits"
 // Words returns the number of 64-bit words needed for n bits.
 func Words(n int) int { return (n + 63) >> 6 }
 
-// rangeMask returns the mask of the bits of word w that fall in [lo, hi).
-func rangeMask(w, lo, hi int) uint64 {
+// RangeMask returns the mask of the bits of word w that fall in [lo, hi).
+func RangeMask(w, lo, hi int) uint64 {
 	m := ^uint64(0)
 	base := w << 6
 	if lo > base {
@@ -32,13 +32,13 @@ func Count(a []uint64, lo, hi int) int {
 	}
 	wlo, whi := lo>>6, (hi-1)>>6
 	if wlo == whi {
-		return mathbits.OnesCount64(a[wlo] & rangeMask(wlo, lo, hi))
+		return mathbits.OnesCount64(a[wlo] & RangeMask(wlo, lo, hi))
 	}
-	n := mathbits.OnesCount64(a[wlo] & rangeMask(wlo, lo, hi))
+	n := mathbits.OnesCount64(a[wlo] & RangeMask(wlo, lo, hi))
 	for w := wlo + 1; w < whi; w++ {
 		n += mathbits.OnesCount64(a[w])
 	}
-	return n + mathbits.OnesCount64(a[whi]&rangeMask(whi, lo, hi))
+	return n + mathbits.OnesCount64(a[whi]&RangeMask(whi, lo, hi))
 }
 
 // AndCount returns the number of bits set in both a and b within [lo, hi).
@@ -52,13 +52,13 @@ func AndCount(a, b []uint64, lo, hi int) int {
 	}
 	wlo, whi := lo>>6, (hi-1)>>6
 	if wlo == whi {
-		return mathbits.OnesCount64(a[wlo] & b[wlo] & rangeMask(wlo, lo, hi))
+		return mathbits.OnesCount64(a[wlo] & b[wlo] & RangeMask(wlo, lo, hi))
 	}
-	n := mathbits.OnesCount64(a[wlo] & b[wlo] & rangeMask(wlo, lo, hi))
+	n := mathbits.OnesCount64(a[wlo] & b[wlo] & RangeMask(wlo, lo, hi))
 	for w := wlo + 1; w < whi; w++ {
 		n += mathbits.OnesCount64(a[w] & b[w])
 	}
-	return n + mathbits.OnesCount64(a[whi]&b[whi]&rangeMask(whi, lo, hi))
+	return n + mathbits.OnesCount64(a[whi]&b[whi]&RangeMask(whi, lo, hi))
 }
 
 // And writes a AND b into dst for every word (all slices the same length).
@@ -123,7 +123,7 @@ func SetRange(a []uint64, lo, hi int) {
 		return
 	}
 	for w := lo >> 6; w <= (hi-1)>>6; w++ {
-		a[w] |= rangeMask(w, lo, hi)
+		a[w] |= RangeMask(w, lo, hi)
 	}
 }
 
