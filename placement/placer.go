@@ -662,6 +662,12 @@ func (p *Placer) mustPhase(ph, sli, sd, need int) {
 func (p *Placer) pickNodes(d, need int) {
 	i := p.off[p.leafLi] + d
 	lo, hi := int(p.first[i]), int(p.end[i])
+	if int(p.capNode[i]) == need {
+		// The whole domain's candidates are taken (the usual case for the
+		// units a large request fills): one pass over its words.
+		p.takeAll(lo, hi)
+		return
+	}
 	if p.pl.mode == modeGPUs {
 		p.pickGPUMode(lo, hi, need)
 		return
@@ -700,6 +706,23 @@ func (p *Placer) exactWords(lo, hi, k int) bool {
 		any |= x
 	}
 	return any != 0
+}
+
+// takeAll takes every candidate of [lo, hi): all its free GPUs in GPU
+// mode, the request's GPUs per node otherwise.
+func (p *Placer) takeAll(lo, hi int) {
+	g := p.pl.g
+	for w := lo >> 6; w <= (hi-1)>>6; w++ {
+		x := p.cand[w] & bits.RangeMask(w, lo, hi)
+		p.cand[w] &^= x
+		for ; x != 0; x &= x - 1 {
+			n := w<<6 + mathbits.TrailingZeros64(x)
+			if p.pl.mode == modeGPUs {
+				g = bits.PopCount(p.s.Free(n))
+			}
+			p.out = append(p.out, topology.NodeAlloc{Node: int32(n), GPUs: p.pickGPUs(n, g)})
+		}
+	}
 }
 
 // takeExact takes up to need candidates with exactly k free GPUs from
