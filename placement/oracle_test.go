@@ -353,3 +353,38 @@ func checkAssignment(t *testing.T, ctx func() string, c *topology.Cluster, s *to
 		t.Fatalf("%s\n%d nodes, want %d", ctx(), len(res.Assignment), req.Nodes)
 	}
 }
+
+// TestFlatCluster: a cluster with no levels above the node.
+func TestFlatCluster(t *testing.T) {
+	spec := topology.Spec{}
+	for i := range 6 {
+		spec.Nodes = append(spec.Nodes, topology.NodeSpec{Name: fmt.Sprintf("n%d", i), GPUs: 4})
+	}
+	c, err := topology.Build(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := topology.NewState(c)
+	_ = s.Allocate([]topology.NodeAlloc{{Node: 0, GPUs: 0x7}, {Node: 1, GPUs: 0x1}})
+	p := New(c)
+	for _, tc := range []struct {
+		req   Request
+		nodes int
+		ok    bool
+	}{
+		{NodesOf(1, 1), 1, true},
+		{NodesOf(4, 4), 4, true},
+		{NodesOf(5, 4), 0, false},
+		{TotalGPUs(13), 4, true},
+		{TotalGPUs(21), 0, false},
+		{WholeNodes(4), 4, true},
+	} {
+		res, err := p.Place(s, &tc.req, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Placed != tc.ok || res.Placed && res.Nodes != tc.nodes || res.Placed && res.Leaves(c) != 1 {
+			t.Errorf("%s: placed %v on %d nodes (%s), want %v on %d", tc.req.String(), res.Placed, res.Nodes, res.Reason, tc.ok, tc.nodes)
+		}
+	}
+}

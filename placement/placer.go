@@ -83,9 +83,7 @@ type Placer struct {
 	amt     [][]int32 // per internal level: amounts per child
 	stamp   []uint32
 	epoch   uint32
-	mnStamp []uint32 // per domain: minNodes cache, valid for epoch
-	mnNeed  []int32
-	mnVal   []int32
+	geCnt   []int32 // GPU mode, per lowest-level domain: candidates with >= k free GPUs
 	marks   []uint32 // per domain: taken by the current split
 	mark    uint32
 
@@ -153,9 +151,7 @@ func New(c *topology.Cluster) *Placer {
 	}
 	p.stamp = make([]uint32, total)
 	p.marks = make([]uint32, total)
-	p.mnStamp = make([]uint32, total)
-	p.mnNeed = make([]int32, total)
-	p.mnVal = make([]int32, total)
+	p.geCnt = make([]int32, (p.off[depth+1]-p.off[depth])*(p.maxG+2))
 	return p
 }
 
@@ -205,7 +201,6 @@ func (p *Placer) Place(s *topology.State, r *Request, buf []topology.NodeAlloc) 
 	p.out = buf[:0]
 	if p.epoch++; p.epoch == 0 {
 		clear(p.stamp)
-		clear(p.mnStamp)
 		p.epoch = 1
 	}
 	res := Result{}
@@ -304,10 +299,16 @@ func (p *Placer) capacities() {
 	for d := range nd {
 		f, e := int(p.first[lo+d]), int(p.end[lo+d])
 		if pl.mode == modeGPUs {
+			// ge[k]: candidates with at least k free GPUs; their sum over k
+			// is the free GPUs.
+			ge := p.geCnt[d*(p.maxG+2) : (d+1)*(p.maxG+2)]
 			n := 0
 			for k := 1; k <= p.maxG; k++ {
-				n += bits.AndCount(p.s.AvailWords(k), p.cand, f, e)
+				c := bits.AndCount(p.s.AvailWords(k), p.cand, f, e)
+				ge[k] = int32(c)
+				n += c
 			}
+			ge[p.maxG+1] = 0
 			p.capNode[lo+d] = int32(n)
 		} else {
 			p.capNode[lo+d] = int32(bits.Count(p.cand, f, e))
@@ -376,7 +377,7 @@ func (p *Placer) better(caps []int32, li, a, ma, b, mb, need int) bool {
 	if p.pl.mode == modeGPUs && li == p.leafLi {
 		// GPU mode: among lowest-level domains, the one that needs the
 		// fewest nodes first (whole free nodes keep NVLink groups whole).
-		na, nb := p.minNodesCached(a, need), p.minNodesCached(b, need)
+		na, nb := p.minNodes(a, need), p.minNodes(b, need)
 		if na != nb {
 			return na < nb
 		}
@@ -388,28 +389,14 @@ func (p *Placer) better(caps []int32, li, a, ma, b, mb, need int) bool {
 	return p.fuller(li, a, b)
 }
 
-// minNodesCached is minNodes, remembered per domain and need for the
-// current placement (the candidates do not change while domains are
-// compared).
-func (p *Placer) minNodesCached(d, need int) int {
-	i := p.off[p.leafLi] + d
-	if p.mnStamp[i] == p.epoch && p.mnNeed[i] == int32(need) {
-		return int(p.mnVal[i])
-	}
-	v := p.minNodes(d, need)
-	p.mnStamp[i], p.mnNeed[i], p.mnVal[i] = p.epoch, int32(need), int32(v)
-	return v
-}
-
 // minNodes returns the fewest candidate nodes of lowest-level domain d whose
-// free GPUs add up to need (GPU mode): the fullest nodes first.
+// free GPUs add up to need (GPU mode): the fullest nodes first, from the
+// per-class counts of capacities.
 func (p *Placer) minNodes(d, need int) int {
-	i := p.off[p.leafLi] + d
-	lo, hi := int(p.first[i]), int(p.end[i])
+	ge := p.geCnt[d*(p.maxG+2) : (d+1)*(p.maxG+2)]
 	n := 0
 	for k := p.maxG; k >= 1 && need > 0; k-- {
-		p.exactWords(lo, hi, k)
-		cnt := bits.Count(p.tmp, lo, hi)
+		cnt := int(ge[k] - ge[k+1])
 		take := min(cnt, (need+k-1)/k)
 		n += take
 		need -= take * k
@@ -669,7 +656,7 @@ func (p *Placer) pickNodes(d, need int) {
 		return
 	}
 	if p.pl.mode == modeGPUs {
-		p.pickGPUMode(lo, hi, need)
+		p.pickGPUMode(d, lo, hi, need)
 		return
 	}
 	if p.pl.excl {
@@ -751,12 +738,11 @@ func (p *Placer) takeExact(lo, hi, k, need int) int {
 // the fullest candidates whole while no single node covers the rest, then
 // the node with the fewest free GPUs that covers it. Whole nodes come first
 // in the assignment, the partial one last.
-func (p *Placer) pickGPUMode(lo, hi, need int) {
+func (p *Placer) pickGPUMode(d, lo, hi, need int) {
 	var cnt, take [topology.MaxGPUsPerNode + 1]int
+	ge := p.geCnt[d*(p.maxG+2) : (d+1)*(p.maxG+2)]
 	for k := 1; k <= p.maxG; k++ {
-		if p.exactWords(lo, hi, k) {
-			cnt[k] = bits.Count(p.tmp, lo, hi)
-		}
+		cnt[k] = int(ge[k] - ge[k+1])
 	}
 	partK, partN := 0, 0
 	top := p.maxG
