@@ -303,10 +303,20 @@ func (p *Placer) capacities() {
 			// is the free GPUs.
 			ge := p.geCnt[d*(p.maxG+2) : (d+1)*(p.maxG+2)]
 			n := 0
-			for k := 1; k <= p.maxG; k++ {
-				c := bits.AndCount(p.s.AvailWords(k), p.cand, f, e)
-				ge[k] = int32(c)
-				n += c
+			if w := f >> 6; w == (e-1)>>6 {
+				// The domain sits in one word: mask it once.
+				m := p.cand[w] & bits.RangeMask(w, f, e)
+				for k := 1; k <= p.maxG; k++ {
+					c := mathbits.OnesCount64(p.s.AvailWords(k)[w] & m)
+					ge[k] = int32(c)
+					n += c
+				}
+			} else {
+				for k := 1; k <= p.maxG; k++ {
+					c := bits.AndCount(p.s.AvailWords(k), p.cand, f, e)
+					ge[k] = int32(c)
+					n += c
+				}
 			}
 			ge[p.maxG+1] = 0
 			p.capNode[lo+d] = int32(n)
