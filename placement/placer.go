@@ -83,7 +83,7 @@ type Placer struct {
 	amt     [][]int32 // per internal level: amounts per child
 	stamp   []uint32
 	epoch   uint32
-	geCnt   []int32 // GPU mode, per lowest-level domain: candidates with >= k free GPUs
+	geCnt   []int32  // GPU mode, per lowest-level domain: candidates with >= k free GPUs
 	marks   []uint32 // per domain: taken by the current split
 	mark    uint32
 
