@@ -87,6 +87,10 @@ type Placer struct {
 	marks   []uint32 // per domain: taken by the current split
 	mark    uint32
 
+	// Quality counted while picking (leaf-packing path).
+	spansDone bool
+	qSpans    [topology.MaxLevels]int
+
 	strategy Strategy
 	rng      *rand.Rand
 	order    []int32
@@ -204,6 +208,7 @@ func (p *Placer) Place(s *topology.State, r *Request, buf []topology.NodeAlloc) 
 		p.epoch = 1
 	}
 	res := Result{}
+	p.spansDone, p.qSpans = false, [topology.MaxLevels]int{}
 	p.candidates(r)
 	if p.strategy != LeafPack {
 		if !p.placeBlind() {
@@ -218,6 +223,7 @@ func (p *Placer) Place(s *topology.State, r *Request, buf []topology.NodeAlloc) 
 			p.s = nil
 			return res, nil
 		}
+		p.spansDone = true
 	}
 	res.Placed = true
 	res.Assignment = p.out
@@ -659,6 +665,10 @@ func (p *Placer) mustPhase(ph, sli, sd, need int) {
 func (p *Placer) pickNodes(d, need int) {
 	i := p.off[p.leafLi] + d
 	lo, hi := int(p.first[i]), int(p.end[i])
+	if p.leafLi > 0 {
+		p.markDomains(d, &p.qSpans)
+	}
+
 	if int(p.capNode[i]) == need {
 		// The whole domain's candidates are taken (the usual case for the
 		// units a large request fills): one pass over its words.
@@ -922,24 +932,26 @@ func (p *Placer) levelName(li int) string {
 // quality fills the assignment's counts and spans.
 func (p *Placer) quality(res *Result) {
 	depth := p.leafLi
-	prevLeaf := -1
-	for _, a := range res.Assignment {
-		res.Nodes++
-		res.GPUs += bits.PopCount(a.GPUs)
-		if depth > 0 {
-			// Nodes come grouped by lowest-level domain: a node in the
-			// same one as the previous adds no new domain at any level.
-			leaf := p.c.NodeDomain(int(a.Node), depth-1)
-			if leaf == prevLeaf {
-				continue
-			}
-			prevLeaf = leaf
+	res.Nodes = len(res.Assignment)
+	if p.spansDone {
+		// The leaf-packing path counted the domains as it picked.
+		res.Spans = p.qSpans
+		for _, a := range res.Assignment {
+			res.GPUs += bits.PopCount(a.GPUs)
 		}
-		for li := 1; li <= depth; li++ {
-			x := p.off[li] + p.c.NodeDomain(int(a.Node), li-1)
-			if p.stamp[x] != p.epoch {
-				p.stamp[x] = p.epoch
-				res.Spans[li-1]++
+	} else {
+		prevLeaf := -1
+		for _, a := range res.Assignment {
+			res.GPUs += bits.PopCount(a.GPUs)
+			if depth > 0 {
+				// Nodes come grouped by lowest-level domain: a node in the
+				// same one as the previous adds no new domain.
+				leaf := p.c.NodeDomain(int(a.Node), depth-1)
+				if leaf == prevLeaf {
+					continue
+				}
+				prevLeaf = leaf
+				p.markDomains(leaf, &res.Spans)
 			}
 		}
 	}
@@ -950,6 +962,21 @@ func (p *Placer) quality(res *Result) {
 		}
 	}
 	res.PreferenceMet = p.pl.prefLi < 0 || res.Within >= p.pl.prefLi-1
+}
+
+// markDomains counts in spans the lowest-level domain leaf and its
+// ancestors not yet counted in this decision.
+func (p *Placer) markDomains(leaf int, spans *[topology.MaxLevels]int) {
+	d := leaf
+	for li := p.leafLi; li >= 1; li-- {
+		x := p.off[li] + d
+		if p.stamp[x] == p.epoch {
+			return // its ancestors are counted too
+		}
+		p.stamp[x] = p.epoch
+		spans[li-1]++
+		d = p.parentOf(li, d)
+	}
 }
 
 // topMergeSum returns the sum of the m largest capacities of two lists
