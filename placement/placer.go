@@ -544,12 +544,14 @@ func (p *Placer) split(ph, li, d, need, m int) {
 				flat = append(flat, unitRef{cap: c, unit: int32(x)})
 			}
 		}
-		slices.SortFunc(flat[lo:], func(a, b unitRef) int {
-			if a.cap != b.cap {
-				return int(b.cap - a.cap)
-			}
-			return int(a.unit - b.unit)
-		})
+		if len(flat)-lo > 1 {
+			slices.SortFunc(flat[lo:], func(a, b unitRef) int {
+				if a.cap != b.cap {
+					return int(b.cap - a.cap)
+				}
+				return int(a.unit - b.unit)
+			})
+		}
 		kids = append(kids, kidRef{child: int32(ch), cap: caps[next+ch], lo: int32(lo), hi: int32(len(flat))})
 	}
 	p.units = flat
@@ -722,12 +724,16 @@ func (p *Placer) takeAll(lo, hi int) {
 	for w := lo >> 6; w <= (hi-1)>>6; w++ {
 		x := p.cand[w] & bits.RangeMask(w, lo, hi)
 		p.cand[w] &^= x
+		whole := p.pl.mode == modeGPUs || p.pl.excl
 		for ; x != 0; x &= x - 1 {
 			n := w<<6 + mathbits.TrailingZeros64(x)
-			if p.pl.mode == modeGPUs {
-				g = bits.PopCount(p.s.Free(n))
+			var m uint64
+			if whole {
+				m = p.s.Free(n) // every free GPU of the node
+			} else {
+				m = p.pickGPUs(n, g)
 			}
-			p.out = append(p.out, topology.NodeAlloc{Node: int32(n), GPUs: p.pickGPUs(n, g)})
+			p.out = append(p.out, topology.NodeAlloc{Node: int32(n), GPUs: m})
 		}
 	}
 }
