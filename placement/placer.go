@@ -724,7 +724,7 @@ func (p *Placer) takeAll(lo, hi int) {
 	for w := lo >> 6; w <= (hi-1)>>6; w++ {
 		x := p.cand[w] & bits.RangeMask(w, lo, hi)
 		p.cand[w] &^= x
-		whole := p.pl.mode == modeGPUs || p.pl.excl
+		whole := p.pl.mode == modeGPUs || p.pl.excl || g >= p.maxG
 		for ; x != 0; x &= x - 1 {
 			n := w<<6 + mathbits.TrailingZeros64(x)
 			var m uint64
