@@ -278,7 +278,7 @@ func TestSubmitErrors(t *testing.T) {
 		{"bad gang", Job{ID: "x", Account: "a"}, ErrBadJob, "no members"},
 		{"too big", Job{ID: "x", Account: "a", Gang: member(placement.NodesOf(251, 8))}, ErrNeverFits, "needs 251 nodes with 8 free GPUs; the cluster has 250"},
 		{"never meets its level", Job{ID: "x", Account: "a", Gang: member(placement.Request{Nodes: 17, GPUsPerNode: 8, Required: "leaf"})}, ErrNeverFits, "under one leaf; the best leaf has 16"},
-		{"negative limit", Job{ID: "x", Account: "a", TimeLimit: -1, Gang: member(placement.NodesOf(1, 8))}, ErrBadJob, "negative time limit"},
+		{"negative limit", Job{ID: "x", Account: "a", TimeLimit: -1, Gang: member(placement.NodesOf(1, 8))}, ErrBadJob, "time limit -1ns is not in [0, 87600h0m0s]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -321,13 +321,10 @@ func TestSnapshotRestore(t *testing.T) {
 	}
 	d1 := newDriver(t, e1, jobs, dur)
 	d1.run(epoch.Add(3 * time.Hour))
-	if e1.Running() == 0 || e1.Pending() == 0 || len(e1.resv) == 0 {
-		t.Fatalf("mid-run state too thin: %d running, %d pending, %d reservations", e1.Running(), e1.Pending(), len(e1.resv))
+	if e1.Running() == 0 || e1.Pending() == 0 || len(e1.book.resv) == 0 {
+		t.Fatalf("mid-run state too thin: %d running, %d pending, %d reservations", e1.Running(), e1.Pending(), len(e1.book.resv))
 	}
-	snap, err := e1.Snapshot(d1.now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap := e1.Snapshot()
 	data, err := json.Marshal(snap)
 	if err != nil {
 		t.Fatal(err)
@@ -372,7 +369,7 @@ func TestSnapshotRestore(t *testing.T) {
 		bad.Reservations = append(slicesClone(bad.Reservations), ReservationRecord{Job: "nope"})
 		bad.Jobs = append(slicesClone(bad.Jobs), bad.Jobs[0])
 		_, err := Restore(c, cfg, &bad)
-		if !errors.Is(err, ErrRestore) || !strings.Contains(err.Error(), "reservation for nope, which is not pending") ||
+		if !errors.Is(err, ErrRestore) || !strings.Contains(err.Error(), "a reservation for nope, which is not waiting") ||
 			!strings.Contains(err.Error(), "listed twice") {
 			t.Fatalf("Restore = %v", err)
 		}

@@ -47,8 +47,10 @@ func busyEngine(tb testing.TB, c *topology.Cluster, depth int, busy float64, pen
 			tb.Fatal(err)
 		}
 		// Drop what did not start: the fill only wants running jobs.
-		for _, j := range append([]*jobRec(nil), e.pending...) {
-			e.dropPending(j)
+		for _, j := range append([]*jobRec(nil), e.jobs.pending...) {
+			if err := e.Cancel(j.job.ID, now); err != nil {
+				tb.Fatal(err)
+			}
 		}
 	}
 	now = now.Add(time.Minute)

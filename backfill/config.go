@@ -1,33 +1,13 @@
 package backfill
 
 import (
-	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/phalanx-sched/phalanx/fairshare"
 	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/placement"
-)
-
-// Errors of the backfill package.
-var (
-	// ErrConfig marks an invalid Config.
-	ErrConfig = errors.New("backfill: invalid config")
-	// ErrBadJob marks a job that is malformed (no ID, bad gang spec,
-	// unknown account, negative time limit).
-	ErrBadJob = errors.New("backfill: bad job")
-	// ErrNeverFits marks a job that can never run on the cluster as built:
-	// larger than it, or under a constraint no domain can meet.
-	ErrNeverFits = errors.New("backfill: job can never fit the cluster")
-	// ErrDuplicateJob marks a submission of an ID the engine holds.
-	ErrDuplicateJob = errors.New("backfill: duplicate job")
-	// ErrUnknownJob marks an ID the engine does not hold, or a job in the
-	// wrong state for the call (finishing a pending job).
-	ErrUnknownJob = errors.New("backfill: unknown job")
-	// ErrTimeTravel marks a call with a time earlier than one already
-	// seen.
-	ErrTimeTravel = errors.New("backfill: time went backwards")
 )
 
 // Conservative, as Config.ReservationDepth, gives every tested job that
@@ -59,6 +39,11 @@ type Config struct {
 	// baselines); Seed seeds the Random strategy.
 	Placement placement.Strategy
 	Seed      uint64
+	// KeepEnded is how long the engine remembers a finished, failed or
+	// cancelled job: Job reports its status and a repeated event gets
+	// ErrTransition rather than ErrUnknownJob, and its ID cannot be
+	// submitted again meanwhile (Slurm's MinJobAge). Zero forgets at once.
+	KeepEnded time.Duration
 }
 
 // HoldConfig bounds hold mode. When the top waiting job cannot be given a
@@ -81,25 +66,28 @@ func DefaultConfig() Config {
 		ReservationDepth: 16,
 		FairShare:        fairshare.DefaultConfig(),
 		Hold:             HoldConfig{MaxShare: 0.5, MaxTime: 4 * time.Hour},
+		KeepEnded:        5 * time.Minute,
 	}
 }
 
-// Validate checks the config.
+// Validate checks the config: every field in range, no NaN or infinity.
+// The error wraps ErrConfig and names the field.
 func (c *Config) Validate() error {
-	if c.ReservationDepth < Conservative {
+	switch {
+	case c.ReservationDepth < Conservative:
 		return fmt.Errorf("%w: ReservationDepth %d (use Conservative for all)", ErrConfig, c.ReservationDepth)
-	}
-	if c.MaxJobsTested < 0 {
-		return fmt.Errorf("%w: MaxJobsTested %d", ErrConfig, c.MaxJobsTested)
-	}
-	if c.Hold.MaxShare < 0 || c.Hold.MaxShare > 1 {
+	case c.MaxJobsTested < 0:
+		return fmt.Errorf("%w: MaxJobsTested %d is negative", ErrConfig, c.MaxJobsTested)
+	case math.IsNaN(c.Hold.MaxShare) || c.Hold.MaxShare < 0 || c.Hold.MaxShare > 1:
 		return fmt.Errorf("%w: Hold.MaxShare %v not in [0, 1]", ErrConfig, c.Hold.MaxShare)
-	}
-	if c.Hold.MaxShare > 0 && c.Hold.MaxTime <= 0 {
+	case c.Hold.MaxTime < 0 || c.Hold.MaxTime > MaxTimeLimit:
+		return fmt.Errorf("%w: Hold.MaxTime %v not in [0, %v]", ErrConfig, c.Hold.MaxTime, MaxTimeLimit)
+	case c.Hold.MaxShare > 0 && c.Hold.MaxTime == 0:
 		return fmt.Errorf("%w: Hold.MaxTime must be positive when hold mode is on", ErrConfig)
-	}
-	if c.Placement > placement.Random {
+	case c.Placement > placement.Random:
 		return fmt.Errorf("%w: unknown placement strategy %d", ErrConfig, c.Placement)
+	case c.KeepEnded < 0 || c.KeepEnded > MaxTimeLimit:
+		return fmt.Errorf("%w: KeepEnded %v not in [0, %v]", ErrConfig, c.KeepEnded, MaxTimeLimit)
 	}
 	if err := c.FairShare.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
@@ -118,6 +106,14 @@ const (
 	// Fail ends the job; the caller is told it failed.
 	Fail
 )
+
+// String returns "requeue" or "fail".
+func (p FailurePolicy) String() string {
+	if p == Fail {
+		return "fail"
+	}
+	return "requeue"
+}
 
 // Patience lets a job wait for a tight placement before accepting a looser
 // one (Slurm --switches=k@T): until Wait has passed since submission, every

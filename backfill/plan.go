@@ -27,6 +27,11 @@ type Plan struct {
 	// Waiting lists every pending job that did not start, in priority
 	// order, with its reason.
 	Waiting []Waiting
+	// Moves lists the reservations moved later or dropped this cycle,
+	// each with its cause (a reservation moved earlier is not listed).
+	Moves []Move
+	// Overruns lists the active jobs past their time limit.
+	Overruns []Overrun
 	// Hold describes hold mode, when a job holds GPUs.
 	Hold *HoldStatus
 	// Tested counts the jobs tested this cycle.
@@ -51,12 +56,74 @@ type Reservation struct {
 	// without one).
 	Start, End time.Time
 	// FirstStart is the planned start the reservation had when it was
-	// made. A reservation only moves earlier while its plan holds; it is
-	// re-planned (and may move later) only when a node fails or a running
-	// job overruns the end it promised.
+	// made. A reservation only moves earlier while its plan holds; it
+	// moves later only when a job it waits for started late or overran,
+	// or a node under it failed or was drained (Plan.Moves).
 	FirstStart time.Time
 	// Allocation is the planned placement.
 	Allocation gang.Allocation
+}
+
+// Move is a reservation moved later, or dropped, with its cause.
+type Move struct {
+	Job string
+	// From is the planned start before the move; To the new one (zero:
+	// the reservation was dropped, no planned start remains).
+	From, To time.Time `json:",omitzero"`
+	Cause    Cause
+	// By is the job or node that caused the move.
+	By string `json:",omitempty"`
+}
+
+// Cause says why a reservation moved later.
+type Cause uint8
+
+// Causes of a move.
+const (
+	// CauseUnknown: no cause found. The engine's tests require that this
+	// never happens.
+	CauseUnknown Cause = iota + 1
+	// CauseLateStart: a job it waits for started later than planned (the
+	// host confirmed it late, or its own reservation started late), so it
+	// ends later.
+	CauseLateStart
+	// CauseOverrun: a job it waits for ran past its time limit.
+	CauseOverrun
+	// CauseNodeDown: a node of its planned placement failed.
+	CauseNodeDown
+	// CauseNodeDrained: a node of its planned placement was drained.
+	CauseNodeDrained
+)
+
+var causeNames = [...]string{"", "unknown", "late start", "overrun", "node down", "node drained"}
+
+// String returns the cause's stable name.
+func (c Cause) String() string {
+	if int(c) < len(causeNames) && c > 0 {
+		return causeNames[c]
+	}
+	return fmt.Sprintf("Cause(%d)", uint8(c))
+}
+
+// MarshalText renders the cause's name.
+func (c Cause) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// UnmarshalText parses a cause's name.
+func (c *Cause) UnmarshalText(b []byte) error {
+	for i, n := range causeNames {
+		if i > 0 && n == string(b) {
+			*c = Cause(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown cause %q", b)
+}
+
+// Overrun is an active job past its time limit.
+type Overrun struct {
+	Job string
+	// End is when its time limit ran out.
+	End time.Time
 }
 
 // HoldStatus describes hold mode.
@@ -114,8 +181,9 @@ type Waiting struct {
 	// start (Reservation), the hold's start (Held) or the end of the
 	// job's patience (Topology).
 	Until time.Time `json:",omitzero"`
-	// Blocker is the job holding the reservation (Reservation) or the
-	// higher-priority job ahead (Priority, strict order).
+	// Blocker is the job holding the reservation (Reservation), the
+	// higher-priority job ahead (Priority, strict order), or the job past
+	// its time limit that a due reservation waits for (Reserved).
 	Blocker string `json:",omitempty"`
 	// Member and Reason give the placement failure (Resources, Gang,
 	// Topology).
@@ -135,6 +203,9 @@ func (w *Waiting) Message(epoch time.Time) string {
 	at := func(t time.Time) string { return formatTime(t, epoch) }
 	switch w.Code {
 	case WaitReserved:
+		if w.Blocker != "" {
+			return fmt.Sprintf("reserved: due at %s, waiting for job %s, which has run past its time limit", at(w.Until), w.Blocker)
+		}
 		return "reserved: planned to start at " + at(w.Until)
 	case WaitHeld:
 		return "GPUs are held for this job as they free up, since " + at(w.Until)
@@ -204,6 +275,16 @@ func (p *Plan) Describe(c *topology.Cluster, epoch time.Time) string {
 			end = " until " + formatTime(r.End, epoch)
 		}
 		fmt.Fprintf(&b, "reserve %s at %s%s on %s\n", r.Job, formatTime(r.Start, epoch), end, Hosts(c, &r.Allocation))
+	}
+	for _, m := range p.Moves {
+		to := "dropped"
+		if !m.To.IsZero() {
+			to = "to " + formatTime(m.To, epoch)
+		}
+		fmt.Fprintf(&b, "moved %s from %s %s: %s %s\n", m.Job, formatTime(m.From, epoch), to, m.Cause, m.By)
+	}
+	for _, o := range p.Overruns {
+		fmt.Fprintf(&b, "overrun %s: its limit ended at %s\n", o.Job, formatTime(o.End, epoch))
 	}
 	if p.Hold != nil {
 		fmt.Fprintf(&b, "hold for %s since %s: %d of %d GPUs held\n", p.Hold.Job, formatTime(p.Hold.Since, epoch), p.Hold.GPUs, p.Hold.Target)

@@ -96,7 +96,7 @@ func (d *driver) run(end time.Time) {
 			d.started[s.Job] = now
 			dur, ok := d.dur[s.Job]
 			if !ok {
-				j := d.e.jobs[s.Job].job
+				j := d.e.jobs.byID[s.Job].job
 				dur = j.TimeLimit
 			}
 			if dur > 0 {

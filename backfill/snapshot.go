@@ -1,9 +1,10 @@
 package backfill
 
 import (
-	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/phalanx-sched/phalanx/fairshare"
@@ -11,124 +12,199 @@ import (
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
-// ErrRestore marks an engine snapshot that cannot be restored.
-var ErrRestore = errors.New("backfill: cannot restore")
+// SnapshotVersion is the version of the Snapshot format this package
+// writes; Restore refuses any other.
+const SnapshotVersion = 2
 
-// Snapshot is the whole engine as plain, JSON-serialisable data: jobs,
-// running allocations, reservations, hold, fair-share accounts and usage.
-// A host scheduler saves it (or rebuilds it from its own source of truth)
-// and calls Restore after a restart.
+// Snapshot is the whole engine as plain, JSON-serialisable data: the
+// cluster's fingerprint, node facts, jobs, running gangs, reservations,
+// hold, fair-share accounts and usage. Nodes are named, never numbered;
+// durations are Go duration strings. A host saves it and calls Restore
+// after a restart; Snapshot, Restore, Snapshot gives the same bytes.
 type Snapshot struct {
-	Time           time.Time           `json:"time"`
-	Seq            uint64              `json:"seq"`
-	Cursor         int                 `json:"cursor,omitempty"`
-	LastCycle      time.Time           `json:"last_cycle,omitzero"`
-	HeldGPUSeconds float64             `json:"held_gpu_seconds,omitempty"`
-	Jobs           []JobRecord         `json:"jobs"`
-	Ledger         gang.Snapshot       `json:"ledger"`
-	Accounts       fairshare.Spec      `json:"accounts"`
-	Usage          []AccountUsage      `json:"usage,omitempty"`
-	Reservations   []ReservationRecord `json:"reservations,omitempty"`
-	Hold           *HoldRecord         `json:"hold,omitempty"`
+	Version        int                     `json:"version"`
+	Time           time.Time               `json:"time"`
+	Cluster        Fingerprint             `json:"cluster"`
+	Seq            uint64                  `json:"seq"`
+	Cursor         int                     `json:"cursor,omitempty"`
+	LastCycle      time.Time               `json:"last_cycle,omitzero"`
+	HeldGPUSeconds float64                 `json:"held_gpu_seconds,omitempty"`
+	Down           []string                `json:"down,omitempty"`
+	Drained        []string                `json:"drained,omitempty"`
+	Jobs           []JobRecord             `json:"jobs"`
+	Gangs          []gang.GangRecord       `json:"gangs,omitempty"`
+	Accounts       fairshare.Spec          `json:"accounts"`
+	Usage          []fairshare.UsageRecord `json:"usage,omitempty"`
+	Reservations   []ReservationRecord     `json:"reservations,omitempty"`
+	Hold           *HoldRecord             `json:"hold,omitempty"`
+}
+
+// Fingerprint identifies a cluster: its level names, node and GPU counts,
+// and a digest of every node's name, GPU count and domains.
+type Fingerprint struct {
+	Levels []string `json:"levels"`
+	Nodes  int      `json:"nodes"`
+	GPUs   int      `json:"gpus"`
+	Digest string   `json:"digest"`
+}
+
+// ClusterFingerprint returns c's fingerprint.
+func ClusterFingerprint(c *topology.Cluster) Fingerprint {
+	h := fnv.New64a()
+	for n := range c.NumNodes() {
+		fmt.Fprintf(h, "%s %d", c.NodeName(n), c.NodeGPUs(n))
+		for l := range c.Depth() {
+			fmt.Fprintf(h, " %s", c.DomainName(l, c.NodeDomain(n, l)))
+		}
+		h.Write([]byte{'\n'})
+	}
+	return Fingerprint{Levels: c.Levels(), Nodes: c.NumNodes(), GPUs: c.TotalGPUs(), Digest: fmt.Sprintf("%016x", h.Sum64())}
+}
+
+// Diff describes how f (a snapshot's) differs from g (the cluster's), or
+// returns "" when they are the same.
+func (f Fingerprint) Diff(g Fingerprint) string {
+	var d []string
+	if !slices.Equal(f.Levels, g.Levels) {
+		d = append(d, fmt.Sprintf("levels %v, now %v", f.Levels, g.Levels))
+	}
+	if f.Nodes != g.Nodes {
+		d = append(d, fmt.Sprintf("%d nodes, now %d", f.Nodes, g.Nodes))
+	}
+	if f.GPUs != g.GPUs {
+		d = append(d, fmt.Sprintf("%d GPUs, now %d", f.GPUs, g.GPUs))
+	}
+	if len(d) == 0 && f.Digest != g.Digest {
+		d = append(d, "node names, sizes or domains changed")
+	}
+	return strings.Join(d, "; ")
 }
 
 // JobRecord is one job of a Snapshot.
 type JobRecord struct {
-	Job        Job       `json:"job"`
-	Seq        uint64    `json:"seq"`
-	Running    bool      `json:"running,omitempty"`
-	Start      time.Time `json:"start,omitzero"`
-	LastCharge time.Time `json:"last_charge,omitzero"`
-	Confirmed  bool      `json:"confirmed,omitempty"`
-	HoldExpiry time.Time `json:"hold_expiry,omitzero"`
+	ID            string          `json:"id"`
+	Account       string          `json:"account"`
+	State         JobState        `json:"state"`
+	Seq           uint64          `json:"seq"`
+	Submit        time.Time       `json:"submit"`
+	TimeLimit     string          `json:"time_limit,omitempty"`
+	QOS           float64         `json:"qos,omitempty"`
+	Partition     float64         `json:"partition,omitempty"`
+	Patience      *PatienceRecord `json:"patience,omitempty"`
+	OnNodeFailure string          `json:"on_node_failure,omitempty"`
+	Gang          gang.SpecRecord `json:"gang"`
+	Start         time.Time       `json:"start,omitzero"`
+	Promised      time.Time       `json:"promised,omitzero"`
+	LastCharge    time.Time       `json:"last_charge,omitzero"`
+	HoldExpiry    time.Time       `json:"hold_expiry,omitzero"`
+	Requeues      int             `json:"requeues,omitempty"`
+	Ended         time.Time       `json:"ended,omitzero"`
+	// Moved is set when an event dropped the job's reservation and the
+	// next cycle has not yet reported where it went.
+	Moved *Move `json:"moved,omitempty"`
 }
 
-// AccountUsage is an account's own decayed usage (GPU-seconds) at the
-// snapshot's time.
-type AccountUsage struct {
-	Account    string  `json:"account"`
-	GPUSeconds float64 `json:"gpu_seconds"`
+// PatienceRecord is a job's Patience.
+type PatienceRecord struct {
+	MaxDomains int    `json:"max_domains"`
+	Level      string `json:"level,omitempty"`
+	Wait       string `json:"wait"`
 }
 
 // ReservationRecord is one reservation of a Snapshot.
 type ReservationRecord struct {
-	Job        string            `json:"job"`
-	Start      time.Time         `json:"start"`
-	End        time.Time         `json:"end,omitzero"`
-	FirstStart time.Time         `json:"first_start"`
-	Members    []gang.GangRecord `json:"placement"`
+	Job        string          `json:"job"`
+	Start      time.Time       `json:"start"`
+	End        time.Time       `json:"end,omitzero"`
+	FirstStart time.Time       `json:"first_start"`
+	Placement  gang.GangRecord `json:"placement"`
 }
 
 // HoldRecord is the hold of a Snapshot.
 type HoldRecord struct {
-	Job    string            `json:"job"`
-	Since  time.Time         `json:"since"`
-	Target []gang.GangRecord `json:"target"`
+	Job    string          `json:"job"`
+	Since  time.Time       `json:"since"`
+	Target gang.GangRecord `json:"target"`
+	Held   int             `json:"held"`
 }
 
-// Snapshot exports the engine at time now (usage is read at now).
-func (e *Engine) Snapshot(now time.Time) (*Snapshot, error) {
-	if err := e.tick(now); err != nil {
-		return nil, err
+// Snapshot exports the engine as of the latest time it has seen. It
+// changes nothing.
+func (e *Engine) Snapshot() *Snapshot {
+	s := &Snapshot{Version: SnapshotVersion, Time: e.last, Cluster: ClusterFingerprint(e.c), Seq: e.seq,
+		Cursor: e.cursor, LastCycle: e.lastCycle, HeldGPUSeconds: e.heldGPUSeconds,
+		Gangs: e.ledger.Snapshot().Gangs, Accounts: e.tree.Spec(), Usage: e.tree.UsageRecords()}
+	for n, st := range e.nodes {
+		if st.down() {
+			s.Down = append(s.Down, e.c.NodeName(n))
+		}
+		if st.drained() {
+			s.Drained = append(s.Drained, e.c.NodeName(n))
+		}
 	}
-	e.chargeAll(now)
-	s := &Snapshot{Time: now, Seq: e.seq, Cursor: e.cursor, LastCycle: e.lastCycle,
-		HeldGPUSeconds: e.heldGPUSeconds, Ledger: e.ledger.Snapshot(), Accounts: e.tree.Spec()}
-	all := make([]*jobRec, 0, len(e.jobs))
-	for _, j := range e.jobs {
-		all = append(all, j)
+	all := make([]*jobRec, 0, len(e.jobs.byID))
+	for id := range e.jobs.byID {
+		if j, ok := e.jobs.lookup(id, e.last, e.cfg.KeepEnded); ok {
+			all = append(all, j)
+		}
 	}
-	slices.SortFunc(all, func(a, b *jobRec) int { return int(a.seq) - int(b.seq) })
+	sortJobs(all)
 	for _, j := range all {
-		s.Jobs = append(s.Jobs, JobRecord{Job: j.job, Seq: j.seq, Running: j.state == running,
-			Start: j.start, LastCharge: j.lastCharge, Confirmed: j.confirmed, HoldExpiry: j.holdExpiry})
+		s.Jobs = append(s.Jobs, e.jobRecord(j))
 	}
-	for _, a := range s.Accounts.Accounts {
-		u, err := e.tree.OwnUsage(a.Name, now)
-		if err != nil {
-			return nil, err
-		}
-		if u != 0 {
-			s.Usage = append(s.Usage, AccountUsage{a.Name, u})
-		}
-	}
-	for _, r := range e.resv {
+	for _, r := range e.book.resv {
 		s.Reservations = append(s.Reservations, ReservationRecord{Job: r.job.job.ID, Start: r.start, End: r.end,
-			FirstStart: r.firstStart, Members: e.records(&r.alloc)})
+			FirstStart: r.firstStart, Placement: e.gangRecord(&r.alloc)})
 	}
-	if h := e.hold; h != nil {
-		s.Hold = &HoldRecord{Job: h.job.job.ID, Since: h.since, Target: e.records(&h.target)}
+	if h := e.book.hold; h != nil {
+		s.Hold = &HoldRecord{Job: h.job.job.ID, Since: h.since, Target: e.gangRecord(&h.target), Held: h.held}
 	}
-	return s, nil
+	return s
 }
 
-// records renders an allocation as one gang record (node names).
-func (e *Engine) records(a *gang.Allocation) []gang.GangRecord {
+func (e *Engine) jobRecord(j *jobRec) JobRecord {
+	jb := &j.job
+	r := JobRecord{ID: jb.ID, Account: jb.Account, State: e.stateOf(j), Seq: j.seq, Submit: jb.Submit,
+		QOS: jb.QOS, Partition: jb.Partition, Gang: jb.Gang.Record(e.c), Start: j.start, Promised: j.promised,
+		LastCharge: j.lastCharge, HoldExpiry: j.holdExpiry, Requeues: j.requeues, Ended: j.ended, Moved: j.moved}
+	if jb.TimeLimit > 0 {
+		r.TimeLimit = jb.TimeLimit.String()
+	}
+	if p := jb.Patience; p.MaxDomains > 0 || p.Wait > 0 || p.Level != "" {
+		r.Patience = &PatienceRecord{MaxDomains: p.MaxDomains, Level: p.Level, Wait: p.Wait.String()}
+	}
+	if jb.OnNodeFailure != Requeue {
+		r.OnNodeFailure = jb.OnNodeFailure.String()
+	}
+	return r
+}
+
+// gangRecord renders an allocation as a gang record (node names).
+func (e *Engine) gangRecord(a *gang.Allocation) gang.GangRecord {
 	g := gang.GangRecord{ID: a.ID}
 	for _, m := range a.Members {
 		mr := gang.MemberRecord{Name: m.Name, Want: m.Pods}
 		for _, x := range m.Assignment {
-			pr := gang.PodRecord{Node: e.c.NodeName(int(x.Node))}
-			for k := range 64 {
-				if x.GPUs&(1<<uint(k)) != 0 {
-					pr.GPUs = append(pr.GPUs, k)
-				}
-			}
-			mr.Pods = append(mr.Pods, pr)
+			mr.Pods = append(mr.Pods, gang.PodRecord{Node: e.c.NodeName(int(x.Node)), GPUs: gpuList(x.GPUs)})
 		}
 		g.Members = append(g.Members, mr)
 	}
-	return []gang.GangRecord{g}
+	return g
 }
 
-// allocation turns records back into an allocation.
-func (e *Engine) allocation(recs []gang.GangRecord) (gang.Allocation, error) {
-	var a gang.Allocation
-	if len(recs) != 1 {
-		return a, fmt.Errorf("want one placement record, got %d", len(recs))
+func gpuList(m uint64) []int {
+	var out []int
+	for ; m != 0; m &= m - 1 {
+		out = append(out, bitIndex(m))
 	}
-	a.ID = recs[0].ID
-	for _, m := range recs[0].Members {
+	return out
+}
+
+// allocationOf turns a gang record back into an allocation on e's
+// cluster, checking every node and GPU.
+func (e *Engine) allocationOf(g *gang.GangRecord) (gang.Allocation, error) {
+	a := gang.Allocation{ID: g.ID}
+	for _, m := range g.Members {
 		ma := gang.MemberAllocation{Name: m.Name, Pods: m.Want}
 		for _, p := range m.Pods {
 			n, ok := e.c.NodeIndex(p.Node)
@@ -136,112 +212,18 @@ func (e *Engine) allocation(recs []gang.GangRecord) (gang.Allocation, error) {
 				return a, fmt.Errorf("%w: %q", topology.ErrUnknownNode, p.Node)
 			}
 			var mask uint64
-			for _, g := range p.GPUs {
-				if g < 0 || g >= e.c.NodeGPUs(n) {
-					return a, fmt.Errorf("node %s has no GPU %d", p.Node, g)
+			for _, x := range p.GPUs {
+				if x < 0 || x >= e.c.NodeGPUs(n) || mask&(1<<uint(x)) != 0 {
+					return a, fmt.Errorf("node %s has no GPU %d, or it is listed twice", p.Node, x)
 				}
-				mask |= 1 << uint(g)
+				mask |= 1 << uint(x)
+			}
+			if mask == 0 {
+				return a, fmt.Errorf("a pod on node %s holds no GPU", p.Node)
 			}
 			ma.Assignment = append(ma.Assignment, topology.NodeAlloc{Node: int32(n), GPUs: mask})
 		}
 		a.Members = append(a.Members, ma)
 	}
 	return a, nil
-}
-
-// Restore rebuilds an engine for cluster c with config cfg from a
-// snapshot. Everything is checked before the engine is returned: the
-// running allocations (as gang.Restore checks them), every job (as Submit
-// checks it), that running jobs and ledger gangs match, and that
-// reservations name pending jobs and known nodes. The error names each
-// problem.
-func Restore(c *topology.Cluster, cfg Config, snap *Snapshot) (*Engine, error) {
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	tree, err := fairshare.BuildTree(snap.Accounts, cfg.FairShare)
-	if err != nil {
-		return nil, fmt.Errorf("%w: accounts: %w", ErrRestore, err)
-	}
-	for _, u := range snap.Usage {
-		if err := tree.Charge(u.Account, u.GPUSeconds, snap.Time); err != nil {
-			bad("usage of %s: %v", u.Account, err)
-		}
-	}
-	e, err := New(c, cfg, tree)
-	if err != nil {
-		return nil, err
-	}
-	ledger, err := gang.Restore(c, snap.Ledger)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrRestore, err)
-	}
-	e.ledger = ledger
-	e.ledger.Admitter().Placer().SetStrategy(cfg.Placement, cfg.Seed)
-	e.seq, e.cursor, e.lastCycle, e.heldGPUSeconds = snap.Seq, snap.Cursor, snap.LastCycle, snap.HeldGPUSeconds
-	isRunning := map[string]bool{}
-	for _, r := range snap.Jobs {
-		j, err := e.check(r.Job)
-		if err != nil {
-			bad("job %s: %v", r.Job.ID, err)
-			continue
-		}
-		if _, dup := e.jobs[j.job.ID]; dup {
-			bad("job %s listed twice", j.job.ID)
-			continue
-		}
-		j.seq, j.holdExpiry = r.Seq, r.HoldExpiry
-		e.jobs[j.job.ID] = j
-		if !r.Running {
-			e.pending = append(e.pending, j)
-			continue
-		}
-		a, ok := e.ledger.Get(j.job.ID)
-		if !ok {
-			bad("running job %s has no allocation", j.job.ID)
-			continue
-		}
-		j.alloc, j.used = a, a.GPUs()
-		isRunning[j.job.ID] = true
-		j.state, j.confirmed, j.lastCharge = running, r.Confirmed, r.LastCharge
-		e.setEnd(j, r.Start)
-		e.running = append(e.running, j)
-	}
-	for _, id := range e.ledger.IDs() {
-		if !isRunning[id] {
-			bad("allocation of gang %s belongs to no running job", id)
-		}
-	}
-	for _, rr := range snap.Reservations {
-		j, ok := e.jobs[rr.Job]
-		if !ok || j.state != pending {
-			bad("reservation for %s, which is not pending", rr.Job)
-			continue
-		}
-		a, err := e.allocation(rr.Members)
-		if err != nil {
-			bad("reservation for %s: %v", rr.Job, err)
-			continue
-		}
-		r := &reservation{job: j, start: rr.Start, end: rr.End, firstStart: rr.FirstStart, alloc: a}
-		j.resv = r
-		e.resv = append(e.resv, r)
-		e.resvVersion++
-	}
-	if h := snap.Hold; h != nil {
-		j, ok := e.jobs[h.Job]
-		a, err := e.allocation(h.Target)
-		switch {
-		case !ok || j.state != pending:
-			bad("hold for %s, which is not pending", h.Job)
-		case err != nil:
-			bad("hold for %s: %v", h.Job, err)
-		default:
-			e.hold = &hold{job: j, since: h.Since, target: a}
-		}
-	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("%w: %w", ErrRestore, errors.Join(errs...))
-	}
-	e.last = snap.Time
-	return e, nil
 }

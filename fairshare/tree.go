@@ -1,6 +1,7 @@
 package fairshare
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -421,4 +422,60 @@ func (t *Tree) Spec() Spec {
 		accts = append(accts, AccountSpec{Name: n.name, Parent: parent, Shares: n.shares})
 	}
 	return Spec{Accounts: accts}
+}
+
+// UsageRecord is one account's own usage exactly as the tree stores it:
+// GPUSeconds as of instant At, decaying from then on. Records read with
+// UsageRecords and written back with SetUsage restore usage bit for bit.
+type UsageRecord struct {
+	Account    string    `json:"account"`
+	GPUSeconds float64   `json:"gpu_seconds"`
+	At         time.Time `json:"at"`
+}
+
+// UsageRecords returns every account's own usage record, in Spec order,
+// skipping accounts never charged.
+func (t *Tree) UsageRecords() []UsageRecord {
+	var out []UsageRecord
+	for i, n := range t.st.nodes[1:] {
+		if r := t.own[i+1]; r.value != 0 {
+			out = append(out, UsageRecord{Account: n.name, GPUSeconds: r.value, At: time.Unix(0, r.at).UTC()})
+		}
+	}
+	return out
+}
+
+// SetUsage replaces the usage of the accounts named in recs with the
+// records as they are (no decay applied), after checking them all: a
+// known account named once, a finite non-negative value, a valid instant.
+// On error nothing changes; the error lists every bad record.
+func (t *Tree) SetUsage(recs []UsageRecord) error {
+	var errs []error
+	idx := make([]int32, len(recs))
+	ns := make([]int64, len(recs))
+	seen := make(map[string]bool, len(recs))
+	for k, r := range recs {
+		i, ok := t.st.lookup(r.Account)
+		var err error
+		ns[k], err = nanos(r.At)
+		switch {
+		case !ok || i == 0:
+			errs = append(errs, fmt.Errorf("%w: usage of %q", ErrUnknownAccount, r.Account))
+		case seen[r.Account]:
+			errs = append(errs, fmt.Errorf("%w: usage of %q given twice", ErrBadCharge, r.Account))
+		case math.IsNaN(r.GPUSeconds) || math.IsInf(r.GPUSeconds, 0) || r.GPUSeconds < 0:
+			errs = append(errs, fmt.Errorf("%w: %v GPU-seconds for account %q", ErrBadCharge, r.GPUSeconds, r.Account))
+		case err != nil:
+			errs = append(errs, fmt.Errorf("usage of account %q: %w", r.Account, err))
+		}
+		seen[r.Account], idx[k] = true, i
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	for k, r := range recs {
+		t.own[idx[k]] = usageRec{value: r.GPUSeconds, at: ns[k]}
+		t.latest = max(t.latest, ns[k])
+	}
+	return nil
 }

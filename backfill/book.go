@@ -1,0 +1,175 @@
+package backfill
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// reservation is a waiting job's planned start on planned GPUs.
+type reservation struct {
+	job *jobRec
+	// start is the planned start; end is start plus the time limit (zero
+	// without one). A due reservation (start at or before the cycle's
+	// time) whose job has not started yet is extended: end runs a time
+	// limit from the cycle, so that others keep off its GPUs meanwhile.
+	start, end time.Time
+	firstStart time.Time
+	alloc      gang.Allocation
+	// active is search scratch: the reservation blocks the job searched.
+	active bool
+}
+
+// hold is hold mode's state: GPUs kept for one waiting job as they free
+// up, because its reservation depends on jobs without a time limit.
+type hold struct {
+	job    *jobRec
+	since  time.Time
+	target gang.Allocation
+	held   int // GPUs of the target free (and so held) at the last cycle
+}
+
+// book is the reservation book: the reservations, in the order they were
+// made, indexes of them by start and by end, and the hold.
+//
+// Invariants (check): every reservation's job is waiting and points back
+// at it, one reservation per job; two reservations whose windows overlap
+// share no GPU; the hold's job is waiting and holds no reservation, and
+// its target shares no GPU with a reservation.
+type book struct {
+	resv    []*reservation
+	version uint64 // bumped on every change
+	// Indexes, valid while sortedAt == version.
+	sortedAt        uint64
+	byStart, byEnd  []*reservation
+	hold            *hold
+	naive           bool // re-sort on every use (metamorphic tests)
+}
+
+func (b *book) add(r *reservation) {
+	b.resv = append(b.resv, r)
+	r.job.resv = r
+	b.version++
+}
+
+func (b *book) remove(r *reservation) {
+	i := slices.Index(b.resv, r)
+	if i < 0 {
+		panic(fmt.Sprintf("backfill: reservation of %s not in the book", r.job.job.ID))
+	}
+	b.resv = slices.Delete(b.resv, i, i+1)
+	r.job.resv = nil
+	b.version++
+}
+
+// changed records that a reservation's start, end or GPUs changed.
+func (b *book) changed() { b.version++ }
+
+// holds reports whether j is the held job.
+func (b *book) holds(j *jobRec) bool { return b.hold != nil && b.hold.job == j }
+
+// sorted returns the reservations by start and, those with an end, by
+// end; both orders are stable (ties keep the book's order).
+func (b *book) sorted() (byStart, byEnd []*reservation) {
+	if !b.naive && b.sortedAt == b.version && b.byStart != nil {
+		return b.byStart, b.byEnd
+	}
+	b.byStart = append(b.byStart[:0], b.resv...)
+	slices.SortStableFunc(b.byStart, func(x, y *reservation) int { return x.start.Compare(y.start) })
+	b.byEnd = b.byEnd[:0]
+	for _, r := range b.resv {
+		if !r.end.IsZero() {
+			b.byEnd = append(b.byEnd, r)
+		}
+	}
+	slices.SortStableFunc(b.byEnd, func(x, y *reservation) int { return x.end.Compare(y.end) })
+	b.sortedAt = b.version
+	return b.byStart, b.byEnd
+}
+
+// extendDue extends every due reservation with a limit to end a time
+// limit after now.
+func (b *book) extendDue(now time.Time) {
+	for _, r := range b.resv {
+		if l := r.job.job.TimeLimit; l > 0 && r.start.Before(now) {
+			if end := now.Add(l); !end.Equal(r.end) {
+				r.end = end
+				b.version++
+			}
+		}
+	}
+}
+
+// dropOn drops every reservation with GPUs on node n, calling f for each
+// before it goes, and drops the hold if its target uses the node.
+func (b *book) dropOn(n int, f func(r *reservation)) {
+	for _, r := range slices.Clone(b.resv) {
+		if r.alloc.OnNode(n) {
+			f(r)
+			b.remove(r)
+		}
+	}
+	if b.hold != nil && b.hold.target.OnNode(n) {
+		b.hold = nil
+		b.version++
+	}
+}
+
+// overlapping reports whether the windows of two reservations overlap.
+func overlapping(a, b *reservation) bool {
+	aEndsFirst := !a.end.IsZero() && !a.end.After(b.start)
+	bEndsFirst := !b.end.IsZero() && !b.end.After(a.start)
+	return !aEndsFirst && !bEndsFirst
+}
+
+// check verifies the book's invariants.
+func (b *book) check(c *topology.Cluster) error {
+	var errs []error
+	seen := make(map[*jobRec]bool)
+	for i, r := range b.resv {
+		id := r.job.job.ID
+		switch {
+		case seen[r.job]:
+			errs = append(errs, fmt.Errorf("job %s has two reservations", id))
+		case r.job.resv != r:
+			errs = append(errs, fmt.Errorf("reservation of %s is not the job's", id))
+		case r.job.phase != StatePending:
+			errs = append(errs, fmt.Errorf("reservation of %s, which is %s", id, r.job.phase))
+		case !r.end.IsZero() && !r.end.After(r.start):
+			errs = append(errs, fmt.Errorf("reservation of %s ends before it starts", id))
+		}
+		seen[r.job] = true
+		for _, o := range b.resv[:i] {
+			if overlapping(r, o) && intersects(&r.alloc, &o.alloc) {
+				errs = append(errs, fmt.Errorf("reservations of %s and %s overlap on shared GPUs", id, o.job.job.ID))
+			}
+		}
+		if b.hold != nil && intersects(&r.alloc, &b.hold.target) {
+			errs = append(errs, fmt.Errorf("reservation of %s shares GPUs with the hold of %s", id, b.hold.job.job.ID))
+		}
+	}
+	if h := b.hold; h != nil && (h.job.phase != StatePending || h.job.resv != nil) {
+		errs = append(errs, fmt.Errorf("hold of %s, which is %s or reserved", h.job.job.ID, h.job.phase))
+	}
+	return errors.Join(errs...)
+}
+
+// intersects reports whether two allocations share a GPU.
+func intersects(a, b *gang.Allocation) bool {
+	for i := range a.Members {
+		for _, x := range a.Members[i].Assignment {
+			for k := range b.Members {
+				for _, y := range b.Members[k].Assignment {
+					if x.Node == y.Node && x.GPUs&y.GPUs != 0 {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,224 @@
+package backfill
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// opKind is one kind of engine event.
+type opKind uint8
+
+const (
+	opSubmit opKind = iota + 1
+	opCancel
+	opStarted
+	opFinished
+	opFailed
+	opNodeDown
+	opNodeUp
+	opDrain
+	opResume
+	opSchedule
+)
+
+var opNames = [...]string{"", "Submit", "Cancel", "Started", "Finished", "Failed", "NodeDown", "NodeUp", "Drain", "Resume", "Schedule"}
+
+// jobFrom lists, per job event, the states it is allowed from.
+var jobFrom = [...]stateSet{
+	opCancel:   waitingStates | activeStates,
+	opStarted:  setOf(StateStarting),
+	opFinished: activeStates,
+	opFailed:   activeStates,
+}
+
+// op is one event: what it is, when, and on what.
+type op struct {
+	kind    opKind
+	now     time.Time
+	id      string // job ID or node name
+	job     Job    // Submit
+	requeue bool   // Failed
+	plan    *Plan  // Schedule
+	// Resolved by apply.
+	rec    *jobRec
+	node   int
+	events []NodeEvent // NodeDown's result
+}
+
+// apply is the engine's one event path: it checks the time, looks the job
+// or node up, checks the transition, and only then advances the clock and
+// applies the change, which cannot fail. A refused event changes nothing.
+func (e *Engine) apply(o *op) error {
+	if err := e.checkClock(o.now); err != nil {
+		return fmt.Errorf("%s: %w", opNames[o.kind], err)
+	}
+	if err := e.resolve(o); err != nil {
+		return err
+	}
+	e.last = o.now
+	e.do(o)
+	e.jobs.forget(o.now, e.cfg.KeepEnded)
+	if e.checkEach {
+		if err := e.check(); err != nil {
+			panic(fmt.Sprintf("backfill: invariant broken after %s %s at %v: %v", opNames[o.kind], o.id, o.now, err))
+		}
+	}
+	return nil
+}
+
+// checkClock refuses a time out of range or before the latest seen.
+func (e *Engine) checkClock(now time.Time) error {
+	if err := checkTime("time", now); err != nil {
+		return err
+	}
+	if now.Before(e.last) {
+		return fmt.Errorf("%w: %s is before %s", ErrTimeTravel, now.UTC().Format(time.RFC3339Nano), e.last.UTC().Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// resolve looks up the event's job or node and checks that its state
+// allows the event.
+func (e *Engine) resolve(o *op) error {
+	switch o.kind {
+	case opSubmit:
+		rec, err := e.checkSubmit(o.job, o.now)
+		o.rec = rec
+		return err
+	case opSchedule:
+		if o.plan == nil {
+			return fmt.Errorf("%w: ScheduleInto with a nil plan", ErrBadArgument)
+		}
+		return nil
+	case opNodeDown, opNodeUp, opDrain, opResume:
+		return e.resolveNode(o)
+	}
+	j, ok := e.jobs.lookup(o.id, o.now, e.cfg.KeepEnded)
+	if !ok {
+		return fmt.Errorf("%s: %w: %q", opNames[o.kind], ErrUnknownJob, o.id)
+	}
+	if st := e.stateOf(j); !jobFrom[o.kind].has(st) {
+		return fmt.Errorf("%w: job %s is %s; %s needs %s", ErrTransition, o.id, st, opNames[o.kind], jobFrom[o.kind])
+	}
+	o.rec = j
+	return nil
+}
+
+// resolveNode looks up a node event's node and checks its state.
+func (e *Engine) resolveNode(o *op) error {
+	n, ok := e.c.NodeIndex(o.id)
+	if !ok {
+		return fmt.Errorf("%s: %w: %q", opNames[o.kind], topology.ErrUnknownNode, o.id)
+	}
+	st := e.nodes[n]
+	var allowed bool
+	var need string
+	switch o.kind {
+	case opNodeDown:
+		allowed, need = !st.down(), "up or drained"
+	case opNodeUp:
+		allowed, need = st.down(), "down"
+	case opDrain:
+		allowed, need = !st.drained(), "not drained"
+	case opResume:
+		allowed, need = st.drained(), "drained"
+	}
+	if !allowed {
+		return fmt.Errorf("%w: node %s is %s; %s needs %s", ErrTransition, o.id, st, opNames[o.kind], need)
+	}
+	o.node = n
+	return nil
+}
+
+// do applies a checked event.
+func (e *Engine) do(o *op) {
+	switch o.kind {
+	case opSubmit:
+		e.seq++
+		o.rec.seq = e.seq
+		o.rec.acct = e.accts.index(o.rec.job.Account)
+		e.jobs.byID[o.rec.job.ID] = o.rec
+		e.jobs.pending = insertSorted(e.jobs.pending, o.rec)
+	case opCancel:
+		e.cancel(o.rec, o.now)
+	case opStarted:
+		o.rec.phase = StateRunning
+		e.prof.setEnd(o.rec, o.now)
+	case opFinished:
+		e.deactivate(o.rec, o.now)
+		e.jobs.endJob(o.rec, StateFinished, o.now)
+	case opFailed:
+		e.deactivate(o.rec, o.now)
+		if o.requeue {
+			e.requeue(o.rec)
+		} else {
+			e.jobs.endJob(o.rec, StateFailed, o.now)
+		}
+	case opSchedule:
+		e.runCycle(o.now, o.plan)
+	default:
+		e.nodeEvent(o)
+	}
+}
+
+func (e *Engine) cancel(j *jobRec, now time.Time) {
+	if j.phase.Active() {
+		e.deactivate(j, now)
+	} else {
+		e.dropWaiting(j)
+	}
+	e.jobs.endJob(j, StateCancelled, now)
+}
+
+// stateOf returns job j's state as the state machine names it.
+func (e *Engine) stateOf(j *jobRec) JobState {
+	if j.phase != StatePending {
+		return j.phase
+	}
+	switch {
+	case j.resv != nil:
+		return StateReserved
+	case e.book.holds(j):
+		return StateHeld
+	case j.requeued:
+		return StateRequeued
+	}
+	return StatePending
+}
+
+// Submit queues job j at time now (its Submit time defaults to now). The
+// job is checked first: a malformed job is ErrBadJob, a job that can never
+// fit the cluster (on every node up and free) is ErrNeverFits with the
+// placement reason, a known ID is ErrDuplicateJob.
+func (e *Engine) Submit(j Job, now time.Time) error {
+	return e.apply(&op{kind: opSubmit, now: now, id: j.ID, job: j})
+}
+
+// Cancel withdraws job id in any waiting or active state: a waiting job
+// leaves the queue (and its reservation or hold), an active job is
+// released and charged up to now.
+func (e *Engine) Cancel(id string, now time.Time) error {
+	return e.apply(&op{kind: opCancel, now: now, id: id})
+}
+
+// Started confirms that the host launched starting job id at time now;
+// its time limit runs from now (from the plan's time until then). A job
+// confirmed already is ErrTransition: its limit does not restart.
+func (e *Engine) Started(id string, now time.Time) error {
+	return e.apply(&op{kind: opStarted, now: now, id: id})
+}
+
+// Finished reports that active job id ended at time now: its GPUs return
+// and its usage is charged.
+func (e *Engine) Finished(id string, now time.Time) error {
+	return e.apply(&op{kind: opFinished, now: now, id: id})
+}
+
+// Failed reports that active job id failed at time now. With requeue it
+// goes back to the queue with its original submit time; otherwise it ends
+// as failed.
+func (e *Engine) Failed(id string, now time.Time, requeue bool) error {
+	return e.apply(&op{kind: opFailed, now: now, id: id, requeue: requeue})
+}

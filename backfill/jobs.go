@@ -1,0 +1,156 @@
+package backfill
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// jobRec is the engine's record of one job.
+type jobRec struct {
+	job  Job
+	seq  uint64
+	gpus int
+	// tight is the job's gang with its patience constraint applied.
+	tight *gang.Spec
+	acct  int // index in the engine's accounts
+	// phase is StatePending for every waiting state (the substate comes
+	// from the reservation, the hold and requeued), StateStarting,
+	// StateRunning, or a final state.
+	phase    JobState
+	requeued bool // waiting after a requeue
+	requeues int
+	// Active jobs.
+	alloc      *gang.Allocation // the ledger's
+	used       int              // GPUs allocated
+	start      time.Time        // booked, then confirmed, start
+	promised   time.Time        // the start it was due at: its reservation's or its booking's
+	end        time.Time        // start + time limit; zero without a limit
+	lastCharge time.Time
+	// Waiting jobs.
+	resv       *reservation
+	holdExpiry time.Time // not held again before this
+	wait       Waiting   // the last cycle's reason
+	// moved is set when an event (a node failure or drain) dropped the
+	// job's reservation: the next cycle that tests the job reports where
+	// it went.
+	moved *Move
+	// Ended jobs.
+	ended time.Time
+}
+
+// late reports whether an active job started later than it was due.
+func (j *jobRec) late() bool { return j.start.After(j.promised) }
+
+// overrun reports whether an active job has run past its time limit at
+// now.
+func (j *jobRec) overrun(now time.Time) bool { return !j.end.IsZero() && !j.end.After(now) }
+
+// jobTable holds every job the engine knows: the queue, the active jobs
+// and the recently ended ones, plus which active job holds each GPU.
+type jobTable struct {
+	byID    map[string]*jobRec
+	pending []*jobRec // waiting, by seq
+	running []*jobRec // starting or running, by seq
+	ended   []*jobRec // by end time
+	owners  []*jobRec // per GPU slot node*maxG+gpu: the active job on it
+	maxG    int
+}
+
+func newJobTable(c *topology.Cluster) jobTable {
+	return jobTable{byID: make(map[string]*jobRec), owners: make([]*jobRec, c.NumNodes()*c.MaxNodeGPUs()), maxG: c.MaxNodeGPUs()}
+}
+
+func bySeq(a *jobRec, s uint64) int {
+	switch {
+	case a.seq < s:
+		return -1
+	case a.seq > s:
+		return 1
+	}
+	return 0
+}
+
+// insertSorted inserts j into list, kept in seq order.
+func insertSorted(list []*jobRec, j *jobRec) []*jobRec {
+	i, _ := slices.BinarySearchFunc(list, j.seq, bySeq)
+	return slices.Insert(list, i, j)
+}
+
+// removeSorted removes j from list, kept in seq order.
+func removeSorted(list []*jobRec, j *jobRec) []*jobRec {
+	i, found := slices.BinarySearchFunc(list, j.seq, bySeq)
+	if !found || list[i] != j {
+		panic(fmt.Sprintf("backfill: job %s missing from its list", j.job.ID))
+	}
+	return slices.Delete(list, i, i+1)
+}
+
+// setOwner records owner (nil to clear) on every GPU of a.
+func (t *jobTable) setOwner(a *gang.Allocation, owner *jobRec) {
+	for i := range a.Members {
+		for _, x := range a.Members[i].Assignment {
+			base := int(x.Node) * t.maxG
+			for m := x.GPUs; m != 0; m &= m - 1 {
+				t.owners[base+bitIndex(m)] = owner
+			}
+		}
+	}
+}
+
+// owner returns the active job on GPU g of node n, or nil.
+func (t *jobTable) owner(n, g int) *jobRec { return t.owners[n*t.maxG+g] }
+
+// lookup returns the job of that ID, ignoring ended jobs forgotten by now.
+func (t *jobTable) lookup(id string, now time.Time, keep time.Duration) (*jobRec, bool) {
+	j, ok := t.byID[id]
+	if ok && j.phase.Ended() && !now.Before(j.ended.Add(keep)) {
+		return nil, false
+	}
+	return j, ok
+}
+
+// forget drops ended jobs remembered for keep or longer at now.
+func (t *jobTable) forget(now time.Time, keep time.Duration) {
+	n := 0
+	for n < len(t.ended) && !now.Before(t.ended[n].ended.Add(keep)) {
+		j := t.ended[n]
+		if t.byID[j.job.ID] == j {
+			delete(t.byID, j.job.ID)
+		}
+		n++
+	}
+	if n > 0 {
+		t.ended = slices.Delete(t.ended, 0, n)
+	}
+}
+
+// endJob moves j, no longer waiting or active, to its final state.
+func (t *jobTable) endJob(j *jobRec, final JobState, now time.Time) {
+	j.phase, j.ended = final, now
+	j.alloc, j.resv = nil, nil
+	t.ended = append(t.ended, j)
+}
+
+// accounts maps fair-share account names to indices, for batched charges.
+type accounts struct {
+	idx     map[string]int
+	names   []string
+	charge  []float64
+	touched []int
+}
+
+// index returns the index of account name, adding it if new.
+func (a *accounts) index(name string) int {
+	if i, ok := a.idx[name]; ok {
+		return i
+	}
+	i := len(a.names)
+	a.idx[name] = i
+	a.names = append(a.names, name)
+	a.charge = append(a.charge, 0)
+	return i
+}

@@ -1,0 +1,144 @@
+package backfill
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// NodeEvent says what a node failure did to one active job.
+type NodeEvent struct {
+	Job string
+	// Requeued is true when the job went back to the queue, false when
+	// it failed for good.
+	Requeued bool
+}
+
+// NodeDown marks the named node down at time now. Every active job with
+// a member on it is released whole and requeued or failed per its
+// OnNodeFailure policy (the events say which, in job order); reservations
+// on the node are dropped, their jobs re-planned in priority order at the
+// next cycle (Plan.Moves says where they went), and a hold on it is
+// dropped. A node already down is ErrTransition.
+func (e *Engine) NodeDown(node string, now time.Time) ([]NodeEvent, error) {
+	o := &op{kind: opNodeDown, now: now, id: node}
+	if err := e.apply(o); err != nil {
+		return nil, err
+	}
+	return o.events, nil
+}
+
+// NodeUp returns the named down node to service at time now; a drained
+// node stays drained. A node that is not down is ErrTransition.
+func (e *Engine) NodeUp(node string, now time.Time) error {
+	return e.apply(&op{kind: opNodeUp, now: now, id: node})
+}
+
+// Drain stops new work on the named node at time now; running jobs stay,
+// reservations on it are dropped and re-planned at the next cycle (as
+// NodeDown does) and a hold on it is dropped. Draining a down node is remembered: its repair leaves it
+// drained. A drained node is ErrTransition.
+func (e *Engine) Drain(node string, now time.Time) error {
+	return e.apply(&op{kind: opDrain, now: now, id: node})
+}
+
+// Resume ends the drain of the named node at time now (Slurm's
+// state=resume); a down node stays down. A node that is not drained is
+// ErrTransition.
+func (e *Engine) Resume(node string, now time.Time) error {
+	return e.apply(&op{kind: opResume, now: now, id: node})
+}
+
+// nodeEvent applies a checked node event.
+func (e *Engine) nodeEvent(o *op) {
+	n := o.node
+	st := e.nodes[n]
+	switch o.kind {
+	case opNodeDown:
+		o.events = e.failNode(n, o.now)
+		st = nodeState(true, st.drained())
+		e.dropOn(n, CauseNodeDown, o.id)
+	case opNodeUp:
+		st = nodeState(false, st.drained())
+	case opDrain:
+		st = nodeState(st.down(), true)
+		e.dropOn(n, CauseNodeDrained, o.id)
+	case opResume:
+		st = nodeState(st.down(), false)
+	}
+	e.nodes[n] = st
+	e.syncStatus(n)
+}
+
+// dropOn drops the reservations on node n (their jobs are re-planned in
+// priority order at the next cycle, which reports the move with cause)
+// and a hold on it.
+func (e *Engine) dropOn(n int, cause Cause, node string) {
+	e.book.dropOn(n, func(r *reservation) {
+		if r.job.moved == nil {
+			r.job.moved = &Move{Job: r.job.job.ID, From: r.start, Cause: cause, By: node}
+		}
+	})
+}
+
+// failNode releases every active job on node n (charged up to now) and
+// requeues or fails it.
+func (e *Engine) failNode(n int, now time.Time) []NodeEvent {
+	var hit []*jobRec
+	for g := range e.c.NodeGPUs(n) {
+		if o := e.jobs.owner(n, g); o != nil && !containsJob(hit, o) {
+			hit = append(hit, o)
+		}
+	}
+	sortJobs(hit)
+	events := make([]NodeEvent, 0, len(hit))
+	for _, j := range hit {
+		e.deactivate(j, now)
+		ev := NodeEvent{Job: j.job.ID}
+		if j.job.OnNodeFailure == Requeue {
+			e.requeue(j)
+			ev.Requeued = true
+		} else {
+			e.jobs.endJob(j, StateFailed, now)
+		}
+		events = append(events, ev)
+	}
+	return events
+}
+
+// syncStatus sets node n's status in the free state from the engine's
+// facts: down, else drained, else up.
+func (e *Engine) syncStatus(n int) {
+	want := topology.Up
+	switch st := e.nodes[n]; {
+	case st.down():
+		want = topology.Down
+	case st.drained():
+		want = topology.Drained
+	}
+	if e.ledger.State().Status(n) == want {
+		return
+	}
+	var err error
+	switch want {
+	case topology.Down:
+		_, err = e.ledger.NodeDown(n)
+	case topology.Drained:
+		err = e.ledger.Drain(n)
+	default:
+		err = e.ledger.NodeUp(n)
+	}
+	if err != nil {
+		panic(fmt.Sprintf("backfill: node %s: %v", e.c.NodeName(n), err))
+	}
+}
+
+func containsJob(list []*jobRec, j *jobRec) bool {
+	for _, x := range list {
+		if x == j {
+			return true
+		}
+	}
+	return false
+}

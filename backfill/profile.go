@@ -1,0 +1,466 @@
+package backfill
+
+import (
+	"fmt"
+	"math/bits"
+	"slices"
+	"time"
+
+	"github.com/google/btree"
+
+	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// profile is the availability profile: the free state now, plus the GPUs
+// active jobs return at their ends (start + time limit), in end order. A
+// job past its end is expected back at once. Jobs without a limit never
+// return in it.
+//
+// search walks the profile's candidate times forward on a probe state,
+// keeping the other reservations' GPUs (and the hold's) blocked while
+// their windows overlap the job's; blocks are added and removed
+// incrementally as the time advances. With naive set it rebuilds the
+// probe from scratch at every candidate time instead (metamorphic tests).
+//
+// Invariants (check): ends holds exactly the active jobs with a limit,
+// keyed by their end.
+type profile struct {
+	ends    *btree.BTreeG[endItem]
+	version uint64 // bumped when ends change
+	probe   *topology.State
+	blocks  blockSet
+	// Caches, valid for (version, book version, now).
+	endsBuf            []endItem
+	endsKey            cacheKey
+	times, withKeep    []time.Time
+	timesKey           cacheKey
+	naive              bool
+}
+
+type cacheKey struct {
+	ends, book uint64
+	now        time.Time
+}
+
+type endItem struct {
+	end time.Time
+	seq uint64
+	j   *jobRec
+}
+
+func endLess(a, b endItem) bool {
+	if !a.end.Equal(b.end) {
+		return a.end.Before(b.end)
+	}
+	return a.seq < b.seq
+}
+
+func newProfile(c *topology.Cluster) profile {
+	return profile{ends: btree.NewG(16, endLess), probe: topology.NewState(c), blocks: newBlockSet(c)}
+}
+
+// setEnd sets active job j's start and end (from its time limit).
+func (p *profile) setEnd(j *jobRec, start time.Time) {
+	p.clearEnd(j)
+	j.start, j.end = start, time.Time{}
+	if l := j.job.TimeLimit; l > 0 {
+		j.end = start.Add(l)
+		p.ends.ReplaceOrInsert(endItem{end: j.end, seq: j.seq, j: j})
+	}
+	p.version++
+}
+
+// clearEnd takes active job j out of the ends.
+func (p *profile) clearEnd(j *jobRec) {
+	if !j.end.IsZero() {
+		p.ends.Delete(endItem{end: j.end, seq: j.seq})
+		p.version++
+	}
+}
+
+// overruns calls f for every active job past its end at now, by end.
+func (p *profile) overruns(now time.Time, f func(j *jobRec)) {
+	p.ends.Ascend(func(it endItem) bool {
+		if it.end.After(now) {
+			return false
+		}
+		f(it.j)
+		return true
+	})
+}
+
+// sortedEnds returns every end in order, overrun ones included.
+func (p *profile) sortedEnds(key cacheKey) []endItem {
+	key.book = 0
+	if !p.naive && p.endsKey == key && p.endsBuf != nil {
+		return p.endsBuf
+	}
+	p.endsBuf = p.endsBuf[:0]
+	p.ends.Ascend(func(it endItem) bool {
+		p.endsBuf = append(p.endsBuf, it)
+		return true
+	})
+	p.endsKey = key
+	return p.endsBuf
+}
+
+// candidateTimes returns the times at which GPUs come back: now when some
+// job is past its end, then active jobs' ends and reservations' ends
+// after now; sorted and distinct.
+func (p *profile) candidateTimes(key cacheKey, b *book) []time.Time {
+	if !p.naive && p.timesKey == key && p.times != nil {
+		return p.times
+	}
+	now := key.now
+	ts := p.times[:0]
+	for _, it := range p.sortedEnds(key) {
+		ts = append(ts, later(it.end, now))
+	}
+	for _, r := range b.resv {
+		if !r.end.IsZero() && r.end.After(now) {
+			ts = append(ts, r.end)
+		}
+	}
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	p.times = slices.CompactFunc(ts, func(a, b time.Time) bool { return a.Equal(b) })
+	p.timesKey = key
+	return p.times
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// query is one profile search: job j placed with spec, keeping
+// reservation keep (nil for none).
+type query struct {
+	j    *jobRec
+	spec *gang.Spec
+	keep *reservation
+}
+
+// searchResult is where a search ended.
+type searchResult struct {
+	at    time.Time
+	found bool
+	// kept: the reservation searched with stays as it is (its planned
+	// GPUs are available from its start, or from now for a due one).
+	kept bool
+}
+
+// search finds the earliest candidate time at which q's job can be
+// admitted in the profile (the placement is left in e.alloc), or at which
+// its reservation's planned GPUs are all available (from the
+// reservation's start on); the reservation is then preferred and copied
+// into e.alloc.
+func (e *Engine) search(now time.Time, q query) searchResult {
+	p := &e.prof
+	ts := p.candidateTimes(e.cacheKey(now), &e.book)
+	if r := q.keep; r != nil && r.start.After(now) {
+		if i, found := slices.BinarySearchFunc(ts, r.start, func(a, b time.Time) int { return a.Compare(b) }); !found {
+			p.withKeep = append(append(append(p.withKeep[:0], ts[:i]...), r.start), ts[i:]...)
+			ts = p.withKeep
+		}
+	}
+	w := e.newWalker(now, q)
+	for _, t := range ts {
+		w.advance(t)
+		if r := q.keep; r != nil && !t.Before(r.start) {
+			if allAvailable(p.probe, &r.alloc) {
+				res := searchResult{at: t, found: true, kept: !t.After(later(r.start, now))}
+				r.alloc.CopyTo(&e.alloc)
+				return res
+			}
+		}
+		if e.admitAt(q.spec) {
+			return searchResult{at: t, found: true}
+		}
+	}
+	return searchResult{}
+}
+
+// admitAt tries spec on the probe, leaving the probe unchanged.
+func (e *Engine) admitAt(spec *gang.Spec) bool {
+	p := &e.prof
+	if !p.naive && (p.probe.FreeGPUs() < spec.MinGPUs(e.c) || !mayFit(p.probe, spec)) {
+		return false
+	}
+	res, err := e.adm.Admit(p.probe, spec, &e.alloc)
+	if err != nil {
+		panic(fmt.Sprintf("backfill: checked job %s refused: %v", spec.ID, err))
+	}
+	if res.Admitted {
+		releaseOn(p.probe, &e.alloc)
+	}
+	return res.Admitted
+}
+
+func (e *Engine) cacheKey(now time.Time) cacheKey {
+	return cacheKey{ends: e.prof.version, book: e.book.version, now: now}
+}
+
+// walker advances the probe through candidate times.
+type walker struct {
+	e                *Engine
+	q                query
+	now              time.Time
+	ends             []endItem
+	byStart, byEnd   []*reservation
+	next, add, rem   int
+}
+
+func (e *Engine) newWalker(now time.Time, q query) *walker {
+	p := &e.prof
+	w := &e.walk
+	*w = walker{e: e, q: q, now: now, ends: p.sortedEnds(e.cacheKey(now))}
+	w.byStart, w.byEnd = e.book.sorted()
+	if p.naive {
+		return w
+	}
+	if err := e.ledger.State().CopyInto(p.probe); err != nil {
+		panic(err)
+	}
+	p.blocks.reset()
+	for _, r := range e.book.resv {
+		r.active = false
+	}
+	if h := e.book.hold; h != nil && h.job != q.j {
+		p.blocks.add(p.probe, &h.target)
+	}
+	return w
+}
+
+// advance moves the probe to time t.
+func (w *walker) advance(t time.Time) {
+	p := &w.e.prof
+	if p.naive {
+		w.rebuild(t)
+		return
+	}
+	for w.next < len(w.ends) && !later(w.ends[w.next].end, w.now).After(t) {
+		p.blocks.releaseUnblocked(p.probe, w.ends[w.next].j.alloc)
+		w.next++
+	}
+	l := w.q.j.job.TimeLimit
+	for w.add < len(w.byStart) && (l == 0 || w.byStart[w.add].start.Before(t.Add(l))) {
+		r := w.byStart[w.add]
+		w.add++
+		if r.job == w.q.j || !r.end.IsZero() && !r.end.After(t) {
+			continue
+		}
+		r.active = true
+		p.blocks.add(p.probe, &r.alloc)
+	}
+	for w.rem < len(w.byEnd) && !w.byEnd[w.rem].end.After(t) {
+		r := w.byEnd[w.rem]
+		w.rem++
+		if r.active {
+			r.active = false
+			p.blocks.remove(p.probe, &r.alloc)
+		}
+	}
+}
+
+// rebuild makes the probe the profile at t from scratch: the free state,
+// plus the GPUs of jobs ended by t, minus the GPUs of the hold and of the
+// reservations whose windows overlap the job's.
+func (w *walker) rebuild(t time.Time) {
+	e, p := w.e, &w.e.prof
+	if err := e.ledger.State().CopyInto(p.probe); err != nil {
+		panic(err)
+	}
+	for _, it := range w.ends {
+		if !later(it.end, w.now).After(t) {
+			releaseOn(p.probe, it.j.alloc)
+		}
+	}
+	if h := e.book.hold; h != nil && h.job != w.q.j {
+		block(p.probe, &h.target)
+	}
+	for _, r := range e.book.resv {
+		if windowOverlaps(r, w.q.j, t) {
+			block(p.probe, &r.alloc)
+		}
+	}
+}
+
+// windowOverlaps reports whether reservation r overlaps the window of job
+// j starting at t (to t + its limit, or forever without one).
+func windowOverlaps(r *reservation, j *jobRec, t time.Time) bool {
+	if r.job == j {
+		return false
+	}
+	if !r.end.IsZero() && !r.end.After(t) {
+		return false
+	}
+	l := j.job.TimeLimit
+	return l == 0 || r.start.Before(t.Add(l))
+}
+
+// allAvailable reports whether every GPU of a is free and schedulable on s.
+func allAvailable(s *topology.State, a *gang.Allocation) bool {
+	for i := range a.Members {
+		for _, x := range a.Members[i].Assignment {
+			if s.Status(int(x.Node)) != topology.Up || x.GPUs&^s.Free(int(x.Node)) != 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// block allocates on s the free GPUs of a, skipping nodes that are down.
+func block(s *topology.State, a *gang.Allocation) {
+	for i := range a.Members {
+		for _, x := range a.Members[i].Assignment {
+			m := x.GPUs & s.Free(int(x.Node))
+			if m == 0 || s.Status(int(x.Node)) == topology.Down {
+				continue
+			}
+			if err := s.Allocate([]topology.NodeAlloc{{Node: x.Node, GPUs: m}}); err != nil {
+				panic(fmt.Sprintf("backfill: blocking free GPUs failed: %v", err))
+			}
+		}
+	}
+}
+
+// releaseOn returns a's GPUs to s.
+func releaseOn(s *topology.State, a *gang.Allocation) {
+	for i := range a.Members {
+		if err := s.Release(a.Members[i].Assignment); err != nil {
+			panic(fmt.Sprintf("backfill: release of a placed allocation failed: %v", err))
+		}
+	}
+}
+
+// blockSet tracks the blocks of a search: per node the union of the GPUs
+// blocked (mask), the part of them taken on the probe because of a block
+// (taken), and per GPU how many active blocks cover it (count).
+type blockSet struct {
+	maxG      int
+	mask      []uint64
+	taken     []uint64
+	count     []uint16
+	isTouched []bool
+	touched   []int32
+}
+
+func newBlockSet(c *topology.Cluster) blockSet {
+	n := c.NumNodes()
+	return blockSet{maxG: c.MaxNodeGPUs(), mask: make([]uint64, n), taken: make([]uint64, n),
+		count: make([]uint16, n*c.MaxNodeGPUs()), isTouched: make([]bool, n)}
+}
+
+func (b *blockSet) reset() {
+	for _, n := range b.touched {
+		clear(b.count[int(n)*b.maxG : int(n+1)*b.maxG])
+		b.mask[n], b.taken[n] = 0, 0
+		b.isTouched[n] = false
+	}
+	b.touched = b.touched[:0]
+}
+
+// add blocks a's GPUs, taking on probe those that are free there.
+func (b *blockSet) add(probe *topology.State, a *gang.Allocation) {
+	for i := range a.Members {
+		for _, x := range a.Members[i].Assignment {
+			n := x.Node
+			if !b.isTouched[n] {
+				b.isTouched[n] = true
+				b.touched = append(b.touched, n)
+			}
+			var fresh uint64
+			for m := x.GPUs; m != 0; m &= m - 1 {
+				k := int(n)*b.maxG + bitIndex(m)
+				if b.count[k] == 0 {
+					fresh |= m & -m
+				}
+				b.count[k]++
+			}
+			b.mask[n] |= fresh
+			if f := fresh & probe.Free(int(n)); f != 0 && probe.Status(int(n)) != topology.Down {
+				if err := probe.Allocate([]topology.NodeAlloc{{Node: n, GPUs: f}}); err != nil {
+					panic(fmt.Sprintf("backfill: blocking failed: %v", err))
+				}
+				b.taken[n] |= f
+			}
+		}
+	}
+}
+
+// remove unblocks a's GPUs, returning to probe those no other block covers.
+func (b *blockSet) remove(probe *topology.State, a *gang.Allocation) {
+	for i := range a.Members {
+		for _, x := range a.Members[i].Assignment {
+			n := x.Node
+			var gone uint64
+			for m := x.GPUs; m != 0; m &= m - 1 {
+				k := int(n)*b.maxG + bitIndex(m)
+				b.count[k]--
+				if b.count[k] == 0 {
+					gone |= m & -m
+				}
+			}
+			b.mask[n] &^= gone
+			if u := b.taken[n] & gone; u != 0 {
+				if err := probe.Release([]topology.NodeAlloc{{Node: n, GPUs: u}}); err != nil {
+					panic(fmt.Sprintf("backfill: unblocking failed: %v", err))
+				}
+				b.taken[n] &^= u
+			}
+		}
+	}
+}
+
+// releaseUnblocked returns an ending job's GPUs to probe, except those
+// blocked, which stay allocated as blocks.
+func (b *blockSet) releaseUnblocked(probe *topology.State, a *gang.Allocation) {
+	for i := range a.Members {
+		for _, x := range a.Members[i].Assignment {
+			n := x.Node
+			keep := x.GPUs & b.mask[n]
+			if free := x.GPUs &^ keep; free != 0 {
+				if err := probe.Release([]topology.NodeAlloc{{Node: n, GPUs: free}}); err != nil {
+					panic(fmt.Sprintf("backfill: profile release failed: %v", err))
+				}
+			}
+			b.taken[n] |= keep
+		}
+	}
+}
+
+func bitIndex(m uint64) int { return bits.TrailingZeros64(m) }
+
+// mayFit is a cheap necessary condition for admitting spec on s: every
+// node-shaped member finds enough schedulable nodes with its per-node GPUs
+// free (members are checked separately, so it may pass when the gang does
+// not fit together).
+func mayFit(s *topology.State, spec *gang.Spec) bool {
+	maxG := s.Cluster().MaxNodeGPUs()
+	for i := range spec.Members {
+		m := &spec.Members[i]
+		r := &m.Request
+		if r.GPUs > 0 {
+			continue
+		}
+		g := r.GPUsPerNode
+		if g == 0 {
+			g = maxG
+		}
+		if g > maxG {
+			return false
+		}
+		need := r.Nodes
+		if m.Min > 0 && m.Min < need {
+			need = m.Min
+		}
+		if int(s.Avail(g).Count()) < need {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,364 @@
+package backfill
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/fairshare"
+	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// Restore rebuilds an engine for cluster c with config cfg from a
+// snapshot, trusting nothing in it. It refuses, listing every problem
+// (errors.Join inside an ErrRestore error): another format version; a
+// time out of range or later than the snapshot's; an unknown node; a job
+// that Submit would refuse on c; a job listed twice or numbered at or
+// above the snapshot's sequence counter, or two jobs with one number; a
+// running gang that does not match its job's spec (members, pod counts,
+// GPUs per pod), sits on a down node or belongs to no active job; a GPU
+// claimed twice; a reservation or hold for a job that is not waiting, a
+// second reservation for one job, reservations sharing GPUs in
+// overlapping windows; bad usage. When c is not the cluster the snapshot
+// was taken on (its Fingerprint differs), every node is mapped by name:
+// the restore succeeds only if every name maps, and an error says what
+// differs.
+func Restore(c *topology.Cluster, cfg Config, snap *Snapshot) (*Engine, error) {
+	if snap == nil {
+		return nil, fmt.Errorf("%w: no snapshot", ErrRestore)
+	}
+	if c == nil {
+		return nil, fmt.Errorf("%w: no cluster", ErrBadArgument)
+	}
+	if snap.Version != SnapshotVersion {
+		return nil, fmt.Errorf("%w: snapshot format version %d, this engine reads %d", ErrRestore, snap.Version, SnapshotVersion)
+	}
+	tree, err := fairshare.BuildTree(snap.Accounts, cfg.FairShare)
+	if err != nil {
+		return nil, fmt.Errorf("%w: accounts: %w", ErrRestore, err)
+	}
+	e, err := New(c, cfg, tree)
+	if err != nil {
+		return nil, err
+	}
+	r := &restorer{e: e, snap: snap, recorded: make(map[*jobRec]JobState)}
+	if err := tree.SetUsage(snap.Usage); err != nil {
+		r.bad("usage: %v", err)
+	}
+	r.run()
+	if len(r.errs) > 0 {
+		if d := snap.Cluster.Diff(ClusterFingerprint(c)); d != "" {
+			r.errs = append([]error{fmt.Errorf("the cluster differs from the snapshot's: %s", d)}, r.errs...)
+		}
+		return nil, fmt.Errorf("%w: %w", ErrRestore, errors.Join(r.errs...))
+	}
+	return e, nil
+}
+
+// restorer rebuilds an engine from a snapshot, collecting every problem.
+type restorer struct {
+	e        *Engine
+	snap     *Snapshot
+	errs     []error
+	recorded map[*jobRec]JobState // the state each job's record gave
+}
+
+func (r *restorer) bad(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Errorf(format, args...))
+}
+
+// run restores in dependency order; each step checks what it reads.
+func (r *restorer) run() {
+	e, s := r.e, r.snap
+	if err := checkTime("snapshot time", s.Time); err != nil {
+		r.bad("%v", err)
+		return
+	}
+	r.notAfter("last cycle", s.LastCycle)
+	if s.Cursor < 0 || s.HeldGPUSeconds < 0 || s.HeldGPUSeconds != s.HeldGPUSeconds {
+		r.bad("cursor %d or held GPU-seconds %v out of range", s.Cursor, s.HeldGPUSeconds)
+	}
+	e.seq, e.cursor, e.lastCycle, e.heldGPUSeconds = s.Seq, s.Cursor, s.LastCycle, s.HeldGPUSeconds
+	e.last = s.Time
+	r.nodes()
+	ledger, err := gang.Restore(e.c, gang.Snapshot{Gangs: s.Gangs})
+	if err != nil {
+		r.bad("%v", err)
+		return
+	}
+	e.ledger = ledger
+	e.ledger.Admitter().Placer().SetStrategy(e.cfg.Placement, e.cfg.Seed)
+	r.jobs()
+	r.reservations()
+	r.hold()
+	if len(r.errs) > 0 {
+		return
+	}
+	for n := range e.nodes {
+		e.syncStatus(n)
+	}
+	if err := e.check(); err != nil {
+		r.bad("%v", err)
+	}
+}
+
+// notAfter refuses a time after the snapshot's (zero passes).
+func (r *restorer) notAfter(what string, t time.Time) {
+	if !t.IsZero() && (t.After(r.snap.Time) || t.Before(MinTime)) {
+		r.bad("%s %s is not within [%s, the snapshot's time %s]", what, t.UTC().Format(time.RFC3339Nano),
+			MinTime.Format(time.RFC3339), r.snap.Time.UTC().Format(time.RFC3339Nano))
+	}
+}
+
+// nodes restores the node facts.
+func (r *restorer) nodes() {
+	for _, l := range []struct {
+		names   []string
+		down    bool
+		listing string
+	}{{r.snap.Down, true, "down"}, {r.snap.Drained, false, "drained"}} {
+		for _, name := range l.names {
+			n, ok := r.e.c.NodeIndex(name)
+			switch {
+			case !ok:
+				r.bad("%s list: %v: %q", l.listing, topology.ErrUnknownNode, name)
+			case l.down && r.e.nodes[n].down() || !l.down && r.e.nodes[n].drained():
+				r.bad("%s list: node %s listed twice", l.listing, name)
+			case l.down:
+				r.e.nodes[n] = nodeState(true, r.e.nodes[n].drained())
+			default:
+				r.e.nodes[n] = nodeState(r.e.nodes[n].down(), true)
+			}
+		}
+	}
+}
+
+// jobs restores every job and links active ones to their gangs.
+func (r *restorer) jobs() {
+	e := r.e
+	seqs := make(map[uint64]string)
+	active := make(map[string]bool)
+	for i := range r.snap.Jobs {
+		jr := &r.snap.Jobs[i]
+		j := r.job(jr)
+		if j == nil {
+			continue
+		}
+		if prev, dup := seqs[j.seq]; dup {
+			r.bad("jobs %s and %s share sequence number %d", prev, j.job.ID, j.seq)
+			continue
+		}
+		seqs[j.seq] = j.job.ID
+		e.jobs.byID[j.job.ID] = j
+		switch {
+		case j.phase == StatePending:
+			e.jobs.pending = append(e.jobs.pending, j)
+		case j.phase.Active():
+			if r.linkActive(j) {
+				active[j.job.ID] = true
+			}
+		default:
+			e.jobs.ended = append(e.jobs.ended, j)
+		}
+	}
+	for _, id := range e.ledger.IDs() {
+		if !active[id] {
+			r.bad("the gang %s belongs to no active job", id)
+		}
+	}
+	sortJobs(e.jobs.pending)
+	sortJobs(e.jobs.running)
+	slices.SortStableFunc(e.jobs.ended, func(a, b *jobRec) int { return a.ended.Compare(b.ended) })
+}
+
+// job rebuilds one job record, checked as Submit checks a job.
+func (r *restorer) job(jr *JobRecord) *jobRec {
+	e := r.e
+	fail := func(format string, args ...any) *jobRec {
+		r.bad("job %s: %s", jr.ID, fmt.Sprintf(format, args...))
+		return nil
+	}
+	if _, dup := e.jobs.byID[jr.ID]; dup {
+		return fail("listed twice")
+	}
+	if jr.Seq == 0 || jr.Seq > r.snap.Seq {
+		return fail("sequence number %d is not in [1, %d], the snapshot's counter", jr.Seq, r.snap.Seq)
+	}
+	job, err := r.jobSpec(jr)
+	if err != nil {
+		return fail("%v", err)
+	}
+	j, err := e.validateJob(job)
+	if err != nil {
+		return fail("%v", err)
+	}
+	for _, t := range []struct {
+		what string
+		at   time.Time
+	}{{"submit", jr.Submit}, {"start", jr.Start}, {"promised start", jr.Promised}, {"last charge", jr.LastCharge}, {"end", jr.Ended}} {
+		r.notAfter("job "+jr.ID+" "+t.what, t.at)
+	}
+	j.seq, j.requeues, j.holdExpiry = jr.Seq, jr.Requeues, jr.HoldExpiry
+	j.start, j.promised, j.lastCharge, j.ended = jr.Start, jr.Promised, jr.LastCharge, jr.Ended
+	j.acct = e.accts.index(job.Account)
+	if m := jr.Moved; m != nil {
+		if m.Job != jr.ID || m.Cause < CauseUnknown || m.Cause > CauseNodeDrained || !m.To.IsZero() {
+			return fail("a bad pending move record")
+		}
+		mv := *m
+		j.moved = &mv
+	}
+	r.recorded[j] = jr.State
+	return r.setState(j, jr)
+}
+
+// setState sets a restored job's phase from its recorded state.
+func (r *restorer) setState(j *jobRec, jr *JobRecord) *jobRec {
+	switch st := jr.State; {
+	case st.Waiting():
+		j.phase, j.requeued = StatePending, st == StateRequeued
+		if !jr.Start.IsZero() || !jr.Ended.IsZero() {
+			r.bad("job %s is %s but has a start or an end", jr.ID, st)
+			return nil
+		}
+	case st.Active():
+		j.phase = st
+		if jr.Start.IsZero() || jr.LastCharge.Before(jr.Start) || jr.Promised.IsZero() {
+			r.bad("job %s is %s without a start, a due start, or with a charge before its start", jr.ID, st)
+			return nil
+		}
+	case st.Ended():
+		j.phase = st
+		if jr.Ended.IsZero() {
+			r.bad("job %s is %s without an end time", jr.ID, st)
+			return nil
+		}
+	default:
+		r.bad("job %s has no valid state", jr.ID)
+		return nil
+	}
+	return j
+}
+
+// jobSpec rebuilds a job from its record.
+func (r *restorer) jobSpec(jr *JobRecord) (Job, error) {
+	j := Job{ID: jr.ID, Account: jr.Account, Submit: jr.Submit, QOS: jr.QOS, Partition: jr.Partition}
+	var err error
+	if jr.TimeLimit != "" {
+		if j.TimeLimit, err = time.ParseDuration(jr.TimeLimit); err != nil {
+			return j, fmt.Errorf("time limit: %w", err)
+		}
+	}
+	if p := jr.Patience; p != nil {
+		j.Patience = Patience{MaxDomains: p.MaxDomains, Level: p.Level}
+		if j.Patience.Wait, err = time.ParseDuration(p.Wait); err != nil {
+			return j, fmt.Errorf("patience wait: %w", err)
+		}
+	}
+	switch jr.OnNodeFailure {
+	case "", "requeue":
+	case "fail":
+		j.OnNodeFailure = Fail
+	default:
+		return j, fmt.Errorf("unknown on_node_failure %q", jr.OnNodeFailure)
+	}
+	j.Gang, err = jr.Gang.Spec(r.e.c, jr.ID)
+	return j, err
+}
+
+// linkActive links an active job to its gang in the ledger, checking the
+// gang against the job's spec and the node facts.
+func (r *restorer) linkActive(j *jobRec) bool {
+	e := r.e
+	a, ok := e.ledger.Get(j.job.ID)
+	if !ok {
+		r.bad("job %s is %s but has no running gang", j.job.ID, j.phase)
+		return false
+	}
+	i := slices.IndexFunc(r.snap.Gangs, func(g gang.GangRecord) bool { return g.ID == j.job.ID })
+	if err := j.job.Gang.CheckRecord(e.c, &r.snap.Gangs[i]); err != nil {
+		r.bad("job %s: %v", j.job.ID, err)
+		return false
+	}
+	for _, m := range a.Members {
+		for _, x := range m.Assignment {
+			if e.nodes[x.Node].down() {
+				r.bad("job %s runs on node %s, which is down", j.job.ID, e.c.NodeName(int(x.Node)))
+				return false
+			}
+		}
+	}
+	j.alloc, j.used = a, a.GPUs()
+	start := j.start
+	e.prof.setEnd(j, start)
+	e.jobs.running = append(e.jobs.running, j)
+	e.jobs.setOwner(a, j)
+	return true
+}
+
+// reservations restores the book's reservations.
+func (r *restorer) reservations() {
+	e := r.e
+	for _, rr := range r.snap.Reservations {
+		j, ok := e.jobs.byID[rr.Job]
+		switch {
+		case !ok || j.phase != StatePending:
+			r.bad("a reservation for %s, which is not waiting", rr.Job)
+			continue
+		case j.resv != nil:
+			r.bad("job %s has two reservations", rr.Job)
+			continue
+		}
+		a, err := e.allocationOf(&rr.Placement)
+		if err != nil || a.ID != rr.Job {
+			r.bad("the reservation for %s: %v (placement of %q)", rr.Job, err, a.ID)
+			continue
+		}
+		res := &reservation{job: j, start: rr.Start, end: rr.End, firstStart: rr.FirstStart, alloc: a}
+		if l := j.job.TimeLimit; l == 0 && !rr.End.IsZero() || l > 0 && rr.End.Before(rr.Start.Add(l)) {
+			r.bad("the reservation for %s ends at %v, not a time limit after its start", rr.Job, rr.End)
+			continue
+		}
+		e.book.add(res)
+	}
+	for _, j := range e.jobs.pending {
+		if (j.resv != nil) != (r.recorded[j] == StateReserved) {
+			r.bad("job %s is recorded %s, which does not match its reservation (or lack of one)", j.job.ID, r.recorded[j])
+		}
+	}
+	if err := e.book.check(e.c); err != nil {
+		r.bad("%v", err)
+	}
+}
+
+// hold restores the hold.
+func (r *restorer) hold() {
+	e, h := r.e, r.snap.Hold
+	if h == nil {
+		for _, j := range e.jobs.pending {
+			if r.recorded[j] == StateHeld {
+				r.bad("job %s is recorded held but there is no hold", j.job.ID)
+			}
+		}
+		return
+	}
+	j, ok := e.jobs.byID[h.Job]
+	if !ok || j.phase != StatePending || j.resv != nil || r.recorded[j] != StateHeld {
+		r.bad("the hold for %s, which is not a held job", h.Job)
+		return
+	}
+	a, err := e.allocationOf(&h.Target)
+	if err != nil || a.ID != h.Job {
+		r.bad("the hold for %s: %v (target of %q)", h.Job, err, a.ID)
+		return
+	}
+	if h.Held < 0 || h.Held > a.GPUs() {
+		r.bad("the hold for %s holds %d of %d GPUs", h.Job, h.Held, a.GPUs())
+		return
+	}
+	r.notAfter("hold start", h.Since)
+	e.book.hold = &hold{job: j, since: h.Since, target: a, held: h.Held}
+	e.book.changed()
+}

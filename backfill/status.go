@@ -1,0 +1,181 @@
+package backfill
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// JobStatus is one job as the engine sees it: what a host shows its users
+// (squeue) without keeping a second copy of every job.
+type JobStatus struct {
+	ID      string   `json:"id"`
+	Account string   `json:"account"`
+	State   JobState `json:"state"`
+	// GPUs is what the job asks for at full size.
+	GPUs int `json:"gpus"`
+	// TimeLimit is the job's limit (zero: none).
+	TimeLimit time.Duration `json:"-"`
+	Submit    time.Time     `json:"submit"`
+	// Start is when it started (starting, running and ended jobs that
+	// ran); End is when it ended, or, for an active job, when its time
+	// limit runs out (zero without one).
+	Start time.Time `json:"start,omitzero"`
+	End   time.Time `json:"end,omitzero"`
+	// PlannedStart and PlannedEnd are a reserved job's planned window.
+	PlannedStart time.Time `json:"planned_start,omitzero"`
+	PlannedEnd   time.Time `json:"planned_end,omitzero"`
+	// Nodes is where an active job runs, or where a reserved or held job
+	// is planned, as a Slurm hostlist.
+	Nodes string `json:"nodes,omitempty"`
+	// Code and Reason say why a waiting job waits, as of the last cycle.
+	Code   Code   `json:"code,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Overrun reports an active job past its time limit.
+	Overrun bool `json:"overrun,omitempty"`
+	// Requeues counts the times the job went back to the queue.
+	Requeues int `json:"requeues,omitempty"`
+}
+
+// Job returns the status of job id (ended jobs while remembered, see
+// Config.KeepEnded).
+func (e *Engine) Job(id string) (JobStatus, bool) {
+	j, ok := e.jobs.lookup(id, e.last, e.cfg.KeepEnded)
+	if !ok {
+		return JobStatus{}, false
+	}
+	return e.status(j), true
+}
+
+// Jobs returns the status of every job the engine holds, in submission
+// order.
+func (e *Engine) Jobs() []JobStatus {
+	all := make([]*jobRec, 0, len(e.jobs.byID))
+	for id := range e.jobs.byID {
+		if j, ok := e.jobs.lookup(id, e.last, e.cfg.KeepEnded); ok {
+			all = append(all, j)
+		}
+	}
+	sortJobs(all)
+	out := make([]JobStatus, len(all))
+	for i, j := range all {
+		out[i] = e.status(j)
+	}
+	return out
+}
+
+func (e *Engine) status(j *jobRec) JobStatus {
+	s := JobStatus{ID: j.job.ID, Account: j.job.Account, State: e.stateOf(j), GPUs: j.gpus,
+		TimeLimit: j.job.TimeLimit, Submit: j.job.Submit, Requeues: j.requeues}
+	switch {
+	case j.phase.Active():
+		s.Start, s.End, s.Nodes = j.start, j.end, NodeList(e.c, j.alloc)
+		s.Overrun = j.overrun(e.last)
+	case j.phase.Ended():
+		s.End = j.ended
+		if !j.start.IsZero() {
+			s.Start = j.start
+		}
+	default:
+		s.Code, s.Reason = j.wait.Code, j.wait.Message(time.Time{})
+		if j.wait.Code == 0 {
+			s.Reason = "not scheduled yet"
+		}
+		if r := j.resv; r != nil {
+			s.PlannedStart, s.PlannedEnd, s.Nodes = r.start, r.end, NodeList(e.c, &r.alloc)
+		} else if e.book.holds(j) {
+			s.Nodes = NodeList(e.c, &e.book.hold.target)
+		}
+	}
+	return s
+}
+
+// NodeList renders every node of an allocation as one Slurm hostlist.
+func NodeList(c *topology.Cluster, a *gang.Allocation) string {
+	var names []string
+	for i := range a.Members {
+		for _, x := range a.Members[i].Assignment {
+			names = append(names, c.NodeName(int(x.Node)))
+		}
+	}
+	slices.Sort(names)
+	return topology.CompressHostlist(slices.Compact(names))
+}
+
+// FormatJobs renders job statuses as a table, as squeue does: one line per
+// job with its ID, account, state, GPUs, time limit, submit, start and end
+// times (relative to epoch when it is not zero), nodes and reason.
+func FormatJobs(jobs []JobStatus, epoch time.Time) string {
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "JOBID\tACCOUNT\tSTATE\tGPUS\tLIMIT\tSUBMIT\tSTART\tEND\tNODES\tREASON")
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
+	at := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return formatTime(t, epoch)
+	}
+	for _, s := range jobs {
+		limit, start, end := "-", at(s.Start), at(s.End)
+		if s.TimeLimit > 0 {
+			limit = s.TimeLimit.String()
+		}
+		if s.State == StateReserved {
+			start, end = at(s.PlannedStart)+" (planned)", at(s.PlannedEnd)
+		}
+		state := s.State.String()
+		if s.Overrun {
+			state += " (overrun)"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Account, state, s.GPUs, limit,
+			at(s.Submit), start, end, dash(s.Nodes), dash(s.Reason))
+	}
+	_ = w.Flush()
+	return b.String()
+}
+
+// NextEvent returns the earliest time after the latest one seen at which
+// the plan can change without a new event: a reservation's planned start,
+// a hold's expiry, the end of a waiting job's patience or hold cool-down,
+// an active job's time limit. A host can sleep until then (or until an
+// event: a submit, a finish, a node) instead of polling. It reports false
+// when nothing is due. Priorities drift with time (age, decaying usage),
+// which can change which jobs get reservations; a host that wants that
+// reflected also schedules at its usual cadence. With MaxJobsTested every
+// cycle tests another window of the queue.
+func (e *Engine) NextEvent() (time.Time, bool) {
+	var next time.Time
+	consider := func(t time.Time) {
+		if t.After(e.last) && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	for _, r := range e.book.resv {
+		consider(r.start)
+	}
+	if h := e.book.hold; h != nil {
+		consider(h.since.Add(e.cfg.Hold.MaxTime))
+	}
+	for _, j := range e.jobs.pending {
+		if j.tight != nil {
+			consider(j.job.Submit.Add(j.job.Patience.Wait))
+		}
+		consider(j.holdExpiry)
+	}
+	e.prof.ends.AscendGreaterOrEqual(endItem{end: e.last.Add(1)}, func(it endItem) bool {
+		consider(it.end)
+		return false
+	})
+	return next, !next.IsZero()
+}

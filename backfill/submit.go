@@ -1,0 +1,111 @@
+package backfill
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// checkSubmit checks job j submitted at now and builds its record; it
+// changes nothing in the engine.
+func (e *Engine) checkSubmit(j Job, now time.Time) (*jobRec, error) {
+	if _, dup := e.jobs.lookup(j.ID, now, e.cfg.KeepEnded); dup && j.ID != "" {
+		return nil, fmt.Errorf("%w: %s", ErrDuplicateJob, j.ID)
+	}
+	if j.Submit.IsZero() {
+		j.Submit = now
+	}
+	if j.Submit.After(now) {
+		return nil, fmt.Errorf("%w: job %s: submit time %s is after now (%s)", ErrBadJob, j.ID,
+			j.Submit.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+	return e.validateJob(j)
+}
+
+// validateJob validates a job as Submit does (every field in range, a valid
+// gang that fits the cluster when empty) and builds its record.
+func (e *Engine) validateJob(j Job) (*jobRec, error) {
+	if err := e.checkFields(&j); err != nil {
+		return nil, err
+	}
+	j.Gang.ID = j.ID
+	if err := j.Gang.Validate(e.c); err != nil {
+		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
+	}
+	rec := &jobRec{job: j, gpus: j.Gang.GPUs(e.c), phase: StatePending}
+	if err := e.tree.CheckJob(e.fsJob(rec)); err != nil {
+		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
+	}
+	if err := e.checkPatience(rec); err != nil {
+		return nil, err
+	}
+	// Never fits: the gang does not fit an empty cluster.
+	res, err := e.adm.Admit(e.empty, &j.Gang, &e.alloc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
+	}
+	if !res.Admitted {
+		return nil, fmt.Errorf("%w: job %s: %s", ErrNeverFits, j.ID, res)
+	}
+	releaseOn(e.empty, &e.alloc)
+	return rec, nil
+}
+
+// checkFields checks a job's own fields (not its gang).
+func (e *Engine) checkFields(j *Job) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: job %s: %s", ErrBadJob, j.ID, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case j.ID == "":
+		return fmt.Errorf("%w: no ID", ErrBadJob)
+	case len(j.ID) > MaxIDLength:
+		return fmt.Errorf("%w: an ID of %d bytes (at most %d)", ErrBadJob, len(j.ID), MaxIDLength)
+	case j.Gang.ID != "" && j.Gang.ID != j.ID:
+		return bad("gang ID %s differs", j.Gang.ID)
+	case j.OnNodeFailure > Fail:
+		return bad("unknown OnNodeFailure %d", j.OnNodeFailure)
+	}
+	if err := checkTime("submit time", j.Submit); err != nil {
+		return bad("%v", err)
+	}
+	if err := checkDuration("time limit", j.TimeLimit); err != nil {
+		return bad("%v", err)
+	}
+	if err := checkDuration("patience wait", j.Patience.Wait); err != nil {
+		return bad("%v", err)
+	}
+	if p := j.Patience.MaxDomains; p < 0 || p > e.c.NumNodes() {
+		return bad("patience of %d domains (at most %d)", p, e.c.NumNodes())
+	}
+	return nil
+}
+
+// checkPatience builds the tight spec of a job with patience.
+func (e *Engine) checkPatience(rec *jobRec) error {
+	j := &rec.job
+	p := j.Patience
+	if p.MaxDomains == 0 {
+		return nil
+	}
+	if p.Level != "" {
+		if _, ok := e.c.Level(p.Level); !ok {
+			return fmt.Errorf("%w: job %s: patience level %q: %w", ErrBadJob, j.ID, p.Level, topology.ErrUnknownLevel)
+		}
+	}
+	t := j.Gang
+	t.Members = slices.Clone(j.Gang.Members)
+	for i := range t.Members {
+		r := &t.Members[i].Request
+		if r.MaxDomains == 0 || r.MaxDomains > p.MaxDomains {
+			r.MaxDomains, r.MaxDomainsLevel = p.MaxDomains, p.Level
+		}
+	}
+	if err := t.Validate(e.c); err != nil {
+		return fmt.Errorf("%w: job %s: with its patience: %w", ErrBadJob, j.ID, err)
+	}
+	rec.tight = &t
+	return nil
+}
