@@ -44,10 +44,10 @@ type book struct {
 	resv    []*reservation
 	version uint64 // bumped on every change
 	// Indexes, valid while sortedAt == version.
-	sortedAt        uint64
-	byStart, byEnd  []*reservation
-	hold            *hold
-	naive           bool // re-sort on every use (metamorphic tests)
+	sortedAt       uint64
+	byStart, byEnd []*reservation
+	hold           *hold
+	naive          bool // re-sort on every use (metamorphic tests)
 }
 
 func (b *book) add(r *reservation) {

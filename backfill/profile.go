@@ -31,11 +31,11 @@ type profile struct {
 	probe   *topology.State
 	blocks  blockSet
 	// Caches, valid for (version, book version, now).
-	endsBuf            []endItem
-	endsKey            cacheKey
-	times, withKeep    []time.Time
-	timesKey           cacheKey
-	naive              bool
+	endsBuf         []endItem
+	endsKey         cacheKey
+	times, withKeep []time.Time
+	timesKey        cacheKey
+	naive           bool
 }
 
 type cacheKey struct {
@@ -205,12 +205,12 @@ func (e *Engine) cacheKey(now time.Time) cacheKey {
 
 // walker advances the probe through candidate times.
 type walker struct {
-	e                *Engine
-	q                query
-	now              time.Time
-	ends             []endItem
-	byStart, byEnd   []*reservation
-	next, add, rem   int
+	e              *Engine
+	q              query
+	now            time.Time
+	ends           []endItem
+	byStart, byEnd []*reservation
+	next, add, rem int
 }
 
 func (e *Engine) newWalker(now time.Time, q query) *walker {

@@ -114,4 +114,3 @@ func (m *Member) checkRecord(c *topology.Cluster, mr *MemberRecord) error {
 	}
 	return nil
 }
-
