@@ -6,3 +6,5 @@ require (
 	github.com/bits-and-blooms/bitset v1.29.0
 	github.com/google/btree v1.1.3
 )
+
+require github.com/google/go-cmp v0.7.0

@@ -16,10 +16,14 @@ import (
 //  1. Charge fair-share usage for running jobs up to now; account the GPUs
 //     held by hold mode since the last cycle; extend due reservations.
 //  2. Order waiting jobs by multifactor priority (package fairshare).
-//  3. Start every due reservation (planned start at or before now, however
-//     late the cycle runs) whose planned GPUs are free, on those GPUs, in
-//     planned-start order: a reserved job goes first as soon as its GPUs
-//     are free.
+//  3. Go through the reservations in planned-start order: start every due
+//     one (planned start at or before now, however late the cycle runs)
+//     whose planned GPUs are free, on those GPUs: a reserved job goes first
+//     as soon as its GPUs are free. Keep up the others: a reservation
+//     moves earlier when the profile allows it, and later only when a job
+//     it waits for started late (or overran, or a reservation before it on
+//     shared GPUs slipped for that reason); each later move is in
+//     Plan.Moves with its cause.
 //  4. Walk the other waiting jobs in priority order (jobs holding
 //     reservations or held GPUs always; others within the MaxJobsTested
 //     window):
@@ -27,10 +31,7 @@ import (
 //     minus those reserved for other jobs in a window overlapping its own
 //     (now to now + time limit; forever without a limit) and minus held
 //     GPUs: backfill that never delays a reservation;
-//     - else, for a job with a reservation, keep it (moving it earlier if
-//     the profile allows); a reservation moves later only when a job it
-//     waits for overran or started late, or a node under it failed or was
-//     drained, and each such move is in Plan.Moves with its cause;
+//     - else, a job with a reservation keeps it;
 //     - else, while fewer than ReservationDepth reservations exist, find
 //     the earliest time in the availability profile at which the gang can
 //     be admitted with the same topology-aware placement, and reserve
@@ -76,7 +77,10 @@ type cycle struct {
 	failGen  uint64
 	failures []failure
 	naive    bool
-	due      []*reservation // scratch
+	// due is the reservations by start at the cycle's beginning; slipped
+	// those that go first on their GPUs but slipped (due ones not
+	// started, ones moved later to keep their GPUs).
+	due, slipped []*reservation
 }
 
 type failure struct {
@@ -95,7 +99,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	order := e.rank(now)
 	c := &e.cyc
 	c.e, c.now, c.plan, c.valid, c.naive = e, now, plan, false, e.naive
-	c.startDue()
+	c.keepBook()
 	c.walk(order)
 	e.report(plan)
 }
@@ -137,22 +141,29 @@ func (e *Engine) rank(now time.Time) []*jobRec {
 	return order
 }
 
-// startDue starts every due reservation whose planned GPUs are free now,
-// on them, in planned-start order.
-func (c *cycle) startDue() {
+// keepBook goes through the reservations in planned-start order (an
+// earlier promise goes first on shared GPUs): a due reservation whose
+// planned GPUs are free now, and not needed first by an earlier one that
+// slipped, starts on them, however late the cycle runs; every other one
+// is kept up (upkeep).
+func (c *cycle) keepBook() {
 	e := c.e
 	byStart, _ := e.book.sorted()
 	c.due = append(c.due[:0], byStart...)
+	c.slipped = c.slipped[:0]
 	for _, r := range c.due {
-		if r.start.After(c.now) {
-			break
-		}
-		if !allAvailable(e.ledger.State(), &r.alloc) {
+		if r.job.resv != r {
 			continue
 		}
-		c.plan.Tested++
-		r.alloc.CopyTo(&e.alloc)
-		c.start(r.job)
+		if !r.start.After(c.now) {
+			if k, ok := e.keepTime(r, c.slipped, c.now); ok && !k.at.After(c.now) && allAvailable(e.ledger.State(), &r.alloc) {
+				c.plan.Tested++
+				r.alloc.CopyTo(&e.alloc)
+				c.start(r.job)
+				continue
+			}
+		}
+		c.upkeep(r)
 	}
 }
 
@@ -181,12 +192,13 @@ func (c *cycle) walk(order []*jobRec) {
 		switch {
 		case e.cfg.Strict && strictBlocker != "":
 			w.Code, w.Blocker = WaitPriority, strictBlocker
-		case j.resv == nil && j.moved == nil && !e.book.holds(j) && (rank-winStart+len(order))%len(order) >= winLen:
+		case j.resv == nil && j.moved == nil && !j.dropped && !e.book.holds(j) && (rank-winStart+len(order))%len(order) >= winLen:
 			w.Code = WaitPriority
 		default:
 			c.plan.Tested++
 			started := !c.test(j, &w)
 			c.settleMove(j)
+			j.dropped = false
 			if started {
 				continue
 			}
@@ -229,7 +241,7 @@ func (c *cycle) test(j *jobRec, w *Waiting) bool {
 // depend on the job's own history).
 func (c *cycle) shapeKey(j *jobRec) (failure, bool) {
 	g := &j.job.Gang
-	if c.naive || len(g.Members) != 1 || g.Colocate.Level != "" || j.tight != nil || j.resv != nil || j.moved != nil {
+	if c.naive || len(g.Members) != 1 || g.Colocate.Level != "" || j.tight != nil || j.resv != nil || j.moved != nil || j.dropped {
 		return failure{}, false
 	}
 	r := g.Members[0].Request

@@ -38,6 +38,8 @@ type jobRec struct {
 	// job's reservation: the next cycle that tests the job reports where
 	// it went.
 	moved *Move
+	// dropped is set when this cycle's upkeep dropped its reservation.
+	dropped bool
 	// Ended jobs.
 	ended time.Time
 }

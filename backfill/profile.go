@@ -135,52 +135,79 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-// query is one profile search: job j placed with spec, keeping
-// reservation keep (nil for none).
+// query is one profile search: job j placed with spec, at a candidate
+// time before until (any time when until is zero).
 type query struct {
-	j    *jobRec
-	spec *gang.Spec
-	keep *reservation
+	j     *jobRec
+	spec  *gang.Spec
+	until time.Time
 }
 
-// searchResult is where a search ended.
-type searchResult struct {
-	at    time.Time
-	found bool
-	// kept: the reservation searched with stays as it is (its planned
-	// GPUs are available from its start, or from now for a due one).
-	kept bool
-}
-
-// search finds the earliest candidate time at which q's job can be
-// admitted in the profile (the placement is left in e.alloc), or at which
-// its reservation's planned GPUs are all available (from the
-// reservation's start on); the reservation is then preferred and copied
-// into e.alloc.
-func (e *Engine) search(now time.Time, q query) searchResult {
-	p := &e.prof
-	ts := p.candidateTimes(e.cacheKey(now), &e.book)
-	if r := q.keep; r != nil && r.start.After(now) {
-		if i, found := slices.BinarySearchFunc(ts, r.start, func(a, b time.Time) int { return a.Compare(b) }); !found {
-			p.withKeep = append(append(append(p.withKeep[:0], ts[:i]...), r.start), ts[i:]...)
-			ts = p.withKeep
-		}
+// search returns the earliest candidate time (before q.until) at which
+// q's job can be admitted in the profile, leaving the placement in
+// e.alloc, or false.
+func (e *Engine) search(now time.Time, q query) (time.Time, bool) {
+	ts := e.prof.candidateTimes(e.cacheKey(now), &e.book)
+	if len(ts) == 0 || !q.until.IsZero() && !ts[0].Before(q.until) {
+		return time.Time{}, false
 	}
 	w := e.newWalker(now, q)
 	for _, t := range ts {
-		w.advance(t)
-		if r := q.keep; r != nil && !t.Before(r.start) {
-			if allAvailable(p.probe, &r.alloc) {
-				res := searchResult{at: t, found: true, kept: !t.After(later(r.start, now))}
-				r.alloc.CopyTo(&e.alloc)
-				return res
-			}
+		if !q.until.IsZero() && !t.Before(q.until) {
+			break
 		}
+		w.advance(t)
 		if e.admitAt(q.spec) {
-			return searchResult{at: t, found: true}
+			return t, true
 		}
 	}
-	return searchResult{}
+	return time.Time{}, false
+}
+
+// keepTime returns the earliest time, from r's start (or now, for a due
+// reservation) on, at which reservation r can keep its planned GPUs: when
+// the active jobs on them have ended (a job past its limit is expected at
+// once) and no reservation in prior, which go first, overlaps it on a
+// shared GPU. It is false when a job without a limit holds one of them or
+// a node of it is out of service. The culprit is what ends last: the job
+// or prior reservation whose end the time is, if any.
+func (e *Engine) keepTime(r *reservation, prior []*reservation, now time.Time) (keep, bool) {
+	k := keep{at: later(r.start, now), ok: true}
+	s := e.ledger.State()
+	forGPUs(&r.alloc, func(n, g int) {
+		if s.Status(n) != topology.Up {
+			k.ok = false
+		} else if o := e.jobs.owner(n, g); o != nil {
+			k.ok = k.ok && !o.end.IsZero()
+			if end := later(o.end, now); end.After(k.at) || end.Equal(k.at) && k.job == nil {
+				k.at, k.job, k.owner = end, o, true
+			}
+		}
+	})
+	for moved := k.ok; moved; {
+		moved = false
+		for _, p := range prior {
+			if p == r || !p.end.IsZero() && !p.end.After(k.at) || r.job.job.TimeLimit > 0 && !p.start.Before(k.at.Add(r.job.job.TimeLimit)) {
+				continue
+			}
+			if intersects(&p.alloc, &r.alloc) {
+				if p.end.IsZero() {
+					return keep{}, false
+				}
+				k.at, k.job, k.owner, moved = p.end, p.job, false, true
+			}
+		}
+	}
+	return k, k.ok
+}
+
+// keep is when a reservation can keep its planned GPUs, and what it
+// waits for last: an active job (owner) or a reservation's job.
+type keep struct {
+	at    time.Time
+	ok    bool
+	job   *jobRec
+	owner bool
 }
 
 // admitAt tries spec on the probe, leaving the probe unchanged.

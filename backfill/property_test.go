@@ -26,6 +26,7 @@ type driver struct {
 	plans    []*Plan
 	dur      map[string]time.Duration
 	check    bool
+	noMoves  bool
 	rejected int
 	now      time.Time // time of the last cycle
 }
@@ -92,6 +93,9 @@ func (d *driver) run(end time.Time) {
 		}
 		d.now = now
 		d.plans = append(d.plans, p)
+		if d.noMoves && len(p.Moves) > 0 {
+			d.t.Fatalf("cycle at %v: a reservation moved with exact driving: %+v", now.Sub(epoch), p.Moves)
+		}
 		for _, s := range p.Starts {
 			d.started[s.Job] = now
 			dur, ok := d.dur[s.Job]
@@ -169,16 +173,18 @@ func randomWorkload(r *rand.Rand, c *topology.Cluster, n int, limits bool) []Job
 }
 
 // TestBackfillGuarantee: over seeded random workloads in which every job
-// runs exactly its time limit, no job that held a reservation starts later
-// than the start planned when the reservation was made, with reservation
-// depth 1 (EASY) and 16. Priorities mix age and fair share, so the order
+// runs exactly its time limit and the host runs a cycle at every event,
+// no job that held a reservation starts later than the start planned when
+// the reservation was made, and no reservation ever moves later, with
+// reservation depth 1 (EASY), 16 and conservative. TestLateCycleGuarantee
+// drives the engine late. Priorities mix age and fair share, so the order
 // of the queue changes as usage accrues.
 func TestBackfillGuarantee(t *testing.T) {
 	workloads := 1000
 	if testing.Short() {
 		workloads = 100
 	}
-	for _, depth := range []int{1, 16} {
+	for _, depth := range []int{1, 16, Conservative} {
 		t.Run(fmt.Sprintf("depth=%d", depth), func(t *testing.T) {
 			reserved, fitsLater := 0, 0
 			for w := range workloads {
@@ -197,6 +203,7 @@ func TestBackfillGuarantee(t *testing.T) {
 				jobs := randomWorkload(r, c, 30, true)
 				d := newDriver(t, e, jobs, nil)
 				d.check = w%50 == 0
+				d.noMoves = true
 				d.run(time.Time{})
 				if e.Pending() != 0 || e.Running() != 0 {
 					t.Fatalf("workload %d: %d pending, %d running at the end", w, e.Pending(), e.Running())

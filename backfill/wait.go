@@ -10,7 +10,8 @@ import (
 )
 
 // wait decides what a job that cannot start now gets: its hold, its
-// reservation kept (or moved), a new reservation, a hold, or a reason.
+// reservation (kept up by upkeep), a new reservation, a hold, or a
+// reason.
 func (c *cycle) wait(j *jobRec, w *Waiting) {
 	spec, patient := c.specFor(j)
 	failed := c.lastRes
@@ -19,18 +20,20 @@ func (c *cycle) wait(j *jobRec, w *Waiting) {
 		w.Code, w.Until = WaitHeld, h.since
 		return
 	}
-	dropped := false
-	if j.resv != nil {
-		if c.upkeep(j, spec, w) {
-			return
+	if r := j.resv; r != nil {
+		w.Code, w.Until = WaitReserved, r.start
+		if !r.start.After(c.now) {
+			if o := c.overrunOn(&r.alloc); o != nil {
+				w.Blocker = o.job.ID
+			}
 		}
-		dropped = true
+		return
 	}
 	if patient && c.fitsLoosely(j, failed, w) {
 		return
 	}
 	if c.mayReserve() {
-		if !dropped && c.reserve(j, spec, w) {
+		if !j.dropped && c.reserve(j, spec, w) {
 			return
 		}
 		if c.startHold(j, spec) {
@@ -72,101 +75,91 @@ func (c *cycle) mayReserve() bool {
 // admits it, if there is one.
 func (c *cycle) reserve(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 	e := c.e
-	res := e.search(c.now, query{j: j, spec: spec})
-	if !res.found {
+	t, ok := e.search(c.now, query{j: j, spec: spec})
+	if !ok {
 		return false
 	}
-	r := &reservation{job: j, start: res.at, firstStart: res.at}
+	r := &reservation{job: j, start: t, firstStart: t}
 	if l := j.job.TimeLimit; l > 0 {
-		r.end = res.at.Add(l)
+		r.end = t.Add(l)
 	}
 	e.alloc.CopyTo(&r.alloc)
 	e.book.add(r)
 	c.valid = false
-	w.Code, w.Until = WaitReserved, res.at
+	w.Code, w.Until = WaitReserved, t
 	return true
 }
 
-// upkeep keeps job j's reservation, moved earlier when the profile now
-// allows it, or re-plans it when a job it waits for started late. A
-// reservation whose GPUs are held only by jobs past their time limit stays
-// as it is, waiting for them. It reports whether j still holds a
-// reservation; every later move or drop goes into the plan with its cause.
-func (c *cycle) upkeep(j *jobRec, spec *gang.Spec, w *Waiting) bool {
-	e := c.e
-	r := j.resv
-	res := e.search(c.now, query{j: j, spec: spec, keep: r})
-	if res.kept {
-		w.Code, w.Until = WaitReserved, r.start
-		if !r.start.After(c.now) {
-			if o := c.overrunOn(&r.alloc); o != nil {
-				w.Blocker = o.job.ID
-			}
-		}
-		return true
+// upkeep keeps reservation r, moved earlier when the profile now allows
+// it. It moves later only when it cannot keep its planned GPUs from its
+// start: a job it waits for started late, or a reservation before it on
+// shared GPUs slipped (both come from a late start); it then moves to a
+// fresh placement found before it could keep them, or else to the time it
+// can, or is dropped. A reservation whose GPUs are held only by jobs past
+// their time limit stays as it is, waiting for them. Every later move or
+// drop goes into the plan with its cause.
+func (c *cycle) upkeep(r *reservation) {
+	e, j := c.e, r.job
+	spec, _ := c.specFor(j)
+	k, keepable := e.keepTime(r, c.slipped, c.now)
+	var until time.Time
+	if keepable {
+		until = k.at
 	}
-	var cause Cause
-	var by string
-	if !res.found || res.at.After(r.start) {
-		cause, by = c.blame(r)
+	t, found := e.search(c.now, query{j: j, spec: spec, until: until})
+	switch {
+	case found:
+		c.move(r, t, k)
+	case !keepable:
+		cause, by := c.blame(k)
+		c.plan.Moves = append(c.plan.Moves, Move{Job: j.job.ID, From: r.start, Cause: cause, By: by})
+		e.book.remove(r)
+		j.dropped = true
+		c.valid = false
+	case k.at.After(later(r.start, c.now)):
+		r.alloc.CopyTo(&e.alloc)
+		c.move(r, k.at, k)
+		c.slipped = append(c.slipped, r)
+	case !r.start.After(c.now):
+		// Due, waiting for jobs past their limit: it goes first.
+		c.slipped = append(c.slipped, r)
 	}
-	return c.replan(r, res, cause, by, w)
 }
 
-// replan moves reservation r to the search result (e.alloc), or drops it
-// when the search found nothing, recording a later move in the plan.
-func (c *cycle) replan(r *reservation, res searchResult, cause Cause, by string, w *Waiting) bool {
+// move moves reservation r to start t on e.alloc, recording a later move
+// with its cause (k says what r waits for).
+func (c *cycle) move(r *reservation, t time.Time, k keep) {
 	e := c.e
-	c.valid = false
-	if !res.found {
-		c.plan.Moves = append(c.plan.Moves, Move{Job: r.job.job.ID, From: r.start, Cause: cause, By: by})
-		e.book.remove(r)
-		return false
+	if t.After(r.start) {
+		cause, by := c.blame(k)
+		c.plan.Moves = append(c.plan.Moves, Move{Job: r.job.job.ID, From: r.start, To: t, Cause: cause, By: by})
 	}
-	if res.at.After(r.start) {
-		c.plan.Moves = append(c.plan.Moves, Move{Job: r.job.job.ID, From: r.start, To: res.at, Cause: cause, By: by})
-	}
-	r.start, r.end = res.at, time.Time{}
+	r.start, r.end = t, time.Time{}
 	if l := r.job.job.TimeLimit; l > 0 {
-		r.end = res.at.Add(l)
+		r.end = t.Add(l)
 	}
 	e.alloc.CopyTo(&r.alloc)
 	e.book.changed()
-	w.Code, w.Until = WaitReserved, r.start
-	return true
+	c.valid = false
 }
 
-// blame says why reservation r cannot keep its planned start: a job on
-// its planned GPUs that started late (its end moved past r's start) or
-// overran, or a due reservation on them whose job starts late.
-func (c *cycle) blame(r *reservation) (Cause, string) {
-	e := c.e
-	var late, over *jobRec
-	forGPUs(&r.alloc, func(n, g int) {
-		o := e.jobs.owner(n, g)
-		if o == nil || !o.end.IsZero() && !o.end.After(r.start) {
-			return
-		}
-		if o.late() {
-			if late == nil || o.seq < late.seq {
-				late = o
-			}
-		} else if o.overrun(c.now) && (over == nil || o.seq < over.seq) {
-			over = o
-		}
-	})
+// blame names why a reservation could not keep its planned start, from
+// what it waits for last: an active job that started late (its end moved
+// past the start) or overran, or a reservation before it on shared GPUs
+// that slipped (a due one whose job has not started, or one moved later),
+// which comes from a late start too.
+func (c *cycle) blame(k keep) (Cause, string) {
 	switch {
-	case late != nil:
-		return CauseLateStart, late.job.ID
-	case over != nil:
-		return CauseOverrun, over.job.ID
+	case k.job == nil:
+		return CauseUnknown, ""
+	case !k.owner:
+		return CauseLateStart, k.job.job.ID
+	case k.job.late():
+		return CauseLateStart, k.job.job.ID
+	case k.job.overrun(c.now):
+		return CauseOverrun, k.job.job.ID
 	}
-	for _, o := range e.book.resv {
-		if o != r && o.start.Before(c.now) && overlapping(o, r) && intersects(&o.alloc, &r.alloc) {
-			return CauseLateStart, o.job.job.ID
-		}
-	}
-	return CauseUnknown, ""
+	return CauseUnknown, k.job.job.ID
 }
 
 // overrunOn returns the lowest-numbered job past its time limit on a's

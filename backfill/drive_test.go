@@ -1,0 +1,332 @@
+package backfill
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// host drives an engine the way a real host scheduler does: it wakes up
+// late (0 s to 15 min after the event or planned start it wakes for, at
+// irregular intervals), reports every event that happened meanwhile at its
+// own time (several per cycle), runs one cycle, and confirms the starts at
+// the cycle's time. Every job runs exactly its time limit.
+type host struct {
+	t      testing.TB
+	e      *Engine
+	r      *rand.Rand
+	events eventQueue
+	now    time.Time
+	last   *Plan
+	// What the host saw.
+	started  map[string]time.Time       // actual starts
+	promised map[string]time.Time       // a job's planned start when it started from a reservation
+	first    map[string]time.Time       // first planned start of each reservation
+	final    map[string]time.Time       // latest planned start seen
+	moved    map[string]bool            // jobs whose reservation moved
+	firstDue map[string]time.Time       // first cycle at or after its planned start
+	limits   map[string]time.Duration
+	cycles   int
+	stats    struct{ reserved, moves, kept int }
+}
+
+func newHost(t testing.TB, e *Engine, jobs []Job, seed uint64) *host {
+	h := &host{t: t, e: e, r: rand.New(rand.NewPCG(seed, 99)),
+		started: map[string]time.Time{}, promised: map[string]time.Time{}, first: map[string]time.Time{},
+		final: map[string]time.Time{}, moved: map[string]bool{}, firstDue: map[string]time.Time{},
+		limits: map[string]time.Duration{}}
+	for i := range jobs {
+		heap.Push(&h.events, event{at: jobs[i].Submit, job: &jobs[i]})
+		h.limits[jobs[i].ID] = jobs[i].TimeLimit
+	}
+	return h
+}
+
+// lateness returns how late the host runs a cycle: on time, seconds late
+// or minutes late (up to 15).
+func (h *host) lateness() time.Duration {
+	switch h.r.IntN(10) {
+	case 0, 1, 2:
+		return 0
+	case 3, 4, 5:
+		return time.Duration(1+h.r.IntN(59)) * time.Second
+	}
+	return time.Duration(1+h.r.IntN(15*60)) * time.Second
+}
+
+// wake returns when the host runs its next cycle, or false when nothing
+// is left to do.
+func (h *host) wake() (time.Time, bool) {
+	var next time.Time
+	if h.events.Len() > 0 {
+		next = h.events[0].at
+	}
+	if t, ok := h.e.NextEvent(); ok && (next.IsZero() || t.Before(next)) {
+		next = t
+	}
+	if next.IsZero() {
+		return next, false
+	}
+	return later(next, h.now).Add(h.lateness()), true
+}
+
+// run drives the engine until every job has ended.
+func (h *host) run() {
+	for {
+		at, ok := h.wake()
+		if !ok {
+			break
+		}
+		for h.events.Len() > 0 && !h.events[0].at.After(at) {
+			ev := heap.Pop(&h.events).(event)
+			var err error
+			if ev.finish {
+				err = h.e.Finished(ev.id, ev.at)
+			} else {
+				err = h.e.Submit(*ev.job, ev.at)
+			}
+			if err != nil && !(errors.Is(err, ErrNeverFits) && !ev.finish) {
+				h.t.Fatalf("event at %v: %v", ev.at.Sub(epoch), err)
+			}
+		}
+		h.cycle(at)
+	}
+	if h.e.Pending() != 0 || h.e.Running() != 0 {
+		h.t.Fatalf("stuck: %d waiting, %d running, no event left", h.e.Pending(), h.e.Running())
+	}
+}
+
+// cycle runs one cycle at time at, confirms its starts and checks it.
+func (h *host) cycle(at time.Time) {
+	free := h.freeReservations(at)
+	p, err := h.e.Schedule(at)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.now = at
+	h.cycles++
+	starts := map[string]*gang.Allocation{}
+	for i := range p.Starts {
+		s := &p.Starts[i]
+		starts[s.Job] = &s.Allocation
+		if err := h.e.Started(s.Job, at); err != nil {
+			h.t.Fatal(err)
+		}
+		h.started[s.Job] = at
+		if r, ok := h.reservation(s.Job); ok && r.Start.Before(at) {
+			h.promised[s.Job] = r.Start
+		}
+		heap.Push(&h.events, event{at: at.Add(h.limits[s.Job]), finish: true, id: s.Job})
+	}
+	h.checkDue(at, p, starts, free)
+	h.checkMoves(p)
+	for _, r := range p.Reservations {
+		if _, seen := h.first[r.Job]; !seen {
+			h.first[r.Job] = r.FirstStart
+			h.stats.reserved++
+		}
+		h.final[r.Job] = r.Start
+	}
+	h.last = p
+}
+
+// reservation returns job id's reservation in the last plan.
+func (h *host) reservation(id string) (*Reservation, bool) {
+	if h.last == nil {
+		return nil, false
+	}
+	for i := range h.last.Reservations {
+		if h.last.Reservations[i].Job == id {
+			return &h.last.Reservations[i], true
+		}
+	}
+	return nil, false
+}
+
+// freeReservations returns the jobs of the last plan's reservations due
+// by at whose planned GPUs are all free before the cycle.
+func (h *host) freeReservations(at time.Time) map[string]bool {
+	free := map[string]bool{}
+	if h.last == nil {
+		return free
+	}
+	s := h.e.State()
+	for _, r := range h.last.Reservations {
+		if r.Start.After(at) {
+			continue
+		}
+		if _, seen := h.firstDue[r.Job]; !seen {
+			h.firstDue[r.Job] = at
+		}
+		if allAvailable(s, &r.Allocation) {
+			free[r.Job] = true
+		}
+	}
+	return free
+}
+
+// checkDue checks the promise to due reservations: a due reservation whose
+// GPUs are free starts now, on them; no other job starts on the GPUs of a
+// due reservation whose job did not start.
+func (h *host) checkDue(at time.Time, p *Plan, starts map[string]*gang.Allocation, free map[string]bool) {
+	if h.last == nil {
+		return
+	}
+	for _, r := range h.last.Reservations {
+		if r.Start.After(at) {
+			continue
+		}
+		got, ok := starts[r.Job]
+		switch {
+		case free[r.Job] && !ok && !movedIn(p, r.Job):
+			h.t.Fatalf("cycle at %v: reservation of %s due at %v has its GPUs free but neither started nor moved", at.Sub(epoch), r.Job, r.Start.Sub(epoch))
+		case free[r.Job] && ok:
+			if d := cmp.Diff(&r.Allocation, got); d != "" {
+				h.t.Fatalf("cycle at %v: %s started off its reserved GPUs (-reserved +started):\n%s", at.Sub(epoch), r.Job, d)
+			}
+			h.stats.kept++
+		case !ok && !movedIn(p, r.Job):
+			for id, a := range starts {
+				if intersects(a, &r.Allocation) {
+					h.t.Fatalf("cycle at %v: %s started on GPUs of %s's due reservation", at.Sub(epoch), id, r.Job)
+				}
+			}
+		}
+	}
+}
+
+func movedIn(p *Plan, id string) bool {
+	for _, m := range p.Moves {
+		if m.Job == id {
+			return true
+		}
+	}
+	return false
+}
+
+// checkMoves checks that every later move has a true cause: a job that
+// started later than its reservation planned, whose end bounds the move.
+func (h *host) checkMoves(p *Plan) {
+	for _, m := range p.Moves {
+		h.stats.moves++
+		h.moved[m.Job] = true
+		if m.Cause != CauseLateStart {
+			h.t.Fatalf("cycle at %v: %s moved from %v to %v with cause %v (%s)", p.Time.Sub(epoch), m.Job, m.From.Sub(epoch), m.To.Sub(epoch), m.Cause, m.By)
+		}
+		if start, ok := h.started[m.By]; ok {
+			if pr, late := h.promised[m.By]; !late || !start.After(pr) {
+				h.t.Fatalf("%s moved for the late start of %s, which was not late", m.Job, m.By)
+			}
+			if end := start.Add(h.limits[m.By]); !m.To.IsZero() && m.To.After(end) {
+				h.t.Fatalf("%s moved to %v, after the end %v of %s", m.Job, m.To.Sub(epoch), end.Sub(epoch), m.By)
+			}
+			continue
+		}
+		// A reservation before it on shared GPUs slipped: due and not
+		// started, or moved later in this very cycle.
+		var r *Reservation
+		for i := range p.Reservations {
+			if p.Reservations[i].Job == m.By {
+				r = &p.Reservations[i]
+			}
+		}
+		if r == nil || !r.Start.Before(m.To) && !m.To.IsZero() {
+			h.t.Fatalf("cycle at %v: %s moved to %v for %s, which neither started late nor holds a reservation that slipped before it",
+				p.Time.Sub(epoch), m.Job, m.To.Sub(epoch), m.By)
+		}
+		if !m.To.IsZero() && !r.End.IsZero() && m.To.After(r.End) {
+			h.t.Fatalf("%s moved to %v, after the end %v of the reservation of %s", m.Job, m.To.Sub(epoch), r.End.Sub(epoch), m.By)
+		}
+	}
+}
+
+// finalCheck: every reservation whose plan never moved started at the
+// first cycle at or after its planned start (or earlier).
+func (h *host) finalCheck() {
+	for id, first := range h.first {
+		got, ok := h.started[id]
+		if !ok {
+			h.t.Fatalf("reserved job %s never started", id)
+		}
+		if h.moved[id] {
+			continue
+		}
+		due, ok := h.firstDue[id]
+		if !ok {
+			due = first // it started before it was due
+		}
+		if got.After(due) {
+			h.t.Fatalf("job %s started at %v; its reservation, never moved, was due at %v (first cycle at or after %v)",
+				id, got.Sub(epoch), due.Sub(epoch), first.Sub(epoch))
+		}
+	}
+}
+
+// TestLateCycleGuarantee: the reservation promise under real driving
+// (late, irregular cycles, batched events), over seeded random workloads
+// with patience and multi-member gangs, at depth 1 (EASY), 16 and
+// conservative, every job ending at its limit:
+//   - a due reservation whose planned GPUs are free starts in that cycle,
+//     on them, however late the cycle runs;
+//   - no other job ever starts on the GPUs of a due reservation;
+//   - a reservation moves later only for the late start of a job it waits
+//     for (a reserved job that the late host started after its planned
+//     start), never past that job's end; no other cause appears;
+//   - a reservation that never moved starts no later than the first cycle
+//     at or after its first planned start.
+func TestLateCycleGuarantee(t *testing.T) {
+	workloads := 1000
+	if testing.Short() {
+		workloads = 60
+	}
+	for _, depth := range []int{1, 16, Conservative} {
+		t.Run(fmt.Sprintf("depth=%d", depth), func(t *testing.T) {
+			var total struct{ reserved, moves, kept, cycles int }
+			for w := range workloads {
+				h := lateHost(t, depth, uint64(w))
+				h.e.checkEach = w%100 == 0
+				h.run()
+				h.finalCheck()
+				total.reserved += h.stats.reserved
+				total.moves += h.stats.moves
+				total.kept += h.stats.kept
+				total.cycles += h.cycles
+			}
+			t.Logf("%d cycles, %d reservations, %d started on their GPUs when due, %d moved for late starts",
+				total.cycles, total.reserved, total.kept, total.moves)
+			if total.reserved < workloads || total.kept < workloads/4 {
+				t.Errorf("too easy: %d reservations, %d due starts over %d workloads", total.reserved, total.kept, workloads)
+			}
+		})
+	}
+}
+
+func lateHost(t testing.TB, depth int, seed uint64) *host {
+	r := rand.New(rand.NewPCG(seed, uint64(depth+2)))
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 2, LeavesPerSpine: 2, NodesPerLeaf: 4, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.ReservationDepth = depth
+	cfg.FairShare.HalfLife = time.Hour
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b", "c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := randomWorkload(r, c, 30, true)
+	for i := range jobs {
+		if r.IntN(6) == 0 {
+			jobs[i].Patience = Patience{MaxDomains: 1, Wait: time.Duration(10+r.IntN(50)) * time.Minute}
+		}
+	}
+	return newHost(t, e, jobs, seed)
+}
