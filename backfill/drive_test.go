@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"container/heap"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -27,13 +28,16 @@ type host struct {
 	now    time.Time
 	last   *Plan
 	// What the host saw.
-	started  map[string]time.Time       // actual starts
-	promised map[string]time.Time       // a job's planned start when it started from a reservation
-	first    map[string]time.Time       // first planned start of each reservation
-	final    map[string]time.Time       // latest planned start seen
-	moved    map[string]bool            // jobs whose reservation moved
-	firstDue map[string]time.Time       // first cycle at or after its planned start
+	started  map[string]time.Time // actual starts
+	promised map[string]time.Time // a job's planned start when it started from a reservation
+	first    map[string]time.Time // first planned start of each reservation
+	final    map[string]time.Time // latest planned start seen
+	moved    map[string]bool      // jobs whose reservation moved
+	firstDue map[string]time.Time // first cycle at or after its planned start
 	limits   map[string]time.Duration
+	runs     map[string]time.Duration // how long each job runs: its limit, or a drawn time without one
+	plans    [][]byte                 // each plan as JSON, when record is set
+	record   bool
 	cycles   int
 	stats    struct{ reserved, moves, kept int }
 }
@@ -42,10 +46,14 @@ func newHost(t testing.TB, e *Engine, jobs []Job, seed uint64) *host {
 	h := &host{t: t, e: e, r: rand.New(rand.NewPCG(seed, 99)),
 		started: map[string]time.Time{}, promised: map[string]time.Time{}, first: map[string]time.Time{},
 		final: map[string]time.Time{}, moved: map[string]bool{}, firstDue: map[string]time.Time{},
-		limits: map[string]time.Duration{}}
+		limits: map[string]time.Duration{}, runs: map[string]time.Duration{}}
 	for i := range jobs {
 		heap.Push(&h.events, event{at: jobs[i].Submit, job: &jobs[i]})
 		h.limits[jobs[i].ID] = jobs[i].TimeLimit
+		h.runs[jobs[i].ID] = jobs[i].TimeLimit
+		if jobs[i].TimeLimit == 0 {
+			h.runs[jobs[i].ID] = time.Duration(10+h.r.IntN(290)) * time.Minute
+		}
 	}
 	return h
 }
@@ -124,7 +132,14 @@ func (h *host) cycle(at time.Time) {
 		if r, ok := h.reservation(s.Job); ok && r.Start.Before(at) {
 			h.promised[s.Job] = r.Start
 		}
-		heap.Push(&h.events, event{at: at.Add(h.limits[s.Job]), finish: true, id: s.Job})
+		heap.Push(&h.events, event{at: at.Add(h.runs[s.Job]), finish: true, id: s.Job})
+	}
+	if h.record {
+		data, err := json.Marshal(p)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		h.plans = append(h.plans, data)
 	}
 	h.checkDue(at, p, starts, free)
 	h.checkMoves(p)

@@ -80,6 +80,12 @@ func (e *Engine) checkFields(j *Job) error {
 	if p := j.Patience.MaxDomains; p < 0 || p > e.c.NumNodes() {
 		return bad("patience of %d domains (at most %d)", p, e.c.NumNodes())
 	}
+	for i := range j.Gang.Members {
+		m := &j.Gang.Members[i]
+		if r := &m.Request; r.Nodes > e.c.NumNodes() || r.GPUs > e.c.TotalGPUs() {
+			return bad("member %s asks for %s; the cluster has %d nodes and %d GPUs", m.Name, r, e.c.NumNodes(), e.c.TotalGPUs())
+		}
+	}
 	return nil
 }
 

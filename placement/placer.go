@@ -216,9 +216,9 @@ func (p *Placer) Place(s *topology.State, r *Request, buf []topology.NodeAlloc) 
 			p.s = nil
 			return res, nil
 		}
-	} else if !p.placeSingle() {
+	} else if p.largerThanCluster() || !p.placeSingle() {
 		p.capacities()
-		if !p.placeDeep() && !p.placePhase(0, 0, 0, p.pl.need, max(p.pl.reqLi, 0)) {
+		if p.largerThanCluster() || !p.placeDeep() && !p.placePhase(0, 0, 0, p.pl.need, max(p.pl.reqLi, 0)) {
 			res.Reason = p.failure()
 			p.s = nil
 			return res, nil
@@ -230,6 +230,16 @@ func (p *Placer) Place(s *topology.State, r *Request, buf []topology.NodeAlloc) 
 	p.quality(&res)
 	p.s, p.out = nil, nil
 	return res, nil
+}
+
+// largerThanCluster reports whether the request asks for more nodes or
+// GPUs than the whole cluster has (it then fails on capacity, whatever
+// its size, without a search).
+func (p *Placer) largerThanCluster() bool {
+	if p.pl.mode == modeGPUs {
+		return p.pl.need > p.c.TotalGPUs()
+	}
+	return p.pl.nodes > p.c.NumNodes()
 }
 
 // candidates computes step 1 into p.cand.

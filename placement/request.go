@@ -10,7 +10,10 @@ import (
 )
 
 // ErrBadRequest marks a request that is malformed whatever the state of the
-// cluster (negative counts, both shapes given, an unknown level name, ...).
+// cluster (negative counts, both shapes given, an unknown level name, a
+// segment larger than the cluster, a node set whose length is not the
+// cluster's node count, ...). A request for more nodes or GPUs than the
+// cluster has is well formed: it is not placed, for lack of capacity.
 // A well-formed request that does not fit is not an error: Place returns a
 // Result whose Placed is false and whose Reason says why.
 var ErrBadRequest = errors.New("placement: bad request")
@@ -184,6 +187,12 @@ func (pl *plan) resolve(c *topology.Cluster, r *Request) error {
 		return fmt.Errorf("%w: segments go with Nodes, not with GPUs", ErrBadRequest)
 	case r.GPUsPerNode > topology.MaxGPUsPerNode:
 		return fmt.Errorf("%w: %d GPUs per node, at most %d", ErrBadRequest, r.GPUsPerNode, topology.MaxGPUsPerNode)
+	case r.SegmentSize > c.NumNodes():
+		return fmt.Errorf("%w: segments of %d nodes; the cluster has %d", ErrBadRequest, r.SegmentSize, c.NumNodes())
+	case r.Allowed != nil && r.Allowed.Len() != uint(c.NumNodes()):
+		return fmt.Errorf("%w: the Allowed node set has length %d; the cluster has %d nodes", ErrBadRequest, r.Allowed.Len(), c.NumNodes())
+	case r.Excluded != nil && r.Excluded.Len() != uint(c.NumNodes()):
+		return fmt.Errorf("%w: the Excluded node set has length %d; the cluster has %d nodes", ErrBadRequest, r.Excluded.Len(), c.NumNodes())
 	}
 	if r.GPUs > 0 {
 		pl.mode, pl.need = modeGPUs, r.GPUs
