@@ -1,0 +1,199 @@
+package backfill
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bits-and-blooms/bitset"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/phalanx-sched/phalanx/fairshare"
+	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// richEngine returns an engine on 2 leaves x 4 nodes x 8 GPUs with every
+// kind of state: running and starting jobs, a reservation, a waiting job,
+// a down node, a drained node and an ended job. Its clock is at t+30m.
+func richEngine(t *testing.T) *Engine {
+	t.Helper()
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 4, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.KeepEnded = time.Hour
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.checkEach = true
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	job := func(id string, nodes int, limit time.Duration) Job {
+		return Job{ID: id, Account: "a", TimeLimit: limit, Gang: member(placement.NodesOf(nodes, 8))}
+	}
+	must(e.Submit(job("run", 3, 2*time.Hour), epoch))
+	must(e.Submit(job("short", 1, time.Hour), epoch))
+	must(e.Submit(job("done", 1, time.Hour), epoch))
+	_, err = e.Schedule(epoch)
+	must(err)
+	must(e.Started("run", epoch))
+	must(e.Finished("done", epoch.Add(5*time.Minute)))
+	must(e.Submit(job("big", 7, time.Hour), epoch.Add(10*time.Minute)))
+	must(e.Submit(job("wait", 4, time.Hour), epoch.Add(10*time.Minute)))
+	_, err = e.Schedule(epoch.Add(10 * time.Minute))
+	must(err)
+	_, err = e.NodeDown(c.NodeName(7), epoch.Add(20*time.Minute))
+	must(err)
+	must(e.Drain(c.NodeName(6), epoch.Add(25*time.Minute)))
+	_, err = e.Schedule(epoch.Add(30 * time.Minute))
+	must(err)
+	if e.Running() != 2 || e.Pending() != 2 || len(e.book.resv) == 0 {
+		t.Fatalf("rich engine too thin: %d running, %d waiting, %d reservations\n%s", e.Running(), e.Pending(), len(e.book.resv), FormatJobs(e.Jobs(), epoch))
+	}
+	return e
+}
+
+// TestBadInputChangesNothing: every bad call gets an error wrapping the
+// right sentinel and naming what is wrong, and leaves the engine exactly
+// as it was (its snapshot, clock included, is unchanged).
+func TestBadInputChangesNothing(t *testing.T) {
+	at := epoch.Add(40 * time.Minute)
+	valid := func() Job {
+		return Job{ID: "new", Account: "a", TimeLimit: time.Hour, Gang: member(placement.NodesOf(1, 8))}
+	}
+	with := func(f func(j *Job)) Job { j := valid(); f(&j); return j }
+	submit := func(j Job) func(e *Engine) error { return func(e *Engine) error { return e.Submit(j, at) } }
+	tests := []struct {
+		name string
+		call func(e *Engine) error
+		want error
+		msg  string
+	}{
+		{"Started twice", func(e *Engine) error { return e.Started("run", at) }, ErrTransition, "job run is running; Started needs starting"},
+		{"Finished while reserved", func(e *Engine) error { return e.Finished("wait", at) }, ErrTransition, "job wait is reserved; Finished needs starting, running"},
+		{"Finished twice", func(e *Engine) error { return e.Finished("done", at) }, ErrTransition, "job done is finished"},
+		{"Cancel of an ended job", func(e *Engine) error { return e.Cancel("done", at) }, ErrTransition, "job done is finished"},
+		{"Failed while pending", func(e *Engine) error { return e.Failed("big", at, true) }, ErrTransition, "job big is pending"},
+		{"unknown job", func(e *Engine) error { return e.Finished("nope", at) }, ErrUnknownJob, `"nope"`},
+		{"ended job forgotten", func(e *Engine) error { return e.Finished("done", epoch.Add(2*time.Hour)) }, ErrUnknownJob, `"done"`},
+		{"NodeDown of a down node", func(e *Engine) error { _, err := e.NodeDown("node00007", at); return err }, ErrTransition, "node node00007 is down; NodeDown needs up or drained"},
+		{"NodeUp of an up node", func(e *Engine) error { return e.NodeUp("node00000", at) }, ErrTransition, "node node00000 is up; NodeUp needs down"},
+		{"Drain of a drained node", func(e *Engine) error { return e.Drain("node00006", at) }, ErrTransition, "node node00006 is drained"},
+		{"Resume of an up node", func(e *Engine) error { return e.Resume("node00000", at) }, ErrTransition, "node node00000 is up; Resume needs drained"},
+		{"unknown node", func(e *Engine) error { return e.Drain("zz", at) }, topology.ErrUnknownNode, `"zz"`},
+		{"time before the last", func(e *Engine) error { return e.Cancel("wait", epoch) }, ErrTimeTravel, "is before"},
+		{"time far in the future", func(e *Engine) error { _, err := e.Schedule(time.Date(2400, 1, 1, 0, 0, 0, 0, time.UTC)); return err }, ErrBadTime, "2400-01-01"},
+		{"zero time", func(e *Engine) error { return e.Submit(valid(), time.Time{}) }, ErrBadTime, "0001-01-01"},
+		{"nil plan", func(e *Engine) error { return e.ScheduleInto(at, nil) }, ErrBadArgument, "nil plan"},
+		{"duplicate ID", submit(with(func(j *Job) { j.ID = "wait" })), ErrDuplicateJob, "wait"},
+		{"ended ID still remembered", submit(with(func(j *Job) { j.ID = "done" })), ErrDuplicateJob, "done"},
+		{"no ID", submit(with(func(j *Job) { j.ID = "" })), ErrBadJob, "no ID"},
+		{"huge ID", submit(with(func(j *Job) { j.ID = strings.Repeat("x", MaxIDLength+1) })), ErrBadJob, "an ID of 513 bytes"},
+		{"unknown account", submit(with(func(j *Job) { j.Account = "zz" })), ErrBadJob, `"zz"`},
+		{"negative limit", submit(with(func(j *Job) { j.TimeLimit = -time.Second })), ErrBadJob, "time limit -1s is not in"},
+		{"limit beyond the bound", submit(with(func(j *Job) { j.TimeLimit = MaxTimeLimit + 1 })), ErrBadJob, "time limit"},
+		{"NaN QOS", submit(with(func(j *Job) { j.QOS = math.NaN() })), ErrBadJob, "QOS factor NaN"},
+		{"infinite partition", submit(with(func(j *Job) { j.Partition = math.Inf(1) })), ErrBadJob, "partition factor +Inf"},
+		{"submit time after now", submit(with(func(j *Job) { j.Submit = at.Add(time.Minute) })), ErrBadJob, "is after now"},
+		{"submit time out of range", submit(with(func(j *Job) { j.Submit = time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC) })), ErrBadJob, "submit time 1900"},
+		{"unknown failure policy", submit(with(func(j *Job) { j.OnNodeFailure = 7 })), ErrBadJob, "OnNodeFailure 7"},
+		{"negative patience", submit(with(func(j *Job) { j.Patience.MaxDomains = -1 })), ErrBadJob, "patience of -1 domains"},
+		{"patience level unknown", submit(with(func(j *Job) { j.Patience = Patience{MaxDomains: 1, Level: "rack", Wait: time.Hour} })), ErrBadJob, `patience level "rack"`},
+		{"node count 2^31", submit(with(func(j *Job) { j.Gang = member(placement.NodesOf(1<<31, 8)) })), ErrBadJob, "asks for 2147483648 nodes"},
+		{"GPU count 2^40", submit(with(func(j *Job) { j.Gang = member(placement.TotalGPUs(1 << 40)) })), ErrBadJob, "asks for 1099511627776 GPUs"},
+		{"more nodes than the cluster", submit(with(func(j *Job) { j.Gang = member(placement.NodesOf(9, 8)) })), ErrBadJob, "the cluster has 8 nodes"},
+		{"node set of the wrong length", submit(with(func(j *Job) {
+			j.Gang = member(placement.Request{Nodes: 1, GPUsPerNode: 8, Allowed: bitset.New(100)})
+		})), ErrBadJob, "Allowed node set has length 100"},
+		{"never fits its level", submit(with(func(j *Job) {
+			j.Gang = member(placement.Request{Nodes: 5, GPUsPerNode: 8, Required: "leaf"})
+		})), ErrNeverFits, "under one leaf"},
+		{"gang ID differs", submit(with(func(j *Job) { j.Gang.ID = "other" })), ErrBadJob, "gang ID other differs"},
+		{"no members", submit(with(func(j *Job) { j.Gang = gang.Spec{} })), ErrBadJob, "no members"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := richEngine(t)
+			before := e.Snapshot()
+			err := tt.call(e)
+			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.msg) {
+				t.Fatalf("got %v; want %v mentioning %q", err, tt.want, tt.msg)
+			}
+			if d := cmp.Diff(before, e.Snapshot()); d != "" {
+				t.Fatalf("a refused call changed the engine (-before +after):\n%s", d)
+			}
+			if err := e.check(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestBadConfigAndArguments: New and Restore refuse bad configs and nil
+// arguments with an error, never a panic.
+func TestBadConfigAndArguments(t *testing.T) {
+	c := topology.Default2000()
+	tree := func() *fairshare.Tree { return flatTree(t, fairshare.DefaultConfig(), "a") }
+	cfgWith := func(f func(c *Config)) Config { cfg := DefaultConfig(); f(&cfg); return cfg }
+	tests := []struct {
+		name string
+		make func() error
+		want error
+		msg  string
+	}{
+		{"nil cluster", func() error { _, err := New(nil, DefaultConfig(), tree()); return err }, ErrBadArgument, "no cluster"},
+		{"nil tree", func() error { _, err := New(c, DefaultConfig(), nil); return err }, ErrBadArgument, "no fair-share tree"},
+		{"Restore(nil)", func() error { _, err := Restore(c, DefaultConfig(), nil); return err }, ErrRestore, "no snapshot"},
+		{"NaN hold share", func() error { _, err := New(c, cfgWith(func(c *Config) { c.Hold.MaxShare = math.NaN() }), tree()); return err }, ErrConfig, "Hold.MaxShare NaN"},
+		{"hold share above 1", func() error { _, err := New(c, cfgWith(func(c *Config) { c.Hold.MaxShare = 1.5 }), tree()); return err }, ErrConfig, "Hold.MaxShare 1.5"},
+		{"negative hold time", func() error { _, err := New(c, cfgWith(func(c *Config) { c.Hold.MaxTime = -1 }), tree()); return err }, ErrConfig, "Hold.MaxTime"},
+		{"negative depth", func() error { _, err := New(c, cfgWith(func(c *Config) { c.ReservationDepth = -5 }), tree()); return err }, ErrConfig, "ReservationDepth -5"},
+		{"negative jobs tested", func() error { _, err := New(c, cfgWith(func(c *Config) { c.MaxJobsTested = -1 }), tree()); return err }, ErrConfig, "MaxJobsTested -1"},
+		{"negative keep", func() error { _, err := New(c, cfgWith(func(c *Config) { c.KeepEnded = -1 }), tree()); return err }, ErrConfig, "KeepEnded"},
+		{"NaN dampening", func() error {
+			_, err := New(c, cfgWith(func(c *Config) { c.FairShare.Dampening = math.NaN() }), tree())
+			return err
+		}, ErrConfig, "Dampening NaN"},
+		{"unknown strategy", func() error { _, err := New(c, cfgWith(func(c *Config) { c.Placement = 9 }), tree()); return err }, ErrConfig, "strategy 9"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.make()
+			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.msg) {
+				t.Fatalf("got %v; want %v mentioning %q", err, tt.want, tt.msg)
+			}
+		})
+	}
+}
+
+// TestChargeBounds: the fair-share tree refuses NaN, infinite and
+// negative charges, and times out of range, changing nothing.
+func TestChargeBounds(t *testing.T) {
+	tree := flatTree(t, fairshare.DefaultConfig(), "a")
+	if err := tree.Charge("a", 10, epoch); err != nil {
+		t.Fatal(err)
+	}
+	before := tree.UsageRecords()
+	for _, v := range []float64{math.NaN(), math.Inf(1), -1} {
+		if err := tree.Charge("a", v, epoch); !errors.Is(err, fairshare.ErrBadCharge) {
+			t.Errorf("charge %v: %v", v, err)
+		}
+	}
+	if err := tree.SetUsage([]fairshare.UsageRecord{{Account: "a", GPUSeconds: math.NaN(), At: epoch}, {Account: "zz", GPUSeconds: 1, At: epoch}}); err == nil ||
+		!strings.Contains(err.Error(), "NaN") || !strings.Contains(err.Error(), `"zz"`) {
+		t.Errorf("SetUsage with bad records: %v", err)
+	}
+	if d := cmp.Diff(before, tree.UsageRecords()); d != "" {
+		t.Errorf("refused charges changed the usage:\n%s", d)
+	}
+}
