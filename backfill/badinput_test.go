@@ -154,10 +154,16 @@ func TestBadConfigAndArguments(t *testing.T) {
 		{"nil cluster", func() error { _, err := New(nil, DefaultConfig(), tree()); return err }, ErrBadArgument, "no cluster"},
 		{"nil tree", func() error { _, err := New(c, DefaultConfig(), nil); return err }, ErrBadArgument, "no fair-share tree"},
 		{"Restore(nil)", func() error { _, err := Restore(c, DefaultConfig(), nil); return err }, ErrRestore, "no snapshot"},
-		{"NaN hold share", func() error { _, err := New(c, cfgWith(func(c *Config) { c.Hold.MaxShare = math.NaN() }), tree()); return err }, ErrConfig, "Hold.MaxShare NaN"},
+		{"NaN hold share", func() error {
+			_, err := New(c, cfgWith(func(c *Config) { c.Hold.MaxShare = math.NaN() }), tree())
+			return err
+		}, ErrConfig, "Hold.MaxShare NaN"},
 		{"hold share above 1", func() error { _, err := New(c, cfgWith(func(c *Config) { c.Hold.MaxShare = 1.5 }), tree()); return err }, ErrConfig, "Hold.MaxShare 1.5"},
 		{"negative hold time", func() error { _, err := New(c, cfgWith(func(c *Config) { c.Hold.MaxTime = -1 }), tree()); return err }, ErrConfig, "Hold.MaxTime"},
-		{"negative depth", func() error { _, err := New(c, cfgWith(func(c *Config) { c.ReservationDepth = -5 }), tree()); return err }, ErrConfig, "ReservationDepth -5"},
+		{"negative depth", func() error {
+			_, err := New(c, cfgWith(func(c *Config) { c.ReservationDepth = -5 }), tree())
+			return err
+		}, ErrConfig, "ReservationDepth -5"},
 		{"negative jobs tested", func() error { _, err := New(c, cfgWith(func(c *Config) { c.MaxJobsTested = -1 }), tree()); return err }, ErrConfig, "MaxJobsTested -1"},
 		{"negative keep", func() error { _, err := New(c, cfgWith(func(c *Config) { c.KeepEnded = -1 }), tree()); return err }, ErrConfig, "KeepEnded"},
 		{"NaN dampening", func() error {

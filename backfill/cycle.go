@@ -360,7 +360,9 @@ func (c *cycle) start(j *jobRec) {
 	}
 	j.promised = c.now
 	if r := j.resv; r != nil {
-		j.promised = r.start
+		if r.start.Before(c.now) {
+			j.promised = r.start
+		}
 		e.book.remove(r)
 		c.valid = false
 	}

@@ -147,7 +147,7 @@ func (e *Engine) fsJob(j *jobRec) fairshare.Job {
 // activate makes waiting job j active on the ledger allocation booked for
 // it at now: its end, its GPUs' owner, the running list.
 func (e *Engine) activate(j *jobRec, now time.Time) {
-	j.phase, j.requeued = StateStarting, false
+	j.phase = StateStarting
 	j.lastCharge = now
 	j.alloc, _ = e.ledger.Get(j.job.ID)
 	j.used = j.alloc.GPUs()
@@ -171,7 +171,7 @@ func (e *Engine) deactivate(j *jobRec, now time.Time) {
 // requeue puts a job whose gang was released back in the queue with its
 // original submit time.
 func (e *Engine) requeue(j *jobRec) {
-	j.phase, j.requeued = StatePending, true
+	j.phase = StatePending
 	j.requeues++
 	j.start, j.promised, j.lastCharge = time.Time{}, time.Time{}, time.Time{}
 	j.wait = Waiting{}

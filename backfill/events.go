@@ -182,7 +182,7 @@ func (e *Engine) stateOf(j *jobRec) JobState {
 		return StateReserved
 	case e.book.holds(j):
 		return StateHeld
-	case j.requeued:
+	case j.requeues > 0:
 		return StateRequeued
 	}
 	return StatePending

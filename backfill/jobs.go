@@ -18,11 +18,10 @@ type jobRec struct {
 	tight *gang.Spec
 	acct  int // index in the engine's accounts
 	// phase is StatePending for every waiting state (the substate comes
-	// from the reservation, the hold and requeued), StateStarting,
+	// from the reservation, the hold and requeues), StateStarting,
 	// StateRunning, or a final state.
 	phase    JobState
-	requeued bool // waiting after a requeue
-	requeues int
+	requeues int // a waiting job with requeues is requeued
 	// Active jobs.
 	alloc      *gang.Allocation // the ledger's
 	used       int              // GPUs allocated

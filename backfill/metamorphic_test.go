@@ -94,4 +94,3 @@ func metamorphicRun(t *testing.T, depth int, strict bool, seed uint64, naive boo
 func (e *Engine) setNaive(on bool) {
 	e.naive, e.book.naive, e.prof.naive = on, on, on
 }
-

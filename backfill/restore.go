@@ -72,7 +72,7 @@ func (r *restorer) bad(format string, args ...any) {
 // run restores in dependency order; each step checks what it reads.
 func (r *restorer) run() {
 	e, s := r.e, r.snap
-	if err := checkTime("snapshot time", s.Time); err != nil {
+	if err := checkTime("snapshot time", s.Time); err != nil && !s.Time.IsZero() {
 		r.bad("%v", err)
 		return
 	}
@@ -218,15 +218,15 @@ func (r *restorer) job(jr *JobRecord) *jobRec {
 func (r *restorer) setState(j *jobRec, jr *JobRecord) *jobRec {
 	switch st := jr.State; {
 	case st.Waiting():
-		j.phase, j.requeued = StatePending, st == StateRequeued
-		if !jr.Start.IsZero() || !jr.Ended.IsZero() {
-			r.bad("job %s is %s but has a start or an end", jr.ID, st)
+		j.phase = StatePending
+		if !jr.Start.IsZero() || !jr.Ended.IsZero() || (st == StateRequeued) != (jr.Requeues > 0) && st != StateReserved && st != StateHeld {
+			r.bad("job %s is %s but has a start, an end, or requeues that do not match", jr.ID, st)
 			return nil
 		}
 	case st.Active():
 		j.phase = st
-		if jr.Start.IsZero() || jr.LastCharge.Before(jr.Start) || jr.Promised.IsZero() {
-			r.bad("job %s is %s without a start, a due start, or with a charge before its start", jr.ID, st)
+		if jr.Start.IsZero() || jr.LastCharge.IsZero() || jr.Promised.IsZero() || jr.Moved != nil {
+			r.bad("job %s is %s without a start, a due start or a last charge, or with a pending move", jr.ID, st)
 			return nil
 		}
 	case st.Ended():

@@ -1,0 +1,294 @@
+package backfill
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// step is one operation of a random sequence, printable so that a failure
+// replays: an event at the time of the previous step plus dt.
+type step struct {
+	kind    opKind
+	dt      time.Duration
+	job     Job    // opSubmit
+	id      string // job ID or node name
+	requeue bool   // opFailed
+	restore bool   // snapshot, JSON, restore before the step
+}
+
+func (s step) String() string {
+	what := s.id
+	if s.kind == opSubmit {
+		r := s.job.Gang.Members[0].Request
+		what = fmt.Sprintf("%s %s limit=%v members=%d", s.job.ID, r.String(), s.job.TimeLimit, len(s.job.Gang.Members))
+	}
+	if s.restore {
+		what += " (after a restore)"
+	}
+	return fmt.Sprintf("+%v %s %s", s.dt, opNames[s.kind], what)
+}
+
+// opsCluster is the cluster of random sequences: 2 leaves x 4 nodes x 8
+// GPUs.
+func opsCluster(t testing.TB) *topology.Cluster {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 4, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func opsEngine(t testing.TB, c *topology.Cluster, depth int) *Engine {
+	cfg := DefaultConfig()
+	cfg.ReservationDepth = depth
+	cfg.FairShare.HalfLife = time.Hour
+	cfg.Hold = HoldConfig{MaxShare: 0.75, MaxTime: time.Hour}
+	cfg.KeepEnded = 10 * time.Minute
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// stepFrom builds a step from a few numbers (from a seeded generator or
+// from fuzz input): an operation kind, a time advance, a job or node
+// index and shape parameters. Job IDs come from a small pool, so that
+// steps hit known, unknown and ended jobs alike.
+func stepFrom(c *topology.Cluster, b [6]byte) step {
+	s := step{dt: time.Duration(b[1]%64) * time.Minute / 4}
+	id := fmt.Sprintf("j%d", b[2]%24)
+	node := c.NodeName(int(b[2]) % c.NumNodes())
+	switch k := b[0] % 16; {
+	case k < 5:
+		s.kind, s.job = opSubmit, jobFrom2(c, id, b)
+	case k < 8:
+		s.kind = opSchedule
+	case k == 8:
+		s.kind, s.id = opStarted, id
+	case k == 9:
+		s.kind, s.id = opFinished, id
+	case k == 10:
+		s.kind, s.id, s.requeue = opFailed, id, b[3]%2 == 0
+	case k == 11:
+		s.kind, s.id = opCancel, id
+	case k == 12:
+		s.kind, s.id = opNodeDown, node
+	case k == 13:
+		s.kind, s.id = opNodeUp, node
+	case k == 14:
+		s.kind, s.id = opDrain, node
+	default:
+		s.kind, s.id = opResume, node
+	}
+	s.restore = b[5]%23 == 0
+	return s
+}
+
+func jobFrom2(c *topology.Cluster, id string, b [6]byte) Job {
+	req := placement.NodesOf(1+int(b[3])%6, []int{1, 2, 4, 8, 0}[b[4]%5])
+	if b[4]%7 == 0 {
+		req = placement.TotalGPUs(1 + int(b[3])%40)
+	}
+	if b[3]%5 == 0 {
+		req.Required = "leaf"
+	}
+	j := Job{ID: id, Account: []string{"a", "b"}[b[5]%2], Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: req}}}}
+	if b[5]%4 != 0 {
+		j.TimeLimit = time.Duration(10+int(b[1])*3) * time.Minute
+	}
+	if b[5]%6 == 1 {
+		j.Gang.Members = append(j.Gang.Members, gang.Member{Name: "aux", Request: placement.NodesOf(1, 1)})
+	}
+	if b[5]%9 == 2 {
+		allowed := c.NewNodeSet()
+		for n := range 4 {
+			allowed.Set(uint(n))
+		}
+		j.Gang.Members[0].Request.Allowed = allowed
+	}
+	if b[5]%11 == 3 {
+		j.Patience = Patience{MaxDomains: 1, Wait: 30 * time.Minute}
+	}
+	if b[4]%3 == 0 {
+		j.OnNodeFailure = Fail
+	}
+	return j
+}
+
+// apply runs step s at now and returns what it produced as text (a plan as
+// JSON, node events), or the error.
+func (s step) apply(e *Engine, now time.Time) (string, error) {
+	switch s.kind {
+	case opSubmit:
+		return "", e.Submit(s.job, now)
+	case opSchedule:
+		p, err := e.Schedule(now)
+		if err != nil {
+			return "", err
+		}
+		data, err := json.Marshal(p)
+		return string(data), err
+	case opStarted:
+		return "", e.Started(s.id, now)
+	case opFinished:
+		return "", e.Finished(s.id, now)
+	case opFailed:
+		return "", e.Failed(s.id, now, s.requeue)
+	case opCancel:
+		return "", e.Cancel(s.id, now)
+	case opNodeDown:
+		evs, err := e.NodeDown(s.id, now)
+		return fmt.Sprint(evs), err
+	case opNodeUp:
+		return "", e.NodeUp(s.id, now)
+	case opDrain:
+		return "", e.Drain(s.id, now)
+	}
+	return "", e.Resume(s.id, now)
+}
+
+// roundTrip snapshots e, passes the snapshot through JSON, restores it and
+// checks that the restored engine snapshots to the same bytes.
+func roundTrip(t testing.TB, e *Engine) *Engine {
+	data, err := json.Marshal(e.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snap Snapshot
+	if err := json.Unmarshal(data, &snap); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Restore(e.c, e.cfg, &snap)
+	if err != nil {
+		t.Fatalf("restore of a fresh snapshot: %v", err)
+	}
+	again, err := json.Marshal(r.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(again) != string(data) {
+		var a, b Snapshot
+		_ = json.Unmarshal(data, &a)
+		_ = json.Unmarshal(again, &b)
+		t.Fatalf("snapshot, restore, snapshot differs (-first +second):\n%s", cmp.Diff(a, b))
+	}
+	r.checkEach = e.checkEach
+	return r
+}
+
+// runSteps applies steps to e, checking after each: every invariant
+// (checkEach), and that a refused step changed nothing. A step marked
+// restore first replaces the engine by its restored snapshot. It returns
+// the engine and the log of results.
+func runSteps(t testing.TB, e *Engine, steps []step) (*Engine, []string) {
+	now := epoch
+	var log []string
+	for i, s := range steps {
+		if s.restore {
+			e = roundTrip(t, e)
+		}
+		now = later(now.Add(s.dt), e.Now())
+		before := e.Snapshot()
+		out, err := s.apply(e, now)
+		if err != nil {
+			if d := cmp.Diff(before, e.Snapshot()); d != "" {
+				t.Fatalf("step %d %v: refused (%v) but changed the engine:\n%s", i, s, err, d)
+			}
+			out = "error: " + err.Error()
+		}
+		log = append(log, out)
+	}
+	return e, log
+}
+
+func randomSteps(r *rand.Rand, c *topology.Cluster, n int) []step {
+	steps := make([]step, n)
+	for i := range steps {
+		var b [6]byte
+		for k := range b {
+			b[k] = byte(r.IntN(256))
+		}
+		steps[i] = stepFrom(c, b)
+		steps[i].restore = false
+	}
+	return steps
+}
+
+// TestRestoreReplays: an engine restored from a mid-run snapshot (through
+// JSON) gives byte-identical results to the original for the next 1,000
+// random steps (submits, cycles at jittered times, starts, finishes,
+// failures, cancels, node events), at depth 1, 16 and conservative; and
+// snapshot, restore, snapshot is byte-identical.
+func TestRestoreReplays(t *testing.T) {
+	c := opsCluster(t)
+	for _, depth := range []int{1, 16, Conservative} {
+		for seed := range uint64(4) {
+			t.Run(fmt.Sprintf("depth=%d/seed=%d", depth, seed), func(t *testing.T) {
+				r := rand.New(rand.NewPCG(seed, uint64(depth+5)))
+				e := opsEngine(t, c, depth)
+				e.checkEach = true
+				e, _ = runSteps(t, e, randomSteps(r, c, 300))
+				restored := roundTrip(t, e)
+				next := randomSteps(r, c, 1000)
+				_, want := runSteps(t, e, next)
+				_, got := runSteps(t, restored, next)
+				for i := range want {
+					if want[i] != got[i] {
+						t.Fatalf("step %d %v: original and restored differ:\n%s", i, next[i], cmp.Diff(want[i], got[i]))
+					}
+				}
+				cycles := 0
+				for _, s := range want {
+					if strings.HasPrefix(s, `{"Time"`) {
+						cycles++
+					}
+				}
+				if cycles < 100 {
+					t.Fatalf("only %d cycles in 1,000 steps", cycles)
+				}
+			})
+		}
+	}
+}
+
+// FuzzEngine runs random operation sequences (submit, cancel, cycles at
+// jittered times, started, finished early, at or past the limit, failures,
+// node down, up, drain and resume, snapshot and restore) with every
+// invariant checked after every step, and a refused step required to
+// change nothing.
+//
+//	go test -run '^$' -fuzz FuzzEngine -fuzztime 5m ./backfill
+func FuzzEngine(f *testing.F) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 8 {
+		seed := make([]byte, 6*40)
+		for i := range seed {
+			seed[i] = byte(r.IntN(256))
+		}
+		f.Add(seed)
+	}
+	c := opsCluster(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 6*400 {
+			data = data[:6*400]
+		}
+		var steps []step
+		for i := 0; i+6 <= len(data); i += 6 {
+			steps = append(steps, stepFrom(c, [6]byte(data[i:i+6])))
+		}
+		e := opsEngine(t, c, []int{1, 16, Conservative, 0}[len(data)%4])
+		e.checkEach = true
+		runSteps(t, e, steps)
+	})
+}
