@@ -81,9 +81,11 @@ type Config struct {
 	// Engine optionally overrides the backfill config of the Phalanx
 	// policy (nil: backfill.DefaultConfig).
 	Engine *backfill.Config
-	// Progress, when set, is called every few thousand cycles with the
-	// virtual time reached and the jobs finished so far.
-	Progress func(now time.Duration, finished, total int)
+	// Progress, when set, is called every ProgressEvery cycles (0: 4096)
+	// with the virtual time reached and the jobs finished so far. Each
+	// call counts the finished jobs, a pass over the trace.
+	Progress      func(now time.Duration, finished, total int)
+	ProgressEvery int
 	// UsagePoints, when positive, records GPU use over time in
 	// Result.Usage, in at most this many steps per series (one series
 	// for the total, one per account).
@@ -207,7 +209,11 @@ func (r *runner) expo(mean time.Duration) time.Duration {
 
 // progress calls Config.Progress every 4096 cycles.
 func (r *runner) progress() {
-	if r.cfg.Progress != nil && len(r.m.cycleTimes)%4096 == 0 {
+	every := r.cfg.ProgressEvery
+	if every <= 0 {
+		every = 4096
+	}
+	if r.cfg.Progress != nil && len(r.m.cycleTimes)%every == 0 {
 		done := 0
 		for i := range r.out {
 			if r.out[i].Finished {

@@ -144,3 +144,29 @@ func compareUsageOracle(t *testing.T, res *Result) {
 		}
 	}
 }
+
+// TestProgress: the hook is called every ProgressEvery cycles with the
+// trace's job count and a finished count that never goes down.
+func TestProgress(t *testing.T) {
+	jobs := randomTrace(rand.New(rand.NewPCG(6, 7)), 200)
+	for _, p := range []Policy{PodByPod, Phalanx} {
+		t.Run(p.String(), func(t *testing.T) {
+			calls, last := 0, 0
+			cfg := Config{Cluster: topology.Default2000(), Policy: p, ProgressEvery: 10,
+				Progress: func(now time.Duration, finished, total int) {
+					calls++
+					if total != len(jobs) || finished < last || finished > total {
+						t.Fatalf("progress %d of %d after %d", finished, total, last)
+					}
+					last = finished
+				}}
+			res, err := Run(cfg, jobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if calls != res.Cycles/10 || calls == 0 {
+				t.Fatalf("%d calls in %d cycles", calls, res.Cycles)
+			}
+		})
+	}
+}

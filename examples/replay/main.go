@@ -192,6 +192,7 @@ func simulate(configs []sim.Config, jobs []sim.TraceJob, o options, stderr io.Wr
 			defer func() { <-sem }()
 			if bar != nil {
 				cfg.Progress = func(now time.Duration, done, total int) { bar.update(i, now, done, total) }
+				cfg.ProgressEvery = 1024
 			}
 			results[i], errs[i] = sim.Run(cfg, jobs)
 			if bar != nil {

@@ -1,7 +1,8 @@
 // Package report writes the replay's HTML report: one self-contained
 // index.html (inline SVG and CSS, no script, nothing fetched from the
-// network) with four figures and the replay's tables, and layout.json
-// beside it giving where each figure and plot area lands on the page.
+// network) with four figures and the replay's tables; beside it,
+// layout.json giving where each figure and plot area lands on the page,
+// and each figure as a standalone SVG file for embedding elsewhere.
 //
 // The figures: GPUs busy over time per run; the distribution of waits
 // per job size class (a CDF per class, one line per run); the leaves each

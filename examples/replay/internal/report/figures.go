@@ -124,8 +124,9 @@ func classWaits(res *sim.Result, lo, hi int) ([]time.Duration, int) {
 const waitFloor = time.Minute
 
 // cdfSeries returns the empirical CDF of sorted waits (seconds on X) in at
-// most about 400 points.
-func cdfSeries(waits []time.Duration) ([]float64, []float64) {
+// most about 400 points, from the wait floor to right (seconds), where it
+// is 1.
+func cdfSeries(waits []time.Duration, right float64) ([]float64, []float64) {
 	n := len(waits)
 	atFloor, _ := slices.BinarySearch(waits, waitFloor+1)
 	xs := []float64{waitFloor.Seconds()}
@@ -137,6 +138,10 @@ func cdfSeries(waits []time.Duration) ([]float64, []float64) {
 		}
 		xs = append(xs, waits[i].Seconds())
 		ys = append(ys, float64(i+1)/float64(n))
+	}
+	if right > xs[len(xs)-1] {
+		xs = append(xs, right)
+		ys = append(ys, 1)
 	}
 	return xs, ys
 }
@@ -175,13 +180,14 @@ func waitFigure(runs []run) figure {
 		legend[i] = svgplot.Series{Name: r.label, Color: r.color}
 	}
 	c.Legend(80, legendY, legend, true)
+	right := maxWait.Seconds() * 1.2
 	for k, cl := range classes {
 		var series []svgplot.Series
 		notStarted := 0
 		for _, r := range runs {
 			waits, ns := classWaits(r.res, cl.lo, cl.hi)
 			notStarted = max(notStarted, ns)
-			xs, ys := cdfSeries(waits)
+			xs, ys := cdfSeries(waits, right)
 			series = append(series, svgplot.Series{Name: r.label, Color: r.color, X: xs, Y: ys})
 		}
 		unit := " GPUs"
@@ -194,7 +200,7 @@ func waitFigure(runs []run) figure {
 		}
 		pw := float64(w) / cols
 		c.Lines(svgplot.Panel{Rect: svgplot.Rect{X: float64(k%cols) * pw, Y: float64(panelTop + k/cols*panelH), W: pw, H: panelH}, Title: title,
-			X: svgplot.Axis{Label: "wait (start minus submit)", Min: waitFloor.Seconds(), Max: maxWait.Seconds() * 1.2, Log: true, Ticks: waitTicks},
+			X: svgplot.Axis{Label: "wait (start minus submit)", Min: waitFloor.Seconds(), Max: right, Log: true, Ticks: waitTicks},
 			Y: svgplot.Axis{Label: "share of jobs", Max: 1.04, Ticks: fractionTicks}}, series)
 	}
 	return figure{id: "waits", title: "Waits by job size", canvas: c, w: w, h: h, colors: colors(runs)}

@@ -75,7 +75,9 @@ type figure struct {
 	colors    []string
 }
 
-// Write writes dir/index.html and dir/layout.json for in, creating dir.
+// Write writes dir/index.html and dir/layout.json for in, and each figure
+// as a standalone SVG file (busy.svg, waits.svg, leaves.svg, shares.svg),
+// creating dir.
 func Write(dir string, in Input) (Layout, error) {
 	if len(in.Results) == 0 {
 		return Layout{}, errors.New("report: no results")
@@ -93,6 +95,11 @@ func Write(dir string, in Input) (Layout, error) {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "index.html"), page, 0o644); err != nil {
 		return Layout{}, err
+	}
+	for _, f := range figs {
+		if err := os.WriteFile(filepath.Join(dir, f.id+".svg"), f.canvas.Bytes(), 0o644); err != nil {
+			return Layout{}, err
+		}
 	}
 	js, err := json.MarshalIndent(layout, "", "  ")
 	if err != nil {

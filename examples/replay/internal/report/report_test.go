@@ -145,6 +145,17 @@ func TestWrite(t *testing.T) {
 			}
 		}
 	})
+	t.Run("standalone SVG files", func(t *testing.T) {
+		for i, f := range layout.Figures {
+			svg, err := os.ReadFile(filepath.Join(dir, f.ID+".svg"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := svgSeries(t, string(svg)); len(got) != 1 || got[0] != svgSeries(t, page)[i] {
+				t.Errorf("%s.svg: %v", f.ID, got)
+			}
+		}
+	})
 	t.Run("layout.json", func(t *testing.T) {
 		js, err := os.ReadFile(filepath.Join(dir, "layout.json"))
 		if err != nil {
@@ -211,5 +222,28 @@ func TestShortDuration(t *testing.T) {
 		if got := shortDuration(tt.d); got != tt.want {
 			t.Errorf("shortDuration(%v) = %q, want %q", tt.d, got, tt.want)
 		}
+	}
+}
+
+// TestCDFSeries: the CDF starts at the floor with the share of jobs at or
+// under it, rises to 1 at the largest wait and stays there to the right
+// edge, so a class whose jobs all started at once is still a line.
+func TestCDFSeries(t *testing.T) {
+	tests := []struct {
+		name   string
+		waits  []time.Duration
+		xs, ys []float64
+	}{
+		{"no waits", []time.Duration{0, 0, 0}, []float64{60, 3600}, []float64{1, 1}},
+		{"mixed", []time.Duration{0, 30 * time.Second, 10 * time.Minute, time.Hour},
+			[]float64{60, 600, 3600}, []float64{0.5, 0.75, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			xs, ys := cdfSeries(tt.waits, 3600)
+			if !reflect.DeepEqual(xs, tt.xs) || !reflect.DeepEqual(ys, tt.ys) {
+				t.Fatalf("CDF %v %v, want %v %v", xs, ys, tt.xs, tt.ys)
+			}
+		})
 	}
 }
