@@ -247,3 +247,18 @@ func TestCDFSeries(t *testing.T) {
 		})
 	}
 }
+
+// TestDocsFigures: the figures committed under docs/ (made by the replay
+// of Philly at load 3, see the README) are well-formed SVG with one
+// series per policy.
+func TestDocsFigures(t *testing.T) {
+	for _, name := range []string{"replay-busy.svg", "replay-leaves.svg"} {
+		svg, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "docs", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := svgSeries(t, string(svg)); len(got) != 1 || got[0][2] != 4 {
+			t.Errorf("%s: %v, want one SVG with 4 series", name, got)
+		}
+	}
+}
