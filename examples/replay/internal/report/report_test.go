@@ -89,55 +89,8 @@ func TestWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := string(raw)
-	t.Run("self-contained", func(t *testing.T) {
-		for _, bad := range []string{"<script", "<link", "src=", "@import", "<img", "<iframe"} {
-			if strings.Contains(page, bad) {
-				t.Errorf("page contains %q", bad)
-			}
-		}
-		if n, ns := strings.Count(page, "http"), strings.Count(page, `xmlns="http://www.w3.org/2000/svg"`); n != ns {
-			t.Errorf("%d mentions of http, %d of them SVG namespaces", n, ns)
-		}
-		if strings.Contains(page, "<test>") || !strings.Contains(page, "synthetic &lt;test&gt;") {
-			t.Error("title not escaped")
-		}
-	})
-	classes := 0
-	for _, w := range results[0].Waits {
-		if w.Jobs > 0 {
-			classes++
-		}
-	}
-	layers := min(shareAccounts, len(results[0].Usage.Accounts))
-	if len(results[0].Usage.Accounts) > shareAccounts {
-		layers++
-	}
-	t.Run("figures", func(t *testing.T) {
-		svgs := svgSeries(t, page)
-		wantSeries := []int{3, 3 * classes, 3, 3 * layers}
-		wantPlots := []int{1, classes, 1, 3}
-		if len(svgs) != 4 || len(layout.Figures) != 4 {
-			t.Fatalf("%d SVGs, %d figures in the layout, want 4", len(svgs), len(layout.Figures))
-		}
-		y := headerHeight
-		for i, f := range layout.Figures {
-			if svgs[i][0] != f.W || svgs[i][1] != f.H || f.Y != y || f.X != pageMargin {
-				t.Errorf("%s: SVG %dx%d, layout %+v, want y %d", f.ID, svgs[i][0], svgs[i][1], f, y)
-			}
-			y += f.H + figureGap
-			if svgs[i][2] != wantSeries[i] || len(f.Plots) != wantPlots[i] {
-				t.Errorf("%s: %d series, %d plots; want %d, %d", f.ID, svgs[i][2], len(f.Plots), wantSeries[i], wantPlots[i])
-			}
-			for _, p := range f.Plots {
-				if p.X < f.X || p.Y < f.Y || p.X+p.W > f.X+f.W || p.Y+p.H > f.Y+f.H {
-					t.Errorf("%s: plot %+v outside the figure", f.ID, p)
-				}
-			}
-		}
-		if layout.Height != y-figureGap {
-			t.Errorf("layout height %d, want %d", layout.Height, y-figureGap)
-		}
-	})
+	t.Run("self-contained", func(t *testing.T) { checkSelfContained(t, page) })
+	t.Run("figures", func(t *testing.T) { checkFigures(t, page, layout, results) })
 	t.Run("tables and labels", func(t *testing.T) {
 		for _, w := range []string{"<h2>Metrics</h2>", "gang-fifo", "phalanx/leaf-pack", "phalanx/first-fit", sim.Header(results), "65-512 GPUs"} {
 			if !strings.Contains(page, w) {
@@ -166,6 +119,62 @@ func TestWrite(t *testing.T) {
 			t.Fatalf("layout.json %+v (%v), returned %+v", got, err, layout)
 		}
 	})
+}
+
+// checkSelfContained: nothing on the page loads anything, and text is
+// escaped.
+func checkSelfContained(t *testing.T, page string) {
+	for _, bad := range []string{"<script", "<link", "src=", "@import", "<img", "<iframe"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("page contains %q", bad)
+		}
+	}
+	if n, ns := strings.Count(page, "http"), strings.Count(page, `xmlns="http://www.w3.org/2000/svg"`); n != ns {
+		t.Errorf("%d mentions of http, %d of them SVG namespaces", n, ns)
+	}
+	if strings.Contains(page, "<test>") || !strings.Contains(page, "synthetic &lt;test&gt;") {
+		t.Error("title not escaped")
+	}
+}
+
+// checkFigures: four SVGs, each the size and at the place the layout
+// says, with one series per run (per run and class, per run and account
+// layer) and one plot area per panel, inside the figure.
+func checkFigures(t *testing.T, page string, layout Layout, results []*sim.Result) {
+	classes := 0
+	for _, w := range results[0].Waits {
+		if w.Jobs > 0 {
+			classes++
+		}
+	}
+	layers := min(shareAccounts, len(results[0].Usage.Accounts))
+	if len(results[0].Usage.Accounts) > shareAccounts {
+		layers++
+	}
+	svgs := svgSeries(t, page)
+	wantSeries := []int{3, 3 * classes, 3, 3 * layers}
+	wantPlots := []int{1, classes, 1, 3}
+	if len(svgs) != 4 || len(layout.Figures) != 4 {
+		t.Fatalf("%d SVGs, %d figures in the layout, want 4", len(svgs), len(layout.Figures))
+	}
+	y := headerHeight
+	for i, f := range layout.Figures {
+		if svgs[i][0] != f.W || svgs[i][1] != f.H || f.Y != y || f.X != pageMargin {
+			t.Errorf("%s: SVG %dx%d, layout %+v, want y %d", f.ID, svgs[i][0], svgs[i][1], f, y)
+		}
+		y += f.H + figureGap
+		if svgs[i][2] != wantSeries[i] || len(f.Plots) != wantPlots[i] {
+			t.Errorf("%s: %d series, %d plots; want %d, %d", f.ID, svgs[i][2], len(f.Plots), wantSeries[i], wantPlots[i])
+		}
+		for _, p := range f.Plots {
+			if p.X < f.X || p.Y < f.Y || p.X+p.W > f.X+f.W || p.Y+p.H > f.Y+f.H {
+				t.Errorf("%s: plot %+v outside the figure", f.ID, p)
+			}
+		}
+	}
+	if layout.Height != y-figureGap {
+		t.Errorf("layout height %d, want %d", layout.Height, y-figureGap)
+	}
 }
 
 func TestWriteErrors(t *testing.T) {

@@ -77,6 +77,17 @@ func texts(els []element) []string {
 	return out
 }
 
+// chartCase is one drawing and what its SVG must hold.
+type chartCase struct {
+	name        string
+	draw        func(c *Canvas)
+	series      int    // elements of class "series"
+	seriesElem  string // their element name
+	wantTexts   []string
+	plots       int // panels drawn
+	wantInPaths []string
+}
+
 func TestCharts(t *testing.T) {
 	x := []float64{0, 1, 2, 3, 4}
 	three := []Series{
@@ -88,15 +99,7 @@ func TestCharts(t *testing.T) {
 		X: Axis{Label: "time (days)", Min: 0, Max: 4}, Y: Axis{Label: "GPUs busy", Min: 0, Max: 6}}
 	logPanel := panel
 	logPanel.Y = Axis{Label: "wait", Min: 1, Max: 1e4, Log: true}
-	tests := []struct {
-		name        string
-		draw        func(c *Canvas)
-		series      int
-		seriesElem  string
-		wantTexts   []string
-		plots       int
-		wantInPaths []string
-	}{
+	tests := []chartCase{
 		{"lines", func(c *Canvas) { c.Lines(panel, three); c.Legend(80, 30, three, true) }, 3, "path",
 			[]string{"time (days)", "GPUs busy", "panel one", "a <&> b", "second", "0", "2", "4", "6"}, 1, nil},
 		{"stacked", func(c *Canvas) { c.Stacked(panel, three) }, 3, "path",
@@ -116,49 +119,53 @@ func TestCharts(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := New("t", 1200, 360, "chart title")
 			tt.draw(c)
-			els := decode(t, c.Bytes())
-			series := withClass(els, "series")
-			if len(series) != tt.series {
-				t.Fatalf("%d series elements, want %d", len(series), tt.series)
-			}
-			for _, s := range series {
-				if s.name != tt.seriesElem {
-					t.Errorf("series element %s, want %s", s.name, tt.seriesElem)
-				}
-			}
-			if got := len(withClass(els, "axis")); got != 2*tt.plots {
-				t.Errorf("%d axes, want %d", got, 2*tt.plots)
-			}
-			all := texts(els)
-			for _, w := range append([]string{"chart title"}, tt.wantTexts...) {
-				if !slices.Contains(all, w) {
-					t.Errorf("no text %q in %q", w, all)
-				}
-			}
-			labels := texts(withClass(els, "axis-label"))
-			if !slices.Contains(labels, panel.Y.Label) && !slices.Contains(labels, logPanel.Y.Label) || len(labels) != 2*tt.plots {
-				t.Errorf("axis labels %q", labels)
-			}
-			ids := map[string]bool{}
-			for _, e := range els {
-				if id, ok := e.attrs["id"]; ok {
-					if !strings.HasPrefix(id, "t-") || ids[id] {
-						t.Errorf("id %q repeated or without the canvas prefix", id)
-					}
-					ids[id] = true
-				}
-			}
-			if got := len(c.Plots()); got != tt.plots {
-				t.Errorf("%d plot areas, want %d", got, tt.plots)
-			}
-			for _, w := range tt.wantInPaths {
-				for _, s := range series {
-					if !strings.Contains(s.attrs["d"], w) {
-						t.Errorf("path %q lacks %q", s.attrs["d"], w)
-					}
-				}
-			}
+			checkChart(t, c, tt)
 		})
+	}
+}
+
+// checkChart checks the SVG of c against tt: well-formed, the series
+// elements, two axes and two axis labels per panel, the texts, ids with
+// the canvas prefix, the plot areas and the path contents.
+func checkChart(t *testing.T, c *Canvas, tt chartCase) {
+	els := decode(t, c.Bytes())
+	series := withClass(els, "series")
+	if len(series) != tt.series {
+		t.Fatalf("%d series elements, want %d", len(series), tt.series)
+	}
+	for _, s := range series {
+		if s.name != tt.seriesElem {
+			t.Errorf("series element %s, want %s", s.name, tt.seriesElem)
+		}
+		for _, w := range tt.wantInPaths {
+			if !strings.Contains(s.attrs["d"], w) {
+				t.Errorf("path %q lacks %q", s.attrs["d"], w)
+			}
+		}
+	}
+	if got := len(withClass(els, "axis")); got != 2*tt.plots {
+		t.Errorf("%d axes, want %d", got, 2*tt.plots)
+	}
+	all := texts(els)
+	for _, w := range append([]string{"chart title"}, tt.wantTexts...) {
+		if !slices.Contains(all, w) {
+			t.Errorf("no text %q in %q", w, all)
+		}
+	}
+	if labels := texts(withClass(els, "axis-label")); len(labels) != 2*tt.plots {
+		t.Errorf("axis labels %q", labels)
+	}
+	ids := map[string]bool{}
+	for _, e := range els {
+		if id, ok := e.attrs["id"]; ok {
+			if !strings.HasPrefix(id, "t-") || ids[id] {
+				t.Errorf("id %q repeated or without the canvas prefix", id)
+			}
+			ids[id] = true
+		}
+	}
+	if got := len(c.Plots()); got != tt.plots {
+		t.Errorf("%d plot areas, want %d", got, tt.plots)
 	}
 }
 
