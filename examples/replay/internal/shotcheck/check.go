@@ -22,23 +22,28 @@ const (
 	minPlotShare    = 0.002    // and at least this share of its area
 )
 
-// check returns a summary line per figure and the problems found.
-func check(img image.Image, layout report.Layout) (lines, problems []string) {
+// check returns a summary line per figure, the problems found and the
+// number of figures that failed.
+func check(img image.Image, layout report.Layout) (lines, problems []string, failed int) {
 	b := img.Bounds()
 	if len(layout.Figures) == 0 {
-		return nil, []string{"layout has no figures"}
+		return nil, []string{"layout has no figures"}, 0
 	}
 	for _, f := range layout.Figures {
 		r := image.Rect(f.X, f.Y, f.X+f.W, f.Y+f.H)
 		if !r.In(b) {
 			problems = append(problems, fmt.Sprintf("%s: figure %v is not inside the screenshot %v (use a larger window)", f.ID, r, b))
+			failed++
 			continue
 		}
 		line, p := checkFigure(img, f)
 		lines = append(lines, line)
 		problems = append(problems, p...)
+		if len(p) > 0 {
+			failed++
+		}
 	}
-	return lines, problems
+	return lines, problems, failed
 }
 
 // checkFigure checks one figure inside the image.

@@ -72,7 +72,10 @@ func TestCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, problems := check(tt.img, tt.layout)
+			_, problems, failed := check(tt.img, tt.layout)
+			if (failed > 0) != (len(tt.want) > 0 && tt.layout.Figures != nil) {
+				t.Errorf("%d figures failed", failed)
+			}
 			all := strings.Join(problems, "\n")
 			if len(tt.want) == 0 && len(problems) > 0 {
 				t.Fatalf("unexpected problems:\n%s", all)
@@ -121,8 +124,12 @@ func TestRun(t *testing.T) {
 			if (err == nil) != tt.ok {
 				t.Fatalf("run: %v\n%s", err, out.String())
 			}
-			if !strings.Contains(out.String(), "busy") {
-				t.Errorf("no line for the figure:\n%s", out.String())
+			summary := "shotcheck: 1 passed, 0 failed\n"
+			if !tt.ok {
+				summary = "shotcheck: 0 passed, 1 failed\n"
+			}
+			if !strings.Contains(out.String(), "busy") || !strings.HasSuffix(out.String(), summary) {
+				t.Errorf("no line for the figure or no %q:\n%s", summary, out.String())
 			}
 		})
 	}

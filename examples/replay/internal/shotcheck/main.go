@@ -7,8 +7,9 @@
 //
 //	go run ./examples/replay/internal/shotcheck -png out.png -layout out/layout.json
 //
-// It prints one line per figure and exits 1 when a check fails. .ci/report-check
-// runs it on a screenshot taken by headless Chromium.
+// It prints one line per figure, then "shotcheck: N passed, M failed"
+// (figures), and exits 1 when a check fails. .ci/report-check runs it on a
+// screenshot taken by headless Chromium.
 package main
 
 import (
@@ -56,16 +57,17 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %v", *pngPath, err)
 	}
-	lines, problems := check(img, layout)
+	lines, problems, failed := check(img, layout)
 	for _, l := range lines {
 		fmt.Fprintln(stdout, l)
 	}
+	for _, p := range problems {
+		fmt.Fprintln(stdout, "FAIL:", p)
+	}
+	// The closing line counts figures in the plain form CI logs read.
+	fmt.Fprintf(stdout, "shotcheck: %d passed, %d failed\n", len(layout.Figures)-failed, failed)
 	if len(problems) > 0 {
-		for _, p := range problems {
-			fmt.Fprintln(stdout, "FAIL:", p)
-		}
 		return fmt.Errorf("%d problems in %s", len(problems), *pngPath)
 	}
-	fmt.Fprintf(stdout, "ok: %d figures checked in %s\n", len(layout.Figures), *pngPath)
 	return nil
 }
