@@ -19,7 +19,11 @@
 // makespan, topology quality of multi-node jobs, per-account share against
 // entitlement, and the scheduler's CPU time per cycle (the one quantity
 // measured with the wall clock; everything else is deterministic for a
-// seed).
+// seed). With Config.UsagePoints set, Result.Usage also holds the busy
+// GPUs over time, in total and per account, in bounded memory (a few
+// thousand steps whatever the run's length). Config.Progress is a hook
+// the caller supplies for progress reports; the simulator itself reads
+// no clock for it and starts no goroutine.
 //
 // # Usage
 //

@@ -3,6 +3,7 @@ package sim
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -57,7 +58,9 @@ type Result struct {
 
 	NodeFailures int       `json:"node_failures"`
 	Outcomes     []Outcome `json:"-"`
-	cycleTimes   []time.Duration
+	// Usage is GPU use over time (nil unless Config.UsagePoints > 0).
+	Usage      *Usage `json:"usage,omitempty"`
+	cycleTimes []time.Duration
 }
 
 // ClassWait is the wait (start minus submit) of the jobs of one size
@@ -164,11 +167,14 @@ func (m *Result) finish(r *runner) {
 		m.MultiNodeInOneLeaf = float64(inOne) / float64(m.MultiNodeJobs)
 		m.MeanLeaves = float64(leaves) / float64(m.MultiNodeJobs)
 	}
+	// Sorted, so that the float sums do not depend on map order.
+	names := slices.Sorted(maps.Keys(acct))
 	total := 0.0
-	for _, v := range acct {
-		total += v
+	for _, a := range names {
+		total += acct[a]
 	}
-	for a, v := range acct {
+	for _, a := range names {
+		v := acct[a]
 		s := AccountShare{Account: a, Entitlement: 1 / float64(len(acct))}
 		if total > 0 {
 			s.Share = v / total
@@ -187,6 +193,9 @@ func (m *Result) finish(r *runner) {
 		}
 	}
 	m.Outcomes = r.out
+	if r.usage != nil {
+		m.Usage = r.usage.result(end)
+	}
 }
 
 func quantile(sorted []time.Duration, q float64) time.Duration {

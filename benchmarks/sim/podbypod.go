@@ -50,7 +50,7 @@ func (r *runner) runPodByPod() error {
 				o.End, o.Finished = now, true
 				o.GPUSeconds += float64(j.GPUs) * (now - o.Start).Seconds()
 				r.running--
-				r.busy -= j.GPUs
+				r.addBusy(ev.job, -1)
 			case evFail, evRepair, evTick:
 				// Not simulated for this policy.
 			}
@@ -83,7 +83,7 @@ func (r *runner) runPodByPod() error {
 				o.Leaves = r.podLeaves(b, j)
 				r.running++
 				r.pending--
-				r.busy += j.GPUs
+				r.addBusy(i, +1)
 				d := j.Duration
 				if j.TimeLimit > 0 && d > j.TimeLimit {
 					d = j.TimeLimit

@@ -81,16 +81,24 @@ type Config struct {
 	// Engine optionally overrides the backfill config of the Phalanx
 	// policy (nil: backfill.DefaultConfig).
 	Engine *backfill.Config
-	// Progress, when set, is called every few thousand cycles with the
-	// virtual time reached and the jobs finished so far.
-	Progress func(now time.Duration, finished, total int)
+	// Progress, when set, is called every ProgressEvery cycles (0: 4096)
+	// with the virtual time reached and the jobs finished so far. Each
+	// call counts the finished jobs, a pass over the trace.
+	Progress      func(now time.Duration, finished, total int)
+	ProgressEvery int
+	// UsagePoints, when positive, records GPU use over time in
+	// Result.Usage, in at most this many steps per series (one series
+	// for the total, one per account).
+	UsagePoints int
 }
 
 // Outcome is what happened to one job.
 type Outcome struct {
 	ID, Account string
 	GPUs        int
-	Submit      time.Duration
+	// Nodes is the node count of the job's gang shape.
+	Nodes  int
+	Submit time.Duration
 	// Start and End are zero when the job did not start or finish.
 	Start, End time.Duration
 	Started    bool
@@ -158,6 +166,7 @@ type runner struct {
 	lastAcct time.Duration
 	held     int // GPUs bound to incomplete pod-by-pod jobs
 	rng      *rand.Rand
+	usage    *usageRecorder // nil unless Config.UsagePoints > 0
 }
 
 // Run simulates jobs (sorted by submit time) under cfg and returns the
@@ -170,8 +179,11 @@ func Run(cfg Config, jobs []TraceJob) (*Result, error) {
 	r := &runner{cfg: cfg, jobs: jobs, out: make([]Outcome, len(jobs)), gen: make([]int, len(jobs)),
 		m: newResult(cfg), leafLvl: cfg.Cluster.Depth() - 1, rng: rand.New(rand.NewPCG(cfg.Seed, 0x51))}
 	for i, j := range jobs {
-		r.out[i] = Outcome{ID: j.ID, Account: j.Account, GPUs: j.GPUs, Submit: j.Submit}
+		r.out[i] = Outcome{ID: j.ID, Account: j.Account, GPUs: j.GPUs, Nodes: j.Nodes, Submit: j.Submit}
 		heap.Push(&r.q, event{at: j.Submit, kind: evSubmit, job: i})
+	}
+	if cfg.UsagePoints > 0 {
+		r.usage = newUsageRecorder(jobs, cfg.UsagePoints)
 	}
 	if cfg.NodeMTBF > 0 {
 		for n := range cfg.Cluster.NumNodes() {
@@ -195,9 +207,13 @@ func (r *runner) expo(mean time.Duration) time.Duration {
 	return time.Duration(r.rng.ExpFloat64() * float64(mean))
 }
 
-// account integrates busy and held GPU-time up to now.
+// progress calls Config.Progress every 4096 cycles.
 func (r *runner) progress() {
-	if r.cfg.Progress != nil && len(r.m.cycleTimes)%4096 == 0 {
+	every := r.cfg.ProgressEvery
+	if every <= 0 {
+		every = 4096
+	}
+	if r.cfg.Progress != nil && len(r.m.cycleTimes)%every == 0 {
 		done := 0
 		for i := range r.out {
 			if r.out[i].Finished {
@@ -208,6 +224,16 @@ func (r *runner) progress() {
 	}
 }
 
+// addBusy adds job i's GPUs to the busy count (sign +1 when it starts,
+// -1 when it stops) at r.now.
+func (r *runner) addBusy(i, sign int) {
+	r.busy += sign * r.jobs[i].GPUs
+	if r.usage != nil {
+		r.usage.add(r.jobs[i].Account, r.now, sign*r.jobs[i].GPUs)
+	}
+}
+
+// account integrates busy and held GPU-time up to now.
 func (r *runner) account(now time.Duration) {
 	dt := (now - r.lastAcct).Seconds()
 	r.m.BusyGPUSeconds += float64(r.busy) * dt
@@ -314,7 +340,7 @@ func (r *runner) runEngine() error {
 				r.out[ev.job].End, r.out[ev.job].Finished = now, true
 				r.out[ev.job].GPUSeconds += float64(r.jobs[ev.job].GPUs) * (now - r.out[ev.job].Start).Seconds()
 				r.running--
-				r.busy -= r.jobs[ev.job].GPUs
+				r.addBusy(ev.job, -1)
 			case evFail:
 				name := r.cfg.Cluster.NodeName(ev.node)
 				evs, err := e.NodeDown(name, abs)
@@ -326,7 +352,7 @@ func (r *runner) runEngine() error {
 					i := index[x.Job]
 					r.gen[i]++
 					r.running--
-					r.busy -= r.jobs[i].GPUs
+					r.addBusy(i, -1)
 					// The lost work stays counted as busy time.
 					r.out[i].GPUSeconds += float64(r.jobs[i].GPUs) * (now - r.out[i].Start).Seconds()
 					if x.Requeued {
@@ -361,7 +387,7 @@ func (r *runner) runEngine() error {
 			o.Leaves = r.leaves(&s.Allocation)
 			r.running++
 			r.pending--
-			r.busy += r.jobs[i].GPUs
+			r.addBusy(i, +1)
 			d := r.jobs[i].Duration
 			if l := r.jobs[i].TimeLimit; l > 0 && d > l {
 				d = l // killed at its limit

@@ -9,11 +9,21 @@
 // topology is a generator (default, nvl72, fattree:S,L,N,G) or a file:
 // Slurm topology.conf (.conf), Slurm topology.yaml (.yaml, .yml; its
 // default topology), or Kubernetes nodes (.json, with -kube-levels).
-// Progress goes to stderr.
+//
+// With -report DIR it also writes DIR/index.html, a self-contained HTML
+// report with plots (GPUs busy over time, waits by job size, leaves per
+// multi-node job, per-account share over time) and the tables:
+//
+//	go run ./examples/replay -trace ../shared/data/traces/philly.csv -load 3 -report out/
+//
+// When stderr is a terminal, a progress bar shows there once a run takes
+// more than a second (-quiet turns it off); otherwise nothing is printed
+// while the runs go.
 package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -24,6 +34,7 @@ import (
 	"time"
 
 	"github.com/phalanx-sched/phalanx/benchmarks/sim"
+	"github.com/phalanx-sched/phalanx/examples/replay/internal/report"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -36,15 +47,16 @@ func main() {
 }
 
 type options struct {
-	trace, topo, policies, placements, kubeLevels string
-	load                                          float64
-	seed                                          uint64
-	maxJobs, gpusPerNode, parallel                int
-	json, quiet                                   bool
-	mtbf, repair                                  time.Duration
+	trace, topo, policies, placements, kubeLevels, report string
+	load                                                  float64
+	seed                                                  uint64
+	maxJobs, gpusPerNode, parallel                        int
+	json, quiet                                           bool
+	mtbf, repair                                          time.Duration
 }
 
-func run(args []string, stdout, stderr io.Writer) error {
+// parseFlags reads the command line.
+func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
@@ -53,20 +65,29 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.policies, "policies", "all", "comma-separated policies: pod-by-pod, gang-fifo, gang-backfill, phalanx, or all")
 	fs.StringVar(&o.placements, "placements", "leaf-pack", "placements for the phalanx policy: leaf-pack, first-fit, random (comma-separated)")
 	fs.StringVar(&o.kubeLevels, "kube-levels", "gke", "label preset for Kubernetes nodes: gke, aws, clique, zone")
+	fs.StringVar(&o.report, "report", "", "also write an HTML report with plots to this directory (index.html)")
 	fs.Float64Var(&o.load, "load", 1, "load factor: submit times are divided by it")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed for derived time limits, random placement and failures")
 	fs.IntVar(&o.maxJobs, "max-jobs", 0, "replay only the first jobs (0: all)")
 	fs.IntVar(&o.gpusPerNode, "gpus-per-node", 8, "GPU count of nodes in a topology.conf or .yaml")
 	fs.IntVar(&o.parallel, "parallel", 2, "policies simulated at once")
 	fs.BoolVar(&o.json, "json", false, "print JSON instead of the table")
-	fs.BoolVar(&o.quiet, "quiet", false, "no progress on stderr")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar on a terminal")
 	fs.DurationVar(&o.mtbf, "node-mtbf", 0, "mean time between failures of a node (0: none)")
 	fs.DurationVar(&o.repair, "repair", 2*time.Hour, "time to repair a failed node")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return o, err
 	}
 	if o.trace == "" {
-		return fmt.Errorf("-trace is required")
+		return o, fmt.Errorf("-trace is required")
+	}
+	return o, nil
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
 	}
 	c, clusterName, err := loadTopology(o)
 	if err != nil {
@@ -86,64 +107,23 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if dropped > 0 {
 		fmt.Fprintf(stderr, "replay: %d jobs dropped\n", dropped)
 	}
-	type runSpec struct {
-		p  sim.Policy
-		pl placement.Strategy
+	configs, err := runConfigs(o)
+	if err != nil {
+		return err
 	}
-	var runs []runSpec
-	names := strings.Split(o.policies, ",")
-	if o.policies == "all" {
-		names = nil
-		for _, p := range sim.Policies {
-			names = append(names, p.String())
-		}
+	for i := range configs {
+		configs[i].Cluster, configs[i].ClusterName, configs[i].Trace = c, clusterName, traceName
 	}
-	for _, n := range names {
-		p, err := sim.ParsePolicy(strings.TrimSpace(n))
-		if err != nil {
+	results, err := simulate(configs, jobs, o, stderr)
+	if err != nil {
+		return err
+	}
+	if o.report != "" {
+		title := fmt.Sprintf("Replay of %s at load %g on %s", traceName, o.load, clusterName)
+		if _, err := report.Write(o.report, report.Input{Title: title, Command: commandLine(args), Results: results}); err != nil {
 			return err
 		}
-		if p != sim.Phalanx {
-			runs = append(runs, runSpec{p, placement.LeafPack})
-			continue
-		}
-		for _, pn := range strings.Split(o.placements, ",") {
-			pl, ok := placement.ParseStrategy(strings.TrimSpace(pn))
-			if !ok {
-				return fmt.Errorf("unknown placement %q", pn)
-			}
-			runs = append(runs, runSpec{p, pl})
-		}
-	}
-	results := make([]*sim.Result, len(runs))
-	errs := make([]error, len(runs))
-	var mu sync.Mutex
-	sem := make(chan struct{}, max(1, o.parallel))
-	var wg sync.WaitGroup
-	for i, r := range runs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			cfg := sim.Config{Cluster: c, ClusterName: clusterName, Trace: traceName, LoadFactor: o.load,
-				Policy: r.p, Placement: r.pl, Seed: o.seed, NodeMTBF: o.mtbf, Repair: o.repair}
-			if !o.quiet {
-				start := time.Now()
-				cfg.Progress = func(now time.Duration, done, total int) {
-					mu.Lock()
-					defer mu.Unlock()
-					fmt.Fprintf(stderr, "replay: %s/%s: virtual %s, %d of %d jobs done (%s)\n", r.p, r.pl, now.Round(time.Minute), done, total, time.Since(start).Round(time.Second))
-				}
-			}
-			results[i], errs[i] = sim.Run(cfg, jobs)
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
+		fmt.Fprintf(stderr, "replay: report in %s\n", filepath.Join(o.report, "index.html"))
 	}
 	if o.json {
 		enc := json.NewEncoder(stdout)
@@ -152,6 +132,88 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	_, err = fmt.Fprint(stdout, sim.Table(results))
 	return err
+}
+
+// runConfigs returns one config per policy and placement asked for, with
+// the options that do not depend on the trace or cluster.
+func runConfigs(o options) ([]sim.Config, error) {
+	names := strings.Split(o.policies, ",")
+	if o.policies == "all" {
+		names = nil
+		for _, p := range sim.Policies {
+			names = append(names, p.String())
+		}
+	}
+	base := sim.Config{LoadFactor: o.load, Seed: o.seed, NodeMTBF: o.mtbf, Repair: o.repair, Placement: placement.LeafPack}
+	if o.report != "" {
+		base.UsagePoints = report.UsagePoints
+	}
+	var configs []sim.Config
+	for _, n := range names {
+		p, err := sim.ParsePolicy(strings.TrimSpace(n))
+		if err != nil {
+			return nil, err
+		}
+		cfg := base
+		cfg.Policy = p
+		if p != sim.Phalanx {
+			configs = append(configs, cfg)
+			continue
+		}
+		for _, pn := range strings.Split(o.placements, ",") {
+			pl, ok := placement.ParseStrategy(strings.TrimSpace(pn))
+			if !ok {
+				return nil, fmt.Errorf("unknown placement %q", pn)
+			}
+			cfg.Placement = pl
+			configs = append(configs, cfg)
+		}
+	}
+	return configs, nil
+}
+
+// simulate runs the configs, o.parallel at a time, drawing a progress bar
+// on stderr when it is a terminal.
+func simulate(configs []sim.Config, jobs []sim.TraceJob, o options, stderr io.Writer) ([]*sim.Result, error) {
+	var bar *progressBar
+	if !o.quiet && isTerminal(stderr) {
+		bar = newProgressBar(stderr, len(configs), time.Now)
+		defer bar.finish()
+	}
+	results := make([]*sim.Result, len(configs))
+	errs := make([]error, len(configs))
+	sem := make(chan struct{}, max(1, o.parallel))
+	var wg sync.WaitGroup
+	for i, cfg := range configs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if bar != nil {
+				cfg.Progress = func(now time.Duration, done, total int) { bar.update(i, now, done, total) }
+				cfg.ProgressEvery = 1024
+			}
+			results[i], errs[i] = sim.Run(cfg, jobs)
+			if bar != nil {
+				bar.runDone(i)
+			}
+		}()
+	}
+	wg.Wait()
+	return results, errors.Join(errs...)
+}
+
+// commandLine renders the command that made a report.
+func commandLine(args []string) string {
+	parts := []string{"go run ./examples/replay"}
+	for _, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t'\"$") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		parts = append(parts, a)
+	}
+	return strings.Join(parts, " ")
 }
 
 // loadTopology returns the cluster named by -topology and a name for it.

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const smallTrace = `job_id,user,submit_s,duration_s,gpus
@@ -64,6 +65,101 @@ func TestReplay(t *testing.T) {
 		err = run([]string{"-trace", trace, "-topology", badConf, "-quiet"}, &out, &errs)
 		if err == nil || !strings.Contains(err.Error(), "bad.conf:2") {
 			t.Fatalf("bad topology: %v", err)
+		}
+	})
+}
+
+// TestReport: -report writes the report, and stderr (not a terminal here)
+// gets no progress, only where the report is.
+func TestReport(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "t.csv")
+	if err := os.WriteFile(trace, []byte(smallTrace), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	var stdout, stderr strings.Builder
+	if err := run([]string{"-trace", trace, "-policies", "gang-fifo,phalanx", "-placements", "leaf-pack,random", "-report", out}, &stdout, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	if want := "replay: report in " + filepath.Join(out, "index.html") + "\n"; stderr.String() != want {
+		t.Errorf("stderr %q, want %q", stderr.String(), want)
+	}
+	page, err := os.ReadFile(filepath.Join(out, "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"GPUs busy over time", "Waits by job size", "Leaves per multi-node job", "Per-account share over time",
+		"phalanx/random", "-policies gang-fifo,phalanx", "<h2>Metrics</h2>"} {
+		if !strings.Contains(string(page), w) {
+			t.Errorf("report lacks %q", w)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "layout.json")); err != nil {
+		t.Error(err)
+	}
+	if !strings.Contains(stdout.String(), "\nphalanx ") {
+		t.Errorf("no table on stdout:\n%s", stdout.String())
+	}
+}
+
+// fakeClock advances by step on every reading.
+type fakeClock struct {
+	t    time.Time
+	step time.Duration
+}
+
+func (c *fakeClock) now() time.Time { c.t = c.t.Add(c.step); return c.t }
+
+func TestProgressBar(t *testing.T) {
+	t.Run("quiet for the first second", func(t *testing.T) {
+		var b strings.Builder
+		clock := &fakeClock{step: 10 * time.Millisecond}
+		p := newProgressBar(&b, 2, clock.now)
+		for i := range 50 {
+			p.update(0, time.Duration(i)*time.Hour, i, 100)
+		}
+		p.runDone(0)
+		p.finish()
+		if b.Len() != 0 {
+			t.Fatalf("drew %q within half a second", b.String())
+		}
+	})
+	t.Run("draws, throttles and clears", func(t *testing.T) {
+		var b strings.Builder
+		clock := &fakeClock{step: 60 * time.Millisecond}
+		p := newProgressBar(&b, 2, clock.now)
+		for i := range 40 {
+			p.update(1, 48*time.Hour, i, 100)
+		}
+		p.runDone(0)
+		out := b.String()
+		draws := strings.Count(out, "\r\033[K")
+		// 40 updates 60 ms apart: drawing starts after a second and
+		// redraws at most every 100 ms, about every other update.
+		if draws < 8 || draws > 16 {
+			t.Fatalf("%d draws:\n%q", draws, out)
+		}
+		last := out[strings.LastIndex(out, "\r\033[K"):]
+		// Run 0 done (1) and run 1 at 39% make 69.5%.
+		for _, w := range []string{"[####################..........]", " 70%", "1/2 runs done", "virtual 2.0d"} {
+			if !strings.Contains(last, w) {
+				t.Errorf("last draw %q lacks %q", last, w)
+			}
+		}
+		p.finish()
+		if !strings.HasSuffix(b.String(), "\r\033[K") {
+			t.Errorf("finish did not clear the line: %q", b.String())
+		}
+	})
+	t.Run("not a terminal", func(t *testing.T) {
+		f, err := os.CreateTemp(t.TempDir(), "stderr")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if isTerminal(f) || isTerminal(&strings.Builder{}) {
+			t.Fatal("a file or a builder taken for a terminal")
 		}
 	})
 }
