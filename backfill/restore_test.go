@@ -1,0 +1,212 @@
+package backfill
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// snapshotCopy returns a deep copy of s (through JSON).
+func snapshotCopy(t *testing.T, s *Snapshot) *Snapshot {
+	data, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c Snapshot
+	if err := json.Unmarshal(data, &c); err != nil {
+		t.Fatal(err)
+	}
+	return &c
+}
+
+func jobIndex(s *Snapshot, id string) int {
+	return slices.IndexFunc(s.Jobs, func(j JobRecord) bool { return j.ID == id })
+}
+
+func gangIndex(s *Snapshot, id string) int {
+	return slices.IndexFunc(s.Gangs, func(g gang.GangRecord) bool { return g.ID == id })
+}
+
+// corruption makes a snapshot untrue; Restore must refuse it mentioning msg.
+type corruption struct {
+	name    string
+	corrupt func(s *Snapshot)
+	msg     string
+}
+
+// TestRestoreRefusesCorruptSnapshots: each snapshot that cannot be true is
+// refused with an error naming the problem, and a snapshot with several
+// problems lists them all.
+func TestRestoreRefusesCorruptSnapshots(t *testing.T) {
+	e := richEngine(t)
+	good := e.Snapshot()
+	if _, err := Restore(e.c, e.cfg, snapshotCopy(t, good)); err != nil {
+		t.Fatalf("the good snapshot: %v", err)
+	}
+	tests := []corruption{
+		{"another version", func(s *Snapshot) { s.Version = 1 }, "format version 1"},
+		{"running gang on a down node", func(s *Snapshot) {
+			s.Down = append(s.Down, s.Gangs[gangIndex(s, "run")].Members[0].Pods[0].Node)
+		}, "job run runs on node"},
+		{"fewer pods than recorded as wanted", func(s *Snapshot) {
+			m := &s.Gangs[gangIndex(s, "run")].Members[0]
+			m.Pods = m.Pods[:1]
+		}, "gang run member m is not whole: 1 of 3 pods"},
+		{"fewer pods than the spec", func(s *Snapshot) {
+			m := &s.Gangs[gangIndex(s, "run")].Members[0]
+			m.Pods, m.Want = m.Pods[:1], 1
+		}, "recorded as 1 pods (min 0) or 0 GPUs, the spec asks for 3"},
+		{"another member name", func(s *Snapshot) { s.Gangs[gangIndex(s, "run")].Members[0].Name = "x" }, "member m recorded as x"},
+		{"fewer GPUs per pod", func(s *Snapshot) {
+			p := &s.Gangs[gangIndex(s, "run")].Members[0].Pods[0]
+			p.GPUs = p.GPUs[:4]
+		}, "holds 4 GPUs, the spec gives it 8"},
+		{"a GPU claimed twice", func(s *Snapshot) {
+			s.Gangs[gangIndex(s, "short")].Members[0].Pods[0] = s.Gangs[gangIndex(s, "run")].Members[0].Pods[0]
+		}, "claimed by gang run"},
+		{"duplicated reservation", func(s *Snapshot) { s.Reservations = append(s.Reservations, s.Reservations[0]) }, "has two reservations"},
+		{"reservation for a running job", func(s *Snapshot) {
+			r := s.Reservations[0]
+			r.Job = "run"
+			r.Placement.ID = "run"
+			s.Reservations = append(s.Reservations, r)
+		}, "a reservation for run, which is not waiting"},
+		{"reserved job without its reservation", func(s *Snapshot) { s.Reservations = nil }, "job wait is recorded reserved"},
+		{"sequence counter set back", func(s *Snapshot) { s.Seq = 2 }, "not in [1, 2], the snapshot's counter"},
+		{"two jobs with one number", func(s *Snapshot) { s.Jobs[1].Seq = s.Jobs[0].Seq }, "share sequence number"},
+		{"a job listed twice", func(s *Snapshot) { s.Jobs = append(s.Jobs, s.Jobs[0]) }, "listed twice"},
+		{"a gang of no job", func(s *Snapshot) {
+			g := s.Gangs[gangIndex(s, "short")]
+			g.ID = "ghost"
+			s.Jobs[jobIndex(s, "short")].State = StateFinished
+			s.Jobs[jobIndex(s, "short")].Ended = s.Time
+			s.Gangs[gangIndex(s, "short")] = g
+		}, "the gang ghost belongs to no active job"},
+		{"running job without a gang", func(s *Snapshot) { s.Gangs = slices.Delete(s.Gangs, gangIndex(s, "short"), gangIndex(s, "short")+1) }, "job short is starting but has no running gang"},
+		{"unknown node", func(s *Snapshot) { s.Drained = append(s.Drained, "nowhere") }, `"nowhere"`},
+		{"a time after the snapshot's", func(s *Snapshot) { s.Jobs[0].Submit = s.Time.Add(time.Hour) }, "submit"},
+		{"a time limit that is not a duration", func(s *Snapshot) { s.Jobs[0].TimeLimit = "soon" }, "time limit"},
+		{"unknown account", func(s *Snapshot) { s.Jobs[0].Account = "zz" }, `"zz"`},
+		{"bad usage", func(s *Snapshot) {
+			s.Usage = append(s.Usage, s.Usage[0])
+		}, "given twice"},
+		{"hold for a running job", func(s *Snapshot) {
+			s.Hold = &HoldRecord{Job: "run", Since: s.Time, Target: s.Gangs[gangIndex(s, "run")]}
+		}, "the hold for run, which is not a held job"},
+		{"a reservation whose end is not its limit", func(s *Snapshot) { s.Reservations[0].End = s.Reservations[0].Start }, "not a time limit after its start"},
+		{"a reservation on a GPU the node lacks", func(s *Snapshot) { s.Reservations[0].Placement.Members[0].Pods[0].GPUs[0] = 99 }, "has no GPU 99"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := snapshotCopy(t, good)
+			tt.corrupt(s)
+			_, err := Restore(e.c, e.cfg, s)
+			if !errors.Is(err, ErrRestore) || !strings.Contains(err.Error(), tt.msg) {
+				t.Fatalf("Restore = %v; want ErrRestore mentioning %q", err, tt.msg)
+			}
+		})
+	}
+	t.Run("every problem listed", func(t *testing.T) {
+		s := snapshotCopy(t, good)
+		names := []string{"running gang on a down node", "duplicated reservation", "unknown node", "bad usage", "hold for a running job"}
+		for _, name := range names {
+			tests[slices.IndexFunc(tests, func(c corruption) bool { return c.name == name })].corrupt(s)
+		}
+		_, err := Restore(e.c, e.cfg, s)
+		for _, name := range names {
+			for _, tt := range tests {
+				if tt.name == name && (err == nil || !strings.Contains(err.Error(), tt.msg)) {
+					t.Errorf("the joined error lacks %q: %v", tt.msg, err)
+				}
+			}
+		}
+	})
+}
+
+// TestRestoreOntoChangedTopology: a snapshot taken on one cluster restores
+// onto a cluster with one more leaf (node sets, allocations and
+// reservations map by name: a partition-limited job keeps its partition),
+// and is refused, naming what differs, on a cluster that renamed nodes the
+// snapshot uses.
+func TestRestoreOntoChangedTopology(t *testing.T) {
+	spec := topology.Spec{Levels: []string{"leaf"}}
+	for _, leaf := range []string{"l0", "l1"} {
+		for n := range 4 {
+			spec.Nodes = append(spec.Nodes, topology.NodeSpec{Name: leaf + "-" + string(rune('a'+n)), GPUs: 8, Path: []string{leaf}})
+		}
+	}
+	small, err := topology.Build(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grown := spec
+	grown.Nodes = append([]topology.NodeSpec{}, spec.Nodes...)
+	for n := range 4 {
+		// A new leaf sorted before the others: every node index shifts.
+		grown.Nodes = append(grown.Nodes, topology.NodeSpec{Name: "k0-" + string(rune('a'+n)), GPUs: 8, Path: []string{"k0"}})
+	}
+	big, err := topology.Build(grown)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	e, err := New(small, cfg, flatTree(t, cfg.FairShare, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, err := small.NodeSet("l1-a", "l1-b", "l1-c", "l1-d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited := Job{ID: "part", Account: "a", TimeLimit: time.Hour, Gang: member(placement.Request{Nodes: 2, GPUsPerNode: 8, Allowed: part})}
+	fill := Job{ID: "fill", Account: "a", TimeLimit: time.Hour, Gang: member(placement.Request{Nodes: 3, GPUsPerNode: 8, Allowed: part})}
+	if err := e.Submit(fill, epoch); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Schedule(epoch); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Submit(limited, epoch.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Schedule(epoch.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	snap := snapshotCopy(t, e.Snapshot())
+	if d := snap.Cluster.Diff(ClusterFingerprint(big)); d == "" {
+		t.Fatal("the grown cluster has the same fingerprint")
+	}
+	r, err := Restore(big, cfg, snap)
+	if err != nil {
+		t.Fatalf("restore onto the grown cluster: %v", err)
+	}
+	if err := r.Finished("fill", epoch.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.Schedule(epoch.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Starts) != 1 || !strings.HasPrefix(Hosts(big, &p.Starts[0].Allocation), "m=l1-") {
+		t.Fatalf("the partition-limited job did not start inside its partition:\n%s", p.Describe(big, epoch))
+	}
+	renamed := grown
+	renamed.Nodes = append([]topology.NodeSpec{}, spec.Nodes...)
+	renamed.Nodes[4].Name = "l1-z"
+	other, err := topology.Build(renamed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Restore(other, cfg, snapshotCopy(t, snap))
+	if !errors.Is(err, ErrRestore) || !strings.Contains(err.Error(), "the cluster differs from the snapshot's: node names, sizes or domains changed") ||
+		!strings.Contains(err.Error(), `"l1-a"`) {
+		t.Fatalf("restore onto a renamed cluster: %v", err)
+	}
+}
