@@ -147,11 +147,12 @@ func TestRestoreOntoChangedTopology(t *testing.T) {
 		t.Fatal(err)
 	}
 	grown := spec
-	grown.Nodes = append([]topology.NodeSpec{}, spec.Nodes...)
+	grown.Nodes = nil
 	for n := range 4 {
-		// A new leaf sorted before the others: every node index shifts.
+		// A new leaf listed before the others: every node index shifts.
 		grown.Nodes = append(grown.Nodes, topology.NodeSpec{Name: "k0-" + string(rune('a'+n)), GPUs: 8, Path: []string{"k0"}})
 	}
+	grown.Nodes = append(grown.Nodes, spec.Nodes...)
 	big, err := topology.Build(grown)
 	if err != nil {
 		t.Fatal(err)
