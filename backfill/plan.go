@@ -277,11 +277,11 @@ func (p *Plan) Describe(c *topology.Cluster, epoch time.Time) string {
 		fmt.Fprintf(&b, "reserve %s at %s%s on %s\n", r.Job, formatTime(r.Start, epoch), end, Hosts(c, &r.Allocation))
 	}
 	for _, m := range p.Moves {
-		to := "dropped"
-		if !m.To.IsZero() {
-			to = "to " + formatTime(m.To, epoch)
+		if m.To.IsZero() {
+			fmt.Fprintf(&b, "dropped the reservation of %s at %s: %s %s\n", m.Job, formatTime(m.From, epoch), m.Cause, m.By)
+		} else {
+			fmt.Fprintf(&b, "moved %s from %s to %s: %s %s\n", m.Job, formatTime(m.From, epoch), formatTime(m.To, epoch), m.Cause, m.By)
 		}
-		fmt.Fprintf(&b, "moved %s from %s %s: %s %s\n", m.Job, formatTime(m.From, epoch), to, m.Cause, m.By)
 	}
 	for _, o := range p.Overruns {
 		fmt.Fprintf(&b, "overrun %s: its limit ended at %s\n", o.Job, formatTime(o.End, epoch))

@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,7 +20,7 @@ import (
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // at parses a scenario time: a Go duration after the epoch ("90m"), or
-// plain seconds.
+// plain seconds; anything else fails the test.
 func at(t testing.TB, d *datadriven.Case, v string) time.Time {
 	if v == "" {
 		return epoch
@@ -34,154 +35,217 @@ func at(t testing.TB, d *datadriven.Case, v string) time.Time {
 	return epoch.Add(dur)
 }
 
-// TestScenarios runs testdata/*.txt. Commands:
+// scenario is the state of one scenario file.
+type scenario struct {
+	t *testing.T
+	c *topology.Cluster
+	e *Engine
+}
+
+// TestScenarios runs testdata/*.txt. Every command takes only the
+// arguments listed (a misspelt one, or a value that does not parse,
+// fails the test). Commands:
 //
 //	cluster levels=a,b | gen=<generator>      (input: testcluster text)
 //	state                                     (input: testcluster state text; prints the state)
-//	engine [depth=N|conservative] [strict] [hold=share@dur] [maxtest=N]
-//	       [accounts]                         (input: fairshare text form)
-//	submit id=J [account=A] [at=T] [limit=D] nodes=N [gpn=G] [required=L]
-//	       [patience=k@D] [fail]              (one member "main")
+//	engine [depth=N|conservative] [strict] [hold=share@dur] [maxtest=N] [keep=D]
+//	       (input: fairshare text form of the accounts)
+//	submit id=J [account=A] [at=T] [limit=D] nodes=N|gpus=N [gpn=G] [required=L]
+//	       [preferred=L] [exclusive] [patience=k@D] [fail]   (one member "main")
 //	submit id=J ... (input: one member per line: name nodes=N gpn=G ...)
 //	schedule at=T                             (prints the plan)
-//	finish id=J at=T | cancel id=J at=T | down node=N at=T | up node=N at=T
+//	started|finish|cancel id=J at=T
+//	failed id=J at=T [requeue]
+//	down|up|drain|resume node=N at=T
+//	jobs                                      (prints the squeue-like table)
+//	next                                      (prints NextEvent)
+//	restore                                   (snapshot, JSON, restore; prints what differs)
+//
+// Every command checks every invariant of the engine afterwards.
 func TestScenarios(t *testing.T) {
-	var (
-		c *topology.Cluster
-		e *Engine
-	)
+	var sc scenario
 	datadriven.Glob(t, "testdata/*.txt", func(t *testing.T, d *datadriven.Case) string {
-		get := func(k string) string { v, _ := d.Get(k); return v }
-		switch d.Cmd {
-		case "cluster":
-			var levels []string
-			if lv := get("levels"); lv != "" {
-				levels = strings.Split(lv, ",")
+		sc.t = t
+		out := sc.run(d)
+		if sc.e != nil {
+			if err := sc.e.check(); err != nil {
+				d.Fatalf(t, "invariant broken: %v", err)
 			}
-			var err error
-			if c, err = testcluster.Parse(levels, get("gen"), d.Input); err != nil {
-				d.Fatalf(t, "%v", err)
-			}
-			e = nil
-			return strings.SplitN(c.Describe(), "\n", 2)[0]
-		case "engine":
-			cfg := DefaultConfig()
-			cfg.FairShare.Weights = fairshare.Weights{Age: 1000, FairShare: 1000}
-			cfg.FairShare.MaxAge = 24 * time.Hour
-			for _, a := range d.Args {
-				switch a.Key {
-				case "depth":
-					if a.Val == "conservative" {
-						cfg.ReservationDepth = Conservative
-					} else {
-						cfg.ReservationDepth, _ = strconv.Atoi(a.Val)
-					}
-				case "strict":
-					cfg.Strict = true
-				case "maxtest":
-					cfg.MaxJobsTested, _ = strconv.Atoi(a.Val)
-				case "hold":
-					share, dur, _ := strings.Cut(a.Val, "@")
-					cfg.Hold.MaxShare, _ = strconv.ParseFloat(share, 64)
-					cfg.Hold.MaxTime, _ = time.ParseDuration(dur)
-				default:
-					d.Fatalf(t, "unknown engine option %q", a.Key)
-				}
-			}
-			text := d.Input
-			if strings.TrimSpace(text) == "" {
-				text = "a\nb\n"
-			}
-			spec, err := fairshare.ParseText(text)
-			if err != nil {
-				d.Fatalf(t, "%v", err)
-			}
-			tree, err := fairshare.BuildTree(spec, cfg.FairShare)
-			if err != nil {
-				d.Fatalf(t, "%v", err)
-			}
-			if e, err = New(c, cfg, tree); err != nil {
-				return "error: " + err.Error()
-			}
-			return fmt.Sprintf("engine: depth %d, strict %v, hold %v@%v", cfg.ReservationDepth, cfg.Strict, cfg.Hold.MaxShare, cfg.Hold.MaxTime)
-		case "state":
-			if d.Input != "" {
-				if err := testcluster.ApplyState(e.ledger.State(), d.Input); err != nil {
-					d.Fatalf(t, "%v", err)
-				}
-			}
-			return e.State().Describe()
-		case "submit":
-			j := Job{ID: get("id"), Account: get("account"), Submit: at(t, d, get("at"))}
-			if j.Account == "" {
-				j.Account = "a"
-			}
-			if l := get("limit"); l != "" {
-				j.TimeLimit, _ = time.ParseDuration(l)
-			}
-			if p := get("patience"); p != "" {
-				k, w, _ := strings.Cut(p, "@")
-				j.Patience.MaxDomains, _ = strconv.Atoi(k)
-				j.Patience.Wait, _ = time.ParseDuration(w)
-			}
-			if d.Has("fail") {
-				j.OnNodeFailure = Fail
-			}
-			if strings.TrimSpace(d.Input) == "" {
-				j.Gang.Members = []gang.Member{{Name: "main", Request: requestArgs(t, d, d.Args)}}
-			} else {
-				for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
-					f := strings.Fields(line)
-					var args []datadriven.Arg
-					for _, x := range f[1:] {
-						k, v, _ := strings.Cut(x, "=")
-						args = append(args, datadriven.Arg{Key: k, Val: v})
-					}
-					j.Gang.Members = append(j.Gang.Members, gang.Member{Name: f[0], Request: requestArgs(t, d, args)})
-				}
-			}
-			if err := e.Submit(j, j.Submit); err != nil {
-				return "error: " + err.Error()
-			}
-			return "ok"
-		case "schedule":
-			p, err := e.Schedule(at(t, d, get("at")))
-			if err != nil {
-				return "error: " + err.Error()
-			}
-			return p.Describe(c, epoch)
-		case "finish", "cancel":
-			f := e.Finished
-			if d.Cmd == "cancel" {
-				f = e.Cancel
-			}
-			if err := f(get("id"), at(t, d, get("at"))); err != nil {
-				return "error: " + err.Error()
-			}
-			return "ok"
-		case "down":
-			evs, err := e.NodeDown(get("node"), at(t, d, get("at")))
-			if err != nil {
-				return "error: " + err.Error()
-			}
-			return fmt.Sprintf("%+v", evs)
-		case "up":
-			if err := e.NodeUp(get("node"), at(t, d, get("at"))); err != nil {
-				return "error: " + err.Error()
-			}
-			return "ok"
 		}
-		d.Fatalf(t, "unknown command")
-		return ""
+		return out
 	})
 }
 
+func (sc *scenario) run(d *datadriven.Case) string {
+	t := sc.t
+	get := func(k string) string { v, _ := d.Get(k); return v }
+	switch d.Cmd {
+	case "cluster":
+		return sc.cluster(d)
+	case "engine":
+		return sc.engine(d)
+	case "state":
+		d.Only(t)
+		if d.Input != "" {
+			if err := testcluster.ApplyState(sc.e.ledger.State(), d.Input); err != nil {
+				d.Fatalf(t, "%v", err)
+			}
+		}
+		return sc.e.State().Describe()
+	case "submit":
+		return result(sc.e.Submit(sc.job(d), at(t, d, get("at"))))
+	case "schedule":
+		d.Only(t, "at")
+		p, err := sc.e.Schedule(at(t, d, get("at")))
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return p.Describe(sc.c, epoch)
+	case "started", "finish", "cancel", "failed":
+		return sc.jobEvent(d)
+	case "down", "up", "drain", "resume":
+		return sc.nodeEvent(d)
+	case "jobs":
+		d.Only(t)
+		return FormatJobs(sc.e.Jobs(), epoch)
+	case "next":
+		d.Only(t)
+		if n, ok := sc.e.NextEvent(); ok {
+			return "next event at " + formatTime(n, epoch)
+		}
+		return "no next event"
+	case "restore":
+		d.Only(t)
+		sc.e = roundTrip(t, sc.e)
+		return "restored"
+	}
+	d.Fatalf(t, "unknown command")
+	return ""
+}
+
+func result(err error) string {
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return "ok"
+}
+
+func (sc *scenario) cluster(d *datadriven.Case) string {
+	d.Only(sc.t, "levels", "gen")
+	var levels []string
+	if lv, _ := d.Get("levels"); lv != "" {
+		levels = strings.Split(lv, ",")
+	}
+	gen, _ := d.Get("gen")
+	var err error
+	if sc.c, err = testcluster.Parse(levels, gen, d.Input); err != nil {
+		d.Fatalf(sc.t, "%v", err)
+	}
+	sc.e = nil
+	return strings.SplitN(sc.c.Describe(), "\n", 2)[0]
+}
+
+func (sc *scenario) engine(d *datadriven.Case) string {
+	t := sc.t
+	d.Only(t, "depth", "strict", "maxtest", "hold", "keep")
+	cfg := DefaultConfig()
+	cfg.FairShare.Weights = fairshare.Weights{Age: 1000, FairShare: 1000}
+	cfg.FairShare.MaxAge = 24 * time.Hour
+	if v, _ := d.Get("depth"); v == "conservative" {
+		cfg.ReservationDepth = Conservative
+	} else {
+		cfg.ReservationDepth = d.Int(t, "depth", cfg.ReservationDepth)
+	}
+	cfg.Strict = d.Has("strict")
+	cfg.MaxJobsTested = d.Int(t, "maxtest", 0)
+	cfg.KeepEnded = d.Duration(t, "keep", cfg.KeepEnded)
+	if v, ok := d.Get("hold"); ok {
+		share, dur, _ := strings.Cut(v, "@")
+		var err1, err2 error
+		cfg.Hold.MaxShare, err1 = strconv.ParseFloat(share, 64)
+		cfg.Hold.MaxTime, err2 = time.ParseDuration(dur)
+		if err1 != nil || err2 != nil {
+			d.Fatalf(t, "hold=%q: want share@duration", v)
+		}
+	}
+	text := d.Input
+	if strings.TrimSpace(text) == "" {
+		text = "a\nb\n"
+	}
+	spec, err := fairshare.ParseText(text)
+	if err != nil {
+		d.Fatalf(t, "%v", err)
+	}
+	tree, err := fairshare.BuildTree(spec, cfg.FairShare)
+	if err != nil {
+		d.Fatalf(t, "%v", err)
+	}
+	if sc.e, err = New(sc.c, cfg, tree); err != nil {
+		return "error: " + err.Error()
+	}
+	return fmt.Sprintf("engine: depth %d, strict %v, hold %v@%v", cfg.ReservationDepth, cfg.Strict, cfg.Hold.MaxShare, cfg.Hold.MaxTime)
+}
+
+// job builds the job of a submit command.
+func (sc *scenario) job(d *datadriven.Case) Job {
+	t := sc.t
+	get := func(k string) string { v, _ := d.Get(k); return v }
+	j := Job{ID: get("id"), Account: get("account"), Submit: at(t, d, get("at")), TimeLimit: d.Duration(t, "limit", 0)}
+	if j.Account == "" {
+		j.Account = "a"
+	}
+	if p := get("patience"); p != "" {
+		k, w, _ := strings.Cut(p, "@")
+		var err1, err2 error
+		j.Patience.MaxDomains, err1 = strconv.Atoi(k)
+		j.Patience.Wait, err2 = time.ParseDuration(w)
+		if err1 != nil || err2 != nil {
+			d.Fatalf(t, "patience=%q: want k@duration", p)
+		}
+	}
+	if d.Has("fail") {
+		j.OnNodeFailure = Fail
+	}
+	jobKeys := []string{"id", "account", "at", "limit", "patience", "fail"}
+	if strings.TrimSpace(d.Input) == "" {
+		d.Only(t, append(jobKeys, requestKeys...)...)
+		var args []datadriven.Arg
+		for _, a := range d.Args {
+			if slices.Contains(requestKeys, a.Key) {
+				args = append(args, a)
+			}
+		}
+		j.Gang.Members = []gang.Member{{Name: "main", Request: requestArgs(t, d, args)}}
+		return j
+	}
+	d.Only(t, jobKeys...)
+	for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+		f := strings.Fields(line)
+		var args []datadriven.Arg
+		for _, x := range f[1:] {
+			k, v, _ := strings.Cut(x, "=")
+			args = append(args, datadriven.Arg{Key: k, Val: v})
+		}
+		j.Gang.Members = append(j.Gang.Members, gang.Member{Name: f[0], Request: requestArgs(t, d, args)})
+	}
+	return j
+}
+
+var requestKeys = []string{"nodes", "gpn", "gpus", "required", "preferred", "exclusive"}
+
 // requestArgs builds a placement request from nodes=, gpn=, gpus=,
-// required=, exclusive arguments (others are ignored here).
+// required=, preferred= and exclusive; any other key, or a count that is
+// not an integer, fails the test.
 func requestArgs(t *testing.T, d *datadriven.Case, args []datadriven.Arg) placement.Request {
 	var r placement.Request
 	for _, a := range args {
-		n, _ := strconv.Atoi(a.Val)
+		n, err := strconv.Atoi(a.Val)
+		switch a.Key {
+		case "nodes", "gpn", "gpus":
+			if err != nil {
+				d.Fatalf(t, "%s=%q is not an integer", a.Key, a.Val)
+			}
+		}
 		switch a.Key {
 		case "nodes":
 			r.Nodes = n
@@ -195,10 +259,53 @@ func requestArgs(t *testing.T, d *datadriven.Case, args []datadriven.Arg) placem
 			r.Preferred = a.Val
 		case "exclusive":
 			r.Exclusive = true
+		default:
+			d.Fatalf(t, "unknown request argument %q", a.Key)
 		}
 	}
 	if r.Nodes == 0 && r.GPUs == 0 {
 		d.Fatalf(t, "request without nodes= or gpus=")
 	}
 	return r
+}
+
+func (sc *scenario) jobEvent(d *datadriven.Case) string {
+	t := sc.t
+	id, _ := d.Get("id")
+	v, _ := d.Get("at")
+	now := at(t, d, v)
+	switch d.Cmd {
+	case "failed":
+		d.Only(t, "id", "at", "requeue")
+		return result(sc.e.Failed(id, now, d.Has("requeue")))
+	case "started":
+		d.Only(t, "id", "at")
+		return result(sc.e.Started(id, now))
+	case "cancel":
+		d.Only(t, "id", "at")
+		return result(sc.e.Cancel(id, now))
+	}
+	d.Only(t, "id", "at")
+	return result(sc.e.Finished(id, now))
+}
+
+func (sc *scenario) nodeEvent(d *datadriven.Case) string {
+	t := sc.t
+	d.Only(t, "node", "at")
+	node, _ := d.Get("node")
+	v, _ := d.Get("at")
+	now := at(t, d, v)
+	switch d.Cmd {
+	case "down":
+		evs, err := sc.e.NodeDown(node, now)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return fmt.Sprintf("%+v", evs)
+	case "up":
+		return result(sc.e.NodeUp(node, now))
+	case "drain":
+		return result(sc.e.Drain(node, now))
+	}
+	return result(sc.e.Resume(node, now))
 }

@@ -40,6 +40,7 @@ type JobStatus struct {
 	Overrun bool `json:"overrun,omitempty"`
 	// Requeues counts the times the job went back to the queue.
 	Requeues int `json:"requeues,omitempty"`
+	wait     Waiting // for FormatJobs' relative times
 }
 
 // Job returns the status of job id (ended jobs while remembered, see
@@ -82,7 +83,7 @@ func (e *Engine) status(j *jobRec) JobStatus {
 			s.Start = j.start
 		}
 	default:
-		s.Code, s.Reason = j.wait.Code, j.wait.Message(time.Time{})
+		s.Code, s.Reason, s.wait = j.wait.Code, j.wait.Message(time.Time{}), j.wait
 		if j.wait.Code == 0 {
 			s.Reason = "not scheduled yet"
 		}
@@ -109,7 +110,7 @@ func NodeList(c *topology.Cluster, a *gang.Allocation) string {
 
 // FormatJobs renders job statuses as a table, as squeue does: one line per
 // job with its ID, account, state, GPUs, time limit, submit, start and end
-// times (relative to epoch when it is not zero), nodes and reason.
+// times, nodes and reason (times relative to epoch when it is not zero).
 func FormatJobs(jobs []JobStatus, epoch time.Time) string {
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
@@ -134,12 +135,16 @@ func FormatJobs(jobs []JobStatus, epoch time.Time) string {
 		if s.State == StateReserved {
 			start, end = at(s.PlannedStart)+" (planned)", at(s.PlannedEnd)
 		}
+		reason := s.Reason
+		if s.wait.Code != 0 {
+			reason = s.wait.Message(epoch)
+		}
 		state := s.State.String()
 		if s.Overrun {
 			state += " (overrun)"
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Account, state, s.GPUs, limit,
-			at(s.Submit), start, end, dash(s.Nodes), dash(s.Reason))
+			at(s.Submit), start, end, dash(s.Nodes), dash(reason))
 	}
 	_ = w.Flush()
 	return b.String()

@@ -21,8 +21,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite scenario files with the actual output")
@@ -181,4 +183,64 @@ func Glob(t *testing.T, pattern string, f func(t *testing.T, c *Case) string) {
 			Run(t, file, f)
 		})
 	}
+}
+
+// Only fails the test when the case has an argument whose key is not
+// one of keys (a misspelt option never passes silently).
+func (c *Case) Only(t testing.TB, keys ...string) {
+	t.Helper()
+	for _, a := range c.Args {
+		found := false
+		for _, k := range keys {
+			found = found || a.Key == k
+		}
+		if !found {
+			c.Fatalf(t, "unknown argument %q (want one of %v)", a.Key, keys)
+		}
+	}
+}
+
+// Int returns argument k as an integer (def when absent); a value that is
+// not an integer fails the test.
+func (c *Case) Int(t testing.TB, k string, def int) int {
+	t.Helper()
+	v, ok := c.Get(k)
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		c.Fatalf(t, "argument %s=%q is not an integer", k, v)
+	}
+	return n
+}
+
+// Duration returns argument k as a Go duration (def when absent); a bad
+// value fails the test.
+func (c *Case) Duration(t testing.TB, k string, def time.Duration) time.Duration {
+	t.Helper()
+	v, ok := c.Get(k)
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		c.Fatalf(t, "argument %s=%q is not a duration", k, v)
+	}
+	return d
+}
+
+// Float returns argument k as a float (def when absent); a bad value
+// fails the test.
+func (c *Case) Float(t testing.TB, k string, def float64) float64 {
+	t.Helper()
+	v, ok := c.Get(k)
+	if !ok {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		c.Fatalf(t, "argument %s=%q is not a number", k, v)
+	}
+	return f
 }
