@@ -3,7 +3,6 @@ package backfill
 import (
 	"errors"
 	"fmt"
-	"math"
 	"time"
 )
 
@@ -61,14 +60,6 @@ func checkTime(what string, t time.Time) error {
 	if t.Before(MinTime) || !t.Before(MaxTime) {
 		return fmt.Errorf("%w: %s %s is outside [%s, %s)", ErrBadTime, what,
 			t.UTC().Format(time.RFC3339Nano), MinTime.Format(time.RFC3339), MaxTime.Format(time.RFC3339))
-	}
-	return nil
-}
-
-// checkFactor reports whether v is a priority factor in [0, 1].
-func checkFactor(what string, v float64) error {
-	if math.IsNaN(v) || v < 0 || v > 1 {
-		return fmt.Errorf("%s %v is not in [0, 1]", what, v)
 	}
 	return nil
 }

@@ -39,7 +39,7 @@ type JobStatus struct {
 	// Overrun reports an active job past its time limit.
 	Overrun bool `json:"overrun,omitempty"`
 	// Requeues counts the times the job went back to the queue.
-	Requeues int `json:"requeues,omitempty"`
+	Requeues int     `json:"requeues,omitempty"`
 	wait     Waiting // for FormatJobs' relative times
 }
 
