@@ -31,11 +31,11 @@ type profile struct {
 	probe   *topology.State
 	blocks  blockSet
 	// Caches, valid for (version, book version, now).
-	endsBuf         []endItem
-	endsKey         cacheKey
-	times, withKeep []time.Time
-	timesKey        cacheKey
-	naive           bool
+	endsBuf  []endItem
+	endsKey  cacheKey
+	times    []time.Time
+	timesKey cacheKey
+	naive    bool
 }
 
 type cacheKey struct {
