@@ -40,3 +40,31 @@ func ExampleEngine_Schedule() {
 	// reserve big at t+2h0m0s until t+3h0m0s on worker=n[000-063]
 	// wait big Reserved: reserved: planned to start at t+2h0m0s
 }
+
+// A host lists its jobs from the engine instead of keeping its own copy,
+// and sleeps until the next time the plan can change.
+func ExampleEngine_Jobs() {
+	c := topology.Default2000()
+	cfg := backfill.DefaultConfig()
+	spec, _ := fairshare.ParseText("alice\nbob\n")
+	tree, _ := fairshare.BuildTree(spec, cfg.FairShare)
+	e, _ := backfill.New(c, cfg, tree)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	job := func(id, account string, nodes int, limit time.Duration) backfill.Job {
+		return backfill.Job{ID: id, Account: account, TimeLimit: limit,
+			Gang: gang.Spec{Members: []gang.Member{{Name: "worker", Request: placement.NodesOf(nodes, 8)}}}}
+	}
+	_ = e.Submit(job("train", "bob", 200, 2*time.Hour), t0)
+	plan, _ := e.Schedule(t0)
+	_ = e.Started(plan.Starts[0].Job, t0)
+	_ = e.Submit(job("big", "alice", 64, time.Hour), t0.Add(time.Minute))
+	_, _ = e.Schedule(t0.Add(time.Minute))
+	fmt.Print(backfill.FormatJobs(e.Jobs(), t0))
+	next, _ := e.NextEvent()
+	fmt.Println("sleep until", next.Sub(t0))
+	// Output:
+	// JOBID  ACCOUNT  STATE     GPUS  LIMIT   SUBMIT  START               END       NODES               REASON
+	// train  bob      running   1600  2h0m0s  t+0s    t+0s                t+2h0m0s  n[000-191,240-247]  -
+	// big    alice    reserved  512   1h0m0s  t+1m0s  t+2h0m0s (planned)  t+3h0m0s  n[000-063]          reserved: planned to start at t+2h0m0s
+	// sleep until 2h0m0s
+}

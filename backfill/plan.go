@@ -66,13 +66,14 @@ type Reservation struct {
 
 // Move is a reservation moved later, or dropped, with its cause.
 type Move struct {
-	Job string
+	Job string `json:"job"`
 	// From is the planned start before the move; To the new one (zero:
 	// the reservation was dropped, no planned start remains).
-	From, To time.Time `json:",omitzero"`
-	Cause    Cause
+	From  time.Time `json:"from"`
+	To    time.Time `json:"to,omitzero"`
+	Cause Cause     `json:"cause"`
 	// By is the job or node that caused the move.
-	By string `json:",omitempty"`
+	By string `json:"by,omitempty"`
 }
 
 // Cause says why a reservation moved later.

@@ -1,6 +1,7 @@
 package backfill
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -19,7 +20,8 @@ type JobStatus struct {
 	State   JobState `json:"state"`
 	// GPUs is what the job asks for at full size.
 	GPUs int `json:"gpus"`
-	// TimeLimit is the job's limit (zero: none).
+	// TimeLimit is the job's limit (zero: none); JSON writes it as a Go
+	// duration string.
 	TimeLimit time.Duration `json:"-"`
 	Submit    time.Time     `json:"submit"`
 	// Start is when it started (starting, running and ended jobs that
@@ -41,6 +43,20 @@ type JobStatus struct {
 	// Requeues counts the times the job went back to the queue.
 	Requeues int     `json:"requeues,omitempty"`
 	wait     Waiting // for FormatJobs' relative times
+}
+
+// MarshalJSON writes the status with snake_case names and the time limit
+// as a Go duration string ("2h0m0s").
+func (s JobStatus) MarshalJSON() ([]byte, error) {
+	type plain JobStatus
+	out := struct {
+		plain
+		TimeLimit string `json:"time_limit,omitempty"`
+	}{plain: plain(s)}
+	if s.TimeLimit > 0 {
+		out.TimeLimit = s.TimeLimit.String()
+	}
+	return json.Marshal(out)
 }
 
 // Job returns the status of job id (ended jobs while remembered, see
