@@ -127,10 +127,10 @@ func (e *Engine) rank(now time.Time) []*jobRec {
 		e.fsJobs = append(e.fsJobs, e.fsJob(j))
 	}
 	var err error
-	if e.fsSnap, err = e.tree.Snapshot(now, e.fsSnap); err != nil {
+	if e.fsView, err = e.tree.View(now, e.fsView); err != nil {
 		panic(fmt.Sprintf("backfill: fair-share snapshot at a checked time: %v", err))
 	}
-	if e.ranked, err = e.fsSnap.Prioritize(e.fsJobs, e.ranked[:0]); err != nil {
+	if e.ranked, err = e.fsView.Prioritize(e.fsJobs, e.ranked[:0]); err != nil {
 		panic(fmt.Sprintf("backfill: ranking checked jobs: %v", err))
 	}
 	order := slices.Grow(e.order[:0], len(e.ranked))[:len(e.ranked)]

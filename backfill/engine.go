@@ -40,8 +40,8 @@ type Engine struct {
 	cyc     cycle
 	walk    walker
 	order   []*jobRec
-	fsSnap  *fairshare.Snapshot
-	fsJobs  []fairshare.Job
+	fsView  *fairshare.View
+	fsJobs  []fairshare.QueuedJob
 	ranked  []fairshare.Ranked
 	scratch *topology.State
 	alloc   gang.Allocation
@@ -97,11 +97,24 @@ func (e *Engine) Config() Config { return e.cfg }
 // State returns the free state (read-only: change it through the engine).
 func (e *Engine) State() *topology.State { return e.ledger.State() }
 
-// Ledger returns the ledger of running gangs (read-only).
-func (e *Engine) Ledger() *gang.Ledger { return e.ledger }
+// FairShare returns the fair-share view (every account's shares, usage
+// and factor) at the latest time the engine has seen; it is read-only data
+// and stays valid as the engine goes on.
+func (e *Engine) FairShare() (*fairshare.View, error) {
+	v, err := e.tree.View(e.last, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: fair-share view at %v: %w", ErrBadTime, e.last, err)
+	}
+	return v, nil
+}
 
-// FairShare returns the fair-share tree (read-only).
-func (e *Engine) FairShare() *fairshare.Tree { return e.tree }
+// AddAccount adds account name with the given raw shares below parent
+// ("" for the root) to the engine's fair-share tree. Errors are the
+// tree's (fairshare.ErrBadName, ErrDuplicateAccount, ErrUnknownAccount,
+// ErrBadShares), naming the account; on error nothing changes.
+func (e *Engine) AddAccount(parent, name string, shares float64) error {
+	return e.tree.AddAccount(parent, name, shares)
+}
 
 // Now returns the latest time the engine has seen (zero before the first
 // call).
@@ -140,8 +153,8 @@ func (e *Engine) NodeState(node string) (NodeState, bool) {
 	return e.nodes[n], true
 }
 
-func (e *Engine) fsJob(j *jobRec) fairshare.Job {
-	return fairshare.Job{ID: j.job.ID, Account: j.job.Account, Submit: j.job.Submit, GPUs: j.gpus, QOS: j.job.QOS, Partition: j.job.Partition}
+func (e *Engine) fsJob(j *jobRec) fairshare.QueuedJob {
+	return fairshare.QueuedJob{ID: j.job.ID, Account: j.job.Account, Submit: j.job.Submit, GPUs: j.gpus, QOS: j.job.QOS, Partition: j.job.Partition}
 }
 
 // activate makes waiting job j active on the ledger allocation booked for

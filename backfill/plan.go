@@ -137,12 +137,12 @@ type HoldStatus struct {
 	GPUs, Target int
 }
 
-// Code says why a job waits.
-type Code uint8
+// WaitCode says why a job waits.
+type WaitCode uint8
 
 const (
 	// WaitReserved: the job holds a reservation (planned start in Until).
-	WaitReserved Code = iota + 1
+	WaitReserved WaitCode = iota + 1
 	// WaitHeld: GPUs are being held for the job as they free up (hold mode).
 	WaitHeld
 	// WaitPriority: a higher-priority job goes first (strict order, named in
@@ -163,21 +163,21 @@ const (
 var codeNames = [...]string{"", "Reserved", "Held", "Priority", "Resources", "Reservation", "Topology", "Gang"}
 
 // String returns the code's stable name.
-func (c Code) String() string {
+func (c WaitCode) String() string {
 	if int(c) < len(codeNames) && c > 0 {
 		return codeNames[c]
 	}
-	return fmt.Sprintf("Code(%d)", uint8(c))
+	return fmt.Sprintf("WaitCode(%d)", uint8(c))
 }
 
 // MarshalText renders the code's name (for JSON plans).
-func (c Code) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+func (c WaitCode) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
 
 // Waiting is a job that did not start, and why.
 type Waiting struct {
 	Job      string
 	Priority uint64
-	Code     Code
+	Code     WaitCode
 	// Until is the planned start (Reserved), the blocking reservation's
 	// start (Reservation), the hold's start (Held) or the end of the
 	// job's patience (Topology).

@@ -33,7 +33,7 @@ type Snapshot struct {
 	Drained        []string                `json:"drained,omitempty"`
 	Jobs           []JobRecord             `json:"jobs"`
 	Gangs          []gang.GangRecord       `json:"gangs,omitempty"`
-	Accounts       fairshare.Spec          `json:"accounts"`
+	Accounts       fairshare.TreeSpec      `json:"accounts"`
 	Usage          []fairshare.UsageRecord `json:"usage,omitempty"`
 	Reservations   []ReservationRecord     `json:"reservations,omitempty"`
 	Hold           *HoldRecord             `json:"hold,omitempty"`

@@ -36,8 +36,8 @@ type JobStatus struct {
 	// is planned, as a Slurm hostlist.
 	Nodes string `json:"nodes,omitempty"`
 	// Code and Reason say why a waiting job waits, as of the last cycle.
-	Code   Code   `json:"code,omitempty"`
-	Reason string `json:"reason,omitempty"`
+	Code   WaitCode `json:"code,omitempty"`
+	Reason string   `json:"reason,omitempty"`
 	// Overrun reports an active job past its time limit.
 	Overrun bool `json:"overrun,omitempty"`
 	// Requeues counts the times the job went back to the queue.

@@ -238,13 +238,13 @@ func BenchmarkFairShare(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	now := t0 // shared: the tree's time only moves forward
 	for _, n := range []int{1000, 10000} {
-		jobs := make([]fairshare.Job, n)
+		jobs := make([]fairshare.QueuedJob, n)
 		for i := range jobs {
-			jobs[i] = fairshare.Job{ID: fmt.Sprint(i), Account: fmt.Sprintf("user%04d", r.IntN(1000)),
+			jobs[i] = fairshare.QueuedJob{ID: fmt.Sprint(i), Account: fmt.Sprintf("user%04d", r.IntN(1000)),
 				Submit: t0.Add(-time.Duration(r.IntN(86400)) * time.Second), GPUs: 1 + r.IntN(64)}
 		}
 		b.Run(fmt.Sprintf("pending=%d", n), func(b *testing.B) {
-			var snap *fairshare.Snapshot
+			var snap *fairshare.View
 			var out []fairshare.Ranked
 			var err error
 			b.ReportAllocs()
@@ -253,7 +253,7 @@ func BenchmarkFairShare(b *testing.B) {
 				if err = tree.Charge(jobs[0].Account, 100, now); err != nil {
 					b.Fatal(err)
 				}
-				if snap, err = tree.Snapshot(now, snap); err != nil {
+				if snap, err = tree.View(now, snap); err != nil {
 					b.Fatal(err)
 				}
 				if out, err = snap.Prioritize(jobs, out[:0]); err != nil {

@@ -10,7 +10,7 @@ import (
 // benchSetup builds a tree of accounts x users (root -> account -> user),
 // charges random usage to the users over the week before t0, and returns
 // jobs pending on random users, submitted within that week.
-func benchSetup(tb testing.TB, algo Algorithm, accounts, users, jobs int) (*Tree, []Job) {
+func benchSetup(tb testing.TB, algo Algorithm, accounts, users, jobs int) (*Tree, []QueuedJob) {
 	tb.Helper()
 	cfg := testConfig(algo)
 	cfg.Weights.JobSize, cfg.ClusterGPUs = 1000, 1024
@@ -40,9 +40,9 @@ func benchSetup(tb testing.TB, algo Algorithm, accounts, users, jobs int) (*Tree
 			tb.Fatal(err)
 		}
 	}
-	js := make([]Job, jobs)
+	js := make([]QueuedJob, jobs)
 	for i := range js {
-		js[i] = Job{
+		js[i] = QueuedJob{
 			ID:        fmt.Sprintf("job%05d", i),
 			Account:   names[rng.IntN(len(names))],
 			Submit:    t0.Add(-time.Duration(rng.Int64N(int64(week)))),
@@ -57,14 +57,14 @@ func benchSetup(tb testing.TB, algo Algorithm, accounts, users, jobs int) (*Tree
 // BenchmarkPrioritize is acceptance point 5: 10,000 pending jobs over
 // 1,000 users in 100 accounts, re-ranked after a usage change. Each
 // iteration charges one user a GPU-hour a minute later than the last,
-// recomputes the snapshot into the same Snapshot and ranks all jobs into
+// recomputes the view into the same View and ranks all jobs into
 // the same slice.
 func BenchmarkPrioritize(b *testing.B) {
 	for _, algo := range []Algorithm{Classic, FairTree} {
 		b.Run("algo="+algo.String(), func(b *testing.B) {
 			tr, jobs := benchSetup(b, algo, 100, 10, 10000)
 			now := t0
-			snap, err := tr.Snapshot(now, nil)
+			snap, err := tr.View(now, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -80,7 +80,7 @@ func BenchmarkPrioritize(b *testing.B) {
 				if err := tr.Charge(jobs[i%len(jobs)].Account, 3600, now); err != nil {
 					b.Fatal(err)
 				}
-				if snap, err = tr.Snapshot(now, snap); err != nil {
+				if snap, err = tr.View(now, snap); err != nil {
 					b.Fatal(err)
 				}
 				if out, err = snap.Prioritize(jobs, out); err != nil {
@@ -97,13 +97,13 @@ func BenchmarkSnapshot(b *testing.B) {
 	for _, algo := range []Algorithm{Classic, FairTree} {
 		b.Run("algo="+algo.String(), func(b *testing.B) {
 			tr, _ := benchSetup(b, algo, 100, 10, 0)
-			snap, err := tr.Snapshot(t0, nil)
+			snap, err := tr.View(t0, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if snap, err = tr.Snapshot(t0, snap); err != nil {
+				if snap, err = tr.View(t0, snap); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -116,7 +116,7 @@ func DefaultConfig() Config {
 
 // Validate reports the first problem with c as an error wrapping
 // ErrConfig and naming the field, or nil.
-func (c Config) Validate() error {
+func (c *Config) Validate() error {
 	switch {
 	case c.Algorithm != FairTree && c.Algorithm != Classic:
 		return fmt.Errorf("%w: Algorithm %d is neither FairTree nor Classic", ErrConfig, c.Algorithm)

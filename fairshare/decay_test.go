@@ -178,7 +178,7 @@ func TestTimeTravel(t *testing.T) {
 		"Usage":    func() error { _, err := tr.Usage("u1", early); return err }(),
 		"OwnUsage": func() error { _, err := tr.OwnUsage("u1", early); return err }(),
 		"Factor":   func() error { _, err := tr.Factor("u1", early); return err }(),
-		"Snapshot": func() error { _, err := tr.Snapshot(early, nil); return err }(),
+		"View": func() error { _, err := tr.View(early, nil); return err }(),
 		"Prioritize": func() error {
 			_, err := tr.Prioritize(nil, early, nil)
 			return err
@@ -217,15 +217,15 @@ func TestBadTimes(t *testing.T) {
 			if err != nil && !strings.Contains(err.Error(), `"u1"`) {
 				t.Errorf("error %q does not name the account", err)
 			}
-			if _, err := tr.Snapshot(tc.at, nil); !errors.Is(err, ErrBadTime) {
-				t.Errorf("Snapshot: err = %v, want ErrBadTime", err)
+			if _, err := tr.View(tc.at, nil); !errors.Is(err, ErrBadTime) {
+				t.Errorf("View: err = %v, want ErrBadTime", err)
 			}
 		})
 	}
 }
 
 // TestOwnUsageRestores: saving every account's own usage at one instant
-// and charging it into a tree built from the Spec restores usage and
+// and charging it into a tree built from the TreeSpec restores usage and
 // factors.
 func TestOwnUsageRestores(t *testing.T) {
 	src := slurmExample(t, testConfig(FairTree))

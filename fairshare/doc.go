@@ -11,7 +11,7 @@
 // depth, for example organisation, team, user. Each account has raw
 // shares, which count only against its siblings' shares. Accounts without
 // sub-accounts are leaves; jobs name a leaf. A Tree is built from code
-// (NewTree, AddAccount) or from a Spec read from text (ParseText) or JSON
+// (NewTree, AddAccount) or from a TreeSpec read from text (ParseText) or JSON
 // (ParseJSON) by BuildTree.
 //
 // Usage is charged in GPU-seconds at instants the caller gives. It decays
@@ -56,7 +56,7 @@
 //
 //	// Each scheduling cycle, at now:
 //	tree.Charge("alice", gpus*elapsed.Seconds(), now) // per running job
-//	snap, err = tree.Snapshot(now, snap)              // reuses snap
+//	snap, err = tree.View(now, snap)              // reuses snap
 //	ranked, err = snap.Prioritize(pending, ranked[:0]) // reuses ranked
 //	for _, r := range ranked {
 //		fmt.Println(r) // "j7 (alice) 6084 = age 500 (0.500) + fairshare ..."
@@ -68,15 +68,15 @@
 //     as it accrues (for example GPUs x seconds since the last charge, each
 //     cycle, for every running job); a charge earlier than an account's
 //     last update is accepted and decayed from its own instant.
-//   - Never read before the latest update: Usage, Factor, Snapshot,
+//   - Never read before the latest update: Usage, Factor, View,
 //     Prioritize and Decay at an instant earlier than the latest charge or
 //     decay fail with ErrTimeTravel.
 //   - Give each job a leaf account, a submit time, and QOS and partition
 //     factors already scaled to [0, 1]. Check jobs at submission with
 //     Tree.CheckJob: Prioritize stops at the first bad job.
 //   - Persist usage yourself if it must survive a restart: save the tree's
-//     Spec and every account's OwnUsage at one instant t; charging those
-//     amounts at t into a tree built from the Spec restores it.
+//     TreeSpec and every account's OwnUsage at one instant t; charging those
+//     amounts at t into a tree built from the TreeSpec restores it.
 //
 // # Concurrency
 //
@@ -84,15 +84,15 @@
 // uses no randomness. A Tree is not safe for concurrent mutation:
 // AddAccount, SetShares, Charge, Decay and SetConfig must not run
 // concurrently with any other Tree method. The other Tree methods only
-// read and may run concurrently with each other. A Snapshot is immutable
+// read and may run concurrently with each other. A View is immutable
 // once returned and safe for any number of goroutines; it shares the tree's
 // structure copy-on-write, so later changes to the Tree never show in it.
-// Reusing a Snapshot (passing it to Tree.Snapshot) overwrites it.
+// Reusing a View (passing it to Tree.View) overwrites it.
 //
 // # Cost
 //
-// A snapshot is O(accounts) plus, under Fair Tree, a sort of each sibling
-// group; ranking is O(jobs log jobs). With a reused Snapshot and output
+// A view is O(accounts) plus, under Fair Tree, a sort of each sibling
+// group; ranking is O(jobs log jobs). With a reused View and output
 // slice neither allocates (BenchmarkPrioritize: 10,000 jobs over 1,000
 // users recomputed after a charge).
 package fairshare

@@ -8,7 +8,7 @@ import (
 )
 
 // Example ranks a small queue: an organisation tree from text, usage
-// charged in GPU-seconds, one snapshot, and the priority breakdown of each
+// charged in GPU-seconds, one view, and the priority breakdown of each
 // job.
 func Example() {
 	spec, err := fairshare.ParseText(`
@@ -38,13 +38,13 @@ func Example() {
 	_ = tree.Charge("dave", 8*4*3600, monday.Add(24*time.Hour)) // 8 GPUs for 4 hours
 
 	now := monday.Add(3 * 24 * time.Hour)
-	jobs := []fairshare.Job{
+	jobs := []fairshare.QueuedJob{
 		{ID: "a1", Account: "alice", Submit: now.Add(-2 * time.Hour), GPUs: 32, QOS: 1},
 		{ID: "b1", Account: "bob", Submit: now.Add(-1 * time.Hour), GPUs: 8},
 		{ID: "c1", Account: "carol", Submit: now.Add(-30 * time.Minute), GPUs: 16},
 		{ID: "d1", Account: "dave", Submit: now.Add(-4 * 24 * time.Hour), GPUs: 64},
 	}
-	snap, err := tree.Snapshot(now, nil)
+	snap, err := tree.View(now, nil)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -87,11 +87,11 @@ func ExampleTree_Charge() {
 	// after 72h0m0s: 900.0 GPU-seconds
 }
 
-// ExampleSnapshot_String reproduces the worked example of Slurm's classic
+// ExampleView_String reproduces the worked example of Slurm's classic
 // fair-share documentation and prints it as sshare would. The 0.3 of the
 // machine's usage that the documentation leaves unattributed is charged
 // to the root.
-func ExampleSnapshot_String() {
+func ExampleView_String() {
 	spec, _ := fairshare.ParseText(`
 		A shares=40
 		B parent=A shares=30
@@ -112,7 +112,7 @@ func ExampleSnapshot_String() {
 	for account, gpuSec := range map[string]float64{"u1": 200, "u2": 250, "u4": 250, fairshare.RootName: 300} {
 		_ = tree.Charge(account, gpuSec, now)
 	}
-	snap, _ := tree.Snapshot(now, nil)
+	snap, _ := tree.View(now, nil)
 	fmt.Print(snap)
 	// Output:
 	// account   shares norm shares        usage norm usage  eff usage   level fs  rank   factor

@@ -34,7 +34,7 @@ import (
 // order inside a run.
 
 // rankFairTree fills rank and factor for every leaf.
-func (s *Snapshot) rankFairTree() {
+func (s *View) rankFairTree() {
 	n := s.st.leaves
 	s.nextR = int32(n)
 	k := 0
@@ -55,7 +55,7 @@ func (s *Snapshot) rankFairTree() {
 // disjoint sets of accounts, so work never needs more than one slot per
 // account. A positive inherit is the rank that the group's first tied run
 // shares (rule 3).
-func (s *Snapshot) rankGroup(lo, hi int, inherit int32) {
+func (s *View) rankGroup(lo, hi int, inherit int32) {
 	g := s.work[lo:hi]
 	slices.SortFunc(g, s.cmpSiblings)
 	for i := 0; i < len(g); {
@@ -96,7 +96,7 @@ func (s *Snapshot) rankGroup(lo, hi int, inherit int32) {
 
 // cmpSiblings orders a sibling group: level fairshare descending, leaves
 // before accounts, then by name.
-func (s *Snapshot) cmpSiblings(a, b int32) int {
+func (s *View) cmpSiblings(a, b int32) int {
 	if la, lb := s.level[a], s.level[b]; la != lb {
 		return cmp.Compare(lb, la)
 	}

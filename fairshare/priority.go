@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// Job is a pending job as the priority calculation sees it.
-type Job struct {
+// QueuedJob is a pending job as the priority calculation sees it.
+type QueuedJob struct {
 	// ID identifies the job; it breaks ties after the submit time. IDs
 	// should be unique; equal IDs fall back to input order.
 	ID string
@@ -106,13 +106,13 @@ func (r Ranked) String() string {
 // of the tree, a submit time, GPUs >= 0, QOS and partition factors in
 // [0, 1]. Use it at submission so that a bad job never reaches the queue.
 // Errors wrap ErrUnknownAccount, ErrNotLeaf or ErrBadJob and name the job.
-func (t *Tree) CheckJob(j Job) error {
+func (t *Tree) CheckJob(j QueuedJob) error {
 	_, _, err := checkJob(t.st, &j)
 	return err
 }
 
 // checkJob validates j and returns its account index and submit time.
-func checkJob(st *structure, j *Job) (int32, int64, error) {
+func checkJob(st *structure, j *QueuedJob) (int32, int64, error) {
 	i, ok := st.index[j.Account]
 	if !ok {
 		return 0, 0, fmt.Errorf("%w: job %q has account %q", ErrUnknownAccount, j.ID, j.Account)
@@ -135,18 +135,18 @@ func checkJob(st *structure, j *Job) (int32, int64, error) {
 	return i, j.Submit.UnixNano(), nil
 }
 
-// Prioritize computes a snapshot at now and ranks jobs against it; see
-// Snapshot.Prioritize. It allocates a Snapshot per call: a scheduler that
-// ranks every cycle should keep one and call Tree.Snapshot with it.
-func (t *Tree) Prioritize(jobs []Job, now time.Time, out []Ranked) ([]Ranked, error) {
-	s, err := t.Snapshot(now, nil)
+// Prioritize computes a view at now and ranks jobs against it; see
+// View.Prioritize. It allocates a View per call: a scheduler that
+// ranks every cycle should keep one and call Tree.View with it.
+func (t *Tree) Prioritize(jobs []QueuedJob, now time.Time, out []Ranked) ([]Ranked, error) {
+	s, err := t.View(now, nil)
 	if err != nil {
 		return out[:0], err
 	}
 	return s.Prioritize(jobs, out)
 }
 
-// Prioritize ranks jobs at the snapshot's instant, highest priority first,
+// Prioritize ranks jobs at the view's instant, highest priority first,
 // each with its factor breakdown. It writes into out's storage (pass nil,
 // or the previous result to avoid allocating) and returns the result.
 //
@@ -155,7 +155,7 @@ func (t *Tree) Prioritize(jobs []Job, now time.Time, out []Ranked) ([]Ranked, er
 // than Config.StarvationBound:
 //
 //   - age: wait / MaxAge, capped at 1;
-//   - fair share: the snapshot's factor of the job's account;
+//   - fair share: the view's factor of the job's account;
 //   - job size: GPUs / ClusterGPUs capped at 1, or with FavorSmall
 //     1 - (GPUs-1) / ClusterGPUs clamped to [1/ClusterGPUs, 1];
 //   - QOS and partition: the job's own factors.
@@ -168,7 +168,7 @@ func (t *Tree) Prioritize(jobs []Job, now time.Time, out []Ranked) ([]Ranked, er
 // The first bad job stops the ranking with an error wrapping
 // ErrUnknownAccount, ErrNotLeaf or ErrBadJob that names it (see
 // Tree.CheckJob).
-func (s *Snapshot) Prioritize(jobs []Job, out []Ranked) ([]Ranked, error) {
+func (s *View) Prioritize(jobs []QueuedJob, out []Ranked) ([]Ranked, error) {
 	out = slices.Grow(out[:0], len(jobs))
 	c := &s.cfg
 	w := Factors{

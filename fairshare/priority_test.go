@@ -33,35 +33,35 @@ func TestFactors(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		small bool
-		job   Job
+		job   QueuedJob
 		want  Factors // FairShare is 1 throughout
 	}{
-		{"age half of max", false, Job{Submit: now.Add(-48 * time.Hour), GPUs: 0},
+		{"age half of max", false, QueuedJob{Submit: now.Add(-48 * time.Hour), GPUs: 0},
 			Factors{Age: 0.5}},
-		{"age capped at 1", false, Job{Submit: now.Add(-9 * 24 * time.Hour)},
+		{"age capped at 1", false, QueuedJob{Submit: now.Add(-9 * 24 * time.Hour)},
 			Factors{Age: 1}},
-		{"future submit counts as no wait", false, Job{Submit: now.Add(time.Hour)},
+		{"future submit counts as no wait", false, QueuedJob{Submit: now.Add(time.Hour)},
 			Factors{}},
-		{"large favoured: 16 of 64", false, Job{Submit: now, GPUs: 16},
+		{"large favoured: 16 of 64", false, QueuedJob{Submit: now, GPUs: 16},
 			Factors{JobSize: 0.25}},
-		{"large favoured: more than the cluster", false, Job{Submit: now, GPUs: 100},
+		{"large favoured: more than the cluster", false, QueuedJob{Submit: now, GPUs: 100},
 			Factors{JobSize: 1}},
-		{"small favoured: 1 GPU", true, Job{Submit: now, GPUs: 1},
+		{"small favoured: 1 GPU", true, QueuedJob{Submit: now, GPUs: 1},
 			Factors{JobSize: 1}},
-		{"small favoured: 0 GPUs", true, Job{Submit: now, GPUs: 0},
+		{"small favoured: 0 GPUs", true, QueuedJob{Submit: now, GPUs: 0},
 			Factors{JobSize: 1}},
-		{"small favoured: 17 of 64", true, Job{Submit: now, GPUs: 17},
+		{"small favoured: 17 of 64", true, QueuedJob{Submit: now, GPUs: 17},
 			Factors{JobSize: 0.75}},
-		{"small favoured: whole cluster", true, Job{Submit: now, GPUs: 64},
+		{"small favoured: whole cluster", true, QueuedJob{Submit: now, GPUs: 64},
 			Factors{JobSize: 1.0 / 64}},
-		{"QOS and partition passed through", false, Job{Submit: now, QOS: 0.3, Partition: 0.9},
+		{"QOS and partition passed through", false, QueuedJob{Submit: now, QOS: 0.3, Partition: 0.9},
 			Factors{QOS: 0.3, Partition: 0.9}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := base
 			cfg.FavorSmall = tc.small
 			tc.job.ID, tc.job.Account = "j", "a"
-			out, err := flatTree(t, cfg).Prioritize([]Job{tc.job}, now, nil)
+			out, err := flatTree(t, cfg).Prioritize([]QueuedJob{tc.job}, now, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +92,7 @@ func TestOrder(t *testing.T) {
 	tr := slurmExample(t, cfg)
 	now := t0.Add(time.Hour)
 	early, late := now.Add(-time.Hour), now.Add(-time.Minute)
-	jobs := []Job{
+	jobs := []QueuedJob{
 		{ID: "z", Account: "u5", Submit: late},
 		{ID: "y", Account: "u5", Submit: late},
 		{ID: "x", Account: "u5", Submit: early}, // an hour of age: a higher priority
@@ -127,7 +127,7 @@ func TestOrder(t *testing.T) {
 // bound it does not.
 func TestStarvationGuard(t *testing.T) {
 	now := t0.Add(30 * 24 * time.Hour)
-	jobs := []Job{
+	jobs := []QueuedJob{
 		{ID: "fresh", Account: "u5", Submit: now.Add(-time.Minute)},
 		{ID: "starving", Account: "u2", Submit: now.Add(-49 * time.Hour)},
 		{ID: "at-bound", Account: "u2", Submit: now.Add(-48 * time.Hour)},
@@ -172,27 +172,27 @@ func TestStarvationGuard(t *testing.T) {
 // TestBadJobs is acceptance point 6 for jobs: each error names the job.
 func TestBadJobs(t *testing.T) {
 	tr := slurmExample(t, testConfig(FairTree))
-	good := Job{ID: "ok", Account: "u1", Submit: t0, GPUs: 1}
+	good := QueuedJob{ID: "ok", Account: "u1", Submit: t0, GPUs: 1}
 	for _, tc := range []struct {
 		name   string
-		job    Job
+		job    QueuedJob
 		want   error
 		naming []string
 	}{
-		{"unknown account", Job{ID: "j1", Account: "nobody", Submit: t0}, ErrUnknownAccount, []string{`"j1"`, `"nobody"`}},
-		{"empty account", Job{ID: "j2", Submit: t0}, ErrUnknownAccount, []string{`"j2"`}},
-		{"inner account", Job{ID: "j3", Account: "C", Submit: t0}, ErrNotLeaf, []string{`"j3"`, `"C"`}},
-		{"root", Job{ID: "j4", Account: RootName, Submit: t0}, ErrNotLeaf, []string{`"j4"`}},
-		{"zero submit", Job{ID: "j5", Account: "u1"}, ErrBadJob, []string{`"j5"`}},
-		{"negative GPUs", Job{ID: "j6", Account: "u1", Submit: t0, GPUs: -2}, ErrBadJob, []string{`"j6"`, "-2"}},
-		{"QOS above 1", Job{ID: "j7", Account: "u1", Submit: t0, QOS: 1.5}, ErrBadJob, []string{`"j7"`, "1.5"}},
-		{"NaN partition", Job{ID: "j8", Account: "u1", Submit: t0, Partition: math.NaN()}, ErrBadJob, []string{`"j8"`, "NaN"}},
+		{"unknown account", QueuedJob{ID: "j1", Account: "nobody", Submit: t0}, ErrUnknownAccount, []string{`"j1"`, `"nobody"`}},
+		{"empty account", QueuedJob{ID: "j2", Submit: t0}, ErrUnknownAccount, []string{`"j2"`}},
+		{"inner account", QueuedJob{ID: "j3", Account: "C", Submit: t0}, ErrNotLeaf, []string{`"j3"`, `"C"`}},
+		{"root", QueuedJob{ID: "j4", Account: RootName, Submit: t0}, ErrNotLeaf, []string{`"j4"`}},
+		{"zero submit", QueuedJob{ID: "j5", Account: "u1"}, ErrBadJob, []string{`"j5"`}},
+		{"negative GPUs", QueuedJob{ID: "j6", Account: "u1", Submit: t0, GPUs: -2}, ErrBadJob, []string{`"j6"`, "-2"}},
+		{"QOS above 1", QueuedJob{ID: "j7", Account: "u1", Submit: t0, QOS: 1.5}, ErrBadJob, []string{`"j7"`, "1.5"}},
+		{"NaN partition", QueuedJob{ID: "j8", Account: "u1", Submit: t0, Partition: math.NaN()}, ErrBadJob, []string{`"j8"`, "NaN"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tr.CheckJob(tc.job); !errors.Is(err, tc.want) {
 				t.Errorf("CheckJob: err = %v, want %v", err, tc.want)
 			}
-			out, err := tr.Prioritize([]Job{good, tc.job}, t0, nil)
+			out, err := tr.Prioritize([]QueuedJob{good, tc.job}, t0, nil)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("Prioritize: err = %v, want %v", err, tc.want)
 			}

@@ -95,7 +95,7 @@ func TestPropertyGrowingUsageNeverGainsRank(t *testing.T) {
 					continue
 				}
 				checked++
-				prev, err := tr.Snapshot(t0, nil)
+				prev, err := tr.View(t0, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -104,7 +104,7 @@ func TestPropertyGrowingUsageNeverGainsRank(t *testing.T) {
 					if err := tr.Charge(user, add, t0); err != nil {
 						t.Fatal(err)
 					}
-					cur, err := tr.Snapshot(t0, nil)
+					cur, err := tr.View(t0, nil)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -75,7 +75,7 @@ func TestClassicSlurmExample(t *testing.T) {
 	tr := slurmExample(t, testConfig(Classic))
 	for _, at := range []time.Duration{0, 3 * week} {
 		t.Run(fmt.Sprintf("after=%v", at), func(t *testing.T) {
-			s, err := tr.Snapshot(t0.Add(at), nil)
+			s, err := tr.View(t0.Add(at), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,11 +138,11 @@ func TestClassicSlurmExample(t *testing.T) {
 func TestFairTreeSlurmExample(t *testing.T) {
 	fair := slurmExample(t, testConfig(FairTree))
 	classic := slurmExample(t, testConfig(Classic))
-	fs, err := fair.Snapshot(t0, nil)
+	fs, err := fair.View(t0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := classic.Snapshot(t0, nil)
+	cs, err := classic.View(t0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestZeroShares(t *testing.T) {
 			if err := tr.Charge("a1", 100, t0); err != nil {
 				t.Fatal(err)
 			}
-			s, err := tr.Snapshot(t0, nil)
+			s, err := tr.View(t0, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -315,7 +315,7 @@ func TestFairTreeTies(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			s, err := tr.Snapshot(t0, nil)
+			s, err := tr.View(t0, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,7 +10,7 @@ import (
 // elements through pointers: slices.SortFunc passes its comparator the
 // 170-byte Ranked values by copy, which made sorting 10,000 jobs twice as
 // slow, and sorting compact keys instead would need scratch space that an
-// immutable, shared Snapshot cannot hold. compareRanked is a total order
+// immutable, shared View cannot hold. compareRanked is a total order
 // (Index is unique), so there are no equal elements to handle.
 
 // compareRanked orders by priority (high first), submit time, ID, index.

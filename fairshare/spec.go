@@ -8,11 +8,11 @@ import (
 	"strings"
 )
 
-// Spec is a declarative description of an account tree: a flat list of
+// TreeSpec is a declarative description of an account tree: a flat list of
 // accounts, each naming its parent, in any order. ParseText and ParseJSON
 // produce one; BuildTree turns it into a Tree; Tree.Spec exports one.
 //
-// In JSON a Spec reads
+// In JSON a TreeSpec reads
 //
 //	{"accounts": [
 //	  {"name": "physics", "shares": 40},
@@ -20,12 +20,12 @@ import (
 //	]}
 //
 // where "shares" is required and "parent" defaults to the root.
-type Spec struct {
+type TreeSpec struct {
 	// Accounts lists every account once.
 	Accounts []AccountSpec `json:"accounts"`
 }
 
-// AccountSpec describes one account of a Spec.
+// AccountSpec describes one account of a TreeSpec.
 type AccountSpec struct {
 	// Name is unique in the tree; see ErrBadName for the allowed names.
 	Name string `json:"name"`
@@ -51,7 +51,7 @@ func (a *AccountSpec) where() string {
 // (parents are moved ahead of their children). Errors wrap ErrConfig,
 // ErrBadName, ErrDuplicateAccount, ErrBadShares, ErrUnknownAccount or
 // ErrCycle and name the account (with its Source, if set).
-func BuildTree(spec Spec, cfg Config) (*Tree, error) {
+func BuildTree(spec TreeSpec, cfg Config) (*Tree, error) {
 	t, err := NewTree(cfg)
 	if err != nil {
 		return nil, err
@@ -140,7 +140,7 @@ func cycleError(accts []AccountSpec, chain []int, start int) error {
 	return fmt.Errorf("%w: account %q%s: parent chain %s", ErrCycle, a.Name, a.where(), b.String())
 }
 
-// ParseText reads the text form of a Spec: one account per line,
+// ParseText reads the text form of a TreeSpec: one account per line,
 //
 //	# comment
 //	name [parent=NAME] [shares=NUMBER]
@@ -149,8 +149,8 @@ func cycleError(accts []AccountSpec, chain []int, start int) error {
 // defaulting to the root and the shares to 1 (as in Slurm). Accounts may
 // come in any order. Each AccountSpec's Source is "line N". Errors wrap
 // ErrSyntax or ErrBadShares and name the line; BuildTree checks the rest.
-func ParseText(text string) (Spec, error) {
-	var spec Spec
+func ParseText(text string) (TreeSpec, error) {
+	var spec TreeSpec
 	for n, line := range strings.Split(text, "\n") {
 		if c := strings.IndexByte(line, '#'); c >= 0 {
 			line = line[:c]
@@ -161,16 +161,16 @@ func ParseText(text string) (Spec, error) {
 		}
 		a := AccountSpec{Name: fields[0], Shares: 1, Source: "line " + strconv.Itoa(n+1)}
 		if strings.Contains(a.Name, "=") {
-			return Spec{}, fmt.Errorf("%w: %s: %q: the account name comes first", ErrSyntax, a.Source, a.Name)
+			return TreeSpec{}, fmt.Errorf("%w: %s: %q: the account name comes first", ErrSyntax, a.Source, a.Name)
 		}
 		seen := map[string]bool{}
 		for _, f := range fields[1:] {
 			key, val, ok := strings.Cut(f, "=")
 			if !ok || val == "" {
-				return Spec{}, fmt.Errorf("%w: %s: account %q: %q is not key=value", ErrSyntax, a.Source, a.Name, f)
+				return TreeSpec{}, fmt.Errorf("%w: %s: account %q: %q is not key=value", ErrSyntax, a.Source, a.Name, f)
 			}
 			if seen[key] {
-				return Spec{}, fmt.Errorf("%w: %s: account %q: %s given twice", ErrSyntax, a.Source, a.Name, key)
+				return TreeSpec{}, fmt.Errorf("%w: %s: account %q: %s given twice", ErrSyntax, a.Source, a.Name, key)
 			}
 			seen[key] = true
 			switch key {
@@ -179,14 +179,14 @@ func ParseText(text string) (Spec, error) {
 			case "shares":
 				v, err := strconv.ParseFloat(val, 64)
 				if err != nil {
-					return Spec{}, fmt.Errorf("%w: %s: account %q: shares %q is not a number", ErrSyntax, a.Source, a.Name, val)
+					return TreeSpec{}, fmt.Errorf("%w: %s: account %q: shares %q is not a number", ErrSyntax, a.Source, a.Name, val)
 				}
 				if err := checkShares(a.Name, v); err != nil {
-					return Spec{}, fmt.Errorf("%w (%s)", err, a.Source)
+					return TreeSpec{}, fmt.Errorf("%w (%s)", err, a.Source)
 				}
 				a.Shares = v
 			default:
-				return Spec{}, fmt.Errorf("%w: %s: account %q: unknown key %q (want parent or shares)", ErrSyntax, a.Source, a.Name, key)
+				return TreeSpec{}, fmt.Errorf("%w: %s: account %q: unknown key %q (want parent or shares)", ErrSyntax, a.Source, a.Name, key)
 			}
 		}
 		spec.Accounts = append(spec.Accounts, a)
@@ -195,7 +195,7 @@ func ParseText(text string) (Spec, error) {
 }
 
 // String returns the text form of the spec, which ParseText reads back.
-func (s Spec) String() string {
+func (s TreeSpec) String() string {
 	var b strings.Builder
 	for _, a := range s.Accounts {
 		b.WriteString(a.Name)
@@ -218,30 +218,30 @@ type jsonAccount struct {
 	Shares *float64 `json:"shares"`
 }
 
-// ParseJSON reads the JSON form of a Spec (see Spec). Unknown fields, a
+// ParseJSON reads the JSON form of a TreeSpec (see TreeSpec). Unknown fields, a
 // missing "shares", negative shares and trailing data are errors wrapping
 // ErrSyntax or ErrBadShares that name the account and its position
 // ("accounts[i]", which becomes its Source).
-func ParseJSON(data []byte) (Spec, error) {
+func ParseJSON(data []byte) (TreeSpec, error) {
 	var doc struct {
 		Accounts []jsonAccount `json:"accounts"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&doc); err != nil {
-		return Spec{}, fmt.Errorf("%w: %v", ErrSyntax, err)
+		return TreeSpec{}, fmt.Errorf("%w: %v", ErrSyntax, err)
 	}
 	if dec.More() {
-		return Spec{}, fmt.Errorf("%w: data after the JSON object", ErrSyntax)
+		return TreeSpec{}, fmt.Errorf("%w: data after the JSON object", ErrSyntax)
 	}
-	spec := Spec{Accounts: make([]AccountSpec, 0, len(doc.Accounts))}
+	spec := TreeSpec{Accounts: make([]AccountSpec, 0, len(doc.Accounts))}
 	for i, ja := range doc.Accounts {
 		src := "accounts[" + strconv.Itoa(i) + "]"
 		if ja.Shares == nil {
-			return Spec{}, fmt.Errorf("%w: %s: account %q has no shares", ErrSyntax, src, ja.Name)
+			return TreeSpec{}, fmt.Errorf("%w: %s: account %q has no shares", ErrSyntax, src, ja.Name)
 		}
 		if err := checkShares(ja.Name, *ja.Shares); err != nil {
-			return Spec{}, fmt.Errorf("%w (%s)", err, src)
+			return TreeSpec{}, fmt.Errorf("%w (%s)", err, src)
 		}
 		spec.Accounts = append(spec.Accounts, AccountSpec{
 			Name: ja.Name, Parent: ja.Parent, Shares: *ja.Shares, Source: src,

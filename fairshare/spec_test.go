@@ -46,7 +46,7 @@ func TestParsedTreesMatchCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, spec := range map[string]Spec{"text": fromText, "json": fromJSON} {
+	for name, spec := range map[string]TreeSpec{"text": fromText, "json": fromJSON} {
 		t.Run(name, func(t *testing.T) {
 			tr, err := BuildTree(spec, testConfig(Classic))
 			if err != nil {
@@ -78,7 +78,7 @@ func TestParsedTreesMatchCode(t *testing.T) {
 func TestSpecRoundTrip(t *testing.T) {
 	spec := slurmExample(t, testConfig(FairTree)).Spec()
 	spec.Accounts[0].Shares = 0.125 // a fraction survives both forms
-	strip := func(s Spec) Spec {
+	strip := func(s TreeSpec) TreeSpec {
 		for i := range s.Accounts {
 			s.Accounts[i].Source = ""
 		}
@@ -137,7 +137,7 @@ func TestBadTrees(t *testing.T) {
 		{name: "JSON malformed", json: `{"accounts":[`, want: ErrSyntax},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var spec Spec
+			var spec TreeSpec
 			var err error
 			if tc.json != "" {
 				spec, err = ParseJSON([]byte(tc.json))

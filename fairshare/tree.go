@@ -35,7 +35,7 @@ type node struct {
 
 // structure is the shape of a tree: names, links and raw shares. It is
 // copy-on-write: snapshots share it with the Tree, and the Tree copies it
-// before its first change after a snapshot was taken.
+// before its first change after a view was taken.
 type structure struct {
 	nodes  []node
 	index  map[string]int32
@@ -138,11 +138,11 @@ const noTime = math.MinInt64
 // A Tree is not safe for concurrent mutation: AddAccount, SetShares,
 // Charge, Decay and SetConfig must not run concurrently with any other
 // method. The other methods only read and may run concurrently with each
-// other. A Snapshot is independent of later changes to its Tree.
+// other. A View is independent of later changes to its Tree.
 type Tree struct {
 	cfg    Config
 	st     *structure
-	shared atomic.Bool // st is referenced by a snapshot or clone
+	shared atomic.Bool // st is referenced by a view or clone
 	own    []usageRec  // parallel to st.nodes
 	latest int64       // latest instant charged or decayed, or noTime
 }
@@ -176,7 +176,7 @@ func (t *Tree) SetConfig(cfg Config) error {
 }
 
 // mutable returns the structure for writing, copying it first if a
-// snapshot or clone shares it.
+// view or clone shares it.
 func (t *Tree) mutable() *structure {
 	if t.shared.Load() {
 		t.st = t.st.clone()
@@ -382,11 +382,11 @@ func (t *Tree) subtreeUsage(i int32, ns int64) float64 {
 }
 
 // Factor returns the fair-share factor of leaf account at now, in [0, 1].
-// It computes a whole Snapshot, O(accounts); to read many factors or rank
-// jobs, take one Snapshot and use it. Errors wrap ErrUnknownAccount,
+// It computes a whole View, O(accounts); to read many factors or rank
+// jobs, take one View and use it. Errors wrap ErrUnknownAccount,
 // ErrNotLeaf, ErrBadTime or ErrTimeTravel.
 func (t *Tree) Factor(account string, now time.Time) (float64, error) {
-	s, err := t.Snapshot(now, nil)
+	s, err := t.View(now, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -408,10 +408,10 @@ func (t *Tree) Clone() *Tree {
 	return c
 }
 
-// Spec returns the tree's shape (names, parents, raw shares) in an order
+// TreeSpec returns the tree's shape (names, parents, raw shares) in an order
 // where parents come before children; BuildTree(t.Spec(), cfg) rebuilds it
 // without usage.
-func (t *Tree) Spec() Spec {
+func (t *Tree) Spec() TreeSpec {
 	nodes := t.st.nodes
 	accts := make([]AccountSpec, 0, len(nodes)-1)
 	for _, n := range nodes[1:] {
@@ -421,7 +421,7 @@ func (t *Tree) Spec() Spec {
 		}
 		accts = append(accts, AccountSpec{Name: n.name, Parent: parent, Shares: n.shares})
 	}
-	return Spec{Accounts: accts}
+	return TreeSpec{Accounts: accts}
 }
 
 // UsageRecord is one account's own usage exactly as the tree stores it:
@@ -433,7 +433,7 @@ type UsageRecord struct {
 	At         time.Time `json:"at"`
 }
 
-// UsageRecords returns every account's own usage record, in Spec order,
+// UsageRecords returns every account's own usage record, in TreeSpec order,
 // skipping accounts never charged.
 func (t *Tree) UsageRecords() []UsageRecord {
 	var out []UsageRecord

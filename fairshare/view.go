@@ -8,16 +8,16 @@ import (
 	"time"
 )
 
-// Snapshot holds every account's shares, usage and fair-share factor at
+// View holds every account's shares, usage and fair-share factor at
 // one instant, computed once in O(accounts) (plus a sort per sibling group
 // under Fair Tree). Rank jobs against it with Prioritize. Snapshots come
-// from Tree.Snapshot; a zero Snapshot is only good as its into argument.
+// from Tree.View; a zero View is only good as its into argument.
 //
-// A Snapshot is immutable once returned: any number of goroutines may use
+// A View is immutable once returned: any number of goroutines may use
 // it at once, and later changes to its Tree (charges, new accounts, a new
 // Config) do not show in it. The only exception is passing it back to
-// Tree.Snapshot for reuse, which overwrites it.
-type Snapshot struct {
+// Tree.View for reuse, which overwrites it.
+type View struct {
 	st     *structure
 	cfg    Config
 	now    int64
@@ -33,18 +33,18 @@ type Snapshot struct {
 	nextR  int32     // Fair Tree: rank the next untied leaf gets
 }
 
-// Snapshot computes the fair-share state of every account at now. If into
+// View computes the fair-share state of every account at now. If into
 // is not nil its storage is reused and it is returned, so a scheduler that
-// keeps one Snapshot recomputes without allocating; otherwise a new one is
+// keeps one View recomputes without allocating; otherwise a new one is
 // allocated. Errors wrap ErrBadTime or ErrTimeTravel.
-func (t *Tree) Snapshot(now time.Time, into *Snapshot) (*Snapshot, error) {
+func (t *Tree) View(now time.Time, into *View) (*View, error) {
 	ns, err := t.checkRead(now)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
+		return nil, fmt.Errorf("view: %w", err)
 	}
 	s := into
 	if s == nil {
-		s = new(Snapshot)
+		s = new(View)
 	}
 	t.shared.Store(true)
 	s.st, s.cfg, s.now, s.nowT = t.st, t.cfg, ns, now
@@ -70,10 +70,10 @@ func resize[T any](b []T, n int) []T {
 	return b
 }
 
-// compute fills the snapshot from the tree's usage records. Index order is
+// compute fills the view from the tree's usage records. Index order is
 // parents first, so one backward pass sums usage up the tree and one
 // forward pass carries shares and effective usage down.
-func (s *Snapshot) compute(own []usageRec) {
+func (s *View) compute(own []usageRec) {
 	nodes := s.st.nodes
 	hl := s.cfg.HalfLife
 	for i := range nodes {
@@ -132,15 +132,15 @@ func (s *Snapshot) compute(own []usageRec) {
 	}
 }
 
-// Time returns the instant the snapshot was taken at.
-func (s *Snapshot) Time() time.Time { return s.nowT }
+// Time returns the instant the view was taken at.
+func (s *View) Time() time.Time { return s.nowT }
 
-// Config returns the configuration the snapshot was computed with.
-func (s *Snapshot) Config() Config { return s.cfg }
+// Config returns the configuration the view was computed with.
+func (s *View) Config() Config { return s.cfg }
 
 // Factor returns the fair-share factor of a leaf account, in [0, 1].
 // Errors wrap ErrUnknownAccount or ErrNotLeaf.
-func (s *Snapshot) Factor(account string) (float64, error) {
+func (s *View) Factor(account string) (float64, error) {
 	i, ok := s.st.index[account]
 	if !ok {
 		return 0, fmt.Errorf("%w: factor of %q", ErrUnknownAccount, account)
@@ -151,7 +151,7 @@ func (s *Snapshot) Factor(account string) (float64, error) {
 	return s.factor[i], nil
 }
 
-// AccountInfo is one account's row of a Snapshot, the figures Slurm's
+// AccountInfo is one account's row of a View, the figures Slurm's
 // sshare shows.
 type AccountInfo struct {
 	// Name and Parent name the account and its parent (RootName for the
@@ -193,7 +193,7 @@ type AccountInfo struct {
 }
 
 // info builds the row of node i at the given depth.
-func (s *Snapshot) info(i int32, depth int) AccountInfo {
+func (s *View) info(i int32, depth int) AccountInfo {
 	nd := &s.st.nodes[i]
 	a := AccountInfo{
 		Name: nd.name, Depth: depth, Leaf: s.st.isLeaf(i),
@@ -222,7 +222,7 @@ func (s *Snapshot) info(i int32, depth int) AccountInfo {
 }
 
 // Account returns the row of one account (RootName for the root).
-func (s *Snapshot) Account(name string) (AccountInfo, bool) {
+func (s *View) Account(name string) (AccountInfo, bool) {
 	i, ok := s.st.lookup(name)
 	if !ok {
 		return AccountInfo{}, false
@@ -236,13 +236,13 @@ func (s *Snapshot) Account(name string) (AccountInfo, bool) {
 
 // Accounts yields the root and every account, depth first, children in
 // the order they were added.
-func (s *Snapshot) Accounts() iter.Seq[AccountInfo] {
+func (s *View) Accounts() iter.Seq[AccountInfo] {
 	return func(yield func(AccountInfo) bool) {
 		s.walk(0, 0, yield)
 	}
 }
 
-func (s *Snapshot) walk(i int32, depth int, yield func(AccountInfo) bool) bool {
+func (s *View) walk(i int32, depth int, yield func(AccountInfo) bool) bool {
 	if !yield(s.info(i, depth)) {
 		return false
 	}
@@ -254,9 +254,9 @@ func (s *Snapshot) walk(i int32, depth int, yield func(AccountInfo) bool) bool {
 	return true
 }
 
-// String draws the snapshot as a table in the manner of sshare: one row
+// String draws the view as a table in the manner of sshare: one row
 // per account, indented by depth, with usage in GPU-seconds.
-func (s *Snapshot) String() string {
+func (s *View) String() string {
 	width := len("account")
 	for a := range s.Accounts() {
 		width = max(width, a.Depth+len(a.Name))

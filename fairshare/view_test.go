@@ -8,12 +8,12 @@ import (
 	"time"
 )
 
-// TestSnapshotIndependentOfTree: changes to the tree after a snapshot
+// TestSnapshotIndependentOfTree: changes to the tree after a view
 // (charges, shares, new accounts, config) do not show in it, and a clone
 // is independent both ways.
 func TestSnapshotIndependentOfTree(t *testing.T) {
 	tr := slurmExample(t, testConfig(Classic))
-	s, err := tr.Snapshot(t0, nil)
+	s, err := tr.View(t0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestSnapshotIndependentOfTree(t *testing.T) {
 			t.Fatalf("%s: %v", step.name, err)
 		}
 		if got := s.String(); got != before {
-			t.Fatalf("after %s the snapshot changed:\n%s\nwas\n%s", step.name, got, before)
+			t.Fatalf("after %s the view changed:\n%s\nwas\n%s", step.name, got, before)
 		}
 	}
 	if clone.Has("u5a") || clone.Leaves() != 5 || clone.Config().Algorithm != Classic {
@@ -53,15 +53,15 @@ func TestSnapshotIndependentOfTree(t *testing.T) {
 	}
 }
 
-// TestSnapshotConcurrentUse runs readers of one snapshot while the tree
+// TestSnapshotConcurrentUse runs readers of one view while the tree
 // keeps changing; run under -race.
 func TestSnapshotConcurrentUse(t *testing.T) {
 	tr := slurmExample(t, testConfig(FairTree))
-	s, err := tr.Snapshot(t0, nil)
+	s, err := tr.View(t0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs := []Job{{ID: "a", Account: "u1", Submit: t0}, {ID: "b", Account: "u5", Submit: t0}}
+	jobs := []QueuedJob{{ID: "a", Account: "u1", Submit: t0}, {ID: "b", Account: "u5", Submit: t0}}
 	want, err := s.Prioritize(jobs, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func TestSnapshotConcurrentUse(t *testing.T) {
 		if err := tr.AddAccount("u2", fmt.Sprintf("x%d", i), 1); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tr.Snapshot(now, nil); err != nil {
+		if _, err := tr.View(now, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -99,7 +99,7 @@ func TestSnapshotConcurrentUse(t *testing.T) {
 // TestAccountsOrder: depth first, children in the order added, and the
 // iteration stops when asked.
 func TestAccountsOrder(t *testing.T) {
-	s, err := slurmExample(t, testConfig(FairTree)).Snapshot(t0, nil)
+	s, err := slurmExample(t, testConfig(FairTree)).View(t0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,14 +123,14 @@ func TestAccountsOrder(t *testing.T) {
 	}
 }
 
-// TestNoAllocations: recomputing a snapshot into a reused one and ranking
+// TestNoAllocations: recomputing a view into a reused one and ranking
 // into a reused slice allocates nothing.
 func TestNoAllocations(t *testing.T) {
 	for _, algo := range []Algorithm{Classic, FairTree} {
 		t.Run(algo.String(), func(t *testing.T) {
 			tr, jobs := benchSetup(t, algo, 100, 10, 1000)
 			now := t0
-			snap, err := tr.Snapshot(now, nil)
+			snap, err := tr.View(now, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -145,7 +145,7 @@ func TestNoAllocations(t *testing.T) {
 				if err := tr.Charge(jobs[i%len(jobs)].Account, 3600, now); err != nil {
 					t.Fatal(err)
 				}
-				if snap, err = tr.Snapshot(now, snap); err != nil {
+				if snap, err = tr.View(now, snap); err != nil {
 					t.Fatal(err)
 				}
 				if out, err = snap.Prioritize(jobs, out); err != nil {
