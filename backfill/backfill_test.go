@@ -108,22 +108,21 @@ func TestLargeGangDoesNotStarve(t *testing.T) {
 
 // TestHoldMode: the same stream with no time limits. Nothing can be
 // planned, so hold mode keeps the GPUs of big's target placement as they
-// free up; big starts, and the held GPU-seconds stay under the cap. Without
-// hold mode big waits for the whole stream.
+// free up; big starts, and the held GPU-time stays within its budget.
+// Without hold mode big waits for the whole stream.
 func TestHoldMode(t *testing.T) {
 	span := 12 * time.Hour
-	for _, tc := range []struct {
-		name  string
-		share float64
-	}{{"hold", 0.6}, {"no-hold", 0}} {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		t.Run(fmt.Sprintf("hold=%v", on), func(t *testing.T) {
 			c := topology.Default2000()
 			cfg := fifoConfig(1)
-			cfg.Hold = HoldConfig{MaxShare: tc.share, MaxTime: 6 * time.Hour}
+			cfg.Hold = DefaultConfig().Hold
+			cfg.Hold.Enabled = on
 			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
 			if err != nil {
 				t.Fatal(err)
 			}
+			e.checkEach = true
 			jobs, dur := stream(rand.New(rand.NewPCG(5, 5)), span, false)
 			d := newDriver(t, e, jobs, dur)
 			d.run(time.Time{})
@@ -132,26 +131,31 @@ func TestHoldMode(t *testing.T) {
 				t.Fatal("big never started")
 			}
 			held := e.HeldGPUSeconds()
-			capSecs := tc.share * float64(c.TotalGPUs()) * cfg.Hold.MaxTime.Seconds()
-			if tc.share == 0 {
+			budget := cfg.Hold.Budget.Seconds() * 1000
+			if !on {
 				if start.Before(epoch.Add(span)) || held != 0 {
 					t.Fatalf("without hold, big started at %v (held %v GPU-s)", start.Sub(epoch), held)
 				}
 				return
 			}
-			if start.Sub(epoch) > 2*time.Hour+cfg.Hold.MaxTime {
+			if start.Sub(epoch) > 5*time.Hour {
 				t.Fatalf("big started at %v", start.Sub(epoch))
 			}
-			if held <= 0 || held > capSecs {
-				t.Fatalf("held %.0f GPU-seconds, cap %.0f", held, capSecs)
+			if held <= 0 || held > budget {
+				t.Fatalf("held %.0f GPU-seconds, budget %.0f", held, budget)
 			}
-			// Every plan reports the hold while it lasts, within the share.
+			held1 := 0
 			for _, p := range d.plans {
-				if p.Hold != nil && float64(p.Hold.Target) > tc.share*float64(c.TotalGPUs()) {
-					t.Fatalf("hold target %d GPUs over the cap", p.Hold.Target)
+				for _, h := range p.Holds {
+					if h.Job == "big" {
+						held1++
+					}
 				}
 			}
-			t.Logf("big started at %v; %.0f GPU-hours held (cap %.0f)", start.Sub(epoch), held/3600, capSecs/3600)
+			if held1 == 0 {
+				t.Fatal("no plan reports big's hold")
+			}
+			t.Logf("big started at %v; %.0f GPU-hours held (budget %.0f)", start.Sub(epoch), held/3600, budget/3600)
 		})
 	}
 }

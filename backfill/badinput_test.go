@@ -159,7 +159,8 @@ func TestBadConfigAndArguments(t *testing.T) {
 			return err
 		}, ErrConfig, "Hold.MaxShare NaN"},
 		{"hold share above 1", func() error { _, err := New(c, cfgWith(func(c *Config) { c.Hold.MaxShare = 1.5 }), tree()); return err }, ErrConfig, "Hold.MaxShare 1.5"},
-		{"negative hold time", func() error { _, err := New(c, cfgWith(func(c *Config) { c.Hold.MaxTime = -1 }), tree()); return err }, ErrConfig, "Hold.MaxTime"},
+		{"negative hold budget", func() error { _, err := New(c, cfgWith(func(c *Config) { c.Hold.Budget = -1 }), tree()); return err }, ErrConfig, "Hold.Budget"},
+		{"no holds allowed", func() error { _, err := New(c, cfgWith(func(c *Config) { c.Hold.MaxHolds = 0 }), tree()); return err }, ErrConfig, "Hold.MaxHolds 0"},
 		{"negative depth", func() error {
 			_, err := New(c, cfgWith(func(c *Config) { c.ReservationDepth = -5 }), tree())
 			return err

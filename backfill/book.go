@@ -24,29 +24,33 @@ type reservation struct {
 	active bool
 }
 
-// hold is hold mode's state: GPUs kept for one waiting job as they free
-// up, because its reservation depends on jobs without a time limit.
+// hold is one hold of hold mode: the free GPUs of a target placement kept
+// for one waiting gang as they free up, because no planned start can be
+// given to it (running jobs have no time limit).
 type hold struct {
 	job    *jobRec
 	since  time.Time
 	target gang.Allocation
-	held   int // GPUs of the target free (and so held) at the last cycle
+	held   int       // GPUs of the target free (and so held) at the last cycle
+	spent  float64   // GPU-seconds held idle so far
+	budget float64   // GPU-seconds it may hold
+	eta    time.Time // estimated start of the gang on its target
 }
 
 // book is the reservation book: the reservations, in the order they were
-// made, indexes of them by start and by end, and the hold.
+// made, indexes of them by start and by end, and the holds.
 //
 // Invariants (check): every reservation's job is waiting and points back
 // at it, one reservation per job; two reservations whose windows overlap
-// share no GPU; the hold's job is waiting and holds no reservation, and
-// its target shares no GPU with a reservation.
+// share no GPU; a held job is waiting, holds no reservation and one hold;
+// hold targets share no GPU with each other or with a reservation.
 type book struct {
 	resv    []*reservation
 	version uint64 // bumped on every change
 	// Indexes, valid while sortedAt == version.
 	sortedAt       uint64
 	byStart, byEnd []*reservation
-	hold           *hold
+	holds          []*hold
 	naive          bool // re-sort on every use (metamorphic tests)
 }
 
@@ -69,8 +73,34 @@ func (b *book) remove(r *reservation) {
 // changed records that a reservation's start, end or GPUs changed.
 func (b *book) changed() { b.version++ }
 
-// holds reports whether j is the held job.
-func (b *book) holds(j *jobRec) bool { return b.hold != nil && b.hold.job == j }
+// holdOf returns job j's hold, or nil.
+func (b *book) holdOf(j *jobRec) *hold {
+	for _, h := range b.holds {
+		if h.job == j {
+			return h
+		}
+	}
+	return nil
+}
+
+// isHeld reports whether j has a hold.
+func (b *book) isHeld(j *jobRec) bool { return b.holdOf(j) != nil }
+
+// addHold adds a hold.
+func (b *book) addHold(h *hold) {
+	b.holds = append(b.holds, h)
+	b.version++
+}
+
+// dropHold removes hold h.
+func (b *book) dropHold(h *hold) {
+	i := slices.Index(b.holds, h)
+	if i < 0 {
+		panic(fmt.Sprintf("backfill: hold of %s not in the book", h.job.job.ID))
+	}
+	b.holds = slices.Delete(b.holds, i, i+1)
+	b.version++
+}
 
 // sorted returns the reservations by start and, those with an end, by
 // end; both orders are stable (ties keep the book's order).
@@ -104,18 +134,20 @@ func (b *book) extendDue(now time.Time) {
 	}
 }
 
-// dropOn drops every reservation with GPUs on node n, calling f for each
-// before it goes, and drops the hold if its target uses the node.
-func (b *book) dropOn(n int, f func(r *reservation)) {
+// dropOn drops every reservation and hold with GPUs on node n, calling
+// the functions for each before it goes.
+func (b *book) dropOn(n int, fr func(r *reservation), fh func(h *hold)) {
 	for _, r := range slices.Clone(b.resv) {
 		if r.alloc.OnNode(n) {
-			f(r)
+			fr(r)
 			b.remove(r)
 		}
 	}
-	if b.hold != nil && b.hold.target.OnNode(n) {
-		b.hold = nil
-		b.version++
+	for _, h := range slices.Clone(b.holds) {
+		if h.target.OnNode(n) {
+			fh(h)
+			b.dropHold(h)
+		}
 	}
 }
 
@@ -148,12 +180,21 @@ func (b *book) check(c *topology.Cluster) error {
 				errs = append(errs, fmt.Errorf("reservations of %s and %s overlap on shared GPUs", id, o.job.job.ID))
 			}
 		}
-		if b.hold != nil && intersects(&r.alloc, &b.hold.target) {
-			errs = append(errs, fmt.Errorf("reservation of %s shares GPUs with the hold of %s", id, b.hold.job.job.ID))
+		for _, h := range b.holds {
+			if intersects(&r.alloc, &h.target) {
+				errs = append(errs, fmt.Errorf("reservation of %s shares GPUs with the hold of %s", id, h.job.job.ID))
+			}
 		}
 	}
-	if h := b.hold; h != nil && (h.job.phase != StatePending || h.job.resv != nil) {
-		errs = append(errs, fmt.Errorf("hold of %s, which is %s or reserved", h.job.job.ID, h.job.phase))
+	for i, h := range b.holds {
+		if h.job.phase != StatePending || h.job.resv != nil || b.holdOf(h.job) != h {
+			errs = append(errs, fmt.Errorf("hold of %s, which is %s, reserved or held twice", h.job.job.ID, h.job.phase))
+		}
+		for _, o := range b.holds[:i] {
+			if intersects(&h.target, &o.target) {
+				errs = append(errs, fmt.Errorf("holds of %s and %s share GPUs", h.job.job.ID, o.job.job.ID))
+			}
+		}
 	}
 	return errors.Join(errs...)
 }

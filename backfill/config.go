@@ -46,27 +46,53 @@ type Config struct {
 	KeepEnded time.Duration
 }
 
-// HoldConfig bounds hold mode. When the top waiting job cannot be given a
-// planned start because running jobs have no time limit, the GPUs of its
-// target placement are held for it as they free up, until it fits.
+// HoldConfig configures hold mode, the engine's answer to "how does a
+// large gang ever start when running jobs have no time limit?" (no
+// reservation can then be planned for it). A hold keeps the free GPUs of a
+// target placement for one gang as they free up, until the gang fits;
+// other jobs use every GPU the hold does not need. The target is where the
+// gang is estimated to fit soonest, from what runs there (each job's age
+// and its account's observed run times). See hold mode in the package doc.
 type HoldConfig struct {
-	// MaxShare caps the GPUs held, as a share of the cluster's GPUs. A
-	// job larger than the cap is not held. 0 disables hold mode.
+	// Enabled turns hold mode on.
+	Enabled bool
+	// MinGPUs makes only gangs of at least this many GPUs eligible for a
+	// hold; 0 means the GPUs of the cluster's largest lowest-level domain
+	// (a leaf's worth).
+	MinGPUs int
+	// MinWait makes a gang eligible only once it has waited this long
+	// since it was submitted (an SLA; 0: at once).
+	MinWait time.Duration
+	// MaxShare and CapWait: a gang of more than MaxShare of the
+	// cluster's GPUs becomes eligible only after waiting CapWait (it is
+	// told so in its reason).
 	MaxShare float64
-	// MaxTime caps how long one hold lasts; an expired hold is released
-	// and the job is not held again for as long.
-	MaxTime time.Duration
+	CapWait  time.Duration
+	// Budget bounds what a hold may cost: it may keep GPUs idle for at
+	// most Budget times the gang's GPU count (GPU-time). A hold whose
+	// budget is spent ends, and the gang is not held again for Budget.
+	Budget time.Duration
+	// Hysteresis: a higher-ranked eligible gang whose GPUs are held for
+	// a lower-ranked one takes the hold over once it has waited this long
+	// behind it (at once when the lower-ranked hold holds nothing yet).
+	Hysteresis time.Duration
+	// MaxHolds bounds the holds at once (their targets never share a
+	// GPU).
+	MaxHolds int
 }
 
 // DefaultConfig returns the defaults of the phalanx policy: depth-16
-// reservations, fair share (fairshare.DefaultConfig), hold mode capped at
-// half the cluster for 4 hours.
+// reservations, fair share (fairshare.DefaultConfig), and hold mode for
+// gangs of a leaf's worth of GPUs or more (those above half the cluster
+// after an hour), each hold's budget 4 hours of the gang's size, up to 4
+// holds at once.
 func DefaultConfig() Config {
 	return Config{
 		ReservationDepth: 16,
 		FairShare:        fairshare.DefaultConfig(),
-		Hold:             HoldConfig{MaxShare: 0.5, MaxTime: 4 * time.Hour},
-		KeepEnded:        5 * time.Minute,
+		Hold: HoldConfig{Enabled: true, MaxShare: 0.5, CapWait: time.Hour, Budget: 4 * time.Hour,
+			Hysteresis: 30 * time.Minute, MaxHolds: 4},
+		KeepEnded: 5 * time.Minute,
 	}
 }
 
@@ -80,14 +106,23 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: MaxJobsTested %d is negative", ErrConfig, c.MaxJobsTested)
 	case math.IsNaN(c.Hold.MaxShare) || c.Hold.MaxShare < 0 || c.Hold.MaxShare > 1:
 		return fmt.Errorf("%w: Hold.MaxShare %v not in [0, 1]", ErrConfig, c.Hold.MaxShare)
-	case c.Hold.MaxTime < 0 || c.Hold.MaxTime > MaxTimeLimit:
-		return fmt.Errorf("%w: Hold.MaxTime %v not in [0, %v]", ErrConfig, c.Hold.MaxTime, MaxTimeLimit)
-	case c.Hold.MaxShare > 0 && c.Hold.MaxTime == 0:
-		return fmt.Errorf("%w: Hold.MaxTime must be positive when hold mode is on", ErrConfig)
+	case c.Hold.MinGPUs < 0:
+		return fmt.Errorf("%w: Hold.MinGPUs %d is negative", ErrConfig, c.Hold.MinGPUs)
+	case c.Hold.Enabled && (c.Hold.Budget <= 0 || c.Hold.MaxHolds <= 0):
+		return fmt.Errorf("%w: Hold.Budget %v and Hold.MaxHolds %d must be positive when hold mode is on", ErrConfig, c.Hold.Budget, c.Hold.MaxHolds)
+	case c.Hold.MaxHolds < 0:
+		return fmt.Errorf("%w: Hold.MaxHolds %d is negative", ErrConfig, c.Hold.MaxHolds)
 	case c.Placement > placement.Random:
 		return fmt.Errorf("%w: unknown placement strategy %d", ErrConfig, c.Placement)
-	case c.KeepEnded < 0 || c.KeepEnded > MaxTimeLimit:
-		return fmt.Errorf("%w: KeepEnded %v not in [0, %v]", ErrConfig, c.KeepEnded, MaxTimeLimit)
+	}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"KeepEnded", c.KeepEnded}, {"Hold.MinWait", c.Hold.MinWait}, {"Hold.CapWait", c.Hold.CapWait},
+		{"Hold.Budget", c.Hold.Budget}, {"Hold.Hysteresis", c.Hold.Hysteresis}} {
+		if err := checkDuration(d.name, d.d); err != nil {
+			return fmt.Errorf("%w: %v", ErrConfig, err)
+		}
 	}
 	if err := c.FairShare.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)

@@ -64,13 +64,13 @@ type cycle struct {
 	now  time.Time
 	plan *Plan
 	// The scratch state is the free state minus the GPUs of blockedRes
-	// and (when holdBlocked) the held GPUs.
-	blockedRes  []*reservation
-	holdBlocked bool
-	prefix      int          // reservations by start considered
-	own         *reservation // the job's own reservation, not blocked
-	valid       bool
-	lastRes     gang.Result
+	// and of every hold but ownHold's.
+	blockedRes []*reservation
+	ownHold    *hold
+	prefix     int          // reservations by start considered
+	own        *reservation // the job's own reservation, not blocked
+	valid      bool
+	lastRes    gang.Result
 	// gen counts changes of the scratch state; failures is a cache of
 	// the outcomes of jobs that failed on scratch generation failGen.
 	gen      uint64
@@ -92,9 +92,10 @@ type failure struct {
 // runCycle is Schedule's body, run by apply once the call is checked.
 func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	*plan = Plan{Time: now, Starts: plan.Starts[:0], Reservations: plan.Reservations[:0],
-		Waiting: plan.Waiting[:0], Moves: plan.Moves[:0], Overruns: plan.Overruns[:0]}
+		Waiting: plan.Waiting[:0], Moves: plan.Moves[:0], Overruns: plan.Overruns[:0],
+		Holds: plan.Holds[:0], HoldEnds: plan.HoldEnds[:0]}
 	e.chargeAll(now)
-	e.accountHold(now)
+	e.accountHolds(now, plan)
 	e.book.extendDue(now)
 	order := e.rank(now)
 	c := &e.cyc
@@ -102,21 +103,6 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.keepBook()
 	c.walk(order)
 	e.report(plan)
-}
-
-// accountHold adds the GPU-seconds held since the last cycle and expires
-// a hold that has lasted Hold.MaxTime.
-func (e *Engine) accountHold(now time.Time) {
-	h := e.book.hold
-	if h != nil && !e.lastCycle.IsZero() {
-		e.heldGPUSeconds += float64(h.held) * now.Sub(e.lastCycle).Seconds()
-	}
-	e.lastCycle = now
-	if h != nil && now.Sub(h.since) >= e.cfg.Hold.MaxTime {
-		h.job.holdExpiry = now.Add(e.cfg.Hold.MaxTime)
-		e.book.hold = nil
-		e.book.changed()
-	}
 }
 
 // rank orders the waiting jobs by priority into e.order (ranks in
@@ -136,6 +122,7 @@ func (e *Engine) rank(now time.Time) []*jobRec {
 	order := slices.Grow(e.order[:0], len(e.ranked))[:len(e.ranked)]
 	for i, r := range e.ranked {
 		order[i] = e.jobs.pending[r.Index]
+		order[i].rank = i
 	}
 	e.order = order
 	return order
@@ -192,7 +179,7 @@ func (c *cycle) walk(order []*jobRec) {
 		switch {
 		case e.cfg.Strict && strictBlocker != "":
 			w.Code, w.Blocker = WaitPriority, strictBlocker
-		case j.resv == nil && j.moved == nil && !j.dropped && !e.book.holds(j) && (rank-winStart+len(order))%len(order) >= winLen:
+		case j.resv == nil && j.moved == nil && !j.dropped && !e.book.isHeld(j) && (rank-winStart+len(order))%len(order) >= winLen:
 			w.Code = WaitPriority
 		default:
 			c.plan.Tested++
@@ -229,7 +216,7 @@ func (c *cycle) test(j *jobRec, w *Waiting) bool {
 		return false
 	}
 	c.wait(j, w)
-	if cacheable && j.resv == nil && !c.e.book.holds(j) {
+	if cacheable && j.resv == nil && !c.e.book.isHeld(j) && w.Code != WaitForHold {
 		c.remember(key, *w)
 	}
 	return true
@@ -249,8 +236,11 @@ func (c *cycle) shapeKey(j *jobRec) (failure, bool) {
 		return failure{}, false
 	}
 	e := c.e
-	if e.book.holds(j) {
+	if e.book.isHeld(j) {
 		return failure{}, false
+	}
+	if _, _, ok := e.holdEligibility(j); ok {
+		return failure{}, false // its outcome depends on its own history
 	}
 	d := e.cfg.ReservationDepth
 	if !e.cfg.Strict && d != 0 && (d == Conservative || len(e.book.resv) < d) {
@@ -286,7 +276,7 @@ func (c *cycle) remember(k failure, w Waiting) {
 // may not use now.
 func (c *cycle) prepareScratch(j *jobRec) {
 	e := c.e
-	holdBlocked := e.book.hold != nil && e.book.hold.job != j
+	ownHold := e.book.holdOf(j)
 	// The reservations overlapping [now, now+limit) are those starting
 	// before now+limit (all of them without a limit): a prefix of the
 	// reservations by start.
@@ -301,7 +291,7 @@ func (c *cycle) prepareScratch(j *jobRec) {
 			return 1
 		})
 	}
-	if !c.naive && c.valid && holdBlocked == c.holdBlocked && k == c.prefix && j.resv == c.own {
+	if !c.naive && c.valid && ownHold == c.ownHold && k == c.prefix && j.resv == c.own {
 		return
 	}
 	c.blockedRes = c.blockedRes[:0]
@@ -315,10 +305,12 @@ func (c *cycle) prepareScratch(j *jobRec) {
 			block(e.scratch, &r.alloc)
 		}
 	}
-	if holdBlocked {
-		block(e.scratch, &e.book.hold.target)
+	for _, h := range e.book.holds {
+		if h != ownHold {
+			block(e.scratch, &h.target)
+		}
 	}
-	c.holdBlocked, c.prefix, c.own = holdBlocked, k, j.resv
+	c.ownHold, c.prefix, c.own = ownHold, k, j.resv
 	c.valid = true
 }
 
@@ -366,9 +358,8 @@ func (c *cycle) start(j *jobRec) {
 		e.book.remove(r)
 		c.valid = false
 	}
-	if e.book.holds(j) {
-		e.book.hold = nil
-		e.book.changed()
+	if h := e.book.holdOf(j); h != nil {
+		e.book.dropHold(h)
 		c.valid = false
 	}
 	e.jobs.pending = removeSorted(e.jobs.pending, j)
@@ -412,8 +403,8 @@ func (e *Engine) report(plan *Plan) {
 		*pr = Reservation{Job: r.job.job.ID, Start: r.start, End: r.end, FirstStart: r.firstStart, Allocation: alloc}
 		r.alloc.CopyTo(&pr.Allocation)
 	}
-	if h := e.book.hold; h != nil {
-		plan.Hold = &HoldStatus{Job: h.job.job.ID, Since: h.since, GPUs: h.held, Target: h.target.GPUs()}
+	for _, h := range e.book.holds {
+		plan.Holds = append(plan.Holds, *e.holdStatus(h))
 	}
 	plan.HeldGPUSeconds = e.heldGPUSeconds
 }

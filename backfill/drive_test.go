@@ -236,9 +236,12 @@ func (h *host) checkMoves(p *Plan) {
 		if m.Cause != CauseLateStart {
 			h.t.Fatalf("cycle at %v: %s moved from %v to %v with cause %v (%s)", p.Time.Sub(epoch), m.Job, m.From.Sub(epoch), m.To.Sub(epoch), m.Cause, m.By)
 		}
+		if movedIn(p, m.By) {
+			continue // a chain: the reservation before it moved first, with its own cause
+		}
 		if start, ok := h.started[m.By]; ok {
 			if pr, late := h.promised[m.By]; !late || !start.After(pr) {
-				h.t.Fatalf("%s moved for the late start of %s, which was not late", m.Job, m.By)
+				h.t.Fatalf("cycle at %v: %s moved for the late start of %s, which was not late", p.Time.Sub(epoch), m.Job, m.By)
 			}
 			if end := start.Add(h.limits[m.By]); !m.To.IsZero() && m.To.After(end) {
 				h.t.Fatalf("%s moved to %v, after the end %v of %s", m.Job, m.To.Sub(epoch), end.Sub(epoch), m.By)

@@ -35,6 +35,8 @@ type Engine struct {
 	cursor         int       // bf_continue: priority rank to resume at
 	heldGPUSeconds float64
 	lastCycle      time.Time
+	holdEnds       []HoldEnd // since the last cycle, for its plan
+	leafGPUs       int       // GPUs of the largest lowest-level domain
 
 	// Scratch.
 	cyc     cycle
@@ -45,6 +47,7 @@ type Engine struct {
 	ranked  []fairshare.Ranked
 	scratch *topology.State
 	alloc   gang.Allocation
+	estBuf  []endItem
 
 	// Test switches: naive runs every cache's reference path; checkEach
 	// verifies every invariant after every call.
@@ -82,6 +85,9 @@ func New(c *topology.Cluster, cfg Config, tree *fairshare.Tree) (*Engine, error)
 		accts:   accounts{idx: make(map[string]int)},
 		prof:    newProfile(c),
 		scratch: topology.NewState(c),
+	}
+	for d := range c.NumDomains(c.Depth() - 1) {
+		e.leafGPUs = max(e.leafGPUs, c.Domain(c.Depth()-1, d).GPUs)
 	}
 	e.adm.Placer().SetStrategy(cfg.Placement, cfg.Seed)
 	e.ledger.Admitter().Placer().SetStrategy(cfg.Placement, cfg.Seed)
@@ -198,9 +204,8 @@ func (e *Engine) dropWaiting(j *jobRec) {
 	if j.resv != nil {
 		e.book.remove(j.resv)
 	}
-	if e.book.holds(j) {
-		e.book.hold = nil
-		e.book.changed()
+	if h := e.book.holdOf(j); h != nil {
+		e.book.dropHold(h)
 	}
 }
 

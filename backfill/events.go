@@ -147,6 +147,7 @@ func (e *Engine) do(o *op) {
 		o.rec.phase = StateRunning
 		e.prof.setEnd(o.rec, o.now)
 	case opFinished:
+		e.accts.observe(o.rec.acct, o.now.Sub(o.rec.start))
 		e.deactivate(o.rec, o.now)
 		e.jobs.endJob(o.rec, StateFinished, o.now)
 	case opFailed:
@@ -180,7 +181,7 @@ func (e *Engine) stateOf(j *jobRec) JobState {
 	switch {
 	case j.resv != nil:
 		return StateReserved
-	case e.book.holds(j):
+	case e.book.isHeld(j):
 		return StateHeld
 	case j.requeues > 0:
 		return StateRequeued

@@ -32,7 +32,12 @@ type jobRec struct {
 	// Waiting jobs.
 	resv       *reservation
 	holdExpiry time.Time // not held again before this
-	wait       Waiting   // the last cycle's reason
+	// holdBlockedSince is when a lower-ranked gang's hold first kept the
+	// GPUs it needs (for the hysteresis); rank is its place in this
+	// cycle's priority order.
+	holdBlockedSince time.Time
+	rank             int
+	wait             Waiting // the last cycle's reason
 	// moved is set when an event (a node failure or drain) dropped the
 	// job's reservation: the next cycle that tests the job reports where
 	// it went.
@@ -136,12 +141,40 @@ func (t *jobTable) endJob(j *jobRec, final JobState, now time.Time) {
 	t.ended = append(t.ended, j)
 }
 
-// accounts maps fair-share account names to indices, for batched charges.
+// accounts maps fair-share account names to indices, for batched charges
+// and observed run times.
 type accounts struct {
 	idx     map[string]int
 	names   []string
 	charge  []float64
 	touched []int
+	runs    []runtimeStat
+	all     runtimeStat // every account's
+}
+
+// runtimeStat is the count and mean of an account's observed run times
+// (seconds), from jobs that finished.
+type runtimeStat struct {
+	N    int     `json:"n"`
+	Mean float64 `json:"mean_s"`
+}
+
+// observe adds a finished job's run time to account i.
+func (a *accounts) observe(i int, d time.Duration) {
+	for _, r := range []*runtimeStat{&a.runs[i], &a.all} {
+		r.N++
+		r.Mean += (d.Seconds() - r.Mean) / float64(r.N)
+	}
+}
+
+// meanRuntime returns account i's mean observed run time, or that of
+// every account when it has none, or 0 before any job has finished.
+func (a *accounts) meanRuntime(i int) time.Duration {
+	r := a.runs[i]
+	if r.N == 0 {
+		r = a.all
+	}
+	return time.Duration(r.Mean * float64(time.Second))
 }
 
 // index returns the index of account name, adding it if new.
@@ -153,5 +186,6 @@ func (a *accounts) index(name string) int {
 	a.idx[name] = i
 	a.names = append(a.names, name)
 	a.charge = append(a.charge, 0)
+	a.runs = append(a.runs, runtimeStat{})
 	return i
 }

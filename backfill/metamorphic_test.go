@@ -63,7 +63,7 @@ func metamorphicRun(t *testing.T, depth int, strict bool, seed uint64, naive boo
 	cfg := DefaultConfig()
 	cfg.ReservationDepth, cfg.Strict = depth, strict
 	cfg.FairShare.HalfLife = time.Hour
-	cfg.Hold = HoldConfig{MaxShare: 0.75, MaxTime: 2 * time.Hour}
+	cfg.Hold = HoldConfig{Enabled: true, MinGPUs: 16, MaxShare: 0.75, CapWait: 30 * time.Minute, Budget: time.Hour, Hysteresis: 20 * time.Minute, MaxHolds: 2}
 	if seed%3 == 0 {
 		cfg.MaxJobsTested = 5
 	}

@@ -79,6 +79,8 @@ func (e *Engine) dropOn(n int, cause Cause, node string) {
 		if r.job.moved == nil {
 			r.job.moved = &Move{Job: r.job.job.ID, From: r.start, Cause: cause, By: node}
 		}
+	}, func(h *hold) {
+		e.holdEnds = append(e.holdEnds, HoldEnd{Job: h.job.job.ID, Cause: HoldNodeLost, By: node, Held: h.held})
 	})
 }
 

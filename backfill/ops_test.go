@@ -52,7 +52,7 @@ func opsEngine(t testing.TB, c *topology.Cluster, depth int) *Engine {
 	cfg := DefaultConfig()
 	cfg.ReservationDepth = depth
 	cfg.FairShare.HalfLife = time.Hour
-	cfg.Hold = HoldConfig{MaxShare: 0.75, MaxTime: time.Hour}
+	cfg.Hold = HoldConfig{Enabled: true, MinGPUs: 16, MaxShare: 0.75, CapWait: 30 * time.Minute, Budget: time.Hour, Hysteresis: 20 * time.Minute, MaxHolds: 2}
 	cfg.KeepEnded = 10 * time.Minute
 	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b"))
 	if err != nil {

@@ -32,8 +32,11 @@ type Plan struct {
 	Moves []Move
 	// Overruns lists the active jobs past their time limit.
 	Overruns []Overrun
-	// Hold describes hold mode, when a job holds GPUs.
-	Hold *HoldStatus
+	// Holds lists the holds after the cycle (hold mode).
+	Holds []HoldStatus
+	// HoldEnds lists the holds that ended since the last cycle without
+	// their gang starting, and why.
+	HoldEnds []HoldEnd
 	// Tested counts the jobs tested this cycle.
 	Tested int
 	// HeldGPUSeconds is the running total of GPU-seconds held idle for
@@ -127,14 +130,22 @@ type Overrun struct {
 	End time.Time
 }
 
-// HoldStatus describes hold mode.
+// HoldStatus describes one hold of hold mode.
 type HoldStatus struct {
-	Job string
+	Job string `json:"job"`
 	// Since is when the hold began.
-	Since time.Time
-	// GPUs is the GPUs held idle now; Target the GPUs of the placement
-	// the hold builds up to.
-	GPUs, Target int
+	Since time.Time `json:"since"`
+	// GPUs is the GPUs held idle now, of the Target GPUs of the placement
+	// the hold builds up to, on Nodes (a hostlist).
+	GPUs   int    `json:"gpus"`
+	Target int    `json:"target"`
+	Nodes  string `json:"nodes"`
+	// SpentGPUHours is the GPU-time held idle so far, of BudgetGPUHours.
+	SpentGPUHours  float64 `json:"spent_gpu_hours"`
+	BudgetGPUHours float64 `json:"budget_gpu_hours"`
+	// EstimatedStart is when the gang was estimated to fit on its target
+	// when the target was chosen.
+	EstimatedStart time.Time `json:"estimated_start"`
 }
 
 // WaitCode says why a job waits.
@@ -143,7 +154,8 @@ type WaitCode uint8
 const (
 	// WaitReserved: the job holds a reservation (planned start in Until).
 	WaitReserved WaitCode = iota + 1
-	// WaitHeld: GPUs are being held for the job as they free up (hold mode).
+	// WaitHeld: GPUs are being held for the job as they free up (hold
+	// mode); Hold says how many, where, and the budget left.
 	WaitHeld
 	// WaitPriority: a higher-priority job goes first (strict order, named in
 	// Blocker), or the job was not tested this cycle.
@@ -158,9 +170,16 @@ const (
 	WaitTopology
 	// WaitGang: some members of the job fit, but not all together.
 	WaitGang
+	// WaitHold: the job would fit now, but on GPUs held for job Blocker
+	// (a hold since Until).
+	WaitHold
+	// WaitForHold: the job has no planned start (running jobs have no time
+	// limit) and is to get a hold: from Until (Detail says why not
+	// before), or once the holder Blocker gives its GPUs up.
+	WaitForHold
 )
 
-var codeNames = [...]string{"", "Reserved", "Held", "Priority", "Resources", "Reservation", "Topology", "Gang"}
+var codeNames = [...]string{"", "Reserved", "Held", "Priority", "Resources", "Reservation", "Topology", "Gang", "Hold", "ForHold"}
 
 // String returns the code's stable name.
 func (c WaitCode) String() string {
@@ -196,6 +215,8 @@ type Waiting struct {
 	Detail string `json:",omitempty"`
 	// Spans is, for Topology, the leaves the best placement now spans.
 	Spans int `json:",omitempty"`
+	// Hold describes the job's hold (Held).
+	Hold *HoldStatus `json:",omitempty"`
 }
 
 // Message renders the reason in a user's words, with times relative to
@@ -209,7 +230,15 @@ func (w *Waiting) Message(epoch time.Time) string {
 		}
 		return "reserved: planned to start at " + at(w.Until)
 	case WaitHeld:
-		return "GPUs are held for this job as they free up, since " + at(w.Until)
+		if h := w.Hold; h != nil {
+			return fmt.Sprintf("hold since %s: %d of %d GPUs held on %s; %.1f of %.1f GPU-hours of its budget left; estimated start %s",
+				at(h.Since), h.GPUs, h.Target, h.Nodes, h.BudgetGPUHours-h.SpentGPUHours, h.BudgetGPUHours, at(h.EstimatedStart))
+		}
+		return "hold since " + at(w.Until)
+	case WaitHold:
+		return fmt.Sprintf("would fit now, but on GPUs held for job %s (a hold since %s)", w.Blocker, at(w.Until))
+	case WaitForHold:
+		return w.forHold(at)
 	case WaitPriority:
 		if w.Blocker != "" {
 			return "waiting for higher-priority job " + w.Blocker
@@ -225,6 +254,19 @@ func (w *Waiting) Message(epoch time.Time) string {
 		return "its members cannot all fit together: " + w.member()
 	}
 	return w.Code.String()
+}
+
+func (w *Waiting) forHold(at func(time.Time) string) string {
+	s := "no planned start (running jobs have no time limit); "
+	switch {
+	case w.Blocker != "" && !w.Until.IsZero():
+		return s + fmt.Sprintf("the GPUs it needs are held for lower-ranked job %s until %s, then they pass to it", w.Blocker, at(w.Until))
+	case w.Blocker != "":
+		return s + fmt.Sprintf("the GPUs it needs are held for job %s, which ranks higher", w.Blocker)
+	case w.Detail != "":
+		return s + fmt.Sprintf("%s: eligible for a hold at %s", w.Detail, at(w.Until))
+	}
+	return s + "eligible for a hold at " + at(w.Until)
 }
 
 func (w *Waiting) member() string {
@@ -287,8 +329,12 @@ func (p *Plan) Describe(c *topology.Cluster, epoch time.Time) string {
 	for _, o := range p.Overruns {
 		fmt.Fprintf(&b, "overrun %s: its limit ended at %s\n", o.Job, formatTime(o.End, epoch))
 	}
-	if p.Hold != nil {
-		fmt.Fprintf(&b, "hold for %s since %s: %d of %d GPUs held\n", p.Hold.Job, formatTime(p.Hold.Since, epoch), p.Hold.GPUs, p.Hold.Target)
+	for _, h := range p.Holds {
+		fmt.Fprintf(&b, "hold for %s since %s: %d of %d GPUs held on %s, %.1f of %.1f GPU-hours spent\n", h.Job,
+			formatTime(h.Since, epoch), h.GPUs, h.Target, h.Nodes, h.SpentGPUHours, h.BudgetGPUHours)
+	}
+	for _, h := range p.HoldEnds {
+		fmt.Fprintf(&b, "hold of %s ended (%s %s), %d GPUs released\n", h.Job, h.Cause, h.By, h.Held)
 	}
 	for i := range p.Waiting {
 		w := &p.Waiting[i]

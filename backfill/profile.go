@@ -255,8 +255,10 @@ func (e *Engine) newWalker(now time.Time, q query) *walker {
 	for _, r := range e.book.resv {
 		r.active = false
 	}
-	if h := e.book.hold; h != nil && h.job != q.j {
-		p.blocks.add(p.probe, &h.target)
+	for _, h := range e.book.holds {
+		if h.job != q.j {
+			p.blocks.add(p.probe, &h.target)
+		}
 	}
 	return w
 }
@@ -305,8 +307,10 @@ func (w *walker) rebuild(t time.Time) {
 			releaseOn(p.probe, it.j.alloc)
 		}
 	}
-	if h := e.book.hold; h != nil && h.job != w.q.j {
-		block(p.probe, &h.target)
+	for _, h := range e.book.holds {
+		if h.job != w.q.j {
+			block(p.probe, &h.target)
+		}
 	}
 	for _, r := range e.book.resv {
 		if windowOverlaps(r, w.q.j, t) {

@@ -92,7 +92,7 @@ func (r *restorer) run() {
 	e.ledger.Admitter().Placer().SetStrategy(e.cfg.Placement, e.cfg.Seed)
 	r.jobs()
 	r.reservations()
-	r.hold()
+	r.holds()
 	if len(r.errs) > 0 {
 		return
 	}
@@ -200,7 +200,7 @@ func (r *restorer) job(jr *JobRecord) *jobRec {
 	}{{"submit", jr.Submit}, {"start", jr.Start}, {"promised start", jr.Promised}, {"last charge", jr.LastCharge}, {"end", jr.Ended}} {
 		r.notAfter("job "+jr.ID+" "+t.what, t.at)
 	}
-	j.seq, j.requeues, j.holdExpiry = jr.Seq, jr.Requeues, jr.HoldExpiry
+	j.seq, j.requeues, j.holdExpiry, j.holdBlockedSince = jr.Seq, jr.Requeues, jr.HoldExpiry, jr.HoldBlocked
 	j.start, j.promised, j.lastCharge, j.ended = jr.Start, jr.Promised, jr.LastCharge, jr.Ended
 	j.acct = e.accts.index(job.Account)
 	if m := jr.Moved; m != nil {
@@ -333,20 +333,45 @@ func (r *restorer) reservations() {
 	}
 }
 
-// hold restores the hold.
-func (r *restorer) hold() {
-	e, h := r.e, r.snap.Hold
-	if h == nil {
-		for _, j := range e.jobs.pending {
-			if r.recorded[j] == StateHeld {
-				r.bad("job %s is recorded held but there is no hold", j.job.ID)
-			}
-		}
-		return
+// holds restores the holds, the hold ends not yet reported and the
+// observed run times.
+func (r *restorer) holds() {
+	e := r.e
+	for _, h := range r.snap.Holds {
+		r.hold(h)
 	}
+	for _, j := range e.jobs.pending {
+		if (r.recorded[j] == StateHeld) != e.book.isHeld(j) {
+			r.bad("job %s is recorded %s, which does not match its hold (or lack of one)", j.job.ID, r.recorded[j])
+		}
+	}
+	e.holdEnds = slices.Clone(r.snap.HoldEnds)
+	total := 0
+	for _, rt := range r.snap.Runtimes {
+		i, ok := e.accts.idx[rt.Account]
+		if !ok || !e.tree.Has(rt.Account) || rt.N <= 0 || !(rt.MeanS >= 0) || e.accts.runs[i].N > 0 {
+			r.bad("run times of account %q: unknown, repeated or out of range", rt.Account)
+			continue
+		}
+		e.accts.runs[i] = runtimeStat{N: rt.N, Mean: rt.MeanS}
+		total += rt.N
+	}
+	if a := r.snap.AllRuntimes; a.N != total || a.Account != "" || !(a.MeanS >= 0) {
+		r.bad("all-account run times: %d runs, the accounts have %d", a.N, total)
+	} else {
+		e.accts.all = runtimeStat{N: a.N, Mean: a.MeanS}
+	}
+	if err := e.book.check(e.c); err != nil {
+		r.bad("%v", err)
+	}
+}
+
+// hold restores one hold.
+func (r *restorer) hold(h HoldRecord) {
+	e := r.e
 	j, ok := e.jobs.byID[h.Job]
-	if !ok || j.phase != StatePending || j.resv != nil || r.recorded[j] != StateHeld {
-		r.bad("the hold for %s, which is not a held job", h.Job)
+	if !ok || j.phase != StatePending || j.resv != nil || r.recorded[j] != StateHeld || e.book.isHeld(j) {
+		r.bad("a hold for %s, which is not a held job", h.Job)
 		return
 	}
 	a, err := e.allocationOf(&h.Target)
@@ -354,11 +379,10 @@ func (r *restorer) hold() {
 		r.bad("the hold for %s: %v (target of %q)", h.Job, err, a.ID)
 		return
 	}
-	if h.Held < 0 || h.Held > a.GPUs() {
-		r.bad("the hold for %s holds %d of %d GPUs", h.Job, h.Held, a.GPUs())
+	if h.Held < 0 || h.Held > a.GPUs() || !(h.SpentGPUs >= 0) || !(h.BudgetGPUs > 0) {
+		r.bad("the hold for %s holds %d of %d GPUs, or has spent %v of a budget of %v GPU-seconds", h.Job, h.Held, a.GPUs(), h.SpentGPUs, h.BudgetGPUs)
 		return
 	}
 	r.notAfter("hold start", h.Since)
-	e.book.hold = &hold{job: j, since: h.Since, target: a, held: h.Held}
-	e.book.changed()
+	e.book.addHold(&hold{job: j, since: h.Since, target: a, held: h.Held, spent: h.SpentGPUs, budget: h.BudgetGPUs, eta: h.EstimatedStart})
 }

@@ -98,8 +98,8 @@ func TestRestoreRefusesCorruptSnapshots(t *testing.T) {
 			s.Usage = append(s.Usage, s.Usage[0])
 		}, "given twice"},
 		{"hold for a running job", func(s *Snapshot) {
-			s.Hold = &HoldRecord{Job: "run", Since: s.Time, Target: s.Gangs[gangIndex(s, "run")]}
-		}, "the hold for run, which is not a held job"},
+			s.Holds = append(s.Holds, HoldRecord{Job: "run", Since: s.Time, Target: s.Gangs[gangIndex(s, "run")], BudgetGPUs: 1})
+		}, "a hold for run, which is not a held job"},
 		{"a reservation whose end is not its limit", func(s *Snapshot) { s.Reservations[0].End = s.Reservations[0].Start }, "not a time limit after its start"},
 		{"a reservation on a GPU the node lacks", func(s *Snapshot) { s.Reservations[0].Placement.Members[0].Pods[0].GPUs[0] = 99 }, "has no GPU 99"},
 	}

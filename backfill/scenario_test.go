@@ -147,7 +147,7 @@ func (sc *scenario) cluster(d *datadriven.Case) string {
 
 func (sc *scenario) engine(d *datadriven.Case) string {
 	t := sc.t
-	d.Only(t, "depth", "strict", "maxtest", "hold", "keep")
+	d.Only(t, "depth", "strict", "maxtest", "hold", "holdwait", "hysteresis", "keep")
 	cfg := DefaultConfig()
 	cfg.FairShare.Weights = fairshare.Weights{Age: 1000, FairShare: 1000}
 	cfg.FairShare.MaxAge = 24 * time.Hour
@@ -159,15 +159,21 @@ func (sc *scenario) engine(d *datadriven.Case) string {
 	cfg.Strict = d.Has("strict")
 	cfg.MaxJobsTested = d.Int(t, "maxtest", 0)
 	cfg.KeepEnded = d.Duration(t, "keep", cfg.KeepEnded)
-	if v, ok := d.Get("hold"); ok {
-		share, dur, _ := strings.Cut(v, "@")
+	switch v, _ := d.Get("hold"); v {
+	case "":
+	case "off":
+		cfg.Hold.Enabled = false
+	default:
+		gpus, budget, _ := strings.Cut(v, "@")
 		var err1, err2 error
-		cfg.Hold.MaxShare, err1 = strconv.ParseFloat(share, 64)
-		cfg.Hold.MaxTime, err2 = time.ParseDuration(dur)
+		cfg.Hold.MinGPUs, err1 = strconv.Atoi(gpus)
+		cfg.Hold.Budget, err2 = time.ParseDuration(budget)
 		if err1 != nil || err2 != nil {
-			d.Fatalf(t, "hold=%q: want share@duration", v)
+			d.Fatalf(t, "hold=%q: want off, or min-GPUs@budget", v)
 		}
 	}
+	cfg.Hold.MinWait = d.Duration(t, "holdwait", 0)
+	cfg.Hold.Hysteresis = d.Duration(t, "hysteresis", cfg.Hold.Hysteresis)
 	text := d.Input
 	if strings.TrimSpace(text) == "" {
 		text = "a\nb\n"
@@ -183,7 +189,8 @@ func (sc *scenario) engine(d *datadriven.Case) string {
 	if sc.e, err = New(sc.c, cfg, tree); err != nil {
 		return "error: " + err.Error()
 	}
-	return fmt.Sprintf("engine: depth %d, strict %v, hold %v@%v", cfg.ReservationDepth, cfg.Strict, cfg.Hold.MaxShare, cfg.Hold.MaxTime)
+	return fmt.Sprintf("engine: depth %d, strict %v, hold %v (min %d GPUs, budget %v)", cfg.ReservationDepth, cfg.Strict,
+		cfg.Hold.Enabled, cfg.Hold.MinGPUs, cfg.Hold.Budget)
 }
 
 // job builds the job of a submit command.

@@ -36,7 +36,19 @@ type Snapshot struct {
 	Accounts       fairshare.TreeSpec      `json:"accounts"`
 	Usage          []fairshare.UsageRecord `json:"usage,omitempty"`
 	Reservations   []ReservationRecord     `json:"reservations,omitempty"`
-	Hold           *HoldRecord             `json:"hold,omitempty"`
+	Holds          []HoldRecord            `json:"holds,omitempty"`
+	HoldEnds       []HoldEnd               `json:"hold_ends,omitempty"`
+	Runtimes       []RuntimeRecord         `json:"runtimes,omitempty"`
+	// AllRuntimes is every account's run times together (Account empty).
+	AllRuntimes RuntimeRecord `json:"all_runtimes"`
+}
+
+// RuntimeRecord is an account's observed run times (count and mean), from
+// which hold mode estimates when jobs without a limit end.
+type RuntimeRecord struct {
+	Account string  `json:"account"`
+	N       int     `json:"n"`
+	MeanS   float64 `json:"mean_s"`
 }
 
 // Fingerprint identifies a cluster: its level names, node and GPU counts,
@@ -97,6 +109,7 @@ type JobRecord struct {
 	Promised      time.Time       `json:"promised,omitzero"`
 	LastCharge    time.Time       `json:"last_charge,omitzero"`
 	HoldExpiry    time.Time       `json:"hold_expiry,omitzero"`
+	HoldBlocked   time.Time       `json:"hold_blocked_since,omitzero"`
 	Requeues      int             `json:"requeues,omitempty"`
 	Ended         time.Time       `json:"ended,omitzero"`
 	// Moved is set when an event dropped the job's reservation and the
@@ -120,12 +133,15 @@ type ReservationRecord struct {
 	Placement  gang.GangRecord `json:"placement"`
 }
 
-// HoldRecord is the hold of a Snapshot.
+// HoldRecord is one hold of a Snapshot.
 type HoldRecord struct {
-	Job    string          `json:"job"`
-	Since  time.Time       `json:"since"`
-	Target gang.GangRecord `json:"target"`
-	Held   int             `json:"held"`
+	Job            string          `json:"job"`
+	Since          time.Time       `json:"since"`
+	Target         gang.GangRecord `json:"target"`
+	Held           int             `json:"held"`
+	SpentGPUs      float64         `json:"spent_gpu_seconds"`
+	BudgetGPUs     float64         `json:"budget_gpu_seconds"`
+	EstimatedStart time.Time       `json:"estimated_start"`
 }
 
 // Snapshot exports the engine as of the latest time it has seen. It
@@ -156,9 +172,18 @@ func (e *Engine) Snapshot() *Snapshot {
 		s.Reservations = append(s.Reservations, ReservationRecord{Job: r.job.job.ID, Start: r.start, End: r.end,
 			FirstStart: r.firstStart, Placement: e.gangRecord(&r.alloc)})
 	}
-	if h := e.book.hold; h != nil {
-		s.Hold = &HoldRecord{Job: h.job.job.ID, Since: h.since, Target: e.gangRecord(&h.target), Held: h.held}
+	for _, h := range e.book.holds {
+		s.Holds = append(s.Holds, HoldRecord{Job: h.job.job.ID, Since: h.since, Target: e.gangRecord(&h.target), Held: h.held,
+			SpentGPUs: h.spent, BudgetGPUs: h.budget, EstimatedStart: h.eta})
 	}
+	s.HoldEnds = slices.Clone(e.holdEnds)
+	for i, name := range e.accts.names {
+		if r := e.accts.runs[i]; r.N > 0 {
+			s.Runtimes = append(s.Runtimes, RuntimeRecord{Account: name, N: r.N, MeanS: r.Mean})
+		}
+	}
+	slices.SortFunc(s.Runtimes, func(a, b RuntimeRecord) int { return strings.Compare(a.Account, b.Account) })
+	s.AllRuntimes = RuntimeRecord{N: e.accts.all.N, MeanS: e.accts.all.Mean}
 	return s
 }
 
@@ -166,7 +191,7 @@ func (e *Engine) jobRecord(j *jobRec) JobRecord {
 	jb := &j.job
 	r := JobRecord{ID: jb.ID, Account: jb.Account, State: e.stateOf(j), Seq: j.seq, Submit: jb.Submit,
 		QOS: jb.QOS, Partition: jb.Partition, Gang: jb.Gang.Record(e.c), Start: j.start, Promised: j.promised,
-		LastCharge: j.lastCharge, HoldExpiry: j.holdExpiry, Requeues: j.requeues, Ended: j.ended, Moved: j.moved}
+		LastCharge: j.lastCharge, HoldExpiry: j.holdExpiry, HoldBlocked: j.holdBlockedSince, Requeues: j.requeues, Ended: j.ended, Moved: j.moved}
 	if jb.TimeLimit > 0 {
 		r.TimeLimit = jb.TimeLimit.String()
 	}

@@ -105,8 +105,8 @@ func (e *Engine) status(j *jobRec) JobStatus {
 		}
 		if r := j.resv; r != nil {
 			s.PlannedStart, s.PlannedEnd, s.Nodes = r.start, r.end, NodeList(e.c, &r.alloc)
-		} else if e.book.holds(j) {
-			s.Nodes = NodeList(e.c, &e.book.hold.target)
+		} else if h := e.book.holdOf(j); h != nil {
+			s.Nodes = NodeList(e.c, &h.target)
 		}
 	}
 	return s
@@ -185,14 +185,16 @@ func (e *Engine) NextEvent() (time.Time, bool) {
 	for _, r := range e.book.resv {
 		consider(r.start)
 	}
-	if h := e.book.hold; h != nil {
-		consider(h.since.Add(e.cfg.Hold.MaxTime))
-	}
 	for _, j := range e.jobs.pending {
 		if j.tight != nil {
 			consider(j.job.Submit.Add(j.job.Patience.Wait))
 		}
-		consider(j.holdExpiry)
+		if at, _, ok := e.holdEligibility(j); ok && j.resv == nil && !e.book.isHeld(j) {
+			consider(at)
+			if !j.holdBlockedSince.IsZero() {
+				consider(j.holdBlockedSince.Add(e.cfg.Hold.Hysteresis))
+			}
+		}
 	}
 	e.prof.ends.AscendGreaterOrEqual(endItem{end: e.last.Add(1)}, func(it endItem) bool {
 		consider(it.end)

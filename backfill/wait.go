@@ -1,7 +1,6 @@
 package backfill
 
 import (
-	"fmt"
 	"math/bits"
 	"time"
 
@@ -15,9 +14,7 @@ import (
 func (c *cycle) wait(j *jobRec, w *Waiting) {
 	spec, patient := c.specFor(j)
 	failed := c.lastRes
-	if h := c.e.book.hold; h != nil && h.job == j {
-		h.held = c.countFree(&h.target)
-		w.Code, w.Until = WaitHeld, h.since
+	if h := c.e.book.holdOf(j); h != nil && c.keepHold(h, spec, w) {
 		return
 	}
 	if r := j.resv; r != nil {
@@ -32,14 +29,14 @@ func (c *cycle) wait(j *jobRec, w *Waiting) {
 	if patient && c.fitsLoosely(j, failed, w) {
 		return
 	}
-	if c.mayReserve() {
-		if !j.dropped && c.reserve(j, spec, w) {
-			return
-		}
-		if c.startHold(j, spec) {
-			w.Code, w.Until = WaitHeld, c.now
-			return
-		}
+	if j.resv != nil {
+		return // keepHold made it a reservation
+	}
+	if c.mayReserve() && !j.dropped && c.reserve(j, spec, w) {
+		return
+	}
+	if c.tryHold(j, spec, w) {
+		return
 	}
 	c.classify(spec, failed, w)
 }
@@ -74,11 +71,17 @@ func (c *cycle) mayReserve() bool {
 // reserve gives job j a reservation at the earliest time the profile
 // admits it, if there is one.
 func (c *cycle) reserve(j *jobRec, spec *gang.Spec, w *Waiting) bool {
-	e := c.e
-	t, ok := e.search(c.now, query{j: j, spec: spec})
+	t, ok := c.e.search(c.now, query{j: j, spec: spec})
 	if !ok {
 		return false
 	}
+	c.reserveAt(j, t, w)
+	return true
+}
+
+// reserveAt gives job j a reservation from t on e.alloc.
+func (c *cycle) reserveAt(j *jobRec, t time.Time, w *Waiting) {
+	e := c.e
 	r := &reservation{job: j, start: t, firstStart: t}
 	if l := j.job.TimeLimit; l > 0 {
 		r.end = t.Add(l)
@@ -87,7 +90,6 @@ func (c *cycle) reserve(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 	e.book.add(r)
 	c.valid = false
 	w.Code, w.Until = WaitReserved, t
-	return true
 }
 
 // upkeep keeps reservation r, moved earlier when the profile now allows
@@ -211,7 +213,7 @@ func (c *cycle) classify(spec *gang.Spec, failed gang.Result, w *Waiting) {
 	if len(spec.Members) > 1 {
 		w.Code = WaitGang
 	}
-	if len(c.blockedRes) == 0 && !c.holdBlocked {
+	if len(c.blockedRes) == 0 && len(e.book.holds) == 0 {
 		return
 	}
 	// Would it fit without the reservations and holds of others?
@@ -227,8 +229,11 @@ func (c *cycle) classify(spec *gang.Spec, failed gang.Result, w *Waiting) {
 			return
 		}
 	}
-	if c.holdBlocked && intersects(&e.alloc, &e.book.hold.target) {
-		w.Code, w.Blocker, w.Until = WaitReservation, e.book.hold.job.job.ID, e.book.hold.since
+	for _, h := range e.book.holds {
+		if h != c.ownHold && intersects(&e.alloc, &h.target) {
+			w.Code, w.Blocker, w.Until = WaitHold, h.job.job.ID, h.since
+			return
+		}
 	}
 }
 
@@ -244,43 +249,4 @@ func (c *cycle) countFree(a *gang.Allocation) int {
 		}
 	}
 	return n
-}
-
-// startHold starts hold mode for job j when its reservation failed only
-// because running jobs have no known end: it fits once every running job
-// has ended, it is within the cap, and no other job is held.
-func (c *cycle) startHold(j *jobRec, spec *gang.Spec) bool {
-	e := c.e
-	h := e.cfg.Hold
-	if h.MaxShare <= 0 || e.book.hold != nil || c.now.Before(j.holdExpiry) {
-		return false
-	}
-	if float64(spec.GPUs(e.c)) > h.MaxShare*float64(e.c.TotalGPUs()) {
-		return false
-	}
-	// The optimistic state: every running job gone, reservations blocked.
-	probe := e.prof.probe
-	if err := e.ledger.State().CopyInto(probe); err != nil {
-		panic(err)
-	}
-	for _, r := range e.jobs.running {
-		releaseOn(probe, r.alloc)
-	}
-	for _, r := range e.book.resv {
-		block(probe, &r.alloc)
-	}
-	res, err := e.adm.Admit(probe, spec, &e.alloc)
-	if err != nil {
-		panic(fmt.Sprintf("backfill: checked job %s refused: %v", j.job.ID, err))
-	}
-	if !res.Admitted {
-		return false
-	}
-	hd := &hold{job: j, since: c.now}
-	e.alloc.CopyTo(&hd.target)
-	e.book.hold = hd
-	e.book.changed()
-	hd.held = c.countFree(&hd.target)
-	c.valid = false
-	return true
 }

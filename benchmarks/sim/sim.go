@@ -267,7 +267,7 @@ func (r *runner) engineConfig() backfill.Config {
 	fifo := func() {
 		cfg.FairShare.Weights = fairshare.Weights{Age: 1000}
 		cfg.FairShare.MaxAge = 365 * 24 * time.Hour
-		cfg.Hold.MaxShare = 0
+		cfg.Hold.Enabled = false
 	}
 	switch r.cfg.Policy {
 	case GangFIFO:

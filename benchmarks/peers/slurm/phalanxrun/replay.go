@@ -57,7 +57,7 @@ type ReplayConfig struct {
 func replayOnce(c *topology.Cluster, ev []Event, rc ReplayConfig) (*Outcome, time.Duration, []time.Duration, error) {
 	cfg := backfill.DefaultConfig()
 	cfg.ReservationDepth = rc.Depth
-	cfg.Hold.MaxShare = 0 // every job has a time limit: nothing to hold
+	cfg.Hold.Enabled = false // every job has a time limit: nothing to hold
 	tree, err := fairshare.NewTree(cfg.FairShare)
 	if err != nil {
 		return nil, 0, nil, err

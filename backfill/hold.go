@@ -1,0 +1,325 @@
+package backfill
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/gang"
+)
+
+// HoldEnd is a hold that ended without its gang starting, and why.
+type HoldEnd struct {
+	Job   string       `json:"job"`
+	Cause HoldEndCause `json:"cause"`
+	// By is the gang that took the hold over, or the node that failed or
+	// was drained.
+	By string `json:"by,omitempty"`
+	// Held is the GPUs it held when it ended (they go back to others).
+	Held int `json:"held"`
+}
+
+// HoldEndCause says why a hold ended.
+type HoldEndCause uint8
+
+// Causes of a hold's end.
+const (
+	// HoldBudgetSpent: it kept GPUs idle for its whole budget
+	// (HoldConfig.Budget); the gang is not held again for as long.
+	HoldBudgetSpent HoldEndCause = iota + 1
+	// HoldPassedOn: a higher-ranked gang (By) took it over.
+	HoldPassedOn
+	// HoldNodeLost: a node of its target failed or was drained (By).
+	HoldNodeLost
+	// HoldPlanned: a planned start became possible: the gang got a
+	// reservation instead.
+	HoldPlanned
+)
+
+var holdEndNames = [...]string{"", "budget spent", "passed on", "node lost", "planned"}
+
+// String returns the cause's stable name.
+func (c HoldEndCause) String() string {
+	if int(c) < len(holdEndNames) && c > 0 {
+		return holdEndNames[c]
+	}
+	return fmt.Sprintf("HoldEndCause(%d)", uint8(c))
+}
+
+// MarshalText renders the cause's name.
+func (c HoldEndCause) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// UnmarshalText parses a cause's name.
+func (c *HoldEndCause) UnmarshalText(b []byte) error {
+	for i, n := range holdEndNames {
+		if i > 0 && n == string(b) {
+			*c = HoldEndCause(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown hold end cause %q", b)
+}
+
+// holdEligibility says whether job j may get a hold at all (ok), from
+// when, and whether it is above the hold cap (so it waited CapWait).
+func (e *Engine) holdEligibility(j *jobRec) (at time.Time, capped, ok bool) {
+	h := &e.cfg.Hold
+	min := h.MinGPUs
+	if min == 0 {
+		min = e.leafGPUs
+	}
+	if !h.Enabled || j.gpus < min {
+		return time.Time{}, false, false
+	}
+	wait := h.MinWait
+	if float64(j.gpus) > h.MaxShare*float64(e.c.TotalGPUs()) {
+		wait, capped = max(wait, h.CapWait), true
+	}
+	return later(j.job.Submit.Add(wait), j.holdExpiry), capped, true
+}
+
+// accountHolds charges every hold the GPU-seconds it held since the last
+// cycle and ends those whose budget is spent.
+func (e *Engine) accountHolds(now time.Time, plan *Plan) {
+	plan.HoldEnds = append(plan.HoldEnds, e.holdEnds...)
+	e.holdEnds = e.holdEnds[:0]
+	var dt float64
+	if !e.lastCycle.IsZero() {
+		dt = now.Sub(e.lastCycle).Seconds()
+	}
+	e.lastCycle = now
+	for _, h := range slices.Clone(e.book.holds) {
+		spent := float64(h.held) * dt
+		h.spent += spent
+		e.heldGPUSeconds += spent
+		if h.spent >= h.budget {
+			plan.HoldEnds = append(plan.HoldEnds, HoldEnd{Job: h.job.job.ID, Cause: HoldBudgetSpent, Held: h.held})
+			h.job.holdExpiry = now.Add(e.cfg.Hold.Budget)
+			e.book.dropHold(h)
+		}
+	}
+}
+
+// keepHold keeps job j's hold up: a planned start, when one has become
+// possible, replaces it by a reservation; otherwise it holds the free GPUs
+// of its target, and while it holds none the target moves to where the
+// gang is now estimated to fit soonest. It reports whether j still holds.
+func (c *cycle) keepHold(h *hold, spec *gang.Spec, w *Waiting) bool {
+	e := c.e
+	if c.mayReserve() {
+		if t, ok := e.search(c.now, query{j: h.job, spec: spec}); ok {
+			c.plan.HoldEnds = append(c.plan.HoldEnds, HoldEnd{Job: h.job.job.ID, Cause: HoldPlanned, Held: h.held})
+			e.book.dropHold(h)
+			c.reserveAt(h.job, t, w)
+			return false
+		}
+	}
+	if h.held = c.countFree(&h.target); h.held == 0 {
+		if t, ok := e.holdTarget(h.job, spec, c.now, e.book.holds); ok {
+			e.alloc.CopyTo(&h.target)
+			h.eta = t
+			e.book.changed()
+			c.valid = false
+			h.held = c.countFree(&h.target)
+		}
+	}
+	c.reportHold(h, w)
+	return true
+}
+
+// reportHold fills w for a held job.
+func (c *cycle) reportHold(h *hold, w *Waiting) {
+	w.Code, w.Until = WaitHeld, h.since
+	w.Hold = c.e.holdStatus(h)
+}
+
+// tryHold gives waiting job j, which has no planned start, a hold when it
+// is eligible and its target is free of other holds (or held by a
+// lower-ranked gang past the hysteresis); otherwise it says in w why it
+// waits for one. It reports false when j is no hold candidate at all.
+func (c *cycle) tryHold(j *jobRec, spec *gang.Spec, w *Waiting) bool {
+	e := c.e
+	at, capped, ok := e.holdEligibility(j)
+	if !ok {
+		return false
+	}
+	if _, planned := e.search(c.now, query{j: j, spec: spec}); planned || !e.fitsWhenIdle(spec) {
+		return false // it has a planned start (only not a reservation), or no hold helps
+	}
+	if c.now.Before(at) {
+		w.Code, w.Until = WaitForHold, at
+		switch {
+		case c.now.Before(j.holdExpiry):
+			w.Detail = "its last hold spent its budget"
+		case capped:
+			w.Detail = fmt.Sprintf("above the hold cap of %d GPUs", int(e.cfg.Hold.MaxShare*float64(e.c.TotalGPUs())))
+		}
+		return true
+	}
+	if len(e.book.holds) < e.cfg.Hold.MaxHolds {
+		if t, ok := e.holdTarget(j, spec, c.now, e.book.holds); ok {
+			c.newHold(j, t, w)
+			return true
+		}
+	}
+	return c.contendHold(j, spec, w)
+}
+
+// contendHold handles an eligible gang whose best target is held for
+// others: a lower-ranked holder gives way at once if it holds nothing, or
+// after the hysteresis; a higher-ranked one keeps it.
+func (c *cycle) contendHold(j *jobRec, spec *gang.Spec, w *Waiting) bool {
+	e := c.e
+	t, ok := e.holdTarget(j, spec, c.now, nil)
+	if !ok {
+		return false
+	}
+	var rivals []*hold
+	for _, h := range e.book.holds {
+		if intersects(&e.alloc, &h.target) {
+			rivals = append(rivals, h)
+		}
+	}
+	if len(rivals) == 0 && len(e.book.holds) > 0 { // MaxHolds reached: the lowest-ranked hold is the rival
+		rivals = append(rivals, slices.MaxFunc(e.book.holds, func(a, b *hold) int { return a.job.rank - b.job.rank }))
+	}
+	if len(rivals) == 0 {
+		return false
+	}
+	w.Code = WaitForHold
+	for _, h := range rivals {
+		if h.job.rank < j.rank {
+			w.Blocker = h.job.job.ID
+			return true
+		}
+	}
+	if j.holdBlockedSince.IsZero() {
+		j.holdBlockedSince = c.now
+	}
+	giveUp := j.holdBlockedSince.Add(e.cfg.Hold.Hysteresis)
+	for _, h := range rivals {
+		if h.held > 0 && c.now.Before(giveUp) {
+			w.Blocker, w.Until = h.job.job.ID, giveUp
+			return true
+		}
+	}
+	for _, h := range rivals {
+		c.plan.HoldEnds = append(c.plan.HoldEnds, HoldEnd{Job: h.job.job.ID, Cause: HoldPassedOn, By: j.job.ID, Held: h.held})
+		e.book.dropHold(h)
+	}
+	c.newHold(j, t, w)
+	return true
+}
+
+// newHold gives j a hold on e.alloc, the gang estimated to start at eta.
+func (c *cycle) newHold(j *jobRec, eta time.Time, w *Waiting) {
+	e := c.e
+	h := &hold{job: j, since: c.now, eta: eta, budget: e.cfg.Hold.Budget.Seconds() * float64(j.gpus)}
+	e.alloc.CopyTo(&h.target)
+	e.book.addHold(h)
+	j.holdBlockedSince = time.Time{}
+	h.held = c.countFree(&h.target)
+	c.valid = false
+	c.reportHold(h, w)
+}
+
+// fitsWhenIdle reports whether spec fits once every active job has ended
+// (the nodes as they are now, reserved GPUs kept): whether a hold can help
+// it at all.
+func (e *Engine) fitsWhenIdle(spec *gang.Spec) bool {
+	probe := e.prof.probe
+	if err := e.ledger.State().CopyInto(probe); err != nil {
+		panic(err)
+	}
+	for _, j := range e.jobs.running {
+		releaseOn(probe, j.alloc)
+	}
+	for _, r := range e.book.resv {
+		block(probe, &r.alloc)
+	}
+	return e.admitAt(spec)
+}
+
+// holdStatus describes hold h.
+func (e *Engine) holdStatus(h *hold) *HoldStatus {
+	return &HoldStatus{Job: h.job.job.ID, Since: h.since, GPUs: h.held, Target: h.target.GPUs(),
+		Nodes: NodeList(e.c, &h.target), SpentGPUHours: h.spent / 3600, BudgetGPUHours: h.budget / 3600, EstimatedStart: h.eta}
+}
+
+// holdTarget finds where gang j (with spec) is estimated to fit soonest,
+// avoiding every reservation and the holds in avoid (but j's own): on an
+// estimated profile in which jobs with a time limit end at their limit
+// and jobs without one at an estimate from their age and their account's
+// observed run times (runtimeEstimate). The placement is left in e.alloc;
+// the time is the estimated start.
+func (e *Engine) holdTarget(j *jobRec, spec *gang.Spec, now time.Time, avoid []*hold) (time.Time, bool) {
+	p := &e.prof
+	if err := e.ledger.State().CopyInto(p.probe); err != nil {
+		panic(err)
+	}
+	p.blocks.reset()
+	for _, r := range e.book.resv {
+		p.blocks.add(p.probe, &r.alloc)
+	}
+	for _, h := range avoid {
+		if h.job != j {
+			p.blocks.add(p.probe, &h.target)
+		}
+	}
+	if e.admitAt(spec) {
+		return now, true
+	}
+	ends := e.estimatedEnds(now)
+	for i := 0; i < len(ends); {
+		t := ends[i].end
+		for i < len(ends) && !ends[i].end.After(t) {
+			p.blocks.releaseUnblocked(p.probe, ends[i].j.alloc)
+			i++
+		}
+		if e.admitAt(spec) {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// estimatedEnds returns every active job with its end: its limit's end
+// (now for one past it), or its estimated end without a limit; by end.
+func (e *Engine) estimatedEnds(now time.Time) []endItem {
+	out := e.estBuf[:0]
+	for _, j := range e.jobs.running {
+		end := later(j.end, now)
+		if j.end.IsZero() {
+			end = e.runtimeEstimate(j, now)
+		}
+		out = append(out, endItem{end: end, seq: j.seq, j: j})
+	}
+	slices.SortFunc(out, func(a, b endItem) int {
+		if c := a.end.Compare(b.end); c != 0 {
+			return c
+		}
+		return int(a.seq) - int(b.seq)
+	})
+	e.estBuf = out
+	return out
+}
+
+// defaultRuntime is the run time assumed for jobs without a limit before
+// any job has finished.
+const defaultRuntime = time.Hour
+
+// runtimeEstimate estimates when active job j, which has no time limit,
+// ends: at its start plus the mean observed run time of its account (of
+// every account when its own has none yet; defaultRuntime before any job
+// has finished); a job already older than that is expected to run half
+// the mean more.
+func (e *Engine) runtimeEstimate(j *jobRec, now time.Time) time.Time {
+	mean := e.accts.meanRuntime(j.acct)
+	if mean <= 0 {
+		mean = defaultRuntime
+	}
+	if end := j.start.Add(mean); end.After(now) {
+		return end
+	}
+	return now.Add(mean / 2)
+}
