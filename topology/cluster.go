@@ -10,6 +10,7 @@ import (
 	"github.com/bits-and-blooms/bitset"
 
 	"github.com/phalanx-sched/phalanx/internal/bits"
+	"github.com/phalanx-sched/phalanx/topology/hostlist"
 )
 
 // MaxLevels is the deepest topology above the node that a cluster may have.
@@ -617,8 +618,13 @@ func (c *Cluster) describeNodes(first, end int) string {
 		for j < end && c.nodes[j].gpus == c.nodes[i].gpus {
 			j++
 		}
-		parts = append(parts, fmt.Sprintf("%s x%d GPUs", CompressHostlist(c.NodeNames(i, j)), c.nodes[i].gpus))
+		parts = append(parts, fmt.Sprintf("%s x%d GPUs", hostlist.Compress(c.NodeNames(i, j)), c.nodes[i].gpus))
 		i = j
 	}
 	return strings.Join(parts, ", ")
 }
+
+// CompressHostlist writes node names as a Slurm hostlist expression, as
+// Describe does; it is hostlist.Compress, kept here for the packages that
+// print node sets.
+func CompressHostlist(names []string) string { return hostlist.Compress(names) }

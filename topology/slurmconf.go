@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"github.com/phalanx-sched/phalanx/topology/hostlist"
 	"io"
 	"maps"
 	"slices"
@@ -358,9 +359,9 @@ func checkSlurmName(kind, name, pos string) error {
 
 // expandSlurmList expands a hostlist of a definition, naming where it is.
 func expandSlurmList(pos, what, expr string) ([]string, error) {
-	names, err := ExpandHostlist(expr)
+	names, err := hostlist.Expand(expr)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %s: %w", pos, what, err)
+		return nil, fmt.Errorf("%s: %s: %w: %w", pos, what, ErrSyntax, err)
 	}
 	if len(names) == 0 {
 		return nil, fmt.Errorf("%s: %w: %s is empty", pos, ErrSyntax, what)

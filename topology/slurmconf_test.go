@@ -2,6 +2,7 @@ package topology
 
 import (
 	"errors"
+	"github.com/phalanx-sched/phalanx/topology/hostlist"
 	"os"
 	"path/filepath"
 	"slices"
@@ -476,16 +477,8 @@ func TestSlurmConfReadError(t *testing.T) {
 // expanding it (0 for a bad expression), so fuzz targets can skip inputs
 // that would build huge clusters and stall the fuzzer.
 func hostlistSizeForFuzz(expr string) int {
-	total := 0
-	for start := 0; start <= len(expr) && expr != ""; {
-		parts, end, err := parseHostlistElement(expr, start)
-		if err != nil {
-			return 0
-		}
-		total += hostlistElementSize(parts)
-		start = end + 1
-	}
-	return total
+	n, _ := hostlist.Count(expr)
+	return n
 }
 
 // slurmFuzzMaxNodes caps the nodes of a fuzz input; larger inputs are
@@ -505,7 +498,7 @@ func slurmConfListedNodes(t *testing.T, text string) int {
 			if !strings.EqualFold(k, "nodes") {
 				continue
 			}
-			names, err := ExpandHostlist(v)
+			names, err := hostlist.Expand(v)
 			if err != nil {
 				t.Fatalf("loader accepted bad hostlist %q", v)
 			}

@@ -3,6 +3,7 @@ package topology
 import (
 	"errors"
 	"fmt"
+	"github.com/phalanx-sched/phalanx/topology/hostlist"
 	"io"
 	"strconv"
 	"strings"
@@ -179,9 +180,9 @@ func ParseSlurmTopologyYAML(r io.Reader, opts SlurmOptions) (*SlurmTopologies, e
 	known := make(map[string]bool)
 	if len(opts.Nodes) > 0 {
 		for _, expr := range opts.Nodes {
-			names, err := ExpandHostlist(expr)
+			names, err := hostlist.Expand(expr)
 			if err != nil {
-				return nil, fmt.Errorf("%s: SlurmOptions.Nodes: %w", src, err)
+				return nil, fmt.Errorf("%s: SlurmOptions.Nodes: %w: %w", src, ErrSyntax, err)
 			}
 			for _, n := range names {
 				if known[n] {

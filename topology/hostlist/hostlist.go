@@ -1,16 +1,20 @@
-package topology
+package hostlist
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 )
 
-// MaxHostlistNames is the largest number of names one hostlist expression
-// may expand to (about a million). ExpandHostlist computes the size of an
+// ErrSyntax marks a malformed hostlist expression.
+var ErrSyntax = errors.New("hostlist: syntax error")
+
+// MaxNames is the largest number of names one hostlist expression
+// may expand to (about a million). Expand computes the size of an
 // expression before it allocates anything and rejects larger ones with an
 // ErrSyntax error, so a typo such as "n[0-99999999]" cannot exhaust memory.
-const MaxHostlistNames = 1 << 20
+const MaxNames = 1 << 20
 
 // maxHostlistDigits bounds the digits of one number in a bracket, so that
 // every bound fits a uint64 with room for arithmetic.
@@ -30,7 +34,7 @@ type hostPart struct {
 	ranges  []hostRange
 }
 
-// ExpandHostlist expands a Slurm hostlist expression into host names, as
+// Expand expands a Slurm hostlist expression into host names, as
 // `scontrol show hostnames` does.
 //
 // The expression is a comma-separated list of elements; commas inside
@@ -53,21 +57,42 @@ type hostPart struct {
 // bracket "n[1-" (which Slurm silently misreads), a stray "]", nested
 // brackets, an empty element ("a,,b", a leading or trailing comma), a
 // number of more than 18 digits, white space or control characters, and
-// an expression of more than MaxHostlistNames names.
-func ExpandHostlist(expr string) ([]string, error) {
+// an expression of more than MaxNames names.
+func Expand(expr string) ([]string, error) {
+	elems, total, err := parseHostlist(expr)
+	if err != nil || elems == nil {
+		return nil, err
+	}
+	out := make([]string, 0, total)
+	for _, parts := range elems {
+		out = expandHostlistElement(out, parts, hostlistElementSize(parts))
+	}
+	return out, nil
+}
+
+// Count returns the number of names expr expands to, without expanding it,
+// or the error Expand would return.
+func Count(expr string) (int, error) {
+	_, total, err := parseHostlist(expr)
+	return total, err
+}
+
+// parseHostlist parses every element of expr and counts their names,
+// refusing more than MaxNames before anything is expanded.
+func parseHostlist(expr string) ([][]hostPart, int, error) {
 	if expr == "" {
-		return nil, nil
+		return nil, 0, nil
 	}
 	var elems [][]hostPart
 	total := 0
 	for start := 0; ; {
 		parts, end, err := parseHostlistElement(expr, start)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		total += hostlistElementSize(parts)
-		if total > MaxHostlistNames {
-			return nil, fmt.Errorf("%w: hostlist %q expands to more than %d names", ErrSyntax, expr, MaxHostlistNames)
+		if total > MaxNames {
+			return nil, 0, fmt.Errorf("%w: %q expands to more than %d names", ErrSyntax, expr, MaxNames)
 		}
 		elems = append(elems, parts)
 		if end == len(expr) {
@@ -75,15 +100,11 @@ func ExpandHostlist(expr string) ([]string, error) {
 		}
 		start = end + 1 // skip the comma
 	}
-	out := make([]string, 0, total)
-	for _, parts := range elems {
-		out = expandHostlistElement(out, parts)
-	}
-	return out, nil
+	return elems, total, nil
 }
 
 func hostlistError(expr string, off int, format string, args ...any) error {
-	return fmt.Errorf("%w: hostlist %q at offset %d: %s", ErrSyntax, expr, off, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %q at offset %d: %s", ErrSyntax, expr, off, fmt.Sprintf(format, args...))
 }
 
 // parseHostlistElement parses the element starting at start and returns
@@ -197,9 +218,9 @@ func parseHostNumber(expr string, off int, tok, num string) (uint64, error) {
 }
 
 // hostlistElementSize returns the number of names of an element, or
-// MaxHostlistNames+1 if it is larger than that.
+// MaxNames+1 if it is larger than that.
 func hostlistElementSize(parts []hostPart) int {
-	const over = MaxHostlistNames + 1
+	const over = MaxNames + 1
 	size := 1
 	for _, p := range parts {
 		if p.ranges == nil {
@@ -223,38 +244,57 @@ func hostlistElementSize(parts []hostPart) int {
 	return size
 }
 
-// expandHostlistElement appends the names of one element to out.
-func expandHostlistElement(out []string, parts []hostPart) []string {
-	names := []string{""}
-	for _, p := range parts {
-		if p.ranges == nil {
-			for i := range names {
-				names[i] += p.literal
-			}
-			continue
+// expandHostlistElement appends the size names of one element to out.
+// The names are written one after the other into one buffer and cut out of
+// a single string, so an element costs a few allocations however many
+// names it has.
+func expandHostlistElement(out []string, parts []hostPart, size int) []string {
+	var cur, all []byte
+	starts := make([]int, 0, size)
+	var walk func(k int)
+	walk = func(k int) {
+		if k == len(parts) {
+			starts = append(starts, len(all))
+			all = append(all, cur...)
+			return
 		}
-		next := make([]string, 0, len(names)*hostGroupSize(p.ranges))
-		for _, prefix := range names {
+		mark := len(cur)
+		if p := parts[k]; p.ranges == nil {
+			cur = append(cur, p.literal...)
+			walk(k + 1)
+		} else {
 			for _, r := range p.ranges {
 				for v := r.lo; ; v++ {
-					next = append(next, prefix+padHostNumber(v, r.width))
+					cur = appendHostNumber(cur[:mark], v, r.width)
+					walk(k + 1)
 					if v == r.hi {
 						break
 					}
 				}
 			}
 		}
-		names = next
+		cur = cur[:mark]
 	}
-	return append(out, names...)
+	walk(0)
+	names := string(all)
+	for i, start := range starts {
+		end := len(names)
+		if i+1 < len(starts) {
+			end = starts[i+1]
+		}
+		out = append(out, names[start:end])
+	}
+	return out
 }
 
-func hostGroupSize(ranges []hostRange) int {
-	n := 0
-	for _, r := range ranges {
-		n += int(r.hi-r.lo) + 1
+// appendHostNumber appends v in decimal, zero-padded to width digits.
+func appendHostNumber(b []byte, v uint64, width int) []byte {
+	var digits [20]byte
+	d := strconv.AppendUint(digits[:0], v, 10)
+	for k := len(d); k < width; k++ {
+		b = append(b, '0')
 	}
-	return n
+	return append(b, d...)
 }
 
 // padHostNumber formats v in decimal, zero-padded to width digits.
@@ -266,8 +306,8 @@ func padHostNumber(v uint64, width int) string {
 	return s
 }
 
-// CompressHostlist writes names as a hostlist expression, as
-// `scontrol show hostlist` does, such that ExpandHostlist gives back
+// Compress writes names as a hostlist expression, as
+// `scontrol show hostlist` does, such that Expand gives back
 // exactly names, in the same order and with the same duplicates.
 //
 // A name's number is its last run of digits; the text before it is its
@@ -284,7 +324,7 @@ func padHostNumber(v uint64, width int) string {
 // Names containing ',', '[', ']', white space or control characters, and
 // the empty name, cannot be written as a hostlist; they are written as they
 // are, and such a result does not expand back to names.
-func CompressHostlist(names []string) string {
+func Compress(names []string) string {
 	var w hostlistWriter
 	var g hostGroup
 	for _, name := range names {

@@ -1,4 +1,4 @@
-package topology
+package hostlist
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-func TestExpandHostlist(t *testing.T) {
+func TestExpand(t *testing.T) {
 	tests := []struct {
 		name string
 		expr string
@@ -44,18 +44,18 @@ func TestExpandHostlist(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ExpandHostlist(tt.expr)
+			got, err := Expand(tt.expr)
 			if err != nil {
-				t.Fatalf("ExpandHostlist(%q): %v", tt.expr, err)
+				t.Fatalf("Expand(%q): %v", tt.expr, err)
 			}
 			if !slices.Equal(got, tt.want) {
-				t.Fatalf("ExpandHostlist(%q) = %q, want %q", tt.expr, got, tt.want)
+				t.Fatalf("Expand(%q) = %q, want %q", tt.expr, got, tt.want)
 			}
 		})
 	}
 }
 
-func TestExpandHostlistErrors(t *testing.T) {
+func TestExpandErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		expr string
@@ -92,12 +92,12 @@ func TestExpandHostlistErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ExpandHostlist(tt.expr)
+			got, err := Expand(tt.expr)
 			if err == nil {
-				t.Fatalf("ExpandHostlist(%q) = %q, want an error", tt.expr, got)
+				t.Fatalf("Expand(%q) = %q, want an error", tt.expr, got)
 			}
 			if got != nil {
-				t.Errorf("ExpandHostlist(%q) returned names %q with its error", tt.expr, got)
+				t.Errorf("Expand(%q) returned names %q with its error", tt.expr, got)
 			}
 			if !errors.Is(err, ErrSyntax) {
 				t.Errorf("error %v does not wrap ErrSyntax", err)
@@ -110,7 +110,7 @@ func TestExpandHostlistErrors(t *testing.T) {
 	}
 }
 
-func TestCompressHostlist(t *testing.T) {
+func TestCompress(t *testing.T) {
 	tests := []struct {
 		name  string
 		names []string
@@ -141,16 +141,16 @@ func TestCompressHostlist(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := CompressHostlist(tt.names)
+			got := Compress(tt.names)
 			if got != tt.want {
-				t.Fatalf("CompressHostlist(%q) = %q, want %q", tt.names, got, tt.want)
+				t.Fatalf("Compress(%q) = %q, want %q", tt.names, got, tt.want)
 			}
-			back, err := ExpandHostlist(got)
+			back, err := Expand(got)
 			if err != nil {
-				t.Fatalf("ExpandHostlist(%q): %v", got, err)
+				t.Fatalf("Expand(%q): %v", got, err)
 			}
 			if !slices.Equal(back, tt.names) {
-				t.Fatalf("ExpandHostlist(%q) = %q, want %q", got, back, tt.names)
+				t.Fatalf("Expand(%q) = %q, want %q", got, back, tt.names)
 			}
 		})
 	}
@@ -190,13 +190,13 @@ func TestHostlistRoundTripProperty(t *testing.T) {
 		if r.IntN(3) == 0 {
 			r.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
 		}
-		expr := CompressHostlist(names)
-		back, err := ExpandHostlist(expr)
+		expr := Compress(names)
+		back, err := Expand(expr)
 		if err != nil {
-			t.Fatalf("names %q: ExpandHostlist(%q): %v", names, expr, err)
+			t.Fatalf("names %q: Expand(%q): %v", names, expr, err)
 		}
 		if !slices.Equal(back, names) {
-			t.Fatalf("names %q: ExpandHostlist(%q) = %q", names, expr, back)
+			t.Fatalf("names %q: Expand(%q) = %q", names, expr, back)
 		}
 	}
 }
@@ -212,26 +212,54 @@ func FuzzHostlist(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, expr string) {
-		names, err := ExpandHostlist(expr)
+		names, err := Expand(expr)
 		if err != nil {
 			if !errors.Is(err, ErrSyntax) {
-				t.Fatalf("ExpandHostlist(%q): error %v does not wrap ErrSyntax", expr, err)
+				t.Fatalf("Expand(%q): error %v does not wrap ErrSyntax", expr, err)
 			}
 			if names != nil {
-				t.Fatalf("ExpandHostlist(%q): names with an error", expr)
+				t.Fatalf("Expand(%q): names with an error", expr)
 			}
 			return
 		}
-		if len(names) > MaxHostlistNames {
-			t.Fatalf("ExpandHostlist(%q): %d names, above the cap", expr, len(names))
+		if len(names) > MaxNames {
+			t.Fatalf("Expand(%q): %d names, above the cap", expr, len(names))
 		}
-		c := CompressHostlist(names)
-		back, err := ExpandHostlist(c)
+		c := Compress(names)
+		back, err := Expand(c)
 		if err != nil {
-			t.Fatalf("ExpandHostlist(%q) = %d names; ExpandHostlist(CompressHostlist = %q): %v", expr, len(names), c, err)
+			t.Fatalf("Expand(%q) = %d names; Expand(Compress = %q): %v", expr, len(names), c, err)
 		}
 		if !slices.Equal(back, names) {
 			t.Fatalf("round trip of %q through %q lost names", expr, c)
 		}
 	})
+}
+
+func TestCount(t *testing.T) {
+	for _, expr := range []string{"", "a", "n[1-3],m", "rack[0-1]_blade[0-2]", "n[1-2,2],n1", "n[0-1048575]"} {
+		names, err := Expand(expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := Count(expr); err != nil || n != len(names) {
+			t.Errorf("Count(%q) = %d, %v; want %d", expr, n, err, len(names))
+		}
+	}
+	for _, expr := range []string{"n[5-3]", "n[0-1048576]", "a[0-1024]b[0-1024]"} {
+		_, want := Expand(expr)
+		if n, err := Count(expr); err == nil || err.Error() != want.Error() || n != 0 {
+			t.Errorf("Count(%q) = %d, %v; want the error %v", expr, n, err, want)
+		}
+	}
+}
+
+// TestExpandAllocations checks that a bracket element's names share one
+// string: the allocations of Expand do not grow with the number of names.
+func TestExpandAllocations(t *testing.T) {
+	small := testing.AllocsPerRun(20, func() { _, _ = Expand("node[0000001-0000010]") })
+	large := testing.AllocsPerRun(20, func() { _, _ = Expand("node[0000001-0100000]") })
+	if large > small+40 {
+		t.Errorf("Expand: %v allocations for 10 names, %v for 100,000; want about the same", small, large)
+	}
 }
