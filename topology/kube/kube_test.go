@@ -1,4 +1,4 @@
-package topology
+package kube
 
 import (
 	"bytes"
@@ -10,22 +10,24 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/phalanx-sched/phalanx/topology"
 )
 
 // Label keys of the Kueue-like fixtures (testdata/kube/blockrack.json and
 // others): block, then rack, then the node.
 const (
-	kubeTestBlock = "cloud.provider.com/topology-block"
-	kubeTestRack  = "cloud.provider.com/topology-rack"
+	testBlock = "cloud.provider.com/topology-block"
+	testRack  = "cloud.provider.com/topology-rack"
 )
 
-func kubeBlockRack() KubeOptions {
-	return KubeOptions{Levels: []string{kubeTestBlock, kubeTestRack, KubeLabelHostname}, LevelNames: []string{"block", "rack", ""}}
+func blockRack() Options {
+	return Options{Levels: []string{testBlock, testRack, LabelHostname}, LevelNames: []string{"block", "rack", ""}}
 }
 
-func readKubeFixture(t testing.TB, name string) []byte {
+func readFixture(t testing.TB, name string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "kube", name))
+	data, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +36,7 @@ func readKubeFixture(t testing.TB, name string) []byte {
 
 // domainPaths lists every domain of level l as its path from the top,
 // joined with '/', in domain order.
-func domainPaths(c *Cluster, l int) []string {
+func domainPaths(c *topology.Cluster, l int) []string {
 	var out []string
 	for d := range c.NumDomains(l) {
 		var parts []string
@@ -47,17 +49,17 @@ func domainPaths(c *Cluster, l int) []string {
 	return out
 }
 
-func TestKubePresets(t *testing.T) {
-	sel := kubeBlockRack()
+func TestPresets(t *testing.T) {
+	sel := blockRack()
 	sel.NodeSelector = map[string]string{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
-	skip := kubeBlockRack()
+	skip := blockRack()
 	skip.SkipNodesWithoutGPUs = true
-	amd := KubeOptions{GPUResource: "amd.com/gpu"}
+	amd := Options{GPUResource: "amd.com/gpu"}
 
 	tests := []struct {
 		name    string
 		file    string
-		opts    KubeOptions
+		opts    Options
 		levels  []string
 		nodes   []string // in topology order
 		gpus    int
@@ -67,7 +69,7 @@ func TestKubePresets(t *testing.T) {
 		skipped []string
 	}{
 		{
-			name: "gke", file: "gke.json", opts: KubePresetGKE(),
+			name: "gke", file: "gke.json", opts: PresetGKE(),
 			levels: []string{"block", "subblock", "host"},
 			nodes:  []string{"gke-a3-pool-1a2b", "gke-a3-pool-3c4d", "gke-a3-pool-5e6f", "gke-a3-pool-7a8b"},
 			gpus:   32,
@@ -78,7 +80,7 @@ func TestKubePresets(t *testing.T) {
 			},
 		},
 		{
-			name: "aws", file: "aws.json", opts: KubePresetAWS(),
+			name: "aws", file: "aws.json", opts: PresetAWS(),
 			levels: []string{"layer1", "layer2", "layer3"},
 			nodes: []string{"ip-10-0-1-10.ec2.internal", "ip-10-0-1-11.ec2.internal", "ip-10-0-1-12.ec2.internal",
 				"ip-10-0-1-13.ec2.internal", "ip-10-0-1-14.ec2.internal"},
@@ -90,7 +92,7 @@ func TestKubePresets(t *testing.T) {
 			},
 		},
 		{
-			name: "nvlink-clique", file: "clique.json", opts: KubePresetNVLinkClique(),
+			name: "nvlink-clique", file: "clique.json", opts: PresetNVLinkClique(),
 			levels: []string{"clique"},
 			nodes:  []string{"gb200-r1-t1", "gb200-r1-t2", "gb200-r1-t3", "gb200-r2-t1", "gb200-r2-t2"},
 			gpus:   20,
@@ -99,21 +101,21 @@ func TestKubePresets(t *testing.T) {
 			},
 		},
 		{
-			name: "zone", file: "zone.json", opts: KubePresetZone(),
+			name: "zone", file: "zone.json", opts: PresetZone(),
 			levels:  []string{"zone"},
 			nodes:   []string{"gpu-a1", "gpu-a2", "gpu-b1"},
 			gpus:    20,
 			domains: [][]string{{"europe-west4-a", "europe-west4-b"}},
 		},
 		{
-			name: "flat-bare-array", file: "flat.json", opts: KubeOptions{},
+			name: "flat-bare-array", file: "flat.json", opts: Options{},
 			levels:  []string{},
 			nodes:   []string{"gpu-1", "gpu-2", "gpu-3"},
 			gpus:    18,
 			drained: []string{"gpu-3"},
 		},
 		{
-			name: "hostname-only-is-flat", file: "flat.json", opts: KubeOptions{Levels: []string{KubeLabelHostname}},
+			name: "hostname-only-is-flat", file: "flat.json", opts: Options{Levels: []string{LabelHostname}},
 			levels:  []string{},
 			nodes:   []string{"gpu-1", "gpu-2", "gpu-3"},
 			gpus:    18,
@@ -121,7 +123,7 @@ func TestKubePresets(t *testing.T) {
 		},
 		{
 			name: "derived-level-names", file: "blockrack.json",
-			opts:   KubeOptions{Levels: []string{kubeTestBlock, kubeTestRack, KubeLabelHostname}},
+			opts:   Options{Levels: []string{testBlock, testRack, LabelHostname}},
 			levels: []string{"topology-block", "topology-rack"},
 			nodes:  []string{"n1", "n2", "n3", "n4", "n5", "n6", "n7"},
 			gpus:   56,
@@ -133,7 +135,7 @@ func TestKubePresets(t *testing.T) {
 			drained: []string{"n3"},
 		},
 		{
-			name: "single-node-object", file: "single.json", opts: kubeBlockRack(),
+			name: "single-node-object", file: "single.json", opts: blockRack(),
 			levels:  []string{"block", "rack"},
 			nodes:   []string{"gpu-1"},
 			gpus:    8,
@@ -177,14 +179,14 @@ func TestKubePresets(t *testing.T) {
 				t.Fatalf("Validate: %v", err)
 			}
 			tt.opts.Source = tt.file
-			spec, st, err := ParseKubeNodes(bytes.NewReader(readKubeFixture(t, tt.file)), tt.opts)
+			spec, st, err := Parse(bytes.NewReader(readFixture(t, tt.file)), tt.opts)
 			if err != nil {
-				t.Fatalf("ParseKubeNodes: %v", err)
+				t.Fatalf("Parse: %v", err)
 			}
 			if !spec.LocalDomainNames {
 				t.Errorf("LocalDomainNames is false")
 			}
-			c, err := Build(spec)
+			c, err := topology.Build(spec)
 			if err != nil {
 				t.Fatalf("Build: %v", err)
 			}
@@ -207,13 +209,13 @@ func TestKubePresets(t *testing.T) {
 					st.Down, st.Drained, st.Skipped, tt.down, tt.drained, tt.skipped)
 			}
 
-			// LoadKubeNodes builds the same cluster.
-			c2, err := LoadKubeNodes(bytes.NewReader(readKubeFixture(t, tt.file)), tt.opts)
+			// Load builds the same cluster.
+			c2, _, err := Load(bytes.NewReader(readFixture(t, tt.file)), tt.opts)
 			if err != nil {
-				t.Fatalf("LoadKubeNodes: %v", err)
+				t.Fatalf("Load: %v", err)
 			}
 			if c2.NumNodes() != c.NumNodes() || !slices.Equal(c2.NodeNames(0, c2.NumNodes()), tt.nodes) {
-				t.Errorf("LoadKubeNodes built %q", c2.NodeNames(0, c2.NumNodes()))
+				t.Errorf("Load built %q", c2.NodeNames(0, c2.NumNodes()))
 			}
 		})
 	}
@@ -223,17 +225,17 @@ func TestKubePresets(t *testing.T) {
 // topology-aware scheduling tests (b1/r1 1 node, b1/r2 3 nodes, b2/r1 1
 // node, b2/r2 2 nodes, listed interleaved) and checks its domains: rack r1
 // of b1 and rack r1 of b2 are different domains.
-func TestKubeBlockRack(t *testing.T) {
-	opts := kubeBlockRack()
+func TestBlockRack(t *testing.T) {
+	opts := blockRack()
 	opts.Source = "blockrack.json"
-	spec, st, err := ParseKubeNodes(bytes.NewReader(readKubeFixture(t, "blockrack.json")), opts)
+	spec, st, err := Parse(bytes.NewReader(readFixture(t, "blockrack.json")), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := spec.Nodes[3].Source; got != "blockrack.json: item 3" {
+	if got := spec.Nodes[3].Source; got != "blockrack.json:124" {
 		t.Errorf("node %q source %q", spec.Nodes[3].Name, got)
 	}
-	c, err := Build(spec)
+	c, err := topology.Build(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +281,7 @@ func TestKubeBlockRack(t *testing.T) {
 	}
 }
 
-func mustNode(t *testing.T, c *Cluster, name string) int {
+func mustNode(t *testing.T, c *topology.Cluster, name string) int {
 	t.Helper()
 	i, ok := c.NodeIndex(name)
 	if !ok {
@@ -288,55 +290,55 @@ func mustNode(t *testing.T, c *Cluster, name string) int {
 	return i
 }
 
-func TestKubeErrors(t *testing.T) {
-	br := kubeBlockRack()
-	skip := kubeBlockRack()
+func TestErrors(t *testing.T) {
+	br := blockRack()
+	skip := blockRack()
 	skip.SkipNodesWithoutGPUs = true
-	none := kubeBlockRack()
+	none := blockRack()
 	none.NodeSelector = map[string]string{"nvidia.com/gpu.product": "NVIDIA-B200"}
 
 	tests := []struct {
 		name string
 		file string
-		opts KubeOptions
+		opts Options
 		err  error
 		want []string // substrings of the message
 	}{
-		{"malformed-json", "err-malformed.json", br, ErrSyntax,
-			[]string{"err-malformed.json: line 57, column 22 (byte ", "invalid character '{' after object key"}},
-		{"truncated-json", "err-truncated.json", br, ErrSyntax, []string{"unexpected end of JSON input", "(byte "}},
-		{"empty-input", "err-empty.json", br, ErrSyntax, []string{"empty input"}},
-		{"json-scalar", "err-scalar.json", br, ErrSyntax, []string{"want a JSON object or array"}},
-		{"wrong-list-kind", "err-kind.json", br, ErrSyntax, []string{`kind "PodList", want List, NodeList or Node`}},
-		{"wrong-item-kind", "err-item-kind.json", br, ErrSyntax, []string{`item 0 (node "p1")`, `kind "Pod", want Node`}},
-		{"items-not-array", "err-items-type.json", br, ErrSyntax, []string{"line 3, column 14", "field items is JSON number, want an array"}},
-		{"item-not-object", "err-item-scalar.json", KubeOptions{}, ErrSyntax, []string{"item 1:", "JSON string, want a Node object"}},
-		{"label-not-string", "err-label-type.json", br, ErrSyntax,
-			[]string{`item 0 (node "n1")`, `label "nvidia.com/gpu.count" is JSON number, want a string`}},
-		{"no-name", "err-no-name.json", br, ErrInvalidSpec, []string{"item 0: no metadata.name"}},
-		{"missing-level-label", "err-missing-label.json", br, ErrInvalidSpec,
+		{"malformed-json", "err-malformed.json", br, topology.ErrSyntax,
+			[]string{"err-malformed.json:57: ", "JSON: line 57, column 22 (byte ", "invalid character '{' after object key"}},
+		{"truncated-json", "err-truncated.json", br, topology.ErrSyntax, []string{"err-truncated.json:44: ", "unexpected end of input after line 44", "(byte "}},
+		{"empty-input", "err-empty.json", br, topology.ErrSyntax, []string{"empty input"}},
+		{"json-scalar", "err-scalar.json", br, topology.ErrSyntax, []string{"err-scalar.json:1: ", `found a string "nodes"; want the output of kubectl get nodes -o json or -o yaml`}},
+		{"wrong-list-kind", "err-kind.json", br, topology.ErrSyntax, []string{`found an object of kind "PodList" (apiVersion v1); want the output of kubectl get nodes`}},
+		{"wrong-item-kind", "err-item-kind.json", br, topology.ErrSyntax, []string{`item 0 (node "p1")`, `kind "Pod", want Node`}},
+		{"items-not-array", "err-items-type.json", br, topology.ErrSyntax, []string{"err-items-type.json:3: ", "field items is a number, want a list of Nodes"}},
+		{"item-not-object", "err-item-scalar.json", Options{}, topology.ErrSyntax, []string{"err-item-scalar.json:40: ", `item 1 is a string "n2", want a Node object`}},
+		{"label-not-string", "err-label-type.json", br, topology.ErrSyntax,
+			[]string{`item 0 (node "n1")`, `label "nvidia.com/gpu.count" is a number, want a string`}},
+		{"no-name", "err-no-name.json", br, topology.ErrInvalidSpec, []string{"item 0: no metadata.name"}},
+		{"missing-level-label", "err-missing-label.json", br, topology.ErrInvalidSpec,
 			[]string{`item 1 (node "n2")`, `no label "cloud.provider.com/topology-rack" for level "rack"`}},
-		{"empty-level-label", "err-empty-label.json", br, ErrInvalidSpec,
+		{"empty-level-label", "err-empty-label.json", br, topology.ErrInvalidSpec,
 			[]string{`node "n1"`, `label "cloud.provider.com/topology-rack" for level "rack" is empty`}},
-		{"duplicate-node", "err-duplicate.json", br, ErrDuplicate, []string{`node "n1" is item 0 and item 2`}},
-		{"gpu-unit", "err-gpu-unit.json", br, ErrGPUCount,
+		{"duplicate-node", "err-duplicate.json", br, topology.ErrDuplicate, []string{"err-duplicate.json:84: ", `item 2: node "n1" is also item 0`}},
+		{"gpu-unit", "err-gpu-unit.json", br, topology.ErrGPUCount,
 			[]string{`node "n1"`, `allocatable "nvidia.com/gpu" is "8Gi", want a whole number of GPUs`}},
-		{"gpu-fraction", "err-gpu-fraction.json", br, ErrGPUCount, []string{`is "500m", want a whole number`}},
-		{"gpu-negative", "err-gpu-negative.json", br, ErrGPUCount, []string{`is "-8", want a whole number`}},
-		{"gpu-not-quantity", "err-gpu-bool.json", br, ErrGPUCount, []string{`allocatable "nvidia.com/gpu" is JSON boolean`}},
-		{"gpu-above-64", "err-gpu-range.json", br, ErrGPUCount, []string{`item 1 (node "n2")`, "is 65 GPUs, want 1 to 64"}},
-		{"gpu-zero", "err-gpu-zero.json", br, ErrGPUCount,
+		{"gpu-fraction", "err-gpu-fraction.json", br, topology.ErrGPUCount, []string{`is "500m", want a whole number`}},
+		{"gpu-negative", "err-gpu-negative.json", br, topology.ErrGPUCount, []string{`is "-8", want a whole number`}},
+		{"gpu-not-quantity", "err-gpu-bool.json", br, topology.ErrGPUCount, []string{`allocatable "nvidia.com/gpu" is a boolean`}},
+		{"gpu-above-64", "err-gpu-range.json", br, topology.ErrGPUCount, []string{`item 1 (node "n2")`, "is 65 GPUs, want 1 to 64"}},
+		{"gpu-zero", "err-gpu-zero.json", br, topology.ErrGPUCount,
 			[]string{`2 node(s) without "nvidia.com/gpu": cpu-1, cpu-2`, "SkipNodesWithoutGPUs"}},
-		{"no-nodes", "err-no-nodes.json", br, ErrInvalidSpec, []string{"err-no-nodes.json: no nodes"}},
-		{"all-skipped", "mixed.json", none, ErrInvalidSpec, []string{"no nodes (6 skipped: cp-1, gpu-1"}},
-		{"bad-options", "blockrack.json", KubeOptions{Levels: []string{KubeLabelHostname, kubeTestRack}}, ErrInvalidSpec,
+		{"no-nodes", "err-no-nodes.json", br, topology.ErrInvalidSpec, []string{"err-no-nodes.json: topology: invalid cluster: no nodes"}},
+		{"all-skipped", "mixed.json", none, topology.ErrInvalidSpec, []string{"no nodes (6 skipped: cp-1, gpu-1"}},
+		{"bad-options", "blockrack.json", Options{Levels: []string{LabelHostname, testRack}}, topology.ErrInvalidSpec,
 			[]string{`"kubernetes.io/hostname" must be the last level`}},
-		{"skip-still-checks-labels", "err-missing-label.json", skip, ErrInvalidSpec, []string{`node "n2"`}},
+		{"skip-still-checks-labels", "err-missing-label.json", skip, topology.ErrInvalidSpec, []string{`node "n2"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.opts.Source = tt.file
-			spec, st, err := ParseKubeNodes(bytes.NewReader(readKubeFixture(t, tt.file)), tt.opts)
+			spec, st, err := Parse(bytes.NewReader(readFixture(t, tt.file)), tt.opts)
 			if err == nil {
 				t.Fatalf("no error; spec %+v status %+v", spec, st)
 			}
@@ -351,8 +353,8 @@ func TestKubeErrors(t *testing.T) {
 			if spec.Nodes != nil || st.Down != nil || st.Skipped != nil {
 				t.Errorf("partial result on error: %+v %+v", spec, st)
 			}
-			if c, err2 := LoadKubeNodes(bytes.NewReader(readKubeFixture(t, tt.file)), tt.opts); c != nil || err2 == nil || err2.Error() != err.Error() {
-				t.Errorf("LoadKubeNodes: %v, %v; want nil, %v", c, err2, err)
+			if c, _, err2 := Load(bytes.NewReader(readFixture(t, tt.file)), tt.opts); c != nil || err2 == nil || err2.Error() != err.Error() {
+				t.Errorf("Load: %v, %v; want nil, %v", c, err2, err)
 			}
 		})
 	}
@@ -362,35 +364,35 @@ type failReader struct{}
 
 func (failReader) Read([]byte) (int, error) { return 0, errors.New("disk on fire") }
 
-func TestKubeReadError(t *testing.T) {
-	_, _, err := ParseKubeNodes(failReader{}, KubeOptions{Source: "nodes.json"})
+func TestReadError(t *testing.T) {
+	_, _, err := Parse(failReader{}, Options{Source: "nodes.json"})
 	if err == nil || err.Error() != "nodes.json: disk on fire" {
 		t.Errorf("error %v", err)
 	}
 }
 
-func TestKubeOptionsValidate(t *testing.T) {
-	nine := make([]string, MaxLevels+1)
+func TestOptionsValidate(t *testing.T) {
+	nine := make([]string, topology.MaxLevels+1)
 	for i := range nine {
 		nine[i] = "example.com/level-" + string(rune('a'+i))
 	}
 	tests := []struct {
 		name string
-		opts KubeOptions
+		opts Options
 		err  error // nil: valid
 		want string
 	}{
-		{"zero-value", KubeOptions{}, nil, ""},
-		{"presets", KubePresetGKE(), nil, ""},
-		{"hostname-last", KubeOptions{Levels: []string{kubeTestRack, KubeLabelHostname}}, nil, ""},
-		{"max-levels-plus-hostname", KubeOptions{Levels: append(slices.Clone(nine[:MaxLevels]), KubeLabelHostname)}, nil, ""},
-		{"empty-key", KubeOptions{Levels: []string{kubeTestBlock, ""}}, ErrInvalidSpec, "kube level 1 has no label key"},
-		{"duplicate-key", KubeOptions{Levels: []string{kubeTestBlock, kubeTestBlock}}, ErrDuplicate, `"cloud.provider.com/topology-block" listed twice`},
-		{"hostname-not-last", KubeOptions{Levels: []string{KubeLabelHostname, kubeTestRack}}, ErrInvalidSpec, "must be the last level"},
-		{"too-many-levels", KubeOptions{Levels: nine}, ErrInvalidSpec, "9 kube levels, at most 8"},
-		{"names-length", KubeOptions{Levels: []string{kubeTestBlock, kubeTestRack}, LevelNames: []string{"block"}}, ErrInvalidSpec, "1 kube level names for 2 levels"},
-		{"empty-name", KubeOptions{Levels: []string{kubeTestBlock, kubeTestRack}, LevelNames: []string{"block", ""}}, ErrInvalidSpec, "has an empty name"},
-		{"duplicate-name", KubeOptions{Levels: []string{kubeTestBlock, kubeTestRack}, LevelNames: []string{"x", "x"}}, ErrDuplicate, `name "x" given twice`},
+		{"zero-value", Options{}, nil, ""},
+		{"presets", PresetGKE(), nil, ""},
+		{"hostname-last", Options{Levels: []string{testRack, LabelHostname}}, nil, ""},
+		{"max-levels-plus-hostname", Options{Levels: append(slices.Clone(nine[:topology.MaxLevels]), LabelHostname)}, nil, ""},
+		{"empty-key", Options{Levels: []string{testBlock, ""}}, topology.ErrInvalidSpec, "kube level 1 has no label key"},
+		{"duplicate-key", Options{Levels: []string{testBlock, testBlock}}, topology.ErrDuplicate, `"cloud.provider.com/topology-block" listed twice`},
+		{"hostname-not-last", Options{Levels: []string{LabelHostname, testRack}}, topology.ErrInvalidSpec, "must be the last level"},
+		{"too-many-levels", Options{Levels: nine}, topology.ErrInvalidSpec, "9 kube levels, at most 8"},
+		{"names-length", Options{Levels: []string{testBlock, testRack}, LevelNames: []string{"block"}}, topology.ErrInvalidSpec, "1 kube level names for 2 levels"},
+		{"empty-name", Options{Levels: []string{testBlock, testRack}, LevelNames: []string{"block", ""}}, topology.ErrInvalidSpec, "has an empty name"},
+		{"duplicate-name", Options{Levels: []string{testBlock, testRack}, LevelNames: []string{"x", "x"}}, topology.ErrDuplicate, `name "x" given twice`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -408,21 +410,21 @@ func TestKubeOptionsValidate(t *testing.T) {
 	}
 }
 
-func TestKubeLevelNames(t *testing.T) {
+func TestLevelNames(t *testing.T) {
 	tests := []struct {
 		levels []string
 		want   []string
 	}{
-		{[]string{kubeTestBlock, kubeTestRack, KubeLabelHostname}, []string{"topology-block", "topology-rack"}},
-		{[]string{KubeLabelNVLinkClique}, []string{"clique"}},
-		{[]string{KubeLabelZone, "rack"}, []string{"zone", "rack"}},
+		{[]string{testBlock, testRack, LabelHostname}, []string{"topology-block", "topology-rack"}},
+		{[]string{LabelNVLinkClique}, []string{"clique"}},
+		{[]string{LabelZone, "rack"}, []string{"zone", "rack"}},
 		{[]string{"example.com/"}, []string{"example.com/"}},
 		// "rack" twice: every level keeps its full key.
 		{[]string{"a.example.com/rack", "b.example.com/rack"}, []string{"a.example.com/rack", "b.example.com/rack"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.levels, ","), func(t *testing.T) {
-			lv, err := KubeOptions{Levels: tt.levels}.resolve()
+			lv, err := Options{Levels: tt.levels}.resolve()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -433,28 +435,28 @@ func TestKubeLevelNames(t *testing.T) {
 	}
 }
 
-// kubeFuzzOptions are the option sets FuzzKubeNodes picks from.
-func kubeFuzzOptions() []KubeOptions {
-	skip := kubeBlockRack()
+// fuzzOptions are the option sets FuzzKubeNodes picks from.
+func fuzzOptions() []Options {
+	skip := blockRack()
 	skip.SkipNodesWithoutGPUs = true
 	sel := skip
 	sel.NodeSelector = map[string]string{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
-	flatSkip := KubeOptions{SkipNodesWithoutGPUs: true}
-	return []KubeOptions{
-		kubeBlockRack(), KubePresetGKE(), KubePresetAWS(), KubePresetNVLinkClique(), KubePresetZone(),
+	flatSkip := Options{SkipNodesWithoutGPUs: true}
+	return []Options{
+		blockRack(), PresetGKE(), PresetAWS(), PresetNVLinkClique(), PresetZone(),
 		{}, flatSkip, skip, sel, {GPUResource: "amd.com/gpu"},
 	}
 }
 
-// FuzzKubeNodes feeds arbitrary input to ParseKubeNodes and Build under
+// FuzzKubeNodes feeds arbitrary input to Parse and Build under
 // one of several option sets: no panic, errors wrap a sentinel, and a
 // successful parse builds a cluster with one node per accepted item.
-func FuzzKubeNodes(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	seeds := map[string]uint8{
 		"blockrack.json": 0, "gke.json": 1, "aws.json": 2, "clique.json": 3, "zone.json": 4,
 		"flat.json": 5, "amd.json": 9, "mixed.json": 7, "single.json": 0,
 	}
-	files, err := filepath.Glob(filepath.Join("testdata", "kube", "*.json"))
+	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -467,30 +469,41 @@ func FuzzKubeNodes(f *testing.F) {
 	}
 	f.Add([]byte(`[{"metadata":{"name":"a"},"status":{"allocatable":{"nvidia.com/gpu":8}}}]`), uint8(5))
 	f.Add([]byte(`{"items":[{"metadata":{"name":"a","labels":{"cloud.provider.com/topology-block":"b","cloud.provider.com/topology-rack":"r"}},"status":{"allocatable":{"nvidia.com/gpu":"4"},"conditions":[{"type":"Ready","status":"True"}]}}]}`), uint8(0))
-	optsets := kubeFuzzOptions()
-	sentinels := []error{ErrSyntax, ErrInvalidSpec, ErrDuplicate, ErrGPUCount}
+	f.Add([]byte("kind: List\nitems:\n- metadata:\n    name: a\n  status:\n    allocatable:\n      nvidia.com/gpu: \"8\"\n"), uint8(5))
+	f.Add(readFixture(f, "blockrack.yaml"), uint8(0))
+	optsets := fuzzOptions()
+	sentinels := []error{topology.ErrSyntax, topology.ErrInvalidSpec, topology.ErrDuplicate, topology.ErrGPUCount}
 
 	f.Fuzz(func(t *testing.T, data []byte, pick uint8) {
 		if len(data) > 1<<16 {
 			return
 		}
 		opts := optsets[int(pick)%len(optsets)]
-		spec, st, err := ParseKubeNodes(bytes.NewReader(data), opts)
+		opts.MaxDefects = 5
+		spec, st, err := Parse(bytes.NewReader(data), opts)
 		if err != nil {
-			if !slices.ContainsFunc(sentinels, func(s error) bool { return errors.Is(err, s) }) {
-				t.Fatalf("error wraps no sentinel: %v", err)
+			var ds *topology.Defects
+			if !errors.As(err, &ds) || len(ds.List) == 0 {
+				t.Fatalf("error %v is not a non-empty *topology.Defects", err)
+			}
+			for _, d := range ds.List {
+				if !slices.ContainsFunc(sentinels, func(s error) bool { return errors.Is(d, s) }) {
+					t.Fatalf("defect wraps no sentinel: %v", d)
+				}
 			}
 			return
 		}
-		c, err := Build(spec)
+		c, err := topology.Build(spec)
 		if err != nil {
-			t.Fatalf("ParseKubeNodes succeeded but Build failed: %v", err)
+			t.Fatalf("Parse succeeded but Build failed: %v", err)
 		}
-		// Count the input's items independently of the parser's
-		// bookkeeping: every item is either a node or skipped.
-		items := kubeFuzzCountItems(t, data)
-		if c.NumNodes() != len(spec.Nodes) || c.NumNodes()+len(st.Skipped) != items {
-			t.Fatalf("%d nodes built, %d in spec, %d skipped, %d items", c.NumNodes(), len(spec.Nodes), len(st.Skipped), items)
+		// Count the input's items independently of the parser (JSON
+		// only): every item is either a node or skipped.
+		if items := fuzzCountItems(data); items >= 0 && c.NumNodes()+len(st.Skipped) != items {
+			t.Fatalf("%d nodes built, %d skipped, %d items", c.NumNodes(), len(st.Skipped), items)
+		}
+		if c.NumNodes() != len(spec.Nodes) {
+			t.Fatalf("%d nodes built, %d in spec", c.NumNodes(), len(spec.Nodes))
 		}
 		for _, name := range st.Skipped {
 			if _, ok := c.NodeIndex(name); ok {
@@ -510,7 +523,9 @@ func FuzzKubeNodes(f *testing.F) {
 	})
 }
 
-func kubeFuzzCountItems(t *testing.T, data []byte) int {
+// fuzzCountItems counts the node objects of a JSON input with
+// encoding/json, or returns -1 for input that is not JSON.
+func fuzzCountItems(data []byte) int {
 	var arr []json.RawMessage
 	if err := json.Unmarshal(data, &arr); err == nil {
 		return len(arr)
@@ -520,7 +535,7 @@ func kubeFuzzCountItems(t *testing.T, data []byte) int {
 		Items []json.RawMessage `json:"items"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
-		t.Fatalf("parser accepted input that is neither an array nor a list: %v", err)
+		return -1
 	}
 	if doc.Kind == "Node" {
 		return 1
@@ -528,7 +543,7 @@ func kubeFuzzCountItems(t *testing.T, data []byte) int {
 	return len(doc.Items)
 }
 
-func ExampleParseKubeNodes() {
+func ExampleParse() {
 	// Trimmed output of `kubectl get nodes -o json`.
 	const nodes = `{"kind": "List", "items": [
 	  {"metadata": {"name": "gpu-1", "labels": {"example.com/block": "b1", "example.com/rack": "r1"}},
@@ -539,17 +554,17 @@ func ExampleParseKubeNodes() {
 	  {"metadata": {"name": "cpu-1", "labels": {}},
 	   "status": {"allocatable": {"cpu": "32"}, "conditions": [{"type": "Ready", "status": "True"}]}}
 	]}`
-	opts := KubeOptions{
-		Levels:               []string{"example.com/block", "example.com/rack", KubeLabelHostname},
+	opts := Options{
+		Levels:               []string{"example.com/block", "example.com/rack", LabelHostname},
 		SkipNodesWithoutGPUs: true,
 		Source:               "nodes.json",
 	}
-	spec, status, err := ParseKubeNodes(strings.NewReader(nodes), opts)
+	spec, status, err := Parse(strings.NewReader(nodes), opts)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	c, err := Build(spec)
+	c, err := topology.Build(spec)
 	if err != nil {
 		fmt.Println(err)
 		return
