@@ -252,17 +252,17 @@ func parseBlockSizes(v string, at pos, col *defects.Collector) blockSizes {
 // includePath resolves an Include target against the including file.
 func includePath(from, target string) (string, error) {
 	if strings.ContainsAny(target, "*?[") {
-		return "", fmt.Errorf("Include %s: globs are not supported (Slurm skips them too)", target)
+		return "", fmt.Errorf("include %s: globs are not supported (Slurm skips them too)", target)
 	}
 	if strings.Contains(target, "%") {
-		return "", fmt.Errorf("Include %s: %%-substitutions such as %%c are not supported", target)
+		return "", fmt.Errorf("include %s: %%-substitutions such as %%c are not supported", target)
 	}
 	p := path.Join(path.Dir(from), target)
 	if strings.HasPrefix(target, "/") {
 		p = strings.TrimPrefix(path.Clean(target), "/")
 	}
 	if !fs.ValidPath(p) || p == "." {
-		return "", fmt.Errorf("Include %s: the path leaves the file system the loader was given", target)
+		return "", fmt.Errorf("include %s: the path leaves the file system the loader was given", target)
 	}
 	return p, nil
 }

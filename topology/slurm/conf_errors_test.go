@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -160,5 +161,22 @@ func TestConfErrors(t *testing.T) {
 				t.Errorf("LoadConf = %v, %v; want nil and the same error", c, err2)
 			}
 		})
+	}
+}
+
+// TestConfDefectBound: past Options.MaxDefects defects are counted, not
+// listed, and the message says how many more there are.
+func TestConfDefectBound(t *testing.T) {
+	var b strings.Builder
+	for i := range 30 {
+		fmt.Fprintf(&b, "SwitchName=s%d Nodes=n[%d-1]\n", i, i+2) // 30 descending ranges
+	}
+	_, _, err := ParseConf(confFS(b.String()), "topology.conf", Options{MaxDefects: 10})
+	var ds *topology.Defects
+	if !errors.As(err, &ds) || len(ds.List) != 10 || ds.More != 20 {
+		t.Fatalf("error %v", err)
+	}
+	if !strings.HasPrefix(err.Error(), "30 defects:\ntopology.conf:1: ") || !strings.HasSuffix(err.Error(), "(and 20 more, not listed)") {
+		t.Errorf("message %q", err)
 	}
 }

@@ -85,7 +85,7 @@ func TestConfIncludeErrors(t *testing.T) {
 		{"glob", memFS("topology.conf", leaf+"Include *.conf\n"), ErrInclude, []string{"topology.conf:2:", "globs are not supported"}},
 		{"cluster name", memFS("topology.conf", leaf+"Include topo-%c.conf\n"), ErrInclude, []string{"%c are not supported"}},
 		{"outside", memFS("topology.conf", leaf+"Include ../x.conf\n"), ErrInclude, []string{"leaves the file system"}},
-		{"no file", memFS("topology.conf", leaf+"Include \n"), topology.ErrSyntax, []string{"topology.conf:2:", "Include without a file"}},
+		{"no file", memFS("topology.conf", leaf+"Include \n"), topology.ErrSyntax, []string{"topology.conf:2:", "include line without a file"}},
 		{"two files", memFS("topology.conf", leaf+"Include a b\n"), topology.ErrSyntax, []string{`text "b" after the Include file a`}},
 		{"too deep", deepIncludes(MaxIncludeDepth + 2), ErrInclude, []string{"nested deeper than 16"}},
 	}

@@ -195,7 +195,7 @@ func includeTarget(text string) (string, bool, error) {
 	fields := strings.Fields(t[8:])
 	switch len(fields) {
 	case 0:
-		return "", true, fmt.Errorf("Include without a file")
+		return "", true, fmt.Errorf("include line without a file")
 	case 1:
 		return fields[0], true, nil
 	}
