@@ -26,7 +26,7 @@ type topologySize struct {
 var topologySizes = []topologySize{
 	{"gpus=2k", topology.FatTreeConfig{Spines: 4, LeavesPerSpine: 4, NodesPerLeaf: 16, GPUsPerNode: 8}, false},     // 256 nodes, 2,048 GPUs
 	{"gpus=100k", topology.FatTreeConfig{Spines: 25, LeavesPerSpine: 20, NodesPerLeaf: 25, GPUsPerNode: 8}, false}, // 12,500 nodes
-	{"nodes=1M", topology.FatTreeConfig{Spines: 40, LeavesPerSpine: 1000, NodesPerLeaf: 25, GPUsPerNode: 8}, true},  // 8,000,000 GPUs
+	{"nodes=1M", topology.FatTreeConfig{Spines: 40, LeavesPerSpine: 1000, NodesPerLeaf: 25, GPUsPerNode: 8}, true}, // 8,000,000 GPUs
 }
 
 // skipLarge skips a million-node case unless PHALANX_BENCH_LARGE=1, and
