@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,8 @@ import (
 	"github.com/phalanx-sched/phalanx/topology"
 	"github.com/phalanx-sched/phalanx/topology/hostlist"
 )
+
+var blankAroundEquals = regexp.MustCompile(`\s=|=\s`)
 
 // fuzzMaxNodes caps the nodes of a fuzz input; larger inputs are skipped
 // (the loaders handle them, only slowly).
@@ -53,10 +56,10 @@ func checkFuzzDefects(t *testing.T, err error, files ...string) {
 }
 
 // listedNodes counts the distinct nodes named in Nodes= values of a
-// topology.conf written without quotes, escapes or includes, independently
-// of the loader; ok is false for other files.
+// topology.conf written without quotes, escapes, includes or blanks
+// around "=", independently of the loader; ok is false for other files.
 func listedNodes(text string) (n int, ok bool) {
-	if strings.ContainsAny(text, "\"\\") || strings.Contains(strings.ToLower(text), "include") {
+	if strings.ContainsAny(text, "\"\\") || strings.Contains(strings.ToLower(text), "include") || blankAroundEquals.MatchString(text) {
 		return 0, false
 	}
 	seen := make(map[string]bool)

@@ -174,6 +174,10 @@ func (d *yamlDoc) topology(item *yaml.Node) (yamlTopology, bool) {
 		d.errorf(item.Line, topology.ErrSyntax, "a topology must be a mapping, not %s", item.Kind)
 		return yamlTopology{}, false
 	}
+	if len(item.Keys) == 0 {
+		d.errorf(item.Line, topology.ErrInvalidSpec, "a topology without keys (want topology: and one of tree, block and flat)")
+		return yamlTopology{}, false
+	}
 	first := item.Keys[0]
 	if first.Key != "topology" {
 		d.errorf(first.Line, topology.ErrSyntax, "the first key of a topology must be topology:, not %s:", first.Key)
