@@ -460,6 +460,11 @@ func FuzzParse(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	fixtures, err := filepath.Glob(filepath.Join("testdata", "defects", "*.*"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	files = append(files, slices.DeleteFunc(fixtures, func(p string) bool { return strings.HasSuffix(p, ".want") })...)
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {
