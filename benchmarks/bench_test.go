@@ -13,6 +13,7 @@ import (
 	"github.com/phalanx-sched/phalanx/internal/testcluster"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
+	"github.com/phalanx-sched/phalanx/topology/slurm"
 )
 
 // inventory is a benchmark cluster.
@@ -37,11 +38,8 @@ var inventories = sync1(func() []inventory {
 		{"superpod16k", must(topology.FatTree(topology.FatTreeConfig{Spines: 8, LeavesPerSpine: 8, NodesPerLeaf: 32, GPUsPerNode: 8})), "leaf", 16},
 		{"100k", topology.FatTree100k(), "leaf", 8},
 	}
-	if f, err := os.Open("../topology/testdata/alibaba_lingjun_crux_3tier.topology.conf"); err == nil {
-		defer f.Close()
-		if c, err := topology.LoadSlurmTopologyConf(f, topology.SlurmOptions{}); err == nil {
-			invs = append(invs, inventory{"alibaba847", c, "leaf", 2})
-		}
+	if c, _, err := slurm.LoadConf(os.DirFS("../topology/slurm/testdata"), "alibaba_lingjun_crux_3tier.topology.conf", slurm.Options{}); err == nil {
+		invs = append(invs, inventory{"alibaba847", c, "leaf", 2})
 	}
 	return invs
 })

@@ -4,7 +4,10 @@
 // 2,016-GPU NVL72 layout, a 16,384-GPU SuperPOD-like tree, a 100,000-GPU
 // fat tree and the real 847-host Alibaba topology) and states (empty, 50%
 // and 90% busy, fragmented by a seeded workload), plus a scaling sweep from
-// 250 to 12,500 nodes.
+// 250 to 12,500 nodes, and building and loading clusters of 2,048 GPUs,
+// 100,000 GPUs and (with PHALANX_BENCH_LARGE=1) a million nodes;
+// cmd/topoload measures the million-node cases' peak memory in a fresh
+// process.
 //
 //	go test -run '^$' -bench . ./benchmarks/...
 //

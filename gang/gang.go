@@ -408,9 +408,7 @@ func (a *Admitter) release(s *topology.State, ma *MemberAllocation) {
 func (a *Admitter) placeMember(s *topology.State, m *Member, ma *MemberAllocation, lvl, d int) (bool, placement.Reason) {
 	a.req = m.Request
 	if lvl >= 0 {
-		dom := a.c.Domain(lvl, d)
-		a.allow.ClearAll()
-		a.allow.InPlaceUnion(dom.Nodes)
+		a.c.DomainNodes(lvl, d, a.allow)
 		if m.Request.Allowed != nil {
 			a.allow.InPlaceIntersection(m.Request.Allowed)
 		}

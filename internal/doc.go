@@ -1,5 +1,7 @@
 // Package internal groups the helpers shared by Phalanx's packages and not
 // meant for importers: bits (word-level bitset operations), datadriven
-// (scenario-file test harness) and testcluster (clusters and states from
-// short text forms, seeded fragmentation).
+// (scenario-file test harness), testcluster (clusters and states from
+// short text forms, seeded fragmentation), yaml (the YAML subset parser of
+// the topology loaders) and defects (the loaders' bounded defect
+// collector).
 package internal

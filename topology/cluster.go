@@ -1,12 +1,16 @@
 package topology
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/bits-and-blooms/bitset"
+
+	"github.com/phalanx-sched/phalanx/internal/bits"
+	"github.com/phalanx-sched/phalanx/topology/hostlist"
 )
 
 // MaxLevels is the deepest topology above the node that a cluster may have.
@@ -87,7 +91,8 @@ type Node struct {
 // Domain is a read-only view of one domain (a switch, a block, a rack) of a
 // Cluster. Its nodes are the contiguous index range [FirstNode, EndNode);
 // its children are the domains [FirstChild, EndChild) of the level below
-// (none at the lowest level).
+// (none at the lowest level). A domain holds no node bitset: use
+// Cluster.DomainNodes to fill one when a caller needs it.
 type Domain struct {
 	// Level is the index of the domain's level (0 is the top).
 	Level int
@@ -104,8 +109,6 @@ type Domain struct {
 	FirstNode, EndNode int
 	// GPUs is the total GPU count under the domain.
 	GPUs int
-	// Nodes is the domain's node set (shared; do not modify).
-	Nodes *bitset.BitSet
 }
 
 type domainInfo struct {
@@ -114,7 +117,6 @@ type domainInfo struct {
 	firstChild, endChild int32
 	firstNode, endNode   int32
 	gpus                 int32
-	nodes                *bitset.BitSet
 }
 
 type nodeInfo struct {
@@ -125,13 +127,13 @@ type nodeInfo struct {
 
 // Cluster is an immutable cluster: nodes, their GPUs and the switch tree
 // above them. Nodes are numbered in topology order, so every domain's nodes
-// form one contiguous index range; every domain also carries its node set as
-// a bitset. A Cluster is safe for concurrent use.
+// form one contiguous index range. Memory is linear in nodes plus domains
+// (no per-domain bitsets). A Cluster is safe for concurrent use.
 type Cluster struct {
 	levelNames []string
 	levels     [][]domainInfo
 	nodes      []nodeInfo
-	nodeByName map[string]int
+	nodeByName map[string]int32
 	// nodeDom[l*len(nodes)+n] is node n's domain at level l.
 	nodeDom   []int32
 	totalGPUs int
@@ -142,166 +144,259 @@ type Cluster struct {
 // Build validates spec and builds the Cluster. Nodes are reordered into
 // topology order: domains in the order they first appear in spec, nodes
 // within their lowest domain in spec order. On error no cluster is built
-// and the error names the offending node or domain.
+// and the error names the offending node or domain. Build keeps no
+// reference to spec's slices; names are shared. Time and memory are linear
+// in the nodes (plus a sort of the lowest-level domains).
 func Build(spec Spec) (*Cluster, error) {
-	depth := len(spec.Levels)
-	if depth > MaxLevels {
-		return nil, fmt.Errorf("%w: %d levels, at most %d", ErrInvalidSpec, depth, MaxLevels)
+	if err := checkLevels(spec.Levels); err != nil {
+		return nil, err
 	}
-	for i, name := range spec.Levels {
+	byName, err := checkNodes(&spec)
+	if err != nil {
+		return nil, err
+	}
+	tmpDom, err := identifyDomains(&spec)
+	if err != nil {
+		return nil, err
+	}
+	order := topologyOrder(tmpDom, len(spec.Levels), len(spec.Nodes))
+	c := &Cluster{
+		levelNames: slices.Clone(spec.Levels),
+		levels:     make([][]domainInfo, len(spec.Levels)),
+		nodeByName: byName,
+		words:      (len(spec.Nodes) + 63) / 64,
+	}
+	c.placeNodes(&spec, order)
+	c.placeDomains(&spec, order, tmpDom)
+	return c, nil
+}
+
+// checkLevels validates the level names.
+func checkLevels(levels []string) error {
+	if len(levels) > MaxLevels {
+		return fmt.Errorf("%w: %d levels, at most %d", ErrInvalidSpec, len(levels), MaxLevels)
+	}
+	for i, name := range levels {
 		if name == "" {
-			return nil, fmt.Errorf("%w: level %d has no name", ErrInvalidSpec, i)
+			return fmt.Errorf("%w: level %d has no name", ErrInvalidSpec, i)
 		}
-		if slices.Index(spec.Levels[:i], name) >= 0 {
-			return nil, fmt.Errorf("%w: level %q named twice", ErrDuplicate, name)
+		if slices.Index(levels[:i], name) >= 0 {
+			return fmt.Errorf("%w: level %q named twice", ErrDuplicate, name)
 		}
 	}
+	return nil
+}
+
+// specWhere quotes a node's Source for error messages.
+func specWhere(n *NodeSpec) string {
+	if n.Source != "" {
+		return " (" + n.Source + ")"
+	}
+	return ""
+}
+
+// checkNodes validates every node and returns the index of each name in
+// spec order.
+func checkNodes(spec *Spec) (map[string]int32, error) {
 	if len(spec.Nodes) == 0 {
 		return nil, fmt.Errorf("%w: no nodes", ErrInvalidSpec)
 	}
-	where := func(n *NodeSpec) string {
-		if n.Source != "" {
-			return " (" + n.Source + ")"
-		}
-		return ""
-	}
-	byName := make(map[string]int, len(spec.Nodes))
+	depth := len(spec.Levels)
+	byName := make(map[string]int32, len(spec.Nodes))
 	for i := range spec.Nodes {
 		n := &spec.Nodes[i]
 		if n.Name == "" {
-			return nil, fmt.Errorf("%w: node %d has no name%s", ErrInvalidSpec, i, where(n))
+			return nil, fmt.Errorf("%w: node %d has no name%s", ErrInvalidSpec, i, specWhere(n))
 		}
 		if j, dup := byName[n.Name]; dup {
-			return nil, fmt.Errorf("%w: node %q defined twice%s%s", ErrDuplicate, n.Name, where(&spec.Nodes[j]), where(n))
+			return nil, fmt.Errorf("%w: node %q defined twice%s%s", ErrDuplicate, n.Name, specWhere(&spec.Nodes[j]), specWhere(n))
 		}
-		byName[n.Name] = i
+		byName[n.Name] = int32(i)
 		if n.GPUs < 1 || n.GPUs > MaxGPUsPerNode {
-			return nil, fmt.Errorf("%w: node %q has %d GPUs, want 1 to %d%s", ErrGPUCount, n.Name, n.GPUs, MaxGPUsPerNode, where(n))
+			return nil, fmt.Errorf("%w: node %q has %d GPUs, want 1 to %d%s", ErrGPUCount, n.Name, n.GPUs, MaxGPUsPerNode, specWhere(n))
 		}
 		all := onesMask(n.GPUs)
 		for _, g := range n.Groups {
 			if g == 0 || g&^all != 0 {
-				return nil, fmt.Errorf("%w: node %q GPU group %#x is empty or outside its %d GPUs%s", ErrGPUCount, n.Name, g, n.GPUs, where(n))
+				return nil, fmt.Errorf("%w: node %q GPU group %#x is empty or outside its %d GPUs%s", ErrGPUCount, n.Name, g, n.GPUs, specWhere(n))
 			}
 		}
 		if len(n.Path) != depth {
-			return nil, fmt.Errorf("%w: node %q has %d topology levels, want %d (%s)%s", ErrInvalidSpec, n.Name, len(n.Path), depth, strings.Join(spec.Levels, ", "), where(n))
+			return nil, fmt.Errorf("%w: node %q has %d topology levels, want %d (%s)%s", ErrInvalidSpec, n.Name, len(n.Path), depth, strings.Join(spec.Levels, ", "), specWhere(n))
 		}
 		for l, d := range n.Path {
 			if d == "" {
-				return nil, fmt.Errorf("%w: node %q has no %s%s", ErrInvalidSpec, n.Name, spec.Levels[l], where(n))
+				return nil, fmt.Errorf("%w: node %q has no %s%s", ErrInvalidSpec, n.Name, spec.Levels[l], specWhere(n))
 			}
 		}
 	}
+	return byName, nil
+}
 
-	// Identify domains level by level, in order of first appearance.
-	type seen struct {
-		idx    int32
-		parent int32
-		node   int // first node seen under it
-	}
+// domainKey identifies a domain within its level while Build numbers them:
+// by name, and by parent too when names are local to their parent.
+type domainKey struct {
+	parent int32
+	name   string
+}
+
+type domainSeen struct {
+	idx, parent int32
+	node        int32 // first node seen under it, in spec order
+}
+
+// identifyDomains numbers the domains of every level in order of first
+// appearance in spec and returns tmp, where tmp[l*len(spec.Nodes)+i] is
+// node i's domain at level l. A domain found under two parents (when names
+// are not local) is an ErrNotTree error.
+func identifyDomains(spec *Spec) ([]int32, error) {
 	nn := len(spec.Nodes)
-	tmpDom := make([]int32, depth*nn)
-	for l := 0; l < depth; l++ {
-		ids := make(map[string]seen)
-		next := int32(0)
+	tmp := make([]int32, len(spec.Levels)*nn)
+	for l := range spec.Levels {
+		ids := make(map[domainKey]domainSeen)
+		var last domainKey
+		lastIdx, lastParent := int32(-1), int32(-1)
 		for i := range spec.Nodes {
 			n := &spec.Nodes[i]
 			parent := int32(-1)
 			if l > 0 {
-				parent = tmpDom[(l-1)*nn+i]
+				parent = tmp[(l-1)*nn+i]
 			}
-			key := n.Path[l]
+			key := domainKey{name: n.Path[l]}
 			if spec.LocalDomainNames {
-				key = fmt.Sprintf("%d\x00%s", parent, key)
+				key.parent = parent
+			}
+			if lastIdx >= 0 && key == last && parent == lastParent {
+				tmp[l*nn+i] = lastIdx // same domain as the node before: the common case
+				continue
 			}
 			s, ok := ids[key]
 			if !ok {
-				s = seen{idx: next, parent: parent, node: i}
+				s = domainSeen{idx: int32(len(ids)), parent: parent, node: int32(i)}
 				ids[key] = s
-				next++
 			} else if s.parent != parent {
 				first := &spec.Nodes[s.node]
 				return nil, fmt.Errorf("%w: %s %q is under %s %q (node %q%s) and under %s %q (node %q%s)",
 					ErrNotTree, spec.Levels[l], n.Path[l],
-					spec.Levels[l-1], first.Path[l-1], first.Name, where(first),
-					spec.Levels[l-1], n.Path[l-1], n.Name, where(n))
+					spec.Levels[l-1], first.Path[l-1], first.Name, specWhere(first),
+					spec.Levels[l-1], n.Path[l-1], n.Name, specWhere(n))
 			}
-			tmpDom[l*nn+i] = s.idx
+			tmp[l*nn+i] = s.idx
+			last, lastIdx, lastParent = key, s.idx, parent
 		}
 	}
+	return tmp, nil
+}
 
-	// Topology order: sort nodes by their domain at every level, then by
-	// spec order. Each domain's nodes become one contiguous range.
-	order := make([]int, nn)
-	for i := range order {
-		order[i] = i
+// topologyOrder returns the spec indices of the nodes in topology order:
+// by their domain at every level (in order of first appearance), then in
+// spec order. A lowest-level domain determines every domain above it, so
+// the lowest-level domains are sorted by their chains and the nodes are
+// then placed by a stable counting sort, linear in the nodes.
+func topologyOrder(tmp []int32, depth, nn int) []int32 {
+	order := make([]int32, nn)
+	if depth == 0 {
+		for i := range order {
+			order[i] = int32(i)
+		}
+		return order
 	}
-	slices.SortStableFunc(order, func(a, b int) int {
+	low := tmp[(depth-1)*nn : depth*nn]
+	numLow := int(slices.Max(low)) + 1
+	firstNode := make([]int32, numLow)
+	for i := range firstNode {
+		firstNode[i] = -1
+	}
+	for i, d := range low {
+		if firstNode[d] < 0 {
+			firstNode[d] = int32(i)
+		}
+	}
+	byChain := make([]int32, numLow)
+	for d := range byChain {
+		byChain[d] = int32(d)
+	}
+	slices.SortFunc(byChain, func(a, b int32) int {
+		na, nb := int(firstNode[a]), int(firstNode[b])
 		for l := 0; l < depth; l++ {
-			if da, db := tmpDom[l*nn+a], tmpDom[l*nn+b]; da != db {
-				return int(da - db)
+			if c := cmp.Compare(tmp[l*nn+na], tmp[l*nn+nb]); c != 0 {
+				return c
 			}
 		}
 		return 0
 	})
-
-	c := &Cluster{
-		levelNames: slices.Clone(spec.Levels),
-		levels:     make([][]domainInfo, depth),
-		nodes:      make([]nodeInfo, nn),
-		nodeByName: make(map[string]int, nn),
-		nodeDom:    make([]int32, depth*nn),
-		words:      (nn + 63) / 64,
+	// start[r] is where the nodes of the domain ranked r begin.
+	start := make([]int32, numLow+1)
+	rank := firstNode // reuse: rank of each lowest domain
+	for r, d := range byChain {
+		rank[d] = int32(r)
 	}
+	for _, d := range low {
+		start[rank[d]+1]++
+	}
+	for r := 1; r <= numLow; r++ {
+		start[r] += start[r-1]
+	}
+	for i, d := range low {
+		r := rank[d]
+		order[start[r]] = int32(i)
+		start[r]++
+	}
+	return order
+}
+
+// placeNodes fills the node table in topology order.
+func (c *Cluster) placeNodes(spec *Spec, order []int32) {
+	c.nodes = make([]nodeInfo, len(order))
+	var lastGroups, lastClone []uint64
 	for newIdx, old := range order {
 		n := &spec.Nodes[old]
-		c.nodes[newIdx] = nodeInfo{name: n.Name, gpus: n.GPUs, groups: slices.Clone(n.Groups)}
-		c.nodeByName[n.Name] = newIdx
+		groups := lastClone
+		if !slices.Equal(n.Groups, lastGroups) || (n.Groups == nil) != (lastGroups == nil) {
+			groups = slices.Clone(n.Groups) // shared by runs of nodes with equal groups
+			lastGroups, lastClone = n.Groups, groups
+		}
+		c.nodes[newIdx] = nodeInfo{name: n.Name, gpus: n.GPUs, groups: groups}
+		c.nodeByName[n.Name] = int32(newIdx)
 		c.totalGPUs += n.GPUs
 		c.maxGPUs = max(c.maxGPUs, n.GPUs)
 	}
-	// Renumber domains in node order and record ranges.
+}
+
+// placeDomains numbers the domains of every level in node order and
+// records their node and child ranges. Domains are contiguous in topology
+// order, so a new domain starts wherever a node's domain differs from the
+// node's before it.
+func (c *Cluster) placeDomains(spec *Spec, order, tmp []int32) {
+	nn := len(order)
+	depth := len(spec.Levels)
+	c.nodeDom = make([]int32, depth*nn)
 	for l := 0; l < depth; l++ {
-		renum := make(map[int32]int32)
 		var doms []domainInfo
+		prev := int32(-1)
 		for newIdx, old := range order {
-			od := tmpDom[l*nn+old]
-			d, ok := renum[od]
-			if !ok {
-				d = int32(len(doms))
-				renum[od] = d
+			if od := tmp[l*nn+int(old)]; newIdx == 0 || od != prev {
 				parent := int32(-1)
 				if l > 0 {
 					parent = c.nodeDom[(l-1)*nn+newIdx]
 				}
-				doms = append(doms, domainInfo{
-					name:      spec.Nodes[old].Path[l],
-					parent:    parent,
-					firstNode: int32(newIdx),
-				})
+				doms = append(doms, domainInfo{name: spec.Nodes[old].Path[l], parent: parent, firstNode: int32(newIdx)})
+				prev = od
 			}
+			d := len(doms) - 1
 			doms[d].endNode = int32(newIdx) + 1
 			doms[d].gpus += int32(c.nodes[newIdx].gpus)
-			c.nodeDom[l*nn+newIdx] = d
+			c.nodeDom[l*nn+newIdx] = int32(d)
 		}
-		c.levels[l] = doms
+		c.levels[l] = slices.Clip(doms)
 	}
-	for l := 0; l < depth; l++ {
+	for l := 0; l < depth-1; l++ {
 		for d := range c.levels[l] {
 			dom := &c.levels[l][d]
-			dom.nodes = bitset.New(uint(nn))
-			for i := dom.firstNode; i < dom.endNode; i++ {
-				dom.nodes.Set(uint(i))
-			}
-			dom.firstChild, dom.endChild = 0, 0
-			if l+1 < depth {
-				dom.firstChild = c.nodeDom[(l+1)*nn+int(dom.firstNode)]
-				dom.endChild = c.nodeDom[(l+1)*nn+int(dom.endNode)-1] + 1
-			}
+			dom.firstChild = c.nodeDom[(l+1)*nn+int(dom.firstNode)]
+			dom.endChild = c.nodeDom[(l+1)*nn+int(dom.endNode)-1] + 1
 		}
 	}
-	return c, nil
 }
 
 func onesMask(n int) uint64 {
@@ -349,8 +444,26 @@ func (c *Cluster) Domain(l, d int) Domain {
 		Level: l, Index: d, Name: di.name, Parent: int(di.parent),
 		FirstChild: int(di.firstChild), EndChild: int(di.endChild),
 		FirstNode: int(di.firstNode), EndNode: int(di.endNode),
-		GPUs: int(di.gpus), Nodes: di.nodes,
+		GPUs: int(di.gpus),
 	}
+}
+
+// DomainNodes sets dst to exactly the nodes of domain d of level l and
+// returns it. A nil dst gets a new set of the cluster's length; a dst of
+// the cluster's length (Cluster.NewNodeSet) is filled without allocating.
+func (c *Cluster) DomainNodes(l, d int, dst *bitset.BitSet) *bitset.BitSet {
+	if dst == nil {
+		dst = c.NewNodeSet()
+	} else {
+		dst.ClearAll()
+	}
+	first, end := c.DomainRange(l, d)
+	if words := dst.Words(); len(words) == c.words && dst.Len() == uint(len(c.nodes)) {
+		bits.SetRange(words, first, end)
+	} else {
+		dst.FlipRange(uint(first), uint(end))
+	}
+	return dst
 }
 
 // DomainRange returns the node range [first, end) of domain d of level l,
@@ -402,7 +515,7 @@ func (c *Cluster) NodeGroups(i int) []uint64 { return c.nodes[i].groups }
 // NodeIndex returns the index of the node called name.
 func (c *Cluster) NodeIndex(name string) (int, bool) {
 	i, ok := c.nodeByName[name]
-	return i, ok
+	return int(i), ok
 }
 
 // NodeDomain returns the index of node i's domain at level l.
@@ -505,8 +618,13 @@ func (c *Cluster) describeNodes(first, end int) string {
 		for j < end && c.nodes[j].gpus == c.nodes[i].gpus {
 			j++
 		}
-		parts = append(parts, fmt.Sprintf("%s x%d GPUs", CompressHostlist(c.NodeNames(i, j)), c.nodes[i].gpus))
+		parts = append(parts, fmt.Sprintf("%s x%d GPUs", hostlist.Compress(c.NodeNames(i, j)), c.nodes[i].gpus))
 		i = j
 	}
 	return strings.Join(parts, ", ")
 }
+
+// CompressHostlist writes node names as a Slurm hostlist expression, as
+// Describe does; it is hostlist.Compress, kept here for the packages that
+// print node sets.
+func CompressHostlist(names []string) string { return hostlist.Compress(names) }

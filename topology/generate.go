@@ -67,22 +67,25 @@ func FatTree(f FatTreeConfig) (*Cluster, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
-	s := Spec{Levels: []string{"core", "spine", "leaf"}}
+	return Build(f.Spec())
+}
+
+// Spec returns the Spec of the fat tree f (f must be valid). The nodes of
+// one leaf share one Path slice.
+func (f FatTreeConfig) Spec() Spec {
+	s := Spec{Levels: []string{"core", "spine", "leaf"}, Nodes: make([]NodeSpec, 0, f.Spines*f.LeavesPerSpine*f.NodesPerLeaf)}
 	n := 0
 	for sp := range f.Spines {
+		spine := fmt.Sprintf("spine%03d", sp)
 		for lf := range f.LeavesPerSpine {
-			leaf := sp*f.LeavesPerSpine + lf
+			path := []string{"core", spine, fmt.Sprintf("leaf%04d", sp*f.LeavesPerSpine+lf)}
 			for range f.NodesPerLeaf {
-				s.Nodes = append(s.Nodes, NodeSpec{
-					Name: fmt.Sprintf("node%05d", n),
-					GPUs: f.GPUsPerNode,
-					Path: []string{"core", fmt.Sprintf("spine%03d", sp), fmt.Sprintf("leaf%04d", leaf)},
-				})
+				s.Nodes = append(s.Nodes, NodeSpec{Name: fmt.Sprintf("node%05d", n), GPUs: f.GPUsPerNode, Path: path})
 				n++
 			}
 		}
 	}
-	return Build(s)
+	return s
 }
 
 // FatTree100k returns the 100,000-GPU fat tree used by the benchmarks:

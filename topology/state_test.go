@@ -34,7 +34,7 @@ func TestDefaultClusterShape(t *testing.T) {
 	}
 	for d := range 16 {
 		dom := c.Domain(2, d)
-		if uint(dom.EndNode-dom.FirstNode) != dom.Nodes.Count() {
+		if uint(dom.EndNode-dom.FirstNode) != c.DomainNodes(2, d, nil).Count() {
 			t.Errorf("leaf %d: bitset and range disagree", d)
 		}
 		if p := c.Domain(1, dom.Parent); dom.Index < p.FirstChild || dom.Index >= p.EndChild {

@@ -37,6 +37,8 @@ import (
 	"github.com/phalanx-sched/phalanx/examples/replay/internal/report"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
+	"github.com/phalanx-sched/phalanx/topology/kube"
+	"github.com/phalanx-sched/phalanx/topology/slurm"
 )
 
 func main() {
@@ -231,40 +233,47 @@ func loadTopology(o options) (*topology.Cluster, string, error) {
 		c, err := topology.FatTree(f)
 		return c, o.topo, err
 	}
-	f, err := os.Open(o.topo)
-	if err != nil {
-		return nil, "", err
-	}
-	defer f.Close()
-	name := filepath.Base(o.topo)
+	dir, name := filepath.Dir(o.topo), filepath.Base(o.topo)
+	opts := slurm.Options{DefaultGPUs: o.gpusPerNode}
 	switch strings.ToLower(filepath.Ext(o.topo)) {
 	case ".conf":
-		c, err := topology.LoadSlurmTopologyConf(f, topology.SlurmOptions{DefaultGPUs: o.gpusPerNode, Source: name})
+		c, _, err := slurm.LoadConf(os.DirFS(dir), name, opts)
 		return c, name, err
 	case ".yaml", ".yml":
-		t, err := topology.ParseSlurmTopologyYAML(f, topology.SlurmOptions{DefaultGPUs: o.gpusPerNode, Source: name})
+		t, err := slurm.ParseYAML(os.DirFS(dir), name, opts)
 		if err != nil {
 			return nil, "", err
 		}
 		c, err := t.Cluster("")
 		return c, name, err
 	case ".json":
-		var opts topology.KubeOptions
-		switch o.kubeLevels {
-		case "gke":
-			opts = topology.KubePresetGKE()
-		case "aws":
-			opts = topology.KubePresetAWS()
-		case "clique":
-			opts = topology.KubePresetNVLinkClique()
-		case "zone":
-			opts = topology.KubePresetZone()
-		default:
-			return nil, "", fmt.Errorf("unknown -kube-levels %q", o.kubeLevels)
-		}
-		opts.Source = name
-		c, err := topology.LoadKubeNodes(f, opts)
-		return c, name, err
+		return loadKube(o, name)
 	}
 	return nil, "", fmt.Errorf("topology %q: unknown file type (want .conf, .yaml, .json or a generator)", o.topo)
+}
+
+// loadKube reads a Kubernetes node list (kubectl get nodes -o json) with
+// the preset named by -kube-levels.
+func loadKube(o options, name string) (*topology.Cluster, string, error) {
+	var opts kube.Options
+	switch o.kubeLevels {
+	case "gke":
+		opts = kube.PresetGKE()
+	case "aws":
+		opts = kube.PresetAWS()
+	case "clique":
+		opts = kube.PresetNVLinkClique()
+	case "zone":
+		opts = kube.PresetZone()
+	default:
+		return nil, "", fmt.Errorf("unknown -kube-levels %q", o.kubeLevels)
+	}
+	opts.Source = name
+	f, err := os.Open(o.topo)
+	if err != nil {
+		return nil, "", err
+	}
+	defer f.Close()
+	c, _, err := kube.Load(f, opts)
+	return c, name, err
 }

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/phalanx-sched/phalanx/backfill"
 	"github.com/phalanx-sched/phalanx/topology"
+	"github.com/phalanx-sched/phalanx/topology/slurm"
 )
 
 func main() {
@@ -113,12 +115,7 @@ func compare(args []string) error {
 	if err != nil {
 		return err
 	}
-	tf, err := os.Open(*topoPath)
-	if err != nil {
-		return err
-	}
-	c, err := topology.LoadSlurmTopologyConf(tf, topology.SlurmOptions{Source: *topoPath})
-	tf.Close()
+	c, _, err := slurm.LoadConf(os.DirFS(filepath.Dir(*topoPath)), filepath.Base(*topoPath), slurm.Options{})
 	if err != nil {
 		return err
 	}

@@ -9,9 +9,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/phalanx-sched/phalanx/topology"
+	"github.com/phalanx-sched/phalanx/topology/slurm"
 )
 
 func testCluster(t *testing.T) *topology.Cluster {
@@ -22,7 +24,8 @@ func testCluster(t *testing.T) *topology.Cluster {
 		fmt.Fprintf(&b, "SwitchName=leaf%d Nodes=n[%d-%d]\n", l, 2*l, 2*l+1)
 	}
 	b.WriteString("SwitchName=s0 Switches=leaf[0-1]\nSwitchName=s1 Switches=leaf[2-3]\nSwitchName=top Switches=s[0-1]\n")
-	c, err := topology.LoadSlurmTopologyConf(strings.NewReader(b.String()), topology.SlurmOptions{})
+	fsys := fstest.MapFS{"topology.conf": {Data: []byte(b.String())}}
+	c, _, err := slurm.LoadConf(fsys, "topology.conf", slurm.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

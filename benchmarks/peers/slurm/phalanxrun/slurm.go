@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/phalanx-sched/phalanx/topology"
+	"github.com/phalanx-sched/phalanx/topology/hostlist"
 )
 
 // The Slurm side (run.sh) leaves these files in its output folder:
@@ -127,8 +128,8 @@ func readSqueue(path string, c *topology.Cluster, t0 time.Time, o *Outcome) erro
 }
 
 // expand expands a Slurm hostlist and checks that every node is in c.
-func expand(c *topology.Cluster, hostlist string) ([]string, error) {
-	names, err := topology.ExpandHostlist(hostlist)
+func expand(c *topology.Cluster, expr string) ([]string, error) {
+	names, err := hostlist.Expand(expr)
 	if err != nil {
 		return nil, err
 	}
