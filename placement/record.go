@@ -6,6 +6,7 @@ import (
 	"github.com/bits-and-blooms/bitset"
 
 	"github.com/phalanx-sched/phalanx/topology"
+	"github.com/phalanx-sched/phalanx/topology/hostlist"
 )
 
 // RequestRecord is a Request as plain, JSON-serialisable data, with node
@@ -78,7 +79,7 @@ func nodeSetOf(c *topology.Cluster, field string, h *string) (*bitset.BitSet, er
 	if *h == "" {
 		return c.NewNodeSet(), nil
 	}
-	names, err := topology.ExpandHostlist(*h)
+	names, err := hostlist.Expand(*h)
 	if err != nil {
 		return nil, fmt.Errorf("%s nodes: %w", field, err)
 	}
