@@ -178,7 +178,7 @@ func TestTimeTravel(t *testing.T) {
 		"Usage":    func() error { _, err := tr.Usage("u1", early); return err }(),
 		"OwnUsage": func() error { _, err := tr.OwnUsage("u1", early); return err }(),
 		"Factor":   func() error { _, err := tr.Factor("u1", early); return err }(),
-		"View": func() error { _, err := tr.View(early, nil); return err }(),
+		"View":     func() error { _, err := tr.View(early, nil); return err }(),
 		"Prioritize": func() error {
 			_, err := tr.Prioritize(nil, early, nil)
 			return err
