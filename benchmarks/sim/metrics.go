@@ -1,9 +1,7 @@
 package sim
 
 import (
-	"cmp"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -30,9 +28,19 @@ type Result struct {
 	// Makespan runs from the first submit to the last finish (or the end
 	// of the run).
 	Makespan time.Duration `json:"makespan_ns"`
-	// Utilisation is busy GPU-seconds over capacity over the makespan.
+	// ActiveWindow is the time during which work was running or queued;
+	// ContendedTime the part of it with jobs queued.
+	ActiveWindow  time.Duration `json:"active_window_ns"`
+	ContendedTime time.Duration `json:"contended_time_ns"`
+	// Utilisation is busy GPU-seconds over capacity over the active
+	// window (so idle stretches with nothing to run, and one late job at
+	// the end, do not count against it).
 	Utilisation    float64 `json:"utilisation"`
 	BusyGPUSeconds float64 `json:"busy_gpu_seconds"`
+	// IdleWhileQueuedGPUSeconds is the work-conserving gap: GPU-seconds
+	// left idle while jobs were queued, counting at each instant at most
+	// the GPUs the queued jobs ask for (min(free GPUs, queued GPUs)).
+	IdleWhileQueuedGPUSeconds float64 `json:"idle_while_queued_gpu_seconds"`
 	// DeadlockGPUSeconds counts GPUs held by jobs that cannot run (bound
 	// pods of incomplete pod-by-pod jobs).
 	DeadlockGPUSeconds float64 `json:"deadlock_gpu_seconds"`
@@ -42,13 +50,28 @@ type Result struct {
 
 	Waits   []ClassWait   `json:"waits"`
 	MeanJCT time.Duration `json:"mean_jct_ns"`
+	// MeanBoundedSlowdown is the mean over finished jobs of (wait + run) /
+	// max(run, 10 s).
+	MeanBoundedSlowdown float64 `json:"mean_bounded_slowdown"`
+	// LongestWait is the longest wait of any job (starvation); jobs that
+	// never started count up to the end of the run.
+	LongestWait time.Duration `json:"longest_wait_ns"`
+	// LargeWaitP95 and LargeWaitMax are the p95 and max wait of jobs of
+	// more than 64 GPUs.
+	LargeWaitP95 time.Duration `json:"large_wait_p95_ns"`
+	LargeWaitMax time.Duration `json:"large_wait_max_ns"`
 
 	MultiNodeJobs      int     `json:"multi_node_jobs"`
 	MultiNodeInOneLeaf float64 `json:"multi_node_in_one_leaf"`
 	MeanLeaves         float64 `json:"mean_leaves_multi_node"`
 
+	// Shares are the accounts' shares of the GPU time while jobs were
+	// queued (contended), against their entitlement: at each instant an
+	// equal part of the busy GPUs for every account with work (running or
+	// queued).
 	Shares []AccountShare `json:"account_shares"`
-	// WorstShare is the largest |share - entitlement| over accounts.
+	// WorstShare is the largest |share - entitlement| over accounts,
+	// while contended.
 	WorstShare float64 `json:"worst_share_gap"`
 
 	Cycles     int           `json:"cycles"`
@@ -75,8 +98,8 @@ type ClassWait struct {
 	Max        time.Duration `json:"max_ns"`
 }
 
-// AccountShare is an account's share of the busy GPU-seconds against its
-// entitlement (equal shares: 1 / accounts).
+// AccountShare is an account's share of the busy GPU-seconds while jobs
+// were queued, against its entitlement over the same time.
 type AccountShare struct {
 	Account     string  `json:"account"`
 	Share       float64 `json:"share"`
@@ -101,10 +124,40 @@ func newResult(cfg Config) *Result {
 func (m *Result) finish(r *runner) {
 	end := r.now
 	m.Jobs = len(r.jobs)
+	m.countJobs(r, end)
+	r.account(end)
+	w := r.work
+	m.ActiveWindow = time.Duration(w.activeSecs * float64(time.Second))
+	m.ContendedTime = time.Duration(w.contendedSecs * float64(time.Second))
+	m.IdleWhileQueuedGPUSeconds = w.idleQueuedSecs
+	if w.activeSecs > 0 {
+		m.Utilisation = m.BusyGPUSeconds / (float64(m.ClusterGPUs) * w.activeSecs)
+	}
+	m.waits(r, end)
+	m.placementQuality(r)
+	m.WorstShare, m.Shares = w.shareGap()
+	m.Cycles = len(m.cycleTimes)
+	if m.Cycles > 0 {
+		ct := slices.Clone(m.cycleTimes)
+		slices.Sort(ct)
+		m.CycleP50, m.CycleP99 = quantile(ct, 0.5), quantile(ct, 0.99)
+		for _, d := range ct {
+			m.CycleTotal += d
+		}
+	}
+	m.Outcomes = r.out
+	if r.usage != nil {
+		m.Usage = r.usage.result(end)
+	}
+}
+
+// countJobs counts jobs by outcome, and the makespan, mean JCT and mean
+// bounded slowdown.
+func (m *Result) countJobs(r *runner, end time.Duration) {
 	first := r.jobs[0].Submit
 	lastEnd := first
 	var jct time.Duration
-	var acct = map[string]float64{}
+	bsld := 0.0
 	for i := range r.out {
 		o := &r.out[i]
 		switch {
@@ -112,6 +165,8 @@ func (m *Result) finish(r *runner) {
 			m.Finished++
 			jct += o.End - o.Submit
 			lastEnd = max(lastEnd, o.End)
+			run := max(o.End-o.Start, 10*time.Second)
+			bsld += max(1, float64(o.End-o.Submit)/float64(run))
 		case o.Started:
 			m.Running++
 			o.GPUSeconds += float64(o.GPUs) * (end - o.Start).Seconds()
@@ -119,16 +174,36 @@ func (m *Result) finish(r *runner) {
 		case o.Submit <= end:
 			m.Pending++
 		}
-		acct[o.Account] += o.GPUSeconds
 	}
 	m.Pending -= m.Rejected
-	r.account(end)
 	m.Makespan = lastEnd - first
-	if m.Makespan > 0 {
-		m.Utilisation = m.BusyGPUSeconds / (float64(m.ClusterGPUs) * m.Makespan.Seconds())
-	}
 	if m.Finished > 0 {
 		m.MeanJCT = jct / time.Duration(m.Finished)
+		m.MeanBoundedSlowdown = bsld / float64(m.Finished)
+	}
+}
+
+// waits fills the waits by size class, the longest wait and the large
+// jobs' waits; jobs that never started count up to end.
+func (m *Result) waits(r *runner, end time.Duration) {
+	wait := func(o *Outcome) time.Duration {
+		if o.Started || o.Finished {
+			return o.Start - o.Submit
+		}
+		return end - o.Submit
+	}
+	var large []time.Duration
+	for i := range r.out {
+		if o := &r.out[i]; o.Submit <= end {
+			m.LongestWait = max(m.LongestWait, wait(o))
+			if o.GPUs > 64 {
+				large = append(large, wait(o))
+			}
+		}
+	}
+	if len(large) > 0 {
+		slices.Sort(large)
+		m.LargeWaitP95, m.LargeWaitMax = quantile(large, 0.95), large[len(large)-1]
 	}
 	for _, c := range SizeClasses {
 		var waits []time.Duration
@@ -139,12 +214,10 @@ func (m *Result) finish(r *runner) {
 				continue
 			}
 			cw.Jobs++
-			if o.Started || o.Finished {
-				waits = append(waits, o.Start-o.Submit)
-			} else {
+			if !o.Started && !o.Finished {
 				cw.NotStarted++
-				waits = append(waits, end-o.Submit)
 			}
+			waits = append(waits, wait(o))
 		}
 		if len(waits) > 0 {
 			slices.Sort(waits)
@@ -152,6 +225,11 @@ func (m *Result) finish(r *runner) {
 		}
 		m.Waits = append(m.Waits, cw)
 	}
+}
+
+// placementQuality fills the share of multi-node jobs in one leaf and
+// their mean leaves.
+func (m *Result) placementQuality(r *runner) {
 	inOne, leaves := 0, 0
 	for i := range r.out {
 		o := &r.out[i]
@@ -166,35 +244,6 @@ func (m *Result) finish(r *runner) {
 	if m.MultiNodeJobs > 0 {
 		m.MultiNodeInOneLeaf = float64(inOne) / float64(m.MultiNodeJobs)
 		m.MeanLeaves = float64(leaves) / float64(m.MultiNodeJobs)
-	}
-	// Sorted, so that the float sums do not depend on map order.
-	names := slices.Sorted(maps.Keys(acct))
-	total := 0.0
-	for _, a := range names {
-		total += acct[a]
-	}
-	for _, a := range names {
-		v := acct[a]
-		s := AccountShare{Account: a, Entitlement: 1 / float64(len(acct))}
-		if total > 0 {
-			s.Share = v / total
-		}
-		m.Shares = append(m.Shares, s)
-		m.WorstShare = max(m.WorstShare, math.Abs(s.Share-s.Entitlement))
-	}
-	slices.SortFunc(m.Shares, func(a, b AccountShare) int { return cmp.Compare(a.Account, b.Account) })
-	m.Cycles = len(m.cycleTimes)
-	if m.Cycles > 0 {
-		ct := slices.Clone(m.cycleTimes)
-		slices.Sort(ct)
-		m.CycleP50, m.CycleP99 = quantile(ct, 0.5), quantile(ct, 0.99)
-		for _, d := range ct {
-			m.CycleTotal += d
-		}
-	}
-	m.Outcomes = r.out
-	if r.usage != nil {
-		m.Usage = r.usage.result(end)
 	}
 }
 
@@ -217,12 +266,17 @@ func Header(results []*Result) string {
 func Table(results []*Result) string {
 	var b strings.Builder
 	fmt.Fprintln(&b, Header(results))
-	fmt.Fprintf(&b, "%-14s %-10s %6s %8s %8s %9s %9s %9s %7s %7s %9s %9s %s\n",
-		"policy", "placement", "util", "deadlk", "hold", "meanJCT", "makespan", "1-leaf", "leaves", "share", "cyc-p50", "cyc-p99", "done/run/wait/rej")
+	fmt.Fprintf(&b, "%-14s %-10s %6s %7s %7s %7s %8s %6s %-11s %8s %7s %6s %6s %8s %8s %s\n",
+		"policy", "placement", "util", "idleQ", "hold", "deadlk", "meanJCT", "bsld", ">64 p95/max", "longest", "1-leaf", "leaves", "share", "cyc-p50", "cyc-p99", "done/run/wait/rej")
 	for _, r := range results {
-		fmt.Fprintf(&b, "%-14s %-10s %5.1f%% %7.0fh %7.0fh %9s %9s %8.1f%% %7.2f %7.3f %9s %9s %d/%d/%d/%d\n",
-			r.Policy, r.Placement, 100*r.Utilisation, r.DeadlockGPUSeconds/3600, r.HeldForHoldGPUSeconds/3600,
-			short(r.MeanJCT), short(r.Makespan), 100*r.MultiNodeInOneLeaf, r.MeanLeaves, r.WorstShare,
+		large := "-"
+		if r.LargeWaitMax > 0 || r.LargeWaitP95 > 0 {
+			large = short(r.LargeWaitP95) + "/" + short(r.LargeWaitMax)
+		}
+		fmt.Fprintf(&b, "%-14s %-10s %5.1f%% %6.0fh %6.0fh %6.0fh %8s %6.1f %-11s %8s %6.1f%% %6.2f %6.3f %8s %8s %d/%d/%d/%d\n",
+			r.Policy, r.Placement, 100*r.Utilisation, r.IdleWhileQueuedGPUSeconds/3600, r.HeldForHoldGPUSeconds/3600,
+			r.DeadlockGPUSeconds/3600, short(r.MeanJCT), r.MeanBoundedSlowdown, large, short(r.LongestWait),
+			100*r.MultiNodeInOneLeaf, r.MeanLeaves, r.WorstShare,
 			r.CycleP50.Round(time.Microsecond), r.CycleP99.Round(time.Microsecond), r.Finished, r.Running, r.Pending, r.Rejected)
 	}
 	fmt.Fprintf(&b, "\nwait p50 / p95 / max by job size (GPUs); '+' marks classes with jobs that never started\n")

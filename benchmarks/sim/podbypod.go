@@ -40,7 +40,7 @@ func (r *runner) runPodByPod() error {
 					return err
 				}
 				waiting = append(waiting, ev.job)
-				r.pending++
+				r.enqueue(ev.job)
 			case evFinish:
 				j := r.jobs[ev.job]
 				if err := b.Release(j.ID); err != nil {
@@ -51,6 +51,7 @@ func (r *runner) runPodByPod() error {
 				o.GPUSeconds += float64(j.GPUs) * (now - o.Start).Seconds()
 				r.running--
 				r.addBusy(ev.job, -1)
+				r.leave(ev.job)
 			case evFail, evRepair, evTick:
 				// Not simulated for this policy.
 			}

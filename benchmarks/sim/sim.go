@@ -167,6 +167,7 @@ type runner struct {
 	held     int // GPUs bound to incomplete pod-by-pod jobs
 	rng      *rand.Rand
 	usage    *usageRecorder // nil unless Config.UsagePoints > 0
+	work     *work
 }
 
 // Run simulates jobs (sorted by submit time) under cfg and returns the
@@ -177,7 +178,8 @@ func Run(cfg Config, jobs []TraceJob) (*Result, error) {
 		return nil, errors.New("sim: no cluster or no jobs")
 	}
 	r := &runner{cfg: cfg, jobs: jobs, out: make([]Outcome, len(jobs)), gen: make([]int, len(jobs)),
-		m: newResult(cfg), leafLvl: cfg.Cluster.Depth() - 1, rng: rand.New(rand.NewPCG(cfg.Seed, 0x51))}
+		m: newResult(cfg), leafLvl: cfg.Cluster.Depth() - 1, rng: rand.New(rand.NewPCG(cfg.Seed, 0x51)),
+		work: newWork(cfg.Cluster.TotalGPUs(), jobs)}
 	for i, j := range jobs {
 		r.out[i] = Outcome{ID: j.ID, Account: j.Account, GPUs: j.GPUs, Nodes: j.Nodes, Submit: j.Submit}
 		heap.Push(&r.q, event{at: j.Submit, kind: evSubmit, job: i})
@@ -228,6 +230,8 @@ func (r *runner) progress() {
 // -1 when it stops) at r.now.
 func (r *runner) addBusy(i, sign int) {
 	r.busy += sign * r.jobs[i].GPUs
+	r.work.running(r.jobs[i].Account, sign*r.jobs[i].GPUs)
+	r.work.queued(-sign * r.jobs[i].GPUs)
 	if r.usage != nil {
 		r.usage.add(r.jobs[i].Account, r.now, sign*r.jobs[i].GPUs)
 	}
@@ -235,11 +239,22 @@ func (r *runner) addBusy(i, sign int) {
 
 // account integrates busy and held GPU-time up to now.
 func (r *runner) account(now time.Duration) {
+	r.work.advance(now)
 	dt := (now - r.lastAcct).Seconds()
 	r.m.BusyGPUSeconds += float64(r.busy) * dt
 	r.m.DeadlockGPUSeconds += float64(r.held) * dt
 	r.lastAcct = now
 }
+
+// enqueue counts job i as submitted and queued.
+func (r *runner) enqueue(i int) {
+	r.pending++
+	r.work.job(r.jobs[i].Account, +1)
+	r.work.queued(r.jobs[i].GPUs)
+}
+
+// leave counts job i as gone from the system (finished or failed).
+func (r *runner) leave(i int) { r.work.job(r.jobs[i].Account, -1) }
 
 func (r *runner) stop(now time.Duration) bool {
 	return r.cfg.Horizon > 0 && now > r.cfg.Horizon
@@ -329,7 +344,7 @@ func (r *runner) runEngine() error {
 					}
 					return err
 				}
-				r.pending++
+				r.enqueue(ev.job)
 			case evFinish:
 				if ev.gen != r.gen[ev.job] || !r.out[ev.job].Started || r.out[ev.job].Finished {
 					continue
@@ -341,6 +356,7 @@ func (r *runner) runEngine() error {
 				r.out[ev.job].GPUSeconds += float64(r.jobs[ev.job].GPUs) * (now - r.out[ev.job].Start).Seconds()
 				r.running--
 				r.addBusy(ev.job, -1)
+				r.leave(ev.job)
 			case evFail:
 				name := r.cfg.Cluster.NodeName(ev.node)
 				evs, err := e.NodeDown(name, abs)
@@ -359,15 +375,19 @@ func (r *runner) runEngine() error {
 						r.out[i].Started = false
 						r.out[i].Requeues++
 						r.pending++
+						r.work.queued(r.jobs[i].GPUs)
 					} else {
 						r.out[i].End, r.out[i].Finished = now, true
+						r.leave(i)
 					}
 				}
+				r.work.down += r.cfg.Cluster.NodeGPUs(ev.node)
 				heap.Push(&r.q, event{at: now + r.cfg.Repair, kind: evRepair, node: ev.node})
 			case evRepair:
 				if err := e.NodeUp(r.cfg.Cluster.NodeName(ev.node), abs); err != nil {
 					return err
 				}
+				r.work.down -= r.cfg.Cluster.NodeGPUs(ev.node)
 				heap.Push(&r.q, event{at: now + r.expo(r.cfg.NodeMTBF), kind: evFail, node: ev.node})
 			case evTick:
 				tick = true

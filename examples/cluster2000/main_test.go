@@ -49,7 +49,7 @@ func TestCluster2000(t *testing.T) {
 			t.Errorf("no row for %s", p)
 		}
 	}
-	gangRow := regexp.MustCompile(`(?m)^(gang-fifo|gang-backfill|phalanx) +\S+ +[\d.]+% +0h `)
+	gangRow := regexp.MustCompile(`(?m)^(gang-fifo|gang-backfill|phalanx) +\S+ +[\d.]+% +\d+h +\d+h +0h `)
 	if n := len(gangRow.FindAllString(out, -1)); n != 5 {
 		t.Errorf("%d gang rows with 0h deadlock, want 5:\n%s", n, out)
 	}

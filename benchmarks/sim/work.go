@@ -1,0 +1,133 @@
+package sim
+
+import (
+	"slices"
+	"time"
+)
+
+// work integrates, as the run goes, what the work-conserving metrics need:
+// how many GPUs are busy, down and wanted by queued jobs, and per account
+// how many GPUs it runs on and whether it has work (running or queued).
+type work struct {
+	total      int     // the cluster's GPUs
+	down       int     // GPUs on failed nodes
+	queuedGPUs int     // GPUs asked by jobs submitted and not started
+	busy       int     // GPUs of running jobs
+	acctIndex  map[string]int
+	acctNames  []string
+	acctBusy   []int
+	acctJobs   []int // running and queued jobs per account
+	withWork   int   // accounts with work
+	last       time.Duration
+	// Integrals.
+	activeSecs     float64   // time with work running or queued
+	contendedSecs  float64   // time with jobs queued
+	idleQueuedSecs float64   // GPU-seconds idle while queued: min(free, queued GPUs)
+	gotSecs        []float64 // per account: its GPU-seconds while contended
+	entitledSecs   []float64 // per account: its equal part of the busy GPUs while contended
+}
+
+func newWork(total int, jobs []TraceJob) *work {
+	w := &work{total: total, acctIndex: map[string]int{}}
+	for _, j := range jobs {
+		if _, ok := w.acctIndex[j.Account]; !ok {
+			w.acctIndex[j.Account] = len(w.acctNames)
+			w.acctNames = append(w.acctNames, j.Account)
+		}
+	}
+	n := len(w.acctNames)
+	w.acctBusy, w.acctJobs = make([]int, n), make([]int, n)
+	w.gotSecs, w.entitledSecs = make([]float64, n), make([]float64, n)
+	return w
+}
+
+// advance integrates up to now.
+func (w *work) advance(now time.Duration) {
+	dt := (now - w.last).Seconds()
+	w.last = now
+	if dt <= 0 {
+		return
+	}
+	if w.busy > 0 || w.queuedGPUs > 0 {
+		w.activeSecs += dt
+	}
+	if w.queuedGPUs == 0 {
+		return
+	}
+	w.contendedSecs += dt
+	free := max(0, w.total-w.down-w.busy)
+	w.idleQueuedSecs += float64(min(free, w.queuedGPUs)) * dt
+	if w.withWork == 0 {
+		return
+	}
+	part := float64(w.busy) / float64(w.withWork) * dt
+	for a, jobs := range w.acctJobs {
+		if jobs > 0 {
+			w.entitledSecs[a] += part
+			w.gotSecs[a] += float64(w.acctBusy[a]) * dt
+		}
+	}
+}
+
+// job records a job entering (+1) or leaving (-1) the system for its
+// account (queued or running counts as in).
+func (w *work) job(account string, sign int) {
+	a := w.acctIndex[account]
+	before := w.acctJobs[a]
+	w.acctJobs[a] += sign
+	switch {
+	case before == 0 && w.acctJobs[a] > 0:
+		w.withWork++
+	case before > 0 && w.acctJobs[a] == 0:
+		w.withWork--
+	}
+}
+
+// queued adds GPUs to (or, negative, takes them from) the queue.
+func (w *work) queued(gpus int) { w.queuedGPUs += gpus }
+
+// running adds GPUs of an account to (or takes them from) the busy count.
+func (w *work) running(account string, gpus int) {
+	w.busy += gpus
+	w.acctBusy[w.acctIndex[account]] += gpus
+}
+
+// shareGap returns, over the contended time, the largest gap between an
+// account's share of the GPU time and its entitlement (an equal part of
+// the busy GPUs among the accounts with work at each instant), as a
+// fraction of the contended GPU time, and the per-account shares.
+func (w *work) shareGap() (float64, []AccountShare) {
+	total := 0.0
+	for _, g := range w.gotSecs {
+		total += g
+	}
+	gap := 0.0
+	var shares []AccountShare
+	for a, name := range w.acctNames {
+		s := AccountShare{Account: name}
+		if total > 0 {
+			s.Share, s.Entitlement = w.gotSecs[a]/total, w.entitledSecs[a]/total
+		}
+		gap = max(gap, abs(s.Share-s.Entitlement))
+		shares = append(shares, s)
+	}
+	slices.SortFunc(shares, func(a, b AccountShare) int { return compareStrings(a.Account, b.Account) })
+	return gap, shares
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
