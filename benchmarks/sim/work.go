@@ -9,10 +9,10 @@ import (
 // how many GPUs are busy, down and wanted by queued jobs, and per account
 // how many GPUs it runs on and whether it has work (running or queued).
 type work struct {
-	total      int     // the cluster's GPUs
-	down       int     // GPUs on failed nodes
-	queuedGPUs int     // GPUs asked by jobs submitted and not started
-	busy       int     // GPUs of running jobs
+	total      int // the cluster's GPUs
+	down       int // GPUs on failed nodes
+	queuedGPUs int // GPUs asked by jobs submitted and not started
+	busy       int // GPUs of running jobs
 	acctIndex  map[string]int
 	acctNames  []string
 	acctBusy   []int
