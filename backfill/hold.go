@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/topology"
 )
 
 // HoldEnd is a hold that ended without its gang starting, and why.
@@ -114,17 +115,53 @@ func (c *cycle) keepHold(h *hold, spec *gang.Spec, w *Waiting) bool {
 			return false
 		}
 	}
-	if h.held = c.countFree(&h.target); h.held == 0 {
-		if t, ok := e.holdTarget(h.job, spec, c.now, e.book.holds); ok {
-			e.alloc.CopyTo(&h.target)
-			h.eta = t
-			e.book.changed()
-			c.valid = false
-			h.held = c.countFree(&h.target)
-		}
-	}
+	c.retarget(h, spec)
+	h.held = c.countFree(&h.target)
 	c.reportHold(h, w)
 	return true
+}
+
+// retarget moves hold h to where its gang is now estimated to fit
+// soonest, when that is sooner than on its current target: estimates
+// change as jobs end and run on (as a strict FIFO queue would take
+// whichever GPUs free first), and GPUs it holds outside the new target go
+// back to others.
+func (c *cycle) retarget(h *hold, spec *gang.Spec) {
+	e := c.e
+	cur := e.targetETA(h, c.now)
+	t, ok := e.holdTarget(h.job, spec, c.now, e.book.holds)
+	if !ok {
+		return
+	}
+	if !t.Before(cur) {
+		return
+	}
+	e.alloc.CopyTo(&h.target)
+	h.eta = t
+	e.book.changed()
+	c.valid = false
+}
+
+// targetETA estimates when every GPU of hold h's target is free: when the
+// last job on it ends (by its limit, or its estimate without one); far in
+// the future when a node of it is out of service.
+func (e *Engine) targetETA(h *hold, now time.Time) time.Time {
+	eta := now
+	s := e.ledger.State()
+	forGPUs(&h.target, func(n, g int) {
+		if s.Status(n) != topology.Up {
+			eta = MaxTime
+			return
+		}
+		if o := e.jobs.owner(n, g); o != nil {
+			end := later(o.end, now)
+			if o.end.IsZero() {
+				end = e.runtimeEstimate(o, now)
+			}
+			eta = later(eta, end)
+		}
+	})
+	return eta
 }
 
 // reportHold fills w for a held job.
@@ -309,17 +346,10 @@ func (e *Engine) estimatedEnds(now time.Time) []endItem {
 const defaultRuntime = time.Hour
 
 // runtimeEstimate estimates when active job j, which has no time limit,
-// ends: at its start plus the mean observed run time of its account (of
-// every account when its own has none yet; defaultRuntime before any job
-// has finished); a job already older than that is expected to run half
-// the mean more.
+// ends: now plus the median remaining run time of jobs of its account
+// that ran at least as long as it has (accounts.residual). For the
+// heavy-tailed run times of real traces this expects a young job to end
+// sooner than an old one.
 func (e *Engine) runtimeEstimate(j *jobRec, now time.Time) time.Time {
-	mean := e.accts.meanRuntime(j.acct)
-	if mean <= 0 {
-		mean = defaultRuntime
-	}
-	if end := j.start.Add(mean); end.After(now) {
-		return end
-	}
-	return now.Add(mean / 2)
+	return now.Add(e.accts.residual(j.acct, now.Sub(j.start)))
 }

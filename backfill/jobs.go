@@ -148,33 +148,34 @@ type accounts struct {
 	names   []string
 	charge  []float64
 	touched []int
-	runs    []runtimeStat
-	all     runtimeStat // every account's
-}
-
-// runtimeStat is the count and mean of an account's observed run times
-// (seconds), from jobs that finished.
-type runtimeStat struct {
-	N    int     `json:"n"`
-	Mean float64 `json:"mean_s"`
+	runs    []runtimes
+	all     runtimes // every account's
 }
 
 // observe adds a finished job's run time to account i.
 func (a *accounts) observe(i int, d time.Duration) {
-	for _, r := range []*runtimeStat{&a.runs[i], &a.all} {
-		r.N++
-		r.Mean += (d.Seconds() - r.Mean) / float64(r.N)
-	}
+	a.runs[i].add(d)
+	a.all.add(d)
 }
 
-// meanRuntime returns account i's mean observed run time, or that of
-// every account when it has none, or 0 before any job has finished.
-func (a *accounts) meanRuntime(i int) time.Duration {
-	r := a.runs[i]
-	if r.N == 0 {
-		r = a.all
+// minRuns is the number of observed runs from which an account's own
+// histogram is used (below it, every account's together).
+const minRuns = 5
+
+// residual estimates how much longer a job of account i that has run for
+// age runs: the median of the account's observed runs longer than age
+// (every account's while it has fewer than minRuns runs); with nothing
+// observed longer, as long again as it has run (at least the time left
+// to defaultRuntime).
+func (a *accounts) residual(i int, age time.Duration) time.Duration {
+	h := &a.runs[i]
+	if h.n < minRuns {
+		h = &a.all
 	}
-	return time.Duration(r.Mean * float64(time.Second))
+	if r, ok := h.residual(age); ok {
+		return r
+	}
+	return max(age, defaultRuntime-age, time.Minute)
 }
 
 // index returns the index of account name, adding it if new.
@@ -186,6 +187,6 @@ func (a *accounts) index(name string) int {
 	a.idx[name] = i
 	a.names = append(a.names, name)
 	a.charge = append(a.charge, 0)
-	a.runs = append(a.runs, runtimeStat{})
+	a.runs = append(a.runs, runtimes{})
 	return i
 }

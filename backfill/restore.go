@@ -346,20 +346,28 @@ func (r *restorer) holds() {
 		}
 	}
 	e.holdEnds = slices.Clone(r.snap.HoldEnds)
-	total := 0
+	var sum runtimes
 	for _, rt := range r.snap.Runtimes {
-		i, ok := e.accts.idx[rt.Account]
-		if !ok || !e.tree.Has(rt.Account) || rt.N <= 0 || !(rt.MeanS >= 0) || e.accts.runs[i].N > 0 {
-			r.bad("run times of account %q: unknown, repeated or out of range", rt.Account)
+		h, fits := runtimesOf(rt)
+		if !e.tree.Has(rt.Account) || !fits || h.n == 0 {
+			r.bad("run times of account %q: unknown, empty or with too many bins", rt.Account)
 			continue
 		}
-		e.accts.runs[i] = runtimeStat{N: rt.N, Mean: rt.MeanS}
-		total += rt.N
+		i := e.accts.index(rt.Account)
+		if e.accts.runs[i].n > 0 {
+			r.bad("run times of account %q: unknown, repeated, empty or with too many bins", rt.Account)
+			continue
+		}
+		e.accts.runs[i] = h
+		for k, c := range h.counts {
+			sum.counts[k] += c
+		}
+		sum.n += h.n
 	}
-	if a := r.snap.AllRuntimes; a.N != total || a.Account != "" || !(a.MeanS >= 0) {
-		r.bad("all-account run times: %d runs, the accounts have %d", a.N, total)
+	if all, fits := runtimesOf(r.snap.AllRuntimes); !fits || all != sum {
+		r.bad("the all-account run times do not add up the accounts'")
 	} else {
-		e.accts.all = runtimeStat{N: a.N, Mean: a.MeanS}
+		e.accts.all = all
 	}
 	if err := e.book.check(e.c); err != nil {
 		r.bad("%v", err)

@@ -43,12 +43,34 @@ type Snapshot struct {
 	AllRuntimes RuntimeRecord `json:"all_runtimes"`
 }
 
-// RuntimeRecord is an account's observed run times (count and mean), from
-// which hold mode estimates when jobs without a limit end.
+// RuntimeRecord is an account's histogram of observed run times, from
+// which hold mode estimates when jobs without a limit end: Counts[k] runs
+// of bin k (bin 0 under a minute, bin k of [2^((k-1)/2), 2^(k/2))
+// minutes), trailing empty bins left out.
 type RuntimeRecord struct {
-	Account string  `json:"account"`
-	N       int     `json:"n"`
-	MeanS   float64 `json:"mean_s"`
+	Account string   `json:"account,omitempty"`
+	Counts  []uint32 `json:"counts"`
+}
+
+func runtimeRecord(account string, h *runtimes) RuntimeRecord {
+	n := runtimeBins
+	for n > 0 && h.counts[n-1] == 0 {
+		n--
+	}
+	return RuntimeRecord{Account: account, Counts: slices.Clone(h.counts[:n])}
+}
+
+// runtimesOf rebuilds a histogram from a record.
+func runtimesOf(r RuntimeRecord) (runtimes, bool) {
+	var h runtimes
+	if len(r.Counts) > runtimeBins {
+		return h, false
+	}
+	for k, c := range r.Counts {
+		h.counts[k] = c
+		h.n += c
+	}
+	return h, true
 }
 
 // Fingerprint identifies a cluster: its level names, node and GPU counts,
@@ -178,12 +200,12 @@ func (e *Engine) Snapshot() *Snapshot {
 	}
 	s.HoldEnds = slices.Clone(e.holdEnds)
 	for i, name := range e.accts.names {
-		if r := e.accts.runs[i]; r.N > 0 {
-			s.Runtimes = append(s.Runtimes, RuntimeRecord{Account: name, N: r.N, MeanS: r.Mean})
+		if e.accts.runs[i].n > 0 {
+			s.Runtimes = append(s.Runtimes, runtimeRecord(name, &e.accts.runs[i]))
 		}
 	}
 	slices.SortFunc(s.Runtimes, func(a, b RuntimeRecord) int { return strings.Compare(a.Account, b.Account) })
-	s.AllRuntimes = RuntimeRecord{N: e.accts.all.N, MeanS: e.accts.all.Mean}
+	s.AllRuntimes = runtimeRecord("", &e.accts.all)
 	return s
 }
 

@@ -70,7 +70,7 @@ type Config struct {
 	// Seed seeds random placement and node failures.
 	Seed uint64
 	// Interval adds a scheduling cycle at this period while jobs are
-	// pending (0: cycles only on events).
+	// pending (0: cycles on events and at the engine's NextEvent only).
 	Interval time.Duration
 	// NodeMTBF, when positive, fails each node after an exponential time
 	// with this mean; it comes back after Repair.
@@ -168,6 +168,7 @@ type runner struct {
 	rng      *rand.Rand
 	usage    *usageRecorder // nil unless Config.UsagePoints > 0
 	work     *work
+	nextAt   time.Duration // the queued NextEvent tick, or -1
 }
 
 // Run simulates jobs (sorted by submit time) under cfg and returns the
@@ -179,7 +180,7 @@ func Run(cfg Config, jobs []TraceJob) (*Result, error) {
 	}
 	r := &runner{cfg: cfg, jobs: jobs, out: make([]Outcome, len(jobs)), gen: make([]int, len(jobs)),
 		m: newResult(cfg), leafLvl: cfg.Cluster.Depth() - 1, rng: rand.New(rand.NewPCG(cfg.Seed, 0x51)),
-		work: newWork(cfg.Cluster.TotalGPUs(), jobs)}
+		work: newWork(cfg.Cluster.TotalGPUs(), jobs), nextAt: -1}
 	for i, j := range jobs {
 		r.out[i] = Outcome{ID: j.ID, Account: j.Account, GPUs: j.GPUs, Nodes: j.Nodes, Submit: j.Submit}
 		heap.Push(&r.q, event{at: j.Submit, kind: evSubmit, job: i})
@@ -390,7 +391,10 @@ func (r *runner) runEngine() error {
 				r.work.down -= r.cfg.Cluster.NodeGPUs(ev.node)
 				heap.Push(&r.q, event{at: now + r.expo(r.cfg.NodeMTBF), kind: evFail, node: ev.node})
 			case evTick:
-				tick = true
+				tick = tick || ev.node == 0
+				if ev.at == r.nextAt {
+					r.nextAt = -1
+				}
 			}
 		}
 		t0 := time.Now()
@@ -417,6 +421,7 @@ func (r *runner) runEngine() error {
 		if r.cfg.Interval > 0 && r.pending > 0 && (tick || !r.hasTick()) {
 			heap.Push(&r.q, event{at: now + r.cfg.Interval, kind: evTick})
 		}
+		r.wakeAt(e)
 		if r.idle() {
 			break
 		}
@@ -424,9 +429,26 @@ func (r *runner) runEngine() error {
 	return nil
 }
 
-// hasTick reports whether a tick event is queued.
+// wakeAt queues a cycle at the engine's next event (a reservation's start,
+// a hold's eligibility, a time limit), as a host that sleeps until then
+// would, unless one is queued at or before it. The tick is marked (node 1)
+// so that it is not taken for an Interval tick.
+func (r *runner) wakeAt(e *backfill.Engine) {
+	t, ok := e.NextEvent()
+	if !ok {
+		return
+	}
+	at := t.Sub(epoch)
+	if r.nextAt >= 0 && r.nextAt <= at {
+		return
+	}
+	r.nextAt = at
+	heap.Push(&r.q, event{at: at, kind: evTick, node: 1})
+}
+
+// hasTick reports whether an Interval tick event is queued.
 func (r *runner) hasTick() bool {
-	return slices.ContainsFunc(r.q, func(e event) bool { return e.kind == evTick })
+	return slices.ContainsFunc(r.q, func(e event) bool { return e.kind == evTick && e.node == 0 })
 }
 
 // idle reports whether the run is over: nothing runs, no submit or finish

@@ -29,7 +29,7 @@ type TraceJob struct {
 	// Duration is how long the job really runs.
 	Duration time.Duration
 	// TimeLimit is the job's limit: from the trace, or derived (see
-	// TraceOptions).
+	// TraceOptions); zero means none (the Kubernetes case).
 	TimeLimit time.Duration
 	// GPUs is the job's GPU count; Nodes x GPUsPerNode its gang shape.
 	GPUs, Nodes, GPUsPerNode int
@@ -50,6 +50,11 @@ type TraceOptions struct {
 	// LimitMin and LimitMax bound the overestimate factor of derived time
 	// limits (defaults 1.2 and 3).
 	LimitMin, LimitMax float64
+	// NoLimits is the share of jobs that get no time limit at all (0: every
+	// job has one; 1: none has, as on Kubernetes; 0.5: a mixed trace), the
+	// jobs drawn by a generator seeded with (Seed, job index). A trace's
+	// own time_limit_s of "none" also means no limit.
+	NoLimits float64
 	// MaxJobs keeps only the first jobs (0: all).
 	MaxJobs int
 	// MaxGPUs drops jobs larger than this (0: keep all); the count of
@@ -69,6 +74,27 @@ func DeriveLimit(d time.Duration, seed uint64, index int, min, max float64) time
 	q := 15 * time.Minute
 	l := time.Duration(math.Ceil(float64(d) * f / float64(q)))
 	return max1(l) * q
+}
+
+// dropLimit reports whether job index goes without a time limit when a
+// share of the jobs does: a draw seeded with (seed, index).
+func dropLimit(share float64, seed uint64, index int) bool {
+	if share <= 0 {
+		return false
+	}
+	r := rand.New(rand.NewPCG(seed^0x6e6f6c696d, uint64(index)))
+	return r.Float64() < share
+}
+
+// DropLimits removes the time limit of a share of the jobs (drawn as
+// TraceOptions.NoLimits draws them) and returns jobs.
+func DropLimits(jobs []TraceJob, share float64, seed uint64) []TraceJob {
+	for i := range jobs {
+		if dropLimit(share, seed, i) {
+			jobs[i].TimeLimit = 0
+		}
+	}
+	return jobs
 }
 
 func max1(d time.Duration) time.Duration {
@@ -95,8 +121,9 @@ func ReadTrace(r io.Reader, opt TraceOptions) ([]TraceJob, int, error) {
 	if opt.Source == "" {
 		opt.Source = "trace"
 	}
-	if opt.LoadFactor < 0 || opt.LimitMax < opt.LimitMin || opt.LimitMin < 1 {
-		return nil, 0, fmt.Errorf("%w: options: load factor %v, limit factors [%v, %v)", ErrTrace, opt.LoadFactor, opt.LimitMin, opt.LimitMax)
+	if opt.LoadFactor < 0 || opt.LimitMax < opt.LimitMin || opt.LimitMin < 1 || !(opt.NoLimits >= 0 && opt.NoLimits <= 1) {
+		return nil, 0, fmt.Errorf("%w: options: load factor %v, limit factors [%v, %v), no-limit share %v", ErrTrace,
+			opt.LoadFactor, opt.LimitMin, opt.LimitMax, opt.NoLimits)
 	}
 	cr := csv.NewReader(r)
 	cr.ReuseRecord = true
@@ -176,9 +203,12 @@ func ReadTrace(r io.Reader, opt TraceOptions) ([]TraceJob, int, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		lim, err := num("time_limit_s", true)
-		if err != nil {
-			return nil, 0, err
+		noLimit := field("time_limit_s") == "none"
+		lim := int64(0)
+		if !noLimit {
+			if lim, err = num("time_limit_s", true); err != nil {
+				return nil, 0, err
+			}
 		}
 		nodes, err := num("nodes", true)
 		if err != nil {
@@ -209,9 +239,11 @@ func ReadTrace(r io.Reader, opt TraceOptions) ([]TraceJob, int, error) {
 		default:
 			j.Nodes, j.GPUsPerNode = (j.GPUs+opt.NodeGPUs-1)/opt.NodeGPUs, opt.NodeGPUs
 		}
-		if lim > 0 {
+		switch {
+		case noLimit || dropLimit(opt.NoLimits, opt.Seed, len(jobs)):
+		case lim > 0:
 			j.TimeLimit = time.Duration(lim) * time.Second
-		} else {
+		default:
 			j.TimeLimit = DeriveLimit(j.Duration, opt.Seed, len(jobs), opt.LimitMin, opt.LimitMax)
 		}
 		jobs = append(jobs, j)
