@@ -39,7 +39,10 @@ type host struct {
 	plans    [][]byte                 // each plan as JSON, when record is set
 	record   bool
 	cycles   int
-	stats    struct{ reserved, moves, kept int }
+	// Optional checks around each cycle.
+	beforeCycle func()
+	afterCycle  func(*Plan)
+	stats       struct{ reserved, moves, kept int }
 }
 
 func newHost(t testing.TB, e *Engine, jobs []Job, seed uint64) *host {
@@ -115,9 +118,15 @@ func (h *host) run() {
 // cycle runs one cycle at time at, confirms its starts and checks it.
 func (h *host) cycle(at time.Time) {
 	free := h.freeReservations(at)
+	if h.beforeCycle != nil {
+		h.beforeCycle()
+	}
 	p, err := h.e.Schedule(at)
 	if err != nil {
 		h.t.Fatal(err)
+	}
+	if h.afterCycle != nil {
+		h.afterCycle(p)
 	}
 	h.now = at
 	h.cycles++

@@ -180,53 +180,73 @@ func randomWorkload(r *rand.Rand, c *topology.Cluster, n int, limits bool) []Job
 // drives the engine late. Priorities mix age and fair share, so the order
 // of the queue changes as usage accrues.
 func TestBackfillGuarantee(t *testing.T) {
+	for _, mixed := range []bool{false, true} {
+		for _, depth := range []int{1, 16, Conservative} {
+			t.Run(fmt.Sprintf("mixed=%v/depth=%d", mixed, depth), func(t *testing.T) { guarantee(t, depth, mixed) })
+		}
+	}
+}
+
+// guarantee runs the guarantee over seeded workloads; mixed makes half
+// the jobs run without a time limit (for 10 minutes to 5 hours) with hold
+// mode on, so holds and jobs of unknown end mix with the reservations.
+func guarantee(t *testing.T, depth int, mixed bool) {
 	workloads := 1000
 	if testing.Short() {
 		workloads = 100
 	}
-	for _, depth := range []int{1, 16, Conservative} {
-		t.Run(fmt.Sprintf("depth=%d", depth), func(t *testing.T) {
-			reserved, fitsLater := 0, 0
-			for w := range workloads {
-				r := rand.New(rand.NewPCG(uint64(w), uint64(depth)))
-				c, err := topology.FatTree(topology.FatTreeConfig{Spines: 2, LeavesPerSpine: 2, NodesPerLeaf: 4, GPUsPerNode: 8})
-				if err != nil {
-					t.Fatal(err)
-				}
-				cfg := DefaultConfig()
-				cfg.ReservationDepth = depth
-				cfg.FairShare.HalfLife = time.Hour
-				e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b", "c"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				jobs := randomWorkload(r, c, 30, true)
-				d := newDriver(t, e, jobs, nil)
-				d.check = w%50 == 0
-				d.noMoves = true
-				d.run(time.Time{})
-				if e.Pending() != 0 || e.Running() != 0 {
-					t.Fatalf("workload %d: %d pending, %d running at the end", w, e.Pending(), e.Running())
-				}
-				for id, planned := range d.planned {
-					reserved++
-					got, ok := d.started[id]
-					if !ok {
-						t.Fatalf("workload %d: reserved job %s never started", w, id)
-					}
-					if got.After(planned) {
-						t.Fatalf("workload %d: job %s started at %v, later than its reservation's %v",
-							w, id, got.Sub(epoch), planned.Sub(epoch))
-					}
-					if got.Before(planned) {
-						fitsLater++
-					}
+	reserved, fitsLater, held := 0, 0, 0
+	for w := range workloads {
+		r := rand.New(rand.NewPCG(uint64(w), uint64(depth)))
+		c, err := topology.FatTree(topology.FatTreeConfig{Spines: 2, LeavesPerSpine: 2, NodesPerLeaf: 4, GPUsPerNode: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := DefaultConfig()
+		cfg.ReservationDepth = depth
+		cfg.FairShare.HalfLife = time.Hour
+		cfg.Hold.MinGPUs, cfg.Hold.MinWait = 16, 10*time.Minute
+		e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b", "c"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs := randomWorkload(r, c, 30, true)
+		dur := map[string]time.Duration{}
+		if mixed {
+			for i := range jobs {
+				if r.IntN(2) == 0 {
+					jobs[i].TimeLimit = 0
+					dur[jobs[i].ID] = time.Duration(10+r.IntN(290)) * time.Minute
 				}
 			}
-			t.Logf("%d reservations checked (%d started earlier than planned)", reserved, fitsLater)
-			if reserved < workloads {
-				t.Errorf("only %d reservations over %d workloads: the test is too easy", reserved, workloads)
+		}
+		d := newDriver(t, e, jobs, dur)
+		d.check = w%50 == 0
+		d.noMoves = true
+		d.run(time.Time{})
+		if e.Pending() != 0 || e.Running() != 0 {
+			t.Fatalf("workload %d: %d pending, %d running at the end", w, e.Pending(), e.Running())
+		}
+		for _, p := range d.plans {
+			held += len(p.Holds)
+		}
+		for id, planned := range d.planned {
+			reserved++
+			got, ok := d.started[id]
+			if !ok {
+				t.Fatalf("workload %d: reserved job %s never started", w, id)
 			}
-		})
+			if got.After(planned) {
+				t.Fatalf("workload %d: job %s started at %v, later than its reservation's %v",
+					w, id, got.Sub(epoch), planned.Sub(epoch))
+			}
+			if got.Before(planned) {
+				fitsLater++
+			}
+		}
+	}
+	t.Logf("%d reservations checked (%d started earlier than planned), %d hold-cycles", reserved, fitsLater, held)
+	if reserved < workloads || mixed && held == 0 {
+		t.Errorf("only %d reservations and %d hold-cycles over %d workloads: the test is too easy", reserved, held, workloads)
 	}
 }
