@@ -129,11 +129,9 @@ func (c *cycle) keepHold(h *hold, spec *gang.Spec, w *Waiting) bool {
 func (c *cycle) retarget(h *hold, spec *gang.Spec) {
 	e := c.e
 	cur := e.targetETA(h, c.now)
+	h.eta = cur
 	t, ok := e.holdTarget(h.job, spec, c.now, e.book.holds)
-	if !ok {
-		return
-	}
-	if !t.Before(cur) {
+	if !ok || !t.Before(cur) {
 		return
 	}
 	e.alloc.CopyTo(&h.target)

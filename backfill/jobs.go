@@ -173,7 +173,7 @@ func (a *accounts) residual(i int, age time.Duration) time.Duration {
 		h = &a.all
 	}
 	if r, ok := h.residual(age); ok {
-		return r
+		return r.Round(time.Second)
 	}
 	return max(age, defaultRuntime-age, time.Minute)
 }

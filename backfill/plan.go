@@ -334,7 +334,11 @@ func (p *Plan) Describe(c *topology.Cluster, epoch time.Time) string {
 			formatTime(h.Since, epoch), h.GPUs, h.Target, h.Nodes, h.SpentGPUHours, h.BudgetGPUHours)
 	}
 	for _, h := range p.HoldEnds {
-		fmt.Fprintf(&b, "hold of %s ended (%s %s), %d GPUs released\n", h.Job, h.Cause, h.By, h.Held)
+		by := ""
+		if h.By != "" {
+			by = " " + h.By
+		}
+		fmt.Fprintf(&b, "hold of %s ended (%s%s), %d GPUs released\n", h.Job, h.Cause, by, h.Held)
 	}
 	for i := range p.Waiting {
 		w := &p.Waiting[i]
