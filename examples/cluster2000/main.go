@@ -8,12 +8,17 @@
 //
 //  3. a 512-GPU job on a busy cluster with and without reservations;
 //
-//  4. a synthetic mixed workload replayed under every policy.
+//  4. the same question without time limits (as on Kubernetes): hold mode
+//     against strict FIFO and greedy backfill;
 //
-//     go run ./examples/cluster2000
+//  5. a synthetic mixed workload replayed under every policy (-no-limits
+//     replays it with no time limits).
+//
+//     go run ./examples/cluster2000 [-no-limits]
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -30,24 +35,27 @@ import (
 )
 
 func main() {
-	if err := run(os.Stdout, 1000); err != nil {
+	noLimits := flag.Bool("no-limits", false, "replay the synthetic workload with no time limits (as on Kubernetes)")
+	flag.Parse()
+	if err := run(os.Stdout, 1000, *noLimits); err != nil {
 		fmt.Fprintln(os.Stderr, "cluster2000:", err)
 		os.Exit(1)
 	}
 }
 
-// run prints the four demonstrations; jobs sizes the synthetic workload.
-func run(w io.Writer, jobs int) error {
+// run prints the demonstrations; jobs sizes the synthetic workload, which
+// runs without time limits when noLimits is set.
+func run(w io.Writer, jobs int, noLimits bool) error {
 	c := topology.Default2000()
 	fmt.Fprintf(w, "Phalanx on the built-in cluster: %d nodes x %d GPUs = %d GPUs, %d leaves of %d nodes, %d spines\n\n",
 		c.NumNodes(), c.MaxNodeGPUs(), c.TotalGPUs(), c.NumDomains(2), topology.DefaultNodesPerLeaf, c.NumDomains(1))
-	for _, step := range []func(io.Writer, *topology.Cluster) error{deadlock, packing, reservations} {
+	for _, step := range []func(io.Writer, *topology.Cluster) error{deadlock, packing, reservations, holds} {
 		if err := step(w, c); err != nil {
 			return err
 		}
 		fmt.Fprintln(w)
 	}
-	return workload(w, c, jobs)
+	return workload(w, c, jobs, noLimits)
 }
 
 // deadlock: two 150-pod x 8-GPU jobs whose pods arrive interleaved.
@@ -203,10 +211,40 @@ func reservations(w io.Writer, c *topology.Cluster) error {
 	return nil
 }
 
+// holds: the reservations question when no job has a time limit (as on
+// Kubernetes): a 512-GPU gang in a stream of small jobs.
+func holds(w io.Writer, c *topology.Cluster) error {
+	sc := sim.DefaultStream()
+	fmt.Fprintln(w, "4. The same question with no time limits (as on Kubernetes): a 512-GPU gang at t+3h into a stream of")
+	fmt.Fprintln(w, "   1-8 GPU jobs (6 a minute, 1-2 h each) for 12 h; no reservation can be planned, hold mode keeps GPUs for it")
+	fmt.Fprintf(w, "   %-22s %14s %26s %12s\n", "policy", "gang waits", "small jobs started meanwhile", "GPU-h held")
+	jobs := sim.Stream(sc)
+	for _, p := range []sim.Policy{sim.GangFIFO, sim.GangBackfill, sim.Phalanx} {
+		res, err := sim.Run(sim.Config{Cluster: c, ClusterName: "default-2k", Trace: "stream", Policy: p}, jobs)
+		if err != nil {
+			return err
+		}
+		wait, smalls, started := sim.StreamOutcome(res, sc)
+		waits := wait.Round(time.Minute).String()
+		if !started {
+			waits = "never"
+		}
+		name := map[sim.Policy]string{sim.GangFIFO: "strict FIFO", sim.GangBackfill: "greedy backfill", sim.Phalanx: "phalanx (hold mode)"}[p]
+		fmt.Fprintf(w, "   %-22s %14s %26d %12.0f\n", name, waits, smalls, res.HeldForHoldGPUSeconds/3600)
+	}
+	fmt.Fprintln(w, "   The hold keeps the GPUs of the nodes estimated to free up soonest; small jobs run everywhere else.")
+	return nil
+}
+
 // workload replays a synthetic mixed workload under every policy.
-func workload(w io.Writer, c *topology.Cluster, n int) error {
-	fmt.Fprintf(w, "4. A synthetic mixed workload (%d jobs over 24 h, 1 to 512 GPUs, seed 1) under every policy\n", n)
+func workload(w io.Writer, c *topology.Cluster, n int, noLimits bool) error {
+	kind := ""
 	jobs := sim.Synthetic(1, n, 24*time.Hour, c.MaxNodeGPUs())
+	if noLimits {
+		kind = ", no time limits"
+		sim.DropLimits(jobs, 1, 1)
+	}
+	fmt.Fprintf(w, "5. A synthetic mixed workload (%d jobs over 24 h, 1 to 512 GPUs, seed 1%s) under every policy\n", n, kind)
 	var results []*sim.Result
 	runs := []struct {
 		p  sim.Policy

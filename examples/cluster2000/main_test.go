@@ -15,7 +15,7 @@ func TestCluster2000(t *testing.T) {
 		jobs = 300
 	}
 	var b strings.Builder
-	if err := run(&b, jobs); err != nil {
+	if err := run(&b, jobs, false); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()

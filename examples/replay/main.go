@@ -53,6 +53,7 @@ type options struct {
 	load                                                  float64
 	seed                                                  uint64
 	maxJobs, gpusPerNode, parallel                        int
+	noLimits                                              float64
 	json, quiet                                           bool
 	mtbf, repair                                          time.Duration
 }
@@ -69,6 +70,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.kubeLevels, "kube-levels", "gke", "label preset for Kubernetes nodes: gke, aws, clique, zone")
 	fs.StringVar(&o.report, "report", "", "also write an HTML report with plots to this directory (index.html)")
 	fs.Float64Var(&o.load, "load", 1, "load factor: submit times are divided by it")
+	fs.Float64Var(&o.noLimits, "no-limits", 0, "share of jobs without a time limit (0: every job has one; 1: none, as on Kubernetes)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed for derived time limits, random placement and failures")
 	fs.IntVar(&o.maxJobs, "max-jobs", 0, "replay only the first jobs (0: all)")
 	fs.IntVar(&o.gpusPerNode, "gpus-per-node", 8, "GPU count of nodes in a topology.conf or .yaml")
@@ -102,7 +104,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	defer f.Close()
 	traceName := strings.TrimSuffix(filepath.Base(o.trace), filepath.Ext(o.trace))
 	jobs, dropped, err := sim.ReadTrace(f, sim.TraceOptions{NodeGPUs: c.MaxNodeGPUs(), LoadFactor: o.load, Seed: o.seed,
-		MaxJobs: o.maxJobs, Source: filepath.Base(o.trace)})
+		MaxJobs: o.maxJobs, NoLimits: o.noLimits, Source: filepath.Base(o.trace)})
 	if err != nil {
 		return err
 	}
