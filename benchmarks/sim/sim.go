@@ -228,11 +228,13 @@ func (r *runner) progress() {
 }
 
 // addBusy adds job i's GPUs to the busy count (sign +1 when it starts,
-// -1 when it stops) at r.now.
+// and leaves the queue; -1 when it stops) at r.now.
 func (r *runner) addBusy(i, sign int) {
 	r.busy += sign * r.jobs[i].GPUs
 	r.work.running(r.jobs[i].Account, sign*r.jobs[i].GPUs)
-	r.work.queued(-sign * r.jobs[i].GPUs)
+	if sign > 0 { // it leaves the queue
+		r.work.queued(-r.jobs[i].GPUs)
+	}
 	if r.usage != nil {
 		r.usage.add(r.jobs[i].Account, r.now, sign*r.jobs[i].GPUs)
 	}

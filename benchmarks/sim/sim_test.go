@@ -221,3 +221,40 @@ func FuzzReadTrace(f *testing.F) {
 		}
 	})
 }
+
+// TestWorkAccounting: with every job started at once on an empty cluster,
+// nothing is ever queued: no contended time, no idle GPU-hours while
+// queued; utilisation over the active window is the busy fraction.
+func TestWorkAccounting(t *testing.T) {
+	jobs := []TraceJob{
+		{ID: "a", Account: "x", Submit: 0, Duration: time.Hour, GPUs: 8, Nodes: 1, GPUsPerNode: 8},
+		{ID: "b", Account: "y", Submit: 30 * time.Minute, Duration: time.Hour, GPUs: 16, Nodes: 2, GPUsPerNode: 8},
+	}
+	r, err := Run(Config{Cluster: topology.Default2000(), Policy: GangBackfill}, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ContendedTime != 0 || r.IdleWhileQueuedGPUSeconds != 0 {
+		t.Errorf("contended %v, idle while queued %v GPU-s; nothing was ever queued", r.ContendedTime, r.IdleWhileQueuedGPUSeconds)
+	}
+	if r.ActiveWindow != 90*time.Minute {
+		t.Errorf("active window %v, want 1h30m", r.ActiveWindow)
+	}
+	want := (8*3600 + 16*3600) / (2000 * 5400.0)
+	if d := r.Utilisation - want; d > 1e-12 || d < -1e-12 {
+		t.Errorf("utilisation %v, want %v", r.Utilisation, want)
+	}
+	// A job that cannot start while another holds the cluster is queued,
+	// with every GPU it asks for free but too few: the idle GPUs count.
+	jobs = []TraceJob{
+		{ID: "a", Account: "x", Submit: 0, Duration: time.Hour, GPUs: 1600, Nodes: 200, GPUsPerNode: 8},
+		{ID: "b", Account: "y", Submit: 0, Duration: time.Hour, GPUs: 800, Nodes: 100, GPUsPerNode: 8},
+	}
+	r, err = Run(Config{Cluster: topology.Default2000(), Policy: GangBackfill}, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ContendedTime != time.Hour || r.IdleWhileQueuedGPUSeconds != 400*3600 {
+		t.Errorf("contended %v, idle while queued %v GPU-h; want 1h and 400", r.ContendedTime, r.IdleWhileQueuedGPUSeconds/3600)
+	}
+}
