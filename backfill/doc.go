@@ -34,10 +34,31 @@
 // and Plan.Overruns lists the job every cycle until it ends.
 //
 // Jobs without a time limit (the usual case on Kubernetes) never use GPUs a
-// reservation needs. When the top waiting job cannot get a planned start
-// because running jobs have no known end, hold mode keeps the GPUs of its
-// target placement for it as they free up, within Config.Hold's caps, and
-// reports the GPU-seconds held.
+// reservation needs.
+//
+// # Hold mode
+//
+// When running jobs have no time limit, no planned start can be given to
+// a large gang, and on a busy cluster small jobs would take every GPU
+// that frees up. Hold mode (Config.Hold) answers it. A gang is eligible
+// for a hold when it asks for at least Hold.MinGPUs (a leaf's worth by
+// default) and has waited Hold.MinWait (Hold.CapWait when it asks for
+// more than Hold.MaxShare of the cluster); eligibility does not depend on
+// its rank, so fair share cannot keep a large gang from it. Eligible
+// gangs are served in priority order, up to Hold.MaxHolds at once on
+// disjoint targets. A hold's target is where the gang is estimated to fit
+// soonest: on a profile in which jobs with a limit end at it and jobs
+// without one after the median remaining run time of their account's
+// finished jobs that ran as long (a histogram of observed run times); the
+// target moves whenever another one is estimated sooner. The hold keeps
+// the target's free GPUs idle for the gang as they free up; every other
+// job uses every other GPU. A higher-ranked eligible gang whose GPUs a
+// lower-ranked gang holds takes the hold over at once if it holds
+// nothing, or after Hold.Hysteresis. A hold may keep GPUs idle for at most
+// Hold.Budget times the gang's size; then it ends, and the gang is not
+// held again for Hold.Budget. Plan.Holds, Plan.HoldEnds and the reasons
+// (Held with the counts, nodes and budget left; ForHold with when or why
+// not yet; Hold for jobs blocked by another's hold) say what happens.
 //
 // Depth 1 is EASY backfill, Conservative plans every tested job, depth 0
 // is greedy backfill with no reservations, and Strict disables backfill
