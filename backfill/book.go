@@ -20,6 +20,10 @@ type reservation struct {
 	start, end time.Time
 	firstStart time.Time
 	alloc      gang.Allocation
+	// checked is the book's freed count when the last search for an
+	// earlier start found none, and patient the spec it searched with.
+	checked uint64
+	patient bool
 	// active is search scratch: the reservation blocks the job searched.
 	active bool
 }
@@ -52,6 +56,10 @@ type book struct {
 	byStart, byEnd []*reservation
 	holds          []*hold
 	naive          bool // re-sort on every use (metamorphic tests)
+	// freed counts the changes that can let a reservation start earlier:
+	// GPUs returned before their planned end, reservations and holds gone
+	// or moved earlier, nodes back in service.
+	freed uint64
 }
 
 func (b *book) add(r *reservation) {
@@ -68,6 +76,7 @@ func (b *book) remove(r *reservation) {
 	b.resv = slices.Delete(b.resv, i, i+1)
 	r.job.resv = nil
 	b.version++
+	b.freed++
 }
 
 // changed records that a reservation's start, end or GPUs changed.
@@ -100,6 +109,7 @@ func (b *book) dropHold(h *hold) {
 	}
 	b.holds = slices.Delete(b.holds, i, i+1)
 	b.version++
+	b.freed++
 }
 
 // sorted returns the reservations by start and, those with an end, by

@@ -173,6 +173,9 @@ func (e *Engine) activate(j *jobRec, now time.Time) {
 	e.prof.setEnd(j, now)
 	e.jobs.running = insertSorted(e.jobs.running, j)
 	e.jobs.setOwner(j.alloc, j)
+	if j.job.TimeLimit == 0 {
+		e.jobs.unlimited++
+	}
 }
 
 // deactivate releases active job j's GPUs after charging it up to now.
@@ -184,6 +187,9 @@ func (e *Engine) deactivate(j *jobRec, now time.Time) {
 	}
 	e.prof.clearEnd(j)
 	e.jobs.running = removeSorted(e.jobs.running, j)
+	if j.job.TimeLimit == 0 {
+		e.jobs.unlimited--
+	}
 	j.alloc, j.used, j.end = nil, 0, time.Time{}
 }
 

@@ -58,6 +58,10 @@ func (e *Engine) apply(o *op) error {
 		return err
 	}
 	e.last = o.now
+	switch o.kind {
+	case opCancel, opFinished, opFailed, opNodeDown, opNodeUp, opResume:
+		e.book.freed++ // GPUs or nodes may come back before planned
+	}
 	e.do(o)
 	e.jobs.forget(o.now, e.cfg.KeepEnded)
 	if e.checkEach {

@@ -62,14 +62,16 @@ func (c *HoldEndCause) UnmarshalText(b []byte) error {
 }
 
 // holdEligibility says whether job j may get a hold at all (ok), from
-// when, and whether it is above the hold cap (so it waited CapWait).
+// when, and whether it is above the hold cap (so it waited CapWait). No
+// job may while every active job has a time limit: every gang that fits
+// the cluster then has a planned start.
 func (e *Engine) holdEligibility(j *jobRec) (at time.Time, capped, ok bool) {
 	h := &e.cfg.Hold
 	min := h.MinGPUs
 	if min == 0 {
 		min = e.leafGPUs
 	}
-	if !h.Enabled || j.gpus < min {
+	if !h.Enabled || j.gpus < min || e.jobs.unlimited == 0 {
 		return time.Time{}, false, false
 	}
 	wait := h.MinWait
@@ -137,6 +139,7 @@ func (c *cycle) retarget(h *hold, spec *gang.Spec) {
 	e.alloc.CopyTo(&h.target)
 	h.eta = t
 	e.book.changed()
+	e.book.freed++ // GPUs of its old target may be free for others
 	c.valid = false
 }
 

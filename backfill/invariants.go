@@ -29,7 +29,7 @@ func (e *Engine) checkJobs() []error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	var pending, running []*jobRec
-	ends := 0
+	ends, unlimited := 0, 0
 	for id, j := range e.jobs.byID {
 		switch {
 		case j.job.ID != id:
@@ -40,6 +40,9 @@ func (e *Engine) checkJobs() []error {
 			pending = append(pending, j)
 		case j.phase.Active():
 			running = append(running, j)
+			if j.job.TimeLimit == 0 {
+				unlimited++
+			}
 			if a, ok := e.ledger.Get(id); !ok || a != j.alloc || j.used != a.GPUs() {
 				bad("active job %s does not match its ledger record", id)
 			}
@@ -55,6 +58,9 @@ func (e *Engine) checkJobs() []error {
 	sortJobs(running)
 	if !slices.Equal(pending, e.jobs.pending) || !slices.Equal(running, e.jobs.running) {
 		bad("the queue or the running list disagrees with the job states")
+	}
+	if unlimited != e.jobs.unlimited {
+		bad("%d active jobs without a limit, counted %d", unlimited, e.jobs.unlimited)
 	}
 	if ends != e.prof.ends.Len() {
 		bad("%d ends indexed for %d active jobs with a limit", e.prof.ends.Len(), ends)

@@ -64,6 +64,10 @@ type jobTable struct {
 	ended   []*jobRec // by end time
 	owners  []*jobRec // per GPU slot node*maxG+gpu: the active job on it
 	maxG    int
+	// unlimited counts the active jobs without a time limit: while there
+	// is none, every gang that fits the cluster has a planned start and
+	// hold mode has nothing to do.
+	unlimited int
 }
 
 func newJobTable(c *topology.Cluster) jobTable {

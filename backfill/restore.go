@@ -295,6 +295,9 @@ func (r *restorer) linkActive(j *jobRec) bool {
 	e.prof.setEnd(j, start)
 	e.jobs.running = append(e.jobs.running, j)
 	e.jobs.setOwner(a, j)
+	if j.job.TimeLimit == 0 {
+		e.jobs.unlimited++
+	}
 	return true
 }
 
@@ -316,7 +319,8 @@ func (r *restorer) reservations() {
 			r.bad("the reservation for %s: %v (placement of %q)", rr.Job, err, a.ID)
 			continue
 		}
-		res := &reservation{job: j, start: rr.Start, end: rr.End, firstStart: rr.FirstStart, alloc: a}
+		// checked: never, so that the first cycle searches it again.
+		res := &reservation{job: j, start: rr.Start, end: rr.End, firstStart: rr.FirstStart, alloc: a, checked: ^uint64(0)}
 		if l := j.job.TimeLimit; l == 0 && !rr.End.IsZero() || l > 0 && rr.End.Before(rr.Start.Add(l)) {
 			r.bad("the reservation for %s ends at %v, not a time limit after its start", rr.Job, rr.End)
 			continue

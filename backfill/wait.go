@@ -82,7 +82,8 @@ func (c *cycle) reserve(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 // reserveAt gives job j a reservation from t on e.alloc.
 func (c *cycle) reserveAt(j *jobRec, t time.Time, w *Waiting) {
 	e := c.e
-	r := &reservation{job: j, start: t, firstStart: t}
+	_, patient := c.specFor(j)
+	r := &reservation{job: j, start: t, firstStart: t, checked: e.book.freed, patient: patient}
 	if l := j.job.TimeLimit; l > 0 {
 		r.end = t.Add(l)
 	}
@@ -102,13 +103,21 @@ func (c *cycle) reserveAt(j *jobRec, t time.Time, w *Waiting) {
 // drop goes into the plan with its cause.
 func (c *cycle) upkeep(r *reservation) {
 	e, j := c.e, r.job
-	spec, _ := c.specFor(j)
+	spec, patient := c.specFor(j)
 	k, keepable := e.keepTime(r, c.slipped, c.now)
 	var until time.Time
 	if keepable {
 		until = k.at
 	}
-	t, found := e.search(c.now, query{j: j, spec: spec, until: until})
+	var t time.Time
+	found := false
+	kept := keepable && !k.at.After(later(r.start, c.now))
+	// A reservation that keeps its start needs no search for an earlier
+	// one unless something was freed since the last search found none.
+	if !kept || c.naive || r.checked != e.book.freed || r.patient != patient {
+		t, found = e.search(c.now, query{j: j, spec: spec, until: until})
+		r.checked, r.patient = e.book.freed, patient
+	}
 	switch {
 	case found:
 		c.move(r, t, k)
@@ -136,10 +145,12 @@ func (c *cycle) move(r *reservation, t time.Time, k keep) {
 		cause, by := c.blame(k)
 		c.plan.Moves = append(c.plan.Moves, Move{Job: r.job.job.ID, From: r.start, To: t, Cause: cause, By: by})
 	}
+	e.book.freed++ // its old GPUs and time are free for others
 	r.start, r.end = t, time.Time{}
 	if l := r.job.job.TimeLimit; l > 0 {
 		r.end = t.Add(l)
 	}
+	r.checked = e.book.freed - 1 // search again next time: it moved
 	e.alloc.CopyTo(&r.alloc)
 	e.book.changed()
 	c.valid = false

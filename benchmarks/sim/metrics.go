@@ -314,3 +314,12 @@ func short(d time.Duration) string {
 	}
 	return fmt.Sprintf("%.1fd", d.Hours()/24)
 }
+
+// Quantiles returns the p95 and the max of waits (sorted in place).
+func Quantiles(waits []time.Duration) (p95, max time.Duration) {
+	if len(waits) == 0 {
+		return 0, 0
+	}
+	slices.Sort(waits)
+	return quantile(waits, 0.95), waits[len(waits)-1]
+}

@@ -1,0 +1,177 @@
+// Command frontier runs the candidate default policies over the traces of
+// benchmarks/README.md and prints, per trace, the frontier table:
+// utilisation over the active window, GPU-hours idle while jobs queue
+// (absolute and as a share of the capacity over the active window), the
+// large jobs' p95 and max wait, the longest wait and the account share gap
+// while contended.
+//
+//	go run ./benchmarks/cmd/frontier [-traces synthetic,philly3,philly4,itp] [-seeds 6] [-data ../shared/data]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/backfill"
+	"github.com/phalanx-sched/phalanx/benchmarks/sim"
+	"github.com/phalanx-sched/phalanx/fairshare"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// policy is one candidate: a name and the engine config (nil: a sim
+// policy's own).
+type policy struct {
+	name string
+	sim  sim.Policy
+	cfg  func() backfill.Config
+}
+
+func ageOrder(c *backfill.Config) {
+	c.FairShare.Weights = fairshare.Weights{Age: 1000}
+	c.FairShare.MaxAge = 365 * 24 * time.Hour
+}
+
+var policies = []policy{
+	{"greedy", sim.GangBackfill, nil},
+	{"easy", sim.Phalanx, func() backfill.Config { c := backfill.DefaultConfig(); c.ReservationDepth = 1; return c }},
+	{"easy-age", sim.Phalanx, func() backfill.Config { c := backfill.DefaultConfig(); c.ReservationDepth = 1; ageOrder(&c); return c }},
+	{"conservative", sim.Phalanx, func() backfill.Config { c := backfill.DefaultConfig(); c.ReservationDepth = backfill.Conservative; return c }},
+	{"default", sim.Phalanx, func() backfill.Config { return backfill.DefaultConfig() }},
+}
+
+type trace struct {
+	name  string
+	jobs  func(seed uint64) ([]sim.TraceJob, error)
+	seeds int
+	large int // "large job" threshold in GPUs
+}
+
+func main() {
+	names := flag.String("traces", "synthetic,philly3,itp", "comma-separated: synthetic, philly3, philly4, itp")
+	seeds := flag.Int("seeds", 6, "seeds of the synthetic workload")
+	data := flag.String("data", "../shared/data", "the shared data folder")
+	only := flag.String("policies", "", "comma-separated policy names (default: all)")
+	flag.Parse()
+	for _, t := range traces(strings.Split(*names, ","), *seeds, *data) {
+		if err := frontier(os.Stdout, t, *only); err != nil {
+			fmt.Fprintln(os.Stderr, "frontier:", err)
+			os.Exit(1)
+		}
+	}
+}
+
+func readTrace(path string, load float64) func(uint64) ([]sim.TraceJob, error) {
+	return func(seed uint64) ([]sim.TraceJob, error) {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		jobs, _, err := sim.ReadTrace(f, sim.TraceOptions{LoadFactor: load, Seed: seed, Source: filepath.Base(path)})
+		return jobs, err
+	}
+}
+
+func traces(names []string, seeds int, data string) []trace {
+	var out []trace
+	for _, n := range names {
+		switch n {
+		case "synthetic":
+			out = append(out, trace{"synthetic", func(seed uint64) ([]sim.TraceJob, error) {
+				return sim.Synthetic(seed, 1000, 24*time.Hour, 8), nil
+			}, seeds, 64})
+		case "philly3", "philly4":
+			load := map[string]float64{"philly3": 3, "philly4": 4}[n]
+			out = append(out, trace{n, readTrace(filepath.Join(data, "traces/philly.csv"), load), 1, 16})
+		case "itp":
+			// ITP's demand is a few hundred GPUs: compressed to load the
+			// 2,000-GPU cluster (factors chosen for about 1.2 times its
+			// capacity at the busiest).
+			for i, load := range []float64{20, 10, 15, 8} {
+				p := filepath.Join(data, fmt.Sprintf("traces/itp/itp_cluster0%d.csv", i+1))
+				out = append(out, trace{fmt.Sprintf("itp%d@%g", i+1, load), readTrace(p, load), 1, 16})
+			}
+		}
+	}
+	return out
+}
+
+func frontier(w io.Writer, t trace, only string) error {
+	c := topology.Default2000()
+	fmt.Fprintf(w, "%s (%d seed(s)), default-2k; large jobs: more than %d GPUs\n", t.name, t.seeds, t.large)
+	fmt.Fprintf(w, "%-13s %7s %12s %7s %11s %11s %9s %7s %8s\n", "policy", "util", "idleQ GPU-h", "idleQ%", "large p95", "large max", "longest", "share", "cpu")
+	for _, p := range policies {
+		if only != "" && !strings.Contains(","+only+",", ","+p.name+",") {
+			continue
+		}
+		var sum agg
+		for seed := uint64(1); seed <= uint64(t.seeds); seed++ {
+			jobs, err := t.jobs(seed)
+			if err != nil {
+				return err
+			}
+			cfg := sim.Config{Cluster: c, ClusterName: "default-2k", Trace: t.name, Policy: p.sim, Seed: seed}
+			if p.cfg != nil {
+				e := p.cfg()
+				cfg.Engine = &e
+			}
+			r, err := sim.Run(cfg, jobs)
+			if err != nil {
+				return err
+			}
+			sum.add(r, t.large)
+		}
+		sum.print(w, p.name, t.seeds)
+	}
+	fmt.Fprintln(w)
+	return nil
+}
+
+// agg sums one policy's runs over seeds (means, and the worst for waits).
+type agg struct {
+	util, idle, idlePct, share float64
+	p95, max, longest          time.Duration
+	cpu                        time.Duration
+}
+
+func (a *agg) add(r *sim.Result, large int) {
+	a.util += r.Utilisation
+	a.idle += r.IdleWhileQueuedGPUSeconds / 3600
+	if r.ActiveWindow > 0 {
+		a.idlePct += r.IdleWhileQueuedGPUSeconds / (float64(r.ClusterGPUs) * r.ActiveWindow.Seconds())
+	}
+	a.share += r.WorstShare
+	p95, mx := largeWaits(r, large)
+	a.p95 = max(a.p95, p95)
+	a.max = max(a.max, mx)
+	a.longest = max(a.longest, r.LongestWait)
+	a.cpu += r.CycleTotal
+}
+
+func (a *agg) print(w io.Writer, name string, n int) {
+	f := float64(n)
+	fmt.Fprintf(w, "%-13s %6.1f%% %12.0f %6.2f%% %11s %11s %9s %7.3f %8s\n", name, 100*a.util/f, a.idle/f, 100*a.idlePct/f,
+		a.p95.Round(time.Minute), a.max.Round(time.Minute), a.longest.Round(time.Minute), a.share/f, a.cpu.Round(time.Second))
+}
+
+// largeWaits returns the p95 and max wait of jobs of more than large GPUs.
+func largeWaits(r *sim.Result, large int) (time.Duration, time.Duration) {
+	var waits []time.Duration
+	end := r.Makespan
+	for _, o := range r.Outcomes {
+		if o.GPUs <= large {
+			continue
+		}
+		if o.Started || o.Finished {
+			waits = append(waits, o.Start-o.Submit)
+		} else {
+			waits = append(waits, end-o.Submit)
+		}
+	}
+	return sim.Quantiles(waits)
+}
