@@ -40,7 +40,11 @@ var policies = []policy{
 	{"greedy", sim.GangBackfill, nil},
 	{"easy", sim.Phalanx, func() backfill.Config { c := backfill.DefaultConfig(); c.ReservationDepth = 1; return c }},
 	{"easy-age", sim.Phalanx, func() backfill.Config { c := backfill.DefaultConfig(); c.ReservationDepth = 1; ageOrder(&c); return c }},
-	{"conservative", sim.Phalanx, func() backfill.Config { c := backfill.DefaultConfig(); c.ReservationDepth = backfill.Conservative; return c }},
+	{"conservative", sim.Phalanx, func() backfill.Config {
+		c := backfill.DefaultConfig()
+		c.ReservationDepth = backfill.Conservative
+		return c
+	}},
 	{"default", sim.Phalanx, func() backfill.Config { return backfill.DefaultConfig() }},
 }
 
