@@ -262,92 +262,6 @@ func BenchmarkFairShare(b *testing.B) {
 	}
 }
 
-// busyEngine returns an engine on c with seeded running jobs holding about
-// busy of the GPUs and pending seeded jobs that mostly do not fit.
-func busyEngine(b *testing.B, c *topology.Cluster, depth int, busy float64, pending int) (*backfill.Engine, time.Time) {
-	r := rand.New(rand.NewPCG(11, 7))
-	cfg := backfill.DefaultConfig()
-	cfg.ReservationDepth = depth
-	tree, err := fairshare.NewTree(cfg.FairShare)
-	if err != nil {
-		b.Fatal(err)
-	}
-	accounts := make([]string, 100)
-	for i := range accounts {
-		accounts[i] = fmt.Sprintf("acct%02d", i)
-		_ = tree.AddAccount(fairshare.RootName, accounts[i], 1)
-	}
-	e, err := backfill.New(c, cfg, tree)
-	if err != nil {
-		b.Fatal(err)
-	}
-	g := c.MaxNodeGPUs()
-	job := func(id string, at time.Time) backfill.Job {
-		var req placement.Request
-		switch k := r.IntN(10); {
-		case k < 5:
-			req = placement.NodesOf(1, 1+r.IntN(g))
-		case k < 8:
-			req = placement.NodesOf(1+r.IntN(8), g)
-		default:
-			req = placement.NodesOf(8+r.IntN(64), g)
-		}
-		return backfill.Job{ID: id, Account: accounts[r.IntN(len(accounts))], Submit: at,
-			TimeLimit: time.Duration(1+r.IntN(8)) * time.Hour, Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: req}}}}
-	}
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for batch := 0; float64(e.State().UsedGPUs()) < busy*float64(c.TotalGPUs()) && batch < 1000; batch++ {
-		for i := range 50 {
-			_ = e.Submit(job(fmt.Sprintf("run%04d-%02d", batch, i), now), now)
-		}
-		plan, err := e.Schedule(now)
-		if err != nil {
-			b.Fatal(err)
-		}
-		// Keep only what started: cancel the rest.
-		for _, w := range plan.Waiting {
-			_ = e.Cancel(w.Job, now)
-		}
-	}
-	now = now.Add(time.Minute)
-	for i := range pending {
-		_ = e.Submit(job(fmt.Sprintf("pend%06d", i), now.Add(-time.Duration(r.IntN(3600))*time.Second)), now)
-	}
-	return e, now
-}
-
-// BenchmarkSchedule: one steady-state scheduling cycle with 90% of the
-// GPUs busy and 100, 1,000 or 10,000 pending jobs, reservation depth 1 and
-// 16 (the reservations made by a first cycle are kept and re-checked).
-//
-//	go test -run '^$' -bench BenchmarkSchedule ./benchmarks
-func BenchmarkSchedule(b *testing.B) {
-	for _, inv := range inventories() {
-		for _, pending := range []int{100, 1000, 10000} {
-			for _, depth := range []int{1, 16} {
-				if inv.name == "100k" && pending < 10000 {
-					continue
-				}
-				b.Run(fmt.Sprintf("inv=%s/state=90/pending=%d/depth=%d", inv.name, pending, depth), func(b *testing.B) {
-					e, now := busyEngine(b, inv.c, depth, 0.9, pending)
-					plan := &backfill.Plan{}
-					if err := e.ScheduleInto(now, plan); err != nil {
-						b.Fatal(err)
-					}
-					b.ReportAllocs()
-					for b.Loop() {
-						if err := e.ScheduleInto(now, plan); err != nil {
-							b.Fatal(err)
-						}
-					}
-					b.ReportMetric(float64(len(plan.Reservations)), "reservations")
-					b.ReportMetric(float64(plan.Tested), "tested/op")
-				})
-			}
-		}
-	}
-}
-
 // BenchmarkScaling sweeps fat trees from 250 to 12,500 nodes (8 GPUs per
 // node, 25 nodes per leaf, 10 leaves per spine) for the main operations on
 // a 50% fragmented state, to show how each grows with the cluster.
@@ -396,7 +310,8 @@ func BenchmarkScaling(b *testing.B) {
 			}
 		})
 		b.Run(fmt.Sprintf("op=schedule-1000pending/nodes=%d", nodes), func(b *testing.B) {
-			e, now := busyEngine(b, c, 16, 0.9, 1000)
+			w := newWorkload(c, 16, false, 11)
+			e, now := w.engine(b, 0.9, 1000)
 			plan := &backfill.Plan{}
 			_ = e.ScheduleInto(now, plan)
 			b.ReportAllocs()

@@ -1,0 +1,270 @@
+package benchmarks
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/backfill"
+	"github.com/phalanx-sched/phalanx/fairshare"
+	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// workload makes the jobs of the scheduling benchmarks: seeded, with time
+// limits of 1 to 8 hours, 100 accounts; half single-node jobs, 30% of 1 to
+// 8 whole nodes, 20% of 8 to 72 whole nodes. With unique set every job's
+// request is different from every other (a random topology constraint or
+// domain limit on top of its size), so that no cache of same-shape
+// outcomes can answer for it.
+type workload struct {
+	c        *topology.Cluster
+	r        *rand.Rand
+	depth    int
+	unique   bool
+	accounts []string
+	n        int
+}
+
+func newWorkload(c *topology.Cluster, depth int, unique bool, seed uint64) *workload {
+	w := &workload{c: c, r: rand.New(rand.NewPCG(seed, 7)), depth: depth, unique: unique}
+	for i := range 100 {
+		w.accounts = append(w.accounts, fmt.Sprintf("acct%02d", i))
+	}
+	return w
+}
+
+// job returns the next job, submitted at at.
+func (w *workload) job(prefix string, at time.Time) backfill.Job {
+	r, g := w.r, w.c.MaxNodeGPUs()
+	var req placement.Request
+	switch k := r.IntN(10); {
+	case k < 5:
+		req = placement.NodesOf(1, 1+r.IntN(g))
+	case k < 8:
+		req = placement.NodesOf(1+r.IntN(8), g)
+	default:
+		req = placement.NodesOf(8+r.IntN(64), g)
+	}
+	if w.unique && req.Nodes > 1 {
+		switch r.IntN(3) {
+		case 0:
+			req.Required = w.c.LevelName(r.IntN(w.c.Depth()))
+		case 1:
+			req.MaxDomains = 1 + r.IntN(req.Nodes)
+		default:
+			req.Preferred = w.c.LevelName(r.IntN(w.c.Depth()))
+		}
+	}
+	w.n++
+	return backfill.Job{ID: fmt.Sprintf("%s%07d", prefix, w.n), Account: w.accounts[r.IntN(len(w.accounts))], Submit: at,
+		TimeLimit: time.Duration(1+r.IntN(8)) * time.Hour, Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: req}}}}
+}
+
+// engine returns an engine whose running jobs hold about busy of the GPUs
+// (and nothing else: the jobs that did not start when filling are
+// withdrawn) and pending jobs submitted within the last hour.
+func (w *workload) engine(b testing.TB, busy float64, pending int) (*backfill.Engine, time.Time) {
+	cfg := backfill.DefaultConfig()
+	cfg.ReservationDepth = w.depth
+	tree, err := fairshare.NewTree(cfg.FairShare)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, a := range w.accounts {
+		_ = tree.AddAccount(fairshare.RootName, a, 1)
+	}
+	e, err := backfill.New(w.c, cfg, tree)
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for batch := 0; float64(e.State().UsedGPUs()) < busy*float64(w.c.TotalGPUs()) && batch < 10000; batch++ {
+		for range 20 {
+			if j := w.job("run", now); e.Submit(j, now) != nil {
+				continue
+			}
+		}
+		plan, err := e.Schedule(now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, s := range plan.Starts {
+			_ = e.Started(s.Job, now)
+		}
+		for _, wt := range plan.Waiting {
+			_ = e.Cancel(wt.Job, now)
+		}
+		now = now.Add(time.Second)
+	}
+	now = now.Add(time.Minute)
+	for range pending {
+		j := w.job("pend", now.Add(-time.Duration(w.r.IntN(3600))*time.Second))
+		if err := e.Submit(j, now); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return e, now
+}
+
+func busyShare(e *backfill.Engine) float64 {
+	return float64(e.State().UsedGPUs()) / float64(e.Cluster().TotalGPUs())
+}
+
+// BenchmarkSchedule measures one scheduling cycle, honestly:
+//
+//   - state=90: every timed cycle runs on the same state, 90% of the GPUs
+//     busy in running jobs and the pending jobs waiting, restored from a
+//     snapshot before it (untimed): no earlier cycle has started what fits
+//     or made the reservations;
+//   - churn: a steady state in which, before each cycle (untimed), the 5
+//     oldest running jobs finish and 5 new jobs arrive, a minute later;
+//     the busy share it settles at is reported (busy%);
+//
+// each with jobs of shared shapes (about 80 distinct requests, which a
+// same-shape failure cache can answer for) and unique shapes (every
+// request different: cache-proof), at reservation depth 16 and
+// conservative. The sweep runs from 1,000 to 100,000 pending jobs (the
+// 100,000 cases only with churn: a restore per cycle would dominate).
+//
+//	go test -run '^$' -bench 'BenchmarkSchedule$' -benchtime 20x ./benchmarks
+func BenchmarkSchedule(b *testing.B) {
+	for _, tc := range scheduleCases() {
+		b.Run(tc.name(), func(b *testing.B) {
+			if tc.churn {
+				scheduleChurn(b, tc)
+			} else {
+				scheduleFresh(b, tc)
+			}
+		})
+	}
+}
+
+type scheduleCase struct {
+	inv     inventory
+	pending int
+	depth   int
+	unique  bool
+	churn   bool
+}
+
+func (tc scheduleCase) name() string {
+	state, shapes, depth := "90", "shared", fmt.Sprint(tc.depth)
+	if tc.churn {
+		state = "churn"
+	}
+	if tc.unique {
+		shapes = "unique"
+	}
+	if tc.depth == backfill.Conservative {
+		depth = "conservative"
+	}
+	return fmt.Sprintf("inv=%s/state=%s/pending=%d/shapes=%s/depth=%s", tc.inv.name, state, tc.pending, shapes, depth)
+}
+
+func scheduleCases() []scheduleCase {
+	var out []scheduleCase
+	for _, inv := range inventories() {
+		sizes := map[string][]int{"2k": {1000, 10000, 100000}, "100k": {10000, 100000}}[inv.name]
+		for _, pending := range sizes {
+			for _, churn := range []bool{false, true} {
+				if !churn && pending > 10000 {
+					continue
+				}
+				for _, unique := range []bool{false, true} {
+					for _, depth := range []int{16, backfill.Conservative} {
+						if depth == backfill.Conservative && pending > 10000 {
+							continue
+						}
+						out = append(out, scheduleCase{inv, pending, depth, unique, churn})
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// scheduleFresh times cycles on the same restored state.
+func scheduleFresh(b *testing.B, tc scheduleCase) {
+	w := newWorkload(tc.inv.c, tc.depth, tc.unique, 11)
+	e, now := w.engine(b, 0.9, tc.pending)
+	snap := e.Snapshot()
+	busy := busyShare(e)
+	plan := &backfill.Plan{}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		r, err := backfill.Restore(tc.inv.c, e.Config(), snap)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := r.ScheduleInto(now, plan); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(100*busy, "busy%")
+	b.ReportMetric(float64(len(plan.Starts)), "starts")
+	b.ReportMetric(float64(len(plan.Reservations)), "reservations")
+}
+
+// scheduleChurn times cycles in a steady state with churn.
+func scheduleChurn(b *testing.B, tc scheduleCase) {
+	w := newWorkload(tc.inv.c, tc.depth, tc.unique, 11)
+	e, now := w.engine(b, 0.9, tc.pending)
+	plan := &backfill.Plan{}
+	var running []string // oldest first
+	for _, s := range e.Jobs() {
+		if s.State.Active() {
+			running = append(running, s.ID)
+		}
+	}
+	step := func() {
+		now = now.Add(time.Minute)
+		for range min(5, len(running)) {
+			if err := e.Finished(running[0], now); err != nil {
+				b.Fatal(err)
+			}
+			running = running[1:]
+		}
+		for range 5 {
+			if err := e.Submit(w.job("new", now), now); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	confirm := func() {
+		for _, s := range plan.Starts {
+			_ = e.Started(s.Job, now)
+			running = append(running, s.Job)
+		}
+	}
+	for range 5 { // settle
+		step()
+		if err := e.ScheduleInto(now, plan); err != nil {
+			b.Fatal(err)
+		}
+		confirm()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	busy := 0.0
+	for range b.N {
+		b.StopTimer()
+		step()
+		b.StartTimer()
+		if err := e.ScheduleInto(now, plan); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		confirm()
+		busy += busyShare(e)
+		b.StartTimer()
+	}
+	b.ReportMetric(100*busy/float64(b.N), "busy%")
+	b.ReportMetric(float64(len(plan.Reservations)), "reservations")
+}
