@@ -107,24 +107,49 @@ func (p *profile) sortedEnds(key cacheKey) []endItem {
 
 // candidateTimes returns the times at which GPUs come back: now when some
 // job is past its end, then active jobs' ends and reservations' ends
-// after now; sorted and distinct.
+// after now; sorted and distinct, merged from the two ordered lists.
 func (p *profile) candidateTimes(key cacheKey, b *book) []time.Time {
 	if !p.naive && p.timesKey == key && p.times != nil {
 		return p.times
 	}
 	now := key.now
+	ends := p.sortedEnds(key)
+	_, byEnd := b.sorted()
+	// Both lists are in time order: merge them, dropping duplicates.
 	ts := p.times[:0]
-	for _, it := range p.sortedEnds(key) {
-		ts = append(ts, later(it.end, now))
-	}
-	for _, r := range b.resv {
-		if !r.end.IsZero() && r.end.After(now) {
-			ts = append(ts, r.end)
+	add := func(t time.Time) {
+		if n := len(ts); n == 0 || !ts[n-1].Equal(t) {
+			ts = append(ts, t)
 		}
 	}
-	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
-	p.times = slices.CompactFunc(ts, func(a, b time.Time) bool { return a.Equal(b) })
-	p.timesKey = key
+	i, k := 0, 0
+	for i < len(ends) || k < len(byEnd) {
+		if k < len(byEnd) && !byEnd[k].end.After(now) {
+			k++ // ended: no candidate
+			continue
+		}
+		if k == len(byEnd) || i < len(ends) && !later(ends[i].end, now).After(byEnd[k].end) {
+			add(later(ends[i].end, now))
+			i++
+		} else {
+			add(byEnd[k].end)
+			k++
+		}
+	}
+	if p.naive { // the reference: collect everything, sort
+		ts = ts[:0]
+		for _, it := range ends {
+			ts = append(ts, later(it.end, now))
+		}
+		for _, r := range b.resv {
+			if !r.end.IsZero() && r.end.After(now) {
+				ts = append(ts, r.end)
+			}
+		}
+		slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+		ts = slices.CompactFunc(ts, func(a, b time.Time) bool { return a.Equal(b) })
+	}
+	p.times, p.timesKey = ts, key
 	return p.times
 }
 

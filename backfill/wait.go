@@ -229,6 +229,9 @@ func (c *cycle) classify(spec *gang.Spec, failed gang.Result, w *Waiting) {
 	}
 	// Would it fit without the reservations and holds of others?
 	s := e.ledger.State()
+	if !c.naive && (s.FreeGPUs() < spec.MinGPUs(e.c) || !mayFit(s, spec)) {
+		return
+	}
 	res, _ := e.adm.Admit(s, spec, &e.alloc)
 	if !res.Admitted {
 		return
