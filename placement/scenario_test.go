@@ -40,7 +40,7 @@ func TestScenarios(t *testing.T) {
 			if err != nil {
 				return "error: " + err.Error()
 			}
-			s, p = topology.NewState(c), New(c)
+			s, p = topology.NewState(c), New(c, Options{})
 			if gen != "" {
 				return strings.SplitN(c.Describe(), "\n", 2)[0]
 			}

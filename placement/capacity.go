@@ -1,0 +1,326 @@
+package placement
+
+import (
+	mathbits "math/bits"
+
+	"github.com/phalanx-sched/phalanx/internal/bits"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// scratch is the per-request state of a Placer: the resolved plan, the
+// candidates and capacities of the state at hand, caches and search
+// tables. Everything is sized by init, once per Placer.
+type scratch struct {
+	lay *layout
+	s   *topology.State
+	req *Request
+	pl  plan
+	out []topology.NodeAlloc
+
+	// masked says the capacities come from cand (Allowed or Excluded
+	// given, a flat cluster, or exclusive nodes of mixed sizes) rather
+	// than from the state's domain counters. cand is valid when masked.
+	masked bool
+	cand   []uint64
+	tmp    []uint64
+	// minFree is the least usable GPU count of a candidate (the request's
+	// GPUs per node, or 1).
+	minFree int
+
+	// capBase[x] is the base items (nodes, or GPUs in GPU mode) the
+	// candidates of flat domain x hold; capSeg[i][x] the whole segments
+	// of layer i (for domains at or above the layer's level).
+	capBase []int32
+	capSeg  [MaxSegmentLayers][]int32
+
+	// hist[x*(maxGPUs+1)+k] is the number of candidates of x with k
+	// usable GPUs (free GPUs, or size for exclusive requests), computed
+	// on demand (histAt[x] == epoch).
+	hist   []int32
+	histAt []uint32
+	epoch  uint32
+
+	budget      int
+	approximate bool
+
+	search searchScratch
+	cover  coverScratch
+	spans  spanScratch
+}
+
+func (sc *scratch) init(ly *layout) {
+	sc.lay = ly
+	nd := ly.numDomains()
+	sc.cand = make([]uint64, ly.words)
+	sc.tmp = make([]uint64, ly.words)
+	sc.capBase = make([]int32, nd)
+	for i := range sc.capSeg {
+		sc.capSeg[i] = make([]int32, nd)
+	}
+	sc.hist = make([]int32, nd*(ly.maxGPUs+1))
+	sc.histAt = make([]uint32, nd)
+	sc.search.init(ly)
+	sc.cover.init(ly)
+	sc.spans.init(ly)
+}
+
+func (sc *scratch) begin(s *topology.State, r *Request, buf []topology.NodeAlloc, budget int) {
+	sc.s, sc.req, sc.out = s, r, buf[:0]
+	sc.budget, sc.approximate = budget, false
+	if sc.epoch++; sc.epoch == 0 {
+		clear(sc.histAt)
+		sc.epoch = 1
+	}
+	sc.spans.begin()
+}
+
+func (sc *scratch) end() { sc.s, sc.req, sc.out = nil, nil, nil }
+
+// spend takes work units from the decision's search budget and reports
+// whether they were available.
+func (sc *scratch) spend(work int) bool {
+	if work > sc.budget {
+		return false
+	}
+	sc.budget -= work
+	return true
+}
+
+// capacities computes step 1: capBase for every domain, and capSeg for
+// every segment layer.
+func (p *Placer) capacities() {
+	sc, ly := &p.sc, p.lay
+	pl := &sc.pl
+	sc.minFree = 1
+	if pl.mode == modeNodes {
+		sc.minFree = max(pl.perNode, 1)
+	}
+	sc.masked = sc.req.Allowed != nil || sc.req.Excluded != nil || ly.depth == 0 || (pl.exclusive && !ly.uniform)
+	switch {
+	case sc.minFree > ly.maxGPUs:
+		clear(sc.capBase)
+	case sc.masked:
+		p.candidates()
+		for d := range ly.count(ly.leaf) {
+			x := ly.leafID(d)
+			sc.capBase[x] = int32(p.maskedCapacity(x))
+		}
+		p.sumUp(sc.capBase, ly.leaf)
+	default:
+		for x := 1; x < ly.numDomains(); x++ {
+			sc.capBase[x] = int32(p.counterCapacity(x))
+		}
+		p.sumUp(sc.capBase, 0)
+	}
+	p.segmentCapacities()
+}
+
+// candidates computes the candidate bitset: schedulable nodes with enough
+// free GPUs (idle ones, large enough, for exclusive requests), within
+// Allowed and outside Excluded.
+func (p *Placer) candidates() {
+	sc, ly := &p.sc, p.lay
+	s := sc.s
+	switch {
+	case sc.pl.exclusive:
+		bits.And(sc.cand, s.IdleWords(), ly.sizeWords(sc.minFree))
+	default:
+		copy(sc.cand, s.AvailWords(sc.minFree))
+	}
+	if a := sc.req.Allowed; a != nil {
+		w := a.Words()
+		for i := range sc.cand {
+			if i < len(w) {
+				sc.cand[i] &= w[i]
+			} else {
+				sc.cand[i] = 0
+			}
+		}
+	}
+	if e := sc.req.Excluded; e != nil {
+		w := e.Words()
+		for i := 0; i < len(sc.cand) && i < len(w); i++ {
+			sc.cand[i] &^= w[i]
+		}
+	}
+}
+
+// maskedCapacity counts the base items of leaf x from the candidates.
+func (p *Placer) maskedCapacity(x int) int {
+	sc, ly := &p.sc, p.lay
+	f, e := int(ly.nodeFirst[x]), int(ly.nodeEnd[x])
+	if sc.pl.mode == modeNodes {
+		return bits.Count(sc.cand, f, e)
+	}
+	h := p.histogram(x)
+	n := 0
+	for k := 1; k <= ly.maxGPUs; k++ {
+		n += k * int(h[k])
+	}
+	return n
+}
+
+// counterCapacity reads the base items of domain x (not the root) from
+// the state's counters.
+func (p *Placer) counterCapacity(x int) int {
+	sc, ly := &p.sc, p.lay
+	l, d := ly.levelOf(x), ly.index(x)
+	s := sc.s
+	switch {
+	case sc.pl.mode == modeGPUs && sc.pl.exclusive:
+		return s.DomainIdleGPUs(int(l), d)
+	case sc.pl.mode == modeGPUs:
+		return s.DomainFreeGPUs(int(l), d)
+	case sc.pl.exclusive:
+		return s.DomainIdleNodes(int(l), d)
+	}
+	return int(s.DomainAvail(int(l), d)[sc.minFree])
+}
+
+// sumUp sets every domain above level l to the sum of its children.
+func (p *Placer) sumUp(caps []int32, l level) {
+	ly := p.lay
+	for up := l - 1; up >= rootLevel; up-- {
+		for d := range ly.count(up) {
+			x := ly.id(up, d)
+			cf, ce := ly.children(x)
+			var sum int32
+			for _, c := range caps[cf:ce] {
+				sum += c
+			}
+			caps[x] = sum
+		}
+	}
+}
+
+// segmentCapacities computes capSeg, innermost layer first: at a layer's
+// level, the whole segments its nodes (or the next layer's segments) make;
+// above it, the sum of the children.
+func (p *Placer) segmentCapacities() {
+	sc, ly := &p.sc, p.lay
+	pl := &sc.pl
+	for i := pl.nlayers - 1; i >= 0; i-- {
+		inner, per := sc.capBase, int32(pl.layers[i].size)
+		if i+1 < pl.nlayers {
+			inner, per = sc.capSeg[i+1], int32(pl.layers[i].size/pl.layers[i+1].size)
+		}
+		lvl := pl.layers[i].lvl
+		caps := sc.capSeg[i]
+		for d := range ly.count(lvl) {
+			x := ly.id(lvl, d)
+			caps[x] = inner[x] / per
+		}
+		p.sumUp(caps, lvl)
+	}
+}
+
+// phaseCap returns the items of phase ph that domain x holds (x at or
+// above the phase's unit level).
+func (p *Placer) phaseCap(ph, x int) int {
+	if s := p.sc.pl.phases[ph].seg; s >= 0 {
+		return int(p.sc.capSeg[s][x])
+	}
+	return int(p.sc.capBase[x])
+}
+
+// histogram returns, for domain x, the number of candidates with k usable
+// GPUs for every k (free GPUs, or the node's size for exclusive
+// requests); entries below the request's minimum are zero.
+func (p *Placer) histogram(x int) []int32 {
+	sc, ly := &p.sc, p.lay
+	stride := ly.maxGPUs + 1
+	h := sc.hist[x*stride : (x+1)*stride : (x+1)*stride]
+	if sc.histAt[x] == sc.epoch {
+		return h
+	}
+	sc.histAt[x] = sc.epoch
+	clear(h)
+	switch {
+	case sc.minFree > ly.maxGPUs:
+	case ly.levelOf(x) != ly.leaf && (sc.masked || x == 0):
+		cf, ce := ly.children(x)
+		for ch := cf; ch < ce; ch++ {
+			for k, n := range p.histogram(ch) {
+				h[k] += n
+			}
+		}
+	case sc.masked:
+		p.maskedHistogram(x, h)
+	default:
+		p.counterHistogram(x, h)
+	}
+	return h
+}
+
+// counterHistogram reads domain x's histogram from the state's counters.
+func (p *Placer) counterHistogram(x int, h []int32) {
+	sc, ly := &p.sc, p.lay
+	l, d := ly.levelOf(x), ly.index(x)
+	if sc.pl.exclusive {
+		// Uniform sizes (else the capacities are masked).
+		h[ly.maxGPUs] = int32(sc.s.DomainIdleNodes(int(l), d))
+		return
+	}
+	row := sc.s.DomainAvail(int(l), d)
+	for k := sc.minFree; k < ly.maxGPUs; k++ {
+		h[k] = row[k] - row[k+1]
+	}
+	h[ly.maxGPUs] = row[ly.maxGPUs]
+}
+
+// maskedHistogram counts leaf x's candidates per class of usable GPUs.
+func (p *Placer) maskedHistogram(x int, h []int32) {
+	sc, ly := &p.sc, p.lay
+	f, e := int(ly.nodeFirst[x]), int(ly.nodeEnd[x])
+	for k := sc.minFree; k <= ly.maxGPUs; k++ {
+		h[k] = int32(p.classCount(k, f, e))
+	}
+}
+
+// classCount counts the candidates of nodes [f, e) with exactly k usable
+// GPUs.
+func (p *Placer) classCount(k, f, e int) int {
+	sc, ly := &p.sc, p.lay
+	var at, above []uint64
+	if sc.pl.exclusive {
+		at = ly.sizeWords(k)
+		if k < ly.maxGPUs {
+			above = ly.sizeWords(k + 1)
+		}
+	} else {
+		at = sc.s.AvailWords(k)
+		if k < ly.maxGPUs {
+			above = sc.s.AvailWords(k + 1)
+		}
+	}
+	n := 0
+	for w := f >> 6; w <= (e-1)>>6; w++ {
+		x := sc.cand[w] & at[w] & bits.RangeMask(w, f, e)
+		if above != nil {
+			x &^= above[w]
+		}
+		n += mathbits.OnesCount64(x)
+	}
+	return n
+}
+
+// domainFree returns the free GPUs on schedulable nodes of domain x (the
+// state's counter; the whole cluster for the root).
+func (p *Placer) domainFree(x int) int {
+	ly := p.lay
+	if x == 0 {
+		return p.sc.s.FreeGPUs()
+	}
+	return p.sc.s.DomainFreeGPUs(int(ly.levelOf(x)), ly.index(x))
+}
+
+// pathFree returns the free GPUs of x and of each of its ancestors below
+// the root: the stranded-capacity term a domain adds when used.
+func (p *Placer) pathFree(x int) int {
+	ly := p.lay
+	sum := 0
+	for ; x > 0; x = int(ly.parent[x]) {
+		sum += p.domainFree(x)
+	}
+	return sum
+}

@@ -1,0 +1,323 @@
+package placement
+
+import "slices"
+
+// leafAmount is one leaf of a plan and the items it takes (items of the
+// last phase: nodes, GPUs, or segments of a layer at the lowest level).
+type leafAmount struct {
+	leaf   int32 // flat index
+	amount int32
+}
+
+// leafRef is a leaf and its capacity, for sorting.
+type leafRef struct {
+	cap  int32
+	leaf int32 // flat index
+}
+
+// kid is one child of a domain being split, with its leaves (largest
+// first) in coverScratch.leaves[lo:hi].
+type kid struct {
+	child  int32
+	cap    int32
+	lo, hi int32
+	chosen bool
+}
+
+// coverScratch holds the leaf-phase buffers.
+type coverScratch struct {
+	caps   []int32 // leaf capacities being sorted
+	count  []int32 // histogram for sortDescending
+	sel    []leafAmount
+	leaves []leafRef
+	merged []leafRef
+	spare  []leafRef
+	kids   []kid
+	// takenAt[x] == mark marks leaf x as taken whole by the current split.
+	takenAt []uint32
+	mark    uint32
+}
+
+func (cs *coverScratch) init(ly *layout) {
+	nl := ly.count(ly.leaf)
+	cs.caps = make([]int32, 0, nl)
+	cs.count = make([]int32, 0, 4*ly.numDomains()+2)
+	cs.sel = make([]leafAmount, 0, nl)
+	cs.leaves = make([]leafRef, 0, nl)
+	cs.merged = make([]leafRef, 0, nl)
+	cs.spare = make([]leafRef, 0, nl)
+	cs.kids = make([]kid, 0, ly.numDomains())
+	cs.takenAt = make([]uint32, ly.numDomains())
+}
+
+// lastPhase returns the index of the innermost phase, whose units are the
+// lowest-level domains.
+func (p *Placer) lastPhase() int { return p.sc.pl.nphases - 1 }
+
+// leafCaps returns the last-phase capacities of the leaves under x, in
+// leaf order (a view of the capacity arrays: do not modify).
+func (p *Placer) leafCaps(x int) []int32 {
+	ly := p.lay
+	lf, le := ly.leafID(int(ly.leafFirst[x])), ly.leafID(int(ly.leafEnd[x]))
+	if s := p.sc.pl.phases[p.lastPhase()].seg; s >= 0 {
+		return p.sc.capSeg[s][lf:le]
+	}
+	return p.sc.capBase[lf:le]
+}
+
+// leafCover returns the fewest leaves under x that hold a last-phase
+// items (exact: any leaves may be combined at the last phase).
+func (p *Placer) leafCover(x, a int) int {
+	cs := &p.sc.cover
+	cs.caps = append(cs.caps[:0], p.leafCaps(x)...)
+	return coverCount(cs.caps, a, &cs.count)
+}
+
+// fillLeaves places a last-phase items inside x: the planned leaves, then
+// nodes in each.
+func (p *Placer) fillLeaves(x, a int) {
+	if p.lay.levelOf(x) == p.lay.leaf {
+		p.pickLeaf(x, a)
+		return
+	}
+	p.planLeaves(x, a)
+	for _, la := range p.sc.cover.sel {
+		p.pickLeaf(int(la.leaf), int(la.amount))
+	}
+}
+
+// planLeaves fills cover.sel with the leaves under x (above the lowest
+// level) that take a items: the fewest leaves, and for GPU totals the
+// fewest nodes the search proves within its budget. It returns the
+// leaves and, for GPU totals, the nodes of the plan.
+func (p *Placer) planLeaves(x, a int) (leaves, nodes int) {
+	cs := &p.sc.cover
+	m := p.leafCover(x, a)
+	cs.sel = cs.sel[:0]
+	p.descend(x, a, m)
+	if p.sc.pl.mode != modeGPUs {
+		return m, 0
+	}
+	for _, la := range cs.sel {
+		nodes += p.leafTake(int(la.leaf), int(la.amount)).nodes
+	}
+	if nodes > p.nodesLowerBound(x) {
+		if better, ok := p.searchGPULeaves(x, a, m, nodes); ok {
+			nodes = better
+		}
+	}
+	return m, nodes
+}
+
+// descend keeps a items (needing m leaves) inside one child of y while a
+// child holds them on m leaves, the fullest such child (fewest free GPUs,
+// then least capacity) first; otherwise
+// it splits them over several children.
+func (p *Placer) descend(y, a, m int) {
+	ly := p.lay
+	for ly.levelOf(y) != ly.leaf {
+		cf, ce := ly.children(y)
+		best, bestFree, bestCap := -1, 0, 0
+		for z := cf; z < ce; z++ {
+			c := int(p.phaseCap(p.lastPhase(), z))
+			if c < a {
+				continue
+			}
+			f := p.domainFree(z)
+			if best >= 0 && (f > bestFree || f == bestFree && c >= bestCap) {
+				continue
+			}
+			if p.leafCover(z, a) == m {
+				best, bestFree, bestCap = z, f, c
+			}
+		}
+		if best < 0 {
+			p.split(y, a, m)
+			return
+		}
+		y = best
+	}
+	p.sc.cover.sel = append(p.sc.cover.sel, leafAmount{leaf: int32(y), amount: int32(a)})
+}
+
+// split covers a items with m leaves from several children of y: children
+// are added, the one raising the sum of the m largest chosen leaves most
+// first, until that sum covers a; the m-1 largest chosen leaves are taken
+// whole and the tightest leaf that covers the rest takes it (under a chosen
+// child when one has such a leaf).
+func (p *Placer) split(y, a, m int) {
+	p.gatherKids(y)
+	chosen := p.chooseKids(a, m)
+	cs := &p.sc.cover
+	rest := a
+	for _, l := range chosen[:m-1] {
+		cs.sel = append(cs.sel, leafAmount{leaf: l.leaf, amount: l.cap})
+		rest -= int(l.cap)
+	}
+	if rest <= 0 {
+		panic("placement: split's leaf count was not minimal")
+	}
+	if cs.mark++; cs.mark == 0 {
+		clear(cs.takenAt)
+		cs.mark = 1
+	}
+	for _, l := range chosen[:m-1] {
+		cs.takenAt[l.leaf] = cs.mark
+	}
+	last := p.lastPiece(rest)
+	cs.sel = append(cs.sel, leafAmount{leaf: int32(last), amount: int32(rest)})
+}
+
+// gatherKids lists y's children with capacity, each with its leaves
+// sorted largest first (ties: fuller leaf, then lower index).
+func (p *Placer) gatherKids(y int) {
+	ly, cs := p.lay, &p.sc.cover
+	cs.kids, cs.leaves = cs.kids[:0], cs.leaves[:0]
+	cf, ce := ly.children(y)
+	last := p.lastPhase()
+	for z := cf; z < ce; z++ {
+		c := int32(p.phaseCap(last, z))
+		if c == 0 {
+			continue
+		}
+		lo := len(cs.leaves)
+		lf, le := ly.leafID(int(ly.leafFirst[z])), ly.leafID(int(ly.leafEnd[z]))
+		for l := lf; l < le; l++ {
+			if lc := int32(p.phaseCap(last, l)); lc > 0 {
+				cs.leaves = append(cs.leaves, leafRef{cap: lc, leaf: int32(l)})
+			}
+		}
+		p.sortLeaves(cs.leaves[lo:])
+		cs.kids = append(cs.kids, kid{child: int32(z), cap: c, lo: int32(lo), hi: int32(len(cs.leaves))})
+	}
+}
+
+// sortLeaves orders leaves largest first, then fuller, then by index.
+func (p *Placer) sortLeaves(v []leafRef) {
+	if len(v) > 32 {
+		slices.SortFunc(v, func(a, b leafRef) int {
+			if p.leafBefore(a, b) {
+				return -1
+			}
+			if p.leafBefore(b, a) {
+				return 1
+			}
+			return 0
+		})
+		return
+	}
+	for i := 1; i < len(v); i++ {
+		x := v[i]
+		j := i
+		for ; j > 0 && p.leafBefore(x, v[j-1]); j-- {
+			v[j] = v[j-1]
+		}
+		v[j] = x
+	}
+}
+
+func (p *Placer) leafBefore(a, b leafRef) bool {
+	if a.cap != b.cap {
+		return a.cap > b.cap
+	}
+	fa, fb := p.domainFree(int(a.leaf)), p.domainFree(int(b.leaf))
+	if fa != fb {
+		return fa < fb
+	}
+	return a.leaf < b.leaf
+}
+
+// chooseKids adds children until the m largest leaves of the chosen ones
+// cover a, and returns those leaves merged, largest first.
+func (p *Placer) chooseKids(a, m int) []leafRef {
+	cs := &p.sc.cover
+	merged := cs.merged[:0]
+	for {
+		best, bestSum := -1, -1
+		for k := range cs.kids {
+			kd := &cs.kids[k]
+			if kd.chosen {
+				continue
+			}
+			sum := topMergeSum(merged, cs.leaves[kd.lo:kd.hi], m)
+			if sum > bestSum || sum == bestSum && kd.cap > cs.kids[best].cap {
+				best, bestSum = k, sum
+			}
+		}
+		if best < 0 {
+			panic("placement: split ran out of children before covering its need")
+		}
+		kd := &cs.kids[best]
+		kd.chosen = true
+		merged = p.mergeLeaves(merged, cs.leaves[kd.lo:kd.hi])
+		if bestSum >= a {
+			return merged
+		}
+	}
+}
+
+// topMergeSum returns the sum of the m largest capacities of two lists
+// sorted largest first.
+func topMergeSum(a, b []leafRef, m int) int {
+	sum, i, j := 0, 0, 0
+	for range m {
+		switch {
+		case i < len(a) && (j >= len(b) || a[i].cap >= b[j].cap):
+			sum += int(a[i].cap)
+			i++
+		case j < len(b):
+			sum += int(b[j].cap)
+			j++
+		default:
+			return sum
+		}
+	}
+	return sum
+}
+
+// mergeLeaves merges b into a (both largest first), a's leaves first on
+// ties, alternating between the scratch's two merge buffers.
+func (p *Placer) mergeLeaves(a, b []leafRef) []leafRef {
+	cs := &p.sc.cover
+	out := cs.spare[:0]
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		if i < len(a) && (j >= len(b) || a[i].cap >= b[j].cap) {
+			out = append(out, a[i])
+			i++
+		} else {
+			out = append(out, b[j])
+			j++
+		}
+	}
+	cs.spare, cs.merged = cs.merged[:0], out
+	return out
+}
+
+// lastPiece returns the leaf that takes the rest: among the leaves not
+// taken that cover it, the one adding the least free GPUs to the domains
+// used (its own, plus its child of the split domain when no leaf of that
+// child is used yet), then the smallest, then the lowest index.
+func (p *Placer) lastPiece(rest int) int {
+	cs := &p.sc.cover
+	best, bestCost, bestCap := -1, 0, int32(0)
+	for _, kd := range cs.kids {
+		extra := 0
+		if !kd.chosen && p.lay.levelOf(int(kd.child)) != p.lay.leaf {
+			extra = p.domainFree(int(kd.child))
+		}
+		for _, l := range cs.leaves[kd.lo:kd.hi] {
+			if int(l.cap) < rest || cs.takenAt[l.leaf] == cs.mark {
+				continue
+			}
+			cost := extra + p.domainFree(int(l.leaf))
+			if best < 0 || cost < bestCost || cost == bestCost && l.cap < bestCap {
+				best, bestCost, bestCap = int(l.leaf), cost, l.cap
+			}
+		}
+	}
+	if best < 0 {
+		panic("placement: split has no leaf for the last piece")
+	}
+	return best
+}

@@ -1,0 +1,227 @@
+package placement
+
+import (
+	mathbits "math/bits"
+
+	"github.com/phalanx-sched/phalanx/internal/bits"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// classPlan says which nodes of one leaf a placement takes, by class (the
+// nodes' usable GPUs): whole[k] nodes of class k, and in GPU mode one
+// partial node of class partClass giving partGPUs.
+type classPlan struct {
+	whole     [topology.MaxGPUsPerNode + 1]int32
+	partClass int
+	partGPUs  int
+}
+
+// takeStats summarises a leaf's share of a placement.
+type takeStats struct {
+	nodes int
+	free  int // free GPUs of the nodes taken, before the placement
+	taken int // GPUs assigned
+}
+
+// planClasses chooses the nodes that take a last-phase items of leaf x
+// (step 5), from its histogram:
+//   - nodes x g: the fewest free GPUs that fit first (fill fragments);
+//   - exclusive nodes x g: the smallest nodes first (fewest GPUs given
+//     beyond the request); whole nodes: the largest first (least left);
+//   - GPU totals: the fewest nodes, the fullest first while none covers
+//     the rest, then the tightest node that covers it.
+func (p *Placer) planClasses(x, a int, cp *classPlan) {
+	pl, maxG := &p.sc.pl, p.lay.maxGPUs
+	h := p.histogram(x)
+	*cp = classPlan{}
+	rest := a * pl.itemNodes(p.lastPhase())
+	switch {
+	case pl.mode == modeGPUs:
+		p.planGPUClasses(h, a, cp)
+		return
+	case pl.exclusive && pl.perNode == 0:
+		for k := maxG; k >= 1 && rest > 0; k-- {
+			t := min(int(h[k]), rest)
+			cp.whole[k], rest = int32(t), rest-t
+		}
+	default:
+		for k := p.sc.minFree; k <= maxG && rest > 0; k++ {
+			t := min(int(h[k]), rest)
+			cp.whole[k], rest = int32(t), rest-t
+		}
+	}
+	if rest > 0 {
+		panic("placement: a leaf held fewer candidates than counted")
+	}
+}
+
+// planGPUClasses is planClasses for GPU totals.
+func (p *Placer) planGPUClasses(h []int32, gpus int, cp *classPlan) {
+	maxG := p.lay.maxGPUs
+	rest, top := gpus, maxG
+	for rest > 0 {
+		for top > 0 && int(h[top]) == int(cp.whole[top]) {
+			top--
+		}
+		if top == 0 {
+			panic("placement: a leaf held fewer GPUs than counted")
+		}
+		if top >= rest {
+			k := rest
+			for int(h[k]) == int(cp.whole[k]) {
+				k++
+			}
+			cp.partClass, cp.partGPUs = k, rest
+			return
+		}
+		cp.whole[top]++
+		rest -= top
+	}
+}
+
+// leafTake returns the statistics of taking a last-phase items of leaf x.
+func (p *Placer) leafTake(x, a int) takeStats {
+	var cp classPlan
+	p.planClasses(x, a, &cp)
+	var st takeStats
+	for k, n := range cp.whole {
+		st.nodes += int(n)
+		st.free += k * int(n)
+	}
+	if cp.partClass > 0 {
+		st.nodes++
+		st.free += cp.partClass
+	}
+	st.taken = p.givenGPUs(a, st)
+	return st
+}
+
+// givenGPUs returns the GPUs a placement of a last-phase items gives, from
+// its node statistics.
+func (p *Placer) givenGPUs(a int, st takeStats) int {
+	pl := &p.sc.pl
+	switch {
+	case pl.exclusive:
+		return st.free
+	case pl.mode == modeGPUs:
+		return a
+	}
+	return st.nodes * pl.perNode
+}
+
+// nodesLowerBound returns the fewest candidates of x whose usable GPUs
+// reach the request's GPUs (GPU totals), whatever leaves they lie in.
+func (p *Placer) nodesLowerBound(x int) int {
+	h := p.histogram(x)
+	rest, n := p.sc.pl.gpus, 0
+	for k := p.lay.maxGPUs; k >= 1 && rest > 0; k-- {
+		t := min(int(h[k]), (rest+k-1)/k)
+		n += t
+		rest -= t * k
+	}
+	return n
+}
+
+// pickLeaf assigns the nodes and GPUs that take a last-phase items of
+// leaf x, lowest node index first within a class.
+func (p *Placer) pickLeaf(x, a int) {
+	var cp classPlan
+	p.planClasses(x, a, &cp)
+	ly := p.lay
+	lo, hi := int(ly.nodeFirst[x]), int(ly.nodeEnd[x])
+	for k := 1; k <= ly.maxGPUs; k++ {
+		n := int(cp.whole[k])
+		if k == cp.partClass {
+			n++
+		}
+		if n > 0 {
+			p.pickClass(k, lo, hi, int(cp.whole[k]), n, cp.partGPUs)
+		}
+	}
+}
+
+// pickClass takes the first n nodes of class k in [lo, hi): the first
+// whole of them entirely (or with the request's GPUs per node), the last
+// one, when n exceeds whole, with partGPUs GPUs.
+func (p *Placer) pickClass(k, lo, hi, whole, n, partGPUs int) {
+	i := 0
+	for w := lo >> 6; w <= (hi-1)>>6 && i < n; w++ {
+		x := p.candWord(w) & p.classWord(k, w) & bits.RangeMask(w, lo, hi)
+		for ; x != 0 && i < n; x &= x - 1 {
+			node := w<<6 + mathbits.TrailingZeros64(x)
+			g := partGPUs
+			if i < whole || p.sc.pl.exclusive {
+				g = p.wholeGPUs(node)
+			}
+			p.sc.out = append(p.sc.out, topology.NodeAlloc{Node: int32(node), GPUs: p.pickGPUs(node, g)})
+			i++
+		}
+	}
+	if i < n {
+		panic("placement: a class held fewer nodes than counted")
+	}
+}
+
+// wholeGPUs returns the GPUs a fully taken node gives: all its free GPUs
+// in GPU mode and for exclusive requests, else the GPUs per node.
+func (p *Placer) wholeGPUs(node int) int {
+	pl := &p.sc.pl
+	if pl.mode == modeGPUs || pl.exclusive {
+		return p.sc.s.FreeCount(node)
+	}
+	return pl.perNode
+}
+
+// candWord returns word w of the candidate set.
+func (p *Placer) candWord(w int) uint64 {
+	sc := &p.sc
+	switch {
+	case sc.masked:
+		return sc.cand[w]
+	case sc.pl.exclusive:
+		return sc.s.IdleWords()[w] & p.lay.sizeWords(sc.minFree)[w]
+	}
+	return sc.s.AvailWords(sc.minFree)[w]
+}
+
+// classWord returns word w of the nodes with exactly k usable GPUs.
+func (p *Placer) classWord(k, w int) uint64 {
+	ly, sc := p.lay, &p.sc
+	if sc.pl.exclusive {
+		x := ly.sizeWords(k)[w]
+		if k < ly.maxGPUs {
+			x &^= ly.sizeWords(k + 1)[w]
+		}
+		return x
+	}
+	x := sc.s.AvailWords(k)[w]
+	if k < ly.maxGPUs {
+		x &^= sc.s.AvailWords(k + 1)[w]
+	}
+	return x
+}
+
+// pickGPUs chooses g free GPUs of node n: all of them when g covers its
+// free GPUs, else from the smallest intra-node group that holds g (fewest
+// free GPUs on ties), else the lowest free GPUs.
+func (p *Placer) pickGPUs(n, g int) uint64 {
+	free := p.sc.s.Free(n)
+	if bits.PopCount(free) <= g {
+		return free
+	}
+	best, bestSize, bestFree := uint64(0), 65, 65
+	for _, grp := range p.lay.c.NodeGroups(n) {
+		f := bits.PopCount(grp & free)
+		if f < g {
+			continue
+		}
+		size := bits.PopCount(grp)
+		if size < bestSize || size == bestSize && f < bestFree {
+			best, bestSize, bestFree = grp, size, f
+		}
+	}
+	if best != 0 {
+		return bits.LowBits(best&free, g)
+	}
+	return bits.LowBits(free, g)
+}
