@@ -32,7 +32,9 @@ func TestPackingOracle(t *testing.T) {
 		if err != nil {
 			t.Fatalf("case %d: %v", k, err)
 		}
-		ctx := func() string { return fmt.Sprintf("case %d: gang %s\n%s%s", k, describeGang(g), c.Describe(), before.Describe()) }
+		ctx := func() string {
+			return fmt.Sprintf("case %d: gang %s\n%s%s", k, describeGang(g), c.Describe(), before.Describe())
+		}
 		if res.SearchCut {
 			t.Fatalf("%s\nsearch stopped at its bound after %d steps", ctx(), res.SearchSteps)
 		}

@@ -186,20 +186,20 @@ func randomMasks(r *rand.Rand, c *topology.Cluster) (allowed, excluded *bitset.B
 // every node subset is tried against every constraint and scored on every
 // criterion the package doc promises.
 type brute struct {
-	c      *topology.Cluster
-	s      *topology.State
-	req    Request
-	n      int
-	depth  int
-	domain [][]uint // domain[l][d]: node mask of domain d of level l
-	free   []int    // free GPUs per node
-	domFree [][]int // free GPUs on schedulable nodes per domain
+	c       *topology.Cluster
+	s       *topology.State
+	req     Request
+	n       int
+	depth   int
+	domain  [][]uint // domain[l][d]: node mask of domain d of level l
+	free    []int    // free GPUs per node
+	domFree [][]int  // free GPUs on schedulable nodes per domain
 
 	gpuMode, exclusive bool
-	perNode, gpus     int
-	required          int // -1: none
-	limit, limitLvl   int
-	layers            []layer
+	perNode, gpus      int
+	required           int // -1: none
+	limit, limitLvl    int
+	layers             []layer
 }
 
 // score is one placement's criteria.

@@ -258,4 +258,3 @@ func (p *Placer) containerProfile(x, ph, tmax int) ([]int32, bool) {
 	}
 	return t.best, true
 }
-
