@@ -138,8 +138,8 @@ func New(c *topology.Cluster, cfg Config, tree *fairshare.Tree) (*Engine, error)
 		c:           c,
 		cfg:         cfg,
 		tree:        tree,
-		ledger:      gang.NewLedger(c),
-		adm:         gang.NewAdmitter(c),
+		ledger:      gang.NewLedger(c, cfg.gangOptions()),
+		adm:         gang.NewAdmitter(c, cfg.gangOptions()),
 		empty:       topology.NewState(c),
 		jobs:        make(map[string]*jobRec),
 		acctIdx:     make(map[string]int),
@@ -152,8 +152,6 @@ func New(c *topology.Cluster, cfg Config, tree *fairshare.Tree) (*Engine, error)
 		isTouched:   make([]bool, c.NumNodes()),
 		resvVersion: 1,
 	}
-	e.adm.Placer().SetStrategy(cfg.Placement, cfg.Seed)
-	e.ledger.Admitter().Placer().SetStrategy(cfg.Placement, cfg.Seed)
 	return e, nil
 }
 

@@ -171,12 +171,11 @@ func Restore(c *topology.Cluster, cfg Config, snap *Snapshot) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	ledger, err := gang.Restore(c, snap.Ledger)
+	ledger, err := gang.Restore(c, snap.Ledger, cfg.gangOptions())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrRestore, err)
 	}
 	e.ledger = ledger
-	e.ledger.Admitter().Placer().SetStrategy(cfg.Placement, cfg.Seed)
 	e.seq, e.cursor, e.lastCycle, e.heldGPUSeconds = snap.Seq, snap.Cursor, snap.LastCycle, snap.HeldGPUSeconds
 	isRunning := map[string]bool{}
 	for _, r := range snap.Jobs {

@@ -52,7 +52,7 @@ func ExampleSegment() {
 		panic(err)
 	}
 	p := placement.New(c, placement.Options{})
-	req := placement.Request{Nodes: 96, GPUsPerNode: 4, Segments: []placement.Segment{{Size: 48, Level: "zone"}, {Size: 16, Level: "rack"}}}
+	req := placement.Request{Nodes: 96, GPUsPerNode: 4, Segments: [placement.MaxSegmentLayers]placement.Segment{{Size: 48, Level: "zone"}, {Size: 16, Level: "rack"}}}
 	res, err := p.Place(topology.NewState(c), &req, nil)
 	if err != nil {
 		panic(err)

@@ -102,17 +102,18 @@ func randomRequest(r *rand.Rand, c *topology.Cluster) Request {
 		req.Preferred = level()
 	}
 	if req.Nodes > 1 && depth > 0 && r.IntN(3) == 0 {
-		req.Segments = randomSegments(r, c, req.Nodes)
-		if len(req.Segments) == 1 && r.IntN(2) == 0 {
-			req.SegmentSize, req.SegmentLevel = req.Segments[0].Size, req.Segments[0].Level
-			req.Segments = nil
+		segs := randomSegments(r, c, req.Nodes)
+		if len(segs) == 1 && r.IntN(2) == 0 {
+			req.SegmentSize, req.SegmentLevel = segs[0].Size, segs[0].Level
+		} else {
+			copy(req.Segments[:], segs)
 		}
 	}
 	if depth > 0 && r.IntN(4) == 0 {
 		req.MaxDomains = 1 + r.IntN(3)
 		if r.IntN(3) != 0 {
 			top := depth
-			if segs := req.Segments; len(segs) > 0 {
+			if segs := req.Segments; segs[0].Size > 0 {
 				l, _ := c.Level(segs[0].Level)
 				top = l + 1 // at or above the outermost segment level
 			} else if req.SegmentSize > 1 {
@@ -258,7 +259,9 @@ func newBrute(c *topology.Cluster, s *topology.State, req Request) *brute {
 		b.layers = append(b.layers, layer{size: req.SegmentSize, lvl: level(lvl(req.SegmentLevel))})
 	}
 	for _, sg := range req.Segments {
-		b.layers = append(b.layers, layer{size: sg.Size, lvl: level(lvl(sg.Level))})
+		if sg.Size > 0 {
+			b.layers = append(b.layers, layer{size: sg.Size, lvl: level(lvl(sg.Level))})
+		}
 	}
 	return b
 }
@@ -519,7 +522,12 @@ func shapeClass(c *topology.Cluster, req *Request) string {
 		}
 		return "upper"
 	}
-	segs := req.Segments
+	var segs []Segment
+	for _, sg := range req.Segments {
+		if sg.Size > 0 {
+			segs = append(segs, sg)
+		}
+	}
 	if req.SegmentSize > 1 {
 		segs = []Segment{{req.SegmentSize, req.SegmentLevel}}
 	}

@@ -101,7 +101,7 @@ func (pl *plan) resolveShape(r *Request) error {
 		return fmt.Errorf("%w: asks for nothing (Nodes and GPUs are zero)", ErrBadRequest)
 	case r.GPUs > 0 && r.GPUsPerNode > 0:
 		return fmt.Errorf("%w: GPUsPerNode goes with Nodes, not with GPUs", ErrBadRequest)
-	case r.GPUs > 0 && (r.SegmentSize > 1 || len(r.Segments) > 0):
+	case r.GPUs > 0 && (r.SegmentSize > 1 || r.Segments[0].Size != 0):
 		return fmt.Errorf("%w: segments go with Nodes, not with GPUs", ErrBadRequest)
 	case r.GPUsPerNode > topology.MaxGPUsPerNode:
 		return fmt.Errorf("%w: %d GPUs per node, at most %d", ErrBadRequest, r.GPUsPerNode, topology.MaxGPUsPerNode)
@@ -135,9 +135,17 @@ func (pl *plan) levelOrLeaf(c *topology.Cluster, name, field string) (level, err
 // resolveSegments checks the segment layers and keeps those the Required
 // level does not already imply.
 func (pl *plan) resolveSegments(c *topology.Cluster, r *Request) error {
-	segs := r.Segments
+	n := 0
+	for n < len(r.Segments) && r.Segments[n] != (Segment{}) {
+		n++
+	}
+	for _, s := range r.Segments[n:] {
+		if s != (Segment{}) {
+			return fmt.Errorf("%w: segment layer %d follows an empty one", ErrBadRequest, n)
+		}
+	}
 	if r.SegmentSize > 1 || r.SegmentLevel != "" {
-		if len(segs) > 0 {
+		if n > 0 {
 			return fmt.Errorf("%w: give Segments or SegmentSize, not both", ErrBadRequest)
 		}
 		if r.SegmentSize <= 1 {
@@ -147,10 +155,7 @@ func (pl *plan) resolveSegments(c *topology.Cluster, r *Request) error {
 		}
 		return pl.addLayer(c, r, Segment{Size: r.SegmentSize, Level: r.SegmentLevel}, 0)
 	}
-	if len(segs) > MaxSegmentLayers {
-		return fmt.Errorf("%w: %d segment layers, at most %d", ErrBadRequest, len(segs), MaxSegmentLayers)
-	}
-	for i, s := range segs {
+	for i, s := range r.Segments[:n] {
 		if err := pl.addLayer(c, r, s, i); err != nil {
 			return err
 		}

@@ -69,12 +69,13 @@ type Request struct {
 	SegmentSize  int
 	SegmentLevel string
 	// Segments nests up to MaxSegmentLayers layers of segments, outermost
-	// first: for example {{48, "zone"}, {16, "rack"}} asks for slices of
-	// 48 nodes inside one zone, each made of slices of 16 inside one rack
-	// (Kueue's multi-layer slices). Each layer's level lies below the
-	// previous one and its size divides the previous size; Nodes is a
-	// multiple of the first size. Give Segments or SegmentSize, not both.
-	Segments []Segment
+	// first, unused entries zero: for example {{48, "zone"}, {16, "rack"}}
+	// asks for slices of 48 nodes inside one zone, each made of slices of
+	// 16 inside one rack (Kueue's multi-layer slices). Each layer's level
+	// lies below the previous one and its size divides the previous size;
+	// Nodes is a multiple of the first size. Give Segments or SegmentSize,
+	// not both. (An array, so that a Request stays comparable.)
+	Segments [MaxSegmentLayers]Segment
 
 	// Allowed, when non-nil, limits placement to these nodes (a partition,
 	// a node feature). Excluded, when non-nil, removes nodes (reserved for
@@ -119,7 +120,9 @@ func (r *Request) String() string {
 		s += fmt.Sprintf(", segments of %d per %s", r.SegmentSize, orDefault(r.SegmentLevel, "lowest-level domain"))
 	}
 	for _, seg := range r.Segments {
-		s += fmt.Sprintf(", segments of %d per %s", seg.Size, orDefault(seg.Level, "lowest-level domain"))
+		if seg.Size != 0 {
+			s += fmt.Sprintf(", segments of %d per %s", seg.Size, orDefault(seg.Level, "lowest-level domain"))
+		}
 	}
 	return s
 }
@@ -144,7 +147,7 @@ func (r *Request) TotalGPUCount() int {
 // request has no segments): the node counts the request may take, as in an
 // elastic gang's sizes, are its multiples.
 func (r *Request) SegmentStep() int {
-	if len(r.Segments) > 0 {
+	if r.Segments[0].Size != 0 {
 		return max(r.Segments[0].Size, 1)
 	}
 	return max(r.SegmentSize, 1)
