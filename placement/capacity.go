@@ -39,6 +39,10 @@ type scratch struct {
 	hist   []int32
 	histAt []uint32
 	epoch  uint32
+	// pathF[x] is x's path free GPUs (see pathFree), valid when
+	// pathAt[x] == epoch.
+	pathF  []int32
+	pathAt []uint32
 
 	budget      int
 	approximate bool
@@ -59,6 +63,8 @@ func (sc *scratch) init(ly *layout) {
 	}
 	sc.hist = make([]int32, nd*(ly.maxGPUs+1))
 	sc.histAt = make([]uint32, nd)
+	sc.pathF = make([]int32, nd)
+	sc.pathAt = make([]uint32, nd)
 	sc.search.init(ly)
 	sc.cover.init(ly)
 	sc.spans.init(ly)
@@ -69,6 +75,7 @@ func (sc *scratch) begin(s *topology.State, r *Request, buf []topology.NodeAlloc
 	sc.budget, sc.approximate = budget, false
 	if sc.epoch++; sc.epoch == 0 {
 		clear(sc.histAt)
+		clear(sc.pathAt)
 		sc.epoch = 1
 	}
 	sc.spans.begin()
@@ -107,12 +114,32 @@ func (p *Placer) capacities() {
 		}
 		p.sumUp(sc.capBase, ly.leaf)
 	default:
-		for x := 1; x < ly.numDomains(); x++ {
-			sc.capBase[x] = int32(p.counterCapacity(x))
+		for l := level(0); l <= ly.leaf; l++ {
+			p.counterCapacities(l, sc.capBase[ly.id(l, 0):ly.id(l, 0)+ly.count(l)])
 		}
 		p.sumUp(sc.capBase, 0)
 	}
 	p.segmentCapacities()
+}
+
+// counterCapacities reads the base items of every domain of level l from
+// the state's counters into caps.
+func (p *Placer) counterCapacities(l level, caps []int32) {
+	sc := &p.sc
+	s := sc.s
+	switch {
+	case sc.pl.mode == modeGPUs && sc.pl.exclusive:
+		copy(caps, s.LevelIdleGPUs(int(l)))
+	case sc.pl.mode == modeGPUs:
+		copy(caps, s.LevelFreeGPUs(int(l)))
+	case sc.pl.exclusive:
+		copy(caps, s.LevelIdleNodes(int(l)))
+	default:
+		avail, stride := s.LevelAvail(int(l)), p.lay.maxGPUs+1
+		for d := range caps {
+			caps[d] = avail[d*stride+sc.minFree]
+		}
+	}
 }
 
 // candidates computes the candidate bitset: schedulable nodes with enough
@@ -158,23 +185,6 @@ func (p *Placer) maskedCapacity(x int) int {
 		n += k * int(h[k])
 	}
 	return n
-}
-
-// counterCapacity reads the base items of domain x (not the root) from
-// the state's counters.
-func (p *Placer) counterCapacity(x int) int {
-	sc, ly := &p.sc, p.lay
-	l, d := ly.levelOf(x), ly.index(x)
-	s := sc.s
-	switch {
-	case sc.pl.mode == modeGPUs && sc.pl.exclusive:
-		return s.DomainIdleGPUs(int(l), d)
-	case sc.pl.mode == modeGPUs:
-		return s.DomainFreeGPUs(int(l), d)
-	case sc.pl.exclusive:
-		return s.DomainIdleNodes(int(l), d)
-	}
-	return int(s.DomainAvail(int(l), d)[sc.minFree])
 }
 
 // sumUp sets every domain above level l to the sum of its children.
@@ -268,40 +278,32 @@ func (p *Placer) counterHistogram(x int, h []int32) {
 	h[ly.maxGPUs] = row[ly.maxGPUs]
 }
 
-// maskedHistogram counts leaf x's candidates per class of usable GPUs.
+// maskedHistogram counts leaf x's candidates per class of usable GPUs:
+// the candidates with at least k, for every k, then the differences.
 func (p *Placer) maskedHistogram(x int, h []int32) {
 	sc, ly := &p.sc, p.lay
 	f, e := int(ly.nodeFirst[x]), int(ly.nodeEnd[x])
-	for k := sc.minFree; k <= ly.maxGPUs; k++ {
-		h[k] = int32(p.classCount(k, f, e))
+	for w := f >> 6; w <= (e-1)>>6; w++ {
+		m := sc.cand[w] & bits.RangeMask(w, f, e)
+		if m == 0 {
+			continue
+		}
+		for k := sc.minFree; k <= ly.maxGPUs; k++ {
+			h[k] += int32(mathbits.OnesCount64(m & p.atLeastWord(k, w)))
+		}
+	}
+	for k := sc.minFree; k < ly.maxGPUs; k++ {
+		h[k] -= h[k+1]
 	}
 }
 
-// classCount counts the candidates of nodes [f, e) with exactly k usable
-// GPUs.
-func (p *Placer) classCount(k, f, e int) int {
-	sc, ly := &p.sc, p.lay
-	var at, above []uint64
-	if sc.pl.exclusive {
-		at = ly.sizeWords(k)
-		if k < ly.maxGPUs {
-			above = ly.sizeWords(k + 1)
-		}
-	} else {
-		at = sc.s.AvailWords(k)
-		if k < ly.maxGPUs {
-			above = sc.s.AvailWords(k + 1)
-		}
+// atLeastWord returns word w of the nodes with at least k usable GPUs
+// (free GPUs, or size for exclusive requests).
+func (p *Placer) atLeastWord(k, w int) uint64 {
+	if p.sc.pl.exclusive {
+		return p.lay.sizeWords(k)[w]
 	}
-	n := 0
-	for w := f >> 6; w <= (e-1)>>6; w++ {
-		x := sc.cand[w] & at[w] & bits.RangeMask(w, f, e)
-		if above != nil {
-			x &^= above[w]
-		}
-		n += mathbits.OnesCount64(x)
-	}
-	return n
+	return p.sc.s.AvailWords(k)[w]
 }
 
 // domainFree returns the free GPUs on schedulable nodes of domain x (the
@@ -317,10 +319,68 @@ func (p *Placer) domainFree(x int) int {
 // pathFree returns the free GPUs of x and of each of its ancestors below
 // the root: the stranded-capacity term a domain adds when used.
 func (p *Placer) pathFree(x int) int {
-	ly := p.lay
-	sum := 0
-	for ; x > 0; x = int(ly.parent[x]) {
-		sum += p.domainFree(x)
+	sc := &p.sc
+	if x == 0 {
+		return 0
 	}
-	return sum
+	if sc.pathAt[x] != sc.epoch {
+		sc.pathF[x] = int32(p.domainFree(x) + p.pathFree(int(p.lay.parent[x])))
+		sc.pathAt[x] = sc.epoch
+	}
+	return int(sc.pathF[x])
+}
+
+// classAtLeast returns the fewest usable GPUs, at least k, of a
+// candidate of leaf x, or 0 when none has k.
+func (p *Placer) classAtLeast(x, k int) int {
+	sc, ly := &p.sc, p.lay
+	if !sc.masked && !sc.pl.exclusive {
+		stride := ly.maxGPUs + 1
+		d := ly.index(x)
+		row := sc.s.LevelAvail(int(ly.levelOf(x)))[d*stride : (d+1)*stride]
+		if row[k] == 0 {
+			return 0
+		}
+		for k < ly.maxGPUs && row[k] == row[k+1] {
+			k++
+		}
+		return k
+	}
+	h := p.histogram(x)
+	for ; k <= ly.maxGPUs; k++ {
+		if h[k] > 0 {
+			return k
+		}
+	}
+	return 0
+}
+
+// minClass returns the fewest usable GPUs of a candidate of leaf x (0 when
+// it has none).
+func (p *Placer) minClass(x int) int {
+	sc, ly := &p.sc, p.lay
+	if sc.minFree > ly.maxGPUs {
+		return 0
+	}
+	if sc.masked || sc.pl.exclusive {
+		f, e := int(ly.nodeFirst[x]), int(ly.nodeEnd[x])
+		for k := sc.minFree; k <= ly.maxGPUs; k++ {
+			if p.anyOfClass(k, f, e) {
+				return k
+			}
+		}
+		return 0
+	}
+	return p.classAtLeast(x, sc.minFree)
+}
+
+// anyOfClass reports whether nodes [f, e) hold a candidate with exactly k
+// usable GPUs.
+func (p *Placer) anyOfClass(k, f, e int) bool {
+	for w := f >> 6; w <= (e-1)>>6; w++ {
+		if p.candWord(w)&p.classWord(k, w)&bits.RangeMask(w, f, e) != 0 {
+			return true
+		}
+	}
+	return false
 }

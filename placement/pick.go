@@ -79,21 +79,74 @@ func (p *Placer) planGPUClasses(h []int32, gpus int, cp *classPlan) {
 	}
 }
 
-// leafTake returns the statistics of taking a last-phase items of leaf x.
+// leafTake returns the statistics of taking a last-phase items of leaf x
+// as planClasses would, computed from the histogram alone.
 func (p *Placer) leafTake(x, a int) takeStats {
-	var cp classPlan
-	p.planClasses(x, a, &cp)
+	pl, maxG := &p.sc.pl, p.lay.maxGPUs
+	h := p.histogram(x)
 	var st takeStats
-	for k, n := range cp.whole {
-		st.nodes += int(n)
-		st.free += k * int(n)
-	}
-	if cp.partClass > 0 {
-		st.nodes++
-		st.free += cp.partClass
+	rest := a * pl.itemNodes(p.lastPhase())
+	switch {
+	case pl.mode == modeGPUs:
+		st = gpuTake(h, a, maxG)
+	case pl.exclusive && pl.perNode == 0:
+		for k := maxG; k >= 1 && rest > 0; k-- {
+			t := min(int(h[k]), rest)
+			st.nodes, st.free, rest = st.nodes+t, st.free+k*t, rest-t
+		}
+	default:
+		for k := p.sc.minFree; k <= maxG && rest > 0; k++ {
+			t := min(int(h[k]), rest)
+			st.nodes, st.free, rest = st.nodes+t, st.free+k*t, rest-t
+		}
 	}
 	st.taken = p.givenGPUs(a, st)
 	return st
+}
+
+// gpuTake is leafTake for GPU totals: planGPUClasses's choice, counted.
+func gpuTake(h []int32, gpus, maxG int) takeStats {
+	var st takeStats
+	rest := gpus
+	for k := maxG; k >= 1; k-- {
+		c := int(h[k])
+		if c == 0 {
+			continue
+		}
+		if k >= rest {
+			// The tightest class from rest up with a node left.
+			for j := rest; j <= k; j++ {
+				left := int(h[j])
+				if j == k {
+					left = c
+				}
+				if left > 0 {
+					return takeStats{nodes: st.nodes + 1, free: st.free + j}
+				}
+			}
+		}
+		t := min(c, (rest-1)/k)
+		st.nodes, st.free, rest = st.nodes+t, st.free+k*t, rest-k*t
+		if t < c {
+			// Nodes of class k are left and now cover the rest.
+			return takeStats{nodes: st.nodes + 1, free: st.free + tightest(h, rest, k, c-t)}
+		}
+	}
+	panic("placement: a leaf held fewer GPUs than counted")
+}
+
+// tightest returns the smallest class from rest to k with a node left
+// (class k has left of them).
+func tightest(h []int32, rest, k, left int) int {
+	for j := rest; j < k; j++ {
+		if h[j] > 0 {
+			return j
+		}
+	}
+	if left > 0 {
+		return k
+	}
+	panic("placement: no node covers the rest")
 }
 
 // givenGPUs returns the GPUs a placement of a last-phase items gives, from

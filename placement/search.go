@@ -42,6 +42,9 @@ func (p *Placer) bestDomainAt(l level) (int, bool) {
 	ly, pl := p.lay, &p.sc.pl
 	ph := pl.firstPhase(l)
 	need := pl.need(ph)
+	if l == ly.leaf {
+		return p.bestLeaf(need)
+	}
 	best := choice{domain: -1}
 	for d := range ly.count(l) {
 		x := ly.id(l, d)
@@ -54,6 +57,96 @@ func (p *Placer) bestDomainAt(l level) (int, bool) {
 		}
 	}
 	return best.domain, best.domain >= 0
+}
+
+// bestLeaf returns the best leaf that holds need last-phase items: the
+// fewest nodes (GPU totals), then the least stranded capacity, scored
+// exactly, skipping leaves whose lower bounds (a cheap one, then a
+// tighter one) cannot win. Leaves are visited parent by parent, so that
+// the free GPUs above them are summed once per parent.
+func (p *Placer) bestLeaf(need int) (int, bool) {
+	ly := p.lay
+	caps := p.leafCaps(0)
+	var free []int32
+	if ly.leaf != rootLevel {
+		free = p.sc.s.LevelFreeGPUs(int(ly.leaf))
+	}
+	best := choice{domain: -1}
+	for d, n := 0, ly.count(ly.leaf); d < n; {
+		parent := max(int(ly.parent[ly.leafID(d)]), 0) // a flat cluster's leaf is the root
+		above := p.pathFree(parent)
+		end := n
+		if parent > 0 {
+			end = int(ly.leafEnd[parent])
+		}
+		for ; d < end; d++ {
+			if int(caps[d]) < need {
+				continue
+			}
+			x := ly.leafID(d)
+			path := above
+			if free != nil {
+				path += int(free[d])
+			}
+			if best.domain >= 0 && (!p.leafBound(x, need, path, false).better(best) || !p.leafBound(x, need, path, true).better(best)) {
+				continue
+			}
+			if c := p.leafChoice(x, need, path); best.domain < 0 || c.better(best) {
+				best = c
+			}
+		}
+	}
+	return best.domain, best.domain >= 0
+}
+
+// leafChoice scores leaf x for need last-phase items exactly; path is
+// pathFree(x).
+func (p *Placer) leafChoice(x, need, path int) choice {
+	pl := &p.sc.pl
+	st := p.leafTake(x, need)
+	c := choice{domain: x, leaves: 1}
+	if pl.mode == modeGPUs {
+		c.nodes = st.nodes
+	}
+	c.stranded = st.free + path - (p.lay.depth+1)*pl.requestGPUs(st.taken)
+	return c
+}
+
+// leafBound returns a choice no better than leaf x's (path is
+// pathFree(x)). The cheap bound
+// assumes every node taken has the request's minimum of usable GPUs and a
+// GPU total needs as few nodes as the largest nodes allow; the tight one
+// (tight set) looks at x's nodes: their fewest usable GPUs, and whether
+// one of them holds a GPU total alone.
+func (p *Placer) leafBound(x, need, path int, tight bool) choice {
+	pl, maxG := &p.sc.pl, p.lay.maxGPUs
+	c := choice{domain: x, leaves: 1}
+	depth := p.lay.depth
+	if pl.mode == modeGPUs {
+		c.nodes = (pl.gpus + maxG - 1) / maxG
+		// The free GPUs of the nodes taken cover the request at least.
+		c.stranded = path - depth*pl.gpus
+		if tight && pl.gpus <= maxG {
+			if k := p.classAtLeast(x, pl.gpus); k > 0 {
+				c.stranded += k - pl.gpus // one node: the tightest
+			} else {
+				c.nodes = 2
+			}
+		}
+		return c
+	}
+	n := need * pl.itemNodes(p.lastPhase())
+	if pl.exclusive && pl.perNode == 0 {
+		// Whole nodes: what is given is what was asked, at most maxG each.
+		c.stranded = path - depth*n*maxG
+		return c
+	}
+	least := p.sc.minFree
+	if tight {
+		least = p.minClass(x)
+	}
+	c.stranded = n*least + path - (depth+1)*n*pl.perNode
+	return c
 }
 
 // holds reports whether domain x can hold need items of phase ph, the
@@ -93,11 +186,7 @@ func (p *Placer) score(x, ph, need int, best choice) (choice, bool) {
 	ly, sc := p.lay, &p.sc
 	c := choice{domain: x}
 	if ly.levelOf(x) == ly.leaf {
-		c.leaves = 1
-		st := p.leafTake(x, need) // ph is the last phase
-		c.nodes = st.nodes * boolInt(sc.pl.mode == modeGPUs)
-		c.stranded = st.free + p.pathFree(x) - (ly.depth+1)*sc.pl.requestGPUs(st.taken)
-		return c, true
+		return p.leafChoice(x, need, p.pathFree(x)), true // ph is the last phase
 	}
 	if best.domain >= 0 && p.leafLowerBound(x, ph, need) > best.leaves {
 		return c, false

@@ -303,6 +303,33 @@ func (s *State) DomainAvail(l, d int) []int32 {
 	return s.domAvail[x : x+stride : x+stride]
 }
 
+// LevelFreeGPUs returns the free GPUs on schedulable nodes of every domain
+// of level l, indexed by domain: a read-only view that tracks the state,
+// for loops over a level.
+func (s *State) LevelFreeGPUs(l int) []int32 {
+	return s.domFree[s.levelOff[l]:s.levelOff[l+1]:s.levelOff[l+1]]
+}
+
+// LevelAvail returns the availability counters of every domain of level
+// l: entries [d*(MaxNodeGPUs+1), (d+1)*(MaxNodeGPUs+1)) are
+// DomainAvail(l, d). A read-only view that tracks the state.
+func (s *State) LevelAvail(l int) []int32 {
+	stride := s.c.maxGPUs + 1
+	lo, hi := s.levelOff[l]*stride, s.levelOff[l+1]*stride
+	return s.domAvail[lo:hi:hi]
+}
+
+// LevelIdleNodes returns DomainIdleNodes for every domain of level l, and
+// LevelIdleGPUs DomainIdleGPUs (read-only views that track the state).
+func (s *State) LevelIdleNodes(l int) []int32 {
+	return s.domIdle[s.levelOff[l]:s.levelOff[l+1]:s.levelOff[l+1]]
+}
+
+// LevelIdleGPUs: see LevelIdleNodes.
+func (s *State) LevelIdleGPUs(l int) []int32 {
+	return s.domIdleGPUs[s.levelOff[l]:s.levelOff[l+1]:s.levelOff[l+1]]
+}
+
 // DomainIdleNodes returns the number of schedulable nodes of domain d of
 // level l with every GPU free.
 func (s *State) DomainIdleNodes(l, d int) int { return int(s.domIdle[s.levelOff[l]+d]) }

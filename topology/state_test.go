@@ -500,6 +500,13 @@ func checkCounters(t *testing.T, s *State, l, d int) {
 			t.Fatalf("level %d domain %d: %d nodes with >= %d free, want %d", l, d, got[k], k, avail[k])
 		}
 	}
+	stride := c.MaxNodeGPUs() + 1
+	if row := s.LevelAvail(l)[d*stride : (d+1)*stride]; fmt.Sprint(row) != fmt.Sprint(got) {
+		t.Fatalf("level %d domain %d: level view %v, domain view %v", l, d, row, got)
+	}
+	if s.LevelIdleNodes(l)[d] != int32(idle) || s.LevelIdleGPUs(l)[d] != int32(idleGPUs) || s.LevelFreeGPUs(l)[d] != int32(free) {
+		t.Fatalf("level %d domain %d: level views disagree", l, d)
+	}
 	if s.DomainIdleNodes(l, d) != idle || s.DomainIdleGPUs(l, d) != idleGPUs || s.DomainFreeGPUs(l, d) != free {
 		t.Fatalf("level %d domain %d: idle %d (%d GPUs) free %d, want %d (%d) %d", l, d,
 			s.DomainIdleNodes(l, d), s.DomainIdleGPUs(l, d), s.DomainFreeGPUs(l, d), idle, idleGPUs, free)
