@@ -231,6 +231,7 @@ func (p *Placer) containerProfile(x, ph, tmax int) ([]int32, bool) {
 		}
 		sorted := append(sc.cover.caps[:0], caps...)
 		sortDescending(sorted, &sc.cover.count)
+		prof[0] = 0
 		for t := 1; t <= n; t++ {
 			prof[t] = prof[t-1] + sorted[t-1]
 		}
