@@ -79,6 +79,7 @@ func (sc *scratch) begin(s *topology.State, r *Request, buf []topology.NodeAlloc
 		sc.epoch = 1
 	}
 	sc.spans.begin()
+	sc.cover.keptFor = -1
 }
 
 func (sc *scratch) end() { sc.s, sc.req, sc.out = nil, nil, nil }

@@ -36,6 +36,9 @@ type coverScratch struct {
 	// takenAt[x] == mark marks leaf x as taken whole by the current split.
 	takenAt []uint32
 	mark    uint32
+	// kept is the plan scoring computed for domain keptFor (-1: none).
+	kept    []leafAmount
+	keptFor int
 }
 
 func (cs *coverScratch) init(ly *layout) {
@@ -48,6 +51,7 @@ func (cs *coverScratch) init(ly *layout) {
 	cs.spare = make([]leafRef, 0, nl)
 	cs.kids = make([]kid, 0, ly.numDomains())
 	cs.takenAt = make([]uint32, ly.numDomains())
+	cs.kept = make([]leafAmount, 0, nl)
 }
 
 // lastPhase returns the index of the innermost phase, whose units are the
@@ -80,8 +84,13 @@ func (p *Placer) fillLeaves(x, a int) {
 		p.pickLeaf(x, a)
 		return
 	}
-	p.planLeaves(x, a)
-	for _, la := range p.sc.cover.sel {
+	cs := &p.sc.cover
+	plan := cs.kept
+	if cs.keptFor != x {
+		p.planLeaves(x, a)
+		plan = cs.sel
+	}
+	for _, la := range plan {
 		p.pickLeaf(int(la.leaf), int(la.amount))
 	}
 }

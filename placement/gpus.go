@@ -52,8 +52,15 @@ func (p *Placer) runGPUSearch(x, a, m, ub int) (nodes int, found, ok bool) {
 	tmax := ub - 1
 	leaves := ss.leaves[:0]
 	lf, le := ly.leafID(int(ly.leafFirst[x])), ly.leafID(int(ly.leafEnd[x]))
+	top, top1 := p.topCaps(x, m)
 	for l := lf; l < le; l++ {
-		if p.sc.capBase[l] > 0 {
+		// Only a leaf that some cover of m leaves may use.
+		v := int(p.sc.capBase[l])
+		others := top1
+		if m > 1 && v >= int(p.sc.cover.caps[m-2]) {
+			others = top - v
+		}
+		if v > 0 && v+others >= a {
 			leaves = append(leaves, unitAmount{unit: int32(l)})
 		}
 	}
@@ -88,6 +95,21 @@ func (p *Placer) runGPUSearch(x, a, m, ub int) (nodes int, found, ok bool) {
 		nodes += p.leafTake(int(la.unit), int(amt)).nodes
 	}
 	return nodes, true, true
+}
+
+// topCaps returns the sums of the m and the m-1 largest leaf capacities
+// under x, leaving the capacities sorted in cover.caps.
+func (p *Placer) topCaps(x, m int) (top, top1 int) {
+	cs := &p.sc.cover
+	cs.caps = append(cs.caps[:0], p.leafCaps(x)...)
+	sortDescending(cs.caps, &cs.count)
+	for i := 0; i < m && i < len(cs.caps); i++ {
+		top += int(cs.caps[i])
+		if i < m-1 {
+			top1 += int(cs.caps[i])
+		}
+	}
+	return top, top1
 }
 
 // nodeProfile returns, for leaf x, the usable GPUs of its t fullest

@@ -45,6 +45,18 @@ func (p *Placer) bestDomainAt(l level) (int, bool) {
 	if l == ly.leaf {
 		return p.bestLeaf(need)
 	}
+	first, n := -1, 0
+	for d := range ly.count(l) {
+		if x := ly.id(l, d); p.holds(x, ph, need) {
+			first, n = max(first, x), n+1
+			if n > 1 {
+				break
+			}
+		}
+	}
+	if n <= 1 {
+		return first, n == 1 // nothing to choose from
+	}
 	best := choice{domain: -1}
 	for d := range ly.count(l) {
 		x := ly.id(l, d)
@@ -54,24 +66,43 @@ func (p *Placer) bestDomainAt(l level) (int, bool) {
 		c, ok := p.score(x, ph, need, best)
 		if ok && (best.domain < 0 || c.better(best)) {
 			best = c
+			p.keepPlan(x, ph)
 		}
 	}
 	return best.domain, best.domain >= 0
 }
 
+// keepPlan keeps the leaf plan that scoring x computed (GPU totals at the
+// last phase), so that filling x reuses it instead of searching again.
+func (p *Placer) keepPlan(x, ph int) {
+	cs := &p.sc.cover
+	cs.keptFor = -1
+	if p.sc.pl.mode == modeGPUs && ph == p.lastPhase() {
+		cs.kept = append(cs.kept[:0], cs.sel...)
+		cs.keptFor = x
+	}
+}
+
 // bestLeaf returns the best leaf that holds need last-phase items: the
 // fewest nodes (GPU totals), then the least stranded capacity, scored
-// exactly, skipping leaves whose lower bounds (a cheap one, then a
-// tighter one) cannot win. Leaves are visited parent by parent, so that
-// the free GPUs above them are summed once per parent.
+// exactly. It scores the leaf with the fewest free GPUs on its path first,
+// then visits the leaves parent by parent (the free GPUs above them summed
+// once per parent), skipping a parent, then a leaf, whose lower bounds (a
+// cheap one, then a tighter one) cannot win.
 func (p *Placer) bestLeaf(need int) (int, bool) {
+	if k, ok := p.singleNodeClass(need); ok {
+		if x := p.bestSingleNodeLeaf(k); x >= 0 {
+			return x, true
+		}
+	}
 	ly := p.lay
 	caps := p.leafCaps(0)
-	var free []int32
-	if ly.leaf != rootLevel {
-		free = p.sc.s.LevelFreeGPUs(int(ly.leaf))
-	}
 	best := choice{domain: -1}
+	if x, path := p.fullestLeaf(need); x >= 0 {
+		best = p.leafChoice(x, need, path)
+	} else {
+		return -1, false
+	}
 	for d, n := 0, ly.count(ly.leaf); d < n; {
 		parent := max(int(ly.parent[ly.leafID(d)]), 0) // a flat cluster's leaf is the root
 		above := p.pathFree(parent)
@@ -79,24 +110,158 @@ func (p *Placer) bestLeaf(need int) (int, bool) {
 		if parent > 0 {
 			end = int(ly.leafEnd[parent])
 		}
+		if !p.leafBound(-1, need, above, false).better(best) {
+			d = end // no leaf under parent can win
+			continue
+		}
 		for ; d < end; d++ {
 			if int(caps[d]) < need {
 				continue
 			}
 			x := ly.leafID(d)
-			path := above
-			if free != nil {
-				path += int(free[d])
-			}
-			if best.domain >= 0 && (!p.leafBound(x, need, path, false).better(best) || !p.leafBound(x, need, path, true).better(best)) {
-				continue
-			}
-			if c := p.leafChoice(x, need, path); best.domain < 0 || c.better(best) {
+			if c, ok := p.boundedLeafChoice(x, need, above+p.leafFree(d), best); ok && c.better(best) {
 				best = c
 			}
 		}
 	}
-	return best.domain, best.domain >= 0
+	return best.domain, true
+}
+
+// singleNodeClass reports whether the request takes one node, of at least
+// k free GPUs, and can be scored from the state's counters alone (no
+// Allowed or Excluded, not exclusive).
+func (p *Placer) singleNodeClass(need int) (int, bool) {
+	pl := &p.sc.pl
+	if p.sc.masked || pl.exclusive {
+		return 0, false
+	}
+	if pl.mode == modeGPUs {
+		return pl.gpus, pl.gpus <= p.lay.maxGPUs
+	}
+	return p.sc.minFree, need*pl.itemNodes(p.lastPhase()) == 1 && p.sc.minFree <= p.lay.maxGPUs
+}
+
+// bestSingleNodeLeaf returns the leaf whose tightest node of at least k
+// free GPUs, plus the free GPUs of the leaf and of the domains above it,
+// is least (the stranded capacity of taking that node), the lowest index
+// on ties; -1 when no node has k free GPUs. One pass over the counters.
+func (p *Placer) bestSingleNodeLeaf(k int) int {
+	ly, s := p.lay, p.sc.s
+	free, avail := s.LevelFreeGPUs(int(ly.leaf)), s.LevelAvail(int(ly.leaf))
+	stride, maxG := ly.maxGPUs+1, ly.maxGPUs
+	best, bestScore := -1, 0
+	for d, n := 0, len(free); d < n; {
+		parent := int(ly.parent[ly.leafID(d)])
+		above, end := p.pathFree(parent), int(ly.leafEnd[parent])
+		// No node under parent is tighter than the parent's tightest.
+		least := p.tightestUnder(parent, k)
+		if least == 0 {
+			d = end
+			continue
+		}
+		for ; d < end; d++ {
+			base := above + int(free[d])
+			if best >= 0 && base+least >= bestScore {
+				continue
+			}
+			row := avail[d*stride : (d+1)*stride]
+			if row[k] == 0 {
+				continue
+			}
+			c := k
+			for c < maxG && row[c] == row[c+1] {
+				c++
+			}
+			if score := base + c; best < 0 || score < bestScore {
+				best, bestScore = d, score
+			}
+		}
+	}
+	if best < 0 {
+		return -1
+	}
+	return ly.leafID(best)
+}
+
+// tightestUnder returns the fewest free GPUs, at least k, of a schedulable
+// node under domain x (k itself for the root, which has no counters; 0
+// when no node has k).
+func (p *Placer) tightestUnder(x, k int) int {
+	ly := p.lay
+	if x == 0 {
+		return k
+	}
+	row := p.sc.s.DomainAvail(int(ly.levelOf(x)), ly.index(x))
+	if row[k] == 0 {
+		return 0
+	}
+	for k < ly.maxGPUs && row[k] == row[k+1] {
+		k++
+	}
+	return k
+}
+
+// boundedLeafChoice scores leaf x (path is pathFree(x)) unless a bound shows
+// it cannot beat best; it reports whether it scored it.
+func (p *Placer) boundedLeafChoice(x, need, path int, best choice) (choice, bool) {
+	if !p.leafBound(x, need, path, false).better(best) {
+		return choice{}, false
+	}
+	c := p.leafBound(x, need, path, true)
+	if !c.better(best) {
+		return choice{}, false
+	}
+	if p.boundIsExact(need) && (p.sc.pl.mode != modeGPUs || c.nodes == 1) {
+		return c, true
+	}
+	return p.leafChoice(x, need, path), true
+}
+
+// fullestLeaf returns a leaf holding need items with the fewest free GPUs
+// on its path, and that path's free GPUs (-1 when no leaf holds them).
+func (p *Placer) fullestLeaf(need int) (int, int) {
+	ly := p.lay
+	caps := p.leafCaps(0)
+	best, bestPath := -1, 0
+	for d, n := 0, len(caps); d < n; {
+		parent := max(int(ly.parent[ly.leafID(d)]), 0)
+		above, end := p.pathFree(parent), n
+		if parent > 0 {
+			end = int(ly.leafEnd[parent])
+		}
+		for ; d < end; d++ {
+			if int(caps[d]) < need {
+				continue
+			}
+			if path := above + p.leafFree(d); best < 0 || path < bestPath {
+				best, bestPath = ly.leafID(d), path
+			}
+		}
+	}
+	return best, bestPath
+}
+
+// leafFree returns the free GPUs of leaf number d (0 for a flat cluster,
+// whose leaf is the root and adds nothing).
+func (p *Placer) leafFree(d int) int {
+	if p.lay.leaf == rootLevel {
+		return 0
+	}
+	return int(p.sc.s.LevelFreeGPUs(int(p.lay.leaf))[d])
+}
+
+// boundIsExact reports whether the tight leaf bound is the exact score:
+// requests that take one node of known class (GPU totals: when the bound
+// found a node that holds them).
+func (p *Placer) boundIsExact(need int) bool {
+	pl := &p.sc.pl
+	switch {
+	case pl.mode == modeGPUs:
+		return pl.gpus <= p.lay.maxGPUs && !pl.exclusive
+	case pl.exclusive && pl.perNode == 0:
+		return false
+	}
+	return need*pl.itemNodes(p.lastPhase()) == 1
 }
 
 // leafChoice scores leaf x for need last-phase items exactly; path is
@@ -126,7 +291,7 @@ func (p *Placer) leafBound(x, need, path int, tight bool) choice {
 		c.nodes = (pl.gpus + maxG - 1) / maxG
 		// The free GPUs of the nodes taken cover the request at least.
 		c.stranded = path - depth*pl.gpus
-		if tight && pl.gpus <= maxG {
+		if tight && x >= 0 && pl.gpus <= maxG {
 			if k := p.classAtLeast(x, pl.gpus); k > 0 {
 				c.stranded += k - pl.gpus // one node: the tightest
 			} else {
@@ -136,6 +301,9 @@ func (p *Placer) leafBound(x, need, path int, tight bool) choice {
 		return c
 	}
 	n := need * pl.itemNodes(p.lastPhase())
+	if x < 0 {
+		tight = false // a bound for every leaf of a parent
+	}
 	if pl.exclusive && pl.perNode == 0 {
 		// Whole nodes: what is given is what was asked, at most maxG each.
 		c.stranded = path - depth*n*maxG
