@@ -23,6 +23,11 @@ type scratch struct {
 	masked bool
 	cand   []uint64
 	tmp    []uint64
+	// removed holds the nodes the request's sets took out of the
+	// candidates the counters count; countable says those counters count
+	// the request's candidates (not exclusive nodes of mixed sizes).
+	removed   []uint64
+	countable bool
 	// minFree is the least usable GPU count of a candidate (the request's
 	// GPUs per node, or 1).
 	minFree int
@@ -57,6 +62,7 @@ func (sc *scratch) init(ly *layout) {
 	nd := ly.numDomains()
 	sc.cand = make([]uint64, ly.words)
 	sc.tmp = make([]uint64, ly.words)
+	sc.removed = make([]uint64, ly.words)
 	sc.capBase = make([]int32, nd)
 	for i := range sc.capSeg {
 		sc.capSeg[i] = make([]int32, nd)
@@ -103,11 +109,12 @@ func (p *Placer) capacities() {
 	if pl.mode == modeNodes {
 		sc.minFree = max(pl.perNode, 1)
 	}
-	sc.masked = sc.req.Allowed != nil || sc.req.Excluded != nil || ly.depth == 0 || (pl.exclusive && !ly.uniform)
+	sc.countable = ly.depth > 0 && !(pl.exclusive && !ly.uniform)
+	sc.masked = sc.req.Allowed != nil || sc.req.Excluded != nil || !sc.countable
 	switch {
 	case sc.minFree > ly.maxGPUs:
 		clear(sc.capBase)
-	case sc.masked:
+	case !sc.countable:
 		p.candidates()
 		for d := range ly.count(ly.leaf) {
 			x := ly.leafID(d)
@@ -116,29 +123,41 @@ func (p *Placer) capacities() {
 		p.sumUp(sc.capBase, ly.leaf)
 	default:
 		for l := level(0); l <= ly.leaf; l++ {
-			p.counterCapacities(l, sc.capBase[ly.id(l, 0):ly.id(l, 0)+ly.count(l)])
+			p.counterCapacities(l, sc.capBase[ly.id(l, 0):ly.id(l, 0)+ly.count(l)], 0)
 		}
-		p.sumUp(sc.capBase, 0)
+		if !sc.masked {
+			p.sumUp(sc.capBase, 0)
+			break
+		}
+		// The counters less what Allowed and Excluded removed.
+		p.candidates()
+		for w, m := range sc.removed {
+			for ; m != 0; m &= m - 1 {
+				n := w<<6 + mathbits.TrailingZeros64(m)
+				sc.capBase[ly.leafID(ly.leafOfNode(n))] -= int32(p.removedItems(n))
+			}
+		}
+		p.sumUp(sc.capBase, ly.leaf)
 	}
 	p.segmentCapacities()
 }
 
-// counterCapacities reads the base items of every domain of level l from
-// the state's counters into caps.
-func (p *Placer) counterCapacities(l level, caps []int32) {
+// counterCapacities reads the base items of the domains from index from
+// on of level l from the state's counters into caps.
+func (p *Placer) counterCapacities(l level, caps []int32, from int) {
 	sc := &p.sc
 	s := sc.s
 	switch {
 	case sc.pl.mode == modeGPUs && sc.pl.exclusive:
-		copy(caps, s.LevelIdleGPUs(int(l)))
+		copy(caps, s.LevelIdleGPUs(int(l))[from:])
 	case sc.pl.mode == modeGPUs:
-		copy(caps, s.LevelFreeGPUs(int(l)))
+		copy(caps, s.LevelFreeGPUs(int(l))[from:])
 	case sc.pl.exclusive:
-		copy(caps, s.LevelIdleNodes(int(l)))
+		copy(caps, s.LevelIdleNodes(int(l))[from:])
 	default:
 		avail, stride := s.LevelAvail(int(l)), p.lay.maxGPUs+1
 		for d := range caps {
-			caps[d] = avail[d*stride+sc.minFree]
+			caps[d] = avail[(from+d)*stride+sc.minFree]
 		}
 	}
 }
@@ -155,6 +174,7 @@ func (p *Placer) candidates() {
 	default:
 		copy(sc.cand, s.AvailWords(sc.minFree))
 	}
+	copy(sc.removed, sc.cand)
 	if a := sc.req.Allowed; a != nil {
 		w := a.Words()
 		for i := range sc.cand {
@@ -171,9 +191,20 @@ func (p *Placer) candidates() {
 			sc.cand[i] &^= w[i]
 		}
 	}
+	p.setRemoved()
 }
 
-// maskedCapacity counts the base items of leaf x from the candidates.
+// setRemoved turns sc.removed, a copy of the candidates before Allowed
+// and Excluded, into the nodes they removed.
+func (p *Placer) setRemoved() {
+	sc := &p.sc
+	for w := range sc.removed {
+		sc.removed[w] &^= sc.cand[w]
+	}
+}
+
+// maskedCapacity counts the base items of leaf x from the candidates (for
+// clusters whose counters do not count the request's candidates).
 func (p *Placer) maskedCapacity(x int) int {
 	sc, ly := &p.sc, p.lay
 	f, e := int(ly.nodeFirst[x]), int(ly.nodeEnd[x])
@@ -186,6 +217,23 @@ func (p *Placer) maskedCapacity(x int) int {
 		n += k * int(h[k])
 	}
 	return n
+}
+
+// usableGPUs returns node n's class: its free GPUs, or its size for
+// exclusive requests.
+func (p *Placer) usableGPUs(n int) int {
+	if p.sc.pl.exclusive {
+		return p.lay.c.NodeGPUs(n)
+	}
+	return p.sc.s.FreeCount(n)
+}
+
+// removedItems returns the base items a removed node would have held.
+func (p *Placer) removedItems(n int) int {
+	if p.sc.pl.mode == modeNodes {
+		return 1
+	}
+	return p.usableGPUs(n)
 }
 
 // sumUp sets every domain above level l to the sum of its children.
@@ -255,12 +303,27 @@ func (p *Placer) histogram(x int) []int32 {
 				h[k] += n
 			}
 		}
-	case sc.masked:
-		p.maskedHistogram(x, h)
-	default:
+	case !sc.masked:
 		p.counterHistogram(x, h)
+	case sc.countable:
+		p.counterHistogram(x, h)
+		p.subtractRemoved(x, h)
+	default:
+		p.maskedHistogram(x, h)
 	}
 	return h
+}
+
+// subtractRemoved takes the nodes the mask removed from leaf x out of its
+// histogram.
+func (p *Placer) subtractRemoved(x int, h []int32) {
+	sc, ly := &p.sc, p.lay
+	f, e := int(ly.nodeFirst[x]), int(ly.nodeEnd[x])
+	for w := f >> 6; w <= (e-1)>>6; w++ {
+		for m := sc.removed[w] & bits.RangeMask(w, f, e); m != 0; m &= m - 1 {
+			h[p.usableGPUs(w<<6+mathbits.TrailingZeros64(m))]--
+		}
+	}
 }
 
 // counterHistogram reads domain x's histogram from the state's counters.
@@ -284,27 +347,16 @@ func (p *Placer) counterHistogram(x int, h []int32) {
 func (p *Placer) maskedHistogram(x int, h []int32) {
 	sc, ly := &p.sc, p.lay
 	f, e := int(ly.nodeFirst[x]), int(ly.nodeEnd[x])
-	for w := f >> 6; w <= (e-1)>>6; w++ {
-		m := sc.cand[w] & bits.RangeMask(w, f, e)
-		if m == 0 {
-			continue
+	for k := sc.minFree; k <= ly.maxGPUs; k++ {
+		at := sc.s.AvailWords(k)
+		if sc.pl.exclusive {
+			at = ly.sizeWords(k)
 		}
-		for k := sc.minFree; k <= ly.maxGPUs; k++ {
-			h[k] += int32(mathbits.OnesCount64(m & p.atLeastWord(k, w)))
-		}
+		h[k] = int32(bits.AndCount(sc.cand, at, f, e))
 	}
 	for k := sc.minFree; k < ly.maxGPUs; k++ {
 		h[k] -= h[k+1]
 	}
-}
-
-// atLeastWord returns word w of the nodes with at least k usable GPUs
-// (free GPUs, or size for exclusive requests).
-func (p *Placer) atLeastWord(k, w int) uint64 {
-	if p.sc.pl.exclusive {
-		return p.lay.sizeWords(k)[w]
-	}
-	return p.sc.s.AvailWords(k)[w]
 }
 
 // domainFree returns the free GPUs on schedulable nodes of domain x (the

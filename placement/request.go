@@ -104,7 +104,7 @@ func (r *Request) String() string {
 	default:
 		s = fmt.Sprintf("%d nodes x %d GPUs", r.Nodes, r.GPUsPerNode)
 	}
-	if r.Exclusive && r.GPUsPerNode != 0 {
+	if r.Exclusive && (r.GPUsPerNode != 0 || r.GPUs > 0) {
 		s += ", exclusive"
 	}
 	if r.Required != "" {

@@ -1,5 +1,7 @@
 package placement
 
+import "github.com/phalanx-sched/phalanx/internal/bits"
+
 // choice scores one candidate domain for the request: the criteria in
 // order, then the domain's index for a stable answer.
 type choice struct {
@@ -131,14 +133,20 @@ func (p *Placer) bestLeaf(need int) (int, bool) {
 // k free GPUs, and can be scored from the state's counters alone (no
 // Allowed or Excluded, not exclusive).
 func (p *Placer) singleNodeClass(need int) (int, bool) {
-	pl := &p.sc.pl
-	if p.sc.masked || pl.exclusive {
+	pl, maxG := &p.sc.pl, p.lay.maxGPUs
+	switch {
+	case !p.sc.countable:
 		return 0, false
+	case pl.exclusive && pl.mode == modeNodes && pl.perNode == 0:
+		return 0, false // whole nodes score by size, not stranding
+	case pl.exclusive:
+		// Idle nodes, all of maxGPUs (countable): the class is the size.
+		single := pl.mode == modeGPUs && pl.gpus <= maxG || pl.mode == modeNodes && need*pl.itemNodes(p.lastPhase()) == 1 && p.sc.minFree <= maxG
+		return maxG, single
+	case pl.mode == modeGPUs:
+		return pl.gpus, pl.gpus <= maxG
 	}
-	if pl.mode == modeGPUs {
-		return pl.gpus, pl.gpus <= p.lay.maxGPUs
-	}
-	return p.sc.minFree, need*pl.itemNodes(p.lastPhase()) == 1 && p.sc.minFree <= p.lay.maxGPUs
+	return p.sc.minFree, need*pl.itemNodes(p.lastPhase()) == 1 && p.sc.minFree <= maxG
 }
 
 // bestSingleNodeLeaf returns the leaf whose tightest node of at least k
@@ -148,7 +156,7 @@ func (p *Placer) singleNodeClass(need int) (int, bool) {
 func (p *Placer) bestSingleNodeLeaf(k int) int {
 	ly, s := p.lay, p.sc.s
 	free, avail := s.LevelFreeGPUs(int(ly.leaf)), s.LevelAvail(int(ly.leaf))
-	stride, maxG := ly.maxGPUs+1, ly.maxGPUs
+	stride := ly.maxGPUs + 1
 	best, bestScore := -1, 0
 	for d, n := 0, len(free); d < n; {
 		parent := int(ly.parent[ly.leafID(d)])
@@ -164,13 +172,9 @@ func (p *Placer) bestSingleNodeLeaf(k int) int {
 			if best >= 0 && base+least >= bestScore {
 				continue
 			}
-			row := avail[d*stride : (d+1)*stride]
-			if row[k] == 0 {
+			c := p.tightestIn(d, k, avail[d*stride:(d+1)*stride])
+			if c == 0 {
 				continue
-			}
-			c := k
-			for c < maxG && row[c] == row[c+1] {
-				c++
 			}
 			if score := base + c; best < 0 || score < bestScore {
 				best, bestScore = d, score
@@ -183,12 +187,41 @@ func (p *Placer) bestSingleNodeLeaf(k int) int {
 	return ly.leafID(best)
 }
 
+// tightestIn returns the fewest free GPUs, at least k, of a candidate of
+// leaf number d (row is its counters), or 0 when none has k: from the
+// counters, unless Allowed or Excluded removed some of its nodes.
+func (p *Placer) tightestIn(d, k int, row []int32) int {
+	sc, ly := &p.sc, p.lay
+	if sc.masked {
+		x := ly.leafID(d)
+		if sc.capBase[x] == 0 {
+			return 0
+		}
+		if bits.Any(sc.removed, int(ly.nodeFirst[x]), int(ly.nodeEnd[x])) {
+			return p.classAtLeast(x, k)
+		}
+	}
+	if sc.pl.exclusive {
+		if sc.capBase[ly.leafID(d)] == 0 {
+			return 0
+		}
+		return ly.maxGPUs // every candidate is an idle node of maxGPUs
+	}
+	if row[k] == 0 {
+		return 0
+	}
+	for k < ly.maxGPUs && row[k] == row[k+1] {
+		k++
+	}
+	return k
+}
+
 // tightestUnder returns the fewest free GPUs, at least k, of a schedulable
 // node under domain x (k itself for the root, which has no counters; 0
 // when no node has k).
 func (p *Placer) tightestUnder(x, k int) int {
 	ly := p.lay
-	if x == 0 {
+	if x == 0 || p.sc.pl.exclusive {
 		return k
 	}
 	row := p.sc.s.DomainAvail(int(ly.levelOf(x)), ly.index(x))
