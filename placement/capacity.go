@@ -27,6 +27,7 @@ type scratch struct {
 	// candidates the counters count; countable says those counters count
 	// the request's candidates (not exclusive nodes of mixed sizes).
 	removed   []uint64
+	nremoved  int
 	countable bool
 	// minFree is the least usable GPU count of a candidate (the request's
 	// GPUs per node, or 1).
@@ -129,14 +130,8 @@ func (p *Placer) capacities() {
 			p.sumUp(sc.capBase, 0)
 			break
 		}
-		// The counters less what Allowed and Excluded removed.
 		p.candidates()
-		for w, m := range sc.removed {
-			for ; m != 0; m &= m - 1 {
-				n := w<<6 + mathbits.TrailingZeros64(m)
-				sc.capBase[ly.leafID(ly.leafOfNode(n))] -= int32(p.removedItems(n))
-			}
-		}
+		p.subtractRemovedCapacity()
 		p.sumUp(sc.capBase, ly.leaf)
 	}
 	p.segmentCapacities()
@@ -194,12 +189,44 @@ func (p *Placer) candidates() {
 	p.setRemoved()
 }
 
+// subtractRemovedCapacity takes what Allowed and Excluded removed out of
+// the leaves' counter capacities: node by node when they removed few
+// nodes, else leaf by leaf (a leaf with no candidate left holds nothing).
+func (p *Placer) subtractRemovedCapacity() {
+	sc, ly := &p.sc, p.lay
+	if sc.nremoved <= ly.count(ly.leaf) {
+		for w, m := range sc.removed {
+			for ; m != 0; m &= m - 1 {
+				n := w<<6 + mathbits.TrailingZeros64(m)
+				sc.capBase[ly.leafID(ly.leafOfNode(n))] -= int32(p.removedItems(n))
+			}
+		}
+		return
+	}
+	for d := range ly.count(ly.leaf) {
+		x := ly.leafID(d)
+		f, e := int(ly.nodeFirst[x]), int(ly.nodeEnd[x])
+		switch {
+		case !bits.Any(sc.cand, f, e):
+			sc.capBase[x] = 0
+		case bits.Any(sc.removed, f, e):
+			for w := f >> 6; w <= (e-1)>>6; w++ {
+				for m := sc.removed[w] & bits.RangeMask(w, f, e); m != 0; m &= m - 1 {
+					sc.capBase[x] -= int32(p.removedItems(w<<6 + mathbits.TrailingZeros64(m)))
+				}
+			}
+		}
+	}
+}
+
 // setRemoved turns sc.removed, a copy of the candidates before Allowed
 // and Excluded, into the nodes they removed.
 func (p *Placer) setRemoved() {
 	sc := &p.sc
+	sc.nremoved = 0
 	for w := range sc.removed {
 		sc.removed[w] &^= sc.cand[w]
+		sc.nremoved += mathbits.OnesCount64(sc.removed[w])
 	}
 }
 
