@@ -24,6 +24,7 @@ type searchScratch struct {
 	refs   []leafRef
 	profs  [][]int32
 	leaves []unitAmount
+	cands  []choice
 }
 
 // unitAmount is a unit of a phase and what it takes: items (amount) and,
@@ -46,6 +47,7 @@ func (ss *searchScratch) init(ly *layout) {
 	ss.refs = make([]leafRef, 0, nd)
 	ss.profs = make([][]int32, 0, nd)
 	ss.leaves = make([]unitAmount, 0, nd)
+	ss.cands = make([]choice, 0, nd)
 }
 
 // alloc takes n cells from the arena, or reports false when it is full.

@@ -177,10 +177,12 @@ func plural(s string, n int) string {
 	if n == 1 {
 		return s
 	}
-	if s == "" {
+	switch {
+	case s == "":
 		return "domains"
-	}
-	if s[len(s)-1] == 'h' || s[len(s)-1] == 's' {
+	case s == "leaf":
+		return "leaves"
+	case s[len(s)-1] == 'h' || s[len(s)-1] == 's':
 		return s + "es"
 	}
 	return s + "s"

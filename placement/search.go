@@ -47,31 +47,55 @@ func (p *Placer) bestDomainAt(l level) (int, bool) {
 	if l == ly.leaf {
 		return p.bestLeaf(need)
 	}
-	first, n := -1, 0
+	cands := p.sc.search.cands[:0]
 	for d := range ly.count(l) {
 		if x := ly.id(l, d); p.holds(x, ph, need) {
-			first, n = max(first, x), n+1
-			if n > 1 {
-				break
-			}
+			cands = append(cands, p.domainBound(x, ph, need))
 		}
 	}
-	if n <= 1 {
-		return first, n == 1 // nothing to choose from
+	p.sc.search.cands = cands
+	if len(cands) <= 1 {
+		if len(cands) == 0 {
+			return -1, false
+		}
+		return cands[0].domain, true // nothing to choose from
 	}
+	sortChoices(cands)
 	best := choice{domain: -1}
-	for d := range ly.count(l) {
-		x := ly.id(l, d)
-		if !p.holds(x, ph, need) {
-			continue
+	for _, lb := range cands {
+		if best.domain >= 0 && !lb.better(best) {
+			break // sorted: no later bound wins either
 		}
-		c, ok := p.score(x, ph, need, best)
-		if ok && (best.domain < 0 || c.better(best)) {
+		if c := p.score(lb.domain, ph, need); best.domain < 0 || c.better(best) {
 			best = c
-			p.keepPlan(x, ph)
+			p.keepPlan(lb.domain, ph)
 		}
 	}
-	return best.domain, best.domain >= 0
+	return best.domain, true
+}
+
+// domainBound returns a choice no better than domain x's: the leaves with
+// only the last phase's constraint, the fewest nodes whatever the leaves,
+// and x's exact stranded-capacity term.
+func (p *Placer) domainBound(x, ph, need int) choice {
+	c := choice{domain: x, leaves: p.leafLowerBound(x, ph, need), stranded: p.pathFree(x)}
+	if p.sc.pl.mode == modeGPUs {
+		c.nodes = p.nodesLowerBound(x)
+	}
+	return c
+}
+
+// sortChoices sorts choices best first (an insertion sort: a level's
+// candidate domains are few).
+func sortChoices(v []choice) {
+	for i := 1; i < len(v); i++ {
+		x := v[i]
+		j := i
+		for ; j > 0 && x.better(v[j-1]); j-- {
+			v[j] = v[j-1]
+		}
+		v[j] = x
+	}
 }
 
 // keepPlan keeps the leaf plan that scoring x computed (GPU totals at the
@@ -381,30 +405,22 @@ func (p *Placer) topUnitsSum(x, ph, k int) int {
 	return sum
 }
 
-// score computes x's choice. It reports false when a lower bound already
-// shows x cannot beat best (then the choice is not filled in).
-func (p *Placer) score(x, ph, need int, best choice) (choice, bool) {
-	ly, sc := p.lay, &p.sc
-	c := choice{domain: x}
-	if ly.levelOf(x) == ly.leaf {
-		return p.leafChoice(x, need, p.pathFree(x)), true // ph is the last phase
-	}
-	if best.domain >= 0 && p.leafLowerBound(x, ph, need) > best.leaves {
-		return c, false
-	}
+// score computes domain x's choice (x above the lowest level): its
+// fewest leaves (marking the decision approximate when the search could
+// not prove them), for GPU totals its fewest nodes, and its path's free
+// GPUs, the stranded capacity its use adds.
+func (p *Placer) score(x, ph, need int) choice {
+	sc := &p.sc
+	c := choice{domain: x, stranded: p.pathFree(x)}
 	var exact bool
 	c.leaves, exact = p.minLeaves(x, ph, need)
 	if !exact {
 		sc.approximate = true
 	}
 	if sc.pl.mode == modeGPUs {
-		if best.domain >= 0 && c.leaves == best.leaves && p.nodesLowerBound(x) > best.nodes {
-			return c, false
-		}
 		c.nodes = p.minNodes(x, ph, need)
 	}
-	c.stranded = p.pathFree(x)
-	return c, true
+	return c
 }
 
 func boolInt(b bool) int {
