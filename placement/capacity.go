@@ -56,6 +56,7 @@ type scratch struct {
 	search searchScratch
 	cover  coverScratch
 	spans  spanScratch
+	tally  tally
 }
 
 func (sc *scratch) init(ly *layout) {
@@ -87,6 +88,7 @@ func (sc *scratch) begin(s *topology.State, r *Request, buf []topology.NodeAlloc
 	}
 	sc.spans.begin()
 	sc.cover.keptFor = -1
+	sc.tally = tally{}
 }
 
 func (sc *scratch) end() { sc.s, sc.req, sc.out = nil, nil, nil }

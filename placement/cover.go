@@ -9,9 +9,11 @@ type leafAmount struct {
 	amount int32
 }
 
-// leafRef is a leaf and its capacity, for sorting.
+// leafRef is a leaf (or a unit) with its capacity and free GPUs, for
+// sorting.
 type leafRef struct {
 	cap  int32
+	free int32
 	leaf int32 // flat index
 }
 
@@ -193,7 +195,7 @@ func (p *Placer) gatherKids(y int) {
 		lf, le := ly.leafID(int(ly.leafFirst[z])), ly.leafID(int(ly.leafEnd[z]))
 		for l := lf; l < le; l++ {
 			if lc := int32(p.phaseCap(last, l)); lc > 0 {
-				cs.leaves = append(cs.leaves, leafRef{cap: lc, leaf: int32(l)})
+				cs.leaves = append(cs.leaves, leafRef{cap: lc, free: int32(p.domainFree(l)), leaf: int32(l)})
 			}
 		}
 		p.sortLeaves(cs.leaves[lo:])
@@ -229,9 +231,8 @@ func (p *Placer) leafBefore(a, b leafRef) bool {
 	if a.cap != b.cap {
 		return a.cap > b.cap
 	}
-	fa, fb := p.domainFree(int(a.leaf)), p.domainFree(int(b.leaf))
-	if fa != fb {
-		return fa < fb
+	if a.free != b.free {
+		return a.free < b.free
 	}
 	return a.leaf < b.leaf
 }
@@ -319,7 +320,7 @@ func (p *Placer) lastPiece(rest int) int {
 			if int(l.cap) < rest || cs.takenAt[l.leaf] == cs.mark {
 				continue
 			}
-			cost := extra + p.domainFree(int(l.leaf))
+			cost := extra + int(l.free)
 			if best < 0 || cost < bestCost || cost == bestCost && l.cap < bestCap {
 				best, bestCost, bestCap = int(l.leaf), cost, l.cap
 			}

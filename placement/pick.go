@@ -182,6 +182,7 @@ func (p *Placer) pickLeaf(x, a int) {
 	p.planClasses(x, a, &cp)
 	ly := p.lay
 	lo, hi := int(ly.nodeFirst[x]), int(ly.nodeEnd[x])
+	p.sc.tally.free += p.markPath(x, &p.sc.tally.spans)
 	for k := 1; k <= ly.maxGPUs; k++ {
 		n := int(cp.whole[k])
 		if k == cp.partClass {
@@ -197,32 +198,35 @@ func (p *Placer) pickLeaf(x, a int) {
 // whole of them entirely (or with the request's GPUs per node), the last
 // one, when n exceeds whole, with partGPUs GPUs.
 func (p *Placer) pickClass(k, lo, hi, whole, n, partGPUs int) {
+	sc := &p.sc
+	// GPUs a fully taken node of class k gives: all k free ones, except
+	// for non-exclusive node requests of fewer GPUs per node.
+	full := k
+	if sc.pl.mode == modeNodes && !sc.pl.exclusive {
+		full = sc.pl.perNode
+	}
 	i := 0
 	for w := lo >> 6; w <= (hi-1)>>6 && i < n; w++ {
 		x := p.candWord(w) & p.classWord(k, w) & bits.RangeMask(w, lo, hi)
 		for ; x != 0 && i < n; x &= x - 1 {
 			node := w<<6 + mathbits.TrailingZeros64(x)
-			g := partGPUs
-			if i < whole || p.sc.pl.exclusive {
-				g = p.wholeGPUs(node)
+			g := full
+			if i >= whole && !sc.pl.exclusive {
+				g = partGPUs
 			}
-			p.sc.out = append(p.sc.out, topology.NodeAlloc{Node: int32(node), GPUs: p.pickGPUs(node, g)})
+			m := sc.s.Free(node)
+			if g < k {
+				m = p.pickGPUs(node, g)
+			}
+			sc.out = append(sc.out, topology.NodeAlloc{Node: int32(node), GPUs: m})
+			sc.tally.free += k // the node's free GPUs: its class
+			sc.tally.gpus += g
 			i++
 		}
 	}
 	if i < n {
 		panic("placement: a class held fewer nodes than counted")
 	}
-}
-
-// wholeGPUs returns the GPUs a fully taken node gives: all its free GPUs
-// in GPU mode and for exclusive requests, else the GPUs per node.
-func (p *Placer) wholeGPUs(node int) int {
-	pl := &p.sc.pl
-	if pl.mode == modeGPUs || pl.exclusive {
-		return p.sc.s.FreeCount(node)
-	}
-	return pl.perNode
 }
 
 // candWord returns word w of the candidate set.

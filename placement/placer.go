@@ -170,6 +170,7 @@ func (p *Placer) placeLeafPack() bool {
 	}
 	sc := &p.sc
 	ph := sc.pl.firstPhase(p.lay.levelOf(x))
+	sc.tally.on = true
 	p.fill(x, ph, sc.pl.need(ph))
 	if sc.pl.mode == modeGPUs && ph != p.lastPhase() && len(sc.out) > p.nodesLowerBound(x) {
 		// Units chosen for their leaves: fewer nodes are not ruled out.

@@ -20,6 +20,15 @@ func (ss *spanScratch) begin() {
 	}
 }
 
+// tally accumulates, while nodes are picked, what measure reports: the
+// GPUs given, the free GPUs of the nodes and domains used, the spans.
+type tally struct {
+	on    bool // the picking kept the tally (leaf packing)
+	gpus  int
+	free  int
+	spans [topology.MaxLevels]int
+}
+
 // measure fills a placed Result from the assignment: counts, spans, the
 // level it stays within, stranded capacity.
 func (p *Placer) measure(res *Result) {
@@ -27,12 +36,15 @@ func (p *Placer) measure(res *Result) {
 	res.Placed = true
 	res.Assignment = sc.out
 	res.Nodes = len(sc.out)
-	free := 0
-	for _, a := range sc.out {
-		n := int(a.Node)
-		res.GPUs += bits.PopCount(a.GPUs)
-		free += sc.s.FreeCount(n)
-		free += p.markPath(ly.leafID(ly.leafOfNode(n)), &res.Spans)
+	free := sc.tally.free
+	res.GPUs, res.Spans = sc.tally.gpus, sc.tally.spans
+	if !sc.tally.on {
+		for _, a := range sc.out {
+			n := int(a.Node)
+			res.GPUs += bits.PopCount(a.GPUs)
+			free += sc.s.FreeCount(n)
+			free += p.markPath(ly.leafID(ly.leafOfNode(n)), &res.Spans)
+		}
 	}
 	res.Within = -1
 	for l := range ly.depth {

@@ -95,7 +95,7 @@ func (p *Placer) greedyUnits(x, ph, need int) int {
 	uf, ue := ly.descendants(x, pl.phases[ph].unit)
 	for u := uf; u < ue; u++ {
 		if c := int32(p.phaseCap(ph, u)); c > 0 {
-			refs = append(refs, leafRef{cap: c, leaf: int32(u)})
+			refs = append(refs, leafRef{cap: c, free: int32(p.domainFree(u)), leaf: int32(u)})
 		}
 	}
 	p.sortLeaves(refs)
