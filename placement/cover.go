@@ -109,15 +109,62 @@ func (p *Placer) planLeaves(x, a int) (leaves, nodes int) {
 	if p.sc.pl.mode != modeGPUs {
 		return m, 0
 	}
-	for _, la := range cs.sel {
-		nodes += p.leafTake(int(la.leaf), int(la.amount)).nodes
+	nodes = p.selNodes()
+	lb := p.nodesLowerBound(x)
+	if nodes > lb && len(cs.sel) > 1 {
+		p.spreadGPUs(a)
+		nodes = p.selNodes()
 	}
-	if nodes > p.nodesLowerBound(x) {
+	if nodes > lb {
 		if better, ok := p.searchGPULeaves(x, a, m, nodes); ok {
 			nodes = better
 		}
 	}
 	return m, nodes
+}
+
+// selNodes returns the nodes the plan in cover.sel takes.
+func (p *Placer) selNodes() int {
+	n := 0
+	for _, la := range p.sc.cover.sel {
+		n += p.leafTake(int(la.leaf), int(la.amount)).nodes
+	}
+	return n
+}
+
+// spreadGPUs re-divides a GPUs among the leaves of cover.sel as their
+// nodes, pooled, would give them fullest first (the tightest node taking
+// the last piece): the fewest nodes those leaves allow.
+func (p *Placer) spreadGPUs(a int) {
+	sel := p.sc.cover.sel
+	var pooled [65]int32
+	for i := range sel {
+		sel[i].amount = 0
+		for k, n := range p.histogram(int(sel[i].leaf)) {
+			pooled[k] += n
+		}
+	}
+	var cp classPlan
+	p.planGPUClasses(pooled[:p.lay.maxGPUs+1], a, &cp)
+	part := -1 // the leaf that takes the partial node
+	for k := p.lay.maxGPUs; k >= 1; k-- {
+		want := int(cp.whole[k])
+		if want == 0 && k != cp.partClass {
+			continue
+		}
+		for i := range sel {
+			h := p.histogram(int(sel[i].leaf))
+			t := min(int(h[k]), want)
+			sel[i].amount += int32(t * k)
+			want -= t
+			if k == cp.partClass && part < 0 && int(h[k]) > t {
+				part = i
+			}
+		}
+	}
+	if cp.partClass > 0 {
+		sel[part].amount += int32(cp.partGPUs)
+	}
 }
 
 // descend keeps a items (needing m leaves) inside one child of y while a

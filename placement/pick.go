@@ -55,28 +55,33 @@ func (p *Placer) planClasses(x, a int, cp *classPlan) {
 	}
 }
 
-// planGPUClasses is planClasses for GPU totals.
+// planGPUClasses is planClasses for GPU totals: whole nodes, fullest
+// first, while the fullest left does not cover the rest alone; then the
+// tightest node that covers it.
 func (p *Placer) planGPUClasses(h []int32, gpus int, cp *classPlan) {
-	maxG := p.lay.maxGPUs
-	rest, top := gpus, maxG
-	for rest > 0 {
-		for top > 0 && int(h[top]) == int(cp.whole[top]) {
-			top--
+	rest := gpus
+	for k := p.lay.maxGPUs; k >= 1; k-- {
+		c := int(h[k])
+		if c == 0 {
+			continue
 		}
-		if top == 0 {
-			panic("placement: a leaf held fewer GPUs than counted")
-		}
-		if top >= rest {
-			k := rest
-			for int(h[k]) == int(cp.whole[k]) {
-				k++
+		if k < rest {
+			t := min(c, (rest-1)/k)
+			cp.whole[k], rest = int32(t), rest-t*k
+			if t == c {
+				continue
 			}
-			cp.partClass, cp.partGPUs = k, rest
-			return
 		}
-		cp.whole[top]++
-		rest -= top
+		// A node of class k is left and covers the rest: the tightest
+		// class from rest up with a node left.
+		j := rest
+		for int(h[j]) == int(cp.whole[j]) {
+			j++
+		}
+		cp.partClass, cp.partGPUs = j, rest
+		return
 	}
+	panic("placement: a leaf held fewer GPUs than counted")
 }
 
 // leafTake returns the statistics of taking a last-phase items of leaf x
