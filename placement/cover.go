@@ -109,13 +109,12 @@ func (p *Placer) planLeaves(x, a int) (leaves, nodes int) {
 	if p.sc.pl.mode != modeGPUs {
 		return m, 0
 	}
-	nodes = p.selNodes()
-	lb := p.nodesLowerBound(x)
-	if nodes > lb && len(cs.sel) > 1 {
-		p.spreadGPUs(a)
+	if len(cs.sel) > 1 {
+		nodes = p.spreadGPUs(a)
+	} else {
 		nodes = p.selNodes()
 	}
-	if nodes > lb {
+	if nodes > p.nodesLowerBound(x) {
 		if better, ok := p.searchGPULeaves(x, a, m, nodes); ok {
 			nodes = better
 		}
@@ -134,8 +133,8 @@ func (p *Placer) selNodes() int {
 
 // spreadGPUs re-divides a GPUs among the leaves of cover.sel as their
 // nodes, pooled, would give them fullest first (the tightest node taking
-// the last piece): the fewest nodes those leaves allow.
-func (p *Placer) spreadGPUs(a int) {
+// the last piece): the fewest nodes those leaves allow, which it returns.
+func (p *Placer) spreadGPUs(a int) int {
 	sel := p.sc.cover.sel
 	var pooled [65]int32
 	for i := range sel {
@@ -162,9 +161,15 @@ func (p *Placer) spreadGPUs(a int) {
 			}
 		}
 	}
+	nodes := 0
+	for _, n := range cp.whole {
+		nodes += int(n)
+	}
 	if cp.partClass > 0 {
 		sel[part].amount += int32(cp.partGPUs)
+		nodes++
 	}
+	return nodes
 }
 
 // descend keeps a items (needing m leaves) inside one child of y while a

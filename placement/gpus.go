@@ -50,6 +50,9 @@ func (p *Placer) runGPUSearch(x, a, m, ub int) (nodes int, found, ok bool) {
 	ss, cs := &p.sc.search, &p.sc.cover
 	ly := p.lay
 	tmax := ub - 1
+	if (m+1)*(tmax+1) > p.sc.budget {
+		return 0, false, false // the table alone would not fit the budget
+	}
 	leaves := ss.leaves[:0]
 	lf, le := ly.leafID(int(ly.leafFirst[x])), ly.leafID(int(ly.leafEnd[x]))
 	top, top1 := p.topCaps(x, m)
