@@ -1,6 +1,10 @@
 package placement
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/phalanx-sched/phalanx/topology"
+)
 
 // leafAmount is one leaf of a plan and the items it takes (items of the
 // last phase: nodes, GPUs, or segments of a layer at the lowest level).
@@ -136,34 +140,32 @@ func (p *Placer) selNodes() int {
 // the last piece): the fewest nodes those leaves allow, which it returns.
 func (p *Placer) spreadGPUs(a int) int {
 	sel := p.sc.cover.sel
-	var pooled [65]int32
+	maxG := p.lay.maxGPUs
+	var pooled [topology.MaxGPUsPerNode + 1]int32
 	for i := range sel {
-		sel[i].amount = 0
 		for k, n := range p.histogram(int(sel[i].leaf)) {
 			pooled[k] += n
 		}
 	}
 	var cp classPlan
-	p.planGPUClasses(pooled[:p.lay.maxGPUs+1], a, &cp)
+	p.planGPUClasses(pooled[:maxG+1], a, &cp)
+	want, nodes := cp.whole, 0
+	for _, n := range want {
+		nodes += int(n)
+	}
 	part := -1 // the leaf that takes the partial node
-	for k := p.lay.maxGPUs; k >= 1; k-- {
-		want := int(cp.whole[k])
-		if want == 0 && k != cp.partClass {
-			continue
-		}
-		for i := range sel {
-			h := p.histogram(int(sel[i].leaf))
-			t := min(int(h[k]), want)
-			sel[i].amount += int32(t * k)
-			want -= t
-			if k == cp.partClass && part < 0 && int(h[k]) > t {
+	for i := range sel {
+		h := p.histogram(int(sel[i].leaf))
+		amount := 0
+		for k := maxG; k >= 1; k-- {
+			t := min(h[k], want[k])
+			amount += int(t) * k
+			want[k] -= t
+			if k == cp.partClass && part < 0 && h[k] > t {
 				part = i
 			}
 		}
-	}
-	nodes := 0
-	for _, n := range cp.whole {
-		nodes += int(n)
+		sel[i].amount = int32(amount)
 	}
 	if cp.partClass > 0 {
 		sel[part].amount += int32(cp.partGPUs)
