@@ -211,9 +211,13 @@ func (p *Placer) descend(y, a, m int) {
 // whole and the tightest leaf that covers the rest takes it (under a chosen
 // child when one has such a leaf).
 func (p *Placer) split(y, a, m int) {
+	cs := &p.sc.cover
+	if p.lay.levelOf(y)+1 == p.lay.leaf {
+		p.splitLeaves(y, a, m)
+		return
+	}
 	p.gatherKids(y)
 	chosen := p.chooseKids(a, m)
-	cs := &p.sc.cover
 	rest := a
 	for _, l := range chosen[:m-1] {
 		cs.sel = append(cs.sel, leafAmount{leaf: l.leaf, amount: l.cap})
@@ -231,6 +235,41 @@ func (p *Placer) split(y, a, m int) {
 	}
 	last := p.lastPiece(rest)
 	cs.sel = append(cs.sel, leafAmount{leaf: int32(last), amount: int32(rest)})
+}
+
+// splitLeaves is split for a domain whose children are leaves: the m-1
+// largest leaves whole, and the rest on the remaining leaf that covers it
+// with the fewest free GPUs (then the smallest, then the lowest index).
+func (p *Placer) splitLeaves(y, a, m int) {
+	ly, cs := p.lay, &p.sc.cover
+	last := p.lastPhase()
+	leaves := cs.leaves[:0]
+	cf, ce := ly.children(y)
+	for l := cf; l < ce; l++ {
+		if c := int32(p.phaseCap(last, l)); c > 0 {
+			leaves = append(leaves, leafRef{cap: c, free: int32(p.domainFree(l)), leaf: int32(l)})
+		}
+	}
+	p.sortLeaves(leaves)
+	cs.leaves = leaves
+	rest := a
+	for _, l := range leaves[:m-1] {
+		cs.sel = append(cs.sel, leafAmount{leaf: l.leaf, amount: l.cap})
+		rest -= int(l.cap)
+	}
+	best := -1
+	for i, l := range leaves[m-1:] {
+		if int(l.cap) < rest {
+			break // sorted largest first: none further covers it
+		}
+		if b := leaves[m-1+max(best, 0)]; best < 0 || l.free < b.free || l.free == b.free && l.cap < b.cap {
+			best = i
+		}
+	}
+	if best < 0 || rest <= 0 {
+		panic("placement: split's leaf count was not minimal")
+	}
+	cs.sel = append(cs.sel, leafAmount{leaf: leaves[m-1+best].leaf, amount: int32(rest)})
 }
 
 // gatherKids lists y's children with capacity, each with its leaves
