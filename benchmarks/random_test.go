@@ -2,6 +2,7 @@ package benchmarks
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -39,13 +40,12 @@ func randomStates(c *topology.Cluster, r *rand.Rand) []*topology.State {
 }
 
 // randomPlacementRequest draws a request of up to 1,200 GPUs: sizes
-// log-uniform from 1 GPU; node counts of 1, 2, 4 or 8 GPUs per node, whole
+// log-uniform from 1 to 1,200 GPUs (median about 35); node counts of 1, 2, 4 or 8 GPUs per node, whole
 // nodes, or GPU totals (some exclusive); and, independently, a Required
 // or Preferred level, a domain limit, segments (one or two layers) and an
 // Allowed or Excluded set.
 func randomPlacementRequest(r *rand.Rand, c *topology.Cluster) placement.Request {
-	gpus := int(1200 / float64(1+r.IntN(1200)))
-	gpus = max(1, min(1200, int(float64(gpus)*(0.5+r.Float64()))))
+	gpus := max(1, min(1200, int(math.Exp(r.Float64()*math.Log(1201)))))
 	var req placement.Request
 	maxG := c.MaxNodeGPUs()
 	switch k := r.IntN(10); {

@@ -57,6 +57,9 @@ type scratch struct {
 	cover  coverScratch
 	spans  spanScratch
 	tally  tally
+	// gpuChoice remembers GPU choices inside nodes (a pure function of
+	// its key, so it is kept across decisions).
+	gpuChoice [1 << gpuChoiceBits]gpuChoice
 }
 
 func (sc *scratch) init(ly *layout) {

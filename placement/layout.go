@@ -1,6 +1,8 @@
 package placement
 
 import (
+	"encoding/binary"
+
 	"github.com/phalanx-sched/phalanx/internal/bits"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -40,6 +42,9 @@ type layout struct {
 	// sizeAtLeast[k*words:(k+1)*words] is the set of nodes with at least k
 	// GPUs, whatever their state.
 	sizeAtLeast []uint64
+	// groupKind[n] numbers node n's list of intra-node GPU groups: nodes
+	// with equal lists share a number.
+	groupKind []int32
 }
 
 func newLayout(c *topology.Cluster) *layout {
@@ -73,7 +78,27 @@ func newLayout(c *topology.Cluster) *layout {
 	}
 	ly.setLeafRanges()
 	ly.setSizes()
+	ly.setGroupKinds()
 	return ly
+}
+
+// setGroupKinds numbers the distinct intra-node group lists.
+func (ly *layout) setGroupKinds() {
+	ly.groupKind = make([]int32, ly.numNodes)
+	kinds := map[string]int32{}
+	var key []byte
+	for n := range ly.numNodes {
+		key = key[:0]
+		for _, g := range ly.c.NodeGroups(n) {
+			key = binary.LittleEndian.AppendUint64(key, g)
+		}
+		k, ok := kinds[string(key)]
+		if !ok {
+			k = int32(len(kinds))
+			kinds[string(key)] = k
+		}
+		ly.groupKind[n] = k
+	}
 }
 
 // setSizes records which nodes have at least k GPUs, per node and per leaf.

@@ -271,6 +271,33 @@ func (p *Placer) pickGPUs(n, g int) uint64 {
 	if bits.PopCount(free) <= g {
 		return free
 	}
+	// The choice depends only on the node's groups, its free GPUs and g:
+	// remembered in a small table, as many nodes share all three.
+	kind := p.lay.groupKind[n]
+	e := &p.sc.gpuChoice[(free*0x9e3779b97f4a7c15^uint64(kind)<<7^uint64(g))>>(64-gpuChoiceBits)]
+	if e.ok && e.free == free && e.kind == kind && e.g == uint8(g) {
+		return e.mask
+	}
+	m := p.chooseGPUs(n, free, g)
+	*e = gpuChoice{ok: true, free: free, kind: kind, g: uint8(g), mask: m}
+	return m
+}
+
+// gpuChoiceBits sizes the table of remembered GPU choices (2^bits entries).
+const gpuChoiceBits = 8
+
+// gpuChoice is one remembered GPU choice: for nodes of group kind kind
+// with free GPUs free, g of them are mask.
+type gpuChoice struct {
+	ok   bool
+	g    uint8
+	kind int32
+	free uint64
+	mask uint64
+}
+
+// chooseGPUs is pickGPUs's choice for node n with free GPUs free.
+func (p *Placer) chooseGPUs(n int, free uint64, g int) uint64 {
 	best, bestSize, bestFree := uint64(0), 65, 65
 	for _, grp := range p.lay.c.NodeGroups(n) {
 		f := bits.PopCount(grp & free)
