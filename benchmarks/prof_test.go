@@ -9,13 +9,13 @@ import (
 
 func BenchmarkProfPair(b *testing.B) {
 	for _, inv := range inventories() {
-		if inv.name != "2k" {
+		if inv.name != "100k" {
 			continue
 		}
 		pairs := randomPairsOf(inv.c, 1)
 		p := placement.New(inv.c, placement.Options{})
 		buf := make([]topology.NodeAlloc, 0, inv.c.NumNodes())
-		x := pairs[768]
+		x := pairs[959]
 		b.Log(x.req.String())
 		for b.Loop() {
 			_, _ = p.Place(x.s, &x.req, buf)

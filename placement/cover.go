@@ -335,6 +335,7 @@ func (p *Placer) leafBefore(a, b leafRef) bool {
 func (p *Placer) chooseKids(a, m int) []leafRef {
 	cs := &p.sc.cover
 	merged := cs.merged[:0]
+	top := 0 // the sum of the m largest merged leaves
 	for {
 		best, bestSum := -1, -1
 		for k := range cs.kids {
@@ -342,7 +343,7 @@ func (p *Placer) chooseKids(a, m int) []leafRef {
 			if kd.chosen {
 				continue
 			}
-			sum := topMergeSum(merged, cs.leaves[kd.lo:kd.hi], m)
+			sum := topMergeSum(merged, top, cs.leaves[kd.lo:kd.hi], m)
 			if sum > bestSum || sum == bestSum && kd.cap > cs.kids[best].cap {
 				best, bestSum = k, sum
 			}
@@ -353,6 +354,7 @@ func (p *Placer) chooseKids(a, m int) []leafRef {
 		kd := &cs.kids[best]
 		kd.chosen = true
 		merged = p.mergeLeaves(merged, cs.leaves[kd.lo:kd.hi])
+		top = bestSum
 		if bestSum >= a {
 			return merged
 		}
@@ -360,17 +362,21 @@ func (p *Placer) chooseKids(a, m int) []leafRef {
 }
 
 // topMergeSum returns the sum of the m largest capacities of two lists
-// sorted largest first.
-func topMergeSum(a, b []leafRef, m int) int {
-	sum, i, j := 0, 0, 0
-	for range m {
+// sorted largest first, given top, the sum of a's m largest: b's leaves
+// replace a's smallest kept ones while they are larger (or fill the places
+// a leaves empty).
+func topMergeSum(a []leafRef, top int, b []leafRef, m int) int {
+	sum := top
+	kept := min(m, len(a)) // a's leaves in the top: a[:kept]
+	empty := m - kept      // places a leaves free
+	for _, x := range b {
 		switch {
-		case i < len(a) && (j >= len(b) || a[i].cap >= b[j].cap):
-			sum += int(a[i].cap)
-			i++
-		case j < len(b):
-			sum += int(b[j].cap)
-			j++
+		case empty > 0:
+			sum += int(x.cap)
+			empty--
+		case kept > 0 && x.cap > a[kept-1].cap:
+			sum += int(x.cap - a[kept-1].cap)
+			kept--
 		default:
 			return sum
 		}
