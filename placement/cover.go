@@ -331,7 +331,7 @@ func (p *Placer) leafBefore(a, b leafRef) bool {
 }
 
 // chooseKids adds children until the m largest leaves of the chosen ones
-// cover a, and returns those leaves merged, largest first.
+// cover a, and returns those m leaves, largest first.
 func (p *Placer) chooseKids(a, m int) []leafRef {
 	cs := &p.sc.cover
 	merged := cs.merged[:0]
@@ -353,7 +353,7 @@ func (p *Placer) chooseKids(a, m int) []leafRef {
 		}
 		kd := &cs.kids[best]
 		kd.chosen = true
-		merged = p.mergeLeaves(merged, cs.leaves[kd.lo:kd.hi])
+		merged = p.mergeLeaves(merged, cs.leaves[kd.lo:kd.hi], m)
 		top = bestSum
 		if bestSum >= a {
 			return merged
@@ -385,12 +385,13 @@ func topMergeSum(a []leafRef, top int, b []leafRef, m int) int {
 }
 
 // mergeLeaves merges b into a (both largest first), a's leaves first on
-// ties, alternating between the scratch's two merge buffers.
-func (p *Placer) mergeLeaves(a, b []leafRef) []leafRef {
+// ties, keeping the m largest, alternating between the scratch's two
+// merge buffers.
+func (p *Placer) mergeLeaves(a, b []leafRef, m int) []leafRef {
 	cs := &p.sc.cover
 	out := cs.spare[:0]
 	i, j := 0, 0
-	for i < len(a) || j < len(b) {
+	for len(out) < m && (i < len(a) || j < len(b)) {
 		if i < len(a) && (j >= len(b) || a[i].cap >= b[j].cap) {
 			out = append(out, a[i])
 			i++
