@@ -172,31 +172,52 @@ func (p *Placer) fitsIdealCluster() bool {
 // and idle (Allowed and Excluded still applying).
 func (p *Placer) idealCapacities() {
 	sc, ly := &p.sc, p.lay
-	stride := ly.maxGPUs + 1
 	masked := sc.req.Allowed != nil || sc.req.Excluded != nil
 	if masked {
 		p.idealMask()
 	}
 	for d := range ly.count(ly.leaf) {
 		x := ly.leafID(d)
-		n := 0
-		for k := sc.minFree; k <= ly.maxGPUs; k++ {
-			var c int
-			if masked {
-				c = bits.AndCount(sc.tmp, ly.sizeWords(k), int(ly.nodeFirst[x]), int(ly.nodeEnd[x]))
-			} else {
-				c = int(ly.idealAvail[d*stride+k])
-			}
-			if sc.pl.mode == modeNodes {
-				n = c
-				break
-			}
-			n += c // a node of size s counts once for each k <= s
+		if masked {
+			sc.capBase[x] = int32(p.idealMaskedItems(x))
+		} else {
+			sc.capBase[x] = int32(p.idealItems(d))
 		}
-		sc.capBase[x] = int32(n)
 	}
 	p.sumUp(sc.capBase, ly.leaf)
 	p.segmentCapacities()
+}
+
+// idealItems returns the base items leaf number d holds with every node up
+// and idle: its nodes large enough, or their GPUs.
+func (p *Placer) idealItems(d int) int {
+	sc, ly := &p.sc, p.lay
+	if sc.minFree > ly.maxGPUs {
+		return 0
+	}
+	if sc.pl.mode == modeNodes {
+		return int(ly.idealAvail[d*(ly.maxGPUs+1)+sc.minFree])
+	}
+	return int(ly.idealGPUs[d])
+}
+
+// idealMaskedItems is idealItems for leaf x within the mask in sc.tmp.
+func (p *Placer) idealMaskedItems(x int) int {
+	sc, ly := &p.sc, p.lay
+	f, e := int(ly.nodeFirst[x]), int(ly.nodeEnd[x])
+	switch {
+	case sc.minFree > ly.maxGPUs:
+		return 0
+	case sc.pl.mode == modeNodes:
+		return bits.AndCount(sc.tmp, ly.sizeWords(sc.minFree), f, e)
+	case ly.uniform:
+		return ly.maxGPUs * bits.Count(sc.tmp, f, e)
+	}
+	n := 0
+	for k := 1; k <= ly.maxGPUs; k++ {
+		n += bits.AndCount(sc.tmp, ly.sizeWords(k), f, e) // a node of size s counts once per k <= s
+	}
+	return n
 }
 
 // idealMask puts Allowed minus Excluded into sc.tmp.

@@ -36,8 +36,10 @@ type layout struct {
 	maxLeafNodes         int
 	minGPUs              int
 	// idealAvail[leaf*(maxGPUs+1)+k] counts the nodes of a leaf with at
-	// least k GPUs: its capacity with every node up and idle.
+	// least k GPUs: its capacity with every node up and idle; idealGPUs
+	// sums their GPUs.
 	idealAvail []int32
+	idealGPUs  []int32
 
 	// sizeAtLeast[k*words:(k+1)*words] is the set of nodes with at least k
 	// GPUs, whatever their state.
@@ -106,12 +108,14 @@ func (ly *layout) setSizes() {
 	stride := ly.maxGPUs + 1
 	ly.sizeAtLeast = make([]uint64, stride*ly.words)
 	ly.idealAvail = make([]int32, ly.count(ly.leaf)*stride)
+	ly.idealGPUs = make([]int32, ly.count(ly.leaf))
 	ly.minGPUs = ly.maxGPUs
 	for i := range ly.numNodes {
 		g := ly.c.NodeGPUs(i)
 		ly.uniform = ly.uniform && g == ly.maxGPUs
 		ly.minGPUs = min(ly.minGPUs, g)
 		leaf := ly.leafOfNode(i)
+		ly.idealGPUs[leaf] += int32(g)
 		for k := 0; k <= g; k++ {
 			bits.Set(ly.sizeAtLeast[k*ly.words:], i)
 			ly.idealAvail[leaf*stride+k]++
