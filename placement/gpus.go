@@ -68,6 +68,15 @@ func (p *Placer) runGPUSearch(x, a, m, ub int) (nodes int, found, ok bool) {
 		}
 	}
 	ss.leaves = leaves
+	// The work the search would do: each leaf relaxes every cell once per
+	// node it may give. Give up at once when it exceeds the budget.
+	cells, work := (min(m, len(leaves))+1)*(tmax+1), 0
+	for _, la := range leaves {
+		work += cells * (min(p.candidateNodes(int(la.unit)), tmax) + 1)
+	}
+	if work+cells > p.sc.budget {
+		return 0, false, false
+	}
 	t, ok := p.newTable(min(m, len(leaves)), tmax, true, true, len(leaves))
 	if !ok {
 		return 0, false, false
@@ -115,15 +124,20 @@ func (p *Placer) topCaps(x, m int) (top, top1 int) {
 	return top, top1
 }
 
+// candidateNodes returns the candidates of leaf x.
+func (p *Placer) candidateNodes(x int) int {
+	n := 0
+	for _, c := range p.histogram(x) {
+		n += int(c)
+	}
+	return n
+}
+
 // nodeProfile returns, for leaf x, the usable GPUs of its t fullest
 // candidates, t = 0..tmax (fewer when the leaf has fewer candidates).
 func (p *Placer) nodeProfile(x, tmax int) ([]int32, bool) {
 	h := p.histogram(x)
-	n := 0
-	for _, c := range h {
-		n += int(c)
-	}
-	n = min(n, tmax)
+	n := min(p.candidateNodes(x), tmax)
 	prof, ok := p.sc.search.alloc(n + 1)
 	if !ok {
 		return nil, false

@@ -160,6 +160,16 @@ func (p *Placer) runUnitSearch(x, ph, need, ub int) (found, ok bool) {
 	if pl.phases[ph].limited {
 		cmax = min(pl.limit, len(plan))
 	}
+	// At least each unit relaxing every cell once per leaf it may use:
+	// give up at once when even that exceeds the budget.
+	cells, work := (cmax+1)*(tmax+1), 0
+	for _, ua := range plan {
+		lo, hi := ly.descendants(int(ua.unit), ly.leaf)
+		work += cells * (min(hi-lo, tmax) + 1)
+	}
+	if work+cells > sc.budget {
+		return false, false
+	}
 	t, ok := p.newTable(cmax, tmax, cmax > 0, true, len(plan))
 	if !ok {
 		return false, false
