@@ -15,7 +15,7 @@ func BenchmarkProfPair(b *testing.B) {
 		pairs := randomPairsOf(inv.c, 1)
 		p := placement.New(inv.c, placement.Options{})
 		buf := make([]topology.NodeAlloc, 0, inv.c.NumNodes())
-		x := pairs[69]
+		x := pairs[161]
 		b.Log(x.req.String())
 		for b.Loop() {
 			_, _ = p.Place(x.s, &x.req, buf)

@@ -118,12 +118,23 @@ func (p *Placer) planLeaves(x, a int) (leaves, nodes int) {
 	} else {
 		nodes = p.selNodes()
 	}
-	if nodes > p.nodesLowerBound(x) {
+	if nodes > p.planNodesBound(x) {
 		if better, ok := p.searchGPULeaves(x, a, m, nodes); ok {
 			nodes = better
 		}
 	}
 	return m, nodes
+}
+
+// planNodesBound returns the nodes lower bound a leaf plan under x is
+// checked against: the exact one, unless a mask makes it cost a histogram
+// of many leaves, then the one that counts the removed nodes too.
+func (p *Placer) planNodesBound(x int) int {
+	ly := p.lay
+	if p.sc.masked && ly.leafEnd[x]-ly.leafFirst[x] > 64 {
+		return p.quickNodesLowerBound(x)
+	}
+	return p.nodesLowerBound(x)
 }
 
 // selNodes returns the nodes the plan in cover.sel takes.

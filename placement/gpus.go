@@ -21,7 +21,7 @@ func (p *Placer) minNodes(x, ph, need int) int {
 	for _, ua := range p.planUnits(x, ph, need) {
 		nodes += p.minNodes(int(ua.unit), ph+1, int(ua.amount)*pl.ratio(ph))
 	}
-	if nodes > p.nodesLowerBound(x) {
+	if nodes > p.planNodesBound(x) {
 		// The units were chosen for their leaves and their amounts as
 		// their leaves hold them: fewer nodes may exist, unproven.
 		p.sc.approximate = true
@@ -72,7 +72,10 @@ func (p *Placer) runGPUSearch(x, a, m, ub int) (nodes int, found, ok bool) {
 	// node it may give. Give up at once when it exceeds the budget.
 	cells, work := (min(m, len(leaves))+1)*(tmax+1), 0
 	for _, la := range leaves {
-		work += cells * (min(p.candidateNodes(int(la.unit)), tmax) + 1)
+		// A candidate gives at least one GPU: no more candidates than GPUs.
+		l := int(la.unit)
+		most := min(int(p.sc.capBase[l]), int(ly.nodeEnd[l]-ly.nodeFirst[l]))
+		work += cells * (min(most, tmax) + 1)
 	}
 	if work+cells > p.sc.budget {
 		return 0, false, false

@@ -169,8 +169,24 @@ func (p *Placer) givenGPUs(a int, st takeStats) int {
 
 // nodesLowerBound returns the fewest candidates of x whose usable GPUs
 // reach the request's GPUs (GPU totals), whatever leaves they lie in.
-func (p *Placer) nodesLowerBound(x int) int {
-	h := p.histogram(x)
+func (p *Placer) nodesLowerBound(x int) int { return p.fewestNodes(p.histogram(x)) }
+
+// quickNodesLowerBound is nodesLowerBound counting, under a mask, the
+// nodes the mask removed too (from the counters, with no node visited):
+// no more than nodesLowerBound.
+func (p *Placer) quickNodesLowerBound(x int) int {
+	sc, ly := &p.sc, p.lay
+	if !sc.masked || !sc.countable || x == 0 {
+		return p.nodesLowerBound(x)
+	}
+	var h [topology.MaxGPUsPerNode + 1]int32
+	p.counterHistogram(x, h[:ly.maxGPUs+1])
+	return p.fewestNodes(h[:ly.maxGPUs+1])
+}
+
+// fewestNodes returns the fewest nodes of histogram h whose GPUs reach the
+// request's GPUs.
+func (p *Placer) fewestNodes(h []int32) int {
 	rest, n := p.sc.pl.gpus, 0
 	for k := p.lay.maxGPUs; k >= 1 && rest > 0; k-- {
 		t := min(int(h[k]), (rest+k-1)/k)

@@ -80,7 +80,7 @@ func (p *Placer) bestDomainAt(l level) (int, bool) {
 func (p *Placer) domainBound(x, ph, need int) choice {
 	c := choice{domain: x, leaves: p.leafLowerBound(x, ph, need), stranded: p.pathFree(x)}
 	if p.sc.pl.mode == modeGPUs {
-		c.nodes = p.nodesLowerBound(x)
+		c.nodes = p.quickNodesLowerBound(x)
 	}
 	return c
 }
