@@ -634,78 +634,96 @@ func greedyMayMiss(class string) bool {
 // returns the stranded-capacity gaps and the leaves/nodes gaps of
 // approximate answers, per class.
 func runOracle(t *testing.T, cases, budget int, seed uint64) (stranded, approx gapStats) {
-	stranded, approx = gapStats{}, gapStats{}
+	o := oracleRun{t: t, stranded: gapStats{}, approx: gapStats{}}
 	r := rand.New(rand.NewPCG(seed, 11))
-	buf := make([]topology.NodeAlloc, 0, 16)
-	var placed, failed, multi, bad, unresolvable int
 	for k := range cases {
 		c := randomCluster(r, 12)
 		s := randomState(r, c)
 		req := randomRequest(r, c)
 		p := New(c, Options{})
 		p.budget = budget
-		res, err := p.Place(s, &req, buf)
-		ctx := func() string {
-			return fmt.Sprintf("case %d: request %s\n%s%s", k, req.String(), c.Describe(), s.Describe())
-		}
-		if err != nil {
-			if !errors.Is(err, ErrBadRequest) {
-				t.Fatalf("%s\nerror %v", ctx(), err)
-			}
-			bad++
-			continue
-		}
-		b := newBrute(c, s, req)
-		want, found := b.best()
-		if res.Placed != found {
-			t.Fatalf("%s\nplaced=%v (%s), brute force found=%v", ctx(), res.Placed, res.Reason, found)
-		}
-		if !found {
-			failed++
-			if res.Reason.Unresolvable {
-				unresolvable++
-			}
-			checkFailure(t, ctx, b, res.Reason)
-			continue
-		}
-		placed++
-		if res.Leaves(c) > 1 {
-			multi++
-		}
-		checkAssignment(t, ctx, b, res)
-		got := b.score(assignmentSet(res))
-		if got.stranded != res.Stranded {
-			t.Fatalf("%s\nStranded %d, but the assignment strands %d", ctx(), res.Stranded, got.stranded)
-		}
-		if got.within != want.within || res.Within != want.within {
-			t.Fatalf("%s\nwithin level %d, brute force %d; assignment %v", ctx(), res.Within, want.within, res.Assignment)
-		}
-		class := shapeClass(c, &req)
-		switch {
-		case got.leaves == want.leaves && got.nodes == want.nodes:
-			stranded.add(class, got.stranded-want.stranded)
-			if got.stranded < want.stranded {
-				t.Fatalf("%s\nstranded %d below the brute force's %d", ctx(), got.stranded, want.stranded)
-			}
-		case !res.Approximate:
-			t.Fatalf("%s\n%d leaves, %d nodes; brute force %d leaves, %d nodes; assignment %v", ctx(), got.leaves, got.nodes, want.leaves, want.nodes, res.Assignment)
-		case got.leaves < want.leaves || got.leaves == want.leaves && got.nodes < want.nodes:
-			t.Fatalf("%s\nbeats the brute force", ctx())
-		}
-		if res.Approximate {
-			gap := got.leaves - want.leaves
-			if gap == 0 {
-				gap = got.nodes - want.nodes
-			}
-			approx.add(class, gap)
-		}
+		o.check(k, p, s, &req)
 	}
 	t.Logf("budget %d: %d placed (%d over several leaves), %d failed (%d unresolvable), %d rejected as malformed",
-		budget, placed, multi, failed, unresolvable, bad)
-	if placed < cases/4 || failed < cases/10 || multi < cases/20 || unresolvable < cases/50 {
-		t.Errorf("unbalanced cases: %d placed, %d multi-leaf, %d failed, %d unresolvable", placed, multi, failed, unresolvable)
+		budget, o.placed, o.multi, o.failed, o.unresolvable, o.bad)
+	if o.placed < cases/4 || o.failed < cases/10 || o.multi < cases/20 || o.unresolvable < cases/50 {
+		t.Errorf("unbalanced cases: %d placed, %d multi-leaf, %d failed, %d unresolvable", o.placed, o.multi, o.failed, o.unresolvable)
 	}
-	return stranded, approx
+	return o.stranded, o.approx
+}
+
+// oracleRun is one oracle run's counts and gap statistics.
+type oracleRun struct {
+	t                                        *testing.T
+	placed, failed, multi, bad, unresolvable int
+	stranded, approx                         gapStats
+}
+
+// check compares one decision of p with the brute force.
+func (o *oracleRun) check(k int, p *Placer, s *topology.State, req *Request) {
+	t := o.t
+	c := p.Cluster()
+	res, err := p.Place(s, req, nil)
+	ctx := func() string {
+		return fmt.Sprintf("case %d: request %s\n%s%s", k, req.String(), c.Describe(), s.Describe())
+	}
+	if err != nil {
+		if !errors.Is(err, ErrBadRequest) {
+			t.Fatalf("%s\nerror %v", ctx(), err)
+		}
+		o.bad++
+		return
+	}
+	b := newBrute(c, s, *req)
+	want, found := b.best()
+	switch {
+	case res.Placed != found:
+		t.Fatalf("%s\nplaced=%v (%s), brute force found=%v", ctx(), res.Placed, res.Reason, found)
+	case !found:
+		o.failed++
+		if res.Reason.Unresolvable {
+			o.unresolvable++
+		}
+		checkFailure(t, ctx, b, res.Reason)
+		return
+	}
+	o.placed++
+	if res.Leaves(c) > 1 {
+		o.multi++
+	}
+	checkAssignment(t, ctx, b, res)
+	o.compare(ctx, b, res, want, shapeClass(c, req))
+}
+
+// compare checks a placement's criteria against the brute force's best
+// and records the gaps.
+func (o *oracleRun) compare(ctx func() string, b *brute, res Result, want score, class string) {
+	t := o.t
+	got := b.score(assignmentSet(res))
+	if got.stranded != res.Stranded {
+		t.Fatalf("%s\nStranded %d, but the assignment strands %d", ctx(), res.Stranded, got.stranded)
+	}
+	if got.within != want.within || res.Within != want.within {
+		t.Fatalf("%s\nwithin level %d, brute force %d; assignment %v", ctx(), res.Within, want.within, res.Assignment)
+	}
+	switch {
+	case got.leaves == want.leaves && got.nodes == want.nodes:
+		o.stranded.add(class, got.stranded-want.stranded)
+		if got.stranded < want.stranded {
+			t.Fatalf("%s\nstranded %d below the brute force's %d", ctx(), got.stranded, want.stranded)
+		}
+	case !res.Approximate:
+		t.Fatalf("%s\n%d leaves, %d nodes; brute force %d leaves, %d nodes; assignment %v", ctx(), got.leaves, got.nodes, want.leaves, want.nodes, res.Assignment)
+	case got.leaves < want.leaves || got.leaves == want.leaves && got.nodes < want.nodes:
+		t.Fatalf("%s\nbeats the brute force", ctx())
+	}
+	if res.Approximate {
+		gap := got.leaves - want.leaves
+		if gap == 0 {
+			gap = got.nodes - want.nodes
+		}
+		o.approx.add(class, gap)
+	}
 }
 
 func assignmentSet(res Result) uint {
