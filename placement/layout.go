@@ -198,12 +198,3 @@ func (ly *layout) levelName(l level) string {
 	}
 	return ly.c.LevelName(int(l))
 }
-
-// ancestorAt returns the flat index of x's ancestor at level l (x itself
-// when l is x's level).
-func (ly *layout) ancestorAt(x int, l level) int {
-	if l == rootLevel {
-		return 0
-	}
-	return ly.id(l, ly.c.NodeDomain(int(ly.nodeFirst[x]), int(l)))
-}

@@ -123,12 +123,11 @@ func (p *Placer) bestLeaf(need int) (int, bool) {
 	}
 	ly := p.lay
 	caps := p.leafCaps(0)
-	best := choice{domain: -1}
-	if x, path := p.fullestLeaf(need); x >= 0 {
-		best = p.leafChoice(x, need, path)
-	} else {
+	x, path := p.fullestLeaf(need)
+	if x < 0 {
 		return -1, false
 	}
+	best := p.leafChoice(x, need, path)
 	for d, n := 0, ly.count(ly.leaf); d < n; {
 		parent := max(int(ly.parent[ly.leafID(d)]), 0) // a flat cluster's leaf is the root
 		above := p.pathFree(parent)
