@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
+	"github.com/phalanx-sched/phalanx/internal/testcluster"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -223,4 +225,112 @@ func popcount(m uint64) int {
 		n++
 	}
 	return n
+}
+
+// searchCase is a gang the greedy pass cannot place and the exact search
+// can (found by TestPackingOracle): 9 nodes, leaf l0 with three 4-GPU and
+// two 8-GPU nodes, leaf l1 with four 8-GPU nodes, one of them with 3 free.
+func searchCase(t testing.TB) (*topology.State, *Spec) {
+	spec := topology.Spec{Levels: []string{"spine", "leaf"}}
+	for i := range 9 {
+		gpus := 8
+		if i < 3 {
+			gpus = 4
+		}
+		spec.Nodes = append(spec.Nodes, topology.NodeSpec{Name: fmt.Sprintf("n%d", i), GPUs: gpus, Path: []string{"s0", []string{"l0", "l1"}[min(i/5, 1)]}})
+	}
+	c, err := topology.Build(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := topology.NewState(c)
+	if err := s.Allocate([]topology.NodeAlloc{{Node: 5, GPUs: 0x1f}}); err != nil {
+		t.Fatal(err)
+	}
+	member := func(name string, n, g int, excl bool, level string) Member {
+		return Member{Name: name, Request: placement.Request{Nodes: n, GPUsPerNode: g, Exclusive: excl, Required: level}}
+	}
+	return s, &Spec{ID: "g", Members: []Member{
+		member("m0", 1, 2, true, "leaf"), member("m1", 1, 2, false, "leaf"),
+		member("m2", 3, 4, true, "spine"), member("m3", 3, 2, false, "leaf"),
+		member("m4", 2, 8, false, "leaf"),
+	}}
+}
+
+// TestSearchAdmits: the case the greedy pass misses is admitted by the
+// search, and admission plus release allocates nothing once warm.
+func TestSearchAdmits(t *testing.T) {
+	s, g := searchCase(t)
+	a := NewAdmitter(s.Cluster(), Options{})
+	var out Allocation
+	res, err := a.Admit(s, g, &out)
+	if err != nil || !res.Admitted || !res.Searched || res.SearchCut {
+		t.Fatalf("admitted %v searched %v cut %v: %v %s", res.Admitted, res.Searched, res.SearchCut, err, res)
+	}
+	release := func() {
+		for i := range out.Members {
+			if err := s.Release(out.Members[i].Assignment); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	release()
+	n := testing.AllocsPerRun(20, func() {
+		if res, _ := a.Admit(s, g, &out); !res.Admitted {
+			t.Fatal(res)
+		}
+		release()
+	})
+	if n != 0 {
+		t.Errorf("%v allocations per admission through the search", n)
+	}
+}
+
+// TestSearchOnDefaultCluster runs the search on the 250-node default
+// cluster, fragmented, for random gangs of up to 8 node-count members with
+// required levels, and reports how often it ran, found a packing, or
+// stopped at its bound, and its slowest run (timings depend on the
+// machine: the test only logs them).
+func TestSearchOnDefaultCluster(t *testing.T) {
+	c := topology.Default2000()
+	r := rand.New(rand.NewPCG(8, 8))
+	rounds := 400
+	if testing.Short() {
+		rounds = 60
+	}
+	a := NewAdmitter(c, Options{})
+	var out Allocation
+	var searched, found, cut int
+	var slowest time.Duration
+	for k := range rounds {
+		s := topology.NewState(c)
+		testcluster.Fragment(s, r, 0.5+0.45*r.Float64())
+		g := &Spec{ID: fmt.Sprint(k)}
+		for m := range 3 + r.IntN(6) {
+			req := placement.NodesOf(1+r.IntN(6), []int{0, 2, 4, 4, 6}[r.IntN(5)])
+			req.Required = []string{"leaf", "leaf", "spine"}[r.IntN(3)]
+			g.Members = append(g.Members, Member{Name: fmt.Sprint(m), Request: req})
+		}
+		start := time.Now()
+		res, err := a.Admit(s, g, &out)
+		d := time.Since(start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Searched {
+			searched++
+			slowest = max(slowest, d)
+			if res.Admitted {
+				found++
+			}
+			if res.SearchCut {
+				cut++
+			}
+		}
+	}
+	t.Logf("%d gangs: the search ran %d times, found %d packings, stopped at its bound %d times; slowest admission with a search %v",
+		rounds, searched, found, cut, slowest)
+	if searched == 0 {
+		t.Error("the generator never needed the search")
+	}
 }
