@@ -58,8 +58,10 @@ type scratch struct {
 	spans  spanScratch
 	tally  tally
 	// gpuChoice remembers GPU choices inside nodes (a pure function of
-	// its key, so it is kept across decisions).
+	// its key, so it is kept across decisions), verdicts whether requests
+	// can ever fit.
 	gpuChoice [1 << gpuChoiceBits]gpuChoice
+	verdicts  [16]verdict
 }
 
 func (sc *scratch) init(ly *layout) {

@@ -30,8 +30,33 @@ func (p *Placer) explain() Reason {
 		}
 	}
 	r.Excluded = p.exclusions()
-	r.Unresolvable = !p.fitsIdealCluster()
+	r.Unresolvable = p.unresolvable()
 	return r
+}
+
+// verdict remembers whether a request without Allowed or Excluded can
+// ever fit the cluster: that depends on the request alone, and callers
+// such as a scheduling loop ask again and again.
+type verdict struct {
+	ok    bool
+	never bool
+	key   plan
+}
+
+// unresolvable reports whether the request cannot fit even with every
+// node up and idle, remembering the answer for requests without a mask.
+func (p *Placer) unresolvable() bool {
+	sc := &p.sc
+	if sc.req.Allowed != nil || sc.req.Excluded != nil {
+		return !p.fitsIdealCluster()
+	}
+	pl := &sc.pl
+	h := uint(pl.nodes)*31 + uint(pl.gpus)*17 + uint(pl.perNode)*7 + uint(pl.limit)*5 + uint(pl.required+2)*3 + uint(pl.nlayers)
+	v := &sc.verdicts[h%uint(len(sc.verdicts))]
+	if !v.ok || v.key != *pl {
+		*v = verdict{ok: true, never: !p.fitsIdealCluster(), key: *pl}
+	}
+	return v.never
 }
 
 // explainBlind is explain for the topology-blind baselines, which fail
