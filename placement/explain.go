@@ -48,6 +48,11 @@ type verdict struct {
 func (p *Placer) unresolvable() bool {
 	sc := &p.sc
 	if sc.req.Allowed != nil || sc.req.Excluded != nil {
+		if pl := &sc.pl; pl.required == rootLevel && pl.limit == 0 && pl.nlayers == 0 {
+			// No topology constraint: the cluster's count decides.
+			p.idealMask()
+			return p.idealMaskedItems(0) < pl.need(0)
+		}
 		return !p.fitsIdealCluster()
 	}
 	pl := &sc.pl

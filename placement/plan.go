@@ -136,11 +136,11 @@ func (pl *plan) levelOrLeaf(c *topology.Cluster, name, field string) (level, err
 // level does not already imply.
 func (pl *plan) resolveSegments(c *topology.Cluster, r *Request) error {
 	n := 0
-	for n < len(r.Segments) && r.Segments[n] != (Segment{}) {
+	for n < len(r.Segments) && !r.Segments[n].empty() {
 		n++
 	}
 	for _, s := range r.Segments[n:] {
-		if s != (Segment{}) {
+		if !s.empty() {
 			return fmt.Errorf("%w: segment layer %d follows an empty one", ErrBadRequest, n)
 		}
 	}
@@ -186,6 +186,9 @@ func (pl *plan) addLayer(c *topology.Cluster, r *Request, s Segment, i int) erro
 	pl.nlayers++
 	return nil
 }
+
+// empty reports whether s is an unused entry of Request.Segments.
+func (s *Segment) empty() bool { return s.Size == 0 && s.Level == "" }
 
 // prevLevel returns the level of layer i-1 of r.Segments.
 func (pl *plan) prevLevel(c *topology.Cluster, r *Request, i int) level {
