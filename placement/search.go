@@ -29,6 +29,10 @@ func (a choice) better(b choice) bool {
 // the best such domain.
 func (p *Placer) chooseDomain() (int, bool) {
 	sc := &p.sc
+	if !p.someDomainHolds(sc.pl.required) {
+		// Holding is inherited upwards: nothing lower holds it either.
+		return -1, false
+	}
 	for l := p.lay.leaf; l >= sc.pl.required; l-- {
 		if x, ok := p.bestDomainAt(l); ok {
 			// The fill gets its own search budget.
@@ -37,6 +41,19 @@ func (p *Placer) chooseDomain() (int, bool) {
 		}
 	}
 	return -1, false
+}
+
+// someDomainHolds reports whether a domain of level l holds the request.
+func (p *Placer) someDomainHolds(l level) bool {
+	ly, pl := p.lay, &p.sc.pl
+	ph := pl.firstPhase(l)
+	need := pl.need(ph)
+	for d := range ly.count(l) {
+		if p.holds(ly.id(l, d), ph, need) {
+			return true
+		}
+	}
+	return false
 }
 
 // bestDomainAt returns the best domain of level l that holds the request.
