@@ -226,6 +226,9 @@ func (p *Placer) pickClass(k, lo, hi, whole, n, partGPUs int) {
 	if sc.pl.mode == modeNodes && !sc.pl.exclusive {
 		full = sc.pl.perNode
 	}
+	// Nodes of one class often share their free GPUs and group kind: the
+	// last choice is reused.
+	lastFree, lastKind, lastG, lastMask := uint64(0), int32(-1), -1, uint64(0)
 	i := 0
 	for w := lo >> 6; w <= (hi-1)>>6 && i < n; w++ {
 		x := p.candWord(w) & p.classWord(k, w) & bits.RangeMask(w, lo, hi)
@@ -237,10 +240,15 @@ func (p *Placer) pickClass(k, lo, hi, whole, n, partGPUs int) {
 			}
 			m := sc.s.Free(node)
 			if g < k {
-				m = p.pickGPUs(node, g)
+				if kind := p.lay.groupKind[node]; m == lastFree && kind == lastKind && g == lastG {
+					m = lastMask
+				} else {
+					lastFree, lastKind, lastG = m, kind, g
+					m = p.pickGPUs(node, g)
+					lastMask = m
+				}
 			}
 			sc.out = append(sc.out, topology.NodeAlloc{Node: int32(node), GPUs: m})
-			sc.tally.free += k // the node's free GPUs: its class
 			sc.tally.gpus += g
 			i++
 		}
@@ -248,6 +256,7 @@ func (p *Placer) pickClass(k, lo, hi, whole, n, partGPUs int) {
 	if i < n {
 		panic("placement: a class held fewer nodes than counted")
 	}
+	sc.tally.free += n * k // the nodes' free GPUs: their class
 }
 
 // candWord returns word w of the candidate set.
