@@ -88,7 +88,7 @@ type Placer struct {
 // the fewest nodes of a GPU-total request over several leaves), counted in
 // table cells. Beyond it the greedy answer is returned and
 // Result.Approximate is set.
-const SearchBudget = 1 << 11
+const SearchBudget = 1 << 10
 
 // New returns a Placer for cluster c.
 func New(c *topology.Cluster, opts Options) *Placer {
