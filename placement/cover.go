@@ -354,7 +354,10 @@ func (p *Placer) chooseKids(a, m int) []leafRef {
 			if kd.chosen {
 				continue
 			}
-			sum := topMergeSum(merged, top, cs.leaves[kd.lo:kd.hi], m)
+			sum := top + int(kd.cap) // every leaf fits in the places left
+			if n := int(kd.hi - kd.lo); m-min(m, len(merged)) < n {
+				sum = topMergeSum(merged, top, cs.leaves[kd.lo:kd.hi], m)
+			}
 			if sum > bestSum || sum == bestSum && kd.cap > cs.kids[best].cap {
 				best, bestSum = k, sum
 			}

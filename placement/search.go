@@ -79,9 +79,15 @@ func (p *Placer) bestDomainAt(l level) (int, bool) {
 	}
 	sortChoices(cands)
 	best := choice{domain: -1}
-	for _, lb := range cands {
+	for i, lb := range cands {
 		if best.domain >= 0 && !lb.better(best) {
 			break // sorted: no later bound wins either
+		}
+		if i == maxScored {
+			// Nodes bounds too weak to rule out more candidates: stop,
+			// unproven.
+			p.sc.approximate = true
+			break
 		}
 		if c := p.score(lb.domain, ph, need); best.domain < 0 || c.better(best) {
 			best = c
@@ -90,6 +96,13 @@ func (p *Placer) bestDomainAt(l level) (int, bool) {
 	}
 	return best.domain, true
 }
+
+// maxScored bounds the candidate domains of one level that a decision
+// scores in full (each costs a leaf plan), in the order of their lower
+// bounds. It binds only when the bounds are weak (the nodes of GPU totals,
+// the leaves under segments or limits above the lowest level); the
+// decision is then marked approximate.
+const maxScored = 8
 
 // domainBound returns a choice no better than domain x's: the leaves with
 // only the last phase's constraint, the fewest nodes whatever the leaves,
