@@ -39,8 +39,11 @@
 //     it holds on t leaves), and the fewest nodes of a GPU total spread
 //     over several leaves (a knapsack over the leaves, each offering the
 //     GPUs of its t fullest nodes). A greedy plan comes first; the search
-//     runs only when the plan misses a lower bound. Beyond the budget the
-//     greedy plan is returned and Result.Approximate is set:
+//     runs only when the plan misses a lower bound. Candidate domains of
+//     the chosen level are scored best lower bound first, at most eight
+//     in full. Beyond these bounds the greedy plan is returned and
+//     Result.Approximate is set (about 3% of the random decisions of
+//     BenchmarkPlaceRandom at 2,000 GPUs, 4% at 100,000):
 //     TestOracleGreedy measures that greedy alone against the exhaustive
 //     search (with no budget at all, GPU totals were up to 4 nodes above
 //     the minimum; leaves under segments and limits matched).
