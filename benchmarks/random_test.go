@@ -1,7 +1,7 @@
 package benchmarks
 
 import (
-	"fmt"
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -201,6 +201,7 @@ func BenchmarkPlaceRandom(b *testing.B) {
 			}
 			b.StopTimer()
 			times := decisionTimes(p, pairs, buf)
+			logSlowest(b, p, pairs, times, buf)
 			slices.Sort(times)
 			b.ReportMetric(times[len(times)/2], "p50-ns")
 			b.ReportMetric(times[len(times)*99/100], "p99-ns")
@@ -208,6 +209,21 @@ func BenchmarkPlaceRandom(b *testing.B) {
 			b.ReportMetric(float64(placed)/float64(len(pairs)), "placed")
 			b.ReportMetric(float64(approx)/float64(len(pairs)), "approx")
 		})
+	}
+}
+
+// logSlowest logs the three slowest pairs, to show what the tail is made
+// of.
+func logSlowest(b *testing.B, p *placement.Placer, pairs []pair, times []float64, buf []topology.NodeAlloc) {
+	order := make([]int, len(pairs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(x, y int) int { return cmp.Compare(times[y], times[x]) })
+	for _, i := range order[:3] {
+		res, _ := p.Place(pairs[i].s, &pairs[i].req, buf)
+		b.Logf("%.0f ns: %s on a state %d%% busy: placed %v, %d leaves, %d nodes, approximate %v",
+			times[i], pairs[i].req.String(), 100*pairs[i].s.UsedGPUs()/p.Cluster().TotalGPUs(), res.Placed, res.Leaves(p.Cluster()), res.Nodes, res.Approximate)
 	}
 }
 
@@ -240,34 +256,3 @@ func TestRandomPairsZeroAllocs(t *testing.T) {
 	}
 }
 
-// TestSlowestPairs prints the slowest decisions of the random benchmark
-// (go test -run TestSlowestPairs -v ./benchmarks), for profiling.
-func TestSlowestPairs(t *testing.T) {
-	if testing.Short() {
-		t.Skip("timing")
-	}
-	for _, inv := range inventories() {
-		if inv.name != "2k" && inv.name != "100k" {
-			continue
-		}
-		pairs := randomPairsOf(inv.c, 1)
-		p := placement.New(inv.c, placement.Options{})
-		buf := make([]topology.NodeAlloc, 0, inv.c.NumNodes())
-		type timed struct {
-			ns float64
-			i  int
-		}
-		var all []timed
-		for i, ns := range decisionTimes(p, pairs, buf) {
-			all = append(all, timed{ns, i})
-		}
-		slices.SortFunc(all, func(a, b timed) int { return int(b.ns - a.ns) })
-		for _, x := range all[:20] {
-			res, _ := p.Place(pairs[x.i].s, &pairs[x.i].req, buf)
-			t.Logf("inv=%s %8.0f ns pair %d busy %d%%: %s -> placed %v leaves %d nodes %d approx %v %s", inv.name, x.ns, x.i,
-				100*pairs[x.i].s.UsedGPUs()/inv.c.TotalGPUs(), pairs[x.i].req.String(), res.Placed, res.Leaves(inv.c), res.Nodes, res.Approximate, res.Reason)
-		}
-	}
-}
-
-var _ = fmt.Sprint

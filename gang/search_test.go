@@ -333,4 +333,7 @@ func TestSearchOnDefaultCluster(t *testing.T) {
 	if searched == 0 {
 		t.Error("the generator never needed the search")
 	}
+	if cut > 0 {
+		t.Errorf("the search stopped at its bound %d times", cut)
+	}
 }
