@@ -311,10 +311,10 @@ func (p *Placer) gatherKids(y int) {
 func (p *Placer) sortLeaves(v []leafRef) {
 	if len(v) > 32 {
 		slices.SortFunc(v, func(a, b leafRef) int {
-			if p.leafBefore(a, b) {
+			if leafBefore(a, b) {
 				return -1
 			}
-			if p.leafBefore(b, a) {
+			if leafBefore(b, a) {
 				return 1
 			}
 			return 0
@@ -324,14 +324,16 @@ func (p *Placer) sortLeaves(v []leafRef) {
 	for i := 1; i < len(v); i++ {
 		x := v[i]
 		j := i
-		for ; j > 0 && p.leafBefore(x, v[j-1]); j-- {
+		for ; j > 0 && leafBefore(x, v[j-1]); j-- {
 			v[j] = v[j-1]
 		}
 		v[j] = x
 	}
 }
 
-func (p *Placer) leafBefore(a, b leafRef) bool {
+// leafBefore reports whether leaf a sorts before b: larger, then fewer
+// free GPUs, then lower index.
+func leafBefore(a, b leafRef) bool {
 	if a.cap != b.cap {
 		return a.cap > b.cap
 	}
