@@ -255,4 +255,3 @@ func TestRandomPairsZeroAllocs(t *testing.T) {
 		}
 	}
 }
-
