@@ -2,6 +2,7 @@ package placement
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
@@ -101,7 +102,16 @@ func randomRequest(r *rand.Rand, c *topology.Cluster) Request {
 	if depth > 0 && r.IntN(4) == 0 {
 		req.Preferred = level()
 	}
-	if req.Nodes > 1 && depth > 0 && r.IntN(3) == 0 {
+	if depth >= 2 && r.IntN(12) == 0 {
+		// Nested slices, sized to fit small clusters: s nodes per lower
+		// domain, 2s or 3s per higher one.
+		inner := 1 + r.IntN(2)
+		outer := inner * (2 + r.IntN(2))
+		upper := r.IntN(depth - 1)
+		req.GPUs, req.Nodes = 0, outer*(1+r.IntN(2))
+		req.Segments[0] = Segment{Size: outer, Level: c.LevelName(upper)}
+		req.Segments[1] = Segment{Size: inner, Level: c.LevelName(upper + 1 + r.IntN(depth-upper-1))}
+	} else if req.Nodes > 1 && depth > 0 && r.IntN(3) == 0 {
 		segs := randomSegments(r, c, req.Nodes)
 		if len(segs) == 1 && r.IntN(2) == 0 {
 			req.SegmentSize, req.SegmentLevel = segs[0].Size, segs[0].Level
@@ -575,17 +585,25 @@ func (g gapStats) report(t *testing.T, what string) {
 		classes = append(classes, k)
 	}
 	sort.Strings(classes)
-	worst := 0
-	var b strings.Builder
+	worst, exactClasses, exactCases := 0, 0, 0
+	var b, ex strings.Builder
 	for _, k := range classes {
 		st := g[k]
 		worst = max(worst, st.worst)
 		if st.worst > 0 {
 			fmt.Fprintf(&b, "\n  %-45s %5d cases, %5.1f%% optimal, worst gap %d, mean gap %.2f", k, st.cases, 100*float64(st.exact)/float64(st.cases), st.worst, st.sum/float64(st.cases))
+			continue
 		}
+		exactClasses++
+		exactCases += st.cases
+		fmt.Fprintf(&ex, " %s (%d)", k, st.cases)
 	}
-	t.Logf("%s: worst gap %d over %d classes%s", what, worst, len(classes), b.String())
+	t.Logf("%s: worst gap %d over %d classes%s\n  no gap in %d classes, %d cases:%s", what, worst, len(classes), b.String(), exactClasses, exactCases, ex.String())
 }
+
+// oracleCases overrides the number of TestOracle cases, for longer runs:
+// go test -run TestOracle ./placement -args -oracle.cases=100000
+var oracleCases = flag.Int("oracle.cases", 0, "TestOracle cases (0: the default)")
 
 // TestOracle compares Place with exhaustive search on random small
 // clusters (up to 12 nodes), states and requests of every shape: placed
@@ -598,6 +616,9 @@ func TestOracle(t *testing.T) {
 	cases := 10000
 	if testing.Short() {
 		cases = 1500
+	}
+	if *oracleCases > 0 {
+		cases = *oracleCases
 	}
 	stranded, approx := runOracle(t, cases, SearchBudget, 7)
 	stranded.report(t, "stranded capacity above the optimum")
