@@ -53,21 +53,7 @@ func (p *Placer) runGPUSearch(x, a, m, ub int) (nodes int, found, ok bool) {
 	if (m+1)*(tmax+1) > p.sc.budget {
 		return 0, false, false // the table alone would not fit the budget
 	}
-	leaves := ss.leaves[:0]
-	lf, le := ly.leafID(int(ly.leafFirst[x])), ly.leafID(int(ly.leafEnd[x]))
-	top, top1 := p.topCaps(x, m)
-	for l := lf; l < le; l++ {
-		// Only a leaf that some cover of m leaves may use.
-		v := int(p.sc.capBase[l])
-		others := top1
-		if m > 1 && v >= int(p.sc.cover.caps[m-2]) {
-			others = top - v
-		}
-		if v > 0 && v+others >= a {
-			leaves = append(leaves, unitAmount{unit: int32(l)})
-		}
-	}
-	ss.leaves = leaves
+	leaves := p.coverLeaves(x, a, m)
 	// The work the search would do: each leaf relaxes every cell once per
 	// node it may give. Give up at once when it exceeds the budget.
 	cells, work := (min(m, len(leaves))+1)*(tmax+1), 0
@@ -110,6 +96,28 @@ func (p *Placer) runGPUSearch(x, a, m, ub int) (nodes int, found, ok bool) {
 		nodes += p.leafTake(int(la.unit), int(amt)).nodes
 	}
 	return nodes, true, true
+}
+
+// coverLeaves lists, in search.leaves, the leaves under x that some cover
+// of a GPUs by m leaves may use: with the m-1 largest other leaves, they
+// reach a.
+func (p *Placer) coverLeaves(x, a, m int) []unitAmount {
+	ly, ss := p.lay, &p.sc.search
+	leaves := ss.leaves[:0]
+	lf, le := ly.leafID(int(ly.leafFirst[x])), ly.leafID(int(ly.leafEnd[x]))
+	top, top1 := p.topCaps(x, m)
+	for l := lf; l < le; l++ {
+		v := int(p.sc.capBase[l])
+		others := top1
+		if m > 1 && v >= int(p.sc.cover.caps[m-2]) {
+			others = top - v
+		}
+		if v > 0 && v+others >= a {
+			leaves = append(leaves, unitAmount{unit: int32(l)})
+		}
+	}
+	ss.leaves = leaves
+	return leaves
 }
 
 // topCaps returns the sums of the m and the m-1 largest leaf capacities

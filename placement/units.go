@@ -189,6 +189,14 @@ func (p *Placer) runUnitSearch(x, ph, need, ub int) (found, ok bool) {
 	}
 	costs := ss.sorted[:len(plan)]
 	t.costsOf(c, cost, costs)
+	ss.units[ph] = assignAmounts(plan, costs, profs, need)
+	return true, true
+}
+
+// assignAmounts keeps the units of plan the search gave leaves to, each
+// with its leaves (costs) and as many of the need items as they hold
+// (profs), in plan order, and returns them (in plan's storage).
+func assignAmounts(plan []unitAmount, costs []int32, profs [][]int32, need int) []unitAmount {
 	rest := int32(need)
 	kept := plan[:0]
 	for i, ua := range plan {
@@ -203,8 +211,7 @@ func (p *Placer) runUnitSearch(x, ph, need, ub int) (found, ok bool) {
 	if rest > 0 {
 		panic("placement: a searched plan holds fewer items than its search found")
 	}
-	ss.units[ph] = kept
-	return true, true
+	return kept
 }
 
 // unitProfile returns, for unit u of phase ph, the most items of phase ph
