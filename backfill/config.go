@@ -186,3 +186,8 @@ type Job struct {
 	// OnNodeFailure says what a node failure does to the running job.
 	OnNodeFailure FailurePolicy
 }
+
+// gangOptions returns the options of the engine's admitters.
+func (c Config) gangOptions() gang.Options {
+	return gang.Options{Placement: placement.Options{Strategy: c.Placement, Seed: c.Seed}}
+}

@@ -77,8 +77,8 @@ func New(c *topology.Cluster, cfg Config, tree *fairshare.Tree) (*Engine, error)
 		c:       c,
 		cfg:     cfg,
 		tree:    tree,
-		ledger:  gang.NewLedger(c),
-		adm:     gang.NewAdmitter(c),
+		ledger:  gang.NewLedger(c, cfg.gangOptions()),
+		adm:     gang.NewAdmitter(c, cfg.gangOptions()),
 		empty:   topology.NewState(c),
 		jobs:    newJobTable(c),
 		nodes:   make([]NodeState, c.NumNodes()),
@@ -89,8 +89,6 @@ func New(c *topology.Cluster, cfg Config, tree *fairshare.Tree) (*Engine, error)
 	for d := range c.NumDomains(c.Depth() - 1) {
 		e.leafGPUs = max(e.leafGPUs, c.Domain(c.Depth()-1, d).GPUs)
 	}
-	e.adm.Placer().SetStrategy(cfg.Placement, cfg.Seed)
-	e.ledger.Admitter().Placer().SetStrategy(cfg.Placement, cfg.Seed)
 	return e, nil
 }
 

@@ -63,15 +63,17 @@ func (c *HoldEndCause) UnmarshalText(b []byte) error {
 
 // holdEligibility says whether job j may get a hold at all (ok), from
 // when, and whether it is above the hold cap (so it waited CapWait). No
-// job may while every active job has a time limit: every gang that fits
-// the cluster then has a planned start.
+// job may while every active job has a time limit (every gang that fits
+// the cluster then has a planned start), nor in strict order (the jobs
+// behind the first waiting one are not tested, so a hold of theirs could
+// never be kept up).
 func (e *Engine) holdEligibility(j *jobRec) (at time.Time, capped, ok bool) {
 	h := &e.cfg.Hold
 	min := h.MinGPUs
 	if min == 0 {
 		min = e.leafGPUs
 	}
-	if !h.Enabled || j.gpus < min || e.jobs.unlimited == 0 {
+	if !h.Enabled || e.cfg.Strict || j.gpus < min || e.jobs.unlimited == 0 {
 		return time.Time{}, false, false
 	}
 	wait := h.MinWait

@@ -83,13 +83,12 @@ func (r *restorer) run() {
 	e.seq, e.cursor, e.lastCycle, e.heldGPUSeconds = s.Seq, s.Cursor, s.LastCycle, s.HeldGPUSeconds
 	e.last = s.Time
 	r.nodes()
-	ledger, err := gang.Restore(e.c, gang.Snapshot{Gangs: s.Gangs})
+	ledger, err := gang.Restore(e.c, gang.Snapshot{Gangs: s.Gangs}, e.cfg.gangOptions())
 	if err != nil {
 		r.bad("%v", err)
 		return
 	}
 	e.ledger = ledger
-	e.ledger.Admitter().Placer().SetStrategy(e.cfg.Placement, e.cfg.Seed)
 	r.jobs()
 	r.reservations()
 	r.holds()

@@ -133,7 +133,7 @@ func BenchmarkPlace(b *testing.B) {
 		for _, st := range states(inv.c) {
 			for _, rq := range requests(inv) {
 				b.Run(fmt.Sprintf("inv=%s/state=%s/%s", inv.name, st.name, rq.name), func(b *testing.B) {
-					p := placement.New(inv.c)
+					p := placement.New(inv.c, placement.Options{})
 					buf := make([]topology.NodeAlloc, 0, inv.c.NumNodes())
 					req := rq.req
 					var res placement.Result
@@ -180,7 +180,7 @@ func BenchmarkAdmitRelease(b *testing.B) {
 		}
 		for _, g := range gangs {
 			b.Run(fmt.Sprintf("inv=%s/%s", inv.name, g.name), func(b *testing.B) {
-				l := gang.NewLedger(inv.c)
+				l := gang.NewLedger(inv.c, gang.Options{})
 				spec := g.g
 				if res, _ := l.Admit(&spec); !res.Admitted {
 					b.Skipf("does not fit: %s", res)
@@ -277,7 +277,7 @@ func BenchmarkScaling(b *testing.B) {
 		}
 		s := topology.NewState(c)
 		testcluster.Fragment(s, rand.New(rand.NewPCG(50, 42)), 0.5)
-		p := placement.New(c)
+		p := placement.New(c, placement.Options{})
 		buf := make([]topology.NodeAlloc, 0, c.NumNodes())
 		for _, rq := range []struct {
 			name string
@@ -299,7 +299,7 @@ func BenchmarkScaling(b *testing.B) {
 			}
 		})
 		b.Run(fmt.Sprintf("op=admit-release-64x8/nodes=%d", nodes), func(b *testing.B) {
-			l := gang.NewLedger(c)
+			l := gang.NewLedger(c, gang.Options{})
 			g := gang.Spec{ID: "g", Members: []gang.Member{{Name: "w", Request: placement.NodesOf(64, 8)}}}
 			b.ReportAllocs()
 			for b.Loop() {

@@ -31,7 +31,7 @@ func benchGangs() []struct {
 func BenchmarkAdmitRelease(b *testing.B) {
 	for _, bg := range benchGangs() {
 		b.Run("inv=2k/"+bg.name, func(b *testing.B) {
-			l := NewLedger(topology.Default2000())
+			l := NewLedger(topology.Default2000(), Options{})
 			b.ReportAllocs()
 			for b.Loop() {
 				res, err := l.Admit(bg.g)
@@ -50,7 +50,7 @@ func BenchmarkAdmitRelease(b *testing.B) {
 func BenchmarkAdmit(b *testing.B) {
 	for _, bg := range benchGangs() {
 		b.Run("inv=2k/"+bg.name, func(b *testing.B) {
-			l := NewLedger(topology.Default2000())
+			l := NewLedger(topology.Default2000(), Options{})
 			b.ReportAllocs()
 			for b.Loop() {
 				b.StopTimer()
@@ -69,7 +69,7 @@ func BenchmarkAdmit(b *testing.B) {
 func BenchmarkRelease(b *testing.B) {
 	for _, bg := range benchGangs() {
 		b.Run("inv=2k/"+bg.name, func(b *testing.B) {
-			l := NewLedger(topology.Default2000())
+			l := NewLedger(topology.Default2000(), Options{})
 			b.ReportAllocs()
 			for b.Loop() {
 				b.StopTimer()
@@ -87,7 +87,7 @@ func BenchmarkRelease(b *testing.B) {
 // admitting and releasing the benchmark gangs, and for a refused admission.
 func TestAdmitReleaseZeroAllocs(t *testing.T) {
 	for _, bg := range benchGangs() {
-		l := NewLedger(topology.Default2000())
+		l := NewLedger(topology.Default2000(), Options{})
 		// Warm up: the first admission sizes the buffers.
 		_, _ = l.Admit(bg.g)
 		_ = l.Release(bg.g.ID)
@@ -103,7 +103,7 @@ func TestAdmitReleaseZeroAllocs(t *testing.T) {
 			t.Errorf("%s: %v allocations per admit+release", bg.name, n)
 		}
 	}
-	l := NewLedger(topology.Default2000())
+	l := NewLedger(topology.Default2000(), Options{})
 	tooBig := workers("huge", 300, 8)
 	if n := testing.AllocsPerRun(50, func() { _, _ = l.Admit(tooBig) }); n != 0 {
 		t.Errorf("refused admission: %v allocations", n)

@@ -9,14 +9,18 @@
 //
 // Admission places every member on the free state and allocates only when
 // all are placed; otherwise the state is left exactly as it was, and the
-// Result names the member that failed and the placement reason. This makes
+// Result names the member that failed and the placement reason. A greedy
+// pass places the members one by one, most constrained first, in up to
+// MaxOrders orders; when it fails after placing some members, an exact
+// search for a packing follows (gangs of up to MaxSearchMembers members,
+// bounded by SearchWork; see there for what it covers). This makes
 // the partial starts and split-cluster deadlocks of pod-by-pod schedulers
 // impossible by construction: no GPU is ever held by a gang that is not
 // running. PodByPod models such a scheduler for comparison.
 //
 // # Usage
 //
-//	l := gang.NewLedger(cluster)
+//	l := gang.NewLedger(cluster, gang.Options{})
 //	res, err := l.Admit(&gang.Spec{ID: "job-7", Members: []gang.Member{
 //		{Name: "worker", Request: placement.NodesOf(16, 8)},
 //	}})

@@ -11,7 +11,7 @@ import (
 // Two 1,200-GPU jobs on the default 2,000-GPU cluster: the first is
 // admitted whole, the second waits holding nothing.
 func ExampleLedger() {
-	l := gang.NewLedger(topology.Default2000())
+	l := gang.NewLedger(topology.Default2000(), gang.Options{})
 	for _, id := range []string{"A", "B"} {
 		res, err := l.Admit(&gang.Spec{ID: id, Members: []gang.Member{
 			{Name: "worker", Request: placement.NodesOf(150, 8)},
@@ -25,7 +25,7 @@ func ExampleLedger() {
 	fmt.Print(l.Describe())
 	// Output:
 	// A: admitted
-	// B: member worker: needs 150 nodes with 8 free GPUs; the cluster has 100
+	// B: member worker: needs 150 nodes with 8 free GPUs; the cluster has 100 (150 nodes left out: 150 short of free GPUs)
 	// free GPUs: 800
 	// 1 gangs, 1200 of 2000 GPUs allocated
 	// A: worker=150 pods on n[000-149]

@@ -23,7 +23,7 @@ func FuzzLedgerOps(f *testing.F) {
 		if len(ops) > 1500 {
 			return
 		}
-		l := NewLedger(c)
+		l := NewLedger(c, Options{})
 		next := 0
 		for i := 0; i+2 < len(ops); i += 3 {
 			op, a, b := ops[i]%6, int(ops[i+1]), int(ops[i+2])
@@ -62,7 +62,7 @@ func FuzzLedgerOps(f *testing.F) {
 					t.Fatal(err)
 				}
 			case 5:
-				r, err := Restore(c, l.Snapshot())
+				r, err := Restore(c, l.Snapshot(), Options{})
 				if err != nil {
 					t.Fatalf("restore of a valid snapshot: %v", err)
 				}

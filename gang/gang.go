@@ -3,11 +3,11 @@ package gang
 import (
 	"errors"
 	"fmt"
-	"github.com/phalanx-sched/phalanx/internal/bits"
 	"slices"
 
 	"github.com/bits-and-blooms/bitset"
 
+	"github.com/phalanx-sched/phalanx/internal/bits"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -25,10 +25,18 @@ var (
 	ErrRestore = errors.New("gang: cannot restore")
 )
 
-// MaxOrders bounds how many member orders one admission tries: the
-// most-constrained-first order, then, each time a member fails after
-// others were placed, the same order with the failing member moved first.
+// MaxOrders bounds how many member orders the first, greedy pass of one
+// admission tries: the most-constrained-first order, then, each time a
+// member fails after others were placed, the same order with the failing
+// member moved first.
 const MaxOrders = 4
+
+// Options configure an Admitter (and the Ledger that owns one).
+type Options struct {
+	// Placement configures the placer that places each member, for
+	// example a topology-blind baseline for comparisons.
+	Placement placement.Options
+}
 
 // Member is one role of a gang: Request.Nodes pods (one per node) of
 // Request.GPUsPerNode GPUs each, or Request.GPUs GPUs laid out by
@@ -122,7 +130,7 @@ func (g *Spec) Validate(c *topology.Cluster) error {
 		if m.Min < 0 || m.Min > 0 && m.Request.GPUs > 0 {
 			return fmt.Errorf("%w: gang %s member %s: Min %d (Min goes with Nodes, and is not negative)", ErrBadSpec, g.ID, m.Name, m.Min)
 		}
-		if s := m.Request.SegmentSize; m.Min > 0 && s > 1 && m.Min%s != 0 {
+		if s := m.Request.SegmentStep(); m.Min > 0 && s > 1 && m.Min%s != 0 {
 			return fmt.Errorf("%w: gang %s member %s: Min %d is not a multiple of segment size %d", ErrBadSpec, g.ID, m.Name, m.Min, s)
 		}
 	}
@@ -203,8 +211,15 @@ type Result struct {
 	// best domain has ColocationHave free.
 	ColocationLevel                string
 	ColocationNeed, ColocationHave int
-	// Orders is the number of member orders tried.
+	// Orders is the number of member orders the greedy pass tried.
 	Orders int
+	// Searched reports that the greedy pass failed and the exact packing
+	// search ran; SearchSteps counts the member placements it tried, and
+	// SearchCut reports that it stopped at its work bound (SearchWork)
+	// before proving that no packing exists.
+	Searched    bool
+	SearchSteps int
+	SearchCut   bool
 }
 
 // String renders a failed admission for users, for example "member worker:
@@ -230,27 +245,30 @@ type Admitter struct {
 	allow *bitset.BitSet
 	doms  []int
 	buf   []topology.NodeAlloc
+	pack  packSearch
 }
 
 // NewAdmitter returns an Admitter for cluster c.
-func NewAdmitter(c *topology.Cluster) *Admitter {
-	return &Admitter{c: c, p: placement.New(c), allow: c.NewNodeSet(), buf: make([]topology.NodeAlloc, 0, c.NumNodes())}
+func NewAdmitter(c *topology.Cluster, opts Options) *Admitter {
+	a := &Admitter{c: c, p: placement.New(c, opts.Placement), allow: c.NewNodeSet(), buf: make([]topology.NodeAlloc, 0, c.NumNodes())}
+	a.pack.init(c)
+	return a
 }
-
-// Placer returns the admitter's placer (to change its strategy).
-func (a *Admitter) Placer() *placement.Placer { return a.p }
 
 // Admit places every member of g on s and allocates them there, or, when
 // any member does not fit, leaves s exactly as it was and says which
 // member failed and why. The placement goes into out (its slices reused).
 // g must be valid (Spec.Validate); an invalid spec returns its error.
 //
-// Members are placed most-constrained first: a required level first, then
-// the largest GPU count, then the largest per-node count. When a member
-// fails after others were placed, the order is retried with that member
-// first, up to MaxOrders orders in all. With co-location, the domains of
-// the co-location level that have enough free GPUs are tried from the
-// fullest (best fit); a preferred co-location falls back to none.
+// A greedy pass places the members most-constrained first: a required
+// level first, then the largest GPU count, then the largest per-node
+// count. When a member fails after others were placed, the order is
+// retried with that member first, up to MaxOrders orders in all. When
+// every order fails after placing other members, an exact search for a
+// packing follows (see SearchWork for what it covers and its bound). With
+// co-location, the domains of the co-location level that have enough
+// free GPUs are tried from the fullest (best fit); a preferred
+// co-location falls back to none.
 func (a *Admitter) Admit(s *topology.State, g *Spec, out *Allocation) (Result, error) {
 	if s.Cluster() != a.c {
 		return Result{}, topology.ErrOtherCluster
@@ -351,7 +369,8 @@ func perNode(r *placement.Request, maxG int) int {
 }
 
 // tryOrders runs admission in up to MaxOrders member orders, restricted to
-// domain d of level lvl when lvl >= 0.
+// domain d of level lvl when lvl >= 0, then the exact search when every
+// order failed after placing some members.
 func (a *Admitter) tryOrders(s *topology.State, g *Spec, out *Allocation, lvl, d int) Result {
 	var res Result
 	for k := 0; k < MaxOrders; k++ {
@@ -363,12 +382,17 @@ func (a *Admitter) tryOrders(s *topology.State, g *Spec, out *Allocation, lvl, d
 			return res
 		}
 		if !placedBefore || len(g.Members) == 1 {
-			break // the first member failed on an empty slate: no order helps
+			// The failing member does not fit on this slate by itself:
+			// no order, and no packing, helps.
+			return res
 		}
 		// Move the failing member to the front and try again.
 		pos := slices.Index(a.order, failed)
 		copy(a.order[1:pos+1], a.order[:pos])
 		a.order[0] = failed
+	}
+	if len(g.Members) <= MaxSearchMembers {
+		a.searchPacking(s, g, out, lvl, d, &res)
 	}
 	return res
 }
@@ -406,12 +430,19 @@ func (a *Admitter) release(s *topology.State, ma *MemberAllocation) {
 // placeMember places member m (restricted to domain d of level lvl when
 // lvl >= 0) into ma, largest size first down to its minimum.
 func (a *Admitter) placeMember(s *topology.State, m *Member, ma *MemberAllocation, lvl, d int) (bool, placement.Reason) {
-	a.req = m.Request
+	lo, hi := 0, a.c.NumNodes()
 	if lvl >= 0 {
-		a.c.DomainNodes(lvl, d, a.allow)
-		if m.Request.Allowed != nil {
-			a.allow.InPlaceIntersection(m.Request.Allowed)
-		}
+		lo, hi = a.c.DomainRange(lvl, d)
+	}
+	return a.placeMemberIn(s, m, ma, lo, hi)
+}
+
+// placeMemberIn places member m, restricted to nodes [lo, hi), into ma,
+// largest size first down to its minimum.
+func (a *Admitter) placeMemberIn(s *topology.State, m *Member, ma *MemberAllocation, lo, hi int) (bool, placement.Reason) {
+	a.req = m.Request
+	if lo > 0 || hi < a.c.NumNodes() {
+		a.restrict(m, lo, hi)
 		a.req.Allowed = a.allow
 	}
 	res, err := a.p.Place(s, &a.req, ma.Assignment)
@@ -428,17 +459,17 @@ func (a *Admitter) placeMember(s *topology.State, m *Member, ma *MemberAllocatio
 	}
 	// Elastic: the largest size in [Min, Nodes) that fits. Feasibility is
 	// monotone in the size, so binary search; sizes step by the segment.
-	step := max(m.Request.SegmentSize, 1)
-	lo, hi := m.Min/step, (m.Request.Nodes-1)/step // in steps
+	step := m.Request.SegmentStep()
+	low, high := m.Min/step, (m.Request.Nodes-1)/step // in steps
 	best := -1
-	for lo <= hi {
-		mid := (lo + hi) / 2
+	for low <= high {
+		mid := (low + high) / 2
 		a.req.Nodes = mid * step
 		r, _ := a.p.Place(s, &a.req, ma.Assignment)
 		if r.Placed {
-			best, lo = mid, mid+1
+			best, low = mid, mid+1
 		} else {
-			hi = mid - 1
+			high = mid - 1
 		}
 	}
 	if best < 0 {
@@ -450,6 +481,15 @@ func (a *Admitter) placeMember(s *topology.State, m *Member, ma *MemberAllocatio
 	r, _ := a.p.Place(s, &a.req, ma.Assignment)
 	ma.Assignment, ma.Pods = r.Assignment, a.req.Nodes
 	return true, placement.Reason{}
+}
+
+// restrict sets a.allow to nodes [lo, hi) within m's Allowed set.
+func (a *Admitter) restrict(m *Member, lo, hi int) {
+	a.allow.ClearAll()
+	bits.SetRange(a.allow.Words(), lo, hi)
+	if m.Request.Allowed != nil {
+		a.allow.InPlaceIntersection(m.Request.Allowed)
+	}
 }
 
 func podCount(r *placement.Request, res placement.Result) int {

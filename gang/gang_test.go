@@ -52,7 +52,7 @@ func TestSeedCase(t *testing.T) {
 		}
 	})
 	t.Run("gang", func(t *testing.T) {
-		l := NewLedger(c)
+		l := NewLedger(c, Options{})
 		ra, err := l.Admit(workers("A", 150, 8))
 		if err != nil || !ra.Admitted {
 			t.Fatalf("A: %v %s", err, ra)
@@ -64,7 +64,7 @@ func TestSeedCase(t *testing.T) {
 		if rb.Admitted {
 			t.Fatal("B admitted on a cluster with 800 free GPUs")
 		}
-		if want := "member worker: needs 150 nodes with 8 free GPUs; the cluster has 100"; rb.String() != want {
+		if want := "member worker: needs 150 nodes with 8 free GPUs; the cluster has 100 (150 nodes left out: 150 short of free GPUs)"; rb.String() != want {
 			t.Errorf("B's reason %q, want %q", rb, want)
 		}
 		a, _ := l.Get("A")
@@ -85,7 +85,7 @@ func TestSeedCase(t *testing.T) {
 
 func TestHeterogeneousAndOrders(t *testing.T) {
 	c := topology.Default2000()
-	l := NewLedger(c)
+	l := NewLedger(c, Options{})
 	het := &Spec{ID: "het", Members: []Member{
 		{Name: "launcher", Request: placement.NodesOf(1, 1)},
 		{Name: "workers", Request: placement.Request{Nodes: 16, GPUsPerNode: 8, Required: "leaf"}},
@@ -133,7 +133,7 @@ func TestOtherOrder(t *testing.T) {
 		// ... which is the only leaf y may use.
 		{Name: "y", Request: placement.Request{Nodes: 2, GPUsPerNode: 8, Allowed: onlyA}},
 	}}
-	l := NewLedger(c)
+	l := NewLedger(c, Options{})
 	res, err := l.Admit(g)
 	if err != nil || !res.Admitted {
 		t.Fatalf("%v %s", err, res)
@@ -149,7 +149,7 @@ func TestOtherOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	// With y needing 3 nodes of leaf a, no order works; nothing changes.
-	l2 := NewLedger(c)
+	l2 := NewLedger(c, Options{})
 	g.Members[1].Request.Nodes = 3
 	before := l2.State().Clone()
 	res, _ = l2.Admit(g)
@@ -160,7 +160,7 @@ func TestOtherOrder(t *testing.T) {
 
 func TestElasticMinimum(t *testing.T) {
 	c := topology.Default2000()
-	l := NewLedger(c)
+	l := NewLedger(c, Options{})
 	if r, _ := l.Admit(workers("big", 200, 8)); !r.Admitted {
 		t.Fatal(r)
 	}
@@ -187,7 +187,7 @@ func TestElasticMinimum(t *testing.T) {
 
 func TestColocation(t *testing.T) {
 	c := topology.Default2000()
-	l := NewLedger(c)
+	l := NewLedger(c, Options{})
 	// Fill spine0 except 8 nodes, and spine1 except 40.
 	if r, _ := l.Admit(&Spec{ID: "fill", Members: []Member{
 		{Name: "s0", Request: placement.Request{Nodes: 56, GPUsPerNode: 8, Required: "spine"}},
@@ -257,7 +257,7 @@ func TestValidate(t *testing.T) {
 
 func TestNodeDownReleasesWholeGangs(t *testing.T) {
 	c := topology.Default2000()
-	l := NewLedger(c)
+	l := NewLedger(c, Options{})
 	for i, n := range []int{16, 16, 4} {
 		if r, _ := l.Admit(workers(fmt.Sprintf("g%d", i), n, 8)); !r.Admitted {
 			t.Fatal(r)
@@ -291,7 +291,7 @@ func TestNodeDownReleasesWholeGangs(t *testing.T) {
 
 func TestRestore(t *testing.T) {
 	c := topology.Default2000()
-	l := NewLedger(c)
+	l := NewLedger(c, Options{})
 	_, _ = l.Admit(workers("a", 8, 8))
 	_, _ = l.Admit(&Spec{ID: "b", Members: []Member{{Name: "l", Request: placement.NodesOf(1, 2)}, {Name: "w", Request: placement.NodesOf(4, 4)}}})
 	_ = l.Drain(200)
@@ -306,7 +306,7 @@ func TestRestore(t *testing.T) {
 		if err := json.Unmarshal(data, &back); err != nil {
 			t.Fatal(err)
 		}
-		r, err := Restore(c, back)
+		r, err := Restore(c, back, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -320,7 +320,7 @@ func TestRestore(t *testing.T) {
 	t.Run("conflict", func(t *testing.T) {
 		bad := l.Snapshot()
 		bad.Gangs[1].Members[1].Pods[0] = bad.Gangs[0].Members[0].Pods[2]
-		r, err := Restore(c, bad)
+		r, err := Restore(c, bad, Options{})
 		if r != nil || !errors.Is(err, ErrRestore) {
 			t.Fatalf("Restore = %v, %v", r, err)
 		}
@@ -334,14 +334,14 @@ func TestRestore(t *testing.T) {
 	t.Run("unknown node", func(t *testing.T) {
 		bad := l.Snapshot()
 		bad.Gangs[0].Members[0].Pods[0].Node = "n999"
-		if _, err := Restore(c, bad); !errors.Is(err, ErrRestore) || !strings.Contains(err.Error(), `gang a: unknown node "n999"`) {
+		if _, err := Restore(c, bad, Options{}); !errors.Is(err, ErrRestore) || !strings.Contains(err.Error(), `gang a: unknown node "n999"`) {
 			t.Fatalf("Restore: %v", err)
 		}
 	})
 	t.Run("not whole", func(t *testing.T) {
 		bad := l.Snapshot()
 		bad.Gangs[1].Members[1].Pods = bad.Gangs[1].Members[1].Pods[:3]
-		if _, err := Restore(c, bad); !errors.Is(err, ErrRestore) || !strings.Contains(err.Error(), "gang b member w is not whole: 3 of 4 pods") {
+		if _, err := Restore(c, bad, Options{}); !errors.Is(err, ErrRestore) || !strings.Contains(err.Error(), "gang b member w is not whole: 3 of 4 pods") {
 			t.Fatalf("Restore: %v", err)
 		}
 	})
@@ -395,7 +395,7 @@ func randomGang(r *rand.Rand, c *topology.Cluster, id string) *Spec {
 }
 
 func runRandomLedger(t *testing.T, c *topology.Cluster, steps int, r *rand.Rand) {
-	l := NewLedger(c)
+	l := NewLedger(c, Options{})
 	next := 0
 	admitted, refused := 0, 0
 	for step := range steps {
@@ -465,7 +465,7 @@ func runRandomLedger(t *testing.T, c *topology.Cluster, steps int, r *rand.Rand)
 			if err := json.Unmarshal(data, &back); err != nil {
 				t.Fatal(err)
 			}
-			l2, err := Restore(c, back)
+			l2, err := Restore(c, back, Options{})
 			if err != nil {
 				t.Fatalf("step %d: restore: %v", step, err)
 			}

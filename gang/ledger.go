@@ -28,9 +28,9 @@ type entry struct {
 }
 
 // NewLedger returns an empty ledger for cluster c: every node up, every
-// GPU free.
-func NewLedger(c *topology.Cluster) *Ledger {
-	return &Ledger{c: c, s: topology.NewState(c), adm: NewAdmitter(c), byID: make(map[string]*entry)}
+// GPU free. Its admissions use an Admitter built with opts.
+func NewLedger(c *topology.Cluster, opts Options) *Ledger {
+	return &Ledger{c: c, s: topology.NewState(c), adm: NewAdmitter(c, opts), byID: make(map[string]*entry)}
 }
 
 // Cluster returns the ledger's cluster.
@@ -39,9 +39,6 @@ func (l *Ledger) Cluster() *topology.Cluster { return l.c }
 // State returns the ledger's free state. Callers may read it, clone it or
 // copy it for what-if work; they must change it only through the ledger.
 func (l *Ledger) State() *topology.State { return l.s }
-
-// Admitter returns the ledger's admitter (to set its placement strategy).
-func (l *Ledger) Admitter() *Admitter { return l.adm }
 
 // Len returns the number of admitted gangs.
 func (l *Ledger) Len() int { return len(l.byID) }

@@ -34,8 +34,7 @@ type podGang struct {
 
 // NewPodByPod returns a pod-by-pod binder working on state s.
 func NewPodByPod(s *topology.State) *PodByPod {
-	p := placement.New(s.Cluster())
-	p.SetStrategy(placement.FirstFit, 0)
+	p := placement.New(s.Cluster(), placement.Options{Strategy: placement.FirstFit})
 	return &PodByPod{s: s, p: p, gangs: make(map[string]*podGang)}
 }
 

@@ -92,7 +92,7 @@ func gpuList(m uint64) []int {
 // member names. Restored gangs keep their pods; their specs are rebuilt
 // from the records (pod counts and per-node GPU counts, no topology
 // constraints).
-func Restore(c *topology.Cluster, snap Snapshot) (*Ledger, error) {
+func Restore(c *topology.Cluster, snap Snapshot, opts Options) (*Ledger, error) {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	node := func(gang, name string) int {
@@ -197,7 +197,7 @@ func Restore(c *topology.Cluster, snap Snapshot) (*Ledger, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w: %w", ErrRestore, errors.Join(errs...))
 	}
-	l := NewLedger(c)
+	l := NewLedger(c, opts)
 	for _, b := range gangs {
 		for i := range b.alloc.Members {
 			if err := l.s.Allocate(b.alloc.Members[i].Assignment); err != nil {

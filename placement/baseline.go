@@ -1,8 +1,6 @@
 package placement
 
 import (
-	"math/rand/v2"
-
 	"github.com/phalanx-sched/phalanx/internal/bits"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -18,7 +16,7 @@ const (
 	// Excluded, and ignores every topology constraint.
 	FirstFit
 	// Random is a topology-blind baseline: candidate nodes drawn uniformly
-	// from a source seeded by SetStrategy. Same honours and omissions as
+	// from a source seeded by Options.Seed. Same honours and omissions as
 	// FirstFit.
 	Random
 )
@@ -43,89 +41,103 @@ func ParseStrategy(name string) (Strategy, bool) {
 	return 0, false
 }
 
-// SetStrategy makes the Placer use strategy st from now on; seed seeds
-// the Random strategy (the same seed gives the same choices).
-func (p *Placer) SetStrategy(st Strategy, seed uint64) {
-	p.strategy = st
-	if st == Random {
-		p.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-		if p.order == nil {
-			p.order = make([]int32, 0, p.n)
-		}
-	}
-}
-
-// Strategy returns the Placer's strategy.
-func (p *Placer) Strategy() Strategy { return p.strategy }
-
-// placeBlind runs the FirstFit or Random baseline on p.cand.
+// placeBlind runs the FirstFit or Random baseline on the candidates.
 func (p *Placer) placeBlind() bool {
-	pl := &p.pl
-	var order []int32
-	if p.strategy == Random {
-		order = p.order[:0]
-		for n := bits.Next(p.cand, 0, p.n); n >= 0; n = bits.Next(p.cand, n+1, p.n) {
-			order = append(order, int32(n))
-		}
-		// A partial Fisher-Yates shuffle: only the first picks are drawn.
-		picks := len(order)
-		if pl.mode == modeNodes {
-			picks = min(picks, pl.nodes)
-		}
-		for i := 0; i < picks; i++ {
-			j := i + p.rng.IntN(len(order)-i)
-			order[i], order[j] = order[j], order[i]
-		}
+	sc := &p.sc
+	sc.minFree = 1
+	if sc.pl.mode == modeNodes {
+		sc.minFree = max(sc.pl.perNode, 1)
 	}
-	next := func(k int, prev int) int {
-		if order != nil {
-			if k < len(order) {
-				return int(order[k])
-			}
-			return -1
-		}
-		return bits.Next(p.cand, prev+1, p.n)
-	}
-	if pl.mode == modeGPUs {
-		// Check the capacity first, so that a failure changes nothing.
-		total := 0
-		for k := 1; k <= p.maxG; k++ {
-			total += bits.AndCount(p.s.AvailWords(k), p.cand, 0, p.n)
-		}
-		if total < pl.need {
-			return false
-		}
-		rest := pl.need
-		for k, n := 0, next(0, -1); n >= 0 && rest > 0; k++ {
-			f := p.s.FreeCount(n)
-			take := min(f, rest)
-			p.out = append(p.out, topology.NodeAlloc{Node: int32(n), GPUs: p.pickGPUs(n, take)})
-			rest -= take
-			n = next(k+1, n)
-		}
-		return true
-	}
-	if bits.Count(p.cand, 0, p.n) < pl.nodes {
+	if sc.minFree > p.lay.maxGPUs {
 		return false
 	}
-	for k, n := 0, next(0, -1); k < pl.nodes; k++ {
-		p.out = append(p.out, topology.NodeAlloc{Node: int32(n), GPUs: p.pickGPUs(n, pl.g)})
-		n = next(k+1, n)
+	p.candidates()
+	if p.blindCapacity() < p.blindNeed() {
+		return false
+	}
+	order := p.blindOrder()
+	rest := p.blindNeed()
+	for k := 0; rest > 0; k++ {
+		n := p.blindNext(order, k)
+		g := sc.pl.perNode
+		switch {
+		case sc.pl.exclusive:
+			g = sc.s.FreeCount(n)
+		case sc.pl.mode == modeGPUs:
+			g = min(sc.s.FreeCount(n), rest)
+		}
+		sc.out = append(sc.out, topology.NodeAlloc{Node: int32(n), GPUs: p.pickGPUs(n, g)})
+		if sc.pl.mode == modeGPUs {
+			rest -= min(sc.s.FreeCount(n), rest)
+		} else {
+			rest--
+		}
 	}
 	return true
 }
 
-// blindFailure is the Reason of a baseline that found too few candidates.
-func (p *Placer) blindFailure() Reason {
-	pl := &p.pl
-	r := Reason{Code: NoCapacity, Need: pl.nodes, unit: unitDesc{mode: pl.mode, g: pl.g, excl: pl.excl}}
-	if pl.mode == modeGPUs {
-		r.Need = pl.need
-		for k := 1; k <= p.maxG; k++ {
-			r.Have += bits.AndCount(p.s.AvailWords(k), p.cand, 0, p.n)
-		}
-		return r
+// blindNeed returns the nodes (or GPUs) a baseline must find.
+func (p *Placer) blindNeed() int {
+	if p.sc.pl.mode == modeGPUs {
+		return p.sc.pl.gpus
 	}
-	r.Have = bits.Count(p.cand, 0, p.n)
-	return r
+	return p.sc.pl.nodes
+}
+
+// blindCapacity returns the candidate nodes (or their GPUs).
+func (p *Placer) blindCapacity() int {
+	sc, ly := &p.sc, p.lay
+	if sc.minFree > ly.maxGPUs {
+		return 0
+	}
+	if sc.pl.mode == modeNodes {
+		return bits.Count(sc.cand, 0, ly.numNodes)
+	}
+	total := 0
+	for k := 1; k <= ly.maxGPUs; k++ {
+		if sc.pl.exclusive {
+			total += bits.AndCount(ly.sizeWords(k), sc.cand, 0, ly.numNodes)
+		} else {
+			total += bits.AndCount(sc.s.AvailWords(k), sc.cand, 0, ly.numNodes)
+		}
+	}
+	return total
+}
+
+// blindOrder returns the Random strategy's shuffled candidates (a partial
+// Fisher-Yates shuffle: only the first picks are drawn), or nil for
+// FirstFit.
+func (p *Placer) blindOrder() []int32 {
+	if p.opts.Strategy != Random {
+		return nil
+	}
+	sc, ly := &p.sc, p.lay
+	order := p.order[:0]
+	for n := bits.Next(sc.cand, 0, ly.numNodes); n >= 0; n = bits.Next(sc.cand, n+1, ly.numNodes) {
+		order = append(order, int32(n))
+	}
+	picks := len(order)
+	if sc.pl.mode == modeNodes {
+		picks = min(picks, sc.pl.nodes)
+	}
+	for i := 0; i < picks; i++ {
+		j := i + p.rng.IntN(len(order)-i)
+		order[i], order[j] = order[j], order[i]
+	}
+	return order
+}
+
+// blindNext returns the k-th node of the baseline's order.
+func (p *Placer) blindNext(order []int32, k int) int {
+	if order != nil {
+		return int(order[k])
+	}
+	// FirstFit: the k-th candidate; candidates are taken in order, so
+	// continue from the last one.
+	sc := &p.sc
+	from := 0
+	if len(sc.out) > 0 {
+		from = int(sc.out[len(sc.out)-1].Node) + 1
+	}
+	return bits.Next(sc.cand, from, p.lay.numNodes)
 }

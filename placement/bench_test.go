@@ -60,8 +60,7 @@ func BenchmarkPlace(b *testing.B) {
 				for _, strat := range []Strategy{LeafPack, FirstFit, Random} {
 					name := fmt.Sprintf("inv=%s/state=%s/gpus=%d/algo=%s", inv.name, st.name, rq.gpus, strat)
 					b.Run(name, func(b *testing.B) {
-						p := New(inv.c)
-						p.SetStrategy(strat, 1)
+						p := New(inv.c, Options{Strategy: strat, Seed: 1})
 						req := rq.req
 						buf := make([]topology.NodeAlloc, 0, 256)
 						var res Result
@@ -102,8 +101,7 @@ func TestPlaceZeroAllocs(t *testing.T) {
 				reqs = append(reqs, rq.req)
 			}
 			for _, strat := range []Strategy{LeafPack, FirstFit, Random} {
-				p := New(inv.c)
-				p.SetStrategy(strat, 1)
+				p := New(inv.c, Options{Strategy: strat, Seed: 1})
 				buf := make([]topology.NodeAlloc, 0, 256)
 				for _, req := range reqs {
 					n := testing.AllocsPerRun(20, func() {

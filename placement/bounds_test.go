@@ -16,7 +16,7 @@ import (
 // a node set of the wrong length is a bad request.
 func TestHugeCounts(t *testing.T) {
 	c := topology.Default2000()
-	p := New(c)
+	p := New(c, Options{})
 	s := topology.NewState(c)
 	tests := []struct {
 		name    string

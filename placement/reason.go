@@ -1,6 +1,9 @@
 package placement
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Code classifies why a request was not placed.
 type Code uint8
@@ -16,7 +19,7 @@ const (
 	// TooManyDomains: every placement spans more domains of the limited
 	// level than MaxDomains allows.
 	TooManyDomains
-	// NoSegments: the domains of the segment level cannot hold enough
+	// NoSegments: the domains of the segment levels cannot hold enough
 	// whole segments.
 	NoSegments
 )
@@ -31,10 +34,51 @@ func (c Code) String() string {
 	return fmt.Sprintf("Code(%d)", uint8(c))
 }
 
+// Exclusions counts the nodes of the cluster that were not candidates for
+// a request, each under the first reason that applies, in this order.
+type Exclusions struct {
+	// Down and Drained count nodes that are down or drained.
+	Down, Drained int
+	// OutsideAllowed counts schedulable nodes outside Request.Allowed.
+	OutsideAllowed int
+	// InExcluded counts schedulable, allowed nodes in Request.Excluded.
+	InExcluded int
+	// ShortOfGPUs counts the other nodes that lack the free GPUs the
+	// request needs on one node (or are not idle, for exclusive
+	// requests).
+	ShortOfGPUs int
+}
+
+// Total returns the number of excluded nodes.
+func (e Exclusions) Total() int {
+	return e.Down + e.Drained + e.OutsideAllowed + e.InExcluded + e.ShortOfGPUs
+}
+
+// String lists the nonzero counts, for example "3 down, 40 short of free
+// GPUs".
+func (e Exclusions) String() string {
+	var parts []string
+	add := func(n int, what string) {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, what))
+		}
+	}
+	add(e.Down, "down")
+	add(e.Drained, "drained")
+	add(e.OutsideAllowed, "outside Allowed")
+	add(e.InExcluded, "in Excluded")
+	add(e.ShortOfGPUs, "short of free GPUs")
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
 // Reason says why a request was not placed, naming the binding
-// constraint. It is a plain value (Place allocates nothing to report it);
-// String renders it for users, for example "needs 16 nodes with 8 free
-// GPUs under one leaf; the best leaf has 12".
+// constraint, how many nodes were left out and why, and whether the
+// request could ever fit. It is a plain value (Place allocates nothing to
+// report it); String renders it for users, for example "needs 16 nodes
+// with 8 free GPUs under one leaf; the best leaf has 12".
 type Reason struct {
 	// Code is the kind of failure.
 	Code Code
@@ -44,7 +88,15 @@ type Reason struct {
 	// the most the best domain offers (for TooManyDomains: the domain
 	// limit and the fewest domains any placement needs).
 	Need, Have int
-	// Unit describes one counted item.
+	// Excluded counts the nodes that were not candidates, by reason.
+	Excluded Exclusions
+	// Unresolvable reports that the request cannot fit this cluster
+	// whatever is freed: not even with every node up and every GPU free
+	// (Allowed and Excluded still applying). A Kubernetes adapter maps it
+	// to UnschedulableAndUnresolvable; otherwise the request may fit
+	// later.
+	Unresolvable bool
+	// unit describes one counted item.
 	unit unitDesc
 }
 
@@ -90,29 +142,47 @@ func (u unitDesc) nodeWords(n int) string {
 
 // String renders the reason in a user's words.
 func (r Reason) String() string {
+	var s string
 	switch r.Code {
 	case Placed:
 		return "placed"
 	case NoCapacity:
-		return fmt.Sprintf("needs %s; the cluster has %d", r.unit.format(r.Need), r.Have)
+		s = fmt.Sprintf("needs %s; the cluster has %d", r.unit.format(r.Need), r.Have)
 	case RequiredLevel:
-		return fmt.Sprintf("needs %s under one %s; the best %s has %d", r.unit.format(r.Need), r.Level, r.Level, r.Have)
+		s = fmt.Sprintf("needs %s under one %s; the best %s has %d", r.unit.format(r.Need), r.Level, r.Level, r.Have)
 	case TooManyDomains:
-		return fmt.Sprintf("may span at most %d %s; the tightest placement spans %d", r.Need, plural(r.Level, r.Need), r.Have)
+		s = fmt.Sprintf("may span at most %d %s; the tightest placement spans %d", r.Need, plural(r.Level, r.Need), r.Have)
 	case NoSegments:
-		return fmt.Sprintf("needs %s; the cluster has room for %d", r.unit.format(r.Need), r.Have)
+		s = fmt.Sprintf("needs %s; the cluster has room for %d", r.unit.format(r.Need), r.Have)
+	default:
+		return r.Code.String()
 	}
-	return r.Code.String()
+	if n := r.Excluded.Total(); n > 0 {
+		s += fmt.Sprintf(" (%d %s left out: %s)", n, pluralWord("node", n), r.Excluded)
+	}
+	if r.Unresolvable {
+		s += "; it cannot fit this cluster even with every GPU free"
+	}
+	return s
+}
+
+func pluralWord(s string, n int) string {
+	if n == 1 {
+		return s
+	}
+	return s + "s"
 }
 
 func plural(s string, n int) string {
 	if n == 1 {
 		return s
 	}
-	if s == "" {
+	switch {
+	case s == "":
 		return "domains"
-	}
-	if s[len(s)-1] == 'h' || s[len(s)-1] == 's' {
+	case s == "leaf":
+		return "leaves"
+	case s[len(s)-1] == 'h' || s[len(s)-1] == 's':
 		return s + "es"
 	}
 	return s + "s"

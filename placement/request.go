@@ -18,6 +18,18 @@ import (
 // Result whose Placed is false and whose Reason says why.
 var ErrBadRequest = errors.New("placement: bad request")
 
+// MaxSegmentLayers is the most segment layers one request may nest (Kueue
+// allows three).
+const MaxSegmentLayers = 3
+
+// Segment is one layer of segments: the request's nodes come in groups of
+// Size nodes, each group inside one domain of Level ("" is the lowest
+// level).
+type Segment struct {
+	Size  int
+	Level string
+}
+
 // Request is what one placement asks for. Give either Nodes (with
 // GPUsPerNode) or GPUs.
 //
@@ -49,15 +61,24 @@ type Request struct {
 	Preferred string
 	// MaxDomains, when positive, caps the number of domains of level
 	// MaxDomainsLevel the request may span (Slurm --switches=k). The
-	// level defaults to the lowest one (leaf switches).
+	// level defaults to the lowest one (leaf switches). It must not lie
+	// below a segment level.
 	MaxDomains      int
 	MaxDomainsLevel string
 	// SegmentSize, when above 1, makes the nodes come in segments of that
 	// many nodes, each segment inside one domain of SegmentLevel (Slurm
 	// --segment, Kueue slices). Nodes must be a multiple of it. The level
-	// defaults to the lowest one.
+	// defaults to the lowest one. It is the one-layer form of Segments.
 	SegmentSize  int
 	SegmentLevel string
+	// Segments nests up to MaxSegmentLayers layers of segments, outermost
+	// first, unused entries zero: for example {{48, "zone"}, {16, "rack"}}
+	// asks for slices of 48 nodes inside one zone, each made of slices of
+	// 16 inside one rack (Kueue's multi-layer slices). Each layer's level
+	// lies below the previous one and its size divides the previous size;
+	// Nodes is a multiple of the first size. Give Segments or SegmentSize,
+	// not both. (An array, so that a Request stays comparable.)
+	Segments [MaxSegmentLayers]Segment
 
 	// Allowed, when non-nil, limits placement to these nodes (a partition,
 	// a node feature). Excluded, when non-nil, removes nodes (reserved for
@@ -86,7 +107,7 @@ func (r *Request) String() string {
 	default:
 		s = fmt.Sprintf("%d nodes x %d GPUs", r.Nodes, r.GPUsPerNode)
 	}
-	if r.Exclusive && r.GPUsPerNode != 0 {
+	if r.Exclusive && (r.GPUsPerNode != 0 || r.GPUs > 0) {
 		s += ", exclusive"
 	}
 	if r.Required != "" {
@@ -100,6 +121,11 @@ func (r *Request) String() string {
 	}
 	if r.SegmentSize > 1 {
 		s += fmt.Sprintf(", segments of %d per %s", r.SegmentSize, orDefault(r.SegmentLevel, "lowest-level domain"))
+	}
+	for _, seg := range r.Segments {
+		if seg.Size != 0 {
+			s += fmt.Sprintf(", segments of %d per %s", seg.Size, orDefault(seg.Level, "lowest-level domain"))
+		}
 	}
 	return s
 }
@@ -120,159 +146,20 @@ func (r *Request) TotalGPUCount() int {
 	return r.Nodes * r.GPUsPerNode
 }
 
+// SegmentStep returns the size of the outermost segment layer (1 when the
+// request has no segments): the node counts the request may take, as in an
+// elastic gang's sizes, are its multiples.
+func (r *Request) SegmentStep() int {
+	if r.Segments[0].Size != 0 {
+		return max(r.Segments[0].Size, 1)
+	}
+	return max(r.SegmentSize, 1)
+}
+
 // Validate checks the request against cluster c without looking at any
 // free state: counts, shapes and level names. It allocates only when it
 // returns an error.
 func (r *Request) Validate(c *topology.Cluster) error {
 	var pl plan
 	return pl.resolve(c, r)
-}
-
-type mode uint8
-
-const (
-	modeNodes mode = iota
-	modeGPUs
-)
-
-// phase is one packing pass: it spreads its items over domains of its unit
-// level, fewest units first. Items are segments when seg is set, else
-// nodes (or GPUs in GPU mode).
-type phase struct {
-	unitLi int
-	seg    bool
-}
-
-// plan is a request resolved against a cluster: level names turned into
-// internal level indices (0 is the virtual root above the top level,
-// cluster level l is l+1).
-type plan struct {
-	mode   mode
-	need   int // items in the outermost phase: nodes, segments or GPUs
-	nodes  int
-	g      int // GPUs per node (node mode); 0 = whole nodes
-	excl   bool
-	seg    int // segment size (1 = none)
-	segLi  int // internal level of segments (valid when seg > 1)
-	reqLi  int // internal level of Required (0 = none)
-	prefLi int // internal level of Preferred (-1 = none)
-	maxK   int
-	maxLi  int
-	leafLi int // internal index of the lowest level (0 for a flat cluster)
-
-	phases  [3]phase
-	nphases int
-}
-
-func levelLi(c *topology.Cluster, name, field string) (int, error) {
-	l, ok := c.Level(name)
-	if !ok {
-		return 0, fmt.Errorf("%w: %w: %s %q (levels %v)", ErrBadRequest, topology.ErrUnknownLevel, field, name, c.Levels())
-	}
-	return l + 1, nil
-}
-
-func (pl *plan) resolve(c *topology.Cluster, r *Request) error {
-	*pl = plan{seg: 1, prefLi: -1, leafLi: c.Depth()}
-	switch {
-	case r.Nodes < 0 || r.GPUs < 0 || r.GPUsPerNode < 0 || r.MaxDomains < 0 || r.SegmentSize < 0:
-		return fmt.Errorf("%w: negative count in %s", ErrBadRequest, r)
-	case r.Nodes > 0 && r.GPUs > 0:
-		return fmt.Errorf("%w: give Nodes or GPUs, not both", ErrBadRequest)
-	case r.Nodes == 0 && r.GPUs == 0:
-		return fmt.Errorf("%w: asks for nothing (Nodes and GPUs are zero)", ErrBadRequest)
-	case r.GPUs > 0 && r.GPUsPerNode > 0:
-		return fmt.Errorf("%w: GPUsPerNode goes with Nodes, not with GPUs", ErrBadRequest)
-	case r.GPUs > 0 && r.SegmentSize > 1:
-		return fmt.Errorf("%w: segments go with Nodes, not with GPUs", ErrBadRequest)
-	case r.GPUsPerNode > topology.MaxGPUsPerNode:
-		return fmt.Errorf("%w: %d GPUs per node, at most %d", ErrBadRequest, r.GPUsPerNode, topology.MaxGPUsPerNode)
-	case r.SegmentSize > c.NumNodes():
-		return fmt.Errorf("%w: segments of %d nodes; the cluster has %d", ErrBadRequest, r.SegmentSize, c.NumNodes())
-	case r.Allowed != nil && r.Allowed.Len() != uint(c.NumNodes()):
-		return fmt.Errorf("%w: the Allowed node set has length %d; the cluster has %d nodes", ErrBadRequest, r.Allowed.Len(), c.NumNodes())
-	case r.Excluded != nil && r.Excluded.Len() != uint(c.NumNodes()):
-		return fmt.Errorf("%w: the Excluded node set has length %d; the cluster has %d nodes", ErrBadRequest, r.Excluded.Len(), c.NumNodes())
-	}
-	if r.GPUs > 0 {
-		pl.mode, pl.need = modeGPUs, r.GPUs
-	} else {
-		pl.mode, pl.need, pl.nodes = modeNodes, r.Nodes, r.Nodes
-	}
-	pl.g = r.GPUsPerNode
-	pl.excl = r.Exclusive || (pl.mode == modeNodes && r.GPUsPerNode == 0)
-	var err error
-	if r.Required != "" {
-		if pl.reqLi, err = levelLi(c, r.Required, "Required"); err != nil {
-			return err
-		}
-	}
-	if r.Preferred != "" {
-		if pl.prefLi, err = levelLi(c, r.Preferred, "Preferred"); err != nil {
-			return err
-		}
-	}
-	if r.SegmentSize > 1 {
-		pl.seg, pl.segLi = r.SegmentSize, pl.leafLi
-		if r.SegmentLevel != "" {
-			if pl.segLi, err = levelLi(c, r.SegmentLevel, "SegmentLevel"); err != nil {
-				return err
-			}
-		}
-		if pl.nodes%pl.seg != 0 {
-			return fmt.Errorf("%w: %d nodes is not a multiple of segment size %d", ErrBadRequest, pl.nodes, pl.seg)
-		}
-		if pl.reqLi >= pl.segLi {
-			// The whole request sits in one domain at or below the
-			// segment level: every segment does too.
-			pl.seg = 1
-		}
-	} else if r.SegmentLevel != "" {
-		if _, err = levelLi(c, r.SegmentLevel, "SegmentLevel"); err != nil {
-			return err
-		}
-	}
-	if r.MaxDomains > 0 {
-		pl.maxK, pl.maxLi = r.MaxDomains, pl.leafLi
-		if r.MaxDomainsLevel != "" {
-			if pl.maxLi, err = levelLi(c, r.MaxDomainsLevel, "MaxDomainsLevel"); err != nil {
-				return err
-			}
-		}
-		if pl.reqLi >= pl.maxLi {
-			pl.maxK = 0 // one domain at or below the level: at most one of it
-		} else if pl.seg > 1 && pl.maxLi > pl.segLi {
-			return fmt.Errorf("%w: MaxDomainsLevel %s is below SegmentLevel %s", ErrBadRequest, r.MaxDomainsLevel, orDefault(r.SegmentLevel, c.LevelName(c.Depth()-1)))
-		}
-	} else if r.MaxDomainsLevel != "" {
-		if _, err = levelLi(c, r.MaxDomainsLevel, "MaxDomainsLevel"); err != nil {
-			return err
-		}
-	}
-	if pl.seg > 1 {
-		pl.need = pl.nodes / pl.seg
-	}
-	// Phases, outermost first: [MaxDomains level] [segment level] [lowest
-	// level]. Each packs its items into domains of its unit level; the
-	// last one's units are lowest-level domains, where nodes are picked.
-	segOn := pl.seg > 1
-	inner := pl.leafLi
-	if segOn {
-		inner = pl.segLi
-	}
-	if pl.maxK > 0 && pl.maxLi < inner {
-		pl.addPhase(pl.maxLi, segOn)
-	}
-	if segOn {
-		pl.addPhase(pl.segLi, true)
-	}
-	if !segOn || pl.segLi < pl.leafLi {
-		pl.addPhase(pl.leafLi, false)
-	}
-	return nil
-}
-
-func (pl *plan) addPhase(unitLi int, seg bool) {
-	pl.phases[pl.nphases] = phase{unitLi: unitLi, seg: seg}
-	pl.nphases++
 }

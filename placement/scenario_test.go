@@ -17,7 +17,8 @@ import (
 //	cluster levels=a,b | gen=<generator>   (input: testcluster text)
 //	state                                  (input: testcluster state text)
 //	place nodes=N gpn=G | gpus=G  [exclusive] [required=L] [preferred=L]
-//	      [max=K[@L]] [segment=S[@L]] [excluded=n1,n2]
+//	      [max=K[@L]] [segment=S[@L]] [segments=S@L,S@L...]
+//	      [excluded=n1,n2] [allowed=n1,n2]
 //	allocate                               (commit the last placement)
 func TestScenarios(t *testing.T) {
 	var (
@@ -40,7 +41,7 @@ func TestScenarios(t *testing.T) {
 			if err != nil {
 				return "error: " + err.Error()
 			}
-			s, p = topology.NewState(c), New(c)
+			s, p = topology.NewState(c), New(c, Options{})
 			if gen != "" {
 				return strings.SplitN(c.Describe(), "\n", 2)[0]
 			}
@@ -98,12 +99,21 @@ func parseRequest(t *testing.T, d *datadriven.Case, c *topology.Cluster) Request
 		case "segment":
 			k, l, _ := strings.Cut(a.Val, "@")
 			req.SegmentSize, req.SegmentLevel = atoi(k), l
-		case "excluded":
+		case "segments":
+			for i, layer := range strings.Split(a.Val, ",") {
+				k, l, _ := strings.Cut(layer, "@")
+				req.Segments[i] = Segment{Size: atoi(k), Level: l}
+			}
+		case "excluded", "allowed":
 			set, err := c.NodeSet(strings.Split(a.Val, ",")...)
 			if err != nil {
 				d.Fatalf(t, "%v", err)
 			}
-			req.Excluded = set
+			if a.Key == "excluded" {
+				req.Excluded = set
+			} else {
+				req.Allowed = set
+			}
 		default:
 			d.Fatalf(t, "unknown argument %q", a.Key)
 		}
@@ -118,7 +128,7 @@ func describeResult(c *topology.Cluster, s *topology.State, req *Request, res Re
 		return fmt.Sprintf("not placed (%s): %s", res.Reason.Code, res.Reason)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "placed %d nodes, %d GPUs", res.Nodes, res.GPUs)
+	fmt.Fprintf(&b, "placed %d nodes, %d GPUs, stranded %d", res.Nodes, res.GPUs, res.Stranded)
 	if res.Within >= 0 {
 		name := c.DomainName(res.Within, c.NodeDomain(int(res.Assignment[0].Node), res.Within))
 		fmt.Fprintf(&b, " within %s %s", c.LevelName(res.Within), name)

@@ -15,9 +15,11 @@
 // A State holds each node's free-GPU mask and status (up, down, drained)
 // and keeps indexes up to date on every change: per free count, the node
 // bitset of schedulable nodes with at least that many free GPUs; the idle
-// nodes; free GPUs per domain. Placement answers "which nodes under domain
-// D have at least g free GPUs" with word operations and popcounts over a
-// domain's word range, never a scan of nodes.
+// nodes; and per domain, counters of free GPUs, of nodes with at least k
+// free GPUs for every k, and of idle nodes and their GPUs. Placement
+// answers "how many nodes under domain D have at least g free GPUs" by
+// reading a counter and "which ones" with word operations, never a scan of
+// nodes.
 //
 // Clusters come from a Spec written by hand, from generators (Default2000,
 // FatTree, NVL72), or from the loaders in the subpackages: topology/slurm

@@ -65,10 +65,17 @@ type NodeAlloc struct {
 //   - Avail(g), for g >= 1: the schedulable (up, not drained) nodes with at
 //     least g free GPUs; Avail(0) is every schedulable node.
 //   - Idle(): the schedulable nodes with every GPU free.
-//   - DomainFreeGPUs: free GPUs on schedulable nodes per domain.
+//   - Per-domain counters, so that placement reads a domain's capacity
+//     instead of recounting its nodes: free GPUs (DomainFreeGPUs), nodes
+//     with at least k free GPUs for every k (DomainAvail), idle nodes and
+//     their GPUs (DomainIdleNodes, DomainIdleGPUs).
+//   - Cluster-wide counts of down and drained nodes.
 //
 // Allocate and Release are atomic: everything is checked, then applied.
-// Allocate, Release, status changes and CopyInto allocate nothing.
+// Allocate, Release, status changes and CopyInto allocate nothing; an
+// allocation or release updates each counter along the node's path to the
+// top, so its cost grows with the levels and the change in free GPUs, not
+// with the cluster.
 //
 // A State is not safe for concurrent use; Clone it for concurrent readers.
 type State struct {
@@ -84,6 +91,16 @@ type State struct {
 	// domain d at level l.
 	domFree  []int32
 	levelOff []int
+	// domAvail[(levelOff[l]+d)*(maxGPUs+1)+k] is the number of schedulable
+	// nodes of domain d at level l with at least k free GPUs (k = 0 counts
+	// every schedulable node).
+	domAvail []int32
+	// domIdle and domIdleGPUs count, per domain, the schedulable nodes
+	// with every GPU free and their GPUs.
+	domIdle     []int32
+	domIdleGPUs []int32
+	// down and drained count the nodes of each status.
+	down, drained int
 	// pending is per-node scratch for duplicate detection in Allocate and
 	// Release; all zero between calls.
 	pending  []uint64
@@ -121,7 +138,11 @@ func newEmptyState(c *Cluster) *State {
 	for l := range c.levels {
 		s.levelOff[l+1] = s.levelOff[l] + len(c.levels[l])
 	}
-	s.domFree = make([]int32, s.levelOff[len(c.levels)])
+	nd := s.levelOff[len(c.levels)]
+	s.domFree = make([]int32, nd)
+	s.domAvail = make([]int32, nd*(c.maxGPUs+1))
+	s.domIdle = make([]int32, nd)
+	s.domIdleGPUs = make([]int32, nd)
 	s.availViews = make([]*bitset.BitSet, c.maxGPUs+1)
 	for k := range s.availViews {
 		s.availViews[k] = bitset.FromWithLength(uint(n), s.avail[k*w:(k+1)*w:(k+1)*w])
@@ -134,15 +155,21 @@ func newEmptyState(c *Cluster) *State {
 func (s *State) rebuild() {
 	bits.Zero(s.avail)
 	bits.Zero(s.idle)
-	for i := range s.domFree {
-		s.domFree[i] = 0
-	}
-	s.freeGPUs, s.usedGPUs = 0, 0
+	clear(s.domFree)
+	clear(s.domAvail)
+	clear(s.domIdle)
+	clear(s.domIdleGPUs)
+	s.freeGPUs, s.usedGPUs, s.down, s.drained = 0, 0, 0, 0
 	for i := range s.c.nodes {
 		f := bits.PopCount(s.free[i])
 		s.usedGPUs += s.c.nodes[i].gpus - f
-		if s.status[i] == Up {
+		switch s.status[i] {
+		case Up:
 			s.addNode(i, f)
+		case Down:
+			s.down++
+		case Drained:
+			s.drained++
 		}
 	}
 }
@@ -155,8 +182,10 @@ func (s *State) addNode(i, f int) {
 	}
 	if f == s.c.nodes[i].gpus {
 		bits.Set(s.idle, i)
+		s.addDomainIdle(i, 1)
 	}
 	s.addDomainFree(i, f)
+	s.addDomainAvail(i, 0, f, 1)
 }
 
 // removeNode takes schedulable node i with f free GPUs out of the indexes.
@@ -165,16 +194,45 @@ func (s *State) removeNode(i, f int) {
 	for k := 0; k <= f; k++ {
 		bits.Clear(s.avail[k*w:], i)
 	}
-	bits.Clear(s.idle, i)
+	if f == s.c.nodes[i].gpus {
+		bits.Clear(s.idle, i)
+		s.addDomainIdle(i, -1)
+	}
 	s.addDomainFree(i, -f)
+	s.addDomainAvail(i, 0, f, -1)
 }
 
+// addDomainFree adds delta free GPUs to node i's domains and the total.
 func (s *State) addDomainFree(i, delta int) {
 	n := len(s.c.nodes)
 	for l := range s.c.levels {
 		s.domFree[s.levelOff[l]+int(s.c.nodeDom[l*n+i])] += int32(delta)
 	}
 	s.freeGPUs += delta
+}
+
+// addDomainAvail adds delta to the counters k = lo..hi of node i's
+// domains (the node entered or left the classes "at least k free").
+func (s *State) addDomainAvail(i, lo, hi, delta int) {
+	n := len(s.c.nodes)
+	stride := s.c.maxGPUs + 1
+	for l := range s.c.levels {
+		row := s.domAvail[(s.levelOff[l]+int(s.c.nodeDom[l*n+i]))*stride:]
+		for k := lo; k <= hi; k++ {
+			row[k] += int32(delta)
+		}
+	}
+}
+
+// addDomainIdle adds delta idle nodes (and their GPUs) to node i's domains.
+func (s *State) addDomainIdle(i, delta int) {
+	n := len(s.c.nodes)
+	g := int32(delta * s.c.nodes[i].gpus)
+	for l := range s.c.levels {
+		x := s.levelOff[l] + int(s.c.nodeDom[l*n+i])
+		s.domIdle[x] += int32(delta)
+		s.domIdleGPUs[x] += g
+	}
 }
 
 // setFree changes node i's free mask and updates the indexes.
@@ -191,15 +249,21 @@ func (s *State) setFree(i int, mask uint64) {
 		for k := old + 1; k <= nw; k++ {
 			bits.Set(s.avail[k*w:], i)
 		}
+		s.addDomainAvail(i, old+1, nw, 1)
 	} else {
 		for k := nw + 1; k <= old; k++ {
 			bits.Clear(s.avail[k*w:], i)
 		}
+		s.addDomainAvail(i, nw+1, old, -1)
 	}
-	if nw == s.c.nodes[i].gpus {
+	all := s.c.nodes[i].gpus
+	switch {
+	case nw == all:
 		bits.Set(s.idle, i)
-	} else {
+		s.addDomainIdle(i, 1)
+	case old == all:
 		bits.Clear(s.idle, i)
+		s.addDomainIdle(i, -1)
 	}
 	s.addDomainFree(i, nw-old)
 }
@@ -229,6 +293,57 @@ func (s *State) UsedGPUs() int { return s.usedGPUs }
 // level l.
 func (s *State) DomainFreeGPUs(l, d int) int { return int(s.domFree[s.levelOff[l]+d]) }
 
+// DomainAvail returns the availability counters of domain d of level l:
+// element k (0 to MaxNodeGPUs) is the number of schedulable nodes of the
+// domain with at least k free GPUs, so element 0 counts its schedulable
+// nodes. The slice is a read-only view that tracks the state.
+func (s *State) DomainAvail(l, d int) []int32 {
+	stride := s.c.maxGPUs + 1
+	x := (s.levelOff[l] + d) * stride
+	return s.domAvail[x : x+stride : x+stride]
+}
+
+// LevelFreeGPUs returns the free GPUs on schedulable nodes of every domain
+// of level l, indexed by domain: a read-only view that tracks the state,
+// for loops over a level.
+func (s *State) LevelFreeGPUs(l int) []int32 {
+	return s.domFree[s.levelOff[l]:s.levelOff[l+1]:s.levelOff[l+1]]
+}
+
+// LevelAvail returns the availability counters of every domain of level
+// l: entries [d*(MaxNodeGPUs+1), (d+1)*(MaxNodeGPUs+1)) are
+// DomainAvail(l, d). A read-only view that tracks the state.
+func (s *State) LevelAvail(l int) []int32 {
+	stride := s.c.maxGPUs + 1
+	lo, hi := s.levelOff[l]*stride, s.levelOff[l+1]*stride
+	return s.domAvail[lo:hi:hi]
+}
+
+// LevelIdleNodes returns DomainIdleNodes for every domain of level l, and
+// LevelIdleGPUs DomainIdleGPUs (read-only views that track the state).
+func (s *State) LevelIdleNodes(l int) []int32 {
+	return s.domIdle[s.levelOff[l]:s.levelOff[l+1]:s.levelOff[l+1]]
+}
+
+// LevelIdleGPUs: see LevelIdleNodes.
+func (s *State) LevelIdleGPUs(l int) []int32 {
+	return s.domIdleGPUs[s.levelOff[l]:s.levelOff[l+1]:s.levelOff[l+1]]
+}
+
+// DomainIdleNodes returns the number of schedulable nodes of domain d of
+// level l with every GPU free.
+func (s *State) DomainIdleNodes(l, d int) int { return int(s.domIdle[s.levelOff[l]+d]) }
+
+// DomainIdleGPUs returns the GPUs of the idle schedulable nodes of domain d
+// of level l.
+func (s *State) DomainIdleGPUs(l, d int) int { return int(s.domIdleGPUs[s.levelOff[l]+d]) }
+
+// DownNodes returns the number of nodes that are down.
+func (s *State) DownNodes() int { return s.down }
+
+// DrainedNodes returns the number of drained nodes.
+func (s *State) DrainedNodes() int { return s.drained }
+
 // Avail returns a read-only view of the schedulable nodes with at least g
 // free GPUs (g in [0, MaxNodeGPUs]); Avail(0) is every schedulable node.
 // The view tracks the state: do not modify it.
@@ -247,11 +362,9 @@ func (s *State) Idle() *bitset.BitSet { return s.idleView }
 func (s *State) IdleWords() []uint64 { return s.idle }
 
 // CountAvail returns how many schedulable nodes of domain d at level l have
-// at least g free GPUs: a popcount over the domain's word range.
-func (s *State) CountAvail(g, l, d int) int {
-	lo, hi := s.c.DomainRange(l, d)
-	return bits.Count(s.AvailWords(g), lo, hi)
-}
+// at least g free GPUs (g in [0, MaxNodeGPUs]), read from the domain's
+// counters.
+func (s *State) CountAvail(g, l, d int) int { return int(s.DomainAvail(l, d)[g]) }
 
 // conflictErr builds the error for one bad entry of an assignment.
 func (s *State) checkEntry(a NodeAlloc, alloc bool) error {
@@ -343,14 +456,27 @@ func (s *State) SetStatus(i int, st NodeStatus) error {
 		return nil
 	}
 	f := bits.PopCount(s.free[i])
+	s.countStatus(old, -1)
 	if old == Up {
 		s.removeNode(i, f)
 	}
 	s.status[i] = st
+	s.countStatus(st, 1)
 	if st == Up {
 		s.addNode(i, f)
 	}
 	return nil
+}
+
+// countStatus adds delta to the count of nodes with status st (up nodes
+// are counted by the indexes).
+func (s *State) countStatus(st NodeStatus, delta int) {
+	switch st {
+	case Down:
+		s.down += delta
+	case Drained:
+		s.drained += delta
+	}
 }
 
 // Clone returns an independent copy of the state.
@@ -376,7 +502,11 @@ func (s *State) copyTo(d *State) {
 	copy(d.avail, s.avail)
 	copy(d.idle, s.idle)
 	copy(d.domFree, s.domFree)
+	copy(d.domAvail, s.domAvail)
+	copy(d.domIdle, s.domIdle)
+	copy(d.domIdleGPUs, s.domIdleGPUs)
 	d.freeGPUs, d.usedGPUs = s.freeGPUs, s.usedGPUs
+	d.down, d.drained = s.down, s.drained
 }
 
 // Equal reports whether two states of the same cluster hold the same free
@@ -427,13 +557,14 @@ func (s *State) CheckInvariants() error {
 	}
 	for l := range s.c.levels {
 		for d := range s.c.levels[l] {
-			if a, b := s.DomainFreeGPUs(l, d), ref.DomainFreeGPUs(l, d); a != b {
-				errs = append(errs, fmt.Errorf("%s %s: free GPUs %d, want %d", s.c.levelNames[l], s.c.levels[l][d].name, a, b))
-			}
+			errs = append(errs, s.checkDomain(ref, l, d)...)
 		}
 	}
 	if s.freeGPUs != ref.freeGPUs || s.usedGPUs != ref.usedGPUs {
 		errs = append(errs, fmt.Errorf("totals: free %d used %d, want free %d used %d", s.freeGPUs, s.usedGPUs, ref.freeGPUs, ref.usedGPUs))
+	}
+	if s.down != ref.down || s.drained != ref.drained {
+		errs = append(errs, fmt.Errorf("status counts: down %d drained %d, want down %d drained %d", s.down, s.drained, ref.down, ref.drained))
 	}
 	total := 0
 	for i := range s.free {
@@ -443,6 +574,28 @@ func (s *State) CheckInvariants() error {
 		errs = append(errs, fmt.Errorf("free %d + used %d != total %d GPUs", total, s.usedGPUs, s.c.totalGPUs))
 	}
 	return errors.Join(errs...)
+}
+
+// checkDomain compares the counters of domain d of level l with ref's.
+func (s *State) checkDomain(ref *State, l, d int) []error {
+	var errs []error
+	name := s.c.levelNames[l] + " " + s.c.levels[l][d].name
+	if a, b := s.DomainFreeGPUs(l, d), ref.DomainFreeGPUs(l, d); a != b {
+		errs = append(errs, fmt.Errorf("%s: free GPUs %d, want %d", name, a, b))
+	}
+	if a, b := s.DomainIdleNodes(l, d), ref.DomainIdleNodes(l, d); a != b {
+		errs = append(errs, fmt.Errorf("%s: idle nodes %d, want %d", name, a, b))
+	}
+	if a, b := s.DomainIdleGPUs(l, d), ref.DomainIdleGPUs(l, d); a != b {
+		errs = append(errs, fmt.Errorf("%s: idle GPUs %d, want %d", name, a, b))
+	}
+	a, b := s.DomainAvail(l, d), ref.DomainAvail(l, d)
+	for k := range a {
+		if a[k] != b[k] {
+			errs = append(errs, fmt.Errorf("%s: nodes with at least %d free GPUs %d, want %d", name, k, a[k], b[k]))
+		}
+	}
+	return errs
 }
 
 // FormatGPUs renders a GPU mask as a list of GPU indices with ranges, for

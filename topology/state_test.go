@@ -418,3 +418,97 @@ func BenchmarkState(b *testing.B) {
 		})
 	}
 }
+
+// TestDomainCounters recounts every per-domain counter from the nodes'
+// free masks and statuses after each random operation, on a cluster with
+// mixed GPU counts, independently of the state's own rebuild.
+func TestDomainCounters(t *testing.T) {
+	spec := Spec{Levels: []string{"spine", "leaf"}}
+	for i := range 24 {
+		spec.Nodes = append(spec.Nodes, NodeSpec{
+			Name: fmt.Sprintf("n%02d", i), GPUs: []int{1, 2, 4, 8}[i%4],
+			Path: []string{fmt.Sprintf("s%d", i/12), fmt.Sprintf("l%d", i/4)},
+		})
+	}
+	c, err := Build(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewState(c)
+	r := rand.New(rand.NewPCG(3, 4))
+	steps := 3000
+	if testing.Short() {
+		steps = 300
+	}
+	for step := range steps {
+		node := r.IntN(c.NumNodes())
+		switch r.IntN(3) {
+		case 0:
+			if m := r.Uint64() & s.Free(node); m != 0 && s.Status(node) != Down {
+				_ = s.Allocate([]NodeAlloc{{int32(node), m}})
+			}
+		case 1:
+			if m := r.Uint64() & onesMask(c.NodeGPUs(node)) &^ s.Free(node); m != 0 {
+				_ = s.Release([]NodeAlloc{{int32(node), m}})
+			}
+		default:
+			_ = s.SetStatus(node, NodeStatus(r.IntN(3)))
+		}
+		down, drained := 0, 0
+		for i := range c.NumNodes() {
+			switch s.Status(i) {
+			case Down:
+				down++
+			case Drained:
+				drained++
+			}
+		}
+		if s.DownNodes() != down || s.DrainedNodes() != drained {
+			t.Fatalf("step %d: down %d drained %d, want %d %d", step, s.DownNodes(), s.DrainedNodes(), down, drained)
+		}
+		for l := range c.Depth() {
+			for d := range c.NumDomains(l) {
+				checkCounters(t, s, l, d)
+			}
+		}
+	}
+}
+
+func checkCounters(t *testing.T, s *State, l, d int) {
+	t.Helper()
+	c := s.Cluster()
+	lo, hi := c.DomainRange(l, d)
+	avail := make([]int32, c.MaxNodeGPUs()+1)
+	idle, idleGPUs, free := 0, 0, 0
+	for i := lo; i < hi; i++ {
+		if s.Status(i) != Up {
+			continue
+		}
+		f := s.FreeCount(i)
+		free += f
+		for k := 0; k <= f; k++ {
+			avail[k]++
+		}
+		if f == c.NodeGPUs(i) {
+			idle++
+			idleGPUs += f
+		}
+	}
+	got := s.DomainAvail(l, d)
+	for k := range avail {
+		if got[k] != avail[k] || s.CountAvail(k, l, d) != int(avail[k]) {
+			t.Fatalf("level %d domain %d: %d nodes with >= %d free, want %d", l, d, got[k], k, avail[k])
+		}
+	}
+	stride := c.MaxNodeGPUs() + 1
+	if row := s.LevelAvail(l)[d*stride : (d+1)*stride]; fmt.Sprint(row) != fmt.Sprint(got) {
+		t.Fatalf("level %d domain %d: level view %v, domain view %v", l, d, row, got)
+	}
+	if s.LevelIdleNodes(l)[d] != int32(idle) || s.LevelIdleGPUs(l)[d] != int32(idleGPUs) || s.LevelFreeGPUs(l)[d] != int32(free) {
+		t.Fatalf("level %d domain %d: level views disagree", l, d)
+	}
+	if s.DomainIdleNodes(l, d) != idle || s.DomainIdleGPUs(l, d) != idleGPUs || s.DomainFreeGPUs(l, d) != free {
+		t.Fatalf("level %d domain %d: idle %d (%d GPUs) free %d, want %d (%d) %d", l, d,
+			s.DomainIdleNodes(l, d), s.DomainIdleGPUs(l, d), s.DomainFreeGPUs(l, d), idle, idleGPUs, free)
+	}
+}

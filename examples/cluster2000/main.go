@@ -83,7 +83,7 @@ func deadlock(w io.Writer, c *topology.Cluster) error {
 	a, b := desc("A"), desc("B")
 	fmt.Fprintf(w, "   %-12s %-22s %-22s %12d %11d\n", "pod-by-pod", a, b, useful, held)
 
-	l := gang.NewLedger(c)
+	l := gang.NewLedger(c, gang.Options{})
 	var res [2]gang.Result
 	for i, id := range []string{"A", "B"} {
 		r, err := l.Admit(&gang.Spec{ID: id, Members: []gang.Member{{Name: "worker", Request: placement.NodesOf(150, 8)}}})
@@ -121,8 +121,7 @@ func packing(w io.Writer, c *topology.Cluster) error {
 	fmt.Fprintf(w, "   %d of %d GPUs busy\n", s.UsedGPUs(), c.TotalGPUs())
 	fmt.Fprintf(w, "   %-10s %6s %7s %27s %28s\n", "placement", "nodes", "leaves", "8-GPU groups across nodes", "8-GPU groups across leaves")
 	for _, st := range []placement.Strategy{placement.LeafPack, placement.FirstFit, placement.Random} {
-		p := placement.New(c)
-		p.SetStrategy(st, 1)
+		p := placement.New(c, placement.Options{Strategy: st, Seed: 1})
 		req := placement.TotalGPUs(64)
 		res, err := p.Place(s, &req, nil)
 		if err != nil {

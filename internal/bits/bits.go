@@ -41,6 +41,26 @@ func Count(a []uint64, lo, hi int) int {
 	return n + mathbits.OnesCount64(a[whi]&RangeMask(whi, lo, hi))
 }
 
+// Any reports whether a has a bit set within [lo, hi).
+func Any(a []uint64, lo, hi int) bool {
+	if lo >= hi {
+		return false
+	}
+	wlo, whi := lo>>6, (hi-1)>>6
+	if wlo == whi {
+		return a[wlo]&RangeMask(wlo, lo, hi) != 0
+	}
+	if a[wlo]&RangeMask(wlo, lo, hi) != 0 || a[whi]&RangeMask(whi, lo, hi) != 0 {
+		return true
+	}
+	for w := wlo + 1; w < whi; w++ {
+		if a[w] != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // AndCount returns the number of bits set in both a and b within [lo, hi).
 // A nil b means "all ones".
 func AndCount(a, b []uint64, lo, hi int) int {

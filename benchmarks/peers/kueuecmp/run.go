@@ -131,7 +131,7 @@ func NewRunner(inv Inventory, fs *FreeState) (*Runner, error) {
 	}
 	return &Runner{
 		Inv: inv, State: fs, Kueue: k,
-		placer: placement.New(inv.Cluster),
+		placer: placement.New(inv.Cluster, placement.Options{}),
 		buf:    make([]topology.NodeAlloc, 0, inv.Cluster.NumNodes()),
 	}, nil
 }

@@ -1,0 +1,380 @@
+package gang
+
+import (
+	"fmt"
+
+	"github.com/phalanx-sched/phalanx/internal/bits"
+	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// MaxSearchMembers is the largest gang the exact packing search takes on.
+const MaxSearchMembers = 8
+
+// SearchWork bounds the work of one exact packing search, in steps: one
+// per member placement tried, plus one per 64 nodes it sorts into classes.
+//
+// The search runs when the greedy pass of an admission failed after
+// placing some members. It is a depth-first search over the members, most
+// constrained first. A member asking for nodes (Nodes x GPUsPerNode, whole
+// nodes, exclusive nodes; Required, Allowed and Excluded honoured, no
+// segments and no domain limit) tries every domain of its Required level
+// and, inside it, every way of taking its nodes up to symmetry: nodes of
+// one lowest-level domain with the same free GPUs and the same idleness
+// are interchangeable for every later member, so the search chooses how
+// many to take from each such class, tightest classes first. Any other
+// member tries the placer's answer inside each domain of its Required
+// level. Before going deeper the search checks that every remaining member
+// still has a domain with enough candidate nodes and that the free GPUs
+// cover what they ask for. An elastic member is searched at its full size,
+// then, if no packing exists, at its minimum.
+//
+// Within the bound the search finds a packing whenever one exists for
+// gangs of node-count members (up to MaxSearchMembers), and proves that
+// none exists otherwise. The bound is about 10 ms of work on the 250-node
+// default cluster (measured on random gangs whose greedy pass failed);
+// beyond it the admission fails with the greedy pass's reason and
+// Result.SearchCut set.
+const SearchWork = 1 << 13
+
+// packSearch is the exact search's scratch space, one frame per member.
+type packSearch struct {
+	steps  int
+	cut    bool
+	lo, hi int // the nodes of the co-location domain (or the cluster)
+	colo   int // the co-location level (-1: none)
+	atMin  bool
+	frames [MaxSearchMembers]searchFrame
+	keys   []int16 // per node of a leaf being classified
+}
+
+// searchFrame holds one member's candidate classes: nodes[bins[b].lo:
+// bins[b].hi] are the nodes of class b, of which take[b] are taken.
+type searchFrame struct {
+	bins  []nodeClass
+	nodes []int32
+	take  []int32
+}
+
+type nodeClass struct{ lo, hi int32 }
+
+func (ps *packSearch) init(c *topology.Cluster) {
+	n := c.NumNodes()
+	ps.keys = make([]int16, n)
+	for i := range ps.frames {
+		f := &ps.frames[i]
+		f.bins = make([]nodeClass, 0, n)
+		f.nodes = make([]int32, 0, n)
+		f.take = make([]int32, n)
+	}
+}
+
+// searchPacking runs the exact search on s, inside domain d of level lvl
+// when lvl >= 0, and records its outcome in res. On success the members
+// stay allocated on s, as after a successful greedy pass.
+func (a *Admitter) searchPacking(s *topology.State, g *Spec, out *Allocation, lvl, d int, res *Result) {
+	ps := &a.pack
+	ps.steps, ps.cut, ps.colo = 0, false, lvl
+	ps.lo, ps.hi = 0, a.c.NumNodes()
+	if lvl >= 0 {
+		ps.lo, ps.hi = a.c.DomainRange(lvl, d)
+	}
+	res.Searched = true
+	for _, atMin := range [2]bool{false, true} {
+		if atMin && (ps.cut || !hasElastic(g)) {
+			break
+		}
+		ps.atMin = atMin
+		if a.searchFrom(s, g, out, 0) {
+			res.Admitted = true
+			res.Member, res.Reason = "", placement.Reason{}
+			break
+		}
+	}
+	res.SearchSteps, res.SearchCut = ps.steps, ps.cut
+}
+
+func hasElastic(g *Spec) bool {
+	for i := range g.Members {
+		if m := &g.Members[i]; m.Min > 0 && m.Min < m.Request.Nodes {
+			return true
+		}
+	}
+	return false
+}
+
+// searchFrom places the members a.order[pos:] and reports whether all
+// fit; on failure it leaves them unallocated.
+func (a *Admitter) searchFrom(s *topology.State, g *Spec, out *Allocation, pos int) bool {
+	ps := &a.pack
+	if pos == len(a.order) {
+		return true
+	}
+	if ps.steps >= SearchWork {
+		ps.cut = true
+		return false
+	}
+	if !a.mayFit(s, g, pos) {
+		return false
+	}
+	m := &g.Members[a.order[pos]]
+	first, last, lvl := a.memberDomains(m)
+	for d := first; d <= last; d++ {
+		lo, hi := ps.lo, ps.hi
+		if lvl >= 0 {
+			lo, hi = a.c.DomainRange(lvl, d)
+		}
+		if a.tryDomain(s, g, out, pos, lo, hi) {
+			return true
+		}
+		if ps.cut {
+			return false
+		}
+	}
+	return false
+}
+
+// memberDomains returns the domains [first, last] of level lvl that m may
+// be placed in: those of its Required level inside the search's scope, or
+// the scope itself (lvl -1).
+func (a *Admitter) memberDomains(m *Member) (first, last, lvl int) {
+	ps := &a.pack
+	if m.Request.Required == "" {
+		return 0, 0, -1
+	}
+	r, _ := a.c.Level(m.Request.Required)
+	if ps.colo >= 0 && r <= ps.colo {
+		return 0, 0, -1
+	}
+	return a.c.NodeDomain(ps.lo, r), a.c.NodeDomain(ps.hi-1, r), r
+}
+
+// tryDomain tries member a.order[pos] inside nodes [lo, hi), then the
+// members after it.
+func (a *Admitter) tryDomain(s *topology.State, g *Spec, out *Allocation, pos, lo, hi int) bool {
+	mi := a.order[pos]
+	m, ma := &g.Members[mi], &out.Members[mi]
+	if countsNodes(&m.Request) {
+		return a.enumerate(s, g, out, pos, lo, hi)
+	}
+	a.pack.steps++
+	if ok, _ := a.placeMemberIn(s, m, ma, lo, hi); !ok {
+		return false
+	}
+	return a.allocateAndGo(s, g, out, pos)
+}
+
+// allocateAndGo allocates member a.order[pos]'s assignment, searches the
+// rest, and releases it when they do not fit.
+func (a *Admitter) allocateAndGo(s *topology.State, g *Spec, out *Allocation, pos int) bool {
+	ma := &out.Members[a.order[pos]]
+	if err := s.Allocate(ma.Assignment); err != nil {
+		panic(fmt.Sprintf("gang: search built an assignment the state refuses: %v", err))
+	}
+	if a.searchFrom(s, g, out, pos+1) {
+		return true
+	}
+	a.release(s, ma)
+	return false
+}
+
+// countsNodes reports whether r is a member the search enumerates: nodes
+// of GPUsPerNode GPUs (or whole nodes) without segments or domain limit.
+func countsNodes(r *placement.Request) bool {
+	return r.GPUs == 0 && r.SegmentStep() == 1 && r.MaxDomains == 0
+}
+
+// searchPods returns the pods the search gives member m.
+func (a *Admitter) searchPods(m *Member) int {
+	if a.pack.atMin && m.Min > 0 && m.Min < m.Request.Nodes {
+		return m.Min
+	}
+	return m.Request.Nodes
+}
+
+// enumerate tries every way, up to symmetry, of taking member
+// a.order[pos]'s nodes inside [lo, hi).
+func (a *Admitter) enumerate(s *topology.State, g *Spec, out *Allocation, pos, lo, hi int) bool {
+	m := &g.Members[a.order[pos]]
+	f := &a.pack.frames[pos]
+	a.classify(s, &m.Request, f, lo, hi)
+	return a.compose(s, g, out, pos, 0, a.searchPods(m))
+}
+
+// classify groups the candidates of r in [lo, hi) by lowest-level domain,
+// free GPUs (size, for exclusive requests) and idleness, tightest first.
+func (a *Admitter) classify(s *topology.State, r *placement.Request, f *searchFrame, lo, hi int) {
+	f.bins, f.nodes = f.bins[:0], f.nodes[:0]
+	leafLvl := a.c.Depth() - 1
+	for first := lo; first < hi; {
+		end := hi
+		if leafLvl >= 0 {
+			_, e := a.c.DomainRange(leafLvl, a.c.NodeDomain(first, leafLvl))
+			end = min(e, hi)
+		}
+		a.classifyLeaf(s, r, f, first, end)
+		first = end
+	}
+	a.pack.steps += (hi - lo + 63) / 64
+}
+
+// classifyLeaf appends the classes of nodes [lo, hi), all in one
+// lowest-level domain: a counting sort on the class key (free GPUs, then
+// busy before idle).
+func (a *Admitter) classifyLeaf(s *topology.State, r *placement.Request, f *searchFrame, lo, hi int) {
+	var count [2 * (topology.MaxGPUsPerNode + 1)]int32
+	keys := a.pack.keys[:hi-lo]
+	for i := lo; i < hi; i++ {
+		keys[i-lo] = a.classKey(s, r, i)
+		if keys[i-lo] >= 0 {
+			count[keys[i-lo]]++
+		}
+	}
+	base := int32(len(f.nodes))
+	var start [2 * (topology.MaxGPUsPerNode + 1)]int32
+	next := base
+	for k, n := range count {
+		start[k] = next
+		if n > 0 {
+			f.bins = append(f.bins, nodeClass{lo: next, hi: next + n})
+		}
+		next += n
+	}
+	f.nodes = f.nodes[:next]
+	for i := lo; i < hi; i++ {
+		if k := keys[i-lo]; k >= 0 {
+			f.nodes[start[k]] = int32(i)
+			start[k]++
+		}
+	}
+}
+
+// classKey returns node i's class for request r (2 x free GPUs, plus one
+// when idle), or -1 when it is not a candidate.
+func (a *Admitter) classKey(s *topology.State, r *placement.Request, i int) int16 {
+	if s.Status(i) != topology.Up {
+		return -1
+	}
+	if r.Allowed != nil && !r.Allowed.Test(uint(i)) || r.Excluded != nil && r.Excluded.Test(uint(i)) {
+		return -1
+	}
+	free := s.FreeCount(i)
+	idle := free == a.c.NodeGPUs(i)
+	switch {
+	case free < max(r.GPUsPerNode, 1):
+		return -1
+	case (r.Exclusive || r.GPUsPerNode == 0) && !idle:
+		return -1
+	}
+	return int16(2*free + boolInt(idle))
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// compose chooses how many nodes classes b.. of frame pos give, rest
+// nodes in all, most from the first classes first.
+func (a *Admitter) compose(s *topology.State, g *Spec, out *Allocation, pos, b, rest int) bool {
+	f := &a.pack.frames[pos]
+	if rest == 0 {
+		a.materialize(s, g, out, pos, b)
+		a.pack.steps++
+		return a.allocateAndGo(s, g, out, pos)
+	}
+	avail := 0
+	for _, c := range f.bins[b:] {
+		avail += int(c.hi - c.lo)
+	}
+	if avail < rest {
+		return false
+	}
+	n := int(f.bins[b].hi - f.bins[b].lo)
+	for x := min(n, rest); x >= 0; x-- {
+		f.take[b] = int32(x)
+		if a.compose(s, g, out, pos, b+1, rest-x) {
+			return true
+		}
+		if a.pack.cut {
+			return false
+		}
+	}
+	return false
+}
+
+// materialize writes member a.order[pos]'s assignment from the counts
+// taken from classes [0, b) of its frame.
+func (a *Admitter) materialize(s *topology.State, g *Spec, out *Allocation, pos, b int) {
+	mi := a.order[pos]
+	r := &g.Members[mi].Request
+	ma := &out.Members[mi]
+	f := &a.pack.frames[pos]
+	exclusive := r.Exclusive || r.GPUsPerNode == 0
+	ma.Assignment, ma.Pods = ma.Assignment[:0], 0
+	for c := range b {
+		for _, n := range f.nodes[f.bins[c].lo : f.bins[c].lo+f.take[c]] {
+			m := s.Free(int(n))
+			if !exclusive {
+				m = bits.LowBits(m, r.GPUsPerNode)
+			}
+			ma.Assignment = append(ma.Assignment, topology.NodeAlloc{Node: n, GPUs: m})
+			ma.Pods++
+		}
+	}
+}
+
+// mayFit checks conditions every packing of the members a.order[pos:]
+// meets: their GPUs fit in the free GPUs of the scope, and each node-count
+// member has a domain of its Required level with enough nodes with its
+// free GPUs (Allowed aside).
+func (a *Admitter) mayFit(s *topology.State, g *Spec, pos int) bool {
+	ps := &a.pack
+	free := s.FreeGPUs()
+	if ps.colo >= 0 {
+		free = s.DomainFreeGPUs(ps.colo, a.c.NodeDomain(ps.lo, ps.colo))
+	}
+	want := 0
+	for _, mi := range a.order[pos:] {
+		m := &g.Members[mi]
+		if m.Request.GPUs > 0 {
+			want += m.Request.GPUs
+			continue
+		}
+		pods := a.searchPods(m)
+		if m.Min > 0 && m.Min < pods {
+			pods = m.Min
+		}
+		want += pods * max(m.Request.GPUsPerNode, 1)
+		if countsNodes(&m.Request) && !a.someDomainHolds(s, m, pods) {
+			return false
+		}
+	}
+	return want <= free
+}
+
+// someDomainHolds reports whether a domain m may use has pods nodes with
+// the free GPUs it needs per node (idle ones for exclusive members),
+// counting every node of the domain, allowed or not.
+func (a *Admitter) someDomainHolds(s *topology.State, m *Member, pods int) bool {
+	first, last, lvl := a.memberDomains(m)
+	if lvl < 0 && a.pack.colo >= 0 {
+		first, last, lvl = a.c.NodeDomain(a.pack.lo, a.pack.colo), a.c.NodeDomain(a.pack.lo, a.pack.colo), a.pack.colo
+	}
+	if lvl < 0 {
+		return true // the whole cluster: left to the enumeration
+	}
+	r := &m.Request
+	for d := first; d <= last; d++ {
+		n := int(s.DomainAvail(lvl, d)[min(max(r.GPUsPerNode, 1), a.c.MaxNodeGPUs())])
+		if r.Exclusive || r.GPUsPerNode == 0 {
+			n = min(n, s.DomainIdleNodes(lvl, d))
+		}
+		if n >= pods {
+			return true
+		}
+	}
+	return false
+}

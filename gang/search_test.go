@@ -1,0 +1,339 @@
+package gang
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/internal/testcluster"
+	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// TestPackingOracle: on random clusters of up to 15 nodes and random
+// gangs of up to 5 members, each required inside one domain, admission
+// succeeds exactly when an exhaustive search finds a packing, and never
+// stops at its work bound.
+func TestPackingOracle(t *testing.T) {
+	cases := 3000
+	if testing.Short() {
+		cases = 500
+	}
+	r := rand.New(rand.NewPCG(21, 5))
+	var packable, admitted, searched, found int
+	for k := range cases {
+		c := packCluster(r)
+		s := packState(r, c)
+		g := packGang(r, c)
+		want := bruteGangFits(c, s, g)
+		before := s.Clone()
+		a := NewAdmitter(c, Options{})
+		var out Allocation
+		res, err := a.Admit(s, g, &out)
+		if err != nil {
+			t.Fatalf("case %d: %v", k, err)
+		}
+		ctx := func() string {
+			return fmt.Sprintf("case %d: gang %s\n%s%s", k, describeGang(g), c.Describe(), before.Describe())
+		}
+		if res.SearchCut {
+			t.Fatalf("%s\nsearch stopped at its bound after %d steps", ctx(), res.SearchSteps)
+		}
+		if res.Admitted != want {
+			t.Fatalf("%s\nadmitted %v (%s), brute force packing %v", ctx(), res.Admitted, res, want)
+		}
+		if res.Admitted {
+			checkGangAllocation(t, ctx, before, s, g, &out)
+		} else if !s.Equal(before) {
+			t.Fatalf("%s\nrefused admission changed the state", ctx())
+		}
+		if err := s.CheckInvariants(); err != nil {
+			t.Fatal(err)
+		}
+		if want {
+			packable++
+		}
+		if res.Admitted {
+			admitted++
+		}
+		if res.Searched {
+			searched++
+			if res.Admitted {
+				found++
+			}
+		}
+	}
+	t.Logf("%d cases, %d packable, %d admitted; the exact search ran %d times and found %d packings the greedy pass missed", cases, packable, admitted, searched, found)
+	if packable < cases/4 || packable > cases*3/4 || found == 0 {
+		t.Errorf("unbalanced cases: %d packable, %d found by the search", packable, found)
+	}
+}
+
+func packCluster(r *rand.Rand) *topology.Cluster {
+	n := 4 + r.IntN(12)
+	spec := topology.Spec{Levels: []string{"spine", "leaf"}}
+	leaves := 2 + r.IntN(4)
+	for i := range n {
+		leaf := i * leaves / n
+		spec.Nodes = append(spec.Nodes, topology.NodeSpec{
+			Name: fmt.Sprintf("n%02d", i), GPUs: []int{8, 8, 4}[r.IntN(3)],
+			Path: []string{fmt.Sprintf("s%d", leaf/2), fmt.Sprintf("l%d", leaf)},
+		})
+	}
+	c, err := topology.Build(spec)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+func packState(r *rand.Rand, c *topology.Cluster) *topology.State {
+	s := topology.NewState(c)
+	for i := range c.NumNodes() {
+		if r.IntN(3) == 0 {
+			if m := r.Uint64() & (1<<uint(c.NodeGPUs(i)) - 1); m != 0 {
+				_ = s.Allocate([]topology.NodeAlloc{{Node: int32(i), GPUs: m}})
+			}
+		}
+	}
+	return s
+}
+
+func packGang(r *rand.Rand, c *topology.Cluster) *Spec {
+	g := &Spec{ID: "g"}
+	for k := range 1 + r.IntN(5) {
+		req := placement.NodesOf(1+r.IntN(3), []int{0, 1, 2, 4, 4, 8}[r.IntN(6)])
+		req.Exclusive = r.IntN(8) == 0
+		req.Required = []string{"leaf", "leaf", "spine"}[r.IntN(3)]
+		g.Members = append(g.Members, Member{Name: fmt.Sprintf("m%d", k), Request: req})
+	}
+	return g
+}
+
+func describeGang(g *Spec) string {
+	s := ""
+	for _, m := range g.Members {
+		s += fmt.Sprintf("[%s: %s] ", m.Name, m.Request.String())
+	}
+	return s
+}
+
+// bruteGangFits reports whether some assignment of node sets to the
+// members fits: each member's nodes inside one domain of its required
+// level, with the GPUs each node gives them free at once.
+func bruteGangFits(c *topology.Cluster, s *topology.State, g *Spec) bool {
+	var free [16]int8
+	for i := range c.NumNodes() {
+		free[i] = int8(s.FreeCount(i))
+	}
+	failed := map[[17]int8]bool{}
+	var fit func(m int) bool
+	fit = func(m int) bool {
+		if m == len(g.Members) {
+			return true
+		}
+		key := [17]int8{int8(m)}
+		copy(key[1:], free[:])
+		if failed[key] {
+			return false
+		}
+		r := &g.Members[m].Request
+		lvl, _ := c.Level(r.Required)
+		for d := range c.NumDomains(lvl) {
+			lo, hi := c.DomainRange(lvl, d)
+			if fitIn(c, &free, r, lo, hi, 0, r.Nodes, func() bool { return fit(m + 1) }) {
+				return true
+			}
+		}
+		failed[key] = true
+		return false
+	}
+	return fit(0)
+}
+
+// fitIn tries every choice of need more nodes from [i, hi) for r, calling
+// next with them taken.
+func fitIn(c *topology.Cluster, free *[16]int8, r *placement.Request, i, hi, _ int, need int, next func() bool) bool {
+	if need == 0 {
+		return next()
+	}
+	exclusive := r.Exclusive || r.GPUsPerNode == 0
+	for ; i < hi; i++ {
+		f := int(free[i])
+		ok := f >= max(r.GPUsPerNode, 1)
+		if exclusive {
+			ok = ok && f == c.NodeGPUs(i)
+		}
+		if !ok {
+			continue
+		}
+		take := r.GPUsPerNode
+		if exclusive {
+			take = f
+		}
+		free[i] -= int8(take)
+		done := fitIn(c, free, r, i+1, hi, 0, need-1, next)
+		free[i] += int8(take)
+		if done {
+			return true
+		}
+	}
+	return false
+}
+
+// checkGangAllocation verifies an admitted gang: each member whole, inside
+// one domain of its required level, on GPUs that were free, exclusive
+// members on whole idle nodes.
+func checkGangAllocation(t *testing.T, ctx func() string, before, after *topology.State, g *Spec, out *Allocation) {
+	t.Helper()
+	c := before.Cluster()
+	check := before.Clone()
+	for i, m := range g.Members {
+		ma := &out.Members[i]
+		r := &m.Request
+		if ma.Pods != r.Nodes || len(ma.Assignment) != r.Nodes {
+			t.Fatalf("%s\nmember %s: %d pods, %d nodes", ctx(), m.Name, ma.Pods, len(ma.Assignment))
+		}
+		lvl, _ := c.Level(r.Required)
+		dom := c.NodeDomain(int(ma.Assignment[0].Node), lvl)
+		for _, x := range ma.Assignment {
+			if c.NodeDomain(int(x.Node), lvl) != dom {
+				t.Fatalf("%s\nmember %s spans %ss", ctx(), m.Name, r.Required)
+			}
+			n := popcount(x.GPUs)
+			if r.Exclusive || r.GPUsPerNode == 0 {
+				if x.GPUs != before.Free(int(x.Node)) || n != c.NodeGPUs(int(x.Node)) {
+					t.Fatalf("%s\nmember %s: node %d not whole and idle", ctx(), m.Name, x.Node)
+				}
+			} else if n != r.GPUsPerNode {
+				t.Fatalf("%s\nmember %s: %d GPUs on node %d", ctx(), m.Name, n, x.Node)
+			}
+		}
+		if err := check.Allocate(ma.Assignment); err != nil {
+			t.Fatalf("%s\nmember %s: %v", ctx(), m.Name, err)
+		}
+	}
+	if !check.Equal(after) {
+		t.Fatalf("%s\nthe state does not hold exactly the gang's allocation", ctx())
+	}
+}
+
+func popcount(m uint64) int {
+	n := 0
+	for ; m != 0; m &= m - 1 {
+		n++
+	}
+	return n
+}
+
+// searchCase is a gang the greedy pass cannot place and the exact search
+// can (found by TestPackingOracle): 9 nodes, leaf l0 with three 4-GPU and
+// two 8-GPU nodes, leaf l1 with four 8-GPU nodes, one of them with 3 free.
+func searchCase(t testing.TB) (*topology.State, *Spec) {
+	spec := topology.Spec{Levels: []string{"spine", "leaf"}}
+	for i := range 9 {
+		gpus := 8
+		if i < 3 {
+			gpus = 4
+		}
+		spec.Nodes = append(spec.Nodes, topology.NodeSpec{Name: fmt.Sprintf("n%d", i), GPUs: gpus, Path: []string{"s0", []string{"l0", "l1"}[min(i/5, 1)]}})
+	}
+	c, err := topology.Build(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := topology.NewState(c)
+	if err := s.Allocate([]topology.NodeAlloc{{Node: 5, GPUs: 0x1f}}); err != nil {
+		t.Fatal(err)
+	}
+	member := func(name string, n, g int, excl bool, level string) Member {
+		return Member{Name: name, Request: placement.Request{Nodes: n, GPUsPerNode: g, Exclusive: excl, Required: level}}
+	}
+	return s, &Spec{ID: "g", Members: []Member{
+		member("m0", 1, 2, true, "leaf"), member("m1", 1, 2, false, "leaf"),
+		member("m2", 3, 4, true, "spine"), member("m3", 3, 2, false, "leaf"),
+		member("m4", 2, 8, false, "leaf"),
+	}}
+}
+
+// TestSearchAdmits: the case the greedy pass misses is admitted by the
+// search, and admission plus release allocates nothing once warm.
+func TestSearchAdmits(t *testing.T) {
+	s, g := searchCase(t)
+	a := NewAdmitter(s.Cluster(), Options{})
+	var out Allocation
+	res, err := a.Admit(s, g, &out)
+	if err != nil || !res.Admitted || !res.Searched || res.SearchCut {
+		t.Fatalf("admitted %v searched %v cut %v: %v %s", res.Admitted, res.Searched, res.SearchCut, err, res)
+	}
+	release := func() {
+		for i := range out.Members {
+			if err := s.Release(out.Members[i].Assignment); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	release()
+	n := testing.AllocsPerRun(20, func() {
+		if res, _ := a.Admit(s, g, &out); !res.Admitted {
+			t.Fatal(res)
+		}
+		release()
+	})
+	if n != 0 {
+		t.Errorf("%v allocations per admission through the search", n)
+	}
+}
+
+// TestSearchOnDefaultCluster runs the search on the 250-node default
+// cluster, fragmented, for random gangs of up to 8 node-count members with
+// required levels, and reports how often it ran, found a packing, or
+// stopped at its bound, and its slowest run (timings depend on the
+// machine: the test only logs them).
+func TestSearchOnDefaultCluster(t *testing.T) {
+	c := topology.Default2000()
+	r := rand.New(rand.NewPCG(8, 8))
+	rounds := 400
+	if testing.Short() {
+		rounds = 60
+	}
+	a := NewAdmitter(c, Options{})
+	var out Allocation
+	var searched, found, cut int
+	var slowest time.Duration
+	for k := range rounds {
+		s := topology.NewState(c)
+		testcluster.Fragment(s, r, 0.5+0.45*r.Float64())
+		g := &Spec{ID: fmt.Sprint(k)}
+		for m := range 3 + r.IntN(6) {
+			req := placement.NodesOf(1+r.IntN(6), []int{0, 2, 4, 4, 6}[r.IntN(5)])
+			req.Required = []string{"leaf", "leaf", "spine"}[r.IntN(3)]
+			g.Members = append(g.Members, Member{Name: fmt.Sprint(m), Request: req})
+		}
+		start := time.Now()
+		res, err := a.Admit(s, g, &out)
+		d := time.Since(start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Searched {
+			searched++
+			slowest = max(slowest, d)
+			if res.Admitted {
+				found++
+			}
+			if res.SearchCut {
+				cut++
+			}
+		}
+	}
+	t.Logf("%d gangs: the search ran %d times, found %d packings, stopped at its bound %d times; slowest admission with a search %v",
+		rounds, searched, found, cut, slowest)
+	if searched == 0 {
+		t.Error("the generator never needed the search")
+	}
+	if cut > 0 {
+		t.Errorf("the search stopped at its bound %d times", cut)
+	}
+}

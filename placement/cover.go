@@ -1,0 +1,449 @@
+package placement
+
+import (
+	"slices"
+
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// leafAmount is one leaf of a plan and the items it takes (items of the
+// last phase: nodes, GPUs, or segments of a layer at the lowest level).
+type leafAmount struct {
+	leaf   int32 // flat index
+	amount int32
+}
+
+// leafRef is a leaf (or a unit) with its capacity and free GPUs, for
+// sorting.
+type leafRef struct {
+	cap  int32
+	free int32
+	leaf int32 // flat index
+}
+
+// kid is one child of a domain being split, with its leaves (largest
+// first) in coverScratch.leaves[lo:hi].
+type kid struct {
+	child  int32
+	cap    int32
+	lo, hi int32
+	chosen bool
+}
+
+// coverScratch holds the leaf-phase buffers.
+type coverScratch struct {
+	caps   []int32 // leaf capacities being sorted
+	count  []int32 // histogram for sortDescending
+	sel    []leafAmount
+	leaves []leafRef
+	merged []leafRef
+	spare  []leafRef
+	kids   []kid
+	// takenAt[x] == mark marks leaf x as taken whole by the current split.
+	takenAt []uint32
+	mark    uint32
+	// kept is the plan scoring computed for domain keptFor (-1: none).
+	kept    []leafAmount
+	keptFor int
+}
+
+func (cs *coverScratch) init(ly *layout) {
+	nl := ly.count(ly.leaf)
+	cs.caps = make([]int32, 0, nl)
+	cs.count = make([]int32, 0, 4*ly.numDomains()+2)
+	cs.sel = make([]leafAmount, 0, nl)
+	cs.leaves = make([]leafRef, 0, nl)
+	cs.merged = make([]leafRef, 0, nl)
+	cs.spare = make([]leafRef, 0, nl)
+	cs.kids = make([]kid, 0, ly.numDomains())
+	cs.takenAt = make([]uint32, ly.numDomains())
+	cs.kept = make([]leafAmount, 0, nl)
+}
+
+// lastPhase returns the index of the innermost phase, whose units are the
+// lowest-level domains.
+func (p *Placer) lastPhase() int { return p.sc.pl.nphases - 1 }
+
+// leafCaps returns the last-phase capacities of the leaves under x, in
+// leaf order (a view of the capacity arrays: do not modify).
+func (p *Placer) leafCaps(x int) []int32 {
+	ly := p.lay
+	lf, le := ly.leafID(int(ly.leafFirst[x])), ly.leafID(int(ly.leafEnd[x]))
+	if s := p.sc.pl.phases[p.lastPhase()].seg; s >= 0 {
+		return p.sc.capSeg[s][lf:le]
+	}
+	return p.sc.capBase[lf:le]
+}
+
+// leafCover returns the fewest leaves under x that hold a last-phase
+// items (exact: any leaves may be combined at the last phase).
+func (p *Placer) leafCover(x, a int) int {
+	cs := &p.sc.cover
+	cs.caps = append(cs.caps[:0], p.leafCaps(x)...)
+	return coverCount(cs.caps, a, &cs.count)
+}
+
+// fillLeaves places a last-phase items inside x: the planned leaves, then
+// nodes in each.
+func (p *Placer) fillLeaves(x, a int) {
+	if p.lay.levelOf(x) == p.lay.leaf {
+		p.pickLeaf(x, a)
+		return
+	}
+	cs := &p.sc.cover
+	plan := cs.kept
+	if cs.keptFor != x {
+		p.planLeaves(x, a)
+		plan = cs.sel
+	}
+	for _, la := range plan {
+		p.pickLeaf(int(la.leaf), int(la.amount))
+	}
+}
+
+// planLeaves fills cover.sel with the leaves under x (above the lowest
+// level) that take a items: the fewest leaves, and for GPU totals the
+// fewest nodes the search proves within its budget. It returns the
+// leaves and, for GPU totals, the nodes of the plan.
+func (p *Placer) planLeaves(x, a int) (leaves, nodes int) {
+	cs := &p.sc.cover
+	m := p.leafCover(x, a)
+	cs.sel = cs.sel[:0]
+	p.descend(x, a, m)
+	if p.sc.pl.mode != modeGPUs {
+		return m, 0
+	}
+	if len(cs.sel) > 1 {
+		nodes = p.spreadGPUs(a)
+	} else {
+		nodes = p.selNodes()
+	}
+	if nodes > p.planNodesBound(x) {
+		if better, ok := p.searchGPULeaves(x, a, m, nodes); ok {
+			nodes = better
+		}
+	}
+	return m, nodes
+}
+
+// planNodesBound returns the nodes lower bound a leaf plan under x is
+// checked against: the exact one, unless a mask makes it cost a histogram
+// of many leaves, then the one that counts the removed nodes too.
+func (p *Placer) planNodesBound(x int) int {
+	ly := p.lay
+	if p.sc.masked && ly.leafEnd[x]-ly.leafFirst[x] > 64 {
+		return p.quickNodesLowerBound(x)
+	}
+	return p.nodesLowerBound(x)
+}
+
+// selNodes returns the nodes the plan in cover.sel takes.
+func (p *Placer) selNodes() int {
+	n := 0
+	for _, la := range p.sc.cover.sel {
+		n += p.leafTake(int(la.leaf), int(la.amount)).nodes
+	}
+	return n
+}
+
+// spreadGPUs re-divides a GPUs among the leaves of cover.sel as their
+// nodes, pooled, would give them fullest first (the tightest node taking
+// the last piece): the fewest nodes those leaves allow, which it returns.
+func (p *Placer) spreadGPUs(a int) int {
+	sel := p.sc.cover.sel
+	maxG := p.lay.maxGPUs
+	var pooled [topology.MaxGPUsPerNode + 1]int32
+	for i := range sel {
+		for k, n := range p.histogram(int(sel[i].leaf)) {
+			pooled[k] += n
+		}
+	}
+	var cp classPlan
+	p.planGPUClasses(pooled[:maxG+1], a, &cp)
+	want, nodes := cp.whole, 0
+	for _, n := range want {
+		nodes += int(n)
+	}
+	part := -1 // the leaf that takes the partial node
+	for i := range sel {
+		h := p.histogram(int(sel[i].leaf))
+		amount := 0
+		for k := maxG; k >= 1; k-- {
+			t := min(h[k], want[k])
+			amount += int(t) * k
+			want[k] -= t
+			if k == cp.partClass && part < 0 && h[k] > t {
+				part = i
+			}
+		}
+		sel[i].amount = int32(amount)
+	}
+	if cp.partClass > 0 {
+		sel[part].amount += int32(cp.partGPUs)
+		nodes++
+	}
+	return nodes
+}
+
+// descend keeps a items (needing m leaves) inside one child of y while a
+// child holds them on m leaves, the fullest such child (fewest free GPUs,
+// then least capacity) first; otherwise
+// it splits them over several children.
+func (p *Placer) descend(y, a, m int) {
+	ly := p.lay
+	for ly.levelOf(y) != ly.leaf {
+		cf, ce := ly.children(y)
+		best, bestFree, bestCap := -1, 0, 0
+		for z := cf; z < ce; z++ {
+			c := int(p.phaseCap(p.lastPhase(), z))
+			if c < a {
+				continue
+			}
+			f := p.domainFree(z)
+			if best >= 0 && (f > bestFree || f == bestFree && c >= bestCap) {
+				continue
+			}
+			if p.leafCover(z, a) == m {
+				best, bestFree, bestCap = z, f, c
+			}
+		}
+		if best < 0 {
+			p.split(y, a, m)
+			return
+		}
+		y = best
+	}
+	p.sc.cover.sel = append(p.sc.cover.sel, leafAmount{leaf: int32(y), amount: int32(a)})
+}
+
+// split covers a items with m leaves from several children of y: children
+// are added, the one raising the sum of the m largest chosen leaves most
+// first, until that sum covers a; the m-1 largest chosen leaves are taken
+// whole and the tightest leaf that covers the rest takes it (under a chosen
+// child when one has such a leaf).
+func (p *Placer) split(y, a, m int) {
+	cs := &p.sc.cover
+	if p.lay.levelOf(y)+1 == p.lay.leaf {
+		p.splitLeaves(y, a, m)
+		return
+	}
+	p.gatherKids(y)
+	chosen := p.chooseKids(a, m)
+	rest := a
+	for _, l := range chosen[:m-1] {
+		cs.sel = append(cs.sel, leafAmount{leaf: l.leaf, amount: l.cap})
+		rest -= int(l.cap)
+	}
+	if rest <= 0 {
+		panic("placement: split's leaf count was not minimal")
+	}
+	if cs.mark++; cs.mark == 0 {
+		clear(cs.takenAt)
+		cs.mark = 1
+	}
+	for _, l := range chosen[:m-1] {
+		cs.takenAt[l.leaf] = cs.mark
+	}
+	last := p.lastPiece(rest)
+	cs.sel = append(cs.sel, leafAmount{leaf: int32(last), amount: int32(rest)})
+}
+
+// splitLeaves is split for a domain whose children are leaves: the m-1
+// largest leaves whole, and the rest on the remaining leaf that covers it
+// with the fewest free GPUs (then the smallest, then the lowest index).
+func (p *Placer) splitLeaves(y, a, m int) {
+	ly, cs := p.lay, &p.sc.cover
+	last := p.lastPhase()
+	leaves := cs.leaves[:0]
+	cf, ce := ly.children(y)
+	for l := cf; l < ce; l++ {
+		if c := int32(p.phaseCap(last, l)); c > 0 {
+			leaves = append(leaves, leafRef{cap: c, free: int32(p.domainFree(l)), leaf: int32(l)})
+		}
+	}
+	p.sortLeaves(leaves)
+	cs.leaves = leaves
+	rest := a
+	for _, l := range leaves[:m-1] {
+		cs.sel = append(cs.sel, leafAmount{leaf: l.leaf, amount: l.cap})
+		rest -= int(l.cap)
+	}
+	best := -1
+	for i, l := range leaves[m-1:] {
+		if int(l.cap) < rest {
+			break // sorted largest first: none further covers it
+		}
+		if b := leaves[m-1+max(best, 0)]; best < 0 || l.free < b.free || l.free == b.free && l.cap < b.cap {
+			best = i
+		}
+	}
+	if best < 0 || rest <= 0 {
+		panic("placement: split's leaf count was not minimal")
+	}
+	cs.sel = append(cs.sel, leafAmount{leaf: leaves[m-1+best].leaf, amount: int32(rest)})
+}
+
+// gatherKids lists y's children with capacity, each with its leaves
+// sorted largest first (ties: fuller leaf, then lower index).
+func (p *Placer) gatherKids(y int) {
+	ly, cs := p.lay, &p.sc.cover
+	cs.kids, cs.leaves = cs.kids[:0], cs.leaves[:0]
+	cf, ce := ly.children(y)
+	last := p.lastPhase()
+	for z := cf; z < ce; z++ {
+		c := int32(p.phaseCap(last, z))
+		if c == 0 {
+			continue
+		}
+		lo := len(cs.leaves)
+		lf, le := ly.leafID(int(ly.leafFirst[z])), ly.leafID(int(ly.leafEnd[z]))
+		for l := lf; l < le; l++ {
+			if lc := int32(p.phaseCap(last, l)); lc > 0 {
+				cs.leaves = append(cs.leaves, leafRef{cap: lc, free: int32(p.domainFree(l)), leaf: int32(l)})
+			}
+		}
+		p.sortLeaves(cs.leaves[lo:])
+		cs.kids = append(cs.kids, kid{child: int32(z), cap: c, lo: int32(lo), hi: int32(len(cs.leaves))})
+	}
+}
+
+// sortLeaves orders leaves largest first, then fuller, then by index.
+func (p *Placer) sortLeaves(v []leafRef) {
+	if len(v) > 32 {
+		slices.SortFunc(v, func(a, b leafRef) int {
+			if leafBefore(a, b) {
+				return -1
+			}
+			if leafBefore(b, a) {
+				return 1
+			}
+			return 0
+		})
+		return
+	}
+	for i := 1; i < len(v); i++ {
+		x := v[i]
+		j := i
+		for ; j > 0 && leafBefore(x, v[j-1]); j-- {
+			v[j] = v[j-1]
+		}
+		v[j] = x
+	}
+}
+
+// leafBefore reports whether leaf a sorts before b: larger, then fewer
+// free GPUs, then lower index.
+func leafBefore(a, b leafRef) bool {
+	if a.cap != b.cap {
+		return a.cap > b.cap
+	}
+	if a.free != b.free {
+		return a.free < b.free
+	}
+	return a.leaf < b.leaf
+}
+
+// chooseKids adds children until the m largest leaves of the chosen ones
+// cover a, and returns those m leaves, largest first.
+func (p *Placer) chooseKids(a, m int) []leafRef {
+	cs := &p.sc.cover
+	merged := cs.merged[:0]
+	top := 0 // the sum of the m largest merged leaves
+	for {
+		best, bestSum := -1, -1
+		for k := range cs.kids {
+			kd := &cs.kids[k]
+			if kd.chosen {
+				continue
+			}
+			sum := top + int(kd.cap) // every leaf fits in the places left
+			if n := int(kd.hi - kd.lo); m-min(m, len(merged)) < n {
+				sum = topMergeSum(merged, top, cs.leaves[kd.lo:kd.hi], m)
+			}
+			if sum > bestSum || sum == bestSum && kd.cap > cs.kids[best].cap {
+				best, bestSum = k, sum
+			}
+		}
+		if best < 0 {
+			panic("placement: split ran out of children before covering its need")
+		}
+		kd := &cs.kids[best]
+		kd.chosen = true
+		merged = p.mergeLeaves(merged, cs.leaves[kd.lo:kd.hi], m)
+		top = bestSum
+		if bestSum >= a {
+			return merged
+		}
+	}
+}
+
+// topMergeSum returns the sum of the m largest capacities of two lists
+// sorted largest first, given top, the sum of a's m largest: b's leaves
+// replace a's smallest kept ones while they are larger (or fill the places
+// a leaves empty).
+func topMergeSum(a []leafRef, top int, b []leafRef, m int) int {
+	sum := top
+	kept := min(m, len(a)) // a's leaves in the top: a[:kept]
+	empty := m - kept      // places a leaves free
+	for _, x := range b {
+		switch {
+		case empty > 0:
+			sum += int(x.cap)
+			empty--
+		case kept > 0 && x.cap > a[kept-1].cap:
+			sum += int(x.cap - a[kept-1].cap)
+			kept--
+		default:
+			return sum
+		}
+	}
+	return sum
+}
+
+// mergeLeaves merges b into a (both largest first), a's leaves first on
+// ties, keeping the m largest, alternating between the scratch's two
+// merge buffers.
+func (p *Placer) mergeLeaves(a, b []leafRef, m int) []leafRef {
+	cs := &p.sc.cover
+	out := cs.spare[:0]
+	i, j := 0, 0
+	for len(out) < m && (i < len(a) || j < len(b)) {
+		if i < len(a) && (j >= len(b) || a[i].cap >= b[j].cap) {
+			out = append(out, a[i])
+			i++
+		} else {
+			out = append(out, b[j])
+			j++
+		}
+	}
+	cs.spare, cs.merged = cs.merged[:0], out
+	return out
+}
+
+// lastPiece returns the leaf that takes the rest: among the leaves not
+// taken that cover it, the one adding the least free GPUs to the domains
+// used (its own, plus its child of the split domain when no leaf of that
+// child is used yet), then the smallest, then the lowest index.
+func (p *Placer) lastPiece(rest int) int {
+	cs := &p.sc.cover
+	best, bestCost, bestCap := -1, 0, int32(0)
+	for _, kd := range cs.kids {
+		extra := 0
+		if !kd.chosen && p.lay.levelOf(int(kd.child)) != p.lay.leaf {
+			extra = p.domainFree(int(kd.child))
+		}
+		for _, l := range cs.leaves[kd.lo:kd.hi] {
+			if int(l.cap) < rest || cs.takenAt[l.leaf] == cs.mark {
+				continue
+			}
+			cost := extra + int(l.free)
+			if best < 0 || cost < bestCost || cost == bestCost && l.cap < bestCap {
+				best, bestCost, bestCap = int(l.leaf), cost, l.cap
+			}
+		}
+	}
+	if best < 0 {
+		panic("placement: split has no leaf for the last piece")
+	}
+	return best
+}

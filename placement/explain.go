@@ -1,0 +1,266 @@
+package placement
+
+import (
+	mathbits "math/bits"
+
+	"github.com/phalanx-sched/phalanx/internal/bits"
+)
+
+// explain builds the Reason of a request the leaf-packing search could
+// not place (the capacities are those of the failed search). The code is
+// the first that applies: TooManyDomains when a placement exists without
+// the domain limit, RequiredLevel, NoSegments, NoCapacity.
+func (p *Placer) explain() Reason {
+	if p.opts.Strategy != LeafPack {
+		return p.explainBlind()
+	}
+	pl := &p.sc.pl
+	var r Reason
+	switch {
+	case pl.limit > 0 && p.fitsWithoutLimit():
+		r = Reason{Code: TooManyDomains, Level: p.lay.levelName(pl.limitLvl), Need: pl.limit, Have: p.fewestLimitUnits()}
+	case pl.required != rootLevel:
+		ph := pl.firstPhase(pl.required)
+		r = Reason{Code: RequiredLevel, Level: p.lay.levelName(pl.required), Need: pl.need(ph), Have: p.bestCap(pl.required, ph), unit: p.unitOf(ph)}
+	default:
+		ph := pl.firstPhase(rootLevel)
+		r = Reason{Code: NoCapacity, Need: pl.need(ph), Have: p.phaseCap(ph, 0), unit: p.unitOf(ph)}
+		if pl.nlayers > 0 {
+			r.Code = NoSegments
+		}
+	}
+	r.Excluded = p.exclusions()
+	r.Unresolvable = p.unresolvable()
+	return r
+}
+
+// verdict remembers whether a request without Allowed or Excluded can
+// ever fit the cluster: that depends on the request alone, and callers
+// such as a scheduling loop ask again and again.
+type verdict struct {
+	ok    bool
+	never bool
+	key   plan
+}
+
+// unresolvable reports whether the request cannot fit even with every
+// node up and idle, remembering the answer for requests without a mask.
+func (p *Placer) unresolvable() bool {
+	sc := &p.sc
+	if sc.req.Allowed != nil || sc.req.Excluded != nil {
+		if pl := &sc.pl; pl.required == rootLevel && pl.limit == 0 && pl.nlayers == 0 {
+			// No topology constraint: the cluster's count decides.
+			p.idealMask()
+			return p.idealMaskedItems(0) < pl.need(0)
+		}
+		return !p.fitsIdealCluster()
+	}
+	pl := &sc.pl
+	h := uint(pl.nodes)*31 + uint(pl.gpus)*17 + uint(pl.perNode)*7 + uint(pl.limit)*5 + uint(pl.required+2)*3 + uint(pl.nlayers)
+	v := &sc.verdicts[h%uint(len(sc.verdicts))]
+	if !v.ok || v.key != *pl {
+		*v = verdict{ok: true, never: !p.fitsIdealCluster(), key: *pl}
+	}
+	return v.never
+}
+
+// explainBlind is explain for the topology-blind baselines, which fail
+// only for want of candidates.
+func (p *Placer) explainBlind() Reason {
+	pl := &p.sc.pl
+	r := Reason{Code: NoCapacity, unit: unitDesc{mode: pl.mode, g: pl.perNode, excl: pl.exclusive}}
+	r.Need, r.Have = p.blindNeed(), p.blindCapacity()
+	r.Excluded = p.exclusions()
+	p.idealCapacities()
+	r.Unresolvable = int(p.sc.capBase[0]) < r.Need
+	return r
+}
+
+// unitOf describes the items of phase ph.
+func (p *Placer) unitOf(ph int) unitDesc {
+	pl := &p.sc.pl
+	u := unitDesc{mode: pl.mode, g: pl.perNode, excl: pl.exclusive}
+	if s := pl.phases[ph].seg; s >= 0 {
+		u.seg, u.segName = pl.layers[s].size, p.lay.levelName(pl.layers[s].lvl)
+	}
+	return u
+}
+
+// bestCap returns the most items of phase ph any domain of level l holds.
+func (p *Placer) bestCap(l level, ph int) int {
+	best := 0
+	for d := range p.lay.count(l) {
+		best = max(best, p.phaseCap(ph, p.lay.id(l, d)))
+	}
+	return best
+}
+
+// fitsWithoutLimit reports whether some domain would hold the request if
+// it had no domain limit.
+func (p *Placer) fitsWithoutLimit() bool {
+	pl := &p.sc.pl
+	limit := pl.limit
+	pl.limit = 0
+	ok := p.anyDomainHolds()
+	pl.limit = limit
+	return ok
+}
+
+// anyDomainHolds reports whether a domain of a level at or below the
+// Required one holds the request, on the current capacities.
+func (p *Placer) anyDomainHolds() bool {
+	ly, pl := p.lay, &p.sc.pl
+	for l := ly.leaf; l >= pl.required; l-- {
+		ph := pl.firstPhase(l)
+		for d := range ly.count(l) {
+			if p.holdsLimited(ly.id(l, d), ph, pl.need(ph)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// holdsLimited is holds, with the domain limit applied only when set.
+func (p *Placer) holdsLimited(x, ph, need int) bool {
+	if p.sc.pl.limit == 0 {
+		return p.phaseCap(ph, x) >= need
+	}
+	return p.holds(x, ph, need)
+}
+
+// fewestLimitUnits returns the fewest domains of the limited level that
+// any placement spans: inside the best domain of the Required level (or
+// the cluster), the largest such domains first.
+func (p *Placer) fewestLimitUnits() int {
+	ly, pl := p.lay, &p.sc.pl
+	best := 0
+	need := pl.need(0)
+	for d := range ly.count(pl.required) {
+		x := ly.id(pl.required, d)
+		if p.phaseCap(0, x) < need {
+			continue
+		}
+		uf, ue := ly.descendants(x, pl.limitLvl)
+		v := p.sc.search.sorted[:0]
+		for u := uf; u < ue; u++ {
+			v = append(v, int32(p.phaseCap(0, u)))
+		}
+		if n := coverCount(v, need, &p.sc.search.count); best == 0 || n < best {
+			best = n
+		}
+	}
+	return best
+}
+
+// exclusions counts the nodes that were not candidates, by reason.
+func (p *Placer) exclusions() Exclusions {
+	sc, ly := &p.sc, p.lay
+	s := sc.s
+	e := Exclusions{Down: s.DownNodes(), Drained: s.DrainedNodes()}
+	if sc.minFree <= ly.maxGPUs {
+		p.candidates()
+	} else {
+		clear(sc.cand)
+	}
+	sched := s.AvailWords(0)
+	var allowed, excluded []uint64
+	if a := sc.req.Allowed; a != nil {
+		allowed = a.Words()
+	}
+	if x := sc.req.Excluded; x != nil {
+		excluded = x.Words()
+	}
+	for w, m := range sched {
+		in := m
+		if allowed != nil {
+			in &= wordAt(allowed, w)
+		}
+		e.OutsideAllowed += mathbits.OnesCount64(m &^ in)
+		out := in & wordAt(excluded, w)
+		e.InExcluded += mathbits.OnesCount64(out)
+		e.ShortOfGPUs += mathbits.OnesCount64(in&^out) - mathbits.OnesCount64(sc.cand[w])
+	}
+	return e
+}
+
+func wordAt(v []uint64, w int) uint64 {
+	if w < len(v) {
+		return v[w]
+	}
+	return 0
+}
+
+// fitsIdealCluster reports whether the request would fit with every node
+// up and every GPU free.
+func (p *Placer) fitsIdealCluster() bool {
+	p.idealCapacities()
+	return p.anyDomainHolds()
+}
+
+// idealCapacities sets the capacities of the cluster with every node up
+// and idle (Allowed and Excluded still applying).
+func (p *Placer) idealCapacities() {
+	sc, ly := &p.sc, p.lay
+	masked := sc.req.Allowed != nil || sc.req.Excluded != nil
+	if masked {
+		p.idealMask()
+	}
+	for d := range ly.count(ly.leaf) {
+		x := ly.leafID(d)
+		if masked {
+			sc.capBase[x] = int32(p.idealMaskedItems(x))
+		} else {
+			sc.capBase[x] = int32(p.idealItems(d))
+		}
+	}
+	p.sumUp(sc.capBase, ly.leaf)
+	p.segmentCapacities()
+}
+
+// idealItems returns the base items leaf number d holds with every node up
+// and idle: its nodes large enough, or their GPUs.
+func (p *Placer) idealItems(d int) int {
+	sc, ly := &p.sc, p.lay
+	if sc.minFree > ly.maxGPUs {
+		return 0
+	}
+	if sc.pl.mode == modeNodes {
+		return int(ly.idealAvail[d*(ly.maxGPUs+1)+sc.minFree])
+	}
+	return int(ly.idealGPUs[d])
+}
+
+// idealMaskedItems is idealItems for leaf x within the mask in sc.tmp.
+func (p *Placer) idealMaskedItems(x int) int {
+	sc, ly := &p.sc, p.lay
+	f, e := int(ly.nodeFirst[x]), int(ly.nodeEnd[x])
+	switch {
+	case sc.minFree > ly.maxGPUs:
+		return 0
+	case sc.pl.mode == modeNodes:
+		return bits.AndCount(sc.tmp, ly.sizeWords(sc.minFree), f, e)
+	case ly.uniform:
+		return ly.maxGPUs * bits.Count(sc.tmp, f, e)
+	}
+	n := 0
+	for k := 1; k <= ly.maxGPUs; k++ {
+		n += bits.AndCount(sc.tmp, ly.sizeWords(k), f, e) // a node of size s counts once per k <= s
+	}
+	return n
+}
+
+// idealMask puts Allowed minus Excluded into sc.tmp.
+func (p *Placer) idealMask() {
+	sc := &p.sc
+	for w := range sc.tmp {
+		m := ^uint64(0)
+		if a := sc.req.Allowed; a != nil {
+			m = wordAt(a.Words(), w)
+		}
+		if x := sc.req.Excluded; x != nil {
+			m &^= wordAt(x.Words(), w)
+		}
+		sc.tmp[w] = m
+	}
+}

@@ -1,0 +1,341 @@
+package placement
+
+import (
+	mathbits "math/bits"
+
+	"github.com/phalanx-sched/phalanx/internal/bits"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// classPlan says which nodes of one leaf a placement takes, by class (the
+// nodes' usable GPUs): whole[k] nodes of class k, and in GPU mode one
+// partial node of class partClass giving partGPUs.
+type classPlan struct {
+	whole     [topology.MaxGPUsPerNode + 1]int32
+	partClass int
+	partGPUs  int
+}
+
+// takeStats summarises a leaf's share of a placement.
+type takeStats struct {
+	nodes int
+	free  int // free GPUs of the nodes taken, before the placement
+	taken int // GPUs assigned
+}
+
+// planClasses chooses the nodes that take a last-phase items of leaf x
+// (step 5), from its histogram:
+//   - nodes x g: the fewest free GPUs that fit first (fill fragments);
+//   - exclusive nodes x g: the smallest nodes first (fewest GPUs given
+//     beyond the request); whole nodes: the largest first (least left);
+//   - GPU totals: the fewest nodes, the fullest first while none covers
+//     the rest, then the tightest node that covers it.
+func (p *Placer) planClasses(x, a int, cp *classPlan) {
+	pl, maxG := &p.sc.pl, p.lay.maxGPUs
+	h := p.histogram(x)
+	*cp = classPlan{}
+	rest := a * pl.itemNodes(p.lastPhase())
+	switch {
+	case pl.mode == modeGPUs:
+		p.planGPUClasses(h, a, cp)
+		return
+	case pl.exclusive && pl.perNode == 0:
+		for k := maxG; k >= 1 && rest > 0; k-- {
+			t := min(int(h[k]), rest)
+			cp.whole[k], rest = int32(t), rest-t
+		}
+	default:
+		for k := p.sc.minFree; k <= maxG && rest > 0; k++ {
+			t := min(int(h[k]), rest)
+			cp.whole[k], rest = int32(t), rest-t
+		}
+	}
+	if rest > 0 {
+		panic("placement: a leaf held fewer candidates than counted")
+	}
+}
+
+// planGPUClasses is planClasses for GPU totals: whole nodes, fullest
+// first, while the fullest left does not cover the rest alone; then the
+// tightest node that covers it.
+func (p *Placer) planGPUClasses(h []int32, gpus int, cp *classPlan) {
+	rest := gpus
+	for k := p.lay.maxGPUs; k >= 1; k-- {
+		c := int(h[k])
+		if c == 0 {
+			continue
+		}
+		if k < rest {
+			t := min(c, (rest-1)/k)
+			cp.whole[k], rest = int32(t), rest-t*k
+			if t == c {
+				continue
+			}
+		}
+		// A node of class k is left and covers the rest: the tightest
+		// class from rest up with a node left.
+		j := rest
+		for int(h[j]) == int(cp.whole[j]) {
+			j++
+		}
+		cp.partClass, cp.partGPUs = j, rest
+		return
+	}
+	panic("placement: a leaf held fewer GPUs than counted")
+}
+
+// leafTake returns the statistics of taking a last-phase items of leaf x
+// as planClasses would, computed from the histogram alone.
+func (p *Placer) leafTake(x, a int) takeStats {
+	pl, maxG := &p.sc.pl, p.lay.maxGPUs
+	h := p.histogram(x)
+	var st takeStats
+	rest := a * pl.itemNodes(p.lastPhase())
+	switch {
+	case pl.mode == modeGPUs:
+		st = gpuTake(h, a, maxG)
+	case pl.exclusive && pl.perNode == 0:
+		for k := maxG; k >= 1 && rest > 0; k-- {
+			t := min(int(h[k]), rest)
+			st.nodes, st.free, rest = st.nodes+t, st.free+k*t, rest-t
+		}
+	default:
+		for k := p.sc.minFree; k <= maxG && rest > 0; k++ {
+			t := min(int(h[k]), rest)
+			st.nodes, st.free, rest = st.nodes+t, st.free+k*t, rest-t
+		}
+	}
+	st.taken = p.givenGPUs(a, st)
+	return st
+}
+
+// gpuTake is leafTake for GPU totals: planGPUClasses's choice, counted.
+func gpuTake(h []int32, gpus, maxG int) takeStats {
+	var st takeStats
+	rest := gpus
+	for k := maxG; k >= 1; k-- {
+		c := int(h[k])
+		if c == 0 {
+			continue
+		}
+		if k >= rest {
+			// The tightest class from rest up with a node left.
+			for j := rest; j <= k; j++ {
+				left := int(h[j])
+				if j == k {
+					left = c
+				}
+				if left > 0 {
+					return takeStats{nodes: st.nodes + 1, free: st.free + j}
+				}
+			}
+		}
+		t := min(c, (rest-1)/k)
+		st.nodes, st.free, rest = st.nodes+t, st.free+k*t, rest-k*t
+		if t < c {
+			// Nodes of class k are left and now cover the rest.
+			return takeStats{nodes: st.nodes + 1, free: st.free + tightest(h, rest, k, c-t)}
+		}
+	}
+	panic("placement: a leaf held fewer GPUs than counted")
+}
+
+// tightest returns the smallest class from rest to k with a node left
+// (class k has left of them).
+func tightest(h []int32, rest, k, left int) int {
+	for j := rest; j < k; j++ {
+		if h[j] > 0 {
+			return j
+		}
+	}
+	if left > 0 {
+		return k
+	}
+	panic("placement: no node covers the rest")
+}
+
+// givenGPUs returns the GPUs a placement of a last-phase items gives, from
+// its node statistics.
+func (p *Placer) givenGPUs(a int, st takeStats) int {
+	pl := &p.sc.pl
+	switch {
+	case pl.exclusive:
+		return st.free
+	case pl.mode == modeGPUs:
+		return a
+	}
+	return st.nodes * pl.perNode
+}
+
+// nodesLowerBound returns the fewest candidates of x whose usable GPUs
+// reach the request's GPUs (GPU totals), whatever leaves they lie in.
+func (p *Placer) nodesLowerBound(x int) int { return p.fewestNodes(p.histogram(x)) }
+
+// quickNodesLowerBound is nodesLowerBound counting, under a mask, the
+// nodes the mask removed too (from the counters, with no node visited):
+// no more than nodesLowerBound.
+func (p *Placer) quickNodesLowerBound(x int) int {
+	sc, ly := &p.sc, p.lay
+	if !sc.masked || !sc.countable || x == 0 {
+		return p.nodesLowerBound(x)
+	}
+	var h [topology.MaxGPUsPerNode + 1]int32
+	p.counterHistogram(x, h[:ly.maxGPUs+1])
+	return p.fewestNodes(h[:ly.maxGPUs+1])
+}
+
+// fewestNodes returns the fewest nodes of histogram h whose GPUs reach the
+// request's GPUs.
+func (p *Placer) fewestNodes(h []int32) int {
+	rest, n := p.sc.pl.gpus, 0
+	for k := p.lay.maxGPUs; k >= 1 && rest > 0; k-- {
+		t := min(int(h[k]), (rest+k-1)/k)
+		n += t
+		rest -= t * k
+	}
+	return n
+}
+
+// pickLeaf assigns the nodes and GPUs that take a last-phase items of
+// leaf x, lowest node index first within a class.
+func (p *Placer) pickLeaf(x, a int) {
+	var cp classPlan
+	p.planClasses(x, a, &cp)
+	ly := p.lay
+	lo, hi := int(ly.nodeFirst[x]), int(ly.nodeEnd[x])
+	p.sc.tally.free += p.markPath(x, &p.sc.tally.spans)
+	for k := 1; k <= ly.maxGPUs; k++ {
+		n := int(cp.whole[k])
+		if k == cp.partClass {
+			n++
+		}
+		if n > 0 {
+			p.pickClass(k, lo, hi, int(cp.whole[k]), n, cp.partGPUs)
+		}
+	}
+}
+
+// pickClass takes the first n nodes of class k in [lo, hi): the first
+// whole of them entirely (or with the request's GPUs per node), the last
+// one, when n exceeds whole, with partGPUs GPUs.
+func (p *Placer) pickClass(k, lo, hi, whole, n, partGPUs int) {
+	sc := &p.sc
+	// GPUs a fully taken node of class k gives: all k free ones, except
+	// for non-exclusive node requests of fewer GPUs per node.
+	full := k
+	if sc.pl.mode == modeNodes && !sc.pl.exclusive {
+		full = sc.pl.perNode
+	}
+	// Nodes of one class often share their free GPUs and group kind: the
+	// last choice is reused.
+	lastFree, lastKind, lastG, lastMask := uint64(0), int32(-1), -1, uint64(0)
+	i := 0
+	for w := lo >> 6; w <= (hi-1)>>6 && i < n; w++ {
+		x := p.candWord(w) & p.classWord(k, w) & bits.RangeMask(w, lo, hi)
+		for ; x != 0 && i < n; x &= x - 1 {
+			node := w<<6 + mathbits.TrailingZeros64(x)
+			g := full
+			if i >= whole && !sc.pl.exclusive {
+				g = partGPUs
+			}
+			m := sc.s.Free(node)
+			if g < k {
+				if kind := p.lay.groupKind[node]; m == lastFree && kind == lastKind && g == lastG {
+					m = lastMask
+				} else {
+					lastFree, lastKind, lastG = m, kind, g
+					m = p.pickGPUs(node, g)
+					lastMask = m
+				}
+			}
+			sc.out = append(sc.out, topology.NodeAlloc{Node: int32(node), GPUs: m})
+			sc.tally.gpus += g
+			i++
+		}
+	}
+	if i < n {
+		panic("placement: a class held fewer nodes than counted")
+	}
+	sc.tally.free += n * k // the nodes' free GPUs: their class
+}
+
+// candWord returns word w of the candidate set.
+func (p *Placer) candWord(w int) uint64 {
+	sc := &p.sc
+	switch {
+	case sc.masked:
+		return sc.cand[w]
+	case sc.pl.exclusive:
+		return sc.s.IdleWords()[w] & p.lay.sizeWords(sc.minFree)[w]
+	}
+	return sc.s.AvailWords(sc.minFree)[w]
+}
+
+// classWord returns word w of the nodes with exactly k usable GPUs.
+func (p *Placer) classWord(k, w int) uint64 {
+	ly, sc := p.lay, &p.sc
+	if sc.pl.exclusive {
+		x := ly.sizeWords(k)[w]
+		if k < ly.maxGPUs {
+			x &^= ly.sizeWords(k + 1)[w]
+		}
+		return x
+	}
+	x := sc.s.AvailWords(k)[w]
+	if k < ly.maxGPUs {
+		x &^= sc.s.AvailWords(k + 1)[w]
+	}
+	return x
+}
+
+// pickGPUs chooses g free GPUs of node n: all of them when g covers its
+// free GPUs, else from the smallest intra-node group that holds g (fewest
+// free GPUs on ties), else the lowest free GPUs.
+func (p *Placer) pickGPUs(n, g int) uint64 {
+	free := p.sc.s.Free(n)
+	if bits.PopCount(free) <= g {
+		return free
+	}
+	// The choice depends only on the node's groups, its free GPUs and g:
+	// remembered in a small table, as many nodes share all three.
+	kind := p.lay.groupKind[n]
+	e := &p.sc.gpuChoice[(free*0x9e3779b97f4a7c15^uint64(kind)<<7^uint64(g))>>(64-gpuChoiceBits)]
+	if e.ok && e.free == free && e.kind == kind && e.g == uint8(g) {
+		return e.mask
+	}
+	m := p.chooseGPUs(n, free, g)
+	*e = gpuChoice{ok: true, free: free, kind: kind, g: uint8(g), mask: m}
+	return m
+}
+
+// gpuChoiceBits sizes the table of remembered GPU choices (2^bits entries).
+const gpuChoiceBits = 8
+
+// gpuChoice is one remembered GPU choice: for nodes of group kind kind
+// with free GPUs free, g of them are mask.
+type gpuChoice struct {
+	ok   bool
+	g    uint8
+	kind int32
+	free uint64
+	mask uint64
+}
+
+// chooseGPUs is pickGPUs's choice for node n with free GPUs free.
+func (p *Placer) chooseGPUs(n int, free uint64, g int) uint64 {
+	best, bestSize, bestFree := uint64(0), 65, 65
+	for _, grp := range p.lay.c.NodeGroups(n) {
+		f := bits.PopCount(grp & free)
+		if f < g {
+			continue
+		}
+		size := bits.PopCount(grp)
+		if size < bestSize || size == bestSize && f < bestFree {
+			best, bestSize, bestFree = grp, size, f
+		}
+	}
+	if best != 0 {
+		return bits.LowBits(best&free, g)
+	}
+	return bits.LowBits(free, g)
+}

@@ -1,0 +1,93 @@
+package placement
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// TestFlatCluster: a cluster with no levels above the node.
+func TestFlatCluster(t *testing.T) {
+	spec := topology.Spec{}
+	for i := range 6 {
+		spec.Nodes = append(spec.Nodes, topology.NodeSpec{Name: fmt.Sprintf("n%d", i), GPUs: 4})
+	}
+	c, err := topology.Build(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := topology.NewState(c)
+	_ = s.Allocate([]topology.NodeAlloc{{Node: 0, GPUs: 0x7}, {Node: 1, GPUs: 0x1}})
+	p := New(c, Options{})
+	for _, tc := range []struct {
+		req   Request
+		nodes int
+		ok    bool
+	}{
+		{NodesOf(1, 1), 1, true},
+		{NodesOf(4, 4), 4, true},
+		{NodesOf(5, 4), 0, false},
+		{TotalGPUs(13), 4, true},
+		{TotalGPUs(21), 0, false},
+		{WholeNodes(4), 4, true},
+	} {
+		res, err := p.Place(s, &tc.req, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Placed != tc.ok || res.Placed && res.Nodes != tc.nodes || res.Placed && res.Leaves(c) != 1 {
+			t.Errorf("%s: placed %v on %d nodes (%s), want %v on %d", tc.req.String(), res.Placed, res.Nodes, res.Reason, tc.ok, tc.nodes)
+		}
+	}
+}
+
+// TestIntraNodeGroups: a request smaller than a node gets GPUs inside one
+// intra-node group (the default nodes have pairs 0-1, 2-3, 4-5, 6-7 and
+// halves 0-3, 4-7), the smallest group that holds it.
+func TestIntraNodeGroups(t *testing.T) {
+	c := topology.Default2000()
+	p := New(c, Options{})
+	for _, tc := range []struct {
+		busy uint64 // busy GPUs on every node
+		g    int
+		want uint64
+	}{
+		{0x05, 2, 0x30}, // GPUs 0 and 2 busy: the first whole free pair is 4-5
+		{0x01, 2, 0x0c}, // GPU 0 busy: pair 2-3
+		{0x11, 3, 0x0e}, // GPUs 0 and 4 busy: both halves hold 3; the first (1-3)
+		{0x13, 3, 0xe0}, // GPUs 0, 1 and 4 busy: only the half 4-7 holds 3 (5-7)
+		{0x21, 4, 0x00}, // GPUs 0 and 5 busy: no half holds 4; lowest free GPUs
+		{0x00, 4, 0x0f}, // idle: the first half
+	} {
+		s := topology.NewState(c)
+		for n := range c.NumNodes() {
+			if tc.busy != 0 {
+				_ = s.Allocate([]topology.NodeAlloc{{Node: int32(n), GPUs: tc.busy}})
+			}
+		}
+		req := NodesOf(1, tc.g)
+		res, err := p.Place(s, &req, nil)
+		if err != nil || !res.Placed {
+			t.Fatalf("%v %s", err, res.Reason)
+		}
+		got := res.Assignment[0].GPUs
+		want := tc.want
+		if want == 0 {
+			want = bitsLow(^tc.busy&0xff, tc.g)
+		}
+		if got != want {
+			t.Errorf("busy %#x, %d GPUs: got %s, want %s", tc.busy, tc.g, topology.FormatGPUs(got), topology.FormatGPUs(want))
+		}
+	}
+}
+
+func bitsLow(m uint64, n int) uint64 {
+	var out uint64
+	for ; n > 0 && m != 0; n-- {
+		low := m & -m
+		out |= low
+		m &^= low
+	}
+	return out
+}
