@@ -56,23 +56,20 @@ func (s *Searcher) domainBits() bool {
 	ok := true
 	for b, v := range s.elig {
 		e.bit[b] = 0
-		a := s.cands[v].Alloc
-		for m := range a.Members {
-			for _, x := range a.Members[m].Assignment {
-				d := 0
-				if s.low >= 0 {
-					d = s.c.NodeDomain(int(x.Node), s.low)
-				}
-				if e.slot[d] < 0 {
-					if len(e.used) == 64 {
-						ok = false
-						continue
-					}
-					e.slot[d] = int8(len(e.used))
-					e.used = append(e.used, int32(d))
-				}
-				e.bit[b] |= 1 << uint(e.slot[d])
+		for _, x := range s.all(v) {
+			d := 0
+			if s.low >= 0 {
+				d = s.c.NodeDomain(int(x.Node), s.low)
 			}
+			if e.slot[d] < 0 {
+				if len(e.used) == 64 {
+					ok = false
+					continue
+				}
+				e.slot[d] = int8(len(e.used))
+				e.used = append(e.used, int32(d))
+			}
+			e.bit[b] |= 1 << uint(e.slot[d])
 		}
 	}
 	for _, d := range e.used {

@@ -10,37 +10,69 @@ import (
 )
 
 // A scope is a topology domain the preemptor could sit in (or the whole
-// cluster). The scope stage builds, per scope, the pool's candidates that
-// hold GPUs in it, cheapest per GPU first, and a lower bound of the cost
-// of any victim set that makes room there; it then evaluates the scopes in
-// order of that bound until the bound exceeds the best cost found or the
-// budget runs out.
+// cluster). The scope stage splits each scope's victims into units, the
+// steps of a greedy, and orders them cheapest first:
+//
+//   - node mode (a single member asking for Nodes): a unit is one node
+//     that does not have the GPUs a pod needs, with the pool's gangs on it
+//     whose release gives it them, cheapest per GPU first; its cost is
+//     the least cost of freeing those GPUs with each gang's cost spread
+//     over its GPUs.
+//   - GPU mode (GPU totals, several members): a unit is one gang, costed
+//     per GPU it frees in the scope.
+//
+// Summing the cheapest units that cover the scope's deficit (pods without
+// a node, or GPUs) gives a lower bound of the cost of any victim set that
+// makes room in the scope. Scopes are evaluated by increasing bound until
+// the bound exceeds the best cost found or the budget runs out.
 
-// item is one candidate's share of one scope.
-type item struct {
-	eff   float64 // cost per GPU it frees in the scope
-	cost  int64
-	cand  int32
-	gpus  int32 // GPUs it frees in the scope (on schedulable nodes)
-	scope int32
+// unit is one greedy step inside one scope.
+type unit struct {
+	cost       float64 // ordering cost (per GPU in GPU mode)
+	bound      float64 // its cost in the bound
+	amount     int32   // GPUs (GPU mode) or 1 node it frees in the scope
+	first, end int32   // its victims in scopeScratch.uv
+	scope      int32
+	tie        int32 // candidate (GPU mode) or node: the last tie-breaker
 }
 
-// scope is one evaluated scope: its bound and its items in s.sc.sorted.
+// scope is one evaluated scope: its bound and its units in s.sc.sorted.
 type scope struct {
 	lb         float64
 	level, dom int32 // level -1: the whole cluster
 	start, end int32
+	sorted     int32 // units[start:start+sorted] are the cheapest, in order
+	have       int32 // node mode: nodes that already have the GPUs a pod needs
+}
+
+// occ is one candidate's GPUs on one node (node mode).
+type occ struct {
+	node, cand, gpus int32
 }
 
 type scopeScratch struct {
 	base    []int32 // per level: first scope id; base[depth]: the whole cluster
 	acc     []int32 // per domain of one level: GPUs of the current candidate
 	touched []int32
-	items   []item
-	sorted  []item
-	start   []int32 // per scope id: count, then first item (counting sort)
+	units   []unit
+	sorted  []unit
+	uv      []int32 // victims of units
+	start   []int32 // per scope id: count, then end of its units (counting sort)
 	scopes  []scope
 	levels  []int
+	// Node mode.
+	nodeMode  bool
+	whole     bool // pods take whole (idle) nodes
+	perNode   int  // GPUs a pod needs when not whole
+	pods      int
+	occ       []occ
+	occSorted []occ
+	nodeStart []int32 // per node: first entry in occSorted
+	sat       []bool  // per node: already has the GPUs a pod needs
+	order     []int32 // nodes that can be freed, cheapest first
+	nodeCost  []float64
+	nodeFirst []int32
+	nodeEnd   []int32
 }
 
 func (sc *scopeScratch) init(c *topology.Cluster) {
@@ -55,6 +87,12 @@ func (sc *scopeScratch) init(c *topology.Cluster) {
 	sc.acc = make([]int32, widest)
 	sc.start = make([]int32, total+2)
 	sc.levels = make([]int, 0, c.Depth()+1)
+	n := c.NumNodes()
+	sc.nodeStart = make([]int32, n+1)
+	sc.sat = make([]bool, n)
+	sc.nodeCost = make([]float64, n)
+	sc.nodeFirst = make([]int32, n)
+	sc.nodeEnd = make([]int32, n)
 }
 
 // scopeLevels lists the levels whose domains are scopes: the required
@@ -84,61 +122,41 @@ func (s *Searcher) scopeID(l, d int) int32 {
 	return s.sc.base[l] + int32(d)
 }
 
-// addItems appends candidate v's items at level l.
-func (s *Searcher) addItems(l int, v int32) {
+// setMode chooses node mode for a single member asking for Nodes, unless
+// gpuMode is set.
+func (s *Searcher) setMode(gpuMode bool) {
 	sc := &s.sc
-	c := &s.cands[v]
-	if l < 0 {
-		if g := s.gpus[v]; g > 0 {
-			sc.items = append(sc.items, item{eff: float64(c.Cost) / float64(g), cost: c.Cost, cand: v, gpus: g, scope: s.scopeID(-1, 0)})
-		}
+	g := s.req.Gang
+	sc.nodeMode = !gpuMode && len(g.Members) == 1 && g.Members[0].Request.Nodes > 0
+	if !sc.nodeMode {
 		return
 	}
-	sc.touched = sc.touched[:0]
-	for m := range c.Alloc.Members {
-		for _, e := range c.Alloc.Members[m].Assignment {
-			if !s.st.Schedulable(int(e.Node)) {
-				continue
-			}
-			d := s.c.NodeDomain(int(e.Node), l)
-			if sc.acc[d] == 0 {
-				sc.touched = append(sc.touched, int32(d))
-			}
-			sc.acc[d] += int32(bits.OnesCount64(e.GPUs))
-		}
-	}
-	for _, d := range sc.touched {
-		g := sc.acc[d]
-		sc.acc[d] = 0
-		sc.items = append(sc.items, item{eff: float64(c.Cost) / float64(g), cost: c.Cost, cand: v, gpus: g, scope: s.scopeID(l, int(d))})
+	m := &g.Members[0]
+	sc.whole = m.Request.GPUsPerNode == 0 || m.Request.Exclusive
+	sc.perNode = m.Request.GPUsPerNode
+	sc.pods = m.Request.Nodes
+	if m.Min > 0 && m.Min < sc.pods {
+		sc.pods = m.Min
 	}
 }
 
-// buildScopes collects the items of every scope level, groups them by
-// scope, orders each scope's items and computes its bound.
-func (s *Searcher) buildScopes() {
+// buildScopes builds the units of every scope level, groups them by
+// scope, orders each scope's units and computes its bound.
+func (s *Searcher) buildScopes(gpuMode bool) {
 	sc := &s.sc
-	sc.items = sc.items[:0]
+	sc.units, sc.uv = sc.units[:0], sc.uv[:0]
 	sc.levels = s.scopeLevels()
-	for _, l := range sc.levels {
-		for _, v := range s.elig[:s.pool] {
-			s.addItems(l, v)
+	s.setMode(gpuMode)
+	if sc.nodeMode {
+		s.nodeUnits()
+	} else {
+		for _, l := range sc.levels {
+			for _, v := range s.elig[:s.pool] {
+				s.gpuUnits(l, v)
+			}
 		}
 	}
-	// Counting sort by scope id.
-	clear(sc.start)
-	for _, it := range sc.items {
-		sc.start[it.scope+1]++
-	}
-	for i := 1; i < len(sc.start); i++ {
-		sc.start[i] += sc.start[i-1]
-	}
-	sc.sorted = slices.Grow(sc.sorted[:0], len(sc.items))[:len(sc.items)]
-	for _, it := range sc.items {
-		sc.sorted[sc.start[it.scope]] = it
-		sc.start[it.scope]++
-	}
-	// start[id] is now the end of scope id's items.
+	s.groupUnits()
 	sc.scopes = sc.scopes[:0]
 	for _, l := range sc.levels {
 		n := 1
@@ -160,8 +178,62 @@ func (s *Searcher) buildScopes() {
 	})
 }
 
-// addScope orders the items of scope (l, d) and keeps the scope when its
-// victims could make room in it.
+// groupUnits sorts the units by scope, keeping their order within a scope
+// (a counting sort); afterwards start[id] is the end of scope id's units.
+func (s *Searcher) groupUnits() {
+	sc := &s.sc
+	clear(sc.start)
+	for _, u := range sc.units {
+		sc.start[u.scope+1]++
+	}
+	for i := 1; i < len(sc.start); i++ {
+		sc.start[i] += sc.start[i-1]
+	}
+	sc.sorted = slices.Grow(sc.sorted[:0], len(sc.units))[:len(sc.units)]
+	for _, u := range sc.units {
+		sc.sorted[sc.start[u.scope]] = u
+		sc.start[u.scope]++
+	}
+}
+
+// gpuUnits appends candidate v's units at level l (GPU mode): one per
+// domain it holds schedulable GPUs in.
+func (s *Searcher) gpuUnits(l int, v int32) {
+	sc := &s.sc
+	c := &s.cands[v]
+	add := func(d int, g int32) {
+		sc.units = append(sc.units, unit{
+			cost: float64(c.Cost) / float64(g), bound: float64(c.Cost), amount: g,
+			first: int32(len(sc.uv)), end: int32(len(sc.uv) + 1), scope: s.scopeID(l, d), tie: v,
+		})
+		sc.uv = append(sc.uv, v)
+	}
+	if l < 0 {
+		if g := s.gpus[v]; g > 0 {
+			add(0, g)
+		}
+		return
+	}
+	sc.touched = sc.touched[:0]
+	for _, e := range s.live(v) {
+		if !s.st.Schedulable(int(e.Node)) {
+			continue
+		}
+		d := s.c.NodeDomain(int(e.Node), l)
+		if sc.acc[d] == 0 {
+			sc.touched = append(sc.touched, int32(d))
+		}
+		sc.acc[d] += int32(bits.OnesCount64(e.GPUs))
+	}
+	for _, d := range sc.touched {
+		g := sc.acc[d]
+		sc.acc[d] = 0
+		add(int(d), g)
+	}
+}
+
+// addScope computes the bound of scope (l, d) and keeps the scope when
+// its victims could make room in it.
 func (s *Searcher) addScope(l, d int) {
 	sc := &s.sc
 	id := s.scopeID(l, d)
@@ -173,53 +245,71 @@ func (s *Searcher) addScope(l, d int) {
 	if start == end {
 		return
 	}
-	items := sc.sorted[start:end]
-	slices.SortFunc(items, func(a, b item) int {
-		if c := cmp.Compare(a.eff, b.eff); c != 0 {
-			return c
+	var deficit int
+	var have int32
+	if sc.nodeMode {
+		have = s.satIn(l, d)
+		deficit = sc.pods - int(have)
+	} else {
+		free := s.st.FreeGPUs()
+		if l >= 0 {
+			free = s.st.DomainFreeGPUs(l, d)
 		}
-		if c := cmp.Compare(a.cost, b.cost); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.cand, b.cand)
-	})
-	free := s.st.FreeGPUs()
-	if l >= 0 {
-		free = s.st.DomainFreeGPUs(l, d)
+		deficit = s.need - free
 	}
-	lb, ok := lowerBound(items, s.need-free)
-	if ok {
-		sc.scopes = append(sc.scopes, scope{lb: lb, level: int32(l), dom: int32(d), start: start, end: end})
+	units := sc.sorted[start:end]
+	sorted, want := 0, 16 // GPU mode: units free several GPUs each
+	if sc.nodeMode {
+		want = max(deficit, 0) + 8
+	}
+	for ; ; want *= 4 {
+		sorted = sortPrefix(units, sorted, want)
+		lb, ok := lowerBound(units[:sorted], deficit)
+		if ok {
+			sc.scopes = append(sc.scopes, scope{lb: lb, level: int32(l), dom: int32(d), start: start, end: end, sorted: int32(sorted), have: have})
+			return
+		}
+		if sorted == len(units) {
+			return
+		}
 	}
 }
 
-// lowerBound is the fractional-knapsack bound: the least cost of freeing
-// deficit GPUs from items ordered by cost per GPU, taking a fraction of
-// the last one. No victim set that makes room in the scope costs less. It
-// reports false when all items together free too little.
-func lowerBound(items []item, deficit int) (float64, bool) {
+// lowerBound is the fractional-knapsack bound: the least cost of covering
+// deficit from units ordered by cost per amount, taking a fraction of the
+// last one. It reports false when all units together cover too little.
+func lowerBound(units []unit, deficit int) (float64, bool) {
 	lb := 0.0
-	for _, it := range items {
+	for _, u := range units {
 		if deficit <= 0 {
 			break
 		}
-		g := int(it.gpus)
-		if g >= deficit {
-			return lb + float64(it.cost)*float64(deficit)/float64(g), true
+		a := int(u.amount)
+		if a >= deficit {
+			return lb + u.bound*float64(deficit)/float64(a), true
 		}
-		lb += float64(it.cost)
-		deficit -= g
+		lb += u.bound
+		deficit -= a
 	}
 	return lb, deficit <= 0
 }
 
 // searchScopes evaluates the scopes by increasing bound while the budget
-// lasts and the bound does not exceed the best cost found.
+// lasts and the bound does not exceed the best cost found. When node mode
+// finds no set (a pod's node is not all admission checks: a required
+// co-location also counts the domain's free GPUs), GPU mode runs too.
 func (s *Searcher) searchScopes() {
+	s.scopePass(false)
+	if !s.best.ok && s.sc.nodeMode {
+		s.scopePass(true)
+	}
+}
+
+func (s *Searcher) scopePass(gpuMode bool) {
 	if s.budget <= 0 {
 		return
 	}
-	s.buildScopes()
+	s.buildScopes(gpuMode)
 	for k := range s.sc.scopes {
 		sc := &s.sc.scopes[k]
 		if s.budget <= 0 || s.best.ok && sc.lb-0.5 > float64(s.best.key.cost) {
@@ -249,21 +339,21 @@ func (s *Searcher) evalScope(sc *scope) {
 	}
 }
 
-// greedyPrefix releases the scope's items in order into s.cur until the
-// scope has the GPUs, then tries g (the preemptor restricted to the
-// scope), releasing 1, 2, 4... more items after each failure. It reports
-// whether g fitted; its placement is then in s.trial.
+// greedyPrefix releases the scope's units in order (their victims into
+// s.cur) until the scope could hold the preemptor, then tries g (the
+// preemptor restricted to the scope), releasing 1, 2, 4... more units
+// after each failure. It reports whether g fitted; its placement is then
+// in s.trial.
 func (s *Searcher) greedyPrefix(sc *scope, g *gang.Spec) bool {
 	s.mustApply(nil)
-	items := s.sc.sorted[sc.start:sc.end]
+	units := s.sc.sorted[sc.start:sc.end]
 	s.cur = s.cur[:0]
 	i := 0
-	for ; i < len(items) && !s.scopeBound(sc); i++ {
-		s.cur = append(s.cur, items[i].cand)
-		s.mustRelease(items[i].cand)
+	for ; i < len(units) && !s.unitBound(sc, i); i++ {
+		s.releaseUnit(s.unitAt(sc, i))
 	}
 	for step := 1; ; step *= 2 {
-		if s.scopeBound(sc) {
+		if s.unitBound(sc, i) {
 			if !s.spend() {
 				return false
 			}
@@ -271,20 +361,42 @@ func (s *Searcher) greedyPrefix(sc *scope, g *gang.Spec) bool {
 				return true
 			}
 		}
-		if i == len(items) {
+		if i == len(units) {
 			return false
 		}
-		for k := 0; k < step && i < len(items); k++ {
-			s.cur = append(s.cur, items[i].cand)
-			s.mustRelease(items[i].cand)
+		for k := 0; k < step && i < len(units); k++ {
+			s.releaseUnit(s.unitAt(sc, i))
 			i++
 		}
 	}
 }
 
-// scopeBound reports whether the scope has at least the GPUs the
-// preemptor needs on the work state.
-func (s *Searcher) scopeBound(sc *scope) bool {
+// unitAt returns the scope's i-th cheapest unit, extending its sorted
+// prefix when needed.
+func (s *Searcher) unitAt(sc *scope, i int) *unit {
+	units := s.sc.sorted[sc.start:sc.end]
+	if i >= int(sc.sorted) {
+		sc.sorted = int32(sortPrefix(units, int(sc.sorted), 2*i+16))
+	}
+	return &units[i]
+}
+
+// releaseUnit releases the unit's victims not released yet.
+func (s *Searcher) releaseUnit(u *unit) {
+	for _, v := range s.sc.uv[u.first:u.end] {
+		if !s.rel[v] {
+			s.cur = append(s.cur, v)
+			s.mustRelease(v)
+		}
+	}
+}
+
+// unitBound reports whether the scope could hold the preemptor once its
+// first done units are released: enough nodes (node mode) or GPUs.
+func (s *Searcher) unitBound(sc *scope, done int) bool {
+	if s.sc.nodeMode {
+		return int(sc.have)+done >= s.sc.pods
+	}
 	if sc.level < 0 {
 		return s.ws.FreeGPUs() >= s.need
 	}

@@ -42,6 +42,15 @@ type Searcher struct {
 	elig  []int32
 	pool  int
 	gpus  []int32  // per candidate: GPUs on schedulable nodes
+	// flat holds the entries of the candidates flattened so far:
+	// candidate i's are flat[fOff[i]:fEnd[i]], those on nodes that are
+	// down from fLive[i].
+	flat              []topology.NodeAlloc
+	fOff, fLive, fEnd []int32
+	// classes and elig2 are scratch for sorting by class.
+	classes    []int
+	classCount [maxClassBuckets + 1]int32
+	elig2      []int32
 	rel   []bool   // per candidate: released on the work state
 	stamp []uint32 // per candidate: set membership by epoch
 	epoch uint32
@@ -53,7 +62,6 @@ type Searcher struct {
 	best  victimSet
 	cur   []int32 // scratch sets
 	trim  []int32
-	abuf  []topology.NodeAlloc
 
 	nodeMask []uint64 // per node: GPUs of a marked placement
 	domMark  []uint32 // per lowest-level domain: seen in domainsOf
@@ -84,6 +92,7 @@ func NewSearcher(c *topology.Cluster, o Options) (*Searcher, error) {
 	}
 	s := &Searcher{
 		c: c, opt: o, adm: gang.NewAdmitter(c), ws: topology.NewState(c),
+		classes: make([]int, 0, maxClassBuckets),
 		low: c.Depth() - 1, minNodeGPUs: c.MaxNodeGPUs(),
 		nodeMask: make([]uint64, c.NumNodes()),
 	}
@@ -173,7 +182,7 @@ func (s *Searcher) begin(st *topology.State, req *Request, cands []Candidate) er
 	}
 	s.st, s.req, s.cands = st, req, cands
 	s.growCands(len(cands))
-	s.elig = s.elig[:0]
+	s.elig, s.flat = s.elig[:0], s.flat[:0]
 	for i := range cands {
 		if err := checkCandidate(i, &cands[i]); err != nil {
 			return err
@@ -181,19 +190,12 @@ func (s *Searcher) begin(st *topology.State, req *Request, cands []Candidate) er
 		if !cands[i].Preemptible(req.Class) {
 			continue
 		}
-		g, err := s.schedGPUs(i)
-		if err != nil {
+		if err := s.flatten(int32(i)); err != nil {
 			return err
 		}
-		s.gpus[i] = g
 		s.elig = append(s.elig, int32(i))
 	}
-	slices.SortFunc(s.elig, func(a, b int32) int {
-		if c := cmp.Compare(cands[a].Class, cands[b].Class); c != 0 {
-			return c
-		}
-		return cmp.Compare(a, b)
-	})
+	s.sortByClass()
 	s.need, s.reqLevel = s.needGPUs(req.Gang)
 	s.budget, s.tries, s.pool = s.opt.MaxWork, 0, 0
 	s.best.ok = false
@@ -233,9 +235,49 @@ func (s *Searcher) growCands(n int) {
 	}
 	n = max(n, 2*len(s.gpus))
 	s.gpus = make([]int32, n)
+	s.fOff, s.fLive, s.fEnd = make([]int32, n), make([]int32, n), make([]int32, n)
 	s.rel = make([]bool, n)
 	s.stamp = make([]uint32, n)
 	s.epoch = 0
+}
+
+// maxClassBuckets is how many distinct classes sortByClass sorts by
+// counting; beyond, it sorts by comparison.
+const maxClassBuckets = 64
+
+// sortByClass orders the eligible candidates by class, keeping index
+// order within a class: a counting sort over the few distinct classes.
+func (s *Searcher) sortByClass() {
+	cl := s.classes[:0]
+	for _, i := range s.elig {
+		c := s.cands[i].Class
+		k, found := slices.BinarySearch(cl, c)
+		if found {
+			continue
+		}
+		if len(cl) == maxClassBuckets {
+			slices.SortStableFunc(s.elig, func(a, b int32) int { return cmp.Compare(s.cands[a].Class, s.cands[b].Class) })
+			return
+		}
+		cl = slices.Insert(cl, k, c)
+	}
+	s.classes = cl
+	count := s.classCount[:len(cl)+1]
+	clear(count)
+	for _, i := range s.elig {
+		k, _ := slices.BinarySearch(cl, s.cands[i].Class)
+		count[k+1]++
+	}
+	for k := 1; k < len(count); k++ {
+		count[k] += count[k-1]
+	}
+	s.elig2 = slices.Grow(s.elig2[:0], len(s.elig))[:len(s.elig)]
+	for _, i := range s.elig {
+		k, _ := slices.BinarySearch(cl, s.cands[i].Class)
+		s.elig2[count[k]] = i
+		count[k]++
+	}
+	s.elig, s.elig2 = s.elig2, s.elig
 }
 
 // needGPUs returns a lower bound of the GPUs gang g needs at its minimum

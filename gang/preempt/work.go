@@ -32,43 +32,58 @@ func (a key) less(b key) bool {
 	return a.domains < b.domains
 }
 
-// releaseCand returns candidate i's GPUs on the work state. An error means
-// the candidate's allocation does not match the state. GPUs on nodes that
-// are down are left alone: placement never offers them, and the state
-// refuses to allocate them again.
-func (s *Searcher) releaseCand(i int32) error {
+// flatten copies candidate i's entries into s.flat, those on nodes that
+// are down last (placement never offers them and the state refuses to
+// allocate them again, so releases leave them alone), and counts its GPUs
+// on schedulable nodes. A node the cluster does not have is an error.
+func (s *Searcher) flatten(i int32) error {
 	a := s.cands[i].Alloc
+	s.fOff[i] = int32(len(s.flat))
+	gpus, down := 0, 0
 	for m := range a.Members {
-		if err := s.ws.Release(s.live(a.Members[m].Assignment)); err != nil {
-			return fmt.Errorf("%w: %s (member %s): %w", ErrBadCandidate, s.cands[i].ID, a.Members[m].Name, err)
+		for _, e := range a.Members[m].Assignment {
+			if e.Node < 0 || int(e.Node) >= len(s.nodeMask) {
+				return fmt.Errorf("%w: %s (member %s): %w: node index %d", ErrBadCandidate, s.cands[i].ID, a.Members[m].Name, topology.ErrUnknownNode, e.Node)
+			}
+			switch s.st.Status(int(e.Node)) {
+			case topology.Down:
+				down++
+				continue
+			case topology.Up:
+				gpus += bits.OnesCount64(e.GPUs)
+			}
+			s.flat = append(s.flat, e)
 		}
+	}
+	s.fLive[i] = int32(len(s.flat))
+	if down > 0 {
+		for m := range a.Members {
+			for _, e := range a.Members[m].Assignment {
+				if s.st.Status(int(e.Node)) == topology.Down {
+					s.flat = append(s.flat, e)
+				}
+			}
+		}
+	}
+	s.fEnd[i] = int32(len(s.flat))
+	s.gpus[i] = int32(gpus)
+	return nil
+}
+
+// live returns candidate i's entries on nodes that are not down; all
+// returns every entry.
+func (s *Searcher) live(i int32) []topology.NodeAlloc { return s.flat[s.fOff[i]:s.fLive[i]] }
+func (s *Searcher) all(i int32) []topology.NodeAlloc  { return s.flat[s.fOff[i]:s.fEnd[i]] }
+
+// releaseCand returns candidate i's GPUs on the work state. An error means
+// the candidate's allocation does not match the state.
+func (s *Searcher) releaseCand(i int32) error {
+	if err := s.ws.Release(s.live(i)); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrBadCandidate, s.cands[i].ID, err)
 	}
 	s.rel[i] = true
 	s.relList = append(s.relList, i)
 	return nil
-}
-
-// live returns the entries of a that are not on down nodes: a itself when
-// all are, else a filtered copy in scratch space.
-func (s *Searcher) live(a []topology.NodeAlloc) []topology.NodeAlloc {
-	for k, e := range a {
-		if s.down(e.Node) {
-			s.abuf = append(s.abuf[:0], a[:k]...)
-			for _, e := range a[k+1:] {
-				if !s.down(e.Node) {
-					s.abuf = append(s.abuf, e)
-				}
-			}
-			return s.abuf
-		}
-	}
-	return a
-}
-
-// down reports whether node n is down (false for an unknown node, which
-// the state's own checks report).
-func (s *Searcher) down(n int32) bool {
-	return n >= 0 && int(n) < len(s.nodeMask) && s.st.Status(int(n)) == topology.Down
 }
 
 // mustRelease releases a candidate already validated by a release.
@@ -81,11 +96,8 @@ func (s *Searcher) mustRelease(i int32) {
 // restoreCand allocates candidate i's GPUs again (they were released and
 // nothing holds them now).
 func (s *Searcher) restoreCand(i int32) {
-	a := s.cands[i].Alloc
-	for m := range a.Members {
-		if err := s.ws.Allocate(s.live(a.Members[m].Assignment)); err != nil {
-			panic(fmt.Sprintf("preempt: restoring %s: %v", s.cands[i].ID, err))
-		}
+	if err := s.ws.Allocate(s.live(i)); err != nil {
+		panic(fmt.Sprintf("preempt: restoring %s: %v", s.cands[i].ID, err))
 	}
 	s.rel[i] = false
 }
@@ -233,14 +245,11 @@ func (s *Searcher) domainsOf(set []int32) int {
 	}
 	n := 0
 	for _, i := range set {
-		a := s.cands[i].Alloc
-		for m := range a.Members {
-			for _, e := range a.Members[m].Assignment {
-				d := s.c.NodeDomain(int(e.Node), s.low)
-				if s.domMark[d] != s.domEpoch {
-					s.domMark[d] = s.domEpoch
-					n++
-				}
+		for _, e := range s.all(i) {
+			d := s.c.NodeDomain(int(e.Node), s.low)
+			if s.domMark[d] != s.domEpoch {
+				s.domMark[d] = s.domEpoch
+				n++
 			}
 		}
 	}
@@ -268,32 +277,10 @@ func (s *Searcher) unmarkAlloc(a *gang.Allocation) {
 
 // overlaps reports whether candidate i holds a GPU marked by markAlloc.
 func (s *Searcher) overlaps(i int32) bool {
-	a := s.cands[i].Alloc
-	for m := range a.Members {
-		for _, e := range a.Members[m].Assignment {
-			if s.nodeMask[e.Node]&e.GPUs != 0 {
-				return true
-			}
+	for _, e := range s.live(i) {
+		if s.nodeMask[e.Node]&e.GPUs != 0 {
+			return true
 		}
 	}
 	return false
-}
-
-// schedGPUs counts candidate i's GPUs on schedulable nodes of the
-// caller's state (the ones its release offers to placement); a node the
-// cluster does not have is an error.
-func (s *Searcher) schedGPUs(i int) (int32, error) {
-	n := 0
-	a := s.cands[i].Alloc
-	for m := range a.Members {
-		for _, e := range a.Members[m].Assignment {
-			if e.Node < 0 || int(e.Node) >= s.c.NumNodes() {
-				return 0, fmt.Errorf("%w: %s (member %s): %w: node index %d", ErrBadCandidate, s.cands[i].ID, a.Members[m].Name, topology.ErrUnknownNode, e.Node)
-			}
-			if s.st.Schedulable(int(e.Node)) {
-				n += bits.OnesCount64(e.GPUs)
-			}
-		}
-	}
-	return int32(n), nil
 }
