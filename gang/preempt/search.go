@@ -39,9 +39,9 @@ type Searcher struct {
 	// Candidates: eligible ones (preemptible by the preemptor) sorted by
 	// class then index; pool is how many of them have a class at most the
 	// lowest class that makes room.
-	elig  []int32
-	pool  int
-	gpus  []int32  // per candidate: GPUs on schedulable nodes
+	elig []int32
+	pool int
+	gpus []int32 // per candidate: GPUs on schedulable nodes
 	// flat holds the entries of the candidates flattened so far:
 	// candidate i's are flat[fOff[i]:fEnd[i]], those on nodes that are
 	// down from fLive[i].
@@ -51,9 +51,9 @@ type Searcher struct {
 	classes    []int
 	classCount [maxClassBuckets + 1]int32
 	elig2      []int32
-	rel   []bool   // per candidate: released on the work state
-	stamp []uint32 // per candidate: set membership by epoch
-	epoch uint32
+	rel        []bool   // per candidate: released on the work state
+	stamp      []uint32 // per candidate: set membership by epoch
+	epoch      uint32
 	// relList lists the released candidates.
 	relList []int32
 
@@ -93,7 +93,7 @@ func NewSearcher(c *topology.Cluster, o Options) (*Searcher, error) {
 	s := &Searcher{
 		c: c, opt: o, adm: gang.NewAdmitter(c), ws: topology.NewState(c),
 		classes: make([]int, 0, maxClassBuckets),
-		low: c.Depth() - 1, minNodeGPUs: c.MaxNodeGPUs(),
+		low:     c.Depth() - 1, minNodeGPUs: c.MaxNodeGPUs(),
 		nodeMask: make([]uint64, c.NumNodes()),
 	}
 	for i := range c.NumNodes() {
