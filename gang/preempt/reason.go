@@ -64,9 +64,9 @@ type Reason struct {
 }
 
 // String renders the reason, for example "no lower-class victims in any
-// domain that could hold it: with all 12 lower-class gangs stopped, member
-// worker: needs 16 nodes with 8 free GPUs under one leaf; the best leaf has
-// 12".
+// domain that could hold it: with every lower-class gang stopped (12
+// gangs), member worker: needs 16 nodes with 8 free GPUs under one leaf;
+// the best leaf has 12".
 func (r Reason) String() string {
 	switch r.Code {
 	case Found:
@@ -77,7 +77,7 @@ func (r Reason) String() string {
 		if r.Lower == 0 {
 			return fmt.Sprintf("no lower-class victims in any domain that could hold it: no running gang has a class below %d", r.Class)
 		}
-		return fmt.Sprintf("no lower-class victims in any domain that could hold it: with all %d lower-class gangs stopped, %s", r.Lower, r.Admission)
+		return fmt.Sprintf("no lower-class victims in any domain that could hold it: with every lower-class gang stopped (%s), %s", gangs(r.Lower), r.Admission)
 	case Exempt:
 		return fmt.Sprintf("the only victims are inside their exempt time (%s of class below %d)", gangs(r.Exempt), r.Class)
 	case NotPreemptible:
