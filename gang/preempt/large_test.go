@@ -8,6 +8,7 @@ import (
 	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/internal/testgang"
+	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -76,5 +77,39 @@ func TestLarge(t *testing.T) {
 				t.Logf("%d victims, cost %d, %d domains, work %d", len(res.Victims), res.Cost, res.Domains, res.Work)
 			})
 		}
+	}
+}
+
+// TestFindZeroAllocs guards the hot path: once a searcher and a result
+// have seen a search of the same size, Find allocates nothing, whether it
+// finds victims, finds that the gang fits, or explains a failure.
+func TestFindZeroAllocs(t *testing.T) {
+	c := topology.Default2000()
+	w := testgang.Build(c, testgang.Config{Gangs: 250, Busy: 1, Classes: 4, Seed: 7})
+	s, err := preempt.NewSearcher(c, preempt.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := map[string]*preempt.Request{"tiny-fits": {Class: 4, Gang: &gang.Spec{ID: "tiny", Members: []gang.Member{{Name: "w", Request: placement.NodesOf(1, 1)}}}}}
+	for _, p := range testgang.Preemptors(c) {
+		reqs[p.Name] = &preempt.Request{Gang: p.Gang, Class: 4}
+	}
+	reqs["no-lower-class"] = &preempt.Request{Gang: testgang.Preemptors(c)[1].Gang, Class: 0}
+	reqs["class-1"] = &preempt.Request{Gang: testgang.Preemptors(c)[1].Gang, Class: 1} // class-0 victims only
+	for name, req := range reqs {
+		t.Run(name, func(t *testing.T) {
+			var res preempt.Result
+			if err := s.Find(w.Ledger.State(), req, w.Cands, &res); err != nil {
+				t.Fatal(err)
+			}
+			allocs := testing.AllocsPerRun(20, func() {
+				if err := s.Find(w.Ledger.State(), req, w.Cands, &res); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if allocs != 0 {
+				t.Fatalf("%v allocations per search (%s)", allocs, res.Reason)
+			}
+		})
 	}
 }

@@ -413,3 +413,31 @@ func TestHeuristicOracle(t *testing.T) {
 		t.Errorf("%d instances with a victim set where the heuristic found none", missed)
 	}
 }
+
+// TestFindZeroAllocsSmall guards the exact stage and the explanation of
+// failures (the small instances take both paths): after one search of an
+// instance, repeating it allocates nothing.
+func TestFindZeroAllocsSmall(t *testing.T) {
+	codes := map[Code]int{}
+	for seed := range 200 {
+		in := randomInstance(rand.New(rand.NewPCG(uint64(seed), 16)))
+		s, err := NewSearcher(in.c, DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res Result
+		if err := s.Find(in.l.State(), &in.req, in.cands, &res); err != nil {
+			t.Fatal(err)
+		}
+		allocs := testing.AllocsPerRun(5, func() {
+			if err := s.Find(in.l.State(), &in.req, in.cands, &res); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 0 {
+			t.Fatalf("seed %d: %v allocations per search (%s)", seed, allocs, res.Reason)
+		}
+		codes[res.Reason.Code]++
+	}
+	t.Logf("outcomes: %v", codes)
+}
