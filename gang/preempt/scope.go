@@ -258,15 +258,29 @@ func (s *Searcher) addScope(l, d int) {
 		deficit = s.need - free
 	}
 	units := sc.sorted[start:end]
-	sorted, want := 0, 16 // GPU mode: units free several GPUs each
 	if sc.nodeMode {
-		want = max(deficit, 0) + 8
+		// Each unit frees one node: the bound sums the deficit cheapest,
+		// found by a selection; the units are sorted when evaluated.
+		if deficit > len(units) {
+			return
+		}
+		lb := 0.0
+		if deficit > 0 {
+			if deficit < len(units) {
+				selectSmallest(units, deficit)
+			}
+			for _, u := range units[:deficit] {
+				lb += u.bound
+			}
+		}
+		sc.scopes = append(sc.scopes, scope{lb: lb, level: int32(l), dom: int32(d), start: start, end: end, have: have})
+		return
 	}
-	for ; ; want *= 4 {
+	sorted := 0
+	for want := 16; ; want *= 4 {
 		sorted = sortPrefix(units, sorted, want)
-		lb, ok := lowerBound(units[:sorted], deficit)
-		if ok {
-			sc.scopes = append(sc.scopes, scope{lb: lb, level: int32(l), dom: int32(d), start: start, end: end, sorted: int32(sorted), have: have})
+		if lb, ok := lowerBound(units[:sorted], deficit); ok {
+			sc.scopes = append(sc.scopes, scope{lb: lb, level: int32(l), dom: int32(d), start: start, end: end, sorted: int32(sorted)})
 			return
 		}
 		if sorted == len(units) {

@@ -31,6 +31,10 @@ type Searcher struct {
 	req      *Request
 	cands    []Candidate
 	need     int // a lower bound of the GPUs the preemptor needs
+	// pods, for a single member asking for nodes, is the pods it needs at
+	// its minimum, each on a node with perPod free GPUs (0: an idle node);
+	// 0 otherwise.
+	pods, perPod int
 	reqLevel int // the level one domain of which must hold the gang, or -1
 	budget   int // trial admissions left for the search stages
 	tries    int // trial admissions made
@@ -197,6 +201,7 @@ func (s *Searcher) begin(st *topology.State, req *Request, cands []Candidate) er
 	}
 	s.sortByClass()
 	s.need, s.reqLevel = s.needGPUs(req.Gang)
+	s.pods, s.perPod = podShape(req.Gang)
 	s.budget, s.tries, s.pool = s.opt.MaxWork, 0, 0
 	s.best.ok = false
 	s.relList = s.relList[:0]
@@ -310,6 +315,24 @@ func (s *Searcher) needGPUs(g *gang.Spec) (int, int) {
 		level, _ = s.c.Level(g.Members[0].Request.Required)
 	}
 	return n, level
+}
+
+// podShape returns, for a single member asking for nodes, the pods it
+// needs at its minimum and the free GPUs each pod needs on its node (0 for
+// an idle node: whole or exclusive nodes); zeros otherwise.
+func podShape(g *gang.Spec) (pods, perPod int) {
+	if len(g.Members) != 1 || g.Members[0].Request.Nodes == 0 {
+		return 0, 0
+	}
+	m := &g.Members[0]
+	pods = m.Request.Nodes
+	if m.Min > 0 && m.Min < pods {
+		pods = m.Min
+	}
+	if !m.Request.Exclusive {
+		perPod = m.Request.GPUsPerNode
+	}
+	return pods, perPod
 }
 
 // lowestClass releases the eligible candidates class by class, lowest

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 
 	"github.com/phalanx-sched/phalanx/gang"
+	ibits "github.com/phalanx-sched/phalanx/internal/bits"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -203,21 +204,39 @@ func (s *Searcher) spend() bool {
 }
 
 // boundOK is a necessary condition for the preemptor to fit on the work
-// state: enough free GPUs in the cluster and, when the whole gang must sit
-// in one domain of a level, in some domain of that level.
+// state: enough free GPUs in the cluster and, for a single member asking
+// for nodes, enough nodes with the GPUs a pod needs; when the whole gang
+// must sit in one domain of a level, both in some domain of that level.
 func (s *Searcher) boundOK() bool {
 	if s.ws.FreeGPUs() < s.need {
 		return false
 	}
 	if s.reqLevel < 0 {
-		return true
+		return s.pods == 0 || s.podNodes(-1, 0) >= s.pods
 	}
 	for d := range s.c.NumDomains(s.reqLevel) {
-		if s.ws.DomainFreeGPUs(s.reqLevel, d) >= s.need {
+		if s.ws.DomainFreeGPUs(s.reqLevel, d) >= s.need && (s.pods == 0 || s.podNodes(s.reqLevel, d) >= s.pods) {
 			return true
 		}
 	}
 	return false
+}
+
+// podNodes counts the schedulable nodes of domain d of level l (the
+// cluster for l < 0) that have the GPUs one pod needs on the work state:
+// idle nodes for whole or exclusive nodes, else nodes with perPod free.
+func (s *Searcher) podNodes(l, d int) int {
+	first, end := 0, s.c.NumNodes()
+	if l >= 0 {
+		first, end = s.c.DomainRange(l, d)
+	}
+	switch {
+	case s.perPod == 0:
+		return ibits.Count(s.ws.IdleWords(), first, end)
+	case s.perPod > s.c.MaxNodeGPUs():
+		return 0
+	}
+	return ibits.Count(s.ws.AvailWords(s.perPod), first, end)
 }
 
 // keyOf computes the key of a victim set.
