@@ -63,7 +63,8 @@
 //     the scope could hold the preemptor, try it restricted to the scope,
 //     release 1, 2, 4... more units after each failure; keep the victims
 //     the placement overlaps. The scopes stop when the next bound exceeds
-//     the best cost found or the work bound is reached.
+//     the best cost found, when 8 scopes in a row did not improve the
+//     best set, or when the work bound is reached.
 //  5. Minimality: the best set's victims are tried, most expensive first,
 //     without each one; a victim the preemptor fits without is dropped.
 //  6. Exact: when at most Options.ExactCandidates gangs are preemptible,

@@ -74,8 +74,8 @@ func (s *Searcher) nodeVictims(n int) bool {
 	if !s.st.Schedulable(n) {
 		return false
 	}
-	want := sc.perNode
-	if sc.whole {
+	want := s.perPod
+	if want == 0 {
 		want = s.c.NodeGPUs(n)
 	}
 	free := s.st.FreeCount(n)

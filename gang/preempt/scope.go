@@ -62,9 +62,8 @@ type scopeScratch struct {
 	levels  []int
 	// Node mode.
 	nodeMode  bool
-	whole     bool // pods take whole (idle) nodes
-	perNode   int  // GPUs a pod needs when not whole
-	pods      int
+	segCount  []int32 // per domain of the segment level: nodes counted
+	segTotal  int     // whole segments counted
 	occ       []occ
 	occSorted []occ
 	nodeStart []int32 // per node: first entry in occSorted
@@ -85,6 +84,7 @@ func (sc *scopeScratch) init(c *topology.Cluster) {
 	}
 	sc.base[c.Depth()] = int32(total)
 	sc.acc = make([]int32, widest)
+	sc.segCount = make([]int32, widest)
 	sc.start = make([]int32, total+2)
 	sc.levels = make([]int, 0, c.Depth()+1)
 	n := c.NumNodes()
@@ -95,14 +95,18 @@ func (sc *scopeScratch) init(c *topology.Cluster) {
 	sc.nodeEnd = make([]int32, n)
 }
 
-// scopeLevels lists the levels whose domains are scopes: the required
-// level alone; otherwise every level from the deepest whose largest
-// domain has the GPUs up to the top, and the whole cluster when the top
-// level has several domains.
+// scopeLevels lists the levels whose domains are scopes: the level the
+// whole gang must sit in, or else the lead member's required level, or
+// else every level from the deepest whose largest domain has the GPUs up
+// to the top, and the whole cluster when the top level has several
+// domains.
 func (s *Searcher) scopeLevels() []int {
 	lv := s.sc.levels[:0]
-	if s.reqLevel >= 0 {
+	switch {
+	case s.reqLevel >= 0:
 		return append(lv, s.reqLevel)
+	case s.lead >= 0 && s.podLevel >= 0:
+		return append(lv, s.podLevel)
 	}
 	for l := s.c.Depth() - 1; l >= 0; l-- {
 		if s.levelGPUs[l] >= s.need {
@@ -122,22 +126,10 @@ func (s *Searcher) scopeID(l, d int) int32 {
 	return s.sc.base[l] + int32(d)
 }
 
-// setMode chooses node mode for a single member asking for Nodes, unless
-// gpuMode is set.
+// setMode chooses node mode when the preemptor has a lead member asking
+// for nodes, unless gpuMode is set.
 func (s *Searcher) setMode(gpuMode bool) {
-	sc := &s.sc
-	g := s.req.Gang
-	sc.nodeMode = !gpuMode && len(g.Members) == 1 && g.Members[0].Request.Nodes > 0
-	if !sc.nodeMode {
-		return
-	}
-	m := &g.Members[0]
-	sc.whole = m.Request.GPUsPerNode == 0 || m.Request.Exclusive
-	sc.perNode = m.Request.GPUsPerNode
-	sc.pods = m.Request.Nodes
-	if m.Min > 0 && m.Min < sc.pods {
-		sc.pods = m.Min
-	}
+	s.sc.nodeMode = !gpuMode && s.lead >= 0
 }
 
 // buildScopes builds the units of every scope level, groups them by
@@ -249,7 +241,7 @@ func (s *Searcher) addScope(l, d int) {
 	var have int32
 	if sc.nodeMode {
 		have = s.satIn(l, d)
-		deficit = sc.pods - int(have)
+		deficit = s.pods - int(have)
 	} else {
 		free := s.st.FreeGPUs()
 		if l >= 0 {
@@ -309,7 +301,8 @@ func lowerBound(units []unit, deficit int) (float64, bool) {
 }
 
 // searchScopes evaluates the scopes by increasing bound while the budget
-// lasts and the bound does not exceed the best cost found. When node mode
+// lasts, the bound does not exceed the best cost found and one of the last
+// scopePatience scopes improved the best set. When node mode
 // finds no set (a pod's node is not all admission checks: a required
 // co-location also counts the domain's free GPUs), GPU mode runs too.
 func (s *Searcher) searchScopes() {
@@ -324,14 +317,27 @@ func (s *Searcher) scopePass(gpuMode bool) {
 		return
 	}
 	s.buildScopes(gpuMode)
+	stale := 0
 	for k := range s.sc.scopes {
 		sc := &s.sc.scopes[k]
-		if s.budget <= 0 || s.best.ok && sc.lb-0.5 > float64(s.best.key.cost) {
+		if s.budget <= 0 || s.best.ok && sc.lb-0.5 > float64(s.best.key.cost) || stale == scopePatience {
 			return
 		}
+		before := s.best.key
+		had := s.best.ok
 		s.evalScope(sc)
+		if had && !s.best.key.less(before) {
+			stale++
+		} else {
+			stale = 0
+		}
 	}
 }
+
+// scopePatience is how many scopes in a row may be evaluated without
+// improving the best set before the scope stage stops (the bound prunes
+// the rest only when it is tight).
+const scopePatience = 8
 
 // evalScope runs the greedy inside one scope, then keeps only the
 // victims the placement it found overlaps and considers them (and the
@@ -360,6 +366,8 @@ func (s *Searcher) evalScope(sc *scope) {
 // in s.trial.
 func (s *Searcher) greedyPrefix(sc *scope, g *gang.Spec) bool {
 	s.mustApply(nil)
+	s.segStart(sc)
+	defer s.segEnd(sc)
 	units := s.sc.sorted[sc.start:sc.end]
 	s.cur = s.cur[:0]
 	i := 0
@@ -403,13 +411,16 @@ func (s *Searcher) releaseUnit(u *unit) {
 			s.mustRelease(v)
 		}
 	}
+	if s.segmented() {
+		s.segAdd(int(u.tie))
+	}
 }
 
 // unitBound reports whether the scope could hold the preemptor once its
 // first done units are released: enough nodes (node mode) or GPUs.
 func (s *Searcher) unitBound(sc *scope, done int) bool {
 	if s.sc.nodeMode {
-		return int(sc.have)+done >= s.sc.pods
+		return int(sc.have)+done >= s.pods && s.segmentsOK()
 	}
 	if sc.level < 0 {
 		return s.ws.FreeGPUs() >= s.need
@@ -418,7 +429,8 @@ func (s *Searcher) unitBound(sc *scope, done int) bool {
 }
 
 // scopeSpec returns the preemptor restricted to the scope's nodes (its
-// own spec for the whole cluster).
+// own spec for the whole cluster): every member, or in node mode without
+// a level for the whole gang only the lead member.
 func (s *Searcher) scopeSpec(sc *scope) *gang.Spec {
 	g := s.req.Gang
 	if sc.level < 0 {
@@ -430,6 +442,9 @@ func (s *Searcher) scopeSpec(sc *scope) *gang.Spec {
 		s.allow = append(s.allow, s.c.NewNodeSet())
 	}
 	for m := range s.rspec.Members {
+		if s.sc.nodeMode && s.reqLevel < 0 && m != s.lead {
+			continue
+		}
 		b := s.c.DomainNodes(int(sc.level), int(sc.dom), s.allow[m])
 		if orig := g.Members[m].Request.Allowed; orig != nil {
 			b.InPlaceIntersection(orig)

@@ -27,18 +27,22 @@ type Searcher struct {
 	levelGPUs   []int
 
 	// One search's inputs and budget.
-	st       *topology.State
-	req      *Request
-	cands    []Candidate
-	need     int // a lower bound of the GPUs the preemptor needs
-	// pods, for a single member asking for nodes, is the pods it needs at
-	// its minimum, each on a node with perPod free GPUs (0: an idle node);
-	// 0 otherwise.
-	pods, perPod int
-	reqLevel int // the level one domain of which must hold the gang, or -1
-	budget   int // trial admissions left for the search stages
-	tries    int // trial admissions made
-	lastFail gang.Result
+	st    *topology.State
+	req   *Request
+	cands []Candidate
+	need  int // a lower bound of the GPUs the preemptor needs
+	// lead is the member asking for the most GPUs when it asks for
+	// nodes (-1 otherwise): it needs pods nodes at its minimum, each with
+	// perPod free GPUs (0: an idle node), inside one domain of podLevel
+	// when that is not -1.
+	lead, pods, perPod, podLevel int
+	// segSize and segLevel are the lead member's segments (size 0 or 1:
+	// none; level -1: anywhere).
+	segSize, segLevel int
+	reqLevel          int // the level one domain of which must hold the gang, or -1
+	budget            int // trial admissions left for the search stages
+	tries             int // trial admissions made
+	lastFail          gang.Result
 
 	// Candidates: eligible ones (preemptible by the preemptor) sorted by
 	// class then index; pool is how many of them have a class at most the
@@ -201,7 +205,7 @@ func (s *Searcher) begin(st *topology.State, req *Request, cands []Candidate) er
 	}
 	s.sortByClass()
 	s.need, s.reqLevel = s.needGPUs(req.Gang)
-	s.pods, s.perPod = podShape(req.Gang)
+	s.podShape(req.Gang)
 	s.budget, s.tries, s.pool = s.opt.MaxWork, 0, 0
 	s.best.ok = false
 	s.relList = s.relList[:0]
@@ -317,22 +321,47 @@ func (s *Searcher) needGPUs(g *gang.Spec) (int, int) {
 	return n, level
 }
 
-// podShape returns, for a single member asking for nodes, the pods it
-// needs at its minimum and the free GPUs each pod needs on its node (0 for
-// an idle node: whole or exclusive nodes); zeros otherwise.
-func podShape(g *gang.Spec) (pods, perPod int) {
-	if len(g.Members) != 1 || g.Members[0].Request.Nodes == 0 {
-		return 0, 0
+// podShape finds the lead member: the one asking for the most GPUs, when
+// it asks for nodes.
+func (s *Searcher) podShape(g *gang.Spec) {
+	s.lead, s.pods, s.perPod, s.podLevel, s.segSize, s.segLevel = -1, 0, 0, -1, 0, -1
+	best := -1
+	for i := range g.Members {
+		r := &g.Members[i].Request
+		n := r.GPUs
+		if r.Nodes > 0 {
+			per := r.GPUsPerNode
+			if per == 0 {
+				per = s.c.MaxNodeGPUs()
+			}
+			n = r.Nodes * per
+		}
+		if n > best {
+			best, s.lead = n, i
+		}
 	}
-	m := &g.Members[0]
-	pods = m.Request.Nodes
-	if m.Min > 0 && m.Min < pods {
-		pods = m.Min
+	m := &g.Members[s.lead]
+	if m.Request.Nodes == 0 {
+		s.lead = -1
+		return
+	}
+	s.pods = m.Request.Nodes
+	if m.Min > 0 && m.Min < s.pods {
+		s.pods = m.Min
 	}
 	if !m.Request.Exclusive {
-		perPod = m.Request.GPUsPerNode
+		s.perPod = m.Request.GPUsPerNode
 	}
-	return pods, perPod
+	if m.Request.SegmentSize > 1 {
+		s.segSize, s.segLevel = m.Request.SegmentSize, s.low
+		if m.Request.SegmentLevel != "" {
+			s.segLevel, _ = s.c.Level(m.Request.SegmentLevel)
+		}
+	}
+	s.podLevel = s.reqLevel
+	if m.Request.Required != "" {
+		s.podLevel, _ = s.c.Level(m.Request.Required)
+	}
 }
 
 // lowestClass releases the eligible candidates class by class, lowest

@@ -204,18 +204,29 @@ func (s *Searcher) spend() bool {
 }
 
 // boundOK is a necessary condition for the preemptor to fit on the work
-// state: enough free GPUs in the cluster and, for a single member asking
-// for nodes, enough nodes with the GPUs a pod needs; when the whole gang
-// must sit in one domain of a level, both in some domain of that level.
+// state: enough free GPUs in the cluster, and in some domain of the level
+// the whole gang must sit in; enough nodes with the GPUs a pod of the lead
+// member needs, in some domain of its level.
 func (s *Searcher) boundOK() bool {
 	if s.ws.FreeGPUs() < s.need {
 		return false
 	}
-	if s.reqLevel < 0 {
-		return s.pods == 0 || s.podNodes(-1, 0) >= s.pods
+	if s.reqLevel >= 0 && !s.someDomain(s.reqLevel, func(d int) bool { return s.ws.DomainFreeGPUs(s.reqLevel, d) >= s.need }) {
+		return false
 	}
-	for d := range s.c.NumDomains(s.reqLevel) {
-		if s.ws.DomainFreeGPUs(s.reqLevel, d) >= s.need && (s.pods == 0 || s.podNodes(s.reqLevel, d) >= s.pods) {
+	switch {
+	case s.lead < 0:
+		return true
+	case s.podLevel < 0:
+		return s.podNodes(-1, 0) >= s.pods
+	}
+	return s.someDomain(s.podLevel, func(d int) bool { return s.podNodes(s.podLevel, d) >= s.pods })
+}
+
+// someDomain reports whether ok holds for a domain of level l.
+func (s *Searcher) someDomain(l int, ok func(d int) bool) bool {
+	for d := range s.c.NumDomains(l) {
+		if ok(d) {
 			return true
 		}
 	}
