@@ -167,9 +167,6 @@ func (s *Searcher) fitsWithProtected(exempt, never bool) (bool, error) {
 			continue
 		}
 		if c.Policy == Never && never || c.Policy != Never && c.Exempt && exempt {
-			if err := s.flatten(int32(i)); err != nil {
-				return false, err
-			}
 			s.cur = append(s.cur, int32(i))
 		}
 	}

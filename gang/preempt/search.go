@@ -55,6 +55,11 @@ type Searcher struct {
 	// down from fLive[i].
 	flat              []topology.NodeAlloc
 	fOff, fLive, fEnd []int32
+	// flatStamp[i] is findID when candidate i is flattened in this search.
+	flatStamp []uint32
+	findID    uint32
+	// eligCls holds the classes of elig while it is being sorted.
+	eligCls []int
 	// classes and elig2 are scratch for sorting by class.
 	classes    []int
 	classCount [maxClassBuckets + 1]int32
@@ -190,7 +195,8 @@ func (s *Searcher) begin(st *topology.State, req *Request, cands []Candidate) er
 	}
 	s.st, s.req, s.cands = st, req, cands
 	s.growCands(len(cands))
-	s.elig, s.flat = s.elig[:0], s.flat[:0]
+	s.elig, s.eligCls, s.flat = s.elig[:0], s.eligCls[:0], s.flat[:0]
+	s.nextFind()
 	for i := range cands {
 		if err := checkCandidate(i, &cands[i]); err != nil {
 			return err
@@ -198,10 +204,8 @@ func (s *Searcher) begin(st *topology.State, req *Request, cands []Candidate) er
 		if !cands[i].Preemptible(req.Class) {
 			continue
 		}
-		if err := s.flatten(int32(i)); err != nil {
-			return err
-		}
 		s.elig = append(s.elig, int32(i))
+		s.eligCls = append(s.eligCls, cands[i].Class)
 	}
 	s.sortByClass()
 	s.need, s.reqLevel = s.needGPUs(req.Gang)
@@ -238,6 +242,14 @@ func checkCandidate(i int, c *Candidate) error {
 }
 
 // growCands sizes the per-candidate scratch for n candidates.
+func (s *Searcher) nextFind() {
+	s.findID++
+	if s.findID == 0 {
+		clear(s.flatStamp)
+		s.findID = 1
+	}
+}
+
 func (s *Searcher) growCands(n int) {
 	if len(s.gpus) >= n {
 		return
@@ -245,6 +257,7 @@ func (s *Searcher) growCands(n int) {
 	n = max(n, 2*len(s.gpus))
 	s.gpus = make([]int32, n)
 	s.fOff, s.fLive, s.fEnd = make([]int32, n), make([]int32, n), make([]int32, n)
+	s.flatStamp, s.findID = make([]uint32, n), 0
 	s.rel = make([]bool, n)
 	s.stamp = make([]uint32, n)
 	s.epoch = 0
@@ -258,35 +271,43 @@ const maxClassBuckets = 64
 // order within a class: a counting sort over the few distinct classes.
 func (s *Searcher) sortByClass() {
 	cl := s.classes[:0]
-	for _, i := range s.elig {
-		c := s.cands[i].Class
-		k, found := slices.BinarySearch(cl, c)
-		if found {
+	for _, c := range s.eligCls {
+		if classRank(cl, c) >= 0 {
 			continue
 		}
 		if len(cl) == maxClassBuckets {
 			slices.SortStableFunc(s.elig, func(a, b int32) int { return cmp.Compare(s.cands[a].Class, s.cands[b].Class) })
 			return
 		}
+		k, _ := slices.BinarySearch(cl, c)
 		cl = slices.Insert(cl, k, c)
 	}
 	s.classes = cl
 	count := s.classCount[:len(cl)+1]
 	clear(count)
-	for _, i := range s.elig {
-		k, _ := slices.BinarySearch(cl, s.cands[i].Class)
-		count[k+1]++
+	for _, c := range s.eligCls {
+		count[classRank(cl, c)+1]++
 	}
 	for k := 1; k < len(count); k++ {
 		count[k] += count[k-1]
 	}
 	s.elig2 = slices.Grow(s.elig2[:0], len(s.elig))[:len(s.elig)]
-	for _, i := range s.elig {
-		k, _ := slices.BinarySearch(cl, s.cands[i].Class)
+	for j, i := range s.elig {
+		k := classRank(cl, s.eligCls[j])
 		s.elig2[count[k]] = i
 		count[k]++
 	}
 	s.elig, s.elig2 = s.elig2, s.elig
+}
+
+// classRank returns the position of class c in the sorted list cl, or -1.
+func classRank(cl []int, c int) int {
+	for k, x := range cl {
+		if x == c {
+			return k
+		}
+	}
+	return -1
 }
 
 // needGPUs returns a lower bound of the GPUs gang g needs at its minimum

@@ -33,7 +33,8 @@ func (a key) less(b key) bool {
 	return a.domains < b.domains
 }
 
-// flatten copies candidate i's entries into s.flat, those on nodes that
+// flatten copies candidate i's entries into s.flat (once per search, when
+// it is first released), those on nodes that
 // are down last (placement never offers them and the state refuses to
 // allocate them again, so releases leave them alone), and counts its GPUs
 // on schedulable nodes. A node the cluster does not have is an error.
@@ -68,6 +69,7 @@ func (s *Searcher) flatten(i int32) error {
 	}
 	s.fEnd[i] = int32(len(s.flat))
 	s.gpus[i] = int32(gpus)
+	s.flatStamp[i] = s.findID
 	return nil
 }
 
@@ -79,6 +81,11 @@ func (s *Searcher) all(i int32) []topology.NodeAlloc  { return s.flat[s.fOff[i]:
 // releaseCand returns candidate i's GPUs on the work state. An error means
 // the candidate's allocation does not match the state.
 func (s *Searcher) releaseCand(i int32) error {
+	if s.flatStamp[i] != s.findID {
+		if err := s.flatten(i); err != nil {
+			return err
+		}
+	}
 	if err := s.ws.Release(s.live(i)); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrBadCandidate, s.cands[i].ID, err)
 	}
