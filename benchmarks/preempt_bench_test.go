@@ -35,7 +35,7 @@ func BenchmarkPreempt(b *testing.B) {
 			b.Fatal(err)
 		}
 		for _, p := range testgang.Preemptors(inv.c) {
-			b.Run(fmt.Sprintf("inv=%s/gangs=%d/%s", inv.name, len(w.Cands), p.Name), func(b *testing.B) {
+			b.Run(fmt.Sprintf("inv=%s/gangs=%d/preemptor=%s", inv.name, len(w.Cands), p.Name), func(b *testing.B) {
 				req := &preempt.Request{Gang: p.Gang, Class: 4}
 				var res preempt.Result
 				if err := s.Find(w.Ledger.State(), req, w.Cands, &res); err != nil {
