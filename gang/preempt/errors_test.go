@@ -38,24 +38,15 @@ func TestOptionsValidate(t *testing.T) {
 	}
 }
 
-// TestBadInput checks that every malformed request or candidate is an
-// error naming the gang at fault, that the caller's state is left as it
-// was, and that the searcher works normally afterwards.
-func TestBadInput(t *testing.T) {
+// fullCluster returns the default cluster with a gang "batch" on one whole
+// leaf and every other leaf full, so that a leaf-sized gang needs a victim.
+func fullCluster(t *testing.T) (*topology.Cluster, *gang.Ledger) {
 	c := topology.Default2000()
 	l := gang.NewLedger(c)
 	job := &gang.Spec{ID: "batch", Members: []gang.Member{{Name: "w", Request: placement.Request{Nodes: 16, GPUsPerNode: 8, Required: "leaf"}}}}
 	if res, err := l.Admit(job); err != nil || !res.Admitted {
 		t.Fatal(err, res)
 	}
-	alloc, _ := l.Get("batch")
-	good := Candidate{ID: "batch", Alloc: alloc, Policy: Requeue, Cost: 100}
-	ghost := &gang.Allocation{ID: "ghost", Members: []gang.MemberAllocation{{Name: "w", Pods: 1, Assignment: []topology.NodeAlloc{{Node: 200, GPUs: 0xff}}}}}
-	far := &gang.Allocation{ID: "far", Members: []gang.MemberAllocation{{Name: "w", Pods: 1, Assignment: []topology.NodeAlloc{{Node: 9999, GPUs: 1}}}}}
-	leaf := func(nodes int) *Request {
-		return &Request{Class: 1, Gang: &gang.Spec{ID: "urgent", Members: []gang.Member{{Name: "w", Request: placement.Request{Nodes: nodes, GPUsPerNode: 8, Required: "leaf"}}}}}
-	}
-	// Fill every other leaf so that the urgent gang needs a victim.
 	for lf := range c.NumDomains(2) {
 		first, end := c.DomainRange(2, lf)
 		if l.State().DomainFreeGPUs(2, lf) == 0 {
@@ -65,6 +56,21 @@ func TestBadInput(t *testing.T) {
 		if res, err := l.Admit(spec); err != nil || !res.Admitted {
 			t.Fatal(err, res)
 		}
+	}
+	return c, l
+}
+
+// TestBadInput checks that every malformed request or candidate is an
+// error naming the gang at fault, that the caller's state is left as it
+// was, and that the searcher works normally afterwards.
+func TestBadInput(t *testing.T) {
+	c, l := fullCluster(t)
+	alloc, _ := l.Get("batch")
+	good := Candidate{ID: "batch", Alloc: alloc, Policy: Requeue, Cost: 100}
+	ghost := &gang.Allocation{ID: "ghost", Members: []gang.MemberAllocation{{Name: "w", Pods: 1, Assignment: []topology.NodeAlloc{{Node: 200, GPUs: 0xff}}}}}
+	far := &gang.Allocation{ID: "far", Members: []gang.MemberAllocation{{Name: "w", Pods: 1, Assignment: []topology.NodeAlloc{{Node: 9999, GPUs: 1}}}}}
+	leaf := func(nodes int) *Request {
+		return &Request{Class: 1, Gang: &gang.Spec{ID: "urgent", Members: []gang.Member{{Name: "w", Request: placement.Request{Nodes: nodes, GPUsPerNode: 8, Required: "leaf"}}}}}
 	}
 	other := topology.NewState(topology.NVL72Default())
 	holey := l.State().Clone() // GPU 0 of node 200 free: ghost claims it

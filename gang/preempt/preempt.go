@@ -157,7 +157,8 @@ type Result struct {
 	GPUs     int
 	Domains  int
 	// Exact reports that the victim set is proven optimal: the exact
-	// search enumerated every better set and none is feasible.
+	// stage tried every better set and none is feasible (with Found
+	// false: it tried every set and none is).
 	Exact bool
 	// Work counts the trial admissions the search made.
 	Work int
@@ -167,5 +168,6 @@ func (r *Result) reset() {
 	r.Found, r.Exact = false, false
 	r.Reason = Reason{}
 	r.Victims, r.IDs = r.Victims[:0], r.IDs[:0]
+	r.Allocation.ID, r.Allocation.Members = "", r.Allocation.Members[:0]
 	r.MaxClass, r.Cost, r.GPUs, r.Domains, r.Work = 0, 0, 0, 0, 0
 }

@@ -148,29 +148,26 @@ func (s *Searcher) Find(st *topology.State, req *Request, cands []Candidate, out
 	}
 	defer s.end()
 	out.Reason.Class = req.Class
-	// 1. Does it fit as things are?
-	s.tries++
-	if res, _ := s.adm.Admit(s.ws, req.Gang, &out.Allocation); res.Admitted {
-		s.mustReleaseAlloc(&out.Allocation)
+	// 1. Fits: no victims needed.
+	if s.admit(req.Gang) {
+		s.trial.CopyTo(&out.Allocation)
 		out.Found, out.Exact, out.Reason.Code, out.Work = true, true, Fits, s.tries
 		return nil
-	} else {
-		s.lastFail = res
 	}
 	exact := len(s.elig) > 0 && len(s.elig) <= s.opt.ExactCandidates
-	// 2. The lowest class that makes room.
+	// 2. Lowest class: the pool, and the placement that guides stage 3.
 	room, err := s.lowestClass(exact)
 	if err != nil {
 		return err
 	}
-	// 3. Heuristic: the guided set, then the scopes, then minimality.
+	// 3-5. Guided set, scopes, minimality.
 	if room {
 		s.resetWork()
 		s.tryGuided()
 		s.searchScopes()
 		s.minimise()
 	}
-	// 4. Exact: every better set, when few gangs are preemptible.
+	// 6. Exact: every better set, when few gangs are preemptible.
 	if exact {
 		out.Exact = s.exactSearch()
 	}
@@ -512,12 +509,4 @@ func (s *Searcher) fill(out *Result) {
 	out.MaxClass, out.Cost, out.Domains = s.best.key.class, s.best.key.cost, s.best.key.domains
 	s.best.alloc.CopyTo(&out.Allocation)
 	out.Work = s.tries
-}
-
-func (s *Searcher) mustReleaseAlloc(a *gang.Allocation) {
-	for m := range a.Members {
-		if err := s.ws.Release(a.Members[m].Assignment); err != nil {
-			panic(fmt.Sprintf("preempt: releasing a trial admission: %v", err))
-		}
-	}
 }
