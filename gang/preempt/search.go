@@ -143,10 +143,10 @@ func (s *Searcher) Options() Options { return s.opt }
 // stages are described in the package doc.
 func (s *Searcher) Find(st *topology.State, req *Request, cands []Candidate, out *Result) error {
 	out.reset()
+	defer s.end()
 	if err := s.begin(st, req, cands); err != nil {
 		return err
 	}
-	defer s.end()
 	out.Reason.Class = req.Class
 	// 1. Fits: no victims needed.
 	if s.admit(req.Gang) {
