@@ -89,7 +89,7 @@
 // greedy need), and trial admissions: one in stage 1, at most one per
 // distinct preemptible class in stage 2, at most Options.MaxWork (default
 // 64) in stages 3, 4 and 6 together, at most one per victim in stage 5,
-// and at most four to explain a failure. Result.Work counts them.
+// and at most three to explain a failure. Result.Work counts them.
 //
 // Exact: when at most ExactCandidates (default 12) running gangs are
 // preemptible, their GPUs lie in at most 64 lowest-level domains, and

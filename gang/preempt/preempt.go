@@ -106,10 +106,12 @@ type Request struct {
 // Options bound the search. DefaultOptions gives the values the package
 // doc's bounds are stated for.
 type Options struct {
-	// MaxWork bounds the trial admissions of one search (the unit of
-	// work: each is one gang admission on the scratch state). The final
-	// minimality pass may add up to one admission per victim; the
-	// explanation of a failure adds at most three.
+	// MaxWork bounds the trial admissions (each one gang admission on the
+	// scratch state) of the guided, scope and exact stages of one search.
+	// Besides, a search makes one admission to see whether the gang fits
+	// as things are, at most one per distinct class of the preemptible
+	// gangs, at most one per victim to check minimality, and at most three
+	// to explain a failure (see the package doc).
 	MaxWork int
 	// ExactCandidates turns on the exact search when at most this many
 	// running gangs are preemptible by the preemptor (0 disables it; at
