@@ -42,7 +42,7 @@ func TestOptionsValidate(t *testing.T) {
 // leaf and every other leaf full, so that a leaf-sized gang needs a victim.
 func fullCluster(t *testing.T) (*topology.Cluster, *gang.Ledger) {
 	c := topology.Default2000()
-	l := gang.NewLedger(c)
+	l := gang.NewLedger(c, gang.Options{})
 	job := &gang.Spec{ID: "batch", Members: []gang.Member{{Name: "w", Request: placement.Request{Nodes: 16, GPUsPerNode: 8, Required: "leaf"}}}}
 	if res, err := l.Admit(job); err != nil || !res.Admitted {
 		t.Fatal(err, res)

@@ -14,7 +14,7 @@ import (
 // with hours of unsaved work, and never the production job.
 func Example() {
 	c, _ := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 4, GPUsPerNode: 8})
-	l := gang.NewLedger(c)
+	l := gang.NewLedger(c, gang.Options{})
 	run := func(id string, nodes, leaf int) *gang.Allocation {
 		req := placement.Request{Nodes: nodes, GPUsPerNode: 8, Allowed: c.DomainNodes(2, leaf, nil)}
 		if res, err := l.Admit(&gang.Spec{ID: id, Members: []gang.Member{{Name: "w", Request: req}}}); err != nil || !res.Admitted {

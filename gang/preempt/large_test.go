@@ -30,7 +30,7 @@ func checkResult(t *testing.T, w *testgang.Workload, req *preempt.Request, res *
 			}
 		}
 		var a gang.Allocation
-		r, err := gang.NewAdmitter(st.Cluster()).Admit(st, req.Gang, &a)
+		r, err := gang.NewAdmitter(st.Cluster(), gang.Options{}).Admit(st, req.Gang, &a)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -100,7 +100,7 @@ func randomShape(r *rand.Rand, c *topology.Cluster, preemptor bool) placement.Re
 // most instances one that does not fit as things are.
 func randomInstance(r *rand.Rand) *instance {
 	c := randomCluster(r, 12)
-	in := &instance{c: c, l: gang.NewLedger(c)}
+	in := &instance{c: c, l: gang.NewLedger(c, gang.Options{})}
 	costMode := r.IntN(3) // equal costs, a few small values (ties), or spread
 	for g := range 10 {
 		req := randomShape(r, c, false)
@@ -121,7 +121,7 @@ func randomInstance(r *rand.Rand) *instance {
 		}
 	}
 	in.req = Request{Class: 1 + r.IntN(4), Gang: randomGang(r, c)}
-	adm := gang.NewAdmitter(c)
+	adm := gang.NewAdmitter(c, gang.Options{})
 	for try := 0; try < 20 && r.IntN(8) != 0; try++ {
 		var a gang.Allocation
 		if res, _ := adm.Admit(in.l.State().Clone(), in.req.Gang, &a); !res.Admitted {
@@ -160,7 +160,7 @@ type oracle struct {
 }
 
 func newOracle(in *instance) *oracle {
-	o := &oracle{in: in, adm: gang.NewAdmitter(in.c)}
+	o := &oracle{in: in, adm: gang.NewAdmitter(in.c, gang.Options{})}
 	for i := range in.cands {
 		if in.cands[i].Preemptible(in.req.Class) {
 			o.elig = append(o.elig, i)

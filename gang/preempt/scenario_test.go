@@ -68,7 +68,7 @@ func (sc *scenario) cluster(t *testing.T, d *datadriven.Case) string {
 	if err != nil {
 		return "error: " + err.Error()
 	}
-	*sc = scenario{c: c, l: gang.NewLedger(c)}
+	*sc = scenario{c: c, l: gang.NewLedger(c, gang.Options{})}
 	return c.Describe()
 }
 
@@ -210,7 +210,7 @@ func (sc *scenario) try(t *testing.T, d *datadriven.Case) string {
 		}
 	}
 	var a gang.Allocation
-	res, err := gang.NewAdmitter(sc.c).Admit(st, sc.shape(t, d, "try"), &a)
+	res, err := gang.NewAdmitter(sc.c, gang.Options{}).Admit(st, sc.shape(t, d, "try"), &a)
 	if err != nil {
 		return "error: " + err.Error()
 	}

@@ -104,7 +104,7 @@ func NewSearcher(c *topology.Cluster, o Options) (*Searcher, error) {
 		return nil, err
 	}
 	s := &Searcher{
-		c: c, opt: o, adm: gang.NewAdmitter(c), ws: topology.NewState(c),
+		c: c, opt: o, adm: gang.NewAdmitter(c, gang.Options{}), ws: topology.NewState(c),
 		classes: make([]int, 0, maxClassBuckets),
 		low:     c.Depth() - 1, minNodeGPUs: c.MaxNodeGPUs(),
 		nodeMask: make([]uint64, c.NumNodes()),

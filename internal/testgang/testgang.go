@@ -48,7 +48,7 @@ type Config struct {
 func Build(c *topology.Cluster, cfg Config) *Workload {
 	b := &builder{
 		c: c, cfg: cfg, r: rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b9)),
-		w: &Workload{Ledger: gang.NewLedger(c)},
+		w: &Workload{Ledger: gang.NewLedger(c, gang.Options{})},
 	}
 	mean := float64(c.TotalGPUs()) * cfg.Busy / float64(max(cfg.Gangs, 1))
 	b.kmax = max(1, int(math.Round(mean/2-2)))
