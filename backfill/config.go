@@ -83,8 +83,8 @@ type HoldConfig struct {
 
 // DefaultConfig returns the defaults of the phalanx policy: depth-16
 // reservations, fair share (fairshare.DefaultConfig), and hold mode for
-// gangs of a leaf's worth of GPUs or more that have waited 50 minutes
-// (those above half the cluster: an hour), each hold's budget 4 hours of
+// gangs of a leaf's worth of GPUs or more that have waited 55 minutes
+// (those above half the cluster: 70 minutes), each hold's budget 4 hours of
 // the gang's size, up to 4 holds at once. The hold waits come from the
 // stream study in benchmarks/README.md (a gang in a stream of small jobs
 // without limits): they let at least twice as many small jobs start while
@@ -94,7 +94,7 @@ func DefaultConfig() Config {
 	return Config{
 		ReservationDepth: 16,
 		FairShare:        fairshare.DefaultConfig(),
-		Hold: HoldConfig{Enabled: true, MinWait: 50 * time.Minute, MaxShare: 0.5, CapWait: time.Hour, Budget: 4 * time.Hour,
+		Hold: HoldConfig{Enabled: true, MinWait: 55 * time.Minute, MaxShare: 0.5, CapWait: 70 * time.Minute, Budget: 4 * time.Hour,
 			Hysteresis: 30 * time.Minute, MaxHolds: 4},
 		KeepEnded: 5 * time.Minute,
 	}
