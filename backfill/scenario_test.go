@@ -48,7 +48,8 @@ type scenario struct {
 //
 //	cluster levels=a,b | gen=<generator>      (input: testcluster text)
 //	state                                     (input: testcluster state text; prints the state)
-//	engine [depth=N|conservative] [strict] [hold=share@dur] [maxtest=N] [keep=D]
+//	engine [depth=N|conservative] [strict] [maxtest=N] [keep=D]
+//	       [hold=off|minGPUs@budget] [holdwait=D] [capwait=D] [hysteresis=D]
 //	       (input: fairshare text form of the accounts)
 //	submit id=J [account=A] [at=T] [limit=D] nodes=N|gpus=N [gpn=G] [required=L]
 //	       [preferred=L] [exclusive] [patience=k@D] [fail]   (one member "main")
@@ -147,7 +148,7 @@ func (sc *scenario) cluster(d *datadriven.Case) string {
 
 func (sc *scenario) engine(d *datadriven.Case) string {
 	t := sc.t
-	d.Only(t, "depth", "strict", "maxtest", "hold", "holdwait", "hysteresis", "keep")
+	d.Only(t, "depth", "strict", "maxtest", "hold", "holdwait", "capwait", "hysteresis", "keep")
 	cfg := DefaultConfig()
 	cfg.FairShare.Weights = fairshare.Weights{Age: 1000, FairShare: 1000}
 	cfg.FairShare.MaxAge = 24 * time.Hour
@@ -173,6 +174,7 @@ func (sc *scenario) engine(d *datadriven.Case) string {
 		}
 	}
 	cfg.Hold.MinWait = d.Duration(t, "holdwait", 0)
+	cfg.Hold.CapWait = d.Duration(t, "capwait", cfg.Hold.CapWait)
 	cfg.Hold.Hysteresis = d.Duration(t, "hysteresis", cfg.Hold.Hysteresis)
 	text := d.Input
 	if strings.TrimSpace(text) == "" {
