@@ -175,14 +175,14 @@ func TestReservationIsTopologyPacked(t *testing.T) {
 				t.Fatal(err)
 			}
 			// One single-node job per node, pinned to it.
-			for n := range c.NumNodes() {
+			for n := range topology.NodeID(c.NumNodes()) {
 				leaf := c.NodeDomain(n, 2)
 				first, _ := c.DomainRange(2, leaf)
 				limit := 3 * time.Hour
 				if leaf == 3 && n-first < 8 || n == first+15 {
 					limit = time.Hour
 				}
-				set, _ := c.NodeSet(c.NodeName(n))
+				set, _ := c.NodeSet(c.NodeName(topology.NodeID(n)))
 				j := Job{ID: fmt.Sprintf("fill%03d", n), Account: "a", TimeLimit: limit,
 					Gang: member(placement.Request{Nodes: 1, GPUsPerNode: 8, Allowed: set})}
 				if err := e.Submit(j, epoch); err != nil {
@@ -206,7 +206,7 @@ func TestReservationIsTopologyPacked(t *testing.T) {
 			r := p.Reservations[0]
 			leaves := map[int]bool{}
 			for _, x := range r.Allocation.Members[0].Assignment {
-				leaves[c.NodeDomain(int(x.Node), 2)] = true
+				leaves[c.NodeDomain(x.Node, 2)] = true
 			}
 			t.Logf("%s: reserved at %v on %s (%d leaves)", strat, r.Start.Sub(epoch), Hosts(c, &r.Allocation), len(leaves))
 			if !r.Start.Equal(epoch.Add(time.Hour)) {

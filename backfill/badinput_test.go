@@ -52,9 +52,9 @@ func richEngine(t *testing.T) *Engine {
 	must(e.Submit(job("wait", 4, time.Hour), epoch.Add(10*time.Minute)))
 	_, err = e.Schedule(epoch.Add(10 * time.Minute))
 	must(err)
-	_, err = e.NodeDown(c.NodeName(7), epoch.Add(20*time.Minute))
+	_, err = e.NodeDown(7, epoch.Add(20*time.Minute))
 	must(err)
-	must(e.Drain(c.NodeName(6), epoch.Add(25*time.Minute)))
+	must(e.Drain(6, epoch.Add(25*time.Minute)))
 	_, err = e.Schedule(epoch.Add(30 * time.Minute))
 	must(err)
 	if e.Running() != 2 || e.Pending() != 2 || len(e.book.resv) == 0 {
@@ -86,11 +86,11 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"Failed while pending", func(e *Engine) error { return e.Failed("big", at, true) }, ErrTransition, "job big is pending"},
 		{"unknown job", func(e *Engine) error { return e.Finished("nope", at) }, ErrUnknownJob, `"nope"`},
 		{"ended job forgotten", func(e *Engine) error { return e.Finished("done", epoch.Add(2*time.Hour)) }, ErrUnknownJob, `"done"`},
-		{"NodeDown of a down node", func(e *Engine) error { _, err := e.NodeDown("node00007", at); return err }, ErrTransition, "node node00007 is down; NodeDown needs up or drained"},
-		{"NodeUp of an up node", func(e *Engine) error { return e.NodeUp("node00000", at) }, ErrTransition, "node node00000 is up; NodeUp needs down"},
-		{"Drain of a drained node", func(e *Engine) error { return e.Drain("node00006", at) }, ErrTransition, "node node00006 is drained"},
-		{"Resume of an up node", func(e *Engine) error { return e.Resume("node00000", at) }, ErrTransition, "node node00000 is up; Resume needs drained"},
-		{"unknown node", func(e *Engine) error { return e.Drain("zz", at) }, topology.ErrUnknownNode, `"zz"`},
+		{"NodeDown of a down node", func(e *Engine) error { _, err := e.NodeDown(7, at); return err }, ErrTransition, "node node00007 is down; NodeDown needs up or drained"},
+		{"NodeUp of an up node", func(e *Engine) error { return e.NodeUp(0, at) }, ErrTransition, "node node00000 is up; NodeUp needs down"},
+		{"Drain of a drained node", func(e *Engine) error { return e.Drain(6, at) }, ErrTransition, "node node00006 is drained"},
+		{"Resume of an up node", func(e *Engine) error { return e.Resume(0, at) }, ErrTransition, "node node00000 is up; Resume needs drained"},
+		{"unknown node", func(e *Engine) error { return e.Drain(99, at) }, topology.ErrUnknownNode, "Drain of node 99 (the cluster has 8)"},
 		{"time before the last", func(e *Engine) error { return e.Cancel("wait", epoch) }, ErrTimeTravel, "is before"},
 		{"time far in the future", func(e *Engine) error { _, err := e.Schedule(time.Date(2400, 1, 1, 0, 0, 0, 0, time.UTC)); return err }, ErrBadTime, "2400-01-01"},
 		{"zero time", func(e *Engine) error { return e.Submit(valid(), time.Time{}) }, ErrBadTime, "0001-01-01"},

@@ -146,15 +146,15 @@ func (b *book) extendDue(now time.Time) {
 
 // dropOn drops every reservation and hold with GPUs on node n, calling
 // the functions for each before it goes.
-func (b *book) dropOn(n int, fr func(r *reservation), fh func(h *hold)) {
+func (b *book) dropOn(n topology.NodeID, fr func(r *reservation), fh func(h *hold)) {
 	for _, r := range slices.Clone(b.resv) {
-		if r.alloc.OnNode(n) {
+		if r.alloc.OnNode(topology.NodeID(n)) {
 			fr(r)
 			b.remove(r)
 		}
 	}
 	for _, h := range slices.Clone(b.holds) {
-		if h.target.OnNode(n) {
+		if h.target.OnNode(topology.NodeID(n)) {
 			fh(h)
 			b.dropHold(h)
 		}

@@ -150,7 +150,7 @@ func (e *Engine) Allocation(id string) (*gang.Allocation, bool) {
 
 // NodeState returns what the engine knows of the named node.
 func (e *Engine) NodeState(node string) (NodeState, bool) {
-	n, ok := e.c.NodeIndex(node)
+	n, ok := e.c.LookupNode(node)
 	if !ok {
 		return 0, false
 	}

@@ -37,13 +37,13 @@ var jobFrom = [...]stateSet{
 type op struct {
 	kind    opKind
 	now     time.Time
-	id      string // job ID or node name
+	id      string // job ID
 	job     Job    // Submit
 	requeue bool   // Failed
 	plan    *Plan  // Schedule
 	// Resolved by apply.
+	node   topology.NodeID // node events
 	rec    *jobRec
-	node   int
 	events []NodeEvent // NodeDown's result
 }
 
@@ -110,11 +110,11 @@ func (e *Engine) resolve(o *op) error {
 	return nil
 }
 
-// resolveNode looks up a node event's node and checks its state.
+// resolveNode checks a node event's node and its state.
 func (e *Engine) resolveNode(o *op) error {
-	n, ok := e.c.NodeIndex(o.id)
-	if !ok {
-		return fmt.Errorf("%s: %w: %q", opNames[o.kind], topology.ErrUnknownNode, o.id)
+	n := o.node
+	if n < 0 || int(n) >= e.c.NumNodes() {
+		return fmt.Errorf("%w: %s of node %d (the cluster has %d)", topology.ErrUnknownNode, opNames[o.kind], n, e.c.NumNodes())
 	}
 	st := e.nodes[n]
 	var allowed bool
@@ -130,9 +130,8 @@ func (e *Engine) resolveNode(o *op) error {
 		allowed, need = st.drained(), "drained"
 	}
 	if !allowed {
-		return fmt.Errorf("%w: node %s is %s; %s needs %s", ErrTransition, o.id, st, opNames[o.kind], need)
+		return fmt.Errorf("%w: node %s is %s; %s needs %s", ErrTransition, e.c.NodeName(n), st, opNames[o.kind], need)
 	}
-	o.node = n
 	return nil
 }
 

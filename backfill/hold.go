@@ -152,7 +152,7 @@ func (e *Engine) targetETA(h *hold, now time.Time) time.Time {
 	eta := now
 	s := e.ledger.State()
 	forGPUs(&h.target, func(n, g int) {
-		if s.Status(n) != topology.Up {
+		if s.Status(topology.NodeID(n)) != topology.Up {
 			eta = MaxTime
 			return
 		}

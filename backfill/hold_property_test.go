@@ -30,7 +30,7 @@ func (w *holdWatch) before() {
 		for _, m := range h.target.Members {
 			ma := gang.MemberAllocation{Name: m.Name}
 			for _, x := range m.Assignment {
-				if free := x.GPUs & s.Free(int(x.Node)); free != 0 {
+				if free := x.GPUs & s.Free(x.Node); free != 0 {
 					ma.Assignment = append(ma.Assignment, topology.NodeAlloc{Node: x.Node, GPUs: free})
 				}
 			}

@@ -17,8 +17,8 @@ func (e *Engine) check() error {
 	errs = append(errs, e.checkJobs()...)
 	errs = append(errs, e.checkOwners()...)
 	for n, st := range e.nodes {
-		if st.down() != (e.ledger.State().Status(n) == topology.Down) {
-			errs = append(errs, fmt.Errorf("node %s is %s, the free state says %s", e.c.NodeName(n), st, e.ledger.State().Status(n)))
+		if st.down() != (e.ledger.State().Status(topology.NodeID(n)) == topology.Down) {
+			errs = append(errs, fmt.Errorf("node %s is %s, the free state says %s", e.c.NodeName(topology.NodeID(n)), st, e.ledger.State().Status(topology.NodeID(n))))
 		}
 	}
 	return errors.Join(errs...)
@@ -80,7 +80,7 @@ func (e *Engine) checkOwners() []error {
 	}
 	for i, o := range e.jobs.owners {
 		if o != want[i] {
-			return []error{fmt.Errorf("GPU %d of node %s: owner index disagrees with the allocations", i%e.jobs.maxG, e.c.NodeName(i/e.jobs.maxG))}
+			return []error{fmt.Errorf("GPU %d of node %s: owner index disagrees with the allocations", i%e.jobs.maxG, e.c.NodeName(topology.NodeID(i/e.jobs.maxG)))}
 		}
 	}
 	return nil

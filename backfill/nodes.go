@@ -15,39 +15,39 @@ type NodeEvent struct {
 	Requeued bool
 }
 
-// NodeDown marks the named node down at time now. Every active job with
+// NodeDown marks node down at time now. Every active job with
 // a member on it is released whole and requeued or failed per its
 // OnNodeFailure policy (the events say which, in job order); reservations
 // on the node are dropped, their jobs re-planned in priority order at the
 // next cycle (Plan.Moves says where they went), and a hold on it is
 // dropped. A node already down is ErrTransition.
-func (e *Engine) NodeDown(node string, now time.Time) ([]NodeEvent, error) {
-	o := &op{kind: opNodeDown, now: now, id: node}
+func (e *Engine) NodeDown(node topology.NodeID, now time.Time) ([]NodeEvent, error) {
+	o := &op{kind: opNodeDown, now: now, node: node}
 	if err := e.apply(o); err != nil {
 		return nil, err
 	}
 	return o.events, nil
 }
 
-// NodeUp returns the named down node to service at time now; a drained
+// NodeUp returns down node node to service at time now; a drained
 // node stays drained. A node that is not down is ErrTransition.
-func (e *Engine) NodeUp(node string, now time.Time) error {
-	return e.apply(&op{kind: opNodeUp, now: now, id: node})
+func (e *Engine) NodeUp(node topology.NodeID, now time.Time) error {
+	return e.apply(&op{kind: opNodeUp, now: now, node: node})
 }
 
-// Drain stops new work on the named node at time now; running jobs stay,
+// Drain stops new work on node at time now; running jobs stay,
 // reservations on it are dropped and re-planned at the next cycle (as
 // NodeDown does) and a hold on it is dropped. Draining a down node is remembered: its repair leaves it
 // drained. A drained node is ErrTransition.
-func (e *Engine) Drain(node string, now time.Time) error {
-	return e.apply(&op{kind: opDrain, now: now, id: node})
+func (e *Engine) Drain(node topology.NodeID, now time.Time) error {
+	return e.apply(&op{kind: opDrain, now: now, node: node})
 }
 
-// Resume ends the drain of the named node at time now (Slurm's
+// Resume ends the drain of node at time now (Slurm's
 // state=resume); a down node stays down. A node that is not drained is
 // ErrTransition.
-func (e *Engine) Resume(node string, now time.Time) error {
-	return e.apply(&op{kind: opResume, now: now, id: node})
+func (e *Engine) Resume(node topology.NodeID, now time.Time) error {
+	return e.apply(&op{kind: opResume, now: now, node: node})
 }
 
 // nodeEvent applies a checked node event.
@@ -58,12 +58,12 @@ func (e *Engine) nodeEvent(o *op) {
 	case opNodeDown:
 		o.events = e.failNode(n, o.now)
 		st = nodeState(true, st.drained())
-		e.dropOn(n, CauseNodeDown, o.id)
+		e.dropOn(n, CauseNodeDown, e.c.NodeName(n))
 	case opNodeUp:
 		st = nodeState(false, st.drained())
 	case opDrain:
 		st = nodeState(st.down(), true)
-		e.dropOn(n, CauseNodeDrained, o.id)
+		e.dropOn(n, CauseNodeDrained, e.c.NodeName(n))
 	case opResume:
 		st = nodeState(st.down(), false)
 	}
@@ -74,7 +74,7 @@ func (e *Engine) nodeEvent(o *op) {
 // dropOn drops the reservations on node n (their jobs are re-planned in
 // priority order at the next cycle, which reports the move with cause)
 // and a hold on it.
-func (e *Engine) dropOn(n int, cause Cause, node string) {
+func (e *Engine) dropOn(n topology.NodeID, cause Cause, node string) {
 	e.book.dropOn(n, func(r *reservation) {
 		if r.job.moved == nil {
 			r.job.moved = &Move{Job: r.job.job.ID, From: r.start, Cause: cause, By: node}
@@ -86,10 +86,10 @@ func (e *Engine) dropOn(n int, cause Cause, node string) {
 
 // failNode releases every active job on node n (charged up to now) and
 // requeues or fails it.
-func (e *Engine) failNode(n int, now time.Time) []NodeEvent {
+func (e *Engine) failNode(n topology.NodeID, now time.Time) []NodeEvent {
 	var hit []*jobRec
-	for g := range e.c.NodeGPUs(n) {
-		if o := e.jobs.owner(n, g); o != nil && !containsJob(hit, o) {
+	for g := range e.c.NodeGPUs(topology.NodeID(n)) {
+		if o := e.jobs.owner(int(n), g); o != nil && !containsJob(hit, o) {
 			hit = append(hit, o)
 		}
 	}
@@ -111,7 +111,7 @@ func (e *Engine) failNode(n int, now time.Time) []NodeEvent {
 
 // syncStatus sets node n's status in the free state from the engine's
 // facts: down, else drained, else up.
-func (e *Engine) syncStatus(n int) {
+func (e *Engine) syncStatus(n topology.NodeID) {
 	want := topology.Up
 	switch st := e.nodes[n]; {
 	case st.down():
@@ -119,20 +119,20 @@ func (e *Engine) syncStatus(n int) {
 	case st.drained():
 		want = topology.Drained
 	}
-	if e.ledger.State().Status(n) == want {
+	if e.ledger.State().Status(topology.NodeID(n)) == want {
 		return
 	}
 	var err error
 	switch want {
 	case topology.Down:
-		_, err = e.ledger.NodeDown(n)
+		_, err = e.ledger.NodeDown(topology.NodeID(n))
 	case topology.Drained:
-		err = e.ledger.Drain(n)
+		err = e.ledger.Drain(topology.NodeID(n))
 	default:
-		err = e.ledger.NodeUp(n)
+		err = e.ledger.NodeUp(topology.NodeID(n))
 	}
 	if err != nil {
-		panic(fmt.Sprintf("backfill: node %s: %v", e.c.NodeName(n), err))
+		panic(fmt.Sprintf("backfill: node %s: %v", e.c.NodeName(topology.NodeID(n)), err))
 	}
 }
 

@@ -21,9 +21,10 @@ type step struct {
 	kind    opKind
 	dt      time.Duration
 	job     Job    // opSubmit
-	id      string // job ID or node name
-	requeue bool   // opFailed
-	restore bool   // snapshot, JSON, restore before the step
+	id      string // job ID
+	node    topology.NodeID
+	requeue bool // opFailed
+	restore bool // snapshot, JSON, restore before the step
 }
 
 func (s step) String() string {
@@ -68,7 +69,7 @@ func opsEngine(t testing.TB, c *topology.Cluster, depth int) *Engine {
 func stepFrom(c *topology.Cluster, b [6]byte) step {
 	s := step{dt: time.Duration(b[1]%64) * time.Minute / 4}
 	id := fmt.Sprintf("j%d", b[2]%24)
-	node := c.NodeName(int(b[2]) % c.NumNodes())
+	node := topology.NodeID(int(b[2]) % c.NumNodes())
 	switch k := b[0] % 16; {
 	case k < 5:
 		s.kind, s.job = opSubmit, jobFrom2(c, id, b)
@@ -83,13 +84,13 @@ func stepFrom(c *topology.Cluster, b [6]byte) step {
 	case k == 11:
 		s.kind, s.id = opCancel, id
 	case k == 12:
-		s.kind, s.id = opNodeDown, node
+		s.kind, s.node = opNodeDown, node
 	case k == 13:
-		s.kind, s.id = opNodeUp, node
+		s.kind, s.node = opNodeUp, node
 	case k == 14:
-		s.kind, s.id = opDrain, node
+		s.kind, s.node = opDrain, node
 	default:
-		s.kind, s.id = opResume, node
+		s.kind, s.node = opResume, node
 	}
 	s.restore = b[5]%23 == 0
 	return s
@@ -148,14 +149,14 @@ func (s step) apply(e *Engine, now time.Time) (string, error) {
 	case opCancel:
 		return "", e.Cancel(s.id, now)
 	case opNodeDown:
-		evs, err := e.NodeDown(s.id, now)
+		evs, err := e.NodeDown(s.node, now)
 		return fmt.Sprint(evs), err
 	case opNodeUp:
-		return "", e.NodeUp(s.id, now)
+		return "", e.NodeUp(s.node, now)
 	case opDrain:
-		return "", e.Drain(s.id, now)
+		return "", e.Drain(s.node, now)
 	}
-	return "", e.Resume(s.id, now)
+	return "", e.Resume(s.node, now)
 }
 
 // roundTrip snapshots e, passes the snapshot through JSON, restores it and

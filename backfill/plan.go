@@ -354,7 +354,7 @@ func Hosts(c *topology.Cluster, a *gang.Allocation) string {
 	for _, m := range a.Members {
 		names := make([]string, 0, len(m.Assignment))
 		for _, x := range m.Assignment {
-			names = append(names, c.NodeName(int(x.Node)))
+			names = append(names, c.NodeName(x.Node))
 		}
 		slices.Sort(names)
 		parts = append(parts, m.Name+"="+topology.CompressHostlist(names))

@@ -200,7 +200,7 @@ func (e *Engine) keepTime(r *reservation, prior []*reservation, now time.Time) (
 	k := keep{at: later(r.start, now), ok: true}
 	s := e.ledger.State()
 	forGPUs(&r.alloc, func(n, g int) {
-		if s.Status(n) != topology.Up {
+		if s.Status(topology.NodeID(n)) != topology.Up {
 			k.ok = false
 		} else if o := e.jobs.owner(n, g); o != nil {
 			k.ok = k.ok && !o.end.IsZero()
@@ -361,7 +361,7 @@ func windowOverlaps(r *reservation, j *jobRec, t time.Time) bool {
 func allAvailable(s *topology.State, a *gang.Allocation) bool {
 	for i := range a.Members {
 		for _, x := range a.Members[i].Assignment {
-			if s.Status(int(x.Node)) != topology.Up || x.GPUs&^s.Free(int(x.Node)) != 0 {
+			if s.Status(x.Node) != topology.Up || x.GPUs&^s.Free(x.Node) != 0 {
 				return false
 			}
 		}
@@ -373,8 +373,8 @@ func allAvailable(s *topology.State, a *gang.Allocation) bool {
 func block(s *topology.State, a *gang.Allocation) {
 	for i := range a.Members {
 		for _, x := range a.Members[i].Assignment {
-			m := x.GPUs & s.Free(int(x.Node))
-			if m == 0 || s.Status(int(x.Node)) == topology.Down {
+			m := x.GPUs & s.Free(x.Node)
+			if m == 0 || s.Status(x.Node) == topology.Down {
 				continue
 			}
 			if err := s.Allocate([]topology.NodeAlloc{{Node: x.Node, GPUs: m}}); err != nil {
@@ -427,7 +427,7 @@ func (b *blockSet) add(probe *topology.State, a *gang.Allocation) {
 			n := x.Node
 			if !b.isTouched[n] {
 				b.isTouched[n] = true
-				b.touched = append(b.touched, n)
+				b.touched = append(b.touched, int32(n))
 			}
 			var fresh uint64
 			for m := x.GPUs; m != 0; m &= m - 1 {
@@ -438,7 +438,7 @@ func (b *blockSet) add(probe *topology.State, a *gang.Allocation) {
 				b.count[k]++
 			}
 			b.mask[n] |= fresh
-			if f := fresh & probe.Free(int(n)); f != 0 && probe.Status(int(n)) != topology.Down {
+			if f := fresh & probe.Free(topology.NodeID(n)); f != 0 && probe.Status(topology.NodeID(n)) != topology.Down {
 				if err := probe.Allocate([]topology.NodeAlloc{{Node: n, GPUs: f}}); err != nil {
 					panic(fmt.Sprintf("backfill: blocking failed: %v", err))
 				}

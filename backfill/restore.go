@@ -96,7 +96,7 @@ func (r *restorer) run() {
 		return
 	}
 	for n := range e.nodes {
-		e.syncStatus(n)
+		e.syncStatus(topology.NodeID(n))
 	}
 	if err := e.check(); err != nil {
 		r.bad("%v", err)
@@ -119,7 +119,7 @@ func (r *restorer) nodes() {
 		listing string
 	}{{r.snap.Down, true, "down"}, {r.snap.Drained, false, "drained"}} {
 		for _, name := range l.names {
-			n, ok := r.e.c.NodeIndex(name)
+			n, ok := r.e.c.LookupNode(name)
 			switch {
 			case !ok:
 				r.bad("%s list: %v: %q", l.listing, topology.ErrUnknownNode, name)
@@ -284,7 +284,7 @@ func (r *restorer) linkActive(j *jobRec) bool {
 	for _, m := range a.Members {
 		for _, x := range m.Assignment {
 			if e.nodes[x.Node].down() {
-				r.bad("job %s runs on node %s, which is down", j.job.ID, e.c.NodeName(int(x.Node)))
+				r.bad("job %s runs on node %s, which is down", j.job.ID, e.c.NodeName(x.Node))
 				return false
 			}
 		}

@@ -301,7 +301,11 @@ func (sc *scenario) jobEvent(d *datadriven.Case) string {
 func (sc *scenario) nodeEvent(d *datadriven.Case) string {
 	t := sc.t
 	d.Only(t, "node", "at")
-	node, _ := d.Get("node")
+	name, _ := d.Get("node")
+	node, ok := sc.c.LookupNode(name)
+	if !ok {
+		d.Fatalf(t, "unknown node %q", name)
+	}
 	v, _ := d.Get("at")
 	now := at(t, d, v)
 	switch d.Cmd {

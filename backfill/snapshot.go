@@ -86,9 +86,9 @@ type Fingerprint struct {
 func ClusterFingerprint(c *topology.Cluster) Fingerprint {
 	h := fnv.New64a()
 	for n := range c.NumNodes() {
-		fmt.Fprintf(h, "%s %d", c.NodeName(n), c.NodeGPUs(n))
+		fmt.Fprintf(h, "%s %d", c.NodeName(topology.NodeID(n)), c.NodeGPUs(topology.NodeID(n)))
 		for l := range c.Depth() {
-			fmt.Fprintf(h, " %s", c.DomainName(l, c.NodeDomain(n, l)))
+			fmt.Fprintf(h, " %s", c.DomainName(l, c.NodeDomain(topology.NodeID(n), l)))
 		}
 		h.Write([]byte{'\n'})
 	}
@@ -174,10 +174,10 @@ func (e *Engine) Snapshot() *Snapshot {
 		Gangs: e.ledger.Snapshot().Gangs, Accounts: e.tree.Spec(), Usage: e.tree.UsageRecords()}
 	for n, st := range e.nodes {
 		if st.down() {
-			s.Down = append(s.Down, e.c.NodeName(n))
+			s.Down = append(s.Down, e.c.NodeName(topology.NodeID(n)))
 		}
 		if st.drained() {
-			s.Drained = append(s.Drained, e.c.NodeName(n))
+			s.Drained = append(s.Drained, e.c.NodeName(topology.NodeID(n)))
 		}
 	}
 	all := make([]*jobRec, 0, len(e.jobs.byID))
@@ -232,7 +232,7 @@ func (e *Engine) gangRecord(a *gang.Allocation) gang.GangRecord {
 	for _, m := range a.Members {
 		mr := gang.MemberRecord{Name: m.Name, Want: m.Pods}
 		for _, x := range m.Assignment {
-			mr.Pods = append(mr.Pods, gang.PodRecord{Node: e.c.NodeName(int(x.Node)), GPUs: gpuList(x.GPUs)})
+			mr.Pods = append(mr.Pods, gang.PodRecord{Node: e.c.NodeName(x.Node), GPUs: gpuList(x.GPUs)})
 		}
 		g.Members = append(g.Members, mr)
 	}
@@ -254,7 +254,7 @@ func (e *Engine) allocationOf(g *gang.GangRecord) (gang.Allocation, error) {
 	for _, m := range g.Members {
 		ma := gang.MemberAllocation{Name: m.Name, Pods: m.Want}
 		for _, p := range m.Pods {
-			n, ok := e.c.NodeIndex(p.Node)
+			n, ok := e.c.LookupNode(p.Node)
 			if !ok {
 				return a, fmt.Errorf("%w: %q", topology.ErrUnknownNode, p.Node)
 			}
@@ -268,7 +268,7 @@ func (e *Engine) allocationOf(g *gang.GangRecord) (gang.Allocation, error) {
 			if mask == 0 {
 				return a, fmt.Errorf("a pod on node %s holds no GPU", p.Node)
 			}
-			ma.Assignment = append(ma.Assignment, topology.NodeAlloc{Node: int32(n), GPUs: mask})
+			ma.Assignment = append(ma.Assignment, topology.NodeAlloc{Node: topology.NodeID(n), GPUs: mask})
 		}
 		a.Members = append(a.Members, ma)
 	}

@@ -117,7 +117,7 @@ func NodeList(c *topology.Cluster, a *gang.Allocation) string {
 	var names []string
 	for i := range a.Members {
 		for _, x := range a.Members[i].Assignment {
-			names = append(names, c.NodeName(int(x.Node)))
+			names = append(names, c.NodeName(x.Node))
 		}
 	}
 	slices.Sort(names)

@@ -257,8 +257,8 @@ func (c *cycle) countFree(a *gang.Allocation) int {
 	n := 0
 	for i := range a.Members {
 		for _, x := range a.Members[i].Assignment {
-			if s.Status(int(x.Node)) != topology.Down {
-				n += bits.OnesCount64(x.GPUs & s.Free(int(x.Node)))
+			if s.Status(x.Node) != topology.Down {
+				n += bits.OnesCount64(x.GPUs & s.Free(x.Node))
 			}
 		}
 	}

@@ -32,7 +32,7 @@ func randomStates(c *topology.Cluster, r *rand.Rand) []*topology.State {
 		s := topology.NewState(c)
 		testcluster.Fragment(s, r, float64(busy)/100)
 		for range c.NumNodes() / 100 {
-			_ = s.SetStatus(r.IntN(c.NumNodes()), topology.NodeStatus(1+r.IntN(2)))
+			_ = s.SetStatus(topology.NodeID(r.IntN(c.NumNodes())), topology.NodeStatus(1+r.IntN(2)))
 		}
 		out = append(out, s)
 	}

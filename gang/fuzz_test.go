@@ -50,15 +50,15 @@ func FuzzLedgerOps(f *testing.F) {
 					}
 				}
 			case 2:
-				if _, err := l.NodeDown(a % c.NumNodes()); err != nil {
+				if _, err := l.NodeDown(topology.NodeID(a % c.NumNodes())); err != nil {
 					t.Fatal(err)
 				}
 			case 3:
-				if err := l.NodeUp(a % c.NumNodes()); err != nil {
+				if err := l.NodeUp(topology.NodeID(a % c.NumNodes())); err != nil {
 					t.Fatal(err)
 				}
 			case 4:
-				if err := l.Drain(a % c.NumNodes()); err != nil {
+				if err := l.Drain(topology.NodeID(a % c.NumNodes())); err != nil {
 					t.Fatal(err)
 				}
 			case 5:

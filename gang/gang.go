@@ -172,10 +172,10 @@ func (a *Allocation) GPUs() int {
 }
 
 // OnNode reports whether the allocation holds GPUs on node n.
-func (a *Allocation) OnNode(n int) bool {
+func (a *Allocation) OnNode(n topology.NodeID) bool {
 	for i := range a.Members {
 		for _, x := range a.Members[i].Assignment {
-			if int(x.Node) == n {
+			if x.Node == n {
 				return true
 			}
 		}
@@ -432,7 +432,8 @@ func (a *Admitter) release(s *topology.State, ma *MemberAllocation) {
 func (a *Admitter) placeMember(s *topology.State, m *Member, ma *MemberAllocation, lvl, d int) (bool, placement.Reason) {
 	lo, hi := 0, a.c.NumNodes()
 	if lvl >= 0 {
-		lo, hi = a.c.DomainRange(lvl, d)
+		f, e := a.c.DomainRange(lvl, d)
+		lo, hi = int(f), int(e)
 	}
 	return a.placeMemberIn(s, m, ma, lo, hi)
 }

@@ -100,9 +100,9 @@ func TestHeterogeneousAndOrders(t *testing.T) {
 		t.Fatalf("allocation %+v", a)
 	}
 	// The required-leaf member went first, so it got a whole leaf.
-	lf := c.NodeDomain(int(a.Members[1].Assignment[0].Node), 2)
+	lf := c.NodeDomain(topology.NodeID(a.Members[1].Assignment[0].Node), 2)
 	for _, x := range a.Members[1].Assignment {
-		if c.NodeDomain(int(x.Node), 2) != lf {
+		if c.NodeDomain(x.Node, 2) != lf {
 			t.Fatal("workers span leaves")
 		}
 	}
@@ -142,8 +142,8 @@ func TestOtherOrder(t *testing.T) {
 		t.Errorf("admitted after %d orders, want 2", res.Orders)
 	}
 	a, _ := l.Get("g")
-	if x := a.Members[0].Assignment; c.NodeDomain(int(x[0].Node), 0) != 1 {
-		t.Errorf("x on leaf %d, want b", c.NodeDomain(int(x[0].Node), 0))
+	if x := a.Members[0].Assignment; c.NodeDomain(topology.NodeID(x[0].Node), 0) != 1 {
+		t.Errorf("x on leaf %d, want b", c.NodeDomain(topology.NodeID(x[0].Node), 0))
 	}
 	if err := l.Check(); err != nil {
 		t.Fatal(err)
@@ -207,7 +207,7 @@ func TestColocation(t *testing.T) {
 	sp := -1
 	for _, m := range a.Members {
 		for _, x := range m.Assignment {
-			d := c.NodeDomain(int(x.Node), 1)
+			d := c.NodeDomain(x.Node, 1)
 			if sp >= 0 && d != sp {
 				t.Fatal("co-located gang spans spines")
 			}
@@ -265,7 +265,7 @@ func TestNodeDownReleasesWholeGangs(t *testing.T) {
 	}
 	a, _ := l.Get("g1")
 	victim := int(a.Members[0].Assignment[3].Node)
-	dead, err := l.NodeDown(victim)
+	dead, err := l.NodeDown(topology.NodeID(victim))
 	if err != nil || !reflect.DeepEqual(dead, []string{"g1"}) {
 		t.Fatalf("NodeDown = %v, %v", dead, err)
 	}
@@ -278,10 +278,10 @@ func TestNodeDownReleasesWholeGangs(t *testing.T) {
 	// Drain: the running gang stays, no new work lands.
 	b, _ := l.Get("g0")
 	dn := int(b.Members[0].Assignment[0].Node)
-	if err := l.Drain(dn); err != nil {
+	if err := l.Drain(topology.NodeID(dn)); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := l.Get("g0"); !ok || !reflect.DeepEqual(l.GangsOn(dn), []string{"g0"}) {
+	if _, ok := l.Get("g0"); !ok || !reflect.DeepEqual(l.GangsOn(topology.NodeID(dn)), []string{"g0"}) {
 		t.Fatal("drain removed the gang")
 	}
 	if err := l.Check(); err != nil {
@@ -435,8 +435,8 @@ func runRandomLedger(t *testing.T, c *topology.Cluster, steps int, r *rand.Rand)
 		case k < 16:
 			n := r.IntN(c.NumNodes())
 			op = fmt.Sprintf("down %d", n)
-			on := l.GangsOn(n)
-			dead, err := l.NodeDown(n)
+			on := l.GangsOn(topology.NodeID(n))
+			dead, err := l.NodeDown(topology.NodeID(n))
 			if err != nil || !reflect.DeepEqual(dead, on) {
 				t.Fatalf("step %d: %s: dead %v, want %v (%v)", step, op, dead, on, err)
 			}
@@ -448,13 +448,13 @@ func runRandomLedger(t *testing.T, c *topology.Cluster, steps int, r *rand.Rand)
 		case k < 18:
 			n := r.IntN(c.NumNodes())
 			op = fmt.Sprintf("up %d", n)
-			if err := l.NodeUp(n); err != nil {
+			if err := l.NodeUp(topology.NodeID(n)); err != nil {
 				t.Fatal(err)
 			}
 		case k < 19:
 			n := r.IntN(c.NumNodes())
 			op = fmt.Sprintf("drain %d", n)
-			if err := l.Drain(n); err != nil {
+			if err := l.Drain(topology.NodeID(n)); err != nil {
 				t.Fatal(err)
 			}
 		default:

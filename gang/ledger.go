@@ -113,8 +113,8 @@ func (l *Ledger) Release(id string) error {
 // NodeDown marks node n down and releases, whole, every gang with a member
 // on it (a gang with a dead rank is dead). It returns their IDs, sorted,
 // for the caller to requeue or fail.
-func (l *Ledger) NodeDown(n int) ([]string, error) {
-	if n < 0 || n >= l.c.NumNodes() {
+func (l *Ledger) NodeDown(n topology.NodeID) ([]string, error) {
+	if n < 0 || int(n) >= l.c.NumNodes() {
 		return nil, fmt.Errorf("%w: node index %d", topology.ErrUnknownNode, n)
 	}
 	var dead []string
@@ -127,17 +127,17 @@ func (l *Ledger) NodeDown(n int) ([]string, error) {
 	for _, id := range dead {
 		_ = l.Release(id)
 	}
-	return dead, l.s.SetStatus(n, topology.Down)
+	return dead, l.s.SetStatus(topology.NodeID(n), topology.Down)
 }
 
 // NodeUp marks node n up: it is offered to placement again.
-func (l *Ledger) NodeUp(n int) error { return l.s.SetStatus(n, topology.Up) }
+func (l *Ledger) NodeUp(n topology.NodeID) error { return l.s.SetStatus(n, topology.Up) }
 
 // Drain marks node n drained: no new work; running gangs stay.
-func (l *Ledger) Drain(n int) error { return l.s.SetStatus(n, topology.Drained) }
+func (l *Ledger) Drain(n topology.NodeID) error { return l.s.SetStatus(n, topology.Drained) }
 
 // GangsOn returns the IDs of the gangs with a member on node n, sorted.
-func (l *Ledger) GangsOn(n int) []string {
+func (l *Ledger) GangsOn(n topology.NodeID) []string {
 	var ids []string
 	for id, e := range l.byID {
 		if e.alloc.OnNode(n) {
@@ -178,7 +178,7 @@ func (l *Ledger) Check() error {
 				if used[n]&x.GPUs != 0 {
 					for g := range 64 {
 						if x.GPUs&used[n]&(1<<uint(g)) != 0 {
-							errs = append(errs, fmt.Errorf("node %s GPU %d given to %s and %s", l.c.NodeName(n), g, owner[n][g], id))
+							errs = append(errs, fmt.Errorf("node %s GPU %d given to %s and %s", l.c.NodeName(topology.NodeID(n)), g, owner[n][g], id))
 						}
 					}
 				}
@@ -195,9 +195,9 @@ func (l *Ledger) Check() error {
 		}
 	}
 	for n := range used {
-		if free := l.s.Free(n); free&used[n] != 0 || (free|used[n]) != bits.Ones(l.c.NodeGPUs(n)) {
+		if free := l.s.Free(topology.NodeID(n)); free&used[n] != 0 || (free|used[n]) != bits.Ones(l.c.NodeGPUs(topology.NodeID(n))) {
 			errs = append(errs, fmt.Errorf("node %s: free %s and allocated %s do not partition its %d GPUs",
-				l.c.NodeName(n), topology.FormatGPUs(free), topology.FormatGPUs(used[n]), l.c.NodeGPUs(n)))
+				l.c.NodeName(topology.NodeID(n)), topology.FormatGPUs(free), topology.FormatGPUs(used[n]), l.c.NodeGPUs(topology.NodeID(n))))
 		}
 	}
 	if err := l.s.CheckInvariants(); err != nil {
@@ -218,7 +218,7 @@ func (l *Ledger) Describe() string {
 			ma := &e.alloc.Members[i]
 			names := make([]string, 0, len(ma.Assignment))
 			for _, x := range ma.Assignment {
-				names = append(names, l.c.NodeName(int(x.Node)))
+				names = append(names, l.c.NodeName(x.Node))
 			}
 			slices.Sort(names)
 			fmt.Fprintf(&b, " %s=%d pods on %s", ma.Name, ma.Pods, topology.CompressHostlist(names))

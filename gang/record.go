@@ -86,7 +86,7 @@ func (m *Member) checkRecord(c *topology.Cluster, mr *MemberRecord) error {
 	}
 	total := 0
 	for _, p := range mr.Pods {
-		n, ok := c.NodeIndex(p.Node)
+		n, ok := c.LookupNode(p.Node)
 		if !ok {
 			return fmt.Errorf("member %s: %w: %q", m.Name, topology.ErrUnknownNode, p.Node)
 		}

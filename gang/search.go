@@ -77,7 +77,8 @@ func (a *Admitter) searchPacking(s *topology.State, g *Spec, out *Allocation, lv
 	ps.steps, ps.cut, ps.colo = 0, false, lvl
 	ps.lo, ps.hi = 0, a.c.NumNodes()
 	if lvl >= 0 {
-		ps.lo, ps.hi = a.c.DomainRange(lvl, d)
+		f, e := a.c.DomainRange(lvl, d)
+		ps.lo, ps.hi = int(f), int(e)
 	}
 	res.Searched = true
 	for _, atMin := range [2]bool{false, true} {
@@ -122,7 +123,8 @@ func (a *Admitter) searchFrom(s *topology.State, g *Spec, out *Allocation, pos i
 	for d := first; d <= last; d++ {
 		lo, hi := ps.lo, ps.hi
 		if lvl >= 0 {
-			lo, hi = a.c.DomainRange(lvl, d)
+			f, e := a.c.DomainRange(lvl, d)
+			lo, hi = int(f), int(e)
 		}
 		if a.tryDomain(s, g, out, pos, lo, hi) {
 			return true
@@ -146,7 +148,7 @@ func (a *Admitter) memberDomains(m *Member) (first, last, lvl int) {
 	if ps.colo >= 0 && r <= ps.colo {
 		return 0, 0, -1
 	}
-	return a.c.NodeDomain(ps.lo, r), a.c.NodeDomain(ps.hi-1, r), r
+	return a.c.NodeDomain(topology.NodeID(ps.lo), r), a.c.NodeDomain(topology.NodeID(ps.hi-1), r), r
 }
 
 // tryDomain tries member a.order[pos] inside nodes [lo, hi), then the
@@ -209,8 +211,8 @@ func (a *Admitter) classify(s *topology.State, r *placement.Request, f *searchFr
 	for first := lo; first < hi; {
 		end := hi
 		if leafLvl >= 0 {
-			_, e := a.c.DomainRange(leafLvl, a.c.NodeDomain(first, leafLvl))
-			end = min(e, hi)
+			_, e := a.c.DomainRange(leafLvl, a.c.NodeDomain(topology.NodeID(first), leafLvl))
+			end = min(int(e), hi)
 		}
 		a.classifyLeaf(s, r, f, first, end)
 		first = end
@@ -252,14 +254,14 @@ func (a *Admitter) classifyLeaf(s *topology.State, r *placement.Request, f *sear
 // classKey returns node i's class for request r (2 x free GPUs, plus one
 // when idle), or -1 when it is not a candidate.
 func (a *Admitter) classKey(s *topology.State, r *placement.Request, i int) int16 {
-	if s.Status(i) != topology.Up {
+	if s.Status(topology.NodeID(i)) != topology.Up {
 		return -1
 	}
 	if r.Allowed != nil && !r.Allowed.Test(uint(i)) || r.Excluded != nil && r.Excluded.Test(uint(i)) {
 		return -1
 	}
-	free := s.FreeCount(i)
-	idle := free == a.c.NodeGPUs(i)
+	free := s.FreeCount(topology.NodeID(i))
+	idle := free == a.c.NodeGPUs(topology.NodeID(i))
 	switch {
 	case free < max(r.GPUsPerNode, 1):
 		return -1
@@ -316,11 +318,11 @@ func (a *Admitter) materialize(s *topology.State, g *Spec, out *Allocation, pos,
 	ma.Assignment, ma.Pods = ma.Assignment[:0], 0
 	for c := range b {
 		for _, n := range f.nodes[f.bins[c].lo : f.bins[c].lo+f.take[c]] {
-			m := s.Free(int(n))
+			m := s.Free(topology.NodeID(n))
 			if !exclusive {
 				m = bits.LowBits(m, r.GPUsPerNode)
 			}
-			ma.Assignment = append(ma.Assignment, topology.NodeAlloc{Node: n, GPUs: m})
+			ma.Assignment = append(ma.Assignment, topology.NodeAlloc{Node: topology.NodeID(n), GPUs: m})
 			ma.Pods++
 		}
 	}
@@ -334,7 +336,7 @@ func (a *Admitter) mayFit(s *topology.State, g *Spec, pos int) bool {
 	ps := &a.pack
 	free := s.FreeGPUs()
 	if ps.colo >= 0 {
-		free = s.DomainFreeGPUs(ps.colo, a.c.NodeDomain(ps.lo, ps.colo))
+		free = s.DomainFreeGPUs(ps.colo, a.c.NodeDomain(topology.NodeID(ps.lo), ps.colo))
 	}
 	want := 0
 	for _, mi := range a.order[pos:] {
@@ -361,7 +363,7 @@ func (a *Admitter) mayFit(s *topology.State, g *Spec, pos int) bool {
 func (a *Admitter) someDomainHolds(s *topology.State, m *Member, pods int) bool {
 	first, last, lvl := a.memberDomains(m)
 	if lvl < 0 && a.pack.colo >= 0 {
-		first, last, lvl = a.c.NodeDomain(a.pack.lo, a.pack.colo), a.c.NodeDomain(a.pack.lo, a.pack.colo), a.pack.colo
+		first, last, lvl = a.c.NodeDomain(topology.NodeID(a.pack.lo), a.pack.colo), a.c.NodeDomain(topology.NodeID(a.pack.lo), a.pack.colo), a.pack.colo
 	}
 	if lvl < 0 {
 		return true // the whole cluster: left to the enumeration

@@ -92,8 +92,8 @@ func packState(r *rand.Rand, c *topology.Cluster) *topology.State {
 	s := topology.NewState(c)
 	for i := range c.NumNodes() {
 		if r.IntN(3) == 0 {
-			if m := r.Uint64() & (1<<uint(c.NodeGPUs(i)) - 1); m != 0 {
-				_ = s.Allocate([]topology.NodeAlloc{{Node: int32(i), GPUs: m}})
+			if m := r.Uint64() & (1<<uint(c.NodeGPUs(topology.NodeID(i))) - 1); m != 0 {
+				_ = s.Allocate([]topology.NodeAlloc{{Node: topology.NodeID(i), GPUs: m}})
 			}
 		}
 	}
@@ -125,7 +125,7 @@ func describeGang(g *Spec) string {
 func bruteGangFits(c *topology.Cluster, s *topology.State, g *Spec) bool {
 	var free [16]int8
 	for i := range c.NumNodes() {
-		free[i] = int8(s.FreeCount(i))
+		free[i] = int8(s.FreeCount(topology.NodeID(i)))
 	}
 	failed := map[[17]int8]bool{}
 	var fit func(m int) bool
@@ -142,7 +142,7 @@ func bruteGangFits(c *topology.Cluster, s *topology.State, g *Spec) bool {
 		lvl, _ := c.Level(r.Required)
 		for d := range c.NumDomains(lvl) {
 			lo, hi := c.DomainRange(lvl, d)
-			if fitIn(c, &free, r, lo, hi, 0, r.Nodes, func() bool { return fit(m + 1) }) {
+			if fitIn(c, &free, r, int(lo), int(hi), 0, r.Nodes, func() bool { return fit(m + 1) }) {
 				return true
 			}
 		}
@@ -163,7 +163,7 @@ func fitIn(c *topology.Cluster, free *[16]int8, r *placement.Request, i, hi, _ i
 		f := int(free[i])
 		ok := f >= max(r.GPUsPerNode, 1)
 		if exclusive {
-			ok = ok && f == c.NodeGPUs(i)
+			ok = ok && f == c.NodeGPUs(topology.NodeID(i))
 		}
 		if !ok {
 			continue
@@ -196,14 +196,14 @@ func checkGangAllocation(t *testing.T, ctx func() string, before, after *topolog
 			t.Fatalf("%s\nmember %s: %d pods, %d nodes", ctx(), m.Name, ma.Pods, len(ma.Assignment))
 		}
 		lvl, _ := c.Level(r.Required)
-		dom := c.NodeDomain(int(ma.Assignment[0].Node), lvl)
+		dom := c.NodeDomain(topology.NodeID(ma.Assignment[0].Node), lvl)
 		for _, x := range ma.Assignment {
-			if c.NodeDomain(int(x.Node), lvl) != dom {
+			if c.NodeDomain(x.Node, lvl) != dom {
 				t.Fatalf("%s\nmember %s spans %ss", ctx(), m.Name, r.Required)
 			}
 			n := popcount(x.GPUs)
 			if r.Exclusive || r.GPUsPerNode == 0 {
-				if x.GPUs != before.Free(int(x.Node)) || n != c.NodeGPUs(int(x.Node)) {
+				if x.GPUs != before.Free(x.Node) || n != c.NodeGPUs(x.Node) {
 					t.Fatalf("%s\nmember %s: node %d not whole and idle", ctx(), m.Name, x.Node)
 				}
 			} else if n != r.GPUsPerNode {

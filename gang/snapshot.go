@@ -50,11 +50,11 @@ type PodRecord struct {
 func (l *Ledger) Snapshot() Snapshot {
 	var snap Snapshot
 	for n := range l.c.NumNodes() {
-		switch l.s.Status(n) {
+		switch l.s.Status(topology.NodeID(n)) {
 		case topology.Down:
-			snap.Down = append(snap.Down, l.c.NodeName(n))
+			snap.Down = append(snap.Down, l.c.NodeName(topology.NodeID(n)))
 		case topology.Drained:
-			snap.Drained = append(snap.Drained, l.c.NodeName(n))
+			snap.Drained = append(snap.Drained, l.c.NodeName(topology.NodeID(n)))
 		}
 	}
 	snap.Gangs = make([]GangRecord, 0, len(l.byID))
@@ -65,7 +65,7 @@ func (l *Ledger) Snapshot() Snapshot {
 			ma, m := &e.alloc.Members[i], &e.spec.Members[i]
 			mr := MemberRecord{Name: ma.Name, Want: m.Request.Nodes, Min: m.Min, GPUs: m.Request.GPUs}
 			for _, x := range ma.Assignment {
-				mr.Pods = append(mr.Pods, PodRecord{Node: l.c.NodeName(int(x.Node)), GPUs: gpuList(x.GPUs)})
+				mr.Pods = append(mr.Pods, PodRecord{Node: l.c.NodeName(x.Node), GPUs: gpuList(x.GPUs)})
 			}
 			g.Members = append(g.Members, mr)
 		}
@@ -96,12 +96,12 @@ func Restore(c *topology.Cluster, snap Snapshot, opts Options) (*Ledger, error) 
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	node := func(gang, name string) int {
-		i, ok := c.NodeIndex(name)
+		i, ok := c.LookupNode(name)
 		if !ok {
 			bad("gang %s: unknown node %q", gang, name)
 			return -1
 		}
-		return i
+		return int(i)
 	}
 	type claim struct{ gang, member string }
 	owner := make(map[[2]int]claim)
@@ -147,8 +147,8 @@ func Restore(c *topology.Cluster, snap Snapshot, opts Options) (*Ledger, error) 
 				seen[n] = true
 				var mask uint64
 				for _, x := range p.GPUs {
-					if x < 0 || x >= c.NodeGPUs(n) {
-						bad("gang %s: node %s has no GPU %d (it has %d)", g.ID, p.Node, x, c.NodeGPUs(n))
+					if x < 0 || x >= c.NodeGPUs(topology.NodeID(n)) {
+						bad("gang %s: node %s has no GPU %d (it has %d)", g.ID, p.Node, x, c.NodeGPUs(topology.NodeID(n)))
 						continue
 					}
 					if prev, taken := owner[[2]int{n, x}]; taken {
@@ -164,7 +164,7 @@ func Restore(c *topology.Cluster, snap Snapshot, opts Options) (*Ledger, error) 
 				}
 				perNode = max(perNode, bits.PopCount(mask))
 				gpus += bits.PopCount(mask)
-				ma.Assignment = append(ma.Assignment, topology.NodeAlloc{Node: int32(n), GPUs: mask})
+				ma.Assignment = append(ma.Assignment, topology.NodeAlloc{Node: topology.NodeID(n), GPUs: mask})
 			}
 			want, min := m.Want, m.Min
 			need := want
@@ -208,11 +208,11 @@ func Restore(c *topology.Cluster, snap Snapshot, opts Options) (*Ledger, error) 
 		l.byID[b.spec.ID] = e
 	}
 	for _, name := range snap.Down {
-		i, _ := c.NodeIndex(name)
+		i, _ := c.LookupNode(name)
 		_ = l.s.SetStatus(i, topology.Down)
 	}
 	for _, name := range snap.Drained {
-		i, _ := c.NodeIndex(name)
+		i, _ := c.LookupNode(name)
 		_ = l.s.SetStatus(i, topology.Drained)
 	}
 	return l, nil

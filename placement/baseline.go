@@ -62,13 +62,13 @@ func (p *Placer) placeBlind() bool {
 		g := sc.pl.perNode
 		switch {
 		case sc.pl.exclusive:
-			g = sc.s.FreeCount(n)
+			g = sc.s.FreeCount(topology.NodeID(n))
 		case sc.pl.mode == modeGPUs:
-			g = min(sc.s.FreeCount(n), rest)
+			g = min(sc.s.FreeCount(topology.NodeID(n)), rest)
 		}
-		sc.out = append(sc.out, topology.NodeAlloc{Node: int32(n), GPUs: p.pickGPUs(n, g)})
+		sc.out = append(sc.out, topology.NodeAlloc{Node: topology.NodeID(n), GPUs: p.pickGPUs(n, g)})
 		if sc.pl.mode == modeGPUs {
-			rest -= min(sc.s.FreeCount(n), rest)
+			rest -= min(sc.s.FreeCount(topology.NodeID(n)), rest)
 		} else {
 			rest--
 		}

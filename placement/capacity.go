@@ -257,9 +257,9 @@ func (p *Placer) maskedCapacity(x int) int {
 // exclusive requests.
 func (p *Placer) usableGPUs(n int) int {
 	if p.sc.pl.exclusive {
-		return p.lay.c.NodeGPUs(n)
+		return p.lay.c.NodeGPUs(topology.NodeID(n))
 	}
-	return p.sc.s.FreeCount(n)
+	return p.sc.s.FreeCount(topology.NodeID(n))
 }
 
 // removedItems returns the base items a removed node would have held.

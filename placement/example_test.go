@@ -71,7 +71,7 @@ func ExampleReason() {
 	_ = s.SetStatus(1, topology.Drained)
 	_ = s.SetStatus(2, topology.Drained)
 	for n := 3; n < c.NumNodes(); n++ {
-		_ = s.Allocate([]topology.NodeAlloc{{Node: int32(n), GPUs: 0x0f}})
+		_ = s.Allocate([]topology.NodeAlloc{{Node: topology.NodeID(n), GPUs: 0x0f}})
 	}
 	p := placement.New(c, placement.Options{})
 	req := placement.NodesOf(2, 6)

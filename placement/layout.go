@@ -91,7 +91,7 @@ func (ly *layout) setGroupKinds() {
 	var key []byte
 	for n := range ly.numNodes {
 		key = key[:0]
-		for _, g := range ly.c.NodeGroups(n) {
+		for _, g := range ly.c.NodeGroups(topology.NodeID(n)) {
 			key = binary.LittleEndian.AppendUint64(key, g)
 		}
 		k, ok := kinds[string(key)]
@@ -111,7 +111,7 @@ func (ly *layout) setSizes() {
 	ly.idealGPUs = make([]int32, ly.count(ly.leaf))
 	ly.minGPUs = ly.maxGPUs
 	for i := range ly.numNodes {
-		g := ly.c.NodeGPUs(i)
+		g := ly.c.NodeGPUs(topology.NodeID(i))
 		ly.uniform = ly.uniform && g == ly.maxGPUs
 		ly.minGPUs = min(ly.minGPUs, g)
 		leaf := ly.leafOfNode(i)
@@ -168,7 +168,7 @@ func (ly *layout) leafOfNode(n int) int {
 	if ly.leaf == rootLevel {
 		return 0
 	}
-	return ly.c.NodeDomain(n, int(ly.leaf))
+	return ly.c.NodeDomain(topology.NodeID(n), int(ly.leaf))
 }
 
 // descendants returns the flat index range of the domains of level l
@@ -182,7 +182,7 @@ func (ly *layout) descendants(x int, l level) (int, int) {
 		return ly.leafID(int(ly.leafFirst[x])), ly.leafID(int(ly.leafEnd[x]))
 	}
 	first, last := ly.nodeFirst[x], ly.nodeEnd[x]-1
-	return ly.id(l, ly.c.NodeDomain(int(first), int(l))), ly.id(l, ly.c.NodeDomain(int(last), int(l))) + 1
+	return ly.id(l, ly.c.NodeDomain(topology.NodeID(first), int(l))), ly.id(l, ly.c.NodeDomain(topology.NodeID(last), int(l))) + 1
 }
 
 // children returns the flat index range of x's children.

@@ -69,14 +69,14 @@ func randomState(r *rand.Rand, c *topology.Cluster) *topology.State {
 	s := topology.NewState(c)
 	busy := r.IntN(4)
 	for i := range c.NumNodes() {
-		g := c.NodeGPUs(i)
+		g := c.NodeGPUs(topology.NodeID(i))
 		if r.IntN(4) < busy {
 			if m := r.Uint64() & (1<<uint(g) - 1); m != 0 {
-				_ = s.Allocate([]topology.NodeAlloc{{Node: int32(i), GPUs: m}})
+				_ = s.Allocate([]topology.NodeAlloc{{Node: topology.NodeID(i), GPUs: m}})
 			}
 		}
 		if r.IntN(10) == 0 {
-			_ = s.SetStatus(i, topology.NodeStatus(1+r.IntN(2)))
+			_ = s.SetStatus(topology.NodeID(i), topology.NodeStatus(1+r.IntN(2)))
 		}
 	}
 	return s
@@ -238,17 +238,17 @@ func newBrute(c *topology.Cluster, s *topology.State, req Request) *brute {
 		masks := make([]uint, c.NumDomains(l))
 		fr := make([]int, c.NumDomains(l))
 		for i := range b.n {
-			d := c.NodeDomain(i, l)
+			d := c.NodeDomain(topology.NodeID(i), l)
 			masks[d] |= 1 << i
-			if s.Schedulable(i) {
-				fr[d] += s.FreeCount(i)
+			if s.Schedulable(topology.NodeID(i)) {
+				fr[d] += s.FreeCount(topology.NodeID(i))
 			}
 		}
 		b.domain = append(b.domain, masks)
 		b.domFree = append(b.domFree, fr)
 	}
 	for i := range b.n {
-		b.free = append(b.free, s.FreeCount(i))
+		b.free = append(b.free, s.FreeCount(topology.NodeID(i)))
 	}
 	b.gpuMode, b.gpus, b.perNode = req.GPUs > 0, req.GPUs, req.GPUsPerNode
 	b.exclusive = req.Exclusive || !b.gpuMode && req.GPUsPerNode == 0
@@ -279,13 +279,13 @@ func newBrute(c *topology.Cluster, s *topology.State, req Request) *brute {
 // candidate reports whether node i can serve the request, given whether
 // every node is up and idle (ideal).
 func (b *brute) candidate(i int, ideal bool) bool {
-	if !ideal && !b.s.Schedulable(i) {
+	if !ideal && !b.s.Schedulable(topology.NodeID(i)) {
 		return false
 	}
 	if b.req.Allowed != nil && !b.req.Allowed.Test(uint(i)) || b.req.Excluded != nil && b.req.Excluded.Test(uint(i)) {
 		return false
 	}
-	size, free := b.c.NodeGPUs(i), b.free[i]
+	size, free := b.c.NodeGPUs(topology.NodeID(i)), b.free[i]
 	if ideal {
 		free = size
 	}
@@ -344,7 +344,7 @@ func (b *brute) sizeOK(set uint, ideal bool) bool {
 	for i := range b.n {
 		if set&(1<<i) != 0 {
 			if ideal {
-				sum += b.c.NodeGPUs(i)
+				sum += b.c.NodeGPUs(topology.NodeID(i))
 			} else {
 				sum += b.free[i]
 			}
@@ -372,7 +372,7 @@ func (b *brute) score(set uint) score {
 	for i := range b.n {
 		if set&(1<<i) != 0 {
 			free += b.free[i]
-			given += b.c.NodeGPUs(i) // whole nodes: their sizes
+			given += b.c.NodeGPUs(topology.NodeID(i)) // whole nodes: their sizes
 		}
 	}
 	for l := range b.depth {
@@ -492,9 +492,9 @@ func (b *brute) exclusions() Exclusions {
 	var e Exclusions
 	for i := range b.n {
 		switch {
-		case b.s.Status(i) == topology.Down:
+		case b.s.Status(topology.NodeID(i)) == topology.Down:
 			e.Down++
-		case b.s.Status(i) == topology.Drained:
+		case b.s.Status(topology.NodeID(i)) == topology.Drained:
 			e.Drained++
 		case b.req.Allowed != nil && !b.req.Allowed.Test(uint(i)):
 			e.OutsideAllowed++
@@ -788,17 +788,17 @@ func checkAssignment(t *testing.T, ctx func() string, b *brute, res Result) {
 		}
 		set |= 1 << i
 		if !b.candidate(i, false) {
-			t.Fatalf("%s\nnode %s is not a candidate", ctx(), c.NodeName(i))
+			t.Fatalf("%s\nnode %s is not a candidate", ctx(), c.NodeName(topology.NodeID(i)))
 		}
-		if a.GPUs&^s.Free(i) != 0 || a.GPUs == 0 {
-			t.Fatalf("%s\nnode %s: GPUs %#x not free (%#x)", ctx(), c.NodeName(i), a.GPUs, s.Free(i))
+		if a.GPUs&^s.Free(topology.NodeID(i)) != 0 || a.GPUs == 0 {
+			t.Fatalf("%s\nnode %s: GPUs %#x not free (%#x)", ctx(), c.NodeName(topology.NodeID(i)), a.GPUs, s.Free(topology.NodeID(i)))
 		}
 		n := bits.OnesCount64(a.GPUs)
 		switch {
-		case b.exclusive && n != c.NodeGPUs(i):
-			t.Fatalf("%s\nexclusive node %s got %d of %d GPUs", ctx(), c.NodeName(i), n, c.NodeGPUs(i))
+		case b.exclusive && n != c.NodeGPUs(topology.NodeID(i)):
+			t.Fatalf("%s\nexclusive node %s got %d of %d GPUs", ctx(), c.NodeName(topology.NodeID(i)), n, c.NodeGPUs(topology.NodeID(i)))
 		case !b.exclusive && !b.gpuMode && n != req.GPUsPerNode:
-			t.Fatalf("%s\nnode %s got %d GPUs, want %d", ctx(), c.NodeName(i), n, req.GPUsPerNode)
+			t.Fatalf("%s\nnode %s got %d GPUs, want %d", ctx(), c.NodeName(topology.NodeID(i)), n, req.GPUsPerNode)
 		}
 		gpus += n
 	}

@@ -238,7 +238,7 @@ func (p *Placer) pickClass(k, lo, hi, whole, n, partGPUs int) {
 			if i >= whole && !sc.pl.exclusive {
 				g = partGPUs
 			}
-			m := sc.s.Free(node)
+			m := sc.s.Free(topology.NodeID(node))
 			if g < k {
 				if kind := p.lay.groupKind[node]; m == lastFree && kind == lastKind && g == lastG {
 					m = lastMask
@@ -248,7 +248,7 @@ func (p *Placer) pickClass(k, lo, hi, whole, n, partGPUs int) {
 					lastMask = m
 				}
 			}
-			sc.out = append(sc.out, topology.NodeAlloc{Node: int32(node), GPUs: m})
+			sc.out = append(sc.out, topology.NodeAlloc{Node: topology.NodeID(node), GPUs: m})
 			sc.tally.gpus += g
 			i++
 		}
@@ -292,7 +292,7 @@ func (p *Placer) classWord(k, w int) uint64 {
 // free GPUs, else from the smallest intra-node group that holds g (fewest
 // free GPUs on ties), else the lowest free GPUs.
 func (p *Placer) pickGPUs(n, g int) uint64 {
-	free := p.sc.s.Free(n)
+	free := p.sc.s.Free(topology.NodeID(n))
 	if bits.PopCount(free) <= g {
 		return free
 	}
@@ -324,7 +324,7 @@ type gpuChoice struct {
 // chooseGPUs is pickGPUs's choice for node n with free GPUs free.
 func (p *Placer) chooseGPUs(n int, free uint64, g int) uint64 {
 	best, bestSize, bestFree := uint64(0), 65, 65
-	for _, grp := range p.lay.c.NodeGroups(n) {
+	for _, grp := range p.lay.c.NodeGroups(topology.NodeID(n)) {
 		f := bits.PopCount(grp & free)
 		if f < g {
 			continue

@@ -63,7 +63,7 @@ func TestIntraNodeGroups(t *testing.T) {
 		s := topology.NewState(c)
 		for n := range c.NumNodes() {
 			if tc.busy != 0 {
-				_ = s.Allocate([]topology.NodeAlloc{{Node: int32(n), GPUs: tc.busy}})
+				_ = s.Allocate([]topology.NodeAlloc{{Node: topology.NodeID(n), GPUs: tc.busy}})
 			}
 		}
 		req := NodesOf(1, tc.g)

@@ -42,7 +42,7 @@ func (p *Placer) measure(res *Result) {
 		for _, a := range sc.out {
 			n := int(a.Node)
 			res.GPUs += bits.PopCount(a.GPUs)
-			free += sc.s.FreeCount(n)
+			free += sc.s.FreeCount(topology.NodeID(n))
 			free += p.markPath(ly.leafID(ly.leafOfNode(n)), &res.Spans)
 		}
 	}

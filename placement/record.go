@@ -66,7 +66,7 @@ func nodeSetRecord(c *topology.Cluster, s *bitset.BitSet) *string {
 	}
 	var names []string
 	for i, ok := s.NextSet(0); ok && int(i) < c.NumNodes(); i, ok = s.NextSet(i + 1) {
-		names = append(names, c.NodeName(int(i)))
+		names = append(names, c.NodeName(topology.NodeID(i)))
 	}
 	h := topology.CompressHostlist(names)
 	return &h

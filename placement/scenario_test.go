@@ -130,7 +130,7 @@ func describeResult(c *topology.Cluster, s *topology.State, req *Request, res Re
 	var b strings.Builder
 	fmt.Fprintf(&b, "placed %d nodes, %d GPUs, stranded %d", res.Nodes, res.GPUs, res.Stranded)
 	if res.Within >= 0 {
-		name := c.DomainName(res.Within, c.NodeDomain(int(res.Assignment[0].Node), res.Within))
+		name := c.DomainName(res.Within, c.NodeDomain(topology.NodeID(res.Assignment[0].Node), res.Within))
 		fmt.Fprintf(&b, " within %s %s", c.LevelName(res.Within), name)
 	} else {
 		b.WriteString(" across top-level domains")
@@ -144,7 +144,7 @@ func describeResult(c *topology.Cluster, s *topology.State, req *Request, res Re
 	}
 	names := make([]string, 0, len(res.Assignment))
 	for _, a := range res.Assignment {
-		names = append(names, c.NodeName(int(a.Node)))
+		names = append(names, c.NodeName(a.Node))
 	}
 	slices.Sort(names)
 	fmt.Fprintf(&b, "\nnodes %s\n", topology.CompressHostlist(names))

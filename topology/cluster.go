@@ -76,10 +76,16 @@ type NodeSpec struct {
 	Source string
 }
 
+// NodeID identifies a node of a Cluster: its position in topology order,
+// from 0 to NumNodes()-1. Every package names nodes by NodeID; names are
+// for people and files (Cluster.NodeName, Cluster.LookupNode).
+type NodeID int32
+
 // Node is a read-only view of one node of a Cluster.
 type Node struct {
-	// Index is the node's position in the cluster (topology order).
-	Index int
+	// ID is the node's identity: its position in the cluster (topology
+	// order).
+	ID NodeID
 	// Name is the node's name.
 	Name string
 	// GPUs is the node's GPU count.
@@ -106,7 +112,7 @@ type Domain struct {
 	// FirstChild and EndChild bound the children in level Level+1.
 	FirstChild, EndChild int
 	// FirstNode and EndNode bound the nodes under the domain.
-	FirstNode, EndNode int
+	FirstNode, EndNode NodeID
 	// GPUs is the total GPU count under the domain.
 	GPUs int
 }
@@ -443,7 +449,7 @@ func (c *Cluster) Domain(l, d int) Domain {
 	return Domain{
 		Level: l, Index: d, Name: di.name, Parent: int(di.parent),
 		FirstChild: int(di.firstChild), EndChild: int(di.endChild),
-		FirstNode: int(di.firstNode), EndNode: int(di.endNode),
+		FirstNode: NodeID(di.firstNode), EndNode: NodeID(di.endNode),
 		GPUs: int(di.gpus),
 	}
 }
@@ -459,7 +465,7 @@ func (c *Cluster) DomainNodes(l, d int, dst *bitset.BitSet) *bitset.BitSet {
 	}
 	first, end := c.DomainRange(l, d)
 	if words := dst.Words(); len(words) == c.words && dst.Len() == uint(len(c.nodes)) {
-		bits.SetRange(words, first, end)
+		bits.SetRange(words, int(first), int(end))
 	} else {
 		dst.FlipRange(uint(first), uint(end))
 	}
@@ -468,9 +474,9 @@ func (c *Cluster) DomainNodes(l, d int, dst *bitset.BitSet) *bitset.BitSet {
 
 // DomainRange returns the node range [first, end) of domain d of level l,
 // without building a Domain view.
-func (c *Cluster) DomainRange(l, d int) (first, end int) {
+func (c *Cluster) DomainRange(l, d int) (first, end NodeID) {
 	di := &c.levels[l][d]
-	return int(di.firstNode), int(di.endNode)
+	return NodeID(di.firstNode), NodeID(di.endNode)
 }
 
 // DomainChildren returns the child range [first, end) of domain d of level
@@ -498,28 +504,29 @@ func (c *Cluster) DomainIndex(l int, name string) (int, bool) {
 }
 
 // Node returns node i.
-func (c *Cluster) Node(i int) Node {
+func (c *Cluster) Node(i NodeID) Node {
 	n := &c.nodes[i]
-	return Node{Index: i, Name: n.name, GPUs: n.gpus, Groups: n.groups}
+	return Node{ID: i, Name: n.name, GPUs: n.gpus, Groups: n.groups}
 }
 
 // NodeName returns the name of node i.
-func (c *Cluster) NodeName(i int) string { return c.nodes[i].name }
+func (c *Cluster) NodeName(i NodeID) string { return c.nodes[i].name }
 
 // NodeGPUs returns the GPU count of node i.
-func (c *Cluster) NodeGPUs(i int) int { return c.nodes[i].gpus }
+func (c *Cluster) NodeGPUs(i NodeID) int { return c.nodes[i].gpus }
 
 // NodeGroups returns the GPU groups of node i (shared; do not modify).
-func (c *Cluster) NodeGroups(i int) []uint64 { return c.nodes[i].groups }
+func (c *Cluster) NodeGroups(i NodeID) []uint64 { return c.nodes[i].groups }
 
-// NodeIndex returns the index of the node called name.
-func (c *Cluster) NodeIndex(name string) (int, bool) {
+// LookupNode returns the ID of the node called name, and whether the
+// cluster has one.
+func (c *Cluster) LookupNode(name string) (NodeID, bool) {
 	i, ok := c.nodeByName[name]
-	return int(i), ok
+	return NodeID(i), ok
 }
 
 // NodeDomain returns the index of node i's domain at level l.
-func (c *Cluster) NodeDomain(i, l int) int { return int(c.nodeDom[l*len(c.nodes)+i]) }
+func (c *Cluster) NodeDomain(i NodeID, l int) int { return int(c.nodeDom[l*len(c.nodes)+int(i)]) }
 
 // Words returns the number of 64-bit words of a node bitset of this
 // cluster.
@@ -550,7 +557,7 @@ func (c *Cluster) Spec() Spec {
 	for i, n := range c.nodes {
 		path := make([]string, len(c.levelNames))
 		for l := range path {
-			path[l] = c.levels[l][c.NodeDomain(i, l)].name
+			path[l] = c.levels[l][c.NodeDomain(NodeID(i), l)].name
 		}
 		s.Nodes[i] = NodeSpec{Name: n.name, GPUs: n.gpus, Groups: slices.Clone(n.groups), Path: path}
 	}
@@ -568,7 +575,7 @@ func (c *Cluster) Spec() Spec {
 }
 
 // NodeNames returns the names of the nodes in [first, end), in order.
-func (c *Cluster) NodeNames(first, end int) []string {
+func (c *Cluster) NodeNames(first, end NodeID) []string {
 	out := make([]string, 0, end-first)
 	for i := first; i < end; i++ {
 		out = append(out, c.nodes[i].name)
@@ -618,7 +625,7 @@ func (c *Cluster) describeNodes(first, end int) string {
 		for j < end && c.nodes[j].gpus == c.nodes[i].gpus {
 			j++
 		}
-		parts = append(parts, fmt.Sprintf("%s x%d GPUs", hostlist.Compress(c.NodeNames(i, j)), c.nodes[i].gpus))
+		parts = append(parts, fmt.Sprintf("%s x%d GPUs", hostlist.Compress(c.NodeNames(NodeID(i), NodeID(j))), c.nodes[i].gpus))
 		i = j
 	}
 	return strings.Join(parts, ", ")

@@ -75,7 +75,7 @@ func TestBuildOrderMatchesReference(t *testing.T) {
 		if err != nil {
 			t.Fatalf("trial %d: %v", trial, err)
 		}
-		if got, want := c.NodeNames(0, c.NumNodes()), referenceOrder(spec); !slices.Equal(got, want) {
+		if got, want := c.NodeNames(0, NodeID(c.NumNodes())), referenceOrder(spec); !slices.Equal(got, want) {
 			t.Fatalf("trial %d: order %q, want %q", trial, got, want)
 		}
 		checkDomainRanges(t, c)
@@ -87,13 +87,13 @@ func TestBuildOrderMatchesReference(t *testing.T) {
 // GPU totals add up and every name maps back to its index.
 func checkDomainRanges(t *testing.T, c *Cluster) {
 	t.Helper()
-	for i := range c.NumNodes() {
-		if j, ok := c.NodeIndex(c.NodeName(i)); !ok || j != i {
-			t.Fatalf("NodeIndex(%q) = %d, %v; want %d", c.NodeName(i), j, ok, i)
+	for i := range NodeID(c.NumNodes()) {
+		if j, ok := c.LookupNode(c.NodeName(i)); !ok || j != i {
+			t.Fatalf("LookupNode(%q) = %d, %v; want %d", c.NodeName(i), j, ok, i)
 		}
 	}
 	for l := range c.Depth() {
-		next := 0
+		next := NodeID(0)
 		for d := range c.NumDomains(l) {
 			dom := c.Domain(l, d)
 			if dom.FirstNode != next || dom.EndNode <= dom.FirstNode {
@@ -116,7 +116,7 @@ func checkDomainRanges(t *testing.T, c *Cluster) {
 				}
 			}
 		}
-		if next != c.NumNodes() {
+		if int(next) != c.NumNodes() {
 			t.Fatalf("level %d covers %d of %d nodes", l, next, c.NumNodes())
 		}
 	}
@@ -133,7 +133,7 @@ func TestDomainNodes(t *testing.T) {
 				t.Fatalf("level %d domain %d: %d nodes, want %d", l, d, got.Count(), end-first)
 			}
 			for i, ok := got.NextSet(0); ok; i, ok = got.NextSet(i + 1) {
-				if int(i) < first || int(i) >= end {
+				if NodeID(i) < first || NodeID(i) >= end {
 					t.Fatalf("level %d domain %d: node %d outside [%d,%d)", l, d, i, first, end)
 				}
 			}

@@ -26,12 +26,12 @@ func FuzzStateOps(f *testing.F) {
 			var err error
 			switch op {
 			case 0:
-				err = s.Allocate([]NodeAlloc{{Node: int32(node), GPUs: uint64(arg)}})
+				err = s.Allocate([]NodeAlloc{{Node: NodeID(node), GPUs: uint64(arg)}})
 			case 1:
-				err = s.Release([]NodeAlloc{{Node: int32(node), GPUs: uint64(arg)}})
+				err = s.Release([]NodeAlloc{{Node: NodeID(node), GPUs: uint64(arg)}})
 			case 2:
 				if node < c.NumNodes() {
-					err = s.SetStatus(node, NodeStatus(arg%3))
+					err = s.SetStatus(NodeID(node), NodeStatus(arg%3))
 				}
 			case 3:
 				if err := s.CopyInto(spare); err != nil {

@@ -53,7 +53,7 @@ func (s NodeStatus) String() string {
 // NodeAlloc is part of an assignment: the GPUs given on one node (bit i of
 // GPUs is GPU i of the node).
 type NodeAlloc struct {
-	Node int32
+	Node NodeID
 	GPUs uint64
 }
 
@@ -272,16 +272,16 @@ func (s *State) setFree(i int, mask uint64) {
 func (s *State) Cluster() *Cluster { return s.c }
 
 // Free returns node i's free-GPU mask.
-func (s *State) Free(i int) uint64 { return s.free[i] }
+func (s *State) Free(i NodeID) uint64 { return s.free[i] }
 
 // FreeCount returns the number of free GPUs on node i (whatever its status).
-func (s *State) FreeCount(i int) int { return bits.PopCount(s.free[i]) }
+func (s *State) FreeCount(i NodeID) int { return bits.PopCount(s.free[i]) }
 
 // Status returns node i's status.
-func (s *State) Status(i int) NodeStatus { return s.status[i] }
+func (s *State) Status(i NodeID) NodeStatus { return s.status[i] }
 
 // Schedulable reports whether node i is up and not drained.
-func (s *State) Schedulable(i int) bool { return s.status[i] == Up }
+func (s *State) Schedulable(i NodeID) bool { return s.status[i] == Up }
 
 // FreeGPUs returns the free GPUs on schedulable nodes.
 func (s *State) FreeGPUs() int { return s.freeGPUs }
@@ -444,8 +444,8 @@ func (s *State) Release(a []NodeAlloc) error {
 
 // SetStatus changes node i's status. A node that goes down or is drained
 // keeps its allocations; it is no longer offered to placement.
-func (s *State) SetStatus(i int, st NodeStatus) error {
-	if i < 0 || i >= len(s.c.nodes) {
+func (s *State) SetStatus(i NodeID, st NodeStatus) error {
+	if i < 0 || int(i) >= len(s.c.nodes) {
 		return fmt.Errorf("%w: node index %d", ErrUnknownNode, i)
 	}
 	if st > Drained {
@@ -458,12 +458,12 @@ func (s *State) SetStatus(i int, st NodeStatus) error {
 	f := bits.PopCount(s.free[i])
 	s.countStatus(old, -1)
 	if old == Up {
-		s.removeNode(i, f)
+		s.removeNode(int(i), f)
 	}
 	s.status[i] = st
 	s.countStatus(st, 1)
 	if st == Up {
-		s.addNode(i, f)
+		s.addNode(int(i), f)
 	}
 	return nil
 }
@@ -650,7 +650,7 @@ func (s *State) Describe() string {
 	low := len(c.levels) - 1
 	for d := range c.levels[low] {
 		lo, hi := c.DomainRange(low, d)
-		line(c.levels[low][d].name, lo, hi)
+		line(c.levels[low][d].name, int(lo), int(hi))
 	}
 	return b.String()
 }

@@ -57,7 +57,7 @@ func TestBuildReordersIntoTopologyOrder(t *testing.T) {
 	}
 	var got []string
 	for i := range c.NumNodes() {
-		got = append(got, c.NodeName(i))
+		got = append(got, c.NodeName(NodeID(i)))
 	}
 	// s0 first (a then c), then s1 (b).
 	if want := "x0 x3 x2 x5 x1 x4"; strings.Join(got, " ") != want {
@@ -251,14 +251,14 @@ func runRandomOps(t *testing.T, c *Cluster, steps int, r *rand.Rand) {
 			var a []NodeAlloc
 			for range n {
 				node := r.IntN(c.NumNodes())
-				m := r.Uint64() & onesMask(c.NodeGPUs(node))
+				m := r.Uint64() & onesMask(c.NodeGPUs(NodeID(node)))
 				if r.IntN(4) != 0 {
-					m &= s.Free(node) // usually valid
+					m &= s.Free(NodeID(node)) // usually valid
 				}
 				if m == 0 {
 					continue
 				}
-				a = append(a, NodeAlloc{int32(node), m})
+				a = append(a, NodeAlloc{NodeID(node), m})
 			}
 			op = fmt.Sprintf("allocate %v", a)
 			err := s.Allocate(a)
@@ -293,7 +293,7 @@ func runRandomOps(t *testing.T, c *Cluster, steps int, r *rand.Rand) {
 			node := r.IntN(c.NumNodes())
 			st := NodeStatus(r.IntN(3))
 			op = fmt.Sprintf("status %d %s", node, st)
-			if err := s.SetStatus(node, st); err != nil {
+			if err := s.SetStatus(NodeID(node), st); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -331,7 +331,7 @@ func TestZeroAllocations(t *testing.T) {
 	for _, c := range []*Cluster{Default2000(), FatTree100k()} {
 		s := NewState(c)
 		dst := NewState(c)
-		a := []NodeAlloc{{3, 0x0f}, {int32(c.NumNodes() - 1), 0xff}}
+		a := []NodeAlloc{{3, 0x0f}, {NodeID(int32(c.NumNodes() - 1)), 0xff}}
 		if n := testing.AllocsPerRun(100, func() {
 			if err := s.Allocate(a); err != nil {
 				t.Fatal(err)
@@ -387,7 +387,7 @@ func BenchmarkState(b *testing.B) {
 		s := NewState(inv.c)
 		a := make([]NodeAlloc, 0, 16)
 		for i := range 16 {
-			a = append(a, NodeAlloc{int32(i * inv.c.NumNodes() / 16), 0xff})
+			a = append(a, NodeAlloc{NodeID(int32(i * inv.c.NumNodes() / 16)), 0xff})
 		}
 		b.Run(inv.name+"/op=allocate-release-16nodes", func(b *testing.B) {
 			b.ReportAllocs()
@@ -444,19 +444,19 @@ func TestDomainCounters(t *testing.T) {
 		node := r.IntN(c.NumNodes())
 		switch r.IntN(3) {
 		case 0:
-			if m := r.Uint64() & s.Free(node); m != 0 && s.Status(node) != Down {
-				_ = s.Allocate([]NodeAlloc{{int32(node), m}})
+			if m := r.Uint64() & s.Free(NodeID(node)); m != 0 && s.Status(NodeID(node)) != Down {
+				_ = s.Allocate([]NodeAlloc{{NodeID(node), m}})
 			}
 		case 1:
-			if m := r.Uint64() & onesMask(c.NodeGPUs(node)) &^ s.Free(node); m != 0 {
-				_ = s.Release([]NodeAlloc{{int32(node), m}})
+			if m := r.Uint64() & onesMask(c.NodeGPUs(NodeID(node))) &^ s.Free(NodeID(node)); m != 0 {
+				_ = s.Release([]NodeAlloc{{NodeID(node), m}})
 			}
 		default:
-			_ = s.SetStatus(node, NodeStatus(r.IntN(3)))
+			_ = s.SetStatus(NodeID(node), NodeStatus(r.IntN(3)))
 		}
 		down, drained := 0, 0
 		for i := range c.NumNodes() {
-			switch s.Status(i) {
+			switch s.Status(NodeID(i)) {
 			case Down:
 				down++
 			case Drained:

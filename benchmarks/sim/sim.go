@@ -270,7 +270,7 @@ func (r *runner) leaves(a *gang.Allocation) int {
 	seen := map[int]bool{}
 	for _, m := range a.Members {
 		for _, x := range m.Assignment {
-			seen[r.cfg.Cluster.NodeDomain(int(x.Node), r.leafLvl)] = true
+			seen[r.cfg.Cluster.NodeDomain(x.Node, r.leafLvl)] = true
 		}
 	}
 	return len(seen)
@@ -361,8 +361,7 @@ func (r *runner) runEngine() error {
 				r.addBusy(ev.job, -1)
 				r.leave(ev.job)
 			case evFail:
-				name := r.cfg.Cluster.NodeName(ev.node)
-				evs, err := e.NodeDown(name, abs)
+				evs, err := e.NodeDown(topology.NodeID(ev.node), abs)
 				if err != nil {
 					return err
 				}
@@ -384,13 +383,13 @@ func (r *runner) runEngine() error {
 						r.leave(i)
 					}
 				}
-				r.work.down += r.cfg.Cluster.NodeGPUs(ev.node)
+				r.work.down += r.cfg.Cluster.NodeGPUs(topology.NodeID(ev.node))
 				heap.Push(&r.q, event{at: now + r.cfg.Repair, kind: evRepair, node: ev.node})
 			case evRepair:
-				if err := e.NodeUp(r.cfg.Cluster.NodeName(ev.node), abs); err != nil {
+				if err := e.NodeUp(topology.NodeID(ev.node), abs); err != nil {
 					return err
 				}
-				r.work.down -= r.cfg.Cluster.NodeGPUs(ev.node)
+				r.work.down -= r.cfg.Cluster.NodeGPUs(topology.NodeID(ev.node))
 				heap.Push(&r.q, event{at: now + r.expo(r.cfg.NodeMTBF), kind: evFail, node: ev.node})
 			case evTick:
 				tick = tick || ev.node == 0

@@ -113,7 +113,7 @@ func packing(w io.Writer, c *topology.Cluster) error {
 	r := rand.New(rand.NewPCG(7, 7))
 	for n := range c.NumNodes() {
 		if busy := r.IntN(9); busy > 0 {
-			if err := s.Allocate([]topology.NodeAlloc{{Node: int32(n), GPUs: 1<<uint(busy) - 1}}); err != nil {
+			if err := s.Allocate([]topology.NodeAlloc{{Node: topology.NodeID(n), GPUs: 1<<uint(busy) - 1}}); err != nil {
 				return err
 			}
 		}
@@ -144,7 +144,7 @@ func groupsCrossing(c *topology.Cluster, a []topology.NodeAlloc) (nodes, leaves 
 	var ranks []gpu
 	for _, x := range a {
 		for range popcount(x.GPUs) {
-			ranks = append(ranks, gpu{int(x.Node), c.NodeDomain(int(x.Node), c.Depth()-1)})
+			ranks = append(ranks, gpu{int(x.Node), c.NodeDomain(x.Node, c.Depth()-1)})
 		}
 	}
 	for g := 0; g+8 <= len(ranks); g += 8 {

@@ -134,7 +134,12 @@ func run(w io.Writer) error {
 			}
 			fmt.Fprintf(w, "%s  finished %s\n", stamp(e.at), e.id)
 		case "node-down":
-			evs, err := engine.NodeDown(e.id, now)
+			// The host knows nodes by name; the engine by NodeID.
+			node, ok := cluster.LookupNode(e.id)
+			if !ok {
+				return fmt.Errorf("unknown node %q", e.id)
+			}
+			evs, err := engine.NodeDown(node, now)
 			if err != nil {
 				return err
 			}

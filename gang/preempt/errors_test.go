@@ -52,7 +52,7 @@ func fullCluster(t *testing.T) (*topology.Cluster, *gang.Ledger) {
 		if l.State().DomainFreeGPUs(2, lf) == 0 {
 			continue // the batch job's leaf
 		}
-		spec := &gang.Spec{ID: c.DomainName(2, lf), Members: []gang.Member{{Name: "w", Request: placement.Request{Nodes: end - first, GPUsPerNode: 8, Allowed: c.DomainNodes(2, lf, nil)}}}}
+		spec := &gang.Spec{ID: c.DomainName(2, lf), Members: []gang.Member{{Name: "w", Request: placement.Request{Nodes: int(end - first), GPUsPerNode: 8, Allowed: c.DomainNodes(2, lf, nil)}}}}
 		if res, err := l.Admit(spec); err != nil || !res.Admitted {
 			t.Fatal(err, res)
 		}

@@ -59,7 +59,7 @@ func (s *Searcher) domainBits() bool {
 		for _, x := range s.all(v) {
 			d := 0
 			if s.low >= 0 {
-				d = s.c.NodeDomain(int(x.Node), s.low)
+				d = s.c.NodeDomain(x.Node, s.low)
 			}
 			if e.slot[d] < 0 {
 				if len(e.used) == 64 {

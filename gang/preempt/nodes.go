@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"math/bits"
 	"slices"
+
+	"github.com/phalanx-sched/phalanx/topology"
 )
 
 // Node mode: the units are nodes. See scope.go.
@@ -25,7 +27,7 @@ func (s *Searcher) nodeUnits() {
 		for _, n := range sc.order {
 			d := 0
 			if l >= 0 {
-				d = s.c.NodeDomain(int(n), l)
+				d = s.c.NodeDomain(topology.NodeID(n), l)
 			}
 			c := sc.nodeCost[n]
 			sc.units = append(sc.units, unit{cost: c, bound: c, amount: 1, first: sc.nodeFirst[n], end: sc.nodeEnd[n], scope: s.scopeID(l, d), tie: n})
@@ -40,8 +42,8 @@ func (s *Searcher) groupOccupants() {
 	sc.occ = sc.occ[:0]
 	for _, v := range s.elig[:s.pool] {
 		for _, e := range s.live(v) {
-			if s.st.Schedulable(int(e.Node)) {
-				sc.occ = append(sc.occ, occ{node: e.Node, cand: v, gpus: int32(bits.OnesCount64(e.GPUs))})
+			if s.st.Schedulable(e.Node) {
+				sc.occ = append(sc.occ, occ{node: int32(e.Node), cand: v, gpus: int32(bits.OnesCount64(e.GPUs))})
 			}
 		}
 	}
@@ -71,15 +73,15 @@ func (s *Searcher) groupOccupants() {
 func (s *Searcher) nodeVictims(n int) bool {
 	sc := &s.sc
 	sc.sat[n] = false
-	if !s.st.Schedulable(n) {
+	if !s.st.Schedulable(topology.NodeID(n)) {
 		return false
 	}
 	want := s.perPod
 	if want == 0 {
-		want = s.c.NodeGPUs(n)
+		want = s.c.NodeGPUs(topology.NodeID(n))
 	}
-	free := s.st.FreeCount(n)
-	if want > s.c.NodeGPUs(n) {
+	free := s.st.FreeCount(topology.NodeID(n))
+	if want > s.c.NodeGPUs(topology.NodeID(n)) {
 		return false
 	}
 	if free >= want {
@@ -126,7 +128,8 @@ func (s *Searcher) perGPU(v int32) float64 {
 func (s *Searcher) satIn(l, d int) int32 {
 	first, end := 0, s.c.NumNodes()
 	if l >= 0 {
-		first, end = s.c.DomainRange(l, d)
+		f, e := s.c.DomainRange(l, d)
+		first, end = int(f), int(e)
 	}
 	n := int32(0)
 	for _, ok := range s.sc.sat[first:end] {

@@ -117,7 +117,7 @@ func randomInstance(r *rand.Rand) *instance {
 	}
 	for i := range c.NumNodes() {
 		if r.IntN(12) == 0 {
-			_ = in.l.State().SetStatus(i, topology.NodeStatus(1+r.IntN(2)))
+			_ = in.l.State().SetStatus(topology.NodeID(i), topology.NodeStatus(1+r.IntN(2)))
 		}
 	}
 	in.req = Request{Class: 1 + r.IntN(4), Gang: randomGang(r, c)}
@@ -224,7 +224,7 @@ func (o *oracle) key(set []int) key {
 			for _, e := range m.Assignment {
 				d := 0
 				if o.in.c.Depth() > 0 {
-					d = o.in.c.NodeDomain(int(e.Node), o.in.c.Depth()-1)
+					d = o.in.c.NodeDomain(e.Node, o.in.c.Depth()-1)
 				}
 				doms[d] = true
 			}
@@ -291,14 +291,14 @@ func (o *oracle) checkNeeded(t *testing.T, res *Result) {
 	used := map[int32]uint64{}
 	for _, m := range res.Allocation.Members {
 		for _, e := range m.Assignment {
-			used[e.Node] |= e.GPUs
+			used[int32(e.Node)] |= e.GPUs
 		}
 	}
 	for k, v := range res.Victims {
 		touched := false
 		for _, m := range o.in.cands[v].Alloc.Members {
 			for _, e := range m.Assignment {
-				touched = touched || used[e.Node]&e.GPUs != 0
+				touched = touched || used[int32(e.Node)]&e.GPUs != 0
 			}
 		}
 		if !touched {
@@ -319,7 +319,7 @@ func (o *oracle) colocationOvercounts() bool {
 		return false
 	}
 	for i := range o.in.c.NumNodes() {
-		if o.in.c.NodeGPUs(i) != o.in.c.MaxNodeGPUs() {
+		if o.in.c.NodeGPUs(topology.NodeID(i)) != o.in.c.MaxNodeGPUs() {
 			return true
 		}
 	}

@@ -159,7 +159,7 @@ func (sc *scenario) hostlist(a *gang.Allocation) string {
 	var names []string
 	for _, m := range a.Members {
 		for _, e := range m.Assignment {
-			names = append(names, sc.c.NodeName(int(e.Node)))
+			names = append(names, sc.c.NodeName(e.Node))
 		}
 	}
 	slices.Sort(names)
@@ -177,7 +177,7 @@ func (sc *scenario) draw() string {
 		for n := first; n < end; n++ {
 			ch := byte('.')
 			for _, c := range sc.cands {
-				if c.Alloc.OnNode(n) {
+				if c.Alloc.OnNode(topology.NodeID(n)) {
 					if ch == '.' {
 						ch = c.ID[0]
 					} else {

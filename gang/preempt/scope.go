@@ -208,10 +208,10 @@ func (s *Searcher) gpuUnits(l int, v int32) {
 	}
 	sc.touched = sc.touched[:0]
 	for _, e := range s.live(v) {
-		if !s.st.Schedulable(int(e.Node)) {
+		if !s.st.Schedulable(e.Node) {
 			continue
 		}
-		d := s.c.NodeDomain(int(e.Node), l)
+		d := s.c.NodeDomain(e.Node, l)
 		if sc.acc[d] == 0 {
 			sc.touched = append(sc.touched, int32(d))
 		}

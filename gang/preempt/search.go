@@ -110,7 +110,7 @@ func NewSearcher(c *topology.Cluster, o Options) (*Searcher, error) {
 		nodeMask: make([]uint64, c.NumNodes()),
 	}
 	for i := range c.NumNodes() {
-		s.minNodeGPUs = min(s.minNodeGPUs, c.NodeGPUs(i))
+		s.minNodeGPUs = min(s.minNodeGPUs, c.NodeGPUs(topology.NodeID(i)))
 	}
 	s.levelGPUs = make([]int, c.Depth())
 	for l := range c.Depth() {

@@ -1,5 +1,7 @@
 package preempt
 
+import "github.com/phalanx-sched/phalanx/topology"
+
 // Segments: when the lead member asks for segments of k nodes, each inside
 // one domain of a level, enough nodes are not enough: the greedy of a
 // scope counts the whole segments its nodes form per domain of that level
@@ -23,7 +25,7 @@ func (s *Searcher) segStart(sc *scope) {
 func (s *Searcher) segAdd(n int) {
 	d := 0
 	if s.segLevel >= 0 {
-		d = s.c.NodeDomain(n, s.segLevel)
+		d = s.c.NodeDomain(topology.NodeID(n), s.segLevel)
 	}
 	c := s.sc.segCount[d]
 	s.sc.segTotal += int((c+1)/int32(s.segSize) - c/int32(s.segSize))
@@ -39,7 +41,7 @@ func (s *Searcher) segEnd(sc *scope) {
 	for n := first; n < end; n++ {
 		d := 0
 		if s.segLevel >= 0 {
-			d = s.c.NodeDomain(n, s.segLevel)
+			d = s.c.NodeDomain(topology.NodeID(n), s.segLevel)
 		}
 		s.sc.segCount[d] = 0
 	}
@@ -58,5 +60,6 @@ func (s *Searcher) scopeNodes(sc *scope) (int, int) {
 	if sc.level < 0 {
 		return 0, s.c.NumNodes()
 	}
-	return s.c.DomainRange(int(sc.level), int(sc.dom))
+	f, e := s.c.DomainRange(int(sc.level), int(sc.dom))
+	return int(f), int(e)
 }

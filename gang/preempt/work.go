@@ -47,7 +47,7 @@ func (s *Searcher) flatten(i int32) error {
 			if e.Node < 0 || int(e.Node) >= len(s.nodeMask) {
 				return fmt.Errorf("%w: %s (member %s): %w: node index %d", ErrBadCandidate, s.cands[i].ID, a.Members[m].Name, topology.ErrUnknownNode, e.Node)
 			}
-			switch s.st.Status(int(e.Node)) {
+			switch s.st.Status(e.Node) {
 			case topology.Down:
 				down++
 				continue
@@ -61,7 +61,7 @@ func (s *Searcher) flatten(i int32) error {
 	if down > 0 {
 		for m := range a.Members {
 			for _, e := range a.Members[m].Assignment {
-				if s.st.Status(int(e.Node)) == topology.Down {
+				if s.st.Status(e.Node) == topology.Down {
 					s.flat = append(s.flat, e)
 				}
 			}
@@ -246,7 +246,8 @@ func (s *Searcher) someDomain(l int, ok func(d int) bool) bool {
 func (s *Searcher) podNodes(l, d int) int {
 	first, end := 0, s.c.NumNodes()
 	if l >= 0 {
-		first, end = s.c.DomainRange(l, d)
+		f, e := s.c.DomainRange(l, d)
+		first, end = int(f), int(e)
 	}
 	switch {
 	case s.perPod == 0:
@@ -283,7 +284,7 @@ func (s *Searcher) domainsOf(set []int32) int {
 	n := 0
 	for _, i := range set {
 		for _, e := range s.all(i) {
-			d := s.c.NodeDomain(int(e.Node), s.low)
+			d := s.c.NodeDomain(e.Node, s.low)
 			if s.domMark[d] != s.domEpoch {
 				s.domMark[d] = s.domEpoch
 				n++

@@ -105,7 +105,8 @@ func ApplyState(s *topology.State, text string) error {
 			if !ok {
 				return fmt.Errorf("state line %d: unknown domain %q", ln+1, f[0])
 			}
-			first, end = c.DomainRange(low, d)
+			f, e := c.DomainRange(low, d)
+			first, end = int(f), int(e)
 		}
 		if len(f[1]) != end-first {
 			return fmt.Errorf("state line %d: %d characters for %d nodes", ln+1, len(f[1]), end-first)
@@ -122,17 +123,17 @@ func ApplyState(s *topology.State, text string) error {
 
 func setNode(s *topology.State, i int, ch byte) error {
 	c := s.Cluster()
-	gpus := c.NodeGPUs(i)
+	gpus := c.NodeGPUs(topology.NodeID(i))
 	all := uint64(1)<<uint(gpus) - 1
 	if gpus == 64 {
 		all = ^uint64(0)
 	}
 	// Reset the node to up and free.
-	if err := s.SetStatus(i, topology.Up); err != nil {
+	if err := s.SetStatus(topology.NodeID(i), topology.Up); err != nil {
 		return err
 	}
-	if used := all &^ s.Free(i); used != 0 {
-		if err := s.Release([]topology.NodeAlloc{{Node: int32(i), GPUs: used}}); err != nil {
+	if used := all &^ s.Free(topology.NodeID(i)); used != 0 {
+		if err := s.Release([]topology.NodeAlloc{{Node: topology.NodeID(i), GPUs: used}}); err != nil {
 			return err
 		}
 	}
@@ -148,15 +149,15 @@ func setNode(s *topology.State, i int, ch byte) error {
 		if ch == 'd' {
 			st = topology.Drained
 		}
-		return s.SetStatus(i, st)
+		return s.SetStatus(topology.NodeID(i), st)
 	default:
-		return fmt.Errorf("node %s: unknown state %q", c.NodeName(i), ch)
+		return fmt.Errorf("node %s: unknown state %q", c.NodeName(topology.NodeID(i)), ch)
 	}
 	if free > gpus {
-		return fmt.Errorf("node %s: %d free of %d GPUs", c.NodeName(i), free, gpus)
+		return fmt.Errorf("node %s: %d free of %d GPUs", c.NodeName(topology.NodeID(i)), free, gpus)
 	}
 	if busy := all &^ (uint64(1)<<uint(free) - 1); busy != 0 {
-		return s.Allocate([]topology.NodeAlloc{{Node: int32(i), GPUs: busy}})
+		return s.Allocate([]topology.NodeAlloc{{Node: topology.NodeID(i), GPUs: busy}})
 	}
 	return nil
 }
@@ -176,7 +177,8 @@ func Draw(s *topology.State, assignment []topology.NodeAlloc, all bool) string {
 	for row, line := range desc {
 		first, end := 0, c.NumNodes()
 		if low >= 0 {
-			first, end = c.DomainRange(low, row)
+			f, e := c.DomainRange(low, row)
+			first, end = int(f), int(e)
 		}
 		hit := false
 		chars := []byte(line[len(line)-(end-first):])
@@ -205,8 +207,8 @@ func Fragment(s *topology.State, r *rand.Rand, busy float64) {
 	for tries := 0; s.UsedGPUs() < target && tries < 100*c.NumNodes(); tries++ {
 		if r.IntN(10) < 6 {
 			i := r.IntN(c.NumNodes())
-			g := 1 + r.IntN(max(c.NodeGPUs(i)-1, 1))
-			free := s.Free(i)
+			g := 1 + r.IntN(max(c.NodeGPUs(topology.NodeID(i))-1, 1))
+			free := s.Free(topology.NodeID(i))
 			if bits.OnesCount64(free) < g {
 				continue
 			}
@@ -216,7 +218,7 @@ func Fragment(s *topology.State, r *rand.Rand, busy float64) {
 				m |= low
 				free &^= low
 			}
-			_ = s.Allocate([]topology.NodeAlloc{{Node: int32(i), GPUs: m}})
+			_ = s.Allocate([]topology.NodeAlloc{{Node: topology.NodeID(i), GPUs: m}})
 			continue
 		}
 		n := 1 + r.IntN(16)
@@ -224,7 +226,7 @@ func Fragment(s *topology.State, r *rand.Rand, busy float64) {
 		for range n {
 			i := r.IntN(c.NumNodes())
 			if s.Idle().Test(uint(i)) {
-				a = append(a, topology.NodeAlloc{Node: int32(i), GPUs: s.Free(i)})
+				a = append(a, topology.NodeAlloc{Node: topology.NodeID(i), GPUs: s.Free(topology.NodeID(i))})
 			}
 		}
 		_ = s.Allocate(a) // a duplicate node makes it fail: try again

@@ -138,7 +138,7 @@ func Preemptors(c *topology.Cluster) []Preemptor {
 		return &gang.Spec{ID: "urgent", Members: []gang.Member{{Name: "w", Request: r}}}
 	}
 	return []Preemptor{
-		{fmt.Sprintf("%dx%d-required-%s", leafNodes, gpn, low), one(placement.Request{Nodes: leafNodes, GPUsPerNode: gpn, Required: low})},
+		{fmt.Sprintf("%dx%d-required-%s", leafNodes, gpn, low), one(placement.Request{Nodes: int(leafNodes), GPUsPerNode: gpn, Required: low})},
 		{fmt.Sprintf("4x%d", gpn), one(placement.NodesOf(4, gpn))},
 		{fmt.Sprintf("32x%d", gpn), one(placement.NodesOf(32, gpn))},
 		{fmt.Sprintf("32x%d-required-%s", gpn, c.LevelName(1)), one(placement.Request{Nodes: 32, GPUsPerNode: gpn, Required: c.LevelName(1)})},

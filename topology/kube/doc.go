@@ -16,8 +16,8 @@
 //		for _, d := range ds.List { fmt.Println(d) } // nodes.yaml:57: item 3 (node "gpu-4"): ...
 //	}
 //	s := topology.NewState(c)
-//	for _, n := range status.Down { i, _ := c.NodeIndex(n); s.SetStatus(i, topology.Down) }
-//	for _, n := range status.Drained { i, _ := c.NodeIndex(n); s.SetStatus(i, topology.Drained) }
+//	for _, n := range status.Down { i, _ := c.LookupNode(n); s.SetStatus(i, topology.Down) }
+//	for _, n := range status.Drained { i, _ := c.LookupNode(n); s.SetStatus(i, topology.Drained) }
 //	for _, w := range status.Warnings { log.Print(w) }
 //
 // # Caller duties

@@ -193,7 +193,7 @@ func TestPresets(t *testing.T) {
 			if got := c.Levels(); !slices.Equal(got, tt.levels) {
 				t.Errorf("levels %q, want %q", got, tt.levels)
 			}
-			if got := c.NodeNames(0, c.NumNodes()); !slices.Equal(got, tt.nodes) {
+			if got := c.NodeNames(0, topology.NodeID(c.NumNodes())); !slices.Equal(got, tt.nodes) {
 				t.Errorf("nodes %q, want %q", got, tt.nodes)
 			}
 			if c.TotalGPUs() != tt.gpus {
@@ -214,8 +214,8 @@ func TestPresets(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}
-			if c2.NumNodes() != c.NumNodes() || !slices.Equal(c2.NodeNames(0, c2.NumNodes()), tt.nodes) {
-				t.Errorf("Load built %q", c2.NodeNames(0, c2.NumNodes()))
+			if c2.NumNodes() != c.NumNodes() || !slices.Equal(c2.NodeNames(0, topology.NodeID(c2.NumNodes())), tt.nodes) {
+				t.Errorf("Load built %q", c2.NodeNames(0, topology.NodeID(c2.NumNodes())))
 			}
 		})
 	}
@@ -271,7 +271,7 @@ func TestBlockRack(t *testing.T) {
 		}
 	}
 	// Same name, two domains.
-	r1a, r1b := c.NodeDomain(mustNode(t, c, "n1"), 1), c.NodeDomain(mustNode(t, c, "n5"), 1)
+	r1a, r1b := c.NodeDomain(topology.NodeID(mustNode(t, c, "n1")), 1), c.NodeDomain(topology.NodeID(mustNode(t, c, "n5")), 1)
 	if r1a == r1b || c.DomainName(1, r1a) != "r1" || c.DomainName(1, r1b) != "r1" {
 		t.Errorf("n1 and n5 racks: %d %q and %d %q, want two domains named r1", r1a, c.DomainName(1, r1a), r1b, c.DomainName(1, r1b))
 	}
@@ -283,11 +283,11 @@ func TestBlockRack(t *testing.T) {
 
 func mustNode(t *testing.T, c *topology.Cluster, name string) int {
 	t.Helper()
-	i, ok := c.NodeIndex(name)
+	i, ok := c.LookupNode(name)
 	if !ok {
 		t.Fatalf("no node %q", name)
 	}
-	return i
+	return int(i)
 }
 
 func TestErrors(t *testing.T) {
@@ -511,12 +511,12 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("%d nodes built, %d in spec", c.NumNodes(), len(spec.Nodes))
 		}
 		for _, name := range st.Skipped {
-			if _, ok := c.NodeIndex(name); ok {
+			if _, ok := c.LookupNode(name); ok {
 				t.Fatalf("skipped node %q is in the cluster", name)
 			}
 		}
 		for _, name := range slices.Concat(st.Down, st.Drained) {
-			if _, ok := c.NodeIndex(name); !ok {
+			if _, ok := c.LookupNode(name); !ok {
 				t.Fatalf("down or drained node %q is not in the cluster", name)
 			}
 		}

@@ -33,7 +33,7 @@ func TestConfSlurmSyntax(t *testing.T) {
 	}
 	// An escaped '#' is part of the value, not a comment.
 	c := loadConf(t, "SwitchName=s0 Nodes=n\\#1,n2 # comment\n", Options{})
-	if got := c.NodeNames(0, c.NumNodes()); !slices.Equal(got, []string{"n#1", "n2"}) {
+	if got := c.NodeNames(0, topology.NodeID(c.NumNodes())); !slices.Equal(got, []string{"n#1", "n2"}) {
 		t.Errorf("escaped #: nodes %q", got)
 	}
 	// Line numbers of a continued line are those of its first line.

@@ -3,6 +3,8 @@ package slurm
 import (
 	"slices"
 	"testing"
+
+	"github.com/phalanx-sched/phalanx/topology"
 )
 
 func TestLoadConfTestdata(t *testing.T) {
@@ -188,7 +190,7 @@ SwitchName=e Nodes=n1
 				}
 			}
 			if tt.order != nil {
-				if got := c.NodeNames(0, c.NumNodes()); !slices.Equal(got, tt.order) {
+				if got := c.NodeNames(0, topology.NodeID(c.NumNodes())); !slices.Equal(got, tt.order) {
 					t.Errorf("node order %q, want %q", got, tt.order)
 				}
 			}

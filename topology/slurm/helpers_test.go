@@ -25,7 +25,7 @@ func confFS(text string) fstest.MapFS { return memFS("topology.conf", text) }
 // slurmPath returns the domain names of the named node, top to bottom.
 func slurmPath(t *testing.T, c *topology.Cluster, node string) string {
 	t.Helper()
-	i, ok := c.NodeIndex(node)
+	i, ok := c.LookupNode(node)
 	if !ok {
 		t.Fatalf("node %q not in the cluster", node)
 	}

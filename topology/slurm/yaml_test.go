@@ -99,7 +99,7 @@ func TestYAMLExample(t *testing.T) {
 		t.Errorf("flat depth %d", flat.Depth())
 	}
 	want := []string{"node01", "node02", "node03", "node04", "node05", "node06", "node07", "node08"}
-	if got := flat.NodeNames(0, flat.NumNodes()); !slices.Equal(got, want) {
+	if got := flat.NodeNames(0, topology.NodeID(flat.NumNodes())); !slices.Equal(got, want) {
 		t.Errorf("flat nodes %q", got)
 	}
 

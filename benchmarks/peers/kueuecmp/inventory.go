@@ -116,8 +116,8 @@ func Fragment(s *topology.State, seed uint64, busy float64) ([][]topology.NodeAl
 		var job []topology.NodeAlloc
 		if r.IntN(10) < 6 {
 			n := r.IntN(c.NumNodes())
-			want := 1 + r.IntN(max(c.NodeGPUs(n)-1, 1))
-			free := s.Free(n)
+			want := 1 + r.IntN(max(c.NodeGPUs(topology.NodeID(n))-1, 1))
+			free := s.Free(topology.NodeID(n))
 			if bits.OnesCount64(free) < want {
 				continue
 			}
@@ -127,7 +127,7 @@ func Fragment(s *topology.State, seed uint64, busy float64) ([][]topology.NodeAl
 				mask |= low
 				free &^= low
 			}
-			job = []topology.NodeAlloc{{Node: int32(n), GPUs: mask}}
+			job = []topology.NodeAlloc{{Node: topology.NodeID(int32(n)), GPUs: mask}}
 		} else {
 			k := 1 + r.IntN(16)
 			seen := map[int]bool{}
@@ -137,7 +137,7 @@ func Fragment(s *topology.State, seed uint64, busy float64) ([][]topology.NodeAl
 					continue
 				}
 				seen[n] = true
-				job = append(job, topology.NodeAlloc{Node: int32(n), GPUs: s.Free(n)})
+				job = append(job, topology.NodeAlloc{Node: topology.NodeID(int32(n)), GPUs: s.Free(topology.NodeID(n))})
 			}
 			if len(job) == 0 {
 				continue
@@ -179,7 +179,7 @@ func FragmentSkewed(s *topology.State, seed uint64) ([][]topology.NodeAlloc, err
 					free &^= low
 				}
 			}
-			job := []topology.NodeAlloc{{Node: int32(n), GPUs: mask}}
+			job := []topology.NodeAlloc{{Node: topology.NodeID(int32(n)), GPUs: mask}}
 			if err := s.Allocate(job); err != nil {
 				return nil, fmt.Errorf("fragment: %w", err)
 			}

@@ -120,19 +120,19 @@ func NewKueueEnv(c *topology.Cluster, fs *FreeState) (*KueueEnv, error) {
 // label, allocatable GPUs, CPU, memory and pods, and Ready.
 func (k *KueueEnv) node(i int) *corev1.Node {
 	c := k.c
-	name := c.NodeName(i)
+	name := c.NodeName(topology.NodeID(i))
 	labels := map[string]string{
 		corev1.LabelHostname: name,
 		PoolLabel:            PoolValue,
 	}
 	for l := range c.Depth() {
-		labels[k.levels[l]] = c.DomainName(l, c.NodeDomain(i, l))
+		labels[k.levels[l]] = c.DomainName(l, c.NodeDomain(topology.NodeID(i), l))
 	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Status: corev1.NodeStatus{
 			Allocatable: corev1.ResourceList{
-				GPUResource:           *resource.NewQuantity(int64(c.NodeGPUs(i)), resource.DecimalSI),
+				GPUResource:           *resource.NewQuantity(int64(c.NodeGPUs(topology.NodeID(i))), resource.DecimalSI),
 				corev1.ResourceCPU:    resource.MustParse("128"),
 				corev1.ResourceMemory: resource.MustParse("2Ti"),
 				corev1.ResourcePods:   resource.MustParse("110"),
@@ -146,9 +146,9 @@ func (k *KueueEnv) node(i int) *corev1.Node {
 func (k *KueueEnv) runningPod(j int, a topology.NodeAlloc) *corev1.Pod {
 	n := int64(popcount(a.GPUs))
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "running", Name: fmt.Sprintf("job%05d-%s", j, k.c.NodeName(int(a.Node)))},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "running", Name: fmt.Sprintf("job%05d-%s", j, k.c.NodeName(topology.NodeID(a.Node)))},
 		Spec: corev1.PodSpec{
-			NodeName: k.c.NodeName(int(a.Node)),
+			NodeName: k.c.NodeName(topology.NodeID(a.Node)),
 			Containers: []corev1.Container{{
 				Name: "main",
 				Resources: corev1.ResourceRequirements{
@@ -244,11 +244,11 @@ func (k *KueueEnv) Answer(res scheduler.TASAssignmentsResult) (KueueAnswer, erro
 	ans := KueueAnswer{Placed: true, PodsPerNode: map[int]int{}}
 	for _, d := range r.TopologyAssignment.Domains {
 		host := d.Values[len(d.Values)-1]
-		n, ok := k.c.NodeIndex(host)
+		n, ok := k.c.LookupNode(host)
 		if !ok {
 			return KueueAnswer{}, fmt.Errorf("kueue: assignment names unknown node %q", host)
 		}
-		ans.PodsPerNode[n] += int(d.Count)
+		ans.PodsPerNode[int(n)] += int(d.Count)
 	}
 	return ans, nil
 }
@@ -275,7 +275,7 @@ func (k *KueueEnv) checkSameFreeState(s *topology.State) error {
 		return fmt.Errorf("kueue sees %d nodes, Phalanx %d", len(per), k.c.NumNodes())
 	}
 	for i := range k.c.NumNodes() {
-		name := k.c.NodeName(i)
+		name := k.c.NodeName(topology.NodeID(i))
 		d, ok := per[name]
 		if !ok {
 			return fmt.Errorf("kueue has no leaf domain for node %s", name)
@@ -288,7 +288,7 @@ func (k *KueueEnv) checkSameFreeState(s *topology.State) error {
 		if err != nil {
 			return fmt.Errorf("node %s: %w", name, err)
 		}
-		if got, want := free-used, int64(s.FreeCount(i)); got != want {
+		if got, want := free-used, int64(s.FreeCount(topology.NodeID(i))); got != want {
 			return fmt.Errorf("node %s: kueue sees %d free GPUs, Phalanx %d", name, got, want)
 		}
 	}

@@ -229,8 +229,8 @@ func (rn *Runner) checkKueue(kc Case, ans KueueAnswer) error {
 	total := 0
 	for n, pods := range ans.PodsPerNode {
 		total += pods
-		if free := rn.State.State.FreeCount(n); pods*kc.PodGPUs > free {
-			return fmt.Errorf("kueue puts %d pods x %d GPUs on %s with %d free", pods, kc.PodGPUs, rn.Inv.Cluster.NodeName(n), free)
+		if free := rn.State.State.FreeCount(topology.NodeID(n)); pods*kc.PodGPUs > free {
+			return fmt.Errorf("kueue puts %d pods x %d GPUs on %s with %d free", pods, kc.PodGPUs, rn.Inv.Cluster.NodeName(topology.NodeID(n)), free)
 		}
 	}
 	if total != kc.Pods {
@@ -245,7 +245,7 @@ func spans(c *topology.Cluster, nodes []int) []int {
 	for l := range c.Depth() {
 		seen := map[int]bool{}
 		for _, n := range nodes {
-			seen[c.NodeDomain(n, l)] = true
+			seen[c.NodeDomain(topology.NodeID(n), l)] = true
 		}
 		out[l] = len(seen)
 	}
@@ -380,15 +380,15 @@ func Details(r *Result) string {
 	involved := map[int]bool{}
 	pByLeaf := map[int][]string{}
 	for _, a := range r.PhalanxAssign {
-		d := c.NodeDomain(int(a.Node), low)
+		d := c.NodeDomain(topology.NodeID(a.Node), low)
 		involved[d] = true
-		pByLeaf[d] = append(pByLeaf[d], fmt.Sprintf("%s:%d", c.NodeName(int(a.Node)), popcount(a.GPUs)))
+		pByLeaf[d] = append(pByLeaf[d], fmt.Sprintf("%s:%d", c.NodeName(topology.NodeID(a.Node)), popcount(a.GPUs)))
 	}
 	kByLeaf := map[int][]string{}
 	for n, pods := range r.Kueue.PodsPerNode {
-		d := c.NodeDomain(n, low)
+		d := c.NodeDomain(topology.NodeID(n), low)
 		involved[d] = true
-		kByLeaf[d] = append(kByLeaf[d], fmt.Sprintf("%s:%d", c.NodeName(n), pods*r.Case.PodGPUs))
+		kByLeaf[d] = append(kByLeaf[d], fmt.Sprintf("%s:%d", c.NodeName(topology.NodeID(n)), pods*r.Case.PodGPUs))
 	}
 	answer := func(name string, q Quality, reason string, byLeaf map[int][]string) {
 		if !q.Placed {

@@ -187,7 +187,7 @@ func nodeNames(c *topology.Cluster, a *gang.Allocation) []string {
 	var names []string
 	for _, m := range a.Members {
 		for _, x := range m.Assignment {
-			names = append(names, c.NodeName(int(x.Node)))
+			names = append(names, c.NodeName(topology.NodeID(x.Node)))
 		}
 	}
 	return names

@@ -49,7 +49,7 @@ func newGeometry(c *topology.Cluster) (*Geometry, error) {
 		m := c.NumNodes()
 		for d := range c.NumDomains(l) {
 			first, end := c.DomainRange(l, d)
-			m = min(m, end-first)
+			m = min(m, int(end-first))
 		}
 		return m
 	}
@@ -63,7 +63,7 @@ func newGeometry(c *topology.Cluster) (*Geometry, error) {
 func (g *Geometry) domains(names []string, level int) int {
 	seen := map[int]bool{}
 	for _, n := range names {
-		i, _ := g.c.NodeIndex(n)
+		i, _ := g.c.LookupNode(n)
 		seen[g.c.NodeDomain(i, level)] = true
 	}
 	return len(seen)

@@ -134,7 +134,7 @@ func expand(c *topology.Cluster, expr string) ([]string, error) {
 		return nil, err
 	}
 	for _, n := range names {
-		if _, ok := c.NodeIndex(n); !ok {
+		if _, ok := c.LookupNode(n); !ok {
 			return nil, fmt.Errorf("node %q is not in topology.conf", n)
 		}
 	}
