@@ -70,7 +70,7 @@ type cycle struct {
 	prefix     int          // reservations by start considered
 	own        *reservation // the job's own reservation, not blocked
 	valid      bool
-	lastRes    gang.Result
+	lastRes    gang.Admission
 	// gen counts changes of the scratch state; failures is a cache of
 	// the outcomes of jobs that failed on scratch generation failGen.
 	gen      uint64

@@ -136,7 +136,7 @@ func TestRestoreRefusesCorruptSnapshots(t *testing.T) {
 // and is refused, naming what differs, on a cluster that renamed nodes the
 // snapshot uses.
 func TestRestoreOntoChangedTopology(t *testing.T) {
-	spec := topology.Spec{Levels: []string{"leaf"}}
+	spec := topology.ClusterSpec{Levels: []string{"leaf"}}
 	for _, leaf := range []string{"l0", "l1"} {
 		for n := range 4 {
 			spec.Nodes = append(spec.Nodes, topology.NodeSpec{Name: leaf + "-" + string(rune('a'+n)), GPUs: 8, Path: []string{leaf}})

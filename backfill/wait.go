@@ -200,7 +200,7 @@ func forGPUs(a *gang.Allocation, f func(n, g int)) {
 
 // fitsLoosely reports whether a patient job j would fit now without its
 // patience; it then waits for a tighter placement (w says until when).
-func (c *cycle) fitsLoosely(j *jobRec, failed gang.Result, w *Waiting) bool {
+func (c *cycle) fitsLoosely(j *jobRec, failed gang.Admission, w *Waiting) bool {
 	e := c.e
 	res, _ := e.adm.Admit(e.scratch, &j.job.Gang, &e.alloc)
 	if !res.Admitted {
@@ -213,7 +213,7 @@ func (c *cycle) fitsLoosely(j *jobRec, failed gang.Result, w *Waiting) bool {
 }
 
 // classify sets a waiting job's reason from its failed admission.
-func (c *cycle) classify(spec *gang.Spec, failed gang.Result, w *Waiting) {
+func (c *cycle) classify(spec *gang.Spec, failed gang.Admission, w *Waiting) {
 	e := c.e
 	w.Code, w.Member, w.Reason = WaitResources, failed.Member, failed.Reason
 	if failed.ColocationLevel != "" {

@@ -36,8 +36,8 @@ func BenchmarkPreempt(b *testing.B) {
 		}
 		for _, p := range testgang.Preemptors(inv.c) {
 			b.Run(fmt.Sprintf("inv=%s/gangs=%d/preemptor=%s", inv.name, len(w.Cands), p.Name), func(b *testing.B) {
-				req := &preempt.Request{Gang: p.Gang, Class: 4}
-				var res preempt.Result
+				req := &preempt.Preemptor{Gang: p.Gang, Class: 4}
+				var res preempt.Verdict
 				if err := s.Find(w.Ledger.State(), req, w.Cands, &res); err != nil {
 					b.Fatal(err)
 				}

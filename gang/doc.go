@@ -9,7 +9,7 @@
 //
 // Admission places every member on the free state and allocates only when
 // all are placed; otherwise the state is left exactly as it was, and the
-// Result names the member that failed and the placement reason. A greedy
+// Admission names the member that failed and the placement reason. A greedy
 // pass places the members one by one, most constrained first, in up to
 // MaxOrders orders; when it fails after placing some members, an exact
 // search for a packing follows (gangs of up to MaxSearchMembers members,

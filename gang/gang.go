@@ -194,8 +194,8 @@ func (a *Allocation) CopyTo(dst *Allocation) {
 	}
 }
 
-// Result is the outcome of one admission.
-type Result struct {
+// Admission is the outcome of one admission.
+type Admission struct {
 	// Admitted reports whether every member was placed.
 	Admitted bool
 	// Member names the member that could not be placed (on failure).
@@ -224,7 +224,7 @@ type Result struct {
 
 // String renders a failed admission for users, for example "member worker:
 // needs 150 nodes with 8 free GPUs; the cluster has 100".
-func (r Result) String() string {
+func (r Admission) String() string {
 	if r.Admitted {
 		return "admitted"
 	}
@@ -269,12 +269,12 @@ func NewAdmitter(c *topology.Cluster, opts Options) *Admitter {
 // co-location, the domains of the co-location level that have enough
 // free GPUs are tried from the fullest (best fit); a preferred
 // co-location falls back to none.
-func (a *Admitter) Admit(s *topology.State, g *Spec, out *Allocation) (Result, error) {
+func (a *Admitter) Admit(s *topology.State, g *Spec, out *Allocation) (Admission, error) {
 	if s.Cluster() != a.c {
-		return Result{}, topology.ErrOtherCluster
+		return Admission{}, topology.ErrOtherCluster
 	}
 	if err := g.Validate(a.c); err != nil {
-		return Result{}, err
+		return Admission{}, err
 	}
 	a.prepare(g, out)
 	if g.Colocate.Level == "" {
@@ -295,7 +295,7 @@ func (a *Admitter) Admit(s *topology.State, g *Spec, out *Allocation) (Result, e
 		return x - y
 	})
 	a.doms = doms
-	var res Result
+	var res Admission
 	orders := 0
 	for _, d := range doms {
 		res = a.tryOrders(s, g, out, lvl, d)
@@ -312,7 +312,7 @@ func (a *Admitter) Admit(s *topology.State, g *Spec, out *Allocation) (Result, e
 	}
 	if len(doms) == 0 {
 		// No domain has the free GPUs, whatever the layout.
-		res = Result{ColocationLevel: g.Colocate.Level, ColocationNeed: need}
+		res = Admission{ColocationLevel: g.Colocate.Level, ColocationNeed: need}
 		for d := range a.c.NumDomains(lvl) {
 			res.ColocationHave = max(res.ColocationHave, s.DomainFreeGPUs(lvl, d))
 		}
@@ -371,8 +371,8 @@ func perNode(r *placement.Request, maxG int) int {
 // tryOrders runs admission in up to MaxOrders member orders, restricted to
 // domain d of level lvl when lvl >= 0, then the exact search when every
 // order failed after placing some members.
-func (a *Admitter) tryOrders(s *topology.State, g *Spec, out *Allocation, lvl, d int) Result {
-	var res Result
+func (a *Admitter) tryOrders(s *topology.State, g *Spec, out *Allocation, lvl, d int) Admission {
+	var res Admission
 	for k := 0; k < MaxOrders; k++ {
 		res.Orders = k + 1
 		failed, placedBefore := a.tryOrder(s, g, out, lvl, d, &res)
@@ -400,7 +400,7 @@ func (a *Admitter) tryOrders(s *topology.State, g *Spec, out *Allocation, lvl, d
 // tryOrder places the members in a.order; on failure it releases what it
 // allocated and returns the failing member's index and whether another
 // member had been placed before it. It returns -1 on success.
-func (a *Admitter) tryOrder(s *topology.State, g *Spec, out *Allocation, lvl, d int, res *Result) (int, bool) {
+func (a *Admitter) tryOrder(s *topology.State, g *Spec, out *Allocation, lvl, d int, res *Admission) (int, bool) {
 	for pos, mi := range a.order {
 		m := &g.Members[mi]
 		ma := &out.Members[mi]

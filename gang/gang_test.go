@@ -118,7 +118,7 @@ func TestHeterogeneousAndOrders(t *testing.T) {
 // failing member first succeeds.
 func TestOtherOrder(t *testing.T) {
 	// Leaf a: 2 idle nodes; leaf b: 3 idle nodes.
-	spec := topology.Spec{Levels: []string{"leaf"}}
+	spec := topology.ClusterSpec{Levels: []string{"leaf"}}
 	for i := range 5 {
 		spec.Nodes = append(spec.Nodes, topology.NodeSpec{Name: fmt.Sprintf("n%d", i), GPUs: 8, Path: []string{[]string{"a", "b"}[min(i/2, 1)]}})
 	}

@@ -63,13 +63,13 @@ func (l *Ledger) IDs() []string {
 }
 
 // Admit places gang g on the ledger's state, all members or none, and
-// records it. A failed admission changes nothing and its Result says which
+// records it. A failed admission changes nothing and its Admission says which
 // member failed and why. Admitting an ID already held is ErrDuplicateID.
 // In the steady state (IDs admitted and released again) it allocates
 // nothing beyond what the spec's first admission needed.
-func (l *Ledger) Admit(g *Spec) (Result, error) {
+func (l *Ledger) Admit(g *Spec) (Admission, error) {
 	if _, dup := l.byID[g.ID]; dup {
-		return Result{}, fmt.Errorf("%w: %s", ErrDuplicateID, g.ID)
+		return Admission{}, fmt.Errorf("%w: %s", ErrDuplicateID, g.ID)
 	}
 	res, err := l.adm.Admit(l.s, g, &l.spare)
 	if err != nil || !res.Admitted {

@@ -34,7 +34,7 @@ const MaxSearchMembers = 8
 // none exists otherwise. The bound is about 10 ms of work on the 250-node
 // default cluster (measured on random gangs whose greedy pass failed);
 // beyond it the admission fails with the greedy pass's reason and
-// Result.SearchCut set.
+// Admission.SearchCut set.
 const SearchWork = 1 << 13
 
 // packSearch is the exact search's scratch space, one frame per member.
@@ -72,7 +72,7 @@ func (ps *packSearch) init(c *topology.Cluster) {
 // searchPacking runs the exact search on s, inside domain d of level lvl
 // when lvl >= 0, and records its outcome in res. On success the members
 // stay allocated on s, as after a successful greedy pass.
-func (a *Admitter) searchPacking(s *topology.State, g *Spec, out *Allocation, lvl, d int, res *Result) {
+func (a *Admitter) searchPacking(s *topology.State, g *Spec, out *Allocation, lvl, d int, res *Admission) {
 	ps := &a.pack
 	ps.steps, ps.cut, ps.colo = 0, false, lvl
 	ps.lo, ps.hi = 0, a.c.NumNodes()

@@ -72,7 +72,7 @@ func TestPackingOracle(t *testing.T) {
 
 func packCluster(r *rand.Rand) *topology.Cluster {
 	n := 4 + r.IntN(12)
-	spec := topology.Spec{Levels: []string{"spine", "leaf"}}
+	spec := topology.ClusterSpec{Levels: []string{"spine", "leaf"}}
 	leaves := 2 + r.IntN(4)
 	for i := range n {
 		leaf := i * leaves / n
@@ -231,7 +231,7 @@ func popcount(m uint64) int {
 // can (found by TestPackingOracle): 9 nodes, leaf l0 with three 4-GPU and
 // two 8-GPU nodes, leaf l1 with four 8-GPU nodes, one of them with 3 free.
 func searchCase(t testing.TB) (*topology.State, *Spec) {
-	spec := topology.Spec{Levels: []string{"spine", "leaf"}}
+	spec := topology.ClusterSpec{Levels: []string{"spine", "leaf"}}
 	for i := range 9 {
 		gpus := 8
 		if i < 3 {

@@ -36,7 +36,7 @@ func ExamplePlacer_Place() {
 // each made of slices of 16 inside one rack. Racks of 18 nodes hold one
 // slice of 16 each, so each zone's slice of 48 takes three racks.
 func ExampleSegment() {
-	spec := topology.Spec{Levels: []string{"zone", "rack"}, LocalDomainNames: true}
+	spec := topology.ClusterSpec{Levels: []string{"zone", "rack"}, LocalDomainNames: true}
 	for z := range 2 {
 		for r := range 4 {
 			for n := range 18 {

@@ -27,7 +27,7 @@ func randomCluster(r *rand.Rand, maxNodes int) *topology.Cluster {
 	if r.IntN(4) != 0 {
 		n = max(n, 4+r.IntN(maxNodes-3))
 	}
-	spec := topology.Spec{Levels: names}
+	spec := topology.ClusterSpec{Levels: names}
 	counts := make([]int, depth) // domains per level, non-decreasing downwards
 	for l := range counts {
 		prev := 1
@@ -427,7 +427,7 @@ func (b *brute) anyValid(ideal, ignoreLimit bool) bool {
 }
 
 // failure returns the reason code, need and have the package doc defines.
-func (b *brute) failure() (Code, int, int) {
+func (b *brute) failure() (ReasonCode, int, int) {
 	cand := b.candidates(false)
 	if b.limit > 0 && b.anyValid(false, true) {
 		fewest := 1 << 30

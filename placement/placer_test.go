@@ -9,7 +9,7 @@ import (
 
 // TestFlatCluster: a cluster with no levels above the node.
 func TestFlatCluster(t *testing.T) {
-	spec := topology.Spec{}
+	spec := topology.ClusterSpec{}
 	for i := range 6 {
 		spec.Nodes = append(spec.Nodes, topology.NodeSpec{Name: fmt.Sprintf("n%d", i), GPUs: 4})
 	}

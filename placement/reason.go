@@ -5,12 +5,12 @@ import (
 	"strings"
 )
 
-// Code classifies why a request was not placed.
-type Code uint8
+// ReasonCode classifies why a request was not placed.
+type ReasonCode uint8
 
 const (
 	// Placed means there is no failure.
-	Placed Code = iota
+	Placed ReasonCode = iota
 	// NoCapacity: the allowed, schedulable nodes of the whole cluster do
 	// not hold the request now.
 	NoCapacity
@@ -27,7 +27,7 @@ const (
 var codeNames = [...]string{"placed", "no-capacity", "required-level", "too-many-domains", "no-segments"}
 
 // String returns a short stable name for the code.
-func (c Code) String() string {
+func (c ReasonCode) String() string {
 	if int(c) < len(codeNames) {
 		return codeNames[c]
 	}
@@ -81,7 +81,7 @@ func (e Exclusions) String() string {
 // with 8 free GPUs under one leaf; the best leaf has 12".
 type Reason struct {
 	// Code is the kind of failure.
-	Code Code
+	Code ReasonCode
 	// Level names the binding level ("" for the whole cluster).
 	Level string
 	// Need and Have count the binding quantity: what the request needs and

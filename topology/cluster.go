@@ -39,9 +39,9 @@ var (
 	ErrUnknownLevel = errors.New("topology: unknown level")
 )
 
-// Spec is the description a Cluster is built from: what loaders and
+// ClusterSpec is the description a Cluster is built from: what loaders and
 // generators produce and what a program can write by hand.
-type Spec struct {
+type ClusterSpec struct {
 	// Levels names the levels above the node, top to bottom, for example
 	// {"spine", "leaf"} or {"spine", "leaf", "block"}. Zero levels is a
 	// flat cluster. At most MaxLevels.
@@ -56,7 +56,7 @@ type Spec struct {
 	LocalDomainNames bool
 }
 
-// NodeSpec describes one node of a Spec.
+// NodeSpec describes one node of a ClusterSpec.
 type NodeSpec struct {
 	// Name is unique in the cluster.
 	Name string
@@ -69,7 +69,7 @@ type NodeSpec struct {
 	// gives a small request the smallest group that holds it.
 	Groups []uint64
 	// Path names the node's domain at each level, top to bottom; its
-	// length equals len(Spec.Levels).
+	// length equals len(ClusterSpec.Levels).
 	Path []string
 	// Source optionally says where the node was defined (for example
 	// "topology.conf:12"); errors about the node quote it.
@@ -153,7 +153,7 @@ type Cluster struct {
 // and the error names the offending node or domain. Build keeps no
 // reference to spec's slices; names are shared. Time and memory are linear
 // in the nodes (plus a sort of the lowest-level domains).
-func Build(spec Spec) (*Cluster, error) {
+func Build(spec ClusterSpec) (*Cluster, error) {
 	if err := checkLevels(spec.Levels); err != nil {
 		return nil, err
 	}
@@ -203,7 +203,7 @@ func specWhere(n *NodeSpec) string {
 
 // checkNodes validates every node and returns the index of each name in
 // spec order.
-func checkNodes(spec *Spec) (map[string]int32, error) {
+func checkNodes(spec *ClusterSpec) (map[string]int32, error) {
 	if len(spec.Nodes) == 0 {
 		return nil, fmt.Errorf("%w: no nodes", ErrInvalidSpec)
 	}
@@ -255,7 +255,7 @@ type domainSeen struct {
 // appearance in spec and returns tmp, where tmp[l*len(spec.Nodes)+i] is
 // node i's domain at level l. A domain found under two parents (when names
 // are not local) is an ErrNotTree error.
-func identifyDomains(spec *Spec) ([]int32, error) {
+func identifyDomains(spec *ClusterSpec) ([]int32, error) {
 	nn := len(spec.Nodes)
 	tmp := make([]int32, len(spec.Levels)*nn)
 	for l := range spec.Levels {
@@ -352,7 +352,7 @@ func topologyOrder(tmp []int32, depth, nn int) []int32 {
 }
 
 // placeNodes fills the node table in topology order.
-func (c *Cluster) placeNodes(spec *Spec, order []int32) {
+func (c *Cluster) placeNodes(spec *ClusterSpec, order []int32) {
 	c.nodes = make([]nodeInfo, len(order))
 	var lastGroups, lastClone []uint64
 	for newIdx, old := range order {
@@ -373,7 +373,7 @@ func (c *Cluster) placeNodes(spec *Spec, order []int32) {
 // records their node and child ranges. Domains are contiguous in topology
 // order, so a new domain starts wherever a node's domain differs from the
 // node's before it.
-func (c *Cluster) placeDomains(spec *Spec, order, tmp []int32) {
+func (c *Cluster) placeDomains(spec *ClusterSpec, order, tmp []int32) {
 	nn := len(order)
 	depth := len(spec.Levels)
 	c.nodeDom = make([]int32, depth*nn)
@@ -550,10 +550,10 @@ func (c *Cluster) NodeSet(names ...string) (*bitset.BitSet, error) {
 	return s, nil
 }
 
-// Spec returns a Spec that builds an identical cluster (nodes in topology
+// Spec returns a ClusterSpec that builds an identical cluster (nodes in topology
 // order).
-func (c *Cluster) Spec() Spec {
-	s := Spec{Levels: slices.Clone(c.levelNames), Nodes: make([]NodeSpec, len(c.nodes))}
+func (c *Cluster) Spec() ClusterSpec {
+	s := ClusterSpec{Levels: slices.Clone(c.levelNames), Nodes: make([]NodeSpec, len(c.nodes))}
 	for i, n := range c.nodes {
 		path := make([]string, len(c.levelNames))
 		for l := range path {

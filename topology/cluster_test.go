@@ -12,7 +12,7 @@ import (
 // domains of each level by first appearance (by path from the top when
 // names are local), then sort the nodes stably by those numbers, top level
 // first.
-func referenceOrder(spec Spec) []string {
+func referenceOrder(spec ClusterSpec) []string {
 	depth := len(spec.Levels)
 	ids := make([]map[string]int, depth)
 	for l := range ids {
@@ -45,9 +45,9 @@ func referenceOrder(spec Spec) []string {
 
 // randomTreeSpec returns a valid spec of up to 40 nodes listed in random
 // order under a random tree of 0 to 3 levels.
-func randomTreeSpec(r *rand.Rand) Spec {
+func randomTreeSpec(r *rand.Rand) ClusterSpec {
 	depth := r.IntN(4)
-	spec := Spec{LocalDomainNames: r.IntN(2) == 0}
+	spec := ClusterSpec{LocalDomainNames: r.IntN(2) == 0}
 	for l := range depth {
 		spec.Levels = append(spec.Levels, fmt.Sprintf("L%d", l))
 	}

@@ -21,7 +21,7 @@
 // reading a counter and "which ones" with word operations, never a scan of
 // nodes.
 //
-// Clusters come from a Spec written by hand, from generators (Default2000,
+// Clusters come from a ClusterSpec written by hand, from generators (Default2000,
 // FatTree, NVL72), or from the loaders in the subpackages: topology/slurm
 // (topology.conf, topology.yaml, slurm.conf's node list) and topology/kube
 // (Kubernetes node lists). Loaders report every defect of an input at once

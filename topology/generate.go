@@ -26,9 +26,9 @@ func Default2000() *Cluster {
 	return c
 }
 
-// DefaultSpec returns the Spec of Default2000.
-func DefaultSpec() Spec {
-	s := Spec{Levels: []string{"core", "spine", "leaf"}}
+// DefaultSpec returns the ClusterSpec of Default2000.
+func DefaultSpec() ClusterSpec {
+	s := ClusterSpec{Levels: []string{"core", "spine", "leaf"}}
 	for i := range DefaultNodes {
 		leaf := i / DefaultNodesPerLeaf
 		spine := leaf / DefaultLeavesPerSpine
@@ -70,10 +70,10 @@ func FatTree(f FatTreeConfig) (*Cluster, error) {
 	return Build(f.Spec())
 }
 
-// Spec returns the Spec of the fat tree f (f must be valid). The nodes of
+// Spec returns the ClusterSpec of the fat tree f (f must be valid). The nodes of
 // one leaf share one Path slice.
-func (f FatTreeConfig) Spec() Spec {
-	s := Spec{Levels: []string{"core", "spine", "leaf"}, Nodes: make([]NodeSpec, 0, f.Spines*f.LeavesPerSpine*f.NodesPerLeaf)}
+func (f FatTreeConfig) Spec() ClusterSpec {
+	s := ClusterSpec{Levels: []string{"core", "spine", "leaf"}, Nodes: make([]NodeSpec, 0, f.Spines*f.LeavesPerSpine*f.NodesPerLeaf)}
 	n := 0
 	for sp := range f.Spines {
 		spine := fmt.Sprintf("spine%03d", sp)
@@ -114,7 +114,7 @@ func NVL72(n NVL72Config) (*Cluster, error) {
 	if n.GPUsPerNode < 1 || n.GPUsPerNode > MaxGPUsPerNode {
 		return nil, fmt.Errorf("%w: NVL72 GPUsPerNode %d", ErrGPUCount, n.GPUsPerNode)
 	}
-	s := Spec{Levels: []string{"core", "spine", "leaf", "block"}}
+	s := ClusterSpec{Levels: []string{"core", "spine", "leaf", "block"}}
 	for r := range n.Racks {
 		sp := r / n.RacksPerSpine
 		for k := range n.NodesPerRack {

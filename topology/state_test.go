@@ -45,7 +45,7 @@ func TestDefaultClusterShape(t *testing.T) {
 
 func TestBuildReordersIntoTopologyOrder(t *testing.T) {
 	// Nodes listed interleaved across leaves come out contiguous per leaf.
-	spec := Spec{Levels: []string{"spine", "leaf"}}
+	spec := ClusterSpec{Levels: []string{"spine", "leaf"}}
 	for i := range 6 {
 		leaf := []string{"a", "b", "c"}[i%3]
 		spine := map[string]string{"a": "s0", "b": "s1", "c": "s0"}[leaf]
@@ -81,20 +81,20 @@ func TestBuildErrors(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		spec Spec
+		spec ClusterSpec
 		want error
 		msg  string
 	}{
-		{"no nodes", Spec{}, ErrInvalidSpec, "no nodes"},
-		{"too deep", Spec{Levels: strings.Split("a b c d e f g h i", " "), Nodes: []NodeSpec{node("n", 1)}}, ErrInvalidSpec, "9 levels"},
-		{"duplicate level", Spec{Levels: []string{"x", "x"}, Nodes: []NodeSpec{node("n", 1, "a", "b")}}, ErrDuplicate, `"x"`},
-		{"duplicate node", Spec{Nodes: []NodeSpec{node("n1", 1), node("n1", 2)}}, ErrDuplicate, `"n1"`},
-		{"zero gpus", Spec{Nodes: []NodeSpec{node("n1", 0)}}, ErrGPUCount, `"n1" has 0 GPUs`},
-		{"65 gpus", Spec{Nodes: []NodeSpec{node("n1", 65)}}, ErrGPUCount, "65"},
-		{"bad group", Spec{Nodes: []NodeSpec{{Name: "n1", GPUs: 4, Groups: []uint64{0x30}}}}, ErrGPUCount, "0x30"},
-		{"short path", Spec{Levels: []string{"leaf"}, Nodes: []NodeSpec{node("n1", 1)}}, ErrInvalidSpec, `"n1" has 0 topology levels`},
-		{"empty domain", Spec{Levels: []string{"leaf"}, Nodes: []NodeSpec{node("n1", 1, "")}}, ErrInvalidSpec, `"n1" has no leaf`},
-		{"two parents", Spec{Levels: []string{"spine", "leaf"}, Nodes: []NodeSpec{node("n1", 1, "s0", "l0"), node("n2", 1, "s1", "l0")}},
+		{"no nodes", ClusterSpec{}, ErrInvalidSpec, "no nodes"},
+		{"too deep", ClusterSpec{Levels: strings.Split("a b c d e f g h i", " "), Nodes: []NodeSpec{node("n", 1)}}, ErrInvalidSpec, "9 levels"},
+		{"duplicate level", ClusterSpec{Levels: []string{"x", "x"}, Nodes: []NodeSpec{node("n", 1, "a", "b")}}, ErrDuplicate, `"x"`},
+		{"duplicate node", ClusterSpec{Nodes: []NodeSpec{node("n1", 1), node("n1", 2)}}, ErrDuplicate, `"n1"`},
+		{"zero gpus", ClusterSpec{Nodes: []NodeSpec{node("n1", 0)}}, ErrGPUCount, `"n1" has 0 GPUs`},
+		{"65 gpus", ClusterSpec{Nodes: []NodeSpec{node("n1", 65)}}, ErrGPUCount, "65"},
+		{"bad group", ClusterSpec{Nodes: []NodeSpec{{Name: "n1", GPUs: 4, Groups: []uint64{0x30}}}}, ErrGPUCount, "0x30"},
+		{"short path", ClusterSpec{Levels: []string{"leaf"}, Nodes: []NodeSpec{node("n1", 1)}}, ErrInvalidSpec, `"n1" has 0 topology levels`},
+		{"empty domain", ClusterSpec{Levels: []string{"leaf"}, Nodes: []NodeSpec{node("n1", 1, "")}}, ErrInvalidSpec, `"n1" has no leaf`},
+		{"two parents", ClusterSpec{Levels: []string{"spine", "leaf"}, Nodes: []NodeSpec{node("n1", 1, "s0", "l0"), node("n2", 1, "s1", "l0")}},
 			ErrNotTree, `leaf "l0" is under spine "s0" (node "n1" (line n1)) and under spine "s1" (node "n2" (line n2))`},
 	}
 	for _, tt := range tests {
@@ -109,7 +109,7 @@ func TestBuildErrors(t *testing.T) {
 		})
 	}
 	t.Run("local names allow same leaf name under two spines", func(t *testing.T) {
-		spec := Spec{Levels: []string{"spine", "leaf"}, LocalDomainNames: true,
+		spec := ClusterSpec{Levels: []string{"spine", "leaf"}, LocalDomainNames: true,
 			Nodes: []NodeSpec{node("n1", 1, "s0", "l0"), node("n2", 1, "s1", "l0")}}
 		c, err := Build(spec)
 		if err != nil {
@@ -423,7 +423,7 @@ func BenchmarkState(b *testing.B) {
 // free masks and statuses after each random operation, on a cluster with
 // mixed GPU counts, independently of the state's own rebuild.
 func TestDomainCounters(t *testing.T) {
-	spec := Spec{Levels: []string{"spine", "leaf"}}
+	spec := ClusterSpec{Levels: []string{"spine", "leaf"}}
 	for i := range 24 {
 		spec.Nodes = append(spec.Nodes, NodeSpec{
 			Name: fmt.Sprintf("n%02d", i), GPUs: []int{1, 2, 4, 8}[i%4],

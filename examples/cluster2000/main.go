@@ -84,7 +84,7 @@ func deadlock(w io.Writer, c *topology.Cluster) error {
 	fmt.Fprintf(w, "   %-12s %-22s %-22s %12d %11d\n", "pod-by-pod", a, b, useful, held)
 
 	l := gang.NewLedger(c, gang.Options{})
-	var res [2]gang.Result
+	var res [2]gang.Admission
 	for i, id := range []string{"A", "B"} {
 		r, err := l.Admit(&gang.Spec{ID: id, Members: []gang.Member{{Name: "worker", Request: placement.NodesOf(150, 8)}}})
 		if err != nil {
@@ -92,7 +92,7 @@ func deadlock(w io.Writer, c *topology.Cluster) error {
 		}
 		res[i] = r
 	}
-	state := func(r gang.Result, id string) string {
+	state := func(r gang.Admission, id string) string {
 		if r.Admitted {
 			a, _ := l.Get(id)
 			return fmt.Sprintf("runs on %d GPUs", a.GPUs())

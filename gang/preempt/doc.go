@@ -31,8 +31,8 @@
 //     holding GPUs of the victims, fewer first: victims whose release frees
 //     one domain beat victims scattered over many.
 //
-// Result.Allocation is the preemptor's placement on the state with the
-// victims released; Result.Reason says, when no set helps, why in a
+// Verdict.Allocation is the preemptor's placement on the state with the
+// victims released; Verdict.Reason says, when no set helps, why in a
 // user's words: no lower-class victims in any domain that could hold it
 // (with the admission reason when every lower-class gang is stopped), the
 // only victims are inside their exempt time, or cannot be preempted
@@ -89,12 +89,12 @@
 // greedy need), and trial admissions: one in stage 1, at most one per
 // distinct preemptible class in stage 2, at most Options.MaxWork (default
 // 64) in stages 3, 4 and 6 together, at most one per victim in stage 5,
-// and at most three to explain a failure. Result.Work counts them.
+// and at most three to explain a failure. Verdict.Work counts them.
 //
 // Exact: when at most ExactCandidates (default 12) running gangs are
 // preemptible, their GPUs lie in at most 64 lowest-level domains, and
 // stage 6 ends within MaxWork, the result is optimal by the whole order
-// (Result.Exact). TestOracle checks this against a brute force over every
+// (Verdict.Exact). TestOracle checks this against a brute force over every
 // subset on 3,000 random clusters of up to 12 nodes and 10 running gangs.
 // Beyond that size only criterion 1 is exact, and only when admission is
 // monotone: always for a single-member gang (placement's feasibility is
@@ -111,8 +111,8 @@
 //	s, err := preempt.NewSearcher(cluster, preempt.DefaultOptions()) // once per cluster
 //	cands := []preempt.Candidate{{ID: "job-3", Alloc: alloc3, Class: 0,
 //		Policy: preempt.Requeue, Cost: gpus3 * secondsSinceCheckpoint3}, ...}
-//	var res preempt.Result // reused between calls
-//	err = s.Find(ledger.State(), &preempt.Request{Gang: spec, Class: 2}, cands, &res)
+//	var res preempt.Verdict // reused between calls
+//	err = s.Find(ledger.State(), &preempt.Preemptor{Gang: spec, Class: 2}, cands, &res)
 //	switch {
 //	case err != nil:                   // a malformed request or candidate: fix it
 //	case !res.Found:                   // res.Reason says why preemption does not help
@@ -136,7 +136,7 @@
 //
 // The search only decides. The host applies it: signal every victim, wait
 // for its GPUs, then start the preemptor. Until the victims are gone the
-// preemptor's nodes (Result.Allocation) should be kept from other work,
+// preemptor's nodes (Verdict.Allocation) should be kept from other work,
 // or the search repeated when the state has changed.
 //
 //   - Kubernetes: evict the victim's pods (the Eviction API or a delete
@@ -169,5 +169,5 @@
 // state concurrently. In the steady state Find allocates nothing: the
 // scratch grows to the largest candidate list seen, the exact stage's
 // table (2^ExactCandidates entries) is allocated by NewSearcher, and the
-// Result's slices are reused.
+// Verdict's slices are reused.
 package preempt

@@ -69,8 +69,8 @@ func TestBadInput(t *testing.T) {
 	good := Candidate{ID: "batch", Alloc: alloc, Policy: Requeue, Cost: 100}
 	ghost := &gang.Allocation{ID: "ghost", Members: []gang.MemberAllocation{{Name: "w", Pods: 1, Assignment: []topology.NodeAlloc{{Node: 200, GPUs: 0xff}}}}}
 	far := &gang.Allocation{ID: "far", Members: []gang.MemberAllocation{{Name: "w", Pods: 1, Assignment: []topology.NodeAlloc{{Node: 9999, GPUs: 1}}}}}
-	leaf := func(nodes int) *Request {
-		return &Request{Class: 1, Gang: &gang.Spec{ID: "urgent", Members: []gang.Member{{Name: "w", Request: placement.Request{Nodes: nodes, GPUsPerNode: 8, Required: "leaf"}}}}}
+	leaf := func(nodes int) *Preemptor {
+		return &Preemptor{Class: 1, Gang: &gang.Spec{ID: "urgent", Members: []gang.Member{{Name: "w", Request: placement.Request{Nodes: nodes, GPUsPerNode: 8, Required: "leaf"}}}}}
 	}
 	other := topology.NewState(topology.NVL72Default())
 	holey := l.State().Clone() // GPU 0 of node 200 free: ghost claims it
@@ -81,15 +81,15 @@ func TestBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		st    *topology.State
-		req   *Request
+		req   *Preemptor
 		cands []Candidate
 		is    error
 		names string
 	}{
 		{"other-cluster", other, leaf(16), []Candidate{good}, ErrBadRequest, ""},
 		{"nil-request", nil, nil, []Candidate{good}, ErrBadRequest, ""},
-		{"nil-gang", nil, &Request{Class: 1}, []Candidate{good}, ErrBadRequest, ""},
-		{"bad-spec", nil, &Request{Class: 1, Gang: &gang.Spec{ID: "urgent"}}, []Candidate{good}, gang.ErrBadSpec, "urgent"},
+		{"nil-gang", nil, &Preemptor{Class: 1}, []Candidate{good}, ErrBadRequest, ""},
+		{"bad-spec", nil, &Preemptor{Class: 1, Gang: &gang.Spec{ID: "urgent"}}, []Candidate{good}, gang.ErrBadSpec, "urgent"},
 		{"no-id", nil, leaf(16), []Candidate{{Alloc: alloc, Policy: Requeue}}, ErrBadCandidate, "candidate 0"},
 		{"no-alloc", nil, leaf(16), []Candidate{{ID: "x", Policy: Requeue}}, ErrBadCandidate, "x"},
 		{"negative-cost", nil, leaf(16), []Candidate{{ID: "x", Alloc: alloc, Policy: Requeue, Cost: -1}}, ErrBadCandidate, "x"},
@@ -107,7 +107,7 @@ func TestBadInput(t *testing.T) {
 			}
 			before := st.Clone()
 			s, _ := NewSearcher(c, DefaultOptions())
-			var res Result
+			var res Verdict
 			err := s.Find(st, tc.req, tc.cands, &res)
 			if !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.names) {
 				t.Fatalf("error %v, want %v naming %q", err, tc.is, tc.names)

@@ -35,9 +35,9 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	var res preempt.Result
+	var res preempt.Verdict
 	ask := func(nodes int) {
-		req := &preempt.Request{Class: 1, Gang: &gang.Spec{ID: "urgent", Members: []gang.Member{
+		req := &preempt.Preemptor{Class: 1, Gang: &gang.Spec{ID: "urgent", Members: []gang.Member{
 			{Name: "w", Request: placement.Request{Nodes: nodes, GPUsPerNode: 8, Required: "leaf"}},
 		}}}
 		if err := s.Find(l.State(), req, cands, &res); err != nil {

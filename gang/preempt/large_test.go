@@ -15,7 +15,7 @@ import (
 // checkResult verifies a found victim set on the ledger's state: every
 // victim preemptible, the preemptor admitted once they are released, and
 // no victim unneeded.
-func checkResult(t *testing.T, w *testgang.Workload, req *preempt.Request, res *preempt.Result) {
+func checkResult(t *testing.T, w *testgang.Workload, req *preempt.Preemptor, res *preempt.Verdict) {
 	t.Helper()
 	if !res.Found {
 		t.Fatalf("no victims: %s", res.Reason)
@@ -64,8 +64,8 @@ func TestLarge(t *testing.T) {
 		}
 		for _, p := range testgang.Preemptors(c) {
 			t.Run(fmt.Sprintf("seed=%d/%s", seed, p.Name), func(t *testing.T) {
-				req := &preempt.Request{Gang: p.Gang, Class: 4}
-				var res preempt.Result
+				req := &preempt.Preemptor{Gang: p.Gang, Class: 4}
+				var res preempt.Verdict
 				if err := s.Find(w.Ledger.State(), req, w.Cands, &res); err != nil {
 					t.Fatal(err)
 				}
@@ -90,15 +90,15 @@ func TestFindZeroAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reqs := map[string]*preempt.Request{"tiny-fits": {Class: 4, Gang: &gang.Spec{ID: "tiny", Members: []gang.Member{{Name: "w", Request: placement.NodesOf(1, 1)}}}}}
+	reqs := map[string]*preempt.Preemptor{"tiny-fits": {Class: 4, Gang: &gang.Spec{ID: "tiny", Members: []gang.Member{{Name: "w", Request: placement.NodesOf(1, 1)}}}}}
 	for _, p := range testgang.Preemptors(c) {
-		reqs[p.Name] = &preempt.Request{Gang: p.Gang, Class: 4}
+		reqs[p.Name] = &preempt.Preemptor{Gang: p.Gang, Class: 4}
 	}
-	reqs["no-lower-class"] = &preempt.Request{Gang: testgang.Preemptors(c)[1].Gang, Class: 0}
-	reqs["class-1"] = &preempt.Request{Gang: testgang.Preemptors(c)[1].Gang, Class: 1} // class-0 victims only
+	reqs["no-lower-class"] = &preempt.Preemptor{Gang: testgang.Preemptors(c)[1].Gang, Class: 0}
+	reqs["class-1"] = &preempt.Preemptor{Gang: testgang.Preemptors(c)[1].Gang, Class: 1} // class-0 victims only
 	for name, req := range reqs {
 		t.Run(name, func(t *testing.T) {
-			var res preempt.Result
+			var res preempt.Verdict
 			if err := s.Find(w.Ledger.State(), req, w.Cands, &res); err != nil {
 				t.Fatal(err)
 			}

@@ -18,7 +18,7 @@ type instance struct {
 	c     *topology.Cluster
 	l     *gang.Ledger
 	cands []Candidate
-	req   Request
+	req   Preemptor
 }
 
 // randomCluster builds a small random tree of up to maxNodes nodes and 1
@@ -35,7 +35,7 @@ func randomCluster(r *rand.Rand, maxNodes int) *topology.Cluster {
 		}
 		groups[l] = min(n, prev+r.IntN(3))
 	}
-	spec := topology.Spec{Levels: names}
+	spec := topology.ClusterSpec{Levels: names}
 	for i := range n {
 		path := make([]string, depth)
 		idx := i * groups[depth-1] / n
@@ -120,7 +120,7 @@ func randomInstance(r *rand.Rand) *instance {
 			_ = in.l.State().SetStatus(topology.NodeID(i), topology.NodeStatus(1+r.IntN(2)))
 		}
 	}
-	in.req = Request{Class: 1 + r.IntN(4), Gang: randomGang(r, c)}
+	in.req = Preemptor{Class: 1 + r.IntN(4), Gang: randomGang(r, c)}
 	adm := gang.NewAdmitter(c, gang.Options{})
 	for try := 0; try < 20 && r.IntN(8) != 0; try++ {
 		var a gang.Allocation
@@ -237,7 +237,7 @@ func (o *oracle) key(set []int) key {
 // check verifies a result against the oracle: fits or the reason code,
 // and for a victim set: eligible victims, feasible, minimal, the
 // allocation admission gives, and (when exact) the least key.
-func (o *oracle) check(t *testing.T, res *Result) {
+func (o *oracle) check(t *testing.T, res *Verdict) {
 	t.Helper()
 	in := o.in
 	switch {
@@ -286,7 +286,7 @@ func (o *oracle) check(t *testing.T, res *Result) {
 // checkNeeded checks that every victim holds a GPU the preemptor's
 // placement uses: with a single member (placement's feasibility exact), a
 // victim the placement does not touch could stay, so minimality implies it.
-func (o *oracle) checkNeeded(t *testing.T, res *Result) {
+func (o *oracle) checkNeeded(t *testing.T, res *Verdict) {
 	t.Helper()
 	used := map[int32]uint64{}
 	for _, m := range res.Allocation.Members {
@@ -328,7 +328,7 @@ func (o *oracle) colocationOvercounts() bool {
 
 // checkReason checks the reason code of a failed search against what the
 // oracle sees when protected gangs are stopped too.
-func (o *oracle) checkReason(t *testing.T, res *Result) {
+func (o *oracle) checkReason(t *testing.T, res *Verdict) {
 	t.Helper()
 	in := o.in
 	var lower, exempt, never []int
@@ -393,7 +393,7 @@ func TestOracle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var res Result
+		var res Verdict
 		if err := s.Find(in.l.State(), &in.req, in.cands, &res); err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
@@ -430,7 +430,7 @@ func TestHeuristicOracle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var res Result
+		var res Verdict
 		if err := s.Find(in.l.State(), &in.req, in.cands, &res); err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
@@ -464,14 +464,14 @@ func TestHeuristicOracle(t *testing.T) {
 // failures (the small instances take both paths): after one search of an
 // instance, repeating it allocates nothing.
 func TestFindZeroAllocsSmall(t *testing.T) {
-	codes := map[Code]int{}
+	codes := map[VerdictCode]int{}
 	for seed := range 200 {
 		in := randomInstance(rand.New(rand.NewPCG(uint64(seed), 16)))
 		s, err := NewSearcher(in.c, DefaultOptions())
 		if err != nil {
 			t.Fatal(err)
 		}
-		var res Result
+		var res Verdict
 		if err := s.Find(in.l.State(), &in.req, in.cands, &res); err != nil {
 			t.Fatal(err)
 		}

@@ -95,8 +95,8 @@ func (c *Candidate) Preemptible(class int) bool {
 	return c.Class < class && c.Policy != Never && !c.Exempt
 }
 
-// Request is the gang that wants to run and its class.
-type Request struct {
+// Preemptor is the gang that wants to run and its class.
+type Preemptor struct {
 	// Gang is the preemptor's spec, with all its topology constraints.
 	Gang *gang.Spec
 	// Class is the preemptor's priority class.
@@ -135,15 +135,15 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// Result is the outcome of one search. Its slices are reused when the
-// Result is passed back to Find.
-type Result struct {
+// Verdict is the outcome of one search. Its slices are reused when the
+// Verdict is passed back to Find.
+type Verdict struct {
 	// Found reports whether releasing the victims lets the preemptor be
 	// admitted. When Reason.Code is Fits it fits as things are and there
 	// are no victims.
 	Found bool
-	// Reason says why no victim set helps (Code Found or Fits otherwise).
-	Reason Reason
+	// Reason (an Explanation) says why no victim set helps (Code Found or Fits otherwise).
+	Reason Explanation
 	// Victims are the chosen gangs as indexes into the candidates passed
 	// to Find, ascending; IDs holds their IDs in the same order.
 	Victims []int
@@ -166,9 +166,9 @@ type Result struct {
 	Work int
 }
 
-func (r *Result) reset() {
+func (r *Verdict) reset() {
 	r.Found, r.Exact = false, false
-	r.Reason = Reason{}
+	r.Reason = Explanation{}
 	r.Victims, r.IDs = r.Victims[:0], r.IDs[:0]
 	r.Allocation.ID, r.Allocation.Members = "", r.Allocation.Members[:0]
 	r.MaxClass, r.Cost, r.GPUs, r.Domains, r.Work = 0, 0, 0, 0, 0

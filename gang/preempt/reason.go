@@ -6,12 +6,12 @@ import (
 	"github.com/phalanx-sched/phalanx/gang"
 )
 
-// Code classifies the outcome of a search.
-type Code uint8
+// VerdictCode classifies the outcome of a search.
+type VerdictCode uint8
 
 const (
 	// Found: releasing the victims lets the preemptor in.
-	Found Code = iota
+	Found VerdictCode = iota
 	// Fits: the preemptor fits without preempting anything.
 	Fits
 	// NoVictims: even with every lower-class running gang stopped
@@ -37,19 +37,19 @@ const (
 var codeNames = [...]string{"found", "fits", "no-victims", "exempt", "not-preemptible", "protected", "search-bound"}
 
 // String returns a short stable name for the code.
-func (c Code) String() string {
+func (c VerdictCode) String() string {
 	if int(c) < len(codeNames) {
 		return codeNames[c]
 	}
 	return fmt.Sprintf("Code(%d)", uint8(c))
 }
 
-// Reason says what the search concluded, in terms a user understands.
+// Explanation says what the search concluded, in terms a user understands.
 // It is a plain value (Find allocates nothing to report it); String
 // renders it.
-type Reason struct {
+type Explanation struct {
 	// Code is the outcome.
-	Code Code
+	Code VerdictCode
 	// Class is the preemptor's class.
 	Class int
 	// Lower counts the running gangs of a lower class; Exempt and Never
@@ -58,7 +58,7 @@ type Reason struct {
 	Lower, Exempt, Never int
 	// Admission says, for NoVictims with Lower above zero, why the
 	// preemptor would not fit even with every lower-class gang stopped.
-	Admission gang.Result
+	Admission gang.Admission
 	// Work is the trial admissions made (SearchBound).
 	Work int
 }
@@ -67,7 +67,7 @@ type Reason struct {
 // domain that could hold it: with every lower-class gang stopped (12
 // gangs), member worker: needs 16 nodes with 8 free GPUs under one leaf;
 // the best leaf has 12".
-func (r Reason) String() string {
+func (r Explanation) String() string {
 	switch r.Code {
 	case Found:
 		return "victims found"
@@ -90,8 +90,8 @@ func (r Reason) String() string {
 	return r.Code.String()
 }
 
-// Error lets a Reason be returned as an error by callers that want one.
-func (r Reason) Error() string { return r.String() }
+// Error lets an Explanation be returned as an error by callers that want one.
+func (r Explanation) Error() string { return r.String() }
 
 func gangs(n int) string {
 	if n == 1 {
@@ -106,7 +106,7 @@ func gangs(n int) string {
 // stopping the lower-class gangs inside their exempt time, those with
 // policy Never, and both, to say which protection keeps the preemptor
 // out; a candidate refused by the state is an error.
-func (s *Searcher) explain(room bool, out *Result) error {
+func (s *Searcher) explain(room bool, out *Verdict) error {
 	r := &out.Reason
 	defer func() { out.Work = s.tries }()
 	if room {
@@ -132,7 +132,7 @@ func (s *Searcher) explain(room bool, out *Result) error {
 	}
 	tries := [...]struct {
 		exempt, never bool
-		code          Code
+		code          VerdictCode
 	}{{true, false, Exempt}, {false, true, NotPreemptible}, {true, true, Protected}}
 	for _, t := range tries {
 		if t.exempt && r.Exempt == 0 || t.never && r.Never == 0 {

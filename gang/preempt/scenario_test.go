@@ -229,8 +229,8 @@ func (sc *scenario) preempt(t *testing.T, d *datadriven.Case) string {
 	if err != nil {
 		return "error: " + err.Error()
 	}
-	req := &Request{Gang: sc.shape(t, d, "urgent"), Class: d.Int(t, "class", 0)}
-	var res Result
+	req := &Preemptor{Gang: sc.shape(t, d, "urgent"), Class: d.Int(t, "class", 0)}
+	var res Verdict
 	if err := s.Find(sc.l.State(), req, sc.cands, &res); err != nil {
 		return "error: " + err.Error()
 	}
@@ -239,7 +239,7 @@ func (sc *scenario) preempt(t *testing.T, d *datadriven.Case) string {
 
 // describe renders a result: the victims and the order's measures, then
 // the preemptor's nodes ('@') on the state with the victims released.
-func (sc *scenario) describe(res *Result) string {
+func (sc *scenario) describe(res *Verdict) string {
 	if !res.Found {
 		return fmt.Sprintf("no victims (%s): %s", res.Reason.Code, res.Reason)
 	}

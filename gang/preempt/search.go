@@ -28,7 +28,7 @@ type Searcher struct {
 
 	// One search's inputs and budget.
 	st    *topology.State
-	req   *Request
+	req   *Preemptor
 	cands []Candidate
 	need  int // a lower bound of the GPUs the preemptor needs
 	// lead is the member asking for the most GPUs when it asks for
@@ -42,7 +42,7 @@ type Searcher struct {
 	reqLevel          int // the level one domain of which must hold the gang, or -1
 	budget            int // trial admissions left for the search stages
 	tries             int // trial admissions made
-	lastFail          gang.Result
+	lastFail          gang.Admission
 
 	// Candidates: eligible ones (preemptible by the preemptor) sorted by
 	// class then index; pool is how many of them have a class at most the
@@ -141,7 +141,7 @@ func (s *Searcher) Options() Options { return s.opt }
 // ErrBadCandidate) naming the gang at fault; a candidate's allocation is
 // checked against st only when the search releases it. The search's
 // stages are described in the package doc.
-func (s *Searcher) Find(st *topology.State, req *Request, cands []Candidate, out *Result) error {
+func (s *Searcher) Find(st *topology.State, req *Preemptor, cands []Candidate, out *Verdict) error {
 	out.reset()
 	defer s.end()
 	if err := s.begin(st, req, cands); err != nil {
@@ -180,7 +180,7 @@ func (s *Searcher) Find(st *topology.State, req *Request, cands []Candidate, out
 
 // begin validates the inputs, copies the state and lists the eligible
 // candidates with their GPUs.
-func (s *Searcher) begin(st *topology.State, req *Request, cands []Candidate) error {
+func (s *Searcher) begin(st *topology.State, req *Preemptor, cands []Candidate) error {
 	if st == nil || st.Cluster() != s.c {
 		return fmt.Errorf("%w: %w", ErrBadRequest, topology.ErrOtherCluster)
 	}
@@ -221,7 +221,7 @@ func (s *Searcher) end() {
 	}
 	s.relList = s.relList[:0]
 	s.st, s.req, s.cands = nil, nil, nil
-	s.lastFail = gang.Result{}
+	s.lastFail = gang.Admission{}
 }
 
 func checkCandidate(i int, c *Candidate) error {
@@ -496,7 +496,7 @@ func (s *Searcher) minimise() {
 }
 
 // fill writes the best set into out.
-func (s *Searcher) fill(out *Result) {
+func (s *Searcher) fill(out *Verdict) {
 	set := s.best.set
 	slices.Sort(set)
 	out.Found = len(set) > 0

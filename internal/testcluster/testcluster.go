@@ -32,7 +32,7 @@ func Parse(levels []string, gen, text string) (*topology.Cluster, error) {
 	if gen != "" {
 		return Generate(gen)
 	}
-	spec := topology.Spec{Levels: levels, LocalDomainNames: true}
+	spec := topology.ClusterSpec{Levels: levels, LocalDomainNames: true}
 	for ln, line := range strings.Split(text, "\n") {
 		f := strings.Fields(line)
 		if len(f) == 0 {

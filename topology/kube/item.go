@@ -20,7 +20,7 @@ type node struct {
 	skip          bool   // not a node object, or no name: nothing more to check
 }
 
-// item reads item i and adds its node to the Spec or the Status.
+// item reads item i and adds its node to the ClusterSpec or the Status.
 func (p *parser) item(i int, n *yaml.Node) {
 	nd := p.read(i, n)
 	if nd.name != "" {
@@ -69,7 +69,7 @@ func (p *parser) at(i int, name string) string {
 	return fmt.Sprintf("item %d (node %q)", i, name)
 }
 
-// place adds a selected node with GPUs to the Spec.
+// place adds a selected node with GPUs to the ClusterSpec.
 func (p *parser) place(line int, at string, nd node, gpus int, degraded bool) {
 	path := make([]string, len(p.lv.keys))
 	for l, key := range p.lv.keys {

@@ -43,20 +43,20 @@ const (
 // Options.GPUResource is empty.
 const DefaultGPUResource = "nvidia.com/gpu"
 
-// Options says how Parse turns Kubernetes nodes into a Spec.
+// Options says how Parse turns Kubernetes nodes into a ClusterSpec.
 // The zero value reads a flat cluster of every node with NVIDIA GPUs.
 type Options struct {
 	// Levels lists node label keys, top to bottom, like the levels of a
 	// Kueue Topology: for example {"cloud.provider.com/topology-block",
 	// "cloud.provider.com/topology-rack", "kubernetes.io/hostname"}. Each
-	// key becomes one level of the Spec and a node's label values become
+	// key becomes one level of the ClusterSpec and a node's label values become
 	// its Path. A domain is identified by its path of values (Kueue's
 	// rule): rack "r1" under block "b1" and rack "r1" under block "b2"
 	// are two domains. LabelHostname may only be the last key; it
 	// names the node itself and adds no level. Empty Levels is a flat
 	// cluster. At most topology.MaxLevels levels.
 	Levels []string
-	// LevelNames optionally names the Spec's levels, one entry per entry
+	// LevelNames optionally names the ClusterSpec's levels, one entry per entry
 	// of Levels (the entry for a trailing LabelHostname is ignored).
 	// When LevelNames is empty, a level is named after its key: the part
 	// after the last '/', then after the last '.' ("rack" for
@@ -128,20 +128,20 @@ func PresetZone() Options {
 	}
 }
 
-// Status reports what Parse learned besides the Spec: which
+// Status reports what Parse learned besides the ClusterSpec: which
 // nodes cannot take work now and which nodes were left out. Names are in
 // input order; each node is in at most one list.
 type Status struct {
-	// Down lists nodes of the Spec that cannot run work: their Ready
+	// Down lists nodes of the ClusterSpec that cannot run work: their Ready
 	// condition is not "True" (False, Unknown or missing), or they report
 	// no allocatable GPUs although their capacity has some (the device
 	// plugin is not serving them). A scheduler marks them down.
 	Down []string
-	// Drained lists nodes of the Spec that are cordoned
+	// Drained lists nodes of the ClusterSpec that are cordoned
 	// (spec.unschedulable) and not Down: running work may finish, nothing
 	// new starts. A scheduler marks them drained.
 	Drained []string
-	// Skipped lists nodes left out of the Spec: those NodeSelector does
+	// Skipped lists nodes left out of the ClusterSpec: those NodeSelector does
 	// not match and, with SkipNodesWithoutGPUs, those without GPUs.
 	Skipped []string
 	// Warnings lists what loaded but deserves a look: no node has a

@@ -22,7 +22,7 @@ var ErrAllDown = errors.New("kube: every node down")
 // Parse reads Kubernetes nodes, as `kubectl get nodes -o json` or
 // `kubectl get nodes -o yaml` prints them (an object of kind List or
 // NodeList with items), a bare JSON array of Node objects, or a single
-// Node object in JSON or YAML, and returns the Spec of the cluster they
+// Node object in JSON or YAML, and returns the ClusterSpec of the cluster they
 // form, with LocalDomainNames set, and the nodes' status. Input that
 // starts with '{' or '[' is read as JSON, anything else as YAML (the
 // subset of internal/yaml, which covers what kubectl writes).
@@ -50,14 +50,14 @@ var ErrAllDown = errors.New("kube: every node down")
 // GPU count that is not a whole number, is above topology.MaxGPUsPerNode,
 // or is zero). Bad options are an error of their own (see Validate), and a
 // read error from r is returned wrapped.
-func Parse(r io.Reader, opts Options) (topology.Spec, Status, error) {
+func Parse(r io.Reader, opts Options) (topology.ClusterSpec, Status, error) {
 	lv, err := opts.resolve()
 	if err != nil {
-		return topology.Spec{}, Status{}, err
+		return topology.ClusterSpec{}, Status{}, err
 	}
 	data, err := io.ReadAll(r)
 	if err != nil {
-		return topology.Spec{}, Status{}, fmt.Errorf("%s: %w", source(opts.Source), err)
+		return topology.ClusterSpec{}, Status{}, fmt.Errorf("%s: %w", source(opts.Source), err)
 	}
 	p := &parser{opts: &opts, lv: lv, src: source(opts.Source), col: defects.New(opts.MaxDefects), warn: defects.New(opts.MaxDefects)}
 	p.res = opts.GPUResource
@@ -65,7 +65,7 @@ func Parse(r io.Reader, opts Options) (topology.Spec, Status, error) {
 		p.res = DefaultGPUResource
 	}
 	p.seen = map[string]int{}
-	p.spec = topology.Spec{Levels: lv.names, LocalDomainNames: true}
+	p.spec = topology.ClusterSpec{Levels: lv.names, LocalDomainNames: true}
 	if items, ok := p.items(data); ok {
 		for i, item := range items {
 			p.item(i, item)
@@ -73,7 +73,7 @@ func Parse(r io.Reader, opts Options) (topology.Spec, Status, error) {
 		p.finish()
 	}
 	if err := p.col.Err(); err != nil {
-		return topology.Spec{}, Status{}, err
+		return topology.ClusterSpec{}, Status{}, err
 	}
 	p.st.Warnings = p.warn.List()
 	return p.spec, p.st, nil
@@ -107,7 +107,7 @@ type parser struct {
 	src, res  string
 	col, warn *defects.Collector
 	fromJSON  bool
-	spec      topology.Spec
+	spec      topology.ClusterSpec
 	st        Status
 	seen      map[string]int // node name -> item index
 	noGPUs    []string

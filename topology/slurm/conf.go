@@ -12,7 +12,7 @@ import (
 )
 
 // ParseConf reads the Slurm topology.conf called name from fsys, for the
-// topology/tree or the topology/block plugin, and returns the Spec of the
+// topology/tree or the topology/block plugin, and returns the ClusterSpec of the
 // cluster it describes and the warnings found. It reads nothing but name
 // and the files its Include lines name, through fsys (os.DirFS("/etc/slurm")
 // for a live system, fstest.MapFS in tests).
@@ -37,7 +37,7 @@ import (
 // ignored. A switch has Nodes= or Switches=, not both; one with neither,
 // or with no node under it, is left out with an ErrEmptyDomain warning, as
 // Slurm accepts it. A switch's height is 0 if it holds nodes and one more
-// than its highest child switch otherwise; the Spec has as many levels as
+// than its highest child switch otherwise; the ClusterSpec has as many levels as
 // the highest switch's height plus one, named top to bottom "leaf" (one
 // level), "spine", "leaf" (two), "core", "spine", "leaf" (three), and
 // "core", "spine1", ..., "spineK", "leaf" for more. A switch sits at the
@@ -45,7 +45,7 @@ import (
 //
 // Slurm allows unbalanced trees, where a switch's parent is more than one
 // level above it, or a root is lower than the top level (several roots form
-// several top-level domains). A Spec needs every node to have a domain at
+// several top-level domains). A ClusterSpec needs every node to have a domain at
 // every level, so a switch also stands for itself at each missing level
 // above it: with "SwitchName=top Switches=agg,leafX", "SwitchName=agg
 // Switches=leafA" and leafA, leafX holding nodes, leafX's nodes have the
@@ -82,8 +82,8 @@ import (
 // switches, a tree deeper than topology.MaxLevels, bad BlockSizes, a block
 // smaller than the base size), ErrUnknownNode (a node slurm.conf does not
 // define, a NodeGPUs entry for a node the file does not list), ErrGPUCount,
-// ErrInclude. On error the Spec is empty.
-func ParseConf(fsys fs.FS, name string, opts Options) (topology.Spec, []topology.Defect, error) {
+// ErrInclude. On error the ClusterSpec is empty.
+func ParseConf(fsys fs.FS, name string, opts Options) (topology.ClusterSpec, []topology.Defect, error) {
 	col, warn := defects.New(opts.MaxDefects), defects.New(opts.MaxDefects)
 	known := expandNodes(&opts, col)
 	r := &confReader{col: col}
@@ -104,8 +104,8 @@ func ParseConf(fsys fs.FS, name string, opts Options) (topology.Spec, []topology
 }
 
 // finish checks the GPU options and slurm.conf's nodes against a layout
-// and returns its Spec, or every defect found.
-func finish(lay *layout, known *nodeList, name string, opts *Options, col, warn *defects.Collector) (topology.Spec, []topology.Defect, error) {
+// and returns its ClusterSpec, or every defect found.
+func finish(lay *layout, known *nodeList, name string, opts *Options, col, warn *defects.Collector) (topology.ClusterSpec, []topology.Defect, error) {
 	placed := make(map[string]bool, len(lay.names))
 	for _, n := range lay.names {
 		placed[n] = true
@@ -115,7 +115,7 @@ func finish(lay *layout, known *nodeList, name string, opts *Options, col, warn 
 		return placed[n] || listed
 	}, col)
 	if err := col.Err(); err != nil {
-		return topology.Spec{}, nil, err
+		return topology.ClusterSpec{}, nil, err
 	}
 	unplaced(known, func(n string) bool { return placed[n] }, pos{file: name}, "", warn)
 	return lay.spec(gpus), warn.List(), nil

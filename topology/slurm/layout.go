@@ -69,9 +69,9 @@ func (l *layout) add(name string, group int32) {
 	l.group = append(l.group, group)
 }
 
-// spec returns the layout as a Spec, with GPU counts from gpus.
-func (l *layout) spec(gpus func(string) int) topology.Spec {
-	s := topology.Spec{Levels: slices.Clone(l.levels), Nodes: make([]topology.NodeSpec, len(l.names))}
+// spec returns the layout as a ClusterSpec, with GPU counts from gpus.
+func (l *layout) spec(gpus func(string) int) topology.ClusterSpec {
+	s := topology.ClusterSpec{Levels: slices.Clone(l.levels), Nodes: make([]topology.NodeSpec, len(l.names))}
 	for i, name := range l.names {
 		g := l.group[i]
 		s.Nodes[i] = topology.NodeSpec{Name: name, GPUs: gpus(name), Path: l.paths[g], Source: l.sources[g]}

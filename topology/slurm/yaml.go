@@ -21,8 +21,8 @@ type Topologies struct {
 	Default string
 	// Kinds maps each topology to "tree", "block" or "flat".
 	Kinds map[string]string
-	// Specs maps each topology to its Spec.
-	Specs map[string]topology.Spec
+	// Specs maps each topology to its ClusterSpec.
+	Specs map[string]topology.ClusterSpec
 	// Warnings lists what the file does that Slurm accepts but that
 	// changes the cluster: switches with no nodes, nodes of slurm.conf
 	// under no switch, a second cluster default.

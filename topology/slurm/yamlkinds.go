@@ -130,7 +130,7 @@ func (d *yamlDoc) assemble(topos []yamlTopology, opts *Options) *Topologies {
 		return placed[n] || listed
 	}
 	gpus := gpuCounts(opts, d.file, known, d.col)
-	out := &Topologies{Kinds: map[string]string{}, Specs: map[string]topology.Spec{}, Default: d.defaultOf}
+	out := &Topologies{Kinds: map[string]string{}, Specs: map[string]topology.ClusterSpec{}, Default: d.defaultOf}
 	for _, t := range topos {
 		switch t.kind {
 		case "flat":
