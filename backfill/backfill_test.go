@@ -12,6 +12,7 @@ import (
 
 	"github.com/phalanx-sched/phalanx/fairshare"
 	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/internal/access"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -165,14 +166,17 @@ func TestHoldMode(t *testing.T) {
 // 64-GPU job's reservation goes inside leaf03; a topology-blind placement
 // spreads it.
 func TestReservationIsTopologyPacked(t *testing.T) {
-	for _, strat := range []placement.Strategy{placement.LeafPack, placement.FirstFit} {
-		t.Run(strat.String(), func(t *testing.T) {
+	for _, strat := range []string{"leaf-pack", "first-fit"} {
+		t.Run(strat, func(t *testing.T) {
 			c := topology.Default2000()
 			cfg := fifoConfig(1)
-			cfg.Placement = strat
 			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
 			if err != nil {
 				t.Fatal(err)
+			}
+			if strat == "first-fit" { // the baseline of internal/baseline
+				access.SetPlacerStrategy(access.PlacerOf(e.ledger), 1, 0)
+				access.SetPlacerStrategy(access.PlacerOf(e.adm), 1, 0)
 			}
 			// One single-node job per node, pinned to it.
 			for n := range topology.NodeID(c.NumNodes()) {
@@ -213,11 +217,11 @@ func TestReservationIsTopologyPacked(t *testing.T) {
 				t.Fatalf("planned at %v, want t+1h", r.Start.Sub(epoch))
 			}
 			switch strat {
-			case placement.LeafPack:
+			case "leaf-pack":
 				if len(leaves) != 1 || !leaves[3] {
 					t.Fatalf("reservation spans leaves %v, want leaf03 only", leaves)
 				}
-			case placement.FirstFit:
+			case "first-fit":
 				if len(leaves) == 1 {
 					t.Fatal("first fit packed the reservation: the scenario does not discriminate")
 				}
@@ -341,7 +345,7 @@ func TestSnapshotRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e2.ledger.Check(); err != nil {
+	if err := access.CheckLedger(e2.ledger); err != nil {
 		t.Fatal(err)
 	}
 	d2 := newDriver(t, e2, nil, dur)

@@ -171,7 +171,6 @@ func TestBadConfigAndArguments(t *testing.T) {
 			_, err := New(c, cfgWith(func(c *Config) { c.FairShare.Dampening = math.NaN() }), tree())
 			return err
 		}, ErrConfig, "Dampening NaN"},
-		{"unknown strategy", func() error { _, err := New(c, cfgWith(func(c *Config) { c.Placement = 9 }), tree()); return err }, ErrConfig, "strategy 9"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

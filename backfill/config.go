@@ -7,7 +7,6 @@ import (
 
 	"github.com/phalanx-sched/phalanx/fairshare"
 	"github.com/phalanx-sched/phalanx/gang"
-	"github.com/phalanx-sched/phalanx/placement"
 )
 
 // Conservative, as Config.ReservationDepth, gives every tested job that
@@ -35,10 +34,6 @@ type Config struct {
 	// Hold configures hold mode for jobs whose reservation depends on
 	// GPUs with unknown release times.
 	Hold HoldConfig
-	// Placement is the placement strategy (LeafPack unless comparing
-	// baselines); Seed seeds the Random strategy.
-	Placement placement.Strategy
-	Seed      uint64
 	// KeepEnded is how long the engine remembers a finished, failed or
 	// cancelled job: Job reports its status and a repeated event gets
 	// ErrTransition rather than ErrUnknownJob, and its ID cannot be
@@ -116,8 +111,6 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: Hold.Budget %v and Hold.MaxHolds %d must be positive when hold mode is on", ErrConfig, c.Hold.Budget, c.Hold.MaxHolds)
 	case c.Hold.MaxHolds < 0:
 		return fmt.Errorf("%w: Hold.MaxHolds %d is negative", ErrConfig, c.Hold.MaxHolds)
-	case c.Placement > placement.Random:
-		return fmt.Errorf("%w: unknown placement strategy %d", ErrConfig, c.Placement)
 	}
 	for _, d := range []struct {
 		name string
@@ -185,9 +178,4 @@ type Job struct {
 	Patience Patience
 	// OnNodeFailure says what a node failure does to the running job.
 	OnNodeFailure FailurePolicy
-}
-
-// gangOptions returns the options of the engine's admitters.
-func (c Config) gangOptions() gang.Options {
-	return gang.Options{Placement: placement.Options{Strategy: c.Placement, Seed: c.Seed}}
 }

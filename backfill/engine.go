@@ -7,6 +7,7 @@ import (
 
 	"github.com/phalanx-sched/phalanx/fairshare"
 	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/internal/access"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -77,8 +78,8 @@ func New(c *topology.Cluster, cfg Config, tree *fairshare.Tree) (*Engine, error)
 		c:       c,
 		cfg:     cfg,
 		tree:    tree,
-		ledger:  gang.NewLedger(c, cfg.gangOptions()),
-		adm:     gang.NewAdmitter(c, cfg.gangOptions()),
+		ledger:  gang.NewLedger(c, gang.Options{}),
+		adm:     gang.NewAdmitter(c, gang.Options{}),
 		empty:   topology.NewState(c),
 		jobs:    newJobTable(c),
 		nodes:   make([]NodeState, c.NumNodes()),
@@ -247,4 +248,11 @@ func (e *Engine) chargeAll(now time.Time) {
 		a.charge[i] = 0
 	}
 	a.touched = a.touched[:0]
+}
+
+func init() {
+	access.EngineAdmitters = func(x any) (ledger, admitter any) {
+		e := x.(*Engine)
+		return e.ledger, e.adm
+	}
 }

@@ -51,8 +51,8 @@ type op struct {
 // or node up, checks the transition, and only then advances the clock and
 // applies the change, which cannot fail. A refused event changes nothing.
 func (e *Engine) apply(o *op) error {
-	if err := e.checkClock(o.now); err != nil {
-		return fmt.Errorf("%s: %w", opNames[o.kind], err)
+	if err := e.checkClock(opNames[o.kind], o.now); err != nil {
+		return err
 	}
 	if err := e.resolve(o); err != nil {
 		return err
@@ -73,12 +73,12 @@ func (e *Engine) apply(o *op) error {
 }
 
 // checkClock refuses a time out of range or before the latest seen.
-func (e *Engine) checkClock(now time.Time) error {
-	if err := checkTime("time", now); err != nil {
+func (e *Engine) checkClock(op string, now time.Time) error {
+	if err := checkTime(op+" time", now); err != nil {
 		return err
 	}
 	if now.Before(e.last) {
-		return fmt.Errorf("%w: %s is before %s", ErrTimeTravel, now.UTC().Format(time.RFC3339Nano), e.last.UTC().Format(time.RFC3339Nano))
+		return fmt.Errorf("%w: %s at %s is before the latest event at %s", ErrTimeTravel, op, now.UTC().Format(time.RFC3339Nano), e.last.UTC().Format(time.RFC3339Nano))
 	}
 	return nil
 }
@@ -101,7 +101,7 @@ func (e *Engine) resolve(o *op) error {
 	}
 	j, ok := e.jobs.lookup(o.id, o.now, e.cfg.KeepEnded)
 	if !ok {
-		return fmt.Errorf("%s: %w: %q", opNames[o.kind], ErrUnknownJob, o.id)
+		return fmt.Errorf("%w: %s of job %q", ErrUnknownJob, opNames[o.kind], o.id)
 	}
 	if st := e.stateOf(j); !jobFrom[o.kind].has(st) {
 		return fmt.Errorf("%w: job %s is %s; %s needs %s", ErrTransition, o.id, st, opNames[o.kind], jobFrom[o.kind])

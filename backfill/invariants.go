@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/phalanx-sched/phalanx/internal/access"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -13,7 +14,7 @@ import (
 // owners, the node facts against the free state, and the book. Tests run
 // it after every call (checkEach); it allocates.
 func (e *Engine) check() error {
-	errs := []error{e.ledger.Check(), e.book.check(e.c)}
+	errs := []error{access.CheckLedger(e.ledger), e.book.check(e.c)}
 	errs = append(errs, e.checkJobs()...)
 	errs = append(errs, e.checkOwners()...)
 	for n, st := range e.nodes {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/phalanx-sched/phalanx/fairshare"
 	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/internal/access"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -121,7 +122,7 @@ func (d *driver) run(end time.Time) {
 			}
 		}
 		if d.check {
-			if err := d.e.ledger.Check(); err != nil {
+			if err := access.CheckLedger(d.e.ledger); err != nil {
 				d.t.Fatal(err)
 			}
 		}

@@ -83,7 +83,7 @@ func (r *restorer) run() {
 	e.seq, e.cursor, e.lastCycle, e.heldGPUSeconds = s.Seq, s.Cursor, s.LastCycle, s.HeldGPUSeconds
 	e.last = s.Time
 	r.nodes()
-	ledger, err := gang.Restore(e.c, gang.Snapshot{Gangs: s.Gangs}, e.cfg.gangOptions())
+	ledger, err := gang.Restore(e.c, gang.Snapshot{Gangs: s.Gangs}, gang.Options{})
 	if err != nil {
 		r.bad("%v", err)
 		return

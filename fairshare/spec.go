@@ -39,18 +39,21 @@ type AccountSpec struct {
 	Source string `json:"-"`
 }
 
-func (a *AccountSpec) where() string {
+// at says where account i of a spec was defined, for the front of an
+// error: its Source, or its position in the spec.
+func (a *AccountSpec) at(i int) string {
 	if a.Source == "" {
-		return ""
+		return "account #" + strconv.Itoa(i+1)
 	}
-	return " (" + a.Source + ")"
+	return a.Source
 }
 
 // BuildTree builds a tree from spec, configured by cfg. Accounts may be
 // listed before their parents; the tree keeps the spec's order otherwise
 // (parents are moved ahead of their children). Errors wrap ErrConfig,
 // ErrBadName, ErrDuplicateAccount, ErrBadShares, ErrUnknownAccount or
-// ErrCycle and name the account (with its Source, if set).
+// ErrCycle and begin with where the account was defined (its Source, or
+// "account #N" for the Nth of the spec): "line 3: fairshare: ...".
 func BuildTree(spec TreeSpec, cfg Config) (*Tree, error) {
 	t, err := NewTree(cfg)
 	if err != nil {
@@ -61,14 +64,14 @@ func BuildTree(spec TreeSpec, cfg Config) (*Tree, error) {
 	for i := range accts {
 		a := &accts[i]
 		if err := checkName(a.Name); err != nil {
-			return nil, fmt.Errorf("account #%d%s: %w", i+1, a.where(), err)
+			return nil, fmt.Errorf("%s: %w", a.at(i), err)
 		}
 		if err := checkShares(a.Name, a.Shares); err != nil {
-			return nil, fmt.Errorf("%w%s", err, a.where())
+			return nil, fmt.Errorf("%s: %w", a.at(i), err)
 		}
 		if j, dup := pos[a.Name]; dup {
-			return nil, fmt.Errorf("%w: %q%s, first defined as account #%d%s",
-				ErrDuplicateAccount, a.Name, a.where(), j+1, accts[j].where())
+			return nil, fmt.Errorf("%s: %w: %q, first defined at %s",
+				a.at(i), ErrDuplicateAccount, a.Name, accts[j].at(j))
 		}
 		pos[a.Name] = i
 	}
@@ -83,7 +86,7 @@ func BuildTree(spec TreeSpec, cfg Config) (*Tree, error) {
 		}
 		j, ok := pos[a.Parent]
 		if !ok {
-			return nil, fmt.Errorf("%w: parent %q of account %q%s", ErrUnknownAccount, a.Parent, a.Name, a.where())
+			return nil, fmt.Errorf("%s: %w: parent %q of account %q", a.at(i), ErrUnknownAccount, a.Parent, a.Name)
 		}
 		parentOf[i] = j
 	}
@@ -137,7 +140,7 @@ func cycleError(accts []AccountSpec, chain []int, start int) error {
 	}
 	b.WriteString(accts[start].Name)
 	a := &accts[start]
-	return fmt.Errorf("%w: account %q%s: parent chain %s", ErrCycle, a.Name, a.where(), b.String())
+	return fmt.Errorf("%s: %w: account %q: parent chain %s", a.at(start), ErrCycle, a.Name, b.String())
 }
 
 // ParseText reads the text form of a TreeSpec: one account per line,
@@ -161,16 +164,16 @@ func ParseText(text string) (TreeSpec, error) {
 		}
 		a := AccountSpec{Name: fields[0], Shares: 1, Source: "line " + strconv.Itoa(n+1)}
 		if strings.Contains(a.Name, "=") {
-			return TreeSpec{}, fmt.Errorf("%w: %s: %q: the account name comes first", ErrSyntax, a.Source, a.Name)
+			return TreeSpec{}, fmt.Errorf("%s: %w: %q: the account name comes first", a.Source, ErrSyntax, a.Name)
 		}
 		seen := map[string]bool{}
 		for _, f := range fields[1:] {
 			key, val, ok := strings.Cut(f, "=")
 			if !ok || val == "" {
-				return TreeSpec{}, fmt.Errorf("%w: %s: account %q: %q is not key=value", ErrSyntax, a.Source, a.Name, f)
+				return TreeSpec{}, fmt.Errorf("%s: %w: account %q: %q is not key=value", a.Source, ErrSyntax, a.Name, f)
 			}
 			if seen[key] {
-				return TreeSpec{}, fmt.Errorf("%w: %s: account %q: %s given twice", ErrSyntax, a.Source, a.Name, key)
+				return TreeSpec{}, fmt.Errorf("%s: %w: account %q: %s given twice", a.Source, ErrSyntax, a.Name, key)
 			}
 			seen[key] = true
 			switch key {
@@ -179,14 +182,14 @@ func ParseText(text string) (TreeSpec, error) {
 			case "shares":
 				v, err := strconv.ParseFloat(val, 64)
 				if err != nil {
-					return TreeSpec{}, fmt.Errorf("%w: %s: account %q: shares %q is not a number", ErrSyntax, a.Source, a.Name, val)
+					return TreeSpec{}, fmt.Errorf("%s: %w: account %q: shares %q is not a number", a.Source, ErrSyntax, a.Name, val)
 				}
 				if err := checkShares(a.Name, v); err != nil {
-					return TreeSpec{}, fmt.Errorf("%w (%s)", err, a.Source)
+					return TreeSpec{}, fmt.Errorf("%s: %w", a.Source, err)
 				}
 				a.Shares = v
 			default:
-				return TreeSpec{}, fmt.Errorf("%w: %s: account %q: unknown key %q (want parent or shares)", ErrSyntax, a.Source, a.Name, key)
+				return TreeSpec{}, fmt.Errorf("%s: %w: account %q: unknown key %q (want parent or shares)", a.Source, ErrSyntax, a.Name, key)
 			}
 		}
 		spec.Accounts = append(spec.Accounts, a)
@@ -238,10 +241,10 @@ func ParseJSON(data []byte) (TreeSpec, error) {
 	for i, ja := range doc.Accounts {
 		src := "accounts[" + strconv.Itoa(i) + "]"
 		if ja.Shares == nil {
-			return TreeSpec{}, fmt.Errorf("%w: %s: account %q has no shares", ErrSyntax, src, ja.Name)
+			return TreeSpec{}, fmt.Errorf("%s: %w: account %q has no shares", src, ErrSyntax, ja.Name)
 		}
 		if err := checkShares(ja.Name, *ja.Shares); err != nil {
-			return TreeSpec{}, fmt.Errorf("%w (%s)", err, src)
+			return TreeSpec{}, fmt.Errorf("%s: %w", src, err)
 		}
 		spec.Accounts = append(spec.Accounts, AccountSpec{
 			Name: ja.Name, Parent: ja.Parent, Shares: *ja.Shares, Source: src,

@@ -125,7 +125,7 @@ func TestBadTrees(t *testing.T) {
 		{name: "duplicate", text: "a\nb\na", want: ErrDuplicateAccount, naming: []string{`"a"`, "line 3", "line 1"}},
 		{name: "reserved name", text: "root", want: ErrBadName, naming: []string{`"root"`}},
 		{name: "bad name (JSON)", json: `{"accounts":[{"name":"a b","shares":1}]}`, want: ErrBadName, naming: []string{`"a b"`, "accounts[0]"}},
-		{name: "empty name (JSON)", json: `{"accounts":[{"name":"","shares":1}]}`, want: ErrBadName, naming: []string{"#1"}},
+		{name: "empty name (JSON)", json: `{"accounts":[{"name":"","shares":1}]}`, want: ErrBadName, naming: []string{"accounts[0]"}},
 		{name: "unknown key", text: "a weight=3", want: ErrSyntax, naming: []string{"line 1", `"weight"`}},
 		{name: "not key=value", text: "a 40", want: ErrSyntax, naming: []string{"line 1", `"40"`}},
 		{name: "shares not a number", text: "a shares=lots", want: ErrSyntax, naming: []string{`"a"`, `"lots"`}},

@@ -11,12 +11,12 @@
 // all are placed; otherwise the state is left exactly as it was, and the
 // Admission names the member that failed and the placement reason. A greedy
 // pass places the members one by one, most constrained first, in up to
-// MaxOrders orders; when it fails after placing some members, an exact
+// four orders; when it fails after placing some members, an exact
 // search for a packing follows (gangs of up to MaxSearchMembers members,
 // bounded by SearchWork; see there for what it covers). This makes
 // the partial starts and split-cluster deadlocks of pod-by-pod schedulers
 // impossible by construction: no GPU is ever held by a gang that is not
-// running. PodByPod models such a scheduler for comparison.
+// running. The module's tests and examples compare it with such a scheduler.
 //
 // # Usage
 //
@@ -50,7 +50,7 @@
 //
 // # Concurrency
 //
-// Ledger, Admitter and PodByPod are not safe for concurrent use: the host
+// Ledger and Admitter are not safe for concurrent use: the host
 // scheduler serialises calls (a scheduling loop does). For parallel
 // what-if work give each goroutine its own Admitter and a cloned State.
 //

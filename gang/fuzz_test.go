@@ -71,7 +71,7 @@ func FuzzLedgerOps(f *testing.F) {
 				}
 				l = r
 			}
-			if err := l.Check(); err != nil {
+			if err := l.check(); err != nil {
 				t.Fatalf("op %d (%d %d %d): %v", i/3, op, a, b, err)
 			}
 		}

@@ -25,11 +25,11 @@ var (
 	ErrRestore = errors.New("gang: cannot restore")
 )
 
-// MaxOrders bounds how many member orders the first, greedy pass of one
+// maxOrders bounds how many member orders the first, greedy pass of one
 // admission tries: the most-constrained-first order, then, each time a
 // member fails after others were placed, the same order with the failing
 // member moved first.
-const MaxOrders = 4
+const maxOrders = 4
 
 // Options configure an Admitter (and the Ledger that owns one).
 type Options struct {
@@ -263,7 +263,7 @@ func NewAdmitter(c *topology.Cluster, opts Options) *Admitter {
 // A greedy pass places the members most-constrained first: a required
 // level first, then the largest GPU count, then the largest per-node
 // count. When a member fails after others were placed, the order is
-// retried with that member first, up to MaxOrders orders in all. When
+// retried with that member first, up to maxOrders orders in all. When
 // every order fails after placing other members, an exact search for a
 // packing follows (see SearchWork for what it covers and its bound). With
 // co-location, the domains of the co-location level that have enough
@@ -368,12 +368,12 @@ func perNode(r *placement.Request, maxG int) int {
 	return r.GPUsPerNode
 }
 
-// tryOrders runs admission in up to MaxOrders member orders, restricted to
+// tryOrders runs admission in up to maxOrders member orders, restricted to
 // domain d of level lvl when lvl >= 0, then the exact search when every
 // order failed after placing some members.
 func (a *Admitter) tryOrders(s *topology.State, g *Spec, out *Allocation, lvl, d int) Admission {
 	var res Admission
-	for k := 0; k < MaxOrders; k++ {
+	for k := 0; k < maxOrders; k++ {
 		res.Orders = k + 1
 		failed, placedBefore := a.tryOrder(s, g, out, lvl, d, &res)
 		if failed < 0 {

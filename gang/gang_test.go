@@ -19,38 +19,10 @@ func workers(id string, pods, gpus int) *Spec {
 
 // TestSeedCase is the deadlock gang admission prevents: two 1,200-GPU jobs
 // (150 pods x 8 GPUs) arrive interleaved on the default 2,000-GPU cluster.
+// The pod-by-pod side, which deadlocks, is internal/baseline's
+// TestPodByPodDeadlock.
 func TestSeedCase(t *testing.T) {
 	c := topology.Default2000()
-	t.Run("pod-by-pod", func(t *testing.T) {
-		s := topology.NewState(c)
-		b := NewPodByPod(s)
-		for _, id := range []string{"A", "B"} {
-			if err := b.Add(id, 150, 8); err != nil {
-				t.Fatal(err)
-			}
-		}
-		bound := b.BindInterleaved("A", "B")
-		if bound != 250 {
-			t.Fatalf("%d pods bound, want 250", bound)
-		}
-		useful := 0
-		for _, id := range []string{"A", "B"} {
-			if got := b.HeldGPUs(id); got != 1000 {
-				t.Errorf("job %s holds %d GPUs, want 1000", id, got)
-			}
-			if b.Complete(id) {
-				t.Errorf("job %s complete", id)
-			} else if b.Bound(id) != 125 {
-				t.Errorf("job %s has %d pods bound, want 125", id, b.Bound(id))
-			}
-			if b.Complete(id) {
-				useful += b.HeldGPUs(id)
-			}
-		}
-		if useful != 0 || s.FreeGPUs() != 0 {
-			t.Fatalf("useful GPUs %d, free %d: want 0 and 0 (deadlock)", useful, s.FreeGPUs())
-		}
-	})
 	t.Run("gang", func(t *testing.T) {
 		l := NewLedger(c, Options{})
 		ra, err := l.Admit(workers("A", 150, 8))
@@ -77,7 +49,7 @@ func TestSeedCase(t *testing.T) {
 		if l.State().FreeGPUs() != 800 {
 			t.Errorf("%d GPUs free, want 800", l.State().FreeGPUs())
 		}
-		if err := l.Check(); err != nil {
+		if err := l.check(); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -109,7 +81,7 @@ func TestHeterogeneousAndOrders(t *testing.T) {
 	if _, err := l.Admit(het); !errors.Is(err, ErrDuplicateID) {
 		t.Fatalf("second admission of het: %v", err)
 	}
-	if err := l.Check(); err != nil {
+	if err := l.check(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -145,7 +117,7 @@ func TestOtherOrder(t *testing.T) {
 	if x := a.Members[0].Assignment; c.NodeDomain(topology.NodeID(x[0].Node), 0) != 1 {
 		t.Errorf("x on leaf %d, want b", c.NodeDomain(topology.NodeID(x[0].Node), 0))
 	}
-	if err := l.Check(); err != nil {
+	if err := l.check(); err != nil {
 		t.Fatal(err)
 	}
 	// With y needing 3 nodes of leaf a, no order works; nothing changes.
@@ -180,7 +152,7 @@ func TestElasticMinimum(t *testing.T) {
 	if res.Admitted || !strings.Contains(res.String(), "needs 1 node with 8 free GPUs; the cluster has 0") {
 		t.Fatalf("el2: %s", res)
 	}
-	if err := l.Check(); err != nil {
+	if err := l.check(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -226,7 +198,7 @@ func TestColocation(t *testing.T) {
 	if !res.Admitted || res.Colocated {
 		t.Fatalf("huge preferred: %s colocated=%v", res, res.Colocated)
 	}
-	if err := l.Check(); err != nil {
+	if err := l.check(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -284,7 +256,7 @@ func TestNodeDownReleasesWholeGangs(t *testing.T) {
 	if _, ok := l.Get("g0"); !ok || !reflect.DeepEqual(l.GangsOn(topology.NodeID(dn)), []string{"g0"}) {
 		t.Fatal("drain removed the gang")
 	}
-	if err := l.Check(); err != nil {
+	if err := l.check(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -313,7 +285,7 @@ func TestRestore(t *testing.T) {
 		if !r.State().Equal(l.State()) || !reflect.DeepEqual(r.Snapshot(), snap) {
 			t.Fatalf("restored ledger differs:\n%s\n%s", r.Describe(), l.Describe())
 		}
-		if err := r.Check(); err != nil {
+		if err := r.check(); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -474,7 +446,7 @@ func runRandomLedger(t *testing.T, c *topology.Cluster, steps int, r *rand.Rand)
 			}
 			l = l2
 		}
-		if err := l.Check(); err != nil {
+		if err := l.check(); err != nil {
 			t.Fatalf("step %d after %s: %v", step, op, err)
 		}
 	}

@@ -3,6 +3,7 @@ package gang
 import (
 	"errors"
 	"fmt"
+	"github.com/phalanx-sched/phalanx/internal/access"
 	"github.com/phalanx-sched/phalanx/internal/bits"
 	"slices"
 	"strings"
@@ -115,7 +116,7 @@ func (l *Ledger) Release(id string) error {
 // for the caller to requeue or fail.
 func (l *Ledger) NodeDown(n topology.NodeID) ([]string, error) {
 	if n < 0 || int(n) >= l.c.NumNodes() {
-		return nil, fmt.Errorf("%w: node index %d", topology.ErrUnknownNode, n)
+		return nil, fmt.Errorf("%w: node ID %d (the cluster has %d nodes)", topology.ErrUnknownNode, n, l.c.NumNodes())
 	}
 	var dead []string
 	for id, e := range l.byID {
@@ -148,11 +149,11 @@ func (l *Ledger) GangsOn(n topology.NodeID) []string {
 	return ids
 }
 
-// Check verifies the books against the state: every allocated GPU belongs
+// check verifies the books against the state: every allocated GPU belongs
 // to exactly one admitted gang, free plus allocated equals the total, no
 // gang is partly present (every member has the pods it records), and the
 // state's own indexes are consistent. It is for tests; it allocates.
-func (l *Ledger) Check() error {
+func (l *Ledger) check() error {
 	var errs []error
 	owner := make([]map[int]string, l.c.NumNodes())
 	used := make([]uint64, l.c.NumNodes())
@@ -200,7 +201,7 @@ func (l *Ledger) Check() error {
 				l.c.NodeName(topology.NodeID(n)), topology.FormatGPUs(free), topology.FormatGPUs(used[n]), l.c.NodeGPUs(topology.NodeID(n))))
 		}
 	}
-	if err := l.s.CheckInvariants(); err != nil {
+	if err := access.CheckState(l.s); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -252,4 +253,17 @@ func (l *Ledger) Insert(g *Spec, a *Allocation) error {
 	e.spec = *g
 	l.byID[g.ID] = e
 	return nil
+}
+
+func init() {
+	access.CheckLedger = func(x any) error { return x.(*Ledger).check() }
+	access.PlacerOf = func(x any) any {
+		switch v := x.(type) {
+		case *Ledger:
+			return v.adm.p
+		case *Admitter:
+			return v.p
+		}
+		panic(fmt.Sprintf("gang: PlacerOf(%T)", x))
+	}
 }

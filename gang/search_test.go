@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/phalanx-sched/phalanx/internal/access"
 	"github.com/phalanx-sched/phalanx/internal/testcluster"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
@@ -48,7 +49,7 @@ func TestPackingOracle(t *testing.T) {
 		} else if !s.Equal(before) {
 			t.Fatalf("%s\nrefused admission changed the state", ctx())
 		}
-		if err := s.CheckInvariants(); err != nil {
+		if err := access.CheckState(s); err != nil {
 			t.Fatal(err)
 		}
 		if want {

@@ -1,47 +1,48 @@
 package placement
 
 import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/phalanx-sched/phalanx/internal/access"
 	"github.com/phalanx-sched/phalanx/internal/bits"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
-// Strategy selects how a Placer chooses nodes.
-type Strategy uint8
+// strategy selects how a Placer chooses nodes: leafPack in production;
+// the topology-blind baselines exist for comparisons, chosen through
+// internal/baseline (access.SetPlacerStrategy).
+type strategy uint8
 
 const (
-	// LeafPack is Phalanx's topology-aware placement (the default).
-	LeafPack Strategy = iota
-	// FirstFit is a topology-blind baseline: the first candidate nodes in
-	// node order. It honours the request's shape, Exclusive, Allowed and
-	// Excluded, and ignores every topology constraint.
-	FirstFit
-	// Random is a topology-blind baseline: candidate nodes drawn uniformly
-	// from a source seeded by Options.Seed. Same honours and omissions as
-	// FirstFit.
-	Random
+	// leafPack is Phalanx's topology-aware placement (the default).
+	leafPack strategy = iota
+	// firstFit takes the first candidate nodes in node order. It honours
+	// the request's shape, Exclusive, Allowed and Excluded, and ignores
+	// every topology constraint.
+	firstFit
+	// random draws candidate nodes uniformly from a seeded source; same
+	// honours and omissions as firstFit.
+	random
 )
 
-var strategyNames = [...]string{"leaf-pack", "first-fit", "random"}
-
-// String returns "leaf-pack", "first-fit" or "random".
-func (s Strategy) String() string {
-	if int(s) < len(strategyNames) {
-		return strategyNames[s]
+// setStrategy switches p to strategy st, seeding random's source.
+func (p *Placer) setStrategy(st strategy, seed uint64) {
+	if st > random {
+		panic(fmt.Sprintf("placement: unknown strategy %d", st))
 	}
-	return "unknown"
+	p.strategy, p.rng, p.order = st, nil, nil
+	if st == random {
+		p.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+		p.order = make([]int32, 0, p.lay.numNodes)
+	}
 }
 
-// ParseStrategy returns the strategy named by String.
-func ParseStrategy(name string) (Strategy, bool) {
-	for i, n := range strategyNames {
-		if n == name {
-			return Strategy(i), true
-		}
-	}
-	return 0, false
+func init() {
+	access.SetPlacerStrategy = func(x any, st uint8, seed uint64) { x.(*Placer).setStrategy(strategy(st), seed) }
 }
 
-// placeBlind runs the FirstFit or Random baseline on the candidates.
+// placeBlind runs the firstFit or random baseline on the candidates.
 func (p *Placer) placeBlind() bool {
 	sc := &p.sc
 	sc.minFree = 1
@@ -98,17 +99,17 @@ func (p *Placer) blindCapacity() int {
 		if sc.pl.exclusive {
 			total += bits.AndCount(ly.sizeWords(k), sc.cand, 0, ly.numNodes)
 		} else {
-			total += bits.AndCount(sc.s.AvailWords(k), sc.cand, 0, ly.numNodes)
+			total += bits.AndCount(sc.w.AvailWords(k), sc.cand, 0, ly.numNodes)
 		}
 	}
 	return total
 }
 
-// blindOrder returns the Random strategy's shuffled candidates (a partial
+// blindOrder returns the random strategy's shuffled candidates (a partial
 // Fisher-Yates shuffle: only the first picks are drawn), or nil for
-// FirstFit.
+// firstFit.
 func (p *Placer) blindOrder() []int32 {
-	if p.opts.Strategy != Random {
+	if p.strategy != random {
 		return nil
 	}
 	sc, ly := &p.sc, p.lay
@@ -132,7 +133,7 @@ func (p *Placer) blindNext(order []int32, k int) int {
 	if order != nil {
 		return int(order[k])
 	}
-	// FirstFit: the k-th candidate; candidates are taken in order, so
+	// firstFit: the k-th candidate; candidates are taken in order, so
 	// continue from the last one.
 	sc := &p.sc
 	from := 0

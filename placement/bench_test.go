@@ -57,10 +57,10 @@ func BenchmarkPlace(b *testing.B) {
 	for _, inv := range benchInventories() {
 		for _, st := range benchStates(inv.c) {
 			for _, rq := range benchRequests {
-				for _, strat := range []Strategy{LeafPack, FirstFit, Random} {
+				for _, strat := range []strategy{leafPack, firstFit, random} {
 					name := fmt.Sprintf("inv=%s/state=%s/gpus=%d/algo=%s", inv.name, st.name, rq.gpus, strat)
 					b.Run(name, func(b *testing.B) {
-						p := New(inv.c, Options{Strategy: strat, Seed: 1})
+						p := newWith(inv.c, strat, 1)
 						req := rq.req
 						buf := make([]topology.NodeAlloc, 0, 256)
 						var res Result
@@ -100,8 +100,8 @@ func TestPlaceZeroAllocs(t *testing.T) {
 			for _, rq := range benchRequests {
 				reqs = append(reqs, rq.req)
 			}
-			for _, strat := range []Strategy{LeafPack, FirstFit, Random} {
-				p := New(inv.c, Options{Strategy: strat, Seed: 1})
+			for _, strat := range []strategy{leafPack, firstFit, random} {
+				p := newWith(inv.c, strat, 1)
 				buf := make([]topology.NodeAlloc, 0, 256)
 				for _, req := range reqs {
 					n := testing.AllocsPerRun(20, func() {

@@ -3,6 +3,7 @@ package placement
 import (
 	mathbits "math/bits"
 
+	"github.com/phalanx-sched/phalanx/internal/access"
 	"github.com/phalanx-sched/phalanx/internal/bits"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -13,6 +14,7 @@ import (
 type scratch struct {
 	lay *layout
 	s   *topology.State
+	w   access.Words // s's raw words
 	req *Request
 	pl  plan
 	out []topology.NodeAlloc
@@ -64,7 +66,7 @@ type scratch struct {
 	verdicts  [16]verdict
 }
 
-func (sc *scratch) init(ly *layout) {
+func (sc *scratch) init(ly *layout, budget int) {
 	sc.lay = ly
 	nd := ly.numDomains()
 	sc.cand = make([]uint64, ly.words)
@@ -78,13 +80,14 @@ func (sc *scratch) init(ly *layout) {
 	sc.histAt = make([]uint32, nd)
 	sc.pathF = make([]int32, nd)
 	sc.pathAt = make([]uint32, nd)
-	sc.search.init(ly)
+	sc.search.init(ly, budget)
 	sc.cover.init(ly)
 	sc.spans.init(ly)
 }
 
 func (sc *scratch) begin(s *topology.State, r *Request, buf []topology.NodeAlloc, budget int) {
 	sc.s, sc.req, sc.out = s, r, buf[:0]
+	sc.w = access.StateWords(s)
 	sc.budget, sc.approximate = budget, false
 	if sc.epoch++; sc.epoch == 0 {
 		clear(sc.histAt)
@@ -96,7 +99,7 @@ func (sc *scratch) begin(s *topology.State, r *Request, buf []topology.NodeAlloc
 	sc.tally = tally{}
 }
 
-func (sc *scratch) end() { sc.s, sc.req, sc.out = nil, nil, nil }
+func (sc *scratch) end() { sc.s, sc.w, sc.req, sc.out = nil, access.Words{}, nil, nil }
 
 // spend takes work units from the decision's search budget and reports
 // whether they were available.
@@ -169,12 +172,11 @@ func (p *Placer) counterCapacities(l level, caps []int32, from int) {
 // Allowed and outside Excluded.
 func (p *Placer) candidates() {
 	sc, ly := &p.sc, p.lay
-	s := sc.s
 	switch {
 	case sc.pl.exclusive:
-		bits.And(sc.cand, s.IdleWords(), ly.sizeWords(sc.minFree))
+		bits.And(sc.cand, sc.w.Idle, ly.sizeWords(sc.minFree))
 	default:
-		copy(sc.cand, s.AvailWords(sc.minFree))
+		copy(sc.cand, sc.w.AvailWords(sc.minFree))
 	}
 	copy(sc.removed, sc.cand)
 	if a := sc.req.Allowed; a != nil {
@@ -382,7 +384,7 @@ func (p *Placer) maskedHistogram(x int, h []int32) {
 	sc, ly := &p.sc, p.lay
 	f, e := int(ly.nodeFirst[x]), int(ly.nodeEnd[x])
 	for k := sc.minFree; k <= ly.maxGPUs; k++ {
-		at := sc.s.AvailWords(k)
+		at := sc.w.AvailWords(k)
 		if sc.pl.exclusive {
 			at = ly.sizeWords(k)
 		}

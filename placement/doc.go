@@ -33,7 +33,7 @@
 //     request has no segment layer and no domain limit above the lowest
 //     level (node counts, whole nodes, GPU totals, segments or a limit at
 //     the lowest level): the largest leaves first is then optimal.
-//   - Exact within SearchBudget (Result.Approximate unset): the fewest
+//   - Exact within the search budget (Options.SearchBudget; Result.Approximate unset): the fewest
 //     leaves under segments or a domain limit above the lowest level (a
 //     knapsack over the domains of that level, each offering the items
 //     it holds on t leaves), and the fewest nodes of a GPU total spread
@@ -82,8 +82,9 @@
 // benchmark in package benchmarks (BenchmarkPlaceRandom) gives the
 // percentiles.
 //
-// Two topology-blind baselines, FirstFit and Random, exist for
-// comparison; Options selects them when the Placer is built.
+// Two topology-blind baselines, first-fit and random, exist for the
+// module's own comparisons (internal/baseline); importers only ever get
+// the placement described here.
 //
 // # Usage
 //

@@ -35,10 +35,10 @@ type unitAmount struct {
 	cost   int32
 }
 
-func (ss *searchScratch) init(ly *layout) {
+func (ss *searchScratch) init(ly *layout, budget int) {
 	nd := ly.numDomains()
-	ss.arena = make([]int32, 4*SearchBudget+16*nd)
-	ss.picks = make([]int16, 2*SearchBudget)
+	ss.arena = make([]int32, 4*budget+16*nd)
+	ss.picks = make([]int16, 2*budget)
 	for i := range ss.units {
 		ss.units[i] = make([]unitAmount, 0, nd)
 	}

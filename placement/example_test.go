@@ -84,18 +84,25 @@ func ExampleReason() {
 	// down 1, drained 2, short 247, unresolvable false
 }
 
-// The topology-blind baselines are chosen when the Placer is built.
+// Options tune a Placer when it is built. Here the default search budget is
+// too small to prove the fewest nodes for 200 GPUs over two leaves of a
+// fragmented cluster, so the answer comes back marked approximate; a larger
+// budget finds one node fewer and proves it.
 func ExampleOptions() {
 	c := topology.Default2000()
 	s := topology.NewState(c)
-	req := placement.NodesOf(64, 8)
-	for _, st := range []placement.Strategy{placement.LeafPack, placement.FirstFit, placement.Random} {
-		p := placement.New(c, placement.Options{Strategy: st, Seed: 1})
+	for i := range topology.NodeID(250) {
+		if i%3 == 0 {
+			_ = s.Allocate([]topology.NodeAlloc{{Node: i, GPUs: 0b111}}) // 3 GPUs busy on every third node
+		}
+	}
+	req := placement.Request{GPUs: 200}
+	for _, budget := range []int{0, 1 << 16} {
+		p := placement.New(c, placement.Options{SearchBudget: budget})
 		res, _ := p.Place(s, &req, nil)
-		fmt.Printf("%s: %d leaves\n", st, res.Leaves(c))
+		fmt.Printf("budget %d: %d nodes, %d leaves, approximate %v\n", budget, res.Nodes, res.Leaves(c), res.Approximate)
 	}
 	// Output:
-	// leaf-pack: 4 leaves
-	// first-fit: 4 leaves
-	// random: 16 leaves
+	// budget 0: 28 nodes, 2 leaves, approximate true
+	// budget 65536: 27 nodes, 2 leaves, approximate false
 }

@@ -11,7 +11,7 @@ import (
 // the first that applies: TooManyDomains when a placement exists without
 // the domain limit, RequiredLevel, NoSegments, NoCapacity.
 func (p *Placer) explain() Reason {
-	if p.opts.Strategy != LeafPack {
+	if p.strategy != leafPack {
 		return p.explainBlind()
 	}
 	pl := &p.sc.pl
@@ -163,7 +163,7 @@ func (p *Placer) exclusions() Exclusions {
 	} else {
 		clear(sc.cand)
 	}
-	sched := s.AvailWords(0)
+	sched := sc.w.AvailWords(0)
 	var allowed, excluded []uint64
 	if a := sc.req.Allowed; a != nil {
 		allowed = a.Words()

@@ -51,7 +51,7 @@ type layout struct {
 
 func newLayout(c *topology.Cluster) *layout {
 	depth := c.Depth()
-	ly := &layout{c: c, numNodes: c.NumNodes(), words: c.Words(), depth: depth, leaf: level(depth - 1), maxGPUs: c.MaxNodeGPUs(), uniform: true}
+	ly := &layout{c: c, numNodes: c.NumNodes(), words: (c.NumNodes() + 63) / 64, depth: depth, leaf: level(depth - 1), maxGPUs: c.MaxNodeGPUs(), uniform: true}
 	ly.start = make([]int32, depth+2)
 	ly.start[1] = 1
 	for l := range depth {

@@ -620,7 +620,7 @@ func TestOracle(t *testing.T) {
 	if *oracleCases > 0 {
 		cases = *oracleCases
 	}
-	stranded, approx := runOracle(t, cases, SearchBudget, 7)
+	stranded, approx := runOracle(t, cases, DefaultSearchBudget, 7)
 	stranded.report(t, "stranded capacity above the optimum")
 	approx.report(t, "leaves or nodes above the optimum (search over budget)")
 }

@@ -266,9 +266,9 @@ func (p *Placer) candWord(w int) uint64 {
 	case sc.masked:
 		return sc.cand[w]
 	case sc.pl.exclusive:
-		return sc.s.IdleWords()[w] & p.lay.sizeWords(sc.minFree)[w]
+		return sc.w.Idle[w] & p.lay.sizeWords(sc.minFree)[w]
 	}
-	return sc.s.AvailWords(sc.minFree)[w]
+	return sc.w.AvailWords(sc.minFree)[w]
 }
 
 // classWord returns word w of the nodes with exactly k usable GPUs.
@@ -281,9 +281,9 @@ func (p *Placer) classWord(k, w int) uint64 {
 		}
 		return x
 	}
-	x := sc.s.AvailWords(k)[w]
+	x := sc.w.AvailWords(k)[w]
 	if k < ly.maxGPUs {
-		x &^= sc.s.AvailWords(k + 1)[w]
+		x &^= sc.w.AvailWords(k + 1)[w]
 	}
 	return x
 }

@@ -57,14 +57,14 @@ func (r *Result) Leaves(c *topology.Cluster) int {
 	return r.Spans[c.Depth()-1]
 }
 
-// Options configure a Placer.
+// Options configure a Placer. The zero value is the default.
 type Options struct {
-	// Strategy selects the algorithm: LeafPack (the default) or one of
-	// the topology-blind baselines.
-	Strategy Strategy
-	// Seed seeds the Random strategy: the same seed gives the same
-	// choices.
-	Seed uint64
+	// SearchBudget bounds the work of the exact searches of one decision
+	// (see DefaultSearchBudget, used when SearchBudget < 1; at most
+	// MaxSearchBudget). A larger budget proves more decisions optimal and
+	// costs latency and memory (about 20 bytes a cell, allocated by New)
+	// on the hardest requests; a smaller one answers greedily sooner.
+	SearchBudget int
 }
 
 // Placer places requests on the states of one cluster. It keeps the
@@ -72,40 +72,42 @@ type Options struct {
 // request, sized for the cluster so that Place allocates nothing. A Placer
 // is not safe for concurrent use; give each goroutine its own.
 type Placer struct {
-	lay  *layout
-	opts Options
-	rng  *rand.Rand
-	// order is the Random strategy's shuffle buffer.
+	lay      *layout
+	strategy strategy
+	rng      *rand.Rand
+	// order is the random strategy's shuffle buffer.
 	order []int32
 	// budget is the work bound of one decision's exact searches (see
-	// SearchBudget); tests lower it to measure the greedy fallback.
+	// Options.SearchBudget).
 	budget int
 	sc     scratch
 }
 
-// SearchBudget bounds the work of the exact searches of one decision (the
-// fewest leaves under segments or a domain limit above the lowest level,
-// the fewest nodes of a GPU-total request over several leaves), counted in
-// table cells. Beyond it the greedy answer is returned and
+// DefaultSearchBudget bounds the work of the exact searches of one
+// decision (the fewest leaves under segments or a domain limit above the
+// lowest level, the fewest nodes of a GPU-total request over several
+// leaves), counted in table cells, unless Options.SearchBudget says
+// otherwise. Beyond it the greedy answer is returned and
 // Result.Approximate is set.
-const SearchBudget = 1 << 10
+const DefaultSearchBudget = 1 << 10
+
+// MaxSearchBudget is the largest Options.SearchBudget New honours; larger
+// values are lowered to it.
+const MaxSearchBudget = 1 << 20
 
 // New returns a Placer for cluster c.
 func New(c *topology.Cluster, opts Options) *Placer {
-	p := &Placer{lay: newLayout(c), opts: opts, budget: SearchBudget}
-	p.sc.init(p.lay)
-	if opts.Strategy == Random {
-		p.rng = rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
-		p.order = make([]int32, 0, c.NumNodes())
+	p := &Placer{lay: newLayout(c), budget: opts.SearchBudget}
+	if p.budget < 1 {
+		p.budget = DefaultSearchBudget
 	}
+	p.budget = min(p.budget, MaxSearchBudget)
+	p.sc.init(p.lay, p.budget)
 	return p
 }
 
 // Cluster returns the placer's cluster.
 func (p *Placer) Cluster() *topology.Cluster { return p.lay.c }
-
-// Strategy returns the placer's strategy.
-func (p *Placer) Strategy() Strategy { return p.opts.Strategy }
 
 // Place chooses nodes and GPUs for r on state s, which it does not change
 // (the caller allocates the assignment if it wants it). The assignment is
@@ -115,7 +117,7 @@ func (p *Placer) Strategy() Strategy { return p.opts.Strategy }
 // A malformed request is an ErrBadRequest error. A request that does not
 // fit returns a Result with Placed false and a Reason.
 //
-// The steps, for the LeafPack strategy:
+// The steps:
 //
 //  1. Capacities: per domain, the request's items (nodes, GPUs or
 //     segments) its candidate nodes hold, read from the state's domain
@@ -146,7 +148,7 @@ func (p *Placer) Place(s *topology.State, r *Request, buf []topology.NodeAlloc) 
 	}
 	sc.begin(s, r, buf, p.budget)
 	var ok bool
-	if p.opts.Strategy == LeafPack {
+	if p.strategy == leafPack {
 		ok = p.placeLeafPack()
 	} else {
 		ok = p.placeBlind()

@@ -91,3 +91,14 @@ func bitsLow(m uint64, n int) uint64 {
 	}
 	return out
 }
+
+// newWith returns a placer using strategy st, seeded with seed.
+func newWith(c *topology.Cluster, st strategy, seed uint64) *Placer {
+	p := New(c, Options{})
+	p.setStrategy(st, seed)
+	return p
+}
+
+func (s strategy) String() string {
+	return [...]string{"leaf-pack", "first-fit", "random"}[s]
+}

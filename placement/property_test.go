@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/phalanx-sched/phalanx/internal/access"
 	"github.com/phalanx-sched/phalanx/internal/testcluster"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -24,7 +25,7 @@ func TestReusedPlacerMatchesFresh(t *testing.T) {
 	t.Run("small", func(t *testing.T) {
 		for k := range rounds / 50 {
 			c := randomCluster(r, 12)
-			reused := map[Strategy]*Placer{LeafPack: New(c, Options{}), FirstFit: New(c, Options{Strategy: FirstFit})}
+			reused := map[strategy]*Placer{leafPack: New(c, Options{}), firstFit: newWith(c, firstFit, 0)}
 			for j := range 50 {
 				s := randomState(r, c)
 				req := randomRequest(r, c)
@@ -34,7 +35,7 @@ func TestReusedPlacerMatchesFresh(t *testing.T) {
 	})
 	t.Run("default2000", func(t *testing.T) {
 		c := topology.Default2000()
-		reused := map[Strategy]*Placer{LeafPack: New(c, Options{}), FirstFit: New(c, Options{Strategy: FirstFit})}
+		reused := map[strategy]*Placer{leafPack: New(c, Options{}), firstFit: newWith(c, firstFit, 0)}
 		for j := range rounds / 5 {
 			s := topology.NewState(c)
 			testcluster.Fragment(s, r, r.Float64()*0.95)
@@ -46,13 +47,13 @@ func TestReusedPlacerMatchesFresh(t *testing.T) {
 	})
 }
 
-func comparePlacers(t *testing.T, name string, reused map[Strategy]*Placer, s *topology.State, req *Request) {
+func comparePlacers(t *testing.T, name string, reused map[strategy]*Placer, s *topology.State, req *Request) {
 	t.Helper()
 	before := s.Clone()
 	for st, p := range reused {
 		got, errGot := p.Place(s, req, nil)
 		got.Assignment = slices.Clone(got.Assignment)
-		want, errWant := New(s.Cluster(), Options{Strategy: st}).Place(s, req, nil)
+		want, errWant := newWith(s.Cluster(), st, 0).Place(s, req, nil)
 		if fmt.Sprint(errGot) != fmt.Sprint(errWant) {
 			t.Fatalf("%s %s: %s: errors %v and %v", name, st, req.String(), errGot, errWant)
 		}
@@ -63,7 +64,7 @@ func comparePlacers(t *testing.T, name string, reused map[Strategy]*Placer, s *t
 			t.Fatalf("%s %s: %s: Place changed the state", name, st, req.String())
 		}
 	}
-	if err := s.CheckInvariants(); err != nil {
+	if err := access.CheckState(s); err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
 }

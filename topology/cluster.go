@@ -528,10 +528,6 @@ func (c *Cluster) LookupNode(name string) (NodeID, bool) {
 // NodeDomain returns the index of node i's domain at level l.
 func (c *Cluster) NodeDomain(i NodeID, l int) int { return int(c.nodeDom[l*len(c.nodes)+int(i)]) }
 
-// Words returns the number of 64-bit words of a node bitset of this
-// cluster.
-func (c *Cluster) Words() int { return c.words }
-
 // NewNodeSet returns an empty node bitset sized for this cluster. Every
 // node set passed to Phalanx must have this length.
 func (c *Cluster) NewNodeSet() *bitset.BitSet { return bitset.New(uint(len(c.nodes))) }

@@ -44,7 +44,7 @@ func FuzzStateOps(f *testing.F) {
 			if err != nil && !s.Equal(before) {
 				t.Fatalf("op %d (%d %d %#x) failed with %v but changed the state", i/3, op, node, arg, err)
 			}
-			if err := s.CheckInvariants(); err != nil {
+			if err := s.checkInvariants(); err != nil {
 				t.Fatalf("op %d (%d %d %#x): %v", i/3, op, node, arg, err)
 			}
 		}

@@ -51,7 +51,7 @@ type FatTreeConfig struct {
 
 // Validate reports whether every count is positive and GPUsPerNode is at
 // most 64.
-func (f FatTreeConfig) Validate() error {
+func (f *FatTreeConfig) Validate() error {
 	if f.Spines < 1 || f.LeavesPerSpine < 1 || f.NodesPerLeaf < 1 {
 		return fmt.Errorf("%w: fat tree %+v: counts must be positive", ErrInvalidSpec, f)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bits-and-blooms/bitset"
 
+	"github.com/phalanx-sched/phalanx/internal/access"
 	"github.com/phalanx-sched/phalanx/internal/bits"
 )
 
@@ -349,17 +350,22 @@ func (s *State) DrainedNodes() int { return s.drained }
 // The view tracks the state: do not modify it.
 func (s *State) Avail(g int) *bitset.BitSet { return s.availViews[g] }
 
-// AvailWords returns Avail(g) as raw words (read-only), for word loops.
-func (s *State) AvailWords(g int) []uint64 {
+// availWords returns Avail(g) as raw words (read-only), for word loops.
+func (s *State) availWords(g int) []uint64 {
 	return s.avail[g*s.words : (g+1)*s.words : (g+1)*s.words]
+}
+
+func init() {
+	access.StateWords = func(x any) access.Words {
+		s := x.(*State)
+		return access.Words{Avail: s.avail, Stride: s.words, Idle: s.idle}
+	}
+	access.CheckState = func(x any) error { return x.(*State).checkInvariants() }
 }
 
 // Idle returns a read-only view of the schedulable nodes with every GPU
 // free. The view tracks the state: do not modify it.
 func (s *State) Idle() *bitset.BitSet { return s.idleView }
-
-// IdleWords returns Idle() as raw words (read-only).
-func (s *State) IdleWords() []uint64 { return s.idle }
 
 // CountAvail returns how many schedulable nodes of domain d at level l have
 // at least g free GPUs (g in [0, MaxNodeGPUs]), read from the domain's
@@ -370,7 +376,7 @@ func (s *State) CountAvail(g, l, d int) int { return int(s.DomainAvail(l, d)[g])
 func (s *State) checkEntry(a NodeAlloc, alloc bool) error {
 	i := int(a.Node)
 	if i < 0 || i >= len(s.c.nodes) {
-		return fmt.Errorf("%w: node index %d (cluster has %d nodes)", ErrUnknownNode, i, len(s.c.nodes))
+		return fmt.Errorf("%w: node ID %d (the cluster has %d nodes)", ErrUnknownNode, i, len(s.c.nodes))
 	}
 	name := s.c.nodes[i].name
 	all := onesMask(s.c.nodes[i].gpus)
@@ -446,7 +452,7 @@ func (s *State) Release(a []NodeAlloc) error {
 // keeps its allocations; it is no longer offered to placement.
 func (s *State) SetStatus(i NodeID, st NodeStatus) error {
 	if i < 0 || int(i) >= len(s.c.nodes) {
-		return fmt.Errorf("%w: node index %d", ErrUnknownNode, i)
+		return fmt.Errorf("%w: node ID %d", ErrUnknownNode, i)
 	}
 	if st > Drained {
 		return fmt.Errorf("topology: node %s: invalid status %d", s.c.nodes[i].name, st)
@@ -523,12 +529,12 @@ func (s *State) Equal(o *State) bool {
 	return true
 }
 
-// CheckInvariants recomputes every index from the free masks and statuses
+// checkInvariants recomputes every index from the free masks and statuses
 // and compares it with the incrementally kept one; it also checks that no
 // free mask names a GPU the node lacks and that free plus used GPUs equal
 // the cluster's total. It is for tests and debugging: it allocates and is
 // linear in the cluster size.
-func (s *State) CheckInvariants() error {
+func (s *State) checkInvariants() error {
 	ref := newEmptyState(s.c)
 	copy(ref.free, s.free)
 	copy(ref.status, s.status)
@@ -543,7 +549,7 @@ func (s *State) CheckInvariants() error {
 	}
 	ref.rebuild()
 	for k := 0; k <= s.c.maxGPUs; k++ {
-		a, b := s.AvailWords(k), ref.AvailWords(k)
+		a, b := s.availWords(k), ref.availWords(k)
 		for w := range a {
 			if a[w] != b[w] {
 				errs = append(errs, fmt.Errorf("avail[%d] word %d: have %#x, want %#x", k, w, a[w], b[w]))

@@ -160,7 +160,7 @@ func TestAllocateReleaseAtomic(t *testing.T) {
 			if !s.Equal(before) {
 				t.Fatal("failed Allocate changed the state")
 			}
-			if err := s.CheckInvariants(); err != nil {
+			if err := s.checkInvariants(); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -207,7 +207,7 @@ func TestStatusHidesNodes(t *testing.T) {
 	if got := s.DomainFreeGPUs(2, 0); got != 14*8 {
 		t.Fatalf("leaf00 free GPUs %d, want %d", got, 14*8)
 	}
-	if err := s.CheckInvariants(); err != nil {
+	if err := s.checkInvariants(); err != nil {
 		t.Fatal(err)
 	}
 	_ = s.SetStatus(1, Up)
@@ -297,7 +297,7 @@ func runRandomOps(t *testing.T, c *Cluster, steps int, r *rand.Rand) {
 				t.Fatal(err)
 			}
 		}
-		if err := s.CheckInvariants(); err != nil {
+		if err := s.checkInvariants(); err != nil {
 			t.Fatalf("step %d after %s: %v", step, op, err)
 		}
 	}
@@ -318,7 +318,7 @@ func TestCloneAndCopyInto(t *testing.T) {
 	if !cl.Equal(s) || cl.Avail(8).Test(8) != s.Avail(8).Test(8) {
 		t.Fatal("CopyInto did not copy")
 	}
-	if err := cl.CheckInvariants(); err != nil {
+	if err := cl.checkInvariants(); err != nil {
 		t.Fatal(err)
 	}
 	other := NewState(mustFatTree(t, FatTreeConfig{1, 1, 4, 8}))

@@ -4,7 +4,7 @@ import (
 	"container/heap"
 	"time"
 
-	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/internal/baseline"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -16,7 +16,7 @@ import (
 // under this policy.
 func (r *runner) runPodByPod() error {
 	s := topology.NewState(r.cfg.Cluster)
-	b := gang.NewPodByPod(s)
+	b := baseline.NewPodByPod(s)
 	var waiting, active []int
 	accounts := map[string]bool{}
 	for r.q.Len() > 0 {
@@ -108,7 +108,7 @@ func (r *runner) runPodByPod() error {
 }
 
 // podLeaves counts the leaves of a job bound pod by pod.
-func (r *runner) podLeaves(b *gang.PodByPod, j TraceJob) int {
+func (r *runner) podLeaves(b *baseline.PodByPod, j TraceJob) int {
 	a := b.Allocation(j.ID)
 	return r.leaves(&a)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/phalanx-sched/phalanx/backfill"
 	"github.com/phalanx-sched/phalanx/fairshare"
 	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/internal/baseline"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -66,7 +67,7 @@ type Config struct {
 	LoadFactor float64
 	Policy     Policy
 	// Placement is the placement strategy for the gang policies.
-	Placement placement.Strategy
+	Placement baseline.Placement
 	// Seed seeds random placement and node failures.
 	Seed uint64
 	// Interval adds a scheduling cycle at this period while jobs are
@@ -295,7 +296,6 @@ func (r *runner) engineConfig() backfill.Config {
 		fifo()
 		cfg.ReservationDepth = 0
 	}
-	cfg.Placement, cfg.Seed = r.cfg.Placement, r.cfg.Seed
 	return cfg
 }
 
@@ -319,6 +319,7 @@ func (r *runner) runEngine() error {
 	if err != nil {
 		return err
 	}
+	baseline.Use(e, r.cfg.Placement, r.cfg.Seed)
 	plan := &backfill.Plan{}
 	index := make(map[string]int, len(r.jobs))
 	for i, j := range r.jobs {

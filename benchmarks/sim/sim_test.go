@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/internal/baseline"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -42,8 +42,8 @@ func TestReadTrace(t *testing.T) {
 	bad := []struct{ name, csv, msg string }{
 		{"unknown column", "job_id,user,submit_s,duration_s,gpus,color\n", `unknown column "color"`},
 		{"missing column", "job_id,user,submit_s,gpus\n", `missing column "duration_s"`},
-		{"bad number", "job_id,user,submit_s,duration_s,gpus\n1,2,x,3,4\n", `trace:2: column submit_s: "x"`},
-		{"zero gpus", "job_id,user,submit_s,duration_s,gpus\n1,2,3,3,0\n", "trace:2: job 1 needs gpus >= 1"},
+		{"bad number", "job_id,user,submit_s,duration_s,gpus\n1,2,x,3,4\n", `trace:2: sim: bad trace: column submit_s: "x"`},
+		{"zero gpus", "job_id,user,submit_s,duration_s,gpus\n1,2,3,3,0\n", "trace:2: sim: bad trace: job 1 needs gpus >= 1"},
 		{"duplicate id", "job_id,user,submit_s,duration_s,gpus\n1,2,3,3,1\n1,2,3,3,1\n", "job_id 1 already on line 2"},
 		{"shape too small", "job_id,user,submit_s,duration_s,gpus,nodes,gpus_per_node\n1,2,3,3,9,1,8\n", "does not hold 9 GPUs"},
 		{"empty", "job_id,user,submit_s,duration_s,gpus\n", "no jobs"},
@@ -185,7 +185,7 @@ func TestITPTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []Policy{PodByPod, Phalanx} {
-		res, err := Run(Config{Cluster: c, ClusterName: "fattree-256", Trace: "itp_cluster01", LoadFactor: 8, Policy: p, Placement: placement.LeafPack}, jobs)
+		res, err := Run(Config{Cluster: c, ClusterName: "fattree-256", Trace: "itp_cluster01", LoadFactor: 8, Policy: p, Placement: baseline.LeafPack}, jobs)
 		if err != nil {
 			t.Fatal(err)
 		}

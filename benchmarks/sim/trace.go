@@ -129,7 +129,7 @@ func ReadTrace(r io.Reader, opt TraceOptions) ([]TraceJob, int, error) {
 	cr.ReuseRecord = true
 	head, err := cr.Read()
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: %s: header: %v", ErrTrace, opt.Source, err)
+		return nil, 0, fmt.Errorf("%s: %w: header: %v", opt.Source, ErrTrace, err)
 	}
 	col := map[string]int{}
 	for i, h := range head {
@@ -137,16 +137,16 @@ func ReadTrace(r io.Reader, opt TraceOptions) ([]TraceJob, int, error) {
 		switch h {
 		case "job_id", "user", "submit_s", "duration_s", "gpus", "time_limit_s", "account", "nodes", "gpus_per_node":
 		default:
-			return nil, 0, fmt.Errorf("%w: %s:1: unknown column %q", ErrTrace, opt.Source, h)
+			return nil, 0, fmt.Errorf("%s:1: %w: unknown column %q", opt.Source, ErrTrace, h)
 		}
 		if _, dup := col[h]; dup {
-			return nil, 0, fmt.Errorf("%w: %s:1: column %q twice", ErrTrace, opt.Source, h)
+			return nil, 0, fmt.Errorf("%s:1: %w: column %q twice", opt.Source, ErrTrace, h)
 		}
 		col[h] = i
 	}
 	for _, need := range []string{"job_id", "user", "submit_s", "duration_s", "gpus"} {
 		if _, ok := col[need]; !ok {
-			return nil, 0, fmt.Errorf("%w: %s:1: missing column %q", ErrTrace, opt.Source, need)
+			return nil, 0, fmt.Errorf("%s:1: %w: missing column %q", opt.Source, ErrTrace, need)
 		}
 	}
 	var jobs []TraceJob
@@ -158,7 +158,7 @@ func ReadTrace(r io.Reader, opt TraceOptions) ([]TraceJob, int, error) {
 			break
 		}
 		if err != nil {
-			return nil, 0, fmt.Errorf("%w: %s: %v", ErrTrace, opt.Source, err)
+			return nil, 0, fmt.Errorf("%s: %w: %v", opt.Source, ErrTrace, err)
 		}
 		field := func(name string) string {
 			if i, ok := col[name]; ok && i < len(rec) {
@@ -173,20 +173,20 @@ func ReadTrace(r io.Reader, opt TraceOptions) ([]TraceJob, int, error) {
 			}
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n < 0 {
-				return 0, fmt.Errorf("%w: %s:%d: column %s: %q is not a non-negative integer", ErrTrace, opt.Source, line, name, v)
+				return 0, fmt.Errorf("%s:%d: %w: column %s: %q is not a non-negative integer", opt.Source, line, ErrTrace, name, v)
 			}
 			return n, nil
 		}
 		j := TraceJob{ID: field("job_id"), User: field("user"), Account: field("account")}
 		if j.ID == "" {
-			return nil, 0, fmt.Errorf("%w: %s:%d: empty job_id", ErrTrace, opt.Source, line)
+			return nil, 0, fmt.Errorf("%s:%d: %w: empty job_id", opt.Source, line, ErrTrace)
 		}
 		if prev, dup := seen[j.ID]; dup {
-			return nil, 0, fmt.Errorf("%w: %s:%d: job_id %s already on line %d", ErrTrace, opt.Source, line, j.ID, prev)
+			return nil, 0, fmt.Errorf("%s:%d: %w: job_id %s already on line %d", opt.Source, line, ErrTrace, j.ID, prev)
 		}
 		seen[j.ID] = line
 		if j.User == "" {
-			return nil, 0, fmt.Errorf("%w: %s:%d: empty user", ErrTrace, opt.Source, line)
+			return nil, 0, fmt.Errorf("%s:%d: %w: empty user", opt.Source, line, ErrTrace)
 		}
 		if j.Account == "" {
 			j.Account = "u" + j.User
@@ -219,7 +219,7 @@ func ReadTrace(r io.Reader, opt TraceOptions) ([]TraceJob, int, error) {
 			return nil, 0, err
 		}
 		if gpus < 1 || dur < 1 {
-			return nil, 0, fmt.Errorf("%w: %s:%d: job %s needs gpus >= 1 and duration_s >= 1", ErrTrace, opt.Source, line, j.ID)
+			return nil, 0, fmt.Errorf("%s:%d: %w: job %s needs gpus >= 1 and duration_s >= 1", opt.Source, line, ErrTrace, j.ID)
 		}
 		if opt.MaxGPUs > 0 && int(gpus) > opt.MaxGPUs {
 			dropped++
@@ -231,7 +231,7 @@ func ReadTrace(r io.Reader, opt TraceOptions) ([]TraceJob, int, error) {
 		switch {
 		case nodes > 0 || gpn > 0:
 			if nodes == 0 || gpn == 0 || nodes*gpn < gpus {
-				return nil, 0, fmt.Errorf("%w: %s:%d: job %s: nodes %d x gpus_per_node %d does not hold %d GPUs", ErrTrace, opt.Source, line, j.ID, nodes, gpn, gpus)
+				return nil, 0, fmt.Errorf("%s:%d: %w: job %s: nodes %d x gpus_per_node %d does not hold %d GPUs", opt.Source, line, ErrTrace, j.ID, nodes, gpn, gpus)
 			}
 			j.Nodes, j.GPUsPerNode = int(nodes), int(gpn)
 		case j.GPUs <= opt.NodeGPUs:
@@ -252,7 +252,7 @@ func ReadTrace(r io.Reader, opt TraceOptions) ([]TraceJob, int, error) {
 		}
 	}
 	if len(jobs) == 0 {
-		return nil, dropped, fmt.Errorf("%w: %s: no jobs", ErrTrace, opt.Source)
+		return nil, dropped, fmt.Errorf("%s: %w: no jobs", opt.Source, ErrTrace)
 	}
 	sortBySubmit(jobs)
 	return jobs, dropped, nil

@@ -30,6 +30,7 @@ import (
 	"github.com/phalanx-sched/phalanx/benchmarks/sim"
 	"github.com/phalanx-sched/phalanx/fairshare"
 	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/internal/baseline"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -64,7 +65,7 @@ func deadlock(w io.Writer, c *topology.Cluster) error {
 	fmt.Fprintf(w, "   %-12s %-22s %-22s %12s %11s\n", "policy", "job A", "job B", "useful GPUs", "held idle")
 
 	s := topology.NewState(c)
-	pods := gang.NewPodByPod(s)
+	pods := baseline.NewPodByPod(s)
 	for _, id := range []string{"A", "B"} {
 		if err := pods.Add(id, 150, 8); err != nil {
 			return err
@@ -120,8 +121,9 @@ func packing(w io.Writer, c *topology.Cluster) error {
 	}
 	fmt.Fprintf(w, "   %d of %d GPUs busy\n", s.UsedGPUs(), c.TotalGPUs())
 	fmt.Fprintf(w, "   %-10s %6s %7s %27s %28s\n", "placement", "nodes", "leaves", "8-GPU groups across nodes", "8-GPU groups across leaves")
-	for _, st := range []placement.Strategy{placement.LeafPack, placement.FirstFit, placement.Random} {
-		p := placement.New(c, placement.Options{Strategy: st, Seed: 1})
+	for _, st := range []baseline.Placement{baseline.LeafPack, baseline.FirstFit, baseline.Random} {
+		p := placement.New(c, placement.Options{})
+		baseline.Use(p, st, 1)
 		req := placement.TotalGPUs(64)
 		res, err := p.Place(s, &req, nil)
 		if err != nil {
@@ -247,10 +249,10 @@ func workload(w io.Writer, c *topology.Cluster, n int, noLimits bool) error {
 	var results []*sim.Result
 	runs := []struct {
 		p  sim.Policy
-		pl placement.Strategy
+		pl baseline.Placement
 	}{
-		{sim.PodByPod, placement.FirstFit}, {sim.GangFIFO, placement.LeafPack}, {sim.GangBackfill, placement.LeafPack},
-		{sim.Phalanx, placement.LeafPack}, {sim.Phalanx, placement.FirstFit}, {sim.Phalanx, placement.Random},
+		{sim.PodByPod, baseline.FirstFit}, {sim.GangFIFO, baseline.LeafPack}, {sim.GangBackfill, baseline.LeafPack},
+		{sim.Phalanx, baseline.LeafPack}, {sim.Phalanx, baseline.FirstFit}, {sim.Phalanx, baseline.Random},
 	}
 	for _, r := range runs {
 		res, err := sim.Run(sim.Config{Cluster: c, ClusterName: "default-2k", Trace: "synthetic", LoadFactor: 1,

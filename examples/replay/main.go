@@ -35,7 +35,7 @@ import (
 
 	"github.com/phalanx-sched/phalanx/benchmarks/sim"
 	"github.com/phalanx-sched/phalanx/examples/replay/internal/report"
-	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/internal/baseline"
 	"github.com/phalanx-sched/phalanx/topology"
 	"github.com/phalanx-sched/phalanx/topology/kube"
 	"github.com/phalanx-sched/phalanx/topology/slurm"
@@ -148,7 +148,7 @@ func runConfigs(o options) ([]sim.Config, error) {
 			names = append(names, p.String())
 		}
 	}
-	base := sim.Config{LoadFactor: o.load, Seed: o.seed, NodeMTBF: o.mtbf, Repair: o.repair, Placement: placement.LeafPack}
+	base := sim.Config{LoadFactor: o.load, Seed: o.seed, NodeMTBF: o.mtbf, Repair: o.repair, Placement: baseline.LeafPack}
 	if o.report != "" {
 		base.UsagePoints = report.UsagePoints
 	}
@@ -165,7 +165,7 @@ func runConfigs(o options) ([]sim.Config, error) {
 			continue
 		}
 		for _, pn := range strings.Split(o.placements, ",") {
-			pl, ok := placement.ParseStrategy(strings.TrimSpace(pn))
+			pl, ok := baseline.ParsePlacement(strings.TrimSpace(pn))
 			if !ok {
 				return nil, fmt.Errorf("unknown placement %q", pn)
 			}

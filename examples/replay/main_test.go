@@ -57,7 +57,7 @@ func TestReplay(t *testing.T) {
 		_ = os.WriteFile(bad, []byte("job_id,user,submit_s,duration_s,gpus\n0,0,0,60,1\n1,0,x,60,1\n"), 0o644)
 		var out, errs strings.Builder
 		err := run([]string{"-trace", bad, "-quiet"}, &out, &errs)
-		if err == nil || !strings.Contains(err.Error(), "bad.csv:3: column submit_s") {
+		if err == nil || !strings.Contains(err.Error(), "bad.csv:3: sim: bad trace: column submit_s") {
 			t.Fatalf("bad trace: %v", err)
 		}
 		badConf := filepath.Join(dir, "bad.conf")

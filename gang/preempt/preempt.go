@@ -125,7 +125,7 @@ func DefaultOptions() Options {
 }
 
 // Validate reports whether the options are usable.
-func (o Options) Validate() error {
+func (o *Options) Validate() error {
 	if o.MaxWork < 1 {
 		return fmt.Errorf("%w: MaxWork %d (want at least 1)", ErrOptions, o.MaxWork)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/bits-and-blooms/bitset"
 
 	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/internal/access"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -20,7 +21,9 @@ type Searcher struct {
 	opt Options
 	adm *gang.Admitter
 	ws  *topology.State // the work state: the caller's state with victims released
-	low int             // the lowest level (-1 on a flat cluster)
+	// words are ws's raw words.
+	words access.Words
+	low   int // the lowest level (-1 on a flat cluster)
 	// minNodeGPUs is the smallest node's GPU count; levelGPUs[l] the
 	// largest domain's GPU count at level l.
 	minNodeGPUs int
@@ -109,6 +112,7 @@ func NewSearcher(c *topology.Cluster, o Options) (*Searcher, error) {
 		low:     c.Depth() - 1, minNodeGPUs: c.MaxNodeGPUs(),
 		nodeMask: make([]uint64, c.NumNodes()),
 	}
+	s.words = access.StateWords(s.ws)
 	for i := range c.NumNodes() {
 		s.minNodeGPUs = min(s.minNodeGPUs, c.NodeGPUs(topology.NodeID(i)))
 	}

@@ -45,7 +45,7 @@ func (s *Searcher) flatten(i int32) error {
 	for m := range a.Members {
 		for _, e := range a.Members[m].Assignment {
 			if e.Node < 0 || int(e.Node) >= len(s.nodeMask) {
-				return fmt.Errorf("%w: %s (member %s): %w: node index %d", ErrBadCandidate, s.cands[i].ID, a.Members[m].Name, topology.ErrUnknownNode, e.Node)
+				return fmt.Errorf("%w: %s (member %s): %w: node ID %d", ErrBadCandidate, s.cands[i].ID, a.Members[m].Name, topology.ErrUnknownNode, e.Node)
 			}
 			switch s.st.Status(e.Node) {
 			case topology.Down:
@@ -251,11 +251,11 @@ func (s *Searcher) podNodes(l, d int) int {
 	}
 	switch {
 	case s.perPod == 0:
-		return ibits.Count(s.ws.IdleWords(), first, end)
+		return ibits.Count(s.words.Idle, first, end)
 	case s.perPod > s.c.MaxNodeGPUs():
 		return 0
 	}
-	return ibits.Count(s.ws.AvailWords(s.perPod), first, end)
+	return ibits.Count(s.words.AvailWords(s.perPod), first, end)
 }
 
 // keyOf computes the key of a victim set.

@@ -3,6 +3,7 @@ package testgang
 import (
 	"testing"
 
+	"github.com/phalanx-sched/phalanx/internal/access"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -15,7 +16,7 @@ func TestBuild(t *testing.T) {
 	if len(w.Cands) != 250 || w.Ledger.Len() != 250 {
 		t.Fatalf("%d candidates, %d gangs, want 250", len(w.Cands), w.Ledger.Len())
 	}
-	if err := w.Ledger.Check(); err != nil {
+	if err := access.CheckLedger(w.Ledger); err != nil {
 		t.Fatal(err)
 	}
 	if busy := float64(w.Ledger.State().UsedGPUs()) / float64(c.TotalGPUs()); busy < 0.9 {

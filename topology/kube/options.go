@@ -155,7 +155,7 @@ type Status struct {
 // LevelNames, when given, one non-empty distinct name per entry of Levels
 // (the name of a trailing hostname key may be empty). Errors
 // wrap topology.ErrInvalidSpec or topology.ErrDuplicate.
-func (o Options) Validate() error {
+func (o *Options) Validate() error {
 	_, err := o.resolve()
 	return err
 }

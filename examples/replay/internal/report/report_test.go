@@ -17,7 +17,7 @@ import (
 
 	"github.com/phalanx-sched/phalanx/benchmarks/sim"
 	"github.com/phalanx-sched/phalanx/examples/replay/internal/svgplot"
-	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/internal/baseline"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -29,9 +29,9 @@ func replay(t *testing.T) []*sim.Result {
 	c := topology.Default2000()
 	var out []*sim.Result
 	for _, cfg := range []sim.Config{
-		{Policy: sim.GangFIFO, Placement: placement.LeafPack},
-		{Policy: sim.Phalanx, Placement: placement.LeafPack},
-		{Policy: sim.Phalanx, Placement: placement.FirstFit},
+		{Policy: sim.GangFIFO, Placement: baseline.LeafPack},
+		{Policy: sim.Phalanx, Placement: baseline.LeafPack},
+		{Policy: sim.Phalanx, Placement: baseline.FirstFit},
 	} {
 		cfg.Cluster, cfg.ClusterName, cfg.Trace, cfg.Seed, cfg.UsagePoints = c, "default-2k", "synthetic", 1, UsagePoints
 		res, err := sim.Run(cfg, jobs)

@@ -1,9 +1,12 @@
-package gang
+// Package baseline holds the schedulers Phalanx is compared with in tests,
+// the simulator and the examples; importers have no use for them.
+package baseline
 
 import (
 	"fmt"
-	"github.com/phalanx-sched/phalanx/internal/bits"
 
+	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/internal/bits"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -34,7 +37,8 @@ type podGang struct {
 
 // NewPodByPod returns a pod-by-pod binder working on state s.
 func NewPodByPod(s *topology.State) *PodByPod {
-	p := placement.New(s.Cluster(), placement.Options{Strategy: placement.FirstFit})
+	p := placement.New(s.Cluster(), placement.Options{})
+	Use(p, FirstFit, 0)
 	return &PodByPod{s: s, p: p, gangs: make(map[string]*podGang)}
 }
 
@@ -42,7 +46,7 @@ func NewPodByPod(s *topology.State) *PodByPod {
 // node), none bound yet.
 func (b *PodByPod) Add(id string, pods, gpusPerPod int) error {
 	if _, dup := b.gangs[id]; dup {
-		return fmt.Errorf("%w: %s", ErrDuplicateID, id)
+		return fmt.Errorf("%w: %s", gang.ErrDuplicateID, id)
 	}
 	b.gangs[id] = &podGang{pods: pods, req: placement.Request{Nodes: 1, GPUsPerNode: gpusPerPod}}
 	return nil
@@ -117,7 +121,7 @@ func (b *PodByPod) HeldGPUs(id string) int {
 func (b *PodByPod) Release(id string) error {
 	g, ok := b.gangs[id]
 	if !ok {
-		return fmt.Errorf("%w: %s", ErrUnknownGang, id)
+		return fmt.Errorf("%w: %s", gang.ErrUnknownGang, id)
 	}
 	if err := b.s.Release(g.bound); err != nil {
 		return err
@@ -128,10 +132,10 @@ func (b *PodByPod) Release(id string) error {
 
 // Allocation returns the pods bound to job id as an allocation with one
 // member named "pods".
-func (b *PodByPod) Allocation(id string) Allocation {
-	a := Allocation{ID: id}
+func (b *PodByPod) Allocation(id string) gang.Allocation {
+	a := gang.Allocation{ID: id}
 	if g, ok := b.gangs[id]; ok {
-		a.Members = []MemberAllocation{{Name: "pods", Pods: len(g.bound), Assignment: append([]topology.NodeAlloc(nil), g.bound...)}}
+		a.Members = []gang.MemberAllocation{{Name: "pods", Pods: len(g.bound), Assignment: append([]topology.NodeAlloc(nil), g.bound...)}}
 	}
 	return a
 }
