@@ -39,7 +39,7 @@ func busyEngine(tb testing.TB, c *topology.Cluster, depth int, busy float64, pen
 			TimeLimit: time.Duration(1+r.IntN(8)) * time.Hour, Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: req}}}}
 	}
 	now := epoch
-	for i := 0; float64(e.State().UsedGPUs()) < busy*float64(c.TotalGPUs()) && i < 100000; i++ {
+	for i := 0; float64(e.UsedGPUs()) < busy*float64(c.TotalGPUs()) && i < 100000; i++ {
 		if err := e.Submit(job(fmt.Sprintf("run%06d", i), now), now); err != nil {
 			continue
 		}

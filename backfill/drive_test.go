@@ -182,7 +182,7 @@ func (h *host) freeReservations(at time.Time) map[string]bool {
 	if h.last == nil {
 		return free
 	}
-	s := h.e.State()
+	s := h.e.ledger.State()
 	for _, r := range h.last.Reservations {
 		if r.Start.After(at) {
 			continue

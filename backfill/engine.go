@@ -99,8 +99,23 @@ func (e *Engine) Cluster() *topology.Cluster { return e.c }
 // Config returns the engine's config.
 func (e *Engine) Config() Config { return e.cfg }
 
-// State returns the free state (read-only: change it through the engine).
-func (e *Engine) State() *topology.State { return e.ledger.State() }
+// CopyState copies the engine's free state (which GPUs are free, which
+// nodes down or drained) into dst, a state of the engine's cluster,
+// without allocating: for a host's own what-if placements, preemption
+// searches (gang/preempt) or displays. Changes to dst do not reach the
+// engine; change the engine through its events.
+func (e *Engine) CopyState(dst *topology.State) error {
+	if dst == nil {
+		return fmt.Errorf("%w: CopyState into a nil state", ErrBadArgument)
+	}
+	if err := e.ledger.State().CopyInto(dst); err != nil {
+		return fmt.Errorf("%w: CopyState: %w", ErrBadArgument, err)
+	}
+	return nil
+}
+
+// UsedGPUs returns how many GPUs running jobs hold.
+func (e *Engine) UsedGPUs() int { return e.ledger.State().UsedGPUs() }
 
 // FairShare returns the fair-share view (every account's shares, usage
 // and factor) at the latest time the engine has seen; it is read-only data
@@ -144,15 +159,20 @@ func (e *Engine) JobSpec(id string) (Job, bool) {
 	return j.job, true
 }
 
-// Allocation returns where active job id runs.
-func (e *Engine) Allocation(id string) (*gang.Allocation, bool) {
-	return e.ledger.Get(id)
+// Allocation returns a copy of where active job id runs.
+func (e *Engine) Allocation(id string) (gang.Allocation, bool) {
+	var out gang.Allocation
+	a, ok := e.ledger.Get(id)
+	if ok {
+		a.CopyTo(&out)
+	}
+	return out, ok
 }
 
-// NodeState returns what the engine knows of the named node.
-func (e *Engine) NodeState(node string) (NodeState, bool) {
-	n, ok := e.c.LookupNode(node)
-	if !ok {
+// NodeState returns what the engine knows of node n, or false when the
+// cluster has no such node.
+func (e *Engine) NodeState(n topology.NodeID) (NodeState, bool) {
+	if n < 0 || int(n) >= len(e.nodes) {
 		return 0, false
 	}
 	return e.nodes[n], true

@@ -92,7 +92,7 @@ func (sc *scenario) run(d *datadriven.Case) string {
 				d.Fatalf(t, "%v", err)
 			}
 		}
-		return sc.e.State().Describe()
+		return sc.e.ledger.State().Describe()
 	case "submit":
 		return result(sc.e.Submit(sc.job(d), at(t, d, get("at"))))
 	case "schedule":

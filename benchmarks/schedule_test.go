@@ -81,7 +81,7 @@ func (w *workload) engine(b testing.TB, busy float64, pending int) (*backfill.En
 		b.Fatal(err)
 	}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for batch := 0; float64(e.State().UsedGPUs()) < busy*float64(w.c.TotalGPUs()) && batch < 10000; batch++ {
+	for batch := 0; float64(e.UsedGPUs()) < busy*float64(w.c.TotalGPUs()) && batch < 10000; batch++ {
 		for range 20 {
 			if j := w.job("run", now); e.Submit(j, now) != nil {
 				continue
@@ -110,7 +110,7 @@ func (w *workload) engine(b testing.TB, busy float64, pending int) (*backfill.En
 }
 
 func busyShare(e *backfill.Engine) float64 {
-	return float64(e.State().UsedGPUs()) / float64(e.Cluster().TotalGPUs())
+	return float64(e.UsedGPUs()) / float64(e.Cluster().TotalGPUs())
 }
 
 // BenchmarkSchedule measures one scheduling cycle, honestly:

@@ -72,6 +72,6 @@ func run(w io.Writer) error {
 	for _, wt := range plan.Waiting {
 		fmt.Fprintf(w, "wait  %-8s %s\n", wt.Job, wt.Message(time.Time{}))
 	}
-	fmt.Fprintf(w, "%d of %d GPUs in use\n", engine.State().UsedGPUs(), cluster.TotalGPUs())
+	fmt.Fprintf(w, "%d of %d GPUs in use\n", engine.UsedGPUs(), cluster.TotalGPUs())
 	return nil
 }

@@ -134,7 +134,7 @@ func replayOnce(c *topology.Cluster, ev []Event, rc ReplayConfig) (*Outcome, tim
 	}
 	for _, id := range allIDs(ev) {
 		if a, ok := e.Allocation(id); ok {
-			o.Running[id] = nodeNames(c, a)
+			o.Running[id] = nodeNames(c, &a)
 		}
 	}
 	for _, r := range last.Reservations {
