@@ -129,3 +129,38 @@ func ExampleView_String() {
 	//   F           35    0.350000            0   0.000000   0.145833       +Inf       0.749154
 	//    u5          1    0.350000            0   0.000000   0.145833       +Inf       0.749154
 }
+
+// A tree can come from JSON too, and is administered while in use: shares
+// change, usage decays (here over one seven-day half-life) and can be read
+// per account, with or without the account's descendants.
+func ExampleParseJSON() {
+	spec, err := fairshare.ParseJSON([]byte(`{"accounts": [
+		{"name": "physics", "shares": 60},
+		{"name": "bio", "shares": 40},
+		{"name": "alice", "parent": "physics", "shares": 1}
+	]}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	tree, err := fairshare.BuildTree(spec, fairshare.DefaultConfig())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	monday := time.Date(2025, 1, 6, 9, 0, 0, 0, time.UTC)
+	_ = tree.Charge("alice", 8*3600, monday)   // 8 GPU-hours
+	_ = tree.Charge("physics", 2*3600, monday) // 2 GPU-hours on the parent itself
+	if err := tree.SetShares("bio", 60); err != nil {
+		fmt.Println(err)
+	}
+	week := monday.Add(7 * 24 * time.Hour)
+	_ = tree.Decay(week)
+	own, _ := tree.OwnUsage("physics", week)
+	all, _ := tree.Usage("physics", week)
+	fmt.Printf("physics after a half-life: own %.0f GPU-s, with alice %.0f GPU-s\n", own, all)
+	fmt.Println(tree.SetShares("chem", 10))
+	// Output:
+	// physics after a half-life: own 3600 GPU-s, with alice 18000 GPU-s
+	// fairshare: unknown account: "chem"
+}

@@ -408,8 +408,8 @@ func (t *Tree) Clone() *Tree {
 	return c
 }
 
-// TreeSpec returns the tree's shape (names, parents, raw shares) in an order
-// where parents come before children; BuildTree(t.Spec(), cfg) rebuilds it
+// Spec returns the tree's shape as a TreeSpec (names, parents, raw
+// shares) in an order where parents come before children; BuildTree(t.Spec(), cfg) rebuilds it
 // without usage.
 func (t *Tree) Spec() TreeSpec {
 	nodes := t.st.nodes

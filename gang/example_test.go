@@ -30,3 +30,28 @@ func ExampleLedger() {
 	// 1 gangs, 1200 of 2000 GPUs allocated
 	// A: worker=150 pods on n[000-149]
 }
+
+// A node fails: every gang with a member on it is released whole (a gang
+// with a dead rank is dead), and the node gives no GPUs until it is up.
+// Both gangs share the node here: packing puts small gangs together.
+func ExampleLedger_NodeDown() {
+	c := topology.Default2000()
+	l := gang.NewLedger(c, gang.Options{})
+	for _, id := range []string{"train", "eval"} {
+		if _, err := l.Admit(&gang.Spec{ID: id, Members: []gang.Member{
+			{Name: "worker", Request: placement.NodesOf(2, 4)},
+		}}); err != nil {
+			panic(err)
+		}
+	}
+	train, _ := l.Get("train")
+	n := train.Members[0].Assignment[0].Node
+	fmt.Printf("on %s: %v\n", c.NodeName(n), l.GangsOn(n))
+	dead, err := l.NodeDown(n)
+	fmt.Println("released:", dead, err)
+	fmt.Printf("gangs left %d, free GPUs %d\n", l.Len(), l.State().FreeGPUs())
+	// Output:
+	// on n240: [eval train]
+	// released: [eval train] <nil>
+	// gangs left 0, free GPUs 1992
+}

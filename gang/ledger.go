@@ -3,11 +3,11 @@ package gang
 import (
 	"errors"
 	"fmt"
-	"github.com/phalanx-sched/phalanx/internal/access"
-	"github.com/phalanx-sched/phalanx/internal/bits"
 	"slices"
 	"strings"
 
+	"github.com/phalanx-sched/phalanx/internal/access"
+	"github.com/phalanx-sched/phalanx/internal/bits"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 

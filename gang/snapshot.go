@@ -3,8 +3,8 @@ package gang
 import (
 	"errors"
 	"fmt"
-	"github.com/phalanx-sched/phalanx/internal/bits"
 
+	"github.com/phalanx-sched/phalanx/internal/bits"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )

@@ -82,7 +82,7 @@ type Request struct {
 
 	// Allowed, when non-nil, limits placement to these nodes (a partition,
 	// a node feature). Excluded, when non-nil, removes nodes (reserved for
-	// others). Both are node sets of the cluster (Cluster.NewNodeSet).
+	// others). Both are node sets of the cluster (topology.Cluster.NewNodeSet).
 	Allowed, Excluded *bitset.BitSet
 }
 
@@ -135,15 +135,6 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
-}
-
-// TotalGPUCount returns the GPUs the request asks for: GPUs, or Nodes x
-// GPUsPerNode (0 for whole nodes of unknown size).
-func (r *Request) TotalGPUCount() int {
-	if r.GPUs > 0 {
-		return r.GPUs
-	}
-	return r.Nodes * r.GPUsPerNode
 }
 
 // SegmentStep returns the size of the outermost segment layer (1 when the

@@ -17,7 +17,7 @@ var ErrEmptyDomain = errors.New("topology: domain without nodes")
 // load) as a []Defect beside the result.
 type Defect struct {
 	// File names the input as the caller named it ("topology.conf",
-	// "nodes.json"), or the option at fault ("SlurmOptions.NodeGPUs").
+	// "nodes.json"), or the option at fault ("slurm.Options.NodeGPUs").
 	File string
 	// Line is the 1-based line of the defect, or 0 when it concerns the
 	// input as a whole or an option.

@@ -367,11 +367,6 @@ func init() {
 // free. The view tracks the state: do not modify it.
 func (s *State) Idle() *bitset.BitSet { return s.idleView }
 
-// CountAvail returns how many schedulable nodes of domain d at level l have
-// at least g free GPUs (g in [0, MaxNodeGPUs]), read from the domain's
-// counters.
-func (s *State) CountAvail(g, l, d int) int { return int(s.DomainAvail(l, d)[g]) }
-
 // conflictErr builds the error for one bad entry of an assignment.
 func (s *State) checkEntry(a NodeAlloc, alloc bool) error {
 	i := int(a.Node)

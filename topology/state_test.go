@@ -188,7 +188,7 @@ func TestAllocateReleaseAtomic(t *testing.T) {
 func TestStatusHidesNodes(t *testing.T) {
 	c := Default2000()
 	s := NewState(c)
-	if got := s.CountAvail(8, 2, 0); got != 16 {
+	if got := int(s.DomainAvail(2, 0)[8]); got != 16 {
 		t.Fatalf("leaf00 has %d idle nodes, want 16", got)
 	}
 	_ = s.SetStatus(0, Down)
@@ -409,7 +409,7 @@ func BenchmarkState(b *testing.B) {
 			for b.Loop() {
 				n := 0
 				for d := range inv.c.NumDomains(low) {
-					n += s.CountAvail(8, low, d)
+					n += int(s.DomainAvail(low, d)[8])
 				}
 				if n != inv.c.NumNodes() {
 					b.Fatal(n)
@@ -496,7 +496,7 @@ func checkCounters(t *testing.T, s *State, l, d int) {
 	}
 	got := s.DomainAvail(l, d)
 	for k := range avail {
-		if got[k] != avail[k] || s.CountAvail(k, l, d) != int(avail[k]) {
+		if got[k] != avail[k] || int(s.DomainAvail(l, d)[k]) != int(avail[k]) {
 			t.Fatalf("level %d domain %d: %d nodes with >= %d free, want %d", l, d, got[k], k, avail[k])
 		}
 	}

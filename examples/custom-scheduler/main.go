@@ -159,7 +159,7 @@ func run(w io.Writer) error {
 			if err := engine.Started(s.Job, now); err != nil {
 				return err
 			}
-			j, _ := engine.Job(s.Job)
+			j, _ := engine.JobSpec(s.Job) // the job as submitted: its gang, its limit
 			limit := j.TimeLimit
 			future = append(future, event{at: e.at + limit*8/10, kind: "done", id: s.Job})
 			fmt.Fprintf(w, "%s  start %s on %s\n", stamp(e.at), s.Job, backfill.Hosts(cluster, &s.Allocation))

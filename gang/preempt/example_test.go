@@ -55,3 +55,16 @@ func Example() {
 	// 3 nodes: preempt [batch-a batch-b], 9.3 GPU-hours lost, 1 leaf, exact true
 	// 4 nodes: preempt [train], 96.0 GPU-hours lost, 1 leaf, exact true
 }
+
+// Policies have names for configuration files and flags.
+func ExampleParsePolicy() {
+	for _, name := range []string{"never", "requeue", "cancel", "suspend"} {
+		p, ok := preempt.ParsePolicy(name)
+		fmt.Println(name, p, ok)
+	}
+	// Output:
+	// never never true
+	// requeue requeue true
+	// cancel cancel true
+	// suspend never false
+}

@@ -142,7 +142,8 @@ type Verdict struct {
 	// admitted. When Reason.Code is Fits it fits as things are and there
 	// are no victims.
 	Found bool
-	// Reason (an Explanation) says why no victim set helps (Code Found or Fits otherwise).
+	// Reason says why no victim set helps; otherwise its Code is Found,
+	// or Fits.
 	Reason Explanation
 	// Victims are the chosen gangs as indexes into the candidates passed
 	// to Find, ascending; IDs holds their IDs in the same order.

@@ -76,7 +76,7 @@ type Options struct {
 	// nodes, control-plane nodes). Without it such a node is an
 	// ErrGPUCount error. Skipped nodes need no level labels.
 	SkipNodesWithoutGPUs bool
-	// Source names the input in defects and in NodeSpec.Source, for
+	// Source names the input in defects and in topology.NodeSpec.Source, for
 	// example the file name "nodes.json"; "kube nodes" when empty.
 	Source string
 	// MaxDefects bounds the defects listed in an error (the rest are

@@ -54,3 +54,31 @@ func ExampleParseConf_defects() {
 	// topology.conf:2: topology: not a tree: node(s) n4 under switch "s0" (topology.conf:1) and switch "s1" (topology.conf:2)
 	// topology.conf:3: topology: invalid cluster: switch "top" lists switch(es) s2, which are not defined
 }
+
+// LoadDir picks the file Slurm would: topology.yaml when the directory has
+// one (its default topology, here a block topology), else topology.conf.
+func ExampleLoadDir() {
+	fsys := fstest.MapFS{
+		"topology.conf": {Data: []byte("SwitchName=s0 Nodes=gpu[01-04]\n")},
+		"topology.yaml": {Data: []byte(`- topology: nvl72
+  cluster_default: true
+  block:
+    block_sizes: [2]
+    blocks:
+      - block: b1
+        nodes: gpu[01-02]
+      - block: b2
+        nodes: gpu[03-04]
+`)},
+	}
+	c, _, err := slurm.LoadDir(fsys, slurm.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Print(c.Describe())
+	// Output:
+	// cluster: 4 nodes, 32 GPUs, levels block
+	//   block b1: 2 nodes, 16 GPUs, gpu[01-02] x8 GPUs
+	//   block b2: 2 nodes, 16 GPUs, gpu[03-04] x8 GPUs
+}
