@@ -31,7 +31,11 @@ dir=${pkg#./}
 for round in $(seq "$count"); do
   for side in old new; do
     (cd "$work/$side/$dir" && "$work/$side.test" -test.run '^$' -test.bench "$bench" -test.benchmem -test.count 1) \
-      | grep -E '^(Benchmark|goos|goarch|pkg|cpu)' >> "$out/$side.txt"
+      | grep -E '^(Benchmark|goos|goarch|pkg|cpu)' >> "$out/$side.txt" || true
+    if ! grep -q '^Benchmark' "$out/$side.txt"; then
+      echo "compare.sh: no benchmark of $pkg at $side (${!side}) matches $bench" >&2
+      exit 1
+    fi
   done
   echo "round $round of $count done" >&2
 done
