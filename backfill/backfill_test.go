@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/phalanx-sched/phalanx/fairshare"
 	"github.com/phalanx-sched/phalanx/gang"
@@ -255,8 +256,11 @@ func TestDeterminism(t *testing.T) {
 	}
 	j1, t1 := run()
 	j2, t2 := run()
-	if !reflect.DeepEqual(j1, j2) || t1 != t2 {
-		t.Fatal("two runs of the same events produced different plans")
+	if diff := cmp.Diff(string(j1), string(j2)); diff != "" {
+		t.Fatalf("two runs of the same events produced different plans (-first +second):\n%s", diff)
+	}
+	if diff := cmp.Diff(t1, t2); diff != "" {
+		t.Fatalf("two runs of the same events described different plans (-first +second):\n%s", diff)
 	}
 	if len(j1) < 1000 || !strings.Contains(t1, "reserve ") || !strings.Contains(t1, "start ") {
 		t.Fatalf("plans too thin to compare (%d bytes)", len(j1))

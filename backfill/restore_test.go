@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
@@ -16,13 +18,9 @@ import (
 // snapshotCopy returns a deep copy of s (through JSON).
 func snapshotCopy(t *testing.T, s *Snapshot) *Snapshot {
 	data, err := json.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var c Snapshot
-	if err := json.Unmarshal(data, &c); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, json.Unmarshal(data, &c))
 	return &c
 }
 
@@ -143,9 +141,7 @@ func TestRestoreOntoChangedTopology(t *testing.T) {
 		}
 	}
 	small, err := topology.Build(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	grown := spec
 	grown.Nodes = nil
 	for n := range 4 {
@@ -154,29 +150,19 @@ func TestRestoreOntoChangedTopology(t *testing.T) {
 	}
 	grown.Nodes = append(grown.Nodes, spec.Nodes...)
 	big, err := topology.Build(grown)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	cfg := DefaultConfig()
 	e, err := New(small, cfg, flatTree(t, cfg.FairShare, "a"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	part, err := small.NodeSet("l1-a", "l1-b", "l1-c", "l1-d")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	limited := Job{ID: "part", Account: "a", TimeLimit: time.Hour, Gang: member(placement.Request{Nodes: 2, GPUsPerNode: 8, Allowed: part})}
 	fill := Job{ID: "fill", Account: "a", TimeLimit: time.Hour, Gang: member(placement.Request{Nodes: 3, GPUsPerNode: 8, Allowed: part})}
-	if err := e.Submit(fill, epoch); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, e.Submit(fill, epoch))
 	if _, err := e.Schedule(epoch); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Submit(limited, epoch.Add(time.Minute)); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, e.Submit(limited, epoch.Add(time.Minute)))
 	if _, err := e.Schedule(epoch.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
@@ -188,13 +174,9 @@ func TestRestoreOntoChangedTopology(t *testing.T) {
 	if err != nil {
 		t.Fatalf("restore onto the grown cluster: %v", err)
 	}
-	if err := r.Finished("fill", epoch.Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, r.Finished("fill", epoch.Add(time.Hour)))
 	p, err := r.Schedule(epoch.Add(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if len(p.Starts) != 1 || !strings.HasPrefix(Hosts(big, &p.Starts[0].Allocation), "m=l1-") {
 		t.Fatalf("the partition-limited job did not start inside its partition:\n%s", p.Describe(big, epoch))
 	}
@@ -202,9 +184,7 @@ func TestRestoreOntoChangedTopology(t *testing.T) {
 	renamed.Nodes = append([]topology.NodeSpec{}, spec.Nodes...)
 	renamed.Nodes[4].Name = "l1-z"
 	other, err := topology.Build(renamed)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	_, err = Restore(other, cfg, snapshotCopy(t, snap))
 	if !errors.Is(err, ErrRestore) || !strings.Contains(err.Error(), "the cluster differs from the snapshot's: node names, sizes or domains changed") ||
 		!strings.Contains(err.Error(), `"l1-a"`) {

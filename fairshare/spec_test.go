@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // slurmText is the Slurm example tree in the text form, children listed
@@ -88,8 +89,8 @@ func TestSpecRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(strip(back), spec) {
-		t.Errorf("text round trip:\n%v\nwant\n%v", back, spec)
+	if diff := cmp.Diff(spec, strip(back)); diff != "" {
+		t.Errorf("text round trip (-want +got):\n%s", diff)
 	}
 	data, err := json.Marshal(spec)
 	if err != nil {
@@ -99,8 +100,8 @@ func TestSpecRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(strip(back), spec) {
-		t.Errorf("JSON round trip:\n%s\ngave\n%v", data, back)
+	if diff := cmp.Diff(spec, strip(back)); diff != "" {
+		t.Errorf("JSON round trip of\n%s\n(-want +got):\n%s", data, diff)
 	}
 }
 

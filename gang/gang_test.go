@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
 
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
@@ -30,9 +33,7 @@ func TestSeedCase(t *testing.T) {
 			t.Fatalf("A: %v %s", err, ra)
 		}
 		rb, err := l.Admit(workers("B", 150, 8))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if rb.Admitted {
 			t.Fatal("B admitted on a cluster with 800 free GPUs")
 		}
@@ -49,9 +50,7 @@ func TestSeedCase(t *testing.T) {
 		if l.State().FreeGPUs() != 800 {
 			t.Errorf("%d GPUs free, want 800", l.State().FreeGPUs())
 		}
-		if err := l.check(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, l.check())
 	})
 }
 
@@ -81,9 +80,7 @@ func TestHeterogeneousAndOrders(t *testing.T) {
 	if _, err := l.Admit(het); !errors.Is(err, ErrDuplicateID) {
 		t.Fatalf("second admission of het: %v", err)
 	}
-	if err := l.check(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, l.check())
 }
 
 // TestOtherOrder: the most-constrained-first order fails, and moving the
@@ -95,9 +92,7 @@ func TestOtherOrder(t *testing.T) {
 		spec.Nodes = append(spec.Nodes, topology.NodeSpec{Name: fmt.Sprintf("n%d", i), GPUs: 8, Path: []string{[]string{"a", "b"}[min(i/2, 1)]}})
 	}
 	c, err := topology.Build(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	onlyA, _ := c.NodeSet("n0", "n1")
 	g := &Spec{ID: "g", Members: []Member{
 		// x goes first (required level) and best-fits into leaf a ...
@@ -117,9 +112,7 @@ func TestOtherOrder(t *testing.T) {
 	if x := a.Members[0].Assignment; c.NodeDomain(topology.NodeID(x[0].Node), 0) != 1 {
 		t.Errorf("x on leaf %d, want b", c.NodeDomain(topology.NodeID(x[0].Node), 0))
 	}
-	if err := l.check(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, l.check())
 	// With y needing 3 nodes of leaf a, no order works; nothing changes.
 	l2 := NewLedger(c, Options{})
 	g.Members[1].Request.Nodes = 3
@@ -152,9 +145,7 @@ func TestElasticMinimum(t *testing.T) {
 	if res.Admitted || !strings.Contains(res.String(), "needs 1 node with 8 free GPUs; the cluster has 0") {
 		t.Fatalf("el2: %s", res)
 	}
-	if err := l.check(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, l.check())
 }
 
 func TestColocation(t *testing.T) {
@@ -198,9 +189,7 @@ func TestColocation(t *testing.T) {
 	if !res.Admitted || res.Colocated {
 		t.Fatalf("huge preferred: %s colocated=%v", res, res.Colocated)
 	}
-	if err := l.check(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, l.check())
 }
 
 func TestValidate(t *testing.T) {
@@ -238,7 +227,7 @@ func TestNodeDownReleasesWholeGangs(t *testing.T) {
 	a, _ := l.Get("g1")
 	victim := int(a.Members[0].Assignment[3].Node)
 	dead, err := l.NodeDown(topology.NodeID(victim))
-	if err != nil || !reflect.DeepEqual(dead, []string{"g1"}) {
+	if err != nil || !slices.Equal(dead, []string{"g1"}) {
 		t.Fatalf("NodeDown = %v, %v", dead, err)
 	}
 	if _, ok := l.Get("g1"); ok || l.State().Avail(0).Test(uint(victim)) {
@@ -250,15 +239,11 @@ func TestNodeDownReleasesWholeGangs(t *testing.T) {
 	// Drain: the running gang stays, no new work lands.
 	b, _ := l.Get("g0")
 	dn := int(b.Members[0].Assignment[0].Node)
-	if err := l.Drain(topology.NodeID(dn)); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := l.Get("g0"); !ok || !reflect.DeepEqual(l.GangsOn(topology.NodeID(dn)), []string{"g0"}) {
+	require.NoError(t, l.Drain(topology.NodeID(dn)))
+	if _, ok := l.Get("g0"); !ok || !slices.Equal(l.GangsOn(topology.NodeID(dn)), []string{"g0"}) {
 		t.Fatal("drain removed the gang")
 	}
-	if err := l.check(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, l.check())
 }
 
 func TestRestore(t *testing.T) {
@@ -270,24 +255,16 @@ func TestRestore(t *testing.T) {
 	_, _ = l.NodeDown(201)
 	snap := l.Snapshot()
 	data, err := json.Marshal(snap)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Run("round trip", func(t *testing.T) {
 		var back Snapshot
-		if err := json.Unmarshal(data, &back); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, json.Unmarshal(data, &back))
 		r, err := Restore(c, back, Options{})
-		if err != nil {
-			t.Fatal(err)
+		require.NoError(t, err)
+		if diff := cmp.Diff(snap, r.Snapshot()); diff != "" || !r.State().Equal(l.State()) {
+			t.Fatalf("restored ledger differs (-saved +restored):\n%s\n%s\n%s", diff, r.Describe(), l.Describe())
 		}
-		if !r.State().Equal(l.State()) || !reflect.DeepEqual(r.Snapshot(), snap) {
-			t.Fatalf("restored ledger differs:\n%s\n%s", r.Describe(), l.Describe())
-		}
-		if err := r.check(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, r.check())
 	})
 	t.Run("conflict", func(t *testing.T) {
 		bad := l.Snapshot()
@@ -401,15 +378,13 @@ func runRandomLedger(t *testing.T, c *topology.Cluster, steps int, r *rand.Rand)
 			ids := l.IDs()
 			id := ids[r.IntN(len(ids))]
 			op = "release " + id
-			if err := l.Release(id); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, l.Release(id))
 		case k < 16:
 			n := r.IntN(c.NumNodes())
 			op = fmt.Sprintf("down %d", n)
 			on := l.GangsOn(topology.NodeID(n))
 			dead, err := l.NodeDown(topology.NodeID(n))
-			if err != nil || !reflect.DeepEqual(dead, on) {
+			if err != nil || !slices.Equal(dead, on) {
 				t.Fatalf("step %d: %s: dead %v, want %v (%v)", step, op, dead, on, err)
 			}
 			for _, id := range dead {
@@ -420,29 +395,23 @@ func runRandomLedger(t *testing.T, c *topology.Cluster, steps int, r *rand.Rand)
 		case k < 18:
 			n := r.IntN(c.NumNodes())
 			op = fmt.Sprintf("up %d", n)
-			if err := l.NodeUp(topology.NodeID(n)); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, l.NodeUp(topology.NodeID(n)))
 		case k < 19:
 			n := r.IntN(c.NumNodes())
 			op = fmt.Sprintf("drain %d", n)
-			if err := l.Drain(topology.NodeID(n)); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, l.Drain(topology.NodeID(n)))
 		default:
 			op = "snapshot-restore"
 			snap := l.Snapshot()
 			data, _ := json.Marshal(snap)
 			var back Snapshot
-			if err := json.Unmarshal(data, &back); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, json.Unmarshal(data, &back))
 			l2, err := Restore(c, back, Options{})
 			if err != nil {
 				t.Fatalf("step %d: restore: %v", step, err)
 			}
-			if !l2.State().Equal(l.State()) || !reflect.DeepEqual(l2.Snapshot(), snap) {
-				t.Fatalf("step %d: restored ledger differs", step)
+			if diff := cmp.Diff(snap, l2.Snapshot()); diff != "" || !l2.State().Equal(l.State()) {
+				t.Fatalf("step %d: restored ledger differs (-saved +restored):\n%s", step, diff)
 			}
 			l = l2
 		}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/phalanx-sched/phalanx/internal/access"
 	"github.com/phalanx-sched/phalanx/internal/testcluster"
 	"github.com/phalanx-sched/phalanx/topology"
@@ -57,8 +59,8 @@ func comparePlacers(t *testing.T, name string, reused map[strategy]*Placer, s *t
 		if fmt.Sprint(errGot) != fmt.Sprint(errWant) {
 			t.Fatalf("%s %s: %s: errors %v and %v", name, st, req.String(), errGot, errWant)
 		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("%s %s: %s:\nreused %+v\nfresh  %+v", name, st, req.String(), got, want)
+		if diff := cmp.Diff(want, got, cmp.Exporter(func(reflect.Type) bool { return true })); diff != "" {
+			t.Fatalf("%s %s: %s: a reused placer differs from a fresh one (-fresh +reused):\n%s", name, st, req.String(), diff)
 		}
 		if !s.Equal(before) {
 			t.Fatalf("%s %s: %s: Place changed the state", name, st, req.String())

@@ -3,9 +3,10 @@ package preempt
 import (
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/placement"
@@ -262,8 +263,8 @@ func (o *oracle) check(t *testing.T, res *Verdict) {
 	if !ok {
 		t.Fatalf("victims %v do not make room", res.IDs)
 	}
-	if !reflect.DeepEqual(normal(alloc), normal(res.Allocation)) {
-		t.Fatalf("allocation %v, admission gives %v", res.Allocation, alloc)
+	if diff := cmp.Diff(normal(alloc), normal(res.Allocation)); diff != "" {
+		t.Fatalf("the verdict's allocation differs from admission's (-admission +verdict):\n%s", diff)
 	}
 	for k := range res.Victims {
 		less := slices.Delete(slices.Clone(res.Victims), k, k+1)
