@@ -233,8 +233,12 @@ func randomSteps(r *rand.Rand, c *topology.Cluster, n int) []step {
 // snapshot, restore, snapshot is byte-identical.
 func TestRestoreReplays(t *testing.T) {
 	c := opsCluster(t)
+	seeds := uint64(4)
+	if testing.Short() {
+		seeds = 1 // the race detector's run: one seed per depth
+	}
 	for _, depth := range []int{1, 16, Conservative} {
-		for seed := range uint64(4) {
+		for seed := range seeds {
 			t.Run(fmt.Sprintf("depth=%d/seed=%d", depth, seed), func(t *testing.T) {
 				r := rand.New(rand.NewPCG(seed, uint64(depth+5)))
 				e := opsEngine(t, c, depth)

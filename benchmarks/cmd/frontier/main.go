@@ -5,7 +5,7 @@
 // large jobs' p95 and max wait, the longest wait and the account share gap
 // while contended.
 //
-//	go run ./benchmarks/cmd/frontier [-traces synthetic,philly3,philly4,itp] [-seeds 6] [-data ../shared/data]
+//	go run ./benchmarks/cmd/frontier [-traces synthetic,philly3,philly4,itp] [-seeds 6] [-trace-seeds 1] [-policies a,b] [-data ../shared/data]
 package main
 
 import (
@@ -46,6 +46,57 @@ var policies = []policy{
 		return c
 	}},
 	{"default", sim.Phalanx, func() backfill.Config { return backfill.DefaultConfig() }},
+	// Candidates for a new default: EASY with fair share and an age term
+	// that, after MaxAge, outweighs any fair-share difference.
+	{"easy-fs-age24", sim.Phalanx, func() backfill.Config { return easyFairAge(24 * time.Hour) }},
+	{"easy-fs-age6", sim.Phalanx, func() backfill.Config { return easyFairAge(6 * time.Hour) }},
+	{"easy-fs-age2", sim.Phalanx, func() backfill.Config { return easyFairAge(2 * time.Hour) }},
+	{"depth2-age", sim.Phalanx, func() backfill.Config { return depthAge(2) }},
+	{"depth4-age", sim.Phalanx, func() backfill.Config { return depthAge(4) }},
+	{"depth8-age", sim.Phalanx, func() backfill.Config { return depthAge(8) }},
+	{"d4-fs-age2", sim.Phalanx, func() backfill.Config { return depthFairAge(4, 2*time.Hour) }},
+	{"d4-fs-age6", sim.Phalanx, func() backfill.Config { return depthFairAge(4, 6*time.Hour) }},
+	{"d4-fs-age24", sim.Phalanx, func() backfill.Config { return depthFairAge(4, 24*time.Hour) }},
+	{"depth3-age", sim.Phalanx, func() backfill.Config { return depthAge(3) }},
+	{"depth6-age", sim.Phalanx, func() backfill.Config { return depthAge(6) }},
+	{"depth4-agefs300", sim.Phalanx, func() backfill.Config {
+		c := depthAge(4)
+		c.FairShare.Weights = fairshare.Weights{Age: 10000, FairShare: 300, QOS: 1000, Partition: 1000}
+		c.FairShare.MaxAge = 24 * time.Hour
+		return c
+	}},
+	{"depth4-agefs", sim.Phalanx, func() backfill.Config {
+		c := depthAge(4)
+		c.FairShare.Weights = fairshare.Weights{Age: 10000, FairShare: 1000, QOS: 1000, Partition: 1000}
+		c.FairShare.MaxAge = 24 * time.Hour
+		return c
+	}},
+}
+
+// depthFairAge reserves for the first depth jobs in fair-share order with
+// an age term as heavy as the whole fair-share range after maxAge.
+func depthFairAge(depth int, maxAge time.Duration) backfill.Config {
+	c := easyFairAge(maxAge)
+	c.ReservationDepth = depth
+	return c
+}
+
+// depthAge reserves for the first depth jobs in age order.
+func depthAge(depth int) backfill.Config {
+	c := backfill.DefaultConfig()
+	c.ReservationDepth = depth
+	ageOrder(&c)
+	return c
+}
+
+// easyFairAge is EASY backfill with fair share, plus an age term as heavy
+// as the whole fair-share range once a job has waited maxAge.
+func easyFairAge(maxAge time.Duration) backfill.Config {
+	c := backfill.DefaultConfig()
+	c.ReservationDepth = 1
+	c.FairShare.Weights.Age = c.FairShare.Weights.FairShare
+	c.FairShare.MaxAge = maxAge
+	return c
 }
 
 type trace struct {
@@ -60,8 +111,9 @@ func main() {
 	seeds := flag.Int("seeds", 6, "seeds of the synthetic workload")
 	data := flag.String("data", "../shared/data", "the shared data folder")
 	only := flag.String("policies", "", "comma-separated policy names (default: all)")
+	traceSeeds := flag.Int("trace-seeds", 1, "seeds of the real traces (a seed draws the time limits and the no-limit jobs)")
 	flag.Parse()
-	for _, t := range traces(strings.Split(*names, ","), *seeds, *data) {
+	for _, t := range traces(strings.Split(*names, ","), *seeds, *traceSeeds, *data) {
 		if err := frontier(os.Stdout, t, *only); err != nil {
 			fmt.Fprintln(os.Stderr, "frontier:", err)
 			os.Exit(1)
@@ -81,7 +133,7 @@ func readTrace(path string, load float64) func(uint64) ([]sim.TraceJob, error) {
 	}
 }
 
-func traces(names []string, seeds int, data string) []trace {
+func traces(names []string, seeds, traceSeeds int, data string) []trace {
 	var out []trace
 	for _, n := range names {
 		switch n {
@@ -91,14 +143,14 @@ func traces(names []string, seeds int, data string) []trace {
 			}, seeds, 64})
 		case "philly3", "philly4":
 			load := map[string]float64{"philly3": 3, "philly4": 4}[n]
-			out = append(out, trace{n, readTrace(filepath.Join(data, "traces/philly.csv"), load), 1, 16})
+			out = append(out, trace{n, readTrace(filepath.Join(data, "traces/philly.csv"), load), traceSeeds, 16})
 		case "itp":
 			// ITP's demand is a few hundred GPUs: compressed to load the
 			// 2,000-GPU cluster (factors chosen for about 1.2 times its
 			// capacity at the busiest).
 			for i, load := range []float64{20, 10, 15, 8} {
 				p := filepath.Join(data, fmt.Sprintf("traces/itp/itp_cluster0%d.csv", i+1))
-				out = append(out, trace{fmt.Sprintf("itp%d@%g", i+1, load), readTrace(p, load), 1, 16})
+				out = append(out, trace{fmt.Sprintf("itp%d@%g", i+1, load), readTrace(p, load), traceSeeds, 16})
 			}
 		}
 	}
