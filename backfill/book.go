@@ -41,13 +41,29 @@ type hold struct {
 	eta    time.Time // estimated start of the gang on its target
 }
 
+// claim is the placement kept for a waiting job that preempted running
+// jobs (its victims) until they release their GPUs: its free GPUs are
+// kept from every other job, as a hold's are, and the preemptor starts on
+// it at the first cycle after the last victim is released.
+type claim struct {
+	job   *jobRec
+	since time.Time // when the victims were signalled
+	alloc gang.Allocation
+	// victims are the preempted jobs still holding GPUs (preempting);
+	// each is removed when its GPUs are released.
+	victims []*jobRec
+}
+
 // book is the reservation book: the reservations, in the order they were
-// made, indexes of them by start and by end, and the holds.
+// made, indexes of them by start and by end, the holds and the claims.
 //
 // Invariants (check): every reservation's job is waiting and points back
 // at it, one reservation per job; two reservations whose windows overlap
 // share no GPU; a held job is waiting, holds no reservation and one hold;
-// hold targets share no GPU with each other or with a reservation.
+// hold targets share no GPU with each other or with a reservation; a
+// claim's job is waiting with neither a reservation nor a hold and points
+// back at it; claims share no GPU with each other, a reservation or a
+// hold.
 type book struct {
 	resv    []*reservation
 	version uint64 // bumped on every change
@@ -55,6 +71,7 @@ type book struct {
 	sortedAt       uint64
 	byStart, byEnd []*reservation
 	holds          []*hold
+	claims         []*claim
 	naive          bool // re-sort on every use (metamorphic tests)
 	// freed counts the changes that can let a reservation start earlier:
 	// GPUs returned before their planned end, reservations and holds gone
@@ -112,6 +129,29 @@ func (b *book) dropHold(h *hold) {
 	b.freed++
 }
 
+// addClaim adds claim c.
+func (b *book) addClaim(c *claim) {
+	b.claims = append(b.claims, c)
+	c.job.claim = c
+	b.version++
+}
+
+// dropClaim removes claim c; its victims still holding GPUs go on
+// preempting without it.
+func (b *book) dropClaim(c *claim) {
+	i := slices.Index(b.claims, c)
+	if i < 0 {
+		panic(fmt.Sprintf("backfill: claim of %s not in the book", c.job.job.ID))
+	}
+	b.claims = slices.Delete(b.claims, i, i+1)
+	c.job.claim = nil
+	for _, v := range c.victims {
+		v.victimOf = nil
+	}
+	b.version++
+	b.freed++
+}
+
 // sorted returns the reservations by start and, those with an end, by
 // end; both orders are stable (ties keep the book's order).
 func (b *book) sorted() (byStart, byEnd []*reservation) {
@@ -144,9 +184,14 @@ func (b *book) extendDue(now time.Time) {
 	}
 }
 
-// dropOn drops every reservation and hold with GPUs on node n, calling
-// the functions for each before it goes.
+// dropOn drops every reservation, hold and claim with GPUs on node n,
+// calling the functions for each reservation and hold before it goes.
 func (b *book) dropOn(n topology.NodeID, fr func(r *reservation), fh func(h *hold)) {
+	for _, c := range slices.Clone(b.claims) {
+		if c.alloc.OnNode(n) {
+			b.dropClaim(c)
+		}
+	}
 	for _, r := range slices.Clone(b.resv) {
 		if r.alloc.OnNode(topology.NodeID(n)) {
 			fr(r)
@@ -206,7 +251,34 @@ func (b *book) check(c *topology.Cluster) error {
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, b.checkClaims()...)...)
+}
+
+// checkClaims verifies the claims' invariants within the book.
+func (b *book) checkClaims() []error {
+	var errs []error
+	for i, c := range b.claims {
+		id := c.job.job.ID
+		if c.job.phase != StatePending || c.job.resv != nil || b.isHeld(c.job) || c.job.claim != c {
+			errs = append(errs, fmt.Errorf("claim of %s, which is %s, reserved, held or claiming twice", id, c.job.phase))
+		}
+		for _, o := range b.claims[:i] {
+			if intersects(&c.alloc, &o.alloc) {
+				errs = append(errs, fmt.Errorf("claims of %s and %s share GPUs", id, o.job.job.ID))
+			}
+		}
+		for _, r := range b.resv {
+			if intersects(&c.alloc, &r.alloc) {
+				errs = append(errs, fmt.Errorf("claim of %s shares GPUs with the reservation of %s", id, r.job.job.ID))
+			}
+		}
+		for _, h := range b.holds {
+			if intersects(&c.alloc, &h.target) {
+				errs = append(errs, fmt.Errorf("claim of %s shares GPUs with the hold of %s", id, h.job.job.ID))
+			}
+		}
+	}
+	return errs
 }
 
 // intersects reports whether two allocations share a GPU.

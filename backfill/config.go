@@ -7,6 +7,7 @@ import (
 
 	"github.com/phalanx-sched/phalanx/fairshare"
 	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/gang/preempt"
 )
 
 // Conservative, as Config.ReservationDepth, gives every tested job that
@@ -39,6 +40,41 @@ type Config struct {
 	// ErrTransition rather than ErrUnknownJob, and its ID cannot be
 	// submitted again meanwhile (Slurm's MinJobAge). Zero forgets at once.
 	KeepEnded time.Duration
+	// Preemption configures preemption (off by default).
+	Preemption PreemptionConfig
+}
+
+// PreemptionConfig configures preemption: a waiting job that cannot start
+// now, and would not start soon from a reservation, stops running jobs of
+// a strictly lower Job.Class whose Job.Preemption policy allows it (whole
+// gangs, chosen by package gang/preempt), and starts on their GPUs once
+// the host reports them released. See preemption in the package doc.
+//
+// It is off by default: a plan with preemptions asks the host to signal
+// the victims and to report each release (Engine.Preempted); a host that
+// does not would leave the preemptor waiting for ever. Jobs are never
+// preempted unless they say so (Job.Preemption's zero value is
+// preempt.Never), so turning it on changes nothing until jobs use classes
+// and policies.
+type PreemptionConfig struct {
+	// Enabled turns preemption on.
+	Enabled bool
+	// ExemptTime is how long a job runs (since its start) before it may
+	// be preempted (Slurm's PreemptExemptTime). It also keeps a requeued
+	// victim that started again from being preempted again at once.
+	ExemptTime time.Duration
+	// Grace is the time the host gives a victim between the signal and
+	// the kill: its GPUs are expected back within it
+	// (Preemption.Deadline).
+	Grace time.Duration
+	// MinGain: a job preempts only when it could not start from a
+	// reservation by now + Grace + MinGain (the earliest start the
+	// availability profile gives it is later, or there is none).
+	// Preempting for less would destroy work to gain little.
+	MinGain time.Duration
+	// MaxSearches bounds the victim searches per cycle (0: no bound);
+	// jobs past it wait for the next cycle to search.
+	MaxSearches int
 }
 
 // HoldConfig configures hold mode, the engine's answer to "how does a
@@ -80,7 +116,9 @@ type HoldConfig struct {
 // reservations, fair share (fairshare.DefaultConfig), and hold mode for
 // gangs of a leaf's worth of GPUs or more that have waited 55 minutes
 // (those above half the cluster: 70 minutes), each hold's budget 4 hours of
-// the gang's size, up to 4 holds at once. The hold waits come from the
+// the gang's size, up to 4 holds at once; preemption off (when turned on:
+// 10 minutes exempt, 5 minutes grace, 30 minutes minimum gain, 16 searches
+// a cycle). The hold waits come from the
 // stream study in benchmarks/README.md (a gang in a stream of small jobs
 // without limits): they let at least twice as many small jobs start while
 // the gang waits as strict FIFO does, and start the gang within 1.5 times
@@ -91,7 +129,8 @@ func DefaultConfig() Config {
 		FairShare:        fairshare.DefaultConfig(),
 		Hold: HoldConfig{Enabled: true, MinWait: 55 * time.Minute, MaxShare: 0.5, CapWait: 70 * time.Minute, Budget: 4 * time.Hour,
 			Hysteresis: 30 * time.Minute, MaxHolds: 4},
-		KeepEnded: 5 * time.Minute,
+		KeepEnded:  5 * time.Minute,
+		Preemption: PreemptionConfig{ExemptTime: 10 * time.Minute, Grace: 5 * time.Minute, MinGain: 30 * time.Minute, MaxSearches: 16},
 	}
 }
 
@@ -111,12 +150,15 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: Hold.Budget %v and Hold.MaxHolds %d must be positive when hold mode is on", ErrConfig, c.Hold.Budget, c.Hold.MaxHolds)
 	case c.Hold.MaxHolds < 0:
 		return fmt.Errorf("%w: Hold.MaxHolds %d is negative", ErrConfig, c.Hold.MaxHolds)
+	case c.Preemption.MaxSearches < 0:
+		return fmt.Errorf("%w: Preemption.MaxSearches %d is negative", ErrConfig, c.Preemption.MaxSearches)
 	}
 	for _, d := range []struct {
 		name string
 		d    time.Duration
 	}{{"KeepEnded", c.KeepEnded}, {"Hold.MinWait", c.Hold.MinWait}, {"Hold.CapWait", c.Hold.CapWait},
-		{"Hold.Budget", c.Hold.Budget}, {"Hold.Hysteresis", c.Hold.Hysteresis}} {
+		{"Hold.Budget", c.Hold.Budget}, {"Hold.Hysteresis", c.Hold.Hysteresis}, {"Preemption.ExemptTime", c.Preemption.ExemptTime},
+		{"Preemption.Grace", c.Preemption.Grace}, {"Preemption.MinGain", c.Preemption.MinGain}} {
 		if err := checkDuration(d.name, d.d); err != nil {
 			return fmt.Errorf("%w: %v", ErrConfig, err)
 		}
@@ -178,4 +220,14 @@ type Job struct {
 	Patience Patience
 	// OnNodeFailure says what a node failure does to the running job.
 	OnNodeFailure FailurePolicy
+	// Class is the job's priority class, separate from its fair-share
+	// priority: with preemption on, a waiting job may preempt running
+	// jobs of a strictly lower class only. Default 0; any integer.
+	Class int
+	// Preemption says whether and how the job may be preempted: the zero
+	// value preempt.Never protects it (a job is preemptible only when it
+	// says so); preempt.Requeue returns it to the queue with its submit
+	// time once its GPUs are released, preempt.Cancel ends it as
+	// cancelled.
+	Preemption preempt.Policy
 }

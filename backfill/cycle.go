@@ -14,7 +14,9 @@ import (
 // The cycle, top to bottom:
 //
 //  1. Charge fair-share usage for running jobs up to now; account the GPUs
-//     held by hold mode since the last cycle; extend due reservations.
+//     held by hold mode since the last cycle; extend due reservations;
+//     start every preemptor whose victims have all released their GPUs,
+//     on its claim.
 //  2. Order waiting jobs by multifactor priority (package fairshare).
 //  3. Go through the reservations in planned-start order: start every due
 //     one (planned start at or before now, however late the cycle runs)
@@ -31,14 +33,21 @@ import (
 //     minus those reserved for other jobs in a window overlapping its own
 //     (now to now + time limit; forever without a limit) and minus held
 //     GPUs: backfill that never delays a reservation;
-//     - else, a job with a reservation keeps it;
+//     - else, a job with a reservation keeps it, unless it may preempt
+//     (below) and its reservation starts later than now + Grace +
+//     MinGain;
 //     - else, while fewer than ReservationDepth reservations exist, find
 //     the earliest time in the availability profile at which the gang can
 //     be admitted with the same topology-aware placement, and reserve
 //     those GPUs from then;
+//     - with preemption on, a job of a class above some running job's
+//     whose earliest such time is later than now + Grace + MinGain (or
+//     that has none) first looks for victims (package gang/preempt): if
+//     a victim set lets it in, the victims are preempted
+//     (Plan.Preemptions) and their GPUs claimed for it;
 //     - else, when no such time exists because running jobs have no time
 //     limit, hold GPUs for the job as they free up (hold mode);
-//     - else record why it waits.
+//     - else record why it waits (with why preemption did not help).
 //  5. With Strict, the first job that cannot start stops the walk.
 //
 // The starts are booked in the engine before Schedule returns (the jobs
@@ -81,25 +90,36 @@ type cycle struct {
 	// those that go first on their GPUs but slipped (due ones not
 	// started, ones moved later to keep their GPUs).
 	due, slipped []*reservation
+	// Preemption: the victim searches made, the lowest class of the
+	// running jobs (when there is one), scratch for the claims.
+	searches   int
+	anyRunning bool
+	lowest     int
+	claimBuf   []*claim
 }
 
+// failure is a cached outcome: a job's shape (request, minimum, and class,
+// which decides whether it may preempt) and what it got.
 type failure struct {
-	key placement.Request
-	min int
-	w   Waiting
+	key   placement.Request
+	min   int
+	class int
+	w     Waiting
 }
 
 // runCycle is Schedule's body, run by apply once the call is checked.
 func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	*plan = Plan{Time: now, Starts: plan.Starts[:0], Reservations: plan.Reservations[:0],
 		Waiting: plan.Waiting[:0], Moves: plan.Moves[:0], Overruns: plan.Overruns[:0],
-		Holds: plan.Holds[:0], HoldEnds: plan.HoldEnds[:0]}
+		Holds: plan.Holds[:0], HoldEnds: plan.HoldEnds[:0], Preemptions: plan.Preemptions[:0]}
 	e.chargeAll(now)
 	e.accountHolds(now, plan)
 	e.book.extendDue(now)
 	order := e.rank(now)
 	c := &e.cyc
 	c.e, c.now, c.plan, c.valid, c.naive = e, now, plan, false, e.naive
+	c.startClaims()
+	c.initPreempt()
 	c.keepBook()
 	c.walk(order)
 	e.report(plan)
@@ -179,6 +199,11 @@ func (c *cycle) walk(order []*jobRec) {
 		switch {
 		case e.cfg.Strict && strictBlocker != "":
 			w.Code, w.Blocker = WaitPriority, strictBlocker
+		case j.claim != nil:
+			c.reportClaim(j.claim, &w)
+			if e.cfg.Strict {
+				strictBlocker = j.job.ID
+			}
 		case j.resv == nil && j.moved == nil && !j.dropped && !e.book.isHeld(j) && (rank-winStart+len(order))%len(order) >= winLen:
 			w.Code = WaitPriority
 		default:
@@ -216,7 +241,7 @@ func (c *cycle) test(j *jobRec, w *Waiting) bool {
 		return false
 	}
 	c.wait(j, w)
-	if cacheable && j.resv == nil && !c.e.book.isHeld(j) && w.Code != WaitForHold {
+	if cacheable && j.resv == nil && j.claim == nil && !c.e.book.isHeld(j) && w.Code != WaitForHold {
 		c.remember(key, *w)
 	}
 	return true
@@ -246,7 +271,7 @@ func (c *cycle) shapeKey(j *jobRec) (failure, bool) {
 	if !e.cfg.Strict && d != 0 && (d == Conservative || len(e.book.resv) < d) {
 		return failure{}, false
 	}
-	return failure{key: r, min: g.Members[0].Min}, true
+	return failure{key: r, min: g.Members[0].Min, class: j.job.Class}, true
 }
 
 func (c *cycle) cached(k failure) (Waiting, bool) {
@@ -254,7 +279,7 @@ func (c *cycle) cached(k failure) (Waiting, bool) {
 		return Waiting{}, false
 	}
 	for i := range c.failures {
-		if f := &c.failures[i]; f.key == k.key && f.min == k.min {
+		if f := &c.failures[i]; f.key == k.key && f.min == k.min && f.class == k.class {
 			return f.w, true
 		}
 	}
@@ -310,6 +335,9 @@ func (c *cycle) prepareScratch(j *jobRec) {
 			block(e.scratch, &h.target)
 		}
 	}
+	for _, cl := range e.book.claims {
+		block(e.scratch, &cl.alloc)
+	}
 	c.ownHold, c.prefix, c.own = ownHold, k, j.resv
 	c.valid = true
 }
@@ -360,6 +388,10 @@ func (c *cycle) start(j *jobRec) {
 	}
 	if h := e.book.holdOf(j); h != nil {
 		e.book.dropHold(h)
+		c.valid = false
+	}
+	if cl := j.claim; cl != nil {
+		e.book.dropClaim(cl)
 		c.valid = false
 	}
 	e.jobs.pending = removeSorted(e.jobs.pending, j)

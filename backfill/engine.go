@@ -30,6 +30,7 @@ type Engine struct {
 	accts accounts
 	book  book
 	prof  profile
+	pre   *preemptScratch // nil unless preemption is on
 
 	seq            uint64
 	last           time.Time // latest time seen
@@ -48,7 +49,10 @@ type Engine struct {
 	ranked  []fairshare.Ranked
 	scratch *topology.State
 	alloc   gang.Allocation
-	estBuf  []endItem
+	// plannedAlloc keeps a profile search's placement while a victim
+	// search runs.
+	plannedAlloc gang.Allocation
+	estBuf       []endItem
 
 	// Test switches: naive runs every cache's reference path; checkEach
 	// verifies every invariant after every call.
@@ -89,6 +93,12 @@ func New(c *topology.Cluster, cfg Config, tree *fairshare.Tree) (*Engine, error)
 	}
 	for d := range c.NumDomains(c.Depth() - 1) {
 		e.leafGPUs = max(e.leafGPUs, c.Domain(c.Depth()-1, d).GPUs)
+	}
+	if cfg.Preemption.Enabled {
+		var err error
+		if e.pre, err = newPreemptScratch(c); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
 	}
 	return e, nil
 }
@@ -197,8 +207,12 @@ func (e *Engine) activate(j *jobRec, now time.Time) {
 	}
 }
 
-// deactivate releases active job j's GPUs after charging it up to now.
+// deactivate releases active job j's GPUs after charging it up to now
+// (a preempting job leaves the claim that waits for it).
 func (e *Engine) deactivate(j *jobRec, now time.Time) {
+	if j.phase == StatePreempting {
+		e.released(j)
+	}
 	e.charge(j, now)
 	e.jobs.setOwner(j.alloc, nil)
 	if err := e.ledger.Release(j.job.ID); err != nil {
@@ -209,7 +223,7 @@ func (e *Engine) deactivate(j *jobRec, now time.Time) {
 	if j.job.TimeLimit == 0 {
 		e.jobs.unlimited--
 	}
-	j.alloc, j.used, j.end = nil, 0, time.Time{}
+	j.alloc, j.used, j.end, j.checkpoint = nil, 0, time.Time{}, time.Time{}
 }
 
 // requeue puts a job whose gang was released back in the queue with its
@@ -222,12 +236,15 @@ func (e *Engine) requeue(j *jobRec) {
 	e.jobs.pending = insertSorted(e.jobs.pending, j)
 }
 
-// dropWaiting takes waiting job j out of the queue, its reservation and
-// its hold.
+// dropWaiting takes waiting job j out of the queue, its reservation, its
+// hold and its claim (the jobs it preempted go on preempting).
 func (e *Engine) dropWaiting(j *jobRec) {
 	e.jobs.pending = removeSorted(e.jobs.pending, j)
 	if j.resv != nil {
 		e.book.remove(j.resv)
+	}
+	if j.claim != nil {
+		e.book.dropClaim(j.claim)
 	}
 	if h := e.book.holdOf(j); h != nil {
 		e.book.dropHold(h)

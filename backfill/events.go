@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -21,16 +22,22 @@ const (
 	opDrain
 	opResume
 	opSchedule
+	opPreempted
+	opCheckpointed
 )
 
-var opNames = [...]string{"", "Submit", "Cancel", "Started", "Finished", "Failed", "NodeDown", "NodeUp", "Drain", "Resume", "Schedule"}
+var opNames = [...]string{"", "Submit", "Cancel", "Started", "Finished", "Failed", "NodeDown", "NodeUp", "Drain", "Resume", "Schedule",
+	"Preempted", "Checkpointed"}
 
 // jobFrom lists, per job event, the states it is allowed from.
 var jobFrom = [...]stateSet{
-	opCancel:   waitingStates | activeStates,
-	opStarted:  setOf(StateStarting),
-	opFinished: activeStates,
-	opFailed:   activeStates,
+	opCancel:       waitingStates | activeStates,
+	opStarted:      setOf(StateStarting),
+	opFinished:     activeStates,
+	opFailed:       activeStates,
+	opPreempted:    setOf(StatePreempting),
+	opCheckpointed: setOf(StateRunning, StatePreempting),
+	opSchedule:     0,
 }
 
 // op is one event: what it is, when, and on what.
@@ -59,7 +66,7 @@ func (e *Engine) apply(o *op) error {
 	}
 	e.last = o.now
 	switch o.kind {
-	case opCancel, opFinished, opFailed, opNodeDown, opNodeUp, opResume:
+	case opCancel, opFinished, opFailed, opNodeDown, opNodeUp, opResume, opPreempted:
 		e.book.freed++ // GPUs or nodes may come back before planned
 	}
 	e.do(o)
@@ -162,6 +169,15 @@ func (e *Engine) do(o *op) {
 		}
 	case opSchedule:
 		e.runCycle(o.now, o.plan)
+	case opPreempted:
+		e.deactivate(o.rec, o.now)
+		if o.rec.job.Preemption == preempt.Cancel {
+			e.jobs.endJob(o.rec, StateCancelled, o.now)
+		} else {
+			e.requeue(o.rec)
+		}
+	case opCheckpointed:
+		o.rec.checkpoint = o.now
 	default:
 		e.nodeEvent(o)
 	}
@@ -218,6 +234,26 @@ func (e *Engine) Started(id string, now time.Time) error {
 // and its usage is charged.
 func (e *Engine) Finished(id string, now time.Time) error {
 	return e.apply(&op{kind: opFinished, now: now, id: id})
+}
+
+// Preempted reports that preempting job id (a victim in an earlier
+// Plan.Preemptions) has released its GPUs at time now: it has ended on
+// every node, after its signal, within its grace period or killed at its
+// end. It is charged up to now and requeued with its original submit
+// time (policy preempt.Requeue) or cancelled (preempt.Cancel); its
+// preemptor starts at the first cycle after all its victims are released.
+// A job that is not preempting is ErrTransition. A preempting job that
+// ended on its own may be reported with Finished or Failed instead.
+func (e *Engine) Preempted(id string, now time.Time) error {
+	return e.apply(&op{kind: opPreempted, now: now, id: id})
+}
+
+// Checkpointed reports that running (or preempting) job id saved its work
+// at time now: preempting it later loses only the work since
+// (Preemption.LostGPUSeconds, and the victim search's cost). A job in
+// another state is ErrTransition.
+func (e *Engine) Checkpointed(id string, now time.Time) error {
+	return e.apply(&op{kind: opCheckpointed, now: now, id: id})
 }
 
 // Failed reports that active job id failed at time now. With requeue it

@@ -35,9 +35,12 @@ const (
 	// HoldPlanned: a planned start became possible: the gang got a
 	// reservation instead.
 	HoldPlanned
+	// HoldPreempting: the gang preempted lower-class jobs for GPUs
+	// instead (Plan.Preemptions).
+	HoldPreempting
 )
 
-var holdEndNames = [...]string{"", "budget spent", "passed on", "node lost", "planned"}
+var holdEndNames = [...]string{"", "budget spent", "passed on", "node lost", "planned", "preempting"}
 
 // String returns the cause's stable name.
 func (c HoldEndCause) String() string {
@@ -264,8 +267,8 @@ func (c *cycle) newHold(j *jobRec, eta time.Time, w *Waiting) {
 }
 
 // fitsWhenIdle reports whether spec fits once every active job has ended
-// (the nodes as they are now, reserved GPUs kept): whether a hold can help
-// it at all.
+// (the nodes as they are now, reserved and claimed GPUs kept): whether a
+// hold can help it at all.
 func (e *Engine) fitsWhenIdle(spec *gang.Spec) bool {
 	probe := e.prof.probe
 	if err := e.ledger.State().CopyInto(probe); err != nil {
@@ -277,6 +280,9 @@ func (e *Engine) fitsWhenIdle(spec *gang.Spec) bool {
 	for _, r := range e.book.resv {
 		block(probe, &r.alloc)
 	}
+	for _, cl := range e.book.claims {
+		block(probe, &cl.alloc)
+	}
 	return e.admitAt(spec)
 }
 
@@ -287,7 +293,8 @@ func (e *Engine) holdStatus(h *hold) *HoldStatus {
 }
 
 // holdTarget finds where gang j (with spec) is estimated to fit soonest,
-// avoiding every reservation and the holds in avoid (but j's own): on an
+// avoiding every reservation and claim and the holds in avoid (but j's
+// own): on an
 // estimated profile in which jobs with a time limit end at their limit
 // and jobs without one at an estimate from their age and their account's
 // observed run times (runtimeEstimate). The placement is left in e.alloc;
@@ -305,6 +312,9 @@ func (e *Engine) holdTarget(j *jobRec, spec *gang.Spec, now time.Time, avoid []*
 		if h.job != j {
 			p.blocks.add(p.probe, &h.target)
 		}
+	}
+	for _, cl := range e.book.claims {
+		p.blocks.add(p.probe, &cl.alloc)
 	}
 	if e.admitAt(spec) {
 		return now, true

@@ -17,6 +17,7 @@ func (e *Engine) check() error {
 	errs := []error{access.CheckLedger(e.ledger), e.book.check(e.c)}
 	errs = append(errs, e.checkJobs()...)
 	errs = append(errs, e.checkOwners()...)
+	errs = append(errs, e.checkClaims()...)
 	for n, st := range e.nodes {
 		if st.down() != (e.ledger.State().Status(topology.NodeID(n)) == topology.Down) {
 			errs = append(errs, fmt.Errorf("node %s is %s, the free state says %s", e.c.NodeName(topology.NodeID(n)), st, e.ledger.State().Status(topology.NodeID(n))))
@@ -85,6 +86,48 @@ func (e *Engine) checkOwners() []error {
 		}
 	}
 	return nil
+}
+
+// checkClaims checks the claims against the jobs: every GPU of a claim is
+// on a node in service and free or held by one of its victims; a victim is
+// preempting, of a class below its preemptor's, and points back at the
+// claim; only preempting jobs have a preemptor; a job's claim is in the
+// book.
+func (e *Engine) checkClaims() []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	s := e.ledger.State()
+	for _, cl := range e.book.claims {
+		id := cl.job.job.ID
+		for _, v := range cl.victims {
+			if v.phase != StatePreempting || v.victimOf != cl || v.job.Class >= cl.job.job.Class || v.preemptedBy != id {
+				bad("job %s, %s of class %d, is a victim of %s (class %d) but not preempting for it", v.job.ID, v.phase, v.job.Class, id, cl.job.job.Class)
+			}
+		}
+		forGPUs(&cl.alloc, func(n, g int) {
+			o := e.jobs.owner(n, g)
+			if s.Status(topology.NodeID(n)) != topology.Up || o != nil && !slices.Contains(cl.victims, o) {
+				bad("GPU %d of node %s is claimed for %s but out of service or held by another job", g, e.c.NodeName(topology.NodeID(n)), id)
+			}
+		})
+	}
+	for _, j := range e.jobs.running {
+		preempting := j.phase == StatePreempting
+		switch {
+		case preempting && (j.preemptedAt.IsZero() || j.preemptedBy == ""):
+			bad("preempting job %s has no preemptor or signal time", j.job.ID)
+		case !preempting && (j.victimOf != nil || j.preemptedBy != ""):
+			bad("job %s, %s, has a preemptor", j.job.ID, j.phase)
+		case j.victimOf != nil && (!slices.Contains(e.book.claims, j.victimOf) || !slices.Contains(j.victimOf.victims, j)):
+			bad("preempting job %s points at a claim that does not list it", j.job.ID)
+		}
+	}
+	for _, j := range e.jobs.pending {
+		if j.claim != nil && !slices.Contains(e.book.claims, j.claim) {
+			bad("job %s has a claim not in the book", j.job.ID)
+		}
+	}
+	return errs
 }
 
 // sortJobs sorts jobs by sequence number.

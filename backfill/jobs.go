@@ -19,7 +19,7 @@ type jobRec struct {
 	acct  int // index in the engine's accounts
 	// phase is StatePending for every waiting state (the substate comes
 	// from the reservation, the hold and requeues), StateStarting,
-	// StateRunning, or a final state.
+	// StateRunning, StatePreempting, or a final state.
 	phase    JobState
 	requeues int // a waiting job with requeues is requeued
 	// Active jobs.
@@ -29,6 +29,16 @@ type jobRec struct {
 	promised   time.Time        // the start it was due at: its reservation's or its booking's
 	end        time.Time        // start + time limit; zero without a limit
 	lastCharge time.Time
+	checkpoint time.Time // the last checkpoint the host reported (Checkpointed)
+	// Preempting jobs: when they were signalled and for which job, and
+	// the claim that waits for them (nil once it is gone).
+	preemptedAt time.Time
+	preemptedBy string
+	victimOf    *claim
+	preemptions int // times preempted
+	// claim is a waiting job's claim: the placement kept for it while
+	// the jobs it preempted release their GPUs.
+	claim *claim
 	// Waiting jobs.
 	resv       *reservation
 	holdExpiry time.Time // not held again before this

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -37,6 +38,11 @@ type Plan struct {
 	// HoldEnds lists the holds that ended since the last cycle without
 	// their gang starting, and why.
 	HoldEnds []HoldEnd
+	// Preemptions lists the running jobs this cycle preempted, each with
+	// the job it was preempted for: the host signals each victim now
+	// (once), kills it by its Deadline, and reports its GPUs released
+	// (Engine.Preempted). The victims are preempting until then.
+	Preemptions []Preemption
 	// Tested counts the jobs tested this cycle.
 	Tested int
 	// HeldGPUSeconds is the running total of GPU-seconds held idle for
@@ -123,6 +129,28 @@ func (c *Cause) UnmarshalText(b []byte) error {
 	return fmt.Errorf("unknown cause %q", b)
 }
 
+// Preemption is one running job stopped so that a waiting job of a higher
+// class can start on its GPUs.
+type Preemption struct {
+	// Victim is the job stopped; Preemptor the job it is stopped for.
+	Victim, Preemptor string
+	// Policy is what happens to the victim once its GPUs are released:
+	// preempt.Requeue (back to the queue with its submit time) or
+	// preempt.Cancel.
+	Policy preempt.Policy
+	// Deadline is the end of the grace period (the cycle's time plus
+	// PreemptionConfig.Grace): the victim is killed by then.
+	Deadline time.Time
+	// GPUs is what the victim holds; LostGPUSeconds the work it loses:
+	// its GPUs times the time since it started or last checkpointed
+	// (Engine.Checkpointed).
+	GPUs           int
+	LostGPUSeconds int64
+	// Reason says it in a user's words: "preempted by X (class 2, above
+	// this job's 0) for its 256-GPU gang, which had no planned start".
+	Reason string
+}
+
 // Overrun is an active job past its time limit.
 type Overrun struct {
 	Job string
@@ -177,9 +205,17 @@ const (
 	// limit) and is to get a hold: from Until (Detail says why not
 	// before), or once the holder Blocker gives its GPUs up.
 	WaitForHold
+	// WaitPreempting: the job preempted the jobs listed in Detail; it
+	// starts on their GPUs (kept for it meanwhile) at the first cycle
+	// after the host reports them all released, expected by Until (the
+	// end of their grace period).
+	WaitPreempting
+	// WaitClaimed: the job would fit now, but on GPUs kept for job
+	// Blocker, which preempted jobs to start there (since Until).
+	WaitClaimed
 )
 
-var codeNames = [...]string{"", "Reserved", "Held", "Priority", "Resources", "Reservation", "Topology", "Gang", "Hold", "ForHold"}
+var codeNames = [...]string{"", "Reserved", "Held", "Priority", "Resources", "Reservation", "Topology", "Gang", "Hold", "ForHold", "Preempting", "Claimed"}
 
 // String returns the code's stable name.
 func (c WaitCode) String() string {
@@ -217,11 +253,27 @@ type Waiting struct {
 	Spans int `json:",omitempty"`
 	// Hold describes the job's hold (Held).
 	Hold *HoldStatus `json:",omitempty"`
+	// PreemptTried reports that the job looked for victims to preempt
+	// this cycle (its class is above some running job's, and it could
+	// not start soon otherwise) and that no victim set helped; Preempt
+	// says why (no lower-class victims in any domain that could hold it,
+	// victims inside their exempt time, or protected). JSON renders it
+	// as PreemptDetail.
+	PreemptTried bool                `json:",omitempty"`
+	Preempt      preempt.Explanation `json:"-"`
 }
 
 // Message renders the reason in a user's words, with times relative to
-// epoch when it is not zero.
+// epoch when it is not zero; a failed preemption attempt follows it.
 func (w *Waiting) Message(epoch time.Time) string {
+	m := w.message(epoch)
+	if w.PreemptTried {
+		m += "; preemption did not help: " + w.Preempt.String()
+	}
+	return m
+}
+
+func (w *Waiting) message(epoch time.Time) string {
 	at := func(t time.Time) string { return formatTime(t, epoch) }
 	switch w.Code {
 	case WaitReserved:
@@ -252,6 +304,10 @@ func (w *Waiting) Message(epoch time.Time) string {
 		return fmt.Sprintf("waiting until %s for a tighter placement: %s", at(w.Until), w.member())
 	case WaitGang:
 		return "its members cannot all fit together: " + w.member()
+	case WaitPreempting:
+		return fmt.Sprintf("preempted %s; starts on their GPUs once they are released (grace until %s)", w.Detail, at(w.Until))
+	case WaitClaimed:
+		return fmt.Sprintf("would fit now, but on GPUs kept for job %s, which preempted jobs to start there (since %s)", w.Blocker, at(w.Until))
 	}
 	return w.Code.String()
 }
@@ -284,12 +340,19 @@ func (w *Waiting) detail() string {
 	return w.Detail
 }
 
-// MarshalJSON renders the waiting job with its reason's text in Detail.
+// MarshalJSON renders the waiting job with its reason's text in Detail
+// and a failed preemption's in PreemptDetail.
 func (w Waiting) MarshalJSON() ([]byte, error) {
 	type plain Waiting
-	p := plain(w)
-	p.Detail = w.detail()
-	return json.Marshal(p)
+	out := struct {
+		plain
+		PreemptDetail string `json:",omitempty"`
+	}{plain: plain(w)}
+	out.Detail = w.detail()
+	if w.PreemptTried {
+		out.PreemptDetail = w.Preempt.String()
+	}
+	return json.Marshal(out)
 }
 
 func formatTime(t, epoch time.Time) string {
@@ -332,6 +395,10 @@ func (p *Plan) Describe(c *topology.Cluster, epoch time.Time) string {
 	for _, h := range p.Holds {
 		fmt.Fprintf(&b, "hold for %s since %s: %d of %d GPUs held on %s, %.1f of %.1f GPU-hours spent\n", h.Job,
 			formatTime(h.Since, epoch), h.GPUs, h.Target, h.Nodes, h.SpentGPUHours, h.BudgetGPUHours)
+	}
+	for _, x := range p.Preemptions {
+		fmt.Fprintf(&b, "preempt %s for %s (%s by %s, %.1f GPU-hours lost): %s\n", x.Victim, x.Preemptor, x.Policy,
+			formatTime(x.Deadline, epoch), float64(x.LostGPUSeconds)/3600, x.Reason)
 	}
 	for _, h := range p.HoldEnds {
 		by := ""

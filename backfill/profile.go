@@ -18,8 +18,9 @@ import (
 // return in it.
 //
 // search walks the profile's candidate times forward on a probe state,
-// keeping the other reservations' GPUs (and the hold's) blocked while
-// their windows overlap the job's; blocks are added and removed
+// keeping the other reservations' GPUs blocked while their windows
+// overlap the job's, and the GPUs of holds and claims (kept for a
+// preemptor) at every time; blocks are added and removed
 // incrementally as the time advances. With naive set it rebuilds the
 // probe from scratch at every candidate time instead (metamorphic tests).
 //
@@ -285,6 +286,11 @@ func (e *Engine) newWalker(now time.Time, q query) *walker {
 			p.blocks.add(p.probe, &h.target)
 		}
 	}
+	for _, cl := range e.book.claims {
+		if cl.job != q.j {
+			p.blocks.add(p.probe, &cl.alloc)
+		}
+	}
 	return w
 }
 
@@ -320,8 +326,8 @@ func (w *walker) advance(t time.Time) {
 }
 
 // rebuild makes the probe the profile at t from scratch: the free state,
-// plus the GPUs of jobs ended by t, minus the GPUs of the hold and of the
-// reservations whose windows overlap the job's.
+// plus the GPUs of jobs ended by t, minus the GPUs of the holds, the
+// claims and the reservations whose windows overlap the job's.
 func (w *walker) rebuild(t time.Time) {
 	e, p := w.e, &w.e.prof
 	if err := e.ledger.State().CopyInto(p.probe); err != nil {
@@ -335,6 +341,11 @@ func (w *walker) rebuild(t time.Time) {
 	for _, h := range e.book.holds {
 		if h.job != w.q.j {
 			block(p.probe, &h.target)
+		}
+	}
+	for _, cl := range e.book.claims {
+		if cl.job != w.q.j {
+			block(p.probe, &cl.alloc)
 		}
 	}
 	for _, r := range e.book.resv {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/phalanx-sched/phalanx/fairshare"
 	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -32,8 +33,8 @@ func Restore(c *topology.Cluster, cfg Config, snap *Snapshot) (*Engine, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: no cluster", ErrBadArgument)
 	}
-	if snap.Version != SnapshotVersion {
-		return nil, fmt.Errorf("%w: snapshot format version %d, this engine reads %d", ErrRestore, snap.Version, SnapshotVersion)
+	if snap.Version != SnapshotVersion && snap.Version != SnapshotVersion-1 {
+		return nil, fmt.Errorf("%w: snapshot format version %d, this engine reads %d and %d", ErrRestore, snap.Version, SnapshotVersion-1, SnapshotVersion)
 	}
 	tree, err := fairshare.BuildTree(snap.Accounts, cfg.FairShare)
 	if err != nil {
@@ -92,6 +93,7 @@ func (r *restorer) run() {
 	r.jobs()
 	r.reservations()
 	r.holds()
+	r.claims()
 	if len(r.errs) > 0 {
 		return
 	}
@@ -196,12 +198,17 @@ func (r *restorer) job(jr *JobRecord) *jobRec {
 	for _, t := range []struct {
 		what string
 		at   time.Time
-	}{{"submit", jr.Submit}, {"start", jr.Start}, {"promised start", jr.Promised}, {"last charge", jr.LastCharge}, {"end", jr.Ended}} {
+	}{{"submit", jr.Submit}, {"start", jr.Start}, {"promised start", jr.Promised}, {"last charge", jr.LastCharge}, {"end", jr.Ended},
+		{"checkpoint", jr.Checkpoint}, {"preemption", jr.PreemptedAt}} {
 		r.notAfter("job "+jr.ID+" "+t.what, t.at)
 	}
 	j.seq, j.requeues, j.holdExpiry, j.holdBlockedSince = jr.Seq, jr.Requeues, jr.HoldExpiry, jr.HoldBlocked
 	j.start, j.promised, j.lastCharge, j.ended = jr.Start, jr.Promised, jr.LastCharge, jr.Ended
+	j.checkpoint, j.preemptedAt, j.preemptedBy, j.preemptions = jr.Checkpoint, jr.PreemptedAt, jr.PreemptedBy, jr.Preemptions
 	j.acct = e.accts.index(job.Account)
+	if jr.Preemptions < 0 {
+		return fail("%d preemptions", jr.Preemptions)
+	}
 	if m := jr.Moved; m != nil {
 		if m.Job != jr.ID || m.Cause < CauseUnknown || m.Cause > CauseNodeDrained || !m.To.IsZero() {
 			return fail("a bad pending move record")
@@ -215,6 +222,9 @@ func (r *restorer) job(jr *JobRecord) *jobRec {
 
 // setState sets a restored job's phase from its recorded state.
 func (r *restorer) setState(j *jobRec, jr *JobRecord) *jobRec {
+	if !r.preemptionFits(jr) {
+		return nil
+	}
 	switch st := jr.State; {
 	case st.Waiting():
 		j.phase = StatePending
@@ -241,6 +251,24 @@ func (r *restorer) setState(j *jobRec, jr *JobRecord) *jobRec {
 	return j
 }
 
+// preemptionFits checks a job record's preemption facts against its
+// state: only a preempting job has a signal time and a preemptor (and it
+// must be preemptible), only an active one a checkpoint, within its run.
+func (r *restorer) preemptionFits(jr *JobRecord) bool {
+	preempting := jr.State == StatePreempting
+	switch {
+	case preempting != !jr.PreemptedAt.IsZero() || preempting != (jr.PreemptedBy != ""):
+		r.bad("job %s is %s with a preemption time %v and preemptor %q", jr.ID, jr.State, jr.PreemptedAt, jr.PreemptedBy)
+	case preempting && (jr.Preemption == "" || jr.Preemption == preempt.Never.String() || jr.PreemptedAt.Before(jr.Start)):
+		r.bad("job %s is preempting but cannot be preempted, or was preempted before it started", jr.ID)
+	case !jr.Checkpoint.IsZero() && (!jr.State.Active() || jr.Checkpoint.Before(jr.Start)):
+		r.bad("job %s is %s with a checkpoint at %v, outside a run", jr.ID, jr.State, jr.Checkpoint)
+	default:
+		return true
+	}
+	return false
+}
+
 // jobSpec rebuilds a job from its record.
 func (r *restorer) jobSpec(jr *JobRecord) (Job, error) {
 	j := Job{ID: jr.ID, Account: jr.Account, Submit: jr.Submit, QOS: jr.QOS, Partition: jr.Partition}
@@ -262,6 +290,14 @@ func (r *restorer) jobSpec(jr *JobRecord) (Job, error) {
 		j.OnNodeFailure = Fail
 	default:
 		return j, fmt.Errorf("unknown on_node_failure %q", jr.OnNodeFailure)
+	}
+	j.Class = jr.Class
+	if jr.Preemption != "" {
+		p, ok := preempt.ParsePolicy(jr.Preemption)
+		if !ok {
+			return j, fmt.Errorf("unknown preemption policy %q", jr.Preemption)
+		}
+		j.Preemption = p
 	}
 	j.Gang, err = jr.Gang.Spec(r.e.c, jr.ID)
 	return j, err
@@ -396,4 +432,45 @@ func (r *restorer) hold(h HoldRecord) {
 	}
 	r.notAfter("hold start", h.Since)
 	e.book.addHold(&hold{job: j, since: h.Since, target: a, held: h.Held, spent: h.SpentGPUs, budget: h.BudgetGPUs, eta: h.EstimatedStart})
+}
+
+// claims restores the claims and links their victims.
+func (r *restorer) claims() {
+	e := r.e
+	for i := range r.snap.Claims {
+		r.claim(&r.snap.Claims[i])
+	}
+	if err := e.book.check(e.c); err != nil {
+		r.bad("%v", err)
+	}
+}
+
+// claim restores one claim.
+func (r *restorer) claim(cr *ClaimRecord) {
+	e := r.e
+	j, ok := e.jobs.byID[cr.Job]
+	if !ok || j.phase != StatePending || j.resv != nil || e.book.isHeld(j) || j.claim != nil {
+		r.bad("a claim for %s, which is not waiting, or is reserved, held or claiming already", cr.Job)
+		return
+	}
+	a, err := e.allocationOf(&cr.Placement)
+	if err != nil || a.ID != cr.Job {
+		r.bad("the claim for %s: %v (placement of %q)", cr.Job, err, a.ID)
+		return
+	}
+	r.notAfter("claim start", cr.Since)
+	cl := &claim{job: j, since: cr.Since, alloc: a}
+	for _, id := range cr.Victims {
+		v, ok := e.jobs.byID[id]
+		if !ok || v.phase != StatePreempting || v.victimOf != nil || slices.Contains(cl.victims, v) || v.preemptedBy != cr.Job || v.job.Class >= j.job.Class {
+			r.bad("the claim for %s lists %s, which is not a preempting job of a lower class preempted for it (once)", cr.Job, id)
+			return
+		}
+		cl.victims = append(cl.victims, v)
+	}
+	for _, v := range cl.victims {
+		v.victimOf = cl
+	}
+	sortJobs(cl.victims)
+	e.book.addClaim(cl)
 }

@@ -9,12 +9,15 @@ import (
 
 	"github.com/phalanx-sched/phalanx/fairshare"
 	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
 // SnapshotVersion is the version of the Snapshot format this package
-// writes; Restore refuses any other.
-const SnapshotVersion = 2
+// writes. Restore reads it and version 2 (which had no preemption: a
+// version 2 snapshot is a version 3 one without classes, policies,
+// preempting jobs or claims); it refuses any other.
+const SnapshotVersion = 3
 
 // Snapshot is the whole engine as plain, JSON-serialisable data: the
 // cluster's fingerprint, node facts, jobs, running gangs, reservations,
@@ -38,6 +41,7 @@ type Snapshot struct {
 	Reservations   []ReservationRecord     `json:"reservations,omitempty"`
 	Holds          []HoldRecord            `json:"holds,omitempty"`
 	HoldEnds       []HoldEnd               `json:"hold_ends,omitempty"`
+	Claims         []ClaimRecord           `json:"claims,omitempty"`
 	Runtimes       []RuntimeRecord         `json:"runtimes,omitempty"`
 	// AllRuntimes is every account's run times together (Account empty).
 	AllRuntimes RuntimeRecord `json:"all_runtimes"`
@@ -137,6 +141,16 @@ type JobRecord struct {
 	// Moved is set when an event dropped the job's reservation and the
 	// next cycle has not yet reported where it went.
 	Moved *Move `json:"moved,omitempty"`
+	// Class and Preemption are the job's (policy "never" left out).
+	Class      int    `json:"class,omitempty"`
+	Preemption string `json:"preemption,omitempty"`
+	// Checkpoint is an active job's last checkpoint.
+	Checkpoint time.Time `json:"checkpoint,omitzero"`
+	// PreemptedAt and PreemptedBy are a preempting job's signal time and
+	// preemptor; Preemptions counts the times the job was preempted.
+	PreemptedAt time.Time `json:"preempted_at,omitzero"`
+	PreemptedBy string    `json:"preempted_by,omitempty"`
+	Preemptions int       `json:"preemptions,omitempty"`
 }
 
 // PatienceRecord is a job's Patience.
@@ -164,6 +178,16 @@ type HoldRecord struct {
 	SpentGPUs      float64         `json:"spent_gpu_seconds"`
 	BudgetGPUs     float64         `json:"budget_gpu_seconds"`
 	EstimatedStart time.Time       `json:"estimated_start"`
+}
+
+// ClaimRecord is one claim of a Snapshot: the placement kept for a job
+// that preempted others, from Since (when its victims were signalled),
+// and the victims still holding GPUs.
+type ClaimRecord struct {
+	Job       string          `json:"job"`
+	Since     time.Time       `json:"since"`
+	Placement gang.GangRecord `json:"placement"`
+	Victims   []string        `json:"victims,omitempty"`
 }
 
 // Snapshot exports the engine as of the latest time it has seen. It
@@ -199,6 +223,13 @@ func (e *Engine) Snapshot() *Snapshot {
 			SpentGPUs: h.spent, BudgetGPUs: h.budget, EstimatedStart: h.eta})
 	}
 	s.HoldEnds = slices.Clone(e.holdEnds)
+	for _, cl := range e.book.claims {
+		cr := ClaimRecord{Job: cl.job.job.ID, Since: cl.since, Placement: e.gangRecord(&cl.alloc)}
+		for _, v := range cl.victims {
+			cr.Victims = append(cr.Victims, v.job.ID)
+		}
+		s.Claims = append(s.Claims, cr)
+	}
 	for i, name := range e.accts.names {
 		if e.accts.runs[i].n > 0 {
 			s.Runtimes = append(s.Runtimes, runtimeRecord(name, &e.accts.runs[i]))
@@ -213,7 +244,11 @@ func (e *Engine) jobRecord(j *jobRec) JobRecord {
 	jb := &j.job
 	r := JobRecord{ID: jb.ID, Account: jb.Account, State: e.stateOf(j), Seq: j.seq, Submit: jb.Submit,
 		QOS: jb.QOS, Partition: jb.Partition, Gang: jb.Gang.Record(e.c), Start: j.start, Promised: j.promised,
-		LastCharge: j.lastCharge, HoldExpiry: j.holdExpiry, HoldBlocked: j.holdBlockedSince, Requeues: j.requeues, Ended: j.ended, Moved: j.moved}
+		LastCharge: j.lastCharge, HoldExpiry: j.holdExpiry, HoldBlocked: j.holdBlockedSince, Requeues: j.requeues, Ended: j.ended, Moved: j.moved,
+		Class: jb.Class, Checkpoint: j.checkpoint, PreemptedAt: j.preemptedAt, PreemptedBy: j.preemptedBy, Preemptions: j.preemptions}
+	if jb.Preemption != preempt.Never {
+		r.Preemption = jb.Preemption.String()
+	}
 	if jb.TimeLimit > 0 {
 		r.TimeLimit = jb.TimeLimit.String()
 	}

@@ -9,8 +9,8 @@ import (
 type JobState uint8
 
 // Job states. Pending, Reserved, Held and Requeued are the waiting states:
-// the job is in the queue. Starting and Running hold GPUs. Finished,
-// Failed and Cancelled are final.
+// the job is in the queue. Starting, Running and Preempting hold GPUs.
+// Finished, Failed and Cancelled are final.
 const (
 	// StatePending: waiting, with neither a reservation nor a hold.
 	StatePending JobState = iota + 1
@@ -31,11 +31,17 @@ const (
 	StateFinished
 	// StateFailed: it failed and was not requeued.
 	StateFailed
-	// StateCancelled: it was cancelled.
+	// StateCancelled: it was cancelled (or preempted with policy
+	// preempt.Cancel).
 	StateCancelled
+	// StatePreempting: a plan preempted it (Plan.Preemptions): the host
+	// signals it, and it holds its GPUs until the host reports them
+	// released (Engine.Preempted), when it is requeued or cancelled per
+	// its Job.Preemption policy.
+	StatePreempting
 )
 
-var jobStateNames = [...]string{"", "pending", "reserved", "held", "requeued", "starting", "running", "finished", "failed", "cancelled"}
+var jobStateNames = [...]string{"", "pending", "reserved", "held", "requeued", "starting", "running", "finished", "failed", "cancelled", "preempting"}
 
 // String returns the state's stable lower-case name.
 func (s JobState) String() string {
@@ -62,8 +68,11 @@ func (s *JobState) UnmarshalText(b []byte) error {
 // Waiting reports whether the state is one of the waiting states.
 func (s JobState) Waiting() bool { return s >= StatePending && s <= StateRequeued }
 
-// Active reports whether the job holds GPUs (starting or running).
-func (s JobState) Active() bool { return s == StateStarting || s == StateRunning }
+// Active reports whether the job holds GPUs (starting, running or
+// preempting).
+func (s JobState) Active() bool {
+	return s == StateStarting || s == StateRunning || s == StatePreempting
+}
 
 // Ended reports whether the state is final.
 func (s JobState) Ended() bool { return s >= StateFinished && s <= StateCancelled }
@@ -83,7 +92,7 @@ func (s stateSet) has(x JobState) bool { return s&(1<<x) != 0 }
 
 func (s stateSet) String() string {
 	var names []string
-	for x := StatePending; x <= StateCancelled; x++ {
+	for x := StatePending; x <= StatePreempting; x++ {
 		if s.has(x) {
 			names = append(names, x.String())
 		}
@@ -93,7 +102,7 @@ func (s stateSet) String() string {
 
 var (
 	waitingStates = setOf(StatePending, StateReserved, StateHeld, StateRequeued)
-	activeStates  = setOf(StateStarting, StateRunning)
+	activeStates  = setOf(StateStarting, StateRunning, StatePreempting)
 )
 
 // NodeState is what the engine knows of a node: down (failed) and

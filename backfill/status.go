@@ -32,8 +32,9 @@ type JobStatus struct {
 	// PlannedStart and PlannedEnd are a reserved job's planned window.
 	PlannedStart time.Time `json:"planned_start,omitzero"`
 	PlannedEnd   time.Time `json:"planned_end,omitzero"`
-	// Nodes is where an active job runs, or where a reserved or held job
-	// is planned, as a Slurm hostlist.
+	// Nodes is where an active job runs, or where a reserved or held
+	// job, or one waiting for the jobs it preempted, is planned, as a
+	// Slurm hostlist.
 	Nodes string `json:"nodes,omitempty"`
 	// Code and Reason say why a waiting job waits, as of the last cycle.
 	Code   WaitCode `json:"code,omitempty"`
@@ -41,8 +42,12 @@ type JobStatus struct {
 	// Overrun reports an active job past its time limit.
 	Overrun bool `json:"overrun,omitempty"`
 	// Requeues counts the times the job went back to the queue.
-	Requeues int     `json:"requeues,omitempty"`
-	wait     Waiting // for FormatJobs' relative times
+	Requeues int `json:"requeues,omitempty"`
+	// Class is the job's priority class (Job.Class); Preemptions counts
+	// the times it was preempted.
+	Class       int     `json:"class,omitempty"`
+	Preemptions int     `json:"preemptions,omitempty"`
+	wait        Waiting // for FormatJobs' relative times
 }
 
 // MarshalJSON writes the status with snake_case names and the time limit
@@ -88,11 +93,14 @@ func (e *Engine) Jobs() []JobStatus {
 
 func (e *Engine) status(j *jobRec) JobStatus {
 	s := JobStatus{ID: j.job.ID, Account: j.job.Account, State: e.stateOf(j), GPUs: j.gpus,
-		TimeLimit: j.job.TimeLimit, Submit: j.job.Submit, Requeues: j.requeues}
+		TimeLimit: j.job.TimeLimit, Submit: j.job.Submit, Requeues: j.requeues, Class: j.job.Class, Preemptions: j.preemptions}
 	switch {
 	case j.phase.Active():
 		s.Start, s.End, s.Nodes = j.start, j.end, NodeList(e.c, j.alloc)
 		s.Overrun = j.overrun(e.last)
+		if j.phase == StatePreempting {
+			s.Reason = "preempted by " + j.preemptedBy + ": signalled, holding its GPUs until the host reports them released"
+		}
 	case j.phase.Ended():
 		s.End = j.ended
 		if !j.start.IsZero() {
@@ -107,6 +115,8 @@ func (e *Engine) status(j *jobRec) JobStatus {
 			s.PlannedStart, s.PlannedEnd, s.Nodes = r.start, r.end, NodeList(e.c, &r.alloc)
 		} else if h := e.book.holdOf(j); h != nil {
 			s.Nodes = NodeList(e.c, &h.target)
+		} else if cl := j.claim; cl != nil {
+			s.Nodes = NodeList(e.c, &cl.alloc)
 		}
 	}
 	return s
@@ -169,7 +179,8 @@ func FormatJobs(jobs []JobStatus, epoch time.Time) string {
 // NextEvent returns the earliest time after the latest one seen at which
 // the plan can change without a new event: a reservation's planned start,
 // a hold's expiry, the end of a waiting job's patience or hold cool-down,
-// an active job's time limit. A host can sleep until then (or until an
+// an active job's time limit, the end of the exempt time of a running job
+// that a waiting job would preempt if it could. A host can sleep until then (or until an
 // event: a submit, a finish, a node) instead of polling. It reports false
 // when nothing is due. Priorities drift with time (age, decaying usage),
 // which can change which jobs get reservations; a host that wants that
@@ -195,6 +206,9 @@ func (e *Engine) NextEvent() (time.Time, bool) {
 				consider(j.holdBlockedSince.Add(e.cfg.Hold.Hysteresis))
 			}
 		}
+	}
+	if t, ok := e.exemptEnd(); ok {
+		consider(t)
 	}
 	e.prof.ends.AscendGreaterOrEqual(endItem{end: e.last.Add(1)}, func(it endItem) bool {
 		consider(it.end)

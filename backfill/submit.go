@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -67,6 +68,8 @@ func (e *Engine) checkFields(j *Job) error {
 		return bad("gang ID %s differs", j.Gang.ID)
 	case j.OnNodeFailure > Fail:
 		return bad("unknown OnNodeFailure %d", j.OnNodeFailure)
+	case j.Preemption > preempt.Cancel:
+		return bad("unknown Preemption policy %d", j.Preemption)
 	}
 	if err := checkTime("submit time", j.Submit); err != nil {
 		return bad("%v", err)

@@ -10,14 +10,21 @@ import (
 
 // wait decides what a job that cannot start now gets: its hold, its
 // reservation (kept up by upkeep), a new reservation, a hold, or a
-// reason.
+// reason; a job that may preempt and would not start soon otherwise
+// first looks for victims.
 func (c *cycle) wait(j *jobRec, w *Waiting) {
 	spec, patient := c.specFor(j)
 	failed := c.lastRes
 	if h := c.e.book.holdOf(j); h != nil && c.keepHold(h, spec, w) {
+		if c.mayPreempt(j) {
+			c.preempt(j, spec, time.Time{}, w)
+		}
 		return
 	}
 	if r := j.resv; r != nil {
+		if c.mayPreempt(j) && c.far(r.start) && c.preempt(j, spec, r.start, w) {
+			return
+		}
 		w.Code, w.Until = WaitReserved, r.start
 		if !r.start.After(c.now) {
 			if o := c.overrunOn(&r.alloc); o != nil {
@@ -32,13 +39,45 @@ func (c *cycle) wait(j *jobRec, w *Waiting) {
 	if j.resv != nil {
 		return // keepHold made it a reservation
 	}
-	if c.mayReserve() && !j.dropped && c.reserve(j, spec, w) {
+	if c.reserveOrPreempt(j, spec, w) {
 		return
 	}
 	if c.tryHold(j, spec, w) {
 		return
 	}
 	c.classify(spec, failed, w)
+}
+
+// reserveOrPreempt gives job j, which has no reservation, one at the earliest time
+// the profile admits it (while ReservationDepth allows), unless it may
+// preempt and that time is far (or there is none): it then looks for
+// victims first. It reports whether j got a reservation or a claim.
+func (c *cycle) reserveOrPreempt(j *jobRec, spec *gang.Spec, w *Waiting) bool {
+	e := c.e
+	canReserve := c.mayReserve() && !j.dropped
+	canPreempt := c.mayPreempt(j)
+	if !canReserve && !canPreempt {
+		return false
+	}
+	t, found := e.search(c.now, query{j: j, spec: spec})
+	if canPreempt && (!found || c.far(t)) {
+		if found {
+			// The search's placement in e.alloc is needed for the
+			// reservation if preemption does not help.
+			e.alloc.CopyTo(&e.plannedAlloc)
+		}
+		if c.preempt(j, spec, t, w) {
+			return true
+		}
+		if found {
+			e.plannedAlloc.CopyTo(&e.alloc)
+		}
+	}
+	if found && canReserve {
+		c.reserveAt(j, t, w)
+		return true
+	}
+	return false
 }
 
 // settleMove reports where a job whose reservation an event dropped went:
@@ -66,17 +105,6 @@ func (c *cycle) mayReserve() bool {
 	cfg := &c.e.cfg
 	d := cfg.ReservationDepth
 	return !cfg.Strict && d != 0 && (d == Conservative || len(c.e.book.resv) < d)
-}
-
-// reserve gives job j a reservation at the earliest time the profile
-// admits it, if there is one.
-func (c *cycle) reserve(j *jobRec, spec *gang.Spec, w *Waiting) bool {
-	t, ok := c.e.search(c.now, query{j: j, spec: spec})
-	if !ok {
-		return false
-	}
-	c.reserveAt(j, t, w)
-	return true
 }
 
 // reserveAt gives job j a reservation from t on e.alloc.
@@ -224,7 +252,7 @@ func (c *cycle) classify(spec *gang.Spec, failed gang.Admission, w *Waiting) {
 	if len(spec.Members) > 1 {
 		w.Code = WaitGang
 	}
-	if len(c.blockedRes) == 0 && len(e.book.holds) == 0 {
+	if len(c.blockedRes) == 0 && len(e.book.holds) == 0 && len(e.book.claims) == 0 {
 		return
 	}
 	// Would it fit without the reservations and holds of others?
@@ -246,6 +274,12 @@ func (c *cycle) classify(spec *gang.Spec, failed gang.Admission, w *Waiting) {
 	for _, h := range e.book.holds {
 		if h != c.ownHold && intersects(&e.alloc, &h.target) {
 			w.Code, w.Blocker, w.Until = WaitHold, h.job.job.ID, h.since
+			return
+		}
+	}
+	for _, cl := range e.book.claims {
+		if intersects(&e.alloc, &cl.alloc) {
+			w.Code, w.Blocker, w.Until = WaitClaimed, cl.job.job.ID, cl.since
 			return
 		}
 	}

@@ -1,0 +1,358 @@
+package backfill
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/gang/preempt"
+	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// preemptScratch is the engine's preemption machinery, built once with
+// the engine when preemption is on: the victim search and the buffers it
+// is fed from, reused by every search (a search allocates nothing in the
+// steady state beyond what preempt.Searcher.Find needs).
+type preemptScratch struct {
+	s     *preempt.Searcher
+	state *topology.State // the free state minus every GPU others may keep
+	// mask is, per node, the GPUs of the reservations and holds of other
+	// jobs: a preemptor is never placed on them, so they are left out of
+	// the candidates' allocations.
+	mask    []uint64
+	touched []topology.NodeID // nodes with a mask
+	cands   []preempt.Candidate
+	jobs    []*jobRec // the job of each candidate
+	// spans[i] is candidate i's entries in flat when its allocation was
+	// trimmed by the mask (start -1: it was not).
+	spans   [][2]int32
+	flat    []topology.NodeAlloc
+	trimmed []gang.Allocation
+	verdict preempt.Verdict
+	req     preempt.Preemptor
+}
+
+func newPreemptScratch(c *topology.Cluster) (*preemptScratch, error) {
+	s, err := preempt.NewSearcher(c, preempt.DefaultOptions())
+	if err != nil {
+		return nil, err
+	}
+	return &preemptScratch{s: s, state: topology.NewState(c), mask: make([]uint64, c.NumNodes())}, nil
+}
+
+// initPreempt resets the cycle's search budget and finds the lowest class
+// of the running jobs (the only ones that may be preempted).
+func (c *cycle) initPreempt() {
+	c.searches, c.anyRunning, c.lowest = 0, false, 0
+	if c.e.pre == nil {
+		return
+	}
+	for _, j := range c.e.jobs.running {
+		if j.phase == StateRunning && (!c.anyRunning || j.job.Class < c.lowest) {
+			c.anyRunning, c.lowest = true, j.job.Class
+		}
+	}
+}
+
+// mayPreempt reports whether waiting job j may look for victims now:
+// preemption is on, some running job has a lower class, and the cycle's
+// search budget is not spent.
+func (c *cycle) mayPreempt(j *jobRec) bool {
+	e := c.e
+	if e.pre == nil || !c.anyRunning || j.job.Class <= c.lowest {
+		return false
+	}
+	max := e.cfg.Preemption.MaxSearches
+	return max == 0 || c.searches < max
+}
+
+// far reports whether planned start t is far enough away to preempt
+// rather than wait for it: later than now + Grace + MinGain.
+func (c *cycle) far(t time.Time) bool {
+	p := &c.e.cfg.Preemption
+	return t.After(c.now.Add(p.Grace + p.MinGain))
+}
+
+// preempt looks for victims for waiting job j, placed with spec, whose
+// earliest planned start is planned (zero: it has none). With a victim
+// set it preempts them for j (claimFor) and reports true; otherwise it
+// notes in w why preemption did not help.
+func (c *cycle) preempt(j *jobRec, spec *gang.Spec, planned time.Time, w *Waiting) bool {
+	e := c.e
+	p := e.pre
+	c.searches++
+	p.prepare(e, j)
+	p.candidates(e, j, c.now)
+	p.req = preempt.Preemptor{Gang: spec, Class: j.job.Class}
+	if err := p.s.Find(p.state, &p.req, p.cands, &p.verdict); err != nil {
+		panic(fmt.Sprintf("backfill: victim search for %s refused the engine's own candidates: %v", j.job.ID, err))
+	}
+	p.req.Gang = nil
+	v := &p.verdict
+	if !v.Found {
+		w.PreemptTried, w.Preempt = true, v.Reason
+		return false
+	}
+	if v.Reason.Code == preempt.Fits {
+		// The search state keeps more GPUs from j than the scratch state
+		// it failed on, so this cannot happen; waiting is the safe answer.
+		return false
+	}
+	c.claimFor(j, planned, w)
+	return true
+}
+
+// prepare makes the search state the free state minus the GPUs of every
+// reservation, hold and claim but j's own (a preemptor starts when its
+// victims are released, a time nobody knows, so it keeps off every GPU
+// promised to another job at any time), and the mask of those GPUs.
+func (p *preemptScratch) prepare(e *Engine, j *jobRec) {
+	if err := e.ledger.State().CopyInto(p.state); err != nil {
+		panic(err)
+	}
+	for _, n := range p.touched {
+		p.mask[n] = 0
+	}
+	p.touched = p.touched[:0]
+	for _, r := range e.book.resv {
+		if r.job != j {
+			block(p.state, &r.alloc)
+			p.addMask(&r.alloc)
+		}
+	}
+	for _, h := range e.book.holds {
+		if h.job != j {
+			block(p.state, &h.target)
+			p.addMask(&h.target)
+		}
+	}
+	for _, cl := range e.book.claims {
+		block(p.state, &cl.alloc)
+	}
+}
+
+func (p *preemptScratch) addMask(a *gang.Allocation) {
+	for i := range a.Members {
+		for _, x := range a.Members[i].Assignment {
+			if p.mask[x.Node] == 0 {
+				p.touched = append(p.touched, x.Node)
+			}
+			p.mask[x.Node] |= x.GPUs
+		}
+	}
+}
+
+// candidates lists the running jobs of a class below j's as candidates
+// (every policy, so that the search can say which protection keeps j
+// out), each with its allocation minus the masked GPUs; a job left with
+// none is no candidate (stopping it frees nothing j may use).
+func (p *preemptScratch) candidates(e *Engine, j *jobRec, now time.Time) {
+	p.cands, p.jobs, p.spans, p.flat = p.cands[:0], p.jobs[:0], p.spans[:0], p.flat[:0]
+	exempt := e.cfg.Preemption.ExemptTime
+	for _, r := range e.jobs.running {
+		if r.phase != StateRunning || r.job.Class >= j.job.Class {
+			continue
+		}
+		span, ok := p.trim(r.alloc)
+		if !ok {
+			continue
+		}
+		p.spans = append(p.spans, span)
+		p.jobs = append(p.jobs, r)
+		p.cands = append(p.cands, preempt.Candidate{ID: r.job.ID, Alloc: r.alloc, Class: r.job.Class,
+			Policy: r.job.Preemption, Exempt: now.Sub(r.start) < exempt, Cost: lostWork(r, now)})
+	}
+	// The trimmed allocations point into flat, complete only now.
+	k := 0
+	for i, sp := range p.spans {
+		if sp[0] < 0 {
+			continue
+		}
+		if k == len(p.trimmed) {
+			p.trimmed = append(p.trimmed, gang.Allocation{Members: make([]gang.MemberAllocation, 1)})
+		}
+		t := &p.trimmed[k]
+		t.ID = p.cands[i].ID
+		t.Members[0] = gang.MemberAllocation{Name: "unpromised", Assignment: p.flat[sp[0]:sp[1]], Pods: int(sp[1] - sp[0])}
+		k++
+	}
+	k = 0
+	for i, sp := range p.spans {
+		if sp[0] >= 0 {
+			p.cands[i].Alloc = &p.trimmed[k]
+			k++
+		}
+	}
+}
+
+// trim appends to flat a's entries minus the masked GPUs when the mask
+// touches a, returning their span ({-1, -1} when it does not); false
+// when nothing is left.
+func (p *preemptScratch) trim(a *gang.Allocation) ([2]int32, bool) {
+	hit := false
+	for i := range a.Members {
+		for _, x := range a.Members[i].Assignment {
+			hit = hit || p.mask[x.Node]&x.GPUs != 0
+		}
+	}
+	if !hit {
+		return [2]int32{-1, -1}, true
+	}
+	start := int32(len(p.flat))
+	for i := range a.Members {
+		for _, x := range a.Members[i].Assignment {
+			if m := x.GPUs &^ p.mask[x.Node]; m != 0 {
+				p.flat = append(p.flat, topology.NodeAlloc{Node: x.Node, GPUs: m})
+			}
+		}
+	}
+	end := int32(len(p.flat))
+	return [2]int32{start, end}, end > start
+}
+
+// lostWork is the work active job j loses if stopped at now, in
+// GPU-seconds: its GPUs times the time since it started or last
+// checkpointed, at most preempt.MaxCost.
+func lostWork(j *jobRec, now time.Time) int64 {
+	secs := int64(now.Sub(later(j.start, j.checkpoint)) / time.Second)
+	if secs <= 0 {
+		return 0
+	}
+	return min(int64(j.used)*secs, preempt.MaxCost)
+}
+
+// claimFor preempts the verdict's victims for j: j's reservation or hold
+// gives way to a claim on the verdict's placement, each victim becomes
+// preempting and goes into the plan.
+func (c *cycle) claimFor(j *jobRec, planned time.Time, w *Waiting) {
+	e := c.e
+	p := e.pre
+	v := &p.verdict
+	cl := &claim{job: j, since: c.now}
+	v.Allocation.CopyTo(&cl.alloc)
+	cl.alloc.ID = j.job.ID
+	if r := j.resv; r != nil {
+		e.book.remove(r)
+	}
+	if h := e.book.holdOf(j); h != nil {
+		c.plan.HoldEnds = append(c.plan.HoldEnds, HoldEnd{Job: j.job.ID, Cause: HoldPreempting, Held: h.held})
+		e.book.dropHold(h)
+	}
+	why := "had no planned start"
+	if !planned.IsZero() {
+		why = fmt.Sprintf("could not start from a reservation for %s", planned.Sub(c.now))
+	}
+	for _, i := range v.Victims {
+		vj := p.jobs[i]
+		vj.phase, vj.preemptedAt, vj.preemptedBy, vj.victimOf = StatePreempting, c.now, j.job.ID, cl
+		vj.preemptions++
+		cl.victims = append(cl.victims, vj)
+		c.plan.Preemptions = append(c.plan.Preemptions, Preemption{Victim: vj.job.ID, Preemptor: j.job.ID,
+			Policy: vj.job.Preemption, Deadline: c.now.Add(e.cfg.Preemption.Grace), GPUs: vj.used, LostGPUSeconds: lostWork(vj, c.now),
+			Reason: fmt.Sprintf("preempted by %s (class %d, above this job's %d) for its %d-GPU gang, which %s",
+				j.job.ID, j.job.Class, vj.job.Class, j.gpus, why)})
+	}
+	sortJobs(cl.victims)
+	e.book.addClaim(cl)
+	c.valid = false
+	c.gen++
+	c.reportClaim(cl, w)
+}
+
+// reportClaim fills w for a job waiting for its victims.
+func (c *cycle) reportClaim(cl *claim, w *Waiting) {
+	w.Code, w.Until, w.Blocker, w.Hold = WaitPreempting, cl.since.Add(c.e.cfg.Preemption.Grace), "", nil
+	w.Member, w.Reason, w.Detail = "", placement.Reason{}, victimList(cl.victims)
+}
+
+// victimList names the victims still holding GPUs: "job a", "jobs a, b
+// and 3 more".
+func victimList(vs []*jobRec) string {
+	if len(vs) == 1 {
+		return "job " + vs[0].job.ID
+	}
+	var b strings.Builder
+	b.WriteString("jobs ")
+	shown := min(len(vs), 4)
+	for i, v := range vs[:shown] {
+		switch {
+		case i == 0:
+		case i == len(vs)-1:
+			b.WriteString(" and ")
+		default:
+			b.WriteString(", ")
+		}
+		b.WriteString(v.job.ID)
+	}
+	if more := len(vs) - shown; more > 0 {
+		fmt.Fprintf(&b, " and %d more", more)
+	}
+	return b.String()
+}
+
+// startClaims starts every preemptor whose victims have all released
+// their GPUs, on its claim. A claim whose GPUs are not all free (which
+// the invariants rule out) is dropped and its job waits as any other.
+func (c *cycle) startClaims() {
+	e := c.e
+	c.claimBuf = append(c.claimBuf[:0], e.book.claims...)
+	for _, cl := range c.claimBuf {
+		if len(cl.victims) > 0 {
+			continue
+		}
+		if !allAvailable(e.ledger.State(), &cl.alloc) {
+			e.book.dropClaim(cl)
+			c.valid = false
+			continue
+		}
+		c.plan.Tested++
+		cl.alloc.CopyTo(&e.alloc)
+		c.start(cl.job)
+	}
+	clear(c.claimBuf)
+}
+
+// released takes preempting job j, whose GPUs are being released, out of
+// the claim that waits for it.
+func (e *Engine) released(j *jobRec) {
+	if cl := j.victimOf; cl != nil {
+		for i, v := range cl.victims {
+			if v == j {
+				cl.victims = append(cl.victims[:i], cl.victims[i+1:]...)
+				break
+			}
+		}
+		e.book.version++
+	}
+	j.victimOf, j.preemptedAt, j.preemptedBy = nil, time.Time{}, ""
+}
+
+// exemptEnd returns the earliest end after the latest time seen of an
+// exempt time that keeps a waiting job from preempting (its last search
+// said the only victims were exempt), or false.
+func (e *Engine) exemptEnd() (time.Time, bool) {
+	if e.pre == nil {
+		return time.Time{}, false
+	}
+	top, any := 0, false
+	for _, j := range e.jobs.pending {
+		if c := j.wait.Preempt.Code; j.wait.PreemptTried && (c == preempt.Exempt || c == preempt.Protected) && (!any || j.job.Class > top) {
+			top, any = j.job.Class, true
+		}
+	}
+	var next time.Time
+	if !any {
+		return next, false
+	}
+	for _, j := range e.jobs.running {
+		if j.phase != StateRunning || j.job.Class >= top || j.job.Preemption == preempt.Never {
+			continue
+		}
+		if t := j.start.Add(e.cfg.Preemption.ExemptTime); t.After(e.last) && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	return next, !next.IsZero()
+}
