@@ -205,10 +205,10 @@ const (
 	// limit) and is to get a hold: from Until (Detail says why not
 	// before), or once the holder Blocker gives its GPUs up.
 	WaitForHold
-	// WaitPreempting: the job preempted the jobs listed in Detail; it
-	// starts on their GPUs (kept for it meanwhile) at the first cycle
-	// after the host reports them all released, expected by Until (the
-	// end of their grace period).
+	// WaitPreempting: the job preempted the jobs named in Detail (those
+	// still holding GPUs); it starts on their GPUs (kept for it
+	// meanwhile) at the first cycle after the host reports them all
+	// released, expected by Until (the end of their grace period).
 	WaitPreempting
 	// WaitClaimed: the job would fit now, but on GPUs kept for job
 	// Blocker, which preempted jobs to start there (since Until).
@@ -305,7 +305,7 @@ func (w *Waiting) message(epoch time.Time) string {
 	case WaitGang:
 		return "its members cannot all fit together: " + w.member()
 	case WaitPreempting:
-		return fmt.Sprintf("preempted %s; starts on their GPUs once they are released (grace until %s)", w.Detail, at(w.Until))
+		return fmt.Sprintf("waiting for the GPUs of preempted %s (grace until %s); it starts on them at the next cycle after", w.Detail, at(w.Until))
 	case WaitClaimed:
 		return fmt.Sprintf("would fit now, but on GPUs kept for job %s, which preempted jobs to start there (since %s)", w.Blocker, at(w.Until))
 	}
@@ -397,7 +397,7 @@ func (p *Plan) Describe(c *topology.Cluster, epoch time.Time) string {
 			formatTime(h.Since, epoch), h.GPUs, h.Target, h.Nodes, h.SpentGPUHours, h.BudgetGPUHours)
 	}
 	for _, x := range p.Preemptions {
-		fmt.Fprintf(&b, "preempt %s for %s (%s by %s, %.1f GPU-hours lost): %s\n", x.Victim, x.Preemptor, x.Policy,
+		fmt.Fprintf(&b, "preempt %s for %s (%s, grace until %s, %.1f GPU-hours lost): %s\n", x.Victim, x.Preemptor, x.Policy,
 			formatTime(x.Deadline, epoch), float64(x.LostGPUSeconds)/3600, x.Reason)
 	}
 	for _, h := range p.HoldEnds {

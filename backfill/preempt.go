@@ -242,7 +242,7 @@ func (c *cycle) claimFor(j *jobRec, planned time.Time, w *Waiting) {
 	}
 	why := "had no planned start"
 	if !planned.IsZero() {
-		why = fmt.Sprintf("could not start from a reservation for %s", planned.Sub(c.now))
+		why = fmt.Sprintf("would otherwise start in %s at the earliest", planned.Sub(c.now))
 	}
 	for _, i := range v.Victims {
 		vj := p.jobs[i]

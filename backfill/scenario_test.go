@@ -10,6 +10,7 @@ import (
 
 	"github.com/phalanx-sched/phalanx/fairshare"
 	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/internal/datadriven"
 	"github.com/phalanx-sched/phalanx/internal/testcluster"
 	"github.com/phalanx-sched/phalanx/placement"
@@ -50,12 +51,14 @@ type scenario struct {
 //	state                                     (input: testcluster state text; prints the state)
 //	engine [depth=N|conservative] [strict] [maxtest=N] [keep=D]
 //	       [hold=off|minGPUs@budget] [holdwait=D] [capwait=D] [hysteresis=D]
+//	       [preempt] [exempt=D] [grace=D] [gain=D] [searches=N]
 //	       (input: fairshare text form of the accounts)
 //	submit id=J [account=A] [at=T] [limit=D] nodes=N|gpus=N [gpn=G] [required=L]
-//	       [preferred=L] [exclusive] [patience=k@D] [fail]   (one member "main")
+//	       [preferred=L] [exclusive] [patience=k@D] [fail]
+//	       [class=K] [policy=never|requeue|cancel]        (one member "main")
 //	submit id=J ... (input: one member per line: name nodes=N gpn=G ...)
 //	schedule at=T                             (prints the plan)
-//	started|finish|cancel id=J at=T
+//	started|finish|cancel|preempted|checkpoint id=J at=T
 //	failed id=J at=T [requeue]
 //	down|up|drain|resume node=N at=T
 //	jobs                                      (prints the squeue-like table)
@@ -102,7 +105,7 @@ func (sc *scenario) run(d *datadriven.Case) string {
 			return "error: " + err.Error()
 		}
 		return p.Describe(sc.c, epoch)
-	case "started", "finish", "cancel", "failed":
+	case "started", "finish", "cancel", "failed", "preempted", "checkpoint":
 		return sc.jobEvent(d)
 	case "down", "up", "drain", "resume":
 		return sc.nodeEvent(d)
@@ -148,7 +151,7 @@ func (sc *scenario) cluster(d *datadriven.Case) string {
 
 func (sc *scenario) engine(d *datadriven.Case) string {
 	t := sc.t
-	d.Only(t, "depth", "strict", "maxtest", "hold", "holdwait", "capwait", "hysteresis", "keep")
+	d.Only(t, "depth", "strict", "maxtest", "hold", "holdwait", "capwait", "hysteresis", "keep", "preempt", "exempt", "grace", "gain", "searches")
 	cfg := DefaultConfig()
 	cfg.FairShare.Weights = fairshare.Weights{Age: 1000, FairShare: 1000}
 	cfg.FairShare.MaxAge = 24 * time.Hour
@@ -176,6 +179,12 @@ func (sc *scenario) engine(d *datadriven.Case) string {
 	cfg.Hold.MinWait = d.Duration(t, "holdwait", 0)
 	cfg.Hold.CapWait = d.Duration(t, "capwait", cfg.Hold.CapWait)
 	cfg.Hold.Hysteresis = d.Duration(t, "hysteresis", cfg.Hold.Hysteresis)
+	pc := &cfg.Preemption
+	pc.Enabled = d.Has("preempt")
+	pc.ExemptTime = d.Duration(t, "exempt", pc.ExemptTime)
+	pc.Grace = d.Duration(t, "grace", pc.Grace)
+	pc.MinGain = d.Duration(t, "gain", pc.MinGain)
+	pc.MaxSearches = d.Int(t, "searches", pc.MaxSearches)
 	text := d.Input
 	if strings.TrimSpace(text) == "" {
 		text = "a\nb\n"
@@ -191,8 +200,12 @@ func (sc *scenario) engine(d *datadriven.Case) string {
 	if sc.e, err = New(sc.c, cfg, tree); err != nil {
 		return "error: " + err.Error()
 	}
-	return fmt.Sprintf("engine: depth %d, strict %v, hold %v (min %d GPUs, budget %v)", cfg.ReservationDepth, cfg.Strict,
+	out := fmt.Sprintf("engine: depth %d, strict %v, hold %v (min %d GPUs, budget %v)", cfg.ReservationDepth, cfg.Strict,
 		cfg.Hold.Enabled, cfg.Hold.MinGPUs, cfg.Hold.Budget)
+	if pc.Enabled {
+		out += fmt.Sprintf(", preemption (exempt %v, grace %v, gain %v)", pc.ExemptTime, pc.Grace, pc.MinGain)
+	}
+	return out
 }
 
 // job builds the job of a submit command.
@@ -215,7 +228,14 @@ func (sc *scenario) job(d *datadriven.Case) Job {
 	if d.Has("fail") {
 		j.OnNodeFailure = Fail
 	}
-	jobKeys := []string{"id", "account", "at", "limit", "patience", "fail"}
+	j.Class = d.Int(t, "class", 0)
+	if p := get("policy"); p != "" {
+		var ok bool
+		if j.Preemption, ok = preempt.ParsePolicy(p); !ok {
+			d.Fatalf(t, "policy=%q: want never, requeue or cancel", p)
+		}
+	}
+	jobKeys := []string{"id", "account", "at", "limit", "patience", "fail", "class", "policy"}
 	if strings.TrimSpace(d.Input) == "" {
 		d.Only(t, append(jobKeys, requestKeys...)...)
 		var args []datadriven.Arg
@@ -293,6 +313,12 @@ func (sc *scenario) jobEvent(d *datadriven.Case) string {
 	case "cancel":
 		d.Only(t, "id", "at")
 		return result(sc.e.Cancel(id, now))
+	case "preempted":
+		d.Only(t, "id", "at")
+		return result(sc.e.Preempted(id, now))
+	case "checkpoint":
+		d.Only(t, "id", "at")
+		return result(sc.e.Checkpointed(id, now))
 	}
 	d.Only(t, "id", "at")
 	return result(sc.e.Finished(id, now))
