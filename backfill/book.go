@@ -48,6 +48,7 @@ type hold struct {
 type claim struct {
 	job   *jobRec
 	since time.Time // when the victims were signalled
+	due   time.Time // since + Grace: when the preemptor is due to start
 	alloc gang.Allocation
 	// victims are the preempted jobs still holding GPUs (preempting);
 	// each is removed when its GPUs are released.
@@ -62,8 +63,9 @@ type claim struct {
 // share no GPU; a held job is waiting, holds no reservation and one hold;
 // hold targets share no GPU with each other or with a reservation; a
 // claim's job is waiting with neither a reservation nor a hold and points
-// back at it; claims share no GPU with each other, a reservation or a
-// hold.
+// back at it; claims share no GPU with each other or a hold, nor with a
+// reservation that starts before the claim's job would end if it started
+// when due.
 type book struct {
 	resv    []*reservation
 	version uint64 // bumped on every change
@@ -150,6 +152,13 @@ func (b *book) dropClaim(c *claim) {
 	}
 	b.version++
 	b.freed++
+}
+
+// clears reports whether the claim's job, started when due, ends before
+// reservation r starts: only then may they share GPUs.
+func (c *claim) clears(r *reservation) bool {
+	l := c.job.job.TimeLimit
+	return l > 0 && !r.start.Before(c.due.Add(l))
 }
 
 // sorted returns the reservations by start and, those with an end, by
@@ -268,8 +277,8 @@ func (b *book) checkClaims() []error {
 			}
 		}
 		for _, r := range b.resv {
-			if intersects(&c.alloc, &r.alloc) {
-				errs = append(errs, fmt.Errorf("claim of %s shares GPUs with the reservation of %s", id, r.job.job.ID))
+			if !c.clears(r) && intersects(&c.alloc, &r.alloc) {
+				errs = append(errs, fmt.Errorf("claim of %s shares GPUs with the reservation of %s, which starts before it would end", id, r.job.job.ID))
 			}
 		}
 		for _, h := range b.holds {

@@ -165,6 +165,7 @@ func (c *cycle) keepBook() {
 		if !r.start.After(c.now) {
 			if k, ok := e.keepTime(r, c.slipped, c.now); ok && !k.at.After(c.now) && allAvailable(e.ledger.State(), &r.alloc) {
 				c.plan.Tested++
+				c.yieldClaims(r)
 				r.alloc.CopyTo(&e.alloc)
 				c.start(r.job)
 				continue
@@ -379,6 +380,12 @@ func (c *cycle) start(j *jobRec) {
 		panic(fmt.Sprintf("backfill: admitted job %s refused by the ledger: %v", j.job.ID, err))
 	}
 	j.promised = c.now
+	if cl := j.claim; cl != nil {
+		// It was due when its victims' grace ended.
+		if cl.due.Before(c.now) {
+			j.promised = cl.due
+		}
+	}
 	if r := j.resv; r != nil {
 		if r.start.Before(c.now) {
 			j.promised = r.start

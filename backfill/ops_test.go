@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -29,6 +30,9 @@ type step struct {
 
 func (s step) String() string {
 	what := s.id
+	if what == "" && (s.kind == opStarted || s.kind == opPreempted) {
+		what = "(first or every job in the state)"
+	}
 	if s.kind == opSubmit {
 		r := s.job.Gang.Members[0].Request
 		what = fmt.Sprintf("%s %s limit=%v members=%d", s.job.ID, r.String(), s.job.TimeLimit, len(s.job.Gang.Members))
@@ -55,6 +59,7 @@ func opsEngine(t testing.TB, c *topology.Cluster, depth int) *Engine {
 	cfg.FairShare.HalfLife = time.Hour
 	cfg.Hold = HoldConfig{Enabled: true, MinGPUs: 16, MaxShare: 0.75, CapWait: 30 * time.Minute, Budget: time.Hour, Hysteresis: 20 * time.Minute, MaxHolds: 2}
 	cfg.KeepEnded = 10 * time.Minute
+	cfg.Preemption = PreemptionConfig{Enabled: true, ExemptTime: 2 * time.Minute, Grace: 2 * time.Minute}
 	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b"))
 	if err != nil {
 		t.Fatal(err)
@@ -70,13 +75,15 @@ func stepFrom(c *topology.Cluster, b [6]byte) step {
 	s := step{dt: time.Duration(b[1]%64) * time.Minute / 4}
 	id := fmt.Sprintf("j%d", b[2]%24)
 	node := topology.NodeID(int(b[2]) % c.NumNodes())
-	switch k := b[0] % 16; {
+	switch k := b[0] % 20; {
 	case k < 5:
 		s.kind, s.job = opSubmit, jobFrom2(c, id, b)
 	case k < 8:
 		s.kind = opSchedule
 	case k == 8:
 		s.kind, s.id = opStarted, id
+	case k >= 18:
+		s.kind = opStarted // every starting job, as a host confirms its launches
 	case k == 9:
 		s.kind, s.id = opFinished, id
 	case k == 10:
@@ -89,8 +96,15 @@ func stepFrom(c *topology.Cluster, b [6]byte) step {
 		s.kind, s.node = opNodeUp, node
 	case k == 14:
 		s.kind, s.node = opDrain, node
-	default:
+	case k == 15:
 		s.kind, s.node = opResume, node
+	case k == 16:
+		s.kind, s.id = opPreempted, id
+		if b[3]%2 == 0 {
+			s.id = "" // the first preempting job, as a host reports a release
+		}
+	default:
+		s.kind, s.id = opCheckpointed, id
 	}
 	s.restore = b[5]%23 == 0
 	return s
@@ -124,6 +138,9 @@ func jobFrom2(c *topology.Cluster, id string, b [6]byte) Job {
 	if b[4]%3 == 0 {
 		j.OnNodeFailure = Fail
 	}
+	// A few urgent jobs; most others preemptible.
+	j.Class = int(b[2]/64) / 3
+	j.Preemption = preempt.Policy(b[1] % 3)
 	return j
 }
 
@@ -141,6 +158,9 @@ func (s step) apply(e *Engine, now time.Time) (string, error) {
 		data, err := json.Marshal(p)
 		return string(data), err
 	case opStarted:
+		if s.id == "" {
+			return "", forEachIn(e, StateStarting, func(id string) error { return e.Started(id, now) })
+		}
 		return "", e.Started(s.id, now)
 	case opFinished:
 		return "", e.Finished(s.id, now)
@@ -155,8 +175,29 @@ func (s step) apply(e *Engine, now time.Time) (string, error) {
 		return "", e.NodeUp(s.node, now)
 	case opDrain:
 		return "", e.Drain(s.node, now)
+	case opPreempted:
+		if s.id == "" {
+			return "", forEachIn(e, StatePreempting, func(id string) error { return e.Preempted(id, now) })
+		}
+		return "", e.Preempted(s.id, now)
+	case opCheckpointed:
+		return "", e.Checkpointed(s.id, now)
 	}
 	return "", e.Resume(s.node, now)
+}
+
+// forEachIn calls f for the first job in state st (every such job when
+// st is StateStarting), stopping at an error.
+func forEachIn(e *Engine, st JobState, f func(id string) error) error {
+	for _, j := range e.Jobs() {
+		if j.State != st {
+			continue
+		}
+		if err := f(j.ID); err != nil || st != StateStarting {
+			return err
+		}
+	}
+	return nil
 }
 
 // roundTrip snapshots e, passes the snapshot through JSON, restores it and

@@ -261,6 +261,10 @@ type Waiting struct {
 	// as PreemptDetail.
 	PreemptTried bool                `json:",omitempty"`
 	Preempt      preempt.Explanation `json:"-"`
+	// PreemptPromised counts the lower-class running jobs the search left
+	// out because every GPU they hold is promised to a reservation or a
+	// hold of another job.
+	PreemptPromised int `json:",omitempty"`
 }
 
 // Message renders the reason in a user's words, with times relative to
@@ -269,8 +273,18 @@ func (w *Waiting) Message(epoch time.Time) string {
 	m := w.message(epoch)
 	if w.PreemptTried {
 		m += "; preemption did not help: " + w.Preempt.String()
+		if w.PreemptPromised > 0 {
+			m += fmt.Sprintf(" (%s of a lower class left out: every GPU they hold is promised to a reservation or a hold)", jobCount(w.PreemptPromised))
+		}
 	}
 	return m
+}
+
+func jobCount(n int) string {
+	if n == 1 {
+		return "1 job"
+	}
+	return fmt.Sprintf("%d jobs", n)
 }
 
 func (w *Waiting) message(epoch time.Time) string {

@@ -30,8 +30,11 @@ type preemptScratch struct {
 	spans   [][2]int32
 	flat    []topology.NodeAlloc
 	trimmed []gang.Allocation
-	verdict preempt.Verdict
-	req     preempt.Preemptor
+	// promised counts the lower-class jobs left out because every GPU
+	// they hold is masked.
+	promised int
+	verdict  preempt.Verdict
+	req      preempt.Preemptor
 }
 
 func newPreemptScratch(c *topology.Cluster) (*preemptScratch, error) {
@@ -83,7 +86,7 @@ func (c *cycle) preempt(j *jobRec, spec *gang.Spec, planned time.Time, w *Waitin
 	e := c.e
 	p := e.pre
 	c.searches++
-	p.prepare(e, j)
+	p.prepare(e, j, c.now)
 	p.candidates(e, j, c.now)
 	p.req = preempt.Preemptor{Gang: spec, Class: j.job.Class}
 	if err := p.s.Find(p.state, &p.req, p.cands, &p.verdict); err != nil {
@@ -92,7 +95,7 @@ func (c *cycle) preempt(j *jobRec, spec *gang.Spec, planned time.Time, w *Waitin
 	p.req.Gang = nil
 	v := &p.verdict
 	if !v.Found {
-		w.PreemptTried, w.Preempt = true, v.Reason
+		w.PreemptTried, w.Preempt, w.PreemptPromised = true, v.Reason, p.promised
 		return false
 	}
 	if v.Reason.Code == preempt.Fits {
@@ -104,11 +107,14 @@ func (c *cycle) preempt(j *jobRec, spec *gang.Spec, planned time.Time, w *Waitin
 	return true
 }
 
-// prepare makes the search state the free state minus the GPUs of every
-// reservation, hold and claim but j's own (a preemptor starts when its
-// victims are released, a time nobody knows, so it keeps off every GPU
-// promised to another job at any time), and the mask of those GPUs.
-func (p *preemptScratch) prepare(e *Engine, j *jobRec) {
+// prepare makes the search state the free state minus the GPUs j must
+// keep off, and the mask of them: those of every hold and claim but j's
+// own, and of every reservation but j's whose window overlaps j's run
+// were j to start at the end of the grace period (its time limit from
+// now + Grace; for ever without a limit). If the host reports the victims
+// released after their grace, j starts late and the engine blames a
+// reservation that moves for it on j's late start, as for any other.
+func (p *preemptScratch) prepare(e *Engine, j *jobRec, now time.Time) {
 	if err := e.ledger.State().CopyInto(p.state); err != nil {
 		panic(err)
 	}
@@ -116,11 +122,14 @@ func (p *preemptScratch) prepare(e *Engine, j *jobRec) {
 		p.mask[n] = 0
 	}
 	p.touched = p.touched[:0]
+	lim := j.job.TimeLimit
+	horizon := now.Add(e.cfg.Preemption.Grace + lim)
 	for _, r := range e.book.resv {
-		if r.job != j {
-			block(p.state, &r.alloc)
-			p.addMask(&r.alloc)
+		if r.job == j || !r.end.IsZero() && !r.end.After(now) || lim > 0 && !r.start.Before(horizon) {
+			continue
 		}
+		block(p.state, &r.alloc)
+		p.addMask(&r.alloc)
 	}
 	for _, h := range e.book.holds {
 		if h.job != j {
@@ -150,6 +159,7 @@ func (p *preemptScratch) addMask(a *gang.Allocation) {
 // none is no candidate (stopping it frees nothing j may use).
 func (p *preemptScratch) candidates(e *Engine, j *jobRec, now time.Time) {
 	p.cands, p.jobs, p.spans, p.flat = p.cands[:0], p.jobs[:0], p.spans[:0], p.flat[:0]
+	p.promised = 0
 	exempt := e.cfg.Preemption.ExemptTime
 	for _, r := range e.jobs.running {
 		if r.phase != StateRunning || r.job.Class >= j.job.Class {
@@ -157,6 +167,7 @@ func (p *preemptScratch) candidates(e *Engine, j *jobRec, now time.Time) {
 		}
 		span, ok := p.trim(r.alloc)
 		if !ok {
+			p.promised++
 			continue
 		}
 		p.spans = append(p.spans, span)
@@ -230,7 +241,7 @@ func (c *cycle) claimFor(j *jobRec, planned time.Time, w *Waiting) {
 	e := c.e
 	p := e.pre
 	v := &p.verdict
-	cl := &claim{job: j, since: c.now}
+	cl := &claim{job: j, since: c.now, due: c.now.Add(e.cfg.Preemption.Grace)}
 	v.Allocation.CopyTo(&cl.alloc)
 	cl.alloc.ID = j.job.ID
 	if r := j.resv; r != nil {
@@ -250,7 +261,7 @@ func (c *cycle) claimFor(j *jobRec, planned time.Time, w *Waiting) {
 		vj.preemptions++
 		cl.victims = append(cl.victims, vj)
 		c.plan.Preemptions = append(c.plan.Preemptions, Preemption{Victim: vj.job.ID, Preemptor: j.job.ID,
-			Policy: vj.job.Preemption, Deadline: c.now.Add(e.cfg.Preemption.Grace), GPUs: vj.used, LostGPUSeconds: lostWork(vj, c.now),
+			Policy: vj.job.Preemption, Deadline: cl.due, GPUs: vj.used, LostGPUSeconds: lostWork(vj, c.now),
 			Reason: fmt.Sprintf("preempted by %s (class %d, above this job's %d) for its %d-GPU gang, which %s",
 				j.job.ID, j.job.Class, vj.job.Class, j.gpus, why)})
 	}
@@ -263,7 +274,7 @@ func (c *cycle) claimFor(j *jobRec, planned time.Time, w *Waiting) {
 
 // reportClaim fills w for a job waiting for its victims.
 func (c *cycle) reportClaim(cl *claim, w *Waiting) {
-	w.Code, w.Until, w.Blocker, w.Hold = WaitPreempting, cl.since.Add(c.e.cfg.Preemption.Grace), "", nil
+	w.Code, w.Until, w.Blocker, w.Hold = WaitPreempting, cl.due, "", nil
 	w.Member, w.Reason, w.Detail = "", placement.Reason{}, victimList(cl.victims)
 }
 
@@ -355,4 +366,21 @@ func (e *Engine) exemptEnd() (time.Time, bool) {
 		}
 	}
 	return next, !next.IsZero()
+}
+
+// yieldClaims drops the claims on the GPUs of due reservation r, which
+// starts now: a claim may share GPUs only with reservations that start
+// after its job would end had it started when due, so its victims were
+// released far too late for it (later than its time limit after their
+// grace). Its job waits as any other again.
+func (c *cycle) yieldClaims(r *reservation) {
+	e := c.e
+	c.claimBuf = append(c.claimBuf[:0], e.book.claims...)
+	for _, cl := range c.claimBuf {
+		if intersects(&cl.alloc, &r.alloc) {
+			e.book.dropClaim(cl)
+			c.valid = false
+		}
+	}
+	clear(c.claimBuf)
 }

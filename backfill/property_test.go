@@ -30,13 +30,22 @@ type driver struct {
 	noMoves  bool
 	rejected int
 	now      time.Time // time of the last cycle
+	// With preemption: release draws how long after a plan's preemption
+	// the host reports the victim released (nil: no preemptions
+	// expected); runs counts each job's starts, so that the finish of a
+	// run a preemption ended is dropped; afterCycle sees every plan.
+	release    func() time.Duration
+	runs       map[string]int
+	afterCycle func(p *Plan)
 }
 
 type event struct {
-	at     time.Time
-	finish bool
-	job    *Job
-	id     string
+	at      time.Time
+	finish  bool
+	release bool // the host reports preempted job id released
+	job     *Job
+	id      string
+	run     int // the run of job id a finish ends
 }
 
 type eventQueue []event
@@ -46,8 +55,8 @@ func (q eventQueue) Less(i, j int) bool {
 	if !q[i].at.Equal(q[j].at) {
 		return q[i].at.Before(q[j].at)
 	}
-	// Finishes before submits at one instant.
-	return q[i].finish && !q[j].finish
+	// Finishes and releases before submits at one instant.
+	return q[i].job == nil && q[j].job != nil
 }
 func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
 func (q *eventQueue) Push(x any)   { *q = append(*q, x.(event)) }
@@ -59,7 +68,7 @@ func (q *eventQueue) Pop() any {
 }
 
 func newDriver(t testing.TB, e *Engine, jobs []Job, dur map[string]time.Duration) *driver {
-	d := &driver{t: t, e: e, started: map[string]time.Time{}, planned: map[string]time.Time{}, dur: dur}
+	d := &driver{t: t, e: e, started: map[string]time.Time{}, planned: map[string]time.Time{}, dur: dur, runs: map[string]int{}}
 	for i := range jobs {
 		heap.Push(&d.events, event{at: jobs[i].Submit, job: &jobs[i]})
 	}
@@ -74,19 +83,7 @@ func (d *driver) run(end time.Time) {
 			return
 		}
 		for d.events.Len() > 0 && d.events[0].at.Equal(now) {
-			ev := heap.Pop(&d.events).(event)
-			if ev.finish {
-				if err := d.e.Finished(ev.id, now); err != nil {
-					d.t.Fatalf("finish %s at %v: %v", ev.id, now, err)
-				}
-				continue
-			}
-			if err := d.e.Submit(*ev.job, now); err != nil {
-				if !errors.Is(err, ErrNeverFits) {
-					d.t.Fatalf("submit %s: %v", ev.job.ID, err)
-				}
-				d.rejected++
-			}
+			d.deliver(heap.Pop(&d.events).(event), now)
 		}
 		p, err := d.e.Schedule(now)
 		if err != nil {
@@ -97,17 +94,10 @@ func (d *driver) run(end time.Time) {
 		if d.noMoves && len(p.Moves) > 0 {
 			d.t.Fatalf("cycle at %v: a reservation moved with exact driving: %+v", now.Sub(epoch), p.Moves)
 		}
-		for _, s := range p.Starts {
-			d.started[s.Job] = now
-			dur, ok := d.dur[s.Job]
-			if !ok {
-				j := d.e.jobs.byID[s.Job].job
-				dur = j.TimeLimit
-			}
-			if dur > 0 {
-				heap.Push(&d.events, event{at: now.Add(dur), finish: true, id: s.Job})
-			}
+		if d.afterCycle != nil {
+			d.afterCycle(p)
 		}
+		d.startAll(p, now)
 		for _, r := range p.Reservations {
 			if first, seen := d.planned[r.Job]; !seen {
 				if !r.FirstStart.Equal(r.Start) {
@@ -126,6 +116,64 @@ func (d *driver) run(end time.Time) {
 				d.t.Fatal(err)
 			}
 		}
+	}
+}
+
+// deliver reports one event to the engine at now.
+func (d *driver) deliver(ev event, now time.Time) {
+	switch {
+	case ev.finish:
+		if ev.run != d.runs[ev.id] {
+			return // a preemption ended that run
+		}
+		if err := d.e.Finished(ev.id, now); err != nil {
+			d.t.Fatalf("finish %s at %v: %v", ev.id, now, err)
+		}
+	case ev.release:
+		if st, _ := d.e.Job(ev.id); st.State != StatePreempting {
+			return // it finished meanwhile
+		}
+		d.runs[ev.id]++ // its pending finish is void
+		if err := d.e.Preempted(ev.id, now); err != nil {
+			d.t.Fatalf("preempted %s at %v: %v", ev.id, now, err)
+		}
+	default:
+		if err := d.e.Submit(*ev.job, now); err != nil {
+			if !errors.Is(err, ErrNeverFits) {
+				d.t.Fatalf("submit %s: %v", ev.job.ID, err)
+			}
+			d.rejected++
+		}
+	}
+}
+
+// startAll confirms a plan's starts (with preemption, so that the jobs can
+// be preempted), queues their finishes, and queues the releases of the
+// plan's victims.
+func (d *driver) startAll(p *Plan, now time.Time) {
+	for _, s := range p.Starts {
+		d.started[s.Job] = now
+		d.runs[s.Job]++
+		if d.release != nil {
+			if err := d.e.Started(s.Job, now); err != nil {
+				d.t.Fatal(err)
+			}
+		}
+		dur, ok := d.dur[s.Job]
+		if !ok {
+			j := d.e.jobs.byID[s.Job].job
+			dur = j.TimeLimit
+		}
+		if dur > 0 {
+			heap.Push(&d.events, event{at: now.Add(dur), finish: true, id: s.Job, run: d.runs[s.Job]})
+		}
+	}
+	for _, x := range p.Preemptions {
+		if d.release == nil {
+			d.t.Fatalf("cycle at %v: unexpected preemption %+v", now.Sub(epoch), x)
+		}
+		heap.Push(&d.events, event{at: now.Add(d.release()), release: true, id: x.Victim})
+		delete(d.planned, x.Victim) // requeued, it may get a new reservation
 	}
 }
 

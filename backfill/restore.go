@@ -459,7 +459,11 @@ func (r *restorer) claim(cr *ClaimRecord) {
 		return
 	}
 	r.notAfter("claim start", cr.Since)
-	cl := &claim{job: j, since: cr.Since, alloc: a}
+	if cr.Due.Before(cr.Since) || checkTime("claim due", cr.Due) != nil {
+		r.bad("the claim for %s is due at %v, before it began or out of range", cr.Job, cr.Due)
+		return
+	}
+	cl := &claim{job: j, since: cr.Since, due: cr.Due, alloc: a}
 	for _, id := range cr.Victims {
 		v, ok := e.jobs.byID[id]
 		if !ok || v.phase != StatePreempting || v.victimOf != nil || slices.Contains(cl.victims, v) || v.preemptedBy != cr.Job || v.job.Class >= j.job.Class {

@@ -181,11 +181,13 @@ type HoldRecord struct {
 }
 
 // ClaimRecord is one claim of a Snapshot: the placement kept for a job
-// that preempted others, from Since (when its victims were signalled),
-// and the victims still holding GPUs.
+// that preempted others, from Since (when its victims were signalled) and
+// due to start at Due (the end of their grace), and the victims still
+// holding GPUs.
 type ClaimRecord struct {
 	Job       string          `json:"job"`
 	Since     time.Time       `json:"since"`
+	Due       time.Time       `json:"due"`
 	Placement gang.GangRecord `json:"placement"`
 	Victims   []string        `json:"victims,omitempty"`
 }
@@ -224,7 +226,7 @@ func (e *Engine) Snapshot() *Snapshot {
 	}
 	s.HoldEnds = slices.Clone(e.holdEnds)
 	for _, cl := range e.book.claims {
-		cr := ClaimRecord{Job: cl.job.job.ID, Since: cl.since, Placement: e.gangRecord(&cl.alloc)}
+		cr := ClaimRecord{Job: cl.job.job.ID, Since: cl.since, Due: cl.due, Placement: e.gangRecord(&cl.alloc)}
 		for _, v := range cl.victims {
 			cr.Victims = append(cr.Victims, v.job.ID)
 		}
