@@ -60,33 +60,117 @@
 // (Held with the counts, nodes and budget left; ForHold with when or why
 // not yet; Hold for jobs blocked by another's hold) say what happens.
 //
+// # Preemption
+//
+// With Config.Preemption on, a job may stop running jobs of a strictly
+// lower priority class (Job.Class, separate from fair share) whose policy
+// allows it (Job.Preemption: never, the zero value, protects a job;
+// requeue and cancel say what happens to it). A waiting job that cannot
+// start now tries it in the walk of the cycle when some running job has
+// a lower class and it would not start soon otherwise: it holds no
+// reservation and the profile gives it no start by now + Grace + MinGain
+// ("far"), or its reservation starts later than that. A job whose
+// reservation is due, or near, waits for it and loses nobody's work.
+//
+// The victims are chosen by package gang/preempt among the running
+// (confirmed) jobs outside their exempt time: whole gangs whose release
+// lets the job in with all its topology constraints, by lowest highest
+// victim class, then least work lost (each victim's GPUs times the time
+// since its start or its last Checkpointed), then fewest victims, then
+// fewest leaves. The job's placement keeps off the GPUs of holds, of other
+// claims and of every reservation its run could overlap were it to start
+// when the victims' grace ends (from now + Grace to its time limit
+// after; every reservation without a limit): no reservation moves for a
+// preemption whose victims are released within their grace. At most
+// Preemption.MaxSearches jobs search per cycle.
+//
+// A found set goes into Plan.Preemptions (victim, preemptor, policy, the
+// grace's end, the work lost, and a reason in words: "preempted by X
+// (class 2, above this job's 0) for its 256-GPU gang, which had no
+// planned start"). The victims become preempting: they keep their GPUs
+// until the host reports them released. The preemptor's placement is
+// claimed for it: its free GPUs are kept from every other job, as a hold
+// keeps them, and it starts on it at the first cycle after its last
+// victim is released (WaitPreempting says which victims it waits for;
+// jobs that would fit on the claimed GPUs wait with WaitClaimed). A
+// released victim is requeued with its original submit time (requeue) or
+// cancelled (cancel). A waiting job whose search found no set says why in
+// its reason (Waiting.PreemptTried, Waiting.Preempt): no lower-class
+// victims in any domain that could hold it, victims inside their exempt
+// time, or protected by policy never.
+//
+// No thrashing: a victim's class is below its preemptor's, so it can
+// never preempt it in turn, nor any job of its own class; every
+// preemptor -> victim chain descends in class and cannot cycle. A requeued
+// victim cannot take back the GPUs it left (they are claimed), and once
+// it runs again it may be preempted again only after its exempt time:
+// a job is preempted at most once per ExemptTime of running.
+//
+// A claim ends when its job starts, is cancelled, or a node under it
+// fails or is drained (its job searches again at the next cycle; the
+// victims already signalled go on preempting and are released as usual).
+// Should a victim be released so late that a reservation the claim shares
+// GPUs with is due first (its time limit after the grace's end), the
+// reservation starts and the claim is dropped.
+//
+// # Applying a preemption
+//
+// For each entry of Plan.Preemptions the host signals the victim at once
+// and reports Engine.Preempted when every GPU of it is free; it may report
+// Finished or Failed instead if the victim ended on its own meanwhile.
+// Then it runs a cycle, which starts the preemptor.
+//
+//   - Kubernetes: evict the victim's pods (the Eviction API, or a delete
+//     with a grace period: terminationGracePeriodSeconds set to Grace),
+//     and mark the workload preempted (a DisruptionTarget pod condition,
+//     or the queueing controller's evicted condition); call Preempted
+//     when every pod has terminated (gone or in a terminal phase), not
+//     when the eviction is sent. A requeued victim's workload goes back
+//     to its queue; the engine requeues it with its original submit
+//     time.
+//   - Slurm: the equivalents of PreemptMode=REQUEUE or CANCEL with
+//     GraceTime set to Grace: signal the job (SIGCONT and SIGTERM, or its
+//     --signal), kill it at the grace's end, and call Preempted when the
+//     job has ended on every node (its epilog done).
+//
+// A victim that does not exit within its grace is killed by the host;
+// the engine waits for the report however late it comes (the preemptor's
+// reason says the grace's end; the claim is kept). Checkpointed tells the
+// engine that a running job saved its work, so that preempting it loses
+// only the work since.
+//
 // Depth 1 is EASY backfill, Conservative plans every tested job, depth 0
 // is greedy backfill with no reservations, and Strict disables backfill
 // (strict priority order). Every waiting job gets a stable, user-facing
-// reason: Reserved, Held, Priority, Resources, Reservation, Topology or
-// Gang, with the placement reason attached.
+// reason: Reserved, Held, Priority, Resources, Reservation, Topology,
+// Gang, Hold, ForHold, Preempting or Claimed, with the placement reason
+// attached, and why preemption did not help when it was tried.
 //
 // # States
 //
 // Every event goes through one path that checks it against these state
 // machines before it changes anything. A job:
 //
-//	event      from                                  to
-//	Submit     (new ID)                              pending
-//	Schedule   pending, reserved, held, requeued     starting, or a waiting state
-//	Started    starting                              running
-//	Finished   starting, running                     finished
-//	Failed     starting, running                     failed, or requeued (with requeue)
-//	NodeDown   starting, running, with a member on   requeued or failed (OnNodeFailure)
-//	           the node
-//	Cancel     any waiting or active state           cancelled
+//	event         from                                 to
+//	Submit        (new ID)                             pending
+//	Schedule      pending, reserved, held, requeued    starting, or a waiting state
+//	Schedule      running (a preemption's victim)      preempting
+//	Started       starting                             running
+//	Finished      starting, running, preempting        finished
+//	Failed        starting, running, preempting        failed, or requeued (with requeue)
+//	NodeDown      starting, running, preempting, with  requeued or failed (OnNodeFailure)
+//	              a member on the node
+//	Preempted     preempting                           requeued or cancelled (Job.Preemption)
+//	Checkpointed  running, preempting                  (unchanged)
+//	Cancel        any waiting or active state          cancelled
 //
-// Pending, reserved, held and requeued are the waiting states. Schedule
+// Pending, reserved, held and requeued are the waiting states; starting,
+// running and preempting the active ones (they hold GPUs). Schedule
 // moves a waiting job to starting (it is booked on GPUs; its time limit
 // runs from the plan's time) or between the waiting states. Started moves
 // starting to running (the limit then runs from the confirmation); a
-// second Started is refused, so the limit never restarts. Finished ends a
-// starting or running job; Failed ends it or, with requeue, returns it to
+// second Started is refused, so the limit never restarts. Finished ends an
+// active job; Failed ends it or, with requeue, returns it to
 // the queue as requeued, with its original submit time; NodeDown does the
 // same to every active job with a member on the node, per the job's
 // OnNodeFailure. Cancel ends a job in any waiting or active state. Ended
@@ -112,7 +196,9 @@
 //     or GPUs than the cluster has, a node set of the wrong length),
 //     ErrNeverFits (no domain can meet its constraints even on an empty
 //     cluster), ErrDuplicateJob.
-//   - Cancel, Started, Finished, Failed: ErrUnknownJob, ErrTransition.
+//   - Cancel, Started, Finished, Failed, Preempted, Checkpointed:
+//     ErrUnknownJob, ErrTransition (Preempted of a job that is not
+//     preempting, Checkpointed of one that is not running or preempting).
 //   - NodeDown, NodeUp, Drain, Resume: topology.ErrUnknownNode,
 //     ErrTransition.
 //   - ScheduleInto: ErrBadArgument (a nil plan).
@@ -128,7 +214,8 @@
 // as squeue does, and JobStatus marshals to JSON. NextEvent returns the
 // earliest time at which the plan can change without a new event (a
 // reservation's start, a hold's expiry, the end of a patience or a hold
-// cool-down, a running job's time limit), so a host can sleep until then
+// cool-down, a running job's time limit, the end of an exempt time that
+// keeps a job from preempting), so a host can sleep until then
 // or until its next event instead of polling.
 //
 // # Usage
@@ -153,6 +240,9 @@
 //     events at the time they happened when you batch them before a cycle.
 //   - Report node failures (NodeDown returns the jobs it requeued or
 //     failed), repairs (NodeUp), drains (Drain) and their end (Resume).
+//   - With preemption on: signal every victim of Plan.Preemptions and
+//     report its release (Preempted); report checkpoints (Checkpointed)
+//     to keep the work counted as lost honest.
 //   - Call Schedule when something changed (a submit, a finish, a node)
 //     and by NextEvent; with MaxJobsTested, or to let priorities that drift
 //     with time (age, decaying usage) reshuffle reservations, also at a

@@ -22,7 +22,12 @@ import (
 // GPUs per pod), sits on a down node or belongs to no active job; a GPU
 // claimed twice; a reservation or hold for a job that is not waiting, a
 // second reservation for one job, reservations sharing GPUs in
-// overlapping windows; bad usage. When c is not the cluster the snapshot
+// overlapping windows; a claim for a job that is not waiting (or is
+// reserved or held), that shares GPUs with a hold, another claim or a
+// reservation it could overlap, or sits on GPUs held by jobs other than
+// its victims; a victim that is not preempting, is of a class not below
+// its preemptor's or is listed twice; a preempting job without a
+// preemptor or signal time, or whose policy is never; bad usage. When c is not the cluster the snapshot
 // was taken on (its Fingerprint differs), every node is mapped by name:
 // the restore succeeds only if every name maps, and an error says what
 // differs.

@@ -20,8 +20,9 @@ import (
 const SnapshotVersion = 3
 
 // Snapshot is the whole engine as plain, JSON-serialisable data: the
-// cluster's fingerprint, node facts, jobs, running gangs, reservations,
-// hold, fair-share accounts and usage. Nodes are named, never numbered;
+// cluster's fingerprint, node facts, jobs (with their preemption state),
+// running gangs, reservations, holds, claims, fair-share accounts and
+// usage. Nodes are named, never numbered;
 // durations are Go duration strings. A host saves it and calls Restore
 // after a restart; Snapshot, Restore, Snapshot gives the same bytes.
 type Snapshot struct {
