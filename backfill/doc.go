@@ -82,7 +82,7 @@
 // when the victims' grace ends (from now + Grace to its time limit
 // after; every reservation without a limit): no reservation moves for a
 // preemption whose victims are released within their grace. At most
-// Preemption.MaxSearches jobs search per cycle.
+// PreemptionConfig.MaxSearches jobs search per cycle.
 //
 // A found set goes into Plan.Preemptions (victim, preemptor, policy, the
 // grace's end, the work lost, and a reason in words: "preempted by X

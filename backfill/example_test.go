@@ -7,6 +7,7 @@ import (
 	"github.com/phalanx-sched/phalanx/backfill"
 	"github.com/phalanx-sched/phalanx/fairshare"
 	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -67,4 +68,46 @@ func ExampleEngine_Jobs() {
 	// train  bob      running   1600  2h0m0s  t+0s    t+0s                t+2h0m0s  n[000-191,240-247]  -
 	// big    alice    reserved  512   1h0m0s  t+1m0s  t+2h0m0s (planned)  t+3h0m0s  n[000-063]          reserved: planned to start at t+2h0m0s
 	// sleep until 2h0m0s
+}
+
+// An urgent gang preempts a preemptible training job on a full cluster:
+// the host signals the victim, reports it released, and the urgent gang
+// starts at the next cycle on the GPUs claimed for it. The victim,
+// checkpointed an hour in, loses only the work since; requeued with its
+// submit time, it is soon held for (hold mode) as the oldest large gang.
+func ExampleEngine_Preempted() {
+	c, _ := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 4, GPUsPerNode: 8})
+	cfg := backfill.DefaultConfig()
+	cfg.Preemption.Enabled = true
+	spec, _ := fairshare.ParseText("research\nprod\n")
+	tree, _ := fairshare.BuildTree(spec, cfg.FairShare)
+	e, _ := backfill.New(c, cfg, tree)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	job := func(id, account string, nodes, class int, policy preempt.Policy) backfill.Job {
+		return backfill.Job{ID: id, Account: account, Class: class, Preemption: policy,
+			Gang: gang.Spec{Members: []gang.Member{{Name: "worker", Request: placement.Request{Nodes: nodes, GPUsPerNode: 8, Required: "leaf"}}}}}
+	}
+	_ = e.Submit(job("train", "research", 4, 0, preempt.Requeue), t0)
+	_ = e.Submit(job("serve", "prod", 4, 2, preempt.Never), t0)
+	plan, _ := e.Schedule(t0)
+	for _, s := range plan.Starts {
+		_ = e.Started(s.Job, t0)
+	}
+	_ = e.Checkpointed("train", t0.Add(time.Hour))
+
+	_ = e.Submit(job("urgent", "prod", 4, 1, preempt.Never), t0.Add(90*time.Minute))
+	plan, _ = e.Schedule(t0.Add(90 * time.Minute))
+	fmt.Print(plan.Describe(c, t0))
+
+	_ = e.Preempted("train", t0.Add(93*time.Minute)) // every pod of it has ended
+	plan, _ = e.Schedule(t0.Add(93 * time.Minute))
+	fmt.Print(plan.Describe(c, t0))
+	// Output:
+	// cycle at t+1h30m0s: 0 started, 0 reserved, 1 waiting, 1 tested
+	// preempt train for urgent (requeue, grace until t+1h35m0s, 16.0 GPU-hours lost): preempted by urgent (class 1, above this job's 0) for its 32-GPU gang, which had no planned start
+	// wait urgent Preempting: waiting for the GPUs of preempted job train (grace until t+1h35m0s); it starts on them at the next cycle after
+	// cycle at t+1h33m0s: 1 started, 0 reserved, 1 waiting, 2 tested
+	// start urgent on worker=node[00004-00007]
+	// hold for train since t+1h33m0s: 0 of 32 GPUs held on node[00004-00007], 0.0 of 128.0 GPU-hours spent
+	// wait train Held: hold since t+1h33m0s: 0 of 32 GPUs held on node[00004-00007]; 128.0 of 128.0 GPU-hours of its budget left; estimated start t+2h33m0s
 }
