@@ -72,8 +72,9 @@ type PreemptionConfig struct {
 	// availability profile gives it is later, or there is none).
 	// Preempting for less would destroy work to gain little.
 	MinGain time.Duration
-	// MaxSearches bounds the victim searches per cycle (0: no bound);
-	// jobs past it wait for the next cycle to search.
+	// MaxSearches bounds the jobs that look for victims per cycle (0: no
+	// bound): each may run a profile search (to see how far its start
+	// is) and a victim search. Jobs past it search at a later cycle.
 	MaxSearches int
 }
 

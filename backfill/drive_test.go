@@ -118,7 +118,7 @@ func (h *host) run() {
 func (h *host) report(ev event) {
 	var err error
 	switch {
-	case ev.finish && ev.run != h.startsOf[ev.id]:
+	case ev.finish && h.release != nil && ev.run != h.startsOf[ev.id]:
 		return // a preemption ended that run
 	case ev.finish:
 		err = h.e.Finished(ev.id, ev.at)

@@ -61,14 +61,18 @@ func (c *cycle) initPreempt() {
 
 // mayPreempt reports whether waiting job j may look for victims now:
 // preemption is on, some running job has a lower class, and the cycle's
-// search budget is not spent.
+// budget (PreemptionConfig.MaxSearches jobs) is not spent. A true answer
+// spends one unit of it.
 func (c *cycle) mayPreempt(j *jobRec) bool {
 	e := c.e
 	if e.pre == nil || !c.anyRunning || j.job.Class <= c.lowest {
 		return false
 	}
-	max := e.cfg.Preemption.MaxSearches
-	return max == 0 || c.searches < max
+	if max := e.cfg.Preemption.MaxSearches; max > 0 && c.searches >= max {
+		return false
+	}
+	c.searches++
+	return true
 }
 
 // far reports whether planned start t is far enough away to preempt
@@ -85,7 +89,6 @@ func (c *cycle) far(t time.Time) bool {
 func (c *cycle) preempt(j *jobRec, spec *gang.Spec, planned time.Time, w *Waiting) bool {
 	e := c.e
 	p := e.pre
-	c.searches++
 	p.prepare(e, j, c.now)
 	p.candidates(e, j, c.now)
 	p.req = preempt.Preemptor{Gang: spec, Class: j.job.Class}

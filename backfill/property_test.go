@@ -123,7 +123,7 @@ func (d *driver) run(end time.Time) {
 func (d *driver) deliver(ev event, now time.Time) {
 	switch {
 	case ev.finish:
-		if ev.run != d.runs[ev.id] {
+		if d.release != nil && ev.run != d.runs[ev.id] {
 			return // a preemption ended that run
 		}
 		if err := d.e.Finished(ev.id, now); err != nil {

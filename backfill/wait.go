@@ -22,7 +22,7 @@ func (c *cycle) wait(j *jobRec, w *Waiting) {
 		return
 	}
 	if r := j.resv; r != nil {
-		if c.mayPreempt(j) && c.far(r.start) && c.preempt(j, spec, r.start, w) {
+		if c.far(r.start) && c.mayPreempt(j) && c.preempt(j, spec, r.start, w) {
 			return
 		}
 		w.Code, w.Until = WaitReserved, r.start
