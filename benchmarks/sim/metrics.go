@@ -79,7 +79,18 @@ type Result struct {
 	CycleP99   time.Duration `json:"cycle_p99_ns"`
 	CycleTotal time.Duration `json:"cycle_total_ns"`
 
-	NodeFailures int       `json:"node_failures"`
+	NodeFailures int `json:"node_failures"`
+	// With Config.Preemption: Preemptions counts the jobs preempted (a
+	// job preempted twice counts twice), PreemptedGPUSeconds the GPU time
+	// they lost (their GPUs times the time from their start to their
+	// release: the simulated jobs do not checkpoint), and UrgentWaits and
+	// OtherWaits are the waits of the urgent jobs and of the others
+	// (start, the last one for a preempted job, minus submit).
+	Preemptions         int        `json:"preemptions,omitempty"`
+	PreemptedGPUSeconds float64    `json:"preempted_gpu_seconds,omitempty"`
+	UrgentWaits         *ClassWait `json:"urgent_waits,omitempty"`
+	OtherWaits          *ClassWait `json:"other_waits,omitempty"`
+
 	Outcomes     []Outcome `json:"-"`
 	// Usage is GPU use over time (nil unless Config.UsagePoints > 0).
 	Usage      *Usage `json:"usage,omitempty"`
@@ -134,6 +145,10 @@ func (m *Result) finish(r *runner) {
 		m.Utilisation = m.BusyGPUSeconds / (float64(m.ClusterGPUs) * w.activeSecs)
 	}
 	m.waits(r, end)
+	if r.cfg.Preemption != nil {
+		m.UrgentWaits = classWait(r, end, "urgent", func(o *Outcome) bool { return o.Urgent })
+		m.OtherWaits = classWait(r, end, "other", func(o *Outcome) bool { return !o.Urgent })
+	}
 	m.placementQuality(r)
 	m.WorstShare, m.Shares = w.shareGap()
 	m.Cycles = len(m.cycleTimes)
@@ -183,15 +198,42 @@ func (m *Result) countJobs(r *runner, end time.Duration) {
 	}
 }
 
+// waitOf is a job's wait: its (last) start minus its submit, or up to end
+// for a job not started.
+func waitOf(o *Outcome, end time.Duration) time.Duration {
+	if o.Started || o.Finished {
+		return o.Start - o.Submit
+	}
+	return end - o.Submit
+}
+
+// classWait returns the waits of the jobs submitted by end for which in
+// is true.
+func classWait(r *runner, end time.Duration, name string, in func(o *Outcome) bool) *ClassWait {
+	cw := &ClassWait{Class: name}
+	var waits []time.Duration
+	for i := range r.out {
+		o := &r.out[i]
+		if o.Submit > end || !in(o) {
+			continue
+		}
+		cw.Jobs++
+		if !o.Started && !o.Finished {
+			cw.NotStarted++
+		}
+		waits = append(waits, waitOf(o, end))
+	}
+	if len(waits) > 0 {
+		slices.Sort(waits)
+		cw.P50, cw.P95, cw.Max = quantile(waits, 0.5), quantile(waits, 0.95), waits[len(waits)-1]
+	}
+	return cw
+}
+
 // waits fills the waits by size class, the longest wait and the large
 // jobs' waits; jobs that never started count up to end.
 func (m *Result) waits(r *runner, end time.Duration) {
-	wait := func(o *Outcome) time.Duration {
-		if o.Started || o.Finished {
-			return o.Start - o.Submit
-		}
-		return end - o.Submit
-	}
+	wait := func(o *Outcome) time.Duration { return waitOf(o, end) }
 	var large []time.Duration
 	for i := range r.out {
 		if o := &r.out[i]; o.Submit <= end {
@@ -206,24 +248,7 @@ func (m *Result) waits(r *runner, end time.Duration) {
 		m.LargeWaitP95, m.LargeWaitMax = quantile(large, 0.95), large[len(large)-1]
 	}
 	for _, c := range SizeClasses {
-		var waits []time.Duration
-		cw := ClassWait{Class: c.Name}
-		for i := range r.out {
-			o := &r.out[i]
-			if o.GPUs < c.Min || o.GPUs > c.Max || o.Submit > end {
-				continue
-			}
-			cw.Jobs++
-			if !o.Started && !o.Finished {
-				cw.NotStarted++
-			}
-			waits = append(waits, wait(o))
-		}
-		if len(waits) > 0 {
-			slices.Sort(waits)
-			cw.P50, cw.P95, cw.Max = quantile(waits, 0.5), quantile(waits, 0.95), waits[len(waits)-1]
-		}
-		m.Waits = append(m.Waits, cw)
+		m.Waits = append(m.Waits, *classWait(r, end, c.Name, func(o *Outcome) bool { return o.GPUs >= c.Min && o.GPUs <= c.Max }))
 	}
 }
 
@@ -299,7 +324,33 @@ func Table(results []*Result) string {
 		}
 		b.WriteByte('\n')
 	}
+	preemptionTable(&b, results)
 	return b.String()
+}
+
+// preemptionTable adds the preemption metrics of the results that have
+// them: victims, GPU-hours lost, and the waits of urgent and other jobs.
+func preemptionTable(b *strings.Builder, results []*Result) {
+	header := false
+	for _, r := range results {
+		if r.UrgentWaits == nil {
+			continue
+		}
+		if !header {
+			fmt.Fprintf(b, "\npreemption: victims, GPU-hours they lost, waits p50/p95/max of urgent (class 1) and other jobs\n")
+			fmt.Fprintf(b, "%-14s %-10s %8s %9s %8s %-22s %8s %-22s\n", "policy", "placement", "victims", "GPU-h lost", "urgent", "urgent waits", "other", "other waits")
+			header = true
+		}
+		cell := func(w *ClassWait) string {
+			s := fmt.Sprintf("%s/%s/%s", short(w.P50), short(w.P95), short(w.Max))
+			if w.NotStarted > 0 {
+				s += "+"
+			}
+			return s
+		}
+		fmt.Fprintf(b, "%-14s %-10s %8d %9.0f %8d %-22s %8d %-22s\n", r.Policy, r.Placement, r.Preemptions, r.PreemptedGPUSeconds/3600,
+			r.UrgentWaits.Jobs, cell(r.UrgentWaits), r.OtherWaits.Jobs, cell(r.OtherWaits))
+	}
 }
 
 // short renders a duration compactly: 0s, 45s, 12m, 3.2h, 4.1d.

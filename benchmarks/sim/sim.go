@@ -11,6 +11,7 @@ import (
 	"github.com/phalanx-sched/phalanx/backfill"
 	"github.com/phalanx-sched/phalanx/fairshare"
 	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/internal/baseline"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
@@ -91,6 +92,9 @@ type Config struct {
 	// Result.Usage, in at most this many steps per series (one series
 	// for the total, one per account).
 	UsagePoints int
+	// Preemption, when set, makes a share of the jobs urgent and lets
+	// them preempt the others (gang policies only).
+	Preemption *Preemption
 }
 
 // Outcome is what happened to one job.
@@ -108,6 +112,10 @@ type Outcome struct {
 	Leaves int
 	// Requeues counts node-failure requeues.
 	Requeues int
+	// Urgent marks a job of class 1 (Config.Preemption); Preemptions
+	// counts the times the job was preempted (and requeued).
+	Urgent      bool
+	Preemptions int
 	// GPUSeconds is the GPU time the job used, over all its runs.
 	GPUSeconds float64
 }
@@ -116,6 +124,7 @@ type evKind uint8
 
 const (
 	evFinish evKind = iota
+	evRelease
 	evRepair
 	evFail
 	evSubmit
@@ -170,6 +179,7 @@ type runner struct {
 	usage    *usageRecorder // nil unless Config.UsagePoints > 0
 	work     *work
 	nextAt   time.Duration // the queued NextEvent tick, or -1
+	index    map[string]int
 }
 
 // Run simulates jobs (sorted by submit time) under cfg and returns the
@@ -185,6 +195,9 @@ func Run(cfg Config, jobs []TraceJob) (*Result, error) {
 	for i, j := range jobs {
 		r.out[i] = Outcome{ID: j.ID, Account: j.Account, GPUs: j.GPUs, Nodes: j.Nodes, Submit: j.Submit}
 		heap.Push(&r.q, event{at: j.Submit, kind: evSubmit, job: i})
+	}
+	if err := r.drawUrgent(); err != nil {
+		return nil, err
 	}
 	if cfg.UsagePoints > 0 {
 		r.usage = newUsageRecorder(jobs, cfg.UsagePoints)
@@ -296,34 +309,19 @@ func (r *runner) engineConfig() backfill.Config {
 		fifo()
 		cfg.ReservationDepth = 0
 	}
+	cfg.Preemption.Enabled = r.cfg.Preemption != nil && !r.cfg.Preemption.Off
 	return cfg
 }
 
 func (r *runner) runEngine() error {
-	cfg := r.engineConfig()
-	tree, err := fairshare.NewTree(cfg.FairShare)
+	e, err := r.newEngine()
 	if err != nil {
 		return err
 	}
-	accounts := map[string]bool{}
-	for _, j := range r.jobs {
-		if !accounts[j.Account] {
-			accounts[j.Account] = true
-			if err := tree.AddAccount(fairshare.RootName, j.Account, 1); err != nil {
-				return err
-			}
-		}
-	}
-	r.m.Accounts = len(accounts)
-	e, err := backfill.New(r.cfg.Cluster, cfg, tree)
-	if err != nil {
-		return err
-	}
-	baseline.Use(e, r.cfg.Placement, r.cfg.Seed)
 	plan := &backfill.Plan{}
-	index := make(map[string]int, len(r.jobs))
+	r.index = make(map[string]int, len(r.jobs))
 	for i, j := range r.jobs {
-		index[j.ID] = i
+		r.index[j.ID] = i
 	}
 	for r.q.Len() > 0 {
 		now := r.q[0].at
@@ -332,93 +330,23 @@ func (r *runner) runEngine() error {
 		}
 		r.account(now)
 		r.now = now
-		abs := epoch.Add(now)
 		tick := false
 		for r.q.Len() > 0 && r.q[0].at == now {
 			ev := heap.Pop(&r.q).(event)
-			switch ev.kind {
-			case evSubmit:
-				j := r.jobs[ev.job]
-				err := e.Submit(backfill.Job{ID: j.ID, Account: j.Account, TimeLimit: j.TimeLimit, Submit: abs,
-					Gang: gang.Spec{Members: []gang.Member{{Name: "main", Request: placement.NodesOf(j.Nodes, j.GPUsPerNode)}}}}, abs)
-				if err != nil {
-					if errors.Is(err, backfill.ErrNeverFits) {
-						r.m.Rejected++
-						continue
-					}
-					return err
-				}
-				r.enqueue(ev.job)
-			case evFinish:
-				if ev.gen != r.gen[ev.job] || !r.out[ev.job].Started || r.out[ev.job].Finished {
-					continue
-				}
-				if err := e.Finished(r.jobs[ev.job].ID, abs); err != nil {
-					return err
-				}
-				r.out[ev.job].End, r.out[ev.job].Finished = now, true
-				r.out[ev.job].GPUSeconds += float64(r.jobs[ev.job].GPUs) * (now - r.out[ev.job].Start).Seconds()
-				r.running--
-				r.addBusy(ev.job, -1)
-				r.leave(ev.job)
-			case evFail:
-				evs, err := e.NodeDown(topology.NodeID(ev.node), abs)
-				if err != nil {
-					return err
-				}
-				r.m.NodeFailures++
-				for _, x := range evs {
-					i := index[x.Job]
-					r.gen[i]++
-					r.running--
-					r.addBusy(i, -1)
-					// The lost work stays counted as busy time.
-					r.out[i].GPUSeconds += float64(r.jobs[i].GPUs) * (now - r.out[i].Start).Seconds()
-					if x.Requeued {
-						r.out[i].Started = false
-						r.out[i].Requeues++
-						r.pending++
-						r.work.queued(r.jobs[i].GPUs)
-					} else {
-						r.out[i].End, r.out[i].Finished = now, true
-						r.leave(i)
-					}
-				}
-				r.work.down += r.cfg.Cluster.NodeGPUs(topology.NodeID(ev.node))
-				heap.Push(&r.q, event{at: now + r.cfg.Repair, kind: evRepair, node: ev.node})
-			case evRepair:
-				if err := e.NodeUp(topology.NodeID(ev.node), abs); err != nil {
-					return err
-				}
-				r.work.down -= r.cfg.Cluster.NodeGPUs(topology.NodeID(ev.node))
-				heap.Push(&r.q, event{at: now + r.expo(r.cfg.NodeMTBF), kind: evFail, node: ev.node})
-			case evTick:
-				tick = tick || ev.node == 0
-				if ev.at == r.nextAt {
-					r.nextAt = -1
-				}
+			tick = tick || ev.kind == evTick && ev.node == 0
+			if err := r.engineEvent(e, ev); err != nil {
+				return err
 			}
 		}
 		t0 := time.Now()
-		if err := e.ScheduleInto(abs, plan); err != nil {
+		if err := e.ScheduleInto(epoch.Add(now), plan); err != nil {
 			return err
 		}
 		r.m.cycleTimes = append(r.m.cycleTimes, time.Since(t0))
 		r.progress()
 		r.m.HeldForHoldGPUSeconds = plan.HeldGPUSeconds
-		for _, s := range plan.Starts {
-			i := index[s.Job]
-			o := &r.out[i]
-			o.Start, o.Started = now, true
-			o.Leaves = r.leaves(&s.Allocation)
-			r.running++
-			r.pending--
-			r.addBusy(i, +1)
-			d := r.jobs[i].Duration
-			if l := r.jobs[i].TimeLimit; l > 0 && d > l {
-				d = l // killed at its limit
-			}
-			heap.Push(&r.q, event{at: now + d, kind: evFinish, job: i, gen: r.gen[i]})
+		if err := r.applyPlan(e, plan); err != nil {
+			return err
 		}
 		if r.cfg.Interval > 0 && r.pending > 0 && (tick || !r.hasTick()) {
 			heap.Push(&r.q, event{at: now + r.cfg.Interval, kind: evTick})
@@ -427,6 +355,162 @@ func (r *runner) runEngine() error {
 		if r.idle() {
 			break
 		}
+	}
+	return nil
+}
+
+// newEngine builds the engine of a gang policy, with an account per
+// trace account.
+func (r *runner) newEngine() (*backfill.Engine, error) {
+	cfg := r.engineConfig()
+	tree, err := fairshare.NewTree(cfg.FairShare)
+	if err != nil {
+		return nil, err
+	}
+	accounts := map[string]bool{}
+	for _, j := range r.jobs {
+		if !accounts[j.Account] {
+			accounts[j.Account] = true
+			if err := tree.AddAccount(fairshare.RootName, j.Account, 1); err != nil {
+				return nil, err
+			}
+		}
+	}
+	r.m.Accounts = len(accounts)
+	e, err := backfill.New(r.cfg.Cluster, cfg, tree)
+	if err != nil {
+		return nil, err
+	}
+	baseline.Use(e, r.cfg.Placement, r.cfg.Seed)
+	return e, nil
+}
+
+// engineEvent reports one event to the engine.
+func (r *runner) engineEvent(e *backfill.Engine, ev event) error {
+	now, abs := ev.at, epoch.Add(ev.at)
+	switch ev.kind {
+	case evSubmit:
+		return r.submit(e, ev.job, abs)
+	case evFinish:
+		if ev.gen != r.gen[ev.job] || !r.out[ev.job].Started || r.out[ev.job].Finished {
+			return nil
+		}
+		if err := e.Finished(r.jobs[ev.job].ID, abs); err != nil {
+			return err
+		}
+		r.out[ev.job].End, r.out[ev.job].Finished = now, true
+		r.out[ev.job].GPUSeconds += float64(r.jobs[ev.job].GPUs) * (now - r.out[ev.job].Start).Seconds()
+		r.running--
+		r.addBusy(ev.job, -1)
+		r.leave(ev.job)
+	case evRelease:
+		return r.release(e, ev.job, abs)
+	case evFail:
+		return r.failNode(e, ev.node, abs)
+	case evRepair:
+		if err := e.NodeUp(topology.NodeID(ev.node), abs); err != nil {
+			return err
+		}
+		r.work.down -= r.cfg.Cluster.NodeGPUs(topology.NodeID(ev.node))
+		heap.Push(&r.q, event{at: now + r.expo(r.cfg.NodeMTBF), kind: evFail, node: ev.node})
+	case evTick:
+		if ev.at == r.nextAt {
+			r.nextAt = -1
+		}
+	}
+	return nil
+}
+
+// submit submits job i at abs (a job that can never fit is rejected).
+func (r *runner) submit(e *backfill.Engine, i int, abs time.Time) error {
+	j := r.jobs[i]
+	job := backfill.Job{ID: j.ID, Account: j.Account, TimeLimit: j.TimeLimit, Submit: abs,
+		Gang: gang.Spec{Members: []gang.Member{{Name: "main", Request: placement.NodesOf(j.Nodes, j.GPUsPerNode)}}}}
+	if r.cfg.Preemption != nil {
+		job.Class, job.Preemption = 0, preempt.Requeue
+		if r.out[i].Urgent {
+			job.Class, job.Preemption = 1, preempt.Never
+		}
+	}
+	if err := e.Submit(job, abs); err != nil {
+		if errors.Is(err, backfill.ErrNeverFits) {
+			r.m.Rejected++
+			return nil
+		}
+		return err
+	}
+	r.enqueue(i)
+	return nil
+}
+
+// failNode fails node n at abs: its jobs stop (requeued or failed), and
+// its repair is queued.
+func (r *runner) failNode(e *backfill.Engine, n int, abs time.Time) error {
+	now := abs.Sub(epoch)
+	evs, err := e.NodeDown(topology.NodeID(n), abs)
+	if err != nil {
+		return err
+	}
+	r.m.NodeFailures++
+	for _, x := range evs {
+		i := r.index[x.Job]
+		r.stopRun(i)
+		if x.Requeued {
+			r.out[i].Requeues++
+			r.requeue(i)
+		} else {
+			r.out[i].End, r.out[i].Finished = now, true
+			r.leave(i)
+		}
+	}
+	r.work.down += r.cfg.Cluster.NodeGPUs(topology.NodeID(n))
+	heap.Push(&r.q, event{at: now + r.cfg.Repair, kind: evRepair, node: n})
+	return nil
+}
+
+// stopRun ends job i's current run at r.now before it finished: its
+// pending finish is dropped, and the work it did stays counted as busy
+// time.
+func (r *runner) stopRun(i int) {
+	r.gen[i]++
+	r.running--
+	r.addBusy(i, -1)
+	r.out[i].GPUSeconds += float64(r.jobs[i].GPUs) * (r.now - r.out[i].Start).Seconds()
+}
+
+// requeue puts a stopped job back in the queue.
+func (r *runner) requeue(i int) {
+	r.out[i].Started = false
+	r.pending++
+	r.work.queued(r.jobs[i].GPUs)
+}
+
+// applyPlan starts a plan's jobs (confirming them when preemption is on,
+// so that they can be preempted) and queues their finishes, and queues
+// the release of each victim of a preemption.
+func (r *runner) applyPlan(e *backfill.Engine, plan *backfill.Plan) error {
+	now := r.now
+	for _, s := range plan.Starts {
+		i := r.index[s.Job]
+		o := &r.out[i]
+		o.Start, o.Started = now, true
+		o.Leaves = r.leaves(&s.Allocation)
+		r.running++
+		r.pending--
+		r.addBusy(i, +1)
+		if e.Config().Preemption.Enabled {
+			if err := e.Started(s.Job, epoch.Add(now)); err != nil {
+				return err
+			}
+		}
+		d := r.jobs[i].Duration
+		if l := r.jobs[i].TimeLimit; l > 0 && d > l {
+			d = l // killed at its limit
+		}
+		heap.Push(&r.q, event{at: now + d, kind: evFinish, job: i, gen: r.gen[i]})
+	}
+	for _, x := range plan.Preemptions {
+		heap.Push(&r.q, event{at: now + r.releaseDelay(e), kind: evRelease, job: r.index[x.Victim]})
 	}
 	return nil
 }
@@ -463,7 +547,7 @@ func (r *runner) idle() bool {
 	repair := false
 	for _, e := range r.q {
 		switch e.kind {
-		case evSubmit, evFinish:
+		case evSubmit, evFinish, evRelease:
 			return false
 		case evRepair:
 			repair = true
