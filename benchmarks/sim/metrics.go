@@ -91,7 +91,7 @@ type Result struct {
 	UrgentWaits         *ClassWait `json:"urgent_waits,omitempty"`
 	OtherWaits          *ClassWait `json:"other_waits,omitempty"`
 
-	Outcomes     []Outcome `json:"-"`
+	Outcomes []Outcome `json:"-"`
 	// Usage is GPU use over time (nil unless Config.UsagePoints > 0).
 	Usage      *Usage `json:"usage,omitempty"`
 	cycleTimes []time.Duration
