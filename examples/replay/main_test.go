@@ -38,6 +38,8 @@ func TestReplay(t *testing.T) {
 			[]string{"cluster topology.conf (256 GPUs)", "leaf-pack", "first-fit", "random"}},
 		{"json", []string{"-trace", trace, "-topology", "fattree:2,2,8,8", "-policies", "gang-fifo", "-json", "-quiet"},
 			[]string{`"policy": "gang-fifo"`, `"jobs": 6`}},
+		{"urgent jobs preempt", []string{"-trace", trace, "-topology", "fattree:2,2,8,8", "-policies", "gang-backfill,phalanx", "-urgent", "0.5", "-quiet"},
+			[]string{"\npreemption: victims", "\ngang-backfill  leaf-pack ", "\nphalanx        leaf-pack "}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
