@@ -12,7 +12,10 @@
 //     against strict FIFO and greedy backfill;
 //
 //  5. a synthetic mixed workload replayed under every policy (-no-limits
-//     replays it with no time limits).
+//     replays it with no time limits);
+//
+//  6. an urgent 256-GPU gang on a full cluster: the batch gangs it
+//     preempts, next to what a topology-blind victim choice would evict.
 //
 //     go run ./examples/cluster2000 [-no-limits]
 package main
@@ -56,7 +59,11 @@ func run(w io.Writer, jobs int, noLimits bool) error {
 		}
 		fmt.Fprintln(w)
 	}
-	return workload(w, c, jobs, noLimits)
+	if err := workload(w, c, jobs, noLimits); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	return preemption(w, c)
 }
 
 // deadlock: two 150-pod x 8-GPU jobs whose pods arrive interleaved.

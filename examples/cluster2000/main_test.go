@@ -49,8 +49,32 @@ func TestCluster2000(t *testing.T) {
 			t.Errorf("no row for %s", p)
 		}
 	}
+	checkPreemption(t, out)
 	gangRow := regexp.MustCompile(`(?m)^(gang-fifo|gang-backfill|phalanx) +\S+ +[\d.]+% +\d+h +\d+h +0h `)
 	if n := len(gangRow.FindAllString(out, -1)); n != 5 {
 		t.Errorf("%d gang rows with 0h deadlock, want 5:\n%s", n, out)
+	}
+}
+
+// checkPreemption checks section 6: the engine stops whole gangs of the
+// fewest leaves that can hold the urgent gang (two: 256 GPUs are two
+// leaves' worth), exactly its 256 GPUs, fewer victims and less lost work
+// than the topology-blind choice; and the urgent gang then starts.
+func checkPreemption(t *testing.T, out string) {
+	t.Helper()
+	row := regexp.MustCompile(`(?m)^   (phalanx \(gang/preempt\)|cheapest first, topology-blind) +(\d+) +(\d+) +(\d+) +(\d+)$`)
+	m := row.FindAllStringSubmatch(out, -1)
+	if len(m) != 2 {
+		t.Fatalf("preemption rows: %v\n%s", m, out)
+	}
+	n := func(r, c int) int { v, _ := strconv.Atoi(m[r][c]); return v }
+	if n(0, 3) != 256 || n(0, 4) != 2 {
+		t.Errorf("phalanx stops %d GPUs on %d leaves; want 256 on 2", n(0, 3), n(0, 4))
+	}
+	if n(0, 2) >= n(1, 2) || n(0, 5) > n(1, 5) || n(1, 4) <= 2 {
+		t.Errorf("phalanx's victims are not fewer and cheaper than the blind choice's: %v", m)
+	}
+	if !strings.Contains(out, "the urgent gang starts on n[") {
+		t.Errorf("the urgent gang did not start:\n%s", out)
 	}
 }
