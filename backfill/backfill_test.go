@@ -291,6 +291,7 @@ func TestSubmitErrors(t *testing.T) {
 		{"too big", Job{ID: "x", Account: "a", Gang: member(placement.NodesOf(251, 8))}, ErrBadJob, "member m asks for 251 nodes x 8 GPUs; the cluster has 250 nodes and 2000 GPUs"},
 		{"never meets its level", Job{ID: "x", Account: "a", Gang: member(placement.Request{Nodes: 17, GPUsPerNode: 8, Required: "leaf"})}, ErrNeverFits, "under one leaf; the best leaf has 16"},
 		{"negative limit", Job{ID: "x", Account: "a", TimeLimit: -1, Gang: member(placement.NodesOf(1, 8))}, ErrBadJob, "time limit -1ns is not in [0, 87600h0m0s]"},
+		{"unknown preemption policy", Job{ID: "x", Account: "a", Preemption: 7, Gang: member(placement.NodesOf(1, 8))}, ErrBadJob, "unknown Preemption policy 7"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

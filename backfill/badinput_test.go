@@ -167,6 +167,18 @@ func TestBadConfigAndArguments(t *testing.T) {
 		}, ErrConfig, "ReservationDepth -5"},
 		{"negative jobs tested", func() error { _, err := New(c, cfgWith(func(c *Config) { c.MaxJobsTested = -1 }), tree()); return err }, ErrConfig, "MaxJobsTested -1"},
 		{"negative keep", func() error { _, err := New(c, cfgWith(func(c *Config) { c.KeepEnded = -1 }), tree()); return err }, ErrConfig, "KeepEnded"},
+		{"negative grace", func() error {
+			_, err := New(c, cfgWith(func(c *Config) { c.Preemption.Grace = -time.Second }), tree())
+			return err
+		}, ErrConfig, "Preemption.Grace"},
+		{"exempt time too long", func() error {
+			_, err := New(c, cfgWith(func(c *Config) { c.Preemption.ExemptTime = 2 * MaxTimeLimit }), tree())
+			return err
+		}, ErrConfig, "Preemption.ExemptTime"},
+		{"negative searches", func() error {
+			_, err := New(c, cfgWith(func(c *Config) { c.Preemption.MaxSearches = -1 }), tree())
+			return err
+		}, ErrConfig, "Preemption.MaxSearches -1"},
 		{"NaN dampening", func() error {
 			_, err := New(c, cfgWith(func(c *Config) { c.FairShare.Dampening = math.NaN() }), tree())
 			return err

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -190,4 +191,84 @@ func TestRestoreOntoChangedTopology(t *testing.T) {
 		!strings.Contains(err.Error(), `"l1-a"`) {
 		t.Fatalf("restore onto a renamed cluster: %v", err)
 	}
+}
+
+// preemptingEngine returns an engine in the middle of a preemption: on
+// two leaves of 4 nodes, a class-1 gang preempted the two gangs of leaf
+// s0-l0 (one already released), the other leaf runs two class-0 gangs
+// (one protected).
+func preemptingEngine(t *testing.T) *Engine {
+	c := opsCluster(t)
+	cfg := DefaultConfig()
+	cfg.Hold.Enabled = false
+	cfg.Preemption = PreemptionConfig{Enabled: true, Grace: 5 * time.Minute}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+	require.NoError(t, err)
+	e.checkEach = true
+	job := func(id string, nodes, class int, p preempt.Policy) Job {
+		return Job{ID: id, Account: "a", Class: class, Preemption: p,
+			Gang: member(placement.Request{Nodes: nodes, GPUsPerNode: 8, Required: "leaf"})}
+	}
+	for _, j := range []Job{job("a", 2, 0, preempt.Requeue), job("b", 2, 0, preempt.Cancel), job("c", 2, 0, preempt.Never), job("d", 2, 0, preempt.Requeue)} {
+		require.NoError(t, e.Submit(j, epoch))
+	}
+	p, err := e.Schedule(epoch)
+	require.NoError(t, err)
+	for _, s := range p.Starts {
+		require.NoError(t, e.Started(s.Job, epoch))
+	}
+	require.NoError(t, e.Checkpointed("d", epoch.Add(30*time.Minute)))
+	require.NoError(t, e.Submit(job("urgent", 4, 1, preempt.Never), epoch.Add(time.Hour)))
+	p, err = e.Schedule(epoch.Add(time.Hour))
+	require.NoError(t, err)
+	require.Len(t, p.Preemptions, 2, p.Describe(c, epoch))
+	require.NoError(t, e.Preempted(p.Preemptions[0].Victim, epoch.Add(62*time.Minute)))
+	return e
+}
+
+// TestRestoreRefusesCorruptPreemptions: each snapshot whose preemption
+// state cannot be true is refused with an error naming the problem.
+func TestRestoreRefusesCorruptPreemptions(t *testing.T) {
+	e := preemptingEngine(t)
+	good := e.Snapshot()
+	require.Len(t, good.Claims, 1)
+	victim := good.Claims[0].Victims[0]
+	_, err := Restore(e.c, e.cfg, snapshotCopy(t, good))
+	require.NoError(t, err)
+	tests := []corruption{
+		{"a claim for a running job", func(s *Snapshot) { s.Claims[0].Job, s.Claims[0].Placement.ID = "c", "c" }, "a claim for c, which is not waiting"},
+		{"a victim that is running", func(s *Snapshot) { s.Claims[0].Victims = append(s.Claims[0].Victims, "d") }, "lists d, which is not a preempting job"},
+		{"a victim listed twice", func(s *Snapshot) { s.Claims[0].Victims = append(s.Claims[0].Victims, victim) }, "lists " + victim},
+		{"a victim of the preemptor's class", func(s *Snapshot) { s.Jobs[jobIndex(s, victim)].Class = 1 }, "lists " + victim},
+		{"a preempting job without a preemptor", func(s *Snapshot) { s.Jobs[jobIndex(s, victim)].PreemptedBy = "" }, "is preempting with a preemption time"},
+		{"a preempting job that cannot be preempted", func(s *Snapshot) { s.Jobs[jobIndex(s, victim)].Preemption = "" }, "is preempting but cannot be preempted"},
+		{"an unknown policy", func(s *Snapshot) { s.Jobs[jobIndex(s, "d")].Preemption = "suspend" }, `unknown preemption policy "suspend"`},
+		{"a running job with a preemptor", func(s *Snapshot) { s.Jobs[jobIndex(s, "d")].PreemptedBy = "urgent" }, "job d is running with a preemption time"},
+		{"a checkpoint of a waiting job", func(s *Snapshot) { s.Jobs[jobIndex(s, "urgent")].Checkpoint = s.Time }, "with a checkpoint"},
+		{"a claim due before it began", func(s *Snapshot) { s.Claims[0].Due = s.Claims[0].Since.Add(-time.Second) }, "before it began"},
+		{"a claim on a protected job's GPUs", func(s *Snapshot) {
+			s.Claims[0].Placement.Members[0].Pods[0] = s.Gangs[gangIndex(s, "c")].Members[0].Pods[0]
+		}, "held by another job"},
+		{"a claim sharing GPUs with another", func(s *Snapshot) {
+			cr := s.Claims[0]
+			cr.Job, cr.Placement.ID, cr.Victims = "a", "a", nil
+			s.Claims = append(s.Claims, cr)
+		}, "share GPUs"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := snapshotCopy(t, good)
+			tt.corrupt(s)
+			_, err := Restore(e.c, e.cfg, s)
+			if !errors.Is(err, ErrRestore) || !strings.Contains(err.Error(), tt.msg) {
+				t.Fatalf("Restore = %v; want ErrRestore mentioning %q", err, tt.msg)
+			}
+		})
+	}
+	t.Run("version 2", func(t *testing.T) {
+		s := snapshotCopy(t, good)
+		s.Version = 2
+		_, err := Restore(e.c, e.cfg, s)
+		require.NoError(t, err, "a version 2 snapshot is read")
+	})
 }
