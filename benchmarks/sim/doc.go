@@ -14,6 +14,14 @@
 // share, hold mode: backfill.DefaultConfig). Placement variants:
 // leaf-pack, first-fit, random.
 //
+// Preemption (Config.Preemption): a seeded share of the jobs is urgent
+// (class 1) and preempts the others (class 0, requeued when preempted,
+// starting over) under the gang policies; the simulated host reports each
+// victim released after Preemption.Release. Result.Preemptions,
+// Result.PreemptedGPUSeconds (the work the victims lost),
+// Result.UrgentWaits and Result.OtherWaits measure it; Preemption.Off
+// keeps the classes without preempting, the baseline.
+//
 // Metrics: utilisation, GPU-hours held by jobs that cannot run (deadlock),
 // GPU-hours held by hold mode, waits per size class, mean completion time,
 // makespan, topology quality of multi-node jobs, per-account share against
