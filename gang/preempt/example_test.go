@@ -1,6 +1,7 @@
 package preempt_test
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/phalanx-sched/phalanx/gang"
@@ -67,4 +68,17 @@ func ExampleParsePolicy() {
 	// requeue requeue true
 	// cancel cancel true
 	// suspend never false
+}
+
+// Policies are names in JSON.
+func ExamplePolicy_MarshalText() {
+	data, _ := json.Marshal(map[string]preempt.Policy{"train": preempt.Requeue, "serve": preempt.Never})
+	fmt.Println(string(data))
+	var p preempt.Policy
+	fmt.Println(json.Unmarshal([]byte(`"cancel"`), &p), p)
+	fmt.Println(json.Unmarshal([]byte(`"suspend"`), &p))
+	// Output:
+	// {"serve":"never","train":"requeue"}
+	// <nil> cancel
+	// unknown preemption policy "suspend"
 }

@@ -55,6 +55,19 @@ func (p Policy) String() string {
 	return fmt.Sprintf("Policy(%d)", uint8(p))
 }
 
+// MarshalText renders the policy's name (for JSON plans).
+func (p Policy) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// UnmarshalText parses a policy's name; an unknown name is an error.
+func (p *Policy) UnmarshalText(b []byte) error {
+	q, ok := ParsePolicy(string(b))
+	if !ok {
+		return fmt.Errorf("unknown preemption policy %q", b)
+	}
+	*p = q
+	return nil
+}
+
 // ParsePolicy returns the policy named by String.
 func ParsePolicy(name string) (Policy, bool) {
 	for i, n := range policyNames {
