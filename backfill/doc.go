@@ -60,6 +60,13 @@
 // (Held with the counts, nodes and budget left; ForHold with when or why
 // not yet; Hold for jobs blocked by another's hold) say what happens.
 //
+// Depth 1 is EASY backfill, Conservative plans every tested job, depth 0
+// is greedy backfill with no reservations, and Strict disables backfill
+// (strict priority order). Every waiting job gets a stable, user-facing
+// reason: Reserved, Held, Priority, Resources, Reservation, Topology,
+// Gang, Hold, ForHold, Preempting or Claimed, with the placement reason
+// attached, and why preemption did not help when it was tried.
+//
 // # Preemption
 //
 // With Config.Preemption on, a job may stop running jobs of a strictly
@@ -74,14 +81,18 @@
 //
 // The victims are chosen by package gang/preempt among the running
 // (confirmed) jobs outside their exempt time: whole gangs whose release
-// lets the job in with all its topology constraints, by lowest highest
-// victim class, then least work lost (each victim's GPUs times the time
-// since its start or its last Checkpointed), then fewest victims, then
-// fewest leaves. The job's placement keeps off the GPUs of holds, of other
-// claims and of every reservation its run could overlap were it to start
-// when the victims' grace ends (from now + Grace to its time limit
-// after; every reservation without a limit): no reservation moves for a
-// preemption whose victims are released within their grace. At most
+// lets the job in with all its topology constraints, by the lowest
+// possible highest victim class, then least work lost (each victim's GPUs
+// times the time since its start or its last Checkpointed), then fewest
+// victims, then fewest leaves. The job's placement keeps off the GPUs of
+// holds, of other claims, and of every reservation whose window overlaps
+// the job's run were it to start when the victims' grace ends (from now
+// to now + Grace + its time limit; every reservation, for a job without
+// a limit): no reservation moves for a preemption whose victims are
+// released within their grace. Released later, the preemptor starts
+// late, and a reservation it delays moves with cause late start, as for
+// any late start. Running jobs whose every GPU is so kept are no
+// candidates (Waiting.PreemptPromised counts them). At most
 // PreemptionConfig.MaxSearches jobs search per cycle.
 //
 // A found set goes into Plan.Preemptions (victim, preemptor, policy, the
@@ -138,13 +149,6 @@
 // reason says the grace's end; the claim is kept). Checkpointed tells the
 // engine that a running job saved its work, so that preempting it loses
 // only the work since.
-//
-// Depth 1 is EASY backfill, Conservative plans every tested job, depth 0
-// is greedy backfill with no reservations, and Strict disables backfill
-// (strict priority order). Every waiting job gets a stable, user-facing
-// reason: Reserved, Held, Priority, Resources, Reservation, Topology,
-// Gang, Hold, ForHold, Preempting or Claimed, with the placement reason
-// attached, and why preemption did not help when it was tried.
 //
 // # States
 //
