@@ -48,19 +48,21 @@ func (c *cycle) wait(j *jobRec, w *Waiting) {
 	c.classify(spec, failed, w)
 }
 
-// reserveOrPreempt gives job j, which has no reservation, one at the earliest time
-// the profile admits it (while ReservationDepth allows), unless it may
-// preempt and that time is far (or there is none): it then looks for
-// victims first. It reports whether j got a reservation or a claim.
+// reserveOrPreempt gives job j, which has no reservation, one at the
+// earliest time the profile admits it (while ReservationDepth allows),
+// unless that time is far (or there is none) and j may preempt: it then
+// looks for victims first. It reports whether j got a reservation or a
+// claim.
 func (c *cycle) reserveOrPreempt(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 	e := c.e
 	canReserve := c.mayReserve() && !j.dropped
-	canPreempt := c.mayPreempt(j)
-	if !canReserve && !canPreempt {
+	if !canReserve && !c.mayPreempt(j) {
 		return false
 	}
+	// Without a reservation to make, the search only tells how far j's
+	// start is, and mayPreempt has admitted j already.
 	t, found := e.search(c.now, query{j: j, spec: spec})
-	if canPreempt && (!found || c.far(t)) {
+	if (!found || c.far(t)) && (!canReserve || c.mayPreempt(j)) {
 		if found {
 			// The search's placement in e.alloc is needed for the
 			// reservation if preemption does not help.
