@@ -40,8 +40,9 @@ func TestPreemptionPolicy(t *testing.T) {
 		res[k] = r
 	}
 	base, pre := res[0], res[1]
-	t.Logf("without: urgent %+v; with: urgent %+v, other %+v, %d victims, %.0f GPU-h lost",
-		*base.UrgentWaits, *pre.UrgentWaits, *pre.OtherWaits, pre.Preemptions, pre.PreemptedGPUSeconds/3600)
+	t.Logf("without preemption: urgent %+v, other %+v", *base.UrgentWaits, *base.OtherWaits)
+	t.Logf("with preemption: urgent %+v, other %+v, %d victims, %.0f GPU-h lost (busy %.0f GPU-h)",
+		*pre.UrgentWaits, *pre.OtherWaits, pre.Preemptions, pre.PreemptedGPUSeconds/3600, pre.BusyGPUSeconds/3600)
 	if base.Preemptions != 0 || pre.Preemptions == 0 || pre.PreemptedGPUSeconds <= 0 {
 		t.Fatalf("victims: %d without preemption, %d (%.0f GPU-s) with", base.Preemptions, pre.Preemptions, pre.PreemptedGPUSeconds)
 	}
