@@ -19,7 +19,9 @@ import (
 // scratch state, the fit prechecks) and with every cache replaced by its
 // naive reference path. Workloads mix jobs with and without time limits
 // (so hold mode runs), patience and multi-member gangs, at depth 0, 1, 16
-// and conservative, and strict order.
+// and conservative, and strict order; every other seed with preemption on
+// (classes and policies drawn, victims released 0 to 20 minutes after
+// their signal).
 func TestNaivePathsAgree(t *testing.T) {
 	seeds := 150
 	if testing.Short() {
@@ -32,11 +34,14 @@ func TestNaivePathsAgree(t *testing.T) {
 	}
 	for _, v := range []variant{{"greedy", 0, false}, {"easy", 1, false}, {"depth16", 16, false}, {"conservative", Conservative, false}, {"strict", 0, true}} {
 		t.Run(v.name, func(t *testing.T) {
-			cycles := 0
+			cycles, preemptions := 0, 0
 			for seed := range uint64(seeds) {
 				fast := metamorphicRun(t, v.depth, v.strict, seed, false)
 				slow := metamorphicRun(t, v.depth, v.strict, seed, true)
 				cycles += len(fast)
+				for _, p := range fast {
+					preemptions += bytes.Count(p, []byte(`"Victim"`))
+				}
 				if len(fast) != len(slow) {
 					t.Fatalf("seed %d: %d cycles with caches, %d without", seed, len(fast), len(slow))
 				}
@@ -49,7 +54,10 @@ func TestNaivePathsAgree(t *testing.T) {
 					}
 				}
 			}
-			t.Logf("%d cycles compared", cycles)
+			t.Logf("%d cycles compared, %d preemptions in them", cycles, preemptions)
+			if preemptions == 0 {
+				t.Errorf("no preemption in %d cycles", cycles)
+			}
 		})
 	}
 }
@@ -67,6 +75,9 @@ func metamorphicRun(t *testing.T, depth int, strict bool, seed uint64, naive boo
 	if seed%3 == 0 {
 		cfg.MaxJobsTested = 5
 	}
+	if seed%2 == 1 {
+		cfg.Preemption = PreemptionConfig{Enabled: true, ExemptTime: 10 * time.Minute, Grace: 5 * time.Minute, MinGain: 5 * time.Minute}
+	}
 	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b", "c"))
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +92,14 @@ func metamorphicRun(t *testing.T, depth int, strict bool, seed uint64, naive boo
 			jobs[i].Patience = Patience{MaxDomains: 1, Wait: time.Duration(10+r.IntN(50)) * time.Minute}
 		}
 	}
+	if cfg.Preemption.Enabled {
+		preemptWorkload(r, jobs)
+	}
 	h := newHost(t, e, jobs, seed)
+	if cfg.Preemption.Enabled {
+		rr := rand.New(rand.NewPCG(seed, 78))
+		h.release = func() time.Duration { return time.Duration(rr.IntN(20*60)) * time.Second }
+	}
 	h.record = true
 	h.run()
 	if len(h.plans) < 10 {
