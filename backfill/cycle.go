@@ -90,7 +90,7 @@ type cycle struct {
 	// those that go first on their GPUs but slipped (due ones not
 	// started, ones moved later to keep their GPUs).
 	due, slipped []*reservation
-	// Preemption: the victim searches made, the lowest class of the
+	// Preemption: the jobs that looked for victims, the lowest class of the
 	// running jobs (when there is one), scratch for the claims.
 	searches   int
 	anyRunning bool
@@ -385,6 +385,8 @@ func (c *cycle) start(j *jobRec) {
 		if cl.due.Before(c.now) {
 			j.promised = cl.due
 		}
+		e.book.dropClaim(cl)
+		c.valid = false
 	}
 	if r := j.resv; r != nil {
 		if r.start.Before(c.now) {
@@ -395,10 +397,6 @@ func (c *cycle) start(j *jobRec) {
 	}
 	if h := e.book.holdOf(j); h != nil {
 		e.book.dropHold(h)
-		c.valid = false
-	}
-	if cl := j.claim; cl != nil {
-		e.book.dropClaim(cl)
 		c.valid = false
 	}
 	e.jobs.pending = removeSorted(e.jobs.pending, j)

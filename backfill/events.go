@@ -37,7 +37,6 @@ var jobFrom = [...]stateSet{
 	opFailed:       activeStates,
 	opPreempted:    setOf(StatePreempting),
 	opCheckpointed: setOf(StateRunning, StatePreempting),
-	opSchedule:     0,
 }
 
 // op is one event: what it is, when, and on what.
