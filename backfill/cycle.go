@@ -399,6 +399,13 @@ func (c *cycle) start(j *jobRec) {
 		e.book.dropHold(h)
 		c.valid = false
 	}
+	if j.job.TimeLimit > 0 && e.onReserved(&e.alloc) {
+		// It runs on GPUs a reservation needs later and ends before that
+		// reservation starts (GPUs returned early, by a preemption or a
+		// job that ended before its limit, let it start there): its end
+		// is a new time at which the reservation may start earlier.
+		e.book.freed++
+	}
 	e.jobs.pending = removeSorted(e.jobs.pending, j)
 	e.activate(j, c.now)
 	j.wait = Waiting{}

@@ -52,6 +52,7 @@ type Engine struct {
 	// plannedAlloc keeps a profile search's placement while a victim
 	// search runs.
 	plannedAlloc gang.Allocation
+	nodeMask     []uint64 // per node, zero between uses
 	estBuf       []endItem
 
 	// Test switches: naive runs every cache's reference path; checkEach
@@ -79,17 +80,18 @@ func New(c *topology.Cluster, cfg Config, tree *fairshare.Tree) (*Engine, error)
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	e := &Engine{
-		c:       c,
-		cfg:     cfg,
-		tree:    tree,
-		ledger:  gang.NewLedger(c, gang.Options{}),
-		adm:     gang.NewAdmitter(c, gang.Options{}),
-		empty:   topology.NewState(c),
-		jobs:    newJobTable(c),
-		nodes:   make([]NodeState, c.NumNodes()),
-		accts:   accounts{idx: make(map[string]int)},
-		prof:    newProfile(c),
-		scratch: topology.NewState(c),
+		c:        c,
+		cfg:      cfg,
+		tree:     tree,
+		ledger:   gang.NewLedger(c, gang.Options{}),
+		adm:      gang.NewAdmitter(c, gang.Options{}),
+		empty:    topology.NewState(c),
+		jobs:     newJobTable(c),
+		nodes:    make([]NodeState, c.NumNodes()),
+		accts:    accounts{idx: make(map[string]int)},
+		prof:     newProfile(c),
+		scratch:  topology.NewState(c),
+		nodeMask: make([]uint64, c.NumNodes()),
 	}
 	for d := range c.NumDomains(c.Depth() - 1) {
 		e.leafGPUs = max(e.leafGPUs, c.Domain(c.Depth()-1, d).GPUs)
