@@ -1,6 +1,7 @@
 package benchmarks
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -81,14 +82,17 @@ func (w *workload) engine(b testing.TB, busy float64, pending int) (*backfill.En
 		b.Fatal(err)
 	}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for batch := 0; float64(e.UsedGPUs()) < busy*float64(w.c.TotalGPUs()) && batch < 10000; batch++ {
-		for range 20 {
-			if j := w.job("run", now); e.Submit(j, now) != nil {
-				continue
-			}
+	// Fill one job at a time, each started alone or withdrawn, skipping
+	// jobs that would take the busy share past busy: the state holds
+	// busy of the GPUs in running jobs and nothing else.
+	target := int(busy * float64(w.c.TotalGPUs()))
+	plan := &backfill.Plan{}
+	for tries := 0; e.UsedGPUs() < target-w.c.MaxNodeGPUs() && tries < 200000; tries++ {
+		j := w.job("run", now)
+		if e.UsedGPUs()+jobGPUs(w.c, &j) > target || e.Submit(j, now) != nil {
+			continue
 		}
-		plan, err := e.Schedule(now)
-		if err != nil {
+		if err := e.ScheduleInto(now, plan); err != nil {
 			b.Fatal(err)
 		}
 		for _, s := range plan.Starts {
@@ -100,13 +104,35 @@ func (w *workload) engine(b testing.TB, busy float64, pending int) (*backfill.En
 		now = now.Add(time.Second)
 	}
 	now = now.Add(time.Minute)
-	for range pending {
+	for n := 0; n < pending; {
 		j := w.job("pend", now.Add(-time.Duration(w.r.IntN(3600))*time.Second))
-		if err := e.Submit(j, now); err != nil {
+		switch err := e.Submit(j, now); {
+		case errors.Is(err, backfill.ErrNeverFits):
+			continue // a unique shape no cluster state can hold: draw again
+		case err != nil:
 			b.Fatal(err)
 		}
+		n++
 	}
 	return e, now
+}
+
+// jobGPUs returns the GPUs job j asks for (whole nodes count as the
+// cluster's largest node).
+func jobGPUs(c *topology.Cluster, j *backfill.Job) int {
+	n := 0
+	for _, m := range j.Gang.Members {
+		r := m.Request
+		switch {
+		case r.GPUs > 0:
+			n += r.GPUs
+		case r.GPUsPerNode > 0:
+			n += r.Nodes * r.GPUsPerNode
+		default:
+			n += r.Nodes * c.MaxNodeGPUs()
+		}
+	}
+	return n
 }
 
 func busyShare(e *backfill.Engine) float64 {
