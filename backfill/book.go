@@ -69,8 +69,9 @@ type claim struct {
 type book struct {
 	resv    []*reservation
 	version uint64 // bumped on every change
-	// Indexes, valid while sortedAt == version.
-	sortedAt       uint64
+	// Indexes of resv by start and by end, valid while indexed: kept up
+	// to date by add and remove, rebuilt by sorted after changed.
+	indexed        bool
 	byStart, byEnd []*reservation
 	holds          []*hold
 	claims         []*claim
@@ -85,6 +86,26 @@ func (b *book) add(r *reservation) {
 	b.resv = append(b.resv, r)
 	r.job.resv = r
 	b.version++
+	if b.indexed {
+		// r is last in the book: after every equal key keeps it stable.
+		b.byStart = insertAfterEqual(b.byStart, r, func(x *reservation) time.Time { return x.start })
+		if !r.end.IsZero() {
+			b.byEnd = insertAfterEqual(b.byEnd, r, func(x *reservation) time.Time { return x.end })
+		}
+	}
+}
+
+// insertAfterEqual inserts r into list, sorted by key, after every
+// element whose key is not after r's.
+func insertAfterEqual(list []*reservation, r *reservation, key func(*reservation) time.Time) []*reservation {
+	k := key(r)
+	i, _ := slices.BinarySearchFunc(list, k, func(x *reservation, t time.Time) int {
+		if key(x).After(t) {
+			return 1
+		}
+		return -1
+	})
+	return slices.Insert(list, i, r)
 }
 
 func (b *book) remove(r *reservation) {
@@ -96,10 +117,19 @@ func (b *book) remove(r *reservation) {
 	r.job.resv = nil
 	b.version++
 	b.freed++
+	if b.indexed {
+		b.byStart = slices.Delete(b.byStart, slices.Index(b.byStart, r), slices.Index(b.byStart, r)+1)
+		if k := slices.Index(b.byEnd, r); k >= 0 {
+			b.byEnd = slices.Delete(b.byEnd, k, k+1)
+		}
+	}
 }
 
 // changed records that a reservation's start, end or GPUs changed.
-func (b *book) changed() { b.version++ }
+func (b *book) changed() {
+	b.version++
+	b.indexed = false
+}
 
 // holdOf returns job j's hold, or nil.
 func (b *book) holdOf(j *jobRec) *hold {
@@ -164,7 +194,7 @@ func (c *claim) clears(r *reservation) bool {
 // sorted returns the reservations by start and, those with an end, by
 // end; both orders are stable (ties keep the book's order).
 func (b *book) sorted() (byStart, byEnd []*reservation) {
-	if !b.naive && b.sortedAt == b.version && b.byStart != nil {
+	if !b.naive && b.indexed {
 		return b.byStart, b.byEnd
 	}
 	b.byStart = append(b.byStart[:0], b.resv...)
@@ -176,7 +206,7 @@ func (b *book) sorted() (byStart, byEnd []*reservation) {
 		}
 	}
 	slices.SortStableFunc(b.byEnd, func(x, y *reservation) int { return x.end.Compare(y.end) })
-	b.sortedAt = b.version
+	b.indexed = true
 	return b.byStart, b.byEnd
 }
 
@@ -187,7 +217,7 @@ func (b *book) extendDue(now time.Time) {
 		if l := r.job.job.TimeLimit; l > 0 && r.start.Before(now) {
 			if end := now.Add(l); !end.Equal(r.end) {
 				r.end = end
-				b.version++
+				b.changed()
 			}
 		}
 	}
@@ -225,6 +255,14 @@ func overlapping(a, b *reservation) bool {
 // check verifies the book's invariants.
 func (b *book) check(c *topology.Cluster) error {
 	var errs []error
+	if b.indexed {
+		byStart, byEnd := slices.Clone(b.byStart), slices.Clone(b.byEnd)
+		b.indexed = false
+		fs, fe := b.sorted()
+		if !slices.Equal(byStart, fs) || !slices.Equal(byEnd, fe) {
+			errs = append(errs, fmt.Errorf("reservation indexes kept by add and remove differ from a fresh sort"))
+		}
+	}
 	seen := make(map[*jobRec]bool)
 	for i, r := range b.resv {
 		id := r.job.job.ID

@@ -100,11 +100,61 @@ type cycle struct {
 
 // failure is a cached outcome: a job's shape (request, minimum, and class,
 // which decides whether it may preempt) and what it got.
+// failure is one entry of the same-shape failure cache: a job's shape
+// (its only member's request, minimum and class; req points into the job)
+// and what it got.
 type failure struct {
-	key   placement.Request
+	shape
+	w Waiting
+}
+
+// shape is what a cacheable job's outcome depends on besides the scratch
+// state.
+type shape struct {
+	hash  uint64
+	req   *placement.Request
 	min   int
 	class int
-	w     Waiting
+}
+
+func (s *shape) equal(o *shape) bool {
+	return s.hash == o.hash && s.min == o.min && s.class == o.class && *s.req == *o.req
+}
+
+// shapeHash hashes what shape compares (FNV-1a over the request's fields
+// but the node sets, which make a job uncacheable), so that most cache
+// misses cost one integer comparison.
+func shapeHash(j *Job) uint64 {
+	h := uint64(14695981039346656037)
+	mix := func(v uint64) { h = (h ^ v) * 1099511628211 }
+	str := func(s string) {
+		for i := range len(s) {
+			mix(uint64(s[i]))
+		}
+		mix(0xff)
+	}
+	mix(uint64(j.Class))
+	for _, m := range j.Gang.Members {
+		r := &m.Request
+		mix(uint64(m.Min))
+		mix(uint64(r.Nodes))
+		mix(uint64(r.GPUsPerNode))
+		mix(uint64(r.GPUs))
+		if r.Exclusive {
+			mix(1)
+		}
+		str(r.Required)
+		str(r.Preferred)
+		mix(uint64(r.MaxDomains))
+		str(r.MaxDomainsLevel)
+		mix(uint64(r.SegmentSize))
+		str(r.SegmentLevel)
+		for _, sg := range r.Segments {
+			mix(uint64(sg.Size))
+			str(sg.Level)
+		}
+	}
+	return h
 }
 
 // runCycle is Schedule's body, run by apply once the call is checked.
@@ -230,11 +280,12 @@ func (c *cycle) test(j *jobRec, w *Waiting) bool {
 	key, cacheable := c.shapeKey(j)
 	if cacheable {
 		c.prepareScratch(j)
-		if hit, ok := c.cached(key); ok {
+		if hit, ok := c.cached(&key); ok {
 			// A job of the same shape failed on this very scratch
 			// state: this one fails the same way.
-			hit.Job, hit.Priority = w.Job, w.Priority
-			*w = hit
+			id, prio := w.Job, w.Priority
+			*w = *hit
+			w.Job, w.Priority = id, prio
 			return true
 		}
 	}
@@ -243,7 +294,7 @@ func (c *cycle) test(j *jobRec, w *Waiting) bool {
 	}
 	c.wait(j, w)
 	if cacheable && j.resv == nil && j.claim == nil && !c.e.book.isHeld(j) && w.Code != WaitForHold {
-		c.remember(key, *w)
+		c.remember(&key, w)
 	}
 	return true
 }
@@ -252,49 +303,48 @@ func (c *cycle) test(j *jobRec, w *Waiting) bool {
 // shape and the scratch state: one member, no node sets, no co-location,
 // no patience, and no chance of a reservation or hold this cycle (those
 // depend on the job's own history).
-func (c *cycle) shapeKey(j *jobRec) (failure, bool) {
+func (c *cycle) shapeKey(j *jobRec) (shape, bool) {
 	g := &j.job.Gang
 	if c.naive || len(g.Members) != 1 || g.Colocate.Level != "" || j.tight != nil || j.resv != nil || j.moved != nil || j.dropped {
-		return failure{}, false
+		return shape{}, false
 	}
-	r := g.Members[0].Request
+	r := &g.Members[0].Request
 	if r.Allowed != nil || r.Excluded != nil {
-		return failure{}, false
+		return shape{}, false
 	}
 	e := c.e
-	if e.book.isHeld(j) {
-		return failure{}, false
-	}
-	if _, _, ok := e.holdEligibility(j); ok {
-		return failure{}, false // its outcome depends on its own history
-	}
 	d := e.cfg.ReservationDepth
 	if !e.cfg.Strict && d != 0 && (d == Conservative || len(e.book.resv) < d) {
-		return failure{}, false
+		return shape{}, false
 	}
-	return failure{key: r, min: g.Members[0].Min, class: j.job.Class}, true
+	if e.book.isHeld(j) {
+		return shape{}, false
+	}
+	if _, _, ok := e.holdEligibility(j); ok {
+		return shape{}, false // its outcome depends on its own history
+	}
+	return shape{hash: j.shape, req: r, min: g.Members[0].Min, class: j.job.Class}, true
 }
 
-func (c *cycle) cached(k failure) (Waiting, bool) {
+func (c *cycle) cached(k *shape) (*Waiting, bool) {
 	if c.failGen != c.gen {
-		return Waiting{}, false
+		return nil, false
 	}
 	for i := range c.failures {
-		if f := &c.failures[i]; f.key == k.key && f.min == k.min && f.class == k.class {
-			return f.w, true
+		if f := &c.failures[i]; f.equal(k) {
+			return &f.w, true
 		}
 	}
-	return Waiting{}, false
+	return nil, false
 }
 
-func (c *cycle) remember(k failure, w Waiting) {
+func (c *cycle) remember(k *shape, w *Waiting) {
 	if c.failGen != c.gen {
 		c.failures = c.failures[:0]
 		c.failGen = c.gen
 	}
 	if len(c.failures) < 64 {
-		k.w = w
-		c.failures = append(c.failures, k)
+		c.failures = append(c.failures, failure{shape: *k, w: *w})
 	}
 }
 

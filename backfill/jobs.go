@@ -14,6 +14,9 @@ type jobRec struct {
 	job  Job
 	seq  uint64
 	gpus int
+	// shape hashes the job's request for the cycle's same-shape failure
+	// cache (shapeHash); equal hashes are confirmed by comparing requests.
+	shape uint64
 	// tight is the job's gang with its patience constraint applied.
 	tight *gang.Spec
 	acct  int // index in the engine's accounts

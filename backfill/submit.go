@@ -35,7 +35,7 @@ func (e *Engine) validateJob(j Job) (*jobRec, error) {
 	if err := j.Gang.Validate(e.c); err != nil {
 		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
 	}
-	rec := &jobRec{job: j, gpus: j.Gang.GPUs(e.c), phase: StatePending}
+	rec := &jobRec{job: j, gpus: j.Gang.GPUs(e.c), phase: StatePending, shape: shapeHash(&j)}
 	if err := e.tree.CheckJob(e.fsJob(rec)); err != nil {
 		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
 	}

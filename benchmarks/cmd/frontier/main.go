@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -112,10 +113,23 @@ func main() {
 	data := flag.String("data", "../shared/data", "the shared data folder")
 	only := flag.String("policies", "", "comma-separated policy names (default: all)")
 	traceSeeds := flag.Int("trace-seeds", 1, "seeds of the real traces (a seed draws the time limits and the no-limit jobs)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "frontier:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	for _, t := range traces(strings.Split(*names, ","), *seeds, *traceSeeds, *data) {
 		if err := frontier(os.Stdout, t, *only); err != nil {
 			fmt.Fprintln(os.Stderr, "frontier:", err)
+			pprof.StopCPUProfile()
 			os.Exit(1)
 		}
 	}
