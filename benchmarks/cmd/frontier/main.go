@@ -46,9 +46,16 @@ var policies = []policy{
 		c.ReservationDepth = backfill.Conservative
 		return c
 	}},
+	{"old-default", sim.Phalanx, func() backfill.Config {
+		// The default before issue 18: depth 16 in fair-share order.
+		c := backfill.DefaultConfig()
+		c.ReservationDepth = 16
+		c.FairShare = fairshare.DefaultConfig()
+		return c
+	}},
 	{"default", sim.Phalanx, func() backfill.Config { return backfill.DefaultConfig() }},
-	// Candidates for a new default: EASY with fair share and an age term
-	// that, after MaxAge, outweighs any fair-share difference.
+	// The candidates the default was chosen from (-policies all): EASY or
+	// a few reservations, with fair share and an age term.
 	{"easy-fs-age24", sim.Phalanx, func() backfill.Config { return easyFairAge(24 * time.Hour) }},
 	{"easy-fs-age6", sim.Phalanx, func() backfill.Config { return easyFairAge(6 * time.Hour) }},
 	{"easy-fs-age2", sim.Phalanx, func() backfill.Config { return easyFairAge(2 * time.Hour) }},
@@ -111,7 +118,7 @@ func main() {
 	names := flag.String("traces", "synthetic,philly3,itp", "comma-separated: synthetic, philly3, philly4, itp")
 	seeds := flag.Int("seeds", 6, "seeds of the synthetic workload")
 	data := flag.String("data", "../shared/data", "the shared data folder")
-	only := flag.String("policies", "", "comma-separated policy names (default: all)")
+	only := flag.String("policies", "greedy,easy,easy-age,conservative,old-default,default", "comma-separated policy names, or all (with the candidates the default was chosen from)")
 	traceSeeds := flag.Int("trace-seeds", 1, "seeds of the real traces (a seed draws the time limits and the no-limit jobs)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
@@ -176,7 +183,7 @@ func frontier(w io.Writer, t trace, only string) error {
 	fmt.Fprintf(w, "%s (%d seed(s)), default-2k; large jobs: more than %d GPUs\n", t.name, t.seeds, t.large)
 	fmt.Fprintf(w, "%-13s %7s %12s %7s %11s %11s %9s %7s %8s\n", "policy", "util", "idleQ GPU-h", "idleQ%", "large p95", "large max", "longest", "share", "cpu")
 	for _, p := range policies {
-		if only != "" && !strings.Contains(","+only+",", ","+p.name+",") {
+		if only != "all" && !strings.Contains(","+only+",", ","+p.name+",") {
 			continue
 		}
 		var sum agg
