@@ -246,12 +246,16 @@ func (c *cycle) walk(order []*jobRec) {
 		if j.phase != StatePending {
 			continue // started by its due reservation
 		}
-		w := Waiting{Job: j.job.ID, Priority: e.ranked[rank].Priority}
+		// w is built in place at the end of the plan's list, and taken
+		// off again if the job starts (the cycle adds to the list nowhere
+		// else).
+		c.plan.Waiting = append(c.plan.Waiting, Waiting{Job: j.job.ID, Priority: e.ranked[rank].Priority})
+		w := &c.plan.Waiting[len(c.plan.Waiting)-1]
 		switch {
 		case e.cfg.Strict && strictBlocker != "":
 			w.Code, w.Blocker = WaitPriority, strictBlocker
 		case j.claim != nil:
-			c.reportClaim(j.claim, &w)
+			c.reportClaim(j.claim, w)
 			if e.cfg.Strict {
 				strictBlocker = j.job.ID
 			}
@@ -259,18 +263,18 @@ func (c *cycle) walk(order []*jobRec) {
 			w.Code = WaitPriority
 		default:
 			c.plan.Tested++
-			started := !c.test(j, &w)
+			started := !c.test(j, w)
 			c.settleMove(j)
 			j.dropped = false
 			if started {
+				c.plan.Waiting = c.plan.Waiting[:len(c.plan.Waiting)-1]
 				continue
 			}
 			if e.cfg.Strict {
 				strictBlocker = j.job.ID
 			}
 		}
-		j.wait = w
-		c.plan.Waiting = append(c.plan.Waiting, w)
+		j.wait = *w
 	}
 }
 
@@ -304,12 +308,7 @@ func (c *cycle) test(j *jobRec, w *Waiting) bool {
 // no patience, and no chance of a reservation or hold this cycle (those
 // depend on the job's own history).
 func (c *cycle) shapeKey(j *jobRec) (shape, bool) {
-	g := &j.job.Gang
-	if c.naive || len(g.Members) != 1 || g.Colocate.Level != "" || j.tight != nil || j.resv != nil || j.moved != nil || j.dropped {
-		return shape{}, false
-	}
-	r := &g.Members[0].Request
-	if r.Allowed != nil || r.Excluded != nil {
+	if c.naive || !j.simple || j.tight != nil || j.resv != nil || j.moved != nil || j.dropped {
 		return shape{}, false
 	}
 	e := c.e
@@ -323,7 +322,8 @@ func (c *cycle) shapeKey(j *jobRec) (shape, bool) {
 	if _, _, ok := e.holdEligibility(j); ok {
 		return shape{}, false // its outcome depends on its own history
 	}
-	return shape{hash: j.shape, req: r, min: g.Members[0].Min, class: j.job.Class}, true
+	m := &j.job.Gang.Members[0]
+	return shape{hash: j.shape, req: &m.Request, min: m.Min, class: j.job.Class}, true
 }
 
 func (c *cycle) cached(k *shape) (*Waiting, bool) {

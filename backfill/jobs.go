@@ -17,6 +17,9 @@ type jobRec struct {
 	// shape hashes the job's request for the cycle's same-shape failure
 	// cache (shapeHash); equal hashes are confirmed by comparing requests.
 	shape uint64
+	// simple: one member, no co-location, no node sets; only such jobs
+	// can share an outcome with jobs of the same shape.
+	simple bool
 	// tight is the job's gang with its patience constraint applied.
 	tight *gang.Spec
 	acct  int // index in the engine's accounts

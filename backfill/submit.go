@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -25,6 +26,16 @@ func (e *Engine) checkSubmit(j Job, now time.Time) (*jobRec, error) {
 	return e.validateJob(j)
 }
 
+// simpleShape reports whether g has one member, no co-location and no
+// node sets.
+func simpleShape(g *gang.Spec) bool {
+	if len(g.Members) != 1 || g.Colocate.Level != "" {
+		return false
+	}
+	r := &g.Members[0].Request
+	return r.Allowed == nil && r.Excluded == nil
+}
+
 // validateJob validates a job as Submit does (every field in range, a valid
 // gang that fits the cluster when empty) and builds its record.
 func (e *Engine) validateJob(j Job) (*jobRec, error) {
@@ -35,7 +46,7 @@ func (e *Engine) validateJob(j Job) (*jobRec, error) {
 	if err := j.Gang.Validate(e.c); err != nil {
 		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
 	}
-	rec := &jobRec{job: j, gpus: j.Gang.GPUs(e.c), phase: StatePending, shape: shapeHash(&j)}
+	rec := &jobRec{job: j, gpus: j.Gang.GPUs(e.c), phase: StatePending, shape: shapeHash(&j), simple: simpleShape(&j.Gang)}
 	if err := e.tree.CheckJob(e.fsJob(rec)); err != nil {
 		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
 	}

@@ -39,20 +39,10 @@ func ageOrder(c *backfill.Config) {
 
 var policies = []policy{
 	{"greedy", sim.GangBackfill, nil},
-	{"easy", sim.Phalanx, func() backfill.Config { c := backfill.DefaultConfig(); c.ReservationDepth = 1; return c }},
+	{"easy", sim.Phalanx, func() backfill.Config { return fairShareDepth(1) }},
 	{"easy-age", sim.Phalanx, func() backfill.Config { c := backfill.DefaultConfig(); c.ReservationDepth = 1; ageOrder(&c); return c }},
-	{"conservative", sim.Phalanx, func() backfill.Config {
-		c := backfill.DefaultConfig()
-		c.ReservationDepth = backfill.Conservative
-		return c
-	}},
-	{"old-default", sim.Phalanx, func() backfill.Config {
-		// The default before issue 18: depth 16 in fair-share order.
-		c := backfill.DefaultConfig()
-		c.ReservationDepth = 16
-		c.FairShare = fairshare.DefaultConfig()
-		return c
-	}},
+	{"conservative", sim.Phalanx, func() backfill.Config { return fairShareDepth(backfill.Conservative) }},
+	{"old-default", sim.Phalanx, func() backfill.Config { return fairShareDepth(16) }}, // before issue 18
 	{"default", sim.Phalanx, func() backfill.Config { return backfill.DefaultConfig() }},
 	// The candidates the default was chosen from (-policies all): EASY or
 	// a few reservations, with fair share and an age term.
@@ -91,16 +81,25 @@ func depthFairAge(depth int, maxAge time.Duration) backfill.Config {
 
 // depthAge reserves for the first depth jobs in age order.
 func depthAge(depth int) backfill.Config {
+	c := fairShareDepth(depth)
+	ageOrder(&c)
+	return c
+}
+
+// fairShareDepth reserves for the first depth jobs in the order of
+// fairshare.DefaultConfig (Slurm's multifactor priority: fair share
+// first).
+func fairShareDepth(depth int) backfill.Config {
 	c := backfill.DefaultConfig()
 	c.ReservationDepth = depth
-	ageOrder(&c)
+	c.FairShare = fairshare.DefaultConfig()
 	return c
 }
 
 // easyFairAge is EASY backfill with fair share, plus an age term as heavy
 // as the whole fair-share range once a job has waited maxAge.
 func easyFairAge(maxAge time.Duration) backfill.Config {
-	c := backfill.DefaultConfig()
+	c := fairShareDepth(1)
 	c.ReservationDepth = 1
 	c.FairShare.Weights.Age = c.FairShare.Weights.FairShare
 	c.FairShare.MaxAge = maxAge
