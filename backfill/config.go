@@ -42,6 +42,10 @@ type Config struct {
 	KeepEnded time.Duration
 	// Preemption configures preemption (off by default).
 	Preemption PreemptionConfig
+	// Quotas configures queues with guarantees, borrowing and lending
+	// limits, maximums and weights (none by default). Reclaim preempts
+	// with Preemption's Grace whether Preemption is on or not.
+	Quotas QuotaConfig
 }
 
 // PreemptionConfig configures preemption: a waiting job that cannot start
@@ -195,7 +199,7 @@ func (c *Config) Validate() error {
 	if err := c.FairShare.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	return nil
+	return c.Quotas.Validate()
 }
 
 // FailurePolicy says what happens to a running job when one of its nodes
@@ -259,4 +263,9 @@ type Job struct {
 	// time once its GPUs are released, preempt.Cancel ends it as
 	// cancelled.
 	Preemption preempt.Policy
+	// Queue names the job's queue (a queue without children of
+	// Config.Quotas); it must be empty without queues. With some queue
+	// guaranteed GPUs, a job whose Preemption is preempt.Never runs only
+	// within its queue's guarantee.
+	Queue string
 }

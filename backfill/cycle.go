@@ -115,10 +115,11 @@ type shape struct {
 	req   *placement.Request
 	min   int
 	class int
+	queue int // with quotas, reclaim depends on it
 }
 
 func (s *shape) equal(o *shape) bool {
-	return s.hash == o.hash && s.min == o.min && s.class == o.class && *s.req == *o.req
+	return s.hash == o.hash && s.min == o.min && s.class == o.class && s.queue == o.queue && *s.req == *o.req
 }
 
 // shapeHash hashes what shape compares (FNV-1a over the request's fields
@@ -170,6 +171,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.e, c.now, c.plan, c.valid, c.naive = e, now, plan, false, e.naive
 	c.startClaims()
 	c.initPreempt()
+	c.initQuota()
 	c.keepBook()
 	c.walk(order)
 	e.report(plan)
@@ -213,7 +215,7 @@ func (c *cycle) keepBook() {
 			continue
 		}
 		if !r.start.After(c.now) {
-			if k, ok := e.keepTime(r, c.slipped, c.now); ok && !k.at.After(c.now) && allAvailable(e.ledger.State(), &r.alloc) {
+			if k, ok := e.keepTime(r, c.slipped, c.now); ok && !k.at.After(c.now) && allAvailable(e.ledger.State(), &r.alloc) && e.quotaFits(r.job) {
 				c.plan.Tested++
 				c.yieldClaims(r)
 				r.alloc.CopyTo(&e.alloc)
@@ -281,6 +283,9 @@ func (c *cycle) walk(order []*jobRec) {
 // test tries to start job j now; when it cannot, it fills w with what j
 // gets instead (reservation, hold, reason) and reports true.
 func (c *cycle) test(j *jobRec, w *Waiting) bool {
+	if c.e.quota != nil && c.quotaGate(j, w) {
+		return true
+	}
 	key, cacheable := c.shapeKey(j)
 	if cacheable {
 		c.prepareScratch(j)
@@ -323,7 +328,7 @@ func (c *cycle) shapeKey(j *jobRec) (shape, bool) {
 		return shape{}, false // its outcome depends on its own history
 	}
 	m := &j.job.Gang.Members[0]
-	return shape{hash: j.shape, req: &m.Request, min: m.Min, class: j.job.Class}, true
+	return shape{hash: j.shape, req: &m.Request, min: m.Min, class: j.job.Class, queue: j.queue}, true
 }
 
 func (c *cycle) cached(k *shape) (*Waiting, bool) {

@@ -213,9 +213,12 @@ const (
 	// WaitClaimed: the job would fit now, but on GPUs kept for job
 	// Blocker, which preempted jobs to start there (since Until).
 	WaitClaimed
+	// WaitQuota: the job's queue has no quota for it now (Config.Quotas);
+	// Detail names the queue and the limit that binds, Blocker the queue.
+	WaitQuota
 )
 
-var codeNames = [...]string{"", "Reserved", "Held", "Priority", "Resources", "Reservation", "Topology", "Gang", "Hold", "ForHold", "Preempting", "Claimed"}
+var codeNames = [...]string{"", "Reserved", "Held", "Priority", "Resources", "Reservation", "Topology", "Gang", "Hold", "ForHold", "Preempting", "Claimed", "Quota"}
 
 // String returns the code's stable name.
 func (c WaitCode) String() string {
@@ -322,6 +325,8 @@ func (w *Waiting) message(epoch time.Time) string {
 		return fmt.Sprintf("waiting for the GPUs of preempted %s (grace until %s); it starts on them at the next cycle after", w.Detail, at(w.Until))
 	case WaitClaimed:
 		return fmt.Sprintf("would fit now, but on GPUs kept for job %s, which preempted jobs to start there (since %s)", w.Blocker, at(w.Until))
+	case WaitQuota:
+		return w.Detail
 	}
 	return w.Code.String()
 }

@@ -50,6 +50,9 @@ func (e *Engine) validateJob(j Job) (*jobRec, error) {
 	if err := e.tree.CheckJob(e.fsJob(rec)); err != nil {
 		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
 	}
+	if err := e.checkQueue(rec); err != nil {
+		return nil, err
+	}
 	if err := e.checkPatience(rec); err != nil {
 		return nil, err
 	}
