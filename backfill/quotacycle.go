@@ -73,13 +73,14 @@ func (e *Engine) checkQueue(j *jobRec) error {
 		return fmt.Errorf("%w: job %s: %d GPUs; a job that cannot be preempted runs within its queue's guarantee, and queue %s has %d",
 			ErrNeverFits, j.job.ID, g, name, s.guar[q])
 	}
-	if g > s.ceil[q] {
+	switch qc := s.neverFits(q, g); {
+	case qc.code == quotaMaximum:
+		return fmt.Errorf("%w: job %s: %d GPUs; %s has a maximum of %d", ErrNeverFits, j.job.ID, g, s.name(qc.at), s.max[qc.at])
+	case qc.code == quotaBorrow:
 		return fmt.Errorf("%w: job %s: %d GPUs; queue %s may use at most %d (guarantee and borrowing limit)", ErrNeverFits, j.job.ID, g, name, s.ceil[q])
-	}
-	for a := q; a >= 0; a = s.parent[a] {
-		if g > s.max[a] {
-			return fmt.Errorf("%w: job %s: %d GPUs; queue %s has a maximum of %d", ErrNeverFits, j.job.ID, g, s.names[a], s.max[a])
-		}
+	case qc.code == quotaPool:
+		return fmt.Errorf("%w: job %s: %d GPUs; queue %s could not borrow that much even with nothing in use: %s limits it (guarantees, borrowing and lending limits)",
+			ErrNeverFits, j.job.ID, g, name, s.name(qc.at))
 	}
 	return nil
 }

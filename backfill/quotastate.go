@@ -38,6 +38,9 @@ type quotaState struct {
 	used []int
 	eff  []int
 	top  int
+	// eff0 and top0 are eff and top with nothing in use.
+	eff0 []int
+	top0 int
 
 	// Per cycle: demand (use plus waiting GPUs), the smallest waiting
 	// gang, the weighted share of each queue (want is scratch), and the
@@ -93,7 +96,30 @@ func newQuotaState(cfg *QuotaConfig, total int) (*quotaState, error) {
 		return nil, fmt.Errorf("%w: the top queues' guarantees add up to %d GPUs; the cluster has %d", ErrConfig, topSum, total)
 	}
 	s.rebuild()
+	s.eff0, s.top0 = append([]int(nil), s.eff...), s.top
 	return s, nil
+}
+
+// neverFits returns the limit that keeps g GPUs out of leaf queue q even
+// with nothing in use, or a check that fits.
+func (s *quotaState) neverFits(q, g int) quotaCheck {
+	d := g
+	for a := q; a >= 0; a = s.parent[a] {
+		e := s.eff0[a] + d
+		switch {
+		case g > s.max[a]:
+			return quotaCheck{quotaMaximum, a}
+		case e > s.ceil[a] && a == q:
+			return quotaCheck{quotaBorrow, a}
+		case e > s.ceil[a]:
+			return quotaCheck{quotaPool, a}
+		}
+		d = max(e, s.keep[a]) - max(s.eff0[a], s.keep[a])
+	}
+	if s.top0+d > s.total {
+		return quotaCheck{quotaPool, -1}
+	}
+	return quotaCheck{}
 }
 
 // lift is what queue a takes from its parent's share: its effective use,
