@@ -223,18 +223,27 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 		if a < 0 {
 			return false
 		}
-		why = fmt.Sprintf("%s: %d GPUs with this job, above its guarantee of %d and its weighted share of %.0f (weight %g); %s waits below its share",
-			s.name(a), s.used[a]+g, s.guar[a], s.share[a], s.weight[a], s.name(h))
+		why = s.reason(q, quotaMsg{kind: 1, at: a, g: g, h: h}, func() string {
+			return fmt.Sprintf("%s: %d GPUs with this job, above its guarantee of %d and its weighted share of %.0f (weight %g); %s waits below its share",
+				s.name(a), s.used[a]+g, s.guar[a], s.share[a], s.weight[a], s.name(h))
+		})
 		w.Blocker = s.names[a]
 	default:
 		spec, _ := c.specFor(j)
 		if entitled && c.reclaim(j, spec, w) {
 			return true
 		}
-		why = s.explain(q, g, qc)
+		k := quotaMsg{kind: 2, code: qc.code, at: qc.at, g: g}
 		if entitled {
-			why += fmt.Sprintf("; below its guarantee (%d of %d GPUs), it waits for borrowed GPUs to be reclaimed", s.used[q], s.guar[q])
+			k.kind = 3
 		}
+		why = s.reason(q, k, func() string {
+			m := s.explain(q, g, qc)
+			if entitled {
+				m += fmt.Sprintf("; below its guarantee (%d of %d GPUs), it waits for borrowed GPUs to be reclaimed", s.used[q], s.guar[q])
+			}
+			return m
+		})
 		w.Blocker = s.names[q]
 		if qc.at >= 0 {
 			w.Blocker = s.names[qc.at]

@@ -51,6 +51,11 @@ type quotaState struct {
 	minGang []int
 	noClaim []bool
 
+	// version counts changes of use; msgs caches each queue's latest
+	// reasons (a cycle's waiting jobs of one queue mostly share one).
+	version uint64
+	msgs    [][4]quotaMsg
+
 	// Reclaim scratch: the victims chosen and the candidates by start.
 	pre     *preemptScratch
 	victims []int
@@ -67,6 +72,7 @@ func newQuotaState(cfg *QuotaConfig, total int) (*quotaState, error) {
 	s.used, s.eff, s.demand, s.minGang = ints(), ints(), ints(), ints()
 	s.share, s.want, s.weight = make([]float64, n), make([]float64, n), make([]float64, n)
 	s.leaf, s.noClaim = make([]bool, n), make([]bool, n)
+	s.msgs = make([][4]quotaMsg, n)
 	topSum := 0
 	for i, q := range cfg.Queues {
 		s.names = append(s.names, q.Name)
@@ -147,6 +153,7 @@ func (s *quotaState) rebuild() {
 
 // add counts delta more GPUs for leaf queue q (negative: fewer).
 func (s *quotaState) add(q, delta int) {
+	s.version++
 	d := delta
 	for a := q; ; {
 		s.used[a] += delta
@@ -231,6 +238,30 @@ func (s *quotaState) isAncestor(a, q int) bool {
 		}
 	}
 	return false
+}
+
+// quotaMsg is a cached reason: the state version, what it depends on
+// besides, and its text.
+type quotaMsg struct {
+	version              uint64
+	kind, code, at, g, h int
+	text                 string
+}
+
+// reason returns leaf queue q's cached reason for key k, rendering it
+// with render on a miss.
+func (s *quotaState) reason(q int, k quotaMsg, render func() string) string {
+	k.version = s.version
+	slots := &s.msgs[q]
+	for i := range slots {
+		if m := &slots[i]; m.text != "" && m.version == k.version && m.kind == k.kind && m.code == k.code && m.at == k.at && m.g == k.g && m.h == k.h {
+			return m.text
+		}
+	}
+	copy(slots[1:], slots[:len(slots)-1])
+	k.text = render()
+	slots[0] = k
+	return k.text
 }
 
 // name returns queue a's name ("the cluster" for -1).
