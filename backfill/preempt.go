@@ -106,6 +106,11 @@ func (c *cycle) preempt(j *jobRec, spec *gang.Spec, planned time.Time, w *Waitin
 		// it failed on, so this cannot happen; waiting is the safe answer.
 		return false
 	}
+	if s := e.quota; s != nil && !s.fitsWithout(p, v.Victims, j.queue, j.gpus, e.mayBorrow(j)) {
+		// The victims free GPUs, but j's queue has no quota for a claim
+		// (it passed the cycle's check only because no GPUs were free).
+		return false
+	}
 	why := "had no planned start"
 	if !planned.IsZero() {
 		why = fmt.Sprintf("would otherwise start in %s at the earliest", planned.Sub(c.now))

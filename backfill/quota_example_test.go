@@ -57,6 +57,6 @@ func ExampleQuotaConfig() {
 		fmt.Printf("preempt %s: %s\n", p.Victim, p.Reason)
 	}
 	// Output:
-	// train4 waits: queue research: 1600 of 1600 GPUs (1200 guaranteed, borrowing limit 400), borrowing limit reached (the job needs 400)
+	// train4 waits: queue research: 1600 of 1600 GPUs (1200 guaranteed, borrowing limit 400), borrowing limit reached
 	// preempt train3: reclaimed for job serve of queue serving, below its guarantee (0 of 800 GPUs in use, the job needs 480): queue research borrows
 }

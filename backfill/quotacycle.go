@@ -3,6 +3,7 @@ package backfill
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/phalanx-sched/phalanx/gang"
@@ -47,7 +48,7 @@ func (e *Engine) mayBorrow(j *jobRec) bool {
 // quotaFits reports whether job j fits its queue's quota now (true
 // without quotas).
 func (e *Engine) quotaFits(j *jobRec) bool {
-	return e.quota == nil || e.quota.check(j.queue, j.gpus, e.mayBorrow(j)).code == quotaFits
+	return e.quota == nil || e.quota.check(j.queue, j.gpus, e.mayBorrow(j), false).code == quotaFits
 }
 
 // checkQueue checks a submitted job's queue and sets its index: a queue
@@ -212,7 +213,7 @@ func (s *quotaState) overShare(q, g int) (int, int) {
 func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 	e, s := c.e, c.e.quota
 	q, g := j.queue, j.gpus
-	qc := s.check(q, g, e.mayBorrow(j))
+	qc := s.check(q, g, e.mayBorrow(j), false)
 	entitled := s.entitled(q, g)
 	var why string
 	switch {
@@ -223,9 +224,9 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 		if a < 0 {
 			return false
 		}
-		why = s.reason(q, quotaMsg{kind: 1, at: a, g: g, h: h}, func() string {
-			return fmt.Sprintf("%s: %d GPUs with this job, above its guarantee of %d and its weighted share of %.0f (weight %g); %s waits below its share",
-				s.name(a), s.used[a]+g, s.guar[a], s.share[a], s.weight[a], s.name(h))
+		why = s.reason(q, quotaMsg{kind: 1, at: a, h: h, x: math.Float64bits(s.share[a])}, func() string {
+			return fmt.Sprintf("%s: %d GPUs in use, %d guaranteed; the job would take it past its weighted share of %.0f (weight %g) while %s waits below its own",
+				s.name(a), s.used[a], s.guar[a], s.share[a], s.weight[a], s.name(h))
 		})
 		w.Blocker = s.names[a]
 	default:
@@ -233,12 +234,12 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 		if entitled && c.reclaim(j, spec, w) {
 			return true
 		}
-		k := quotaMsg{kind: 2, code: qc.code, at: qc.at, g: g}
+		k := quotaMsg{kind: 2, code: qc.code, at: qc.at}
 		if entitled {
 			k.kind = 3
 		}
 		why = s.reason(q, k, func() string {
-			m := s.explain(q, g, qc)
+			m := s.explain(q, qc)
 			if entitled {
 				m += fmt.Sprintf("; below its guarantee (%d of %d GPUs), it waits for borrowed GPUs to be reclaimed", s.used[q], s.guar[q])
 			}
@@ -301,7 +302,7 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 		return false
 	}
 	s.victims = append(s.victims[:0], p.verdict.Victims...)
-	if !s.enoughVictims(p, q, j.gpus) {
+	if !s.enoughVictims(p, q, j.gpus, true) {
 		s.noClaim[q] = true
 		return false
 	}
@@ -315,9 +316,10 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 
 // enoughVictims adds to s.victims, most recently started first, the
 // candidates whose GPUs leaf queue q's quota needs back for g more GPUs
-// (a candidate that frees nothing at the limit that binds is skipped),
-// and reports whether the quota then has room.
-func (s *quotaState) enoughVictims(p *preemptScratch, q, g int) bool {
+// (a candidate that frees nothing at the limit that binds is skipped;
+// none with add false), and reports whether the quota then has room for
+// a claim (a strict check; mayBorrow as for check).
+func (s *quotaState) enoughVictims(p *preemptScratch, q, g int, mayBorrow bool) bool {
 	for _, i := range s.victims {
 		s.add(p.jobs[i].queue, -p.jobs[i].counted)
 	}
@@ -333,7 +335,7 @@ func (s *quotaState) enoughVictims(p *preemptScratch, q, g int) bool {
 		}
 		return bySeq(p.jobs[b], p.jobs[a].seq)
 	})
-	qc := s.check(q, g, true)
+	qc := s.check(q, g, mayBorrow, true)
 	for _, i := range s.byStart {
 		if qc.code == quotaFits {
 			break
@@ -343,7 +345,7 @@ func (s *quotaState) enoughVictims(p *preemptScratch, q, g int) bool {
 		s.add(r.queue, -r.counted)
 		if s.bound(qc) < before {
 			s.victims = append(s.victims, i)
-			qc = s.check(q, g, true)
+			qc = s.check(q, g, mayBorrow, true)
 		} else {
 			s.add(r.queue, r.counted)
 		}
@@ -353,6 +355,19 @@ func (s *quotaState) enoughVictims(p *preemptScratch, q, g int) bool {
 	}
 	slices.Sort(s.victims)
 	return qc.code == quotaFits
+}
+
+// fitsWithout reports whether g more GPUs fit leaf queue q's quota
+// strictly with the victims (indexes of p's candidates) not counted.
+func (s *quotaState) fitsWithout(p *preemptScratch, victims []int, q, g int, mayBorrow bool) bool {
+	for _, i := range victims {
+		s.add(p.jobs[i].queue, -p.jobs[i].counted)
+	}
+	ok := s.check(q, g, mayBorrow, true).code == quotaFits
+	for _, i := range victims {
+		s.add(p.jobs[i].queue, p.jobs[i].counted)
+	}
+	return ok
 }
 
 // bound is the amount that limit qc binds on.

@@ -38,6 +38,8 @@ type quotaState struct {
 	used []int
 	eff  []int
 	top  int
+	// usedAll is every queue's use together.
+	usedAll int
 	// eff0 and top0 are eff and top with nothing in use.
 	eff0 []int
 	top0 int
@@ -51,9 +53,10 @@ type quotaState struct {
 	minGang []int
 	noClaim []bool
 
-	// version counts changes of use; msgs caches each queue's latest
-	// reasons (a cycle's waiting jobs of one queue mostly share one).
-	version uint64
+	// msgs caches each queue's latest reasons (a cycle's waiting jobs of
+	// one queue mostly share one); display is each queue's name as
+	// reasons show it.
+	display []string
 	msgs    [][4]quotaMsg
 
 	// Reclaim scratch: the victims chosen and the candidates by start.
@@ -76,6 +79,7 @@ func newQuotaState(cfg *QuotaConfig, total int) (*quotaState, error) {
 	topSum := 0
 	for i, q := range cfg.Queues {
 		s.names = append(s.names, q.Name)
+		s.display = append(s.display, "queue "+q.Name)
 		s.index[q.Name] = i
 		s.parent[i] = -1
 		slot := n
@@ -145,15 +149,16 @@ func (s *quotaState) rebuild() {
 			s.eff[a] += s.lift(c)
 		}
 	}
-	s.top = 0
+	s.top, s.usedAll = 0, 0
 	for _, c := range s.kids[len(s.names)] {
 		s.top += s.lift(c)
+		s.usedAll += s.used[c]
 	}
 }
 
 // add counts delta more GPUs for leaf queue q (negative: fewer).
 func (s *quotaState) add(q, delta int) {
-	s.version++
+	s.usedAll += delta
 	d := delta
 	for a := q; ; {
 		s.used[a] += delta
@@ -188,8 +193,10 @@ func (s *quotaState) entitled(q, g int) bool { return s.used[q]+g <= s.guar[q] }
 
 // check tells whether g more GPUs fit leaf queue q's quota; mayBorrow is
 // false for a job that cannot be preempted (when some queue has a
-// guarantee).
-func (s *quotaState) check(q, g int, mayBorrow bool) quotaCheck {
+// guarantee). Unless strict, a gang the GPUs in use leave no room for
+// passes the cluster's limit: it waits for GPUs (a claim, which frees
+// GPUs by preemption, checks strictly).
+func (s *quotaState) check(q, g int, mayBorrow, strict bool) quotaCheck {
 	if !mayBorrow && s.used[q]+g > s.guar[q] {
 		return quotaCheck{quotaNoBorrow, q}
 	}
@@ -206,7 +213,10 @@ func (s *quotaState) check(q, g int, mayBorrow bool) quotaCheck {
 		}
 		d = max(e, s.keep[a]) - s.lift(a)
 	}
-	if d > 0 && s.top+d > s.total {
+	// At the top, only GPUs that queues keep idle from lending bind: a
+	// gang for which the GPUs in use leave no room waits for GPUs, not
+	// for quota.
+	if d > 0 && s.top+d > s.total && (strict || s.usedAll+g <= s.total) {
 		return quotaCheck{quotaPool, -1}
 	}
 	return quotaCheck{}
@@ -240,21 +250,34 @@ func (s *quotaState) isAncestor(a, q int) bool {
 	return false
 }
 
-// quotaMsg is a cached reason: the state version, what it depends on
-// besides, and its text.
+// quotaMsg is a cached reason: what it depends on (the binding queue's
+// use and effective use, the job's queue's use, and x: a share's bits or
+// the GPUs kept idle under the binding queue) and its text.
 type quotaMsg struct {
-	version              uint64
-	kind, code, at, g, h int
-	text                 string
+	kind, code, at, h int
+	uq, ua, ea        int
+	x                 uint64
+	text              string
 }
 
 // reason returns leaf queue q's cached reason for key k, rendering it
 // with render on a miss.
 func (s *quotaState) reason(q int, k quotaMsg, render func() string) string {
-	k.version = s.version
+	k.uq, k.ua, k.ea = s.used[q], s.top, s.usedAll
+	if k.at >= 0 {
+		k.ua, k.ea = s.used[k.at], s.eff[k.at]
+	}
+	if k.kind != 1 && k.code == quotaPool {
+		slot := len(s.names)
+		if k.at >= 0 {
+			slot = k.at
+		}
+		k.x = uint64(s.idleKept(slot))
+	}
 	slots := &s.msgs[q]
 	for i := range slots {
-		if m := &slots[i]; m.text != "" && m.version == k.version && m.kind == k.kind && m.code == k.code && m.at == k.at && m.g == k.g && m.h == k.h {
+		if m := slots[i]; m.text != "" && m.kind == k.kind && m.code == k.code && m.at == k.at && m.h == k.h &&
+			m.uq == k.uq && m.ua == k.ua && m.ea == k.ea && m.x == k.x {
 			return m.text
 		}
 	}
@@ -269,7 +292,7 @@ func (s *quotaState) name(a int) string {
 	if a < 0 {
 		return "the cluster"
 	}
-	return "queue " + s.names[a]
+	return s.display[a]
 }
 
 // idleKept is the GPUs the children of parent slot p (n: the top) keep
@@ -282,26 +305,26 @@ func (s *quotaState) idleKept(p int) int {
 	return k
 }
 
-// explain renders why g more GPUs do not fit leaf queue q, in a user's
+// explain renders why a gang does not fit leaf queue q, in a user's
 // words.
-func (s *quotaState) explain(q, g int, qc quotaCheck) string {
+func (s *quotaState) explain(q int, qc quotaCheck) string {
 	a := qc.at
 	switch qc.code {
 	case quotaMaximum:
-		return fmt.Sprintf("%s: %d of %d GPUs, maximum reached (the job needs %d)", s.name(a), s.used[a], s.max[a], g)
+		return fmt.Sprintf("%s: %d of %d GPUs, maximum reached", s.name(a), s.used[a], s.max[a])
 	case quotaNoBorrow:
-		return fmt.Sprintf("%s: %d GPUs in use, %d guaranteed, and the job needs %d; a job that cannot be preempted runs only within its queue's guarantee (give it a preemption policy to borrow)",
-			s.name(q), s.used[q], s.guar[q], g)
+		return fmt.Sprintf("%s: %d of %d guaranteed GPUs in use; a job that cannot be preempted runs only within its queue's guarantee (give it a preemption policy to borrow)",
+			s.name(q), s.used[q], s.guar[q])
 	case quotaBorrow:
-		return fmt.Sprintf("%s: %d of %d GPUs (%d guaranteed, borrowing limit %d), borrowing limit reached (the job needs %d)",
-			s.name(a), s.eff[a], s.ceil[a], s.guar[a], s.ceil[a]-s.guar[a], g)
+		return fmt.Sprintf("%s: %d of %d GPUs (%d guaranteed, borrowing limit %d), borrowing limit reached",
+			s.name(a), s.eff[a], s.ceil[a], s.guar[a], s.ceil[a]-s.guar[a])
 	}
 	slot, capacity := len(s.names), s.total
 	if a >= 0 {
 		slot, capacity = a, s.ceil[a]
 	}
-	m := fmt.Sprintf("%s: %d GPUs in use, %d guaranteed; nothing left to borrow for %d more: %s's %d GPUs are in use or lent",
-		s.name(q), s.used[q], s.guar[q], g, s.name(a), capacity)
+	m := fmt.Sprintf("%s: %d GPUs in use, %d guaranteed; nothing left to borrow: %s's %d GPUs are in use or lent",
+		s.name(q), s.used[q], s.guar[q], s.name(a), capacity)
 	if k := s.idleKept(slot); k > 0 {
 		m += fmt.Sprintf(", %d of them kept idle by queues that lend no more (lending limits)", k)
 	}
