@@ -34,7 +34,8 @@ type QueueSpec struct {
 	// (0: it lends nothing; Unlimited: all).
 	LendingLimit int `json:"lending_limit"`
 	// Maximum is the most the queue may use (KAI's limit, Slurm's GrpTRES
-	// for GPUs; Unlimited). At least Guarantee.
+	// for GPUs; Unlimited). At least Guarantee. Zero values are limits of
+	// zero: a QueueSpec with only a name can run nothing.
 	Maximum int `json:"maximum"`
 	// Weight shares what is above the guarantees among sibling queues
 	// that want more (KAI's over-quota weight); 0 means 1.
@@ -113,4 +114,51 @@ func orNoLimit(v int) int {
 		return noLimit
 	}
 	return v
+}
+
+// QueueStatus is one queue's state (Engine.Queues).
+type QueueStatus struct {
+	Name   string `json:"name"`
+	Parent string `json:"parent,omitempty"`
+	// Guarantee and Maximum are the queue's (Maximum is Unlimited for no
+	// maximum).
+	Guarantee int `json:"guarantee"`
+	Maximum   int `json:"maximum"`
+	// Used is the GPUs of the queue's subtree's starting and running
+	// jobs and of its claims (preempting jobs count for nobody).
+	Used int `json:"used"`
+	// Borrowed is how far its effective use (its use, with the unlent
+	// guarantee its children keep idle) is above its guarantee: GPUs it
+	// borrows from other queues' unused quota.
+	Borrowed int `json:"borrowed"`
+	// Waiting is the GPUs its subtree's waiting jobs ask for (claims
+	// excluded: they are in Used).
+	Waiting int `json:"waiting"`
+	// Share is its weighted share of the cluster at the last cycle: its
+	// demand up to its guarantee, plus its part of what is above the
+	// guarantees.
+	Share float64 `json:"share"`
+}
+
+// Queues returns every queue's status, in Config.Quotas order (nil
+// without queues).
+func (e *Engine) Queues() []QueueStatus {
+	s := e.quota
+	if s == nil {
+		return nil
+	}
+	out := make([]QueueStatus, len(s.names))
+	for a, q := range e.cfg.Quotas.Queues {
+		out[a] = QueueStatus{Name: q.Name, Parent: q.Parent, Guarantee: q.Guarantee, Maximum: q.Maximum,
+			Used: s.used[a], Borrowed: max(0, s.eff[a]-s.guar[a]), Share: s.share[a]}
+	}
+	for _, j := range e.jobs.pending {
+		if j.claim != nil {
+			continue
+		}
+		for a := j.queue; a >= 0; a = s.parent[a] {
+			out[a].Waiting += j.gpus
+		}
+	}
+	return out
 }

@@ -16,7 +16,8 @@ import (
 // guaranteed 1,200 GPUs and may borrow up to 400 more, serving is
 // guaranteed 800 and lends at most 600 of them. Research borrows up to its
 // limit while serving is idle; when serving's work arrives, it reclaims
-// its guarantee by preempting the research gang that started last.
+// its guarantee by preempting the research gang that started last. The
+// queues' use counts the claim for serving's job, not the preempted gang.
 func ExampleQuotaConfig() {
 	c := topology.Default2000()
 	cfg := backfill.DefaultConfig()
@@ -56,7 +57,13 @@ func ExampleQuotaConfig() {
 	for _, p := range plan.Preemptions {
 		fmt.Printf("preempt %s: %s\n", p.Victim, p.Reason)
 	}
+	for _, q := range e.Queues() {
+		fmt.Printf("%-8s guarantee %4d, used %4d, borrowed %3d, waiting %3d\n", q.Name, q.Guarantee, q.Used, q.Borrowed, q.Waiting)
+	}
 	// Output:
 	// train4 waits: queue research: 1600 of 1600 GPUs (1200 guaranteed, borrowing limit 400), borrowing limit reached
 	// preempt train3: reclaimed for job serve of queue serving, below its guarantee (0 of 800 GPUs in use, the job needs 480): queue research borrows
+	// lab      guarantee 2000, used 1680, borrowed   0, waiting 400
+	// research guarantee 1200, used 1200, borrowed   0, waiting 400
+	// serving  guarantee  800, used  480, borrowed   0, waiting   0
 }

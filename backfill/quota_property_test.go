@@ -115,8 +115,12 @@ func (qw *quotaWatch) check(p *Plan) {
 // limits: no queue above its maximum, nor its guarantee plus borrowing
 // limit (in effective use).
 func (qw *quotaWatch) limits(p *Plan, use []int) {
+	status := qw.d.e.Queues()
 	for q, s := range qw.specs {
 		eff := qw.effective(q, use)
+		if st := status[q]; st.Name != s.Name || st.Used != use[q] || st.Borrowed != max(0, eff-s.Guarantee) {
+			qw.fail(p, "Queues reports %+v; recounted: use %d, effective %d", st, use[q], eff)
+		}
 		if s.Maximum != Unlimited && use[q] > s.Maximum {
 			qw.fail(p, "queue %s uses %d GPUs, above its maximum %d", s.Name, use[q], s.Maximum)
 		}
@@ -240,7 +244,8 @@ func (qw *quotaWatch) wholeGangs(p *Plan) {
 // victim released 0 to 5 minutes (the grace) after the signal. After
 // every cycle, from the queue specs and the jobs alone:
 //   - no queue uses more than its maximum, nor borrows more than its
-//     borrowing limit;
+//     borrowing limit; Engine.Queues reports the use and borrowing
+//     recounted;
 //   - at every parent and at the cluster, the use above the children's
 //     guarantees is covered by unassigned guarantee, the unused
 //     guarantees of the other children within their lending limits, and
