@@ -17,7 +17,9 @@ import (
 //     held by hold mode since the last cycle; extend due reservations;
 //     start every preemptor whose victims have all released their GPUs,
 //     on its claim.
-//  2. Order waiting jobs by multifactor priority (package fairshare).
+//  2. Order waiting jobs by multifactor priority (package fairshare);
+//     with queues, the jobs their queues' guarantees cover go first
+//     (stably), those that would borrow after them.
 //  3. Go through the reservations in planned-start order: start every due
 //     one (planned start at or before now, however late the cycle runs)
 //     whose planned GPUs are free, on those GPUs: a reserved job goes first
@@ -197,6 +199,9 @@ func (e *Engine) rank(now time.Time) []*jobRec {
 		order[i].rank = i
 	}
 	e.order = order
+	if e.quota != nil {
+		e.entitledFirst()
+	}
 	return order
 }
 

@@ -181,6 +181,13 @@
 // 1600 of 1600 GPUs (1200 guaranteed, borrowing limit 400), borrowing
 // limit reached"), and it gives up its reservation or hold.
 //
+// The walk of a cycle tests first, in priority order, the jobs their
+// queues' guarantees cover (going down the queue, a queue's use plus its
+// covered jobs before stays within its guarantee), then the others: a
+// job that borrows never takes, within a cycle, GPUs that another
+// queue's guarantee covers (a job started in the cycle could not be
+// reclaimed in it).
+//
 // Reclaim: a waiting job that its queue's guarantee covers (the queue's
 // use plus the job's GPUs is within it) but that cannot start, for want
 // of free GPUs or because others borrowed the quota, looks for victims
@@ -197,7 +204,8 @@
 // after they are released: within one cycle plus the grace when the host
 // releases them in time. One failed search per queue and cycle. With
 // quotas, preemption by class takes only gangs of the job's own queue or
-// of queues that borrow from its side.
+// of queues that borrow from its side, and never leaves another queue
+// below its guarantee.
 //
 // Reclaim keeps off the GPUs of reservations, holds and claims of other
 // jobs, as preemption does: with reservations on GPUs that borrowers use

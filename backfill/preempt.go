@@ -106,9 +106,10 @@ func (c *cycle) preempt(j *jobRec, spec *gang.Spec, planned time.Time, w *Waitin
 		// it failed on, so this cannot happen; waiting is the safe answer.
 		return false
 	}
-	if s := e.quota; s != nil && !s.fitsWithout(p, v.Victims, j.queue, j.gpus, e.mayBorrow(j)) {
+	if s := e.quota; s != nil && !s.classVictimsOK(p, v.Victims, j.queue, j.gpus, e.mayBorrow(j)) {
 		// The victims free GPUs, but j's queue has no quota for a claim
-		// (it passed the cycle's check only because no GPUs were free).
+		// (it passed the cycle's check only because no GPUs were free),
+		// or they would take another queue below its guarantee.
 		return false
 	}
 	why := "had no planned start"

@@ -86,6 +86,38 @@ func (e *Engine) checkQueue(j *jobRec) error {
 	return nil
 }
 
+// entitledFirst reorders the ranked queue (e.order and e.ranked
+// together, stably) so that the jobs their queues' guarantees cover go
+// first: going down the queue, a job is covered when its queue's use and
+// the GPUs of the covered jobs of its queue before it leave room for it
+// within the guarantee. Jobs that would borrow come after, so that none
+// takes, within a cycle, GPUs that another queue's guarantee covers (a
+// job started in the cycle could not be reclaimed in it).
+func (e *Engine) entitledFirst() {
+	s := e.quota
+	clear(s.cum)
+	s.covered = slices.Grow(s.covered[:0], len(e.order))[:len(e.order)]
+	for i, j := range e.order {
+		q := j.queue
+		s.covered[i] = j.claim == nil && s.used[q]+s.cum[q]+j.gpus <= s.guar[q]
+		if s.covered[i] {
+			s.cum[q] += j.gpus
+		}
+	}
+	s.orderTmp = append(s.orderTmp[:0], e.order...)
+	s.rankedTmp = append(s.rankedTmp[:0], e.ranked...)
+	k := 0
+	for _, first := range []bool{true, false} {
+		for i, j := range s.orderTmp {
+			if s.covered[i] == first {
+				e.order[k], e.ranked[k] = j, s.rankedTmp[i]
+				j.rank = k
+				k++
+			}
+		}
+	}
+}
+
 // initQuota prepares a cycle's quota state: every queue may search for
 // victims to reclaim, and the weighted shares of what is above the
 // guarantees are computed from each queue's demand (its use plus its
@@ -357,13 +389,22 @@ func (s *quotaState) enoughVictims(p *preemptScratch, q, g int, mayBorrow bool) 
 	return qc.code == quotaFits
 }
 
-// fitsWithout reports whether g more GPUs fit leaf queue q's quota
-// strictly with the victims (indexes of p's candidates) not counted.
-func (s *quotaState) fitsWithout(p *preemptScratch, victims []int, q, g int, mayBorrow bool) bool {
+// classVictimsOK reports whether a preemption by class of victims
+// (indexes of p's candidates) for g GPUs of leaf queue q keeps to the
+// quotas: with the victims not counted, q's quota has room for g
+// (strictly), and no queue of another branch is left below its
+// guarantee (from each victim's queue up to, not including, its closest
+// common parent with q), which would only make it reclaim at once.
+func (s *quotaState) classVictimsOK(p *preemptScratch, victims []int, q, g int, mayBorrow bool) bool {
 	for _, i := range victims {
 		s.add(p.jobs[i].queue, -p.jobs[i].counted)
 	}
 	ok := s.check(q, g, mayBorrow, true).code == quotaFits
+	for _, i := range victims {
+		for a := p.jobs[i].queue; ok && a >= 0 && !s.isAncestor(a, q); a = s.parent[a] {
+			ok = s.eff[a] >= s.guar[a]
+		}
+	}
 	for _, i := range victims {
 		s.add(p.jobs[i].queue, p.jobs[i].counted)
 	}

@@ -2,6 +2,8 @@ package backfill
 
 import (
 	"fmt"
+
+	"github.com/phalanx-sched/phalanx/fairshare"
 )
 
 // quotaState is the engine's quota accounting: every array is indexed by
@@ -59,6 +61,13 @@ type quotaState struct {
 	display []string
 	msgs    [][4]quotaMsg
 
+	// Entitled-first order scratch: GPUs covered per queue, whether each
+	// ranked job is covered, the order before.
+	cum       []int
+	covered   []bool
+	orderTmp  []*jobRec
+	rankedTmp []fairshare.Ranked
+
 	// Reclaim scratch: the victims chosen and the candidates by start.
 	pre     *preemptScratch
 	victims []int
@@ -76,6 +85,7 @@ func newQuotaState(cfg *QuotaConfig, total int) (*quotaState, error) {
 	s.share, s.want, s.weight = make([]float64, n), make([]float64, n), make([]float64, n)
 	s.leaf, s.noClaim = make([]bool, n), make([]bool, n)
 	s.msgs = make([][4]quotaMsg, n)
+	s.cum = make([]int, n)
 	topSum := 0
 	for i, q := range cfg.Queues {
 		s.names = append(s.names, q.Name)
