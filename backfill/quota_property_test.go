@@ -35,9 +35,17 @@ type quotaWatch struct {
 }
 
 func newQuotaWatch(t *testing.T, d *driver, w int, cfg *Config, total int) *quotaWatch {
-	n := len(cfg.Quotas.Queues)
-	qw := &quotaWatch{t: t, d: d, w: w, specs: cfg.Quotas.Queues, total: total, grace: cfg.Preemption.Grace,
-		kids: make([][]int, n+1), starved: make([]time.Time, n), allocs: map[string]gang.Allocation{}}
+	qw := quotaOracle(cfg.Quotas.Queues, total)
+	qw.t, qw.d, qw.w, qw.grace = t, d, w, cfg.Preemption.Grace
+	d.afterCycle = qw.check
+	return qw
+}
+
+// quotaOracle returns a watch that knows only the queue specs (for
+// quotaErrors and effective).
+func quotaOracle(specs []QueueSpec, total int) *quotaWatch {
+	n := len(specs)
+	qw := &quotaWatch{specs: specs, total: total, kids: make([][]int, n+1), starved: make([]time.Time, n), allocs: map[string]gang.Allocation{}}
 	idx := map[string]int{}
 	for i, q := range qw.specs {
 		idx[q.Name] = i
@@ -47,7 +55,6 @@ func newQuotaWatch(t *testing.T, d *driver, w int, cfg *Config, total int) *quot
 		}
 		qw.kids[p] = append(qw.kids[p], i)
 	}
-	d.afterCycle = qw.check
 	return qw
 }
 
@@ -107,13 +114,12 @@ func (qw *quotaWatch) kept(c int) int {
 func (qw *quotaWatch) check(p *Plan) {
 	use := qw.use()
 	qw.limits(p, use)
-	qw.borrowing(p, use)
 	qw.reclaimed(p, use)
 	qw.wholeGangs(p)
 }
 
-// limits: no queue above its maximum, nor its guarantee plus borrowing
-// limit (in effective use).
+// limits checks the engine's report of every queue against the
+// recount, and the quotas (quotaErrors).
 func (qw *quotaWatch) limits(p *Plan, use []int) {
 	status := qw.d.e.Queues()
 	for q, s := range qw.specs {
@@ -121,23 +127,33 @@ func (qw *quotaWatch) limits(p *Plan, use []int) {
 		if st := status[q]; st.Name != s.Name || st.Used != use[q] || st.Borrowed != max(0, eff-s.Guarantee) {
 			qw.fail(p, "Queues reports %+v; recounted: use %d, effective %d", st, use[q], eff)
 		}
-		if s.Maximum != Unlimited && use[q] > s.Maximum {
-			qw.fail(p, "queue %s uses %d GPUs, above its maximum %d", s.Name, use[q], s.Maximum)
-		}
-		if s.BorrowingLimit != Unlimited && eff-s.Guarantee > s.BorrowingLimit {
-			qw.fail(p, "queue %s borrows %d GPUs (effective use %d, guarantee %d), above its limit %d", s.Name, eff-s.Guarantee, eff, s.Guarantee, s.BorrowingLimit)
-		}
 		if eff > s.Guarantee {
 			qw.stats.borrowed++
 		}
 	}
+	if errs := qw.quotaErrors(use); len(errs) > 0 {
+		qw.fail(p, "%s", errs[0])
+	}
 }
 
-// borrowing: at every parent (and the cluster at the top), what its
-// children use above their guarantees is covered by what the parent
-// keeps for no child, the unused guarantees of the other children up to
-// what each may lend, and what the parent itself borrows.
-func (qw *quotaWatch) borrowing(p *Plan, use []int) {
+// quotaErrors lists how use (per queue, a parent's the sum of its
+// children's) breaks the quotas: a queue above its maximum, or borrowing
+// more than its borrowing limit; a parent (or the cluster at the top)
+// whose children use more above their guarantees than it keeps for no
+// child, the unused guarantees of the other children up to what each may
+// lend, and what it borrows itself cover.
+func (qw *quotaWatch) quotaErrors(use []int) []string {
+	var errs []string
+	for q, s := range qw.specs {
+		eff := qw.effective(q, use)
+		if s.Maximum != Unlimited && use[q] > s.Maximum {
+			errs = append(errs, fmt.Sprintf("queue %s uses %d GPUs, above its maximum %d", s.Name, use[q], s.Maximum))
+		}
+		if s.BorrowingLimit != Unlimited && eff-s.Guarantee > s.BorrowingLimit {
+			errs = append(errs, fmt.Sprintf("queue %s borrows %d GPUs (effective use %d, guarantee %d), above its limit %d",
+				s.Name, eff-s.Guarantee, eff, s.Guarantee, s.BorrowingLimit))
+		}
+	}
 	n := len(qw.specs)
 	for slot := range n + 1 {
 		if len(qw.kids[slot]) == 0 {
@@ -164,10 +180,11 @@ func (qw *quotaWatch) borrowing(p *Plan, use []int) {
 			lendable += lend
 		}
 		if over > own+lendable+borrows {
-			qw.fail(p, "%s: its queues use %d GPUs above their guarantees; it has %d unassigned, %d lendable and borrows %d",
-				name, over, own, lendable, borrows)
+			errs = append(errs, fmt.Sprintf("%s: its queues use %d GPUs above their guarantees; it has %d unassigned, %d lendable and borrows %d",
+				name, over, own, lendable, borrows))
 		}
 	}
+	return errs
 }
 
 // reclaimed: a queue with a waiting job its guarantee covers (its use
@@ -249,7 +266,7 @@ func (qw *quotaWatch) wholeGangs(p *Plan) {
 //   - at every parent and at the cluster, the use above the children's
 //     guarantees is covered by unassigned guarantee, the unused
 //     guarantees of the other children within their lending limits, and
-//     what the parent borrows;
+//     what the parent borrows (quotaErrors);
 //   - a queue with a waiting job its guarantee covers gets it started or
 //     claimed within the grace period of the first cycle that saw it;
 //     reclaim victims are of other queues and preemptible;
@@ -371,4 +388,65 @@ func randomQueues(r *rand.Rand, w, nodes int) QuotaConfig {
 	kidsA := split(top[0], 2)
 	cfg.Queues = append(cfg.Queues, a, b, spec("A1", "A", kidsA[0]), spec("A2", "A", kidsA[1]), spec("B1", "B", r.IntN(top[1]+1)))
 	return cfg
+}
+
+// TestQuotaCheckOracle: the engine's admission test of a gang against its
+// queue's quota agrees with the oracle quotaErrors, which knows only the
+// specs: over 2,000 random trees (those of the property test) and use
+// within the quotas, for every queue without children and gangs of 8 to
+// 64 GPUs, the gang fits exactly when adding it to its queue and every
+// queue above breaks no quota.
+func TestQuotaCheckOracle(t *testing.T) {
+	fits, refused := 0, 0
+	for w := range 2000 {
+		r := rand.New(rand.NewPCG(uint64(w), 21))
+		cfg := randomQueues(r, w, 16)
+		s, err := newQuotaState(&cfg, 128)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qw := quotaOracle(cfg.Queues, 128)
+		use := make([]int, len(cfg.Queues))
+		addUse := func(q, g int) {
+			for a := q; a >= 0; a = s.parent[a] {
+				use[a] += g
+			}
+		}
+		for range 12 { // a random valid use
+			q, g := r.IntN(len(use)), 8*(1+r.IntN(4))
+			if !s.leaf[q] {
+				continue
+			}
+			addUse(q, g)
+			if len(qw.quotaErrors(use)) > 0 {
+				addUse(q, -g)
+				continue
+			}
+			s.add(q, g)
+		}
+		for q := range use {
+			if !s.leaf[q] {
+				continue
+			}
+			for g := 8; g <= 64; g += 8 {
+				addUse(q, g)
+				want := len(qw.quotaErrors(use)) == 0
+				addUse(q, -g)
+				got := s.check(q, g, true, true)
+				if (got.code == quotaFits) != want {
+					t.Fatalf("tree %d %+v, use %v: %d GPUs for queue %s: check says %+v (%s), the oracle %v",
+						w, cfg.Queues, use, g, s.names[q], got, s.explain(q, got), want)
+				}
+				if want {
+					fits++
+				} else {
+					refused++
+				}
+			}
+		}
+	}
+	t.Logf("%d gangs fit, %d refused", fits, refused)
+	if fits < 1000 || refused < 1000 {
+		t.Errorf("too easy: %d fit, %d refused", fits, refused)
+	}
 }

@@ -214,34 +214,7 @@ func TestQuotaRestore(t *testing.T) {
 // TestQuotaRestoreRefuses: a snapshot whose queues do not match the
 // config is refused, naming the job or queue.
 func TestQuotaRestoreRefuses(t *testing.T) {
-	c := opsCluster(t)
-	cfg := DefaultConfig()
-	cfg.Hold.Enabled = false
-	cfg.Quotas.Queues = []QueueSpec{{Name: "a", Guarantee: 32, BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: Unlimited},
-		{Name: "b", Guarantee: 32, BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: Unlimited}}
-	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 8 {
-		if err := e.Submit(Job{ID: fmt.Sprintf("a%d", i), Account: "x", Queue: "a", Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := e.Schedule(epoch); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 8 {
-		_ = e.Started(fmt.Sprintf("a%d", i), epoch)
-	}
-	now := epoch.Add(time.Hour)
-	if err := e.Submit(Job{ID: "b0", Account: "x", Queue: "b", Gang: member(placement.NodesOf(2, 8))}, now); err != nil {
-		t.Fatal(err)
-	}
-	p, err := e.Schedule(now)
-	if err != nil || len(p.Preemptions) != 2 {
-		t.Fatalf("want a reclaim of two gangs: %v\n%s", err, p.Describe(c, epoch))
-	}
+	e := reclaimingEngine(t)
 	good := e.Snapshot()
 	for _, tc := range []struct {
 		name string
@@ -278,9 +251,44 @@ func TestQuotaRestoreRefuses(t *testing.T) {
 			if tc.snap != nil {
 				tc.snap(&snap)
 			}
-			if _, err := Restore(c, rc, &snap); !errors.Is(err, ErrRestore) || !strings.Contains(err.Error(), tc.want) {
+			if _, err := Restore(e.c, rc, &snap); !errors.Is(err, ErrRestore) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want ErrRestore with %q", err, tc.want)
 			}
 		})
 	}
+}
+
+// reclaimingEngine returns an engine on 64 GPUs with queues a and b
+// (guarantees of 32 each) in which a borrows 32 GPUs and b's 16-GPU job
+// has just reclaimed two of a's gangs.
+func reclaimingEngine(t *testing.T) *Engine {
+	c := opsCluster(t)
+	cfg := DefaultConfig()
+	cfg.Hold.Enabled = false
+	cfg.Quotas.Queues = []QueueSpec{{Name: "a", Guarantee: 32, BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: Unlimited},
+		{Name: "b", Guarantee: 32, BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: Unlimited}}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		if err := e.Submit(Job{ID: fmt.Sprintf("a%d", i), Account: "x", Queue: "a", Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.Schedule(epoch); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		_ = e.Started(fmt.Sprintf("a%d", i), epoch)
+	}
+	now := epoch.Add(time.Hour)
+	if err := e.Submit(Job{ID: "b0", Account: "x", Queue: "b", Gang: member(placement.NodesOf(2, 8))}, now); err != nil {
+		t.Fatal(err)
+	}
+	p, err := e.Schedule(now)
+	if err != nil || len(p.Preemptions) != 2 {
+		t.Fatalf("want a reclaim of two gangs: %v\n%s", err, p.Describe(c, epoch))
+	}
+	return e
 }
