@@ -22,7 +22,8 @@ type Config struct {
 	// waiting job), more for deeper planning, Conservative for all.
 	ReservationDepth int
 	// Strict disables backfill: jobs start in priority order only, and
-	// the first job that cannot start blocks every job behind it.
+	// the first job that cannot start blocks every job behind it (a job
+	// waiting for its queue's quota blocks nobody).
 	Strict bool
 	// MaxJobsTested bounds the jobs tested per cycle (0: all). Jobs
 	// holding reservations or held GPUs are always tested. When the bound

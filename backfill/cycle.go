@@ -277,7 +277,9 @@ func (c *cycle) walk(order []*jobRec) {
 				c.plan.Waiting = c.plan.Waiting[:len(c.plan.Waiting)-1]
 				continue
 			}
-			if e.cfg.Strict {
+			if e.cfg.Strict && w.Code != WaitQuota {
+				// A job waiting for its queue's quota holds up no
+				// other queue (Kueue's StrictFIFO is per queue).
 				strictBlocker = j.job.ID
 			}
 		}
