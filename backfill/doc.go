@@ -160,7 +160,11 @@
 // weight. A parent's guarantee covers its children's; what it does not
 // give them is theirs to share (a Kueue cohort's own quota is a parent's
 // guarantee minus its children's). Jobs name a queue without children
-// (Job.Queue). A queue's use is the GPUs of its subtree's starting and
+// (Job.Queue). A queue with Nodes is a node pool: its jobs, and those of
+// the queues below it, are placed on those nodes only (a partition); a
+// pool lends its idle nodes to another through a queue on its nodes that
+// borrows its unused quota, and its lending limit is the floor it never
+// lends (examples/hybrid). A queue's use is the GPUs of its subtree's starting and
 // running jobs and claims; a preempting job's GPUs count for nobody.
 //
 // A job starts only if, at its queue and every queue above it, the use

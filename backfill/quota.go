@@ -3,6 +3,8 @@ package backfill
 import (
 	"fmt"
 	"math"
+
+	"github.com/phalanx-sched/phalanx/topology/hostlist"
 )
 
 // Unlimited, as QueueSpec.BorrowingLimit, LendingLimit or Maximum, sets no
@@ -40,6 +42,11 @@ type QueueSpec struct {
 	// Weight shares what is above the guarantees among sibling queues
 	// that want more (KAI's over-quota weight); 0 means 1.
 	Weight float64 `json:"weight,omitempty"`
+	// Nodes, a Slurm hostlist, makes the queue a node pool: its jobs,
+	// and those of the queues below it, are placed on these nodes only
+	// (each member's Allowed set is cut to them at Submit). Empty: any
+	// node.
+	Nodes string `json:"nodes,omitempty"`
 }
 
 // QuotaConfig is the quota tree: queues with guarantees, borrowing and
@@ -101,6 +108,9 @@ func (s *QueueSpec) check(bad func(string, ...any) error) error {
 		return bad("maximum %d is below its guarantee %d", s.Maximum, s.Guarantee)
 	case math.IsNaN(s.Weight) || math.IsInf(s.Weight, 0) || s.Weight < 0:
 		return bad("weight %v is not a finite non-negative number", s.Weight)
+	}
+	if _, err := hostlist.Expand(s.Nodes); err != nil {
+		return bad("nodes: %v", err)
 	}
 	return nil
 }

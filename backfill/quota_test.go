@@ -44,6 +44,7 @@ func TestQuotaValidate(t *testing.T) {
 		{"max below guarantee", []QueueSpec{with(q("a", "", 16), func(s *QueueSpec) { s.Maximum = 8 })}, `queue "a": maximum 8 is below its guarantee 16`},
 		{"NaN weight", []QueueSpec{with(q("a", "", 8), func(s *QueueSpec) { s.Weight = math.NaN() })}, `queue "a": weight NaN`},
 		{"negative weight", []QueueSpec{with(q("a", "", 8), func(s *QueueSpec) { s.Weight = -1 })}, `queue "a": weight -1`},
+		{"bad nodes", []QueueSpec{with(q("a", "", 8), func(s *QueueSpec) { s.Nodes = "n[5-3]" })}, `queue "a": nodes:`},
 		{"children above parent", []QueueSpec{q("lab", "", 32), q("a", "lab", 24), q("b", "lab", 16)},
 			`queue "b": its guarantee of 16 takes the guarantees of "lab"'s queues to 40, above "lab"'s 32`},
 	} {
@@ -69,6 +70,10 @@ func TestQuotaNew(t *testing.T) {
 	cfg.Quotas.Queues = []QueueSpec{{Name: "a", Guarantee: 48, Maximum: Unlimited, LendingLimit: Unlimited}, {Name: "b", Guarantee: 24, Maximum: Unlimited, LendingLimit: Unlimited}}
 	if _, err := New(c, cfg, flatTree(t, cfg.FairShare, "x")); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "add up to 72 GPUs; the cluster has 64") {
 		t.Fatalf("New: %v", err)
+	}
+	cfg.Quotas.Queues = []QueueSpec{{Name: "a", Maximum: Unlimited, LendingLimit: Unlimited, Nodes: "nope[1-2]"}}
+	if _, err := New(c, cfg, flatTree(t, cfg.FairShare, "x")); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), `queue "a": nodes: topology: unknown node: "nope1"`) {
+		t.Fatalf("New with unknown pool nodes: %v", err)
 	}
 	cfg.Quotas.Queues = []QueueSpec{
 		{Name: "lab", Guarantee: 64, Maximum: Unlimited, LendingLimit: Unlimited},

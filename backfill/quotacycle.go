@@ -6,8 +6,12 @@ import (
 	"math"
 	"slices"
 
+	"github.com/bits-and-blooms/bitset"
+
 	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/gang/preempt"
+	"github.com/phalanx-sched/phalanx/topology"
+	"github.com/phalanx-sched/phalanx/topology/hostlist"
 )
 
 // initQuotas builds the quota state when the config has queues, with a
@@ -20,6 +24,9 @@ func (e *Engine) initQuotas() error {
 	if err != nil {
 		return err
 	}
+	if err := s.resolvePools(&e.cfg.Quotas, e.c); err != nil {
+		return err
+	}
 	s.pre = e.pre
 	if s.pre == nil {
 		if s.pre, err = newPreemptScratch(e.c); err != nil {
@@ -28,6 +35,35 @@ func (e *Engine) initQuotas() error {
 	}
 	e.quota = s
 	e.book.dropped = func(cl *claim) { e.setCounted(cl.job, 0) }
+	return nil
+}
+
+// resolvePools builds each queue's node pool: the nodes of its own
+// Nodes and of every queue above it with Nodes (nil: any node).
+func (s *quotaState) resolvePools(cfg *QuotaConfig, c *topology.Cluster) error {
+	s.pools = make([]*bitset.BitSet, len(cfg.Queues))
+	for a, q := range cfg.Queues {
+		if p := s.parent[a]; p >= 0 && s.pools[p] != nil {
+			s.pools[a] = s.pools[p].Clone()
+		}
+		if q.Nodes == "" {
+			continue
+		}
+		names, _ := hostlist.Expand(q.Nodes) // Validate parsed it
+		own := c.NewNodeSet()
+		for _, name := range names {
+			n, ok := c.LookupNode(name)
+			if !ok {
+				return fmt.Errorf("%w: queue %q: nodes: %w: %q", ErrConfig, q.Name, topology.ErrUnknownNode, name)
+			}
+			own.Set(uint(n))
+		}
+		if s.pools[a] == nil {
+			s.pools[a] = own
+		} else {
+			s.pools[a].InPlaceIntersection(own)
+		}
+	}
 	return nil
 }
 
@@ -69,6 +105,18 @@ func (e *Engine) checkQueue(j *jobRec) error {
 		return fmt.Errorf("%w: job %s: queue %q is not a queue without children", ErrBadJob, j.job.ID, name)
 	}
 	j.queue = q
+	if pool := s.pools[q]; pool != nil {
+		j.job.Gang.Members = slices.Clone(j.job.Gang.Members)
+		for i := range j.job.Gang.Members {
+			r := &j.job.Gang.Members[i].Request
+			if r.Allowed == nil {
+				r.Allowed = pool.Clone()
+			} else {
+				r.Allowed = r.Allowed.Intersection(pool)
+			}
+		}
+		j.simple = simpleShape(&j.job.Gang)
+	}
 	g := j.gpus
 	if !e.mayBorrow(j) && g > s.guar[q] {
 		return fmt.Errorf("%w: job %s: %d GPUs; a job that cannot be preempted runs within its queue's guarantee, and queue %s has %d",

@@ -3,6 +3,8 @@ package backfill
 import (
 	"fmt"
 
+	"github.com/bits-and-blooms/bitset"
+
 	"github.com/phalanx-sched/phalanx/fairshare"
 )
 
@@ -67,6 +69,9 @@ type quotaState struct {
 	covered   []bool
 	orderTmp  []*jobRec
 	rankedTmp []fairshare.Ranked
+
+	// pools are the nodes each queue's jobs may use (nil: any).
+	pools []*bitset.BitSet
 
 	// Reclaim scratch: the victims chosen and the candidates by start.
 	pre     *preemptScratch

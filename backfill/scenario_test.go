@@ -51,7 +51,7 @@ type scenario struct {
 //	cluster levels=a,b | gen=<generator>      (input: testcluster text)
 //	queues                                    (input: one queue a line, for the next engine:
 //	                                           name [parent=P] [guarantee=N] [borrow=N|-1]
-//	                                           [lend=N|-1] [max=N|-1] [weight=W]; limits
+//	                                           [lend=N|-1] [max=N|-1] [weight=W] [nodes=H]; limits
 //	                                           default to -1, Unlimited)
 //	state                                     (input: testcluster state text; prints the state)
 //	engine [depth=N|conservative] [strict] [maxtest=N] [keep=D]
@@ -367,8 +367,12 @@ func parseQueues(t *testing.T, d *datadriven.Case) QuotaConfig {
 		q := QueueSpec{Name: f[0], BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: Unlimited}
 		for _, x := range f[1:] {
 			k, v, _ := strings.Cut(x, "=")
-			if k == "parent" {
+			switch k {
+			case "parent":
 				q.Parent = v
+				continue
+			case "nodes":
+				q.Nodes = v
 				continue
 			}
 			n, err := strconv.ParseFloat(v, 64)

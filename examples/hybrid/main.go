@@ -154,8 +154,15 @@ const (
 // policies returns the static split and dynamic lending.
 func policies(o options) []policy {
 	train, serve := (labNodes-servingNodes)*8, servingNodes*8
+	// Node pools: training's nodes come first in topology order.
+	trainNodes := fmt.Sprintf("node[00000-%05d]", labNodes-servingNodes-1)
+	serveNodes := fmt.Sprintf("node[%05d-%05d]", labNodes-servingNodes, labNodes-1)
 	q := func(name string, g, borrow, lend int) backfill.QueueSpec {
-		return backfill.QueueSpec{Name: name, Guarantee: g, BorrowingLimit: borrow, LendingLimit: lend, Maximum: backfill.Unlimited}
+		nodes := serveNodes
+		if name == "training" {
+			nodes = trainNodes
+		}
+		return backfill.QueueSpec{Name: name, Guarantee: g, BorrowingLimit: borrow, LendingLimit: lend, Maximum: backfill.Unlimited, Nodes: nodes}
 	}
 	return []policy{
 		{"static", backfill.QuotaConfig{Queues: []backfill.QueueSpec{

@@ -6,8 +6,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/bits-and-blooms/bitset"
-
 	"github.com/phalanx-sched/phalanx/backfill"
 	"github.com/phalanx-sched/phalanx/benchmarks/sim"
 	"github.com/phalanx-sched/phalanx/fairshare"
@@ -102,8 +100,6 @@ type host struct {
 	out      *outcome
 	accounts map[string]bool
 	wake     time.Time
-	// part is each side's nodes: training's, serving's.
-	part [2]*bitset.BitSet
 	// lend: serving lends its nodes (dynamic); training lists the
 	// training jobs in submit order.
 	lend     bool
@@ -134,12 +130,6 @@ func simulate(o options, p policy, trace []sim.TraceJob) (*outcome, error) {
 		return nil, err
 	}
 	h.lend = p.lend
-	for k := range h.part {
-		h.part[k] = c.NewNodeSet()
-	}
-	for n := range c.NumNodes() {
-		h.part[min(1, n/(labNodes-servingNodes))].Set(uint(n))
-	}
 	for i, j := range trace {
 		heap.Push(&h.events, event{at: t0.Add(j.Submit), kind: evSubmit, job: i})
 	}
@@ -265,14 +255,13 @@ func (h *host) move(j *job, k int, now time.Time) error {
 
 // submitJob submits training job j under its current ID and kind.
 func (h *host) submitJob(j *job, now time.Time) error {
-	queue, req := "training", j.req
-	req.Allowed = h.part[0]
+	queue := "training"
 	if j.kind == kBorrowed {
-		queue, req.Allowed = "borrowed", h.part[1]
+		queue = "borrowed"
 		h.out.moves++
 	}
 	return h.e.Submit(backfill.Job{ID: j.cur, Account: j.account, Queue: queue, TimeLimit: j.limit, Submit: j.submit,
-		Preemption: preempt.Requeue, Gang: gang.Spec{Members: []gang.Member{{Name: "worker", Request: req}}}}, now)
+		Preemption: preempt.Requeue, Gang: gang.Spec{Members: []gang.Member{{Name: "worker", Request: j.req}}}}, now)
 }
 
 // submit queues training job i of the trace.
@@ -298,10 +287,8 @@ func (h *host) demand(now time.Time) error {
 	for len(h.replicas) < want {
 		id := fmt.Sprintf("s%06d", h.nextRep)
 		h.nextRep++
-		req := placement.NodesOf(1, 8)
-		req.Allowed = h.part[1]
 		err := h.e.Submit(backfill.Job{ID: id, Account: "serving", Queue: "serving",
-			Gang: gang.Spec{Members: []gang.Member{{Name: "replica", Request: req}}}}, now)
+			Gang: gang.Spec{Members: []gang.Member{{Name: "replica", Request: placement.NodesOf(1, 8)}}}}, now)
 		if err != nil {
 			return err
 		}
