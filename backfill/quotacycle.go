@@ -152,6 +152,12 @@ func (e *Engine) entitledFirst() {
 			s.cum[q] += j.gpus
 		}
 	}
+	// Nothing to move unless an uncovered job precedes a covered one
+	// (with no guarantees, never).
+	first := slices.Index(s.covered, false)
+	if first < 0 || !slices.Contains(s.covered[first:], true) {
+		return
+	}
 	s.orderTmp = append(s.orderTmp[:0], e.order...)
 	s.rankedTmp = append(s.rankedTmp[:0], e.ranked...)
 	k := 0
