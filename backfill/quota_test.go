@@ -15,6 +15,7 @@ import (
 
 	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
 )
 
 // TestQuotaValidate: every bad queue config is refused with ErrConfig and
@@ -74,6 +75,10 @@ func TestQuotaNew(t *testing.T) {
 	cfg.Quotas.Queues = []QueueSpec{{Name: "a", Maximum: Unlimited, LendingLimit: Unlimited, Nodes: "nope[1-2]"}}
 	if _, err := New(c, cfg, flatTree(t, cfg.FairShare, "x")); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), `queue "a": nodes: topology: unknown node: "nope1"`) {
 		t.Fatalf("New with unknown pool nodes: %v", err)
+	}
+	cfg.Quotas.Queues = []QueueSpec{{Name: "a", Guarantee: 24, Maximum: Unlimited, LendingLimit: Unlimited, Nodes: opsNodeNames(c, 2)}}
+	if _, err := New(c, cfg, flatTree(t, cfg.FairShare, "x")); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), `queue "a": guarantee 24 is above the 16 GPUs of its nodes`) {
+		t.Fatalf("New with a guarantee above its pool: %v", err)
 	}
 	cfg.Quotas.Queues = []QueueSpec{
 		{Name: "lab", Guarantee: 64, Maximum: Unlimited, LendingLimit: Unlimited},
@@ -296,4 +301,13 @@ func reclaimingEngine(t *testing.T) *Engine {
 		t.Fatalf("want a reclaim of two gangs: %v\n%s", err, p.Describe(c, epoch))
 	}
 	return e
+}
+
+// opsNodeNames returns the first n nodes of c as a hostlist.
+func opsNodeNames(c *topology.Cluster, n int) string {
+	var names []string
+	for i := range n {
+		names = append(names, c.NodeName(topology.NodeID(i)))
+	}
+	return topology.CompressHostlist(names)
 }

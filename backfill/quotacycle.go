@@ -39,7 +39,8 @@ func (e *Engine) initQuotas() error {
 }
 
 // resolvePools builds each queue's node pool: the nodes of its own
-// Nodes and of every queue above it with Nodes (nil: any node).
+// Nodes and of every queue above it with Nodes (nil: any node). A
+// guarantee above its pool's GPUs could never be met: ErrConfig.
 func (s *quotaState) resolvePools(cfg *QuotaConfig, c *topology.Cluster) error {
 	s.pools = make([]*bitset.BitSet, len(cfg.Queues))
 	for a, q := range cfg.Queues {
@@ -62,6 +63,18 @@ func (s *quotaState) resolvePools(cfg *QuotaConfig, c *topology.Cluster) error {
 			s.pools[a] = own
 		} else {
 			s.pools[a].InPlaceIntersection(own)
+		}
+	}
+	for a, q := range cfg.Queues {
+		if s.pools[a] == nil {
+			continue
+		}
+		gpus := 0
+		for n, ok := s.pools[a].NextSet(0); ok; n, ok = s.pools[a].NextSet(n + 1) {
+			gpus += c.NodeGPUs(topology.NodeID(n))
+		}
+		if q.Guarantee > gpus {
+			return fmt.Errorf("%w: queue %q: guarantee %d is above the %d GPUs of its nodes", ErrConfig, q.Name, q.Guarantee, gpus)
 		}
 	}
 	return nil
