@@ -164,7 +164,9 @@
 // the queues below it, are placed on those nodes only (a partition); a
 // pool lends its idle nodes to another through a queue on its nodes that
 // borrows its unused quota, and its lending limit is the floor it never
-// lends (examples/hybrid). A queue's use is the GPUs of its subtree's starting and
+// lends (examples/hybrid). Reclaim takes only from queues that borrow: a
+// pool's guarantee holds when the queues that may also use its nodes
+// either have pools of their own elsewhere or borrow to be there. A queue's use is the GPUs of its subtree's starting and
 // running jobs and claims; a preempting job's GPUs count for nobody.
 //
 // A job starts only if, at its queue and every queue above it, the use
