@@ -30,13 +30,16 @@ type quotaWatch struct {
 	// started.
 	kids    [][]int
 	starved []time.Time
+	// timing: check the reclaim promise (off with reservations and holds,
+	// which reclaim keeps off).
+	timing bool
 	allocs  map[string]gang.Allocation
 	stats   struct{ reclaims, quotaWaits, borrowed, starvedCycles int }
 }
 
 func newQuotaWatch(t *testing.T, d *driver, w int, cfg *Config, total int) *quotaWatch {
 	qw := quotaOracle(cfg.Quotas.Queues, total)
-	qw.t, qw.d, qw.w, qw.grace = t, d, w, cfg.Preemption.Grace
+	qw.t, qw.d, qw.w, qw.grace, qw.timing = t, d, w, cfg.Preemption.Grace, cfg.ReservationDepth == 0 && !cfg.Hold.Enabled
 	d.afterCycle = qw.check
 	return qw
 }
@@ -209,6 +212,7 @@ func (qw *quotaWatch) reclaimed(p *Plan, use []int) {
 		j := e.jobs.byID[p.Waiting[i].Job]
 		if p.Waiting[i].Code == WaitQuota {
 			qw.stats.quotaWaits++
+			delete(qw.d.planned, j.job.ID) // its reservation, if any, was dropped
 		}
 		q := e.quota.index[j.job.Queue]
 		if j.claim == nil && use[q]+j.gpus <= qw.specs[q].Guarantee {
@@ -222,7 +226,7 @@ func (qw *quotaWatch) reclaimed(p *Plan, use []int) {
 		case qw.starved[q].IsZero():
 			qw.starved[q] = p.Time
 			qw.stats.starvedCycles++
-		case p.Time.Sub(qw.starved[q]) > qw.grace:
+		case qw.timing && p.Time.Sub(qw.starved[q]) > qw.grace:
 			qw.fail(p, "queue %s (using %d of its %d guaranteed GPUs) has had waiting work its guarantee covers since %v", qw.specs[q].Name,
 				use[q], qw.specs[q].Guarantee, qw.starved[q].Sub(epoch))
 		default:
@@ -281,7 +285,7 @@ func TestQuotaProperties(t *testing.T) {
 	var total struct{ reclaims, quotaWaits, borrowed, starvedCycles, rejected int }
 	for w := range workloads {
 		r := rand.New(rand.NewPCG(uint64(w), 19))
-		e, jobs, cfg := quotaEngine(t, r, w)
+		e, jobs, cfg := quotaEngine(t, r, w, false)
 		d := newDriver(t, e, jobs, map[string]time.Duration{})
 		d.release = func() time.Duration { return time.Duration(r.IntN(6)) * time.Minute }
 		e.checkEach = true
@@ -302,8 +306,9 @@ func TestQuotaProperties(t *testing.T) {
 	}
 }
 
-// quotaEngine builds workload w's engine, jobs and config.
-func quotaEngine(t *testing.T, r *rand.Rand, w int) (*Engine, []Job, Config) {
+// quotaEngine builds workload w's engine, jobs and config; with plans,
+// reservations (depth 4) and hold mode are on.
+func quotaEngine(t *testing.T, r *rand.Rand, w int, plans bool) (*Engine, []Job, Config) {
 	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 2, LeavesPerSpine: 2, NodesPerLeaf: 4, GPUsPerNode: 8})
 	if err != nil {
 		t.Fatal(err)
@@ -311,6 +316,10 @@ func quotaEngine(t *testing.T, r *rand.Rand, w int) (*Engine, []Job, Config) {
 	cfg := DefaultConfig()
 	cfg.ReservationDepth = 0
 	cfg.Hold.Enabled = false
+	if plans {
+		cfg.ReservationDepth, cfg.Hold.Enabled = DefaultDepth, true
+		cfg.Hold.MinGPUs, cfg.Hold.MinWait = 16, 10*time.Minute
+	}
 	cfg.FairShare.HalfLife = time.Hour
 	cfg.Preemption = PreemptionConfig{Enabled: w%3 == 0, ExemptTime: []time.Duration{0, 20 * time.Minute}[r.IntN(2)],
 		Grace: 5 * time.Minute, MinGain: 0, MaxSearches: 16}
@@ -448,5 +457,50 @@ func TestQuotaCheckOracle(t *testing.T) {
 	t.Logf("%d gangs fit, %d refused", fits, refused)
 	if fits < 1000 || refused < 1000 {
 		t.Errorf("too easy: %d fit, %d refused", fits, refused)
+	}
+}
+
+// TestQuotaPropertiesWithPlans: TestQuotaProperties' workloads with
+// reservations (depth 4) and hold mode on, half the jobs without a time
+// limit (100 workloads, 30 with -short), every check but the reclaim promise (reclaim keeps off
+// reservations and holds): the quotas, the engine's invariants after
+// every event (reservations dropped and holds ended for jobs that wait
+// for quota), whole gangs; every job ends.
+func TestQuotaPropertiesWithPlans(t *testing.T) {
+	workloads := 100
+	if testing.Short() {
+		workloads = 30
+	}
+	reserved, holds, quotaEnds := 0, 0, 0
+	for w := range workloads {
+		r := rand.New(rand.NewPCG(uint64(w), 23))
+		e, jobs, cfg := quotaEngine(t, r, w, true)
+		dur := map[string]time.Duration{}
+		for i := range jobs {
+			if i%2 == 0 { // no time limit: no planned start, holds
+				dur[jobs[i].ID], jobs[i].TimeLimit = jobs[i].TimeLimit, 0
+			}
+		}
+		d := newDriver(t, e, jobs, dur)
+		d.release = func() time.Duration { return time.Duration(r.IntN(6)) * time.Minute }
+		e.checkEach = true
+		newQuotaWatch(t, d, w, &cfg, e.c.TotalGPUs())
+		d.run(time.Time{})
+		if e.Pending() != 0 || e.Running() != 0 {
+			t.Fatalf("workload %d: %d pending, %d running at the end", w, e.Pending(), e.Running())
+		}
+		reserved += len(d.planned)
+		for _, p := range d.plans {
+			holds += len(p.Holds)
+			for _, h := range p.HoldEnds {
+				if h.Cause == HoldQuota {
+					quotaEnds++
+				}
+			}
+		}
+	}
+	t.Logf("%d jobs held reservations, %d holds seen, %d ended for quota over %d workloads", reserved, holds, quotaEnds, workloads)
+	if reserved < workloads || holds < workloads {
+		t.Errorf("too easy: %d reservations, %d holds", reserved, holds)
 	}
 }

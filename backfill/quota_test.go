@@ -195,7 +195,7 @@ func TestQuotaRestore(t *testing.T) {
 		var plans [2][]string
 		for k, restore := range []bool{false, true} {
 			r := rand.New(rand.NewPCG(uint64(w), 19))
-			e, jobs, _ := quotaEngine(t, r, w)
+			e, jobs, _ := quotaEngine(t, r, w, false)
 			d := newDriver(t, e, jobs, map[string]time.Duration{})
 			d.release = func() time.Duration { return time.Duration(r.IntN(6)) * time.Minute }
 			d.afterCycle = func(p *Plan) {
