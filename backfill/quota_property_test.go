@@ -33,8 +33,8 @@ type quotaWatch struct {
 	// timing: check the reclaim promise (off with reservations and holds,
 	// which reclaim keeps off).
 	timing bool
-	allocs  map[string]gang.Allocation
-	stats   struct{ reclaims, quotaWaits, borrowed, starvedCycles int }
+	allocs map[string]gang.Allocation
+	stats  struct{ reclaims, quotaWaits, borrowed, starvedCycles int }
 }
 
 func newQuotaWatch(t *testing.T, d *driver, w int, cfg *Config, total int) *quotaWatch {
