@@ -166,12 +166,16 @@
 // borrows its unused quota, and its lending limit is the floor it never
 // lends (examples/hybrid). Reclaim takes only from queues that borrow: a
 // pool's guarantee holds when the queues that may also use its nodes
-// either have pools of their own elsewhere or borrow to be there. A queue's use is the GPUs of its subtree's starting and
-// running jobs and claims; a preempting job's GPUs count for nobody.
+// either have pools of their own elsewhere or borrow to be there. A
+// queue's use is the GPUs of its subtree's starting and running jobs and
+// claims; a preempting job's GPUs count for nobody. Engine.Queues reports
+// each queue's use, borrowing, waiting GPUs and share.
 //
 // A job starts only if, at its queue and every queue above it, the use
 // stays within the maximum and the effective use within the guarantee
-// plus the borrowing limit, and the top queues within the cluster. A
+// plus the borrowing limit, and the top queues within the cluster (there
+// only the GPUs queues keep idle from lending bind: a job the GPUs in use
+// leave no room for waits for GPUs, with its reservation). A
 // parent's effective use is the sum over its children of the larger of
 // their effective use and the part of their guarantee they do not lend;
 // so whatever a queue uses above its guarantee is borrowed from the
