@@ -26,7 +26,8 @@ type Plan struct {
 	// start.
 	Reservations []Reservation
 	// Waiting lists every pending job that did not start, in priority
-	// order, with its reason.
+	// order (with queues, the jobs their queues' guarantees cover first),
+	// with its reason.
 	Waiting []Waiting
 	// Moves lists the reservations moved later or dropped this cycle,
 	// each with its cause (a reservation moved earlier is not listed).
