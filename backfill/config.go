@@ -22,7 +22,8 @@ type Config struct {
 	// waiting job), more for deeper planning, Conservative for all.
 	ReservationDepth int
 	// Strict disables backfill: jobs start in priority order only, and
-	// the first job that cannot start blocks every job behind it.
+	// the first job that cannot start blocks every job behind it (a job
+	// waiting for its queue's quota blocks nobody).
 	Strict bool
 	// MaxJobsTested bounds the jobs tested per cycle (0: all). Jobs
 	// holding reservations or held GPUs are always tested. When the bound
@@ -42,6 +43,10 @@ type Config struct {
 	KeepEnded time.Duration
 	// Preemption configures preemption (off by default).
 	Preemption PreemptionConfig
+	// Quotas configures queues with guarantees, borrowing and lending
+	// limits, maximums and weights (none by default). Reclaim preempts
+	// with Preemption's Grace whether Preemption is on or not.
+	Quotas QuotaConfig
 }
 
 // PreemptionConfig configures preemption: a waiting job that cannot start
@@ -195,7 +200,7 @@ func (c *Config) Validate() error {
 	if err := c.FairShare.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	return nil
+	return c.Quotas.Validate()
 }
 
 // FailurePolicy says what happens to a running job when one of its nodes
@@ -259,4 +264,9 @@ type Job struct {
 	// time once its GPUs are released, preempt.Cancel ends it as
 	// cancelled.
 	Preemption preempt.Policy
+	// Queue names the job's queue (a queue without children of
+	// Config.Quotas); it must be empty without queues. With some queue
+	// guaranteed GPUs, a job whose Preemption is preempt.Never runs only
+	// within its queue's guarantee.
+	Queue string
 }

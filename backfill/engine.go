@@ -31,6 +31,7 @@ type Engine struct {
 	book  book
 	prof  profile
 	pre   *preemptScratch // nil unless preemption is on
+	quota *quotaState     // nil without queues
 
 	seq            uint64
 	last           time.Time // latest time seen
@@ -101,6 +102,9 @@ func New(c *topology.Cluster, cfg Config, tree *fairshare.Tree) (*Engine, error)
 		if e.pre, err = newPreemptScratch(c); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
+	}
+	if err := e.initQuotas(); err != nil {
+		return nil, err
 	}
 	return e, nil
 }
@@ -207,6 +211,7 @@ func (e *Engine) activate(j *jobRec, now time.Time) {
 	if j.job.TimeLimit == 0 {
 		e.jobs.unlimited++
 	}
+	e.setCounted(j, j.used)
 }
 
 // deactivate releases active job j's GPUs after charging it up to now
@@ -216,6 +221,7 @@ func (e *Engine) deactivate(j *jobRec, now time.Time) {
 		e.released(j)
 	}
 	e.charge(j, now)
+	e.setCounted(j, 0)
 	e.jobs.setOwner(j.alloc, nil)
 	if err := e.ledger.Release(j.job.ID); err != nil {
 		panic(fmt.Sprintf("backfill: active job %s not in the ledger: %v", j.job.ID, err))

@@ -26,7 +26,8 @@ type Plan struct {
 	// start.
 	Reservations []Reservation
 	// Waiting lists every pending job that did not start, in priority
-	// order, with its reason.
+	// order (with queues, the jobs their queues' guarantees cover first),
+	// with its reason.
 	Waiting []Waiting
 	// Moves lists the reservations moved later or dropped this cycle,
 	// each with its cause (a reservation moved earlier is not listed).
@@ -213,9 +214,12 @@ const (
 	// WaitClaimed: the job would fit now, but on GPUs kept for job
 	// Blocker, which preempted jobs to start there (since Until).
 	WaitClaimed
+	// WaitQuota: the job's queue has no quota for it now (Config.Quotas);
+	// Detail names the queue and the limit that binds, Blocker the queue.
+	WaitQuota
 )
 
-var codeNames = [...]string{"", "Reserved", "Held", "Priority", "Resources", "Reservation", "Topology", "Gang", "Hold", "ForHold", "Preempting", "Claimed"}
+var codeNames = [...]string{"", "Reserved", "Held", "Priority", "Resources", "Reservation", "Topology", "Gang", "Hold", "ForHold", "Preempting", "Claimed", "Quota"}
 
 // String returns the code's stable name.
 func (c WaitCode) String() string {
@@ -322,6 +326,8 @@ func (w *Waiting) message(epoch time.Time) string {
 		return fmt.Sprintf("waiting for the GPUs of preempted %s (grace until %s); it starts on them at the next cycle after", w.Detail, at(w.Until))
 	case WaitClaimed:
 		return fmt.Sprintf("would fit now, but on GPUs kept for job %s, which preempted jobs to start there (since %s)", w.Blocker, at(w.Until))
+	case WaitQuota:
+		return w.Detail
 	}
 	return w.Code.String()
 }

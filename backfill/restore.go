@@ -27,7 +27,10 @@ import (
 // reservation it could overlap, or sits on GPUs held by jobs other than
 // its victims; a victim that is not preempting, is of a class not below
 // its preemptor's or is listed twice; a preempting job without a
-// preemptor or signal time, or whose policy is never; bad usage. When c is not the cluster the snapshot
+// preemptor or signal time, or whose policy is never; a job whose queue
+// is not a queue of cfg without children; a reclaim claim without
+// queues, or with a victim of its own queue; queues whose use breaks
+// their limits; bad usage. When c is not the cluster the snapshot
 // was taken on (its Fingerprint differs), every node is mapped by name:
 // the restore succeeds only if every name maps, and an error says what
 // differs.
@@ -38,8 +41,8 @@ func Restore(c *topology.Cluster, cfg Config, snap *Snapshot) (*Engine, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: no cluster", ErrBadArgument)
 	}
-	if snap.Version != SnapshotVersion && snap.Version != SnapshotVersion-1 {
-		return nil, fmt.Errorf("%w: snapshot format version %d, this engine reads %d and %d", ErrRestore, snap.Version, SnapshotVersion-1, SnapshotVersion)
+	if snap.Version < 2 || snap.Version > SnapshotVersion {
+		return nil, fmt.Errorf("%w: snapshot format version %d, this engine reads 2 to %d", ErrRestore, snap.Version, SnapshotVersion)
 	}
 	tree, err := fairshare.BuildTree(snap.Accounts, cfg.FairShare)
 	if err != nil {
@@ -104,6 +107,10 @@ func (r *restorer) run() {
 	}
 	for n := range e.nodes {
 		e.syncStatus(topology.NodeID(n))
+	}
+	if err := e.recountQuotas(); err != nil {
+		r.bad("%v", err)
+		return
 	}
 	if err := e.check(); err != nil {
 		r.bad("%v", err)
@@ -276,7 +283,7 @@ func (r *restorer) preemptionFits(jr *JobRecord) bool {
 
 // jobSpec rebuilds a job from its record.
 func (r *restorer) jobSpec(jr *JobRecord) (Job, error) {
-	j := Job{ID: jr.ID, Account: jr.Account, Submit: jr.Submit, QOS: jr.QOS, Partition: jr.Partition}
+	j := Job{ID: jr.ID, Account: jr.Account, Submit: jr.Submit, QOS: jr.QOS, Partition: jr.Partition, Queue: jr.Queue}
 	var err error
 	if jr.TimeLimit != "" {
 		if j.TimeLimit, err = time.ParseDuration(jr.TimeLimit); err != nil {
@@ -468,11 +475,15 @@ func (r *restorer) claim(cr *ClaimRecord) {
 		r.bad("the claim for %s is due at %v, before it began or out of range", cr.Job, cr.Due)
 		return
 	}
-	cl := &claim{job: j, since: cr.Since, due: cr.Due, alloc: a}
+	if cr.Reclaim && e.quota == nil {
+		r.bad("the claim for %s reclaims a queue's guarantee, but there are no queues", cr.Job)
+		return
+	}
+	cl := &claim{job: j, since: cr.Since, due: cr.Due, alloc: a, reclaim: cr.Reclaim}
 	for _, id := range cr.Victims {
 		v, ok := e.jobs.byID[id]
-		if !ok || v.phase != StatePreempting || v.victimOf != nil || slices.Contains(cl.victims, v) || v.preemptedBy != cr.Job || v.job.Class >= j.job.Class {
-			r.bad("the claim for %s lists %s, which is not a preempting job of a lower class preempted for it (once)", cr.Job, id)
+		if !ok || v.phase != StatePreempting || v.victimOf != nil || slices.Contains(cl.victims, v) || v.preemptedBy != cr.Job || v.job.Class >= j.job.Class && !cl.reclaim {
+			r.bad("the claim for %s lists %s, which is not a preempting job of a lower class preempted for it (once), or of any class for a reclaim", cr.Job, id)
 			return
 		}
 		cl.victims = append(cl.victims, v)

@@ -38,9 +38,10 @@ func at(t testing.TB, d *datadriven.Case, v string) time.Time {
 
 // scenario is the state of one scenario file.
 type scenario struct {
-	t *testing.T
-	c *topology.Cluster
-	e *Engine
+	t      *testing.T
+	c      *topology.Cluster
+	e      *Engine
+	queues QuotaConfig // for the next engine command
 }
 
 // TestScenarios runs testdata/*.txt. Every command takes only the
@@ -48,6 +49,10 @@ type scenario struct {
 // fails the test). Commands:
 //
 //	cluster levels=a,b | gen=<generator>      (input: testcluster text)
+//	queues                                    (input: one queue a line, for the next engine:
+//	                                           name [parent=P] [guarantee=N] [borrow=N|-1]
+//	                                           [lend=N|-1] [max=N|-1] [weight=W] [nodes=H]; limits
+//	                                           default to -1, Unlimited)
 //	state                                     (input: testcluster state text; prints the state)
 //	engine [depth=N|conservative] [strict] [maxtest=N] [keep=D]
 //	       [hold=off|minGPUs@budget] [holdwait=D] [capwait=D] [hysteresis=D]
@@ -55,7 +60,7 @@ type scenario struct {
 //	       (input: fairshare text form of the accounts)
 //	submit id=J [account=A] [at=T] [limit=D] nodes=N|gpus=N [gpn=G] [required=L]
 //	       [preferred=L] [exclusive] [patience=k@D] [fail]
-//	       [class=K] [policy=never|requeue|cancel]        (one member "main")
+//	       [class=K] [policy=never|requeue|cancel] [queue=Q]  (one member "main")
 //	submit id=J ... (input: one member per line: name nodes=N gpn=G ...)
 //	schedule at=T                             (prints the plan)
 //	started|finish|cancel|preempted|checkpoint id=J at=T
@@ -88,6 +93,10 @@ func (sc *scenario) run(d *datadriven.Case) string {
 		return sc.cluster(d)
 	case "engine":
 		return sc.engine(d)
+	case "queues":
+		d.Only(t)
+		sc.queues = parseQueues(t, d)
+		return fmt.Sprintf("%d queues", len(sc.queues.Queues))
 	case "state":
 		d.Only(t)
 		if d.Input != "" {
@@ -185,6 +194,7 @@ func (sc *scenario) engine(d *datadriven.Case) string {
 	pc.Grace = d.Duration(t, "grace", pc.Grace)
 	pc.MinGain = d.Duration(t, "gain", pc.MinGain)
 	pc.MaxSearches = d.Int(t, "searches", pc.MaxSearches)
+	cfg.Quotas, sc.queues = sc.queues, QuotaConfig{}
 	text := d.Input
 	if strings.TrimSpace(text) == "" {
 		text = "a\nb\n"
@@ -212,7 +222,7 @@ func (sc *scenario) engine(d *datadriven.Case) string {
 func (sc *scenario) job(d *datadriven.Case) Job {
 	t := sc.t
 	get := func(k string) string { v, _ := d.Get(k); return v }
-	j := Job{ID: get("id"), Account: get("account"), Submit: at(t, d, get("at")), TimeLimit: d.Duration(t, "limit", 0)}
+	j := Job{ID: get("id"), Account: get("account"), Submit: at(t, d, get("at")), TimeLimit: d.Duration(t, "limit", 0), Queue: get("queue")}
 	if j.Account == "" {
 		j.Account = "a"
 	}
@@ -235,7 +245,7 @@ func (sc *scenario) job(d *datadriven.Case) Job {
 			d.Fatalf(t, "policy=%q: want never, requeue or cancel", p)
 		}
 	}
-	jobKeys := []string{"id", "account", "at", "limit", "patience", "fail", "class", "policy"}
+	jobKeys := []string{"id", "account", "at", "limit", "patience", "fail", "class", "policy", "queue"}
 	if strings.TrimSpace(d.Input) == "" {
 		d.Only(t, append(jobKeys, requestKeys...)...)
 		var args []datadriven.Arg
@@ -347,4 +357,44 @@ func (sc *scenario) nodeEvent(d *datadriven.Case) string {
 		return result(sc.e.Drain(node, now))
 	}
 	return result(sc.e.Resume(node, now))
+}
+
+// parseQueues parses the input of a queues command.
+func parseQueues(t *testing.T, d *datadriven.Case) QuotaConfig {
+	var cfg QuotaConfig
+	for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+		f := strings.Fields(line)
+		q := QueueSpec{Name: f[0], BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: Unlimited}
+		for _, x := range f[1:] {
+			k, v, _ := strings.Cut(x, "=")
+			switch k {
+			case "parent":
+				q.Parent = v
+				continue
+			case "nodes":
+				q.Nodes = v
+				continue
+			}
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				d.Fatalf(t, "queue %s: %s=%q is not a number", q.Name, k, v)
+			}
+			switch k {
+			case "guarantee":
+				q.Guarantee = int(n)
+			case "borrow":
+				q.BorrowingLimit = int(n)
+			case "lend":
+				q.LendingLimit = int(n)
+			case "max":
+				q.Maximum = int(n)
+			case "weight":
+				q.Weight = n
+			default:
+				d.Fatalf(t, "queue %s: unknown key %q", q.Name, k)
+			}
+		}
+		cfg.Queues = append(cfg.Queues, q)
+	}
+	return cfg
 }

@@ -14,10 +14,11 @@ import (
 )
 
 // SnapshotVersion is the version of the Snapshot format this package
-// writes. Restore reads it and version 2 (which had no preemption: a
-// version 2 snapshot is a version 3 one without classes, policies,
+// writes. Restore reads it, version 3 (which had no queues: a version 3
+// snapshot is a version 4 one without job queues or reclaim claims) and
+// version 2 (which had no preemption either: no classes, policies,
 // preempting jobs or claims); it refuses any other.
-const SnapshotVersion = 3
+const SnapshotVersion = 4
 
 // Snapshot is the whole engine as plain, JSON-serialisable data: the
 // cluster's fingerprint, node facts, jobs (with their preemption state),
@@ -152,6 +153,8 @@ type JobRecord struct {
 	PreemptedAt time.Time `json:"preempted_at,omitzero"`
 	PreemptedBy string    `json:"preempted_by,omitempty"`
 	Preemptions int       `json:"preemptions,omitempty"`
+	// Queue is the job's queue (Job.Queue).
+	Queue string `json:"queue,omitempty"`
 }
 
 // PatienceRecord is a job's Patience.
@@ -191,6 +194,9 @@ type ClaimRecord struct {
 	Due       time.Time       `json:"due"`
 	Placement gang.GangRecord `json:"placement"`
 	Victims   []string        `json:"victims,omitempty"`
+	// Reclaim marks a claim that gets its job's queue's guarantee back
+	// from queues that borrow: its victims may be of any class.
+	Reclaim bool `json:"reclaim,omitempty"`
 }
 
 // Snapshot exports the engine as of the latest time it has seen. It
@@ -227,7 +233,7 @@ func (e *Engine) Snapshot() *Snapshot {
 	}
 	s.HoldEnds = slices.Clone(e.holdEnds)
 	for _, cl := range e.book.claims {
-		cr := ClaimRecord{Job: cl.job.job.ID, Since: cl.since, Due: cl.due, Placement: e.gangRecord(&cl.alloc)}
+		cr := ClaimRecord{Job: cl.job.job.ID, Since: cl.since, Due: cl.due, Placement: e.gangRecord(&cl.alloc), Reclaim: cl.reclaim}
 		for _, v := range cl.victims {
 			cr.Victims = append(cr.Victims, v.job.ID)
 		}
@@ -248,7 +254,8 @@ func (e *Engine) jobRecord(j *jobRec) JobRecord {
 	r := JobRecord{ID: jb.ID, Account: jb.Account, State: e.stateOf(j), Seq: j.seq, Submit: jb.Submit,
 		QOS: jb.QOS, Partition: jb.Partition, Gang: jb.Gang.Record(e.c), Start: j.start, Promised: j.promised,
 		LastCharge: j.lastCharge, HoldExpiry: j.holdExpiry, HoldBlocked: j.holdBlockedSince, Requeues: j.requeues, Ended: j.ended, Moved: j.moved,
-		Class: jb.Class, Checkpoint: j.checkpoint, PreemptedAt: j.preemptedAt, PreemptedBy: j.preemptedBy, Preemptions: j.preemptions}
+		Class: jb.Class, Checkpoint: j.checkpoint, PreemptedAt: j.preemptedAt, PreemptedBy: j.preemptedBy, Preemptions: j.preemptions,
+		Queue: jb.Queue}
 	if jb.Preemption != preempt.Never {
 		r.Preemption = jb.Preemption.String()
 	}

@@ -50,11 +50,14 @@ func (e *Engine) validateJob(j Job) (*jobRec, error) {
 	if err := e.tree.CheckJob(e.fsJob(rec)); err != nil {
 		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
 	}
+	if err := e.checkQueue(rec); err != nil {
+		return nil, err
+	}
 	if err := e.checkPatience(rec); err != nil {
 		return nil, err
 	}
 	// Never fits: the gang does not fit an empty cluster.
-	res, err := e.adm.Admit(e.empty, &j.Gang, &e.alloc)
+	res, err := e.adm.Admit(e.empty, &rec.job.Gang, &e.alloc) // with its queue's nodes
 	if err != nil {
 		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
 	}
