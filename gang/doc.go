@@ -32,6 +32,29 @@
 //	...
 //	l.Release("job-7")      // it finished: every GPU returns
 //
+// # Pods and ranks
+//
+// Every pod of an allocation has an identity: its member, its rank within
+// the member, its node and its GPUs (Pod). Allocation.Pods iterates over
+// them, members in order and each member's pods by rank, allocating
+// nothing:
+//
+//	for p := range alloc.Pods() {
+//		launch(p.Member, p.Rank, cluster.NodeName(p.Node), p.GPUs)
+//	}
+//
+// A member's pods are its Assignment entries, one per node, and Admit
+// puts them in rank order for collective communication: by node ID, which
+// is topology order, so that ranks fill a node, then the next node of the
+// same leaf (lowest-level domain), then the next leaf of the same switch
+// above, and so on: neighbouring ranks share NVLink, then a leaf switch.
+// When every GPU runs one process, Pod.FirstGPURank numbers the GPUs the
+// same way (a 64-GPU job on 8-GPU nodes of one leaf has GPU ranks 0-7 on
+// its first node, 8-15 on the next node of that leaf). The order is kept
+// afterwards: a pod re-placed with ReplacePod keeps its rank on its new
+// node, a pod released with ReleasePod takes its rank out (the ranks
+// after it move down by one), and Restore keeps the snapshot's order.
+//
 // # Caller duties
 //
 //   - Admit, then start the pods where the Allocation says; call Release

@@ -55,3 +55,37 @@ func ExampleLedger_NodeDown() {
 	// released: [eval train] <nil>
 	// gangs left 0, free GPUs 1992
 }
+
+// The pods of a gang in rank order: a launcher, and 64 GPUs of workers on
+// 8-GPU nodes of one leaf. Ranks fill a node, then the next node of the
+// same leaf; with one process per GPU, worker GPU ranks 0-7 are on the
+// first node and 8-15 on the next.
+func ExampleAllocation_Pods() {
+	c := topology.Default2000()
+	l := gang.NewLedger(c, gang.Options{})
+	if _, err := l.Admit(&gang.Spec{ID: "small", Members: []gang.Member{
+		{Name: "worker", Request: placement.NodesOf(2, 8)},
+	}}); err != nil {
+		panic(err)
+	}
+	if _, err := l.Admit(&gang.Spec{ID: "train", Members: []gang.Member{
+		{Name: "launcher", Request: placement.NodesOf(1, 1)},
+		{Name: "worker", Request: placement.Request{GPUs: 64, Required: "leaf"}},
+	}}); err != nil {
+		panic(err)
+	}
+	train, _ := l.Get("train")
+	for p := range train.Pods() {
+		fmt.Printf("%s rank %d on %s, GPU ranks %d-%d\n", p.Member, p.Rank, c.NodeName(p.Node), p.FirstGPURank, p.FirstGPURank+p.NumGPUs()-1)
+	}
+	// Output:
+	// launcher rank 0 on n192, GPU ranks 0-0
+	// worker rank 0 on n242, GPU ranks 0-7
+	// worker rank 1 on n243, GPU ranks 8-15
+	// worker rank 2 on n244, GPU ranks 16-23
+	// worker rank 3 on n245, GPU ranks 24-31
+	// worker rank 4 on n246, GPU ranks 32-39
+	// worker rank 5 on n247, GPU ranks 40-47
+	// worker rank 6 on n248, GPU ranks 48-55
+	// worker rank 7 on n249, GPU ranks 56-63
+}

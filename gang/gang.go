@@ -269,7 +269,17 @@ func NewAdmitter(c *topology.Cluster, opts Options) *Admitter {
 // co-location, the domains of the co-location level that have enough
 // free GPUs are tried from the fullest (best fit); a preferred
 // co-location falls back to none.
+//
+// Each member's pods come out in rank order (see Pod and the package doc).
 func (a *Admitter) Admit(s *topology.State, g *Spec, out *Allocation) (Admission, error) {
+	res, err := a.admit(s, g, out)
+	if res.Admitted {
+		rankOrder(out)
+	}
+	return res, err
+}
+
+func (a *Admitter) admit(s *topology.State, g *Spec, out *Allocation) (Admission, error) {
 	if s.Cluster() != a.c {
 		return Admission{}, topology.ErrOtherCluster
 	}
