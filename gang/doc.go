@@ -59,6 +59,11 @@
 //
 //   - Admit, then start the pods where the Allocation says; call Release
 //     when the job ends, fails or is cancelled.
+//   - When one pod cannot run where the allocation says (its bind failed,
+//     its node is failing), move that pod alone with ReplacePod, or, for an
+//     elastic member above its minimum, give it up with ReleasePod; the
+//     rest of the gang keeps running. A gang is still all-or-nothing at
+//     its start: admission never places part of one.
 //   - Report node failures with NodeDown: it releases, whole, every gang
 //     with a member on the node and returns their IDs to requeue or fail.
 //     NodeUp returns the node to service; Drain stops new work on it.

@@ -89,3 +89,34 @@ func ExampleAllocation_Pods() {
 	// worker rank 6 on n248, GPU ranks 48-55
 	// worker rank 7 on n249, GPU ranks 56-63
 }
+
+// A pod's bind failed: the adapter re-places that one pod instead of
+// releasing the gang. It keeps its rank and stays in the leaf the gang
+// requires; the other pods stay where they are.
+func ExampleLedger_ReplacePod() {
+	c := topology.Default2000()
+	l := gang.NewLedger(c, gang.Options{})
+	if _, err := l.Admit(&gang.Spec{ID: "train", Members: []gang.Member{
+		{Name: "worker", Request: placement.Request{Nodes: 4, GPUsPerNode: 8, Required: "leaf"}},
+	}}); err != nil {
+		panic(err)
+	}
+	rep, err := l.ReplacePod("train", "worker", 1, nil)
+	if err != nil || !rep.Replaced {
+		panic(fmt.Sprint(rep.Reason, err))
+	}
+	fmt.Printf("rank %d: %s -> %s, inside %s %d\n", rep.New.Rank, c.NodeName(rep.Old.Node), c.NodeName(rep.New.Node), rep.Scope, rep.ScopeDomain)
+	train, _ := l.Get("train")
+	for p := range train.Pods() {
+		fmt.Printf("rank %d on %s\n", p.Rank, c.NodeName(p.Node))
+	}
+	err = l.ReleasePod("train", "worker", 1)
+	fmt.Println(err)
+	// Output:
+	// rank 1: n241 -> n244, inside leaf 15
+	// rank 0 on n240
+	// rank 1 on n244
+	// rank 2 on n242
+	// rank 3 on n243
+	// gang: pod cannot be released: gang train member worker pod 1: the member has a fixed size of 4 pods (re-place the pod, or release the gang)
+}

@@ -6,8 +6,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bits-and-blooms/bitset"
+
 	"github.com/phalanx-sched/phalanx/internal/access"
 	"github.com/phalanx-sched/phalanx/internal/bits"
+	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -21,6 +24,10 @@ type Ledger struct {
 	byID  map[string]*entry
 	pool  []*entry // released entries, reused by Admit
 	spare Allocation
+	// scope and near are node sets for ReplacePod, made at its first
+	// call.
+	scope, near *bitset.BitSet
+	req         placement.Request
 }
 
 type entry struct {

@@ -1,0 +1,270 @@
+package gang
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/bits-and-blooms/bitset"
+
+	"github.com/phalanx-sched/phalanx/internal/bits"
+	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// Errors of the pod operations.
+var (
+	// ErrUnknownPod marks a member name or rank the gang does not have.
+	ErrUnknownPod = errors.New("gang: unknown pod")
+	// ErrBelowMin marks the release of a pod that the member cannot
+	// spare: it would leave it below its minimum (or a GPU total short,
+	// or a segment incomplete).
+	ErrBelowMin = errors.New("gang: pod cannot be released")
+)
+
+// Replacement is the outcome of ReplacePod.
+type Replacement struct {
+	// Replaced reports whether a new node was found. When false, nothing
+	// changed and Reason says why.
+	Replaced bool
+	// Old is the pod as it was; New is the pod on its new node, with the
+	// same member and rank (when Replaced).
+	Old, New Pod
+	// Reason says why no node was found (when not Replaced).
+	Reason placement.Reason
+	// Scope names the level of the domain the replacement had to stay
+	// in ("" when it could go anywhere in the cluster) and ScopeDomain
+	// that domain's index at the level.
+	Scope       string
+	ScopeDomain int
+}
+
+// lookupPod returns gang id's entry and member index after checking that
+// the member has a pod of that rank.
+func (l *Ledger) lookupPod(id, member string, rank int) (*entry, int, error) {
+	e, ok := l.byID[id]
+	if !ok {
+		return nil, 0, fmt.Errorf("%w: %s", ErrUnknownGang, id)
+	}
+	mi := e.alloc.MemberIndex(member)
+	if mi < 0 {
+		return nil, 0, fmt.Errorf("%w: gang %s has no member %q", ErrUnknownPod, id, member)
+	}
+	if n := len(e.alloc.Members[mi].Assignment); rank < 0 || rank >= n {
+		return nil, 0, fmt.Errorf("%w: gang %s member %s has no pod of rank %d (it has %d pods)", ErrUnknownPod, id, member, rank, n)
+	}
+	return e, mi, nil
+}
+
+// ReleasePod returns the GPUs of one pod of gang id, member member, rank
+// rank, and keeps the rest of the gang: an elastic member above its
+// minimum gives up a pod (a node that failed, a bind that failed). The
+// member's later pods move down one rank. A member that cannot spare the
+// pod (at its minimum, a GPU total, segments of more than one node) is
+// ErrBelowMin, an unknown gang ErrUnknownGang, an unknown member or rank
+// ErrUnknownPod; on an error nothing changes. It allocates nothing.
+func (l *Ledger) ReleasePod(id, member string, rank int) error {
+	e, mi, err := l.lookupPod(id, member, rank)
+	if err != nil {
+		return err
+	}
+	if why := canShrink(&e.spec.Members[mi], &e.alloc.Members[mi], 1); why != "" {
+		return fmt.Errorf("%w: gang %s member %s pod %d: %s", ErrBelowMin, id, member, rank, why)
+	}
+	ma := &e.alloc.Members[mi]
+	if err := l.s.Release(ma.Assignment[rank : rank+1]); err != nil {
+		panic(fmt.Sprintf("gang: ledger and state disagree on %s: %v", id, err))
+	}
+	ma.Assignment = append(ma.Assignment[:rank], ma.Assignment[rank+1:]...)
+	ma.Pods--
+	return nil
+}
+
+// Spare returns how many pods member mi of gang id can give up and stay
+// at or above its minimum (0 for a fixed-size member, a GPU total or
+// segments of more than one node), and false for an unknown gang or
+// member.
+func (l *Ledger) Spare(id string, mi int) (int, bool) {
+	e, ok := l.byID[id]
+	if !ok || mi < 0 || mi >= len(e.alloc.Members) {
+		return 0, false
+	}
+	m, ma := &e.spec.Members[mi], &e.alloc.Members[mi]
+	if canShrink(m, ma, 1) != "" {
+		return 0, true
+	}
+	return ma.Pods - m.Min, true
+}
+
+// canShrink says why member m, allocated as ma, cannot give up n pods
+// ("" when it can).
+func canShrink(m *Member, ma *MemberAllocation, n int) string {
+	switch {
+	case m.Request.GPUs > 0:
+		return fmt.Sprintf("the member asks for %d GPUs in total", m.Request.GPUs)
+	case m.Request.SegmentStep() > 1:
+		return fmt.Sprintf("the member comes in segments of %d nodes", m.Request.SegmentStep())
+	case m.Min <= 0 || m.Min >= m.Request.Nodes:
+		return fmt.Sprintf("the member has a fixed size of %d pods (re-place the pod, or release the gang)", m.Request.Nodes)
+	case ma.Pods-n < m.Min:
+		return fmt.Sprintf("%d pods would be left, below the member's minimum of %d", ma.Pods-n, m.Min)
+	}
+	return ""
+}
+
+// ReplacePod moves one pod of gang id (member member, rank rank) to
+// another node: a pod whose bind failed, or on a node that is failing.
+// The new pod keeps the member and the rank and has the pod's shape (its
+// GPUs per node, whole or exclusive nodes). It keeps off the old node,
+// the member's other nodes and the nodes in avoid (nil: none), and stays
+// inside every domain the gang requires: the member's Required level, the
+// gang's required co-location, the level of its innermost segments, and
+// the domains of its MaxDomains level it already uses. Inside that scope
+// it tries the old node's leaf first, next to its neighbours in rank.
+//
+// When no node fits, nothing changes and the Replacement says why. The
+// errors are ErrUnknownGang, ErrUnknownPod and ErrBadSpec (an avoid set
+// of the wrong length). It allocates nothing in the steady state.
+func (l *Ledger) ReplacePod(id, member string, rank int, avoid *bitset.BitSet) (Replacement, error) {
+	e, mi, err := l.lookupPod(id, member, rank)
+	if err != nil {
+		return Replacement{}, err
+	}
+	if avoid != nil && avoid.Len() != uint(l.c.NumNodes()) {
+		return Replacement{}, fmt.Errorf("%w: gang %s: avoid set of %d nodes, the cluster has %d", ErrBadSpec, id, avoid.Len(), l.c.NumNodes())
+	}
+	old, _ := e.alloc.Pod(mi, rank)
+	rep := Replacement{Old: old, ScopeDomain: -1}
+	m := &e.spec.Members[mi]
+	lvl := l.replaceScope(e, mi, old.Node, avoid)
+	if lvl >= 0 {
+		rep.Scope, rep.ScopeDomain = l.c.LevelName(lvl), l.c.NodeDomain(old.Node, lvl)
+	}
+	l.req = podRequest(m, old)
+	res := l.placeNear(&l.req, old.Node)
+	if !res.Placed {
+		rep.Reason = res.Reason
+		return rep, nil
+	}
+	x := res.Assignment[0]
+	if err := l.s.Allocate(res.Assignment[:1]); err != nil {
+		panic(fmt.Sprintf("gang: replacement placed on GPUs the state refuses: %v", err))
+	}
+	ma := &e.alloc.Members[mi]
+	if err := l.s.Release(ma.Assignment[rank : rank+1]); err != nil {
+		panic(fmt.Sprintf("gang: ledger and state disagree on %s: %v", id, err))
+	}
+	ma.Assignment[rank] = x
+	rep.Replaced = true
+	rep.New, _ = e.alloc.Pod(mi, rank)
+	return rep, nil
+}
+
+// podRequest returns the request for one pod of member m shaped like pod
+// p, limited to the ledger's scope set (filled by replaceScope).
+func podRequest(m *Member, p Pod) placement.Request {
+	r := &m.Request
+	req := placement.Request{Nodes: 1, GPUsPerNode: r.GPUsPerNode, Exclusive: r.Exclusive, Excluded: r.Excluded}
+	if r.GPUs > 0 {
+		req.GPUsPerNode = bits.PopCount(p.GPUs)
+	}
+	return req
+}
+
+// placeNear places req inside the ledger's scope set, in the leaf of node
+// near first.
+func (l *Ledger) placeNear(req *placement.Request, near topology.NodeID) placement.Result {
+	if leaf := l.c.Depth() - 1; leaf >= 0 {
+		lo, hi := l.c.DomainRange(leaf, l.c.NodeDomain(near, leaf))
+		l.near.ClearAll()
+		bits.SetRange(l.near.Words(), int(lo), int(hi))
+		l.near.InPlaceIntersection(l.scope)
+		if l.near.Any() {
+			req.Allowed = l.near
+			if res, err := l.adm.p.Place(l.s, req, l.adm.buf[:0]); err == nil && res.Placed {
+				return res
+			}
+		}
+	}
+	req.Allowed = l.scope
+	res, err := l.adm.p.Place(l.s, req, l.adm.buf[:0])
+	if err != nil {
+		panic(fmt.Sprintf("gang: pod request refused: %v", err))
+	}
+	return res
+}
+
+// replaceScope fills l.scope with the nodes a replacement of member mi's
+// pod on node old may use, and returns the level of the tightest domain
+// it must stay in (-1: none).
+func (l *Ledger) replaceScope(e *entry, mi int, old topology.NodeID, avoid *bitset.BitSet) int {
+	if l.scope == nil {
+		l.scope, l.near = l.c.NewNodeSet(), l.c.NewNodeSet()
+	}
+	m := &e.spec.Members[mi]
+	lvl := -1
+	tighten := func(name string, given bool) {
+		if !given {
+			return
+		}
+		x := l.c.Depth() - 1 // "" is the lowest level
+		if name != "" {
+			x, _ = l.c.Level(name)
+		}
+		lvl = max(lvl, x)
+	}
+	tighten(m.Request.Required, m.Request.Required != "")
+	tighten(e.spec.Colocate.Level, e.spec.Colocate.Required)
+	tighten(innermostSegment(&m.Request))
+	l.scope.ClearAll()
+	lo, hi := 0, l.c.NumNodes()
+	if lvl >= 0 {
+		f, end := l.c.DomainRange(lvl, l.c.NodeDomain(old, lvl))
+		lo, hi = int(f), int(end)
+	}
+	bits.SetRange(l.scope.Words(), lo, hi)
+	if m.Request.Allowed != nil {
+		l.scope.InPlaceIntersection(m.Request.Allowed)
+	}
+	if avoid != nil {
+		l.scope.InPlaceDifference(avoid)
+	}
+	if m.Request.MaxDomains > 0 {
+		l.keepDomains(&m.Request, &e.alloc.Members[mi])
+	}
+	for _, x := range e.alloc.Members[mi].Assignment {
+		l.scope.Clear(uint(x.Node)) // one pod per node, the old one included
+	}
+	return lvl
+}
+
+// innermostSegment returns the level name of r's innermost segment layer
+// and whether it has segments.
+func innermostSegment(r *placement.Request) (string, bool) {
+	if r.SegmentSize > 1 {
+		return r.SegmentLevel, true
+	}
+	for k := len(r.Segments) - 1; k >= 0; k-- {
+		if r.Segments[k].Size != 0 {
+			return r.Segments[k].Level, true
+		}
+	}
+	return "", false
+}
+
+// keepDomains limits l.scope to the domains of r's MaxDomains level that
+// member allocation ma uses, so that a replacement spans no more.
+func (l *Ledger) keepDomains(r *placement.Request, ma *MemberAllocation) {
+	lvl := l.c.Depth() - 1
+	if r.MaxDomainsLevel != "" {
+		lvl, _ = l.c.Level(r.MaxDomainsLevel)
+	}
+	if lvl < 0 {
+		return
+	}
+	l.near.ClearAll()
+	for _, x := range ma.Assignment {
+		lo, hi := l.c.DomainRange(lvl, l.c.NodeDomain(x.Node, lvl))
+		bits.SetRange(l.near.Words(), int(lo), int(hi))
+	}
+	l.scope.InPlaceIntersection(l.near)
+}
