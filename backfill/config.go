@@ -208,14 +208,43 @@ const (
 	Requeue FailurePolicy = iota
 	// Fail ends the job; the caller is told it failed.
 	Fail
+	// Replace keeps the job running: each of its pods on the failed node
+	// is re-placed on a spare node inside the domains its gang requires
+	// (gang.Ledger.ReplacePod), off every GPU promised to a reservation,
+	// hold or claim while the job runs, and the job restarts from its
+	// checkpoint (Plan.PodChanges). When some pod finds no spare node the
+	// job is requeued.
+	Replace
+	// Shrink keeps an elastic job running smaller: the pods on the failed
+	// node of members above their minimum are given up
+	// (gang.Ledger.ReleasePod); pods of members that cannot spare them
+	// are re-placed as with Replace. When neither works the job is
+	// requeued.
+	Shrink
 )
 
-// String returns "requeue" or "fail".
+var failurePolicyNames = [...]string{"requeue", "fail", "replace", "shrink"}
+
+// String returns "requeue", "fail", "replace" or "shrink".
 func (p FailurePolicy) String() string {
-	if p == Fail {
-		return "fail"
+	if int(p) < len(failurePolicyNames) {
+		return failurePolicyNames[p]
 	}
-	return "requeue"
+	return fmt.Sprintf("FailurePolicy(%d)", uint8(p))
+}
+
+// ParseFailurePolicy returns the policy named s ("" is requeue), and
+// false for an unknown name.
+func ParseFailurePolicy(s string) (FailurePolicy, bool) {
+	if s == "" {
+		return Requeue, true
+	}
+	for i, n := range failurePolicyNames {
+		if n == s {
+			return FailurePolicy(i), true
+		}
+	}
+	return 0, false
 }
 
 // Patience lets a job wait for a tight placement before accepting a looser

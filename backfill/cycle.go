@@ -164,6 +164,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 		Holds: plan.Holds[:0], HoldEnds: plan.HoldEnds[:0], Preemptions: plan.Preemptions[:0]}
 	e.chargeAll(now)
 	e.accountHolds(now, plan)
+	e.takePodChanges(plan)
 	e.book.extendDue(now)
 	order := e.rank(now)
 	c := &e.cyc

@@ -289,11 +289,8 @@ func (r *restorer) jobSpec(jr *JobRecord) (Job, error) {
 			return j, fmt.Errorf("patience wait: %w", err)
 		}
 	}
-	switch jr.OnNodeFailure {
-	case "", "requeue":
-	case "fail":
-		j.OnNodeFailure = Fail
-	default:
+	var ok bool
+	if j.OnNodeFailure, ok = ParseFailurePolicy(jr.OnNodeFailure); !ok {
 		return j, fmt.Errorf("unknown on_node_failure %q", jr.OnNodeFailure)
 	}
 	j.Class = jr.Class
@@ -390,6 +387,7 @@ func (r *restorer) holds() {
 		}
 	}
 	e.holdEnds = slices.Clone(r.snap.HoldEnds)
+	e.podChanges = slices.Clone(r.snap.PodChanges)
 	var sum runtimes
 	for _, rt := range r.snap.Runtimes {
 		h, fits := runtimesOf(rt)

@@ -55,8 +55,9 @@ type scenario struct {
 //	       (input: fairshare text form of the accounts)
 //	submit id=J [account=A] [at=T] [limit=D] nodes=N|gpus=N [gpn=G] [required=L]
 //	       [preferred=L] [exclusive] [patience=k@D] [fail]
-//	       [class=K] [policy=never|requeue|cancel]        (one member "main")
-//	submit id=J ... (input: one member per line: name nodes=N gpn=G ...)
+//	       [class=K] [policy=never|requeue|cancel]
+//	       [onfail=requeue|fail|replace|shrink] [min=M]     (one member "main")
+//	submit id=J ... (input: one member per line: name nodes=N gpn=G [min=M] ...)
 //	schedule at=T                             (prints the plan)
 //	started|finish|cancel|preempted|checkpoint id=J at=T
 //	failed id=J at=T [requeue]
@@ -228,6 +229,12 @@ func (sc *scenario) job(d *datadriven.Case) Job {
 	if d.Has("fail") {
 		j.OnNodeFailure = Fail
 	}
+	if p := get("onfail"); p != "" {
+		var ok bool
+		if j.OnNodeFailure, ok = ParseFailurePolicy(p); !ok {
+			d.Fatalf(t, "onfail=%q: want requeue, fail, replace or shrink", p)
+		}
+	}
 	j.Class = d.Int(t, "class", 0)
 	if p := get("policy"); p != "" {
 		var ok bool
@@ -235,27 +242,36 @@ func (sc *scenario) job(d *datadriven.Case) Job {
 			d.Fatalf(t, "policy=%q: want never, requeue or cancel", p)
 		}
 	}
-	jobKeys := []string{"id", "account", "at", "limit", "patience", "fail", "class", "policy"}
+	jobKeys := []string{"id", "account", "at", "limit", "patience", "fail", "class", "policy", "onfail"}
 	if strings.TrimSpace(d.Input) == "" {
-		d.Only(t, append(jobKeys, requestKeys...)...)
+		d.Only(t, append(jobKeys, append(requestKeys, "min")...)...)
 		var args []datadriven.Arg
 		for _, a := range d.Args {
 			if slices.Contains(requestKeys, a.Key) {
 				args = append(args, a)
 			}
 		}
-		j.Gang.Members = []gang.Member{{Name: "main", Request: requestArgs(t, d, args)}}
+		j.Gang.Members = []gang.Member{{Name: "main", Request: requestArgs(t, d, args), Min: d.Int(t, "min", 0)}}
 		return j
 	}
 	d.Only(t, jobKeys...)
 	for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
 		f := strings.Fields(line)
 		var args []datadriven.Arg
+		m := gang.Member{Name: f[0]}
 		for _, x := range f[1:] {
 			k, v, _ := strings.Cut(x, "=")
+			if k == "min" {
+				var err error
+				if m.Min, err = strconv.Atoi(v); err != nil {
+					d.Fatalf(t, "min=%q is not an integer", v)
+				}
+				continue
+			}
 			args = append(args, datadriven.Arg{Key: k, Val: v})
 		}
-		j.Gang.Members = append(j.Gang.Members, gang.Member{Name: f[0], Request: requestArgs(t, d, args)})
+		m.Request = requestArgs(t, d, args)
+		j.Gang.Members = append(j.Gang.Members, m)
 	}
 	return j
 }

@@ -42,8 +42,10 @@ type Snapshot struct {
 	Reservations   []ReservationRecord     `json:"reservations,omitempty"`
 	Holds          []HoldRecord            `json:"holds,omitempty"`
 	HoldEnds       []HoldEnd               `json:"hold_ends,omitempty"`
-	Claims         []ClaimRecord           `json:"claims,omitempty"`
-	Runtimes       []RuntimeRecord         `json:"runtimes,omitempty"`
+	// PodChanges are the pod changes not yet reported in a plan.
+	PodChanges []PodChange     `json:"pod_changes,omitempty"`
+	Claims     []ClaimRecord   `json:"claims,omitempty"`
+	Runtimes   []RuntimeRecord `json:"runtimes,omitempty"`
 	// AllRuntimes is every account's run times together (Account empty).
 	AllRuntimes RuntimeRecord `json:"all_runtimes"`
 }
@@ -226,6 +228,7 @@ func (e *Engine) Snapshot() *Snapshot {
 			SpentGPUs: h.spent, BudgetGPUs: h.budget, EstimatedStart: h.eta})
 	}
 	s.HoldEnds = slices.Clone(e.holdEnds)
+	s.PodChanges = slices.Clone(e.podChanges)
 	for _, cl := range e.book.claims {
 		cr := ClaimRecord{Job: cl.job.job.ID, Since: cl.since, Due: cl.due, Placement: e.gangRecord(&cl.alloc)}
 		for _, v := range cl.victims {

@@ -17,20 +17,20 @@ import (
 type Pod struct {
 	// Member is the member's name and MemberIndex its index in
 	// Allocation.Members (and in the Spec's Members).
-	Member      string
-	MemberIndex int
+	Member      string `json:"member"`
+	MemberIndex int    `json:"member_index"`
 	// Rank is the pod's rank within its member, from 0 to Pods-1: its
 	// index in the member's Assignment.
-	Rank int
+	Rank int `json:"rank"`
 	// FirstGPURank is the rank, within the member, of the pod's lowest
 	// GPU when every GPU runs one process: the GPUs of the pods before it
 	// count first, and the pod's GPUs take FirstGPURank, FirstGPURank+1,
 	// ... in GPU index order.
-	FirstGPURank int
+	FirstGPURank int `json:"first_gpu_rank"`
 	// Node and GPUs say where the pod runs (bit i of GPUs is GPU i of the
 	// node).
-	Node topology.NodeID
-	GPUs uint64
+	Node topology.NodeID `json:"node"`
+	GPUs uint64          `json:"gpus"`
 }
 
 // NumGPUs returns the number of GPUs the pod holds.

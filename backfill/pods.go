@@ -1,0 +1,197 @@
+package backfill
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bits-and-blooms/bitset"
+
+	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// PodChangeKind says how a running job's pods changed.
+type PodChangeKind uint8
+
+const (
+	// PodsReplaced: pods moved to other nodes (Replace on a node
+	// failure); Pods are the new pods, Old the pods they replace, rank for
+	// rank.
+	PodsReplaced PodChangeKind = iota + 1
+	// PodsRemoved: an elastic job gave up pods (Shrink on a node
+	// failure); Pods are the pods removed, as they were.
+	PodsRemoved
+)
+
+var podChangeNames = [...]string{"", "replaced", "removed"}
+
+// String returns the kind's stable name.
+func (k PodChangeKind) String() string {
+	if int(k) < len(podChangeNames) && k > 0 {
+		return podChangeNames[k]
+	}
+	return fmt.Sprintf("PodChangeKind(%d)", uint8(k))
+}
+
+// MarshalText renders the kind's name.
+func (k PodChangeKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText parses a kind's name.
+func (k *PodChangeKind) UnmarshalText(b []byte) error {
+	for i, n := range podChangeNames {
+		if i > 0 && n == string(b) {
+			*k = PodChangeKind(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown pod change %q", b)
+}
+
+// PodChange is a change to the pods of a job that keeps running: the host
+// starts the new pods (and restarts the job's processes from their
+// checkpoint when ranks moved) or stops the removed ones.
+type PodChange struct {
+	Job  string        `json:"job"`
+	Kind PodChangeKind `json:"kind"`
+	// Time is when it happened; By names the node whose failure caused
+	// it.
+	Time time.Time `json:"time"`
+	By   string    `json:"by,omitempty"`
+	// Pods and Old: see the kinds. A pod's Rank is its rank after the
+	// change for new pods, before it for removed and old ones.
+	Pods []gang.Pod `json:"pods"`
+	Old  []gang.Pod `json:"old,omitempty"`
+}
+
+// describe renders the change with node names, for example "replaced
+// pods of a (node l0-0 down): main rank 0 l0-0 -> l1-3".
+func (pc *PodChange) describe(c *topology.Cluster) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s pods of %s", pc.Kind, pc.Job)
+	if pc.By != "" {
+		fmt.Fprintf(&b, " (node %s down)", pc.By)
+	}
+	b.WriteByte(':')
+	for i, p := range pc.Pods {
+		fmt.Fprintf(&b, " %s rank %d ", p.Member, p.Rank)
+		if pc.Kind == PodsReplaced {
+			fmt.Fprintf(&b, "%s -> ", c.NodeName(pc.Old[i].Node))
+		}
+		b.WriteString(c.NodeName(p.Node))
+	}
+	return b.String()
+}
+
+// keepOnFailure tries to keep active job j running after node n failed,
+// per its policy: pods on n of members that can spare them are given up
+// (Shrink), the others re-placed off every promised GPU. It reports
+// whether the job keeps running and records the changes in ev and for the
+// next plan. When it does not, j's allocation may have moved some pods;
+// the caller releases it whole.
+func (e *Engine) keepOnFailure(j *jobRec, n topology.NodeID, now time.Time, ev *NodeEvent) bool {
+	if j.phase != StateStarting && j.phase != StateRunning {
+		return false
+	}
+	id := j.job.ID
+	e.charge(j, now)
+	e.jobs.setOwner(j.alloc, nil)
+	defer func() {
+		e.jobs.setOwner(j.alloc, j)
+		j.used = j.alloc.GPUs()
+		e.prof.version++
+	}()
+	shrink := e.podScratch[:0]
+	for mi := range j.alloc.Members {
+		on := 0
+		for _, x := range j.alloc.Members[mi].Assignment {
+			if x.Node == n {
+				on++
+			}
+		}
+		spare, _ := e.ledger.Spare(id, mi)
+		shrink = append(shrink, j.job.OnNodeFailure == Shrink && on > 0 && spare >= on)
+	}
+	e.podScratch = shrink
+	avoid := e.promisedNodes(j, now)
+	replaced := PodChange{Job: id, Kind: PodsReplaced, Time: now, By: e.c.NodeName(n)}
+	for mi := range j.alloc.Members {
+		ma := &j.alloc.Members[mi]
+		for r := 0; r < len(ma.Assignment) && !shrink[mi]; r++ {
+			if ma.Assignment[r].Node != n {
+				continue
+			}
+			if !e.replaceOne(j, ma.Name, r, avoid, &replaced) {
+				return false
+			}
+		}
+	}
+	removed := PodChange{Job: id, Kind: PodsRemoved, Time: now, By: replaced.By}
+	for mi := range j.alloc.Members {
+		ma := &j.alloc.Members[mi]
+		for r := len(ma.Assignment) - 1; r >= 0 && shrink[mi]; r-- {
+			if ma.Assignment[r].Node != n {
+				continue
+			}
+			p, _ := j.alloc.Pod(mi, r)
+			if err := e.ledger.ReleasePod(id, ma.Name, r); err != nil {
+				panic(fmt.Sprintf("backfill: %s can spare its pods on %s but: %v", id, replaced.By, err))
+			}
+			removed.Pods = append(removed.Pods, p)
+		}
+	}
+	for _, pc := range []PodChange{replaced, removed} {
+		if len(pc.Pods) > 0 {
+			e.podChanges = append(e.podChanges, pc)
+		}
+	}
+	ev.Replaced, ev.Shrunk = len(replaced.Pods) > 0, len(removed.Pods) > 0
+	return true
+}
+
+// replaceOne re-places pod rank of member of job j off the nodes in
+// avoid and records it in pc; it reports whether a node was found.
+func (e *Engine) replaceOne(j *jobRec, member string, rank int, avoid *bitset.BitSet, pc *PodChange) bool {
+	rep, err := e.ledger.ReplacePod(j.job.ID, member, rank, avoid)
+	if err != nil {
+		panic(fmt.Sprintf("backfill: re-placing a pod of %s: %v", j.job.ID, err))
+	}
+	if rep.Replaced {
+		pc.Pods, pc.Old = append(pc.Pods, rep.New), append(pc.Old, rep.Old)
+	}
+	return rep.Replaced
+}
+
+// promisedNodes returns the nodes (e.avoid) with a GPU that active job j,
+// were it to run on to its end from now, could take from another job's
+// promise: every hold target and claim, and every reservation whose
+// window overlaps j's run (every reservation, for a job without a limit).
+func (e *Engine) promisedNodes(j *jobRec, now time.Time) *bitset.BitSet {
+	if e.avoid == nil {
+		e.avoid = e.c.NewNodeSet()
+	}
+	e.avoid.ClearAll()
+	mark := func(a *gang.Allocation) {
+		forEntries(a, func(x topology.NodeAlloc) { e.avoid.Set(uint(x.Node)) })
+	}
+	for _, r := range e.book.resv {
+		if !r.end.IsZero() && !r.end.After(now) || !j.end.IsZero() && !r.start.Before(j.end) {
+			continue
+		}
+		mark(&r.alloc)
+	}
+	for _, h := range e.book.holds {
+		mark(&h.target)
+	}
+	for _, cl := range e.book.claims {
+		mark(&cl.alloc)
+	}
+	return e.avoid
+}
+
+// takePodChanges moves the pod changes since the last cycle into plan.
+func (e *Engine) takePodChanges(plan *Plan) {
+	plan.PodChanges = append(plan.PodChanges, e.podChanges...)
+	e.podChanges = slices.Delete(e.podChanges, 0, len(e.podChanges))
+}
