@@ -3,6 +3,7 @@ package gang
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/bits-and-blooms/bitset"
 
@@ -19,6 +20,9 @@ var (
 	// spare: it would leave it below its minimum (or a GPU total short,
 	// or a segment incomplete).
 	ErrBelowMin = errors.New("gang: pod cannot be released")
+	// ErrAboveMax marks growth a member cannot take: above its
+	// Request.Nodes, or a member whose size cannot change pod by pod.
+	ErrAboveMax = errors.New("gang: member cannot grow")
 )
 
 // Replacement is the outcome of ReplacePod.
@@ -267,4 +271,94 @@ func (l *Ledger) keepDomains(r *placement.Request, ma *MemberAllocation) {
 		bits.SetRange(l.near.Words(), int(lo), int(hi))
 	}
 	l.scope.InPlaceIntersection(l.near)
+}
+
+// GrowMember adds up to n pods to elastic member member of running gang
+// id, as many as fit, without going above the member's Request.Nodes, and
+// returns how many it added. The new pods take the next ranks and have
+// the member's shape; they keep off the member's nodes and the nodes in
+// avoid (nil: none), and stay inside every domain the gang requires (as
+// for ReplacePod). They go next to the member's last pod: the nodes of
+// its leaf first, then of the domain above, and so on; within each, nodes
+// whose free GPUs the pod fills exactly first, then in node order.
+//
+// A member that cannot grow by n (fixed size, a GPU total, segments of
+// more than one node, or above Request.Nodes) is ErrAboveMax; an unknown
+// gang ErrUnknownGang, an unknown member ErrUnknownPod. It allocates
+// nothing in the steady state.
+func (l *Ledger) GrowMember(id, member string, n int, avoid *bitset.BitSet) (int, error) {
+	e, mi, err := l.lookupPod(id, member, 0)
+	if err != nil {
+		return 0, err
+	}
+	m, ma := &e.spec.Members[mi], &e.alloc.Members[mi]
+	if why := canGrow(m, ma, n); why != "" {
+		return 0, fmt.Errorf("%w: gang %s member %s: %s", ErrAboveMax, id, member, why)
+	}
+	if avoid != nil && avoid.Len() != uint(l.c.NumNodes()) {
+		return 0, fmt.Errorf("%w: gang %s: avoid set of %d nodes, the cluster has %d", ErrBadSpec, id, avoid.Len(), l.c.NumNodes())
+	}
+	anchor := ma.Assignment[len(ma.Assignment)-1].Node
+	l.replaceScope(e, mi, anchor, avoid)
+	first := len(ma.Assignment)
+	for lvl := l.c.Depth() - 1; lvl >= -1 && len(ma.Assignment)-first < n; lvl-- {
+		lo, hi := 0, l.c.NumNodes()
+		if lvl >= 0 {
+			f, end := l.c.DomainRange(lvl, l.c.NodeDomain(anchor, lvl))
+			lo, hi = int(f), int(end)
+		}
+		start := len(ma.Assignment)
+		for _, exact := range [2]bool{true, false} {
+			ma.Assignment = l.takeNodes(&m.Request, ma.Assignment, lo, hi, first+n, exact)
+		}
+		slices.SortFunc(ma.Assignment[start:], byNode)
+	}
+	added := ma.Assignment[first:]
+	if err := l.s.Allocate(added); err != nil {
+		panic(fmt.Sprintf("gang: growth chose GPUs the state refuses: %v", err))
+	}
+	ma.Pods += len(added)
+	return len(added), nil
+}
+
+// takeNodes appends to pods a pod of request r on each node of l.scope in
+// [lo, hi) that fits it (exactly, when exact: no GPU left free on the
+// node) until pods has want entries, and takes every node it uses out of
+// l.scope.
+func (l *Ledger) takeNodes(r *placement.Request, pods []topology.NodeAlloc, lo, hi, want int, exact bool) []topology.NodeAlloc {
+	whole := r.Exclusive || r.GPUsPerNode == 0
+	for i := lo; i < hi && len(pods) < want; i++ {
+		node := topology.NodeID(i)
+		if !l.scope.Test(uint(i)) || l.s.Status(node) != topology.Up || r.Excluded != nil && r.Excluded.Test(uint(i)) {
+			continue
+		}
+		free, have := l.s.Free(node), l.s.FreeCount(node)
+		idle := have == l.c.NodeGPUs(node)
+		switch {
+		case whole && !idle, !whole && have < r.GPUsPerNode, exact && !whole && have != r.GPUsPerNode:
+			continue
+		}
+		if !whole {
+			free = bits.LowBits(free, r.GPUsPerNode)
+		}
+		pods = append(pods, topology.NodeAlloc{Node: node, GPUs: free})
+		l.scope.Clear(uint(i))
+	}
+	return pods
+}
+
+// canGrow says why member m, allocated as ma, cannot take n more pods
+// ("" when it can).
+func canGrow(m *Member, ma *MemberAllocation, n int) string {
+	switch {
+	case n < 0:
+		return fmt.Sprintf("cannot grow by %d pods", n)
+	case m.Request.GPUs > 0:
+		return fmt.Sprintf("the member asks for %d GPUs in total", m.Request.GPUs)
+	case m.Request.SegmentStep() > 1:
+		return fmt.Sprintf("the member comes in segments of %d nodes", m.Request.SegmentStep())
+	case ma.Pods+n > m.Request.Nodes:
+		return fmt.Sprintf("%d pods would be above the member's maximum of %d", ma.Pods+n, m.Request.Nodes)
+	}
+	return ""
 }

@@ -175,7 +175,7 @@ func TestPodOpsProperty(t *testing.T) {
 		seeds = 40
 	}
 	c := topology.Default2000()
-	replaced, released := 0, 0
+	replaced, released, grown := 0, 0, 0
 	for seed := range seeds {
 		r := rand.New(rand.NewPCG(uint64(seed), 4))
 		l := NewLedger(c, Options{})
@@ -200,12 +200,17 @@ func TestPodOpsProperty(t *testing.T) {
 				a, _ := l.Get(id)
 				mi := r.IntN(len(a.Members))
 				rank := r.IntN(len(a.Members[mi].Assignment))
-				if k < 7 {
+				switch {
+				case k < 7:
 					if l.ReleasePod(id, a.Members[mi].Name, rank) == nil {
 						released++
 					}
-				} else if checkReplace(t, ctx, l, specs[id], mi, rank) {
-					replaced++
+				case k < 8:
+					grown += checkGrow(t, ctx, l, specs[id], mi, r.IntN(4))
+				default:
+					if checkReplace(t, ctx, l, specs[id], mi, rank) {
+						replaced++
+					}
 				}
 			}
 			if err := access.CheckLedger(l); err != nil {
@@ -218,10 +223,54 @@ func TestPodOpsProperty(t *testing.T) {
 			checkDomains(t, c, fmt.Sprintf("seed %d gang %s", seed, id), specs[id], a)
 		}
 	}
-	if replaced == 0 || released == 0 {
-		t.Fatalf("%d replaced, %d released: the generator should do both", replaced, released)
+	if replaced == 0 || released == 0 || grown == 0 {
+		t.Fatalf("%d replaced, %d released, %d grown: the generator should do all", replaced, released, grown)
 	}
-	t.Logf("%d pods replaced, %d released", replaced, released)
+	t.Logf("%d pods replaced, %d released, %d added by growth", replaced, released, grown)
+}
+
+// checkGrow grows member mi of g by up to n pods and checks the result:
+// old pods unchanged, new pods after them with the member's shape, at
+// most the member's maximum; a member that cannot grow changes nothing.
+func checkGrow(t *testing.T, ctx string, l *Ledger, g *Spec, mi, n int) int {
+	a, _ := l.Get(g.ID)
+	var was Allocation
+	a.CopyTo(&was)
+	before := l.State().Clone()
+	m := &g.Members[mi]
+	added, err := l.GrowMember(g.ID, m.Name, n, nil)
+	if err != nil {
+		if !errors.Is(err, ErrAboveMax) || !l.State().Equal(before) {
+			t.Fatalf("%s: grow %s/%s by %d: %v", ctx, g.ID, m.Name, n, err)
+		}
+		if m.Request.GPUs == 0 && m.Request.SegmentStep() == 1 && was.Members[mi].Pods+n <= m.Request.Nodes {
+			t.Fatalf("%s: member %s (%d of %d pods) refused growth by %d: %v", ctx, m.Name, was.Members[mi].Pods, m.Request.Nodes, n, err)
+		}
+		return 0
+	}
+	ma := &a.Members[mi]
+	if added > n || ma.Pods != was.Members[mi].Pods+added || len(ma.Assignment) != ma.Pods {
+		t.Fatalf("%s: grew by %d of %d to %d pods", ctx, added, n, ma.Pods)
+	}
+	for r, x := range was.Members[mi].Assignment {
+		if ma.Assignment[r] != x {
+			t.Fatalf("%s: growth moved rank %d", ctx, r)
+		}
+	}
+	for _, x := range ma.Assignment[len(was.Members[mi].Assignment):] {
+		want := m.Request.GPUsPerNode
+		if want == 0 || m.Request.Exclusive {
+			want = l.c.NodeGPUs(x.Node)
+		}
+		if popcount(x.GPUs) != want {
+			t.Fatalf("%s: new pod on node %d holds %d GPUs, want %d", ctx, x.Node, popcount(x.GPUs), want)
+		}
+	}
+	if l.State().UsedGPUs()-before.UsedGPUs() != a.GPUs()-was.GPUs() {
+		t.Fatalf("%s: growth and state disagree", ctx)
+	}
+	checkDomains(t, l.c, ctx, g, a)
+	return added
 }
 
 // checkReplace replaces pod rank of member mi of g and checks the result
@@ -319,5 +368,81 @@ func TestPodOpsZeroAllocs(t *testing.T) {
 	})
 	if n != 0 {
 		t.Errorf("ReleasePod: %v allocations", n)
+	}
+}
+
+// TestGrowMember: an elastic member grows next to its last pod: the free
+// nodes of its leaf first, then of the switch above, before a free leaf
+// elsewhere; new pods take the next ranks; it never goes above its
+// maximum.
+func TestGrowMember(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 2, LeavesPerSpine: 2, NodesPerLeaf: 4, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := NewLedger(c, Options{})
+	insert := func(id string, m Member, nodes ...topology.NodeID) {
+		t.Helper()
+		a := Allocation{ID: id, Members: []MemberAllocation{{Name: m.Name, Pods: len(nodes)}}}
+		for _, n := range nodes {
+			a.Members[0].Assignment = append(a.Members[0].Assignment, topology.NodeAlloc{Node: n, GPUs: 0xff})
+		}
+		if err := l.Insert(&Spec{ID: id, Members: []Member{m}}, &a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	worker := Member{Name: "w", Request: placement.NodesOf(2, 8)}
+	insert("busy", worker, 8, 9)
+	insert("e", Member{Name: "w", Request: placement.NodesOf(6, 8), Min: 2}, 10, 11)
+	require := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	require(l.Release("busy"))
+	added, err := l.GrowMember("e", "w", 4, nil)
+	require(err)
+	require(access.CheckLedger(l))
+	a, _ := l.Get("e")
+	var got []topology.NodeID
+	for p := range a.Pods() {
+		got = append(got, p.Node)
+	}
+	if want := []topology.NodeID{10, 11, 8, 9, 12, 13}; added != 4 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("added %d, pods on %v; want 4 on %v (its leaf, then the other leaf of its spine)", added, got, want)
+	}
+	if _, err := l.GrowMember("e", "w", 1, nil); !errors.Is(err, ErrAboveMax) || !strings.Contains(err.Error(), "7 pods would be above the member's maximum of 6") {
+		t.Fatalf("growth above the maximum: %v", err)
+	}
+	if _, err := l.GrowMember("e", "x", 1, nil); !errors.Is(err, ErrUnknownPod) {
+		t.Fatalf("unknown member: %v", err)
+	}
+	// Shrink back to the minimum, then grow with nodes to avoid.
+	for range 4 {
+		require(l.ReleasePod("e", "w", 2))
+	}
+	avoid := c.NewNodeSet()
+	for n := 8; n < 16; n++ {
+		avoid.Set(uint(n))
+	}
+	added, err = l.GrowMember("e", "w", 4, avoid)
+	require(err)
+	got = got[:0]
+	for p := range a.Pods() {
+		got = append(got, p.Node)
+	}
+	if want := []topology.NodeID{10, 11, 0, 1, 2, 3}; added != 4 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("added %d, pods on %v; want 4 on %v", added, got, want)
+	}
+	require(access.CheckLedger(l))
+	n := testing.AllocsPerRun(20, func() {
+		require(l.ReleasePod("e", "w", 5))
+		if k, err := l.GrowMember("e", "w", 1, avoid); err != nil || k != 1 {
+			t.Fatalf("%d %v", k, err)
+		}
+	})
+	if n != 0 {
+		t.Errorf("ReleasePod and GrowMember: %v allocations", n)
 	}
 }
