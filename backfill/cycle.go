@@ -173,6 +173,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.initPreempt()
 	c.keepBook()
 	c.walk(order)
+	e.grow(now, plan)
 	e.report(plan)
 }
 

@@ -23,9 +23,12 @@ const (
 	// PodsRemoved: an elastic job gave up pods (Shrink on a node
 	// failure); Pods are the pods removed, as they were.
 	PodsRemoved
+	// PodsAdded: an elastic job grew (Job.Grow); Pods are the new pods,
+	// at the next ranks of their members.
+	PodsAdded
 )
 
-var podChangeNames = [...]string{"", "replaced", "removed"}
+var podChangeNames = [...]string{"", "replaced", "removed", "added"}
 
 // String returns the kind's stable name.
 func (k PodChangeKind) String() string {
@@ -66,7 +69,7 @@ type PodChange struct {
 }
 
 // describe renders the change with node names, for example "replaced
-// pods of a (node l0-0 down): main rank 0 l0-0 -> l1-3".
+// pods of a (node l0-0 down): main rank 0 l0-0 -> l1-3, main rank 2 ...".
 func (pc *PodChange) describe(c *topology.Cluster) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s pods of %s", pc.Kind, pc.Job)
@@ -75,6 +78,9 @@ func (pc *PodChange) describe(c *topology.Cluster) string {
 	}
 	b.WriteByte(':')
 	for i, p := range pc.Pods {
+		if i > 0 {
+			b.WriteByte(',')
+		}
 		fmt.Fprintf(&b, " %s rank %d ", p.Member, p.Rank)
 		if pc.Kind == PodsReplaced {
 			fmt.Fprintf(&b, "%s -> ", c.NodeName(pc.Old[i].Node))
@@ -194,4 +200,66 @@ func (e *Engine) promisedNodes(j *jobRec, now time.Time) *bitset.BitSet {
 func (e *Engine) takePodChanges(plan *Plan) {
 	plan.PodChanges = append(plan.PodChanges, e.podChanges...)
 	e.podChanges = slices.Delete(e.podChanges, 0, len(e.podChanges))
+}
+
+// grow adds pods to the running jobs that accept them (Job.Grow, elastic
+// members below the pods they ask for), in submission order, when nothing
+// waits for GPUs without a planned start: every waiting job holds a
+// reservation and there is no hold and no claim. New pods keep off every
+// node with a GPU promised to a reservation whose window overlaps the
+// job's run (every reservation, for a job without a limit), so no
+// reservation moves for a growth. The changes go into plan.PodChanges.
+func (e *Engine) grow(now time.Time, plan *Plan) {
+	if len(e.book.holds) > 0 || len(e.book.claims) > 0 {
+		return
+	}
+	for _, j := range e.jobs.pending {
+		if j.resv == nil {
+			return
+		}
+	}
+	for _, j := range e.jobs.running {
+		if j.job.Grow && (j.phase == StateStarting || j.phase == StateRunning) {
+			e.growJob(j, now, plan)
+		}
+	}
+}
+
+// growJob grows each elastic member of active job j as far as it fits.
+func (e *Engine) growJob(j *jobRec, now time.Time, plan *Plan) {
+	id := j.job.ID
+	var avoid *bitset.BitSet
+	start := len(plan.PodChanges)
+	for mi := range j.alloc.Members {
+		m, ma := &j.job.Gang.Members[mi], &j.alloc.Members[mi]
+		if m.Min <= 0 || m.Request.GPUs > 0 || m.Request.SegmentStep() > 1 || ma.Pods >= m.Request.Nodes {
+			continue
+		}
+		if avoid == nil {
+			avoid = e.promisedNodes(j, now)
+			e.charge(j, now)
+			e.jobs.setOwner(j.alloc, nil)
+		}
+		first := ma.Pods
+		added, err := e.ledger.GrowMember(id, ma.Name, m.Request.Nodes-ma.Pods, avoid)
+		if err != nil {
+			panic(fmt.Sprintf("backfill: growing %s: %v", id, err))
+		}
+		if added == 0 {
+			continue
+		}
+		if len(plan.PodChanges) == start {
+			plan.PodChanges = append(plan.PodChanges, PodChange{Job: id, Kind: PodsAdded, Time: now})
+		}
+		pc := &plan.PodChanges[len(plan.PodChanges)-1]
+		for r := first; r < first+added; r++ {
+			p, _ := j.alloc.Pod(mi, r)
+			pc.Pods = append(pc.Pods, p)
+		}
+	}
+	if avoid != nil {
+		e.jobs.setOwner(j.alloc, j)
+		j.used = j.alloc.GPUs()
+		e.prof.version++
+	}
 }

@@ -293,7 +293,7 @@ func (r *restorer) jobSpec(jr *JobRecord) (Job, error) {
 	if j.OnNodeFailure, ok = ParseFailurePolicy(jr.OnNodeFailure); !ok {
 		return j, fmt.Errorf("unknown on_node_failure %q", jr.OnNodeFailure)
 	}
-	j.Class = jr.Class
+	j.Class, j.Grow = jr.Class, jr.Grow
 	if jr.Preemption != "" {
 		p, ok := preempt.ParsePolicy(jr.Preemption)
 		if !ok {

@@ -56,7 +56,7 @@ type scenario struct {
 //	submit id=J [account=A] [at=T] [limit=D] nodes=N|gpus=N [gpn=G] [required=L]
 //	       [preferred=L] [exclusive] [patience=k@D] [fail]
 //	       [class=K] [policy=never|requeue|cancel]
-//	       [onfail=requeue|fail|replace|shrink] [min=M]     (one member "main")
+//	       [onfail=requeue|fail|replace|shrink] [grow] [min=M]  (one member "main")
 //	submit id=J ... (input: one member per line: name nodes=N gpn=G [min=M] ...)
 //	schedule at=T                             (prints the plan)
 //	started|finish|cancel|preempted|checkpoint id=J at=T
@@ -242,7 +242,8 @@ func (sc *scenario) job(d *datadriven.Case) Job {
 			d.Fatalf(t, "policy=%q: want never, requeue or cancel", p)
 		}
 	}
-	jobKeys := []string{"id", "account", "at", "limit", "patience", "fail", "class", "policy", "onfail"}
+	j.Grow = d.Has("grow")
+	jobKeys := []string{"id", "account", "at", "limit", "patience", "fail", "class", "policy", "onfail", "grow"}
 	if strings.TrimSpace(d.Input) == "" {
 		d.Only(t, append(jobKeys, append(requestKeys, "min")...)...)
 		var args []datadriven.Arg

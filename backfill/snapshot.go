@@ -133,6 +133,7 @@ type JobRecord struct {
 	Partition     float64         `json:"partition,omitempty"`
 	Patience      *PatienceRecord `json:"patience,omitempty"`
 	OnNodeFailure string          `json:"on_node_failure,omitempty"`
+	Grow          bool            `json:"grow,omitempty"`
 	Gang          gang.SpecRecord `json:"gang"`
 	Start         time.Time       `json:"start,omitzero"`
 	Promised      time.Time       `json:"promised,omitzero"`
@@ -251,7 +252,7 @@ func (e *Engine) jobRecord(j *jobRec) JobRecord {
 	r := JobRecord{ID: jb.ID, Account: jb.Account, State: e.stateOf(j), Seq: j.seq, Submit: jb.Submit,
 		QOS: jb.QOS, Partition: jb.Partition, Gang: jb.Gang.Record(e.c), Start: j.start, Promised: j.promised,
 		LastCharge: j.lastCharge, HoldExpiry: j.holdExpiry, HoldBlocked: j.holdBlockedSince, Requeues: j.requeues, Ended: j.ended, Moved: j.moved,
-		Class: jb.Class, Checkpoint: j.checkpoint, PreemptedAt: j.preemptedAt, PreemptedBy: j.preemptedBy, Preemptions: j.preemptions}
+		Class: jb.Class, Grow: jb.Grow, Checkpoint: j.checkpoint, PreemptedAt: j.preemptedAt, PreemptedBy: j.preemptedBy, Preemptions: j.preemptions}
 	if jb.Preemption != preempt.Never {
 		r.Preemption = jb.Preemption.String()
 	}
