@@ -150,6 +150,43 @@
 // engine that a running job saved its work, so that preempting it loses
 // only the work since.
 //
+// # Node failures and elastic gangs
+//
+// A node failure releases every active job on the node whole, and
+// requeues it (Requeue, the default) or fails it (Fail), unless its
+// Job.OnNodeFailure lets it keep running:
+//
+//   - Replace re-places each of its pods on the node, alone
+//     (gang.Ledger.ReplacePod): same member and rank, same shape, inside
+//     every domain its gang requires (the member's Required level, a
+//     required co-location, its innermost segments), next to its
+//     neighbours first, and off every node with a GPU promised to a hold,
+//     a claim or a reservation whose window overlaps the job's run (every
+//     reservation, for a job without a limit), so that no promise moves
+//     for it. The host starts the new pods and restarts the job from its
+//     checkpoint; its start and time limit are unchanged. When some pod
+//     finds no node, the job is requeued whole.
+//   - Shrink gives up the pods on the node of every elastic member
+//     (gang.Member.Min) that stays at or above its minimum
+//     (gang.Ledger.ReleasePod; the later ranks move down), and re-places
+//     the pods of the other members as Replace does; failing both, the
+//     job is requeued whole.
+//
+// NodeEvent says which happened; the next plan's PodChanges lists the
+// pods (PodsReplaced, PodsRemoved, with the node).
+//
+// A job with Job.Grow set grows while it runs: at the end of a cycle in
+// which every waiting job holds a reservation and there is no hold and no
+// claim, each elastic member below the pods it asks for takes free nodes
+// next to its last pod (its leaf first, then the domain above;
+// gang.Ledger.GrowMember), off every node promised to a reservation
+// overlapping its run, so growth never delays a reservation
+// (PodsAdded, at the next ranks). A job that cannot start at full size
+// starts at the largest size that fits, at least its minimum, as
+// admission does; growth then brings it up. Not done yet: shrinking a
+// running elastic job so that a reservation or a preemptor gets its GPUs
+// sooner.
+//
 // # States
 //
 // Every event goes through one path that checks it against these state
@@ -162,8 +199,8 @@
 //	Started       starting                             running
 //	Finished      starting, running, preempting        finished
 //	Failed        starting, running, preempting        failed, or requeued (with requeue)
-//	NodeDown      starting, running, preempting, with  requeued or failed (OnNodeFailure)
-//	              a member on the node
+//	NodeDown      starting, running, preempting, with  requeued or failed, or (unchanged) with
+//	              a member on the node                 pods replaced or removed (OnNodeFailure)
 //	Preempted     preempting                           requeued or cancelled (Job.Preemption)
 //	Checkpointed  running, preempting                  (unchanged)
 //	Cancel        any waiting or active state          cancelled
@@ -243,7 +280,11 @@
 //     them, confirm with Started, and report Finished or Failed. Report
 //     events at the time they happened when you batch them before a cycle.
 //   - Report node failures (NodeDown returns the jobs it requeued or
-//     failed), repairs (NodeUp), drains (Drain) and their end (Resume).
+//     failed, or kept running), repairs (NodeUp), drains (Drain) and their
+//     end (Resume); run a cycle after a failure.
+//   - Apply Plan.PodChanges: start the pods added or moved (a job whose
+//     pods moved restarts from its checkpoint), stop the pods removed.
+//     Allocation pods are in rank order (gang.Allocation.Pods).
 //   - With preemption on: signal every victim of Plan.Preemptions and
 //     report its release (Preempted); report checkpoints (Checkpointed)
 //     to keep the work counted as lost honest.

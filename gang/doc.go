@@ -53,7 +53,8 @@
 // its first node, 8-15 on the next node of that leaf). The order is kept
 // afterwards: a pod re-placed with ReplacePod keeps its rank on its new
 // node, a pod released with ReleasePod takes its rank out (the ranks
-// after it move down by one), and Restore keeps the snapshot's order.
+// after it move down by one), pods added by GrowMember take the next
+// ranks, and Restore keeps the snapshot's order.
 //
 // # Caller duties
 //
@@ -63,7 +64,8 @@
 //     its node is failing), move that pod alone with ReplacePod, or, for an
 //     elastic member above its minimum, give it up with ReleasePod; the
 //     rest of the gang keeps running. A gang is still all-or-nothing at
-//     its start: admission never places part of one.
+//     its start: admission never places part of one. GrowMember adds pods
+//     to an elastic member below its Request.Nodes, next to its last pod.
 //   - Report node failures with NodeDown: it releases, whole, every gang
 //     with a member on the node and returns their IDs to requeue or fail.
 //     NodeUp returns the node to service; Drain stops new work on it.
