@@ -278,11 +278,14 @@ type Job struct {
 	Patience Patience
 	// OnNodeFailure says what a node failure does to the running job.
 	OnNodeFailure FailurePolicy
-	// Grow lets the engine add pods to the job's elastic members (Min
-	// set, one node at a time: no GPU total, no segments) while it runs,
-	// up to the pods their requests ask for, when GPUs are free that no waiting job
-	// or reservation needs (Plan.PodChanges, PodsAdded). The host must
-	// be able to add ranks to a running job.
+	// Grow makes the job's elastic members (Min set, one node at a time:
+	// no GPU total, no segments) resizable while it runs. They grow, up
+	// to the pods their requests ask for, when GPUs are free that no
+	// waiting job or reservation needs (Plan.PodChanges, PodsAdded); and
+	// their pods above Min are lent: a waiting job that fits only with
+	// them starts on them, and the job gives them up (PodsRemoved, with
+	// PodChange.For). The host must be able to add and remove ranks of a
+	// running job.
 	Grow bool
 	// Class is the job's priority class, separate from its fair-share
 	// priority: with preemption on, a waiting job may preempt running

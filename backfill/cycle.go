@@ -415,7 +415,7 @@ func (c *cycle) tryStart(j *jobRec) bool {
 	}
 	c.lastRes = res
 	if !res.Admitted {
-		return false
+		return c.tryLent(j, spec)
 	}
 	// The scratch state holds the allocation too; it stays valid, but it
 	// changed.

@@ -183,9 +183,16 @@
 // overlapping its run, so growth never delays a reservation
 // (PodsAdded, at the next ranks). A job that cannot start at full size
 // starts at the largest size that fits, at least its minimum, as
-// admission does; growth then brings it up. Not done yet: shrinking a
-// running elastic job so that a reservation or a preemptor gets its GPUs
-// sooner.
+// admission does; growth then brings it up.
+//
+// The pods of such a job above its minimum are lent, not owned. A waiting
+// job that does not fit now tries again with them counted free (the GPUs
+// promised to reservations overlapping its run, holds and claims still
+// kept off); when it fits, the growing jobs give up the lent pods its
+// placement uses (PodsRemoved, PodChange.For names the job) and it starts
+// now, before any preemption is considered: a job whose reservation a
+// failure pushed back can so start on time. Lent pods are not counted in
+// the availability profile: a reservation is never planned on them.
 //
 // # States
 //

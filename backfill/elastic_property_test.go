@@ -20,7 +20,7 @@ type elasticRun struct {
 	d     *driver
 	specs map[string]*Job
 	// Counts over the run, for the test's report and its "too easy" check.
-	grown, shrunk, replaced, requeued, reserved int
+	grown, shrunk, replaced, requeued, reserved, lent int
 }
 
 // TestElasticProperties is acceptance point 2 of issue 17: over 500
@@ -31,7 +31,8 @@ type elasticRun struct {
 //   - an elastic member never runs below its minimum nor above the pods it
 //     asks for; a fixed-size one always runs whole;
 //   - a shrink, a growth or a replacement never touches a GPU another job
-//     holds (each job's GPUs are its own, and the free state agrees);
+//     holds (each job's GPUs are its own, and the free state agrees); pods
+//     lent by a growing job go to the job that starts on them;
 //   - growth and replacement keep off every GPU promised to a reservation
 //     whose window overlaps the job's run, and, on the workloads without
 //     failures, where every job runs exactly its time limit, no
@@ -55,11 +56,12 @@ func TestElasticProperties(t *testing.T) {
 		sum.replaced += run.replaced
 		sum.requeued += run.requeued
 		sum.reserved += run.reserved
+		sum.lent += run.lent
 	}
-	t.Logf("%d seeds: %d growths, %d shrinks, %d replacements, %d requeues on failure, %d reservations kept",
-		seeds, sum.grown, sum.shrunk, sum.replaced, sum.requeued, sum.reserved)
-	if sum.grown == 0 || sum.shrunk == 0 || sum.replaced == 0 || sum.requeued == 0 || sum.reserved == 0 {
-		t.Error("the generator should produce growths, shrinks, replacements, requeues and reservations")
+	t.Logf("%d seeds: %d growths, %d shrinks on failure, %d lendings, %d replacements, %d requeues on failure, %d reservations kept",
+		seeds, sum.grown, sum.shrunk, sum.lent, sum.replaced, sum.requeued, sum.reserved)
+	if sum.grown == 0 || sum.shrunk == 0 || sum.lent == 0 || sum.replaced == 0 || sum.requeued == 0 || sum.reserved == 0 {
+		t.Error("the generator should produce growths, shrinks, lendings, replacements, requeues and reservations")
 	}
 }
 
@@ -225,6 +227,10 @@ func (x *elasticRun) checkPlan(p *Plan) {
 	}
 	for i := range p.PodChanges {
 		pc := &p.PodChanges[i]
+		if pc.Kind == PodsRemoved && pc.For != "" {
+			x.lent++
+			x.checkLent(p, pc)
+		}
 		if pc.Kind != PodsAdded {
 			continue
 		}
@@ -243,6 +249,26 @@ func (x *elasticRun) checkPlan(p *Plan) {
 			}
 		}
 	}
+}
+
+// checkLent checks pods lent by a growing job: the job took them (a
+// start of the plan), each lent pod shares a GPU with its allocation, and
+// the lender kept its minimum (checkJob).
+func (x *elasticRun) checkLent(p *Plan, pc *PodChange) {
+	for _, s := range p.Starts {
+		if s.Job != pc.For {
+			continue
+		}
+		for _, q := range pc.Pods {
+			shared := false
+			forEntries(&s.Allocation, func(a topology.NodeAlloc) { shared = shared || a.Node == q.Node && a.GPUs&q.GPUs != 0 })
+			if !shared {
+				x.t.Fatalf("seed %d: %s lent a pod on %s that %s does not use", x.seed, pc.Job, x.c.NodeName(q.Node), pc.For)
+			}
+		}
+		return
+	}
+	x.t.Fatalf("seed %d: %s lent pods to %s, which did not start", x.seed, pc.Job, pc.For)
 }
 
 // checkJob checks active job id's allocation: sizes within bounds, its

@@ -55,9 +55,10 @@ type Engine struct {
 	// plannedAlloc keeps a profile search's placement while a victim
 	// search runs.
 	plannedAlloc gang.Allocation
-	nodeMask     []uint64       // per node, zero between uses
-	podScratch   []bool         // per member: shrink on a node failure
-	avoid        *bitset.BitSet // nodes with promised GPUs, for replacements
+	nodeMask     []uint64        // per node, zero between uses
+	podScratch   []bool          // per member: shrink on a node failure
+	avoid        *bitset.BitSet  // nodes with promised GPUs, for replacements
+	lent         *topology.State // the scratch state plus lent pods (made when first needed)
 	estBuf       []endItem
 
 	// Test switches: naive runs every cache's reference path; checkEach

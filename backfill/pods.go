@@ -21,7 +21,8 @@ const (
 	// rank.
 	PodsReplaced PodChangeKind = iota + 1
 	// PodsRemoved: an elastic job gave up pods (Shrink on a node
-	// failure); Pods are the pods removed, as they were.
+	// failure, or pods lent to a waiting job: see Job.Grow); Pods are the
+	// pods removed, as they were.
 	PodsRemoved
 	// PodsAdded: an elastic job grew (Job.Grow); Pods are the new pods,
 	// at the next ranks of their members.
@@ -62,6 +63,9 @@ type PodChange struct {
 	// it.
 	Time time.Time `json:"time"`
 	By   string    `json:"by,omitempty"`
+	// For names the waiting job that took the pods removed from a job
+	// that grew (lent pods; By is empty then).
+	For string `json:"for,omitempty"`
 	// Pods and Old: see the kinds. A pod's Rank is its rank after the
 	// change for new pods, before it for removed and old ones.
 	Pods []gang.Pod `json:"pods"`
@@ -75,6 +79,9 @@ func (pc *PodChange) describe(c *topology.Cluster) string {
 	fmt.Fprintf(&b, "%s pods of %s", pc.Kind, pc.Job)
 	if pc.By != "" {
 		fmt.Fprintf(&b, " (node %s down)", pc.By)
+	}
+	if pc.For != "" {
+		fmt.Fprintf(&b, " (for %s)", pc.For)
 	}
 	b.WriteByte(':')
 	for i, p := range pc.Pods {
@@ -261,5 +268,128 @@ func (e *Engine) growJob(j *jobRec, now time.Time, plan *Plan) {
 		e.jobs.setOwner(j.alloc, j)
 		j.used = j.alloc.GPUs()
 		e.prof.version++
+	}
+}
+
+// lends reports whether active job j lends the pods of its elastic
+// members above their minimum (Job.Grow).
+func lends(j *jobRec) bool {
+	if !j.job.Grow || j.phase != StateStarting && j.phase != StateRunning {
+		return false
+	}
+	for mi := range j.alloc.Members {
+		if lentFrom(&j.job.Gang.Members[mi], &j.alloc.Members[mi]) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// lentFrom returns the first rank of member allocation ma that m lends
+// (its ranks from Min on), or -1 when it lends none.
+func lentFrom(m *gang.Member, ma *gang.MemberAllocation) int {
+	if m.Min <= 0 || m.Request.GPUs > 0 || m.Request.SegmentStep() > 1 || ma.Pods <= m.Min {
+		return -1
+	}
+	return m.Min
+}
+
+// tryLent starts job j, which does not fit the scratch state, on it plus
+// the pods that growing jobs lend (their ranks above their minimum), when
+// that fits: the lenders give up the lent pods j's placement uses (their
+// later ranks move down; Plan.PodChanges, PodsRemoved, For j). The GPUs promised to
+// reservations overlapping j's run, holds and claims stay blocked, so no
+// promise moves for it. It reports whether j started.
+func (c *cycle) tryLent(j *jobRec, spec *gang.Spec) bool {
+	e := c.e
+	any := false
+	for _, l := range e.jobs.running {
+		any = any || lends(l)
+	}
+	if !any {
+		return false
+	}
+	if e.lent == nil {
+		e.lent = topology.NewState(e.c)
+	}
+	if err := e.scratch.CopyInto(e.lent); err != nil {
+		panic(err)
+	}
+	for _, l := range e.jobs.running {
+		if !lends(l) {
+			continue
+		}
+		for mi := range l.alloc.Members {
+			ma := &l.alloc.Members[mi]
+			if r := lentFrom(&l.job.Gang.Members[mi], ma); r >= 0 {
+				if err := e.lent.Release(ma.Assignment[r:]); err != nil {
+					panic(fmt.Sprintf("backfill: lent pods of %s not held: %v", l.job.ID, err))
+				}
+			}
+		}
+	}
+	for _, r := range c.blockedRes {
+		block(e.lent, &r.alloc)
+	}
+	for _, h := range e.book.holds {
+		if h != c.ownHold {
+			block(e.lent, &h.target)
+		}
+	}
+	for _, cl := range e.book.claims {
+		block(e.lent, &cl.alloc)
+	}
+	res, err := e.adm.Admit(e.lent, spec, &e.alloc)
+	if err != nil {
+		panic(fmt.Sprintf("backfill: checked job %s refused: %v", j.job.ID, err))
+	}
+	if !res.Admitted {
+		return false
+	}
+	e.takeLent(j.job.ID, &e.alloc, c.now, c.plan)
+	c.gen++
+	c.valid = false
+	c.start(j)
+	return true
+}
+
+// takeLent removes from the lending jobs every lent pod that shares a
+// GPU with a (from the last rank down, so that the ranks still to look at
+// stay put) and reports it in plan.
+func (e *Engine) takeLent(to string, a *gang.Allocation, now time.Time, plan *Plan) {
+	m := e.nodeMask
+	forEntries(a, func(x topology.NodeAlloc) { m[x.Node] |= x.GPUs })
+	defer forEntries(a, func(x topology.NodeAlloc) { m[x.Node] = 0 })
+	for _, l := range e.jobs.running {
+		if !lends(l) {
+			continue
+		}
+		var pc *PodChange
+		e.charge(l, now)
+		e.jobs.setOwner(l.alloc, nil)
+		for mi := range l.alloc.Members {
+			ma := &l.alloc.Members[mi]
+			first := lentFrom(&l.job.Gang.Members[mi], ma)
+			for r := len(ma.Assignment) - 1; first >= 0 && r >= first; r-- {
+				if x := ma.Assignment[r]; m[x.Node]&x.GPUs == 0 {
+					continue
+				}
+				if pc == nil {
+					plan.PodChanges = append(plan.PodChanges, PodChange{Job: l.job.ID, Kind: PodsRemoved, Time: now, For: to})
+					pc = &plan.PodChanges[len(plan.PodChanges)-1]
+				}
+				p, _ := l.alloc.Pod(mi, r)
+				if err := e.ledger.ReleasePod(l.job.ID, ma.Name, r); err != nil {
+					panic(fmt.Sprintf("backfill: lent pod of %s: %v", l.job.ID, err))
+				}
+				pc.Pods = append(pc.Pods, p)
+			}
+		}
+		e.jobs.setOwner(l.alloc, l)
+		if pc != nil {
+			l.used = l.alloc.GPUs()
+			e.prof.version++
+			e.book.freed++ // its GPUs came back before its end
+		}
 	}
 }
