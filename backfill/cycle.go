@@ -111,14 +111,14 @@ type failure struct {
 // shape is what a cacheable job's outcome depends on besides the scratch
 // state.
 type shape struct {
-	hash  uint64
-	req   *placement.Request
-	min   int
-	class int
+	hash      uint64
+	req       *placement.Request
+	min, step int
+	class     int
 }
 
 func (s *shape) equal(o *shape) bool {
-	return s.hash == o.hash && s.min == o.min && s.class == o.class && *s.req == *o.req
+	return s.hash == o.hash && s.min == o.min && s.step == o.step && s.class == o.class && *s.req == *o.req
 }
 
 // shapeHash hashes what shape compares (FNV-1a over the request's fields
@@ -137,6 +137,7 @@ func shapeHash(j *Job) uint64 {
 	for _, m := range j.Gang.Members {
 		r := &m.Request
 		mix(uint64(m.Min))
+		mix(uint64(m.Step))
 		mix(uint64(r.Nodes))
 		mix(uint64(r.GPUsPerNode))
 		mix(uint64(r.GPUs))
@@ -325,7 +326,7 @@ func (c *cycle) shapeKey(j *jobRec) (shape, bool) {
 		return shape{}, false // its outcome depends on its own history
 	}
 	m := &j.job.Gang.Members[0]
-	return shape{hash: j.shape, req: &m.Request, min: m.Min, class: j.job.Class}, true
+	return shape{hash: j.shape, req: &m.Request, min: m.Min, step: m.Step, class: j.job.Class}, true
 }
 
 func (c *cycle) cached(k *shape) (*Waiting, bool) {

@@ -29,7 +29,8 @@ type elasticRun struct {
 // and repairs, with every engine invariant checked after every call:
 //
 //   - an elastic member never runs below its minimum nor above the pods it
-//     asks for; a fixed-size one always runs whole;
+//     asks for, and with a Step always runs a multiple of it; a
+//     fixed-size one always runs whole;
 //   - a shrink, a growth or a replacement never touches a GPU another job
 //     holds (each job's GPUs are its own, and the free state agrees); pods
 //     lent by a growing job go to the job that starts on them;
@@ -83,8 +84,11 @@ func newElasticRun(t *testing.T, seed int) *elasticRun {
 	for i := range jobs {
 		j := &jobs[i]
 		m := &j.Gang.Members[0]
-		if m.Request.Nodes > 1 && r.IntN(2) == 0 {
-			m.Min = 1 + r.IntN(m.Request.Nodes-1)
+		if n := m.Request.Nodes; n > 1 && r.IntN(2) == 0 {
+			m.Min = 1 + r.IntN(n-1)
+			if n >= 4 && n%2 == 0 && r.IntN(3) == 0 {
+				m.Step, m.Min = 2, 2*(1+r.IntN(n/2-1))
+			}
 			j.Grow = r.IntN(3) > 0
 		}
 		j.OnNodeFailure = FailurePolicy(r.IntN(4))
@@ -252,18 +256,24 @@ func (x *elasticRun) checkPlan(p *Plan) {
 }
 
 // checkLent checks pods lent by a growing job: the job took them (a
-// start of the plan), each lent pod shares a GPU with its allocation, and
-// the lender kept its minimum (checkJob).
+// start of the plan), each lent pod shares a GPU with its allocation but
+// those that complete a step, and the lender kept its minimum (checkJob).
 func (x *elasticRun) checkLent(p *Plan, pc *PodChange) {
 	for _, s := range p.Starts {
 		if s.Job != pc.For {
 			continue
 		}
+		unused := map[int]int{} // per member: lent pods the taker does not use
 		for _, q := range pc.Pods {
 			shared := false
 			forEntries(&s.Allocation, func(a topology.NodeAlloc) { shared = shared || a.Node == q.Node && a.GPUs&q.GPUs != 0 })
 			if !shared {
-				x.t.Fatalf("seed %d: %s lent a pod on %s that %s does not use", x.seed, pc.Job, x.c.NodeName(q.Node), pc.For)
+				unused[q.MemberIndex]++
+			}
+		}
+		for mi, n := range unused {
+			if step := x.specs[pc.Job].Gang.Members[mi].Step; n >= max(step, 1) {
+				x.t.Fatalf("seed %d: %s lent %d pods that %s does not use (step %d)", x.seed, pc.Job, n, pc.For, step)
 			}
 		}
 		return
@@ -282,8 +292,8 @@ func (x *elasticRun) checkJob(id string, a *gang.Allocation) {
 		if m.Min > 0 {
 			lo = m.Min
 		}
-		if m.Request.GPUs == 0 && (ma.Pods < lo || ma.Pods > m.Request.Nodes || len(ma.Assignment) != ma.Pods) {
-			x.t.Fatalf("%s member %s: %d pods, want %d to %d", ctx(), m.Name, ma.Pods, lo, m.Request.Nodes)
+		if m.Request.GPUs == 0 && (ma.Pods < lo || ma.Pods > m.Request.Nodes || len(ma.Assignment) != ma.Pods || ma.Pods%max(m.Step, 1) != 0) {
+			x.t.Fatalf("%s member %s: %d pods, want %d to %d in steps of %d", ctx(), m.Name, ma.Pods, lo, m.Request.Nodes, max(m.Step, 1))
 		}
 		if m.Request.Required != "" {
 			x.oneDomain(ctx, m.Request.Required, ma.Assignment)

@@ -57,6 +57,7 @@ type Engine struct {
 	plannedAlloc gang.Allocation
 	nodeMask     []uint64        // per node, zero between uses
 	podScratch   []bool          // per member: shrink on a node failure
+	rankScratch  []int           // ranks of pods to give up
 	avoid        *bitset.BitSet  // nodes with promised GPUs, for replacements
 	lent         *topology.State // the scratch state plus lent pods (made when first needed)
 	estBuf       []endItem

@@ -124,7 +124,7 @@ func (e *Engine) keepOnFailure(j *jobRec, n topology.NodeID, now time.Time, ev *
 			}
 		}
 		spare, _ := e.ledger.Spare(id, mi)
-		shrink = append(shrink, j.job.OnNodeFailure == Shrink && on > 0 && spare >= on)
+		shrink = append(shrink, j.job.OnNodeFailure == Shrink && on > 0 && spare >= stepOf(&j.job.Gang.Members[mi]))
 	}
 	e.podScratch = shrink
 	avoid := e.promisedNodes(j, now)
@@ -142,16 +142,8 @@ func (e *Engine) keepOnFailure(j *jobRec, n topology.NodeID, now time.Time, ev *
 	}
 	removed := PodChange{Job: id, Kind: PodsRemoved, Time: now, By: replaced.By}
 	for mi := range j.alloc.Members {
-		ma := &j.alloc.Members[mi]
-		for r := len(ma.Assignment) - 1; r >= 0 && shrink[mi]; r-- {
-			if ma.Assignment[r].Node != n {
-				continue
-			}
-			p, _ := j.alloc.Pod(mi, r)
-			if err := e.ledger.ReleasePod(id, ma.Name, r); err != nil {
-				panic(fmt.Sprintf("backfill: %s can spare its pods on %s but: %v", id, replaced.By, err))
-			}
-			removed.Pods = append(removed.Pods, p)
+		if shrink[mi] {
+			e.shrinkOff(j, mi, n, &removed)
 		}
 	}
 	for _, pc := range []PodChange{replaced, removed} {
@@ -162,6 +154,42 @@ func (e *Engine) keepOnFailure(j *jobRec, n topology.NodeID, now time.Time, ev *
 	ev.Replaced, ev.Shrunk = len(replaced.Pods) > 0, len(removed.Pods) > 0
 	return true
 }
+
+// shrinkOff removes from member mi of active job j its pod on node n and,
+// with a Step, as many of its last other pods as make one step, and
+// records them in pc.
+func (e *Engine) shrinkOff(j *jobRec, mi int, n topology.NodeID, pc *PodChange) {
+	ma := &j.alloc.Members[mi]
+	ranks := e.rankScratch[:0]
+	for r := len(ma.Assignment) - 1; r >= 0; r-- {
+		if ma.Assignment[r].Node == n {
+			ranks = append(ranks, r)
+		}
+	}
+	for r := len(ma.Assignment) - 1; r >= 0 && len(ranks)%stepOf(&j.job.Gang.Members[mi]) != 0; r-- {
+		if ma.Assignment[r].Node != n {
+			ranks = append(ranks, r)
+		}
+	}
+	e.rankScratch = ranks
+	e.releasePods(j, mi, ranks, pc)
+}
+
+// releasePods gives up the pods of ranks ranks of member mi of active job
+// j and records them, as they were, in pc.
+func (e *Engine) releasePods(j *jobRec, mi int, ranks []int, pc *PodChange) {
+	ma := &j.alloc.Members[mi]
+	for _, r := range ranks {
+		p, _ := j.alloc.Pod(mi, r)
+		pc.Pods = append(pc.Pods, p)
+	}
+	if err := e.ledger.ReleasePods(j.job.ID, ma.Name, ranks...); err != nil {
+		panic(fmt.Sprintf("backfill: %s can spare pods but: %v", j.job.ID, err))
+	}
+}
+
+// stepOf returns the multiple member m's pod count moves by.
+func stepOf(m *gang.Member) int { return max(m.Step, m.Request.SegmentStep(), 1) }
 
 // replaceOne re-places pod rank of member of job j off the nodes in
 // avoid and records it in pc; it reports whether a node was found.
@@ -370,20 +398,28 @@ func (e *Engine) takeLent(to string, a *gang.Allocation, now time.Time, plan *Pl
 		for mi := range l.alloc.Members {
 			ma := &l.alloc.Members[mi]
 			first := lentFrom(&l.job.Gang.Members[mi], ma)
+			ranks := e.rankScratch[:0]
 			for r := len(ma.Assignment) - 1; first >= 0 && r >= first; r-- {
-				if x := ma.Assignment[r]; m[x.Node]&x.GPUs == 0 {
-					continue
+				if x := ma.Assignment[r]; m[x.Node]&x.GPUs != 0 {
+					ranks = append(ranks, r)
 				}
-				if pc == nil {
-					plan.PodChanges = append(plan.PodChanges, PodChange{Job: l.job.ID, Kind: PodsRemoved, Time: now, For: to})
-					pc = &plan.PodChanges[len(plan.PodChanges)-1]
-				}
-				p, _ := l.alloc.Pod(mi, r)
-				if err := e.ledger.ReleasePod(l.job.ID, ma.Name, r); err != nil {
-					panic(fmt.Sprintf("backfill: lent pod of %s: %v", l.job.ID, err))
-				}
-				pc.Pods = append(pc.Pods, p)
 			}
+			// Whole steps: more of the last lent ranks.
+			step := stepOf(&l.job.Gang.Members[mi])
+			for r := len(ma.Assignment) - 1; r >= first && len(ranks)%step != 0; r-- {
+				if x := ma.Assignment[r]; m[x.Node]&x.GPUs == 0 {
+					ranks = append(ranks, r)
+				}
+			}
+			e.rankScratch = ranks
+			if len(ranks) == 0 {
+				continue
+			}
+			if pc == nil {
+				plan.PodChanges = append(plan.PodChanges, PodChange{Job: l.job.ID, Kind: PodsRemoved, Time: now, For: to})
+				pc = &plan.PodChanges[len(plan.PodChanges)-1]
+			}
+			e.releasePods(l, mi, ranks, pc)
 		}
 		e.jobs.setOwner(l.alloc, l)
 		if pc != nil {

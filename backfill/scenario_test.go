@@ -56,8 +56,8 @@ type scenario struct {
 //	submit id=J [account=A] [at=T] [limit=D] nodes=N|gpus=N [gpn=G] [required=L]
 //	       [preferred=L] [exclusive] [patience=k@D] [fail]
 //	       [class=K] [policy=never|requeue|cancel]
-//	       [onfail=requeue|fail|replace|shrink] [grow] [min=M]  (one member "main")
-//	submit id=J ... (input: one member per line: name nodes=N gpn=G [min=M] ...)
+//	       [onfail=requeue|fail|replace|shrink] [grow] [min=M] [step=S]  (one member "main")
+//	submit id=J ... (input: one member per line: name nodes=N gpn=G [min=M] [step=S] ...)
 //	schedule at=T                             (prints the plan)
 //	started|finish|cancel|preempted|checkpoint id=J at=T
 //	failed id=J at=T [requeue]
@@ -245,14 +245,14 @@ func (sc *scenario) job(d *datadriven.Case) Job {
 	j.Grow = d.Has("grow")
 	jobKeys := []string{"id", "account", "at", "limit", "patience", "fail", "class", "policy", "onfail", "grow"}
 	if strings.TrimSpace(d.Input) == "" {
-		d.Only(t, append(jobKeys, append(requestKeys, "min")...)...)
+		d.Only(t, append(jobKeys, append(requestKeys, "min", "step")...)...)
 		var args []datadriven.Arg
 		for _, a := range d.Args {
 			if slices.Contains(requestKeys, a.Key) {
 				args = append(args, a)
 			}
 		}
-		j.Gang.Members = []gang.Member{{Name: "main", Request: requestArgs(t, d, args), Min: d.Int(t, "min", 0)}}
+		j.Gang.Members = []gang.Member{{Name: "main", Request: requestArgs(t, d, args), Min: d.Int(t, "min", 0), Step: d.Int(t, "step", 0)}}
 		return j
 	}
 	d.Only(t, jobKeys...)
@@ -262,10 +262,15 @@ func (sc *scenario) job(d *datadriven.Case) Job {
 		m := gang.Member{Name: f[0]}
 		for _, x := range f[1:] {
 			k, v, _ := strings.Cut(x, "=")
-			if k == "min" {
-				var err error
-				if m.Min, err = strconv.Atoi(v); err != nil {
-					d.Fatalf(t, "min=%q is not an integer", v)
+			if k == "min" || k == "step" {
+				n, err := strconv.Atoi(v)
+				if err != nil {
+					d.Fatalf(t, "%s=%q is not an integer", k, v)
+				}
+				if k == "min" {
+					m.Min = n
+				} else {
+					m.Step = n
 				}
 				continue
 			}

@@ -63,37 +63,64 @@ func (l *Ledger) lookupPod(id, member string, rank int) (*entry, int, error) {
 // rank, and keeps the rest of the gang: an elastic member above its
 // minimum gives up a pod (a node that failed, a bind that failed). The
 // member's later pods move down one rank. A member that cannot spare the
-// pod (at its minimum, a GPU total, segments of more than one node) is
-// ErrBelowMin, an unknown gang ErrUnknownGang, an unknown member or rank
-// ErrUnknownPod; on an error nothing changes. It allocates nothing.
+// pod (at its minimum, a GPU total, segments or a Step of more than one
+// node: see ReleasePods) is ErrBelowMin, an unknown gang ErrUnknownGang,
+// an unknown member or rank ErrUnknownPod; on an error nothing changes.
+// It allocates nothing.
 func (l *Ledger) ReleasePod(id, member string, rank int) error {
-	e, mi, err := l.lookupPod(id, member, rank)
-	if err != nil {
-		return err
+	return l.ReleasePods(id, member, rank)
+}
+
+// ReleasePods returns the GPUs of the pods of ranks ranks (distinct) of
+// member member of gang id at once, and keeps the rest of the gang; the
+// remaining pods keep their order and are ranked again from 0. The member
+// must stay at or above its minimum and, with a Step, give up a multiple
+// of it. It sorts ranks (the caller's slice) in place. The errors are
+// those of ReleasePod; on an error nothing changes. It allocates nothing.
+func (l *Ledger) ReleasePods(id, member string, ranks ...int) error {
+	e, ok := l.byID[id]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownGang, id)
 	}
-	if why := canShrink(&e.spec.Members[mi], &e.alloc.Members[mi], 1); why != "" {
-		return fmt.Errorf("%w: gang %s member %s pod %d: %s", ErrBelowMin, id, member, rank, why)
+	slices.Sort(ranks)
+	for i, r := range ranks {
+		if _, _, err := l.lookupPod(id, member, r); err != nil {
+			return err
+		}
+		if i > 0 && ranks[i-1] == r {
+			return fmt.Errorf("%w: gang %s member %s: pod %d listed twice", ErrUnknownPod, id, member, r)
+		}
+	}
+	if len(ranks) == 0 {
+		return nil
+	}
+	mi := e.alloc.MemberIndex(member)
+	if why := canShrink(&e.spec.Members[mi], &e.alloc.Members[mi], len(ranks)); why != "" {
+		return fmt.Errorf("%w: gang %s member %s pod %d: %s", ErrBelowMin, id, member, ranks[0], why)
 	}
 	ma := &e.alloc.Members[mi]
-	if err := l.s.Release(ma.Assignment[rank : rank+1]); err != nil {
-		panic(fmt.Sprintf("gang: ledger and state disagree on %s: %v", id, err))
+	for k := len(ranks) - 1; k >= 0; k-- {
+		r := ranks[k]
+		if err := l.s.Release(ma.Assignment[r : r+1]); err != nil {
+			panic(fmt.Sprintf("gang: ledger and state disagree on %s: %v", id, err))
+		}
+		ma.Assignment = append(ma.Assignment[:r], ma.Assignment[r+1:]...)
+		ma.Pods--
 	}
-	ma.Assignment = append(ma.Assignment[:rank], ma.Assignment[rank+1:]...)
-	ma.Pods--
 	return nil
 }
 
 // Spare returns how many pods member mi of gang id can give up and stay
 // at or above its minimum (0 for a fixed-size member, a GPU total or
-// segments of more than one node), and false for an unknown gang or
-// member.
+// segments of more than one node; a multiple of its Step), and false for
+// an unknown gang or member.
 func (l *Ledger) Spare(id string, mi int) (int, bool) {
 	e, ok := l.byID[id]
 	if !ok || mi < 0 || mi >= len(e.alloc.Members) {
 		return 0, false
 	}
 	m, ma := &e.spec.Members[mi], &e.alloc.Members[mi]
-	if canShrink(m, ma, 1) != "" {
+	if canShrink(m, ma, m.step()) != "" {
 		return 0, true
 	}
 	return ma.Pods - m.Min, true
@@ -109,6 +136,8 @@ func canShrink(m *Member, ma *MemberAllocation, n int) string {
 		return fmt.Sprintf("the member comes in segments of %d nodes", m.Request.SegmentStep())
 	case m.Min <= 0 || m.Min >= m.Request.Nodes:
 		return fmt.Sprintf("the member has a fixed size of %d pods (re-place the pod, or release the gang)", m.Request.Nodes)
+	case n%m.step() != 0:
+		return fmt.Sprintf("the member comes in steps of %d pods; %d is not a multiple", m.step(), n)
 	case ma.Pods-n < m.Min:
 		return fmt.Sprintf("%d pods would be left, below the member's minimum of %d", ma.Pods-n, m.Min)
 	}
@@ -274,8 +303,8 @@ func (l *Ledger) keepDomains(r *placement.Request, ma *MemberAllocation) {
 }
 
 // GrowMember adds up to n pods to elastic member member of running gang
-// id, as many as fit, without going above the member's Request.Nodes, and
-// returns how many it added. The new pods take the next ranks and have
+// id, as many as fit (a multiple of its Step), without going above the
+// member's Request.Nodes, and returns how many it added. The new pods take the next ranks and have
 // the member's shape; they keep off the member's nodes and the nodes in
 // avoid (nil: none), and stay inside every domain the gang requires (as
 // for ReplacePod). They go next to the member's last pod: the nodes of
@@ -283,7 +312,8 @@ func (l *Ledger) keepDomains(r *placement.Request, ma *MemberAllocation) {
 // whose free GPUs the pod fills exactly first, then in node order.
 //
 // A member that cannot grow by n (fixed size, a GPU total, segments of
-// more than one node, or above Request.Nodes) is ErrAboveMax; an unknown
+// more than one node, n not a multiple of its Step, or above
+// Request.Nodes) is ErrAboveMax; an unknown
 // gang ErrUnknownGang, an unknown member ErrUnknownPod. It allocates
 // nothing in the steady state.
 func (l *Ledger) GrowMember(id, member string, n int, avoid *bitset.BitSet) (int, error) {
@@ -313,6 +343,8 @@ func (l *Ledger) GrowMember(id, member string, n int, avoid *bitset.BitSet) (int
 		}
 		slices.SortFunc(ma.Assignment[start:], byNode)
 	}
+	step := m.step()
+	ma.Assignment = ma.Assignment[:first+(len(ma.Assignment)-first)/step*step]
 	added := ma.Assignment[first:]
 	if err := l.s.Allocate(added); err != nil {
 		panic(fmt.Sprintf("gang: growth chose GPUs the state refuses: %v", err))
@@ -357,6 +389,8 @@ func canGrow(m *Member, ma *MemberAllocation, n int) string {
 		return fmt.Sprintf("the member asks for %d GPUs in total", m.Request.GPUs)
 	case m.Request.SegmentStep() > 1:
 		return fmt.Sprintf("the member comes in segments of %d nodes", m.Request.SegmentStep())
+	case n%m.step() != 0:
+		return fmt.Sprintf("the member comes in steps of %d pods; %d is not a multiple", m.step(), n)
 	case ma.Pods+n > m.Request.Nodes:
 		return fmt.Sprintf("%d pods would be above the member's maximum of %d", ma.Pods+n, m.Request.Nodes)
 	}

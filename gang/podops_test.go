@@ -202,8 +202,12 @@ func TestPodOpsProperty(t *testing.T) {
 				rank := r.IntN(len(a.Members[mi].Assignment))
 				switch {
 				case k < 7:
-					if l.ReleasePod(id, a.Members[mi].Name, rank) == nil {
-						released++
+					ranks := []int{rank}
+					if g := specs[id].Members[mi]; g.Step > 1 {
+						ranks = r.Perm(len(a.Members[mi].Assignment))[:min(g.Step, len(a.Members[mi].Assignment))]
+					}
+					if l.ReleasePods(id, a.Members[mi].Name, ranks...) == nil {
+						released += len(ranks)
 					}
 				case k < 8:
 					grown += checkGrow(t, ctx, l, specs[id], mi, r.IntN(4))
@@ -238,6 +242,7 @@ func checkGrow(t *testing.T, ctx string, l *Ledger, g *Spec, mi, n int) int {
 	a.CopyTo(&was)
 	before := l.State().Clone()
 	m := &g.Members[mi]
+	n *= max(m.Step, 1)
 	added, err := l.GrowMember(g.ID, m.Name, n, nil)
 	if err != nil {
 		if !errors.Is(err, ErrAboveMax) || !l.State().Equal(before) {
@@ -249,7 +254,7 @@ func checkGrow(t *testing.T, ctx string, l *Ledger, g *Spec, mi, n int) int {
 		return 0
 	}
 	ma := &a.Members[mi]
-	if added > n || ma.Pods != was.Members[mi].Pods+added || len(ma.Assignment) != ma.Pods {
+	if added > n || ma.Pods != was.Members[mi].Pods+added || len(ma.Assignment) != ma.Pods || added%max(m.Step, 1) != 0 {
 		t.Fatalf("%s: grew by %d of %d to %d pods", ctx, added, n, ma.Pods)
 	}
 	for r, x := range was.Members[mi].Assignment {
@@ -444,5 +449,68 @@ func TestGrowMember(t *testing.T) {
 	})
 	if n != 0 {
 		t.Errorf("ReleasePod and GrowMember: %v allocations", n)
+	}
+}
+
+// TestStep: a member with a Step is admitted, shrunk and grown in
+// multiples of it, and a spec whose sizes are not multiples is refused.
+func TestStep(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 4, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		m    Member
+		msg  string
+	}{
+		{"nodes", Member{Name: "w", Request: placement.NodesOf(7, 8), Min: 2, Step: 2}, "Nodes 7 is not a multiple of Step 2"},
+		{"min", Member{Name: "w", Request: placement.NodesOf(8, 8), Min: 3, Step: 2}, "Min 3 is not a multiple of Step 2"},
+		{"gpus", Member{Name: "w", Request: placement.TotalGPUs(16), Step: 2}, "Step goes with Nodes"},
+		{"negative", Member{Name: "w", Request: placement.NodesOf(8, 8), Step: -1}, "Step -1"},
+	} {
+		t.Run("bad "+tc.name, func(t *testing.T) {
+			g := &Spec{ID: "g", Members: []Member{tc.m}}
+			if err := g.Validate(c); !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("Validate = %v, want %q", err, tc.msg)
+			}
+		})
+	}
+	l := NewLedger(c, Options{})
+	if res, err := l.Admit(workers("busy", 3, 8)); err != nil || !res.Admitted {
+		t.Fatal(res, err)
+	}
+	g := &Spec{ID: "e", Members: []Member{{Name: "w", Request: placement.NodesOf(8, 8), Min: 2, Step: 2}}}
+	if res, err := l.Admit(g); err != nil || !res.Admitted {
+		t.Fatal(res, err)
+	}
+	a, _ := l.Get("e")
+	if a.Members[0].Pods != 4 {
+		t.Fatalf("admitted with %d pods on 5 free nodes, want 4 (a multiple of 2)", a.Members[0].Pods)
+	}
+	if err := l.ReleasePod("e", "w", 1); !errors.Is(err, ErrBelowMin) || !strings.Contains(err.Error(), "steps of 2 pods") {
+		t.Fatalf("release of one pod: %v", err)
+	}
+	if err := l.ReleasePods("e", "w", 1, 1); !errors.Is(err, ErrUnknownPod) {
+		t.Fatalf("a rank twice: %v", err)
+	}
+	kept := []topology.NodeAlloc{a.Members[0].Assignment[0], a.Members[0].Assignment[2]}
+	if err := l.ReleasePods("e", "w", 3, 1); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(a.Members[0].Assignment) != fmt.Sprint(kept) || a.Members[0].Pods != 2 {
+		t.Fatalf("after releasing ranks 1 and 3: %+v, want %+v", a.Members[0].Assignment, kept)
+	}
+	if _, err := l.GrowMember("e", "w", 3, nil); !errors.Is(err, ErrAboveMax) {
+		t.Fatalf("growth by 3: %v", err)
+	}
+	if n, err := l.GrowMember("e", "w", 6, nil); err != nil || n != 2 {
+		t.Fatalf("growth by 6 with 3 free nodes: %d %v, want 2", n, err)
+	}
+	if err := access.CheckLedger(l); err != nil {
+		t.Fatal(err)
+	}
+	if spare, _ := l.Spare("e", 0); spare != 2 {
+		t.Fatalf("spare %d, want 2", spare)
 	}
 }
