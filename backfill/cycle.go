@@ -162,7 +162,8 @@ func shapeHash(j *Job) uint64 {
 func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	*plan = Plan{Time: now, Starts: plan.Starts[:0], Reservations: plan.Reservations[:0],
 		Waiting: plan.Waiting[:0], Moves: plan.Moves[:0], Overruns: plan.Overruns[:0],
-		Holds: plan.Holds[:0], HoldEnds: plan.HoldEnds[:0], Preemptions: plan.Preemptions[:0]}
+		Holds: plan.Holds[:0], HoldEnds: plan.HoldEnds[:0], Preemptions: plan.Preemptions[:0],
+		PodChanges: plan.PodChanges[:0]}
 	e.chargeAll(now)
 	e.accountHolds(now, plan)
 	e.takePodChanges(plan)

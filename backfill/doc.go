@@ -185,8 +185,9 @@
 // starts at the largest size that fits, at least its minimum, as
 // admission does; growth then brings it up.
 //
-// The pods of such a job above its minimum are lent, not owned. A waiting
-// job that does not fit now tries again with them counted free (the GPUs
+// The pods of such a job above its minimum are lent, not owned (from the
+// cycle after its start). A waiting job that holds a reservation and does
+// not fit now tries again with them counted free (the GPUs
 // promised to reservations overlapping its run, holds and claims still
 // kept off); when it fits, the growing jobs give up the lent pods its
 // placement uses (PodsRemoved, PodChange.For names the job) and it starts

@@ -231,9 +231,16 @@ func (e *Engine) promisedNodes(j *jobRec, now time.Time) *bitset.BitSet {
 	return e.avoid
 }
 
-// takePodChanges moves the pod changes since the last cycle into plan.
+// takePodChanges moves the pod changes since the last cycle into plan
+// (reusing the buffers of the plan's old entries).
 func (e *Engine) takePodChanges(plan *Plan) {
-	plan.PodChanges = append(plan.PodChanges, e.podChanges...)
+	for i := range e.podChanges {
+		var pc *PodChange
+		plan.PodChanges, pc = extend(plan.PodChanges)
+		x := &e.podChanges[i]
+		*pc = PodChange{Job: x.Job, Kind: x.Kind, Time: x.Time, By: x.By, For: x.For,
+			Pods: append(pc.Pods[:0], x.Pods...), Old: append(pc.Old[:0], x.Old...)}
+	}
 	e.podChanges = slices.Delete(e.podChanges, 0, len(e.podChanges))
 }
 
@@ -284,7 +291,9 @@ func (e *Engine) growJob(j *jobRec, now time.Time, plan *Plan) {
 			continue
 		}
 		if len(plan.PodChanges) == start {
-			plan.PodChanges = append(plan.PodChanges, PodChange{Job: id, Kind: PodsAdded, Time: now})
+			var pc *PodChange
+			plan.PodChanges, pc = extend(plan.PodChanges)
+			*pc = PodChange{Job: id, Kind: PodsAdded, Time: now, Pods: pc.Pods[:0], Old: pc.Old[:0]}
 		}
 		pc := &plan.PodChanges[len(plan.PodChanges)-1]
 		for r := first; r < first+added; r++ {
@@ -300,9 +309,10 @@ func (e *Engine) growJob(j *jobRec, now time.Time, plan *Plan) {
 }
 
 // lends reports whether active job j lends the pods of its elastic
-// members above their minimum (Job.Grow).
-func lends(j *jobRec) bool {
-	if !j.job.Grow || j.phase != StateStarting && j.phase != StateRunning {
+// members above their minimum (Job.Grow) at now: it started before now
+// (a job is not shrunk in the cycle that starts it).
+func lends(j *jobRec, now time.Time) bool {
+	if !j.job.Grow || j.phase != StateStarting && j.phase != StateRunning || !j.start.Before(now) {
 		return false
 	}
 	for mi := range j.alloc.Members {
@@ -322,17 +332,20 @@ func lentFrom(m *gang.Member, ma *gang.MemberAllocation) int {
 	return m.Min
 }
 
-// tryLent starts job j, which does not fit the scratch state, on it plus
-// the pods that growing jobs lend (their ranks above their minimum), when
-// that fits: the lenders give up the lent pods j's placement uses (their
+// tryLent starts job j, which holds a reservation and does not fit the
+// scratch state, on it plus the pods that growing jobs lend (their ranks
+// above their minimum), when that fits: the lenders give up the lent pods j's placement uses (their
 // later ranks move down; Plan.PodChanges, PodsRemoved, For j). The GPUs promised to
 // reservations overlapping j's run, holds and claims stay blocked, so no
 // promise moves for it. It reports whether j started.
 func (c *cycle) tryLent(j *jobRec, spec *gang.Spec) bool {
 	e := c.e
+	if j.resv == nil {
+		return false
+	}
 	any := false
 	for _, l := range e.jobs.running {
-		any = any || lends(l)
+		any = any || lends(l, c.now)
 	}
 	if !any {
 		return false
@@ -344,7 +357,7 @@ func (c *cycle) tryLent(j *jobRec, spec *gang.Spec) bool {
 		panic(err)
 	}
 	for _, l := range e.jobs.running {
-		if !lends(l) {
+		if !lends(l, c.now) {
 			continue
 		}
 		for mi := range l.alloc.Members {
@@ -389,7 +402,7 @@ func (e *Engine) takeLent(to string, a *gang.Allocation, now time.Time, plan *Pl
 	forEntries(a, func(x topology.NodeAlloc) { m[x.Node] |= x.GPUs })
 	defer forEntries(a, func(x topology.NodeAlloc) { m[x.Node] = 0 })
 	for _, l := range e.jobs.running {
-		if !lends(l) {
+		if !lends(l, now) {
 			continue
 		}
 		var pc *PodChange
@@ -416,8 +429,8 @@ func (e *Engine) takeLent(to string, a *gang.Allocation, now time.Time, plan *Pl
 				continue
 			}
 			if pc == nil {
-				plan.PodChanges = append(plan.PodChanges, PodChange{Job: l.job.ID, Kind: PodsRemoved, Time: now, For: to})
-				pc = &plan.PodChanges[len(plan.PodChanges)-1]
+				plan.PodChanges, pc = extend(plan.PodChanges)
+				*pc = PodChange{Job: l.job.ID, Kind: PodsRemoved, Time: now, For: to, Pods: pc.Pods[:0], Old: pc.Old[:0]}
 			}
 			e.releasePods(l, mi, ranks, pc)
 		}
