@@ -85,22 +85,23 @@ type Spec struct {
 	Colocate Colocation
 }
 
-// validateStep checks m's step against its size, minimum and segments.
-func (m *Member) validateStep() error {
+// stepProblem says what is wrong with m's step against its size, minimum
+// and segments ("" when nothing is).
+func (m *Member) stepProblem() string {
 	seg := m.Request.SegmentStep()
 	switch {
 	case m.Step < 0 || m.Step > 1 && m.Request.GPUs > 0:
-		return fmt.Errorf("Step %d (Step goes with Nodes, and is not negative)", m.Step)
+		return fmt.Sprintf("Step %d (Step goes with Nodes, and is not negative)", m.Step)
 	case m.Step > 1 && m.Step%seg != 0:
-		return fmt.Errorf("Step %d is not a multiple of segment size %d", m.Step, seg)
+		return fmt.Sprintf("Step %d is not a multiple of segment size %d", m.Step, seg)
 	case m.Step > 1 && m.Request.Nodes%m.Step != 0:
-		return fmt.Errorf("Nodes %d is not a multiple of Step %d", m.Request.Nodes, m.Step)
+		return fmt.Sprintf("Nodes %d is not a multiple of Step %d", m.Request.Nodes, m.Step)
 	case m.Min > 0 && m.Step > 1 && m.Min%m.Step != 0:
-		return fmt.Errorf("Min %d is not a multiple of Step %d", m.Min, m.Step)
+		return fmt.Sprintf("Min %d is not a multiple of Step %d", m.Min, m.Step)
 	case m.Min > 0 && seg > 1 && m.Min%seg != 0:
-		return fmt.Errorf("Min %d is not a multiple of segment size %d", m.Min, seg)
+		return fmt.Sprintf("Min %d is not a multiple of segment size %d", m.Min, seg)
 	}
-	return nil
+	return ""
 }
 
 // GPUs returns the GPUs the gang asks for at full size (whole-node members
@@ -163,8 +164,8 @@ func (g *Spec) Validate(c *topology.Cluster) error {
 		if m.Min < 0 || m.Min > 0 && m.Request.GPUs > 0 {
 			return fmt.Errorf("%w: gang %s member %s: Min %d (Min goes with Nodes, and is not negative)", ErrBadSpec, g.ID, m.Name, m.Min)
 		}
-		if err := m.validateStep(); err != nil {
-			return fmt.Errorf("%w: gang %s member %s: %s", ErrBadSpec, g.ID, m.Name, err)
+		if why := m.stepProblem(); why != "" {
+			return fmt.Errorf("%w: gang %s member %s: %s", ErrBadSpec, g.ID, m.Name, why)
 		}
 	}
 	if g.Colocate.Level != "" {
