@@ -211,6 +211,8 @@
 //	              a member on the node                 pods replaced or removed (OnNodeFailure)
 //	Preempted     preempting                           requeued or cancelled (Job.Preemption)
 //	Checkpointed  running, preempting                  (unchanged)
+//	ReplacePod    starting, running                    (unchanged; one pod moved)
+//	ReleasePod    starting, running                    (unchanged; one pod given up)
 //	Cancel        any waiting or active state          cancelled
 //
 // Pending, reserved, held and requeued are the waiting states; starting,
@@ -248,6 +250,9 @@
 //   - Cancel, Started, Finished, Failed, Preempted, Checkpointed:
 //     ErrUnknownJob, ErrTransition (Preempted of a job that is not
 //     preempting, Checkpointed of one that is not running or preempting).
+//   - ReplacePod, ReleasePod: ErrUnknownJob, ErrTransition (a job that is
+//     not starting or running), gang.ErrUnknownPod, and for ReleasePod
+//     gang.ErrBelowMin.
 //   - NodeDown, NodeUp, Drain, Resume: topology.ErrUnknownNode,
 //     ErrTransition.
 //   - ScheduleInto: ErrBadArgument (a nil plan).
@@ -292,7 +297,9 @@
 //     end (Resume); run a cycle after a failure.
 //   - Apply Plan.PodChanges: start the pods added or moved (a job whose
 //     pods moved restarts from its checkpoint), stop the pods removed.
-//     Allocation pods are in rank order (gang.Allocation.Pods).
+//     Allocation pods are in rank order (gang.Allocation.Pods). When one
+//     pod cannot be bound, call ReplacePod (or, for an elastic member,
+//     ReleasePod) instead of failing the job.
 //   - With preemption on: signal every victim of Plan.Preemptions and
 //     report its release (Preempted); report checkpoints (Checkpointed)
 //     to keep the work counted as lost honest.

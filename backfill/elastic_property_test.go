@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"container/heap"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -20,7 +21,7 @@ type elasticRun struct {
 	d     *driver
 	specs map[string]*Job
 	// Counts over the run, for the test's report and its "too easy" check.
-	grown, shrunk, replaced, requeued, reserved, lent int
+	grown, shrunk, replaced, requeued, reserved, lent, podOps int
 }
 
 // TestElasticProperties is acceptance point 2 of issue 17: over 500
@@ -42,7 +43,10 @@ type elasticRun struct {
 //     reservation;
 //   - a replaced pod, and every pod after a growth, stays inside the
 //     domains its gang requires (the member's Required level, a required
-//     co-location).
+//     co-location);
+//   - on the workloads with failures, an adapter also re-places or
+//     releases single pods at random (Engine.ReplacePod, ReleasePod), with
+//     the same checks.
 func TestElasticProperties(t *testing.T) {
 	seeds := 500
 	if testing.Short() {
@@ -58,10 +62,11 @@ func TestElasticProperties(t *testing.T) {
 		sum.requeued += run.requeued
 		sum.reserved += run.reserved
 		sum.lent += run.lent
+		sum.podOps += run.podOps
 	}
-	t.Logf("%d seeds: %d growths, %d shrinks on failure, %d lendings, %d replacements, %d requeues on failure, %d reservations kept",
-		seeds, sum.grown, sum.shrunk, sum.lent, sum.replaced, sum.requeued, sum.reserved)
-	if sum.grown == 0 || sum.shrunk == 0 || sum.lent == 0 || sum.replaced == 0 || sum.requeued == 0 || sum.reserved == 0 {
+	t.Logf("%d seeds: %d growths, %d shrinks on failure, %d lendings, %d replacements, %d requeues on failure, %d reservations kept, %d single-pod moves or releases",
+		seeds, sum.grown, sum.shrunk, sum.lent, sum.replaced, sum.requeued, sum.reserved, sum.podOps)
+	if sum.grown == 0 || sum.shrunk == 0 || sum.lent == 0 || sum.replaced == 0 || sum.requeued == 0 || sum.reserved == 0 || sum.podOps == 0 {
 		t.Error("the generator should produce growths, shrinks, lendings, replacements, requeues and reservations")
 	}
 }
@@ -130,6 +135,7 @@ func (x *elasticRun) drive(failures bool) {
 			}
 			repairs = repairs[1:]
 		}
+		x.podEvent(r, now)
 		n := topology.NodeID(r.IntN(x.c.NumNodes()))
 		if st, _ := x.e.NodeState(n); st != NodeUp {
 			continue
@@ -149,6 +155,40 @@ func (x *elasticRun) drive(failures bool) {
 		}
 	}
 	d.run(time.Time{})
+}
+
+// podEvent re-places or releases one pod of a random active job at now,
+// as an adapter does after a failed bind, and checks the job.
+func (x *elasticRun) podEvent(r *rand.Rand, now time.Time) {
+	if len(x.e.jobs.running) == 0 {
+		return
+	}
+	j := x.e.jobs.running[r.IntN(len(x.e.jobs.running))]
+	if j.phase != StateStarting && j.phase != StateRunning {
+		return
+	}
+	mi := r.IntN(len(j.alloc.Members))
+	ma := &j.alloc.Members[mi]
+	rank := r.IntN(len(ma.Assignment))
+	if r.IntN(2) == 0 {
+		if err := x.e.ReleasePod(j.job.ID, ma.Name, rank, now); err == nil {
+			x.podOps++
+		} else if !errors.Is(err, gang.ErrBelowMin) {
+			x.t.Fatalf("seed %d: ReleasePod: %v", x.seed, err)
+		}
+	} else {
+		rep, err := x.e.ReplacePod(j.job.ID, ma.Name, rank, now)
+		if err != nil {
+			x.t.Fatalf("seed %d: ReplacePod: %v", x.seed, err)
+		}
+		if rep.Replaced {
+			x.podOps++
+			if rep.New.Rank != rank || rep.New.Node == rep.Old.Node {
+				x.t.Fatalf("seed %d: ReplacePod moved rank %d to %+v", x.seed, rank, rep.New)
+			}
+		}
+	}
+	x.checkJob(j.job.ID, j.alloc)
 }
 
 // fail takes node n down at now and checks what happened to the jobs on

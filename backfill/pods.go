@@ -442,3 +442,87 @@ func (e *Engine) takeLent(to string, a *gang.Allocation, now time.Time, plan *Pl
 		}
 	}
 }
+
+// ReplacePod moves one pod of active job id (member member, rank rank) to
+// another node at time now: a pod whose bind failed, or whose node
+// misbehaves. The rest of the job stays where it is. The pod keeps its
+// rank and shape, stays inside every domain the job's gang requires, and
+// keeps off every node with a GPU promised to a reservation overlapping
+// the job's run, a hold or a claim, as on a node failure with Replace
+// (gang.Ledger.ReplacePod). When no node fits, nothing moves and the
+// Replacement says why. The next plan lists the move (PodsReplaced).
+// Besides the time errors: ErrUnknownJob, ErrTransition (a job that is
+// not starting or running), gang.ErrUnknownPod.
+func (e *Engine) ReplacePod(id, member string, rank int, now time.Time) (gang.Replacement, error) {
+	o := &op{kind: opReplacePod, now: now, id: id, member: member, rank: rank}
+	if err := e.apply(o); err != nil {
+		return gang.Replacement{}, err
+	}
+	return o.rep, nil
+}
+
+// ReleasePod gives up one pod of an elastic member of active job id
+// (member member, rank rank) at time now, the rest of the job running on:
+// a pod whose bind failed, when the member is above its minimum. The
+// member's later pods move down one rank; the next plan lists the pod
+// (PodsRemoved). Besides the time errors: ErrUnknownJob, ErrTransition,
+// gang.ErrUnknownPod, gang.ErrBelowMin (a member at its minimum, of a
+// fixed size, with a Step or segments above 1, or asking for a GPU
+// total).
+func (e *Engine) ReleasePod(id, member string, rank int, now time.Time) error {
+	return e.apply(&op{kind: opReleasePod, now: now, id: id, member: member, rank: rank})
+}
+
+// resolvePod checks a pod event's member and rank, and that a released
+// pod can be spared.
+func (e *Engine) resolvePod(o *op) error {
+	a := o.rec.alloc
+	o.mi = a.MemberIndex(o.member)
+	if _, ok := a.Pod(o.mi, o.rank); !ok {
+		return fmt.Errorf("%w: %s of job %s member %q rank %d", gang.ErrUnknownPod, opNames[o.kind], o.id, o.member, o.rank)
+	}
+	if o.kind == opReleasePod {
+		m := &o.rec.job.Gang.Members[o.mi]
+		why := ""
+		switch spare, _ := e.ledger.Spare(o.id, o.mi); {
+		case m.Request.GPUs > 0 || m.Min <= 0 || m.Min >= m.Request.Nodes:
+			why = "the member has a fixed size (re-place the pod, or cancel the job)"
+		case stepOf(m) > 1:
+			why = fmt.Sprintf("the member comes in steps of %d pods", stepOf(m))
+		case spare < 1:
+			why = fmt.Sprintf("the member runs %d pods, its minimum", a.Members[o.mi].Pods)
+		}
+		if why != "" {
+			return fmt.Errorf("%w: ReleasePod of job %s member %s rank %d: %s", gang.ErrBelowMin, o.id, o.member, o.rank, why)
+		}
+	}
+	return nil
+}
+
+// podEvent applies a checked ReplacePod or ReleasePod.
+func (e *Engine) podEvent(o *op) {
+	j := o.rec
+	e.charge(j, o.now)
+	e.jobs.setOwner(j.alloc, nil)
+	pc := PodChange{Job: j.job.ID, Kind: PodsRemoved, Time: o.now}
+	if o.kind == opReleasePod {
+		e.rankScratch = append(e.rankScratch[:0], o.rank)
+		e.releasePods(j, o.mi, e.rankScratch, &pc)
+	} else {
+		rep, err := e.ledger.ReplacePod(j.job.ID, o.member, o.rank, e.promisedNodes(j, o.now))
+		if err != nil {
+			panic(fmt.Sprintf("backfill: checked pod of %s refused: %v", j.job.ID, err))
+		}
+		o.rep = rep
+		pc.Kind = PodsReplaced
+		if rep.Replaced {
+			pc.Pods, pc.Old = []gang.Pod{rep.New}, []gang.Pod{rep.Old}
+		}
+	}
+	e.jobs.setOwner(j.alloc, j)
+	j.used = j.alloc.GPUs()
+	e.prof.version++
+	if len(pc.Pods) > 0 {
+		e.podChanges = append(e.podChanges, pc)
+	}
+}

@@ -62,6 +62,7 @@ type scenario struct {
 //	started|finish|cancel|preempted|checkpoint id=J at=T
 //	failed id=J at=T [requeue]
 //	down|up|drain|resume node=N at=T
+//	replacepod|releasepod id=J member=M rank=R at=T   (prints where the pod went)
 //	jobs                                      (prints the squeue-like table)
 //	next                                      (prints NextEvent)
 //	restore                                   (snapshot, JSON, restore; prints what differs)
@@ -110,6 +111,8 @@ func (sc *scenario) run(d *datadriven.Case) string {
 		return sc.jobEvent(d)
 	case "down", "up", "drain", "resume":
 		return sc.nodeEvent(d)
+	case "replacepod", "releasepod":
+		return sc.podEvent(d)
 	case "jobs":
 		d.Only(t)
 		return FormatJobs(sc.e.Jobs(), epoch)
@@ -369,4 +372,24 @@ func (sc *scenario) nodeEvent(d *datadriven.Case) string {
 		return result(sc.e.Drain(node, now))
 	}
 	return result(sc.e.Resume(node, now))
+}
+
+func (sc *scenario) podEvent(d *datadriven.Case) string {
+	t := sc.t
+	d.Only(t, "id", "member", "rank", "at")
+	id, _ := d.Get("id")
+	member, _ := d.Get("member")
+	v, _ := d.Get("at")
+	now, rank := at(t, d, v), d.Int(t, "rank", 0)
+	if d.Cmd == "releasepod" {
+		return result(sc.e.ReleasePod(id, member, rank, now))
+	}
+	rep, err := sc.e.ReplacePod(id, member, rank, now)
+	switch {
+	case err != nil:
+		return "error: " + err.Error()
+	case !rep.Replaced:
+		return fmt.Sprintf("not replaced: %s", rep.Reason)
+	}
+	return fmt.Sprintf("rank %d: %s -> %s", rep.New.Rank, sc.c.NodeName(rep.Old.Node), sc.c.NodeName(rep.New.Node))
 }
