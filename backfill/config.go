@@ -282,10 +282,11 @@ type Job struct {
 	// no GPU total, no segments) resizable while it runs. They grow, up
 	// to the pods their requests ask for, when GPUs are free that no
 	// waiting job or reservation needs (Plan.PodChanges, PodsAdded); and
-	// their pods above Min are lent: a waiting job holding a reservation
-	// that fits now only with them starts on them, and the job gives them
-	// up (PodsRemoved, with PodChange.For; never in the cycle that
-	// started it). The host must be able to add and remove ranks of a
+	// their pods above Min are lent: a waiting job that fits now only
+	// with them, and holds a reservation or (with preemption on) is of a
+	// higher class, starts on them before any preemption, and the job
+	// gives them up (PodsRemoved, with PodChange.For; never in the cycle
+	// that started it). The host must be able to add and remove ranks of a
 	// running job.
 	Grow bool
 	// Class is the job's priority class, separate from its fair-share

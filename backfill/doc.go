@@ -186,13 +186,15 @@
 // admission does; growth then brings it up.
 //
 // The pods of such a job above its minimum are lent, not owned (from the
-// cycle after its start). A waiting job that holds a reservation and does
-// not fit now tries again with them counted free (the GPUs
+// cycle after its start). A waiting job that does not fit now and holds a
+// reservation, or, with preemption on, is of a higher class than the
+// lender, tries again with them counted free (the GPUs
 // promised to reservations overlapping its run, holds and claims still
 // kept off); when it fits, the growing jobs give up the lent pods its
 // placement uses (PodsRemoved, PodChange.For names the job) and it starts
 // now, before any preemption is considered: a job whose reservation a
-// failure pushed back can so start on time. Lent pods are not counted in
+// failure pushed back can so start on time, and a preemptor takes lent
+// pods rather than stop a gang. Lent pods are not counted in
 // the availability profile: a reservation is never planned on them.
 //
 // # States

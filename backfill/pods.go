@@ -323,6 +323,14 @@ func lends(j *jobRec, now time.Time) bool {
 	return false
 }
 
+// lendsTo reports whether active job l lends its pods to waiting job j
+// at now: to a job holding a reservation, or, with preemption on, to a
+// job of a higher class (shrinking l is then the cheaper way in than
+// stopping a gang).
+func (e *Engine) lendsTo(l, j *jobRec, now time.Time) bool {
+	return lends(l, now) && (j.resv != nil || e.pre != nil && l.job.Class < j.job.Class)
+}
+
 // lentFrom returns the first rank of member allocation ma that m lends
 // (its ranks from Min on), or -1 when it lends none.
 func lentFrom(m *gang.Member, ma *gang.MemberAllocation) int {
@@ -332,20 +340,20 @@ func lentFrom(m *gang.Member, ma *gang.MemberAllocation) int {
 	return m.Min
 }
 
-// tryLent starts job j, which holds a reservation and does not fit the
-// scratch state, on it plus the pods that growing jobs lend (their ranks
-// above their minimum), when that fits: the lenders give up the lent pods j's placement uses (their
+// tryLent starts job j, which does not fit the scratch state, on it plus
+// the pods that growing jobs lend it (their ranks above their minimum;
+// see lendsTo), when that fits: the lenders give up the lent pods j's placement uses (their
 // later ranks move down; Plan.PodChanges, PodsRemoved, For j). The GPUs promised to
 // reservations overlapping j's run, holds and claims stay blocked, so no
 // promise moves for it. It reports whether j started.
 func (c *cycle) tryLent(j *jobRec, spec *gang.Spec) bool {
 	e := c.e
-	if j.resv == nil {
+	if j.resv == nil && e.pre == nil {
 		return false
 	}
 	any := false
 	for _, l := range e.jobs.running {
-		any = any || lends(l, c.now)
+		any = any || e.lendsTo(l, j, c.now)
 	}
 	if !any {
 		return false
@@ -357,7 +365,7 @@ func (c *cycle) tryLent(j *jobRec, spec *gang.Spec) bool {
 		panic(err)
 	}
 	for _, l := range e.jobs.running {
-		if !lends(l, c.now) {
+		if !e.lendsTo(l, j, c.now) {
 			continue
 		}
 		for mi := range l.alloc.Members {
@@ -387,7 +395,7 @@ func (c *cycle) tryLent(j *jobRec, spec *gang.Spec) bool {
 	if !res.Admitted {
 		return false
 	}
-	e.takeLent(j.job.ID, &e.alloc, c.now, c.plan)
+	e.takeLent(j, &e.alloc, c.now, c.plan)
 	c.gen++
 	c.valid = false
 	c.start(j)
@@ -397,12 +405,12 @@ func (c *cycle) tryLent(j *jobRec, spec *gang.Spec) bool {
 // takeLent removes from the lending jobs every lent pod that shares a
 // GPU with a (from the last rank down, so that the ranks still to look at
 // stay put) and reports it in plan.
-func (e *Engine) takeLent(to string, a *gang.Allocation, now time.Time, plan *Plan) {
+func (e *Engine) takeLent(to *jobRec, a *gang.Allocation, now time.Time, plan *Plan) {
 	m := e.nodeMask
 	forEntries(a, func(x topology.NodeAlloc) { m[x.Node] |= x.GPUs })
 	defer forEntries(a, func(x topology.NodeAlloc) { m[x.Node] = 0 })
 	for _, l := range e.jobs.running {
-		if !lends(l, now) {
+		if !e.lendsTo(l, to, now) {
 			continue
 		}
 		var pc *PodChange
@@ -430,7 +438,7 @@ func (e *Engine) takeLent(to string, a *gang.Allocation, now time.Time, plan *Pl
 			}
 			if pc == nil {
 				plan.PodChanges, pc = extend(plan.PodChanges)
-				*pc = PodChange{Job: l.job.ID, Kind: PodsRemoved, Time: now, For: to, Pods: pc.Pods[:0], Old: pc.Old[:0]}
+				*pc = PodChange{Job: l.job.ID, Kind: PodsRemoved, Time: now, For: to.job.ID, Pods: pc.Pods[:0], Old: pc.Old[:0]}
 			}
 			e.releasePods(l, mi, ranks, pc)
 		}
