@@ -21,7 +21,7 @@ type elasticRun struct {
 	d     *driver
 	specs map[string]*Job
 	// Counts over the run, for the test's report and its "too easy" check.
-	grown, shrunk, replaced, requeued, reserved, lent, podOps int
+	grown, shrunk, replaced, requeued, reserved, lent, podOps, preempted int
 }
 
 // TestElasticProperties is acceptance point 2 of issue 17: over 500
@@ -46,7 +46,8 @@ type elasticRun struct {
 //     co-location);
 //   - on the workloads with failures, an adapter also re-places or
 //     releases single pods at random (Engine.ReplacePod, ReleasePod), with
-//     the same checks.
+//     the same checks; on half of them preemption is on, with random
+//     classes and policies, so preemptors take lent pods too.
 func TestElasticProperties(t *testing.T) {
 	seeds := 500
 	if testing.Short() {
@@ -63,10 +64,11 @@ func TestElasticProperties(t *testing.T) {
 		sum.reserved += run.reserved
 		sum.lent += run.lent
 		sum.podOps += run.podOps
+		sum.preempted += run.preempted
 	}
-	t.Logf("%d seeds: %d growths, %d shrinks on failure, %d lendings, %d replacements, %d requeues on failure, %d reservations kept, %d single-pod moves or releases",
-		seeds, sum.grown, sum.shrunk, sum.lent, sum.replaced, sum.requeued, sum.reserved, sum.podOps)
-	if sum.grown == 0 || sum.shrunk == 0 || sum.lent == 0 || sum.replaced == 0 || sum.requeued == 0 || sum.reserved == 0 || sum.podOps == 0 {
+	t.Logf("%d seeds: %d growths, %d shrinks on failure, %d lendings, %d replacements, %d requeues on failure, %d reservations kept, %d single-pod moves or releases, %d preemptions",
+		seeds, sum.grown, sum.shrunk, sum.lent, sum.replaced, sum.requeued, sum.reserved, sum.podOps, sum.preempted)
+	if sum.grown == 0 || sum.shrunk == 0 || sum.lent == 0 || sum.replaced == 0 || sum.requeued == 0 || sum.reserved == 0 || sum.podOps == 0 || sum.preempted == 0 {
 		t.Error("the generator should produce growths, shrinks, lendings, replacements, requeues and reservations")
 	}
 }
@@ -79,6 +81,10 @@ func newElasticRun(t *testing.T, seed int) *elasticRun {
 	}
 	cfg := DefaultConfig()
 	cfg.Hold.Enabled = false
+	preempting := seed%4 == 3 // with failures (odd seeds), and preemption
+	if preempting {
+		cfg.Preemption = PreemptionConfig{Enabled: true, Grace: 5 * time.Minute, MaxSearches: 16}
+	}
 	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b", "c"))
 	if err != nil {
 		t.Fatal(err)
@@ -99,6 +105,9 @@ func newElasticRun(t *testing.T, seed int) *elasticRun {
 		j.OnNodeFailure = FailurePolicy(r.IntN(4))
 		if r.IntN(8) == 0 {
 			j.Gang.Colocate = gang.Colocation{Level: "spine", Required: true}
+		}
+		if preempting {
+			preemptJob(r, j)
 		}
 		run.specs[j.ID] = j
 	}
@@ -266,6 +275,7 @@ func (x *elasticRun) checkNotNew(id string, p gang.Pod) {
 // checkPlan checks every active job after a cycle, and the growths of the
 // plan against its reservations.
 func (x *elasticRun) checkPlan(p *Plan) {
+	x.preempted += len(p.Preemptions)
 	for _, j := range x.e.jobs.running {
 		x.checkJob(j.job.ID, j.alloc)
 	}
