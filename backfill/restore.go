@@ -75,6 +75,26 @@ func (r *restorer) bad(format string, args ...any) {
 	r.errs = append(r.errs, fmt.Errorf(format, args...))
 }
 
+// podChanges restores the pod changes not yet reported, checking that
+// each names a job, a kind and pods on the cluster's nodes (as many old
+// pods as new ones for a replacement).
+func (r *restorer) podChanges() {
+	e := r.e
+	for i := range r.snap.PodChanges {
+		pc := &r.snap.PodChanges[i]
+		ok := pc.Job != "" && pc.Kind >= PodsReplaced && pc.Kind <= PodsAdded && (pc.Kind == PodsReplaced) == (len(pc.Old) > 0) &&
+			(pc.Kind != PodsReplaced || len(pc.Old) == len(pc.Pods))
+		for _, p := range slices.Concat(pc.Pods, pc.Old) {
+			ok = ok && p.Node >= 0 && int(p.Node) < e.c.NumNodes()
+		}
+		if !ok {
+			r.bad("pod change %d (job %q, %s): malformed", i, pc.Job, pc.Kind)
+			continue
+		}
+		e.podChanges = append(e.podChanges, *pc)
+	}
+}
+
 // run restores in dependency order; each step checks what it reads.
 func (r *restorer) run() {
 	e, s := r.e, r.snap
@@ -387,7 +407,7 @@ func (r *restorer) holds() {
 		}
 	}
 	e.holdEnds = slices.Clone(r.snap.HoldEnds)
-	e.podChanges = slices.Clone(r.snap.PodChanges)
+	r.podChanges()
 	var sum runtimes
 	for _, rt := range r.snap.Runtimes {
 		h, fits := runtimesOf(rt)
