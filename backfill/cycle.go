@@ -113,15 +113,15 @@ type failure struct {
 // shape is what a cacheable job's outcome depends on besides the scratch
 // state.
 type shape struct {
-	hash  uint64
-	req   *placement.Request
-	min   int
-	class int
-	queue int // with quotas, reclaim depends on it
+	hash      uint64
+	req       *placement.Request
+	min, step int
+	class     int
+	queue     int // with quotas, reclaim depends on it
 }
 
 func (s *shape) equal(o *shape) bool {
-	return s.hash == o.hash && s.min == o.min && s.class == o.class && s.queue == o.queue && *s.req == *o.req
+	return s.hash == o.hash && s.min == o.min && s.step == o.step && s.class == o.class && s.queue == o.queue && *s.req == *o.req
 }
 
 // shapeHash hashes what shape compares (FNV-1a over the request's fields
@@ -140,6 +140,7 @@ func shapeHash(j *Job) uint64 {
 	for _, m := range j.Gang.Members {
 		r := &m.Request
 		mix(uint64(m.Min))
+		mix(uint64(m.Step))
 		mix(uint64(r.Nodes))
 		mix(uint64(r.GPUsPerNode))
 		mix(uint64(r.GPUs))
@@ -164,9 +165,11 @@ func shapeHash(j *Job) uint64 {
 func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	*plan = Plan{Time: now, Starts: plan.Starts[:0], Reservations: plan.Reservations[:0],
 		Waiting: plan.Waiting[:0], Moves: plan.Moves[:0], Overruns: plan.Overruns[:0],
-		Holds: plan.Holds[:0], HoldEnds: plan.HoldEnds[:0], Preemptions: plan.Preemptions[:0]}
+		Holds: plan.Holds[:0], HoldEnds: plan.HoldEnds[:0], Preemptions: plan.Preemptions[:0],
+		PodChanges: plan.PodChanges[:0]}
 	e.chargeAll(now)
 	e.accountHolds(now, plan)
+	e.takePodChanges(plan)
 	e.book.extendDue(now)
 	order := e.rank(now)
 	c := &e.cyc
@@ -176,6 +179,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.initQuota()
 	c.keepBook()
 	c.walk(order)
+	e.grow(now, plan)
 	e.report(plan)
 }
 
@@ -335,7 +339,7 @@ func (c *cycle) shapeKey(j *jobRec) (shape, bool) {
 		return shape{}, false // its outcome depends on its own history
 	}
 	m := &j.job.Gang.Members[0]
-	return shape{hash: j.shape, req: &m.Request, min: m.Min, class: j.job.Class, queue: j.queue}, true
+	return shape{hash: j.shape, req: &m.Request, min: m.Min, step: m.Step, class: j.job.Class, queue: j.queue}, true
 }
 
 func (c *cycle) cached(k *shape) (*Waiting, bool) {
@@ -425,7 +429,7 @@ func (c *cycle) tryStart(j *jobRec) bool {
 	}
 	c.lastRes = res
 	if !res.Admitted {
-		return false
+		return c.tryLent(j, spec)
 	}
 	// The scratch state holds the allocation too; it stays valid, but it
 	// changed.

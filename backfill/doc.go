@@ -223,6 +223,53 @@
 // reclaimed (a queue above its guarantee but below its weighted share
 // waits for others' jobs to end).
 //
+// # Node failures and elastic gangs
+//
+// A node failure releases every active job on the node whole, and
+// requeues it (Requeue, the default) or fails it (Fail), unless its
+// Job.OnNodeFailure lets it keep running:
+//
+//   - Replace re-places each of its pods on the node, alone
+//     (gang.Ledger.ReplacePod): same member and rank, same shape, inside
+//     every domain its gang requires (the member's Required level, a
+//     required co-location, its innermost segments), next to its
+//     neighbours first, and off every node with a GPU promised to a hold,
+//     a claim or a reservation whose window overlaps the job's run (every
+//     reservation, for a job without a limit), so that no promise moves
+//     for it. The host starts the new pods and restarts the job from its
+//     checkpoint; its start and time limit are unchanged. When some pod
+//     finds no node, the job is requeued whole.
+//   - Shrink gives up the pods on the node of every elastic member
+//     (gang.Member.Min) that stays at or above its minimum
+//     (gang.Ledger.ReleasePod; the later ranks move down), and re-places
+//     the pods of the other members as Replace does; failing both, the
+//     job is requeued whole.
+//
+// NodeEvent says which happened; the next plan's PodChanges lists the
+// pods (PodsReplaced, PodsRemoved, with the node).
+//
+// A job with Job.Grow set grows while it runs: at the end of a cycle in
+// which every waiting job holds a reservation and there is no hold and no
+// claim, each elastic member below the pods it asks for takes free nodes
+// next to its last pod (its leaf first, then the domain above;
+// gang.Ledger.GrowMember), off every node promised to a reservation
+// overlapping its run, so growth never delays a reservation
+// (PodsAdded, at the next ranks). A job that cannot start at full size
+// starts at the largest size that fits, at least its minimum, as
+// admission does; growth then brings it up.
+//
+// The pods of such a job above its minimum are lent, not owned (from the
+// cycle after its start). A waiting job that does not fit now and holds a
+// reservation, or, with preemption on, is of a higher class than the
+// lender, tries again with them counted free (the GPUs
+// promised to reservations overlapping its run, holds and claims still
+// kept off); when it fits, the growing jobs give up the lent pods its
+// placement uses (PodsRemoved, PodChange.For names the job) and it starts
+// now, before any preemption is considered: a job whose reservation a
+// failure pushed back can so start on time, and a preemptor takes lent
+// pods rather than stop a gang. Lent pods are not counted in
+// the availability profile: a reservation is never planned on them.
+//
 // # States
 //
 // Every event goes through one path that checks it against these state
@@ -235,10 +282,12 @@
 //	Started       starting                             running
 //	Finished      starting, running, preempting        finished
 //	Failed        starting, running, preempting        failed, or requeued (with requeue)
-//	NodeDown      starting, running, preempting, with  requeued or failed (OnNodeFailure)
-//	              a member on the node
+//	NodeDown      starting, running, preempting, with  requeued or failed, or (unchanged) with
+//	              a member on the node                 pods replaced or removed (OnNodeFailure)
 //	Preempted     preempting                           requeued or cancelled (Job.Preemption)
 //	Checkpointed  running, preempting                  (unchanged)
+//	ReplacePod    starting, running                    (unchanged; one pod moved)
+//	ReleasePod    starting, running                    (unchanged; one pod given up)
 //	Cancel        any waiting or active state          cancelled
 //
 // Pending, reserved, held and requeued are the waiting states; starting,
@@ -277,6 +326,9 @@
 //   - Cancel, Started, Finished, Failed, Preempted, Checkpointed:
 //     ErrUnknownJob, ErrTransition (Preempted of a job that is not
 //     preempting, Checkpointed of one that is not running or preempting).
+//   - ReplacePod, ReleasePod: ErrUnknownJob, ErrTransition (a job that is
+//     not starting or running), gang.ErrUnknownPod, and for ReleasePod
+//     gang.ErrBelowMin.
 //   - NodeDown, NodeUp, Drain, Resume: topology.ErrUnknownNode,
 //     ErrTransition.
 //   - ScheduleInto: ErrBadArgument (a nil plan).
@@ -317,10 +369,16 @@
 //     them, confirm with Started, and report Finished or Failed. Report
 //     events at the time they happened when you batch them before a cycle.
 //   - Report node failures (NodeDown returns the jobs it requeued or
-//     failed), repairs (NodeUp), drains (Drain) and their end (Resume).
-//   - With preemption on, or queues with guarantees: signal every victim of Plan.Preemptions and
-//     report its release (Preempted); report checkpoints (Checkpointed)
-//     to keep the work counted as lost honest.
+//     failed, or kept running), repairs (NodeUp), drains (Drain) and their
+//     end (Resume); run a cycle after a failure.
+//   - Apply Plan.PodChanges: start the pods added or moved (a job whose
+//     pods moved restarts from its checkpoint), stop the pods removed.
+//     Allocation pods are in rank order (gang.Allocation.Pods). When one
+//     pod cannot be bound, call ReplacePod (or, for an elastic member,
+//     ReleasePod) instead of failing the job.
+//   - With preemption on, or queues with guarantees: signal every victim
+//     of Plan.Preemptions and report its release (Preempted); report
+//     checkpoints (Checkpointed) to keep the work counted as lost honest.
 //   - Call Schedule when something changed (a submit, a finish, a node)
 //     and by NextEvent; with MaxJobsTested, or to let priorities that drift
 //     with time (age, decaying usage) reshuffle reservations, also at a

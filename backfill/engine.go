@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/bits-and-blooms/bitset"
+
 	"github.com/phalanx-sched/phalanx/fairshare"
 	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/internal/access"
@@ -38,8 +40,9 @@ type Engine struct {
 	cursor         int       // bf_continue: priority rank to resume at
 	heldGPUSeconds float64
 	lastCycle      time.Time
-	holdEnds       []HoldEnd // since the last cycle, for its plan
-	leafGPUs       int       // GPUs of the largest lowest-level domain
+	holdEnds       []HoldEnd   // since the last cycle, for its plan
+	podChanges     []PodChange // since the last cycle, for its plan
+	leafGPUs       int         // GPUs of the largest lowest-level domain
 
 	// Scratch.
 	cyc     cycle
@@ -53,7 +56,11 @@ type Engine struct {
 	// plannedAlloc keeps a profile search's placement while a victim
 	// search runs.
 	plannedAlloc gang.Allocation
-	nodeMask     []uint64 // per node, zero between uses
+	nodeMask     []uint64        // per node, zero between uses
+	podScratch   []bool          // per member: shrink on a node failure
+	rankScratch  []int           // ranks of pods to give up
+	avoid        *bitset.BitSet  // nodes with promised GPUs, for replacements
+	lent         *topology.State // the scratch state plus lent pods (made when first needed)
 	estBuf       []endItem
 
 	// Test switches: naive runs every cache's reference path; checkEach

@@ -44,6 +44,10 @@ type Plan struct {
 	// (once), kills it by its Deadline, and reports its GPUs released
 	// (Engine.Preempted). The victims are preempting until then.
 	Preemptions []Preemption
+	// PodChanges lists the changes to the pods of running jobs since the
+	// last cycle (pods re-placed or given up on a node failure), in the
+	// order they happened.
+	PodChanges []PodChange
 	// Tested counts the jobs tested this cycle.
 	Tested int
 	// HeldGPUSeconds is the running total of GPU-seconds held idle for
@@ -419,6 +423,9 @@ func (p *Plan) Describe(c *topology.Cluster, epoch time.Time) string {
 	for _, x := range p.Preemptions {
 		fmt.Fprintf(&b, "preempt %s for %s (%s, grace until %s, %.1f GPU-hours lost): %s\n", x.Victim, x.Preemptor, x.Policy,
 			formatTime(x.Deadline, epoch), float64(x.LostGPUSeconds)/3600, x.Reason)
+	}
+	for i := range p.PodChanges {
+		fmt.Fprintf(&b, "%s\n", p.PodChanges[i].describe(c))
 	}
 	for _, h := range p.HoldEnds {
 		by := ""

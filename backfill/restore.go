@@ -78,6 +78,26 @@ func (r *restorer) bad(format string, args ...any) {
 	r.errs = append(r.errs, fmt.Errorf(format, args...))
 }
 
+// podChanges restores the pod changes not yet reported, checking that
+// each names a job, a kind and pods on the cluster's nodes (as many old
+// pods as new ones for a replacement).
+func (r *restorer) podChanges() {
+	e := r.e
+	for i := range r.snap.PodChanges {
+		pc := &r.snap.PodChanges[i]
+		ok := pc.Job != "" && pc.Kind >= PodsReplaced && pc.Kind <= PodsAdded && (pc.Kind == PodsReplaced) == (len(pc.Old) > 0) &&
+			(pc.Kind != PodsReplaced || len(pc.Old) == len(pc.Pods))
+		for _, p := range slices.Concat(pc.Pods, pc.Old) {
+			ok = ok && p.Node >= 0 && int(p.Node) < e.c.NumNodes()
+		}
+		if !ok {
+			r.bad("pod change %d (job %q, %s): malformed", i, pc.Job, pc.Kind)
+			continue
+		}
+		e.podChanges = append(e.podChanges, *pc)
+	}
+}
+
 // run restores in dependency order; each step checks what it reads.
 func (r *restorer) run() {
 	e, s := r.e, r.snap
@@ -296,14 +316,11 @@ func (r *restorer) jobSpec(jr *JobRecord) (Job, error) {
 			return j, fmt.Errorf("patience wait: %w", err)
 		}
 	}
-	switch jr.OnNodeFailure {
-	case "", "requeue":
-	case "fail":
-		j.OnNodeFailure = Fail
-	default:
+	var ok bool
+	if j.OnNodeFailure, ok = ParseFailurePolicy(jr.OnNodeFailure); !ok {
 		return j, fmt.Errorf("unknown on_node_failure %q", jr.OnNodeFailure)
 	}
-	j.Class = jr.Class
+	j.Class, j.Grow = jr.Class, jr.Grow
 	if jr.Preemption != "" {
 		p, ok := preempt.ParsePolicy(jr.Preemption)
 		if !ok {
@@ -397,6 +414,7 @@ func (r *restorer) holds() {
 		}
 	}
 	e.holdEnds = slices.Clone(r.snap.HoldEnds)
+	r.podChanges()
 	var sum runtimes
 	for _, rt := range r.snap.Runtimes {
 		h, fits := runtimesOf(rt)

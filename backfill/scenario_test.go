@@ -60,12 +60,14 @@ type scenario struct {
 //	       (input: fairshare text form of the accounts)
 //	submit id=J [account=A] [at=T] [limit=D] nodes=N|gpus=N [gpn=G] [required=L]
 //	       [preferred=L] [exclusive] [patience=k@D] [fail]
-//	       [class=K] [policy=never|requeue|cancel] [queue=Q]  (one member "main")
-//	submit id=J ... (input: one member per line: name nodes=N gpn=G ...)
+//	       [class=K] [policy=never|requeue|cancel] [queue=Q]
+//	       [onfail=requeue|fail|replace|shrink] [grow] [min=M] [step=S]  (one member "main")
+//	submit id=J ... (input: one member per line: name nodes=N gpn=G [min=M] [step=S] ...)
 //	schedule at=T                             (prints the plan)
 //	started|finish|cancel|preempted|checkpoint id=J at=T
 //	failed id=J at=T [requeue]
 //	down|up|drain|resume node=N at=T
+//	replacepod|releasepod id=J member=M rank=R at=T   (prints where the pod went)
 //	jobs                                      (prints the squeue-like table)
 //	next                                      (prints NextEvent)
 //	restore                                   (snapshot, JSON, restore; prints what differs)
@@ -118,6 +120,8 @@ func (sc *scenario) run(d *datadriven.Case) string {
 		return sc.jobEvent(d)
 	case "down", "up", "drain", "resume":
 		return sc.nodeEvent(d)
+	case "replacepod", "releasepod":
+		return sc.podEvent(d)
 	case "jobs":
 		d.Only(t)
 		return FormatJobs(sc.e.Jobs(), epoch)
@@ -238,6 +242,12 @@ func (sc *scenario) job(d *datadriven.Case) Job {
 	if d.Has("fail") {
 		j.OnNodeFailure = Fail
 	}
+	if p := get("onfail"); p != "" {
+		var ok bool
+		if j.OnNodeFailure, ok = ParseFailurePolicy(p); !ok {
+			d.Fatalf(t, "onfail=%q: want requeue, fail, replace or shrink", p)
+		}
+	}
 	j.Class = d.Int(t, "class", 0)
 	if p := get("policy"); p != "" {
 		var ok bool
@@ -245,27 +255,42 @@ func (sc *scenario) job(d *datadriven.Case) Job {
 			d.Fatalf(t, "policy=%q: want never, requeue or cancel", p)
 		}
 	}
-	jobKeys := []string{"id", "account", "at", "limit", "patience", "fail", "class", "policy", "queue"}
+	j.Grow = d.Has("grow")
+	jobKeys := []string{"id", "account", "at", "limit", "patience", "fail", "class", "policy", "queue", "onfail", "grow"}
 	if strings.TrimSpace(d.Input) == "" {
-		d.Only(t, append(jobKeys, requestKeys...)...)
+		d.Only(t, append(jobKeys, append(requestKeys, "min", "step")...)...)
 		var args []datadriven.Arg
 		for _, a := range d.Args {
 			if slices.Contains(requestKeys, a.Key) {
 				args = append(args, a)
 			}
 		}
-		j.Gang.Members = []gang.Member{{Name: "main", Request: requestArgs(t, d, args)}}
+		j.Gang.Members = []gang.Member{{Name: "main", Request: requestArgs(t, d, args), Min: d.Int(t, "min", 0), Step: d.Int(t, "step", 0)}}
 		return j
 	}
 	d.Only(t, jobKeys...)
 	for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
 		f := strings.Fields(line)
 		var args []datadriven.Arg
+		m := gang.Member{Name: f[0]}
 		for _, x := range f[1:] {
 			k, v, _ := strings.Cut(x, "=")
+			if k == "min" || k == "step" {
+				n, err := strconv.Atoi(v)
+				if err != nil {
+					d.Fatalf(t, "%s=%q is not an integer", k, v)
+				}
+				if k == "min" {
+					m.Min = n
+				} else {
+					m.Step = n
+				}
+				continue
+			}
 			args = append(args, datadriven.Arg{Key: k, Val: v})
 		}
-		j.Gang.Members = append(j.Gang.Members, gang.Member{Name: f[0], Request: requestArgs(t, d, args)})
+		m.Request = requestArgs(t, d, args)
+		j.Gang.Members = append(j.Gang.Members, m)
 	}
 	return j
 }
@@ -397,4 +422,24 @@ func parseQueues(t *testing.T, d *datadriven.Case) QuotaConfig {
 		cfg.Queues = append(cfg.Queues, q)
 	}
 	return cfg
+}
+
+func (sc *scenario) podEvent(d *datadriven.Case) string {
+	t := sc.t
+	d.Only(t, "id", "member", "rank", "at")
+	id, _ := d.Get("id")
+	member, _ := d.Get("member")
+	v, _ := d.Get("at")
+	now, rank := at(t, d, v), d.Int(t, "rank", 0)
+	if d.Cmd == "releasepod" {
+		return result(sc.e.ReleasePod(id, member, rank, now))
+	}
+	rep, err := sc.e.ReplacePod(id, member, rank, now)
+	switch {
+	case err != nil:
+		return "error: " + err.Error()
+	case !rep.Replaced:
+		return fmt.Sprintf("not replaced: %s", rep.Reason)
+	}
+	return fmt.Sprintf("rank %d: %s -> %s", rep.New.Rank, sc.c.NodeName(rep.Old.Node), sc.c.NodeName(rep.New.Node))
 }

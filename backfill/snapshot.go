@@ -43,8 +43,10 @@ type Snapshot struct {
 	Reservations   []ReservationRecord     `json:"reservations,omitempty"`
 	Holds          []HoldRecord            `json:"holds,omitempty"`
 	HoldEnds       []HoldEnd               `json:"hold_ends,omitempty"`
-	Claims         []ClaimRecord           `json:"claims,omitempty"`
-	Runtimes       []RuntimeRecord         `json:"runtimes,omitempty"`
+	// PodChanges are the pod changes not yet reported in a plan.
+	PodChanges []PodChange     `json:"pod_changes,omitempty"`
+	Claims     []ClaimRecord   `json:"claims,omitempty"`
+	Runtimes   []RuntimeRecord `json:"runtimes,omitempty"`
 	// AllRuntimes is every account's run times together (Account empty).
 	AllRuntimes RuntimeRecord `json:"all_runtimes"`
 }
@@ -132,6 +134,7 @@ type JobRecord struct {
 	Partition     float64         `json:"partition,omitempty"`
 	Patience      *PatienceRecord `json:"patience,omitempty"`
 	OnNodeFailure string          `json:"on_node_failure,omitempty"`
+	Grow          bool            `json:"grow,omitempty"`
 	Gang          gang.SpecRecord `json:"gang"`
 	Start         time.Time       `json:"start,omitzero"`
 	Promised      time.Time       `json:"promised,omitzero"`
@@ -232,6 +235,7 @@ func (e *Engine) Snapshot() *Snapshot {
 			SpentGPUs: h.spent, BudgetGPUs: h.budget, EstimatedStart: h.eta})
 	}
 	s.HoldEnds = slices.Clone(e.holdEnds)
+	s.PodChanges = slices.Clone(e.podChanges)
 	for _, cl := range e.book.claims {
 		cr := ClaimRecord{Job: cl.job.job.ID, Since: cl.since, Due: cl.due, Placement: e.gangRecord(&cl.alloc), Reclaim: cl.reclaim}
 		for _, v := range cl.victims {
@@ -254,7 +258,7 @@ func (e *Engine) jobRecord(j *jobRec) JobRecord {
 	r := JobRecord{ID: jb.ID, Account: jb.Account, State: e.stateOf(j), Seq: j.seq, Submit: jb.Submit,
 		QOS: jb.QOS, Partition: jb.Partition, Gang: jb.Gang.Record(e.c), Start: j.start, Promised: j.promised,
 		LastCharge: j.lastCharge, HoldExpiry: j.holdExpiry, HoldBlocked: j.holdBlockedSince, Requeues: j.requeues, Ended: j.ended, Moved: j.moved,
-		Class: jb.Class, Checkpoint: j.checkpoint, PreemptedAt: j.preemptedAt, PreemptedBy: j.preemptedBy, Preemptions: j.preemptions,
+		Class: jb.Class, Grow: jb.Grow, Checkpoint: j.checkpoint, PreemptedAt: j.preemptedAt, PreemptedBy: j.preemptedBy, Preemptions: j.preemptions,
 		Queue: jb.Queue}
 	if jb.Preemption != preempt.Never {
 		r.Preemption = jb.Preemption.String()

@@ -80,7 +80,7 @@ func (e *Engine) checkFields(j *Job) error {
 		return fmt.Errorf("%w: an ID of %d bytes (at most %d)", ErrBadJob, len(j.ID), MaxIDLength)
 	case j.Gang.ID != "" && j.Gang.ID != j.ID:
 		return bad("gang ID %s differs", j.Gang.ID)
-	case j.OnNodeFailure > Fail:
+	case j.OnNodeFailure > Shrink:
 		return bad("unknown OnNodeFailure %d", j.OnNodeFailure)
 	case j.Preemption > preempt.Cancel:
 		return bad("unknown Preemption policy %d", j.Preemption)
