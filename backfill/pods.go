@@ -554,8 +554,9 @@ func (e *Engine) quotaRoom(j *jobRec, m *gang.Member, want int) int {
 	if per == 0 {
 		per = e.c.MaxNodeGPUs() // whole nodes: at most this many each
 	}
+	step := stepOf(m) // want is a multiple of it: so stays the answer
 	for want > 0 && e.quota.check(j.queue, want*per, e.mayBorrow(j), true).code != quotaFits {
-		want--
+		want -= step
 	}
-	return want
+	return max(want, 0)
 }
