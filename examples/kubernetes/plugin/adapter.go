@@ -368,8 +368,11 @@ func (a *engineAdapter) setForeign(want map[string]int, now time.Time) error {
 	if equalCounts(want, a.foreign) {
 		return nil
 	}
-	a.clock(now)
+	now = a.clock(now)
 	snap := a.eng.Snapshot()
+	if now.After(snap.Time) {
+		snap.Time = now // the engine may not have seen a time yet
+	}
 	jobs := snap.Jobs[:0]
 	for _, j := range snap.Jobs {
 		if !strings.HasPrefix(j.ID, foreignPrefix) {
@@ -400,7 +403,7 @@ func (a *engineAdapter) setForeign(want map[string]int, now time.Time) error {
 		}
 		id := foreignPrefix + node
 		snap.Jobs = append(snap.Jobs, backfill.JobRecord{ID: id, Account: foreignAccount,
-			State: backfill.StateRunning, Seq: snap.Seq, Submit: snap.Time, Start: snap.Time,
+			State: backfill.StateRunning, Seq: snap.Seq, Submit: snap.Time, Start: snap.Time, LastCharge: snap.Time, Promised: snap.Time,
 			Gang: gang.SpecRecord{Members: []gang.MemberSpecRecord{{Name: "pods",
 				Request: placement.RequestRecord{Nodes: 1, GPUsPerNode: len(gpus)}}}}})
 		snap.Seq++

@@ -96,18 +96,20 @@ func (c *controller) onPod(obj any) {
 	if terminal(p) {
 		c.forgetPod(p)
 	} else {
-		c.observePod(p)
+		c.observePod(p, true)
 	}
 	c.mu.Unlock()
 	c.poke()
 }
 
 // observePod records a live pod: as a GPU user when bound, and as a member of
-// its group when this profile schedules it. Idempotent.
-func (c *controller) observePod(p *v1.Pod) *groupState {
+// its group when this profile schedules it. Idempotent. Only pods from the
+// API (fromAPI) say whether a pod is bound: the framework hands its hooks
+// the assumed pod, whose nodeName is set before any bind.
+func (c *controller) observePod(p *v1.Pod, fromAPI bool) *groupState {
 	uid := string(p.UID)
 	gpus := podGPUs(p, c.args.GPUResource)
-	if p.Spec.NodeName != "" && gpus > 0 {
+	if fromAPI && p.Spec.NodeName != "" && gpus > 0 {
 		c.bound[uid] = boundPod{node: p.Spec.NodeName, gpus: gpus}
 		c.dirty = true
 	}
@@ -135,15 +137,21 @@ func (c *controller) observePod(p *v1.Pod) *groupState {
 			g.submit = t
 		}
 	}
+	if g.minMember == 0 || c.minPG[key] == 0 {
+		g.minMember = c.minMemberOf(key, p)
+	}
+	if !fromAPI {
+		if ps.pod == nil {
+			ps.pod = p
+		}
+		return g
+	}
 	ps.pod = p
 	if p.Spec.NodeName != "" && ps.node == "" {
 		ps.node = p.Spec.NodeName
 		if g.inc != nil && g.inc.pods[uid] != nil {
 			g.inc.bound[uid] = true
 		}
-	}
-	if g.minMember == 0 || c.minPG[key] == 0 {
-		g.minMember = c.minMemberOf(key, p)
 	}
 	return g
 }

@@ -64,6 +64,7 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 	c.syncNodes(logger, now, &acts)
 	for _, g := range c.sortedGroups() {
 		if g.inc != nil && g.inc.broken != "" {
+			logger.Info("Phalanx: tearing a gang down", "job", g.inc.job, "reason", g.inc.broken)
 			c.teardown(g, now, &acts)
 		}
 	}

@@ -91,7 +91,7 @@ func (p *Plugin) podGroupInformer(ctx context.Context) cache.SharedIndexInformer
 	}
 	res, err := p.h.ClientSet().Discovery().ServerResourcesForGroupVersion(podGroupGVR.GroupVersion().String())
 	if err != nil || res == nil {
-		logger.Info("Phalanx: no PodGroup CRD served; min-member comes from the pod annotation", "annotation", AnnotationMinMember)
+		logger.Info("Phalanx: no PodGroup CRD served; min-member comes from the pod annotation", "annotation", AnnotationMinMember, "err", err)
 		return nil
 	}
 	dc, err := dynamicClient(cfg)
@@ -136,7 +136,7 @@ func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, 
 // lookup returns the pod's group and, when the pod's gang is admitted, its
 // node; scout reports whether the pod is measuring its shape.
 func (c *controller) lookup(pod *v1.Pod) (g *groupState, node string, scout bool) {
-	g = c.observePod(pod)
+	g = c.observePod(pod, false)
 	if g == nil {
 		return nil, "", false
 	}
@@ -269,7 +269,11 @@ func (p *Plugin) probe(ctx context.Context, state fwk.CycleState, pod *v1.Pod) [
 		lifted := n.DeepCopy()
 		lifted.Status.Allocatable[gpu] = *resource.NewQuantity(1<<20, resource.DecimalSI)
 		clone.SetNode(lifted)
-		ok[i] = p.h.RunFilterPlugins(ctx, state, pod, clone).IsSuccess()
+		st := p.h.RunFilterPlugins(ctx, state, pod, clone)
+		ok[i] = st.IsSuccess()
+		if !ok[i] {
+			klog.FromContext(ctx).V(4).Info("Phalanx: a node rejects the pod shape", "pod", klog.KObj(pod), "node", n.Name, "status", st)
+		}
 	}, Name)
 	var out []string
 	for i, fit := range ok {
