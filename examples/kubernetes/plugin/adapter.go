@@ -402,11 +402,11 @@ func (a *engineAdapter) setForeign(want map[string]int, now time.Time) error {
 			continue
 		}
 		id := foreignPrefix + node
+		snap.Seq++
 		snap.Jobs = append(snap.Jobs, backfill.JobRecord{ID: id, Account: foreignAccount,
 			State: backfill.StateRunning, Seq: snap.Seq, Submit: snap.Time, Start: snap.Time, LastCharge: snap.Time, Promised: snap.Time,
 			Gang: gang.SpecRecord{Members: []gang.MemberSpecRecord{{Name: "pods",
 				Request: placement.RequestRecord{Nodes: 1, GPUsPerNode: len(gpus)}}}}})
-		snap.Seq++
 		snap.Gangs = append(snap.Gangs, gang.GangRecord{ID: id, Members: []gang.MemberRecord{
 			{Name: "pods", Want: 1, Pods: []gang.PodRecord{{Node: node, GPUs: gpus}}}}})
 		applied[node] = want[node]

@@ -29,7 +29,7 @@ type controller struct {
 	nodeGen map[string]string // node -> labels and GPUs, to spot changes
 	deleted map[string]bool   // nodes deleted from the API
 	minPG   map[string]int    // PodGroup objects: "ns/name" -> minMember
-	dirty   bool
+	changed bool // set by an observation that the next cycle must see
 	err     string // the last engine error, shown in reasons
 	stats   Stats
 
@@ -93,13 +93,17 @@ func (c *controller) onPod(obj any) {
 		return
 	}
 	c.mu.Lock()
+	c.changed = false
 	if terminal(p) {
 		c.forgetPod(p)
 	} else {
 		c.observePod(p, true)
 	}
+	changed := c.changed
 	c.mu.Unlock()
-	c.poke()
+	if changed {
+		c.poke()
+	}
 }
 
 // observePod records a live pod: as a GPU user when bound, and as a member of
@@ -110,8 +114,10 @@ func (c *controller) observePod(p *v1.Pod, fromAPI bool) *groupState {
 	uid := string(p.UID)
 	gpus := podGPUs(p, c.args.GPUResource)
 	if fromAPI && p.Spec.NodeName != "" && gpus > 0 {
-		c.bound[uid] = boundPod{node: p.Spec.NodeName, gpus: gpus}
-		c.dirty = true
+		if _, ok := c.bound[uid]; !ok {
+			c.bound[uid] = boundPod{node: p.Spec.NodeName, gpus: gpus}
+			c.changed = true
+		}
 	}
 	if p.Spec.SchedulerName != c.profile {
 		return nil
@@ -132,7 +138,7 @@ func (c *controller) observePod(p *v1.Pod, fromAPI bool) *groupState {
 			shape: shapeKey(p, c.args.GPUResource), gpus: gpus}
 		g.pods[uid] = ps
 		c.podKey[uid] = key
-		c.dirty = true
+		c.changed = true
 		if t := p.CreationTimestamp.Time; !t.IsZero() && (g.submit.IsZero() || t.Before(g.submit)) {
 			g.submit = t
 		}
@@ -148,6 +154,7 @@ func (c *controller) observePod(p *v1.Pod, fromAPI bool) *groupState {
 	}
 	ps.pod = p
 	if p.Spec.NodeName != "" && ps.node == "" {
+		c.changed = true
 		ps.node = p.Spec.NodeName
 		if g.inc != nil && g.inc.pods[uid] != nil {
 			g.inc.bound[uid] = true
@@ -177,7 +184,7 @@ func (c *controller) forgetPod(p *v1.Pod) {
 	uid := string(p.UID)
 	if _, ok := c.bound[uid]; ok {
 		delete(c.bound, uid)
-		c.dirty = true
+		c.changed = true
 	}
 	key, ok := c.podKey[uid]
 	if !ok {
@@ -189,7 +196,7 @@ func (c *controller) forgetPod(p *v1.Pod) {
 		return
 	}
 	delete(g.pods, uid)
-	c.dirty = true
+	c.changed = true
 	if inc := g.inc; inc != nil && inc.pods[uid] != nil {
 		inc.gone[uid] = true
 		if !inc.running && inc.broken == "" {
@@ -221,11 +228,16 @@ func (c *controller) onNode(obj any, deleted bool) {
 		return
 	}
 	c.mu.Lock()
+	old := c.nodes[n.Name]
+	changed := old == nil || deleted != c.deleted[n.Name] || nodeReady(old) != nodeReady(n) ||
+		old.Spec.Unschedulable != n.Spec.Unschedulable ||
+		nodeGeneration(old, c.args.GPUResource) != nodeGeneration(n, c.args.GPUResource)
 	c.nodes[n.Name] = n
 	c.deleted[n.Name] = deleted
-	c.dirty = true
 	c.mu.Unlock()
-	c.poke()
+	if changed {
+		c.poke()
+	}
 }
 
 // podGroupHandlers returns the informer handlers for scheduler-plugins
@@ -251,7 +263,7 @@ func (c *controller) podGroupHandlers() cache.ResourceEventHandlerFuncs {
 				g.minMember = int(n)
 			}
 		}
-		c.dirty = true
+		c.changed = true
 		c.mu.Unlock()
 		c.poke()
 	}
