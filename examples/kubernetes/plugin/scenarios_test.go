@@ -129,3 +129,149 @@ func TestGroupInsideOneLeaf(t *testing.T) {
 		t.Fatalf("engine free GPUs %d, want %d (foreign pods counted)", free, want)
 	}
 }
+
+// TestBindFailureRetried: one pod's bind fails once. The pod retries on the
+// node of its rank (the gang keeps its GPUs) and the gang binds whole.
+func TestBindFailureRetried(t *testing.T) {
+	e := startEnv(t, testArgs)
+	e.createNodes(clusterSpec{nodes: 16})
+	e.createNamespace("team")
+	e.createPodGroup("team", "g", 4)
+	e.flaky.mu.Lock()
+	e.flaky.fail["g-2"] = 1
+	e.flaky.mu.Unlock()
+	e.createPods(groupPods(e, "team", "g", 4, 8))
+	e.waitFor("the gang bound", time.Minute, func() bool { return e.boundIn("team")["g"] == 4 })
+	if n := e.flaky.failures("g-2"); n != 1 {
+		t.Fatalf("g-2 failed to bind %d times, want 1", n)
+	}
+	if s := e.ctrl().Stats(); s.Teardowns != 0 || s.Admissions != 1 || s.Started != 1 {
+		t.Fatalf("stats %+v: want one admission, one start, no teardown", s)
+	}
+	if free := e.engineFree(); free != 16*8-32 {
+		t.Fatalf("engine free GPUs %d, want %d", free, 16*8-32)
+	}
+}
+
+// TestBindFailureTearsDown: one pod's bind always fails. After
+// Args.MaxBindAttempts the gang is torn down: its bound pods are deleted (no
+// partial gang is left running), the engine holds nothing for it, and the
+// pod that never bound waits with a reason.
+func TestBindFailureTearsDown(t *testing.T) {
+	e := startEnv(t, testArgs)
+	e.createNodes(clusterSpec{nodes: 16})
+	e.createNamespace("team")
+	e.createPodGroup("team", "g", 4)
+	e.flaky.mu.Lock()
+	e.flaky.fail["g-2"] = -1
+	e.flaky.mu.Unlock()
+	e.createPods(groupPods(e, "team", "g", 4, 8))
+	e.waitFor("the gang torn down and its bound pods deleted", 2*time.Minute, func() bool {
+		return e.ctrl().Stats().Teardowns >= 1 && len(e.pods("team")) == 1 && e.boundIn("team")["g"] == 0
+	})
+	if n := e.flaky.failures("g-2"); n != 3 {
+		t.Fatalf("g-2 failed to bind %d times, want 3 (maxBindAttempts)", n)
+	}
+	if free := e.engineFree(); free != 16*8 {
+		t.Fatalf("engine free GPUs %d, want all %d", free, 16*8)
+	}
+	e.waitFor("the remaining pod's reason", 30*time.Second, func() bool {
+		p := e.pods("team")[0]
+		return strings.Contains(condition(&p), "waiting for pods: 1 of the group's minimum 4")
+	})
+}
+
+// TestNodeNotReadyUnderRunningGang: a node of a bound gang goes NotReady.
+// The engine marks it down and ends the gang; the plugin deletes the gang's
+// pods (a gang with a dead rank is dead). Recreated pods (as a Job
+// controller would make them) bind again, away from the failed node.
+func TestNodeNotReadyUnderRunningGang(t *testing.T) {
+	e := startEnv(t, testArgs)
+	e.createNodes(clusterSpec{nodes: 16})
+	e.createNamespace("team")
+	e.createPodGroup("team", "g", 4)
+	e.createPods(groupPods(e, "team", "g", 4, 8))
+	e.waitFor("the gang bound", time.Minute, func() bool { return e.boundIn("team")["g"] == 4 })
+	var failed string
+	for _, p := range e.pods("team") {
+		if p.Name == "g-0" {
+			failed = p.Spec.NodeName
+		}
+	}
+	e.setReady(failed, false)
+	e.waitFor("the gang's pods deleted", time.Minute, func() bool { return len(e.pods("team")) == 0 })
+	if free := e.engineFree(); free != 15*8 {
+		t.Fatalf("engine free GPUs %d, want %d (all but the down node)", free, 15*8)
+	}
+	e.createPods(groupPods(e, "team", "g", 4, 8))
+	e.waitFor("the recreated gang bound", time.Minute, func() bool { return e.boundIn("team")["g"] == 4 })
+	for _, p := range e.pods("team") {
+		if p.Spec.NodeName == failed {
+			t.Fatalf("%s bound to the NotReady node %s", p.Name, failed)
+		}
+	}
+}
+
+// TestForeignPodsCounted: GPUs used by pods of another scheduler (here the
+// default profile) and by a pod bound directly (as DaemonSet pods are) are
+// used GPUs for Phalanx: a gang that needs more idle nodes than remain waits
+// with the engine's reason, and binds once a foreign pod is gone, never onto
+// a node a foreign pod uses.
+func TestForeignPodsCounted(t *testing.T) {
+	e := startEnv(t, testArgs)
+	e.createNodes(clusterSpec{nodes: 16})
+	e.createNamespace("other")
+	var others []*v1.Pod
+	for i := 0; i < 12; i++ {
+		others = append(others, e.newPod(podSpec{ns: "other", scheduler: "default-scheduler", gpus: 8}, fmt.Sprintf("web-%d", i)))
+	}
+	e.createPods(others)
+	e.waitFor("the default scheduler's pods bound", time.Minute, func() bool { return e.boundIn("other")[""] == 12 })
+	used := map[string]bool{}
+	for _, p := range e.pods("other") {
+		used[p.Spec.NodeName] = true
+	}
+	var free string
+	for i := 0; i < 16 && free == ""; i++ {
+		if !used[nodeName(i)] {
+			free = nodeName(i)
+		}
+	}
+	e.createPods([]*v1.Pod{e.newPod(podSpec{ns: "other", scheduler: "none", node: free, gpus: 8}, "agent")})
+	used[free] = true
+	e.createNamespace("team")
+	e.createPodGroup("team", "g", 4)
+	e.createPods(groupPods(e, "team", "g", 4, 8))
+	e.waitFor("the gang's reason", time.Minute, func() bool {
+		for _, p := range e.pods("team") {
+			if !strings.HasPrefix(condition(&p), "phalanx: no planned start") {
+				return false
+			}
+		}
+		return true
+	})
+	if b := e.boundIn("team")["g"]; b != 0 {
+		t.Fatalf("%d pods of the gang bound with 3 idle nodes", b)
+	}
+	if got := e.engineFree(); got != 3*8 {
+		t.Fatalf("engine free GPUs %d, want 24 (13 nodes used by foreign pods)", got)
+	}
+	zero := int64(0)
+	if err := e.client.CoreV1().Pods("other").Delete(e.ctx, "web-0", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the gang bound", time.Minute, func() bool { return e.boundIn("team")["g"] == 4 })
+	for _, p := range e.pods("team") {
+		if used[p.Spec.NodeName] && p.Spec.NodeName != "" {
+			owner := ""
+			for _, o := range e.pods("other") {
+				if o.Spec.NodeName == p.Spec.NodeName {
+					owner = o.Name
+				}
+			}
+			if owner != "" {
+				t.Fatalf("%s bound to %s, used by %s", p.Name, p.Spec.NodeName, owner)
+			}
+		}
+	}
+}
