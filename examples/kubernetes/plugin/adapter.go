@@ -110,7 +110,6 @@ func topologyOptions(a *Args) (kube.Options, error) {
 	return o, o.Validate()
 }
 
-
 // newEngineAdapter builds the cluster from nodes (through the topology/kube
 // preset in opts) and an empty engine on it.
 func newEngineAdapter(nodes []*v1.Node, args *Args, now time.Time) (*engineAdapter, error) {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-
 )
 
 // Args configures the plugin (pluginConfig args of the profile). Every field

@@ -29,8 +29,8 @@ type controller struct {
 	nodeGen map[string]string // node -> labels and GPUs, to spot changes
 	deleted map[string]bool   // nodes deleted from the API
 	minPG   map[string]int    // PodGroup objects: "ns/name" -> minMember
-	changed bool // set by an observation that the next cycle must see
-	err     string // the last engine error, shown in reasons
+	changed bool              // set by an observation that the next cycle must see
+	err     string            // the last engine error, shown in reasons
 	stats   Stats
 
 	wake   chan struct{}

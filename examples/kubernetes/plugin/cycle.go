@@ -385,8 +385,19 @@ func (c *controller) scoutsInFlight() bool {
 	return false
 }
 
-// collectStatus queues condition updates for pending pods whose reason
-// changed.
+// podCondition returns the message of a pod's PodScheduled condition.
+func podCondition(p *v1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodScheduled {
+			return c.Message
+		}
+	}
+	return ""
+}
+
+// collectStatus queues condition updates for pending pods whose condition
+// (as the informer last saw it) does not carry their reason: the
+// framework's failure handler may have written its own message since.
 func (c *controller) collectStatus(acts *actions) {
 	for _, g := range c.groups {
 		msg := g.reason
@@ -397,7 +408,7 @@ func (c *controller) collectStatus(acts *actions) {
 			msg += " (phalanx: " + c.err + ")"
 		}
 		for _, p := range g.pods {
-			if p.node != "" || (g.inc != nil && g.inc.slots[p.uid] != "") {
+			if p.node != "" || (g.inc != nil && g.inc.slots[p.uid] != "") || p.pod == nil || podCondition(p.pod) == "phalanx: "+msg {
 				continue
 			}
 			acts.status = append(acts.status, statusUpdate{ns: p.ns, name: p.name, uid: p.uid, msg: "phalanx: " + msg})

@@ -280,7 +280,7 @@ func (e *env) createNode(i int) error {
 	res := v1.ResourceList{v1.ResourceCPU: resource.MustParse("64"), v1.ResourceMemory: resource.MustParse("512Gi"),
 		v1.ResourcePods: resource.MustParse("110"), "nvidia.com/gpu": resource.MustParse("8")}
 	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName(i), Labels: map[string]string{
-		"kubernetes.io/hostname":                nodeName(i),
+		"kubernetes.io/hostname":                 nodeName(i),
 		"cloud.google.com/gce-topology-block":    fmt.Sprintf("spine%d", leaf/4),
 		"cloud.google.com/gce-topology-subblock": fmt.Sprintf("leaf%02d", leaf),
 		"cloud.google.com/gce-topology-host":     "host-" + nodeName(i),
@@ -453,11 +453,4 @@ func (e *env) engineFree() int {
 }
 
 // condition returns a pod's PodScheduled condition message.
-func condition(p *v1.Pod) string {
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodScheduled {
-			return c.Message
-		}
-	}
-	return ""
-}
+func condition(p *v1.Pod) string { return podCondition(p) }

@@ -27,18 +27,17 @@ type statusUpdate struct {
 // statusWriter patches the PodScheduled condition of pods Phalanx holds, so
 // that `kubectl describe pod` shows the engine's reason. Gated pods never
 // reach the framework's failure handler, which does this for rejected pods.
-// It writes a message only when it changed, from one goroutine.
+// The cycle asks only for pods whose condition differs; it writes from one
+// goroutine, the latest message per pod.
 type statusWriter struct {
-	client  kubernetes.Interface
-	mu      sync.Mutex
-	want    map[string]statusUpdate // by UID
-	written map[string]string       // UID -> message written
-	wake    chan struct{}
+	client kubernetes.Interface
+	mu     sync.Mutex
+	want   map[string]statusUpdate // by UID
+	wake   chan struct{}
 }
 
 func newStatusWriter(c kubernetes.Interface) *statusWriter {
-	return &statusWriter{client: c, want: map[string]statusUpdate{}, written: map[string]string{},
-		wake: make(chan struct{}, 1)}
+	return &statusWriter{client: c, want: map[string]statusUpdate{}, wake: make(chan struct{}, 1)}
 }
 
 func (w *statusWriter) enqueue(us []statusUpdate) {
@@ -46,27 +45,16 @@ func (w *statusWriter) enqueue(us []statusUpdate) {
 		return
 	}
 	w.mu.Lock()
-	n := 0
 	for _, u := range us {
-		if w.written[u.uid] != u.msg {
-			w.want[u.uid] = u
-			n++
-		}
+		w.want[u.uid] = u
 	}
 	w.mu.Unlock()
-	if n > 0 {
+	{
 		select {
 		case w.wake <- struct{}{}:
 		default:
 		}
 	}
-}
-
-// Written returns the message last written for a pod UID.
-func (w *statusWriter) Written(uid string) string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.written[uid]
 }
 
 func (w *statusWriter) run(ctx context.Context) {
@@ -86,11 +74,7 @@ func (w *statusWriter) run(ctx context.Context) {
 			}
 			if err := w.patch(ctx, u); err != nil {
 				klog.FromContext(ctx).V(2).Info("Phalanx: writing a pod's condition", "pod", u.ns+"/"+u.name, "err", err)
-				continue
 			}
-			w.mu.Lock()
-			w.written[u.uid] = u.msg
-			w.mu.Unlock()
 		}
 	}
 }
