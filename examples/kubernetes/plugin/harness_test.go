@@ -302,6 +302,18 @@ func (e *env) createNode(i int) error {
 	return err
 }
 
+// updateNode changes a node's object (labels, taints).
+func (e *env) updateNode(name string, change func(*v1.Node)) {
+	n, err := e.client.CoreV1().Nodes().Get(e.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	change(n)
+	if _, err := e.client.CoreV1().Nodes().Update(e.ctx, n, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 // setReady sets a node's Ready condition.
 func (e *env) setReady(node string, ready bool) {
 	n, err := e.client.CoreV1().Nodes().Get(e.ctx, node, metav1.GetOptions{})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -273,5 +274,42 @@ func TestForeignPodsCounted(t *testing.T) {
 				t.Fatalf("%s bound to %s, used by %s", p.Name, p.Spec.NodeName, owner)
 			}
 		}
+	}
+}
+
+// TestOtherFiltersShapeTheAllowedSet: the profile's other Filter plugins
+// decide where a group's pods may go, per pod shape, before the engine
+// places the gang. Workers select pool=train nodes (n016-n031) and cannot
+// tolerate the taint on n020; the launcher (another shape, 2 GPUs) selects
+// nothing. The gang is placed once, with no pod rejected on its node.
+func TestOtherFiltersShapeTheAllowedSet(t *testing.T) {
+	e := startEnv(t, testArgs)
+	e.createNodes(clusterSpec{nodes: 32})
+	for i := 16; i < 32; i++ {
+		e.updateNode(nodeName(i), func(n *v1.Node) { n.Labels["pool"] = "train" })
+	}
+	e.updateNode("n020", func(n *v1.Node) {
+		n.Spec.Taints = []v1.Taint{{Key: "dedicated", Value: "infra", Effect: v1.TaintEffectNoSchedule}}
+	})
+	e.createNamespace("team")
+	e.createPodGroup("team", "mpi", 9)
+	pods := groupPods(e, "team", "mpi", 9, 8)
+	for _, p := range pods[1:] {
+		p.Spec.NodeSelector = map[string]string{"pool": "train"}
+	}
+	pods[0].Spec.Containers[0].Resources.Limits["nvidia.com/gpu"] = *resource.NewQuantity(2, resource.DecimalSI)
+	e.createPods(pods)
+	e.waitFor("the gang bound", time.Minute, func() bool { return e.boundIn("team")["mpi"] == 9 })
+	for _, p := range e.pods("team") {
+		if p.Name == "mpi-0" {
+			continue
+		}
+		var i int
+		if _, err := fmt.Sscanf(p.Spec.NodeName, "n%d", &i); err != nil || i < 16 || p.Spec.NodeName == "n020" {
+			t.Fatalf("%s bound to %s: not an allowed node", p.Name, p.Spec.NodeName)
+		}
+	}
+	if s := e.ctrl().Stats(); s.Teardowns != 0 || s.Scouts != 2 || s.Admissions != 1 {
+		t.Fatalf("stats %+v: want 2 scouts (two shapes), one admission, no teardown", s)
 	}
 }
