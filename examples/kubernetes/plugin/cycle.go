@@ -61,10 +61,18 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 		return acts, time.Second
 	}
 	c.stats.Cycles++
+	if c.err != "" {
+		logger.Error(nil, "Phalanx: engine call failed", "err", c.err)
+		c.err = ""
+	}
 	c.syncNodes(logger, now, &acts)
 	for _, g := range c.sortedGroups() {
-		if g.inc != nil && g.inc.broken != "" {
-			logger.Info("Phalanx: tearing a gang down", "job", g.inc.job, "reason", g.inc.broken)
+		switch inc := g.inc; {
+		case inc == nil:
+		case inc.running && inc.allGone():
+			c.finish(logger, g, now)
+		case inc.broken != "":
+			logger.Info("Phalanx: tearing a gang down", "job", inc.job, "reason", inc.broken)
 			c.teardown(g, now, &acts)
 		}
 	}
@@ -195,6 +203,20 @@ func (c *controller) foreignUsage() map[string]int {
 		out[b.node] += b.gpus
 	}
 	return out
+}
+
+// finish reports a running gang whose pods are all gone (deleted or
+// terminated) as finished: its GPUs return to the engine.
+func (c *controller) finish(logger klog.Logger, g *groupState, now time.Time) {
+	if err := c.eng.finished(g.inc.job, now); err != nil {
+		logger.Error(err, "Phalanx: reporting a gang finished", "job", g.inc.job)
+	}
+	delete(c.jobs, g.inc.job)
+	g.inc = nil
+	c.stats.Finished++
+	if len(g.pods) == 0 {
+		delete(c.groups, g.key)
+	}
 }
 
 // teardown ends a broken gang: the engine forgets it (cancelled when nothing
@@ -403,9 +425,6 @@ func (c *controller) collectStatus(acts *actions) {
 		msg := g.reason
 		if msg == "" {
 			continue
-		}
-		if c.err != "" {
-			msg += " (phalanx: " + c.err + ")"
 		}
 		for _, p := range g.pods {
 			if p.node != "" || (g.inc != nil && g.inc.slots[p.uid] != "") || p.pod == nil || podCondition(p.pod) == "phalanx: "+msg {

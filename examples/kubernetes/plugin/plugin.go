@@ -150,6 +150,9 @@ func (c *controller) lookup(pod *v1.Pod) (g *groupState, node string, scout bool
 
 func (c *controller) waitStatus(g *groupState) *fwk.Status {
 	msg := g.reason
+	if c.eng == nil && c.err != "" {
+		msg = "not started: " + c.err
+	}
 	if msg == "" {
 		msg = "waiting for the gang to be admitted"
 	}

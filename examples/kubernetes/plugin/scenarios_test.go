@@ -27,6 +27,7 @@ func groupPods(e *env, ns, group string, n, gpus int) []*v1.Pod {
 	return out
 }
 
+// TestSmallGang: a 4-pod group binds whole; deleting its pods finishes it.
 func TestSmallGang(t *testing.T) {
 	e := startEnv(t, testArgs)
 	e.createNodes(clusterSpec{nodes: 16})
@@ -36,6 +37,17 @@ func TestSmallGang(t *testing.T) {
 	e.waitFor("4 pods bound", 60*time.Second, func() bool { return e.boundIn("team")["small"] == 4 })
 	if free := e.engineFree(); free != 16*8-32 {
 		t.Fatalf("engine free GPUs %d, want %d", free, 16*8-32)
+	}
+	// The job ends: every pod deleted gives the gang's GPUs back.
+	zero := int64(0)
+	for _, p := range e.pods("team") {
+		if err := e.client.CoreV1().Pods("team").Delete(e.ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.waitFor("the gang finished", 30*time.Second, func() bool { return e.ctrl().Stats().Finished == 1 })
+	if free := e.engineFree(); free != 16*8 {
+		t.Fatalf("engine free GPUs %d after the gang finished, want %d", free, 16*8)
 	}
 }
 
@@ -173,9 +185,8 @@ func TestBindFailureTearsDown(t *testing.T) {
 	if n := e.flaky.failures("g-2"); n != 3 {
 		t.Fatalf("g-2 failed to bind %d times, want 3 (maxBindAttempts)", n)
 	}
-	if free := e.engineFree(); free != 16*8 {
-		t.Fatalf("engine free GPUs %d, want all %d", free, 16*8)
-	}
+	// The deleted pods count as foreign GPUs until the informer sees them go.
+	e.waitFor("every GPU free in the engine", 30*time.Second, func() bool { return e.engineFree() == 16*8 })
 	e.waitFor("the remaining pod's reason", 30*time.Second, func() bool {
 		p := e.pods("team")[0]
 		return strings.Contains(condition(&p), "waiting for pods: 1 of the group's minimum 4")
@@ -201,9 +212,7 @@ func TestNodeNotReadyUnderRunningGang(t *testing.T) {
 	}
 	e.setReady(failed, false)
 	e.waitFor("the gang's pods deleted", time.Minute, func() bool { return len(e.pods("team")) == 0 })
-	if free := e.engineFree(); free != 15*8 {
-		t.Fatalf("engine free GPUs %d, want %d (all but the down node)", free, 15*8)
-	}
+	e.waitFor("every GPU but the down node's free in the engine", 30*time.Second, func() bool { return e.engineFree() == 15*8 })
 	e.createPods(groupPods(e, "team", "g", 4, 8))
 	e.waitFor("the recreated gang bound", time.Minute, func() bool { return e.boundIn("team")["g"] == 4 })
 	for _, p := range e.pods("team") {
@@ -254,9 +263,7 @@ func TestForeignPodsCounted(t *testing.T) {
 	if b := e.boundIn("team")["g"]; b != 0 {
 		t.Fatalf("%d pods of the gang bound with 3 idle nodes", b)
 	}
-	if got := e.engineFree(); got != 3*8 {
-		t.Fatalf("engine free GPUs %d, want 24 (13 nodes used by foreign pods)", got)
-	}
+	e.waitFor("13 nodes' GPUs used by foreign pods in the engine", 30*time.Second, func() bool { return e.engineFree() == 3*8 })
 	zero := int64(0)
 	if err := e.client.CoreV1().Pods("other").Delete(e.ctx, "web-0", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
