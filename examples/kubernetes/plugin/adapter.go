@@ -449,17 +449,6 @@ func (a *engineAdapter) freeGPUCount() int { return a.eng.State().FreeGPUs() }
 // totalGPUs returns the cluster's GPUs.
 func (a *engineAdapter) totalGPUs() int { return a.cluster.TotalGPUs() }
 
-// leafOf returns the name of the lowest-level domain holding node (for
-// tests), or "" for a flat cluster or an unknown node.
-func (a *engineAdapter) leafOf(node string) string {
-	i, ok := a.cluster.NodeIndex(node)
-	if !ok || a.cluster.Depth() == 0 {
-		return ""
-	}
-	l := a.cluster.Depth() - 1
-	return a.cluster.DomainName(l, a.cluster.NodeDomain(i, l))
-}
-
 // check verifies the engine's books (for tests).
 func (a *engineAdapter) check() error { return a.eng.State().CheckInvariants() }
 

@@ -3,7 +3,6 @@ package plugin
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -395,7 +394,6 @@ func (p *Plugin) PostBind(_ context.Context, _ fwk.CycleState, pod *v1.Pod, node
 type frameworkActor struct {
 	h     fwk.Handle
 	grace *int64
-	mu    sync.Mutex
 }
 
 func (a *frameworkActor) activate(pods map[string]*v1.Pod) {
