@@ -3,6 +3,7 @@ package plugin
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -258,13 +259,18 @@ func (c *controller) teardown(g *groupState, now time.Time, acts *actions) {
 // changed is withdrawn and submitted again with its original submit time.
 func (c *controller) prepare(g *groupState, now time.Time, acts *actions) {
 	if inc := g.inc; inc != nil {
-		if !inc.admitted && c.podsChanged(g) {
-			_ = c.eng.cancel(inc.job, now)
-			delete(c.jobs, inc.job)
-			g.inc = nil
-		} else {
+		if inc.admitted {
 			return
 		}
+		if !c.podsChanged(g) && !allowedChanged(g) {
+			c.refreshScouts(g, now, acts)
+			return
+		}
+		if err := c.eng.cancel(inc.job, now); err != nil {
+			c.err = err.Error()
+		}
+		delete(c.jobs, inc.job)
+		g.inc = nil
 	}
 	pending := g.pending()
 	switch {
@@ -298,6 +304,36 @@ func (c *controller) podsChanged(g *groupState) bool {
 		}
 	}
 	return false
+}
+
+// allowedChanged reports whether a shape of a waiting gang was measured
+// again with another result than the one submitted.
+func allowedChanged(g *groupState) bool {
+	for shape, nodes := range g.inc.allowed {
+		a, ok := g.allowed[shape]
+		if ok && !slices.Equal(a.nodes, nodes) {
+			return true
+		}
+	}
+	return false
+}
+
+// refreshScouts measures the shapes of a waiting gang again once their
+// allowed sets are older than Args.AllowedTTLSeconds (the other Filter
+// plugins' answers change as pods come and go).
+func (c *controller) refreshScouts(g *groupState, now time.Time, acts *actions) {
+	shapes := map[string][]*podState{}
+	for shape, uids := range g.inc.shapes {
+		for _, uid := range uids {
+			if p := g.pods[uid]; p != nil {
+				shapes[shape] = append(shapes[shape], p)
+			}
+		}
+		orderPods(shapes[shape])
+	}
+	reason := g.reason
+	c.needScouts(g, shapes, now, acts)
+	g.reason = reason // the engine's reason still holds
 }
 
 // needScouts sends a scout for every shape without a fresh allowed set and

@@ -62,10 +62,9 @@ var schedulerMu sync.Mutex
 func startEnv(t testing.TB, args string) *env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cfg := testserver.NewTestConfig(t)
-	testserver.RunEtcd(t, cfg)
+	etcd := testserver.RunEtcd(t, nil) // free ports picked under the package's lock
 	sc := storagebackend.NewDefaultConfig("/"+strings.ReplaceAll(t.Name(), "/", "-"), nil)
-	sc.Transport.ServerList = []string{cfg.ListenClientUrls[0].String()}
+	sc.Transport.ServerList = etcd.Endpoints()
 	srv := kubeapiservertesting.StartTestServerOrDie(t, nil,
 		[]string{"--disable-admission-plugins=ServiceAccount"}, sc)
 	t.Cleanup(srv.TearDownFn)

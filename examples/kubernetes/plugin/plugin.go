@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -283,6 +284,7 @@ func (p *Plugin) probe(ctx context.Context, state fwk.CycleState, pod *v1.Pod) [
 			out = append(out, infos[i].Node().Name)
 		}
 	}
+	sort.Strings(out) // the snapshot's order may change between cycles
 	return out
 }
 
@@ -345,6 +347,10 @@ func (p *Plugin) Permit(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ stri
 		return nil, 0
 	}
 	inc := g.inc
+	if inc.broken != "" {
+		p.c.mu.Unlock()
+		return fwk.NewStatus(fwk.Unschedulable, "phalanx: gang torn down: "+inc.broken), 0
+	}
 	if !inc.ready() {
 		p.c.mu.Unlock()
 		return fwk.NewStatus(fwk.Wait), p.c.args.permitTimeout()

@@ -320,3 +320,41 @@ func TestOtherFiltersShapeTheAllowedSet(t *testing.T) {
 		t.Fatalf("stats %+v: want 2 scouts (two shapes), one admission, no teardown", s)
 	}
 }
+
+// TestAllowedSetMeasuredAgain: a waiting gang's allowed nodes are measured
+// again after allowedTTLSeconds. Workers may use only untainted nodes: 5 of
+// 16, and 2 of those are busy with foreign pods, so the gang of 4 waits.
+// Once the taint is lifted from two more nodes the next measurement finds
+// them, the gang is submitted again (same submit time) and binds.
+func TestAllowedSetMeasuredAgain(t *testing.T) {
+	e := startEnv(t, strings.Replace(testArgs, "maxBindAttempts: 3", "maxBindAttempts: 3\nallowedTTLSeconds: 2", 1))
+	e.createNodes(clusterSpec{nodes: 16})
+	taint := []v1.Taint{{Key: "dedicated", Value: "infra", Effect: v1.TaintEffectNoSchedule}}
+	for i := 5; i < 16; i++ {
+		e.updateNode(nodeName(i), func(n *v1.Node) { n.Spec.Taints = taint })
+	}
+	e.createNamespace("other")
+	e.createPods([]*v1.Pod{
+		e.newPod(podSpec{ns: "other", scheduler: "none", node: "n000", gpus: 8}, "agent-0"),
+		e.newPod(podSpec{ns: "other", scheduler: "none", node: "n001", gpus: 8}, "agent-1")})
+	e.createNamespace("team")
+	e.createPodGroup("team", "g", 4)
+	e.createPods(groupPods(e, "team", "g", 4, 8))
+	e.waitFor("the gang waiting in the engine", time.Minute, func() bool {
+		c := e.ctrl()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		g := c.groups["team/g"]
+		return g != nil && g.inc != nil && !g.inc.admitted
+	})
+	if b := e.boundIn("team")["g"]; b != 0 {
+		t.Fatalf("%d pods bound with 3 allowed idle nodes", b)
+	}
+	for _, n := range []string{"n010", "n011"} {
+		e.updateNode(n, func(n *v1.Node) { n.Spec.Taints = nil })
+	}
+	e.waitFor("the gang bound after the new measurement", time.Minute, func() bool { return e.boundIn("team")["g"] == 4 })
+	if s := e.ctrl().Stats(); s.Submits < 2 || s.Teardowns != 0 {
+		t.Fatalf("stats %+v: want a resubmission and no teardown", s)
+	}
+}
