@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -30,6 +31,7 @@ type controller struct {
 	deleted map[string]bool   // nodes deleted from the API
 	minPG   map[string]int    // PodGroup objects: "ns/name" -> minMember
 	changed bool              // set by an observation that the next cycle must see
+	stale   bool              // a node changed: allowed node sets are to be measured again
 	err     string            // the last engine error, shown in reasons
 	stats   Stats
 
@@ -232,6 +234,14 @@ func (c *controller) onNode(obj any, deleted bool) {
 	changed := old == nil || deleted != c.deleted[n.Name] || nodeReady(old) != nodeReady(n) ||
 		old.Spec.Unschedulable != n.Spec.Unschedulable ||
 		nodeGeneration(old, c.args.GPUResource) != nodeGeneration(n, c.args.GPUResource)
+	if old != nil && (!equality.Semantic.DeepEqual(old.Spec.Taints, n.Spec.Taints) ||
+		!equality.Semantic.DeepEqual(old.Labels, n.Labels) ||
+		!equality.Semantic.DeepEqual(old.Status.Allocatable, n.Status.Allocatable)) {
+		// What the other Filter plugins answer may have changed: measure the
+		// pod shapes of waiting gangs again.
+		c.stale = true
+		changed = true
+	}
 	c.nodes[n.Name] = n
 	c.deleted[n.Name] = deleted
 	c.mu.Unlock()

@@ -80,6 +80,15 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 	if err := c.eng.setForeign(c.foreignUsage(), now); err != nil {
 		logger.Error(err, "Phalanx: counting GPUs of pods it did not place")
 	}
+	if c.stale {
+		for _, g := range c.groups {
+			for shape, a := range g.allowed {
+				a.at = time.Time{}
+				g.allowed[shape] = a
+			}
+		}
+		c.stale = false
+	}
 	for _, g := range c.sortedGroups() {
 		c.prepare(g, now, &acts)
 	}
@@ -96,6 +105,9 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 	}
 	if c.scoutsInFlight() {
 		next = min(next, c.args.scoutTimeout())
+	}
+	if due, ok := c.nextMeasurement(); ok {
+		next = min(next, max(due.Sub(now), 10*time.Millisecond))
 	}
 	return acts, next
 }
@@ -431,6 +443,26 @@ func (c *controller) applyPlan(res cycleResult, acts *actions) {
 			g.reason = w.Message
 		}
 	}
+}
+
+// nextMeasurement returns when the first allowed set of a waiting gang (or
+// the retry of a gang that never fits) is due to be measured again.
+func (c *controller) nextMeasurement() (time.Time, bool) {
+	var due time.Time
+	for _, g := range c.groups {
+		if g.neverFits && (due.IsZero() || g.retry.Before(due)) {
+			due = g.retry
+		}
+		if g.inc == nil || g.inc.admitted {
+			continue
+		}
+		for shape := range g.inc.shapes {
+			if t := g.allowed[shape].at.Add(c.args.allowedTTL()); due.IsZero() || t.Before(due) {
+				due = t
+			}
+		}
+	}
+	return due, !due.IsZero()
 }
 
 // scoutsInFlight reports whether any scout is out.
