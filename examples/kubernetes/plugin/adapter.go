@@ -119,6 +119,9 @@ func newEngineAdapter(nodes []*v1.Node, args *Args, now time.Time) (*engineAdapt
 	}
 	cfg := backfill.DefaultConfig()
 	cfg.KeepEnded = 0
+	// The plugin does not signal victims or report their release
+	// (Engine.Preempted), so preemption must stay off (it is by default).
+	cfg.Preemption.Enabled = false
 	a := &engineAdapter{opts: opts, cfg: cfg, nodes: map[string]*v1.Node{},
 		accounts: map[string]bool{}, foreign: map[string]int{}}
 	for _, n := range nodes {
@@ -177,7 +180,7 @@ func hasGPUs(n *v1.Node, resource string) bool {
 
 // knows reports whether node is part of the engine's cluster.
 func (a *engineAdapter) knows(node string) bool {
-	_, ok := a.cluster.NodeIndex(node)
+	_, ok := a.cluster.LookupNode(node)
 	return ok
 }
 
@@ -233,8 +236,8 @@ func (a *engineAdapter) submit(g gangRequest, now time.Time) error {
 		if m.Allowed != nil {
 			set := a.cluster.NewNodeSet()
 			for _, n := range m.Allowed {
-				if i, ok := a.cluster.NodeIndex(n); ok {
-					set.Set(uint(i))
+				if id, ok := a.cluster.LookupNode(n); ok {
+					set.Set(uint(id))
 				}
 			}
 			req.Allowed = set
@@ -293,16 +296,17 @@ func (a *engineAdapter) held(id string) bool {
 // when not Ready (or deleted), drained when cordoned. It returns the jobs a
 // node failure ended.
 func (a *engineAdapter) setNode(name string, down, drained bool, now time.Time) ([]string, error) {
-	st, ok := a.eng.NodeState(name)
+	id, ok := a.cluster.LookupNode(name)
 	if !ok {
 		return nil, nil
 	}
+	st, _ := a.eng.NodeState(id)
 	now = a.clock(now)
 	isDown := st == backfill.NodeDown || st == backfill.NodeDownDrained
 	isDrained := st == backfill.NodeDrained || st == backfill.NodeDownDrained
 	var ended []string
 	if down && !isDown {
-		evs, err := a.eng.NodeDown(name, now)
+		evs, err := a.eng.NodeDown(id, now)
 		if err != nil {
 			return nil, err
 		}
@@ -311,17 +315,17 @@ func (a *engineAdapter) setNode(name string, down, drained bool, now time.Time) 
 		}
 	}
 	if !down && isDown {
-		if err := a.eng.NodeUp(name, now); err != nil {
+		if err := a.eng.NodeUp(id, now); err != nil {
 			return ended, err
 		}
 	}
 	if drained && !isDrained {
-		if err := a.eng.Drain(name, now); err != nil {
+		if err := a.eng.Drain(id, now); err != nil {
 			return ended, err
 		}
 	}
 	if !drained && isDrained {
-		if err := a.eng.Resume(name, now); err != nil {
+		if err := a.eng.Resume(id, now); err != nil {
 			return ended, err
 		}
 	}
@@ -341,7 +345,7 @@ func (a *engineAdapter) schedule(now time.Time) (cycleResult, error) {
 		for _, m := range s.Allocation.Members {
 			nodes := make([]string, len(m.Assignment))
 			for k, na := range m.Assignment {
-				nodes[k] = a.cluster.NodeName(int(na.Node))
+				nodes[k] = a.cluster.NodeName(na.Node)
 			}
 			ad.Members[m.Name] = nodes
 		}
@@ -422,14 +426,14 @@ func (a *engineAdapter) setForeign(want map[string]int, now time.Time) error {
 // freeGPUs picks up to n GPU indices of node that no gang holds; none on a
 // node the engine does not know or that is down.
 func (a *engineAdapter) freeGPUs(node string, used uint64, n int) []int {
-	i, ok := a.cluster.NodeIndex(node)
+	id, ok := a.cluster.LookupNode(node)
 	if !ok || n <= 0 {
 		return nil
 	}
-	if st, _ := a.eng.NodeState(node); st == backfill.NodeDown || st == backfill.NodeDownDrained {
+	if st, _ := a.eng.NodeState(id); st == backfill.NodeDown || st == backfill.NodeDownDrained {
 		return nil
 	}
-	total := a.cluster.NodeGPUs(i)
+	total := a.cluster.NodeGPUs(id)
 	free := ^used
 	if total < 64 {
 		free &= (1 << uint(total)) - 1
@@ -443,14 +447,82 @@ func (a *engineAdapter) freeGPUs(node string, used uint64, n int) []int {
 	return out
 }
 
-// freeGPUCount returns the engine's free GPUs (for tests and logs).
-func (a *engineAdapter) freeGPUCount() int { return a.eng.State().FreeGPUs() }
+// freeGPUCount returns the free GPUs on the engine's schedulable nodes (for
+// tests and logs), read from a copy of the engine's state.
+func (a *engineAdapter) freeGPUCount() int {
+	return a.copyState().FreeGPUs()
+}
+
+// copyState returns a copy of the engine's free state.
+func (a *engineAdapter) copyState() *topology.State {
+	s := topology.NewState(a.cluster)
+	if err := a.eng.CopyState(s); err != nil {
+		panic(fmt.Sprintf("phalanx: the engine's state does not fit its own cluster: %v", err))
+	}
+	return s
+}
 
 // totalGPUs returns the cluster's GPUs.
 func (a *engineAdapter) totalGPUs() int { return a.cluster.TotalGPUs() }
 
-// check verifies the engine's books (for tests).
-func (a *engineAdapter) check() error { return a.eng.State().CheckInvariants() }
+// check verifies the engine's books through its public calls (for tests):
+// every GPU of the cluster is either free in the engine's state or held by
+// exactly one active job's allocation, never both; each active job holds the
+// GPUs it asked for; the engine's used count is the allocations' sum; and
+// every foreign count applied is held by its foreign job.
+func (a *engineAdapter) check() error {
+	s := a.copyState()
+	held := make([]uint64, a.cluster.NumNodes())
+	used := 0
+	for _, st := range a.eng.Jobs() {
+		if !st.State.Active() {
+			continue
+		}
+		n, err := a.addHeld(st.ID, held)
+		if err != nil {
+			return err
+		}
+		if n != st.GPUs {
+			return fmt.Errorf("job %q holds %d GPUs, asked for %d", st.ID, n, st.GPUs)
+		}
+		if strings.HasPrefix(st.ID, foreignPrefix) && n != a.foreign[strings.TrimPrefix(st.ID, foreignPrefix)] {
+			return fmt.Errorf("foreign job %q holds %d GPUs, %d applied", st.ID, n, a.foreign[strings.TrimPrefix(st.ID, foreignPrefix)])
+		}
+		used += n
+	}
+	if used != a.eng.UsedGPUs() || used != s.UsedGPUs() {
+		return fmt.Errorf("active jobs hold %d GPUs; the engine counts %d, its state %d", used, a.eng.UsedGPUs(), s.UsedGPUs())
+	}
+	for i := range held {
+		id := topology.NodeID(i)
+		all := uint64(1)<<uint(a.cluster.NodeGPUs(id)) - 1
+		if free := s.Free(id); free&held[i] != 0 || free|held[i] != all {
+			return fmt.Errorf("node %s: free GPUs %b and held GPUs %b do not split its %d GPUs",
+				a.cluster.NodeName(id), free, held[i], a.cluster.NodeGPUs(id))
+		}
+	}
+	return nil
+}
+
+// addHeld adds the GPUs of active job id's allocation to held (one mask per
+// node) and returns how many they are; a GPU held twice is an error.
+func (a *engineAdapter) addHeld(id string, held []uint64) (int, error) {
+	alloc, ok := a.eng.Allocation(id)
+	if !ok {
+		return 0, fmt.Errorf("active job %q has no allocation", id)
+	}
+	n := 0
+	for _, m := range alloc.Members {
+		for _, na := range m.Assignment {
+			if held[na.Node]&na.GPUs != 0 {
+				return 0, fmt.Errorf("node %s: GPUs %b held twice (job %q)", a.cluster.NodeName(na.Node), held[na.Node]&na.GPUs, id)
+			}
+			held[na.Node] |= na.GPUs
+			n += bits.OnesCount64(na.GPUs)
+		}
+	}
+	return n, nil
+}
 
 func equalCounts(x, y map[string]int) bool {
 	nx, ny := 0, 0

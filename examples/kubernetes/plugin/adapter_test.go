@@ -26,7 +26,7 @@ func testNodes(n int) []*v1.Node {
 
 // TestAdapterForeignAndGrowth: foreign GPUs enter the engine and leave it,
 // a gang placed meanwhile keeps its GPUs, and new nodes join the cluster,
-// with the engine's invariants checked after every step.
+// with the engine's books checked after every step (engineAdapter.check).
 func TestAdapterForeignAndGrowth(t *testing.T) {
 	args := Args{}
 	if err := args.Validate(); err != nil {

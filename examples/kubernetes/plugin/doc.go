@@ -46,6 +46,15 @@
 //   - The engine's reason for a waiting gang becomes the message of its pods'
 //     PodScheduled condition.
 //
+// # Policy
+//
+// The engine runs backfill.DefaultConfig: reservations for the first
+// backfill.DefaultDepth (4) gangs of a queue ordered mostly by age
+// (backfill.DefaultPriority, with the namespace's fair share as a bounded
+// adjustment), hold mode for gangs of a leaf's worth of GPUs or more, and
+// preemption off: the plugin does not signal victims, so a plan never
+// asks it to.
+//
 // # Pod identity
 //
 // Pods are matched to the engine's assignment by assignSlots: within a

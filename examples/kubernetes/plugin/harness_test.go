@@ -449,7 +449,8 @@ func (e *env) describe() string {
 	return b.String()
 }
 
-// engineFree returns the engine's free GPUs and checks its invariants.
+// engineFree returns the engine's free GPUs and checks its books
+// (engineAdapter.check).
 func (e *env) engineFree() int {
 	c := e.ctrl()
 	c.mu.Lock()
@@ -458,7 +459,7 @@ func (e *env) engineFree() int {
 		return -1
 	}
 	if err := c.eng.check(); err != nil {
-		e.t.Fatal("engine invariants:", err)
+		e.t.Fatal("engine books:", err)
 	}
 	return c.eng.freeGPUCount()
 }
