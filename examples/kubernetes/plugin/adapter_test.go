@@ -81,6 +81,13 @@ func TestAdapterForeignAndGrowth(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("foreign pod moved", 256-2-120)
+	// The books check is not vacuous: a foreign count the engine does not
+	// hold is caught.
+	a.foreign["n020"] = 3
+	if err := a.check(); err == nil {
+		t.Fatal("check accepted a foreign count of 3 GPUs on n020 where the engine holds 2")
+	}
+	a.foreign["n020"] = 2
 	if !a.active("g") {
 		t.Fatal("the gang must survive restores")
 	}
