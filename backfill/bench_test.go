@@ -106,3 +106,72 @@ func BenchmarkSchedule(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPlanResize measures the engine's planning of one resize of a
+// running elastic job on the 2,000-GPU cluster, about 70% busy with
+// seeded jobs, 100 pending and the reservations of a first cycle: a grow
+// by pods=k (growJob: the nodes promised to reservations overlapping the
+// job's run, the new pods next to its last pod, the GPU owners, the pod
+// change) and a shrink by k pods (releasePods: the pods as they were, the
+// ledger). Acceptance point 5 of issue 17 asks for 10 µs or less.
+//
+//	go test -run '^$' -bench BenchmarkPlanResize ./backfill
+func BenchmarkPlanResize(b *testing.B) {
+	for _, k := range []int{1, 8} {
+		for _, op := range []string{"grow", "shrink"} {
+			b.Run(fmt.Sprintf("inv=2k/state=70/op=%s/pods=%d", op, k), func(b *testing.B) {
+				e, now := busyEngine(b, topology.Default2000(), 16, 0.7, 100, 1)
+				// Submitted a day ago: first in priority order.
+				job := Job{ID: "elastic", Account: "acct00", Submit: now.Add(-24 * time.Hour), TimeLimit: 4 * time.Hour, Grow: true,
+					Gang: gang.Spec{Members: []gang.Member{{Name: "w", Request: placement.NodesOf(64, 4), Min: 8}}}}
+				if err := e.Submit(job, now); err != nil {
+					b.Fatal(err)
+				}
+				plan, err := e.Schedule(now)
+				if err != nil {
+					b.Fatal(err)
+				}
+				j := e.jobs.byID["elastic"]
+				if !j.phase.Active() || j.alloc.Members[0].Pods < 8+k {
+					b.Fatalf("the elastic job is %s with %d pods, too small to shrink by %d", j.phase, j.alloc.Members[0].Pods, k)
+				}
+				ranks := make([]int, k)
+				var pc PodChange
+				shrink := func() {
+					ma := &j.alloc.Members[0]
+					for i := range ranks {
+						ranks[i] = ma.Pods - 1 - i
+					}
+					pc.Pods = pc.Pods[:0]
+					e.jobs.setOwner(j.alloc, nil)
+					e.releasePods(j, 0, ranks, &pc)
+					e.jobs.setOwner(j.alloc, j)
+					j.used = j.alloc.GPUs()
+				}
+				grow := func() {
+					plan.PodChanges = plan.PodChanges[:0]
+					e.growJob(j, now, plan)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					if op == "grow" {
+						b.StopTimer()
+						shrink()
+						b.StartTimer()
+						grow()
+					} else {
+						shrink()
+						b.StopTimer()
+						grow()
+						b.StartTimer()
+					}
+				}
+				if err := e.check(); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(len(e.book.resv)), "reservations")
+				b.ReportMetric(float64(j.alloc.Members[0].Pods), "member-pods")
+			})
+		}
+	}
+}

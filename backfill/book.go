@@ -53,6 +53,10 @@ type claim struct {
 	// victims are the preempted jobs still holding GPUs (preempting);
 	// each is removed when its GPUs are released.
 	victims []*jobRec
+	// reclaim: the claim gets a queue's guarantee back from queues that
+	// borrow (victims of any class); otherwise its victims are of a
+	// lower class.
+	reclaim bool
 }
 
 // book is the reservation book: the reservations, in the order they were
@@ -80,6 +84,9 @@ type book struct {
 	// GPUs returned before their planned end, reservations and holds gone
 	// or moved earlier, nodes back in service.
 	freed uint64
+	// dropped is called with every claim dropped (the engine stops
+	// counting its GPUs for its job's queue).
+	dropped func(*claim)
 }
 
 func (b *book) add(r *reservation) {
@@ -177,6 +184,9 @@ func (b *book) dropClaim(c *claim) {
 	}
 	b.claims = slices.Delete(b.claims, i, i+1)
 	c.job.claim = nil
+	if b.dropped != nil {
+		b.dropped(c)
+	}
 	for _, v := range c.victims {
 		v.victimOf = nil
 	}

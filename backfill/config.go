@@ -22,7 +22,8 @@ type Config struct {
 	// waiting job), more for deeper planning, Conservative for all.
 	ReservationDepth int
 	// Strict disables backfill: jobs start in priority order only, and
-	// the first job that cannot start blocks every job behind it.
+	// the first job that cannot start blocks every job behind it (a job
+	// waiting for its queue's quota blocks nobody).
 	Strict bool
 	// MaxJobsTested bounds the jobs tested per cycle (0: all). Jobs
 	// holding reservations or held GPUs are always tested. When the bound
@@ -42,6 +43,10 @@ type Config struct {
 	KeepEnded time.Duration
 	// Preemption configures preemption (off by default).
 	Preemption PreemptionConfig
+	// Quotas configures queues with guarantees, borrowing and lending
+	// limits, maximums and weights (none by default). Reclaim preempts
+	// with Preemption's Grace whether Preemption is on or not.
+	Quotas QuotaConfig
 }
 
 // PreemptionConfig configures preemption: a waiting job that cannot start
@@ -195,7 +200,7 @@ func (c *Config) Validate() error {
 	if err := c.FairShare.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	return nil
+	return c.Quotas.Validate()
 }
 
 // FailurePolicy says what happens to a running job when one of its nodes
@@ -208,14 +213,43 @@ const (
 	Requeue FailurePolicy = iota
 	// Fail ends the job; the caller is told it failed.
 	Fail
+	// Replace keeps the job running: each of its pods on the failed node
+	// is re-placed on a spare node inside the domains its gang requires
+	// (gang.Ledger.ReplacePod), off every GPU promised to a reservation,
+	// hold or claim while the job runs, and the job restarts from its
+	// checkpoint (Plan.PodChanges). When some pod finds no spare node the
+	// job is requeued.
+	Replace
+	// Shrink keeps an elastic job running smaller: the pods on the failed
+	// node of members above their minimum are given up
+	// (gang.Ledger.ReleasePod); pods of members that cannot spare them
+	// are re-placed as with Replace. When neither works the job is
+	// requeued.
+	Shrink
 )
 
-// String returns "requeue" or "fail".
+var failurePolicyNames = [...]string{"requeue", "fail", "replace", "shrink"}
+
+// String returns "requeue", "fail", "replace" or "shrink".
 func (p FailurePolicy) String() string {
-	if p == Fail {
-		return "fail"
+	if int(p) < len(failurePolicyNames) {
+		return failurePolicyNames[p]
 	}
-	return "requeue"
+	return fmt.Sprintf("FailurePolicy(%d)", uint8(p))
+}
+
+// ParseFailurePolicy returns the policy named s ("" is requeue), and
+// false for an unknown name.
+func ParseFailurePolicy(s string) (FailurePolicy, bool) {
+	if s == "" {
+		return Requeue, true
+	}
+	for i, n := range failurePolicyNames {
+		if n == s {
+			return FailurePolicy(i), true
+		}
+	}
+	return 0, false
 }
 
 // Patience lets a job wait for a tight placement before accepting a looser
@@ -249,6 +283,17 @@ type Job struct {
 	Patience Patience
 	// OnNodeFailure says what a node failure does to the running job.
 	OnNodeFailure FailurePolicy
+	// Grow makes the job's elastic members (Min set, one node at a time:
+	// no GPU total, no segments) resizable while it runs. They grow, up
+	// to the pods their requests ask for, when GPUs are free that no
+	// waiting job or reservation needs (Plan.PodChanges, PodsAdded); and
+	// their pods above Min are lent: a waiting job that fits now only
+	// with them, and holds a reservation or (with preemption on) is of a
+	// higher class, starts on them before any preemption, and the job
+	// gives them up (PodsRemoved, with PodChange.For; never in the cycle
+	// that started it). The host must be able to add and remove ranks of a
+	// running job.
+	Grow bool
 	// Class is the job's priority class, separate from its fair-share
 	// priority: with preemption on, a waiting job may preempt running
 	// jobs of a strictly lower class only. Default 0; any integer.
@@ -259,4 +304,9 @@ type Job struct {
 	// time once its GPUs are released, preempt.Cancel ends it as
 	// cancelled.
 	Preemption preempt.Policy
+	// Queue names the job's queue (a queue without children of
+	// Config.Quotas); it must be empty without queues. With some queue
+	// guaranteed GPUs, a job whose Preemption is preempt.Never runs only
+	// within its queue's guarantee.
+	Queue string
 }

@@ -17,7 +17,9 @@ import (
 //     held by hold mode since the last cycle; extend due reservations;
 //     start every preemptor whose victims have all released their GPUs,
 //     on its claim.
-//  2. Order waiting jobs by multifactor priority (package fairshare).
+//  2. Order waiting jobs by multifactor priority (package fairshare);
+//     with queues, the jobs their queues' guarantees cover go first
+//     (stably), those that would borrow after them.
 //  3. Go through the reservations in planned-start order: start every due
 //     one (planned start at or before now, however late the cycle runs)
 //     whose planned GPUs are free, on those GPUs: a reserved job goes first
@@ -111,14 +113,15 @@ type failure struct {
 // shape is what a cacheable job's outcome depends on besides the scratch
 // state.
 type shape struct {
-	hash  uint64
-	req   *placement.Request
-	min   int
-	class int
+	hash      uint64
+	req       *placement.Request
+	min, step int
+	class     int
+	queue     int // with quotas, reclaim depends on it
 }
 
 func (s *shape) equal(o *shape) bool {
-	return s.hash == o.hash && s.min == o.min && s.class == o.class && *s.req == *o.req
+	return s.hash == o.hash && s.min == o.min && s.step == o.step && s.class == o.class && s.queue == o.queue && *s.req == *o.req
 }
 
 // shapeHash hashes what shape compares (FNV-1a over the request's fields
@@ -137,6 +140,7 @@ func shapeHash(j *Job) uint64 {
 	for _, m := range j.Gang.Members {
 		r := &m.Request
 		mix(uint64(m.Min))
+		mix(uint64(m.Step))
 		mix(uint64(r.Nodes))
 		mix(uint64(r.GPUsPerNode))
 		mix(uint64(r.GPUs))
@@ -161,17 +165,21 @@ func shapeHash(j *Job) uint64 {
 func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	*plan = Plan{Time: now, Starts: plan.Starts[:0], Reservations: plan.Reservations[:0],
 		Waiting: plan.Waiting[:0], Moves: plan.Moves[:0], Overruns: plan.Overruns[:0],
-		Holds: plan.Holds[:0], HoldEnds: plan.HoldEnds[:0], Preemptions: plan.Preemptions[:0]}
+		Holds: plan.Holds[:0], HoldEnds: plan.HoldEnds[:0], Preemptions: plan.Preemptions[:0],
+		PodChanges: plan.PodChanges[:0]}
 	e.chargeAll(now)
 	e.accountHolds(now, plan)
+	e.takePodChanges(plan)
 	e.book.extendDue(now)
 	order := e.rank(now)
 	c := &e.cyc
 	c.e, c.now, c.plan, c.valid, c.naive = e, now, plan, false, e.naive
 	c.startClaims()
 	c.initPreempt()
+	c.initQuota()
 	c.keepBook()
 	c.walk(order)
+	e.grow(now, plan)
 	e.report(plan)
 }
 
@@ -195,6 +203,9 @@ func (e *Engine) rank(now time.Time) []*jobRec {
 		order[i].rank = i
 	}
 	e.order = order
+	if e.quota != nil {
+		e.entitledFirst()
+	}
 	return order
 }
 
@@ -213,7 +224,7 @@ func (c *cycle) keepBook() {
 			continue
 		}
 		if !r.start.After(c.now) {
-			if k, ok := e.keepTime(r, c.slipped, c.now); ok && !k.at.After(c.now) && allAvailable(e.ledger.State(), &r.alloc) {
+			if k, ok := e.keepTime(r, c.slipped, c.now); ok && !k.at.After(c.now) && allAvailable(e.ledger.State(), &r.alloc) && e.quotaFits(r.job) {
 				c.plan.Tested++
 				c.yieldClaims(r)
 				r.alloc.CopyTo(&e.alloc)
@@ -270,7 +281,9 @@ func (c *cycle) walk(order []*jobRec) {
 				c.plan.Waiting = c.plan.Waiting[:len(c.plan.Waiting)-1]
 				continue
 			}
-			if e.cfg.Strict {
+			if e.cfg.Strict && w.Code != WaitQuota {
+				// A job waiting for its queue's quota holds up no
+				// other queue (Kueue's StrictFIFO is per queue).
 				strictBlocker = j.job.ID
 			}
 		}
@@ -281,6 +294,9 @@ func (c *cycle) walk(order []*jobRec) {
 // test tries to start job j now; when it cannot, it fills w with what j
 // gets instead (reservation, hold, reason) and reports true.
 func (c *cycle) test(j *jobRec, w *Waiting) bool {
+	if c.e.quota != nil && c.quotaGate(j, w) {
+		return true
+	}
 	key, cacheable := c.shapeKey(j)
 	if cacheable {
 		c.prepareScratch(j)
@@ -323,7 +339,7 @@ func (c *cycle) shapeKey(j *jobRec) (shape, bool) {
 		return shape{}, false // its outcome depends on its own history
 	}
 	m := &j.job.Gang.Members[0]
-	return shape{hash: j.shape, req: &m.Request, min: m.Min, class: j.job.Class}, true
+	return shape{hash: j.shape, req: &m.Request, min: m.Min, step: m.Step, class: j.job.Class, queue: j.queue}, true
 }
 
 func (c *cycle) cached(k *shape) (*Waiting, bool) {
@@ -413,7 +429,7 @@ func (c *cycle) tryStart(j *jobRec) bool {
 	}
 	c.lastRes = res
 	if !res.Admitted {
-		return false
+		return c.tryLent(j, spec)
 	}
 	// The scratch state holds the allocation too; it stays valid, but it
 	// changed.

@@ -150,6 +150,126 @@
 // engine that a running job saved its work, so that preempting it loses
 // only the work since.
 //
+// # Quotas
+//
+// Config.Quotas arranges queues in a tree, like Kueue's cohorts and KAI's
+// queues. Each queue has a guarantee (GPUs it gets back whenever its work
+// waits), a borrowing limit (how far above its guarantee it may go), a
+// lending limit (how much of its unused guarantee others may borrow; the
+// rest stays idle for it), a maximum (a hard cap, Slurm's GrpTRES) and a
+// weight. A parent's guarantee covers its children's; what it does not
+// give them is theirs to share (a Kueue cohort's own quota is a parent's
+// guarantee minus its children's). Jobs name a queue without children
+// (Job.Queue). A queue with Nodes is a node pool: its jobs, and those of
+// the queues below it, are placed on those nodes only (a partition); a
+// pool lends its idle nodes to another through a queue on its nodes that
+// borrows its unused quota, and its lending limit is the floor it never
+// lends (examples/hybrid). Reclaim takes only from queues that borrow: a
+// pool's guarantee holds when the queues that may also use its nodes
+// either have pools of their own elsewhere or borrow to be there. A
+// queue's use is the GPUs of its subtree's starting and running jobs and
+// claims; a preempting job's GPUs count for nobody. Engine.Queues reports
+// each queue's use, borrowing, waiting GPUs and share.
+//
+// A job starts only if, at its queue and every queue above it, the use
+// stays within the maximum and the effective use within the guarantee
+// plus the borrowing limit, and the top queues within the cluster (there
+// only the GPUs queues keep idle from lending bind: a job the GPUs in use
+// leave no room for waits for GPUs, with its reservation). A
+// parent's effective use is the sum over its children of the larger of
+// their effective use and the part of their guarantee they do not lend;
+// so whatever a queue uses above its guarantee is borrowed from the
+// unused, lendable guarantee of others or from what its parent keeps for
+// no child. A job that may not be preempted (Job.Preemption never) runs
+// only within its queue's guarantee, when any queue has one: what is
+// borrowed can always be taken back. Among queues that want more than
+// their guarantees, what is above is shared by weight (water filling
+// over each queue's use plus its waiting jobs' GPUs, capped by its
+// limits): a job that would take its queue beyond its share waits while
+// a sibling waits below its own. A job without quota waits with
+// WaitQuota; its reason names the queue and the limit ("queue research:
+// 1600 of 1600 GPUs (1200 guaranteed, borrowing limit 400), borrowing
+// limit reached"), and it gives up its reservation or hold.
+//
+// The walk of a cycle tests first, in priority order, the jobs their
+// queues' guarantees cover (going down the queue, a queue's use plus its
+// covered jobs before stays within its guarantee), then the others: a
+// job that borrows never takes, within a cycle, GPUs that another
+// queue's guarantee covers (a job started in the cycle could not be
+// reclaimed in it).
+//
+// Reclaim: a waiting job that its queue's guarantee covers (the queue's
+// use plus the job's GPUs is within it) but that cannot start, for want
+// of free GPUs or because others borrowed the quota, looks for victims
+// at once, in the cycle, whatever its class and whether preemption is on:
+// running gangs of queues that borrow from its side of the tree (the
+// queue just below the two queues' closest common parent is above its
+// guarantee). The victim search of package gang/preempt picks whole
+// gangs whose GPUs let the job in with its topology constraints, by
+// least work lost, which puts the most recently started first; then,
+// while the quota still has no room, the borrowers' gangs most recently
+// started first are added. The victims are preempted as in preemption
+// (Plan.Preemptions, with PreemptionConfig.Grace; exempt times do not apply),
+// the job's placement is claimed for it, and it starts at the first cycle
+// after they are released: within one cycle plus the grace when the host
+// releases them in time. One failed search per queue and cycle. With
+// quotas, preemption by class takes only gangs of the job's own queue or
+// of queues that borrow from its side, and never leaves another queue
+// below its guarantee.
+//
+// Reclaim keeps off the GPUs of reservations, holds and claims of other
+// jobs, as preemption does: with reservations on GPUs that borrowers use
+// it may find no set until they start. Over-quota shares are not
+// reclaimed (a queue above its guarantee but below its weighted share
+// waits for others' jobs to end).
+//
+// # Node failures and elastic gangs
+//
+// A node failure releases every active job on the node whole, and
+// requeues it (Requeue, the default) or fails it (Fail), unless its
+// Job.OnNodeFailure lets it keep running:
+//
+//   - Replace re-places each of its pods on the node, alone
+//     (gang.Ledger.ReplacePod): same member and rank, same shape, inside
+//     every domain its gang requires (the member's Required level, a
+//     required co-location, its innermost segments), next to its
+//     neighbours first, and off every node with a GPU promised to a hold,
+//     a claim or a reservation whose window overlaps the job's run (every
+//     reservation, for a job without a limit), so that no promise moves
+//     for it. The host starts the new pods and restarts the job from its
+//     checkpoint; its start and time limit are unchanged. When some pod
+//     finds no node, the job is requeued whole.
+//   - Shrink gives up the pods on the node of every elastic member
+//     (gang.Member.Min) that stays at or above its minimum
+//     (gang.Ledger.ReleasePod; the later ranks move down), and re-places
+//     the pods of the other members as Replace does; failing both, the
+//     job is requeued whole.
+//
+// NodeEvent says which happened; the next plan's PodChanges lists the
+// pods (PodsReplaced, PodsRemoved, with the node).
+//
+// A job with Job.Grow set grows while it runs: at the end of a cycle in
+// which every waiting job holds a reservation and there is no hold and no
+// claim, each elastic member below the pods it asks for takes free nodes
+// next to its last pod (its leaf first, then the domain above;
+// gang.Ledger.GrowMember), off every node promised to a reservation
+// overlapping its run, so growth never delays a reservation
+// (PodsAdded, at the next ranks). A job that cannot start at full size
+// starts at the largest size that fits, at least its minimum, as
+// admission does; growth then brings it up.
+//
+// The pods of such a job above its minimum are lent, not owned (from the
+// cycle after its start). A waiting job that does not fit now and holds a
+// reservation, or, with preemption on, is of a higher class than the
+// lender, tries again with them counted free (the GPUs
+// promised to reservations overlapping its run, holds and claims still
+// kept off); when it fits, the growing jobs give up the lent pods its
+// placement uses (PodsRemoved, PodChange.For names the job) and it starts
+// now, before any preemption is considered: a job whose reservation a
+// failure pushed back can so start on time, and a preemptor takes lent
+// pods rather than stop a gang. Lent pods are not counted in
+// the availability profile: a reservation is never planned on them.
+//
 // # States
 //
 // Every event goes through one path that checks it against these state
@@ -162,10 +282,12 @@
 //	Started       starting                             running
 //	Finished      starting, running, preempting        finished
 //	Failed        starting, running, preempting        failed, or requeued (with requeue)
-//	NodeDown      starting, running, preempting, with  requeued or failed (OnNodeFailure)
-//	              a member on the node
+//	NodeDown      starting, running, preempting, with  requeued or failed, or (unchanged) with
+//	              a member on the node                 pods replaced or removed (OnNodeFailure)
 //	Preempted     preempting                           requeued or cancelled (Job.Preemption)
 //	Checkpointed  running, preempting                  (unchanged)
+//	ReplacePod    starting, running                    (unchanged; one pod moved)
+//	ReleasePod    starting, running                    (unchanged; one pod given up)
 //	Cancel        any waiting or active state          cancelled
 //
 // Pending, reserved, held and requeued are the waiting states; starting,
@@ -196,13 +318,17 @@
 // ErrTimeTravel (a time before the latest one seen). Besides:
 //
 //   - Submit: ErrBadJob (malformed: no ID, a bad gang, an unknown account,
+//     a queue that is not one without children, or one without quotas,
 //     a time limit, factor or count out of range, a request for more nodes
 //     or GPUs than the cluster has, a node set of the wrong length),
 //     ErrNeverFits (no domain can meet its constraints even on an empty
-//     cluster), ErrDuplicateJob.
+//     cluster, or its queue could never hold it), ErrDuplicateJob.
 //   - Cancel, Started, Finished, Failed, Preempted, Checkpointed:
 //     ErrUnknownJob, ErrTransition (Preempted of a job that is not
 //     preempting, Checkpointed of one that is not running or preempting).
+//   - ReplacePod, ReleasePod: ErrUnknownJob, ErrTransition (a job that is
+//     not starting or running), gang.ErrUnknownPod, and for ReleasePod
+//     gang.ErrBelowMin.
 //   - NodeDown, NodeUp, Drain, Resume: topology.ErrUnknownNode,
 //     ErrTransition.
 //   - ScheduleInto: ErrBadArgument (a nil plan).
@@ -243,10 +369,16 @@
 //     them, confirm with Started, and report Finished or Failed. Report
 //     events at the time they happened when you batch them before a cycle.
 //   - Report node failures (NodeDown returns the jobs it requeued or
-//     failed), repairs (NodeUp), drains (Drain) and their end (Resume).
-//   - With preemption on: signal every victim of Plan.Preemptions and
-//     report its release (Preempted); report checkpoints (Checkpointed)
-//     to keep the work counted as lost honest.
+//     failed, or kept running), repairs (NodeUp), drains (Drain) and their
+//     end (Resume); run a cycle after a failure.
+//   - Apply Plan.PodChanges: start the pods added or moved (a job whose
+//     pods moved restarts from its checkpoint), stop the pods removed.
+//     Allocation pods are in rank order (gang.Allocation.Pods). When one
+//     pod cannot be bound, call ReplacePod (or, for an elastic member,
+//     ReleasePod) instead of failing the job.
+//   - With preemption on, or queues with guarantees: signal every victim
+//     of Plan.Preemptions and report its release (Preempted); report
+//     checkpoints (Checkpointed) to keep the work counted as lost honest.
 //   - Call Schedule when something changed (a submit, a finish, a node)
 //     and by NextEvent; with MaxJobsTested, or to let priorities that drift
 //     with time (age, decaying usage) reshuffle reservations, also at a

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/bits-and-blooms/bitset"
+
 	"github.com/phalanx-sched/phalanx/fairshare"
 	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/internal/access"
@@ -31,14 +33,16 @@ type Engine struct {
 	book  book
 	prof  profile
 	pre   *preemptScratch // nil unless preemption is on
+	quota *quotaState     // nil without queues
 
 	seq            uint64
 	last           time.Time // latest time seen
 	cursor         int       // bf_continue: priority rank to resume at
 	heldGPUSeconds float64
 	lastCycle      time.Time
-	holdEnds       []HoldEnd // since the last cycle, for its plan
-	leafGPUs       int       // GPUs of the largest lowest-level domain
+	holdEnds       []HoldEnd   // since the last cycle, for its plan
+	podChanges     []PodChange // since the last cycle, for its plan
+	leafGPUs       int         // GPUs of the largest lowest-level domain
 
 	// Scratch.
 	cyc     cycle
@@ -52,7 +56,11 @@ type Engine struct {
 	// plannedAlloc keeps a profile search's placement while a victim
 	// search runs.
 	plannedAlloc gang.Allocation
-	nodeMask     []uint64 // per node, zero between uses
+	nodeMask     []uint64        // per node, zero between uses
+	podScratch   []bool          // per member: shrink on a node failure
+	rankScratch  []int           // ranks of pods to give up
+	avoid        *bitset.BitSet  // nodes with promised GPUs, for replacements
+	lent         *topology.State // the scratch state plus lent pods (made when first needed)
 	estBuf       []endItem
 
 	// Test switches: naive runs every cache's reference path; checkEach
@@ -101,6 +109,9 @@ func New(c *topology.Cluster, cfg Config, tree *fairshare.Tree) (*Engine, error)
 		if e.pre, err = newPreemptScratch(c); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
+	}
+	if err := e.initQuotas(); err != nil {
+		return nil, err
 	}
 	return e, nil
 }
@@ -207,6 +218,7 @@ func (e *Engine) activate(j *jobRec, now time.Time) {
 	if j.job.TimeLimit == 0 {
 		e.jobs.unlimited++
 	}
+	e.setCounted(j, j.used)
 }
 
 // deactivate releases active job j's GPUs after charging it up to now
@@ -216,6 +228,7 @@ func (e *Engine) deactivate(j *jobRec, now time.Time) {
 		e.released(j)
 	}
 	e.charge(j, now)
+	e.setCounted(j, 0)
 	e.jobs.setOwner(j.alloc, nil)
 	if err := e.ledger.Release(j.job.ID); err != nil {
 		panic(fmt.Sprintf("backfill: active job %s not in the ledger: %v", j.job.ID, err))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -24,10 +25,12 @@ const (
 	opSchedule
 	opPreempted
 	opCheckpointed
+	opReplacePod
+	opReleasePod
 )
 
 var opNames = [...]string{"", "Submit", "Cancel", "Started", "Finished", "Failed", "NodeDown", "NodeUp", "Drain", "Resume", "Schedule",
-	"Preempted", "Checkpointed"}
+	"Preempted", "Checkpointed", "ReplacePod", "ReleasePod"}
 
 // jobFrom lists, per job event, the states it is allowed from.
 var jobFrom = [...]stateSet{
@@ -37,6 +40,8 @@ var jobFrom = [...]stateSet{
 	opFailed:       activeStates,
 	opPreempted:    setOf(StatePreempting),
 	opCheckpointed: setOf(StateRunning, StatePreempting),
+	opReplacePod:   setOf(StateStarting, StateRunning),
+	opReleasePod:   setOf(StateStarting, StateRunning),
 }
 
 // op is one event: what it is, when, and on what.
@@ -47,8 +52,12 @@ type op struct {
 	job     Job    // Submit
 	requeue bool   // Failed
 	plan    *Plan  // Schedule
+	member  string // ReplacePod, ReleasePod
+	rank    int    // ReplacePod, ReleasePod
 	// Resolved by apply.
-	node   topology.NodeID // node events
+	mi     int              // the pod's member index
+	rep    gang.Replacement // ReplacePod's result
+	node   topology.NodeID  // node events
 	rec    *jobRec
 	events []NodeEvent // NodeDown's result
 }
@@ -65,7 +74,7 @@ func (e *Engine) apply(o *op) error {
 	}
 	e.last = o.now
 	switch o.kind {
-	case opCancel, opFinished, opFailed, opNodeDown, opNodeUp, opResume, opPreempted:
+	case opCancel, opFinished, opFailed, opNodeDown, opNodeUp, opResume, opPreempted, opReplacePod, opReleasePod:
 		e.book.freed++ // GPUs or nodes may come back before planned
 	}
 	e.do(o)
@@ -113,6 +122,9 @@ func (e *Engine) resolve(o *op) error {
 		return fmt.Errorf("%w: job %s is %s; %s needs %s", ErrTransition, o.id, st, opNames[o.kind], jobFrom[o.kind])
 	}
 	o.rec = j
+	if o.kind == opReplacePod || o.kind == opReleasePod {
+		return e.resolvePod(o)
+	}
 	return nil
 }
 
@@ -177,6 +189,8 @@ func (e *Engine) do(o *op) {
 		}
 	case opCheckpointed:
 		o.rec.checkpoint = o.now
+	case opReplacePod, opReleasePod:
+		e.podEvent(o)
 	default:
 		e.nodeEvent(o)
 	}

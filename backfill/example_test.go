@@ -111,3 +111,40 @@ func ExampleEngine_Preempted() {
 	// hold for train since t+1h33m0s: 0 of 32 GPUs held on node[00004-00007], 0.0 of 128.0 GPU-hours spent
 	// wait train Held: hold since t+1h33m0s: 0 of 32 GPUs held on node[00004-00007]; 128.0 of 128.0 GPU-hours of its budget left; estimated start t+2h33m0s
 }
+
+// An adapter binds a starting job's pods in rank order; one bind fails,
+// and the adapter re-places that pod alone instead of restarting the
+// gang. A node failure later takes one pod of an elastic job, which goes
+// on smaller (OnNodeFailure Shrink).
+func ExampleEngine_ReplacePod() {
+	c := topology.Default2000()
+	cfg := backfill.DefaultConfig()
+	spec, _ := fairshare.ParseText("alice\n")
+	tree, _ := fairshare.BuildTree(spec, cfg.FairShare)
+	e, _ := backfill.New(c, cfg, tree)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	_ = e.Submit(backfill.Job{ID: "train", Account: "alice", TimeLimit: time.Hour, OnNodeFailure: backfill.Shrink,
+		Gang: gang.Spec{Members: []gang.Member{{Name: "worker", Request: placement.NodesOf(4, 8), Min: 2}}}}, t0)
+	plan, _ := e.Schedule(t0)
+	alloc := plan.Starts[0].Allocation
+	for p := range alloc.Pods() {
+		fmt.Printf("bind %s-%d to %s\n", p.Member, p.Rank, c.NodeName(p.Node))
+	}
+	rep, err := e.ReplacePod("train", "worker", 2, t0.Add(time.Second))
+	fmt.Printf("bind of worker-2 failed: moved %s -> %s (%v)\n", c.NodeName(rep.Old.Node), c.NodeName(rep.New.Node), err)
+	one, _ := alloc.Pod(0, 1) // worker-1's node fails
+	evs, _ := e.NodeDown(one.Node, t0.Add(time.Minute))
+	fmt.Printf("%+v\n", evs)
+	plan, _ = e.Schedule(t0.Add(time.Minute))
+	fmt.Print(plan.Describe(c, t0))
+	// Output:
+	// bind worker-0 to n240
+	// bind worker-1 to n241
+	// bind worker-2 to n242
+	// bind worker-3 to n243
+	// bind of worker-2 failed: moved n242 -> n244 (<nil>)
+	// [{Job:train Requeued:false Replaced:false Shrunk:true}]
+	// cycle at t+1m0s: 0 started, 0 reserved, 0 waiting, 0 tested
+	// replaced pods of train: worker rank 2 n242 -> n244
+	// removed pods of train (node n241 down): worker rank 1 n241
+}

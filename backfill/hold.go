@@ -38,9 +38,12 @@ const (
 	// HoldPreempting: the gang preempted lower-class jobs for GPUs
 	// instead (Plan.Preemptions).
 	HoldPreempting
+	// HoldQuota: the gang's queue has no quota for it now (its reason
+	// says which); it may be held again once it has.
+	HoldQuota
 )
 
-var holdEndNames = [...]string{"", "budget spent", "passed on", "node lost", "planned", "preempting"}
+var holdEndNames = [...]string{"", "budget spent", "passed on", "node lost", "planned", "preempting", "quota"}
 
 // String returns the cause's stable name.
 func (c HoldEndCause) String() string {

@@ -18,6 +18,7 @@ func (e *Engine) check() error {
 	errs = append(errs, e.checkJobs()...)
 	errs = append(errs, e.checkOwners()...)
 	errs = append(errs, e.checkClaims()...)
+	errs = append(errs, e.checkQuotas()...)
 	for n, st := range e.nodes {
 		if st.down() != (e.ledger.State().Status(topology.NodeID(n)) == topology.Down) {
 			errs = append(errs, fmt.Errorf("node %s is %s, the free state says %s", e.c.NodeName(topology.NodeID(n)), st, e.ledger.State().Status(topology.NodeID(n))))
@@ -100,7 +101,7 @@ func (e *Engine) checkClaims() []error {
 	for _, cl := range e.book.claims {
 		id := cl.job.job.ID
 		for _, v := range cl.victims {
-			if v.phase != StatePreempting || v.victimOf != cl || v.job.Class >= cl.job.job.Class || v.preemptedBy != id {
+			if v.phase != StatePreempting || v.victimOf != cl || v.job.Class >= cl.job.job.Class && !cl.reclaim || v.preemptedBy != id {
 				bad("job %s, %s of class %d, is a victim of %s (class %d) but not preempting for it", v.job.ID, v.phase, v.job.Class, id, cl.job.job.Class)
 			}
 		}

@@ -23,6 +23,9 @@ type jobRec struct {
 	// tight is the job's gang with its patience constraint applied.
 	tight *gang.Spec
 	acct  int // index in the engine's accounts
+	// queue is the job's queue's index (-1 without quotas); counted the
+	// GPUs counted for it there (an active job's, a claim's).
+	queue, counted int
 	// phase is StatePending for every waiting state (the substate comes
 	// from the reservation, the hold and requeues), StateStarting,
 	// StateRunning, StatePreempting, or a final state.

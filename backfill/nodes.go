@@ -11,13 +11,19 @@ import (
 type NodeEvent struct {
 	Job string
 	// Requeued is true when the job went back to the queue, false when
-	// it failed for good.
+	// it failed for good or keeps running.
 	Requeued bool
+	// Replaced and Shrunk say that the job keeps running (OnNodeFailure
+	// Replace or Shrink): its pods on the node were re-placed on other
+	// nodes, or given up; Plan.PodChanges lists them.
+	Replaced, Shrunk bool
 }
 
 // NodeDown marks node down at time now. Every active job with
 // a member on it is released whole and requeued or failed per its
-// OnNodeFailure policy (the events say which, in job order); reservations
+// OnNodeFailure policy, or, with Replace or Shrink, keeps running with its
+// pods on the node re-placed or given up (the events say which, in job
+// order; the next plan's PodChanges lists the pods); reservations
 // on the node are dropped, their jobs re-planned in priority order at the
 // next cycle (Plan.Moves says where they went), and a hold on it is
 // dropped. A node already down is ErrTransition.
@@ -96,13 +102,16 @@ func (e *Engine) failNode(n topology.NodeID, now time.Time) []NodeEvent {
 	sortJobs(hit)
 	events := make([]NodeEvent, 0, len(hit))
 	for _, j := range hit {
-		e.deactivate(j, now)
 		ev := NodeEvent{Job: j.job.ID}
-		if j.job.OnNodeFailure == Requeue {
+		switch p := j.job.OnNodeFailure; {
+		case p >= Replace && e.keepOnFailure(j, n, now, &ev):
+		case p == Fail:
+			e.deactivate(j, now)
+			e.jobs.endJob(j, StateFailed, now)
+		default:
+			e.deactivate(j, now)
 			e.requeue(j)
 			ev.Requeued = true
-		} else {
-			e.jobs.endJob(j, StateFailed, now)
 		}
 		events = append(events, ev)
 	}

@@ -26,7 +26,8 @@ type Plan struct {
 	// start.
 	Reservations []Reservation
 	// Waiting lists every pending job that did not start, in priority
-	// order, with its reason.
+	// order (with queues, the jobs their queues' guarantees cover first),
+	// with its reason.
 	Waiting []Waiting
 	// Moves lists the reservations moved later or dropped this cycle,
 	// each with its cause (a reservation moved earlier is not listed).
@@ -43,6 +44,10 @@ type Plan struct {
 	// (once), kills it by its Deadline, and reports its GPUs released
 	// (Engine.Preempted). The victims are preempting until then.
 	Preemptions []Preemption
+	// PodChanges lists the changes to the pods of running jobs since the
+	// last cycle (pods re-placed or given up on a node failure), in the
+	// order they happened.
+	PodChanges []PodChange
 	// Tested counts the jobs tested this cycle.
 	Tested int
 	// HeldGPUSeconds is the running total of GPU-seconds held idle for
@@ -213,9 +218,12 @@ const (
 	// WaitClaimed: the job would fit now, but on GPUs kept for job
 	// Blocker, which preempted jobs to start there (since Until).
 	WaitClaimed
+	// WaitQuota: the job's queue has no quota for it now (Config.Quotas);
+	// Detail names the queue and the limit that binds, Blocker the queue.
+	WaitQuota
 )
 
-var codeNames = [...]string{"", "Reserved", "Held", "Priority", "Resources", "Reservation", "Topology", "Gang", "Hold", "ForHold", "Preempting", "Claimed"}
+var codeNames = [...]string{"", "Reserved", "Held", "Priority", "Resources", "Reservation", "Topology", "Gang", "Hold", "ForHold", "Preempting", "Claimed", "Quota"}
 
 // String returns the code's stable name.
 func (c WaitCode) String() string {
@@ -322,6 +330,8 @@ func (w *Waiting) message(epoch time.Time) string {
 		return fmt.Sprintf("waiting for the GPUs of preempted %s (grace until %s); it starts on them at the next cycle after", w.Detail, at(w.Until))
 	case WaitClaimed:
 		return fmt.Sprintf("would fit now, but on GPUs kept for job %s, which preempted jobs to start there (since %s)", w.Blocker, at(w.Until))
+	case WaitQuota:
+		return w.Detail
 	}
 	return w.Code.String()
 }
@@ -413,6 +423,9 @@ func (p *Plan) Describe(c *topology.Cluster, epoch time.Time) string {
 	for _, x := range p.Preemptions {
 		fmt.Fprintf(&b, "preempt %s for %s (%s, grace until %s, %.1f GPU-hours lost): %s\n", x.Victim, x.Preemptor, x.Policy,
 			formatTime(x.Deadline, epoch), float64(x.LostGPUSeconds)/3600, x.Reason)
+	}
+	for i := range p.PodChanges {
+		fmt.Fprintf(&b, "%s\n", p.PodChanges[i].describe(c))
 	}
 	for _, h := range p.HoldEnds {
 		by := ""

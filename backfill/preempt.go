@@ -90,7 +90,7 @@ func (c *cycle) preempt(j *jobRec, spec *gang.Spec, planned time.Time, w *Waitin
 	e := c.e
 	p := e.pre
 	p.prepare(e, j, c.now)
-	p.candidates(e, j, c.now)
+	p.candidates(e, j, c.now, false)
 	p.req = preempt.Preemptor{Gang: spec, Class: j.job.Class}
 	if err := p.s.Find(p.state, &p.req, p.cands, &p.verdict); err != nil {
 		panic(fmt.Sprintf("backfill: victim search for %s refused the engine's own candidates: %v", j.job.ID, err))
@@ -106,7 +106,20 @@ func (c *cycle) preempt(j *jobRec, spec *gang.Spec, planned time.Time, w *Waitin
 		// it failed on, so this cannot happen; waiting is the safe answer.
 		return false
 	}
-	c.claimFor(j, planned, w)
+	if s := e.quota; s != nil && !s.classVictimsOK(p, v.Victims, j.queue, j.gpus, e.mayBorrow(j)) {
+		// The victims free GPUs, but j's queue has no quota for a claim
+		// (it passed the cycle's check only because no GPUs were free),
+		// or they would take another queue below its guarantee.
+		return false
+	}
+	why := "had no planned start"
+	if !planned.IsZero() {
+		why = fmt.Sprintf("would otherwise start in %s at the earliest", planned.Sub(c.now))
+	}
+	c.claimFor(j, p, v.Victims, false, w, func(vj *jobRec) string {
+		return fmt.Sprintf("preempted by %s (class %d, above this job's %d) for its %d-GPU gang, which %s",
+			j.job.ID, j.job.Class, vj.job.Class, j.gpus, why)
+	})
 	return true
 }
 
@@ -159,13 +172,27 @@ func (p *preemptScratch) addMask(a *gang.Allocation) {
 // candidates lists the running jobs of a class below j's as candidates
 // (every policy, so that the search can say which protection keeps j
 // out), each with its allocation minus the masked GPUs; a job left with
-// none is no candidate (stopping it frees nothing j may use).
-func (p *preemptScratch) candidates(e *Engine, j *jobRec, now time.Time) {
+// none is no candidate (stopping it frees nothing j may use). With
+// quotas, only jobs of j's queue or of queues that borrow from j's side
+// are candidates (quotaState.mayTake). For a reclaim, the candidates are
+// the running jobs of those queues but j's own, of every class (class 0
+// for the search, which j searches as class 1) and never exempt.
+func (p *preemptScratch) candidates(e *Engine, j *jobRec, now time.Time, reclaim bool) {
 	p.cands, p.jobs, p.spans, p.flat = p.cands[:0], p.jobs[:0], p.spans[:0], p.flat[:0]
 	p.promised = 0
 	exempt := e.cfg.Preemption.ExemptTime
 	for _, r := range e.jobs.running {
-		if r.phase != StateRunning || r.job.Class >= j.job.Class {
+		if r.phase != StateRunning {
+			continue
+		}
+		class, inExempt := r.job.Class, now.Sub(r.start) < exempt
+		switch {
+		case reclaim:
+			if r.queue == j.queue || !e.quota.mayTake(j.queue, r.queue) {
+				continue
+			}
+			class, inExempt = 0, false
+		case r.job.Class >= j.job.Class, e.quota != nil && !e.quota.mayTake(j.queue, r.queue):
 			continue
 		}
 		span, ok := p.trim(r.alloc)
@@ -175,8 +202,8 @@ func (p *preemptScratch) candidates(e *Engine, j *jobRec, now time.Time) {
 		}
 		p.spans = append(p.spans, span)
 		p.jobs = append(p.jobs, r)
-		p.cands = append(p.cands, preempt.Candidate{ID: r.job.ID, Alloc: r.alloc, Class: r.job.Class,
-			Policy: r.job.Preemption, Exempt: now.Sub(r.start) < exempt, Cost: lostWork(r, now)})
+		p.cands = append(p.cands, preempt.Candidate{ID: r.job.ID, Alloc: r.alloc, Class: class,
+			Policy: r.job.Preemption, Exempt: inExempt, Cost: lostWork(r, now)})
 	}
 	// The trimmed allocations point into flat, complete only now.
 	k := 0
@@ -237,14 +264,15 @@ func lostWork(j *jobRec, now time.Time) int64 {
 	return min(int64(j.used)*secs, preempt.MaxCost)
 }
 
-// claimFor preempts the verdict's victims for j: j's reservation or hold
-// gives way to a claim on the verdict's placement, each victim becomes
-// preempting and goes into the plan.
-func (c *cycle) claimFor(j *jobRec, planned time.Time, w *Waiting) {
+// claimFor preempts victims (indexes of p's candidates) for j: j's
+// reservation or hold gives way to a claim on the verdict's placement,
+// each victim becomes preempting (its GPUs count for no queue from now)
+// and goes into the plan with the reason why gives it; the claim's GPUs
+// count for j's queue.
+func (c *cycle) claimFor(j *jobRec, p *preemptScratch, victims []int, reclaim bool, w *Waiting, why func(vj *jobRec) string) {
 	e := c.e
-	p := e.pre
 	v := &p.verdict
-	cl := &claim{job: j, since: c.now, due: c.now.Add(e.cfg.Preemption.Grace)}
+	cl := &claim{job: j, since: c.now, due: c.now.Add(e.cfg.Preemption.Grace), reclaim: reclaim}
 	v.Allocation.CopyTo(&cl.alloc)
 	cl.alloc.ID = j.job.ID
 	if r := j.resv; r != nil {
@@ -254,22 +282,20 @@ func (c *cycle) claimFor(j *jobRec, planned time.Time, w *Waiting) {
 		c.plan.HoldEnds = append(c.plan.HoldEnds, HoldEnd{Job: j.job.ID, Cause: HoldPreempting, Held: h.held})
 		e.book.dropHold(h)
 	}
-	why := "had no planned start"
-	if !planned.IsZero() {
-		why = fmt.Sprintf("would otherwise start in %s at the earliest", planned.Sub(c.now))
-	}
-	for _, i := range v.Victims {
+	for _, i := range victims {
 		vj := p.jobs[i]
+		reason := why(vj)
 		vj.phase, vj.preemptedAt, vj.preemptedBy, vj.victimOf = StatePreempting, c.now, j.job.ID, cl
 		vj.preemptions++
+		e.setCounted(vj, 0)
 		cl.victims = append(cl.victims, vj)
 		c.plan.Preemptions = append(c.plan.Preemptions, Preemption{Victim: vj.job.ID, Preemptor: j.job.ID,
 			Policy: vj.job.Preemption, Deadline: cl.due, GPUs: vj.used, LostGPUSeconds: lostWork(vj, c.now),
-			Reason: fmt.Sprintf("preempted by %s (class %d, above this job's %d) for its %d-GPU gang, which %s",
-				j.job.ID, j.job.Class, vj.job.Class, j.gpus, why)})
+			Reason: reason})
 	}
 	sortJobs(cl.victims)
 	e.book.addClaim(cl)
+	e.setCounted(j, cl.alloc.GPUs())
 	c.valid = false
 	c.gen++
 	c.reportClaim(cl, w)

@@ -27,7 +27,10 @@ import (
 // reservation it could overlap, or sits on GPUs held by jobs other than
 // its victims; a victim that is not preempting, is of a class not below
 // its preemptor's or is listed twice; a preempting job without a
-// preemptor or signal time, or whose policy is never; bad usage. When c is not the cluster the snapshot
+// preemptor or signal time, or whose policy is never; a job whose queue
+// is not a queue of cfg without children; a reclaim claim without
+// queues, or with a victim of its own queue; queues whose use breaks
+// their limits; bad usage. When c is not the cluster the snapshot
 // was taken on (its Fingerprint differs), every node is mapped by name:
 // the restore succeeds only if every name maps, and an error says what
 // differs.
@@ -38,8 +41,8 @@ func Restore(c *topology.Cluster, cfg Config, snap *Snapshot) (*Engine, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: no cluster", ErrBadArgument)
 	}
-	if snap.Version != SnapshotVersion && snap.Version != SnapshotVersion-1 {
-		return nil, fmt.Errorf("%w: snapshot format version %d, this engine reads %d and %d", ErrRestore, snap.Version, SnapshotVersion-1, SnapshotVersion)
+	if snap.Version < 2 || snap.Version > SnapshotVersion {
+		return nil, fmt.Errorf("%w: snapshot format version %d, this engine reads 2 to %d", ErrRestore, snap.Version, SnapshotVersion)
 	}
 	tree, err := fairshare.BuildTree(snap.Accounts, cfg.FairShare)
 	if err != nil {
@@ -75,6 +78,26 @@ func (r *restorer) bad(format string, args ...any) {
 	r.errs = append(r.errs, fmt.Errorf(format, args...))
 }
 
+// podChanges restores the pod changes not yet reported, checking that
+// each names a job, a kind and pods on the cluster's nodes (as many old
+// pods as new ones for a replacement).
+func (r *restorer) podChanges() {
+	e := r.e
+	for i := range r.snap.PodChanges {
+		pc := &r.snap.PodChanges[i]
+		ok := pc.Job != "" && pc.Kind >= PodsReplaced && pc.Kind <= PodsAdded && (pc.Kind == PodsReplaced) == (len(pc.Old) > 0) &&
+			(pc.Kind != PodsReplaced || len(pc.Old) == len(pc.Pods))
+		for _, p := range slices.Concat(pc.Pods, pc.Old) {
+			ok = ok && p.Node >= 0 && int(p.Node) < e.c.NumNodes()
+		}
+		if !ok {
+			r.bad("pod change %d (job %q, %s): malformed", i, pc.Job, pc.Kind)
+			continue
+		}
+		e.podChanges = append(e.podChanges, *pc)
+	}
+}
+
 // run restores in dependency order; each step checks what it reads.
 func (r *restorer) run() {
 	e, s := r.e, r.snap
@@ -104,6 +127,10 @@ func (r *restorer) run() {
 	}
 	for n := range e.nodes {
 		e.syncStatus(topology.NodeID(n))
+	}
+	if err := e.recountQuotas(); err != nil {
+		r.bad("%v", err)
+		return
 	}
 	if err := e.check(); err != nil {
 		r.bad("%v", err)
@@ -276,7 +303,7 @@ func (r *restorer) preemptionFits(jr *JobRecord) bool {
 
 // jobSpec rebuilds a job from its record.
 func (r *restorer) jobSpec(jr *JobRecord) (Job, error) {
-	j := Job{ID: jr.ID, Account: jr.Account, Submit: jr.Submit, QOS: jr.QOS, Partition: jr.Partition}
+	j := Job{ID: jr.ID, Account: jr.Account, Submit: jr.Submit, QOS: jr.QOS, Partition: jr.Partition, Queue: jr.Queue}
 	var err error
 	if jr.TimeLimit != "" {
 		if j.TimeLimit, err = time.ParseDuration(jr.TimeLimit); err != nil {
@@ -289,14 +316,11 @@ func (r *restorer) jobSpec(jr *JobRecord) (Job, error) {
 			return j, fmt.Errorf("patience wait: %w", err)
 		}
 	}
-	switch jr.OnNodeFailure {
-	case "", "requeue":
-	case "fail":
-		j.OnNodeFailure = Fail
-	default:
+	var ok bool
+	if j.OnNodeFailure, ok = ParseFailurePolicy(jr.OnNodeFailure); !ok {
 		return j, fmt.Errorf("unknown on_node_failure %q", jr.OnNodeFailure)
 	}
-	j.Class = jr.Class
+	j.Class, j.Grow = jr.Class, jr.Grow
 	if jr.Preemption != "" {
 		p, ok := preempt.ParsePolicy(jr.Preemption)
 		if !ok {
@@ -390,6 +414,7 @@ func (r *restorer) holds() {
 		}
 	}
 	e.holdEnds = slices.Clone(r.snap.HoldEnds)
+	r.podChanges()
 	var sum runtimes
 	for _, rt := range r.snap.Runtimes {
 		h, fits := runtimesOf(rt)
@@ -468,11 +493,15 @@ func (r *restorer) claim(cr *ClaimRecord) {
 		r.bad("the claim for %s is due at %v, before it began or out of range", cr.Job, cr.Due)
 		return
 	}
-	cl := &claim{job: j, since: cr.Since, due: cr.Due, alloc: a}
+	if cr.Reclaim && e.quota == nil {
+		r.bad("the claim for %s reclaims a queue's guarantee, but there are no queues", cr.Job)
+		return
+	}
+	cl := &claim{job: j, since: cr.Since, due: cr.Due, alloc: a, reclaim: cr.Reclaim}
 	for _, id := range cr.Victims {
 		v, ok := e.jobs.byID[id]
-		if !ok || v.phase != StatePreempting || v.victimOf != nil || slices.Contains(cl.victims, v) || v.preemptedBy != cr.Job || v.job.Class >= j.job.Class {
-			r.bad("the claim for %s lists %s, which is not a preempting job of a lower class preempted for it (once)", cr.Job, id)
+		if !ok || v.phase != StatePreempting || v.victimOf != nil || slices.Contains(cl.victims, v) || v.preemptedBy != cr.Job || v.job.Class >= j.job.Class && !cl.reclaim {
+			r.bad("the claim for %s lists %s, which is not a preempting job of a lower class preempted for it (once), or of any class for a reclaim", cr.Job, id)
 			return
 		}
 		cl.victims = append(cl.victims, v)

@@ -101,6 +101,12 @@ func TestRestoreRefusesCorruptSnapshots(t *testing.T) {
 		}, "a hold for run, which is not a held job"},
 		{"a reservation whose end is not its limit", func(s *Snapshot) { s.Reservations[0].End = s.Reservations[0].Start }, "not a time limit after its start"},
 		{"a reservation on a GPU the node lacks", func(s *Snapshot) { s.Reservations[0].Placement.Members[0].Pods[0].GPUs[0] = 99 }, "has no GPU 99"},
+		{"a pod change on an unknown node", func(s *Snapshot) {
+			s.PodChanges = append(s.PodChanges, PodChange{Job: "run", Kind: PodsRemoved, Pods: []gang.Pod{{Member: "m", Node: 1 << 20, GPUs: 1}}})
+		}, `pod change 0 (job "run", removed): malformed`},
+		{"a replacement without the old pods", func(s *Snapshot) {
+			s.PodChanges = append(s.PodChanges, PodChange{Job: "run", Kind: PodsReplaced, Pods: []gang.Pod{{Member: "m", GPUs: 1}}})
+		}, `pod change 0 (job "run", replaced): malformed`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -38,9 +38,10 @@ func at(t testing.TB, d *datadriven.Case, v string) time.Time {
 
 // scenario is the state of one scenario file.
 type scenario struct {
-	t *testing.T
-	c *topology.Cluster
-	e *Engine
+	t      *testing.T
+	c      *topology.Cluster
+	e      *Engine
+	queues QuotaConfig // for the next engine command
 }
 
 // TestScenarios runs testdata/*.txt. Every command takes only the
@@ -48,6 +49,10 @@ type scenario struct {
 // fails the test). Commands:
 //
 //	cluster levels=a,b | gen=<generator>      (input: testcluster text)
+//	queues                                    (input: one queue a line, for the next engine:
+//	                                           name [parent=P] [guarantee=N] [borrow=N|-1]
+//	                                           [lend=N|-1] [max=N|-1] [weight=W] [nodes=H]; limits
+//	                                           default to -1, Unlimited)
 //	state                                     (input: testcluster state text; prints the state)
 //	engine [depth=N|conservative] [strict] [maxtest=N] [keep=D]
 //	       [hold=off|minGPUs@budget] [holdwait=D] [capwait=D] [hysteresis=D]
@@ -55,12 +60,14 @@ type scenario struct {
 //	       (input: fairshare text form of the accounts)
 //	submit id=J [account=A] [at=T] [limit=D] nodes=N|gpus=N [gpn=G] [required=L]
 //	       [preferred=L] [exclusive] [patience=k@D] [fail]
-//	       [class=K] [policy=never|requeue|cancel]        (one member "main")
-//	submit id=J ... (input: one member per line: name nodes=N gpn=G ...)
+//	       [class=K] [policy=never|requeue|cancel] [queue=Q]
+//	       [onfail=requeue|fail|replace|shrink] [grow] [min=M] [step=S]  (one member "main")
+//	submit id=J ... (input: one member per line: name nodes=N gpn=G [min=M] [step=S] ...)
 //	schedule at=T                             (prints the plan)
 //	started|finish|cancel|preempted|checkpoint id=J at=T
 //	failed id=J at=T [requeue]
 //	down|up|drain|resume node=N at=T
+//	replacepod|releasepod id=J member=M rank=R at=T   (prints where the pod went)
 //	jobs                                      (prints the squeue-like table)
 //	next                                      (prints NextEvent)
 //	restore                                   (snapshot, JSON, restore; prints what differs)
@@ -88,6 +95,10 @@ func (sc *scenario) run(d *datadriven.Case) string {
 		return sc.cluster(d)
 	case "engine":
 		return sc.engine(d)
+	case "queues":
+		d.Only(t)
+		sc.queues = parseQueues(t, d)
+		return fmt.Sprintf("%d queues", len(sc.queues.Queues))
 	case "state":
 		d.Only(t)
 		if d.Input != "" {
@@ -109,6 +120,8 @@ func (sc *scenario) run(d *datadriven.Case) string {
 		return sc.jobEvent(d)
 	case "down", "up", "drain", "resume":
 		return sc.nodeEvent(d)
+	case "replacepod", "releasepod":
+		return sc.podEvent(d)
 	case "jobs":
 		d.Only(t)
 		return FormatJobs(sc.e.Jobs(), epoch)
@@ -185,6 +198,7 @@ func (sc *scenario) engine(d *datadriven.Case) string {
 	pc.Grace = d.Duration(t, "grace", pc.Grace)
 	pc.MinGain = d.Duration(t, "gain", pc.MinGain)
 	pc.MaxSearches = d.Int(t, "searches", pc.MaxSearches)
+	cfg.Quotas, sc.queues = sc.queues, QuotaConfig{}
 	text := d.Input
 	if strings.TrimSpace(text) == "" {
 		text = "a\nb\n"
@@ -212,7 +226,7 @@ func (sc *scenario) engine(d *datadriven.Case) string {
 func (sc *scenario) job(d *datadriven.Case) Job {
 	t := sc.t
 	get := func(k string) string { v, _ := d.Get(k); return v }
-	j := Job{ID: get("id"), Account: get("account"), Submit: at(t, d, get("at")), TimeLimit: d.Duration(t, "limit", 0)}
+	j := Job{ID: get("id"), Account: get("account"), Submit: at(t, d, get("at")), TimeLimit: d.Duration(t, "limit", 0), Queue: get("queue")}
 	if j.Account == "" {
 		j.Account = "a"
 	}
@@ -228,6 +242,12 @@ func (sc *scenario) job(d *datadriven.Case) Job {
 	if d.Has("fail") {
 		j.OnNodeFailure = Fail
 	}
+	if p := get("onfail"); p != "" {
+		var ok bool
+		if j.OnNodeFailure, ok = ParseFailurePolicy(p); !ok {
+			d.Fatalf(t, "onfail=%q: want requeue, fail, replace or shrink", p)
+		}
+	}
 	j.Class = d.Int(t, "class", 0)
 	if p := get("policy"); p != "" {
 		var ok bool
@@ -235,27 +255,42 @@ func (sc *scenario) job(d *datadriven.Case) Job {
 			d.Fatalf(t, "policy=%q: want never, requeue or cancel", p)
 		}
 	}
-	jobKeys := []string{"id", "account", "at", "limit", "patience", "fail", "class", "policy"}
+	j.Grow = d.Has("grow")
+	jobKeys := []string{"id", "account", "at", "limit", "patience", "fail", "class", "policy", "queue", "onfail", "grow"}
 	if strings.TrimSpace(d.Input) == "" {
-		d.Only(t, append(jobKeys, requestKeys...)...)
+		d.Only(t, append(jobKeys, append(requestKeys, "min", "step")...)...)
 		var args []datadriven.Arg
 		for _, a := range d.Args {
 			if slices.Contains(requestKeys, a.Key) {
 				args = append(args, a)
 			}
 		}
-		j.Gang.Members = []gang.Member{{Name: "main", Request: requestArgs(t, d, args)}}
+		j.Gang.Members = []gang.Member{{Name: "main", Request: requestArgs(t, d, args), Min: d.Int(t, "min", 0), Step: d.Int(t, "step", 0)}}
 		return j
 	}
 	d.Only(t, jobKeys...)
 	for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
 		f := strings.Fields(line)
 		var args []datadriven.Arg
+		m := gang.Member{Name: f[0]}
 		for _, x := range f[1:] {
 			k, v, _ := strings.Cut(x, "=")
+			if k == "min" || k == "step" {
+				n, err := strconv.Atoi(v)
+				if err != nil {
+					d.Fatalf(t, "%s=%q is not an integer", k, v)
+				}
+				if k == "min" {
+					m.Min = n
+				} else {
+					m.Step = n
+				}
+				continue
+			}
 			args = append(args, datadriven.Arg{Key: k, Val: v})
 		}
-		j.Gang.Members = append(j.Gang.Members, gang.Member{Name: f[0], Request: requestArgs(t, d, args)})
+		m.Request = requestArgs(t, d, args)
+		j.Gang.Members = append(j.Gang.Members, m)
 	}
 	return j
 }
@@ -347,4 +382,64 @@ func (sc *scenario) nodeEvent(d *datadriven.Case) string {
 		return result(sc.e.Drain(node, now))
 	}
 	return result(sc.e.Resume(node, now))
+}
+
+// parseQueues parses the input of a queues command.
+func parseQueues(t *testing.T, d *datadriven.Case) QuotaConfig {
+	var cfg QuotaConfig
+	for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+		f := strings.Fields(line)
+		q := QueueSpec{Name: f[0], BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: Unlimited}
+		for _, x := range f[1:] {
+			k, v, _ := strings.Cut(x, "=")
+			switch k {
+			case "parent":
+				q.Parent = v
+				continue
+			case "nodes":
+				q.Nodes = v
+				continue
+			}
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				d.Fatalf(t, "queue %s: %s=%q is not a number", q.Name, k, v)
+			}
+			switch k {
+			case "guarantee":
+				q.Guarantee = int(n)
+			case "borrow":
+				q.BorrowingLimit = int(n)
+			case "lend":
+				q.LendingLimit = int(n)
+			case "max":
+				q.Maximum = int(n)
+			case "weight":
+				q.Weight = n
+			default:
+				d.Fatalf(t, "queue %s: unknown key %q", q.Name, k)
+			}
+		}
+		cfg.Queues = append(cfg.Queues, q)
+	}
+	return cfg
+}
+
+func (sc *scenario) podEvent(d *datadriven.Case) string {
+	t := sc.t
+	d.Only(t, "id", "member", "rank", "at")
+	id, _ := d.Get("id")
+	member, _ := d.Get("member")
+	v, _ := d.Get("at")
+	now, rank := at(t, d, v), d.Int(t, "rank", 0)
+	if d.Cmd == "releasepod" {
+		return result(sc.e.ReleasePod(id, member, rank, now))
+	}
+	rep, err := sc.e.ReplacePod(id, member, rank, now)
+	switch {
+	case err != nil:
+		return "error: " + err.Error()
+	case !rep.Replaced:
+		return fmt.Sprintf("not replaced: %s", rep.Reason)
+	}
+	return fmt.Sprintf("rank %d: %s -> %s", rep.New.Rank, sc.c.NodeName(rep.Old.Node), sc.c.NodeName(rep.New.Node))
 }

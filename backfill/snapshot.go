@@ -14,10 +14,11 @@ import (
 )
 
 // SnapshotVersion is the version of the Snapshot format this package
-// writes. Restore reads it and version 2 (which had no preemption: a
-// version 2 snapshot is a version 3 one without classes, policies,
+// writes. Restore reads it, version 3 (which had no queues: a version 3
+// snapshot is a version 4 one without job queues or reclaim claims) and
+// version 2 (which had no preemption either: no classes, policies,
 // preempting jobs or claims); it refuses any other.
-const SnapshotVersion = 3
+const SnapshotVersion = 4
 
 // Snapshot is the whole engine as plain, JSON-serialisable data: the
 // cluster's fingerprint, node facts, jobs (with their preemption state),
@@ -42,8 +43,10 @@ type Snapshot struct {
 	Reservations   []ReservationRecord     `json:"reservations,omitempty"`
 	Holds          []HoldRecord            `json:"holds,omitempty"`
 	HoldEnds       []HoldEnd               `json:"hold_ends,omitempty"`
-	Claims         []ClaimRecord           `json:"claims,omitempty"`
-	Runtimes       []RuntimeRecord         `json:"runtimes,omitempty"`
+	// PodChanges are the pod changes not yet reported in a plan.
+	PodChanges []PodChange     `json:"pod_changes,omitempty"`
+	Claims     []ClaimRecord   `json:"claims,omitempty"`
+	Runtimes   []RuntimeRecord `json:"runtimes,omitempty"`
 	// AllRuntimes is every account's run times together (Account empty).
 	AllRuntimes RuntimeRecord `json:"all_runtimes"`
 }
@@ -131,6 +134,7 @@ type JobRecord struct {
 	Partition     float64         `json:"partition,omitempty"`
 	Patience      *PatienceRecord `json:"patience,omitempty"`
 	OnNodeFailure string          `json:"on_node_failure,omitempty"`
+	Grow          bool            `json:"grow,omitempty"`
 	Gang          gang.SpecRecord `json:"gang"`
 	Start         time.Time       `json:"start,omitzero"`
 	Promised      time.Time       `json:"promised,omitzero"`
@@ -152,6 +156,8 @@ type JobRecord struct {
 	PreemptedAt time.Time `json:"preempted_at,omitzero"`
 	PreemptedBy string    `json:"preempted_by,omitempty"`
 	Preemptions int       `json:"preemptions,omitempty"`
+	// Queue is the job's queue (Job.Queue).
+	Queue string `json:"queue,omitempty"`
 }
 
 // PatienceRecord is a job's Patience.
@@ -191,6 +197,9 @@ type ClaimRecord struct {
 	Due       time.Time       `json:"due"`
 	Placement gang.GangRecord `json:"placement"`
 	Victims   []string        `json:"victims,omitempty"`
+	// Reclaim marks a claim that gets its job's queue's guarantee back
+	// from queues that borrow: its victims may be of any class.
+	Reclaim bool `json:"reclaim,omitempty"`
 }
 
 // Snapshot exports the engine as of the latest time it has seen. It
@@ -226,8 +235,9 @@ func (e *Engine) Snapshot() *Snapshot {
 			SpentGPUs: h.spent, BudgetGPUs: h.budget, EstimatedStart: h.eta})
 	}
 	s.HoldEnds = slices.Clone(e.holdEnds)
+	s.PodChanges = slices.Clone(e.podChanges)
 	for _, cl := range e.book.claims {
-		cr := ClaimRecord{Job: cl.job.job.ID, Since: cl.since, Due: cl.due, Placement: e.gangRecord(&cl.alloc)}
+		cr := ClaimRecord{Job: cl.job.job.ID, Since: cl.since, Due: cl.due, Placement: e.gangRecord(&cl.alloc), Reclaim: cl.reclaim}
 		for _, v := range cl.victims {
 			cr.Victims = append(cr.Victims, v.job.ID)
 		}
@@ -248,7 +258,8 @@ func (e *Engine) jobRecord(j *jobRec) JobRecord {
 	r := JobRecord{ID: jb.ID, Account: jb.Account, State: e.stateOf(j), Seq: j.seq, Submit: jb.Submit,
 		QOS: jb.QOS, Partition: jb.Partition, Gang: jb.Gang.Record(e.c), Start: j.start, Promised: j.promised,
 		LastCharge: j.lastCharge, HoldExpiry: j.holdExpiry, HoldBlocked: j.holdBlockedSince, Requeues: j.requeues, Ended: j.ended, Moved: j.moved,
-		Class: jb.Class, Checkpoint: j.checkpoint, PreemptedAt: j.preemptedAt, PreemptedBy: j.preemptedBy, Preemptions: j.preemptions}
+		Class: jb.Class, Grow: jb.Grow, Checkpoint: j.checkpoint, PreemptedAt: j.preemptedAt, PreemptedBy: j.preemptedBy, Preemptions: j.preemptions,
+		Queue: jb.Queue}
 	if jb.Preemption != preempt.Never {
 		r.Preemption = jb.Preemption.String()
 	}

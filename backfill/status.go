@@ -45,9 +45,11 @@ type JobStatus struct {
 	Requeues int `json:"requeues,omitempty"`
 	// Class is the job's priority class (Job.Class); Preemptions counts
 	// the times it was preempted.
-	Class       int     `json:"class,omitempty"`
-	Preemptions int     `json:"preemptions,omitempty"`
-	wait        Waiting // for FormatJobs' relative times
+	Class       int `json:"class,omitempty"`
+	Preemptions int `json:"preemptions,omitempty"`
+	// Queue is the job's queue (Job.Queue).
+	Queue string  `json:"queue,omitempty"`
+	wait  Waiting // for FormatJobs' relative times
 }
 
 // MarshalJSON writes the status with snake_case names and the time limit
@@ -93,7 +95,8 @@ func (e *Engine) Jobs() []JobStatus {
 
 func (e *Engine) status(j *jobRec) JobStatus {
 	s := JobStatus{ID: j.job.ID, Account: j.job.Account, State: e.stateOf(j), GPUs: j.gpus,
-		TimeLimit: j.job.TimeLimit, Submit: j.job.Submit, Requeues: j.requeues, Class: j.job.Class, Preemptions: j.preemptions}
+		TimeLimit: j.job.TimeLimit, Submit: j.job.Submit, Requeues: j.requeues, Class: j.job.Class, Preemptions: j.preemptions,
+		Queue: j.job.Queue}
 	switch {
 	case j.phase.Active():
 		s.Start, s.End, s.Nodes = j.start, j.end, NodeList(e.c, j.alloc)

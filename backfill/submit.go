@@ -50,11 +50,14 @@ func (e *Engine) validateJob(j Job) (*jobRec, error) {
 	if err := e.tree.CheckJob(e.fsJob(rec)); err != nil {
 		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
 	}
+	if err := e.checkQueue(rec); err != nil {
+		return nil, err
+	}
 	if err := e.checkPatience(rec); err != nil {
 		return nil, err
 	}
 	// Never fits: the gang does not fit an empty cluster.
-	res, err := e.adm.Admit(e.empty, &j.Gang, &e.alloc)
+	res, err := e.adm.Admit(e.empty, &rec.job.Gang, &e.alloc) // with its queue's nodes
 	if err != nil {
 		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
 	}
@@ -77,7 +80,7 @@ func (e *Engine) checkFields(j *Job) error {
 		return fmt.Errorf("%w: an ID of %d bytes (at most %d)", ErrBadJob, len(j.ID), MaxIDLength)
 	case j.Gang.ID != "" && j.Gang.ID != j.ID:
 		return bad("gang ID %s differs", j.Gang.ID)
-	case j.OnNodeFailure > Fail:
+	case j.OnNodeFailure > Shrink:
 		return bad("unknown OnNodeFailure %d", j.OnNodeFailure)
 	case j.Preemption > preempt.Cancel:
 		return bad("unknown Preemption policy %d", j.Preemption)

@@ -15,6 +15,9 @@ import (
 func (c *cycle) wait(j *jobRec, w *Waiting) {
 	spec, patient := c.specFor(j)
 	failed := c.lastRes
+	if s := c.e.quota; s != nil && s.entitled(j.queue, j.gpus) && c.reclaim(j, spec, w) {
+		return
+	}
 	if h := c.e.book.holdOf(j); h != nil && c.keepHold(h, spec, w) {
 		if c.mayPreempt(j) {
 			c.preempt(j, spec, time.Time{}, w)

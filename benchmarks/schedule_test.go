@@ -10,6 +10,7 @@ import (
 	"github.com/phalanx-sched/phalanx/backfill"
 	"github.com/phalanx-sched/phalanx/fairshare"
 	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -27,6 +28,10 @@ type workload struct {
 	unique   bool
 	accounts []string
 	n        int
+	// quotas are the engine's queues; queueOf gives an account's queue
+	// (jobs in queues may be preempted, so that they may borrow).
+	quotas  backfill.QuotaConfig
+	queueOf func(account int) string
 }
 
 func newWorkload(c *topology.Cluster, depth int, unique bool, seed uint64) *workload {
@@ -60,8 +65,13 @@ func (w *workload) job(prefix string, at time.Time) backfill.Job {
 		}
 	}
 	w.n++
-	return backfill.Job{ID: fmt.Sprintf("%s%07d", prefix, w.n), Account: w.accounts[r.IntN(len(w.accounts))], Submit: at,
+	acct := r.IntN(len(w.accounts))
+	j := backfill.Job{ID: fmt.Sprintf("%s%07d", prefix, w.n), Account: w.accounts[acct], Submit: at,
 		TimeLimit: time.Duration(1+r.IntN(8)) * time.Hour, Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: req}}}}
+	if w.queueOf != nil {
+		j.Queue, j.Preemption = w.queueOf(acct), preempt.Requeue
+	}
+	return j
 }
 
 // engine returns an engine whose running jobs hold about busy of the GPUs
@@ -70,6 +80,7 @@ func (w *workload) job(prefix string, at time.Time) backfill.Job {
 func (w *workload) engine(b testing.TB, busy float64, pending int) (*backfill.Engine, time.Time) {
 	cfg := backfill.DefaultConfig()
 	cfg.ReservationDepth = w.depth
+	cfg.Quotas = w.quotas
 	tree, err := fairshare.NewTree(cfg.FairShare)
 	if err != nil {
 		b.Fatal(err)
@@ -219,8 +230,12 @@ func scheduleCases() []scheduleCase {
 
 // scheduleFresh times cycles on the same restored state.
 func scheduleFresh(b *testing.B, tc scheduleCase) {
-	w := newWorkload(tc.inv.c, tc.depth, tc.unique, 11)
-	e, now := w.engine(b, 0.9, tc.pending)
+	scheduleFreshOn(b, newWorkload(tc.inv.c, tc.depth, tc.unique, 11), tc.pending)
+}
+
+// scheduleFreshOn times cycles on the same restored state of workload w.
+func scheduleFreshOn(b *testing.B, w *workload, pending int) {
+	e, now := w.engine(b, 0.9, pending)
 	snap := e.Snapshot()
 	busy := busyShare(e)
 	plan := &backfill.Plan{}
@@ -228,7 +243,7 @@ func scheduleFresh(b *testing.B, tc scheduleCase) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		r, err := backfill.Restore(tc.inv.c, e.Config(), snap)
+		r, err := backfill.Restore(w.c, e.Config(), snap)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -244,8 +259,12 @@ func scheduleFresh(b *testing.B, tc scheduleCase) {
 
 // scheduleChurn times cycles in a steady state with churn.
 func scheduleChurn(b *testing.B, tc scheduleCase) {
-	w := newWorkload(tc.inv.c, tc.depth, tc.unique, 11)
-	e, now := w.engine(b, 0.9, tc.pending)
+	scheduleChurnOn(b, newWorkload(tc.inv.c, tc.depth, tc.unique, 11), tc.pending)
+}
+
+// scheduleChurnOn times cycles of workload w in a steady state with churn.
+func scheduleChurnOn(b *testing.B, w *workload, pending int) {
+	e, now := w.engine(b, 0.9, pending)
 	plan := &backfill.Plan{}
 	var running []string // oldest first
 	for _, s := range e.Jobs() {

@@ -32,10 +32,40 @@
 //	...
 //	l.Release("job-7")      // it finished: every GPU returns
 //
+// # Pods and ranks
+//
+// Every pod of an allocation has an identity: its member, its rank within
+// the member, its node and its GPUs (Pod). Allocation.Pods iterates over
+// them, members in order and each member's pods by rank, allocating
+// nothing:
+//
+//	for p := range alloc.Pods() {
+//		launch(p.Member, p.Rank, cluster.NodeName(p.Node), p.GPUs)
+//	}
+//
+// A member's pods are its Assignment entries, one per node, and Admit
+// puts them in rank order for collective communication: by node ID, which
+// is topology order, so that ranks fill a node, then the next node of the
+// same leaf (lowest-level domain), then the next leaf of the same switch
+// above, and so on: neighbouring ranks share NVLink, then a leaf switch.
+// When every GPU runs one process, Pod.FirstGPURank numbers the GPUs the
+// same way (a 64-GPU job on 8-GPU nodes of one leaf has GPU ranks 0-7 on
+// its first node, 8-15 on the next node of that leaf). The order is kept
+// afterwards: a pod re-placed with ReplacePod keeps its rank on its new
+// node, a pod released with ReleasePod takes its rank out (the ranks
+// after it move down by one), pods added by GrowMember take the next
+// ranks, and Restore keeps the snapshot's order.
+//
 // # Caller duties
 //
 //   - Admit, then start the pods where the Allocation says; call Release
 //     when the job ends, fails or is cancelled.
+//   - When one pod cannot run where the allocation says (its bind failed,
+//     its node is failing), move that pod alone with ReplacePod, or, for an
+//     elastic member above its minimum, give it up with ReleasePod; the
+//     rest of the gang keeps running. A gang is still all-or-nothing at
+//     its start: admission never places part of one. GrowMember adds pods
+//     to an elastic member below its Request.Nodes, next to its last pod.
 //   - Report node failures with NodeDown: it releases, whole, every gang
 //     with a member on the node and returns their IDs to requeue or fail.
 //     NodeUp returns the node to service; Drain stops new work on it.

@@ -55,3 +55,68 @@ func ExampleLedger_NodeDown() {
 	// released: [eval train] <nil>
 	// gangs left 0, free GPUs 1992
 }
+
+// The pods of a gang in rank order: a launcher, and 64 GPUs of workers on
+// 8-GPU nodes of one leaf. Ranks fill a node, then the next node of the
+// same leaf; with one process per GPU, worker GPU ranks 0-7 are on the
+// first node and 8-15 on the next.
+func ExampleAllocation_Pods() {
+	c := topology.Default2000()
+	l := gang.NewLedger(c, gang.Options{})
+	if _, err := l.Admit(&gang.Spec{ID: "small", Members: []gang.Member{
+		{Name: "worker", Request: placement.NodesOf(2, 8)},
+	}}); err != nil {
+		panic(err)
+	}
+	if _, err := l.Admit(&gang.Spec{ID: "train", Members: []gang.Member{
+		{Name: "launcher", Request: placement.NodesOf(1, 1)},
+		{Name: "worker", Request: placement.Request{GPUs: 64, Required: "leaf"}},
+	}}); err != nil {
+		panic(err)
+	}
+	train, _ := l.Get("train")
+	for p := range train.Pods() {
+		fmt.Printf("%s rank %d on %s, GPU ranks %d-%d\n", p.Member, p.Rank, c.NodeName(p.Node), p.FirstGPURank, p.FirstGPURank+p.NumGPUs()-1)
+	}
+	// Output:
+	// launcher rank 0 on n192, GPU ranks 0-0
+	// worker rank 0 on n242, GPU ranks 0-7
+	// worker rank 1 on n243, GPU ranks 8-15
+	// worker rank 2 on n244, GPU ranks 16-23
+	// worker rank 3 on n245, GPU ranks 24-31
+	// worker rank 4 on n246, GPU ranks 32-39
+	// worker rank 5 on n247, GPU ranks 40-47
+	// worker rank 6 on n248, GPU ranks 48-55
+	// worker rank 7 on n249, GPU ranks 56-63
+}
+
+// A pod's bind failed: the adapter re-places that one pod instead of
+// releasing the gang. It keeps its rank and stays in the leaf the gang
+// requires; the other pods stay where they are.
+func ExampleLedger_ReplacePod() {
+	c := topology.Default2000()
+	l := gang.NewLedger(c, gang.Options{})
+	if _, err := l.Admit(&gang.Spec{ID: "train", Members: []gang.Member{
+		{Name: "worker", Request: placement.Request{Nodes: 4, GPUsPerNode: 8, Required: "leaf"}},
+	}}); err != nil {
+		panic(err)
+	}
+	rep, err := l.ReplacePod("train", "worker", 1, nil)
+	if err != nil || !rep.Replaced {
+		panic(fmt.Sprint(rep.Reason, err))
+	}
+	fmt.Printf("rank %d: %s -> %s, inside %s %d\n", rep.New.Rank, c.NodeName(rep.Old.Node), c.NodeName(rep.New.Node), rep.Scope, rep.ScopeDomain)
+	train, _ := l.Get("train")
+	for p := range train.Pods() {
+		fmt.Printf("rank %d on %s\n", p.Rank, c.NodeName(p.Node))
+	}
+	err = l.ReleasePod("train", "worker", 1)
+	fmt.Println(err)
+	// Output:
+	// rank 1: n241 -> n244, inside leaf 15
+	// rank 0 on n240
+	// rank 1 on n244
+	// rank 2 on n242
+	// rank 3 on n243
+	// gang: pod cannot be released: gang train member worker pod 1: the member has a fixed size of 4 pods (re-place the pod, or release the gang)
+}

@@ -52,6 +52,21 @@ type Member struct {
 	// pods as fit, from Request.Nodes down to Min. It must be a multiple
 	// of the segment size when segments are used.
 	Min int
+	// Step, when above 1, makes the member's pod count move in multiples
+	// of Step (a tensor-parallel group of nodes, say): Request.Nodes and
+	// Min are multiples of it, and admission, growth (Ledger.GrowMember)
+	// and shrinking (Ledger.ReleasePods) keep the count one. With
+	// segments it is a multiple of the segment size; without Step the
+	// step is the segment size (1 without segments).
+	Step int
+}
+
+// step returns the multiple m's pod count moves by.
+func (m *Member) step() int {
+	if m.Step > 1 {
+		return m.Step
+	}
+	return m.Request.SegmentStep()
 }
 
 // Colocation optionally keeps the whole gang inside one domain of Level.
@@ -68,6 +83,25 @@ type Spec struct {
 	ID       string
 	Members  []Member
 	Colocate Colocation
+}
+
+// stepProblem says what is wrong with m's step against its size, minimum
+// and segments ("" when nothing is).
+func (m *Member) stepProblem() string {
+	seg := m.Request.SegmentStep()
+	switch {
+	case m.Step < 0 || m.Step > 1 && m.Request.GPUs > 0:
+		return fmt.Sprintf("Step %d (Step goes with Nodes, and is not negative)", m.Step)
+	case m.Step > 1 && m.Step%seg != 0:
+		return fmt.Sprintf("Step %d is not a multiple of segment size %d", m.Step, seg)
+	case m.Step > 1 && m.Request.Nodes%m.Step != 0:
+		return fmt.Sprintf("Nodes %d is not a multiple of Step %d", m.Request.Nodes, m.Step)
+	case m.Min > 0 && m.Step > 1 && m.Min%m.Step != 0:
+		return fmt.Sprintf("Min %d is not a multiple of Step %d", m.Min, m.Step)
+	case m.Min > 0 && seg > 1 && m.Min%seg != 0:
+		return fmt.Sprintf("Min %d is not a multiple of segment size %d", m.Min, seg)
+	}
+	return ""
 }
 
 // GPUs returns the GPUs the gang asks for at full size (whole-node members
@@ -130,8 +164,8 @@ func (g *Spec) Validate(c *topology.Cluster) error {
 		if m.Min < 0 || m.Min > 0 && m.Request.GPUs > 0 {
 			return fmt.Errorf("%w: gang %s member %s: Min %d (Min goes with Nodes, and is not negative)", ErrBadSpec, g.ID, m.Name, m.Min)
 		}
-		if s := m.Request.SegmentStep(); m.Min > 0 && s > 1 && m.Min%s != 0 {
-			return fmt.Errorf("%w: gang %s member %s: Min %d is not a multiple of segment size %d", ErrBadSpec, g.ID, m.Name, m.Min, s)
+		if why := m.stepProblem(); why != "" {
+			return fmt.Errorf("%w: gang %s member %s: %s", ErrBadSpec, g.ID, m.Name, why)
 		}
 	}
 	if g.Colocate.Level != "" {
@@ -269,7 +303,17 @@ func NewAdmitter(c *topology.Cluster, opts Options) *Admitter {
 // co-location, the domains of the co-location level that have enough
 // free GPUs are tried from the fullest (best fit); a preferred
 // co-location falls back to none.
+//
+// Each member's pods come out in rank order (see Pod and the package doc).
 func (a *Admitter) Admit(s *topology.State, g *Spec, out *Allocation) (Admission, error) {
+	res, err := a.admit(s, g, out)
+	if res.Admitted {
+		rankOrder(out)
+	}
+	return res, err
+}
+
+func (a *Admitter) admit(s *topology.State, g *Spec, out *Allocation) (Admission, error) {
 	if s.Cluster() != a.c {
 		return Admission{}, topology.ErrOtherCluster
 	}
@@ -460,7 +504,7 @@ func (a *Admitter) placeMemberIn(s *topology.State, m *Member, ma *MemberAllocat
 	}
 	// Elastic: the largest size in [Min, Nodes) that fits. Feasibility is
 	// monotone in the size, so binary search; sizes step by the segment.
-	step := m.Request.SegmentStep()
+	step := m.step()
 	low, high := m.Min/step, (m.Request.Nodes-1)/step // in steps
 	best := -1
 	for low <= high {

@@ -334,6 +334,9 @@ func randomGang(r *rand.Rand, c *topology.Cluster, id string) *Spec {
 		}
 		if m.Request.Nodes > 2 && r.IntN(4) == 0 {
 			m.Min = 1 + r.IntN(m.Request.Nodes-1)
+			if n := m.Request.Nodes; n >= 4 && n%2 == 0 && r.IntN(2) == 0 {
+				m.Step, m.Min = 2, 2*(1+r.IntN(n/2-1))
+			}
 		}
 		g.Members = append(g.Members, m)
 	}

@@ -6,8 +6,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bits-and-blooms/bitset"
+
 	"github.com/phalanx-sched/phalanx/internal/access"
 	"github.com/phalanx-sched/phalanx/internal/bits"
+	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -21,6 +24,10 @@ type Ledger struct {
 	byID  map[string]*entry
 	pool  []*entry // released entries, reused by Admit
 	spare Allocation
+	// scope and near are node sets for ReplacePod, made at its first
+	// call.
+	scope, near *bitset.BitSet
+	req         placement.Request
 }
 
 type entry struct {
@@ -151,7 +158,8 @@ func (l *Ledger) GangsOn(n topology.NodeID) []string {
 
 // check verifies the books against the state: every allocated GPU belongs
 // to exactly one admitted gang, free plus allocated equals the total, no
-// gang is partly present (every member has the pods it records), and the
+// gang is partly present (every member has the pods it records, between
+// its minimum and its Request.Nodes), and the
 // state's own indexes are consistent. It is for tests; it allocates.
 func (l *Ledger) check() error {
 	var errs []error
@@ -170,6 +178,9 @@ func (l *Ledger) check() error {
 			ma, m := &e.alloc.Members[i], &e.spec.Members[i]
 			if min := m.Min; ma.Pods < m.Request.Nodes && (min <= 0 || ma.Pods < min) || ma.Pods == 0 && m.Request.GPUs == 0 {
 				errs = append(errs, fmt.Errorf("gang %s member %s: %d pods, not whole", id, ma.Name, ma.Pods))
+			}
+			if m.Request.GPUs == 0 && ma.Pods > m.Request.Nodes {
+				errs = append(errs, fmt.Errorf("gang %s member %s: %d pods, above its %d", id, ma.Name, ma.Pods, m.Request.Nodes))
 			}
 			if m.Request.GPUs == 0 && len(ma.Assignment) != ma.Pods {
 				errs = append(errs, fmt.Errorf("gang %s member %s: %d pods on %d nodes", id, ma.Name, ma.Pods, len(ma.Assignment)))

@@ -19,6 +19,7 @@ type SpecRecord struct {
 type MemberSpecRecord struct {
 	Name    string                  `json:"name"`
 	Min     int                     `json:"min,omitempty"`
+	Step    int                     `json:"step,omitempty"`
 	Request placement.RequestRecord `json:"request"`
 }
 
@@ -33,7 +34,7 @@ func (g *Spec) Record(c *topology.Cluster) SpecRecord {
 	var r SpecRecord
 	for i := range g.Members {
 		m := &g.Members[i]
-		r.Members = append(r.Members, MemberSpecRecord{Name: m.Name, Min: m.Min, Request: m.Request.Record(c)})
+		r.Members = append(r.Members, MemberSpecRecord{Name: m.Name, Min: m.Min, Step: m.Step, Request: m.Request.Record(c)})
 	}
 	if g.Colocate.Level != "" {
 		r.Colocate = &ColocationRecord{Level: g.Colocate.Level, Required: g.Colocate.Required}
@@ -50,7 +51,7 @@ func (r *SpecRecord) Spec(c *topology.Cluster, id string) (Spec, error) {
 		if err != nil {
 			return g, fmt.Errorf("gang %s member %s: %w", id, m.Name, err)
 		}
-		g.Members = append(g.Members, Member{Name: m.Name, Min: m.Min, Request: req})
+		g.Members = append(g.Members, Member{Name: m.Name, Min: m.Min, Step: m.Step, Request: req})
 	}
 	if r.Colocate != nil {
 		g.Colocate = Colocation{Level: r.Colocate.Level, Required: r.Colocate.Required}

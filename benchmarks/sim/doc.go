@@ -4,7 +4,13 @@
 // Jobs are submitted at their trace times (divided by a load factor), the
 // engine's plans start them, and each finishes after its real duration
 // (killed at its time limit if it runs over). Optional seeded node
-// failures and repairs exercise requeueing. A scheduling cycle runs after
+// failures and repairs (Config.NodeMTBF, Config.Repair) stop the jobs on
+// the node: whole-gang requeue, the default, restarts them from scratch
+// behind the queue; with Config.OnNodeFailure backfill.Replace their pods
+// there move to spare nodes and they restart at once from their last
+// checkpoint (Config.Checkpoint). Result.FailureRestarts,
+// Result.Replacements and Result.FailureLostGPUSeconds measure it. The
+// simulated jobs are not elastic. A scheduling cycle runs after
 // every batch of events at one instant, and optionally at a fixed
 // interval while jobs wait.
 //

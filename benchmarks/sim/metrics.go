@@ -80,6 +80,15 @@ type Result struct {
 	CycleTotal time.Duration `json:"cycle_total_ns"`
 
 	NodeFailures int `json:"node_failures"`
+	// FailureRestarts counts the whole-gang restarts node failures caused
+	// (jobs requeued or failed), Replacements the jobs that kept running
+	// with their pods on a failed node replaced (Config.OnNodeFailure),
+	// and FailureLostGPUSeconds the work failures destroyed: the GPUs
+	// times the time run, since the start for a whole-gang restart, since
+	// the last checkpoint (Config.Checkpoint) for a replacement.
+	FailureRestarts       int     `json:"failure_restarts,omitempty"`
+	Replacements          int     `json:"replacements,omitempty"`
+	FailureLostGPUSeconds float64 `json:"failure_lost_gpu_seconds,omitempty"`
 	// With Config.Preemption: Preemptions counts the jobs preempted (a
 	// job preempted twice counts twice), PreemptedGPUSeconds the GPU time
 	// they lost (their GPUs times the time from their start to their
@@ -325,7 +334,26 @@ func Table(results []*Result) string {
 		b.WriteByte('\n')
 	}
 	preemptionTable(&b, results)
+	failureTable(&b, results)
 	return b.String()
+}
+
+// failureTable adds the node failure metrics of the results that had
+// failures: whole-gang restarts, replacements, GPU-hours lost.
+func failureTable(b *strings.Builder, results []*Result) {
+	header := false
+	for _, r := range results {
+		if r.NodeFailures == 0 {
+			continue
+		}
+		if !header {
+			fmt.Fprintf(b, "\nnode failures: whole-gang restarts, jobs kept with pods replaced, GPU-hours of work lost\n")
+			fmt.Fprintf(b, "%-14s %-10s %8s %9s %9s %10s\n", "policy", "placement", "failures", "restarts", "replaced", "GPU-h lost")
+			header = true
+		}
+		fmt.Fprintf(b, "%-14s %-10s %8d %9d %9d %10.0f\n", r.Policy, r.Placement, r.NodeFailures, r.FailureRestarts, r.Replacements,
+			r.FailureLostGPUSeconds/3600)
+	}
 }
 
 // preemptionTable adds the preemption metrics of the results that have

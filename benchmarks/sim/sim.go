@@ -77,6 +77,16 @@ type Config struct {
 	// NodeMTBF, when positive, fails each node after an exponential time
 	// with this mean; it comes back after Repair.
 	NodeMTBF, Repair time.Duration
+	// OnNodeFailure is what a node failure does to a running job under a
+	// gang policy: backfill.Requeue (the default) stops it and queues it
+	// again, and it restarts from scratch; backfill.Replace moves its pods
+	// on the node to spare nodes of its domain, and it restarts at once
+	// from its last checkpoint (requeued when no node is spare).
+	OnNodeFailure backfill.FailurePolicy
+	// Checkpoint is how often a running job saves its work: a replaced
+	// job restarts from the last multiple of Checkpoint since it started
+	// (0: from scratch).
+	Checkpoint time.Duration
 	// Horizon stops the run at this time after the first submit (0: when
 	// every job has finished or nothing can change any more).
 	Horizon time.Duration
@@ -180,6 +190,10 @@ type runner struct {
 	work     *work
 	nextAt   time.Duration // the queued NextEvent tick, or -1
 	index    map[string]int
+	// Per job, for replacements: when its current segment of work
+	// started (its start, or its last restart) and the work saved
+	// before it.
+	segment, saved []time.Duration
 }
 
 // Run simulates jobs (sorted by submit time) under cfg and returns the
@@ -191,7 +205,8 @@ func Run(cfg Config, jobs []TraceJob) (*Result, error) {
 	}
 	r := &runner{cfg: cfg, jobs: jobs, out: make([]Outcome, len(jobs)), gen: make([]int, len(jobs)),
 		m: newResult(cfg), leafLvl: cfg.Cluster.Depth() - 1, rng: rand.New(rand.NewPCG(cfg.Seed, 0x51)),
-		work: newWork(cfg.Cluster.TotalGPUs(), jobs), nextAt: -1}
+		work: newWork(cfg.Cluster.TotalGPUs(), jobs), nextAt: -1,
+		segment: make([]time.Duration, len(jobs)), saved: make([]time.Duration, len(jobs))}
 	for i, j := range jobs {
 		r.out[i] = Outcome{ID: j.ID, Account: j.Account, GPUs: j.GPUs, Nodes: j.Nodes, Submit: j.Submit}
 		heap.Push(&r.q, event{at: j.Submit, kind: evSubmit, job: i})
@@ -424,7 +439,7 @@ func (r *runner) engineEvent(e *backfill.Engine, ev event) error {
 // submit submits job i at abs (a job that can never fit is rejected).
 func (r *runner) submit(e *backfill.Engine, i int, abs time.Time) error {
 	j := r.jobs[i]
-	job := backfill.Job{ID: j.ID, Account: j.Account, TimeLimit: j.TimeLimit, Submit: abs,
+	job := backfill.Job{ID: j.ID, Account: j.Account, TimeLimit: j.TimeLimit, Submit: abs, OnNodeFailure: r.cfg.OnNodeFailure,
 		Gang: gang.Spec{Members: []gang.Member{{Name: "main", Request: placement.NodesOf(j.Nodes, j.GPUsPerNode)}}}}
 	if r.cfg.Preemption != nil {
 		job.Class, job.Preemption = 0, preempt.Requeue
@@ -454,6 +469,12 @@ func (r *runner) failNode(e *backfill.Engine, n int, abs time.Time) error {
 	r.m.NodeFailures++
 	for _, x := range evs {
 		i := r.index[x.Job]
+		if x.Replaced || x.Shrunk { // kept running (the simulated jobs are not elastic: replaced)
+			r.restart(i, now)
+			continue
+		}
+		r.m.FailureRestarts++
+		r.m.FailureLostGPUSeconds += float64(r.jobs[i].GPUs) * (now - r.out[i].Start).Seconds()
 		r.stopRun(i)
 		if x.Requeued {
 			r.out[i].Requeues++
@@ -466,6 +487,27 @@ func (r *runner) failNode(e *backfill.Engine, n int, abs time.Time) error {
 	r.work.down += r.cfg.Cluster.NodeGPUs(topology.NodeID(n))
 	heap.Push(&r.q, event{at: now + r.cfg.Repair, kind: evRepair, node: n})
 	return nil
+}
+
+// restart restarts job i, whose pods on a failed node were replaced, at
+// now from its last checkpoint: the work since is lost, and its finish
+// moves later by as much (at most to its time limit).
+func (r *runner) restart(i int, now time.Duration) {
+	r.m.Replacements++
+	run := now - r.segment[i]
+	kept := time.Duration(0)
+	if c := r.cfg.Checkpoint; c > 0 {
+		kept = run / c * c
+	}
+	r.m.FailureLostGPUSeconds += float64(r.jobs[i].GPUs) * (run - kept).Seconds()
+	r.saved[i] += kept
+	r.segment[i] = now
+	r.gen[i]++
+	end := now + r.jobs[i].Duration - r.saved[i]
+	if l := r.jobs[i].TimeLimit; l > 0 && end > r.out[i].Start+l {
+		end = r.out[i].Start + l // killed at its limit
+	}
+	heap.Push(&r.q, event{at: end, kind: evFinish, job: i, gen: r.gen[i]})
 }
 
 // stopRun ends job i's current run at r.now before it finished: its
@@ -494,6 +536,7 @@ func (r *runner) applyPlan(e *backfill.Engine, plan *backfill.Plan) error {
 		i := r.index[s.Job]
 		o := &r.out[i]
 		o.Start, o.Started = now, true
+		r.segment[i], r.saved[i] = now, 0
 		o.Leaves = r.leaves(&s.Allocation)
 		r.running++
 		r.pending--

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/phalanx-sched/phalanx/backfill"
 	"github.com/phalanx-sched/phalanx/internal/baseline"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -256,5 +257,43 @@ func TestWorkAccounting(t *testing.T) {
 	}
 	if r.ContendedTime != time.Hour || r.IdleWhileQueuedGPUSeconds != 400*3600 {
 		t.Errorf("contended %v, idle while queued %v GPU-h; want 1h and 400", r.ContendedTime, r.IdleWhileQueuedGPUSeconds/3600)
+	}
+}
+
+// TestFailurePolicies runs one workload with node failures under whole-gang
+// requeue and under replacement (with and without checkpoints): every job
+// finishes; requeue restarts gangs and replaces nothing; replacement keeps
+// most jobs running, and with checkpoints loses less work than without.
+func TestFailurePolicies(t *testing.T) {
+	jobs := randomTrace(rand.New(rand.NewPCG(2, 3)), 400)
+	c := topology.Default2000()
+	run := func(p backfill.FailurePolicy, ckpt time.Duration) *Result {
+		cfg := Config{Cluster: c, ClusterName: "default-2k", Trace: "random", Policy: Phalanx, Seed: 1, Interval: 10 * time.Minute,
+			NodeMTBF: 10 * 24 * time.Hour, Repair: 2 * time.Hour, OnNodeFailure: p, Checkpoint: ckpt}
+		res, err := Run(cfg, jobs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkConservation(t, res)
+		if res.Finished+res.Rejected != res.Jobs || res.NodeFailures == 0 {
+			t.Fatalf("%v: %d of %d jobs finished, %d failures", p, res.Finished, res.Jobs, res.NodeFailures)
+		}
+		return res
+	}
+	requeue, replace, ckpt := run(backfill.Requeue, 0), run(backfill.Replace, 0), run(backfill.Replace, time.Hour)
+	for _, x := range []struct {
+		name string
+		r    *Result
+	}{{"requeue", requeue}, {"replace", replace}, {"replace+checkpoint", ckpt}} {
+		t.Logf("%s: %d failures, %d restarts, %d replaced, %.0f GPU-h lost", x.name, x.r.NodeFailures, x.r.FailureRestarts, x.r.Replacements, x.r.FailureLostGPUSeconds/3600)
+	}
+	if requeue.Replacements != 0 || requeue.FailureRestarts == 0 {
+		t.Errorf("requeue: %d replaced, %d restarts", requeue.Replacements, requeue.FailureRestarts)
+	}
+	if replace.Replacements == 0 || replace.Replacements < replace.FailureRestarts {
+		t.Errorf("replace: %d replaced, %d restarts", replace.Replacements, replace.FailureRestarts)
+	}
+	if ckpt.FailureLostGPUSeconds >= replace.FailureLostGPUSeconds {
+		t.Errorf("checkpoints lost %.0f GPU-s, without %.0f", ckpt.FailureLostGPUSeconds, replace.FailureLostGPUSeconds)
 	}
 }

@@ -24,6 +24,13 @@
 //
 //	go run ./examples/replay -trace ../shared/data/traces/philly.csv -load 3 -policies phalanx -urgent 0.05
 //
+// With -node-mtbf nodes fail (and come back after -repair); a table of
+// the failures, the whole-gang restarts they caused, the jobs kept running
+// with their pods replaced (-on-node-failure replace, restarting from the
+// last -checkpoint) and the GPU-hours of work lost follows:
+//
+//	go run ./examples/replay -trace ../shared/data/traces/philly.csv -load 3 -policies phalanx -node-mtbf 2400h -on-node-failure replace -checkpoint 1h
+//
 // When stderr is a terminal, a progress bar shows there once a run takes
 // more than a second (-quiet turns it off); otherwise nothing is printed
 // while the runs go.
@@ -41,6 +48,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/phalanx-sched/phalanx/backfill"
 	"github.com/phalanx-sched/phalanx/benchmarks/sim"
 	"github.com/phalanx-sched/phalanx/examples/replay/internal/report"
 	"github.com/phalanx-sched/phalanx/internal/baseline"
@@ -63,7 +71,8 @@ type options struct {
 	maxJobs, gpusPerNode, parallel                        int
 	noLimits, urgent                                      float64
 	json, quiet, preempt                                  bool
-	mtbf, repair, release                                 time.Duration
+	mtbf, repair, release, checkpoint                     time.Duration
+	onFailure                                             string
 }
 
 // parseFlags reads the command line.
@@ -87,6 +96,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar on a terminal")
 	fs.DurationVar(&o.mtbf, "node-mtbf", 0, "mean time between failures of a node (0: none)")
 	fs.DurationVar(&o.repair, "repair", 2*time.Hour, "time to repair a failed node")
+	fs.StringVar(&o.onFailure, "on-node-failure", "requeue", "what a node failure does to a running gang: requeue (restart from scratch) or replace (its pods there move; it restarts from its checkpoint)")
+	fs.DurationVar(&o.checkpoint, "checkpoint", 0, "with -on-node-failure replace: how often jobs checkpoint (0: never)")
 	fs.Float64Var(&o.urgent, "urgent", 0, "share of jobs that are urgent (class 1) and preempt the others (0: no classes)")
 	fs.BoolVar(&o.preempt, "preempt", true, "with -urgent: preempt (false: keep the classes only, the baseline)")
 	fs.DurationVar(&o.release, "release", 0, "with -urgent: how long a victim takes to release its GPUs (0: the engine's grace)")
@@ -159,7 +170,12 @@ func runConfigs(o options) ([]sim.Config, error) {
 			names = append(names, p.String())
 		}
 	}
-	base := sim.Config{LoadFactor: o.load, Seed: o.seed, NodeMTBF: o.mtbf, Repair: o.repair, Placement: baseline.LeafPack}
+	onFailure, ok := backfill.ParseFailurePolicy(o.onFailure)
+	if !ok || onFailure == backfill.Shrink {
+		return nil, fmt.Errorf("-on-node-failure %q: want requeue, fail or replace", o.onFailure)
+	}
+	base := sim.Config{LoadFactor: o.load, Seed: o.seed, NodeMTBF: o.mtbf, Repair: o.repair, Placement: baseline.LeafPack,
+		OnNodeFailure: onFailure, Checkpoint: o.checkpoint}
 	if o.report != "" {
 		base.UsagePoints = report.UsagePoints
 	}

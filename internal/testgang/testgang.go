@@ -127,13 +127,16 @@ type Preemptor struct {
 // benchmarks for cluster c (nodes of c.MaxNodeGPUs() GPUs): three
 // quarters of a lowest-level domain (required), 4 and 32 whole nodes
 // without constraints, 32 nodes inside one domain of the second level
-// (required), a 256-GPU total, 8 nodes in segments of 4, and a two-member
-// gang (a 1-GPU launcher and 8 nodes inside one lowest-level domain).
+// (required), a total of 256 GPUs or 1% of the cluster's, whichever is more
+// (so that it does not fit in the GPUs a full large cluster leaves free),
+// 8 nodes in segments of 4, and a two-member gang (a 1-GPU launcher and 8
+// nodes inside one lowest-level domain).
 func Preemptors(c *topology.Cluster) []Preemptor {
 	first, end := c.DomainRange(c.Depth()-1, 0)
 	leafNodes := (end - first) * 3 / 4
 	gpn := c.MaxNodeGPUs()
 	low := c.LevelName(c.Depth() - 1)
+	total := max(256, c.TotalGPUs()/100)
 	one := func(r placement.Request) *gang.Spec {
 		return &gang.Spec{ID: "urgent", Members: []gang.Member{{Name: "w", Request: r}}}
 	}
@@ -142,7 +145,7 @@ func Preemptors(c *topology.Cluster) []Preemptor {
 		{fmt.Sprintf("4x%d", gpn), one(placement.NodesOf(4, gpn))},
 		{fmt.Sprintf("32x%d", gpn), one(placement.NodesOf(32, gpn))},
 		{fmt.Sprintf("32x%d-required-%s", gpn, c.LevelName(1)), one(placement.Request{Nodes: 32, GPUsPerNode: gpn, Required: c.LevelName(1)})},
-		{"gpus=256", one(placement.TotalGPUs(256))},
+		{fmt.Sprintf("gpus=%d", total), one(placement.TotalGPUs(total))},
 		{fmt.Sprintf("8x%d-segments-4", gpn), one(placement.Request{Nodes: 8, GPUsPerNode: gpn, SegmentSize: 4})},
 		{"two-members", &gang.Spec{ID: "urgent", Members: []gang.Member{
 			{Name: "launcher", Request: placement.NodesOf(1, 1)},

@@ -1,0 +1,174 @@
+package backfill
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/phalanx-sched/phalanx/topology/hostlist"
+)
+
+// Unlimited, as QueueSpec.BorrowingLimit, LendingLimit or Maximum, sets no
+// limit.
+const Unlimited = -1
+
+// QueueSpec is one queue of the quota tree (Config.Quotas). Jobs name a
+// queue without children (Job.Queue); a queue with children groups them
+// as a cohort does. All amounts are GPUs.
+type QueueSpec struct {
+	// Name identifies the queue; Parent names its parent queue, listed
+	// before it ("" for a queue at the top).
+	Name   string `json:"name"`
+	Parent string `json:"parent,omitempty"`
+	// Guarantee is the GPUs the queue is guaranteed (Kueue's nominal
+	// quota, KAI's quota): its waiting work gets them back from
+	// borrowers within one cycle and the preemption grace. A parent's
+	// guarantee covers its children's: the sum of the children's is at
+	// most the parent's, and what is left is shared by the children (a
+	// Kueue cohort's own quota). The top queues' guarantees add up to at
+	// most the cluster's GPUs.
+	Guarantee int `json:"guarantee"`
+	// BorrowingLimit bounds what the queue may use above its guarantee,
+	// borrowed from unused quota of other queues (0: it never borrows;
+	// Unlimited).
+	BorrowingLimit int `json:"borrowing_limit"`
+	// LendingLimit bounds how much of its unused guarantee others may
+	// borrow; the rest of its guarantee is kept for it alone, even idle
+	// (0: it lends nothing; Unlimited: all).
+	LendingLimit int `json:"lending_limit"`
+	// Maximum is the most the queue may use (KAI's limit, Slurm's GrpTRES
+	// for GPUs; Unlimited). At least Guarantee. Zero values are limits of
+	// zero: a QueueSpec with only a name can run nothing.
+	Maximum int `json:"maximum"`
+	// Weight shares what is above the guarantees among sibling queues
+	// that want more (KAI's over-quota weight); 0 means 1.
+	Weight float64 `json:"weight,omitempty"`
+	// Nodes, a Slurm hostlist, makes the queue a node pool: its jobs,
+	// and those of the queues below it, are placed on these nodes only
+	// (each member's Allowed set is cut to them at Submit). Empty: any
+	// node.
+	Nodes string `json:"nodes,omitempty"`
+}
+
+// QuotaConfig is the quota tree: queues with guarantees, borrowing and
+// lending limits, maximums and weights (see quotas in the package doc).
+// No queues turns quotas off: Job.Queue must then be empty.
+type QuotaConfig struct {
+	Queues []QueueSpec `json:"queues,omitempty"`
+}
+
+// Validate checks the queues: names unique and non-empty, every parent
+// listed before its children, amounts non-negative (or Unlimited), a
+// maximum at least the guarantee, children's guarantees within their
+// parent's, weights finite and non-negative. The error wraps ErrConfig
+// and names the queue.
+func (q *QuotaConfig) Validate() error {
+	seen := make(map[string]int, len(q.Queues))
+	sum := make([]int, len(q.Queues))
+	for i := range q.Queues {
+		s := &q.Queues[i]
+		bad := func(format string, args ...any) error {
+			return fmt.Errorf("%w: queue %q: %s", ErrConfig, s.Name, fmt.Sprintf(format, args...))
+		}
+		if err := s.check(bad); err != nil {
+			return err
+		}
+		if _, dup := seen[s.Name]; dup {
+			return bad("listed twice")
+		}
+		if s.Parent != "" {
+			p, ok := seen[s.Parent]
+			if !ok {
+				return bad("parent %q is not listed before it", s.Parent)
+			}
+			sum[p] += s.Guarantee
+			if sum[p] > q.Queues[p].Guarantee {
+				return bad("its guarantee of %d takes the guarantees of %q's queues to %d, above %q's %d",
+					s.Guarantee, s.Parent, sum[p], s.Parent, q.Queues[p].Guarantee)
+			}
+		}
+		seen[s.Name] = i
+	}
+	return nil
+}
+
+// check checks one queue's own fields.
+func (s *QueueSpec) check(bad func(string, ...any) error) error {
+	limit := func(v int) bool { return v >= 0 || v == Unlimited }
+	switch {
+	case s.Name == "" || len(s.Name) > MaxIDLength:
+		return bad("a name of %d bytes (1 to %d)", len(s.Name), MaxIDLength)
+	case s.Parent == s.Name:
+		return bad("its own parent")
+	case s.Guarantee < 0:
+		return bad("guarantee %d is negative", s.Guarantee)
+	case !limit(s.BorrowingLimit) || !limit(s.LendingLimit) || !limit(s.Maximum):
+		return bad("borrowing limit %d, lending limit %d or maximum %d below zero and not Unlimited",
+			s.BorrowingLimit, s.LendingLimit, s.Maximum)
+	case s.Maximum != Unlimited && s.Maximum < s.Guarantee:
+		return bad("maximum %d is below its guarantee %d", s.Maximum, s.Guarantee)
+	case math.IsNaN(s.Weight) || math.IsInf(s.Weight, 0) || s.Weight < 0:
+		return bad("weight %v is not a finite non-negative number", s.Weight)
+	}
+	if _, err := hostlist.Expand(s.Nodes); err != nil {
+		return bad("nodes: %v", err)
+	}
+	return nil
+}
+
+// noLimit stands for Unlimited in the quota state's arrays: far above any
+// cluster, far below an overflow.
+const noLimit = math.MaxInt32
+
+func orNoLimit(v int) int {
+	if v == Unlimited {
+		return noLimit
+	}
+	return v
+}
+
+// QueueStatus is one queue's state (Engine.Queues).
+type QueueStatus struct {
+	Name   string `json:"name"`
+	Parent string `json:"parent,omitempty"`
+	// Guarantee and Maximum are the queue's (Maximum is Unlimited for no
+	// maximum).
+	Guarantee int `json:"guarantee"`
+	Maximum   int `json:"maximum"`
+	// Used is the GPUs of the queue's subtree's starting and running
+	// jobs and of its claims (preempting jobs count for nobody).
+	Used int `json:"used"`
+	// Borrowed is how far its effective use (its use, with the unlent
+	// guarantee its children keep idle) is above its guarantee: GPUs it
+	// borrows from other queues' unused quota.
+	Borrowed int `json:"borrowed"`
+	// Waiting is the GPUs its subtree's waiting jobs ask for (claims
+	// excluded: they are in Used).
+	Waiting int `json:"waiting"`
+	// Share is its weighted share of the cluster at the last cycle: its
+	// demand up to its guarantee, plus its part of what is above the
+	// guarantees.
+	Share float64 `json:"share"`
+}
+
+// Queues returns every queue's status, in Config.Quotas order (nil
+// without queues).
+func (e *Engine) Queues() []QueueStatus {
+	s := e.quota
+	if s == nil {
+		return nil
+	}
+	out := make([]QueueStatus, len(s.names))
+	for a, q := range e.cfg.Quotas.Queues {
+		out[a] = QueueStatus{Name: q.Name, Parent: q.Parent, Guarantee: q.Guarantee, Maximum: q.Maximum,
+			Used: s.used[a], Borrowed: max(0, s.eff[a]-s.guar[a]), Share: s.share[a]}
+	}
+	for _, j := range e.jobs.pending {
+		if j.claim != nil {
+			continue
+		}
+		for a := j.queue; a >= 0; a = s.parent[a] {
+			out[a].Waiting += j.gpus
+		}
+	}
+	return out
+}

@@ -1,0 +1,506 @@
+package backfill
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/gang/preempt"
+	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// quotaWatch checks every plan of a driven run with queues. Its checks
+// work from the queue specs and the jobs alone, not from the engine's
+// quota counts.
+type quotaWatch struct {
+	t     *testing.T
+	d     *driver
+	w     int
+	specs []QueueSpec
+	total int
+	grace time.Duration
+	// kids per queue index (len(specs): the top queues); starved is when
+	// each queue first had, after a cycle, a waiting job its guarantee
+	// covers without a claim (zero: none); allocs where each active job
+	// started.
+	kids    [][]int
+	starved []time.Time
+	// timing: check the reclaim promise (off with reservations and holds,
+	// which reclaim keeps off).
+	timing bool
+	allocs map[string]gang.Allocation
+	stats  struct{ reclaims, quotaWaits, borrowed, starvedCycles int }
+}
+
+func newQuotaWatch(t *testing.T, d *driver, w int, cfg *Config, total int) *quotaWatch {
+	qw := quotaOracle(cfg.Quotas.Queues, total)
+	qw.t, qw.d, qw.w, qw.grace, qw.timing = t, d, w, cfg.Preemption.Grace, cfg.ReservationDepth == 0 && !cfg.Hold.Enabled
+	d.afterCycle = qw.check
+	return qw
+}
+
+// quotaOracle returns a watch that knows only the queue specs (for
+// quotaErrors and effective).
+func quotaOracle(specs []QueueSpec, total int) *quotaWatch {
+	n := len(specs)
+	qw := &quotaWatch{specs: specs, total: total, kids: make([][]int, n+1), starved: make([]time.Time, n), allocs: map[string]gang.Allocation{}}
+	idx := map[string]int{}
+	for i, q := range qw.specs {
+		idx[q.Name] = i
+		p := n
+		if q.Parent != "" {
+			p = idx[q.Parent]
+		}
+		qw.kids[p] = append(qw.kids[p], i)
+	}
+	return qw
+}
+
+func (qw *quotaWatch) fail(p *Plan, format string, args ...any) {
+	qw.t.Fatalf("workload %d, cycle at %v: %s", qw.w, p.Time.Sub(epoch), fmt.Sprintf(format, args...))
+}
+
+// use returns each queue's use (its subtree's starting and running jobs
+// and claims), recounted from the jobs.
+func (qw *quotaWatch) use() []int {
+	e := qw.d.e
+	use := make([]int, len(qw.specs))
+	var add func(q, g int)
+	add = func(q, g int) {
+		use[q] += g
+		for i, s := range qw.specs {
+			if s.Name == qw.specs[q].Parent {
+				add(i, g)
+			}
+		}
+	}
+	for _, j := range e.jobs.byID {
+		switch {
+		case j.phase == StateStarting || j.phase == StateRunning:
+			add(e.quota.index[j.job.Queue], j.used)
+		case j.phase == StatePending && j.claim != nil:
+			add(e.quota.index[j.job.Queue], j.claim.alloc.GPUs())
+		}
+	}
+	return use
+}
+
+// effective returns queue q's effective use: its own for a queue without
+// children, else the sum over its children of the larger of theirs and
+// the guarantee they keep from lending.
+func (qw *quotaWatch) effective(q int, use []int) int {
+	if len(qw.kids[q]) == 0 {
+		return use[q]
+	}
+	sum := 0
+	for _, c := range qw.kids[q] {
+		sum += max(qw.effective(c, use), qw.kept(c))
+	}
+	return sum
+}
+
+// kept is the part of queue c's guarantee it does not lend.
+func (qw *quotaWatch) kept(c int) int {
+	s := qw.specs[c]
+	if s.LendingLimit == Unlimited {
+		return 0
+	}
+	return s.Guarantee - min(s.Guarantee, s.LendingLimit)
+}
+
+// check runs after every cycle.
+func (qw *quotaWatch) check(p *Plan) {
+	use := qw.use()
+	qw.limits(p, use)
+	qw.reclaimed(p, use)
+	qw.wholeGangs(p)
+}
+
+// limits checks the engine's report of every queue against the
+// recount, and the quotas (quotaErrors).
+func (qw *quotaWatch) limits(p *Plan, use []int) {
+	status := qw.d.e.Queues()
+	for q, s := range qw.specs {
+		eff := qw.effective(q, use)
+		if st := status[q]; st.Name != s.Name || st.Used != use[q] || st.Borrowed != max(0, eff-s.Guarantee) {
+			qw.fail(p, "Queues reports %+v; recounted: use %d, effective %d", st, use[q], eff)
+		}
+		if eff > s.Guarantee {
+			qw.stats.borrowed++
+		}
+	}
+	if errs := qw.quotaErrors(use); len(errs) > 0 {
+		qw.fail(p, "%s", errs[0])
+	}
+}
+
+// quotaErrors lists how use (per queue, a parent's the sum of its
+// children's) breaks the quotas: a queue above its maximum, or borrowing
+// more than its borrowing limit; a parent (or the cluster at the top)
+// whose children use more above their guarantees than it keeps for no
+// child, the unused guarantees of the other children up to what each may
+// lend, and what it borrows itself cover.
+func (qw *quotaWatch) quotaErrors(use []int) []string {
+	var errs []string
+	for q, s := range qw.specs {
+		eff := qw.effective(q, use)
+		if s.Maximum != Unlimited && use[q] > s.Maximum {
+			errs = append(errs, fmt.Sprintf("queue %s uses %d GPUs, above its maximum %d", s.Name, use[q], s.Maximum))
+		}
+		if s.BorrowingLimit != Unlimited && eff-s.Guarantee > s.BorrowingLimit {
+			errs = append(errs, fmt.Sprintf("queue %s borrows %d GPUs (effective use %d, guarantee %d), above its limit %d",
+				s.Name, eff-s.Guarantee, eff, s.Guarantee, s.BorrowingLimit))
+		}
+	}
+	n := len(qw.specs)
+	for slot := range n + 1 {
+		if len(qw.kids[slot]) == 0 {
+			continue
+		}
+		own, borrows, name := qw.total, 0, "the cluster"
+		if slot < n {
+			own, name = qw.specs[slot].Guarantee, qw.specs[slot].Name
+			borrows = max(0, qw.effective(slot, use)-own)
+		}
+		over, lendable := 0, 0
+		for _, c := range qw.kids[slot] {
+			s := qw.specs[c]
+			own -= s.Guarantee
+			eff := qw.effective(c, use)
+			if eff > s.Guarantee {
+				over += eff - s.Guarantee
+				continue
+			}
+			lend := s.Guarantee - eff
+			if s.LendingLimit != Unlimited {
+				lend = min(lend, s.LendingLimit)
+			}
+			lendable += lend
+		}
+		if over > own+lendable+borrows {
+			errs = append(errs, fmt.Sprintf("%s: its queues use %d GPUs above their guarantees; it has %d unassigned, %d lendable and borrows %d",
+				name, over, own, lendable, borrows))
+		}
+	}
+	return errs
+}
+
+// reclaimed: a queue with a waiting job its guarantee covers (its use
+// plus the job's GPUs within it) and no claim gets it, or a claim for
+// it, within the grace period of the first cycle that saw it; reclaim
+// victims are of other queues and preemptible.
+func (qw *quotaWatch) reclaimed(p *Plan, use []int) {
+	e := qw.d.e
+	for _, x := range p.Preemptions {
+		pr := e.jobs.byID[x.Preemptor]
+		v := e.jobs.byID[x.Victim]
+		if pr.claim == nil || !pr.claim.reclaim {
+			continue
+		}
+		qw.stats.reclaims++
+		if v.job.Queue == pr.job.Queue || v.job.Preemption == preempt.Never {
+			qw.fail(p, "reclaim for %s (queue %s) preempts %s of queue %s, policy %s", pr.job.ID, pr.job.Queue, v.job.ID, v.job.Queue, v.job.Preemption)
+		}
+	}
+	waiting := make([]bool, len(qw.specs))
+	for i := range p.Waiting {
+		j := e.jobs.byID[p.Waiting[i].Job]
+		if p.Waiting[i].Code == WaitQuota {
+			qw.stats.quotaWaits++
+			delete(qw.d.planned, j.job.ID) // its reservation, if any, was dropped
+		}
+		q := e.quota.index[j.job.Queue]
+		if j.claim == nil && use[q]+j.gpus <= qw.specs[q].Guarantee {
+			waiting[q] = true
+		}
+	}
+	for q, starving := range waiting {
+		switch {
+		case !starving:
+			qw.starved[q] = time.Time{}
+		case qw.starved[q].IsZero():
+			qw.starved[q] = p.Time
+			qw.stats.starvedCycles++
+		case qw.timing && p.Time.Sub(qw.starved[q]) > qw.grace:
+			qw.fail(p, "queue %s (using %d of its %d guaranteed GPUs) has had waiting work its guarantee covers since %v", qw.specs[q].Name,
+				use[q], qw.specs[q].Guarantee, qw.starved[q].Sub(epoch))
+		default:
+			qw.stats.starvedCycles++
+		}
+	}
+}
+
+// wholeGangs: every active job holds exactly the GPUs it started on.
+func (qw *quotaWatch) wholeGangs(p *Plan) {
+	for _, s := range p.Starts {
+		var a gang.Allocation
+		s.Allocation.CopyTo(&a)
+		qw.allocs[s.Job] = a
+	}
+	for id, want := range qw.allocs {
+		got, ok := qw.d.e.Allocation(id)
+		if !ok {
+			delete(qw.allocs, id)
+			continue
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			qw.fail(p, "%s holds a part of the gang it started (-started +now):\n%s", id, d)
+		}
+	}
+}
+
+// TestQuotaProperties: over 500 seeded random workloads (100 with
+// -short) on 16 nodes of 8 GPUs (128 GPUs): queue trees flat or two levels
+// deep, with random guarantees (multiples of a node), borrowing and
+// lending limits, maximums and weights, one tree in five with no
+// guarantee at all (GrpTRES-style maximums only); 30 jobs of 1 to 4 whole
+// nodes in random queues, policies requeue, cancel and never, class
+// preemption on for a third of the workloads; no reservations or holds
+// (reclaim keeps off them, see the package doc); the host reports each
+// victim released 0 to 5 minutes (the grace) after the signal. After
+// every cycle, from the queue specs and the jobs alone:
+//   - no queue uses more than its maximum, nor borrows more than its
+//     borrowing limit; Engine.Queues reports the use and borrowing
+//     recounted;
+//   - at every parent and at the cluster, the use above the children's
+//     guarantees is covered by unassigned guarantee, the unused
+//     guarantees of the other children within their lending limits, and
+//     what the parent borrows (quotaErrors);
+//   - a queue with a waiting job its guarantee covers gets it started or
+//     claimed within the grace period of the first cycle that saw it;
+//     reclaim victims are of other queues and preemptible;
+//   - no gang is ever partly stopped;
+//   - every invariant of the engine holds after every event (every
+//     workload: the engine's own checker recounts the quotas).
+func TestQuotaProperties(t *testing.T) {
+	workloads := 500
+	if testing.Short() {
+		workloads = 100
+	}
+	var total struct{ reclaims, quotaWaits, borrowed, starvedCycles, rejected int }
+	for w := range workloads {
+		r := rand.New(rand.NewPCG(uint64(w), 19))
+		e, jobs, cfg := quotaEngine(t, r, w, false)
+		d := newDriver(t, e, jobs, map[string]time.Duration{})
+		d.release = func() time.Duration { return time.Duration(r.IntN(6)) * time.Minute }
+		e.checkEach = true
+		qw := newQuotaWatch(t, d, w, &cfg, e.c.TotalGPUs())
+		d.run(time.Time{})
+		if e.Pending() != 0 || e.Running() != 0 {
+			t.Fatalf("workload %d: %d pending, %d running at the end", w, e.Pending(), e.Running())
+		}
+		total.reclaims += qw.stats.reclaims
+		total.quotaWaits += qw.stats.quotaWaits
+		total.borrowed += qw.stats.borrowed
+		total.starvedCycles += qw.stats.starvedCycles
+		total.rejected += d.rejected
+	}
+	t.Logf("%+v over %d workloads", total, workloads)
+	if total.reclaims < workloads || total.quotaWaits < workloads || total.borrowed < workloads {
+		t.Errorf("too easy: %+v over %d workloads", total, workloads)
+	}
+}
+
+// quotaEngine builds workload w's engine, jobs and config; with plans,
+// reservations (depth 4) and hold mode are on.
+func quotaEngine(t *testing.T, r *rand.Rand, w int, plans bool) (*Engine, []Job, Config) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 2, LeavesPerSpine: 2, NodesPerLeaf: 4, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.ReservationDepth = 0
+	cfg.Hold.Enabled = false
+	if plans {
+		cfg.ReservationDepth, cfg.Hold.Enabled = DefaultDepth, true
+		cfg.Hold.MinGPUs, cfg.Hold.MinWait = 16, 10*time.Minute
+	}
+	cfg.FairShare.HalfLife = time.Hour
+	cfg.Preemption = PreemptionConfig{Enabled: w%3 == 0, ExemptTime: []time.Duration{0, 20 * time.Minute}[r.IntN(2)],
+		Grace: 5 * time.Minute, MinGain: 0, MaxSearches: 16}
+	cfg.Quotas = randomQueues(r, w, c.NumNodes())
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b", "c"))
+	if err != nil {
+		t.Fatalf("workload %d: %v (queues %+v)", w, err, cfg.Quotas)
+	}
+	var leaves []string
+	for i, q := range cfg.Quotas.Queues {
+		if e.quota.leaf[i] {
+			leaves = append(leaves, q.Name)
+		}
+	}
+	var jobs []Job
+	for i := range 40 {
+		// Each queue's jobs come in a burst of its own, so that queues
+		// borrow while others are idle and want their guarantee back.
+		q := r.IntN(len(leaves))
+		j := Job{ID: fmt.Sprintf("j%02d", i), Account: []string{"a", "b", "c"}[r.IntN(3)], Queue: leaves[q],
+			Submit:    epoch.Add(time.Duration(q*40+r.IntN(60)) * time.Minute),
+			TimeLimit: time.Duration(30+r.IntN(300)) * time.Minute}
+		j.Gang.Members = []gang.Member{{Name: "m", Request: placement.NodesOf(1+r.IntN(4), 8)}}
+		switch k := r.IntN(10); {
+		case k < 1:
+			j.Preemption = preempt.Never
+		case k < 8:
+			j.Preemption = preempt.Requeue
+		default:
+			j.Preemption = preempt.Cancel
+		}
+		if r.IntN(5) == 0 {
+			j.Class = 1
+		}
+		jobs = append(jobs, j)
+	}
+	return e, jobs, cfg
+}
+
+// randomQueues draws a queue tree for nodes nodes of 8 GPUs: flat (three
+// queues) for even w, else two parents with two and one children; one
+// tree in five guarantees nothing.
+func randomQueues(r *rand.Rand, w, nodes int) QuotaConfig {
+	limit := func(lo, spread int) int {
+		if r.IntN(2) == 0 {
+			return Unlimited
+		}
+		return 8 * (lo + r.IntN(spread+1))
+	}
+	spec := func(name, parent string, gNodes int) QueueSpec {
+		g := 8 * gNodes
+		if w%5 == 0 {
+			g = 0
+		}
+		q := QueueSpec{Name: name, Parent: parent, Guarantee: g, BorrowingLimit: limit(0, 8), LendingLimit: limit(0, gNodes),
+			Maximum: limit(g/8+4, 8), Weight: float64(1 + r.IntN(3))}
+		return q
+	}
+	split := func(total, parts int) []int {
+		out := make([]int, parts)
+		for range r.IntN(total + 1) {
+			out[r.IntN(parts)]++
+		}
+		return out
+	}
+	var cfg QuotaConfig
+	if w%2 == 0 {
+		for i, g := range split(nodes, 3) {
+			cfg.Queues = append(cfg.Queues, spec(fmt.Sprintf("q%d", i), "", g))
+		}
+		return cfg
+	}
+	top := split(nodes, 2)
+	a, b := spec("A", "", top[0]), spec("B", "", top[1])
+	kidsA := split(top[0], 2)
+	cfg.Queues = append(cfg.Queues, a, b, spec("A1", "A", kidsA[0]), spec("A2", "A", kidsA[1]), spec("B1", "B", r.IntN(top[1]+1)))
+	return cfg
+}
+
+// TestQuotaCheckOracle: the engine's admission test of a gang against its
+// queue's quota agrees with the oracle quotaErrors, which knows only the
+// specs: over 2,000 random trees (those of the property test) and use
+// within the quotas, for every queue without children and gangs of 8 to
+// 64 GPUs, the gang fits exactly when adding it to its queue and every
+// queue above breaks no quota.
+func TestQuotaCheckOracle(t *testing.T) {
+	fits, refused := 0, 0
+	for w := range 2000 {
+		r := rand.New(rand.NewPCG(uint64(w), 21))
+		cfg := randomQueues(r, w, 16)
+		s, err := newQuotaState(&cfg, 128)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qw := quotaOracle(cfg.Queues, 128)
+		use := make([]int, len(cfg.Queues))
+		addUse := func(q, g int) {
+			for a := q; a >= 0; a = s.parent[a] {
+				use[a] += g
+			}
+		}
+		for range 12 { // a random valid use
+			q, g := r.IntN(len(use)), 8*(1+r.IntN(4))
+			if !s.leaf[q] {
+				continue
+			}
+			addUse(q, g)
+			if len(qw.quotaErrors(use)) > 0 {
+				addUse(q, -g)
+				continue
+			}
+			s.add(q, g)
+		}
+		for q := range use {
+			if !s.leaf[q] {
+				continue
+			}
+			for g := 8; g <= 64; g += 8 {
+				addUse(q, g)
+				want := len(qw.quotaErrors(use)) == 0
+				addUse(q, -g)
+				got := s.check(q, g, true, true)
+				if (got.code == quotaFits) != want {
+					t.Fatalf("tree %d %+v, use %v: %d GPUs for queue %s: check says %+v (%s), the oracle %v",
+						w, cfg.Queues, use, g, s.names[q], got, s.explain(q, got), want)
+				}
+				if want {
+					fits++
+				} else {
+					refused++
+				}
+			}
+		}
+	}
+	t.Logf("%d gangs fit, %d refused", fits, refused)
+	if fits < 1000 || refused < 1000 {
+		t.Errorf("too easy: %d fit, %d refused", fits, refused)
+	}
+}
+
+// TestQuotaPropertiesWithPlans: TestQuotaProperties' workloads with
+// reservations (depth 4) and hold mode on, half the jobs without a time
+// limit (100 workloads, 30 with -short), every check but the reclaim promise (reclaim keeps off
+// reservations and holds): the quotas, the engine's invariants after
+// every event (reservations dropped and holds ended for jobs that wait
+// for quota), whole gangs; every job ends.
+func TestQuotaPropertiesWithPlans(t *testing.T) {
+	workloads := 100
+	if testing.Short() {
+		workloads = 30
+	}
+	reserved, holds, quotaEnds := 0, 0, 0
+	for w := range workloads {
+		r := rand.New(rand.NewPCG(uint64(w), 23))
+		e, jobs, cfg := quotaEngine(t, r, w, true)
+		dur := map[string]time.Duration{}
+		for i := range jobs {
+			if i%2 == 0 { // no time limit: no planned start, holds
+				dur[jobs[i].ID], jobs[i].TimeLimit = jobs[i].TimeLimit, 0
+			}
+		}
+		d := newDriver(t, e, jobs, dur)
+		d.release = func() time.Duration { return time.Duration(r.IntN(6)) * time.Minute }
+		e.checkEach = true
+		newQuotaWatch(t, d, w, &cfg, e.c.TotalGPUs())
+		d.run(time.Time{})
+		if e.Pending() != 0 || e.Running() != 0 {
+			t.Fatalf("workload %d: %d pending, %d running at the end", w, e.Pending(), e.Running())
+		}
+		reserved += len(d.planned)
+		for _, p := range d.plans {
+			holds += len(p.Holds)
+			for _, h := range p.HoldEnds {
+				if h.Cause == HoldQuota {
+					quotaEnds++
+				}
+			}
+		}
+	}
+	t.Logf("%d jobs held reservations, %d holds seen, %d ended for quota over %d workloads", reserved, holds, quotaEnds, workloads)
+	if reserved < workloads || holds < workloads {
+		t.Errorf("too easy: %d reservations, %d holds", reserved, holds)
+	}
+}

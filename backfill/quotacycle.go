@@ -1,0 +1,563 @@
+package backfill
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/bits-and-blooms/bitset"
+
+	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/gang/preempt"
+	"github.com/phalanx-sched/phalanx/topology"
+	"github.com/phalanx-sched/phalanx/topology/hostlist"
+)
+
+// initQuotas builds the quota state when the config has queues, with a
+// victim search for reclaim (the preemption one when preemption is on).
+func (e *Engine) initQuotas() error {
+	if len(e.cfg.Quotas.Queues) == 0 {
+		return nil
+	}
+	s, err := newQuotaState(&e.cfg.Quotas, e.c.TotalGPUs())
+	if err != nil {
+		return err
+	}
+	if err := s.resolvePools(&e.cfg.Quotas, e.c); err != nil {
+		return err
+	}
+	s.pre = e.pre
+	if s.pre == nil {
+		if s.pre, err = newPreemptScratch(e.c); err != nil {
+			return fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+	}
+	e.quota = s
+	e.book.dropped = func(cl *claim) { e.setCounted(cl.job, 0) }
+	return nil
+}
+
+// resolvePools builds each queue's node pool: the nodes of its own
+// Nodes and of every queue above it with Nodes (nil: any node). A
+// guarantee above its pool's GPUs could never be met: ErrConfig.
+func (s *quotaState) resolvePools(cfg *QuotaConfig, c *topology.Cluster) error {
+	s.pools = make([]*bitset.BitSet, len(cfg.Queues))
+	for a, q := range cfg.Queues {
+		if p := s.parent[a]; p >= 0 && s.pools[p] != nil {
+			s.pools[a] = s.pools[p].Clone()
+		}
+		if q.Nodes == "" {
+			continue
+		}
+		names, _ := hostlist.Expand(q.Nodes) // Validate parsed it
+		own := c.NewNodeSet()
+		for _, name := range names {
+			n, ok := c.LookupNode(name)
+			if !ok {
+				return fmt.Errorf("%w: queue %q: nodes: %w: %q", ErrConfig, q.Name, topology.ErrUnknownNode, name)
+			}
+			own.Set(uint(n))
+		}
+		if s.pools[a] == nil {
+			s.pools[a] = own
+		} else {
+			s.pools[a].InPlaceIntersection(own)
+		}
+	}
+	for a, q := range cfg.Queues {
+		if s.pools[a] == nil {
+			continue
+		}
+		gpus := 0
+		for n, ok := s.pools[a].NextSet(0); ok; n, ok = s.pools[a].NextSet(n + 1) {
+			gpus += c.NodeGPUs(topology.NodeID(n))
+		}
+		if q.Guarantee > gpus {
+			return fmt.Errorf("%w: queue %q: guarantee %d is above the %d GPUs of its nodes", ErrConfig, q.Name, q.Guarantee, gpus)
+		}
+	}
+	return nil
+}
+
+// setCounted sets the GPUs counted for job j in its queue to g.
+func (e *Engine) setCounted(j *jobRec, g int) {
+	if e.quota != nil && j.counted != g {
+		e.quota.add(j.queue, g-j.counted)
+	}
+	j.counted = g
+}
+
+// mayBorrow reports whether job j may use GPUs above its queue's
+// guarantee: it can be preempted, or no queue has a guarantee to reclaim.
+func (e *Engine) mayBorrow(j *jobRec) bool {
+	return !e.quota.guaranteed || j.job.Preemption != preempt.Never
+}
+
+// quotaFits reports whether job j fits its queue's quota now (true
+// without quotas).
+func (e *Engine) quotaFits(j *jobRec) bool {
+	return e.quota == nil || e.quota.check(j.queue, j.gpus, e.mayBorrow(j), false).code == quotaFits
+}
+
+// checkQueue checks a submitted job's queue and sets its index: a queue
+// without children when there are queues, none otherwise; a gang larger
+// than its queue could ever hold never fits.
+func (e *Engine) checkQueue(j *jobRec) error {
+	s := e.quota
+	name := j.job.Queue
+	j.queue = -1
+	if s == nil {
+		if name != "" {
+			return fmt.Errorf("%w: job %s: queue %q, but there are no queues (Config.Quotas)", ErrBadJob, j.job.ID, name)
+		}
+		return nil
+	}
+	q, ok := s.index[name]
+	if !ok || !s.leaf[q] {
+		return fmt.Errorf("%w: job %s: queue %q is not a queue without children", ErrBadJob, j.job.ID, name)
+	}
+	j.queue = q
+	if pool := s.pools[q]; pool != nil {
+		j.job.Gang.Members = slices.Clone(j.job.Gang.Members)
+		for i := range j.job.Gang.Members {
+			r := &j.job.Gang.Members[i].Request
+			if r.Allowed == nil {
+				r.Allowed = pool.Clone()
+			} else {
+				r.Allowed = r.Allowed.Intersection(pool)
+			}
+		}
+		j.simple = simpleShape(&j.job.Gang)
+	}
+	g := j.gpus
+	if !e.mayBorrow(j) && g > s.guar[q] {
+		return fmt.Errorf("%w: job %s: %d GPUs; a job that cannot be preempted runs within its queue's guarantee, and queue %s has %d",
+			ErrNeverFits, j.job.ID, g, name, s.guar[q])
+	}
+	switch qc := s.neverFits(q, g); {
+	case qc.code == quotaMaximum:
+		return fmt.Errorf("%w: job %s: %d GPUs; %s has a maximum of %d", ErrNeverFits, j.job.ID, g, s.name(qc.at), s.max[qc.at])
+	case qc.code == quotaBorrow:
+		return fmt.Errorf("%w: job %s: %d GPUs; queue %s may use at most %d (guarantee and borrowing limit)", ErrNeverFits, j.job.ID, g, name, s.ceil[q])
+	case qc.code == quotaPool:
+		return fmt.Errorf("%w: job %s: %d GPUs; queue %s could not borrow that much even with nothing in use: %s limits it (guarantees, borrowing and lending limits)",
+			ErrNeverFits, j.job.ID, g, name, s.name(qc.at))
+	}
+	return nil
+}
+
+// entitledFirst reorders the ranked queue (e.order and e.ranked
+// together, stably) so that the jobs their queues' guarantees cover go
+// first: going down the queue, a job is covered when its queue's use and
+// the GPUs of the covered jobs of its queue before it leave room for it
+// within the guarantee. Jobs that would borrow come after, so that none
+// takes, within a cycle, GPUs that another queue's guarantee covers (a
+// job started in the cycle could not be reclaimed in it).
+func (e *Engine) entitledFirst() {
+	s := e.quota
+	clear(s.cum)
+	s.covered = slices.Grow(s.covered[:0], len(e.order))[:len(e.order)]
+	for i, j := range e.order {
+		q := j.queue
+		s.covered[i] = j.claim == nil && s.used[q]+s.cum[q]+j.gpus <= s.guar[q]
+		if s.covered[i] {
+			s.cum[q] += j.gpus
+		}
+	}
+	// Nothing to move unless an uncovered job precedes a covered one
+	// (with no guarantees, never).
+	first := slices.Index(s.covered, false)
+	if first < 0 || !slices.Contains(s.covered[first:], true) {
+		return
+	}
+	s.orderTmp = append(s.orderTmp[:0], e.order...)
+	s.rankedTmp = append(s.rankedTmp[:0], e.ranked...)
+	k := 0
+	for _, first := range []bool{true, false} {
+		for i, j := range s.orderTmp {
+			if s.covered[i] == first {
+				e.order[k], e.ranked[k] = j, s.rankedTmp[i]
+				j.rank = k
+				k++
+			}
+		}
+	}
+}
+
+// initQuota prepares a cycle's quota state: every queue may search for
+// victims to reclaim, and the weighted shares of what is above the
+// guarantees are computed from each queue's demand (its use plus its
+// waiting jobs' GPUs).
+func (c *cycle) initQuota() {
+	s := c.e.quota
+	if s == nil {
+		return
+	}
+	n := len(s.names)
+	clear(s.noClaim)
+	for a := range n {
+		s.demand[a], s.minGang[a] = 0, noLimit
+		if s.leaf[a] {
+			s.demand[a] = s.used[a]
+		}
+	}
+	for _, j := range c.e.jobs.pending {
+		if j.claim == nil {
+			s.demand[j.queue] += j.gpus
+			s.minGang[j.queue] = min(s.minGang[j.queue], j.gpus)
+		}
+	}
+	for a := n - 1; a >= 0; a-- {
+		if p := s.parent[a]; p >= 0 {
+			s.demand[p] += s.demand[a]
+			s.minGang[p] = min(s.minGang[p], s.minGang[a])
+		}
+	}
+	s.shares()
+}
+
+// shares divides the cluster among the top queues and each queue's share
+// among its children, top down: each child gets its demand up to its
+// guarantee, and what is left goes to the children that want more, by
+// weight, none beyond its demand, maximum or borrowing limit (water
+// filling).
+func (s *quotaState) shares() {
+	n := len(s.names)
+	s.fill(n, float64(s.total))
+	for a := range n {
+		if !s.leaf[a] {
+			s.fill(a, s.share[a])
+		}
+	}
+}
+
+// fill shares capacity among the children of parent slot p.
+func (s *quotaState) fill(p int, capacity float64) {
+	kids := s.kids[p]
+	rest := capacity
+	for _, c := range kids {
+		base := min(s.demand[c], s.guar[c])
+		s.share[c] = float64(base)
+		rest -= float64(base)
+		s.want[c] = float64(min(s.demand[c], s.max[c], s.ceil[c]) - base)
+	}
+	for rest > 1e-9 {
+		wsum := 0.0
+		for _, c := range kids {
+			if s.want[c] > 1e-9 {
+				wsum += s.weight[c]
+			}
+		}
+		if wsum == 0 {
+			break
+		}
+		unit, capped := rest/wsum, false
+		for _, c := range kids {
+			if w := s.want[c]; w > 1e-9 && w <= unit*s.weight[c] {
+				s.share[c] += w
+				rest -= w
+				s.want[c], capped = 0, true
+			}
+		}
+		if !capped {
+			for _, c := range kids {
+				if s.want[c] > 1e-9 {
+					s.share[c] += unit * s.weight[c]
+				}
+			}
+			rest = 0
+		}
+	}
+}
+
+// hungry returns a child of parent slot p other than a that waits below
+// its share: it wants more than it uses, and its smallest waiting gang
+// fits within its share; or -1.
+func (s *quotaState) hungry(p, a int) int {
+	for _, c := range s.kids[p] {
+		if c != a && s.demand[c] > s.used[c] && float64(s.used[c]+s.minGang[c]) <= s.share[c]+1e-9 {
+			return c
+		}
+	}
+	return -1
+}
+
+// overShare returns the queue on leaf q's path at which g more GPUs would
+// borrow beyond the queue's weighted share while a sibling waits below
+// its own (and that sibling), or -1.
+func (s *quotaState) overShare(q, g int) (int, int) {
+	n := len(s.names)
+	for a := q; a >= 0; a = s.parent[a] {
+		slot := s.parent[a]
+		if slot < 0 {
+			slot = n
+		}
+		if s.used[a]+g <= s.guar[a] || float64(s.used[a]+g) <= s.share[a]+1e-9 {
+			continue
+		}
+		if h := s.hungry(slot, a); h >= 0 {
+			return a, h
+		}
+	}
+	return -1, -1
+}
+
+// quotaGate decides, before anything else is tried, whether waiting job
+// j may start as far as quotas go. It reports true when j waits (w says
+// why, or that it reclaims): its queue's quota has no room for it and it
+// cannot reclaim, or it would take its queue beyond its weighted share
+// of what is above the guarantees while another queue waits below its
+// own. A job that waits for quota gives up its reservation and its hold.
+func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
+	e, s := c.e, c.e.quota
+	q, g := j.queue, j.gpus
+	qc := s.check(q, g, e.mayBorrow(j), false)
+	entitled := s.entitled(q, g)
+	var why string
+	switch {
+	case qc.code == quotaFits && entitled:
+		return false
+	case qc.code == quotaFits:
+		a, h := s.overShare(q, g)
+		if a < 0 {
+			return false
+		}
+		why = s.reason(q, quotaMsg{kind: 1, at: a, h: h, x: math.Float64bits(s.share[a])}, func() string {
+			return fmt.Sprintf("%s: %d GPUs in use, %d guaranteed; the job would take it past its weighted share of %.0f (weight %g) while %s waits below its own",
+				s.name(a), s.used[a], s.guar[a], s.share[a], s.weight[a], s.name(h))
+		})
+		w.Blocker = s.names[a]
+	default:
+		spec, _ := c.specFor(j)
+		if entitled && c.reclaim(j, spec, w) {
+			return true
+		}
+		k := quotaMsg{kind: 2, code: qc.code, at: qc.at}
+		if entitled {
+			k.kind = 3
+		}
+		why = s.reason(q, k, func() string {
+			m := s.explain(q, qc)
+			if entitled {
+				m += fmt.Sprintf("; below its guarantee (%d of %d GPUs), it waits for borrowed GPUs to be reclaimed", s.used[q], s.guar[q])
+			}
+			return m
+		})
+		w.Blocker = s.names[q]
+		if qc.at >= 0 {
+			w.Blocker = s.names[qc.at]
+		}
+	}
+	w.Code, w.Detail = WaitQuota, why
+	c.dropPromises(j)
+	return true
+}
+
+// dropPromises drops the reservation and the hold of a job that waits
+// for quota.
+func (c *cycle) dropPromises(j *jobRec) {
+	e := c.e
+	if r := j.resv; r != nil {
+		e.book.remove(r)
+		c.valid = false
+	}
+	if h := e.book.holdOf(j); h != nil {
+		c.plan.HoldEnds = append(c.plan.HoldEnds, HoldEnd{Job: j.job.ID, Cause: HoldQuota, Held: h.held})
+		e.book.dropHold(h)
+		c.valid = false
+	}
+}
+
+// reclaim looks for running gangs of queues that borrow from job j's side
+// of the queue tree to preempt, so that j, which its queue's guarantee
+// covers, can start: first the gangs whose GPUs let it in with all its
+// topology constraints (package gang/preempt, in its cost order), then,
+// while its queue's quota has no room for it yet, the borrowers' gangs
+// most recently started first. With a set, the victims are preempted for
+// j (a claim) and it reports true; otherwise it notes in w why not. One
+// failed search per queue and cycle.
+func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, w *Waiting) bool {
+	e, s := c.e, c.e.quota
+	q := j.queue
+	if s.noClaim[q] {
+		return false
+	}
+	p := s.pre
+	p.prepare(e, j, c.now)
+	p.candidates(e, j, c.now, true)
+	if len(p.cands) == 0 {
+		return false
+	}
+	p.req = preempt.Preemptor{Gang: spec, Class: 1}
+	err := p.s.Find(p.state, &p.req, p.cands, &p.verdict)
+	p.req.Gang = nil
+	if err != nil {
+		panic(fmt.Sprintf("backfill: reclaim search for %s refused the engine's own candidates: %v", j.job.ID, err))
+	}
+	if v := &p.verdict; !v.Found {
+		s.noClaim[q] = true
+		w.PreemptTried, w.Preempt, w.PreemptPromised = true, v.Reason, p.promised
+		return false
+	}
+	s.victims = append(s.victims[:0], p.verdict.Victims...)
+	if !s.enoughVictims(p, q, j.gpus, true) {
+		s.noClaim[q] = true
+		return false
+	}
+	why := fmt.Sprintf("reclaimed for job %s of queue %s, below its guarantee (%d of %d GPUs in use, the job needs %d)",
+		j.job.ID, s.names[q], s.used[q], s.guar[q], j.gpus)
+	c.claimFor(j, p, s.victims, true, w, func(vj *jobRec) string {
+		return fmt.Sprintf("%s: queue %s borrows", why, s.names[vj.queue])
+	})
+	return true
+}
+
+// enoughVictims adds to s.victims, most recently started first, the
+// candidates whose GPUs leaf queue q's quota needs back for g more GPUs
+// (a candidate that frees nothing at the limit that binds is skipped;
+// none with add false), and reports whether the quota then has room for
+// a claim (a strict check; mayBorrow as for check).
+func (s *quotaState) enoughVictims(p *preemptScratch, q, g int, mayBorrow bool) bool {
+	for _, i := range s.victims {
+		s.add(p.jobs[i].queue, -p.jobs[i].counted)
+	}
+	s.byStart = s.byStart[:0]
+	for i := range p.jobs {
+		if p.cands[i].Policy != preempt.Never && !slices.Contains(s.victims, i) {
+			s.byStart = append(s.byStart, i)
+		}
+	}
+	slices.SortFunc(s.byStart, func(a, b int) int {
+		if c := p.jobs[b].start.Compare(p.jobs[a].start); c != 0 {
+			return c
+		}
+		return bySeq(p.jobs[b], p.jobs[a].seq)
+	})
+	qc := s.check(q, g, mayBorrow, true)
+	for _, i := range s.byStart {
+		if qc.code == quotaFits {
+			break
+		}
+		before := s.bound(qc)
+		r := p.jobs[i]
+		s.add(r.queue, -r.counted)
+		if s.bound(qc) < before {
+			s.victims = append(s.victims, i)
+			qc = s.check(q, g, mayBorrow, true)
+		} else {
+			s.add(r.queue, r.counted)
+		}
+	}
+	for _, i := range s.victims {
+		s.add(p.jobs[i].queue, p.jobs[i].counted)
+	}
+	slices.Sort(s.victims)
+	return qc.code == quotaFits
+}
+
+// classVictimsOK reports whether a preemption by class of victims
+// (indexes of p's candidates) for g GPUs of leaf queue q keeps to the
+// quotas: with the victims not counted, q's quota has room for g
+// (strictly), and no queue of another branch is left below its
+// guarantee (from each victim's queue up to, not including, its closest
+// common parent with q), which would only make it reclaim at once.
+func (s *quotaState) classVictimsOK(p *preemptScratch, victims []int, q, g int, mayBorrow bool) bool {
+	for _, i := range victims {
+		s.add(p.jobs[i].queue, -p.jobs[i].counted)
+	}
+	ok := s.check(q, g, mayBorrow, true).code == quotaFits
+	for _, i := range victims {
+		for a := p.jobs[i].queue; ok && a >= 0 && !s.isAncestor(a, q); a = s.parent[a] {
+			ok = s.eff[a] >= s.guar[a]
+		}
+	}
+	for _, i := range victims {
+		s.add(p.jobs[i].queue, p.jobs[i].counted)
+	}
+	return ok
+}
+
+// bound is the amount that limit qc binds on.
+func (s *quotaState) bound(qc quotaCheck) int {
+	switch {
+	case qc.at < 0:
+		return s.top
+	case qc.code == quotaMaximum:
+		return s.used[qc.at]
+	}
+	return s.eff[qc.at]
+}
+
+// checkQuotas recounts every queue's use from the jobs and claims and
+// checks it against the counts kept, and every limit: no queue above its
+// maximum or its guarantee plus borrowing limit, the top queues within
+// the cluster.
+func (e *Engine) checkQuotas() []error {
+	s := e.quota
+	if s == nil {
+		return nil
+	}
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	used, eff, top := slices.Clone(s.used), slices.Clone(s.eff), s.top
+	clear(s.used)
+	for _, j := range e.jobs.byID {
+		want := 0
+		switch {
+		case j.phase == StateStarting || j.phase == StateRunning:
+			want = j.used
+		case j.phase == StatePending && j.claim != nil:
+			want = j.claim.alloc.GPUs()
+		}
+		if j.counted != want {
+			bad("job %s (%s) counts %d GPUs for its queue, not %d", j.job.ID, j.phase, j.counted, want)
+		}
+		for a := j.queue; a >= 0 && want > 0; a = s.parent[a] {
+			s.used[a] += want
+		}
+	}
+	s.rebuild()
+	if !slices.Equal(used, s.used) || !slices.Equal(eff, s.eff) || top != s.top {
+		bad("queue counts %v (effective %v, top %d) recount as %v (%v, %d)", used, eff, top, s.used, s.eff, s.top)
+	}
+	errs = append(errs, s.limits()...)
+	return errs
+}
+
+// limits checks every queue's use against its limits.
+func (s *quotaState) limits() []error {
+	var errs []error
+	for a, name := range s.names {
+		if s.used[a] > s.max[a] || s.eff[a] > s.ceil[a] {
+			errs = append(errs, fmt.Errorf("queue %s: %d GPUs in use (%d effective), above its maximum %d or its guarantee and borrowing limit %d",
+				name, s.used[a], s.eff[a], s.max[a], s.ceil[a]))
+		}
+	}
+	if s.top > s.total {
+		errs = append(errs, fmt.Errorf("the top queues take %d GPUs of the cluster's %d", s.top, s.total))
+	}
+	return errs
+}
+
+// recountQuotas counts, after a restore, every active job's GPUs and
+// every claim's for their queues, and checks the limits.
+func (e *Engine) recountQuotas() error {
+	if e.quota == nil {
+		return nil
+	}
+	for _, j := range e.jobs.running {
+		if j.phase != StatePreempting {
+			e.setCounted(j, j.used)
+		}
+	}
+	for _, cl := range e.book.claims {
+		e.setCounted(cl.job, cl.alloc.GPUs())
+		for _, v := range cl.victims {
+			if cl.reclaim && v.queue == cl.job.queue {
+				return fmt.Errorf("the reclaim claim for %s lists %s, of its own queue", cl.job.job.ID, v.job.ID)
+			}
+		}
+	}
+	return errors.Join(e.quota.limits()...)
+}

@@ -1,0 +1,347 @@
+package backfill
+
+import (
+	"fmt"
+
+	"github.com/bits-and-blooms/bitset"
+
+	"github.com/phalanx-sched/phalanx/fairshare"
+)
+
+// quotaState is the engine's quota accounting: every array is indexed by
+// queue number (the order of Config.Quotas.Queues) and preallocated by
+// New; nothing on a cycle's path looks a name up.
+//
+// A queue's use is the GPUs counted for it: those of its subtree's
+// starting and running jobs and of its subtree's claims (a preempting
+// job's GPUs are on their way back and count for nobody). Its effective
+// use eff is, for a queue without children, its use; for a parent, the
+// sum over its children of max(eff, keep), where keep is the part of a
+// child's guarantee it does not lend: idle, that part is still kept from
+// the other children. A queue borrows eff - guarantee when positive, from
+// its parent's share; the top queues' sum of max(eff, keep) is at most
+// the cluster's GPUs. A gang is admitted when, at every queue from its own
+// to the top, use stays within the maximum and eff within guarantee plus
+// borrowing limit, and the top sum within the cluster.
+type quotaState struct {
+	names  []string
+	index  map[string]int // Submit and Restore only
+	parent []int          // -1 at the top
+	leaf   []bool
+	kids   [][]int // per queue; kids[n] is the top queues
+	guar   []int
+	ceil   []int // guarantee + borrowing limit (noLimit)
+	keep   []int // guarantee minus what it may lend
+	max    []int // noLimit when Unlimited
+	weight []float64
+	total  int
+	// guaranteed: some queue has a guarantee; a job that cannot be
+	// preempted then never borrows (reclaim could not take it back).
+	guaranteed bool
+
+	used []int
+	eff  []int
+	top  int
+	// usedAll is every queue's use together.
+	usedAll int
+	// eff0 and top0 are eff and top with nothing in use.
+	eff0 []int
+	top0 int
+
+	// Per cycle: demand (use plus waiting GPUs), the smallest waiting
+	// gang, the weighted share of each queue (want is scratch), and the
+	// queues whose reclaim search failed.
+	demand  []int
+	share   []float64
+	want    []float64
+	minGang []int
+	noClaim []bool
+
+	// msgs caches each queue's latest reasons (a cycle's waiting jobs of
+	// one queue mostly share one); display is each queue's name as
+	// reasons show it.
+	display []string
+	msgs    [][4]quotaMsg
+
+	// Entitled-first order scratch: GPUs covered per queue, whether each
+	// ranked job is covered, the order before.
+	cum       []int
+	covered   []bool
+	orderTmp  []*jobRec
+	rankedTmp []fairshare.Ranked
+
+	// pools are the nodes each queue's jobs may use (nil: any).
+	pools []*bitset.BitSet
+
+	// Reclaim scratch: the victims chosen and the candidates by start.
+	pre     *preemptScratch
+	victims []int
+	byStart []int
+}
+
+// newQuotaState builds the accounting for validated queues on a cluster
+// of total GPUs; the top queues' guarantees must fit the cluster.
+func newQuotaState(cfg *QuotaConfig, total int) (*quotaState, error) {
+	n := len(cfg.Queues)
+	s := &quotaState{index: make(map[string]int, n), total: total, kids: make([][]int, n+1)}
+	ints := func() []int { return make([]int, n) }
+	s.parent, s.guar, s.ceil, s.keep, s.max = ints(), ints(), ints(), ints(), ints()
+	s.used, s.eff, s.demand, s.minGang = ints(), ints(), ints(), ints()
+	s.share, s.want, s.weight = make([]float64, n), make([]float64, n), make([]float64, n)
+	s.leaf, s.noClaim = make([]bool, n), make([]bool, n)
+	s.msgs = make([][4]quotaMsg, n)
+	s.cum = make([]int, n)
+	topSum := 0
+	for i, q := range cfg.Queues {
+		s.names = append(s.names, q.Name)
+		s.display = append(s.display, "queue "+q.Name)
+		s.index[q.Name] = i
+		s.parent[i] = -1
+		slot := n
+		if q.Parent != "" {
+			s.parent[i] = s.index[q.Parent]
+			slot = s.parent[i]
+		} else {
+			topSum += q.Guarantee
+		}
+		s.kids[slot] = append(s.kids[slot], i)
+		s.guar[i], s.max[i] = q.Guarantee, orNoLimit(q.Maximum)
+		s.ceil[i] = min(noLimit, q.Guarantee+orNoLimit(q.BorrowingLimit))
+		s.keep[i] = q.Guarantee - min(q.Guarantee, orNoLimit(q.LendingLimit))
+		s.weight[i] = q.Weight
+		if s.weight[i] == 0 {
+			s.weight[i] = 1
+		}
+		s.guaranteed = s.guaranteed || q.Guarantee > 0
+	}
+	for i := range n {
+		s.leaf[i] = len(s.kids[i]) == 0
+	}
+	if topSum > total {
+		return nil, fmt.Errorf("%w: the top queues' guarantees add up to %d GPUs; the cluster has %d", ErrConfig, topSum, total)
+	}
+	s.rebuild()
+	s.eff0, s.top0 = append([]int(nil), s.eff...), s.top
+	return s, nil
+}
+
+// neverFits returns the limit that keeps g GPUs out of leaf queue q even
+// with nothing in use, or a check that fits.
+func (s *quotaState) neverFits(q, g int) quotaCheck {
+	d := g
+	for a := q; a >= 0; a = s.parent[a] {
+		e := s.eff0[a] + d
+		switch {
+		case g > s.max[a]:
+			return quotaCheck{quotaMaximum, a}
+		case e > s.ceil[a] && a == q:
+			return quotaCheck{quotaBorrow, a}
+		case e > s.ceil[a]:
+			return quotaCheck{quotaPool, a}
+		}
+		d = max(e, s.keep[a]) - max(s.eff0[a], s.keep[a])
+	}
+	if s.top0+d > s.total {
+		return quotaCheck{quotaPool, -1}
+	}
+	return quotaCheck{}
+}
+
+// lift is what queue a takes from its parent's share: its effective use,
+// or the guarantee it keeps from lending when that is more.
+func (s *quotaState) lift(a int) int { return max(s.eff[a], s.keep[a]) }
+
+// rebuild recomputes eff and top from used at the leaves (parents are
+// listed before their children, so a reverse pass sees children first).
+func (s *quotaState) rebuild() {
+	for a := len(s.names) - 1; a >= 0; a-- {
+		if s.leaf[a] {
+			s.eff[a] = s.used[a]
+			continue
+		}
+		s.eff[a] = 0
+		for _, c := range s.kids[a] {
+			s.eff[a] += s.lift(c)
+		}
+	}
+	s.top, s.usedAll = 0, 0
+	for _, c := range s.kids[len(s.names)] {
+		s.top += s.lift(c)
+		s.usedAll += s.used[c]
+	}
+}
+
+// add counts delta more GPUs for leaf queue q (negative: fewer).
+func (s *quotaState) add(q, delta int) {
+	s.usedAll += delta
+	d := delta
+	for a := q; ; {
+		s.used[a] += delta
+		old := s.lift(a)
+		s.eff[a] += d
+		d = s.lift(a) - old
+		if a = s.parent[a]; a < 0 {
+			s.top += d
+			return
+		}
+	}
+}
+
+// Quota outcomes of a gang for its queue.
+const (
+	quotaFits     = iota
+	quotaMaximum  // a queue's maximum
+	quotaBorrow   // a queue's borrowing limit
+	quotaPool     // nothing left to borrow above a queue (lending limits, others' use)
+	quotaNoBorrow // a job that cannot be preempted would borrow
+)
+
+// quotaCheck is why a gang does not fit its queue's quota: the outcome
+// and the queue (-1: the cluster) at which it binds.
+type quotaCheck struct {
+	code, at int
+}
+
+// entitled reports whether g more GPUs keep leaf queue q within its
+// guarantee: such a gang borrows nothing, and reclaim gets it in.
+func (s *quotaState) entitled(q, g int) bool { return s.used[q]+g <= s.guar[q] }
+
+// check tells whether g more GPUs fit leaf queue q's quota; mayBorrow is
+// false for a job that cannot be preempted (when some queue has a
+// guarantee). Unless strict, a gang the GPUs in use leave no room for
+// passes the cluster's limit: it waits for GPUs (a claim, which frees
+// GPUs by preemption, checks strictly).
+func (s *quotaState) check(q, g int, mayBorrow, strict bool) quotaCheck {
+	if !mayBorrow && s.used[q]+g > s.guar[q] {
+		return quotaCheck{quotaNoBorrow, q}
+	}
+	d := g
+	for a := q; a >= 0; a = s.parent[a] {
+		e := s.eff[a] + d
+		switch {
+		case s.used[a]+g > s.max[a]:
+			return quotaCheck{quotaMaximum, a}
+		case d > 0 && e > s.ceil[a] && a == q:
+			return quotaCheck{quotaBorrow, a}
+		case d > 0 && e > s.ceil[a]:
+			return quotaCheck{quotaPool, a}
+		}
+		d = max(e, s.keep[a]) - s.lift(a)
+	}
+	// At the top, only GPUs that queues keep idle from lending bind: a
+	// gang for which the GPUs in use leave no room waits for GPUs, not
+	// for quota.
+	if d > 0 && s.top+d > s.total && (strict || s.usedAll+g <= s.total) {
+		return quotaCheck{quotaPool, -1}
+	}
+	return quotaCheck{}
+}
+
+// mayTake reports whether a gang of leaf queue q may preempt a running
+// gang of leaf queue r for quota's sake: r is q, or the queue just below
+// the two queues' closest common parent on r's side borrows (its
+// effective use is above its guarantee), so that taking from it takes
+// borrowed GPUs only.
+func (s *quotaState) mayTake(q, r int) bool {
+	if q == r {
+		return true
+	}
+	for a := r; a >= 0; a = s.parent[a] {
+		p := s.parent[a]
+		if p < 0 || s.isAncestor(p, q) {
+			return s.eff[a] > s.guar[a]
+		}
+	}
+	return false
+}
+
+// isAncestor reports whether a is q or above it.
+func (s *quotaState) isAncestor(a, q int) bool {
+	for ; q >= 0; q = s.parent[q] {
+		if q == a {
+			return true
+		}
+	}
+	return false
+}
+
+// quotaMsg is a cached reason: what it depends on (the binding queue's
+// use and effective use, the job's queue's use, and x: a share's bits or
+// the GPUs kept idle under the binding queue) and its text.
+type quotaMsg struct {
+	kind, code, at, h int
+	uq, ua, ea        int
+	x                 uint64
+	text              string
+}
+
+// reason returns leaf queue q's cached reason for key k, rendering it
+// with render on a miss.
+func (s *quotaState) reason(q int, k quotaMsg, render func() string) string {
+	k.uq, k.ua, k.ea = s.used[q], s.top, s.usedAll
+	if k.at >= 0 {
+		k.ua, k.ea = s.used[k.at], s.eff[k.at]
+	}
+	if k.kind != 1 && k.code == quotaPool {
+		slot := len(s.names)
+		if k.at >= 0 {
+			slot = k.at
+		}
+		k.x = uint64(s.idleKept(slot))
+	}
+	slots := &s.msgs[q]
+	for i := range slots {
+		if m := slots[i]; m.text != "" && m.kind == k.kind && m.code == k.code && m.at == k.at && m.h == k.h &&
+			m.uq == k.uq && m.ua == k.ua && m.ea == k.ea && m.x == k.x {
+			return m.text
+		}
+	}
+	copy(slots[1:], slots[:len(slots)-1])
+	k.text = render()
+	slots[0] = k
+	return k.text
+}
+
+// name returns queue a's name ("the cluster" for -1).
+func (s *quotaState) name(a int) string {
+	if a < 0 {
+		return "the cluster"
+	}
+	return s.display[a]
+}
+
+// idleKept is the GPUs the children of parent slot p (n: the top) keep
+// idle from lending.
+func (s *quotaState) idleKept(p int) int {
+	k := 0
+	for _, c := range s.kids[p] {
+		k += max(0, s.keep[c]-s.eff[c])
+	}
+	return k
+}
+
+// explain renders why a gang does not fit leaf queue q, in a user's
+// words.
+func (s *quotaState) explain(q int, qc quotaCheck) string {
+	a := qc.at
+	switch qc.code {
+	case quotaMaximum:
+		return fmt.Sprintf("%s: %d of %d GPUs, maximum reached", s.name(a), s.used[a], s.max[a])
+	case quotaNoBorrow:
+		return fmt.Sprintf("%s: %d of %d guaranteed GPUs in use; a job that cannot be preempted runs only within its queue's guarantee (give it a preemption policy to borrow)",
+			s.name(q), s.used[q], s.guar[q])
+	case quotaBorrow:
+		return fmt.Sprintf("%s: %d of %d GPUs (%d guaranteed, borrowing limit %d), borrowing limit reached",
+			s.name(a), s.eff[a], s.ceil[a], s.guar[a], s.ceil[a]-s.guar[a])
+	}
+	slot, capacity := len(s.names), s.total
+	if a >= 0 {
+		slot, capacity = a, s.ceil[a]
+	}
+	m := fmt.Sprintf("%s: %d GPUs in use, %d guaranteed; nothing left to borrow: %s's %d GPUs are in use or lent",
+		s.name(q), s.used[q], s.guar[q], s.name(a), capacity)
+	if k := s.idleKept(slot); k > 0 {
+		m += fmt.Sprintf(", %d of them kept idle by queues that lend no more (lending limits)", k)
+	}
+	return m
+}

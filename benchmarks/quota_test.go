@@ -1,0 +1,78 @@
+package benchmarks
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/phalanx-sched/phalanx/backfill"
+)
+
+// quotaSetups are the queue trees of BenchmarkScheduleQuotas, for a
+// cluster of total GPUs: none; one queue without limits (the cost of the
+// checks alone: no job ever waits for quota); ten queues of ten accounts
+// each with a maximum of a quarter of the cluster and no guarantee
+// (Slurm GrpTRES-style); ten queues under two parents, each guaranteed a
+// tenth of the cluster with no borrowing limit (reclaim at work).
+func quotaSetups(total int) []struct {
+	name    string
+	quotas  backfill.QuotaConfig
+	queueOf func(int) string
+} {
+	open := backfill.QueueSpec{BorrowingLimit: backfill.Unlimited, LendingLimit: backfill.Unlimited, Maximum: backfill.Unlimited}
+	one := open
+	one.Name = "all"
+	var grptres, guar []backfill.QueueSpec
+	for _, p := range []string{"A", "B"} {
+		q := open
+		q.Name, q.Guarantee = p, total/2
+		guar = append(guar, q)
+	}
+	for i := range 10 {
+		q := open
+		q.Name, q.Maximum = fmt.Sprintf("q%d", i), total/4
+		grptres = append(grptres, q)
+		q = open
+		q.Name, q.Parent, q.Guarantee = fmt.Sprintf("q%d", i), []string{"A", "B"}[i/5], total/10
+		guar = append(guar, q)
+	}
+	byTen := func(a int) string { return fmt.Sprintf("q%d", a/10) }
+	return []struct {
+		name    string
+		quotas  backfill.QuotaConfig
+		queueOf func(int) string
+	}{
+		{"off", backfill.QuotaConfig{}, nil},
+		{"one", backfill.QuotaConfig{Queues: []backfill.QueueSpec{one}}, func(int) string { return "all" }},
+		{"grptres", backfill.QuotaConfig{Queues: grptres}, byTen},
+		{"guarantees", backfill.QuotaConfig{Queues: guar}, byTen},
+	}
+}
+
+// BenchmarkScheduleQuotas is BenchmarkSchedule on the 2,000-GPU cluster
+// with 1,000 pending jobs (state=90 and churn, shared and unique shapes,
+// the default policy) under each queue setup of quotaSetups: quotas=off
+// is BenchmarkSchedule's case; quotas=one adds the quota checks without a
+// limit that binds; grptres and guarantees change what runs (jobs wait for
+// quota; reclaim preempts), so their times compare cycles that decide
+// different things.
+//
+//	go test -run '^$' -bench 'BenchmarkScheduleQuotas' -benchtime 20x -count 6 ./benchmarks
+func BenchmarkScheduleQuotas(b *testing.B) {
+	inv := inventories()[0]
+	for _, setup := range quotaSetups(inv.c.TotalGPUs()) {
+		for _, churn := range []bool{false, true} {
+			for _, unique := range []bool{false, true} {
+				tc := scheduleCase{inv, 1000, backfill.DefaultDepth, unique, churn}
+				b.Run(fmt.Sprintf("quotas=%s/%s", setup.name, tc.name()), func(b *testing.B) {
+					w := newWorkload(tc.inv.c, tc.depth, tc.unique, 11)
+					w.quotas, w.queueOf = setup.quotas, setup.queueOf
+					if tc.churn {
+						scheduleChurnOn(b, w, tc.pending)
+					} else {
+						scheduleFreshOn(b, w, tc.pending)
+					}
+				})
+			}
+		}
+	}
+}
