@@ -52,7 +52,7 @@ type memberRequest struct {
 }
 
 // admission is a job the engine started: for each member, one node name per
-// pod, in the engine's assignment order.
+// pod, indexed by the pod's rank in the member (gang.Pod.Rank).
 type admission struct {
 	Job     string
 	Members map[string][]string
@@ -343,11 +343,10 @@ func (a *engineAdapter) schedule(now time.Time) (cycleResult, error) {
 		s := &plan.Starts[i]
 		ad := admission{Job: s.Job, Members: map[string][]string{}}
 		for _, m := range s.Allocation.Members {
-			nodes := make([]string, len(m.Assignment))
-			for k, na := range m.Assignment {
-				nodes[k] = a.cluster.NodeName(na.Node)
-			}
-			ad.Members[m.Name] = nodes
+			ad.Members[m.Name] = make([]string, len(m.Assignment))
+		}
+		for pod := range s.Allocation.Pods() {
+			ad.Members[pod.Member][pod.Rank] = a.cluster.NodeName(pod.Node)
 		}
 		r.Starts = append(r.Starts, ad)
 	}

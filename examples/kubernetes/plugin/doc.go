@@ -61,8 +61,10 @@
 // member, the i-th pod in rank order (the phalanx.dev/rank annotation, the
 // StatefulSet pod-index label, the Indexed Job completion index, or a number
 // ending the pod name; unranked pods last, by name) gets the i-th node of the
-// member's assignment. The core's pod/rank order (its issue 17) will replace
-// this one function.
+// member's assignment, the core's pod of rank i (gang.Pod.Rank: ranks follow
+// node order, so consecutive ranks share a leaf). A failed bind retries on
+// the same node; the core's one-pod re-placement (Engine.ReplacePod) is not
+// used yet.
 //
 // # Pods Phalanx did not place
 //

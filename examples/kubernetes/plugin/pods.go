@@ -104,9 +104,9 @@ func orderPods(pods []*podState) {
 
 // assignSlots maps the pods of one member to the nodes the engine assigned
 // it: the i-th pod in rank order (orderPods) gets the i-th node of the
-// member's assignment. This is the one place that decides pod identity; when
-// the core documents a pod/rank order of its own (issue 17), only this
-// function changes.
+// member's assignment, which is the pod of rank i in the core's own order
+// (gang.Pod.Rank: by node, a leaf's nodes together). This is the one place
+// that matches Kubernetes pods to the core's ranks.
 func assignSlots(pods []*podState, nodes []string) map[string]string {
 	orderPods(pods)
 	out := make(map[string]string, len(pods))
