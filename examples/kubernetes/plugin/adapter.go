@@ -274,6 +274,22 @@ func (a *engineAdapter) finished(id string, now time.Time) error {
 	return a.eng.Finished(id, a.clock(now))
 }
 
+// replacePod asks the engine to move the pod of rank rank in member of job
+// id to another node (Engine.ReplacePod: inside the domains the gang
+// requires and the member's allowed nodes, off GPUs promised to others). It
+// returns the new node, or "" and the engine's reason when no node fits
+// (nothing moved).
+func (a *engineAdapter) replacePod(id, member string, rank int, now time.Time) (node, reason string, err error) {
+	r, err := a.eng.ReplacePod(id, member, rank, a.clock(now))
+	if err != nil {
+		return "", "", err
+	}
+	if !r.Replaced {
+		return "", r.Reason.String(), nil
+	}
+	return a.cluster.NodeName(r.New.Node), "", nil
+}
+
 // failed ends a job that cannot go on (a bind that kept failing, a pod lost
 // before the gang was whole).
 func (a *engineAdapter) failed(id string, now time.Time) error {
@@ -459,6 +475,20 @@ func (a *engineAdapter) copyState() *topology.State {
 		panic(fmt.Sprintf("phalanx: the engine's state does not fit its own cluster: %v", err))
 	}
 	return s
+}
+
+// jobNodes returns the nodes of active job id's allocation, by name (for
+// tests).
+func (a *engineAdapter) jobNodes(id string) []string {
+	alloc, ok := a.eng.Allocation(id)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for pod := range alloc.Pods() {
+		out = append(out, a.cluster.NodeName(pod.Node))
+	}
+	return out
 }
 
 // totalGPUs returns the cluster's GPUs.

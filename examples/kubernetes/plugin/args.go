@@ -23,7 +23,9 @@ type Args struct {
 	// and placed again.
 	PermitTimeoutSeconds int `json:"permitTimeoutSeconds,omitempty"`
 	// MaxBindAttempts is how many times one pod of an admitted gang may
-	// fail to bind to its node before the gang is torn down (default 3).
+	// fail to bind before the gang is torn down (default 3). The first
+	// failure retries on the same node; later ones move the pod to
+	// another node first (backfill.Engine.ReplacePod).
 	MaxBindAttempts int `json:"maxBindAttempts,omitempty"`
 	// AllowedTTLSeconds is how long a measured allowed node set (the
 	// nodes where the profile's other Filter plugins accept a pod shape)

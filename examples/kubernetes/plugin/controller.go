@@ -53,6 +53,10 @@ type actor interface {
 // Stats counts what the plugin did (for tests, logs and the benchmark).
 type Stats struct {
 	Cycles, Submits, Admissions, Started, Finished, Teardowns, Evictions, Scouts int
+	// Replaced counts pods the engine moved after a failed bind; Kept the
+	// moves the engine refused (no node fits), after which the pod retries
+	// on its node.
+	Replaced, Kept int
 }
 
 func newController(args Args, profile string, acts actor, status *statusWriter) *controller {

@@ -75,6 +75,8 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 		case inc.broken != "":
 			logger.Info("Phalanx: tearing a gang down", "job", inc.job, "reason", inc.broken)
 			c.teardown(g, now, &acts)
+		case len(inc.replace) > 0:
+			c.replacePods(logger, g, now, &acts)
 		}
 	}
 	if err := c.eng.setForeign(c.foreignUsage(), now); err != nil {
@@ -428,8 +430,12 @@ func (c *controller) applyPlan(res cycleResult, acts *actions) {
 			for _, uid := range uids {
 				pods = append(pods, inc.pods[uid])
 			}
+			rank := make(map[string]int, len(ad.Members[shape]))
+			for r, node := range ad.Members[shape] {
+				rank[node] = r // each pod of a member has its own node
+			}
 			for uid, node := range assignSlots(pods, ad.Members[shape]) {
-				inc.slots[uid] = node
+				inc.slots[uid], inc.ranks[uid] = node, rank[node]
 			}
 		}
 		for _, p := range inc.pods {
@@ -500,5 +506,32 @@ func (c *controller) collectStatus(acts *actions) {
 			}
 			acts.status = append(acts.status, statusUpdate{ns: p.ns, name: p.name, uid: p.uid, msg: "phalanx: " + msg})
 		}
+	}
+}
+
+// replacePods has the engine move the pods of g whose bind failed again
+// (Unreserve marked them), each keeping its member and rank, and activates
+// them towards their new node; when no node fits, the pod retries on its own.
+func (c *controller) replacePods(logger klog.Logger, g *groupState, now time.Time, acts *actions) {
+	inc := g.inc
+	for uid := range inc.replace {
+		delete(inc.replace, uid)
+		p := inc.pods[uid]
+		if p == nil || inc.bound[uid] || inc.gone[uid] {
+			continue
+		}
+		node, reason, err := c.eng.replacePod(inc.job, p.shape, inc.ranks[uid], now)
+		switch {
+		case err != nil:
+			c.err = err.Error()
+		case node == "":
+			c.stats.Kept++
+			logger.Info("Phalanx: no other node for a pod whose bind failed", "job", inc.job, "pod", p.name, "reason", reason)
+		default:
+			c.stats.Replaced++
+			logger.Info("Phalanx: pod moved after a failed bind", "job", inc.job, "pod", p.name, "from", inc.slots[uid], "to", node)
+			inc.slots[uid] = node
+		}
+		acts.activatePod(p)
 	}
 }

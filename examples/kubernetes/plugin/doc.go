@@ -35,10 +35,12 @@
 //   - Reserve and Permit hold every pod of the gang until all are reserved,
 //     then let them through to binding together.
 //   - Unreserve: before Permit let the pod through, the gang did not
-//     assemble: it is torn down. After, the pod's bind failed: it retries on
-//     the same node (the gang keeps its GPUs) up to Args.MaxBindAttempts, then
-//     the gang is torn down and its bound pods are deleted, so that no partial
-//     gang is left running.
+//     assemble: it is torn down. After, the pod's bind failed: the first
+//     failure retries on the same node (the gang keeps its GPUs); a later one
+//     has the engine move that one pod, keeping its member and rank
+//     (backfill.Engine.ReplacePod; the pod retries on its node when no other
+//     fits); at Args.MaxBindAttempts the gang is torn down and its bound pods
+//     are deleted, so that no partial gang is left running.
 //   - PostBind of the gang's last pod reports Started.
 //   - Pod deletion or termination of every pod of a running gang reports
 //     Finished; a node that is not Ready (or deleted) is NodeDown: the gangs
@@ -62,9 +64,8 @@
 // StatefulSet pod-index label, the Indexed Job completion index, or a number
 // ending the pod name; unranked pods last, by name) gets the i-th node of the
 // member's assignment, the core's pod of rank i (gang.Pod.Rank: ranks follow
-// node order, so consecutive ranks share a leaf). A failed bind retries on
-// the same node; the core's one-pod re-placement (Engine.ReplacePod) is not
-// used yet.
+// node order, so consecutive ranks share a leaf). A pod moved after a failed
+// bind keeps its rank.
 //
 // # Pods Phalanx did not place
 //

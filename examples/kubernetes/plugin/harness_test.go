@@ -218,9 +218,10 @@ func (e *env) ctrl() *controller {
 const flakyName = "FlakyBinder"
 
 type flakyBinder struct {
-	mu   sync.Mutex
-	fail map[string]int // pod name -> binds still to fail (-1: always)
-	seen map[string]int
+	mu    sync.Mutex
+	fail  map[string]int // pod name -> binds still to fail (-1: always)
+	seen  map[string]int
+	nodes map[string][]string // pod name -> the node of each failed bind
 }
 
 func (f *flakyBinder) Name() string { return flakyName }
@@ -229,7 +230,7 @@ func (f *flakyBinder) Bind(_ context.Context, _ fwk.CycleState, p *v1.Pod, node 
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.seen == nil {
-		f.seen = map[string]int{}
+		f.seen, f.nodes = map[string]int{}, map[string][]string{}
 	}
 	n := f.fail[p.Name]
 	if n == 0 {
@@ -239,6 +240,7 @@ func (f *flakyBinder) Bind(_ context.Context, _ fwk.CycleState, p *v1.Pod, node 
 		f.fail[p.Name] = n - 1
 	}
 	f.seen[p.Name]++
+	f.nodes[p.Name] = append(f.nodes[p.Name], node)
 	return fwk.AsStatus(fmt.Errorf("injected bind failure of %s on %s", p.Name, node))
 }
 
@@ -246,6 +248,13 @@ func (f *flakyBinder) failures(pod string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.seen[pod]
+}
+
+// failedOn returns the nodes of a pod's failed binds, in order.
+func (f *flakyBinder) failedOn(pod string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.nodes[pod]...)
 }
 
 // clusterSpec lays out GPU nodes like topology.Default2000: nodes of 8 GPUs,

@@ -141,6 +141,9 @@ func (c *controller) lookup(pod *v1.Pod) (g *groupState, node string, scout bool
 		return nil, "", false
 	}
 	uid := string(pod.UID)
+	if g.inc != nil && g.inc.replace[uid] {
+		return g, "", false // held until the engine moved it
+	}
 	if g.inc != nil && g.inc.slots[uid] != "" {
 		return g, g.inc.slots[uid], false
 	}
@@ -313,9 +316,11 @@ func (p *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ str
 
 // Unreserve: a pod of an admitted gang was rejected after Reserve. Before
 // Permit let it through, the gang did not assemble (its Permit timed out,
-// or it was torn down): tear down. After, its bind failed: it retries on
-// the same node (the gang keeps its GPUs) up to Args.MaxBindAttempts, then
-// the gang is torn down and its bound pods deleted, so no partial gang runs.
+// or it was torn down): tear down. After, its bind failed: the first
+// failure retries on the same node (the gang keeps its GPUs); each later one
+// has the engine move the pod, keeping its rank (Engine.ReplacePod, in the
+// next cycle); at Args.MaxBindAttempts the gang is torn down and its bound
+// pods deleted, so no partial gang runs.
 func (p *Plugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, node string) {
 	p.c.mu.Lock()
 	defer p.c.mu.Unlock()
@@ -328,8 +333,11 @@ func (p *Plugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, nod
 	if inc.passed[uid] {
 		inc.passed[uid] = false
 		inc.failures[uid]++
-		if inc.failures[uid] >= p.c.args.MaxBindAttempts && inc.broken == "" {
-			inc.broken = fmt.Sprintf("pod %s failed to bind to node %s %d times", pod.Name, node, inc.failures[uid])
+		switch {
+		case inc.failures[uid] >= p.c.args.MaxBindAttempts && inc.broken == "":
+			inc.broken = fmt.Sprintf("pod %s failed to bind %d times (last on node %s)", pod.Name, inc.failures[uid], node)
+		case inc.failures[uid] >= 2:
+			inc.replace[uid] = true
 		}
 	} else if inc.broken == "" {
 		inc.broken = "the gang did not assemble at Permit in time"

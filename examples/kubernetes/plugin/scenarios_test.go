@@ -172,6 +172,56 @@ func TestBindFailureRetried(t *testing.T) {
 	}
 }
 
+// TestBindFailureReplaced: one pod's bind fails twice. The first failure
+// retries on the node of its rank; the second has the engine move the pod
+// (Engine.ReplacePod, same member and rank), and it binds there: the gang
+// runs whole with one admission and no teardown, and the engine's books
+// hold it on the new node.
+func TestBindFailureReplaced(t *testing.T) {
+	e := startEnv(t, testArgs)
+	e.createNodes(clusterSpec{nodes: 16})
+	e.createNamespace("team")
+	e.createPodGroup("team", "g", 4)
+	e.flaky.mu.Lock()
+	e.flaky.fail["g-2"] = 2
+	e.flaky.mu.Unlock()
+	e.createPods(groupPods(e, "team", "g", 4, 8))
+	e.waitFor("the gang bound", patience, func() bool { return e.boundIn("team")["g"] == 4 })
+	failed := e.flaky.failedOn("g-2")
+	if len(failed) != 2 || failed[0] != failed[1] {
+		t.Fatalf("g-2 failed to bind on %v: want twice on the node of its rank", failed)
+	}
+	nodes := map[string]bool{}
+	for _, p := range e.pods("team") {
+		nodes[p.Spec.NodeName] = true
+		if p.Name == "g-2" && p.Spec.NodeName == failed[0] {
+			t.Fatalf("g-2 bound to %s, the node it failed on: it was not moved", failed[0])
+		}
+	}
+	if len(nodes) != 4 {
+		t.Fatalf("the gang's pods share nodes: %v", nodes)
+	}
+	c := e.ctrl()
+	c.mu.Lock()
+	var held []string
+	if g := c.groups["team/g"]; g != nil && g.inc != nil {
+		held = c.eng.jobNodes(g.inc.job)
+	}
+	c.mu.Unlock()
+	for _, n := range held {
+		delete(nodes, n)
+	}
+	if len(held) != 4 || len(nodes) != 0 {
+		t.Fatalf("the engine holds the gang on %v; its pods are bound elsewhere too: %v", held, nodes)
+	}
+	if s := e.ctrl().Stats(); s.Replaced != 1 || s.Kept != 0 || s.Teardowns != 0 || s.Admissions != 1 || s.Started != 1 {
+		t.Fatalf("stats %+v: want one pod moved, one admission, one start, no teardown", s)
+	}
+	if free := e.engineFree(); free != 16*8-32 {
+		t.Fatalf("engine free GPUs %d, want %d", free, 16*8-32)
+	}
+}
+
 // TestBindFailureTearsDown: one pod's bind always fails. After
 // Args.MaxBindAttempts the gang is torn down: its bound pods are deleted (no
 // partial gang is left running), the engine holds nothing for it, and the

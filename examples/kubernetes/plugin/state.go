@@ -50,6 +50,8 @@ type incarnation struct {
 	admitted bool
 	running  bool
 	slots    map[string]string // UID -> node
+	ranks    map[string]int    // UID -> the pod's rank in its member (gang.Pod.Rank)
+	replace  map[string]bool   // pods whose bind failed, to be moved by the engine
 	reserved map[string]bool
 	passed   map[string]bool // allowed through Permit, not yet bound
 	bound    map[string]bool
@@ -60,7 +62,8 @@ type incarnation struct {
 
 func newIncarnation(job string) *incarnation {
 	return &incarnation{job: job, pods: map[string]*podState{}, shapes: map[string][]string{},
-		allowed: map[string][]string{}, slots: map[string]string{}, reserved: map[string]bool{},
+		allowed: map[string][]string{}, slots: map[string]string{}, ranks: map[string]int{},
+		replace: map[string]bool{}, reserved: map[string]bool{},
 		passed: map[string]bool{}, bound: map[string]bool{}, gone: map[string]bool{}, failures: map[string]int{}}
 }
 
