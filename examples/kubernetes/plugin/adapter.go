@@ -1,0 +1,583 @@
+package plugin
+
+// This file is the only one that imports the Phalanx core. Everything else in
+// the module speaks in Kubernetes terms (node names, pod counts, messages), so
+// a rename in the core (a node ID type, the names of gang or placement types)
+// is followed here and nowhere else.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/bits"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/phalanx-sched/phalanx/backfill"
+	"github.com/phalanx-sched/phalanx/fairshare"
+	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
+	"github.com/phalanx-sched/phalanx/topology/kube"
+)
+
+// foreignPrefix marks the engine jobs that stand for GPUs used by pods
+// Phalanx did not place (other schedulers, DaemonSets, pods of a gang that
+// ended while they still run). They are never scheduled: they enter the
+// engine as running gangs through Snapshot and Restore.
+const foreignPrefix = "~foreign/"
+
+// foreignAccount is the fair-share account charged for foreign GPUs.
+const foreignAccount = "foreign-pods"
+
+// gangRequest is a gang in the module's terms: members of identical pods.
+type gangRequest struct {
+	ID      string
+	Account string
+	Submit  time.Time
+	Members []memberRequest
+}
+
+// memberRequest is one member: Pods pods of GPUsPerPod GPUs each, each pod on
+// its own node, limited to Allowed (node names; nil means every node).
+type memberRequest struct {
+	Name       string
+	Pods       int
+	GPUsPerPod int
+	Allowed    []string
+}
+
+// admission is a job the engine started: for each member, one node name per
+// pod, indexed by the pod's rank in the member (gang.Pod.Rank).
+type admission struct {
+	Job     string
+	Members map[string][]string
+}
+
+// waitReason is why a job waits, in the engine's words.
+type waitReason struct {
+	Job     string
+	Message string
+}
+
+// cycleResult is one engine cycle as the plugin needs it.
+type cycleResult struct {
+	Starts  []admission
+	Waiting []waitReason
+	// Next is when the plan can change without an event (zero: never).
+	Next time.Time
+}
+
+// engineAdapter wraps the backfill engine. It is not safe for concurrent
+// use: the plugin calls it under its one lock.
+type engineAdapter struct {
+	opts     kube.Options
+	cfg      backfill.Config
+	cluster  *topology.Cluster
+	eng      *backfill.Engine
+	nodes    map[string]*v1.Node // every GPU node ever seen, by name
+	accounts map[string]bool
+	foreign  map[string]int // applied foreign GPUs per node
+	last     time.Time
+}
+
+// topologyOptions returns the topology/kube options for the args' preset.
+func topologyOptions(a *Args) (kube.Options, error) {
+	var o kube.Options
+	switch a.Topology {
+	case "gke":
+		o = kube.PresetGKE()
+	case "aws":
+		o = kube.PresetAWS()
+	case "nvlink":
+		o = kube.PresetNVLinkClique()
+	case "zone":
+		o = kube.PresetZone()
+	case "labels":
+		if len(a.Levels) == 0 {
+			return o, fmt.Errorf("phalanx args: topology \"labels\" needs levels")
+		}
+		o.Levels = a.Levels
+	case "flat":
+	default:
+		return o, fmt.Errorf("phalanx args: unknown topology %q (gke, aws, nvlink, zone, labels, flat)", a.Topology)
+	}
+	o.GPUResource = a.GPUResource
+	return o, o.Validate()
+}
+
+// newEngineAdapter builds the cluster from nodes (through the topology/kube
+// preset in opts) and an empty engine on it.
+func newEngineAdapter(nodes []*v1.Node, args *Args, now time.Time) (*engineAdapter, error) {
+	opts, err := topologyOptions(args)
+	if err != nil {
+		return nil, err
+	}
+	cfg := backfill.DefaultConfig()
+	cfg.KeepEnded = 0
+	// The plugin does not signal victims or report their release
+	// (Engine.Preempted), so preemption must stay off (it is by default).
+	cfg.Preemption.Enabled = false
+	a := &engineAdapter{opts: opts, cfg: cfg, nodes: map[string]*v1.Node{},
+		accounts: map[string]bool{}, foreign: map[string]int{}}
+	for _, n := range nodes {
+		a.nodes[n.Name] = n
+	}
+	c, err := a.buildCluster()
+	if err != nil {
+		return nil, err
+	}
+	tree, err := fairshare.BuildTree(fairshare.TreeSpec{Accounts: []fairshare.AccountSpec{
+		{Name: foreignAccount, Shares: 1}}}, cfg.FairShare)
+	if err != nil {
+		return nil, err
+	}
+	e, err := backfill.New(c, cfg, tree)
+	if err != nil {
+		return nil, err
+	}
+	a.cluster, a.eng, a.last = c, e, now
+	a.accounts[foreignAccount] = true
+	return a, nil
+}
+
+// buildCluster loads the known GPU nodes through topology/kube, in name order
+// so that the same nodes always give the same cluster.
+func (a *engineAdapter) buildCluster() (*topology.Cluster, error) {
+	names := make([]string, 0, len(a.nodes))
+	for n := range a.nodes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	list := v1.NodeList{TypeMeta: metaList()}
+	for _, n := range names {
+		list.Items = append(list.Items, *a.nodes[n])
+	}
+	data, err := json.Marshal(&list)
+	if err != nil {
+		return nil, err
+	}
+	opts := a.opts
+	opts.SkipNodesWithoutGPUs = true
+	opts.Source = "kubernetes nodes"
+	c, _, err := kube.Load(bytes.NewReader(data), opts)
+	return c, err
+}
+
+// hasGPUs reports whether the node has GPUs the cluster model counts.
+func hasGPUs(n *v1.Node, resource string) bool {
+	for _, l := range []v1.ResourceList{n.Status.Allocatable, n.Status.Capacity} {
+		if q, ok := l[v1.ResourceName(resource)]; ok && !q.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
+// knows reports whether node is part of the engine's cluster.
+func (a *engineAdapter) knows(node string) bool {
+	_, ok := a.cluster.LookupNode(node)
+	return ok
+}
+
+// addNodes rebuilds the cluster with new or relabelled nodes and moves the
+// engine onto it with Snapshot and Restore (which maps nodes by name). Nodes
+// are never removed from the cluster: a deleted node stays, down.
+func (a *engineAdapter) addNodes(nodes []*v1.Node) error {
+	old := a.nodes
+	a.nodes = make(map[string]*v1.Node, len(old)+len(nodes))
+	for k, v := range old {
+		a.nodes[k] = v
+	}
+	for _, n := range nodes {
+		a.nodes[n.Name] = n
+	}
+	c, err := a.buildCluster()
+	if err != nil {
+		a.nodes = old
+		return err
+	}
+	e, err := backfill.Restore(c, a.cfg, a.eng.Snapshot())
+	if err != nil {
+		a.nodes = old
+		return err
+	}
+	a.cluster, a.eng = c, e
+	return nil
+}
+
+// clock returns now, or the latest time the engine saw if the wall clock went
+// back: the engine refuses times that go backwards.
+func (a *engineAdapter) clock(now time.Time) time.Time {
+	if now.Before(a.last) {
+		return a.last
+	}
+	a.last = now
+	return now
+}
+
+// submit queues a gang. A gang that can never fit the cluster returns an
+// error wrapping errNeverFits with the engine's reason.
+func (a *engineAdapter) submit(g gangRequest, now time.Time) error {
+	now = a.clock(now)
+	if !a.accounts[g.Account] {
+		if err := a.eng.AddAccount("", g.Account, 1); err != nil && !errors.Is(err, fairshare.ErrDuplicateAccount) {
+			return err
+		}
+		a.accounts[g.Account] = true
+	}
+	spec := gang.Spec{ID: g.ID}
+	for _, m := range g.Members {
+		req := placement.NodesOf(m.Pods, m.GPUsPerPod)
+		if m.Allowed != nil {
+			set := a.cluster.NewNodeSet()
+			for _, n := range m.Allowed {
+				if id, ok := a.cluster.LookupNode(n); ok {
+					set.Set(uint(id))
+				}
+			}
+			req.Allowed = set
+		}
+		spec.Members = append(spec.Members, gang.Member{Name: m.Name, Request: req})
+	}
+	submit := g.Submit
+	if submit.After(now) || submit.Before(backfill.MinTime) {
+		submit = now
+	}
+	err := a.eng.Submit(backfill.Job{ID: g.ID, Account: g.Account, Gang: spec, Submit: submit,
+		OnNodeFailure: backfill.Fail}, now)
+	if errors.Is(err, backfill.ErrNeverFits) {
+		return fmt.Errorf("%w: %s", errNeverFits, strings.TrimPrefix(err.Error(), backfill.ErrNeverFits.Error()+": "))
+	}
+	return err
+}
+
+// errNeverFits marks a gang that cannot run on this cluster even when empty.
+var errNeverFits = errors.New("the pod group can never fit this cluster")
+
+// cancel withdraws a job in any waiting or active state.
+func (a *engineAdapter) cancel(id string, now time.Time) error {
+	return a.eng.Cancel(id, a.clock(now))
+}
+
+// started confirms that every pod of a job is bound.
+func (a *engineAdapter) started(id string, now time.Time) error {
+	return a.eng.Started(id, a.clock(now))
+}
+
+// finished reports that a job's pods are all gone.
+func (a *engineAdapter) finished(id string, now time.Time) error {
+	return a.eng.Finished(id, a.clock(now))
+}
+
+// replacePod asks the engine to move the pod of rank rank in member of job
+// id to another node (Engine.ReplacePod: inside the domains the gang
+// requires and the member's allowed nodes, off GPUs promised to others). It
+// returns the new node, or "" and the engine's reason when no node fits
+// (nothing moved).
+func (a *engineAdapter) replacePod(id, member string, rank int, now time.Time) (node, reason string, err error) {
+	r, err := a.eng.ReplacePod(id, member, rank, a.clock(now))
+	if err != nil {
+		return "", "", err
+	}
+	if !r.Replaced {
+		return "", r.Reason.String(), nil
+	}
+	return a.cluster.NodeName(r.New.Node), "", nil
+}
+
+// failed ends a job that cannot go on (a bind that kept failing, a pod lost
+// before the gang was whole).
+func (a *engineAdapter) failed(id string, now time.Time) error {
+	return a.eng.Failed(id, a.clock(now), false)
+}
+
+// active reports whether the engine holds GPUs for job id.
+func (a *engineAdapter) active(id string) bool {
+	st, ok := a.eng.Job(id)
+	return ok && st.State.Active()
+}
+
+// held reports whether the engine knows job id at all (waiting or active).
+func (a *engineAdapter) held(id string) bool {
+	st, ok := a.eng.Job(id)
+	return ok && !st.State.Ended()
+}
+
+// setNode brings the engine's view of a node in line with Kubernetes: down
+// when not Ready (or deleted), drained when cordoned. It returns the jobs a
+// node failure ended.
+func (a *engineAdapter) setNode(name string, down, drained bool, now time.Time) ([]string, error) {
+	id, ok := a.cluster.LookupNode(name)
+	if !ok {
+		return nil, nil
+	}
+	st, _ := a.eng.NodeState(id)
+	now = a.clock(now)
+	isDown := st == backfill.NodeDown || st == backfill.NodeDownDrained
+	isDrained := st == backfill.NodeDrained || st == backfill.NodeDownDrained
+	var ended []string
+	if down && !isDown {
+		evs, err := a.eng.NodeDown(id, now)
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range evs {
+			ended = append(ended, ev.Job)
+		}
+	}
+	if !down && isDown {
+		if err := a.eng.NodeUp(id, now); err != nil {
+			return ended, err
+		}
+	}
+	if drained && !isDrained {
+		if err := a.eng.Drain(id, now); err != nil {
+			return ended, err
+		}
+	}
+	if !drained && isDrained {
+		if err := a.eng.Resume(id, now); err != nil {
+			return ended, err
+		}
+	}
+	return ended, nil
+}
+
+// schedule runs one engine cycle.
+func (a *engineAdapter) schedule(now time.Time) (cycleResult, error) {
+	plan, err := a.eng.Schedule(a.clock(now))
+	if err != nil {
+		return cycleResult{}, err
+	}
+	var r cycleResult
+	for i := range plan.Starts {
+		s := &plan.Starts[i]
+		ad := admission{Job: s.Job, Members: map[string][]string{}}
+		for _, m := range s.Allocation.Members {
+			ad.Members[m.Name] = make([]string, len(m.Assignment))
+		}
+		for pod := range s.Allocation.Pods() {
+			ad.Members[pod.Member][pod.Rank] = a.cluster.NodeName(pod.Node)
+		}
+		r.Starts = append(r.Starts, ad)
+	}
+	for i := range plan.Waiting {
+		w := &plan.Waiting[i]
+		r.Waiting = append(r.Waiting, waitReason{Job: w.Job, Message: w.Message(time.Time{})})
+	}
+	if next, ok := a.eng.NextEvent(); ok {
+		r.Next = next
+	}
+	return r, nil
+}
+
+// setForeign makes the engine count foreign GPUs per node (node name to GPU
+// count; nodes not listed have none). The engine has no call for GPUs it did
+// not place, so they enter as running one-pod gangs through Snapshot and
+// Restore; it is done only when the counts changed. A node whose foreign
+// count exceeds its free GPUs gets what is free (the rest is already booked
+// for a gang, whose pod there will fail its Filter and re-place the gang).
+func (a *engineAdapter) setForeign(want map[string]int, now time.Time) error {
+	if equalCounts(want, a.foreign) {
+		return nil
+	}
+	now = a.clock(now)
+	snap := a.eng.Snapshot()
+	if now.After(snap.Time) {
+		snap.Time = now // the engine may not have seen a time yet
+	}
+	jobs := snap.Jobs[:0]
+	for _, j := range snap.Jobs {
+		if !strings.HasPrefix(j.ID, foreignPrefix) {
+			jobs = append(jobs, j)
+		}
+	}
+	gangs := snap.Gangs[:0]
+	used := map[string]uint64{}
+	for _, g := range snap.Gangs {
+		if strings.HasPrefix(g.ID, foreignPrefix) {
+			continue
+		}
+		gangs = append(gangs, g)
+		for _, m := range g.Members {
+			for _, p := range m.Pods {
+				for _, k := range p.GPUs {
+					used[p.Node] |= 1 << uint(k)
+				}
+			}
+		}
+	}
+	snap.Jobs, snap.Gangs = jobs, gangs
+	applied := map[string]int{}
+	for _, node := range sortedKeys(want) {
+		gpus := a.freeGPUs(node, used[node], want[node])
+		if len(gpus) == 0 {
+			continue
+		}
+		id := foreignPrefix + node
+		snap.Seq++
+		snap.Jobs = append(snap.Jobs, backfill.JobRecord{ID: id, Account: foreignAccount,
+			State: backfill.StateRunning, Seq: snap.Seq, Submit: snap.Time, Start: snap.Time, LastCharge: snap.Time, Promised: snap.Time,
+			Gang: gang.SpecRecord{Members: []gang.MemberSpecRecord{{Name: "pods",
+				Request: placement.RequestRecord{Nodes: 1, GPUsPerNode: len(gpus)}}}}})
+		snap.Gangs = append(snap.Gangs, gang.GangRecord{ID: id, Members: []gang.MemberRecord{
+			{Name: "pods", Want: 1, Pods: []gang.PodRecord{{Node: node, GPUs: gpus}}}}})
+		applied[node] = want[node]
+	}
+	sort.Slice(snap.Gangs, func(i, j int) bool { return snap.Gangs[i].ID < snap.Gangs[j].ID })
+	e, err := backfill.Restore(a.cluster, a.cfg, snap)
+	if err != nil {
+		return err
+	}
+	a.eng, a.foreign = e, applied
+	return nil
+}
+
+// freeGPUs picks up to n GPU indices of node that no gang holds; none on a
+// node the engine does not know or that is down.
+func (a *engineAdapter) freeGPUs(node string, used uint64, n int) []int {
+	id, ok := a.cluster.LookupNode(node)
+	if !ok || n <= 0 {
+		return nil
+	}
+	if st, _ := a.eng.NodeState(id); st == backfill.NodeDown || st == backfill.NodeDownDrained {
+		return nil
+	}
+	total := a.cluster.NodeGPUs(id)
+	free := ^used
+	if total < 64 {
+		free &= (1 << uint(total)) - 1
+	}
+	var out []int
+	for free != 0 && len(out) < n {
+		k := bits.TrailingZeros64(free)
+		out = append(out, k)
+		free &^= 1 << uint(k)
+	}
+	return out
+}
+
+// freeGPUCount returns the free GPUs on the engine's schedulable nodes (for
+// tests and logs), read from a copy of the engine's state.
+func (a *engineAdapter) freeGPUCount() int {
+	return a.copyState().FreeGPUs()
+}
+
+// copyState returns a copy of the engine's free state.
+func (a *engineAdapter) copyState() *topology.State {
+	s := topology.NewState(a.cluster)
+	if err := a.eng.CopyState(s); err != nil {
+		panic(fmt.Sprintf("phalanx: the engine's state does not fit its own cluster: %v", err))
+	}
+	return s
+}
+
+// jobNodes returns the nodes of active job id's allocation, by name (for
+// tests).
+func (a *engineAdapter) jobNodes(id string) []string {
+	alloc, ok := a.eng.Allocation(id)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for pod := range alloc.Pods() {
+		out = append(out, a.cluster.NodeName(pod.Node))
+	}
+	return out
+}
+
+// totalGPUs returns the cluster's GPUs.
+func (a *engineAdapter) totalGPUs() int { return a.cluster.TotalGPUs() }
+
+// check verifies the engine's books through its public calls (for tests):
+// every GPU of the cluster is either free in the engine's state or held by
+// exactly one active job's allocation, never both; each active job holds the
+// GPUs it asked for; the engine's used count is the allocations' sum; and
+// every foreign count applied is held by its foreign job.
+func (a *engineAdapter) check() error {
+	s := a.copyState()
+	held := make([]uint64, a.cluster.NumNodes())
+	used := 0
+	for _, st := range a.eng.Jobs() {
+		if !st.State.Active() {
+			continue
+		}
+		n, err := a.addHeld(st.ID, held)
+		if err != nil {
+			return err
+		}
+		if n != st.GPUs {
+			return fmt.Errorf("job %q holds %d GPUs, asked for %d", st.ID, n, st.GPUs)
+		}
+		if strings.HasPrefix(st.ID, foreignPrefix) && n != a.foreign[strings.TrimPrefix(st.ID, foreignPrefix)] {
+			return fmt.Errorf("foreign job %q holds %d GPUs, %d applied", st.ID, n, a.foreign[strings.TrimPrefix(st.ID, foreignPrefix)])
+		}
+		used += n
+	}
+	if used != a.eng.UsedGPUs() || used != s.UsedGPUs() {
+		return fmt.Errorf("active jobs hold %d GPUs; the engine counts %d, its state %d", used, a.eng.UsedGPUs(), s.UsedGPUs())
+	}
+	for i := range held {
+		id := topology.NodeID(i)
+		all := uint64(1)<<uint(a.cluster.NodeGPUs(id)) - 1
+		if free := s.Free(id); free&held[i] != 0 || free|held[i] != all {
+			return fmt.Errorf("node %s: free GPUs %b and held GPUs %b do not split its %d GPUs",
+				a.cluster.NodeName(id), free, held[i], a.cluster.NodeGPUs(id))
+		}
+	}
+	return nil
+}
+
+// addHeld adds the GPUs of active job id's allocation to held (one mask per
+// node) and returns how many they are; a GPU held twice is an error.
+func (a *engineAdapter) addHeld(id string, held []uint64) (int, error) {
+	alloc, ok := a.eng.Allocation(id)
+	if !ok {
+		return 0, fmt.Errorf("active job %q has no allocation", id)
+	}
+	n := 0
+	for _, m := range alloc.Members {
+		for _, na := range m.Assignment {
+			if held[na.Node]&na.GPUs != 0 {
+				return 0, fmt.Errorf("node %s: GPUs %b held twice (job %q)", a.cluster.NodeName(na.Node), held[na.Node]&na.GPUs, id)
+			}
+			held[na.Node] |= na.GPUs
+			n += bits.OnesCount64(na.GPUs)
+		}
+	}
+	return n, nil
+}
+
+func equalCounts(x, y map[string]int) bool {
+	nx, ny := 0, 0
+	for _, v := range x {
+		if v > 0 {
+			nx++
+		}
+	}
+	for k, v := range y {
+		if v > 0 {
+			ny++
+			if x[k] != v {
+				return false
+			}
+		}
+	}
+	return nx == ny
+}
+
+func sortedKeys(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		if v > 0 {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,94 @@
+package plugin
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func testNodes(n int) []*v1.Node {
+	out := make([]*v1.Node, n)
+	for i := range out {
+		res := v1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}
+		out[i] = &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName(i), Labels: map[string]string{
+			"cloud.google.com/gce-topology-block":    fmt.Sprintf("spine%d", i/64),
+			"cloud.google.com/gce-topology-subblock": fmt.Sprintf("leaf%02d", i/16),
+			"cloud.google.com/gce-topology-host":     "host-" + nodeName(i)}},
+			Status: v1.NodeStatus{Capacity: res, Allocatable: res,
+				Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}}}
+	}
+	return out
+}
+
+// TestAdapterForeignAndGrowth: foreign GPUs enter the engine and leave it,
+// a gang placed meanwhile keeps its GPUs, and new nodes join the cluster,
+// with the engine's books checked after every step (engineAdapter.check).
+func TestAdapterForeignAndGrowth(t *testing.T) {
+	args := Args{}
+	if err := args.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	nodes := testNodes(32)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a, err := newEngineAdapter(nodes[:16], &args, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(step string, wantFree int) {
+		t.Helper()
+		if err := a.check(); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if got := a.freeGPUCount(); got != wantFree {
+			t.Fatalf("%s: free GPUs %d, want %d", step, got, wantFree)
+		}
+	}
+	if err := a.setForeign(map[string]int{"n000": 4, "n001": 8}, now); err != nil {
+		t.Fatal(err)
+	}
+	check("foreign pods", 128-12)
+	if err := a.submit(gangRequest{ID: "g", Account: "team", Submit: now, Members: []memberRequest{
+		{Name: "w", Pods: 15, GPUsPerPod: 8}}}, now); err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.schedule(now.Add(time.Second))
+	if err != nil || len(res.Starts) != 0 || len(res.Waiting) != 1 {
+		t.Fatalf("15 whole nodes on 14 idle ones: starts %v waiting %v err %v", res.Starts, res.Waiting, err)
+	}
+	if err := a.setForeign(map[string]int{"n000": 4}, now.Add(2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	check("one foreign pod gone", 128-4)
+	res, err = a.schedule(now.Add(3 * time.Second))
+	if err != nil || len(res.Starts) != 1 || len(res.Starts[0].Members["w"]) != 15 {
+		t.Fatalf("the gang must start on the 15 idle nodes: %+v %v", res, err)
+	}
+	for _, n := range res.Starts[0].Members["w"] {
+		if n == "n000" {
+			t.Fatal("the gang was placed on the node a foreign pod uses")
+		}
+	}
+	check("gang started", 128-4-120)
+	if err := a.addNodes(nodes[16:]); err != nil {
+		t.Fatal(err)
+	}
+	check("16 nodes added", 256-4-120)
+	if err := a.setForeign(map[string]int{"n020": 2}, now.Add(4*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	check("foreign pod moved", 256-2-120)
+	// The books check is not vacuous: a foreign count the engine does not
+	// hold is caught.
+	a.foreign["n020"] = 3
+	if err := a.check(); err == nil {
+		t.Fatal("check accepted a foreign count of 3 GPUs on n020 where the engine holds 2")
+	}
+	a.foreign["n020"] = 2
+	if !a.active("g") {
+		t.Fatal("the gang must survive restores")
+	}
+}

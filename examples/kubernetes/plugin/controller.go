@@ -1,0 +1,329 @@
+package plugin
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// controller holds everything the plugin knows, behind one lock (mu). The
+// framework's hooks and the informer handlers take it for map look-ups and
+// small updates; the engine cycle (run by loop, not by the scheduling
+// cycle) holds it for one Schedule call. No API call and no framework call
+// that can block is made while it is held.
+type controller struct {
+	mu      sync.Mutex
+	args    Args
+	profile string
+	eng     *engineAdapter
+	groups  map[string]*groupState
+	jobs    map[string]*groupState // engine job ID -> group
+	podKey  map[string]string      // pod UID -> group key
+	bound   map[string]boundPod    // every bound, live GPU pod by UID
+	nodes   map[string]*v1.Node
+	nodeGen map[string]string // node -> labels and GPUs, to spot changes
+	deleted map[string]bool   // nodes deleted from the API
+	minPG   map[string]int    // PodGroup objects: "ns/name" -> minMember
+	changed bool              // set by an observation that the next cycle must see
+	stale   bool              // a node changed: allowed node sets are to be measured again
+	err     string            // the last engine error, shown in reasons
+	stats   Stats
+
+	wake   chan struct{}
+	synced func() bool
+	now    func() time.Time
+	status *statusWriter
+	acts   actor
+}
+
+// actor is what the controller asks of the framework and the API server,
+// outside the lock.
+type actor interface {
+	activate(pods map[string]*v1.Pod)
+	reject(uid, msg string)
+	evict(ns, name, uid string)
+}
+
+// Stats counts what the plugin did (for tests, logs and the benchmark).
+type Stats struct {
+	Cycles, Submits, Admissions, Started, Finished, Teardowns, Evictions, Scouts int
+	// Replaced counts pods the engine moved after a failed bind; Kept the
+	// moves the engine refused (no node fits), after which the pod retries
+	// on its node.
+	Replaced, Kept int
+}
+
+func newController(args Args, profile string, acts actor, status *statusWriter) *controller {
+	return &controller{args: args, profile: profile, groups: map[string]*groupState{},
+		jobs: map[string]*groupState{}, podKey: map[string]string{}, bound: map[string]boundPod{},
+		nodes: map[string]*v1.Node{}, nodeGen: map[string]string{}, deleted: map[string]bool{},
+		minPG: map[string]int{}, wake: make(chan struct{}, 1), now: time.Now, status: status, acts: acts}
+}
+
+// poke wakes the loop; it never blocks.
+func (c *controller) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// podHandlers returns the informer handlers for pods.
+func (c *controller) podHandlers() cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onPod(obj) },
+		UpdateFunc: func(_, obj any) { c.onPod(obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if p, ok := obj.(*v1.Pod); ok {
+				c.mu.Lock()
+				c.forgetPod(p)
+				c.mu.Unlock()
+				c.poke()
+			}
+		},
+	}
+}
+
+func (c *controller) onPod(obj any) {
+	p, ok := obj.(*v1.Pod)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	c.changed = false
+	if terminal(p) {
+		c.forgetPod(p)
+	} else {
+		c.observePod(p, true)
+	}
+	changed := c.changed
+	c.mu.Unlock()
+	if changed {
+		c.poke()
+	}
+}
+
+// observePod records a live pod: as a GPU user when bound, and as a member of
+// its group when this profile schedules it. Idempotent. Only pods from the
+// API (fromAPI) say whether a pod is bound: the framework hands its hooks
+// the assumed pod, whose nodeName is set before any bind.
+func (c *controller) observePod(p *v1.Pod, fromAPI bool) *groupState {
+	uid := string(p.UID)
+	gpus := podGPUs(p, c.args.GPUResource)
+	if fromAPI && p.Spec.NodeName != "" && gpus > 0 {
+		if _, ok := c.bound[uid]; !ok {
+			c.bound[uid] = boundPod{node: p.Spec.NodeName, gpus: gpus}
+			c.changed = true
+		}
+	}
+	if p.Spec.SchedulerName != c.profile {
+		return nil
+	}
+	key := groupKey(p, c.args.GPUResource)
+	if key == "" {
+		return nil
+	}
+	g := c.groups[key]
+	if g == nil {
+		g = &groupState{key: key, ns: p.Namespace, pods: map[string]*podState{},
+			allowed: map[string]allowedSet{}, scout: map[string]string{}, scoutSince: map[string]time.Time{}}
+		c.groups[key] = g
+	}
+	ps := g.pods[uid]
+	if ps == nil {
+		ps = &podState{uid: uid, name: p.Name, ns: p.Namespace, rank: podRank(p),
+			shape: shapeKey(p, c.args.GPUResource), gpus: gpus}
+		g.pods[uid] = ps
+		c.podKey[uid] = key
+		c.changed = true
+		if t := p.CreationTimestamp.Time; !t.IsZero() && (g.submit.IsZero() || t.Before(g.submit)) {
+			g.submit = t
+		}
+	}
+	if g.minMember == 0 || c.minPG[key] == 0 {
+		g.minMember = c.minMemberOf(key, p)
+	}
+	if !fromAPI {
+		if ps.pod == nil {
+			ps.pod = p
+		}
+		return g
+	}
+	ps.pod = p
+	if p.Spec.NodeName != "" && ps.node == "" {
+		c.changed = true
+		ps.node = p.Spec.NodeName
+		if g.inc != nil && g.inc.pods[uid] != nil {
+			g.inc.bound[uid] = true
+		}
+	}
+	return g
+}
+
+// minMemberOf returns a group's minimum: its PodGroup object's minMember,
+// else the pod's min-member annotation, else 1 for a single-pod group.
+func (c *controller) minMemberOf(key string, p *v1.Pod) int {
+	if n := c.minPG[key]; n > 0 {
+		return n
+	}
+	if n := atoiPositive(p.Annotations[AnnotationMinMember]); n > 0 {
+		return n
+	}
+	if p.Labels[LabelPodGroup] == "" {
+		return 1
+	}
+	return 0
+}
+
+// forgetPod records that a pod is deleted or terminated: its GPUs are free
+// once it is gone, and its gang may be finished or broken.
+func (c *controller) forgetPod(p *v1.Pod) {
+	uid := string(p.UID)
+	if _, ok := c.bound[uid]; ok {
+		delete(c.bound, uid)
+		c.changed = true
+	}
+	key, ok := c.podKey[uid]
+	if !ok {
+		return
+	}
+	delete(c.podKey, uid)
+	g := c.groups[key]
+	if g == nil {
+		return
+	}
+	delete(g.pods, uid)
+	c.changed = true
+	if inc := g.inc; inc != nil && inc.pods[uid] != nil {
+		inc.gone[uid] = true
+		if !inc.running && inc.broken == "" {
+			inc.broken = "pod " + p.Name + " was deleted before its gang was bound"
+		}
+	}
+	if len(g.pods) == 0 && g.inc == nil {
+		delete(c.groups, key)
+	}
+}
+
+// nodeHandlers returns the informer handlers for nodes.
+func (c *controller) nodeHandlers() cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onNode(obj, false) },
+		UpdateFunc: func(_, obj any) { c.onNode(obj, false) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			c.onNode(obj, true)
+		},
+	}
+}
+
+func (c *controller) onNode(obj any, deleted bool) {
+	n, ok := obj.(*v1.Node)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	old := c.nodes[n.Name]
+	changed := old == nil || deleted != c.deleted[n.Name] || nodeReady(old) != nodeReady(n) ||
+		old.Spec.Unschedulable != n.Spec.Unschedulable ||
+		nodeGeneration(old, c.args.GPUResource) != nodeGeneration(n, c.args.GPUResource)
+	if old != nil && (!equality.Semantic.DeepEqual(old.Spec.Taints, n.Spec.Taints) ||
+		!equality.Semantic.DeepEqual(old.Labels, n.Labels) ||
+		!equality.Semantic.DeepEqual(old.Status.Allocatable, n.Status.Allocatable)) {
+		// What the other Filter plugins answer may have changed: measure the
+		// pod shapes of waiting gangs again.
+		c.stale = true
+		changed = true
+	}
+	c.nodes[n.Name] = n
+	c.deleted[n.Name] = deleted
+	c.mu.Unlock()
+	if changed {
+		c.poke()
+	}
+}
+
+// podGroupHandlers returns the informer handlers for scheduler-plugins
+// PodGroup objects (read as unstructured: the module does not depend on
+// scheduler-plugins).
+func (c *controller) podGroupHandlers() cache.ResourceEventHandlerFuncs {
+	set := func(obj any, del bool) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		key := u.GetNamespace() + "/" + u.GetName()
+		n, _, _ := unstructured.NestedInt64(u.Object, "spec", "minMember")
+		c.mu.Lock()
+		if del || n <= 0 {
+			delete(c.minPG, key)
+		} else {
+			c.minPG[key] = int(n)
+			if g := c.groups[key]; g != nil {
+				g.minMember = int(n)
+			}
+		}
+		c.changed = true
+		c.mu.Unlock()
+		c.poke()
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { set(obj, false) },
+		UpdateFunc: func(_, obj any) { set(obj, false) },
+		DeleteFunc: func(obj any) { set(obj, true) },
+	}
+}
+
+// run is the engine loop: it runs a cycle when woken (batching events for
+// Args.BatchMilliseconds) or when the engine's next event is due, and applies
+// the cycle's actions after releasing the lock.
+func (c *controller) run(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.wake:
+		case <-timer.C:
+		}
+		if b := c.args.batch(); b > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(b):
+			}
+		}
+		acts, next := c.cycle(logger)
+		acts.apply(c.acts, c.status)
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(next)
+	}
+}
+
+// Snapshot of counters (for tests and the benchmark).
+func (c *controller) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}

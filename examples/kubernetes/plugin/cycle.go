@@ -1,0 +1,537 @@
+package plugin
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+)
+
+// actions is what a cycle asks for once the lock is released.
+type actions struct {
+	activate map[string]*v1.Pod
+	reject   []rejection
+	evict    []*podState
+	status   []statusUpdate
+}
+
+type rejection struct{ uid, msg string }
+
+func (a *actions) activatePod(p *podState) {
+	if p.pod == nil {
+		return
+	}
+	if a.activate == nil {
+		a.activate = map[string]*v1.Pod{}
+	}
+	a.activate[p.ns+"/"+p.name] = p.pod
+}
+
+func (a *actions) apply(act actor, sw *statusWriter) {
+	for _, r := range a.reject {
+		act.reject(r.uid, r.msg)
+	}
+	for _, p := range a.evict {
+		act.evict(p.ns, p.name, p.uid)
+	}
+	if len(a.activate) > 0 {
+		act.activate(a.activate)
+	}
+	if sw != nil {
+		sw.enqueue(a.status)
+	}
+}
+
+// idle is how long the loop sleeps when nothing is due.
+const idle = time.Minute
+
+// cycle brings the engine up to date with everything observed since the last
+// one, runs Schedule, and returns what to do outside the lock and when to
+// run again.
+func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var acts actions
+	now := c.now()
+	if c.eng == nil && !c.start(logger, now) {
+		return acts, time.Second
+	}
+	c.stats.Cycles++
+	if c.err != "" {
+		logger.Error(nil, "Phalanx: engine call failed", "err", c.err)
+		c.err = ""
+	}
+	c.syncNodes(logger, now, &acts)
+	for _, g := range c.sortedGroups() {
+		switch inc := g.inc; {
+		case inc == nil:
+		case inc.running && inc.allGone():
+			c.finish(logger, g, now)
+		case inc.broken != "":
+			logger.Info("Phalanx: tearing a gang down", "job", inc.job, "reason", inc.broken)
+			c.teardown(g, now, &acts)
+		case len(inc.replace) > 0:
+			c.replacePods(logger, g, now, &acts)
+		}
+	}
+	if err := c.eng.setForeign(c.foreignUsage(), now); err != nil {
+		logger.Error(err, "Phalanx: counting GPUs of pods it did not place")
+	}
+	if c.stale {
+		for _, g := range c.groups {
+			for shape, a := range g.allowed {
+				a.at = time.Time{}
+				g.allowed[shape] = a
+			}
+		}
+		c.stale = false
+	}
+	for _, g := range c.sortedGroups() {
+		c.prepare(g, now, &acts)
+	}
+	res, err := c.eng.schedule(now)
+	if err != nil {
+		logger.Error(err, "Phalanx: engine cycle")
+		return acts, time.Second
+	}
+	c.applyPlan(res, &acts)
+	c.collectStatus(&acts)
+	next := idle
+	if !res.Next.IsZero() {
+		next = max(res.Next.Sub(now), 10*time.Millisecond)
+	}
+	if c.scoutsInFlight() {
+		next = min(next, c.args.scoutTimeout())
+	}
+	if due, ok := c.nextMeasurement(); ok {
+		next = min(next, max(due.Sub(now), 10*time.Millisecond))
+	}
+	return acts, next
+}
+
+// start builds the engine once the informers have synced and GPU nodes exist.
+func (c *controller) start(logger klog.Logger, now time.Time) bool {
+	if c.synced != nil && !c.synced() {
+		return false
+	}
+	var gpuNodes []*v1.Node
+	for _, n := range c.nodes {
+		if !c.deleted[n.Name] && hasGPUs(n, c.args.GPUResource) {
+			gpuNodes = append(gpuNodes, n)
+			c.nodeGen[n.Name] = nodeGeneration(n, c.args.GPUResource)
+		}
+	}
+	if len(gpuNodes) == 0 {
+		c.err = "no node has " + c.args.GPUResource
+		return false
+	}
+	eng, err := newEngineAdapter(gpuNodes, &c.args, now)
+	if err != nil {
+		c.err = err.Error()
+		logger.Error(err, "Phalanx: building the cluster from node labels")
+		return false
+	}
+	c.eng, c.err = eng, ""
+	logger.Info("Phalanx: engine started", "nodes", len(gpuNodes), "gpus", eng.totalGPUs())
+	return true
+}
+
+// nodeGeneration summarises what of a node shapes the cluster model.
+func nodeGeneration(n *v1.Node, resource string) string {
+	keys := make([]string, 0, len(n.Labels))
+	for k, v := range n.Labels {
+		keys = append(keys, k+"="+v)
+	}
+	sort.Strings(keys)
+	q := n.Status.Capacity[v1.ResourceName(resource)]
+	return q.String() + "|" + strings.Join(keys, ",")
+}
+
+// syncNodes adds new or relabelled GPU nodes to the cluster and applies
+// readiness and cordons; a node failure ends the gangs on it.
+func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions) {
+	var changed []*v1.Node
+	for name, n := range c.nodes {
+		if c.deleted[name] || !hasGPUs(n, c.args.GPUResource) {
+			continue
+		}
+		if gen := nodeGeneration(n, c.args.GPUResource); gen != c.nodeGen[name] {
+			changed = append(changed, n)
+			c.nodeGen[name] = gen
+		}
+	}
+	if len(changed) > 0 {
+		if err := c.eng.addNodes(changed); err != nil {
+			logger.Error(err, "Phalanx: rebuilding the cluster with new nodes")
+		}
+	}
+	for _, name := range sortedNodeNames(c.nodes) {
+		n := c.nodes[name]
+		if !c.eng.knows(name) {
+			continue
+		}
+		down := c.deleted[name] || !nodeReady(n)
+		ended, err := c.eng.setNode(name, down, n.Spec.Unschedulable, now)
+		if err != nil {
+			logger.Error(err, "Phalanx: node state", "node", name)
+		}
+		for _, job := range ended {
+			if g := c.jobs[job]; g != nil && g.inc != nil {
+				g.inc.broken = "node " + name + " is not ready"
+			}
+		}
+	}
+}
+
+func sortedNodeNames(m map[string]*v1.Node) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (c *controller) sortedGroups() []*groupState {
+	out := make([]*groupState, 0, len(c.groups))
+	for _, g := range c.groups {
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
+	return out
+}
+
+// foreignUsage sums, per node, the GPUs of bound pods that no active gang of
+// this plugin owns: pods of other schedulers, DaemonSets, and pods of gangs
+// that ended while they still run.
+func (c *controller) foreignUsage() map[string]int {
+	out := map[string]int{}
+	for uid, b := range c.bound {
+		if g := c.groups[c.podKey[uid]]; g != nil && g.inc != nil && g.inc.admitted && g.inc.pods[uid] != nil {
+			continue
+		}
+		out[b.node] += b.gpus
+	}
+	return out
+}
+
+// finish reports a running gang whose pods are all gone (deleted or
+// terminated) as finished: its GPUs return to the engine.
+func (c *controller) finish(logger klog.Logger, g *groupState, now time.Time) {
+	if err := c.eng.finished(g.inc.job, now); err != nil {
+		logger.Error(err, "Phalanx: reporting a gang finished", "job", g.inc.job)
+	}
+	delete(c.jobs, g.inc.job)
+	g.inc = nil
+	c.stats.Finished++
+	if len(g.pods) == 0 {
+		delete(c.groups, g.key)
+	}
+}
+
+// teardown ends a broken gang: the engine forgets it (cancelled when nothing
+// is bound, failed otherwise), pods waiting at Permit are rejected, and bound
+// pods are deleted when the gang cannot run whole (a node failure, a bind
+// that kept failing). Pods not yet bound stay and form the next gang.
+func (c *controller) teardown(g *groupState, now time.Time, acts *actions) {
+	inc := g.inc
+	if c.eng.held(inc.job) {
+		var err error
+		if inc.boundCount() == 0 {
+			err = c.eng.cancel(inc.job, now)
+		} else {
+			err = c.eng.failed(inc.job, now)
+		}
+		if err != nil {
+			c.err = err.Error()
+		}
+	}
+	for uid := range inc.pods {
+		if inc.reserved[uid] || inc.passed[uid] {
+			acts.reject = append(acts.reject, rejection{uid, "phalanx: gang torn down: " + inc.broken})
+		}
+		if inc.bound[uid] && !inc.gone[uid] {
+			acts.evict = append(acts.evict, inc.pods[uid])
+			c.stats.Evictions++
+		}
+	}
+	g.reason = "gang " + inc.job + " was torn down (" + inc.broken + "); waiting to be placed again"
+	delete(c.jobs, inc.job)
+	g.inc = nil
+	g.allowed = map[string]allowedSet{} // measure again: the cluster changed
+	c.stats.Teardowns++
+}
+
+// prepare moves a group towards a job: it waits for min-member pods, sends
+// one scout per pod shape whose allowed nodes are unknown or stale, and
+// submits the gang once every shape is measured. A waiting gang whose pods
+// changed is withdrawn and submitted again with its original submit time.
+func (c *controller) prepare(g *groupState, now time.Time, acts *actions) {
+	if inc := g.inc; inc != nil {
+		if inc.admitted {
+			return
+		}
+		if !c.podsChanged(g) && !allowedChanged(g) {
+			c.refreshScouts(g, now, acts)
+			return
+		}
+		if err := c.eng.cancel(inc.job, now); err != nil {
+			c.err = err.Error()
+		}
+		delete(c.jobs, inc.job)
+		g.inc = nil
+	}
+	pending := g.pending()
+	switch {
+	case g.minMember == 0:
+		g.reason = "waiting for the PodGroup " + g.key + " (its minMember is unknown)"
+		return
+	case len(pending) < g.minMember:
+		g.reason = fmt.Sprintf("waiting for pods: %d of the group's minimum %d are pending", len(pending), g.minMember)
+		return
+	}
+	shapes := map[string][]*podState{}
+	for _, p := range pending {
+		shapes[p.shape] = append(shapes[p.shape], p)
+	}
+	if c.needScouts(g, shapes, now, acts) || (g.neverFits && now.Before(g.retry)) {
+		return
+	}
+	c.submit(g, shapes, now)
+}
+
+// podsChanged reports whether a waiting gang's pods are no longer the
+// group's pending pods.
+func (c *controller) podsChanged(g *groupState) bool {
+	pending := g.pending()
+	if len(pending) != len(g.inc.pods) {
+		return true
+	}
+	for _, p := range pending {
+		if g.inc.pods[p.uid] == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// allowedChanged reports whether a shape of a waiting gang was measured
+// again with another result than the one submitted.
+func allowedChanged(g *groupState) bool {
+	for shape, nodes := range g.inc.allowed {
+		a, ok := g.allowed[shape]
+		if ok && !slices.Equal(a.nodes, nodes) {
+			return true
+		}
+	}
+	return false
+}
+
+// refreshScouts measures the shapes of a waiting gang again once their
+// allowed sets are older than Args.AllowedTTLSeconds (the other Filter
+// plugins' answers change as pods come and go).
+func (c *controller) refreshScouts(g *groupState, now time.Time, acts *actions) {
+	shapes := map[string][]*podState{}
+	for shape, uids := range g.inc.shapes {
+		for _, uid := range uids {
+			if p := g.pods[uid]; p != nil {
+				shapes[shape] = append(shapes[shape], p)
+			}
+		}
+		orderPods(shapes[shape])
+	}
+	reason := g.reason
+	c.needScouts(g, shapes, now, acts)
+	g.reason = reason // the engine's reason still holds
+}
+
+// needScouts sends a scout for every shape without a fresh allowed set and
+// reports whether any is still out.
+func (c *controller) needScouts(g *groupState, shapes map[string][]*podState, now time.Time, acts *actions) bool {
+	waiting := false
+	for shape, pods := range shapes {
+		if a, ok := g.allowed[shape]; ok && now.Sub(a.at) < c.args.allowedTTL() {
+			continue
+		}
+		waiting = true
+		if uid := g.scout[shape]; uid != "" && g.pods[uid] != nil && now.Sub(g.scoutSince[shape]) < c.args.scoutTimeout() {
+			continue
+		}
+		scout := pods[0]
+		g.scout[shape], g.scoutSince[shape] = scout.uid, now
+		acts.activatePod(scout)
+		c.stats.Scouts++
+	}
+	if waiting {
+		g.reason = "measuring which nodes the group's pods fit (other Filter plugins)"
+	}
+	return waiting
+}
+
+// submit queues the group's pending pods as one gang, one member per shape.
+func (c *controller) submit(g *groupState, shapes map[string][]*podState, now time.Time) {
+	g.gen++
+	inc := newIncarnation(fmt.Sprintf("%s#%d", g.key, g.gen))
+	req := gangRequest{ID: inc.job, Account: g.ns, Submit: g.submit}
+	names := make([]string, 0, len(shapes))
+	for s := range shapes {
+		names = append(names, s)
+	}
+	sort.Strings(names)
+	for _, s := range names {
+		pods := shapes[s]
+		for _, p := range pods {
+			inc.pods[p.uid] = p
+			inc.shapes[s] = append(inc.shapes[s], p.uid)
+		}
+		inc.allowed[s] = g.allowed[s].nodes
+		req.Members = append(req.Members, memberRequest{Name: s, Pods: len(pods),
+			GPUsPerPod: pods[0].gpus, Allowed: nonNil(g.allowed[s].nodes)})
+	}
+	err := c.eng.submit(req, now)
+	switch {
+	case errors.Is(err, errNeverFits):
+		// Try again (measuring the shapes again) after the TTL.
+		g.reason, g.neverFits, g.retry = err.Error(), true, now.Add(c.args.allowedTTL())
+		return
+	case err != nil:
+		g.reason = "phalanx could not queue the gang: " + err.Error()
+		return
+	}
+	g.inc, g.neverFits = inc, false
+	c.jobs[inc.job] = g
+	c.stats.Submits++
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// applyPlan records the engine's starts (slots for every pod, which are then
+// activated) and the reasons of the waiting gangs.
+func (c *controller) applyPlan(res cycleResult, acts *actions) {
+	for _, ad := range res.Starts {
+		g := c.jobs[ad.Job]
+		if g == nil || g.inc == nil {
+			continue
+		}
+		inc := g.inc
+		inc.admitted = true
+		for shape, uids := range inc.shapes {
+			pods := make([]*podState, 0, len(uids))
+			for _, uid := range uids {
+				pods = append(pods, inc.pods[uid])
+			}
+			rank := make(map[string]int, len(ad.Members[shape]))
+			for r, node := range ad.Members[shape] {
+				rank[node] = r // each pod of a member has its own node
+			}
+			for uid, node := range assignSlots(pods, ad.Members[shape]) {
+				inc.slots[uid], inc.ranks[uid] = node, rank[node]
+			}
+		}
+		for _, p := range inc.pods {
+			acts.activatePod(p)
+		}
+		g.reason = ""
+		c.stats.Admissions++
+	}
+	for _, w := range res.Waiting {
+		if g := c.jobs[w.Job]; g != nil {
+			g.reason = w.Message
+		}
+	}
+}
+
+// nextMeasurement returns when the first allowed set of a waiting gang (or
+// the retry of a gang that never fits) is due to be measured again.
+func (c *controller) nextMeasurement() (time.Time, bool) {
+	var due time.Time
+	for _, g := range c.groups {
+		if g.neverFits && (due.IsZero() || g.retry.Before(due)) {
+			due = g.retry
+		}
+		if g.inc == nil || g.inc.admitted {
+			continue
+		}
+		for shape := range g.inc.shapes {
+			if t := g.allowed[shape].at.Add(c.args.allowedTTL()); due.IsZero() || t.Before(due) {
+				due = t
+			}
+		}
+	}
+	return due, !due.IsZero()
+}
+
+// scoutsInFlight reports whether any scout is out.
+func (c *controller) scoutsInFlight() bool {
+	for _, g := range c.groups {
+		if len(g.scout) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// podCondition returns the message of a pod's PodScheduled condition.
+func podCondition(p *v1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodScheduled {
+			return c.Message
+		}
+	}
+	return ""
+}
+
+// collectStatus queues condition updates for pending pods whose condition
+// (as the informer last saw it) does not carry their reason: the
+// framework's failure handler may have written its own message since.
+func (c *controller) collectStatus(acts *actions) {
+	for _, g := range c.groups {
+		msg := g.reason
+		if msg == "" {
+			continue
+		}
+		for _, p := range g.pods {
+			if p.node != "" || (g.inc != nil && g.inc.slots[p.uid] != "") || p.pod == nil || podCondition(p.pod) == "phalanx: "+msg {
+				continue
+			}
+			acts.status = append(acts.status, statusUpdate{ns: p.ns, name: p.name, uid: p.uid, msg: "phalanx: " + msg})
+		}
+	}
+}
+
+// replacePods has the engine move the pods of g whose bind failed again
+// (Unreserve marked them), each keeping its member and rank, and activates
+// them towards their new node; when no node fits, the pod retries on its own.
+func (c *controller) replacePods(logger klog.Logger, g *groupState, now time.Time, acts *actions) {
+	inc := g.inc
+	for uid := range inc.replace {
+		delete(inc.replace, uid)
+		p := inc.pods[uid]
+		if p == nil || inc.bound[uid] || inc.gone[uid] {
+			continue
+		}
+		node, reason, err := c.eng.replacePod(inc.job, p.shape, inc.ranks[uid], now)
+		switch {
+		case err != nil:
+			c.err = err.Error()
+		case node == "":
+			c.stats.Kept++
+			logger.Info("Phalanx: no other node for a pod whose bind failed", "job", inc.job, "pod", p.name, "reason", reason)
+		default:
+			c.stats.Replaced++
+			logger.Info("Phalanx: pod moved after a failed bind", "job", inc.job, "pod", p.name, "from", inc.slots[uid], "to", node)
+			inc.slots[uid] = node
+		}
+		acts.activatePod(p)
+	}
+}

@@ -1,0 +1,92 @@
+// Package plugin runs Phalanx as kube-scheduler framework plugins: pod
+// groups become Phalanx gangs, the backfill engine decides which gang starts
+// and on which nodes, and the framework binds each pod to the node of its
+// rank. Register it with app.WithPlugin(plugin.Name, plugin.New) and enable
+// it in a profile (deploy/scheduler-config.yaml).
+//
+// # Gangs from pods
+//
+// Pods of this profile with the scheduler-plugins coscheduling label
+// scheduling.x-k8s.io/pod-group form one group per namespace and value; its
+// minimum comes from the PodGroup object (scheduling.x-k8s.io/v1alpha1,
+// spec.minMember, read without depending on scheduler-plugins) or, when the
+// CRD is not installed, from the pod annotation scheduling.x-k8s.io/min-member.
+// A GPU pod without the label is a group of one. Once the group has
+// minMember pending pods, they are submitted as one gang (account: the
+// namespace; submit time: the earliest pod's creation, kept across
+// resubmissions), one member per pod shape, each pod one node with its
+// nvidia.com/gpu count. Topology comes from node labels through a
+// topology/kube preset (Args.Topology). Pods of a group without GPUs are not
+// supported.
+//
+// # Extension points
+//
+//   - PreEnqueue holds a group's pods until the engine admits the gang (one
+//     pod per shape goes through earlier as a scout, see below).
+//   - PreFilter restricts an admitted pod to the node of its rank; Filter
+//     accepts no other node.
+//   - PostFilter: a scout's cycle measures its shape: the profile's Filter
+//     plugins are run on every GPU node with the node's GPU count lifted (GPUs
+//     are the engine's business), and the nodes that pass become the member's
+//     allowed node set (placement.Request.Allowed). It is measured once per
+//     shape, and again after Args.AllowedTTLSeconds for a gang still waiting.
+//     An admitted pod rejected on its own node tears the gang down so that it
+//     is placed again.
+//   - Reserve and Permit hold every pod of the gang until all are reserved,
+//     then let them through to binding together.
+//   - Unreserve: before Permit let the pod through, the gang did not
+//     assemble: it is torn down. After, the pod's bind failed: the first
+//     failure retries on the same node (the gang keeps its GPUs); a later one
+//     has the engine move that one pod, keeping its member and rank
+//     (backfill.Engine.ReplacePod; the pod retries on its node when no other
+//     fits); at Args.MaxBindAttempts the gang is torn down and its bound pods
+//     are deleted, so that no partial gang is left running.
+//   - PostBind of the gang's last pod reports Started.
+//   - Pod deletion or termination of every pod of a running gang reports
+//     Finished; a node that is not Ready (or deleted) is NodeDown: the gangs
+//     on it end and their pods are deleted (a gang with a dead rank is dead).
+//   - The engine's reason for a waiting gang becomes the message of its pods'
+//     PodScheduled condition.
+//
+// # Policy
+//
+// The engine runs backfill.DefaultConfig: reservations for the first
+// backfill.DefaultDepth (4) gangs of a queue ordered mostly by age
+// (backfill.DefaultPriority, with the namespace's fair share as a bounded
+// adjustment), hold mode for gangs of a leaf's worth of GPUs or more, and
+// preemption off: the plugin does not signal victims, so a plan never
+// asks it to.
+//
+// # Pod identity
+//
+// Pods are matched to the engine's assignment by assignSlots: within a
+// member, the i-th pod in rank order (the phalanx.dev/rank annotation, the
+// StatefulSet pod-index label, the Indexed Job completion index, or a number
+// ending the pod name; unranked pods last, by name) gets the i-th node of the
+// member's assignment, the core's pod of rank i (gang.Pod.Rank: ranks follow
+// node order, so consecutive ranks share a leaf). A pod moved after a failed
+// bind keeps its rank.
+//
+// # Pods Phalanx did not place
+//
+// GPUs of bound pods that no running gang of this plugin owns (other
+// schedulers, DaemonSets, pods of gangs that ended while they still run)
+// are used GPUs for the engine: they enter it as running one-pod gangs.
+//
+// # Concurrency
+//
+// One mutex guards the engine and the plugin's books. The framework's hooks
+// and the informer handlers hold it for look-ups and small updates only. The
+// engine cycle runs in the plugin's own goroutine, woken by events (batched
+// for Args.BatchMilliseconds) and by the engine's next event; it holds the
+// lock for one Schedule call, then activates pods, rejects waiting pods,
+// deletes pods and writes conditions with the lock released. The framework
+// binds asynchronously: Unreserve and PostBind take the same lock.
+//
+// # Caller duties
+//
+// Enable the plugin in every extension point (multiPoint). Give the
+// scheduler the RBAC of kube-scheduler plus the right to patch pod status,
+// delete pods, and list and watch podgroups (deploy/rbac.yaml). Pods opt in
+// with the profile's schedulerName.
+package plugin

@@ -1,0 +1,128 @@
+package plugin
+
+import (
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// podState is what the plugin keeps of one pod of a group.
+type podState struct {
+	uid, name, ns string
+	rank          int
+	shape         string
+	gpus          int
+	node          string // spec.nodeName once bound
+	pod           *v1.Pod
+}
+
+// allowedSet is the nodes where the profile's other Filter plugins accept a
+// pod of one shape, as measured by a scout pod's scheduling cycle.
+type allowedSet struct {
+	nodes []string
+	at    time.Time
+}
+
+// groupState is one pod group: its live pods, its minimum and, while the
+// engine holds a job for it, its incarnation.
+type groupState struct {
+	key, ns    string
+	minMember  int // 0 while unknown
+	pods       map[string]*podState
+	submit     time.Time // the earliest creation time of its pods
+	gen        int
+	inc        *incarnation
+	allowed    map[string]allowedSet
+	scout      map[string]string    // shape -> UID of the pod scouting it
+	scoutSince map[string]time.Time // shape -> when the scout was sent
+	reason     string               // why its pods wait, for their condition
+	neverFits  bool
+	retry      time.Time // when a gang that never fits is tried again
+}
+
+// incarnation is one engine job for a group: the pods it was submitted
+// with, where the engine put them and how far binding got.
+type incarnation struct {
+	job      string
+	pods     map[string]*podState // by UID
+	shapes   map[string][]string  // shape -> UIDs, the gang's members
+	allowed  map[string][]string  // shape -> the allowed nodes submitted
+	admitted bool
+	running  bool
+	slots    map[string]string // UID -> node
+	ranks    map[string]int    // UID -> the pod's rank in its member (gang.Pod.Rank)
+	replace  map[string]bool   // pods whose bind failed, to be moved by the engine
+	reserved map[string]bool
+	passed   map[string]bool // allowed through Permit, not yet bound
+	bound    map[string]bool
+	gone     map[string]bool
+	failures map[string]int // bind failures per pod
+	broken   string         // why the gang must be torn down ("" when healthy)
+}
+
+func newIncarnation(job string) *incarnation {
+	return &incarnation{job: job, pods: map[string]*podState{}, shapes: map[string][]string{},
+		allowed: map[string][]string{}, slots: map[string]string{}, ranks: map[string]int{},
+		replace: map[string]bool{}, reserved: map[string]bool{},
+		passed: map[string]bool{}, bound: map[string]bool{}, gone: map[string]bool{}, failures: map[string]int{}}
+}
+
+// ready reports whether every pod of the gang is reserved, through Permit or
+// bound: the gang may go to binding.
+func (inc *incarnation) ready() bool {
+	for uid := range inc.pods {
+		if !inc.reserved[uid] && !inc.passed[uid] && !inc.bound[uid] {
+			return false
+		}
+	}
+	return true
+}
+
+// allBound reports whether every pod of the gang is bound.
+func (inc *incarnation) allBound() bool {
+	for uid := range inc.pods {
+		if !inc.bound[uid] {
+			return false
+		}
+	}
+	return true
+}
+
+// allGone reports whether every pod of the gang is deleted or terminated.
+func (inc *incarnation) allGone() bool {
+	for uid := range inc.pods {
+		if !inc.gone[uid] {
+			return false
+		}
+	}
+	return true
+}
+
+// boundCount counts the gang's pods that are bound and not gone.
+func (inc *incarnation) boundCount() int {
+	n := 0
+	for uid := range inc.bound {
+		if !inc.gone[uid] {
+			n++
+		}
+	}
+	return n
+}
+
+// pending returns the group's live pods that are not bound.
+func (g *groupState) pending() []*podState {
+	var out []*podState
+	for _, p := range g.pods {
+		if p.node == "" {
+			out = append(out, p)
+		}
+	}
+	orderPods(out)
+	return out
+}
+
+// boundPod is a bound, non-terminal pod that holds GPUs.
+type boundPod struct {
+	node string
+	gpus int
+}
