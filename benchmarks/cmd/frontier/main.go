@@ -63,6 +63,14 @@ var policies = []policy{
 		c.FairShare.MaxAge = 24 * time.Hour
 		return c
 	}},
+	// The default with age saturating after a week instead of a day: on
+	// Philly at load 4 jobs wait for days, and a day's cap leaves fair
+	// share to order every job past it.
+	{"default-age7d", sim.Phalanx, func() backfill.Config {
+		c := backfill.DefaultConfig()
+		c.FairShare.MaxAge = 7 * 24 * time.Hour
+		return c
+	}},
 	{"depth4-agefs", sim.Phalanx, func() backfill.Config {
 		c := depthAge(4)
 		c.FairShare.Weights = fairshare.Weights{Age: 10000, FairShare: 1000, QOS: 1000, Partition: 1000}
