@@ -87,15 +87,20 @@ type PreemptionConfig struct {
 const DefaultDepth = 4
 
 // DefaultPriority is DefaultConfig's priority: fairshare.DefaultConfig
-// (Fair Tree, 7-day half-life) with an age weight of 10,000 that
-// saturates after a day against a fair-share weight of 1,000, so that a
-// job's fair share moves it by at most about 2.4 hours of waiting: the
-// queue is close to first come, first served, with heavy users' jobs a
-// little later. QOS and partition keep their weights of 1,000.
+// (Fair Tree, 7-day half-life) with an age weight of 10,000 a day of
+// waiting, growing for a year (MaxAge 365 days, weight 3,650,000), against
+// a fair-share weight of 1,000, so that a job's fair share moves it by at
+// most about 2.4 hours of waiting: the queue is close to first come, first
+// served, with heavy users' jobs a little later. QOS and partition keep
+// their weights of 1,000. The age term does not stop growing after a day:
+// on a queue where jobs wait for days (Philly at load 4 in
+// benchmarks/README.md), a capped age term leaves fair share alone to
+// order every job past the cap, and large jobs of busy accounts are
+// overtaken for days.
 func DefaultPriority() fairshare.Config {
 	c := fairshare.DefaultConfig()
-	c.Weights = fairshare.Weights{Age: 10000, FairShare: 1000, QOS: 1000, Partition: 1000}
-	c.MaxAge = 24 * time.Hour
+	c.Weights = fairshare.Weights{Age: 365 * 10000, FairShare: 1000, QOS: 1000, Partition: 1000}
+	c.MaxAge = 365 * 24 * time.Hour
 	return c
 }
 

@@ -63,12 +63,20 @@ var policies = []policy{
 		c.FairShare.MaxAge = 24 * time.Hour
 		return c
 	}},
-	// The default with age saturating after a week instead of a day: on
-	// Philly at load 4 jobs wait for days, and a day's cap leaves fair
-	// share to order every job past it.
+	// The first default with age capped after a week instead of a day
+	// (it lengthened the synthetic workload's large waits).
 	{"default-age7d", sim.Phalanx, func() backfill.Config {
 		c := backfill.DefaultConfig()
 		c.FairShare.MaxAge = 7 * 24 * time.Hour
+		return c
+	}},
+	// The default as first chosen in issue 18: its age term capped after
+	// a day (10,000), which left fair share alone to order jobs that had
+	// waited longer (Philly at load 4).
+	{"default-24h", sim.Phalanx, func() backfill.Config {
+		c := backfill.DefaultConfig()
+		c.FairShare.Weights.Age = 10000
+		c.FairShare.MaxAge = 24 * time.Hour
 		return c
 	}},
 	{"depth4-agefs", sim.Phalanx, func() backfill.Config {
