@@ -8,9 +8,13 @@
 // the node: whole-gang requeue, the default, restarts them from scratch
 // behind the queue; with Config.OnNodeFailure backfill.Replace their pods
 // there move to spare nodes and they restart at once from their last
-// checkpoint (Config.Checkpoint). Result.FailureRestarts,
-// Result.Replacements and Result.FailureLostGPUSeconds measure it. The
-// simulated jobs are not elastic. A scheduling cycle runs after
+// checkpoint (Config.Checkpoint); with backfill.Shrink every multi-node
+// job is elastic down to half its nodes (it may also start smaller), gives
+// up its pods on the node and runs on from its checkpoint on fewer GPUs,
+// progressing in proportion to its GPUs (work is counted in time at full
+// size), without growing back. Result.FailureRestarts,
+// Result.Replacements, Result.Shrinks and Result.FailureLostGPUSeconds
+// measure it. A scheduling cycle runs after
 // every batch of events at one instant, and optionally at a fixed
 // interval while jobs wait.
 //

@@ -83,11 +83,13 @@ type Result struct {
 	// FailureRestarts counts the whole-gang restarts node failures caused
 	// (jobs requeued or failed), Replacements the jobs that kept running
 	// with their pods on a failed node replaced (Config.OnNodeFailure),
+	// Shrinks those that kept running on fewer pods (backfill.Shrink),
 	// and FailureLostGPUSeconds the work failures destroyed: the GPUs
 	// times the time run, since the start for a whole-gang restart, since
 	// the last checkpoint (Config.Checkpoint) for a replacement.
 	FailureRestarts       int     `json:"failure_restarts,omitempty"`
 	Replacements          int     `json:"replacements,omitempty"`
+	Shrinks               int     `json:"shrinks,omitempty"`
 	FailureLostGPUSeconds float64 `json:"failure_lost_gpu_seconds,omitempty"`
 	// With Config.Preemption: Preemptions counts the jobs preempted (a
 	// job preempted twice counts twice), PreemptedGPUSeconds the GPU time
@@ -347,12 +349,12 @@ func failureTable(b *strings.Builder, results []*Result) {
 			continue
 		}
 		if !header {
-			fmt.Fprintf(b, "\nnode failures: whole-gang restarts, jobs kept with pods replaced, GPU-hours of work lost\n")
-			fmt.Fprintf(b, "%-14s %-10s %8s %9s %9s %10s\n", "policy", "placement", "failures", "restarts", "replaced", "GPU-h lost")
+			fmt.Fprintf(b, "\nnode failures: whole-gang restarts, jobs kept with pods replaced or on fewer pods, GPU-hours of work lost\n")
+			fmt.Fprintf(b, "%-14s %-10s %8s %9s %9s %9s %10s\n", "policy", "placement", "failures", "restarts", "replaced", "shrunk", "GPU-h lost")
 			header = true
 		}
-		fmt.Fprintf(b, "%-14s %-10s %8d %9d %9d %10.0f\n", r.Policy, r.Placement, r.NodeFailures, r.FailureRestarts, r.Replacements,
-			r.FailureLostGPUSeconds/3600)
+		fmt.Fprintf(b, "%-14s %-10s %8d %9d %9d %9d %10.0f\n", r.Policy, r.Placement, r.NodeFailures, r.FailureRestarts, r.Replacements,
+			r.Shrinks, r.FailureLostGPUSeconds/3600)
 	}
 }
 

@@ -82,6 +82,7 @@ func (r *runner) runPodByPod() error {
 				o := &r.out[i]
 				o.Start, o.Started = now, true
 				o.Leaves = r.podLeaves(b, j)
+				r.gpus[i], r.since[i] = j.GPUs, now
 				r.running++
 				r.pending--
 				r.addBusy(i, +1)

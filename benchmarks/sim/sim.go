@@ -81,7 +81,10 @@ type Config struct {
 	// gang policy: backfill.Requeue (the default) stops it and queues it
 	// again, and it restarts from scratch; backfill.Replace moves its pods
 	// on the node to spare nodes of its domain, and it restarts at once
-	// from its last checkpoint (requeued when no node is spare).
+	// from its last checkpoint (requeued when no node is spare);
+	// backfill.Shrink makes every multi-node job elastic down to half its
+	// nodes: on a failure it gives up its pods there and runs on, slower,
+	// from its last checkpoint (single-node jobs are replaced).
 	OnNodeFailure backfill.FailurePolicy
 	// Checkpoint is how often a running job saves its work: a replaced
 	// job restarts from the last multiple of Checkpoint since it started
@@ -192,8 +195,14 @@ type runner struct {
 	index    map[string]int
 	// Per job, for replacements: when its current segment of work
 	// started (its start, or its last restart) and the work saved
-	// before it.
+	// before it (in time at full size).
 	segment, saved []time.Duration
+	// Per job, for shrinks (Config.OnNodeFailure backfill.Shrink): the
+	// GPUs its run holds now, and the GPU time of its run before its
+	// last change of size (since is when that size began).
+	gpus  []int
+	spent []float64
+	since []time.Duration
 }
 
 // Run simulates jobs (sorted by submit time) under cfg and returns the
@@ -206,7 +215,8 @@ func Run(cfg Config, jobs []TraceJob) (*Result, error) {
 	r := &runner{cfg: cfg, jobs: jobs, out: make([]Outcome, len(jobs)), gen: make([]int, len(jobs)),
 		m: newResult(cfg), leafLvl: cfg.Cluster.Depth() - 1, rng: rand.New(rand.NewPCG(cfg.Seed, 0x51)),
 		work: newWork(cfg.Cluster.TotalGPUs(), jobs), nextAt: -1,
-		segment: make([]time.Duration, len(jobs)), saved: make([]time.Duration, len(jobs))}
+		segment: make([]time.Duration, len(jobs)), saved: make([]time.Duration, len(jobs)),
+		gpus: make([]int, len(jobs)), spent: make([]float64, len(jobs)), since: make([]time.Duration, len(jobs))}
 	for i, j := range jobs {
 		r.out[i] = Outcome{ID: j.ID, Account: j.Account, GPUs: j.GPUs, Nodes: j.Nodes, Submit: j.Submit}
 		heap.Push(&r.q, event{at: j.Submit, kind: evSubmit, job: i})
@@ -259,14 +269,24 @@ func (r *runner) progress() {
 // addBusy adds job i's GPUs to the busy count (sign +1 when it starts,
 // and leaves the queue; -1 when it stops) at r.now.
 func (r *runner) addBusy(i, sign int) {
-	r.busy += sign * r.jobs[i].GPUs
-	r.work.running(r.jobs[i].Account, sign*r.jobs[i].GPUs)
-	if sign > 0 { // it leaves the queue
+	if sign > 0 { // it leaves the queue, at full size
 		r.work.queued(-r.jobs[i].GPUs)
 	}
+	r.addRunning(i, sign*r.gpus[i])
+}
+
+// addRunning counts d more GPUs busy in job i's run.
+func (r *runner) addRunning(i, d int) {
+	r.busy += d
+	r.work.running(r.jobs[i].Account, d)
 	if r.usage != nil {
-		r.usage.add(r.jobs[i].Account, r.now, sign*r.jobs[i].GPUs)
+		r.usage.add(r.jobs[i].Account, r.now, d)
 	}
+}
+
+// runGPUSeconds is the GPU time job i's current run has used by now.
+func (r *runner) runGPUSeconds(i int, now time.Duration) float64 {
+	return r.spent[i] + float64(r.gpus[i])*(now-r.since[i]).Seconds()
 }
 
 // account integrates busy and held GPU-time up to now.
@@ -414,7 +434,7 @@ func (r *runner) engineEvent(e *backfill.Engine, ev event) error {
 			return err
 		}
 		r.out[ev.job].End, r.out[ev.job].Finished = now, true
-		r.out[ev.job].GPUSeconds += float64(r.jobs[ev.job].GPUs) * (now - r.out[ev.job].Start).Seconds()
+		r.out[ev.job].GPUSeconds += r.runGPUSeconds(ev.job, now)
 		r.running--
 		r.addBusy(ev.job, -1)
 		r.leave(ev.job)
@@ -441,6 +461,9 @@ func (r *runner) submit(e *backfill.Engine, i int, abs time.Time) error {
 	j := r.jobs[i]
 	job := backfill.Job{ID: j.ID, Account: j.Account, TimeLimit: j.TimeLimit, Submit: abs, OnNodeFailure: r.cfg.OnNodeFailure,
 		Gang: gang.Spec{Members: []gang.Member{{Name: "main", Request: placement.NodesOf(j.Nodes, j.GPUsPerNode)}}}}
+	if r.cfg.OnNodeFailure == backfill.Shrink && j.Nodes > 1 {
+		job.Gang.Members[0].Min = (j.Nodes + 1) / 2 // elastic down to half its nodes
+	}
 	if r.cfg.Preemption != nil {
 		job.Class, job.Preemption = 0, preempt.Requeue
 		if r.out[i].Urgent {
@@ -469,12 +492,17 @@ func (r *runner) failNode(e *backfill.Engine, n int, abs time.Time) error {
 	r.m.NodeFailures++
 	for _, x := range evs {
 		i := r.index[x.Job]
-		if x.Replaced || x.Shrunk { // kept running (the simulated jobs are not elastic: replaced)
-			r.restart(i, now)
+		if x.Replaced || x.Shrunk { // kept running, its pods replaced or fewer
+			g := r.gpus[i]
+			if x.Shrunk {
+				a, _ := e.Allocation(x.Job)
+				g = a.GPUs()
+			}
+			r.restart(i, now, g)
 			continue
 		}
 		r.m.FailureRestarts++
-		r.m.FailureLostGPUSeconds += float64(r.jobs[i].GPUs) * (now - r.out[i].Start).Seconds()
+		r.m.FailureLostGPUSeconds += r.runGPUSeconds(i, now)
 		r.stopRun(i)
 		if x.Requeued {
 			r.out[i].Requeues++
@@ -489,21 +517,34 @@ func (r *runner) failNode(e *backfill.Engine, n int, abs time.Time) error {
 	return nil
 }
 
-// restart restarts job i, whose pods on a failed node were replaced, at
-// now from its last checkpoint: the work since is lost, and its finish
-// moves later by as much (at most to its time limit).
-func (r *runner) restart(i int, now time.Duration) {
-	r.m.Replacements++
+// restart restarts job i, whose pods on a failed node were replaced or
+// given up, at now from its last checkpoint on g GPUs: the work since is
+// lost, and its finish moves later by as much, and by the time the rest
+// of its work takes on fewer GPUs (work is in time at full size; a job
+// on half its GPUs progresses at half the speed), at most to its time
+// limit.
+func (r *runner) restart(i int, now time.Duration, g int) {
+	if g == r.gpus[i] {
+		r.m.Replacements++
+	} else {
+		r.m.Shrinks++
+	}
+	full, old := r.jobs[i].GPUs, r.gpus[i]
 	run := now - r.segment[i]
 	kept := time.Duration(0)
 	if c := r.cfg.Checkpoint; c > 0 {
 		kept = run / c * c
 	}
-	r.m.FailureLostGPUSeconds += float64(r.jobs[i].GPUs) * (run - kept).Seconds()
-	r.saved[i] += kept
+	r.m.FailureLostGPUSeconds += float64(old) * (run - kept).Seconds()
+	r.saved[i] += time.Duration(float64(kept) * float64(old) / float64(full))
 	r.segment[i] = now
+	if g != old {
+		r.spent[i], r.since[i] = r.runGPUSeconds(i, now), now
+		r.addRunning(i, g-old)
+		r.gpus[i] = g
+	}
 	r.gen[i]++
-	end := now + r.jobs[i].Duration - r.saved[i]
+	end := now + time.Duration(float64(r.jobs[i].Duration-r.saved[i])*float64(full)/float64(g))
 	if l := r.jobs[i].TimeLimit; l > 0 && end > r.out[i].Start+l {
 		end = r.out[i].Start + l // killed at its limit
 	}
@@ -517,7 +558,7 @@ func (r *runner) stopRun(i int) {
 	r.gen[i]++
 	r.running--
 	r.addBusy(i, -1)
-	r.out[i].GPUSeconds += float64(r.jobs[i].GPUs) * (r.now - r.out[i].Start).Seconds()
+	r.out[i].GPUSeconds += r.runGPUSeconds(i, r.now)
 }
 
 // requeue puts a stopped job back in the queue.
@@ -537,6 +578,7 @@ func (r *runner) applyPlan(e *backfill.Engine, plan *backfill.Plan) error {
 		o := &r.out[i]
 		o.Start, o.Started = now, true
 		r.segment[i], r.saved[i] = now, 0
+		r.gpus[i], r.spent[i], r.since[i] = s.Allocation.GPUs(), 0, now // an elastic job may start smaller
 		o.Leaves = r.leaves(&s.Allocation)
 		r.running++
 		r.pending--
@@ -546,7 +588,7 @@ func (r *runner) applyPlan(e *backfill.Engine, plan *backfill.Plan) error {
 				return err
 			}
 		}
-		d := r.jobs[i].Duration
+		d := time.Duration(float64(r.jobs[i].Duration) * float64(r.jobs[i].GPUs) / float64(r.gpus[i]))
 		if l := r.jobs[i].TimeLimit; l > 0 && d > l {
 			d = l // killed at its limit
 		}

@@ -261,9 +261,12 @@ func TestWorkAccounting(t *testing.T) {
 }
 
 // TestFailurePolicies runs one workload with node failures under whole-gang
-// requeue and under replacement (with and without checkpoints): every job
-// finishes; requeue restarts gangs and replaces nothing; replacement keeps
-// most jobs running, and with checkpoints loses less work than without.
+// requeue, under replacement (with and without checkpoints) and with
+// elastic multi-node jobs that shrink (with checkpoints): every job
+// finishes and the GPU time is conserved (busy time equals the jobs' GPU
+// time, also across changes of size); requeue restarts gangs and replaces
+// nothing; replacement keeps most jobs running, and with checkpoints loses
+// less work than without; elastic jobs shrink, and only they.
 func TestFailurePolicies(t *testing.T) {
 	jobs := randomTrace(rand.New(rand.NewPCG(2, 3)), 400)
 	c := topology.Default2000()
@@ -281,11 +284,15 @@ func TestFailurePolicies(t *testing.T) {
 		return res
 	}
 	requeue, replace, ckpt := run(backfill.Requeue, 0), run(backfill.Replace, 0), run(backfill.Replace, time.Hour)
+	shrink := run(backfill.Shrink, time.Hour)
 	for _, x := range []struct {
 		name string
 		r    *Result
-	}{{"requeue", requeue}, {"replace", replace}, {"replace+checkpoint", ckpt}} {
-		t.Logf("%s: %d failures, %d restarts, %d replaced, %.0f GPU-h lost", x.name, x.r.NodeFailures, x.r.FailureRestarts, x.r.Replacements, x.r.FailureLostGPUSeconds/3600)
+	}{{"requeue", requeue}, {"replace", replace}, {"replace+checkpoint", ckpt}, {"shrink+checkpoint", shrink}} {
+		t.Logf("%s: %d failures, %d restarts, %d replaced, %d shrunk, %.0f GPU-h lost", x.name, x.r.NodeFailures, x.r.FailureRestarts, x.r.Replacements, x.r.Shrinks, x.r.FailureLostGPUSeconds/3600)
+	}
+	if shrink.Shrinks == 0 || replace.Shrinks != 0 {
+		t.Errorf("shrink: %d jobs shrunk (replace: %d)", shrink.Shrinks, replace.Shrinks)
 	}
 	if requeue.Replacements != 0 || requeue.FailureRestarts == 0 {
 		t.Errorf("requeue: %d replaced, %d restarts", requeue.Replacements, requeue.FailureRestarts)

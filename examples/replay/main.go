@@ -96,8 +96,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress bar on a terminal")
 	fs.DurationVar(&o.mtbf, "node-mtbf", 0, "mean time between failures of a node (0: none)")
 	fs.DurationVar(&o.repair, "repair", 2*time.Hour, "time to repair a failed node")
-	fs.StringVar(&o.onFailure, "on-node-failure", "requeue", "what a node failure does to a running gang: requeue (restart from scratch) or replace (its pods there move; it restarts from its checkpoint)")
-	fs.DurationVar(&o.checkpoint, "checkpoint", 0, "with -on-node-failure replace: how often jobs checkpoint (0: never)")
+	fs.StringVar(&o.onFailure, "on-node-failure", "requeue", "what a node failure does to a running gang: requeue (restart from scratch), replace (its pods there move; it restarts from its checkpoint) or shrink (multi-node jobs are elastic down to half their nodes: they give up the pods there and run on, slower, from their checkpoint)")
+	fs.DurationVar(&o.checkpoint, "checkpoint", 0, "with -on-node-failure replace or shrink: how often jobs checkpoint (0: never)")
 	fs.Float64Var(&o.urgent, "urgent", 0, "share of jobs that are urgent (class 1) and preempt the others (0: no classes)")
 	fs.BoolVar(&o.preempt, "preempt", true, "with -urgent: preempt (false: keep the classes only, the baseline)")
 	fs.DurationVar(&o.release, "release", 0, "with -urgent: how long a victim takes to release its GPUs (0: the engine's grace)")
@@ -171,8 +171,8 @@ func runConfigs(o options) ([]sim.Config, error) {
 		}
 	}
 	onFailure, ok := backfill.ParseFailurePolicy(o.onFailure)
-	if !ok || onFailure == backfill.Shrink {
-		return nil, fmt.Errorf("-on-node-failure %q: want requeue, fail or replace", o.onFailure)
+	if !ok {
+		return nil, fmt.Errorf("-on-node-failure %q: want requeue, fail, replace or shrink", o.onFailure)
 	}
 	base := sim.Config{LoadFactor: o.load, Seed: o.seed, NodeMTBF: o.mtbf, Repair: o.repair, Placement: baseline.LeafPack,
 		OnNodeFailure: onFailure, Checkpoint: o.checkpoint}
