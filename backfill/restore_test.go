@@ -40,6 +40,22 @@ type corruption struct {
 	msg     string
 }
 
+// refuseEach checks that Restore refuses each corruption of a copy of
+// good with ErrRestore and an error mentioning its msg.
+func refuseEach(t *testing.T, e *Engine, good *Snapshot, tests []corruption) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := snapshotCopy(t, good)
+			tt.corrupt(s)
+			_, err := Restore(e.c, e.cfg, s)
+			if !errors.Is(err, ErrRestore) || !strings.Contains(err.Error(), tt.msg) {
+				t.Fatalf("Restore = %v; want ErrRestore mentioning %q", err, tt.msg)
+			}
+		})
+	}
+}
+
 // TestRestoreRefusesCorruptSnapshots: each snapshot that cannot be true is
 // refused with an error naming the problem, and a snapshot with several
 // problems lists them all.
@@ -108,16 +124,7 @@ func TestRestoreRefusesCorruptSnapshots(t *testing.T) {
 			s.PodChanges = append(s.PodChanges, PodChange{Job: "run", Kind: PodsReplaced, Pods: []gang.Pod{{Member: "m", GPUs: 1}}})
 		}, `pod change 0 (job "run", replaced): malformed`},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := snapshotCopy(t, good)
-			tt.corrupt(s)
-			_, err := Restore(e.c, e.cfg, s)
-			if !errors.Is(err, ErrRestore) || !strings.Contains(err.Error(), tt.msg) {
-				t.Fatalf("Restore = %v; want ErrRestore mentioning %q", err, tt.msg)
-			}
-		})
-	}
+	refuseEach(t, e, good, tests)
 	t.Run("every problem listed", func(t *testing.T) {
 		s := snapshotCopy(t, good)
 		names := []string{"running gang on a down node", "duplicated reservation", "unknown node", "bad usage", "hold for a running job"}
@@ -261,16 +268,7 @@ func TestRestoreRefusesCorruptPreemptions(t *testing.T) {
 			s.Claims = append(s.Claims, cr)
 		}, "share GPUs"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := snapshotCopy(t, good)
-			tt.corrupt(s)
-			_, err := Restore(e.c, e.cfg, s)
-			if !errors.Is(err, ErrRestore) || !strings.Contains(err.Error(), tt.msg) {
-				t.Fatalf("Restore = %v; want ErrRestore mentioning %q", err, tt.msg)
-			}
-		})
-	}
+	refuseEach(t, e, good, tests)
 	t.Run("version 2", func(t *testing.T) {
 		s := snapshotCopy(t, good)
 		s.Version = 2

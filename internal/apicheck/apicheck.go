@@ -72,12 +72,13 @@ func Names(root string) ([]string, error) {
 	return out, nil
 }
 
-// load parses the non-test files of one package directory.
-func load(dir string) (*doc.Package, error) {
+// parseDir parses the non-test files of one package directory, with
+// their comments.
+func parseDir(dir string) (*token.FileSet, []*ast.File, error) {
 	fset := token.NewFileSet()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var files []*ast.File
 	for _, e := range entries {
@@ -87,9 +88,18 @@ func load(dir string) (*doc.Package, error) {
 		}
 		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.ParseComments)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		files = append(files, f)
+	}
+	return fset, files, nil
+}
+
+// load parses the non-test files of one package directory.
+func load(dir string) (*doc.Package, error) {
+	fset, files, err := parseDir(dir)
+	if err != nil {
+		return nil, err
 	}
 	return doc.NewFromFiles(fset, files, Module+"/"+filepath.ToSlash(dir))
 }

@@ -3,9 +3,7 @@ package apicheck
 import (
 	"fmt"
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -26,22 +24,9 @@ import (
 //     upper-case identifier followed by an upper-case member) that the
 //     package does not declare, imports or embed from elsewhere.
 func StaleDocs(dir string) ([]string, error) {
-	fset := token.NewFileSet()
-	entries, err := os.ReadDir(dir)
+	fset, files, err := parseDir(dir)
 	if err != nil {
 		return nil, err
-	}
-	var files []*ast.File
-	for _, e := range entries {
-		name := e.Name()
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.ParseComments)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, f)
 	}
 	members := map[string]map[string]bool{} // type -> fields, methods, typed constants
 	names := map[string]bool{}              // every package-level name
