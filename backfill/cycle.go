@@ -186,8 +186,9 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 // rank orders the waiting jobs by priority into e.order (ranks in
 // e.ranked).
 func (e *Engine) rank(now time.Time) []*jobRec {
+	in := e.rankInput()
 	e.fsJobs = e.fsJobs[:0]
-	for _, j := range e.jobs.pending {
+	for _, j := range in {
 		e.fsJobs = append(e.fsJobs, e.fsJob(j))
 	}
 	var err error
@@ -199,14 +200,49 @@ func (e *Engine) rank(now time.Time) []*jobRec {
 	}
 	order := slices.Grow(e.order[:0], len(e.ranked))[:len(e.ranked)]
 	for i, r := range e.ranked {
-		order[i] = e.jobs.pending[r.Index]
+		order[i] = in[r.Index]
 		order[i].rank = i
 	}
 	e.order = order
+	e.lastRanking = append(e.lastRanking[:0], order...)
 	if e.quota != nil {
 		e.entitledFirst()
 	}
 	return order
+}
+
+// rankInput lists the waiting jobs for ranking: those of the last
+// ranking still waiting, in that order, then the others (new or
+// requeued) by submission. Priorities change little between cycles, so
+// the ranking sorts this nearly sorted list in about linear time; the
+// order it returns does not depend on the input's (fairshare ranks by a
+// total order on priority, submit time and ID).
+func (e *Engine) rankInput() []*jobRec {
+	if e.naive {
+		return e.jobs.pending
+	}
+	// Generation marks, two per call: waiting jobs get mark; the ones
+	// taken from the last ranking then get taken, so that each waiting
+	// job is listed exactly once whatever the last ranking holds.
+	e.rankGen += 2
+	mark, taken := e.rankGen-1, e.rankGen
+	for _, j := range e.jobs.pending {
+		j.rankGen = mark
+	}
+	in := e.rankIn[:0]
+	for _, j := range e.lastRanking {
+		if j.rankGen == mark {
+			j.rankGen = taken
+			in = append(in, j)
+		}
+	}
+	for _, j := range e.jobs.pending {
+		if j.rankGen == mark {
+			in = append(in, j)
+		}
+	}
+	e.rankIn = in
+	return in
 }
 
 // keepBook goes through the reservations in planned-start order (an

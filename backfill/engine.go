@@ -45,14 +45,18 @@ type Engine struct {
 	leafGPUs       int         // GPUs of the largest lowest-level domain
 
 	// Scratch.
-	cyc     cycle
-	walk    walker
-	order   []*jobRec
-	fsView  *fairshare.View
-	fsJobs  []fairshare.QueuedJob
-	ranked  []fairshare.Ranked
-	scratch *topology.State
-	alloc   gang.Allocation
+	cyc   cycle
+	walk  walker
+	order []*jobRec
+	// The last cycle's ranking (before quota reordering), the input of
+	// this cycle's (rankInput) and its generation marks.
+	lastRanking, rankIn []*jobRec
+	rankGen             uint64
+	fsView              *fairshare.View
+	fsJobs              []fairshare.QueuedJob
+	ranked              []fairshare.Ranked
+	scratch             *topology.State
+	alloc               gang.Allocation
 	// plannedAlloc keeps a profile search's placement while a victim
 	// search runs.
 	plannedAlloc gang.Allocation

@@ -56,6 +56,7 @@ type jobRec struct {
 	// cycle's priority order.
 	holdBlockedSince time.Time
 	rank             int
+	rankGen          uint64  // Engine.rankInput's mark
 	wait             Waiting // the last cycle's reason
 	// moved is set when an event (a node failure or drain) dropped the
 	// job's reservation: the next cycle that tests the job reports where

@@ -44,6 +44,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -72,7 +73,7 @@ type options struct {
 	noLimits, urgent                                      float64
 	json, quiet, preempt                                  bool
 	mtbf, repair, release, checkpoint                     time.Duration
-	onFailure                                             string
+	onFailure, cpuprofile                                 string
 }
 
 // parseFlags reads the command line.
@@ -101,6 +102,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Float64Var(&o.urgent, "urgent", 0, "share of jobs that are urgent (class 1) and preempt the others (0: no classes)")
 	fs.BoolVar(&o.preempt, "preempt", true, "with -urgent: preempt (false: keep the classes only, the baseline)")
 	fs.DurationVar(&o.release, "release", 0, "with -urgent: how long a victim takes to release its GPUs (0: the engine's grace)")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the simulation to this file")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -139,6 +141,17 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	for i := range configs {
 		configs[i].Cluster, configs[i].ClusterName, configs[i].Trace = c, clusterName, traceName
+	}
+	if o.cpuprofile != "" {
+		pf, err := os.Create(o.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	results, err := simulate(configs, jobs, o, stderr)
 	if err != nil {
