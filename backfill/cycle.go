@@ -296,8 +296,9 @@ func (c *cycle) walk(order []*jobRec) {
 		// w is built in place at the end of the plan's list, and taken
 		// off again if the job starts (the cycle adds to the list nowhere
 		// else).
-		c.plan.Waiting = append(c.plan.Waiting, Waiting{Job: j.job.ID, Priority: e.ranked[rank].Priority})
-		w := &c.plan.Waiting[len(c.plan.Waiting)-1]
+		var w *Waiting
+		c.plan.Waiting, w = extend(c.plan.Waiting)
+		*w = Waiting{Job: j.job.ID, Priority: e.ranked[rank].Priority}
 		switch {
 		case e.cfg.Strict && strictBlocker != "":
 			w.Code, w.Blocker = WaitPriority, strictBlocker

@@ -120,6 +120,17 @@ func quickRanked(r []Ranked, depth int) {
 func partitionRanked(r []Ranked) int {
 	n := len(r)
 	m := n / 2
+	if n >= ninther {
+		// Tukey's ninther: the median of the medians of three spread
+		// triples goes to r[m]. A queue passed in the last ranking is
+		// made of long sorted runs, on which the three-element median
+		// alone picks lopsided pivots.
+		s := n / 8
+		median3(r, 1, s, 2*s)
+		median3(r, m-s, m, m+s)
+		median3(r, n-1-2*s, n-1-s, n-2)
+		median3(r, s, m, n-1-s)
+	}
 	// Order r[0] <= r[m] <= r[n-1], then take the median r[m] as the
 	// pivot into r[0]; the old r[0] (smaller) and r[n-1] (larger) bound
 	// the scans.
@@ -150,6 +161,23 @@ func partitionRanked(r []Ranked) int {
 	}
 	r[0], r[j] = r[j], r[0]
 	return j
+}
+
+// ninther is the length from which partitionRanked takes the pivot from
+// nine elements rather than three.
+const ninther = 64
+
+// median3 moves the median of r[a], r[b] and r[c] to r[b].
+func median3(r []Ranked, a, b, c int) {
+	if rankedLess(r, b, a) {
+		r[a], r[b] = r[b], r[a]
+	}
+	if rankedLess(r, c, b) {
+		r[b], r[c] = r[c], r[b]
+		if rankedLess(r, b, a) {
+			r[a], r[b] = r[b], r[a]
+		}
+	}
 }
 
 // heapRanked heapsorts r.
