@@ -420,7 +420,15 @@ func (c *cycle) prepareScratch(j *jobRec) {
 			return 1
 		})
 	}
-	if !c.naive && c.valid && ownHold == c.ownHold && k == c.prefix && j.resv == c.own {
+	if !c.naive && c.valid && ownHold == c.ownHold && k >= c.prefix && j.resv == c.own {
+		// Blocking is a union: the reservations that overlap this
+		// job's window and not the last one's (a longer limit) go on
+		// top of the scratch state as it is.
+		if k > c.prefix {
+			c.gen++
+			c.blockOverlapping(j, byStart[c.prefix:k])
+			c.prefix = k
+		}
 		return
 	}
 	c.blockedRes = c.blockedRes[:0]
@@ -428,12 +436,7 @@ func (c *cycle) prepareScratch(j *jobRec) {
 		panic(err)
 	}
 	c.gen++
-	for _, r := range byStart[:k] {
-		if windowOverlaps(r, j, c.now) {
-			c.blockedRes = append(c.blockedRes, r)
-			block(e.scratch, &r.alloc)
-		}
-	}
+	c.blockOverlapping(j, byStart[:k])
 	for _, h := range e.book.holds {
 		if h != ownHold {
 			block(e.scratch, &h.target)
@@ -444,6 +447,17 @@ func (c *cycle) prepareScratch(j *jobRec) {
 	}
 	c.ownHold, c.prefix, c.own = ownHold, k, j.resv
 	c.valid = true
+}
+
+// blockOverlapping blocks on the scratch state the reservations of rs
+// that overlap job j's window from now, and lists them in blockedRes.
+func (c *cycle) blockOverlapping(j *jobRec, rs []*reservation) {
+	for _, r := range rs {
+		if windowOverlaps(r, j, c.now) {
+			c.blockedRes = append(c.blockedRes, r)
+			block(c.e.scratch, &r.alloc)
+		}
+	}
 }
 
 // specFor returns the gang spec job j is placed with now: the tight one
