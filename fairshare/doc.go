@@ -92,7 +92,10 @@
 // # Cost
 //
 // A view is O(accounts) plus, under Fair Tree, a sort of each sibling
-// group; ranking is O(jobs log jobs). With a reused View and output
-// slice neither allocates (BenchmarkPrioritize: 10,000 jobs over 1,000
-// users recomputed after a charge).
+// group; ranking is O(jobs log jobs), and about O(jobs) when the jobs
+// come in nearly their ranked order (a scheduler passing its queue in
+// the previous cycle's ranking, new jobs last: priorities move little
+// between cycles). With a reused View and output slice neither allocates
+// (BenchmarkPrioritize: 10,000 jobs over 1,000 users recomputed after a
+// charge, in submit order and in the previous ranking).
 package fairshare
