@@ -162,7 +162,8 @@ func (t *Tree) Prioritize(jobs []QueuedJob, now time.Time, out []Ranked) ([]Rank
 //
 // Equal priorities go to the earlier submit time, then the smaller ID
 // (byte order), then the earlier position in jobs, so the order is total
-// and deterministic whatever the order of jobs. The cost is
+// and deterministic (and, with distinct IDs, independent of the order of
+// jobs). The cost is
 // O(jobs log jobs), about O(jobs) when jobs are nearly in ranked order
 // (the previous ranking's order, say); nothing is allocated when out has
 // room.
