@@ -33,7 +33,8 @@
 //
 // When stderr is a terminal, a progress bar shows there once a run takes
 // more than a second (-quiet turns it off); otherwise nothing is printed
-// while the runs go.
+// while the runs go. -cpuprofile FILE writes a CPU profile of the runs
+// (`go tool pprof -top FILE`).
 package main
 
 import (
