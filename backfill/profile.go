@@ -242,12 +242,9 @@ func (e *Engine) admitAt(spec *gang.Spec) bool {
 	if !p.naive && (p.probe.FreeGPUs() < spec.MinGPUs(e.c) || !mayFit(p.probe, spec)) {
 		return false
 	}
-	res, err := e.adm.Admit(p.probe, spec, &e.alloc)
+	res, err := e.adm.Check(p.probe, spec, &e.alloc)
 	if err != nil {
 		panic(fmt.Sprintf("backfill: checked job %s refused: %v", spec.ID, err))
-	}
-	if res.Admitted {
-		releaseOn(p.probe, &e.alloc)
 	}
 	return res.Admitted
 }

@@ -57,14 +57,13 @@ func (e *Engine) validateJob(j Job) (*jobRec, error) {
 		return nil, err
 	}
 	// Never fits: the gang does not fit an empty cluster.
-	res, err := e.adm.Admit(e.empty, &rec.job.Gang, &e.alloc) // with its queue's nodes
+	res, err := e.adm.Check(e.empty, &rec.job.Gang, &e.alloc) // with its queue's nodes
 	if err != nil {
 		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
 	}
 	if !res.Admitted {
 		return nil, fmt.Errorf("%w: job %s: %s", ErrNeverFits, j.ID, res)
 	}
-	releaseOn(e.empty, &e.alloc)
 	return rec, nil
 }
 

@@ -235,11 +235,10 @@ func forGPUs(a *gang.Allocation, f func(n, g int)) {
 // patience; it then waits for a tighter placement (w says until when).
 func (c *cycle) fitsLoosely(j *jobRec, failed gang.Admission, w *Waiting) bool {
 	e := c.e
-	res, _ := e.adm.Admit(e.scratch, &j.job.Gang, &e.alloc)
+	res, _ := e.adm.Check(e.scratch, &j.job.Gang, &e.alloc)
 	if !res.Admitted {
 		return false
 	}
-	releaseOn(e.scratch, &e.alloc)
 	w.Code, w.Until = WaitTopology, j.job.Submit.Add(j.job.Patience.Wait)
 	w.Member, w.Reason = failed.Member, failed.Reason
 	return true
@@ -265,11 +264,10 @@ func (c *cycle) classify(spec *gang.Spec, failed gang.Admission, w *Waiting) {
 	if !c.naive && (s.FreeGPUs() < spec.MinGPUs(e.c) || !mayFit(s, spec)) {
 		return
 	}
-	res, _ := e.adm.Admit(s, spec, &e.alloc)
+	res, _ := e.adm.Check(s, spec, &e.alloc)
 	if !res.Admitted {
 		return
 	}
-	releaseOn(s, &e.alloc)
 	for _, r := range c.blockedRes {
 		if intersects(&e.alloc, &r.alloc) {
 			w.Code, w.Blocker, w.Until = WaitReservation, r.job.job.ID, r.start

@@ -280,6 +280,8 @@ type Admitter struct {
 	doms  []int
 	buf   []topology.NodeAlloc
 	pack  packSearch
+	// dry: tryOrder places a single member without allocating it (Check).
+	dry bool
 }
 
 // NewAdmitter returns an Admitter for cluster c.
@@ -309,6 +311,30 @@ func (a *Admitter) Admit(s *topology.State, g *Spec, out *Allocation) (Admission
 	res, err := a.admit(s, g, out)
 	if res.Admitted {
 		rankOrder(out)
+	}
+	return res, err
+}
+
+// Check reports what Admit would on s, the same admission and, when g is
+// admitted, the same placement in out, but leaves s unchanged: a what-if
+// for a caller that only needs to know whether and where g fits. A gang
+// of one member without co-location is placed without touching s (the
+// allocation and release Admit then Release would do are most of a
+// small gang's admission cost); any other gang is admitted and released.
+func (a *Admitter) Check(s *topology.State, g *Spec, out *Allocation) (Admission, error) {
+	if len(g.Members) == 1 && g.Colocate.Level == "" {
+		a.dry = true
+		res, err := a.Admit(s, g, out)
+		a.dry = false
+		return res, err
+	}
+	res, err := a.Admit(s, g, out)
+	if err == nil && res.Admitted {
+		for i := range out.Members {
+			if err := s.Release(out.Members[i].Assignment); err != nil {
+				panic(fmt.Sprintf("gang: releasing a checked admission failed: %v", err))
+			}
+		}
 	}
 	return res, err
 }
@@ -455,6 +481,9 @@ func (a *Admitter) tryOrder(s *topology.State, g *Spec, out *Allocation, lvl, d 
 			}
 			res.Member, res.Reason = m.Name, reason
 			return mi, pos > 0
+		}
+		if a.dry {
+			continue // Check: a single member, placed, not allocated
 		}
 		if err := s.Allocate(ma.Assignment); err != nil {
 			panic(fmt.Sprintf("gang: placement returned an assignment the state refuses: %v", err))
