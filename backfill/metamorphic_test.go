@@ -17,9 +17,10 @@ import (
 // with every cache on (same-shape failure cache, incremental profile
 // blocks, sorted reservation and candidate-time caches, the last ranking
 // as the next ranking's input, the reusable scratch state, the fit
-// prechecks) and with every cache replaced by its naive reference path. Workloads mix jobs with and without time limits
-// (so hold mode runs), patience and multi-member gangs, at depth 0, 1, 16
-// and conservative, and strict order; every other seed with preemption on
+// prechecks) and with every cache replaced by its naive reference path.
+// Workloads mix jobs with and without time limits (so hold mode runs),
+// patience and multi-member gangs, at depth 0, 1, 16 and conservative,
+// and strict order; every other seed with preemption on
 // (classes and policies drawn, victims released 0 to 20 minutes after
 // their signal).
 func TestNaivePathsAgree(t *testing.T) {

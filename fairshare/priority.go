@@ -163,10 +163,9 @@ func (t *Tree) Prioritize(jobs []QueuedJob, now time.Time, out []Ranked) ([]Rank
 // Equal priorities go to the earlier submit time, then the smaller ID
 // (byte order), then the earlier position in jobs, so the order is total
 // and deterministic (and, with distinct IDs, independent of the order of
-// jobs). The cost is
-// O(jobs log jobs), about O(jobs) when jobs are nearly in ranked order
-// (the previous ranking's order, say); nothing is allocated when out has
-// room.
+// jobs). The cost is O(jobs log jobs), about O(jobs) when jobs are nearly
+// in ranked order (the previous ranking's order, say); nothing is
+// allocated when out has room.
 //
 // The first bad job stops the ranking with an error wrapping
 // ErrUnknownAccount, ErrNotLeaf or ErrBadJob that names it (see

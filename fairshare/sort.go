@@ -107,11 +107,7 @@ func quickRanked(r []Ranked, depth int) {
 			r = r[:p]
 		}
 	}
-	for i := 1; i < len(r); i++ {
-		for j := i; j > 0 && rankedLess(r, j, j-1); j-- {
-			r[j], r[j-1] = r[j-1], r[j]
-		}
-	}
+	insertRanked(r, len(r)*len(r)) // a budget it cannot exceed
 }
 
 // partitionRanked puts the median of the first, middle and last elements
