@@ -70,6 +70,9 @@ type Engine struct {
 	// Test switches: naive runs every cache's reference path; checkEach
 	// verifies every invariant after every call.
 	naive, checkEach bool
+	// coverMin is the book size from which searches use the cover
+	// (coverMinReservations; tests lower it).
+	coverMin int
 }
 
 // New returns an engine for cluster c with config cfg and fair-share tree
@@ -104,6 +107,7 @@ func New(c *topology.Cluster, cfg Config, tree *fairshare.Tree) (*Engine, error)
 		prof:     newProfile(c),
 		scratch:  topology.NewState(c),
 		nodeMask: make([]uint64, c.NumNodes()),
+		coverMin: coverMinReservations,
 	}
 	for d := range c.NumDomains(c.Depth() - 1) {
 		e.leafGPUs = max(e.leafGPUs, c.Domain(c.Depth()-1, d).GPUs)

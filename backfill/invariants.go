@@ -19,6 +19,7 @@ func (e *Engine) check() error {
 	errs = append(errs, e.checkOwners()...)
 	errs = append(errs, e.checkClaims()...)
 	errs = append(errs, e.checkQuotas()...)
+	errs = append(errs, e.checkCover())
 	for n, st := range e.nodes {
 		if st.down() != (e.ledger.State().Status(topology.NodeID(n)) == topology.Down) {
 			errs = append(errs, fmt.Errorf("node %s is %s, the free state says %s", e.c.NodeName(topology.NodeID(n)), st, e.ledger.State().Status(topology.NodeID(n))))

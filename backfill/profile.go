@@ -35,8 +35,13 @@ type profile struct {
 	endsBuf  []endItem
 	endsKey  cacheKey
 	times    []time.Time
+	offs     []time.Duration // times as offsets from timesKey.now
 	timesKey cacheKey
-	naive    bool
+	cover    cover
+	// hit is the key and job of the last search that found a time.
+	hit   cacheKey
+	hitJ  *jobRec
+	naive bool
 }
 
 type cacheKey struct {
@@ -58,7 +63,7 @@ func endLess(a, b endItem) bool {
 }
 
 func newProfile(c *topology.Cluster) profile {
-	return profile{ends: btree.NewG(16, endLess), probe: topology.NewState(c), blocks: newBlockSet(c)}
+	return profile{ends: btree.NewG(16, endLess), probe: topology.NewState(c), blocks: newBlockSet(c), cover: newCover(c)}
 }
 
 // setEnd sets active job j's start and end (from its time limit).
@@ -72,12 +77,14 @@ func (p *profile) setEnd(j *jobRec, start time.Time) {
 	p.version++
 }
 
-// clearEnd takes active job j out of the ends.
+// clearEnd takes active job j out of the ends. The version moves even
+// for a job without a limit: its GPUs leave the profile (the cover counts
+// them).
 func (p *profile) clearEnd(j *jobRec) {
 	if !j.end.IsZero() {
 		p.ends.Delete(endItem{end: j.end, seq: j.seq})
-		p.version++
 	}
+	p.version++
 }
 
 // overruns calls f for every active job past its end at now, by end.
@@ -150,6 +157,10 @@ func (p *profile) candidateTimes(key cacheKey, b *book) []time.Time {
 		slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
 		ts = slices.CompactFunc(ts, func(a, b time.Time) bool { return a.Equal(b) })
 	}
+	p.offs = p.offs[:0]
+	for _, t := range ts {
+		p.offs = append(p.offs, t.Sub(now))
+	}
 	p.times, p.timesKey = ts, key
 	return p.times
 }
@@ -178,12 +189,21 @@ func (e *Engine) search(now time.Time, q query) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	w := e.newWalker(now, q)
-	for _, t := range ts {
+	cv := e.coverFor(now, q)
+	need := q.spec.MinGPUs(e.c)
+	for i := 0; i < len(ts); i++ {
+		if cv != nil {
+			if i = cv.next(e.prof.offs, i, need, q.j.job.TimeLimit); i == len(ts) {
+				break
+			}
+		}
+		t := ts[i]
 		if !q.until.IsZero() && !t.Before(q.until) {
 			break
 		}
 		w.advance(t)
 		if e.admitAt(q.spec) {
+			e.prof.hit, e.prof.hitJ = e.cacheKey(now), q.j
 			return t, true
 		}
 	}
@@ -303,7 +323,11 @@ func (w *walker) advance(t time.Time) {
 		w.next++
 	}
 	l := w.q.j.job.TimeLimit
-	for w.add < len(w.byStart) && (l == 0 || w.byStart[w.add].start.Before(t.Add(l))) {
+	var until time.Time
+	if l > 0 {
+		until = t.Add(l)
+	}
+	for w.add < len(w.byStart) && (l == 0 || w.byStart[w.add].start.Before(until)) {
 		r := w.byStart[w.add]
 		w.add++
 		if r.job == w.q.j || !r.end.IsZero() && !r.end.After(t) {

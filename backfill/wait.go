@@ -79,7 +79,9 @@ func (c *cycle) reserveOrPreempt(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 		}
 	}
 	if found && canReserve {
+		before := e.cacheKey(c.now)
 		c.reserveAt(j, t, w)
+		e.prof.reserved(j, before, e.cacheKey(c.now))
 		return true
 	}
 	return false
