@@ -24,8 +24,9 @@ type reservation struct {
 	// earlier start found none, and patient the spec it searched with.
 	checked uint64
 	patient bool
-	// active is search scratch: the reservation blocks the job searched.
-	active bool
+	// activeIn is search scratch: the reservation blocks the job of the
+	// search whose generation (walker.gen) it holds.
+	activeIn uint64
 }
 
 // hold is one hold of hold mode: the free GPUs of a target placement kept
@@ -77,6 +78,7 @@ type book struct {
 	// to date by add and remove, rebuilt by sorted after changed.
 	indexed        bool
 	byStart, byEnd []*reservation
+	open           []*reservation // those without an end, by start
 	holds          []*hold
 	claims         []*claim
 	naive          bool // re-sort on every use (metamorphic tests)
@@ -98,6 +100,8 @@ func (b *book) add(r *reservation) {
 		b.byStart = insertAfterEqual(b.byStart, r, func(x *reservation) time.Time { return x.start })
 		if !r.end.IsZero() {
 			b.byEnd = insertAfterEqual(b.byEnd, r, func(x *reservation) time.Time { return x.end })
+		} else {
+			b.open = insertAfterEqual(b.open, r, func(x *reservation) time.Time { return x.start })
 		}
 	}
 }
@@ -128,6 +132,9 @@ func (b *book) remove(r *reservation) {
 		b.byStart = slices.Delete(b.byStart, slices.Index(b.byStart, r), slices.Index(b.byStart, r)+1)
 		if k := slices.Index(b.byEnd, r); k >= 0 {
 			b.byEnd = slices.Delete(b.byEnd, k, k+1)
+		}
+		if k := slices.Index(b.open, r); k >= 0 {
+			b.open = slices.Delete(b.open, k, k+1)
 		}
 	}
 }
@@ -216,8 +223,23 @@ func (b *book) sorted() (byStart, byEnd []*reservation) {
 		}
 	}
 	slices.SortStableFunc(b.byEnd, func(x, y *reservation) int { return x.end.Compare(y.end) })
+	b.open = b.open[:0]
+	for _, r := range b.byStart {
+		if r.end.IsZero() {
+			b.open = append(b.open, r)
+		}
+	}
 	b.indexed = true
 	return b.byStart, b.byEnd
+}
+
+// openEnded returns the reservations without an end, by start (valid
+// after sorted).
+func (b *book) openEnded() []*reservation {
+	if !b.indexed {
+		b.sorted()
+	}
+	return b.open
 }
 
 // extendDue extends every due reservation with a limit to end a time
@@ -266,10 +288,10 @@ func overlapping(a, b *reservation) bool {
 func (b *book) check(c *topology.Cluster) error {
 	var errs []error
 	if b.indexed {
-		byStart, byEnd := slices.Clone(b.byStart), slices.Clone(b.byEnd)
+		byStart, byEnd, open := slices.Clone(b.byStart), slices.Clone(b.byEnd), slices.Clone(b.open)
 		b.indexed = false
 		fs, fe := b.sorted()
-		if !slices.Equal(byStart, fs) || !slices.Equal(byEnd, fe) {
+		if !slices.Equal(byStart, fs) || !slices.Equal(byEnd, fe) || !slices.Equal(open, b.open) {
 			errs = append(errs, fmt.Errorf("reservation indexes kept by add and remove differ from a fresh sort"))
 		}
 	}

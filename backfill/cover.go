@@ -282,8 +282,19 @@ func (cv *cover) next(offs []time.Duration, i, need int, l time.Duration) int {
 	}
 }
 
-// checkCover verifies a valid cover against a fresh sweep.
+// checkCover verifies a valid cover against a fresh sweep, and the
+// cached ended state against a fresh one.
 func (e *Engine) checkCover() error {
+	p := &e.prof
+	if key := e.cacheKey(p.endedKey.now); p.ended != nil && key.ends == p.endedKey.ends {
+		fresh := e.ledger.State().Clone()
+		for _, it := range p.sortedEnds(key) {
+			releaseOn(fresh, it.j.alloc)
+		}
+		if !fresh.Equal(p.ended) {
+			return fmt.Errorf("the cached state with every limited job ended differs from a fresh one")
+		}
+	}
 	cv := &e.prof.cover
 	if !cv.valid || cv.key != e.cacheKey(cv.key.now) {
 		return nil

@@ -60,23 +60,29 @@ func TestCoverSkipsOnlyMisfits(t *testing.T) {
 		}
 		h := newHost(t, e, jobs, seed)
 		h.afterCycle = func(p *Plan) {
+			probe := func() {
+				for i := range probes {
+					s, f := coverAgainstProfile(t, e, p.Time, &probes[i])
+					skipped, fits, searches = skipped+s, fits+f, searches+1
+				}
+			}
+			probe()
 			if seed%3 == 0 && h.cycles%5 == 0 {
 				// An idle node no reservation plans on goes down (the
 				// host would take a moved reservation for a broken
-				// promise): its GPUs leave the probe, not the count.
+				// promise), at the time of the searches just made: its
+				// GPUs leave the probe, not the count, and no state
+				// cached by those searches may keep it up.
 				for n := range topology.NodeID(c.NumNodes()) {
 					if s := e.ledger.State(); s.Status(n) == topology.Up && s.FreeCount(n) == c.NodeGPUs(n) && !e.book.onNode(n) {
 						if _, err := e.NodeDown(n, p.Time); err != nil {
 							t.Fatal(err)
 						}
 						downs++
+						probe()
 						break
 					}
 				}
-			}
-			for i := range probes {
-				s, f := coverAgainstProfile(t, e, p.Time, &probes[i])
-				skipped, fits, searches = skipped+s, fits+f, searches+1
 			}
 		}
 		h.run()

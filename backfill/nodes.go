@@ -143,6 +143,7 @@ func (e *Engine) syncStatus(n topology.NodeID) {
 	if err != nil {
 		panic(fmt.Sprintf("backfill: node %s: %v", e.c.NodeName(topology.NodeID(n)), err))
 	}
+	e.prof.version++ // the profile's cached states copy the status
 }
 
 func containsJob(list []*jobRec, j *jobRec) bool {

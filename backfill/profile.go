@@ -38,6 +38,10 @@ type profile struct {
 	offs     []time.Duration // times as offsets from timesKey.now
 	timesKey cacheKey
 	cover    cover
+	// ended is the free state with every active job with a limit ended,
+	// for endedKey (jobs without a limit and the ledger's other GPUs stay).
+	ended    *topology.State
+	endedKey cacheKey
 	// hit is the key and job of the last search that found a time.
 	hit   cacheKey
 	hitJ  *jobRec
@@ -190,6 +194,7 @@ func (e *Engine) search(now time.Time, q query) (time.Time, bool) {
 	}
 	w := e.newWalker(now, q)
 	cv := e.coverFor(now, q)
+	w.ended = cv != nil
 	need := q.spec.MinGPUs(e.c)
 	for i := 0; i < len(ts); i++ {
 		if cv != nil {
@@ -281,33 +286,17 @@ type walker struct {
 	ends           []endItem
 	byStart, byEnd []*reservation
 	next, add, rem int
+	gen            uint64 // marks the reservations blocked (activeIn)
+	fresh          bool   // the probe is not built yet: the first advance jumps
+	ended          bool   // the first advance may start from the ended state
 }
 
 func (e *Engine) newWalker(now time.Time, q query) *walker {
 	p := &e.prof
 	w := &e.walk
-	*w = walker{e: e, q: q, now: now, ends: p.sortedEnds(e.cacheKey(now))}
+	gen := w.gen + 1
+	*w = walker{e: e, q: q, now: now, ends: p.sortedEnds(e.cacheKey(now)), gen: gen, fresh: !p.naive}
 	w.byStart, w.byEnd = e.book.sorted()
-	if p.naive {
-		return w
-	}
-	if err := e.ledger.State().CopyInto(p.probe); err != nil {
-		panic(err)
-	}
-	p.blocks.reset()
-	for _, r := range e.book.resv {
-		r.active = false
-	}
-	for _, h := range e.book.holds {
-		if h.job != q.j {
-			p.blocks.add(p.probe, &h.target)
-		}
-	}
-	for _, cl := range e.book.claims {
-		if cl.job != q.j {
-			p.blocks.add(p.probe, &cl.alloc)
-		}
-	}
 	return w
 }
 
@@ -316,6 +305,10 @@ func (w *walker) advance(t time.Time) {
 	p := &w.e.prof
 	if p.naive {
 		w.rebuild(t)
+		return
+	}
+	if w.fresh {
+		w.jump(t)
 		return
 	}
 	for w.next < len(w.ends) && !later(w.ends[w.next].end, w.now).After(t) {
@@ -333,17 +326,106 @@ func (w *walker) advance(t time.Time) {
 		if r.job == w.q.j || !r.end.IsZero() && !r.end.After(t) {
 			continue
 		}
-		r.active = true
+		r.activeIn = w.gen
 		p.blocks.add(p.probe, &r.alloc)
 	}
 	for w.rem < len(w.byEnd) && !w.byEnd[w.rem].end.After(t) {
 		r := w.byEnd[w.rem]
 		w.rem++
-		if r.active {
-			r.active = false
+		if r.activeIn == w.gen {
+			r.activeIn = 0
 			p.blocks.remove(p.probe, &r.alloc)
 		}
 	}
+}
+
+// jump builds the probe at t, the search's first materialised time: the
+// free state (or, when every active job with a limit has ended by t and
+// the walker may, the cached ended state), the holds and claims blocked,
+// the ends by t released, and the reservations whose windows overlap the
+// job's blocked, found from the end index (those ended by t are never
+// visited, nor blocked and unblocked). It leaves the walker's positions
+// as the incremental advances from now would have.
+func (w *walker) jump(t time.Time) {
+	e, p := w.e, &w.e.prof
+	w.fresh = false
+	if n := len(w.ends); w.ended && n > 0 && !later(w.ends[n-1].end, w.now).After(t) {
+		if err := e.endedState(w.now).CopyInto(p.probe); err != nil {
+			panic(err)
+		}
+		w.next = n
+	} else if err := e.ledger.State().CopyInto(p.probe); err != nil {
+		panic(err)
+	}
+	p.blocks.reset()
+	for _, h := range e.book.holds {
+		if h.job != w.q.j {
+			p.blocks.add(p.probe, &h.target)
+		}
+	}
+	for _, cl := range e.book.claims {
+		if cl.job != w.q.j {
+			p.blocks.add(p.probe, &cl.alloc)
+		}
+	}
+	for w.next < len(w.ends) && !later(w.ends[w.next].end, w.now).After(t) {
+		p.blocks.releaseUnblocked(p.probe, w.ends[w.next].j.alloc)
+		w.next++
+	}
+	l := w.q.j.job.TimeLimit
+	var until time.Time
+	if l > 0 {
+		until = t.Add(l)
+	}
+	overlaps := func(r *reservation) bool { return r.job != w.q.j && (l == 0 || r.start.Before(until)) }
+	w.rem, _ = slices.BinarySearchFunc(w.byEnd, t, func(r *reservation, t time.Time) int {
+		if r.end.After(t) {
+			return 1
+		}
+		return -1
+	})
+	for _, r := range w.byEnd[w.rem:] {
+		if overlaps(r) {
+			r.activeIn = w.gen
+			p.blocks.add(p.probe, &r.alloc)
+		}
+	}
+	for _, r := range e.book.openEnded() {
+		if overlaps(r) {
+			r.activeIn = w.gen
+			p.blocks.add(p.probe, &r.alloc)
+		}
+	}
+	w.add = len(w.byStart)
+	if l > 0 {
+		w.add, _ = slices.BinarySearchFunc(w.byStart, until, func(r *reservation, u time.Time) int {
+			if r.start.Before(u) {
+				return -1
+			}
+			return 1
+		})
+	}
+}
+
+// endedState returns the free state with every active job with a limit
+// ended (their GPUs released), cached for the ends and now.
+func (e *Engine) endedState(now time.Time) *topology.State {
+	p := &e.prof
+	key := e.cacheKey(now)
+	key.book = 0
+	if p.ended == nil {
+		p.ended = topology.NewState(e.c)
+	} else if p.endedKey == key {
+		return p.ended
+	}
+	if err := e.ledger.State().CopyInto(p.ended); err != nil {
+		panic(err)
+	}
+	for _, it := range p.sortedEnds(key) {
+		releaseOn(p.ended, it.j.alloc)
+	}
+	p.endedKey = key
+	return p.ended
 }
 
 // rebuild makes the probe the profile at t from scratch: the free state,
