@@ -82,6 +82,8 @@ type book struct {
 	holds          []*hold
 	claims         []*claim
 	naive          bool // re-sort on every use (metamorphic tests)
+	// moves counts the changes of a reservation in place (changed).
+	moves uint64
 	// freed counts the changes that can let a reservation start earlier:
 	// GPUs returned before their planned end, reservations and holds gone
 	// or moved earlier, nodes back in service.
@@ -142,6 +144,7 @@ func (b *book) remove(r *reservation) {
 // changed records that a reservation's start, end or GPUs changed.
 func (b *book) changed() {
 	b.version++
+	b.moves++
 	b.indexed = false
 }
 

@@ -274,6 +274,7 @@ func (c *cycle) newHold(j *jobRec, eta time.Time, w *Waiting) {
 // hold can help it at all.
 func (e *Engine) fitsWhenIdle(spec *gang.Spec) bool {
 	probe := e.prof.probe
+	e.prof.spoil()
 	if err := e.ledger.State().CopyInto(probe); err != nil {
 		panic(err)
 	}
@@ -304,6 +305,7 @@ func (e *Engine) holdStatus(h *hold) *HoldStatus {
 // the time is the estimated start.
 func (e *Engine) holdTarget(j *jobRec, spec *gang.Spec, now time.Time, avoid []*hold) (time.Time, bool) {
 	p := &e.prof
+	p.spoil()
 	if err := e.ledger.State().CopyInto(p.probe); err != nil {
 		panic(err)
 	}

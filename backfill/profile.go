@@ -42,6 +42,7 @@ type profile struct {
 	// for endedKey (jobs without a limit and the ledger's other GPUs stay).
 	ended    *topology.State
 	endedKey cacheKey
+	kept     kept // what the probe stands for after the last search
 	// hit is the key and job of the last search that found a time.
 	hit   cacheKey
 	hitJ  *jobRec
@@ -328,6 +329,9 @@ func (w *walker) advance(t time.Time) {
 		}
 		r.activeIn = w.gen
 		p.blocks.add(p.probe, &r.alloc)
+		if p.kept.ok {
+			p.kept.list = append(p.kept.list, r)
+		}
 	}
 	for w.rem < len(w.byEnd) && !w.byEnd[w.rem].end.After(t) {
 		r := w.byEnd[w.rem]
@@ -346,10 +350,79 @@ func (w *walker) advance(t time.Time) {
 // job's blocked, found from the end index (those ended by t are never
 // visited, nor blocked and unblocked). It leaves the walker's positions
 // as the incremental advances from now would have.
+//
+// When the last search's probe was built on the same ended state with no
+// hold or claim, and no reservation changed since but by being added or
+// removed, the probe is that one's changed by the difference: the
+// reservations it blocked that this search does not are unblocked, and
+// the others added (consecutive searches of a long queue block mostly the
+// same reservations, those at the end of the plan).
 func (w *walker) jump(t time.Time) {
 	e, p := w.e, &w.e.prof
 	w.fresh = false
-	if n := len(w.ends); w.ended && n > 0 && !later(w.ends[n-1].end, w.now).After(t) {
+	l := w.q.j.job.TimeLimit
+	var until time.Time
+	if l > 0 {
+		until = t.Add(l)
+	}
+	overlaps := func(r *reservation) bool { return r.job != w.q.j && (l == 0 || r.start.Before(until)) }
+	w.rem, _ = slices.BinarySearchFunc(w.byEnd, t, func(r *reservation, t time.Time) int {
+		if r.end.After(t) {
+			return 1
+		}
+		return -1
+	})
+	w.add = len(w.byStart)
+	if l > 0 {
+		w.add, _ = slices.BinarySearchFunc(w.byStart, until, func(r *reservation, u time.Time) int {
+			if r.start.Before(u) {
+				return -1
+			}
+			return 1
+		})
+	}
+	n := len(w.ends)
+	onEnded := w.ended && n > 0 && !later(w.ends[n-1].end, w.now).After(t)
+	bare := len(e.book.holds) == 0 && len(e.book.claims) == 0
+	key := e.cacheKey(w.now)
+	key.book = 0
+	k := &p.kept
+	if onEnded && bare && k.ok && k.key == key && k.moves == e.book.moves {
+		// The last search's probe, moved to this one's reservations.
+		prev := k.gen
+		old := k.list
+		k.list, k.spare = k.spare[:0], old
+		mark := func(r *reservation) {
+			if !overlaps(r) {
+				return
+			}
+			if r.activeIn != prev {
+				p.blocks.add(p.probe, &r.alloc)
+			}
+			r.activeIn = w.gen
+			k.list = append(k.list, r)
+		}
+		for _, r := range w.byEnd[w.rem:] {
+			mark(r)
+		}
+		for _, r := range e.book.openEnded() {
+			mark(r)
+		}
+		for _, r := range old {
+			if r.activeIn == prev {
+				r.activeIn = 0
+				p.blocks.remove(p.probe, &r.alloc)
+			}
+		}
+		clear(k.spare)
+		w.next, k.gen = n, w.gen
+		if e.checkEach {
+			e.checkJump(w, t)
+		}
+		return
+	}
+	*k = kept{list: k.list[:0], spare: k.spare}
+	if onEnded {
 		if err := e.endedState(w.now).CopyInto(p.probe); err != nil {
 			panic(err)
 		}
@@ -368,42 +441,62 @@ func (w *walker) jump(t time.Time) {
 			p.blocks.add(p.probe, &cl.alloc)
 		}
 	}
-	for w.next < len(w.ends) && !later(w.ends[w.next].end, w.now).After(t) {
+	for w.next < n && !later(w.ends[w.next].end, w.now).After(t) {
 		p.blocks.releaseUnblocked(p.probe, w.ends[w.next].j.alloc)
 		w.next++
 	}
-	l := w.q.j.job.TimeLimit
-	var until time.Time
-	if l > 0 {
-		until = t.Add(l)
-	}
-	overlaps := func(r *reservation) bool { return r.job != w.q.j && (l == 0 || r.start.Before(until)) }
-	w.rem, _ = slices.BinarySearchFunc(w.byEnd, t, func(r *reservation, t time.Time) int {
-		if r.end.After(t) {
-			return 1
-		}
-		return -1
-	})
+	keep := onEnded && bare
 	for _, r := range w.byEnd[w.rem:] {
 		if overlaps(r) {
 			r.activeIn = w.gen
 			p.blocks.add(p.probe, &r.alloc)
+			if keep {
+				k.list = append(k.list, r)
+			}
 		}
 	}
 	for _, r := range e.book.openEnded() {
 		if overlaps(r) {
 			r.activeIn = w.gen
 			p.blocks.add(p.probe, &r.alloc)
+			if keep {
+				k.list = append(k.list, r)
+			}
 		}
 	}
-	w.add = len(w.byStart)
-	if l > 0 {
-		w.add, _ = slices.BinarySearchFunc(w.byStart, until, func(r *reservation, u time.Time) int {
-			if r.start.Before(u) {
-				return -1
-			}
-			return 1
-		})
+	if keep {
+		k.ok, k.key, k.moves, k.gen = true, key, e.book.moves, w.gen
+	}
+}
+
+// kept is what a search's probe stands for, so that the next search can
+// start from it: built on the ended state at key with no hold or claim,
+// while the book's moves count was moves, blocking the reservations of
+// list marked with gen (list may hold others, since unblocked). Anything
+// else that uses the probe drops it (spoil).
+type kept struct {
+	ok          bool
+	key         cacheKey
+	moves, gen  uint64
+	list, spare []*reservation
+}
+
+// spoil records that the probe was used for something else.
+func (p *profile) spoil() { p.kept.ok = false }
+
+// checkJump compares the probe a jump reused with one built from scratch
+// (tests, checkEach).
+func (e *Engine) checkJump(w *walker, t time.Time) {
+	p := &e.prof
+	fresh := e.endedState(w.now).Clone()
+	l := w.q.j.job.TimeLimit
+	for _, r := range e.book.resv {
+		if r.job != w.q.j && (r.end.IsZero() || r.end.After(t)) && (l == 0 || r.start.Before(t.Add(l))) {
+			block(fresh, &r.alloc)
+		}
+	}
+	if !fresh.Equal(p.probe) {
+		panic(fmt.Sprintf("backfill: the probe reused for %s at %v differs from one built afresh", w.q.j.job.ID, t))
 	}
 }
 
@@ -433,6 +526,7 @@ func (e *Engine) endedState(now time.Time) *topology.State {
 // claims and the reservations whose windows overlap the job's.
 func (w *walker) rebuild(t time.Time) {
 	e, p := w.e, &w.e.prof
+	p.spoil()
 	if err := e.ledger.State().CopyInto(p.probe); err != nil {
 		panic(err)
 	}
