@@ -133,7 +133,7 @@ func compare(args []string) error {
 	}
 	for _, rc := range []ReplayConfig{
 		{Key: "conservative", Name: "Phalanx conservative", Depth: backfill.Conservative, Steady: *steady},
-		{Key: "default", Name: "Phalanx depth 16 (default)", Depth: backfill.DefaultConfig().ReservationDepth, Steady: *steady},
+		{Key: "default", Name: fmt.Sprintf("Phalanx depth %d (default)", backfill.DefaultConfig().ReservationDepth), Depth: backfill.DefaultConfig().ReservationDepth, Steady: *steady},
 	} {
 		if *phalanxOnly != "" && *phalanxOnly != rc.Key {
 			continue
