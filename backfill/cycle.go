@@ -7,6 +7,7 @@ import (
 
 	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
 )
 
 // Schedule runs one scheduling cycle at time now and returns the plan.
@@ -74,19 +75,35 @@ type cycle struct {
 	e    *Engine
 	now  time.Time
 	plan *Plan
-	// The scratch state is the free state minus the GPUs of blockedRes
-	// and of every hold but ownHold's.
+	// The scratch state in use (e.scratch) is the free state minus the
+	// GPUs of blockedRes and of every hold but ownHold's; gen names its
+	// contents (a fresh number whenever they change).
 	blockedRes []*reservation
 	ownHold    *hold
-	prefix     int          // reservations by start considered
-	own        *reservation // the job's own reservation, not blocked
-	valid      bool
-	lastRes    gang.Admission
-	// gen counts changes of the scratch state; failures is a cache of
-	// the outcomes of jobs that failed on scratch generation failGen.
-	gen      uint64
-	failGen  uint64
+	gen        uint64
+	genSeq     uint64
+	// The main scratch state (e.mainScratch), for any job: valid while
+	// valid is set, for the reservations by start up to prefix but own,
+	// and the holds but mainOwnHold's.
+	mainBlocked []*reservation
+	mainOwnHold *hold
+	mainGen     uint64
+	prefix      int          // reservations by start considered
+	own         *reservation // the job's own reservation, not blocked
+	valid       bool
+	// slots are scratch states kept per prefix of a short book (at most
+	// maxSlots reservations), for jobs without a reservation or hold of
+	// their own: their scratch depends on their window only through the
+	// prefix, so jobs with different time limits need not rebuild one
+	// state back and forth. A slot is valid while its epoch is the
+	// cycle's (invalidate moves it).
+	slots   []slot
+	epoch   uint64
+	lastRes gang.Admission
+	// failures caches the outcomes of jobs that failed, each on the
+	// scratch contents it names (gen); a ring of failureCap entries.
 	failures []failure
+	failNext int
 	naive    bool
 	// due is the reservations by start at the cycle's beginning; slipped
 	// those that go first on their GPUs but slipped (due ones not
@@ -107,7 +124,37 @@ type cycle struct {
 // and what it got.
 type failure struct {
 	shape
-	w Waiting
+	gen uint64
+	w   Waiting
+}
+
+// slot is one scratch state of cycle.slots.
+type slot struct {
+	st          *topology.State
+	epoch, book uint64 // the cycle's epoch and the book's version it was built at
+	gen         uint64
+	blocked     []*reservation
+}
+
+// maxSlots bounds the book size for which scratch slots are kept; failureCap
+// the failure cache.
+const (
+	maxSlots   = 8
+	failureCap = 64
+)
+
+// newGen returns a fresh scratch contents number.
+func (c *cycle) newGen() uint64 {
+	c.genSeq++
+	return c.genSeq
+}
+
+// invalidate records that the free state or the book changed in a way the
+// scratch states do not follow: every one is rebuilt before its next use.
+func (c *cycle) invalidate() {
+	c.valid = false
+	c.epoch++
+	c.gen = c.newGen()
 }
 
 // shape is what a cacheable job's outcome depends on besides the scratch
@@ -173,7 +220,8 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	e.book.extendDue(now)
 	order := e.rank(now)
 	c := &e.cyc
-	c.e, c.now, c.plan, c.valid, c.naive = e, now, plan, false, e.naive
+	c.e, c.now, c.plan, c.naive = e, now, plan, e.naive
+	c.invalidate()
 	c.startClaims()
 	c.initPreempt()
 	c.initQuota()
@@ -380,11 +428,8 @@ func (c *cycle) shapeKey(j *jobRec) (shape, bool) {
 }
 
 func (c *cycle) cached(k *shape) (*Waiting, bool) {
-	if c.failGen != c.gen {
-		return nil, false
-	}
 	for i := range c.failures {
-		if f := &c.failures[i]; f.equal(k) {
+		if f := &c.failures[i]; f.gen == c.gen && f.equal(k) {
 			return &f.w, true
 		}
 	}
@@ -392,13 +437,13 @@ func (c *cycle) cached(k *shape) (*Waiting, bool) {
 }
 
 func (c *cycle) remember(k *shape, w *Waiting) {
-	if c.failGen != c.gen {
-		c.failures = c.failures[:0]
-		c.failGen = c.gen
+	f := failure{shape: *k, gen: c.gen, w: *w}
+	if len(c.failures) < failureCap {
+		c.failures = append(c.failures, f)
+		return
 	}
-	if len(c.failures) < 64 {
-		c.failures = append(c.failures, failure{shape: *k, w: *w})
-	}
+	c.failures[c.failNext] = f
+	c.failNext = (c.failNext + 1) % failureCap
 }
 
 // prepareScratch makes the scratch state the free state minus what job j
@@ -420,44 +465,97 @@ func (c *cycle) prepareScratch(j *jobRec) {
 			return 1
 		})
 	}
-	if !c.naive && c.valid && ownHold == c.ownHold && k >= c.prefix && j.resv == c.own {
+	if !c.naive && ownHold == nil && j.resv == nil && len(byStart) <= maxSlots {
+		c.useSlot(j, byStart[:k])
+		return
+	}
+	e.scratch = e.mainScratch
+	defer func() { c.blockedRes, c.ownHold, c.gen = c.mainBlocked, c.mainOwnHold, c.mainGen }()
+	if !c.naive && c.valid && ownHold == c.mainOwnHold && k >= c.prefix && j.resv == c.own {
 		// Blocking is a union: the reservations that overlap this
 		// job's window and not the last one's (a longer limit) go on
 		// top of the scratch state as it is.
 		if k > c.prefix {
-			c.gen++
-			c.blockOverlapping(j, byStart[c.prefix:k])
+			c.mainGen = c.newGen()
+			c.mainBlocked = c.blockOverlapping(e.mainScratch, c.mainBlocked, j, byStart[c.prefix:k])
 			c.prefix = k
 		}
 		return
 	}
-	c.blockedRes = c.blockedRes[:0]
-	if err := e.ledger.State().CopyInto(e.scratch); err != nil {
+	if err := e.ledger.State().CopyInto(e.mainScratch); err != nil {
 		panic(err)
 	}
-	c.gen++
-	c.blockOverlapping(j, byStart[:k])
-	for _, h := range e.book.holds {
-		if h != ownHold {
-			block(e.scratch, &h.target)
-		}
-	}
-	for _, cl := range e.book.claims {
-		block(e.scratch, &cl.alloc)
-	}
-	c.ownHold, c.prefix, c.own = ownHold, k, j.resv
+	c.mainGen = c.newGen()
+	c.mainBlocked = c.blockOverlapping(e.mainScratch, c.mainBlocked[:0], j, byStart[:k])
+	c.blockOthers(e.mainScratch, ownHold)
+	c.mainOwnHold, c.prefix, c.own = ownHold, k, j.resv
 	c.valid = true
 }
 
-// blockOverlapping blocks on the scratch state the reservations of rs
-// that overlap job j's window from now, and lists them in blockedRes.
-func (c *cycle) blockOverlapping(j *jobRec, rs []*reservation) {
-	for _, r := range rs {
-		if windowOverlaps(r, j, c.now) {
-			c.blockedRes = append(c.blockedRes, r)
-			block(c.e.scratch, &r.alloc)
+// useSlot makes the scratch state in use the slot for the reservations of
+// prefix (by start), built when it is not valid, for job j, which has no
+// reservation or hold of its own.
+func (c *cycle) useSlot(j *jobRec, prefix []*reservation) {
+	e := c.e
+	if c.slots == nil {
+		c.slots = make([]slot, maxSlots+1)
+	}
+	sl := &c.slots[len(prefix)]
+	if sl.epoch != c.epoch || sl.book != e.book.version || sl.st == nil {
+		if sl.st == nil {
+			sl.st = topology.NewState(e.c)
+		}
+		if err := e.ledger.State().CopyInto(sl.st); err != nil {
+			panic(err)
+		}
+		sl.blocked = c.blockOverlapping(sl.st, sl.blocked[:0], j, prefix)
+		c.blockOthers(sl.st, nil)
+		sl.epoch, sl.book, sl.gen = c.epoch, e.book.version, c.newGen()
+	}
+	e.scratch, c.blockedRes, c.ownHold, c.gen = sl.st, sl.blocked, nil, sl.gen
+}
+
+// blockOthers blocks on s the holds but ownHold and the claims.
+func (c *cycle) blockOthers(s *topology.State, ownHold *hold) {
+	for _, h := range c.e.book.holds {
+		if h != ownHold {
+			block(s, &h.target)
 		}
 	}
+	for _, cl := range c.e.book.claims {
+		block(s, &cl.alloc)
+	}
+}
+
+// started records that the job just admitted on the scratch state in use
+// was booked: that state holds it and stays valid, every other one is
+// rebuilt before its next use.
+func (c *cycle) started() {
+	e := c.e
+	c.epoch++
+	c.gen = c.newGen()
+	if e.scratch == e.mainScratch {
+		c.mainGen = c.gen
+		return
+	}
+	c.valid = false
+	for i := range c.slots {
+		if sl := &c.slots[i]; sl.st == e.scratch {
+			sl.epoch, sl.gen = c.epoch, c.gen
+		}
+	}
+}
+
+// blockOverlapping blocks on s the reservations of rs that overlap job
+// j's window from now, and appends them to list.
+func (c *cycle) blockOverlapping(s *topology.State, list []*reservation, j *jobRec, rs []*reservation) []*reservation {
+	for _, r := range rs {
+		if windowOverlaps(r, j, c.now) {
+			list = append(list, r)
+			block(s, &r.alloc)
+		}
+	}
+	return list
 }
 
 // specFor returns the gang spec job j is placed with now: the tight one
@@ -484,7 +582,7 @@ func (c *cycle) tryStart(j *jobRec) bool {
 	}
 	// The scratch state holds the allocation too; it stays valid, but it
 	// changed.
-	c.gen++
+	c.started()
 	c.start(j)
 	return true
 }
@@ -503,18 +601,18 @@ func (c *cycle) start(j *jobRec) {
 			j.promised = cl.due
 		}
 		e.book.dropClaim(cl)
-		c.valid = false
+		c.invalidate()
 	}
 	if r := j.resv; r != nil {
 		if r.start.Before(c.now) {
 			j.promised = r.start
 		}
 		e.book.remove(r)
-		c.valid = false
+		c.invalidate()
 	}
 	if h := e.book.holdOf(j); h != nil {
 		e.book.dropHold(h)
-		c.valid = false
+		c.invalidate()
 	}
 	if j.job.TimeLimit > 0 && e.onReserved(&e.alloc) {
 		// It runs on GPUs a reservation needs later and ends before that

@@ -55,7 +55,8 @@ type Engine struct {
 	fsView              *fairshare.View
 	fsJobs              []fairshare.QueuedJob
 	ranked              []fairshare.Ranked
-	scratch             *topology.State
+	scratch             *topology.State // in use: mainScratch or a cycle slot
+	mainScratch         *topology.State
 	alloc               gang.Allocation
 	// plannedAlloc keeps a profile search's placement while a victim
 	// search runs.
@@ -109,6 +110,7 @@ func New(c *topology.Cluster, cfg Config, tree *fairshare.Tree) (*Engine, error)
 		nodeMask: make([]uint64, c.NumNodes()),
 		coverMin: coverMinReservations,
 	}
+	e.mainScratch = e.scratch
 	for d := range c.NumDomains(c.Depth() - 1) {
 		e.leafGPUs = max(e.leafGPUs, c.Domain(c.Depth()-1, d).GPUs)
 	}

@@ -148,7 +148,7 @@ func (c *cycle) retarget(h *hold, spec *gang.Spec) {
 	h.eta = t
 	e.book.changed()
 	e.book.freed++ // GPUs of its old target may be free for others
-	c.valid = false
+	c.invalidate()
 }
 
 // targetETA estimates when every GPU of hold h's target is free: when the
@@ -265,7 +265,7 @@ func (c *cycle) newHold(j *jobRec, eta time.Time, w *Waiting) {
 	e.book.addHold(h)
 	j.holdBlockedSince = time.Time{}
 	h.held = c.countFree(&h.target)
-	c.valid = false
+	c.invalidate()
 	c.reportHold(h, w)
 }
 

@@ -397,8 +397,7 @@ func (c *cycle) tryLent(j *jobRec, spec *gang.Spec) bool {
 		return false
 	}
 	e.takeLent(j, &e.alloc, c.now, c.plan)
-	c.gen++
-	c.valid = false
+	c.invalidate()
 	c.start(j)
 	return true
 }

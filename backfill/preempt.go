@@ -296,8 +296,7 @@ func (c *cycle) claimFor(j *jobRec, p *preemptScratch, victims []int, reclaim bo
 	sortJobs(cl.victims)
 	e.book.addClaim(cl)
 	e.setCounted(j, cl.alloc.GPUs())
-	c.valid = false
-	c.gen++
+	c.invalidate()
 	c.reportClaim(cl, w)
 }
 
@@ -344,7 +343,7 @@ func (c *cycle) startClaims() {
 		}
 		if !allAvailable(e.ledger.State(), &cl.alloc) {
 			e.book.dropClaim(cl)
-			c.valid = false
+			c.invalidate()
 			continue
 		}
 		c.plan.Tested++
@@ -408,7 +407,7 @@ func (c *cycle) yieldClaims(r *reservation) {
 	for _, cl := range c.claimBuf {
 		if intersects(&cl.alloc, &r.alloc) {
 			e.book.dropClaim(cl)
-			c.valid = false
+			c.invalidate()
 		}
 	}
 	clear(c.claimBuf)

@@ -360,12 +360,12 @@ func (c *cycle) dropPromises(j *jobRec) {
 	e := c.e
 	if r := j.resv; r != nil {
 		e.book.remove(r)
-		c.valid = false
+		c.invalidate()
 	}
 	if h := e.book.holdOf(j); h != nil {
 		c.plan.HoldEnds = append(c.plan.HoldEnds, HoldEnd{Job: j.job.ID, Cause: HoldQuota, Held: h.held})
 		e.book.dropHold(h)
-		c.valid = false
+		c.invalidate()
 	}
 }
 

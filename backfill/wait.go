@@ -124,7 +124,7 @@ func (c *cycle) reserveAt(j *jobRec, t time.Time, w *Waiting) {
 	}
 	e.alloc.CopyTo(&r.alloc)
 	e.book.add(r)
-	c.valid = false
+	c.invalidate()
 	w.Code, w.Until = WaitReserved, t
 }
 
@@ -161,7 +161,7 @@ func (c *cycle) upkeep(r *reservation) {
 		c.plan.Moves = append(c.plan.Moves, Move{Job: j.job.ID, From: r.start, Cause: cause, By: by})
 		e.book.remove(r)
 		j.dropped = true
-		c.valid = false
+		c.invalidate()
 	case k.at.After(later(r.start, c.now)):
 		r.alloc.CopyTo(&e.alloc)
 		c.move(r, k.at, k)
@@ -188,7 +188,7 @@ func (c *cycle) move(r *reservation, t time.Time, k keep) {
 	r.checked = e.book.freed - 1 // search again next time: it moved
 	e.alloc.CopyTo(&r.alloc)
 	e.book.changed()
-	c.valid = false
+	c.invalidate()
 }
 
 // blame names why a reservation could not keep its planned start, from
