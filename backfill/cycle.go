@@ -101,9 +101,10 @@ type cycle struct {
 	epoch   uint64
 	lastRes gang.Admission
 	// failures caches the outcomes of jobs that failed, each on the
-	// scratch contents it names (gen); a ring of failureCap entries.
+	// scratch contents it names (gen): an open-addressed table of
+	// failureCap entries indexed by shape hash and gen, probed over
+	// failureProbe entries (a full window loses its oldest choice).
 	failures []failure
-	failNext int
 	naive    bool
 	// due is the reservations by start at the cycle's beginning; slipped
 	// those that go first on their GPUs but slipped (due ones not
@@ -139,8 +140,9 @@ type slot struct {
 // maxSlots bounds the book size for which scratch slots are kept; failureCap
 // the failure cache.
 const (
-	maxSlots   = 8
-	failureCap = 64
+	maxSlots     = 8
+	failureCap   = 256
+	failureProbe = 8
 )
 
 // newGen returns a fresh scratch contents number.
@@ -428,8 +430,12 @@ func (c *cycle) shapeKey(j *jobRec) (shape, bool) {
 }
 
 func (c *cycle) cached(k *shape) (*Waiting, bool) {
-	for i := range c.failures {
-		if f := &c.failures[i]; f.gen == c.gen && f.equal(k) {
+	if c.failures == nil {
+		return nil, false
+	}
+	h := c.failHome(k)
+	for i := range failureProbe {
+		if f := &c.failures[(h+i)%failureCap]; f.gen == c.gen && f.equal(k) {
 			return &f.w, true
 		}
 	}
@@ -437,13 +443,24 @@ func (c *cycle) cached(k *shape) (*Waiting, bool) {
 }
 
 func (c *cycle) remember(k *shape, w *Waiting) {
-	f := failure{shape: *k, gen: c.gen, w: *w}
-	if len(c.failures) < failureCap {
-		c.failures = append(c.failures, f)
-		return
+	if c.failures == nil {
+		c.failures = make([]failure, failureCap)
 	}
-	c.failures[c.failNext] = f
-	c.failNext = (c.failNext + 1) % failureCap
+	h := c.failHome(k)
+	at := h
+	for i := range failureProbe {
+		if c.failures[(h+i)%failureCap].gen != c.gen {
+			at = (h + i) % failureCap // free, or of other scratch contents
+			break
+		}
+	}
+	c.failures[at] = failure{shape: *k, gen: c.gen, w: *w}
+}
+
+// failHome is the first table entry shape k may take on the scratch
+// contents in use (gen 0 marks an empty entry: gens start at 1).
+func (c *cycle) failHome(k *shape) int {
+	return int((k.hash ^ c.gen*0x9e3779b97f4a7c15) % failureCap)
 }
 
 // prepareScratch makes the scratch state the free state minus what job j
