@@ -270,20 +270,35 @@ func (c *cycle) classify(spec *gang.Spec, failed gang.Admission, w *Waiting) {
 	if !res.Admitted {
 		return
 	}
+	// The placement's GPUs per node, to test each blocker against in
+	// one pass over its entries.
+	m := e.nodeMask
+	forEntries(&e.alloc, func(x topology.NodeAlloc) { m[x.Node] |= x.GPUs })
+	defer forEntries(&e.alloc, func(x topology.NodeAlloc) { m[x.Node] = 0 })
+	hits := func(a *gang.Allocation) bool {
+		for i := range a.Members {
+			for _, x := range a.Members[i].Assignment {
+				if m[x.Node]&x.GPUs != 0 {
+					return true
+				}
+			}
+		}
+		return false
+	}
 	for _, r := range c.blockedRes {
-		if intersects(&e.alloc, &r.alloc) {
+		if hits(&r.alloc) {
 			w.Code, w.Blocker, w.Until = WaitReservation, r.job.job.ID, r.start
 			return
 		}
 	}
 	for _, h := range e.book.holds {
-		if h != c.ownHold && intersects(&e.alloc, &h.target) {
+		if h != c.ownHold && hits(&h.target) {
 			w.Code, w.Blocker, w.Until = WaitHold, h.job.job.ID, h.since
 			return
 		}
 	}
 	for _, cl := range e.book.claims {
-		if intersects(&e.alloc, &cl.alloc) {
+		if hits(&cl.alloc) {
 			w.Code, w.Blocker, w.Until = WaitClaimed, cl.job.job.ID, cl.since
 			return
 		}
