@@ -482,6 +482,9 @@ func (c *cycle) prepareScratch(j *jobRec) {
 			return 1
 		})
 	}
+	if e.checkEach {
+		defer c.checkScratch(j, byStart[:k], ownHold)
+	}
 	if !c.naive && ownHold == nil && j.resv == nil && len(byStart) <= maxSlots {
 		c.useSlot(j, byStart[:k])
 		return
@@ -507,6 +510,22 @@ func (c *cycle) prepareScratch(j *jobRec) {
 	c.blockOthers(e.mainScratch, ownHold)
 	c.mainOwnHold, c.prefix, c.own = ownHold, k, j.resv
 	c.valid = true
+}
+
+// checkScratch compares the scratch state in use for job j with one built
+// afresh (tests, checkEach).
+func (c *cycle) checkScratch(j *jobRec, prefix []*reservation, ownHold *hold) {
+	e := c.e
+	fresh := e.ledger.State().Clone()
+	for _, r := range prefix {
+		if windowOverlaps(r, j, c.now) {
+			block(fresh, &r.alloc)
+		}
+	}
+	c.blockOthers(fresh, ownHold)
+	if !fresh.Equal(e.scratch) {
+		panic(fmt.Sprintf("backfill: the scratch state for %s differs from one built afresh", j.job.ID))
+	}
 }
 
 // useSlot makes the scratch state in use the slot for the reservations of
@@ -545,21 +564,30 @@ func (c *cycle) blockOthers(s *topology.State, ownHold *hold) {
 }
 
 // started records that the job just admitted on the scratch state in use
-// was booked: that state holds it and stays valid, every other one is
-// rebuilt before its next use.
+// was booked (it is in e.alloc): that state holds it; every other valid
+// one takes its GPUs off too (each is the free state minus its blocks, so
+// the GPUs the job took from the free state go, whatever it blocks).
 func (c *cycle) started() {
 	e := c.e
-	c.epoch++
-	c.gen = c.newGen()
-	if e.scratch == e.mainScratch {
-		c.mainGen = c.gen
-		return
+	if e.scratch != e.mainScratch && c.valid {
+		block(e.mainScratch, &e.alloc)
 	}
-	c.valid = false
+	c.mainGen = c.newGen()
 	for i := range c.slots {
-		if sl := &c.slots[i]; sl.st == e.scratch {
-			sl.epoch, sl.gen = c.epoch, c.gen
+		sl := &c.slots[i]
+		if sl.st == nil || sl.epoch != c.epoch || sl.book != e.book.version {
+			continue
 		}
+		if sl.st != e.scratch {
+			block(sl.st, &e.alloc)
+		}
+		sl.gen = c.newGen()
+		if sl.st == e.scratch {
+			c.gen = sl.gen
+		}
+	}
+	if e.scratch == e.mainScratch {
+		c.gen = c.mainGen
 	}
 }
 
