@@ -67,6 +67,26 @@
 // Gang, Hold, ForHold, Preempting or Claimed, with the placement reason
 // attached, and why preemption did not help when it was tried.
 //
+// # What a cycle costs
+//
+// A cycle ranks the queue from the last cycle's ranking (a nearly sorted
+// input sorts in about linear time) and tests the jobs in order against
+// a scratch state: the free state minus the GPUs of the reservations
+// overlapping the job's window. With a short book (up to 8 reservations)
+// one scratch state is kept per prefix of the reservations by start, so
+// jobs with different time limits do not rebuild one back and forth; a
+// start takes its GPUs off every one. A job of the same shape as one that
+// failed on the same scratch contents gets its outcome from a cache. A
+// job that would start at a later time is placed on the availability
+// profile; with 8 or more reservations (conservative backfill) the
+// search first skips every time at which a count of the GPUs running
+// jobs and reservations take leaves too few for it, and starts from the
+// last search's probe, so a cycle that plans every job of a long queue
+// no longer costs the square of its length. None of this changes a
+// decision: the package's tests run every cache against its reference
+// path and compare the plans byte for byte. benchmarks/README.md has the
+// figures.
+//
 // # Preemption
 //
 // With Config.Preemption on, a job may stop running jobs of a strictly
