@@ -61,9 +61,10 @@ type scratch struct {
 	tally  tally
 	// gpuChoice remembers GPU choices inside nodes (a pure function of
 	// its key, so it is kept across decisions), verdicts whether requests
-	// can ever fit.
+	// can ever fit (direct-mapped by a hash of the plan: a scheduling loop
+	// asks about its whole queue, hundreds of distinct plans, every cycle).
 	gpuChoice [1 << gpuChoiceBits]gpuChoice
-	verdicts  [16]verdict
+	verdicts  [256]verdict
 }
 
 func (sc *scratch) init(ly *layout, budget int) {

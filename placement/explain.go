@@ -56,8 +56,11 @@ func (p *Placer) unresolvable() bool {
 		return !p.fitsIdealCluster()
 	}
 	pl := &sc.pl
-	h := uint(pl.nodes)*31 + uint(pl.gpus)*17 + uint(pl.perNode)*7 + uint(pl.limit)*5 + uint(pl.required+2)*3 + uint(pl.nlayers)
-	v := &sc.verdicts[h%uint(len(sc.verdicts))]
+	h := uint64(14695981039346656037)
+	for _, x := range [...]int{pl.nodes, pl.gpus, pl.perNode, pl.limit, int(pl.required), pl.nlayers} {
+		h = (h ^ uint64(x)) * 1099511628211
+	}
+	v := &sc.verdicts[(h^h>>32)%uint64(len(sc.verdicts))]
 	if !v.ok || v.key != *pl {
 		*v = verdict{ok: true, never: !p.fitsIdealCluster(), key: *pl}
 	}
