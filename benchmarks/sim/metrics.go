@@ -182,14 +182,17 @@ func (m *Result) finish(r *runner) {
 func (m *Result) countJobs(r *runner, end time.Duration) {
 	first := r.jobs[0].Submit
 	lastEnd := first
-	var jct time.Duration
+	// Summed in float64 seconds: 82,000 jobs of a day's completion time
+	// overflow a Duration's 292 years (Philly at load 4 gave a negative
+	// mean under gang FIFO).
+	jct := 0.0
 	bsld := 0.0
 	for i := range r.out {
 		o := &r.out[i]
 		switch {
 		case o.Finished:
 			m.Finished++
-			jct += o.End - o.Submit
+			jct += (o.End - o.Submit).Seconds()
 			lastEnd = max(lastEnd, o.End)
 			run := max(o.End-o.Start, 10*time.Second)
 			bsld += max(1, float64(o.End-o.Submit)/float64(run))
@@ -204,7 +207,7 @@ func (m *Result) countJobs(r *runner, end time.Duration) {
 	m.Pending -= m.Rejected
 	m.Makespan = lastEnd - first
 	if m.Finished > 0 {
-		m.MeanJCT = jct / time.Duration(m.Finished)
+		m.MeanJCT = time.Duration(jct / float64(m.Finished) * float64(time.Second))
 		m.MeanBoundedSlowdown = bsld / float64(m.Finished)
 	}
 }
