@@ -425,6 +425,16 @@ func (c *cycle) shapeKey(j *jobRec) (shape, bool) {
 	if _, _, ok := e.holdEligibility(j); ok {
 		return shape{}, false // its outcome depends on its own history
 	}
+	// A job that may look for victims or reclaim its queue's guarantee
+	// has an outcome that depends on the cycle's state too (the victim
+	// search budget, the queues found without a claim, its own time
+	// limit through how far its planned start is).
+	if e.pre != nil && c.anyRunning && j.job.Class > c.lowest {
+		return shape{}, false
+	}
+	if s := e.quota; s != nil && s.entitled(j.queue, j.gpus) {
+		return shape{}, false
+	}
 	m := &j.job.Gang.Members[0]
 	return shape{hash: j.shape, req: &m.Request, min: m.Min, step: m.Step, class: j.job.Class, queue: j.queue}, true
 }

@@ -43,6 +43,7 @@ type Engine struct {
 	holdEnds       []HoldEnd   // since the last cycle, for its plan
 	podChanges     []PodChange // since the last cycle, for its plan
 	leafGPUs       int         // GPUs of the largest lowest-level domain
+	minNodeGPUs    int         // GPUs of the smallest node
 
 	// Scratch.
 	cyc   cycle
@@ -111,6 +112,10 @@ func New(c *topology.Cluster, cfg Config, tree *fairshare.Tree) (*Engine, error)
 		coverMin: coverMinReservations,
 	}
 	e.mainScratch = e.scratch
+	e.minNodeGPUs = c.MaxNodeGPUs()
+	for n := range c.NumNodes() {
+		e.minNodeGPUs = min(e.minNodeGPUs, c.NodeGPUs(topology.NodeID(n)))
+	}
 	for d := range c.NumDomains(c.Depth() - 1) {
 		e.leafGPUs = max(e.leafGPUs, c.Domain(c.Depth()-1, d).GPUs)
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -119,4 +121,54 @@ func metamorphicRun(t *testing.T, depth int, strict bool, seed uint64, naive boo
 // setNaive switches every cache of the engine to its reference path.
 func (e *Engine) setNaive(on bool) {
 	e.naive, e.book.naive, e.prof.naive = on, on, on
+}
+
+// TestNaiveAgreesOnMixedNodes: on a cluster of an 8-GPU and a 4-GPU node,
+// a whole-node job may take the small node, so the cheap fit checks that
+// guard profile searches (and the cover's bound) must not count a whole
+// node at the largest node's GPUs: with the 8-GPU node busy for two hours
+// and the 4-GPU node for one, a 30-minute whole-node job is planned at
+// the hour on the small node, with every cache on as on the naive path
+// (before the fix the cached path planned it at two hours).
+func TestNaiveAgreesOnMixedNodes(t *testing.T) {
+	plan := func(naive bool) []Reservation {
+		c, err := topology.Build(topology.ClusterSpec{Levels: []string{"leaf"}, Nodes: []topology.NodeSpec{
+			{Name: "big", GPUs: 8, Path: []string{"l0"}}, {Name: "small", GPUs: 4, Path: []string{"l0"}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := DefaultConfig()
+		cfg.ReservationDepth = Conservative
+		e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.setNaive(naive)
+		e.coverMin, e.checkEach = 0, !naive
+		submit := func(id string, at time.Time, req placement.Request, limit time.Duration) {
+			j := Job{ID: id, Account: "a", Submit: at, TimeLimit: limit, Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: req}}}}
+			if err := e.Submit(j, at); err != nil {
+				t.Fatal(err)
+			}
+		}
+		submit("big", epoch, placement.NodesOf(1, 8), 2*time.Hour)
+		submit("small", epoch, placement.NodesOf(1, 4), time.Hour)
+		if _, err := e.Schedule(epoch); err != nil {
+			t.Fatal(err)
+		}
+		at := epoch.Add(time.Minute)
+		submit("whole", at, placement.NodesOf(1, 0), 30*time.Minute)
+		p, err := e.Schedule(at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Reservations
+	}
+	fast, slow := plan(false), plan(true)
+	if d := cmp.Diff(slow, fast); d != "" {
+		t.Fatalf("reservations differ (-naive +cached):\n%s", d)
+	}
+	if len(slow) != 1 || !slow[0].Start.Equal(epoch.Add(time.Hour)) {
+		t.Fatalf("want the whole-node job planned at the hour on the small node, got %+v", slow)
+	}
 }

@@ -196,7 +196,7 @@ func (e *Engine) search(now time.Time, q query) (time.Time, bool) {
 	w := e.newWalker(now, q)
 	cv := e.coverFor(now, q)
 	w.ended = cv != nil
-	need := q.spec.MinGPUs(e.c)
+	need := e.leastGPUs(q.spec)
 	for i := 0; i < len(ts); i++ {
 		if cv != nil {
 			if i = cv.next(e.prof.offs, i, need, q.j.job.TimeLimit); i == len(ts) {
@@ -265,7 +265,7 @@ type keep struct {
 // admitAt tries spec on the probe, leaving the probe unchanged.
 func (e *Engine) admitAt(spec *gang.Spec) bool {
 	p := &e.prof
-	if !p.naive && (p.probe.FreeGPUs() < spec.MinGPUs(e.c) || !mayFit(p.probe, spec)) {
+	if !p.naive && (p.probe.FreeGPUs() < e.leastGPUs(spec) || !mayFit(p.probe, spec)) {
 		return false
 	}
 	res, err := e.adm.Check(p.probe, spec, &e.alloc)
@@ -701,8 +701,9 @@ func bitIndex(m uint64) int { return bits.TrailingZeros64(m) }
 
 // mayFit is a cheap necessary condition for admitting spec on s: every
 // node-shaped member finds enough schedulable nodes with its per-node GPUs
-// free (members are checked separately, so it may pass when the gang does
-// not fit together).
+// free, or idle nodes for whole nodes (of any size: on a cluster of mixed
+// nodes a whole-node member may take small ones); members are checked
+// separately, so it may pass when the gang does not fit together.
 func mayFit(s *topology.State, spec *gang.Spec) bool {
 	maxG := s.Cluster().MaxNodeGPUs()
 	for i := range spec.Members {
@@ -711,20 +712,47 @@ func mayFit(s *topology.State, spec *gang.Spec) bool {
 		if r.GPUs > 0 {
 			continue
 		}
-		g := r.GPUsPerNode
-		if g == 0 {
-			g = maxG
-		}
-		if g > maxG {
-			return false
-		}
 		need := r.Nodes
 		if m.Min > 0 && m.Min < need {
 			need = m.Min
 		}
-		if int(s.Avail(g).Count()) < need {
+		g := r.GPUsPerNode
+		switch {
+		case g == 0:
+			if int(s.Idle().Count()) < need {
+				return false
+			}
+		case g > maxG:
+			return false
+		case int(s.Avail(g).Count()) < need:
 			return false
 		}
 	}
 	return true
+}
+
+// leastGPUs is the fewest GPUs spec can be admitted with: its minimum
+// size, whole nodes counted at the smallest node's GPUs (Spec.MinGPUs
+// counts them at the largest, which is no lower bound on a cluster of
+// mixed nodes).
+func (e *Engine) leastGPUs(spec *gang.Spec) int {
+	n := 0
+	for i := range spec.Members {
+		m := &spec.Members[i]
+		r := &m.Request
+		if r.GPUs > 0 {
+			n += r.GPUs
+			continue
+		}
+		per := r.GPUsPerNode
+		if per == 0 {
+			per = e.minNodeGPUs
+		}
+		nodes := r.Nodes
+		if m.Min > 0 && m.Min < nodes {
+			nodes = m.Min
+		}
+		n += nodes * per
+	}
+	return n
 }

@@ -263,7 +263,7 @@ func (c *cycle) classify(spec *gang.Spec, failed gang.Admission, w *Waiting) {
 	}
 	// Would it fit without the reservations and holds of others?
 	s := e.ledger.State()
-	if !c.naive && (s.FreeGPUs() < spec.MinGPUs(e.c) || !mayFit(s, spec)) {
+	if !c.naive && (s.FreeGPUs() < e.leastGPUs(spec) || !mayFit(s, spec)) {
 		return
 	}
 	res, _ := e.adm.Check(s, spec, &e.alloc)
