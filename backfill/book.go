@@ -363,24 +363,6 @@ func (b *book) checkClaims() []error {
 	return errs
 }
 
-// onReserved reports whether a shares a GPU with a reservation.
-func (e *Engine) onReserved(a *gang.Allocation) bool {
-	if len(e.book.resv) == 0 {
-		return false
-	}
-	m := e.nodeMask
-	forEntries(a, func(x topology.NodeAlloc) { m[x.Node] |= x.GPUs })
-	hit := false
-	for _, r := range e.book.resv {
-		forEntries(&r.alloc, func(x topology.NodeAlloc) { hit = hit || m[x.Node]&x.GPUs != 0 })
-		if hit {
-			break
-		}
-	}
-	forEntries(a, func(x topology.NodeAlloc) { m[x.Node] = 0 })
-	return hit
-}
-
 // forEntries calls f for every node entry of a.
 func forEntries(a *gang.Allocation, f func(x topology.NodeAlloc)) {
 	for i := range a.Members {
