@@ -116,8 +116,12 @@ func New(c *topology.Cluster, cfg Config, tree *fairshare.Tree) (*Engine, error)
 	for n := range c.NumNodes() {
 		e.minNodeGPUs = min(e.minNodeGPUs, c.NodeGPUs(topology.NodeID(n)))
 	}
-	for d := range c.NumDomains(c.Depth() - 1) {
-		e.leafGPUs = max(e.leafGPUs, c.Domain(c.Depth()-1, d).GPUs)
+	if c.Depth() == 0 {
+		e.leafGPUs = c.TotalGPUs() // a flat cluster: one domain
+	} else {
+		for d := range c.NumDomains(c.Depth() - 1) {
+			e.leafGPUs = max(e.leafGPUs, c.Domain(c.Depth()-1, d).GPUs)
+		}
 	}
 	if cfg.Preemption.Enabled {
 		var err error

@@ -732,7 +732,7 @@ func mayFit(s *topology.State, spec *gang.Spec) bool {
 }
 
 // leastGPUs is the fewest GPUs spec can be admitted with: its minimum
-// size, whole nodes counted at the smallest node's GPUs (Spec.MinGPUs
+// size, whole nodes counted at the smallest node's GPUs (gang.Spec.MinGPUs
 // counts them at the largest, which is no lower bound on a cluster of
 // mixed nodes).
 func (e *Engine) leastGPUs(spec *gang.Spec) int {
