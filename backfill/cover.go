@@ -287,10 +287,8 @@ func (cv *cover) next(offs []time.Duration, i, need int, l time.Duration) int {
 func (e *Engine) checkCover() error {
 	p := &e.prof
 	if key := e.cacheKey(p.endedKey.now); p.ended != nil && key.ends == p.endedKey.ends {
-		fresh := e.ledger.State().Clone()
-		for _, it := range p.sortedEnds(key) {
-			releaseOn(fresh, it.j.alloc)
-		}
+		fresh := topology.NewState(e.c)
+		e.buildEnded(fresh, key)
 		if !fresh.Equal(p.ended) {
 			return fmt.Errorf("the cached state with every limited job ended differs from a fresh one")
 		}

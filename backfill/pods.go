@@ -381,14 +381,7 @@ func (c *cycle) tryLent(j *jobRec, spec *gang.Spec) bool {
 	for _, r := range c.blockedRes {
 		block(e.lent, &r.alloc)
 	}
-	for _, h := range e.book.holds {
-		if h != c.ownHold {
-			block(e.lent, &h.target)
-		}
-	}
-	for _, cl := range e.book.claims {
-		block(e.lent, &cl.alloc)
-	}
+	c.blockOthers(e.lent, c.ownHold)
 	res, err := e.adm.Admit(e.lent, spec, &e.alloc)
 	if err != nil {
 		panic(fmt.Sprintf("backfill: checked job %s refused: %v", j.job.ID, err))

@@ -366,6 +366,31 @@ func (w *walker) jump(t time.Time) {
 		until = t.Add(l)
 	}
 	overlaps := func(r *reservation) bool { return r.job != w.q.j && (l == 0 || r.start.Before(until)) }
+	k := &p.kept
+	// blockWindow blocks the reservations whose windows overlap the job's
+	// (from the end index, and those without an end), marking them with
+	// this search's gen; those marked with prev are on the probe already.
+	// With keep it lists them for the next search.
+	blockWindow := func(prev uint64, keep bool) {
+		mark := func(r *reservation) {
+			if !overlaps(r) {
+				return
+			}
+			if r.activeIn != prev {
+				p.blocks.add(p.probe, &r.alloc)
+			}
+			r.activeIn = w.gen
+			if keep {
+				k.list = append(k.list, r)
+			}
+		}
+		for _, r := range w.byEnd[w.rem:] {
+			mark(r)
+		}
+		for _, r := range e.book.openEnded() {
+			mark(r)
+		}
+	}
 	w.rem, _ = slices.BinarySearchFunc(w.byEnd, t, func(r *reservation, t time.Time) int {
 		if r.end.After(t) {
 			return 1
@@ -386,28 +411,12 @@ func (w *walker) jump(t time.Time) {
 	bare := len(e.book.holds) == 0 && len(e.book.claims) == 0
 	key := e.cacheKey(w.now)
 	key.book = 0
-	k := &p.kept
 	if onEnded && bare && k.ok && k.key == key && k.moves == e.book.moves {
 		// The last search's probe, moved to this one's reservations.
 		prev := k.gen
 		old := k.list
 		k.list, k.spare = k.spare[:0], old
-		mark := func(r *reservation) {
-			if !overlaps(r) {
-				return
-			}
-			if r.activeIn != prev {
-				p.blocks.add(p.probe, &r.alloc)
-			}
-			r.activeIn = w.gen
-			k.list = append(k.list, r)
-		}
-		for _, r := range w.byEnd[w.rem:] {
-			mark(r)
-		}
-		for _, r := range e.book.openEnded() {
-			mark(r)
-		}
+		blockWindow(prev, true)
 		for _, r := range old {
 			if r.activeIn == prev {
 				r.activeIn = 0
@@ -446,24 +455,7 @@ func (w *walker) jump(t time.Time) {
 		w.next++
 	}
 	keep := onEnded && bare
-	for _, r := range w.byEnd[w.rem:] {
-		if overlaps(r) {
-			r.activeIn = w.gen
-			p.blocks.add(p.probe, &r.alloc)
-			if keep {
-				k.list = append(k.list, r)
-			}
-		}
-	}
-	for _, r := range e.book.openEnded() {
-		if overlaps(r) {
-			r.activeIn = w.gen
-			p.blocks.add(p.probe, &r.alloc)
-			if keep {
-				k.list = append(k.list, r)
-			}
-		}
-	}
+	blockWindow(w.gen, keep) // none is marked with this search's gen yet
 	if keep {
 		k.ok, k.key, k.moves, k.gen = true, key, e.book.moves, w.gen
 	}
@@ -511,14 +503,20 @@ func (e *Engine) endedState(now time.Time) *topology.State {
 	} else if p.endedKey == key {
 		return p.ended
 	}
-	if err := e.ledger.State().CopyInto(p.ended); err != nil {
-		panic(err)
-	}
-	for _, it := range p.sortedEnds(key) {
-		releaseOn(p.ended, it.j.alloc)
-	}
+	e.buildEnded(p.ended, key)
 	p.endedKey = key
 	return p.ended
+}
+
+// buildEnded makes dst the free state with every active job with a limit
+// ended (key is the ends' cache key).
+func (e *Engine) buildEnded(dst *topology.State, key cacheKey) {
+	if err := e.ledger.State().CopyInto(dst); err != nil {
+		panic(err)
+	}
+	for _, it := range e.prof.sortedEnds(key) {
+		releaseOn(dst, it.j.alloc)
+	}
 }
 
 // rebuild makes the probe the profile at t from scratch: the free state,
