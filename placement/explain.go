@@ -56,6 +56,19 @@ func (p *Placer) unresolvable() bool {
 		return !p.fitsIdealCluster()
 	}
 	pl := &sc.pl
+	if pl.nlayers == 0 && pl.limit == 0 {
+		// Only the item count matters: the best domain of the Required
+		// level of the ideal cluster, read from the layout.
+		ly := p.lay
+		if sc.minFree > ly.maxGPUs {
+			return true
+		}
+		k := sc.minFree
+		if pl.mode == modeGPUs {
+			k = 0
+		}
+		return int(ly.idealBest[k*(ly.depth+1)+int(pl.required)+1]) < pl.need(0)
+	}
 	h := uint64(14695981039346656037)
 	for _, x := range [...]int{pl.nodes, pl.gpus, pl.perNode, pl.limit, int(pl.required), pl.nlayers} {
 		h = (h ^ uint64(x)) * 1099511628211
@@ -102,6 +115,11 @@ func (p *Placer) bestCap(l level, ph int) int {
 // it had no domain limit.
 func (p *Placer) fitsWithoutLimit() bool {
 	pl := &p.sc.pl
+	if pl.nlayers == 0 {
+		// Every phase counts base items, and a domain holds at least what
+		// each of its children holds: the Required level decides.
+		return p.bestCap(pl.required, 0) >= pl.need(0)
+	}
 	limit := pl.limit
 	pl.limit = 0
 	ok := p.anyDomainHolds()
@@ -161,6 +179,12 @@ func (p *Placer) exclusions() Exclusions {
 	sc, ly := &p.sc, p.lay
 	s := sc.s
 	e := Exclusions{Down: s.DownNodes(), Drained: s.DrainedNodes()}
+	if !sc.masked {
+		// No node sets, and counters that count the candidates: the
+		// schedulable nodes less the candidates, with no node visited.
+		e.ShortOfGPUs = ly.numNodes - e.Down - e.Drained - p.countedCandidates()
+		return e
+	}
 	if sc.minFree <= ly.maxGPUs {
 		p.candidates()
 	} else {
@@ -187,6 +211,28 @@ func (p *Placer) exclusions() Exclusions {
 	return e
 }
 
+// countedCandidates returns the number of candidates of a request without
+// node sets, from the state's counters of the top level's domains.
+func (p *Placer) countedCandidates() int {
+	sc, ly := &p.sc, p.lay
+	if sc.minFree > ly.maxGPUs {
+		return 0
+	}
+	n := 0
+	if sc.pl.exclusive {
+		// Uniform sizes (countable): every idle node is large enough.
+		for _, c := range sc.s.LevelIdleNodes(0) {
+			n += int(c)
+		}
+		return n
+	}
+	avail, stride := sc.s.LevelAvail(0), ly.maxGPUs+1
+	for d := range ly.count(0) {
+		n += int(avail[d*stride+sc.minFree])
+	}
+	return n
+}
+
 func wordAt(v []uint64, w int) uint64 {
 	if w < len(v) {
 		return v[w]
@@ -198,6 +244,18 @@ func wordAt(v []uint64, w int) uint64 {
 // up and every GPU free.
 func (p *Placer) fitsIdealCluster() bool {
 	p.idealCapacities()
+	if pl := &p.sc.pl; pl.nlayers == 0 {
+		// Holding is inherited upwards (a placement inside a domain is
+		// inside its parent, on the same limited domains): the Required
+		// level decides.
+		ph := pl.firstPhase(pl.required)
+		for d := range p.lay.count(pl.required) {
+			if p.holdsLimited(p.lay.id(pl.required, d), ph, pl.need(ph)) {
+				return true
+			}
+		}
+		return false
+	}
 	return p.anyDomainHolds()
 }
 
@@ -209,32 +267,28 @@ func (p *Placer) idealCapacities() {
 	if masked {
 		p.idealMask()
 	}
-	for d := range ly.count(ly.leaf) {
-		x := ly.leafID(d)
-		if masked {
-			sc.capBase[x] = int32(p.idealMaskedItems(x))
-		} else {
-			sc.capBase[x] = int32(p.idealItems(d))
+	switch {
+	case !masked && sc.minFree > ly.maxGPUs:
+		clear(sc.capBase)
+	case !masked:
+		k, n := sc.minFree, ly.numDomains()
+		if sc.pl.mode == modeGPUs {
+			k = 0
 		}
+		copy(sc.capBase, ly.idealCaps[k*n:(k+1)*n])
+	default:
+		for d := range ly.count(ly.leaf) {
+			x := ly.leafID(d)
+			sc.capBase[x] = int32(p.idealMaskedItems(x))
+		}
+		p.sumUp(sc.capBase, ly.leaf)
 	}
-	p.sumUp(sc.capBase, ly.leaf)
 	p.segmentCapacities()
 }
 
-// idealItems returns the base items leaf number d holds with every node up
-// and idle: its nodes large enough, or their GPUs.
-func (p *Placer) idealItems(d int) int {
-	sc, ly := &p.sc, p.lay
-	if sc.minFree > ly.maxGPUs {
-		return 0
-	}
-	if sc.pl.mode == modeNodes {
-		return int(ly.idealAvail[d*(ly.maxGPUs+1)+sc.minFree])
-	}
-	return int(ly.idealGPUs[d])
-}
-
-// idealMaskedItems is idealItems for leaf x within the mask in sc.tmp.
+// idealMaskedItems returns the base items leaf x holds with every node
+// up and idle, within the mask in sc.tmp: its nodes large enough, or their
+// GPUs.
 func (p *Placer) idealMaskedItems(x int) int {
 	sc, ly := &p.sc, p.lay
 	f, e := int(ly.nodeFirst[x]), int(ly.nodeEnd[x])

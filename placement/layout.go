@@ -40,6 +40,14 @@ type layout struct {
 	// sums their GPUs.
 	idealAvail []int32
 	idealGPUs  []int32
+	// idealBest[k*(depth+1)+l+1] is the most items one domain of level l
+	// (the root for rootLevel) holds with every node up and idle: GPUs for
+	// k = 0, nodes with at least k GPUs for k >= 1. It answers whether a
+	// request without segments, domain limit or node sets can ever fit.
+	idealBest []int32
+	// idealCaps[k*numDomains()+x] is what flat domain x holds with every
+	// node up and idle, in the items of idealBest's k.
+	idealCaps []int32
 
 	// sizeAtLeast[k*words:(k+1)*words] is the set of nodes with at least k
 	// GPUs, whatever their state.
@@ -80,6 +88,7 @@ func newLayout(c *topology.Cluster) *layout {
 	}
 	ly.setLeafRanges()
 	ly.setSizes()
+	ly.setIdealBest()
 	ly.setGroupKinds()
 	return ly
 }
@@ -119,6 +128,41 @@ func (ly *layout) setSizes() {
 		for k := 0; k <= g; k++ {
 			bits.Set(ly.sizeAtLeast[k*ly.words:], i)
 			ly.idealAvail[leaf*stride+k]++
+		}
+	}
+}
+
+// setIdealBest fills idealBest from the leaves' ideal counts, summed up
+// the levels.
+func (ly *layout) setIdealBest() {
+	stride, rows := ly.maxGPUs+1, ly.depth+1
+	ly.idealBest = make([]int32, stride*rows)
+	ly.idealCaps = make([]int32, stride*ly.numDomains())
+	for k := range stride {
+		v := ly.idealCaps[k*ly.numDomains() : (k+1)*ly.numDomains()]
+		for d := range ly.count(ly.leaf) {
+			if k == 0 {
+				v[ly.leafID(d)] = ly.idealGPUs[d]
+			} else {
+				v[ly.leafID(d)] = ly.idealAvail[d*stride+k]
+			}
+		}
+		for l := ly.leaf - 1; l >= rootLevel; l-- {
+			for d := range ly.count(l) {
+				x := ly.id(l, d)
+				cf, ce := ly.children(x)
+				var sum int32
+				for _, c := range v[cf:ce] {
+					sum += c
+				}
+				v[x] = sum
+			}
+		}
+		for l := ly.leaf; l >= rootLevel; l-- {
+			best := &ly.idealBest[k*rows+int(l)+1]
+			for d := range ly.count(l) {
+				*best = max(*best, v[ly.id(l, d)])
+			}
 		}
 	}
 }
