@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 
@@ -154,8 +155,8 @@ func busyShare(e *backfill.Engine) float64 {
 //
 //   - state=90: every timed cycle runs on the same state, 90% of the GPUs
 //     busy in running jobs and the pending jobs waiting, restored from a
-//     snapshot before it (untimed): no earlier cycle has started what fits
-//     or made the reservations;
+//     snapshot before it (untimed, with a garbage collection): no earlier
+//     cycle has started what fits or made the reservations;
 //   - churn: a steady state in which, before each cycle (untimed), the 5
 //     oldest running jobs finish and 5 new jobs arrive, a minute later;
 //     the busy share it settles at is reported (busy%);
@@ -247,6 +248,9 @@ func scheduleFreshOn(b *testing.B, w *workload, pending int) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		// The restore's garbage is collected here, untimed, not by
+		// the collector running beside the timed cycle.
+		runtime.GC()
 		b.StartTimer()
 		if err := r.ScheduleInto(now, plan); err != nil {
 			b.Fatal(err)
