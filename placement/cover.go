@@ -161,7 +161,7 @@ func (p *Placer) spreadGPUs(a int) int {
 	var cp classPlan
 	p.planGPUClasses(pooled[:maxG+1], a, &cp)
 	want, nodes := cp.whole, 0
-	for _, n := range want {
+	for _, n := range want[:maxG+1] {
 		nodes += int(n)
 	}
 	part := -1 // the leaf that takes the partial node
