@@ -158,6 +158,7 @@ func (p *Placer) bestLeaf(need int) (int, bool) {
 		return -1, false
 	}
 	best := p.leafChoice(x, need, path)
+	free := p.leavesFree()
 	for d, n := 0, ly.count(ly.leaf); d < n; {
 		parent := max(int(ly.parent[ly.leafID(d)]), 0) // a flat cluster's leaf is the root
 		above := p.pathFree(parent)
@@ -174,7 +175,7 @@ func (p *Placer) bestLeaf(need int) (int, bool) {
 				continue
 			}
 			x := ly.leafID(d)
-			if c, ok := p.boundedLeafChoice(x, need, above+p.leafFree(d), best); ok && c.better(best) {
+			if c, ok := p.boundedLeafChoice(x, need, above+freeOf(free, d), best); ok && c.better(best) {
 				best = c
 			}
 		}
@@ -307,7 +308,7 @@ func (p *Placer) boundedLeafChoice(x, need, path int, best choice) (choice, bool
 // on its path, and that path's free GPUs (-1 when no leaf holds them).
 func (p *Placer) fullestLeaf(need int) (int, int) {
 	ly := p.lay
-	caps := p.leafCaps(0)
+	caps, free := p.leafCaps(0), p.leavesFree()
 	best, bestPath := -1, 0
 	for d, n := 0, len(caps); d < n; {
 		parent := max(int(ly.parent[ly.leafID(d)]), 0)
@@ -319,7 +320,7 @@ func (p *Placer) fullestLeaf(need int) (int, int) {
 			if int(caps[d]) < need {
 				continue
 			}
-			if path := above + p.leafFree(d); best < 0 || path < bestPath {
+			if path := above + freeOf(free, d); best < 0 || path < bestPath {
 				best, bestPath = ly.leafID(d), path
 			}
 		}
@@ -327,13 +328,21 @@ func (p *Placer) fullestLeaf(need int) (int, int) {
 	return best, bestPath
 }
 
-// leafFree returns the free GPUs of leaf number d (0 for a flat cluster,
-// whose leaf is the root and adds nothing).
-func (p *Placer) leafFree(d int) int {
+// leavesFree returns the free GPUs of every leaf, by leaf number (nil for
+// a flat cluster, whose leaf is the root and adds nothing: see freeOf).
+func (p *Placer) leavesFree() []int32 {
 	if p.lay.leaf == rootLevel {
+		return nil
+	}
+	return p.sc.s.LevelFreeGPUs(int(p.lay.leaf))
+}
+
+// freeOf returns entry d of leavesFree's answer v (0 when v is nil).
+func freeOf(v []int32, d int) int {
+	if v == nil {
 		return 0
 	}
-	return int(p.sc.s.LevelFreeGPUs(int(p.lay.leaf))[d])
+	return int(v[d])
 }
 
 // boundIsExact reports whether the tight leaf bound is the exact score:
