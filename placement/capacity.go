@@ -31,6 +31,9 @@ type scratch struct {
 	removed   []uint64
 	nremoved  int
 	countable bool
+	// shortRoot says capacities stopped at the root, which holds too
+	// little: only the root's and the top level's capacities are set.
+	shortRoot bool
 	// minFree is the least usable GPU count of a candidate (the request's
 	// GPUs per node, or 1).
 	minFree int
@@ -121,6 +124,7 @@ func (p *Placer) capacities() {
 	if pl.mode == modeNodes {
 		sc.minFree = max(pl.perNode, 1)
 	}
+	sc.shortRoot = false
 	sc.countable = ly.depth > 0 && !(pl.exclusive && !ly.uniform)
 	sc.masked = sc.req.Allowed != nil || sc.req.Excluded != nil || !sc.countable
 	switch {
@@ -133,9 +137,13 @@ func (p *Placer) capacities() {
 			sc.capBase[x] = int32(p.maskedCapacity(x))
 		}
 		p.sumUp(sc.capBase, ly.leaf)
+	case !sc.masked && pl.nlayers == 0 && p.rootShort():
+		// Nothing fits anywhere: the lower levels are read only if a
+		// failure reason needs them (levelCapacities).
+		return
 	default:
 		for l := level(0); l <= ly.leaf; l++ {
-			p.counterCapacities(l, sc.capBase[ly.id(l, 0):ly.id(l, 0)+ly.count(l)], 0)
+			p.levelCapacities(l)
 		}
 		if !sc.masked {
 			p.sumUp(sc.capBase, 0)
@@ -146,6 +154,26 @@ func (p *Placer) capacities() {
 		p.sumUp(sc.capBase, ly.leaf)
 	}
 	p.segmentCapacities()
+}
+
+// rootShort reads the top level's and the root's capacities from the
+// counters and reports whether the root holds fewer items than the request
+// needs (for a request without segments, whose phases all count base
+// items). It leaves sc.shortRoot set when it does: only those capacities
+// are then valid.
+func (p *Placer) rootShort() bool {
+	sc := &p.sc
+	p.levelCapacities(0)
+	p.sumUp(sc.capBase, 0)
+	sc.shortRoot = int(sc.capBase[0]) < sc.pl.need(0)
+	return sc.shortRoot
+}
+
+// levelCapacities reads the base items of every domain of level l from
+// the counters into capBase.
+func (p *Placer) levelCapacities(l level) {
+	ly := p.lay
+	p.counterCapacities(l, p.sc.capBase[ly.id(l, 0):ly.id(l, 0)+ly.count(l)], 0)
 }
 
 // counterCapacities reads the base items of the domains from index from

@@ -15,6 +15,10 @@ func (p *Placer) explain() Reason {
 		return p.explainBlind()
 	}
 	pl := &p.sc.pl
+	if p.sc.shortRoot && pl.required > 0 {
+		// The Required level's capacities, which capacities skipped.
+		p.levelCapacities(pl.required)
+	}
 	var r Reason
 	switch {
 	case pl.limit > 0 && p.fitsWithoutLimit():

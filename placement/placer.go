@@ -166,6 +166,9 @@ func (p *Placer) Place(s *topology.State, r *Request, buf []topology.NodeAlloc) 
 // placeLeafPack runs steps 1 to 5 and reports whether it placed.
 func (p *Placer) placeLeafPack() bool {
 	p.capacities()
+	if p.sc.shortRoot {
+		return false
+	}
 	x, ok := p.chooseDomain()
 	if !ok {
 		return false
