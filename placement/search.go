@@ -422,26 +422,57 @@ func (p *Placer) holds(x, ph, need int) bool {
 	if !pl.phases[ph].limited || pl.phases[ph].unit == p.lay.levelOf(x) {
 		return true
 	}
-	return p.topUnitsSum(x, ph, pl.limit) >= need
+	return p.topUnitsReach(x, ph, pl.limit, need)
 }
 
-// topUnitsSum returns the items of phase ph that the k largest units of
-// phase ph under x hold.
-func (p *Placer) topUnitsSum(x, ph, k int) int {
+// topUnitsReach reports whether the k largest units of phase ph under x
+// hold need items of the phase. For small k it keeps the k largest seen
+// so far (and stops once they reach need); otherwise it sorts.
+func (p *Placer) topUnitsReach(x, ph, k, need int) bool {
 	uf, ue := p.lay.descendants(x, p.sc.pl.phases[ph].unit)
 	buf := p.sc.search.sorted[:0]
+	if k > maxTopUnits {
+		for u := uf; u < ue; u++ {
+			if c := int32(p.phaseCap(ph, u)); c > 0 {
+				buf = append(buf, c)
+			}
+		}
+		sortDescending(buf, &p.sc.search.count)
+		sum := 0
+		for i := 0; i < k && i < len(buf); i++ {
+			sum += int(buf[i])
+		}
+		return sum >= need
+	}
+	sum := 0
 	for u := uf; u < ue; u++ {
-		if c := int32(p.phaseCap(ph, u)); c > 0 {
+		c := int32(p.phaseCap(ph, u))
+		switch {
+		case c <= 0:
+			continue
+		case len(buf) < k:
 			buf = append(buf, c)
+		case c > buf[k-1]:
+			sum -= int(buf[k-1])
+			buf[k-1] = c
+		default:
+			continue
+		}
+		sum += int(c)
+		if sum >= need {
+			return true
+		}
+		// Keep buf sorted largest first: move the new value up.
+		for i := len(buf) - 1; i > 0 && buf[i] > buf[i-1]; i-- {
+			buf[i], buf[i-1] = buf[i-1], buf[i]
 		}
 	}
-	sortDescending(buf, &p.sc.search.count)
-	sum := 0
-	for i := 0; i < k && i < len(buf); i++ {
-		sum += int(buf[i])
-	}
-	return sum
+	return false
 }
+
+// maxTopUnits is the largest domain limit topUnitsReach keeps a running
+// top list for; larger limits sort the units.
+const maxTopUnits = 16
 
 // score computes domain x's choice (x above the lowest level): its
 // fewest leaves (marking the decision approximate when the search could
