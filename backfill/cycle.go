@@ -549,9 +549,8 @@ func (c *cycle) useSlot(j *jobRec, prefix []*reservation) {
 	sl := &c.slots[len(prefix)]
 	if sl.epoch != c.epoch || sl.book != e.book.version || sl.st == nil {
 		if sl.st == nil {
-			sl.st = topology.NewState(e.c)
-		}
-		if err := e.ledger.State().CopyInto(sl.st); err != nil {
+			sl.st = e.ledger.State().Clone() // no index rebuild
+		} else if err := e.ledger.State().CopyInto(sl.st); err != nil {
 			panic(err)
 		}
 		sl.blocked = c.blockOverlapping(sl.st, sl.blocked[:0], j, prefix)
