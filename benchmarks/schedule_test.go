@@ -164,7 +164,9 @@ func busyShare(e *backfill.Engine) float64 {
 // each with jobs of shared shapes (about 80 distinct requests, which a
 // same-shape failure cache can answer for) and unique shapes (every
 // request different: cache-proof), under the default policy
-// (backfill.DefaultConfig: reservation depth 4). The sweep runs from 1,000
+// (backfill.DefaultConfig: reservation depth 4). The caller's plan is
+// reused from cycle to cycle with room for the whole queue (warmPlan), as
+// a host's is after its first cycle. The sweep runs from 1,000
 // to 100,000 pending jobs (the 100,000 cases only with churn: a restore per
 // cycle would dominate). Conservative backfill (a reservation for every
 // job) runs at 1,000 and 2,000 pending on the 2,000-GPU cluster.
