@@ -137,7 +137,7 @@ func (p *Placer) capacities() {
 			sc.capBase[x] = int32(p.maskedCapacity(x))
 		}
 		p.sumUp(sc.capBase, ly.leaf)
-	case !sc.masked && pl.nlayers == 0 && p.rootShort():
+	case !sc.masked && pl.nlayers == 0 && !p.reference && p.rootShort():
 		// Nothing fits anywhere: the lower levels are read only if a
 		// failure reason needs them (levelCapacities).
 		return

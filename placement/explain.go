@@ -60,6 +60,9 @@ func (p *Placer) unresolvable() bool {
 		return !p.fitsIdealCluster()
 	}
 	pl := &sc.pl
+	if p.reference {
+		return !p.fitsIdealCluster()
+	}
 	if pl.nlayers == 0 && pl.limit == 0 {
 		// Only the item count matters: the best domain of the Required
 		// level of the ideal cluster, read from the layout.
@@ -119,7 +122,7 @@ func (p *Placer) bestCap(l level, ph int) int {
 // it had no domain limit.
 func (p *Placer) fitsWithoutLimit() bool {
 	pl := &p.sc.pl
-	if pl.nlayers == 0 {
+	if pl.nlayers == 0 && !p.reference {
 		// Every phase counts base items, and a domain holds at least what
 		// each of its children holds: the Required level decides.
 		return p.bestCap(pl.required, 0) >= pl.need(0)
@@ -183,7 +186,7 @@ func (p *Placer) exclusions() Exclusions {
 	sc, ly := &p.sc, p.lay
 	s := sc.s
 	e := Exclusions{Down: s.DownNodes(), Drained: s.DrainedNodes()}
-	if !sc.masked {
+	if !sc.masked && !p.reference {
 		// No node sets, and counters that count the candidates: the
 		// schedulable nodes less the candidates, with no node visited.
 		e.ShortOfGPUs = ly.numNodes - e.Down - e.Drained - p.countedCandidates()
@@ -248,7 +251,7 @@ func wordAt(v []uint64, w int) uint64 {
 // up and every GPU free.
 func (p *Placer) fitsIdealCluster() bool {
 	p.idealCapacities()
-	if pl := &p.sc.pl; pl.nlayers == 0 {
+	if pl := &p.sc.pl; pl.nlayers == 0 && !p.reference {
 		// Holding is inherited upwards (a placement inside a domain is
 		// inside its parent, on the same limited domains): the Required
 		// level decides.
@@ -267,9 +270,9 @@ func (p *Placer) fitsIdealCluster() bool {
 // and idle (Allowed and Excluded still applying).
 func (p *Placer) idealCapacities() {
 	sc, ly := &p.sc, p.lay
-	masked := sc.req.Allowed != nil || sc.req.Excluded != nil
+	masked := sc.req.Allowed != nil || sc.req.Excluded != nil || p.reference
 	if masked {
-		p.idealMask()
+		p.idealMask() // all nodes when no set is given (reference)
 	}
 	switch {
 	case !masked && sc.minFree > ly.maxGPUs:

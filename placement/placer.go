@@ -81,6 +81,9 @@ type Placer struct {
 	// Options.SearchBudget).
 	budget int
 	sc     scratch
+	// reference turns every shortcut of the failure path off (tests
+	// compare the two): reasons and capacities computed the long way.
+	reference bool
 }
 
 // DefaultSearchBudget bounds the work of the exact searches of one

@@ -70,3 +70,72 @@ func comparePlacers(t *testing.T, name string, reused map[strategy]*Placer, s *t
 		t.Fatalf("%s: %v", name, err)
 	}
 }
+
+// TestShortcutsMatchReference: the failure path's shortcuts (the ideal
+// cluster read from the layout, exclusions counted from the counters, the
+// early stop when the root cannot hold a request, the Required level alone
+// for unsegmented requests, a running top-k for domain limits) decide
+// exactly as the long way, Reason included, on small random clusters
+// (mixed node sizes), the default cluster and a 25,000-node fat tree.
+func TestShortcutsMatchReference(t *testing.T) {
+	rounds := 4000
+	if testing.Short() {
+		rounds = 600
+	}
+	r := rand.New(rand.NewPCG(5, 11))
+	check := func(t *testing.T, name string, fast, ref *Placer, s *topology.State, req *Request) {
+		t.Helper()
+		got, errGot := fast.Place(s, req, nil)
+		got.Assignment = slices.Clone(got.Assignment)
+		want, errWant := ref.Place(s, req, nil)
+		if fmt.Sprint(errGot) != fmt.Sprint(errWant) {
+			t.Fatalf("%s: %s: errors %v and %v", name, req.String(), errGot, errWant)
+		}
+		if diff := cmp.Diff(want, got, cmp.Exporter(func(reflect.Type) bool { return true })); diff != "" {
+			t.Fatalf("%s: %s: shortcuts differ from the reference (-reference +shortcuts):\n%s", name, req.String(), diff)
+		}
+	}
+	reference := func(c *topology.Cluster) *Placer {
+		p := New(c, Options{})
+		p.reference = true
+		return p
+	}
+	t.Run("small", func(t *testing.T) {
+		for k := range rounds / 40 {
+			c := randomCluster(r, 12)
+			fast, ref := New(c, Options{}), reference(c)
+			for j := range 40 {
+				s := randomState(r, c)
+				req := randomRequest(r, c)
+				check(t, fmt.Sprintf("cluster %d request %d", k, j), fast, ref, s, &req)
+			}
+		}
+	})
+	for _, name := range []string{"default", "fattree:20,25,50,8"} {
+		t.Run(name, func(t *testing.T) {
+			c, err := testcluster.Generate(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fast, ref := New(c, Options{}), reference(c)
+			failed := 0
+			for j := range rounds / 10 {
+				s := topology.NewState(c)
+				testcluster.Fragment(s, r, 0.5+r.Float64()*0.5)
+				for range 1 + r.IntN(c.NumNodes()/50+1) {
+					_ = s.SetStatus(topology.NodeID(r.IntN(c.NumNodes())), topology.NodeStatus(1+r.IntN(2)))
+				}
+				req := randomRequest(r, c)
+				req.Nodes *= 1 + r.IntN(40)
+				req.GPUs *= 1 + r.IntN(40)
+				check(t, fmt.Sprintf("request %d", j), fast, ref, s, &req)
+				if res, err := fast.Place(s, &req, nil); err == nil && !res.Placed {
+					failed++
+				}
+			}
+			if failed == 0 {
+				t.Fatalf("no request failed: the failure path was not compared")
+			}
+		})
+	}
+}

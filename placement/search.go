@@ -431,7 +431,7 @@ func (p *Placer) holds(x, ph, need int) bool {
 func (p *Placer) topUnitsReach(x, ph, k, need int) bool {
 	uf, ue := p.lay.descendants(x, p.sc.pl.phases[ph].unit)
 	buf := p.sc.search.sorted[:0]
-	if k > maxTopUnits {
+	if k > maxTopUnits || p.reference {
 		for u := uf; u < ue; u++ {
 			if c := int32(p.phaseCap(ph, u)); c > 0 {
 				buf = append(buf, c)
