@@ -5,7 +5,11 @@
 // large jobs' p95 and max wait, the longest wait and the account share gap
 // while contended.
 //
-//	go run ./benchmarks/cmd/frontier [-traces synthetic,philly3,philly4,itp] [-seeds 6] [-trace-seeds 1] [-policies a,b] [-data ../shared/data]
+//	go run ./benchmarks/cmd/frontier [-traces synthetic,philly3,philly4,itp] [-seeds 6] [-trace-seeds 1] [-no-limits 0] [-policies a,b] [-data ../shared/data]
+//
+// -no-limits 1 takes every job's time limit away (hold mode's case: a
+// Kubernetes cluster); fifo (strict gang FIFO) is a policy for that
+// comparison.
 package main
 
 import (
@@ -38,6 +42,7 @@ func ageOrder(c *backfill.Config) {
 }
 
 var policies = []policy{
+	{"fifo", sim.GangFIFO, nil},
 	{"greedy", sim.GangBackfill, nil},
 	{"easy", sim.Phalanx, func() backfill.Config { return fairShareDepth(1) }},
 	{"easy-age", sim.Phalanx, func() backfill.Config { c := backfill.DefaultConfig(); c.ReservationDepth = 1; ageOrder(&c); return c }},
@@ -135,6 +140,7 @@ func main() {
 	data := flag.String("data", "../shared/data", "the shared data folder")
 	only := flag.String("policies", "greedy,easy,easy-age,conservative,old-default,default", "comma-separated policy names, or all (with the candidates the default was chosen from)")
 	traceSeeds := flag.Int("trace-seeds", 1, "seeds of the real traces (a seed draws the time limits and the no-limit jobs)")
+	noLimits := flag.Float64("no-limits", 0, "share of jobs without a time limit (1: none, as on Kubernetes)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -148,7 +154,11 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	for _, t := range traces(strings.Split(*names, ","), *seeds, *traceSeeds, *data) {
+	if !(*noLimits >= 0 && *noLimits <= 1) {
+		fmt.Fprintln(os.Stderr, "frontier: -no-limits wants a share in [0, 1]")
+		os.Exit(2)
+	}
+	for _, t := range traces(strings.Split(*names, ","), *seeds, *traceSeeds, *data, *noLimits) {
 		if err := frontier(os.Stdout, t, *only); err != nil {
 			fmt.Fprintln(os.Stderr, "frontier:", err)
 			pprof.StopCPUProfile()
@@ -157,36 +167,40 @@ func main() {
 	}
 }
 
-func readTrace(path string, load float64) func(uint64) ([]sim.TraceJob, error) {
+func readTrace(path string, load, noLimits float64) func(uint64) ([]sim.TraceJob, error) {
 	return func(seed uint64) ([]sim.TraceJob, error) {
 		f, err := os.Open(path)
 		if err != nil {
 			return nil, err
 		}
 		defer f.Close()
-		jobs, _, err := sim.ReadTrace(f, sim.TraceOptions{LoadFactor: load, Seed: seed, Source: filepath.Base(path)})
+		jobs, _, err := sim.ReadTrace(f, sim.TraceOptions{LoadFactor: load, Seed: seed, NoLimits: noLimits, Source: filepath.Base(path)})
 		return jobs, err
 	}
 }
 
-func traces(names []string, seeds, traceSeeds int, data string) []trace {
+func traces(names []string, seeds, traceSeeds int, data string, noLimits float64) []trace {
 	var out []trace
 	for _, n := range names {
 		switch n {
 		case "synthetic":
 			out = append(out, trace{"synthetic", func(seed uint64) ([]sim.TraceJob, error) {
-				return sim.Synthetic(seed, 1000, 24*time.Hour, 8), nil
+				jobs := sim.Synthetic(seed, 1000, 24*time.Hour, 8)
+				if noLimits > 0 {
+					jobs = sim.DropLimits(jobs, noLimits, seed)
+				}
+				return jobs, nil
 			}, seeds, 64})
 		case "philly3", "philly4":
 			load := map[string]float64{"philly3": 3, "philly4": 4}[n]
-			out = append(out, trace{n, readTrace(filepath.Join(data, "traces/philly.csv"), load), traceSeeds, 16})
+			out = append(out, trace{n, readTrace(filepath.Join(data, "traces/philly.csv"), load, noLimits), traceSeeds, 16})
 		case "itp":
 			// ITP's demand is a few hundred GPUs: compressed to load the
 			// 2,000-GPU cluster (factors chosen for about 1.2 times its
 			// capacity at the busiest).
 			for i, load := range []float64{20, 10, 15, 8} {
 				p := filepath.Join(data, fmt.Sprintf("traces/itp/itp_cluster0%d.csv", i+1))
-				out = append(out, trace{fmt.Sprintf("itp%d@%g", i+1, load), readTrace(p, load), traceSeeds, 16})
+				out = append(out, trace{fmt.Sprintf("itp%d@%g", i+1, load), readTrace(p, load, noLimits), traceSeeds, 16})
 			}
 		}
 	}
@@ -196,7 +210,7 @@ func traces(names []string, seeds, traceSeeds int, data string) []trace {
 func frontier(w io.Writer, t trace, only string) error {
 	c := topology.Default2000()
 	fmt.Fprintf(w, "%s (%d seed(s)), default-2k; large jobs: more than %d GPUs\n", t.name, t.seeds, t.large)
-	fmt.Fprintf(w, "%-13s %7s %12s %7s %11s %11s %9s %7s %8s\n", "policy", "util", "idleQ GPU-h", "idleQ%", "large p95", "large max", "longest", "share", "cpu")
+	fmt.Fprintf(w, "%-13s %7s %12s %7s %11s %11s %9s %7s %10s %8s\n", "policy", "util", "idleQ GPU-h", "idleQ%", "large p95", "large max", "longest", "share", "held GPU-h", "cpu")
 	for _, p := range policies {
 		if only != "all" && !strings.Contains(","+only+",", ","+p.name+",") {
 			continue
@@ -227,6 +241,7 @@ func frontier(w io.Writer, t trace, only string) error {
 // agg sums one policy's runs over seeds (means, and the worst for waits).
 type agg struct {
 	util, idle, idlePct, share float64
+	held                       float64 // GPU-hours kept idle by hold mode
 	p95, max, longest          time.Duration
 	cpu                        time.Duration
 }
@@ -238,6 +253,7 @@ func (a *agg) add(r *sim.Result, large int) {
 		a.idlePct += r.IdleWhileQueuedGPUSeconds / (float64(r.ClusterGPUs) * r.ActiveWindow.Seconds())
 	}
 	a.share += r.WorstShare
+	a.held += r.HeldForHoldGPUSeconds / 3600
 	p95, mx := largeWaits(r, large)
 	a.p95 = max(a.p95, p95)
 	a.max = max(a.max, mx)
@@ -247,8 +263,8 @@ func (a *agg) add(r *sim.Result, large int) {
 
 func (a *agg) print(w io.Writer, name string, n int) {
 	f := float64(n)
-	fmt.Fprintf(w, "%-13s %6.1f%% %12.0f %6.2f%% %11s %11s %9s %7.3f %8s\n", name, 100*a.util/f, a.idle/f, 100*a.idlePct/f,
-		a.p95.Round(time.Minute), a.max.Round(time.Minute), a.longest.Round(time.Minute), a.share/f, a.cpu.Round(time.Second))
+	fmt.Fprintf(w, "%-13s %6.1f%% %12.0f %6.2f%% %11s %11s %9s %7.3f %10.0f %8s\n", name, 100*a.util/f, a.idle/f, 100*a.idlePct/f,
+		a.p95.Round(time.Minute), a.max.Round(time.Minute), a.longest.Round(time.Minute), a.share/f, a.held/f, a.cpu.Round(time.Second))
 }
 
 // largeWaits returns the p95 and max wait of jobs of more than large GPUs.
