@@ -79,8 +79,9 @@
 // instead of counting nodes; Allowed and Excluded subtract the nodes they
 // remove. Every step works over domains, bounded searches and word
 // operations on node bitsets; a decision allocates nothing. A failure is
-// cheap too, as a scheduling loop meets many: a request the whole cluster
-// cannot hold now stops after the top level's counters, the nodes short
+// cheap too, as a scheduling loop meets many: a request without segments
+// or node sets that the whole cluster cannot hold stops after the top
+// level's counters, the nodes short
 // of free GPUs are counted from the counters when no node set applies,
 // and whether a request without segments or a domain limit can ever fit
 // is read from a table of the ideal cluster built by New. The random
