@@ -136,22 +136,28 @@ func (p *Placer) capacities() {
 			x := ly.leafID(d)
 			sc.capBase[x] = int32(p.maskedCapacity(x))
 		}
-		p.sumUp(sc.capBase, ly.leaf)
-	case !sc.masked && pl.nlayers == 0 && !p.reference && p.rootShort():
-		// Nothing fits anywhere: the lower levels are read only if a
-		// failure reason needs them (levelCapacities).
-		return
+		p.lay.sumUp(sc.capBase, ly.leaf)
+	case !sc.masked && pl.nlayers == 0 && !p.reference:
+		if p.rootShort() {
+			// Nothing fits anywhere: the lower levels are read only if
+			// a failure reason needs them (levelCapacities).
+			return
+		}
+		for l := level(1); l <= ly.leaf; l++ { // rootShort read level 0 and the root
+			p.levelCapacities(l)
+		}
+	case !sc.masked:
+		for l := level(0); l <= ly.leaf; l++ {
+			p.levelCapacities(l)
+		}
+		p.lay.sumUp(sc.capBase, 0)
 	default:
 		for l := level(0); l <= ly.leaf; l++ {
 			p.levelCapacities(l)
 		}
-		if !sc.masked {
-			p.sumUp(sc.capBase, 0)
-			break
-		}
 		p.candidates()
 		p.subtractRemovedCapacity()
-		p.sumUp(sc.capBase, ly.leaf)
+		p.lay.sumUp(sc.capBase, ly.leaf)
 	}
 	p.segmentCapacities()
 }
@@ -164,7 +170,7 @@ func (p *Placer) capacities() {
 func (p *Placer) rootShort() bool {
 	sc := &p.sc
 	p.levelCapacities(0)
-	p.sumUp(sc.capBase, 0)
+	p.lay.sumUp(sc.capBase, 0)
 	sc.shortRoot = int(sc.capBase[0]) < sc.pl.need(0)
 	return sc.shortRoot
 }
@@ -301,22 +307,6 @@ func (p *Placer) removedItems(n int) int {
 	return p.usableGPUs(n)
 }
 
-// sumUp sets every domain above level l to the sum of its children.
-func (p *Placer) sumUp(caps []int32, l level) {
-	ly := p.lay
-	for up := l - 1; up >= rootLevel; up-- {
-		for d := range ly.count(up) {
-			x := ly.id(up, d)
-			cf, ce := ly.children(x)
-			var sum int32
-			for _, c := range caps[cf:ce] {
-				sum += c
-			}
-			caps[x] = sum
-		}
-	}
-}
-
 // segmentCapacities computes capSeg, innermost layer first: at a layer's
 // level, the whole segments its nodes (or the next layer's segments) make;
 // above it, the sum of the children.
@@ -334,7 +324,7 @@ func (p *Placer) segmentCapacities() {
 			x := ly.id(lvl, d)
 			caps[x] = inner[x] / per
 		}
-		p.sumUp(caps, lvl)
+		p.lay.sumUp(caps, lvl)
 	}
 }
 

@@ -288,7 +288,7 @@ func (p *Placer) idealCapacities() {
 			x := ly.leafID(d)
 			sc.capBase[x] = int32(p.idealMaskedItems(x))
 		}
-		p.sumUp(sc.capBase, ly.leaf)
+		p.lay.sumUp(sc.capBase, ly.leaf)
 	}
 	p.segmentCapacities()
 }

@@ -147,22 +147,28 @@ func (ly *layout) setIdealBest() {
 				v[ly.leafID(d)] = ly.idealAvail[d*stride+k]
 			}
 		}
-		for l := ly.leaf - 1; l >= rootLevel; l-- {
-			for d := range ly.count(l) {
-				x := ly.id(l, d)
-				cf, ce := ly.children(x)
-				var sum int32
-				for _, c := range v[cf:ce] {
-					sum += c
-				}
-				v[x] = sum
-			}
-		}
+		ly.sumUp(v, ly.leaf)
 		for l := ly.leaf; l >= rootLevel; l-- {
 			best := &ly.idealBest[k*rows+int(l)+1]
 			for d := range ly.count(l) {
 				*best = max(*best, v[ly.id(l, d)])
 			}
+		}
+	}
+}
+
+// sumUp sets every domain of caps (indexed by flat index) above level l
+// to the sum of its children.
+func (ly *layout) sumUp(caps []int32, l level) {
+	for up := l - 1; up >= rootLevel; up-- {
+		for d := range ly.count(up) {
+			x := ly.id(up, d)
+			cf, ce := ly.children(x)
+			var sum int32
+			for _, c := range caps[cf:ce] {
+				sum += c
+			}
+			caps[x] = sum
 		}
 	}
 }
