@@ -46,7 +46,9 @@
 // more than Hold.MaxShare of the cluster); eligibility does not depend on
 // its rank, so fair share cannot keep a large gang from it. Eligible
 // gangs are served in priority order, up to Hold.MaxHolds at once on
-// disjoint targets. A hold's target is where the gang is estimated to fit
+// disjoint targets (one by default: several holds each keep their own
+// target's GPUs idle while it drains, and on the synthetic workload
+// without limits that cost utilisation and lengthened large jobs' waits). A hold's target is where the gang is estimated to fit
 // soonest: on a profile in which jobs with a limit end at it and jobs
 // without one after the median remaining run time of their account's
 // finished jobs that ran as long (a histogram of observed run times); the

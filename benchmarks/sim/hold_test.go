@@ -3,7 +3,9 @@ package sim
 import (
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/phalanx-sched/phalanx/backfill"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -44,6 +46,47 @@ func TestHoldStream(t *testing.T) {
 			}
 			if hold.HeldForHoldGPUSeconds <= 0 {
 				t.Errorf("no held GPU-hours reported")
+			}
+		})
+	}
+}
+
+// TestOneHoldAtATime guards the default's one hold at a time
+// (backfill.DefaultConfig, Hold.MaxHolds 1) on the synthetic workload
+// without time limits: against the same engine with up to 4 holds, it
+// keeps fewer GPU-hours held and idle while jobs queue, more utilisation,
+// and a large-job p95 wait no longer (benchmarks/README.md, "Whole
+// workloads without time limits", has all twelve seeds).
+func TestOneHoldAtATime(t *testing.T) {
+	seeds := []uint64{1, 4}
+	if testing.Short() {
+		seeds = seeds[:1]
+	}
+	four := backfill.DefaultConfig()
+	four.Hold.MaxHolds = 4
+	for _, seed := range seeds {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			jobs := DropLimits(Synthetic(seed, 1000, 24*time.Hour, 8), 1, seed)
+			run := func(c *backfill.Config) *Result {
+				res, err := Run(Config{Cluster: topology.Default2000(), ClusterName: "default-2k", Policy: Phalanx, Engine: c}, jobs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return res
+			}
+			one, many := run(nil), run(&four)
+			t.Logf("one hold: util %.1f%%, idle while queued %.0f GPU-h, held %.0f, >64 p95 %v; four: %.1f%%, %.0f, %.0f, %v",
+				100*one.Utilisation, one.IdleWhileQueuedGPUSeconds/3600, one.HeldForHoldGPUSeconds/3600, one.LargeWaitP95,
+				100*many.Utilisation, many.IdleWhileQueuedGPUSeconds/3600, many.HeldForHoldGPUSeconds/3600, many.LargeWaitP95)
+			if one.HeldForHoldGPUSeconds <= 0 {
+				t.Fatal("the default held nothing: the workload no longer exercises hold mode")
+			}
+			if one.HeldForHoldGPUSeconds >= many.HeldForHoldGPUSeconds || one.IdleWhileQueuedGPUSeconds >= many.IdleWhileQueuedGPUSeconds {
+				t.Errorf("one hold kept %.0f GPU-h held and %.0f idle while queued, four %.0f and %.0f",
+					one.HeldForHoldGPUSeconds/3600, one.IdleWhileQueuedGPUSeconds/3600, many.HeldForHoldGPUSeconds/3600, many.IdleWhileQueuedGPUSeconds/3600)
+			}
+			if one.Utilisation <= many.Utilisation || one.LargeWaitP95 > many.LargeWaitP95 {
+				t.Errorf("one hold: util %.3f, >64 p95 %v; four: %.3f, %v", one.Utilisation, one.LargeWaitP95, many.Utilisation, many.LargeWaitP95)
 			}
 		})
 	}

@@ -84,12 +84,24 @@ var policies = []policy{
 		c.FairShare.MaxAge = 24 * time.Hour
 		return c
 	}},
+	// The default with several holds at once (it had 4 before the
+	// synthetic workload without limits showed them keeping more GPUs
+	// idle and large jobs waiting longer).
+	{"default-2holds", sim.Phalanx, func() backfill.Config { return holds(2) }},
+	{"default-4holds", sim.Phalanx, func() backfill.Config { return holds(4) }},
 	{"depth4-agefs", sim.Phalanx, func() backfill.Config {
 		c := depthAge(4)
 		c.FairShare.Weights = fairshare.Weights{Age: 10000, FairShare: 1000, QOS: 1000, Partition: 1000}
 		c.FairShare.MaxAge = 24 * time.Hour
 		return c
 	}},
+}
+
+// holds is the default with up to n holds at once.
+func holds(n int) backfill.Config {
+	c := backfill.DefaultConfig()
+	c.Hold.MaxHolds = n
+	return c
 }
 
 // depthFairAge reserves for the first depth jobs in fair-share order with
