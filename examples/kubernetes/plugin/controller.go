@@ -34,6 +34,9 @@ type controller struct {
 	stale   bool              // a node changed: allowed node sets are to be measured again
 	err     string            // the last engine error, shown in reasons
 	stats   Stats
+	// evictLater is the orphans (podState.orphan) seen bound, to delete in
+	// the next cycle.
+	evictLater []*podState
 
 	wake   chan struct{}
 	synced func() bool
@@ -166,7 +169,32 @@ func (c *controller) observePod(p *v1.Pod, fromAPI bool) *groupState {
 			g.inc.bound[uid] = true
 		}
 	}
+	if p.Spec.NodeName != "" {
+		c.evictOrphan(ps)
+	}
 	return g
+}
+
+// orphanOf returns pod's state in group g when it is an orphan, else nil.
+func (c *controller) orphanOf(g *groupState, pod *v1.Pod) *podState {
+	if g == nil {
+		return nil
+	}
+	if ps := g.pods[string(pod.UID)]; ps != nil && ps.orphan {
+		return ps
+	}
+	return nil
+}
+
+// evictOrphan queues the deletion of pod ps if it is an orphan (a pod of a
+// torn-down gang that bound after the teardown).
+func (c *controller) evictOrphan(ps *podState) {
+	if !ps.orphan {
+		return
+	}
+	ps.orphan = false
+	c.evictLater = append(c.evictLater, ps)
+	c.changed = true
 }
 
 // minMemberOf returns a group's minimum: its PodGroup object's minMember,

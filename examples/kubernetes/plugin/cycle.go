@@ -67,6 +67,12 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 		c.err = ""
 	}
 	c.syncNodes(logger, now, &acts)
+	for _, p := range c.evictLater {
+		logger.Info("Phalanx: deleting a pod that bound after its gang was torn down", "pod", p.ns+"/"+p.name)
+		acts.evict = append(acts.evict, p)
+		c.stats.Evictions++
+	}
+	c.evictLater = c.evictLater[:0]
 	for _, g := range c.sortedGroups() {
 		switch inc := g.inc; {
 		case inc == nil:
@@ -258,6 +264,8 @@ func (c *controller) teardown(g *groupState, now time.Time, acts *actions) {
 		if inc.bound[uid] && !inc.gone[uid] {
 			acts.evict = append(acts.evict, inc.pods[uid])
 			c.stats.Evictions++
+		} else if ps := inc.pods[uid]; inc.passed[uid] && !inc.gone[uid] && ps != nil {
+			ps.orphan = true // its bind is in flight: deleted if it binds
 		}
 	}
 	g.reason = "gang " + inc.job + " was torn down (" + inc.broken + "); waiting to be placed again"

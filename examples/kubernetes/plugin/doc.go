@@ -40,7 +40,10 @@
 //     has the engine move that one pod, keeping its member and rank
 //     (backfill.Engine.ReplacePod; the pod retries on its node when no other
 //     fits); at Args.MaxBindAttempts the gang is torn down and its bound pods
-//     are deleted, so that no partial gang is left running.
+//     are deleted, so that no partial gang is left running. A pod whose bind
+//     was in flight at the teardown is deleted too if that bind succeeds
+//     (PostBind, or the informer, sees it bound), and is pending again if it
+//     fails; it joins no new gang until then.
 //   - PostBind of the gang's last pod reports Started.
 //   - Pod deletion or termination of every pod of a running gang reports
 //     Finished; a node that is not Ready (or deleted) is NodeDown: the gangs

@@ -222,11 +222,21 @@ type flakyBinder struct {
 	fail  map[string]int // pod name -> binds still to fail (-1: always)
 	seen  map[string]int
 	nodes map[string][]string // pod name -> the node of each failed bind
+	// gate: pod name -> a condition its bind waits for (polled, up to the
+	// tests' patience) before it goes on, so that a bind can be in flight
+	// at a chosen moment.
+	gate map[string]func() bool
 }
 
 func (f *flakyBinder) Name() string { return flakyName }
 
 func (f *flakyBinder) Bind(_ context.Context, _ fwk.CycleState, p *v1.Pod, node string) *fwk.Status {
+	f.mu.Lock()
+	gate := f.gate[p.Name]
+	f.mu.Unlock()
+	for end := time.Now().Add(patience); gate != nil && !gate() && time.Now().Before(end); {
+		time.Sleep(20 * time.Millisecond)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.seen == nil {

@@ -325,6 +325,12 @@ func (p *Plugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, nod
 	p.c.mu.Lock()
 	defer p.c.mu.Unlock()
 	g, slot, _ := p.c.lookup(pod)
+	if ps := p.c.orphanOf(g, pod); ps != nil {
+		ps.orphan = false // the bind failed: pending again, for the next gang
+		p.c.changed = true
+		p.c.poke()
+		return
+	}
 	if g == nil || slot == "" {
 		return
 	}
@@ -386,6 +392,12 @@ func (p *Plugin) PostBind(_ context.Context, _ fwk.CycleState, pod *v1.Pod, node
 	p.c.mu.Lock()
 	defer p.c.mu.Unlock()
 	g, slot, _ := p.c.lookup(pod)
+	if ps := p.c.orphanOf(g, pod); ps != nil {
+		ps.node = node
+		p.c.evictOrphan(ps)
+		p.c.poke()
+		return
+	}
 	if g == nil || slot == "" {
 		return
 	}

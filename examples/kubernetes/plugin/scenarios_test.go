@@ -249,6 +249,34 @@ func TestBindFailureTearsDown(t *testing.T) {
 	})
 }
 
+// TestBindInFlightAtTeardown: the gang is torn down (g-2's bind keeps
+// failing) while the bind of another of its pods (g-0, held back by the
+// test) is still in flight. That bind succeeds after the teardown; the
+// plugin deletes the pod, so no part of the torn-down gang keeps running,
+// and only g-2, never bound, stays pending.
+func TestBindInFlightAtTeardown(t *testing.T) {
+	e := startEnv(t, testArgs)
+	e.createNodes(clusterSpec{nodes: 16})
+	e.createNamespace("team")
+	e.createPodGroup("team", "g", 4)
+	torn := func() bool { return e.ctrl().Stats().Teardowns >= 1 }
+	e.flaky.mu.Lock()
+	e.flaky.fail["g-2"] = -1
+	e.flaky.gate = map[string]func() bool{"g-0": torn}
+	e.flaky.mu.Unlock()
+	e.createPods(groupPods(e, "team", "g", 4, 8))
+	e.waitFor("the gang torn down and every bound pod deleted", patience, func() bool {
+		return torn() && len(e.pods("team")) == 1 && e.boundIn("team")["g"] == 0
+	})
+	if p := e.pods("team")[0]; p.Name != "g-2" || p.Spec.NodeName != "" {
+		t.Fatalf("left %s on node %q, want g-2 pending", p.Name, p.Spec.NodeName)
+	}
+	if ev := e.ctrl().Stats().Evictions; ev != 3 {
+		t.Errorf("%d evictions, want 3 (g-1 and g-3 at the teardown, g-0 once its bind landed)", ev)
+	}
+	e.waitFor("every GPU free in the engine", patience, func() bool { return e.engineFree() == 16*8 })
+}
+
 // TestNodeNotReadyUnderRunningGang: a node of a bound gang goes NotReady.
 // The engine marks it down and ends the gang; the plugin deletes the gang's
 // pods (a gang with a dead rank is dead). Recreated pods (as a Job

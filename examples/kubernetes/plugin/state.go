@@ -14,6 +14,11 @@ type podState struct {
 	gpus          int
 	node          string // spec.nodeName once bound
 	pod           *v1.Pod
+	// orphan marks a pod whose gang was torn down while its bind was in
+	// flight (it had passed Permit): if the bind succeeds after all, the
+	// pod is deleted (no part of a torn-down gang runs); if it fails, the
+	// pod is pending again. An orphan joins no new gang meanwhile.
+	orphan bool
 }
 
 // allowedSet is the nodes where the profile's other Filter plugins accept a
@@ -113,7 +118,7 @@ func (inc *incarnation) boundCount() int {
 func (g *groupState) pending() []*podState {
 	var out []*podState
 	for _, p := range g.pods {
-		if p.node == "" {
+		if p.node == "" && !p.orphan {
 			out = append(out, p)
 		}
 	}
