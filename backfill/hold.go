@@ -216,6 +216,16 @@ func (c *cycle) tryHold(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 // after the hysteresis; a higher-ranked one keeps it.
 func (c *cycle) contendHold(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 	e := c.e
+	if hs := e.book.holds; !c.naive && len(hs) == 1 && hs[0].job.rank < j.rank {
+		// The only hold outranks j: it is j's rival wherever j's target
+		// lies, and j waits for it. (tryHold checked that j fits once every
+		// active job has ended, so a target exists.) Skipping the target
+		// search matters with one hold, the default: every eligible gang
+		// behind the holder comes here every cycle. (The naive path, which
+		// the tests compare with this one, searches.)
+		w.Code, w.Blocker = WaitForHold, hs[0].job.job.ID
+		return true
+	}
 	t, ok := e.holdTarget(j, spec, c.now, nil)
 	if !ok {
 		return false

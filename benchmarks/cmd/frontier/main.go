@@ -89,6 +89,11 @@ var policies = []policy{
 	// idle and large jobs waiting longer).
 	{"default-2holds", sim.Phalanx, func() backfill.Config { return holds(2) }},
 	{"default-4holds", sim.Phalanx, func() backfill.Config { return holds(4) }},
+	// The default with smaller gangs eligible for a hold (it takes gangs
+	// of a leaf's worth, 125 GPUs on the default cluster): on the ITP
+	// traces without limits no gang is that large.
+	{"hold-min17", sim.Phalanx, func() backfill.Config { return holdMin(17) }},
+	{"hold-min64", sim.Phalanx, func() backfill.Config { return holdMin(64) }},
 	{"depth4-agefs", sim.Phalanx, func() backfill.Config {
 		c := depthAge(4)
 		c.FairShare.Weights = fairshare.Weights{Age: 10000, FairShare: 1000, QOS: 1000, Partition: 1000}
@@ -101,6 +106,14 @@ var policies = []policy{
 func holds(n int) backfill.Config {
 	c := backfill.DefaultConfig()
 	c.Hold.MaxHolds = n
+	return c
+}
+
+// holdMin is the default with gangs of at least n GPUs eligible for a
+// hold.
+func holdMin(n int) backfill.Config {
+	c := backfill.DefaultConfig()
+	c.Hold.MinGPUs = n
 	return c
 }
 
