@@ -68,6 +68,12 @@ type Engine struct {
 	avoid        *bitset.BitSet  // nodes with promised GPUs, for replacements
 	lent         *topology.State // the scratch state plus lent pods (made when first needed)
 	estBuf       []endItem
+	// idle is the free state once every active job has ended (reserved
+	// and claimed GPUs kept), for hold eligibility (fitsWhenIdle); made
+	// when first needed, valid for the cycle epoch and book version in
+	// idleAt.
+	idle   *topology.State
+	idleAt [2]uint64
 
 	// Test switches: naive runs every cache's reference path; checkEach
 	// verifies every invariant after every call.

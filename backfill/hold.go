@@ -189,7 +189,7 @@ func (c *cycle) tryHold(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 	if !ok {
 		return false
 	}
-	if _, planned := e.search(c.now, query{j: j, spec: spec}); planned || !e.fitsWhenIdle(spec) {
+	if _, planned := e.search(c.now, query{j: j, spec: spec}); planned || !c.fitsWhenIdle(spec) {
 		return false // it has a planned start (only not a reservation), or no hold helps
 	}
 	if c.now.Before(at) {
@@ -281,23 +281,38 @@ func (c *cycle) newHold(j *jobRec, eta time.Time, w *Waiting) {
 
 // fitsWhenIdle reports whether spec fits once every active job has ended
 // (the nodes as they are now, reserved and claimed GPUs kept): whether a
-// hold can help it at all.
-func (e *Engine) fitsWhenIdle(spec *gang.Spec) bool {
-	probe := e.prof.probe
-	e.prof.spoil()
-	if err := e.ledger.State().CopyInto(probe); err != nil {
-		panic(err)
+// hold can help it at all. That state is built once per cycle epoch and
+// book version (every eligible gang of a cycle asks; a start leaves it as
+// it was, since the started job's GPUs count as ended); the naive path
+// builds it every time.
+func (c *cycle) fitsWhenIdle(spec *gang.Spec) bool {
+	e := c.e
+	key := [2]uint64{c.epoch, e.book.version}
+	if e.idle == nil || c.naive || e.idleAt != key {
+		if e.idle == nil {
+			e.idle = e.ledger.State().Clone()
+		} else if err := e.ledger.State().CopyInto(e.idle); err != nil {
+			panic(err)
+		}
+		for _, j := range e.jobs.running {
+			releaseOn(e.idle, j.alloc)
+		}
+		for _, r := range e.book.resv {
+			block(e.idle, &r.alloc)
+		}
+		for _, cl := range e.book.claims {
+			block(e.idle, &cl.alloc)
+		}
+		e.idleAt = key
 	}
-	for _, j := range e.jobs.running {
-		releaseOn(probe, j.alloc)
+	if !c.naive && (e.idle.FreeGPUs() < e.leastGPUs(spec) || !mayFit(e.idle, spec)) {
+		return false
 	}
-	for _, r := range e.book.resv {
-		block(probe, &r.alloc)
+	res, err := e.adm.Check(e.idle, spec, &e.alloc)
+	if err != nil {
+		panic(fmt.Sprintf("backfill: checked job %s refused: %v", spec.ID, err))
 	}
-	for _, cl := range e.book.claims {
-		block(probe, &cl.alloc)
-	}
-	return e.admitAt(spec)
+	return res.Admitted
 }
 
 // holdStatus describes hold h.
