@@ -305,14 +305,7 @@ func (c *cycle) fitsWhenIdle(spec *gang.Spec) bool {
 		}
 		e.idleAt = key
 	}
-	if !c.naive && (e.idle.FreeGPUs() < e.leastGPUs(spec) || !mayFit(e.idle, spec)) {
-		return false
-	}
-	res, err := e.adm.Check(e.idle, spec, &e.alloc)
-	if err != nil {
-		panic(fmt.Sprintf("backfill: checked job %s refused: %v", spec.ID, err))
-	}
-	return res.Admitted
+	return e.admitOn(e.idle, spec, c.naive)
 }
 
 // holdStatus describes hold h.

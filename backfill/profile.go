@@ -263,12 +263,15 @@ type keep struct {
 }
 
 // admitAt tries spec on the probe, leaving the probe unchanged.
-func (e *Engine) admitAt(spec *gang.Spec) bool {
-	p := &e.prof
-	if !p.naive && (p.probe.FreeGPUs() < e.leastGPUs(spec) || !mayFit(p.probe, spec)) {
+func (e *Engine) admitAt(spec *gang.Spec) bool { return e.admitOn(e.prof.probe, spec, e.prof.naive) }
+
+// admitOn tries spec on s, leaving s unchanged (the placement in e.alloc);
+// naive skips the quick capacity bounds.
+func (e *Engine) admitOn(s *topology.State, spec *gang.Spec, naive bool) bool {
+	if !naive && (s.FreeGPUs() < e.leastGPUs(spec) || !mayFit(s, spec)) {
 		return false
 	}
-	res, err := e.adm.Check(p.probe, spec, &e.alloc)
+	res, err := e.adm.Check(s, spec, &e.alloc)
 	if err != nil {
 		panic(fmt.Sprintf("backfill: checked job %s refused: %v", spec.ID, err))
 	}
