@@ -215,3 +215,28 @@ func TestChargeBounds(t *testing.T) {
 		t.Errorf("refused charges changed the usage:\n%s", d)
 	}
 }
+
+// TestAddAccountBelowBusyLeaf: a leaf account that waiting or active jobs
+// name cannot get a sub-account (it could no longer hold them, and the
+// next cycle could not rank them); the error names it, nothing changes,
+// and the engine schedules on. Once its jobs are gone it can.
+func TestAddAccountBelowBusyLeaf(t *testing.T) {
+	e := richEngine(t)
+	before := e.Snapshot()
+	err := e.AddAccount("a", "a1", 1)
+	if !errors.Is(err, ErrBadArgument) || !strings.Contains(err.Error(), "account a has 4 jobs") {
+		t.Fatalf("AddAccount below a busy leaf: %v, want ErrBadArgument naming account a and its 4 jobs", err)
+	}
+	if diff := cmp.Diff(before, e.Snapshot()); diff != "" {
+		t.Fatalf("a refused AddAccount changed the engine (-before +after):\n%s", diff)
+	}
+	if _, err := e.Schedule(e.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.AddAccount("b", "b1", 1); err != nil {
+		t.Fatalf("AddAccount below leaf b, which has no jobs: %v", err)
+	}
+	if _, err := e.Schedule(e.Now()); err != nil {
+		t.Fatal(err)
+	}
+}

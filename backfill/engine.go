@@ -54,9 +54,12 @@ type Engine struct {
 	lastRanking, rankIn []*jobRec
 	rankGen             uint64
 	fsView              *fairshare.View
-	fsJobs              []fairshare.QueuedJob
-	ranked              []fairshare.Ranked
-	scratch             *topology.State // in use: mainScratch or a cycle slot
+	fsJobs              []fairshare.QueuedJob // the naive path's ranking input
+	ranked              []fairshare.Ranked    // and output
+	preps               []fairshare.Prepared  // ranking input
+	entries             []fairshare.RankEntry // and output
+	prio                []uint64              // per rank in e.order: the job's priority
+	scratch             *topology.State       // in use: mainScratch or a cycle slot
 	mainScratch         *topology.State
 	alloc               gang.Allocation
 	// plannedAlloc keeps a profile search's placement while a victim
@@ -179,9 +182,28 @@ func (e *Engine) FairShare() (*fairshare.View, error) {
 // AddAccount adds account name with the given raw shares below parent
 // ("" for the root) to the engine's fair-share tree. Errors are the
 // tree's (fairshare.ErrBadName, ErrDuplicateAccount, ErrUnknownAccount,
-// ErrBadShares), naming the account; on error nothing changes.
+// ErrBadShares), naming the account, or ErrBadArgument when parent is a
+// leaf account that waiting or active jobs name (an account with
+// sub-accounts cannot hold jobs); on error nothing changes.
 func (e *Engine) AddAccount(parent, name string, shares float64) error {
+	if n := e.jobsOf(parent); n > 0 {
+		return fmt.Errorf("%w: account %s has %s waiting or active, and an account with sub-accounts cannot hold jobs: %s cannot go below it",
+			ErrBadArgument, parent, jobCount(n), name)
+	}
 	return e.tree.AddAccount(parent, name, shares)
+}
+
+// jobsOf counts the waiting and active jobs of account acct.
+func (e *Engine) jobsOf(acct string) int {
+	n := 0
+	for _, list := range [][]*jobRec{e.jobs.pending, e.jobs.running} {
+		for _, j := range list {
+			if j.job.Account == acct {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // Now returns the latest time the engine has seen (zero before the first

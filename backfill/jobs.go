@@ -5,32 +5,53 @@ import (
 	"slices"
 	"time"
 
+	"github.com/phalanx-sched/phalanx/fairshare"
 	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
 // jobRec is the engine's record of one job.
 type jobRec struct {
-	job  Job
-	seq  uint64
-	gpus int
-	// shape hashes the job's request for the cycle's same-shape failure
-	// cache (shapeHash); equal hashes are confirmed by comparing requests.
-	shape uint64
-	// simple: one member, no co-location, no node sets; only such jobs
-	// can share an outcome with jobs of the same shape.
-	simple bool
-	// tight is the job's gang with its patience constraint applied.
-	tight *gang.Spec
-	acct  int // index in the engine's accounts
-	// queue is the job's queue's index (-1 without quotas); counted the
-	// GPUs counted for it there (an active job's, a claim's).
-	queue, counted int
+	// The fields every cycle reads for every waiting job come first,
+	// together: ranking and walking a long queue is bound by the memory
+	// it touches per job.
+	//
 	// phase is StatePending for every waiting state (the substate comes
 	// from the reservation, the hold and requeues), StateStarting,
 	// StateRunning, StatePreempting, or a final state.
-	phase    JobState
-	requeues int // a waiting job with requeues is requeued
+	phase JobState
+	// simple: one member, no co-location, no node sets; only such jobs
+	// can share an outcome with jobs of the same shape.
+	simple bool
+	// dropped is set when this cycle's upkeep dropped its reservation.
+	dropped bool
+	rank    int    // place in this cycle's priority order
+	rankGen uint64 // Engine.rankInput's mark
+	// shape hashes the job's request for the cycle's same-shape failure
+	// cache (shapeHash); equal hashes are confirmed by comparing requests.
+	shape uint64
+	// claim is a waiting job's claim: the placement kept for it while
+	// the jobs it preempted release their GPUs.
+	claim *claim
+	resv  *reservation // a waiting job's reservation
+	// moved is set when an event (a node failure or drain) dropped the
+	// job's reservation: the next cycle that tests the job reports where
+	// it went.
+	moved *Move
+	// tight is the job's gang with its patience constraint applied.
+	tight *gang.Spec
+	// prep is the job as the fair-share ranking reads it, checked and
+	// resolved once (fairshare.Tree.Prepare).
+	prep fairshare.Prepared
+
+	job  Job
+	seq  uint64
+	gpus int
+	acct int // index in the engine's accounts
+	// queue is the job's queue's index (-1 without quotas); counted the
+	// GPUs counted for it there (an active job's, a claim's).
+	queue, counted int
+	requeues       int // a waiting job with requeues is requeued
 	// Active jobs.
 	alloc      *gang.Allocation // the ledger's
 	used       int              // GPUs allocated
@@ -45,25 +66,12 @@ type jobRec struct {
 	preemptedBy string
 	victimOf    *claim
 	preemptions int // times preempted
-	// claim is a waiting job's claim: the placement kept for it while
-	// the jobs it preempted release their GPUs.
-	claim *claim
 	// Waiting jobs.
-	resv       *reservation
 	holdExpiry time.Time // not held again before this
 	// holdBlockedSince is when a lower-ranked gang's hold first kept the
-	// GPUs it needs (for the hysteresis); rank is its place in this
-	// cycle's priority order.
+	// GPUs it needs (for the hysteresis).
 	holdBlockedSince time.Time
-	rank             int
-	rankGen          uint64  // Engine.rankInput's mark
 	wait             Waiting // the last cycle's reason
-	// moved is set when an event (a node failure or drain) dropped the
-	// job's reservation: the next cycle that tests the job reports where
-	// it went.
-	moved *Move
-	// dropped is set when this cycle's upkeep dropped its reservation.
-	dropped bool
 	// Ended jobs.
 	ended time.Time
 }

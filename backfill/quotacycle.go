@@ -147,7 +147,7 @@ func (e *Engine) checkQueue(j *jobRec) error {
 	return nil
 }
 
-// entitledFirst reorders the ranked queue (e.order and e.ranked
+// entitledFirst reorders the ranked queue (e.order and e.prio
 // together, stably) so that the jobs their queues' guarantees cover go
 // first: going down the queue, a job is covered when its queue's use and
 // the GPUs of the covered jobs of its queue before it leave room for it
@@ -172,12 +172,12 @@ func (e *Engine) entitledFirst() {
 		return
 	}
 	s.orderTmp = append(s.orderTmp[:0], e.order...)
-	s.rankedTmp = append(s.rankedTmp[:0], e.ranked...)
+	s.prioTmp = append(s.prioTmp[:0], e.prio...)
 	k := 0
 	for _, first := range []bool{true, false} {
 		for i, j := range s.orderTmp {
 			if s.covered[i] == first {
-				e.order[k], e.ranked[k] = j, s.rankedTmp[i]
+				e.order[k], e.prio[k] = j, s.prioTmp[i]
 				j.rank = k
 				k++
 			}

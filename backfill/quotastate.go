@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	"github.com/bits-and-blooms/bitset"
-
-	"github.com/phalanx-sched/phalanx/fairshare"
 )
 
 // quotaState is the engine's quota accounting: every array is indexed by
@@ -65,10 +63,10 @@ type quotaState struct {
 
 	// Entitled-first order scratch: GPUs covered per queue, whether each
 	// ranked job is covered, the order before.
-	cum       []int
-	covered   []bool
-	orderTmp  []*jobRec
-	rankedTmp []fairshare.Ranked
+	cum      []int
+	covered  []bool
+	orderTmp []*jobRec
+	prioTmp  []uint64
 
 	// pools are the nodes each queue's jobs may use (nil: any).
 	pools []*bitset.BitSet

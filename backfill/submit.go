@@ -47,7 +47,8 @@ func (e *Engine) validateJob(j Job) (*jobRec, error) {
 		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
 	}
 	rec := &jobRec{job: j, gpus: j.Gang.GPUs(e.c), phase: StatePending, shape: shapeHash(&j), simple: simpleShape(&j.Gang)}
-	if err := e.tree.CheckJob(e.fsJob(rec)); err != nil {
+	var err error
+	if rec.prep, err = e.tree.Prepare(e.fsJob(rec)); err != nil {
 		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
 	}
 	if err := e.checkQueue(rec); err != nil {

@@ -111,6 +111,62 @@ func benchPrioritize(b *testing.B, algo Algorithm, ranked bool) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(jobs)), "ns/job")
 }
 
+// BenchmarkRank is BenchmarkPrioritize's case through View.Rank, on jobs
+// prepared once (Tree.Prepare, untimed: a scheduler prepares a job when
+// it joins the queue, not every cycle).
+func BenchmarkRank(b *testing.B) {
+	for _, algo := range []Algorithm{Classic, FairTree} {
+		for _, input := range []string{"submit", "ranked"} {
+			b.Run("algo="+algo.String()+"/input="+input, func(b *testing.B) {
+				benchRank(b, algo, input == "ranked")
+			})
+		}
+	}
+}
+
+func benchRank(b *testing.B, algo Algorithm, ranked bool) {
+	tr, queued := benchSetup(b, algo, 100, 10, 10000)
+	jobs := make([]Prepared, len(queued))
+	for i := range queued {
+		var err error
+		if jobs[i], err = tr.Prepare(queued[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	now := t0
+	snap, err := tr.View(now, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := snap.Rank(jobs, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	byRank := make([]Prepared, len(jobs))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		now = now.Add(time.Minute)
+		i++
+		if err := tr.Charge(queued[i%len(queued)].Account, 3600, now); err != nil {
+			b.Fatal(err)
+		}
+		if snap, err = tr.View(now, snap); err != nil {
+			b.Fatal(err)
+		}
+		if ranked {
+			for k, r := range out {
+				byRank[k] = jobs[r.Index]
+			}
+			jobs, byRank = byRank, jobs
+		}
+		if out, err = snap.Rank(jobs, out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(jobs)), "ns/job")
+}
+
 // BenchmarkSnapshot isolates the per-account part: 1,100 accounts.
 func BenchmarkSnapshot(b *testing.B) {
 	for _, algo := range []Algorithm{Classic, FairTree} {

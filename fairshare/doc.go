@@ -62,6 +62,12 @@
 //		fmt.Println(r) // "j7 (alice) 6084 = age 500 (0.500) + fairshare ..."
 //	}
 //
+// A scheduler that ranks a long queue every cycle prepares each job once,
+// when it joins the queue (Tree.Prepare checks it and resolves its
+// account), and ranks the prepared jobs with View.Rank: the same order and
+// priorities as Prioritize, without the breakdown, at a fraction of the
+// cost (BenchmarkRank).
+//
 // # Caller duties
 //
 //   - Pass time in: every method that needs the time takes it. Charge usage
@@ -73,7 +79,9 @@
 //     decay fail with ErrTimeTravel.
 //   - Give each job a leaf account, a submit time, and QOS and partition
 //     factors already scaled to [0, 1]. Check jobs at submission with
-//     Tree.CheckJob: Prioritize stops at the first bad job.
+//     Tree.CheckJob (or Tree.Prepare): Prioritize and Rank stop at the
+//     first bad job. A prepared job stays valid while its account stays a
+//     leaf of the tree that prepared it.
 //   - Persist usage yourself if it must survive a restart: save the tree's
 //     TreeSpec and every account's OwnUsage at one instant t; charging those
 //     amounts at t into a tree built from the TreeSpec restores it.

@@ -164,3 +164,87 @@ func ExampleParseJSON() {
 	// physics after a half-life: own 3600 GPU-s, with alice 18000 GPU-s
 	// fairshare: unknown account: "chem"
 }
+
+// ExampleView_Rank ranks a queue the way a scheduler does every cycle:
+// each job prepared once when it joins the queue, then ranked against each
+// cycle's view from the last cycle's order (the order Prioritize gives,
+// without the factor breakdown).
+func ExampleView_Rank() {
+	spec, err := fairshare.ParseText("alice\nbob")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	tree, err := fairshare.BuildTree(spec, fairshare.DefaultConfig())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	start := time.Date(2025, 1, 6, 9, 0, 0, 0, time.UTC)
+	var queue []fairshare.Prepared
+	for i, acct := range []string{"alice", "alice", "bob"} {
+		p, err := tree.Prepare(fairshare.QueuedJob{ID: fmt.Sprintf("j%d", i+1), Account: acct,
+			Submit: start.Add(time.Duration(i) * time.Minute), GPUs: 8})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		queue = append(queue, p)
+	}
+	var (
+		view    *fairshare.View
+		entries []fairshare.RankEntry
+	)
+	for cycle := range 2 {
+		now := start.Add(time.Duration(cycle+1) * time.Hour)
+		if cycle == 1 {
+			_ = tree.Charge("alice", 64*3600, now) // alice ran 64 GPUs for an hour
+		}
+		if view, err = tree.View(now, view); err != nil {
+			fmt.Println(err)
+			return
+		}
+		if entries, err = view.Rank(queue, entries); err != nil {
+			fmt.Println(err)
+			return
+		}
+		next := make([]fairshare.Prepared, 0, len(queue))
+		fmt.Printf("cycle %d:", cycle+1)
+		for _, e := range entries {
+			fmt.Printf(" %s (%d)", queue[e.Index].ID(), e.Priority)
+			next = append(next, queue[e.Index])
+		}
+		fmt.Println()
+		queue = next // the next cycle starts from this order
+	}
+	// Output:
+	// cycle 1: j1 (10006) j2 (10006) j3 (10006)
+	// cycle 2: j3 (10012) j1 (5012) j2 (5012)
+}
+
+// ExampleTree_CheckJob checks jobs at submission, so that a bad one never
+// reaches the queue (Prioritize would stop at it).
+func ExampleTree_CheckJob() {
+	spec, err := fairshare.ParseText("physics\nalice parent=physics")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	tree, err := fairshare.BuildTree(spec, fairshare.DefaultConfig())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	at := time.Date(2025, 1, 6, 9, 0, 0, 0, time.UTC)
+	for _, j := range []fairshare.QueuedJob{
+		{ID: "ok", Account: "alice", Submit: at, GPUs: 8},
+		{ID: "group", Account: "physics", Submit: at, GPUs: 8},
+		{ID: "typo", Account: "alcie", Submit: at, GPUs: 8},
+	} {
+		fmt.Println(j.ID, tree.CheckJob(j))
+	}
+	// Output:
+	// ok <nil>
+	// group fairshare: account is not a leaf: job "group" has account "physics", which has sub-accounts
+	// typo fairshare: unknown account: job "typo" has account "alcie"
+}

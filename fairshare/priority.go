@@ -2,7 +2,6 @@ package fairshare
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -172,54 +171,15 @@ func (t *Tree) Prioritize(jobs []QueuedJob, now time.Time, out []Ranked) ([]Rank
 // Tree.CheckJob).
 func (s *View) Prioritize(jobs []QueuedJob, out []Ranked) ([]Ranked, error) {
 	out = slices.Grow(out[:0], len(jobs))
-	c := &s.cfg
-	w := Factors{
-		Age: float64(c.Weights.Age), FairShare: float64(c.Weights.FairShare),
-		JobSize: float64(c.Weights.JobSize), QOS: float64(c.Weights.QOS),
-		Partition: float64(c.Weights.Partition),
-	}
-	maxAge := float64(c.MaxAge)
-	bound := int64(c.StarvationBound)
-	boost := c.boost()
-	gpus := float64(c.ClusterGPUs)
+	sc := s.scorer()
 	for n := range jobs {
 		j := &jobs[n]
 		acct, sub, err := checkJob(s.st, j)
 		if err != nil {
 			return out[:0], err
 		}
-		var wait int64 // saturating s.now - sub, at least 0
-		if s.now > sub {
-			wait = int64(uint64(s.now) - uint64(sub))
-			if wait < 0 {
-				wait = math.MaxInt64
-			}
-		}
 		r := Ranked{Index: n, ID: j.ID, Account: j.Account, Submit: j.Submit, submit: sub}
-		f := &r.Factors
-		if maxAge > 0 {
-			f.Age = min(float64(wait)/maxAge, 1)
-		}
-		f.FairShare = s.factor[acct]
-		if gpus > 0 {
-			g := min(float64(j.GPUs), gpus)
-			if c.FavorSmall {
-				f.JobSize = min(1-(max(g, 1)-1)/gpus, 1)
-			} else {
-				f.JobSize = g / gpus
-			}
-		}
-		f.QOS, f.Partition = j.QOS, j.Partition
-		r.Weighted = Factors{
-			Age: w.Age * f.Age, FairShare: w.FairShare * f.FairShare,
-			JobSize: w.JobSize * f.JobSize, QOS: w.QOS * f.QOS,
-			Partition: w.Partition * f.Partition,
-		}
-		r.Priority = uint64(math.Round(r.Weighted.Sum()))
-		if bound > 0 && wait > bound {
-			r.Boost = boost
-			r.Priority += boost
-		}
+		r.Priority, r.Boost = sc.score(s.now, sub, s.factor[acct], j.GPUs, j.QOS, j.Partition, &r.Factors, &r.Weighted)
 		out = append(out, r)
 	}
 	sortRanked(out)

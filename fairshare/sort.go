@@ -10,24 +10,64 @@ import (
 // elements through pointers: slices.SortFunc passes its comparator the
 // 170-byte Ranked values by copy, which made sorting 10,000 jobs twice as
 // slow, and sorting compact keys instead would need scratch space that an
-// immutable, shared View cannot hold. compareRanked is a total order
-// (Index is unique), so there are no equal elements to handle.
+// immutable, shared View cannot hold. The same code sorts View.Rank's
+// 40-byte RankEntry values. Both orders are total (Index is unique), so
+// there are no equal elements to handle.
 
-// compareRanked orders by priority (high first), submit time, ID, index.
-func compareRanked(a, b *Ranked) int {
-	if a.Priority != b.Priority {
-		return cmp.Compare(b.Priority, a.Priority)
-	}
-	if a.submit != b.submit {
-		return cmp.Compare(a.submit, b.submit)
-	}
-	if c := strings.Compare(a.ID, b.ID); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.Index, b.Index)
+// rankKey is what both orders compare: priority (high first), submit
+// time, ID, index.
+type rankKey interface {
+	Ranked | RankEntry
 }
 
-func rankedLess(r []Ranked, i, j int) bool { return compareRanked(&r[i], &r[j]) < 0 }
+// compareKeys orders by priority (high first), submit time, ID, index.
+func compareKeys(ap, bp uint64, as, bs int64, aid, bid string, ai, bi int) int {
+	if ap != bp {
+		return cmp.Compare(bp, ap)
+	}
+	if as != bs {
+		return cmp.Compare(as, bs)
+	}
+	if c := strings.Compare(aid, bid); c != 0 {
+		return c
+	}
+	return cmp.Compare(ai, bi)
+}
+
+// compareRanked orders Ranked values by compareKeys.
+func compareRanked(a, b *Ranked) int {
+	return compareKeys(a.Priority, b.Priority, a.submit, b.submit, a.ID, b.ID, a.Index, b.Index)
+}
+
+// compareEntries orders RankEntry values by compareKeys.
+func compareEntries(a, b *RankEntry) int {
+	return compareKeys(a.Priority, b.Priority, a.submit, b.submit, a.id, b.id, a.Index, b.Index)
+}
+
+// entryLess is compareEntries(a, b) < 0, small enough to inline: ties on
+// priority and submit time, rare in a real queue, take the full
+// comparison.
+func entryLess(a, b *RankEntry) bool {
+	if a.Priority != b.Priority {
+		return a.Priority > b.Priority
+	}
+	if a.submit != b.submit {
+		return a.submit < b.submit
+	}
+	return compareEntries(a, b) < 0
+}
+
+// rankedLess reports whether r[i] goes before r[j]. The type switch is
+// resolved when the function is instantiated for each element type.
+func rankedLess[T rankKey](r []T, i, j int) bool {
+	switch r := any(r).(type) {
+	case []Ranked:
+		return compareRanked(&r[i], &r[j]) < 0
+	case []RankEntry:
+		return entryLess(&r[i], &r[j])
+	}
+	panic("fairshare: unreachable")
+}
 
 // sortRanked sorts r by compareRanked without allocating, in
 // O(n log n) time even in the worst case. Input that is nearly in order
@@ -35,7 +75,7 @@ func rankedLess(r []Ranked, i, j int) bool { return compareRanked(&r[i], &r[j]) 
 // the end and a few moved by changed fair shares) costs O(n + moves): an
 // insertion pass runs first and hands over to the introsort once it has
 // moved more than about 8n elements.
-func sortRanked(r []Ranked) {
+func sortRanked[T rankKey](r []T) {
 	if fewDescents(r) && insertRanked(r, 8*len(r)+64) {
 		return
 	}
@@ -45,7 +85,7 @@ func sortRanked(r []Ranked) {
 // fewDescents reports whether at most about one element in 16 goes
 // before its predecessor; it stops counting past that (after about n/8
 // comparisons on a random order).
-func fewDescents(r []Ranked) bool {
+func fewDescents[T rankKey](r []T) bool {
 	left := len(r)/16 + 4
 	for i := 1; i < len(r); i++ {
 		if rankedLess(r, i, i-1) {
@@ -60,7 +100,7 @@ func fewDescents(r []Ranked) bool {
 // insertRanked insertion-sorts r, finding each out-of-order element's
 // place by binary search, and reports whether it finished within budget
 // element moves. When it gives up, r is a permutation of its input.
-func insertRanked(r []Ranked, budget int) bool {
+func insertRanked[T rankKey](r []T, budget int) bool {
 	for i := 1; i < len(r); i++ {
 		if !rankedLess(r, i, i-1) {
 			continue
@@ -91,7 +131,7 @@ const insertionMax = 12
 
 // quickRanked quicksorts r, recursing into the smaller part and looping on
 // the larger, and falls back to heapsort after depth levels.
-func quickRanked(r []Ranked, depth int) {
+func quickRanked[T rankKey](r []T, depth int) {
 	for len(r) > insertionMax {
 		if depth == 0 {
 			heapRanked(r)
@@ -113,7 +153,7 @@ func quickRanked(r []Ranked, depth int) {
 // partitionRanked puts the median of the first, middle and last elements
 // at its final position p, smaller elements before it and larger after,
 // and returns p. len(r) > insertionMax.
-func partitionRanked(r []Ranked) int {
+func partitionRanked[T rankKey](r []T) int {
 	n := len(r)
 	m := n / 2
 	if n >= ninther {
@@ -164,7 +204,7 @@ func partitionRanked(r []Ranked) int {
 const ninther = 64
 
 // median3 moves the median of r[a], r[b] and r[c] to r[b].
-func median3(r []Ranked, a, b, c int) {
+func median3[T rankKey](r []T, a, b, c int) {
 	if rankedLess(r, b, a) {
 		r[a], r[b] = r[b], r[a]
 	}
@@ -177,7 +217,7 @@ func median3(r []Ranked, a, b, c int) {
 }
 
 // heapRanked heapsorts r.
-func heapRanked(r []Ranked) {
+func heapRanked[T rankKey](r []T) {
 	n := len(r)
 	for i := n/2 - 1; i >= 0; i-- {
 		siftRanked(r, i, n)
@@ -189,7 +229,7 @@ func heapRanked(r []Ranked) {
 }
 
 // siftRanked restores the max-heap property of r[:n] below index i.
-func siftRanked(r []Ranked, i, n int) {
+func siftRanked[T rankKey](r []T, i, n int) {
 	for {
 		c := 2*i + 1
 		if c >= n {
