@@ -367,20 +367,20 @@ func (c *cycle) walk(order []*jobRec) {
 		// else).
 		var w *Waiting
 		c.plan.Waiting, w = extend(c.plan.Waiting)
-		*w = Waiting{Job: j.job.ID, Priority: e.prio[rank]}
 		switch {
 		case e.cfg.Strict && strictBlocker != "":
-			w.Code, w.Blocker = WaitPriority, strictBlocker
+			*w = Waiting{Job: j.job.ID, Priority: e.prio[rank], Code: WaitPriority, Blocker: strictBlocker}
 		case j.claim != nil:
+			*w = Waiting{Job: j.job.ID, Priority: e.prio[rank]}
 			c.reportClaim(j.claim, w)
 			if e.cfg.Strict {
 				strictBlocker = j.job.ID
 			}
 		case j.resv == nil && j.moved == nil && !j.dropped && !e.book.isHeld(j) && (rank-winStart+len(order))%len(order) >= winLen:
-			w.Code = WaitPriority
+			*w = Waiting{Job: j.job.ID, Priority: e.prio[rank], Code: WaitPriority}
 		default:
 			c.plan.Tested++
-			started := !c.test(j, w)
+			started := !c.test(j, w, e.prio[rank])
 			c.settleMove(j)
 			j.dropped = false
 			if started {
@@ -397,23 +397,29 @@ func (c *cycle) walk(order []*jobRec) {
 	}
 }
 
-// test tries to start job j now; when it cannot, it fills w with what j
-// gets instead (reservation, hold, reason) and reports true.
-func (c *cycle) test(j *jobRec, w *Waiting) bool {
-	if c.e.quota != nil && c.quotaGate(j, w) {
-		return true
+// test tries to start job j (of priority prio) now; when it cannot, it
+// fills w (which it overwrites whole) with what j gets instead
+// (reservation, hold, reason) and reports true.
+func (c *cycle) test(j *jobRec, w *Waiting, prio uint64) bool {
+	if c.e.quota != nil {
+		*w = Waiting{Job: j.job.ID, Priority: prio}
+		if c.quotaGate(j, w) {
+			return true
+		}
 	}
 	key, cacheable := c.shapeKey(j)
 	if cacheable {
 		c.prepareScratch(j)
 		if hit, ok := c.cached(&key); ok {
 			// A job of the same shape failed on this very scratch
-			// state: this one fails the same way.
-			id, prio := w.Job, w.Priority
+			// state: this one fails the same way (w is written once).
 			*w = *hit
-			w.Job, w.Priority = id, prio
+			w.Job, w.Priority = j.job.ID, prio
 			return true
 		}
+	}
+	if c.e.quota == nil {
+		*w = Waiting{Job: j.job.ID, Priority: prio}
 	}
 	if c.tryStart(j) {
 		return false
