@@ -216,16 +216,20 @@ func TestChargeBounds(t *testing.T) {
 	}
 }
 
-// TestAddAccountBelowBusyLeaf: a leaf account that waiting or active jobs
-// name cannot get a sub-account (it could no longer hold them, and the
-// next cycle could not rank them); the error names it, nothing changes,
-// and the engine schedules on. Once its jobs are gone it can.
+// TestAddAccountBelowBusyLeaf: a leaf account that jobs the engine knows
+// name (waiting, active, or ended and remembered, which a snapshot holds)
+// cannot get a sub-account: it could no longer hold them, the next cycle
+// could not rank them and a restore would refuse them. The error names
+// the account and its jobs, nothing changes, and the engine schedules
+// on. A leaf without such jobs can, and the engine still restores from
+// its snapshot.
 func TestAddAccountBelowBusyLeaf(t *testing.T) {
 	e := richEngine(t)
 	before := e.Snapshot()
 	err := e.AddAccount("a", "a1", 1)
-	if !errors.Is(err, ErrBadArgument) || !strings.Contains(err.Error(), "account a has 4 jobs") {
-		t.Fatalf("AddAccount below a busy leaf: %v, want ErrBadArgument naming account a and its 4 jobs", err)
+	// 2 waiting, 2 active and 1 ended within KeepEnded.
+	if !errors.Is(err, ErrBadArgument) || !strings.Contains(err.Error(), "account a has 5 jobs") {
+		t.Fatalf("AddAccount below a busy leaf: %v, want ErrBadArgument naming account a and its 5 jobs", err)
 	}
 	if diff := cmp.Diff(before, e.Snapshot()); diff != "" {
 		t.Fatalf("a refused AddAccount changed the engine (-before +after):\n%s", diff)
@@ -238,5 +242,44 @@ func TestAddAccountBelowBusyLeaf(t *testing.T) {
 	}
 	if _, err := e.Schedule(e.Now()); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := Restore(e.Cluster(), e.Config(), e.Snapshot()); err != nil {
+		t.Fatalf("restore after AddAccount: %v", err)
+	}
+}
+
+// TestAddAccountBelowEndedJobs: an ended job still remembered counts (a
+// restore would check it against its account); once forgotten it does
+// not.
+func TestAddAccountBelowEndedJobs(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 1, NodesPerLeaf: 2, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.KeepEnded = time.Hour
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(e.Submit(Job{ID: "x", Account: "a", TimeLimit: time.Hour, Gang: member(placement.NodesOf(1, 8))}, epoch))
+	_, err = e.Schedule(epoch)
+	must(err)
+	must(e.Started("x", epoch))
+	must(e.Finished("x", epoch.Add(10*time.Minute)))
+	if err := e.AddAccount("a", "a1", 1); !errors.Is(err, ErrBadArgument) {
+		t.Fatalf("AddAccount below a leaf with a remembered ended job: %v, want ErrBadArgument", err)
+	}
+	_, err = e.Schedule(epoch.Add(2 * time.Hour)) // x is forgotten
+	must(err)
+	must(e.AddAccount("a", "a1", 1))
+	if _, err := Restore(c, e.Config(), e.Snapshot()); err != nil {
+		t.Fatalf("restore after AddAccount: %v", err)
 	}
 }

@@ -258,10 +258,6 @@ func (e *Engine) rank(now time.Time) []*jobRec {
 			order[i], e.prio[i] = in[r.Index], r.Priority
 		}
 	} else {
-		e.preps = e.preps[:0]
-		for _, j := range in {
-			e.preps = append(e.preps, j.prep)
-		}
 		if e.entries, err = e.fsView.Rank(e.preps, e.entries[:0]); err != nil {
 			panic(fmt.Sprintf("backfill: ranking checked jobs: %v", err))
 		}
@@ -285,32 +281,32 @@ func (e *Engine) rank(now time.Time) []*jobRec {
 // requeued) by submission. Priorities change little between cycles, so
 // the ranking sorts this nearly sorted list in about linear time; the
 // order it returns does not depend on the input's (fairshare ranks by a
-// total order on priority, submit time and ID).
+// total order on priority, submit time and ID). Outside the naive path
+// it also lists the jobs' prepared forms in e.preps, in the same order,
+// while each job's record is at hand.
 func (e *Engine) rankInput() []*jobRec {
 	if e.naive {
 		return e.jobs.pending
 	}
-	// Generation marks, two per call: waiting jobs get mark; the ones
-	// taken from the last ranking then get taken, so that each waiting
-	// job is listed exactly once whatever the last ranking holds.
-	e.rankGen += 2
-	mark, taken := e.rankGen-1, e.rankGen
-	for _, j := range e.jobs.pending {
-		j.rankGen = mark
-	}
-	in := e.rankIn[:0]
+	// A generation mark per call: the waiting jobs taken from the last
+	// ranking get it, so that the pass over the queue lists each of the
+	// others exactly once. A job is waiting exactly when its phase is
+	// StatePending (the invariant checker holds the queue to it).
+	e.rankGen++
+	taken := e.rankGen
+	in, preps := e.rankIn[:0], e.preps[:0]
 	for _, j := range e.lastRanking {
-		if j.rankGen == mark {
+		if j.phase == StatePending && j.rankGen != taken {
 			j.rankGen = taken
-			in = append(in, j)
+			in, preps = append(in, j), append(preps, j.prep)
 		}
 	}
 	for _, j := range e.jobs.pending {
-		if j.rankGen == mark {
-			in = append(in, j)
+		if j.rankGen != taken {
+			in, preps = append(in, j), append(preps, j.prep)
 		}
 	}
-	e.rankIn = in
+	e.rankIn, e.preps = in, preps
 	return in
 }
 

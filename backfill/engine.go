@@ -181,24 +181,30 @@ func (e *Engine) FairShare() (*fairshare.View, error) {
 
 // AddAccount adds account name with the given raw shares below parent
 // ("" for the root) to the engine's fair-share tree. Errors are the
-// tree's (fairshare.ErrBadName, ErrDuplicateAccount, ErrUnknownAccount,
-// ErrBadShares), naming the account, or ErrBadArgument when parent is a
-// leaf account that waiting or active jobs name (an account with
-// sub-accounts cannot hold jobs); on error nothing changes.
+// tree's (fairshare.ErrBadName, fairshare.ErrDuplicateAccount,
+// fairshare.ErrUnknownAccount, fairshare.ErrBadShares), naming the
+// account, or ErrBadArgument when parent is a leaf account that jobs the
+// engine knows name: waiting, active, or ended and still remembered
+// (Config.KeepEnded; a snapshot holds them). An account with
+// sub-accounts cannot hold jobs. On error nothing changes.
 func (e *Engine) AddAccount(parent, name string, shares float64) error {
 	if n := e.jobsOf(parent); n > 0 {
-		return fmt.Errorf("%w: account %s has %s waiting or active, and an account with sub-accounts cannot hold jobs: %s cannot go below it",
-			ErrBadArgument, parent, jobCount(n), name)
+		return fmt.Errorf("%w: account %s has %s waiting, active or recently ended (remembered for %v), and an account with sub-accounts cannot hold jobs: %s cannot go below it",
+			ErrBadArgument, parent, jobCount(n), e.cfg.KeepEnded, name)
 	}
 	return e.tree.AddAccount(parent, name, shares)
 }
 
-// jobsOf counts the waiting and active jobs of account acct.
+// jobsOf counts the jobs of account acct that the engine knows at its
+// latest time: waiting, active, and ended but remembered.
 func (e *Engine) jobsOf(acct string) int {
 	n := 0
-	for _, list := range [][]*jobRec{e.jobs.pending, e.jobs.running} {
+	for _, list := range [][]*jobRec{e.jobs.pending, e.jobs.running, e.jobs.ended} {
 		for _, j := range list {
-			if j.job.Account == acct {
+			if j.job.Account != acct {
+				continue
+			}
+			if k, ok := e.jobs.lookup(j.job.ID, e.last, e.cfg.KeepEnded); ok && k == j {
 				n++
 			}
 		}

@@ -19,15 +19,16 @@ type Prepared struct {
 }
 
 // ID returns the job's ID.
-func (p *Prepared) ID() string { return p.id }
+func (p Prepared) ID() string { return p.id }
 
 // Prepare checks j as Tree.CheckJob does and returns it ready for
 // View.Rank. Errors wrap ErrUnknownAccount, ErrNotLeaf or ErrBadJob and
 // name the job.
 //
-// A Prepared stays valid for Views of this tree (and of its clones) while
-// the job's account stays a leaf: accounts keep their place in the tree
-// for its lifetime. Rank reports a job whose account has since been given
+// A Prepared stays valid for Views of this tree while the job's account
+// stays a leaf: accounts keep their place in the tree for its lifetime.
+// It is valid for a clone of the tree too if its account existed when the
+// clone was made. Rank reports a job whose account has since been given
 // sub-accounts, as Prioritize would.
 func (t *Tree) Prepare(j QueuedJob) (Prepared, error) {
 	acct, sub, err := checkJob(t.st, &j)
@@ -65,10 +66,13 @@ type RankEntry struct {
 // 170-byte ones, a scheduler's per-cycle ranking costs a fraction of
 // Prioritize's (BenchmarkRank against BenchmarkPrioritize).
 //
-// Jobs must have been prepared by the view's tree (or a clone of it). A
-// job prepared by another tree, the zero Prepared, or one whose account
-// has since been given sub-accounts stops the ranking with an error
-// wrapping ErrUnknownAccount or ErrNotLeaf that names it.
+// Jobs must have been prepared by the view's tree (see Tree.Prepare). The
+// zero Prepared, a job whose account has since been given sub-accounts,
+// or one prepared by another tree in which its account has a different
+// place stops the ranking with an error wrapping ErrUnknownAccount or
+// ErrNotLeaf that names it. (A job prepared by another tree in which its
+// account has the same place, such as a tree built from the same spec,
+// ranks as Prioritize would rank it against this view.)
 func (s *View) Rank(jobs []Prepared, out []RankEntry) ([]RankEntry, error) {
 	out = out[:0]
 	if cap(out) < len(jobs) {

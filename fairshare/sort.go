@@ -14,10 +14,12 @@ import (
 // 40-byte RankEntry values. Both orders are total (Index is unique), so
 // there are no equal elements to handle.
 
-// rankKey is what both orders compare: priority (high first), submit
-// time, ID, index.
-type rankKey interface {
-	Ranked | RankEntry
+// rankKey is an element type the sort takes: Ranked or RankEntry, each
+// ordered by a method on pointers (priority high first, then submit time,
+// ID, index), called through the type parameter.
+type rankKey[T any] interface {
+	*T
+	before(*T) bool
 }
 
 // compareKeys orders by priority (high first), submit time, ID, index.
@@ -39,15 +41,16 @@ func compareRanked(a, b *Ranked) int {
 	return compareKeys(a.Priority, b.Priority, a.submit, b.submit, a.ID, b.ID, a.Index, b.Index)
 }
 
+func (a *Ranked) before(b *Ranked) bool { return compareRanked(a, b) < 0 }
+
 // compareEntries orders RankEntry values by compareKeys.
 func compareEntries(a, b *RankEntry) int {
 	return compareKeys(a.Priority, b.Priority, a.submit, b.submit, a.id, b.id, a.Index, b.Index)
 }
 
-// entryLess is compareEntries(a, b) < 0, small enough to inline: ties on
-// priority and submit time, rare in a real queue, take the full
-// comparison.
-func entryLess(a, b *RankEntry) bool {
+// before is compareEntries(a, b) < 0, deciding the common cases (a
+// different priority or submit time) itself.
+func (a *RankEntry) before(b *RankEntry) bool {
 	if a.Priority != b.Priority {
 		return a.Priority > b.Priority
 	}
@@ -57,38 +60,29 @@ func entryLess(a, b *RankEntry) bool {
 	return compareEntries(a, b) < 0
 }
 
-// rankedLess reports whether r[i] goes before r[j]. The type switch is
-// resolved when the function is instantiated for each element type.
-func rankedLess[T rankKey](r []T, i, j int) bool {
-	switch r := any(r).(type) {
-	case []Ranked:
-		return compareRanked(&r[i], &r[j]) < 0
-	case []RankEntry:
-		return entryLess(&r[i], &r[j])
-	}
-	panic("fairshare: unreachable")
-}
+// rankedLess reports whether r[i] goes before r[j].
+func rankedLess[T any, P rankKey[T]](r []T, i, j int) bool { return P(&r[i]).before(&r[j]) }
 
-// sortRanked sorts r by compareRanked without allocating, in
+// sortRanked sorts r by its elements' order without allocating, in
 // O(n log n) time even in the worst case. Input that is nearly in order
 // (a scheduler passing the jobs in its previous ranking, a few new jobs at
 // the end and a few moved by changed fair shares) costs O(n + moves): an
 // insertion pass runs first and hands over to the introsort once it has
 // moved more than about 8n elements.
-func sortRanked[T rankKey](r []T) {
-	if fewDescents(r) && insertRanked(r, 8*len(r)+64) {
+func sortRanked[T any, P rankKey[T]](r []T) {
+	if fewDescents[T, P](r) && insertRanked[T, P](r, 8*len(r)+64) {
 		return
 	}
-	quickRanked(r, 2*bits.Len(uint(len(r))))
+	quickRanked[T, P](r, 2*bits.Len(uint(len(r))))
 }
 
 // fewDescents reports whether at most about one element in 16 goes
 // before its predecessor; it stops counting past that (after about n/8
 // comparisons on a random order).
-func fewDescents[T rankKey](r []T) bool {
+func fewDescents[T any, P rankKey[T]](r []T) bool {
 	left := len(r)/16 + 4
 	for i := 1; i < len(r); i++ {
-		if rankedLess(r, i, i-1) {
+		if rankedLess[T, P](r, i, i-1) {
 			if left--; left < 0 {
 				return false
 			}
@@ -100,9 +94,9 @@ func fewDescents[T rankKey](r []T) bool {
 // insertRanked insertion-sorts r, finding each out-of-order element's
 // place by binary search, and reports whether it finished within budget
 // element moves. When it gives up, r is a permutation of its input.
-func insertRanked[T rankKey](r []T, budget int) bool {
+func insertRanked[T any, P rankKey[T]](r []T, budget int) bool {
 	for i := 1; i < len(r); i++ {
-		if !rankedLess(r, i, i-1) {
+		if !rankedLess[T, P](r, i, i-1) {
 			continue
 		}
 		// r[:i] is sorted and r[i] goes before r[i-1]: find the first
@@ -110,7 +104,7 @@ func insertRanked[T rankKey](r []T, budget int) bool {
 		lo, hi := 0, i-1
 		for lo < hi {
 			m := int(uint(lo+hi) >> 1)
-			if rankedLess(r, i, m) {
+			if rankedLess[T, P](r, i, m) {
 				hi = m
 			} else {
 				lo = m + 1
@@ -131,29 +125,29 @@ const insertionMax = 12
 
 // quickRanked quicksorts r, recursing into the smaller part and looping on
 // the larger, and falls back to heapsort after depth levels.
-func quickRanked[T rankKey](r []T, depth int) {
+func quickRanked[T any, P rankKey[T]](r []T, depth int) {
 	for len(r) > insertionMax {
 		if depth == 0 {
-			heapRanked(r)
+			heapRanked[T, P](r)
 			return
 		}
 		depth--
-		p := partitionRanked(r)
+		p := partitionRanked[T, P](r)
 		if p < len(r)-p {
-			quickRanked(r[:p], depth)
+			quickRanked[T, P](r[:p], depth)
 			r = r[p+1:]
 		} else {
-			quickRanked(r[p+1:], depth)
+			quickRanked[T, P](r[p+1:], depth)
 			r = r[:p]
 		}
 	}
-	insertRanked(r, len(r)*len(r)) // a budget it cannot exceed
+	insertRanked[T, P](r, len(r)*len(r)) // a budget it cannot exceed
 }
 
 // partitionRanked puts the median of the first, middle and last elements
 // at its final position p, smaller elements before it and larger after,
 // and returns p. len(r) > insertionMax.
-func partitionRanked[T rankKey](r []T) int {
+func partitionRanked[T any, P rankKey[T]](r []T) int {
 	n := len(r)
 	m := n / 2
 	if n >= ninther {
@@ -162,30 +156,30 @@ func partitionRanked[T rankKey](r []T) int {
 		// made of long sorted runs, on which the three-element median
 		// alone picks lopsided pivots.
 		s := n / 8
-		median3(r, 1, s, 2*s)
-		median3(r, m-s, m, m+s)
-		median3(r, n-1-2*s, n-1-s, n-2)
-		median3(r, s, m, n-1-s)
+		median3[T, P](r, 1, s, 2*s)
+		median3[T, P](r, m-s, m, m+s)
+		median3[T, P](r, n-1-2*s, n-1-s, n-2)
+		median3[T, P](r, s, m, n-1-s)
 	}
 	// Order r[0] <= r[m] <= r[n-1], then take the median r[m] as the
 	// pivot into r[0]; the old r[0] (smaller) and r[n-1] (larger) bound
 	// the scans.
-	if rankedLess(r, m, 0) {
+	if rankedLess[T, P](r, m, 0) {
 		r[0], r[m] = r[m], r[0]
 	}
-	if rankedLess(r, n-1, m) {
+	if rankedLess[T, P](r, n-1, m) {
 		r[m], r[n-1] = r[n-1], r[m]
-		if rankedLess(r, m, 0) {
+		if rankedLess[T, P](r, m, 0) {
 			r[0], r[m] = r[m], r[0]
 		}
 	}
 	r[0], r[m] = r[m], r[0]
 	i, j := 1, n-1
 	for {
-		for i <= j && rankedLess(r, i, 0) {
+		for i <= j && rankedLess[T, P](r, i, 0) {
 			i++
 		}
-		for i <= j && rankedLess(r, 0, j) {
+		for i <= j && rankedLess[T, P](r, 0, j) {
 			j--
 		}
 		if i >= j {
@@ -204,41 +198,41 @@ func partitionRanked[T rankKey](r []T) int {
 const ninther = 64
 
 // median3 moves the median of r[a], r[b] and r[c] to r[b].
-func median3[T rankKey](r []T, a, b, c int) {
-	if rankedLess(r, b, a) {
+func median3[T any, P rankKey[T]](r []T, a, b, c int) {
+	if rankedLess[T, P](r, b, a) {
 		r[a], r[b] = r[b], r[a]
 	}
-	if rankedLess(r, c, b) {
+	if rankedLess[T, P](r, c, b) {
 		r[b], r[c] = r[c], r[b]
-		if rankedLess(r, b, a) {
+		if rankedLess[T, P](r, b, a) {
 			r[a], r[b] = r[b], r[a]
 		}
 	}
 }
 
 // heapRanked heapsorts r.
-func heapRanked[T rankKey](r []T) {
+func heapRanked[T any, P rankKey[T]](r []T) {
 	n := len(r)
 	for i := n/2 - 1; i >= 0; i-- {
-		siftRanked(r, i, n)
+		siftRanked[T, P](r, i, n)
 	}
 	for end := n - 1; end > 0; end-- {
 		r[0], r[end] = r[end], r[0]
-		siftRanked(r, 0, end)
+		siftRanked[T, P](r, 0, end)
 	}
 }
 
 // siftRanked restores the max-heap property of r[:n] below index i.
-func siftRanked[T rankKey](r []T, i, n int) {
+func siftRanked[T any, P rankKey[T]](r []T, i, n int) {
 	for {
 		c := 2*i + 1
 		if c >= n {
 			return
 		}
-		if c+1 < n && rankedLess(r, c, c+1) {
+		if c+1 < n && rankedLess[T, P](r, c, c+1) {
 			c++
 		}
-		if !rankedLess(r, i, c) {
+		if !rankedLess[T, P](r, i, c) {
 			return
 		}
 		r[i], r[c] = r[c], r[i]
