@@ -346,6 +346,13 @@ func (r *restorer) linkActive(j *jobRec) bool {
 		r.bad("job %s: %v", j.job.ID, err)
 		return false
 	}
+	// The ledger's copy of the gang holds only its sizes: give it the
+	// job's spec, whose required domains and co-location keep re-placed
+	// pods where the job was admitted to run (as before the snapshot).
+	if err := e.ledger.SetSpec(&j.job.Gang); err != nil {
+		r.bad("job %s: %v", j.job.ID, err)
+		return false
+	}
 	for _, m := range a.Members {
 		for _, x := range m.Assignment {
 			if e.nodes[x.Node].down() {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/phalanx-sched/phalanx/internal/access"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
@@ -513,4 +515,81 @@ func TestStep(t *testing.T) {
 	if spare, _ := l.Spare("e", 0); spare != 2 {
 		t.Fatalf("spare %d, want 2", spare)
 	}
+}
+
+// TestSetSpecAfterRestore: a restored ledger keeps only the members'
+// sizes, so a replacement may leave the member's required leaf; with the
+// gang's spec given back (SetSpec) it stays inside it, as before the
+// snapshot. A spec that disagrees with the gang's pods, or an unknown
+// gang, is refused and changes nothing.
+func TestSetSpecAfterRestore(t *testing.T) {
+	c := topology.Default2000()
+	leaf := c.Depth() - 1
+	orig := podLedger(t)
+	spec := &Spec{ID: "fixed", Members: []Member{{Name: "worker", Request: placement.Request{Nodes: 4, GPUsPerNode: 4, Required: "leaf"}}}}
+	a, _ := orig.Get("fixed")
+	home := c.NodeDomain(a.Members[0].Assignment[0].Node, leaf)
+	// Avoid every spare node of the home leaf: the original cannot
+	// re-place the pod; a ledger that forgot the required leaf can.
+	lo, hi := c.DomainRange(leaf, home)
+	avoid := c.NewNodeSet()
+	for n := lo; n < hi; n++ {
+		avoid.Set(uint(n))
+	}
+	restored := func(t *testing.T) *Ledger {
+		t.Helper()
+		r, err := Restore(c, orig.Snapshot(), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	rep, err := orig.ReplacePod("fixed", "worker", 0, avoid)
+	if err != nil || rep.Replaced {
+		t.Fatalf("original ledger: %+v %v, want no replacement outside the required leaf", rep, err)
+	}
+	t.Run("without the spec", func(t *testing.T) {
+		r := restored(t)
+		rep, err := r.ReplacePod("fixed", "worker", 0, avoid)
+		if err != nil || !rep.Replaced || c.NodeDomain(rep.New.Node, leaf) == home {
+			t.Fatalf("%+v %v: the restored ledger does not know the required leaf, so it re-places outside it", rep, err)
+		}
+	})
+	t.Run("with the spec", func(t *testing.T) {
+		r := restored(t)
+		if err := r.SetSpec(spec); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := r.ReplacePod("fixed", "worker", 0, avoid)
+		if err != nil || rep.Replaced || rep.Scope != "leaf" {
+			t.Fatalf("%+v %v, want the original's answer: no replacement, scope leaf", rep, err)
+		}
+		rep, err = r.ReplacePod("fixed", "worker", 0, nil)
+		if err != nil || !rep.Replaced || c.NodeDomain(rep.New.Node, leaf) != home {
+			t.Fatalf("%+v %v, want a replacement inside leaf %d", rep, err, home)
+		}
+		if err := access.CheckLedger(r); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		r := restored(t)
+		before := r.Snapshot()
+		for _, tc := range []struct {
+			name string
+			spec *Spec
+			err  error
+		}{
+			{"unknown gang", &Spec{ID: "nope", Members: spec.Members}, ErrUnknownGang},
+			{"other sizes", &Spec{ID: "fixed", Members: []Member{{Name: "worker", Request: placement.Request{Nodes: 4, GPUsPerNode: 8, Required: "leaf"}}}}, ErrBadSpec},
+			{"other member", &Spec{ID: "fixed", Members: []Member{{Name: "w", Request: spec.Members[0].Request}}}, ErrBadSpec},
+		} {
+			if err := r.SetSpec(tc.spec); !errors.Is(err, tc.err) || !strings.Contains(err.Error(), tc.spec.ID) {
+				t.Errorf("%s: %v, want %v naming gang %s", tc.name, err, tc.err, tc.spec.ID)
+			}
+		}
+		if diff := cmp.Diff(before, r.Snapshot()); diff != "" {
+			t.Errorf("a refused SetSpec changed the ledger:\n%s", diff)
+		}
+	})
 }

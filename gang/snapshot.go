@@ -59,19 +59,24 @@ func (l *Ledger) Snapshot() Snapshot {
 	}
 	snap.Gangs = make([]GangRecord, 0, len(l.byID))
 	for _, id := range l.IDs() {
-		e := l.byID[id]
-		g := GangRecord{ID: id}
-		for i := range e.alloc.Members {
-			ma, m := &e.alloc.Members[i], &e.spec.Members[i]
-			mr := MemberRecord{Name: ma.Name, Want: m.Request.Nodes, Min: m.Min, GPUs: m.Request.GPUs}
-			for _, x := range ma.Assignment {
-				mr.Pods = append(mr.Pods, PodRecord{Node: l.c.NodeName(x.Node), GPUs: gpuList(x.GPUs)})
-			}
-			g.Members = append(g.Members, mr)
-		}
-		snap.Gangs = append(snap.Gangs, g)
+		snap.Gangs = append(snap.Gangs, l.record(id))
 	}
 	return snap
+}
+
+// record returns the record of admitted gang id.
+func (l *Ledger) record(id string) GangRecord {
+	e := l.byID[id]
+	g := GangRecord{ID: id}
+	for i := range e.alloc.Members {
+		ma, m := &e.alloc.Members[i], &e.spec.Members[i]
+		mr := MemberRecord{Name: ma.Name, Want: m.Request.Nodes, Min: m.Min, GPUs: m.Request.GPUs}
+		for _, x := range ma.Assignment {
+			mr.Pods = append(mr.Pods, PodRecord{Node: l.c.NodeName(x.Node), GPUs: gpuList(x.GPUs)})
+		}
+		g.Members = append(g.Members, mr)
+	}
+	return g
 }
 
 func gpuList(m uint64) []int {
@@ -91,7 +96,9 @@ func gpuList(m uint64) []int {
 // gang that is not whole (fewer pods than its minimum), duplicate gang or
 // member names. Restored gangs keep their pods; their specs are rebuilt
 // from the records (pod counts and per-node GPU counts, no topology
-// constraints).
+// constraints). A host that re-places pods (Ledger.ReplacePod, which keeps
+// a pod inside its member's required domain and its gang's co-location)
+// gives each gang its full spec back with Ledger.SetSpec.
 func Restore(c *topology.Cluster, snap Snapshot, opts Options) (*Ledger, error) {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -216,4 +223,23 @@ func Restore(c *topology.Cluster, snap Snapshot, opts Options) (*Ledger, error) 
 		_ = l.s.SetStatus(i, topology.Drained)
 	}
 	return l, nil
+}
+
+// SetSpec replaces the spec of gang g.ID, which must be in the ledger,
+// with g: the spec the gang was admitted with, for a ledger restored from
+// a snapshot (Restore keeps only the members' sizes, so that ReplacePod
+// would otherwise ignore required domains and co-location). g must agree
+// with the gang's record (Spec.CheckRecord: the same members, pod counts
+// and GPUs per pod). Errors wrap ErrUnknownGang or ErrBadSpec and name
+// the gang; on error nothing changes.
+func (l *Ledger) SetSpec(g *Spec) error {
+	if _, ok := l.byID[g.ID]; !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownGang, g.ID)
+	}
+	rec := l.record(g.ID)
+	if err := g.CheckRecord(l.c, &rec); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadSpec, err)
+	}
+	l.byID[g.ID].spec = *g
+	return nil
 }
