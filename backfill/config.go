@@ -30,6 +30,19 @@ type Config struct {
 	// stops a cycle early, the next cycle resumes after the last job
 	// tested, like Slurm's bf_continue.
 	MaxJobsTested int
+	// OnlyChangedWaits makes each plan list, in Plan.Waiting, the waiting
+	// jobs whose Waiting (its priority aside) changed since the engine
+	// last listed the job, instead of every waiting job; Plan.Unchanged
+	// counts the others. A job is listed the first time it waits, when
+	// its reason changes, and in a restored engine's first cycle; rarely
+	// also when its reason did not change (the engine keeps a bounded
+	// table of the reasons it has listed, and one it has forgotten counts
+	// as new). Engine.Job gives any job's current reason, Engine.Jobs
+	// every job's. The decisions are the same either way. A host that
+	// updates what users see only on a change (pod conditions, say)
+	// saves the writing and reading of every waiting job's 552-byte
+	// record in every cycle.
+	OnlyChangedWaits bool
 	// FairShare configures priority (weights, decay, algorithm).
 	// ClusterGPUs defaults to the cluster's GPU count.
 	FairShare fairshare.Config

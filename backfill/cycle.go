@@ -75,6 +75,11 @@ type cycle struct {
 	e    *Engine
 	now  time.Time
 	plan *Plan
+	// waitBuf is where a waiting job's reason is built when the plan
+	// lists only changes (Config.OnlyChangedWaits); hitID is the ID of
+	// the same-shape failure the job's test found (0 if none).
+	waitBuf Waiting
+	hitID   uint64
 	// The scratch state in use (e.scratch) is the free state minus the
 	// GPUs of blockedRes and of every hold but ownHold's; gen names its
 	// contents (a fresh number whenever they change).
@@ -127,6 +132,7 @@ type failure struct {
 	shape
 	gen uint64
 	w   Waiting
+	id  uint64 // w's ID (Engine.waitID) when plans list only changes
 }
 
 // slot is one scratch state of cycle.slots.
@@ -354,15 +360,22 @@ func (c *cycle) walk(order []*jobRec) {
 	e := c.e
 	winStart, winLen := e.window(len(order))
 	strictBlocker := ""
+	changes := e.cfg.OnlyChangedWaits
 	for rank, j := range order {
 		if j.phase != StatePending {
 			continue // started by its due reservation
 		}
 		// w is built in place at the end of the plan's list, and taken
 		// off again if the job starts (the cycle adds to the list nowhere
-		// else).
+		// else); when the plan lists only changes, it is built in the
+		// cycle's buffer and listed if it changed.
 		var w *Waiting
-		c.plan.Waiting, w = extend(c.plan.Waiting)
+		if changes {
+			w = &c.waitBuf
+		} else {
+			c.plan.Waiting, w = extend(c.plan.Waiting)
+		}
+		c.hitID = 0
 		switch {
 		case e.cfg.Strict && strictBlocker != "":
 			*w = Waiting{Job: j.job.ID, Priority: e.prio[rank], Code: WaitPriority, Blocker: strictBlocker}
@@ -380,7 +393,18 @@ func (c *cycle) walk(order []*jobRec) {
 			c.settleMove(j)
 			j.dropped = false
 			if started {
-				c.plan.Waiting = c.plan.Waiting[:len(c.plan.Waiting)-1]
+				if !changes {
+					c.plan.Waiting = c.plan.Waiting[:len(c.plan.Waiting)-1]
+				}
+				continue
+			}
+			if c.hitID != 0 && c.hitID == j.waitID {
+				// Unchanged, and w not even written (test): the job's
+				// reason is the one it was last listed with.
+				if e.cfg.Strict && j.wait.Code != WaitQuota {
+					strictBlocker = j.job.ID
+				}
+				c.plan.Unchanged++
 				continue
 			}
 			if e.cfg.Strict && w.Code != WaitQuota {
@@ -388,6 +412,18 @@ func (c *cycle) walk(order []*jobRec) {
 				// other queue (Kueue's StrictFIFO is per queue).
 				strictBlocker = j.job.ID
 			}
+		}
+		if changes {
+			id := c.hitID
+			if id == 0 {
+				id = e.waitID(w)
+			}
+			if id == j.waitID {
+				c.plan.Unchanged++
+				continue
+			}
+			j.waitID = id
+			c.plan.Waiting = append(c.plan.Waiting, *w)
 		}
 		j.wait = *w
 	}
@@ -408,8 +444,14 @@ func (c *cycle) test(j *jobRec, w *Waiting, prio uint64) bool {
 		c.prepareScratch(j)
 		if hit, ok := c.cached(&key); ok {
 			// A job of the same shape failed on this very scratch
-			// state: this one fails the same way (w is written once).
-			*w = *hit
+			// state: this one fails the same way (w is written once,
+			// and not at all when the plan lists only changes and the
+			// job's reason is this one already).
+			c.hitID = hit.id
+			if hit.id != 0 && hit.id == j.waitID {
+				return true
+			}
+			*w = hit.w
 			w.Job, w.Priority = j.job.ID, prio
 			return true
 		}
@@ -460,14 +502,14 @@ func (c *cycle) shapeKey(j *jobRec) (shape, bool) {
 	return shape{hash: j.shape, req: &m.Request, min: m.Min, step: m.Step, class: j.job.Class, queue: j.queue}, true
 }
 
-func (c *cycle) cached(k *shape) (*Waiting, bool) {
+func (c *cycle) cached(k *shape) (*failure, bool) {
 	if c.failures == nil {
 		return nil, false
 	}
 	h := c.failHome(k)
 	for i := range failureProbe {
 		if f := &c.failures[(h+i)%failureCap]; f.gen == c.gen && f.equal(k) {
-			return &f.w, true
+			return f, true
 		}
 	}
 	return nil, false
@@ -485,7 +527,11 @@ func (c *cycle) remember(k *shape, w *Waiting) {
 			break
 		}
 	}
-	c.failures[at] = failure{shape: *k, gen: c.gen, w: *w}
+	f := &c.failures[at]
+	*f = failure{shape: *k, gen: c.gen, w: *w}
+	if c.e.cfg.OnlyChangedWaits {
+		f.id = c.e.waitID(w)
+	}
 }
 
 // failHome is the first table entry shape k may take on the scratch
@@ -710,7 +756,7 @@ func (c *cycle) start(j *jobRec) {
 	}
 	e.jobs.pending = removeSorted(e.jobs.pending, j)
 	e.activate(j, c.now)
-	j.wait = Waiting{}
+	j.wait, j.waitID = Waiting{}, 0
 	var st *Start
 	c.plan.Starts, st = extend(c.plan.Starts)
 	alloc := st.Allocation

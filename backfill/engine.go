@@ -78,6 +78,11 @@ type Engine struct {
 	idle   *topology.State
 	idleAt [2]uint64
 
+	// waits interns the reasons plans list when they list only changes
+	// (waitID); waitSeq is the last ID given.
+	waits   []internedWait
+	waitSeq uint64
+
 	// Test switches: naive runs every cache's reference path; checkEach
 	// verifies every invariant after every call.
 	naive, checkEach bool
@@ -300,7 +305,7 @@ func (e *Engine) requeue(j *jobRec) {
 	j.phase = StatePending
 	j.requeues++
 	j.start, j.promised, j.lastCharge = time.Time{}, time.Time{}, time.Time{}
-	j.wait = Waiting{}
+	j.wait, j.waitID = Waiting{}, 0
 	e.jobs.pending = insertSorted(e.jobs.pending, j)
 }
 

@@ -27,6 +27,9 @@ type jobRec struct {
 	dropped bool
 	rank    int    // place in this cycle's priority order
 	rankGen uint64 // Engine.rankInput's mark
+	// waitID names the content of wait (Engine.waitID), its job and
+	// priority aside; 0 when it names nothing.
+	waitID uint64
 	// shape hashes the job's request for the cycle's same-shape failure
 	// cache (shapeHash); equal hashes are confirmed by comparing requests.
 	shape uint64

@@ -27,8 +27,12 @@ type Plan struct {
 	Reservations []Reservation
 	// Waiting lists every pending job that did not start, in priority
 	// order (with queues, the jobs their queues' guarantees cover first),
-	// with its reason.
+	// with its reason; with Config.OnlyChangedWaits, only those whose
+	// reason changed.
 	Waiting []Waiting
+	// Unchanged counts the waiting jobs Waiting leaves out because their
+	// reason did not change (Config.OnlyChangedWaits; 0 otherwise).
+	Unchanged int
 	// Moves lists the reservations moved later or dropped this cycle,
 	// each with its cause (a reservation moved earlier is not listed).
 	Moves []Move

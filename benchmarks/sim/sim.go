@@ -345,6 +345,9 @@ func (r *runner) engineConfig() backfill.Config {
 		cfg.ReservationDepth = 0
 	}
 	cfg.Preemption.Enabled = r.cfg.Preemption != nil && !r.cfg.Preemption.Off
+	// The simulator reads no waiting reasons: plans list only the ones
+	// that changed (the decisions are the same).
+	cfg.OnlyChangedWaits = true
 	return cfg
 }
 

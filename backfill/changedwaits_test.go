@@ -1,0 +1,159 @@
+package backfill
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/placement"
+)
+
+// TestOnlyChangedWaits runs random operation sequences (hold mode,
+// preemption and queues as in the naive agreement test) on two engines
+// that differ only in Config.OnlyChangedWaits, restoring the one that
+// lists changes from its snapshot every 97 steps. After every call:
+//   - everything but the waiting list is the same (decisions do not
+//     depend on the report);
+//   - the changes listed so far, priorities aside, rebuild exactly the
+//     full list of the other engine, and the listed and unchanged jobs
+//     add up to it, in its order;
+//   - Engine.Job on the changes engine gives each waiting job the same
+//     reason as on the other;
+//   - most cycles leave some jobs out (the listing is of changes).
+func TestOnlyChangedWaits(t *testing.T) {
+	seeds := 24
+	if testing.Short() {
+		seeds = 6
+	}
+	c := opsCluster(t)
+	for _, depth := range []int{0, 1, 16, Conservative} {
+		t.Run(fmt.Sprintf("depth=%d", depth), func(t *testing.T) {
+			listed, left := 0, 0
+			for seed := range uint64(seeds) {
+				full := randomOpsEngine(t, c, depth, seed, false)
+				changes := randomOpsEngine(t, c, depth, seed, false)
+				changes.cfg.OnlyChangedWaits = true
+				last := map[string]Waiting{} // the changes engine's latest listing per job
+				r := rand.New(rand.NewPCG(seed, uint64(depth+2000)))
+				now := epoch
+				for i := range 600 {
+					st, do := randomOp(r, c, full)
+					now = later(now.Add(st.dt), full.Now())
+					if i%97 == 96 {
+						changes = roundTrip(t, changes)
+					}
+					if st.kind != opSchedule {
+						if a, b := do(full, st, now), do(changes, st, now); a != b {
+							t.Fatalf("seed %d step %d (%v): the engines differ: %q against %q", seed, i, st, a, b)
+						}
+						continue
+					}
+					pf, errF := full.Schedule(now)
+					pc, errC := changes.Schedule(now)
+					if (errF == nil) != (errC == nil) {
+						t.Fatalf("seed %d step %d: errors %v and %v", seed, i, errF, errC)
+					}
+					if errF != nil {
+						continue
+					}
+					listed += len(pc.Waiting)
+					left += pc.Unchanged
+					k := 0
+					for _, w := range pc.Waiting {
+						last[w.Job] = w
+						for k < len(pf.Waiting) && pf.Waiting[k].Job != w.Job {
+							k++
+						}
+						if k == len(pf.Waiting) {
+							t.Fatalf("seed %d step %d: job %s listed out of the full list's order, or not in it", seed, i, w.Job)
+						}
+					}
+					if n := len(pc.Waiting) + pc.Unchanged; n != len(pf.Waiting) {
+						t.Fatalf("seed %d step %d: %d listed + %d unchanged, want %d waiting", seed, i, len(pc.Waiting), pc.Unchanged, len(pf.Waiting))
+					}
+					for _, want := range pf.Waiting {
+						got, ok := last[want.Job]
+						got.Priority = want.Priority
+						if !ok || !reflect.DeepEqual(got, want) {
+							t.Fatalf("seed %d step %d: job %s: rebuilt from changes %+v, full list %+v", seed, i, want.Job, got, want)
+						}
+						js, _ := changes.Job(want.Job)
+						jf, _ := full.Job(want.Job)
+						if js.Code != jf.Code || js.Reason != jf.Reason {
+							t.Fatalf("seed %d step %d: Engine.Job(%s): %v %q against %v %q", seed, i, want.Job, js.Code, js.Reason, jf.Code, jf.Reason)
+						}
+					}
+					pf.Waiting, pc.Waiting, pc.Unchanged = nil, nil, 0
+					a, _ := json.Marshal(pf)
+					b, _ := json.Marshal(pc)
+					if string(a) != string(b) {
+						t.Fatalf("seed %d step %d: the plans differ beyond the waiting list:\n%s\n%s", seed, i, a, b)
+					}
+				}
+			}
+			t.Logf("%d waits listed, %d left out as unchanged", listed, left)
+			if left < listed {
+				t.Errorf("%d waits listed against %d left out: want most left out", listed, left)
+			}
+		})
+	}
+}
+
+// TestOnlyChangedWaitsTimeline follows one job: listed when it first
+// waits, left out while its reason stands (its priority growing with
+// age), and started when the cluster empties; Engine.Job stays current.
+func TestOnlyChangedWaitsTimeline(t *testing.T) {
+	c := opsCluster(t)
+	cfg := DefaultConfig()
+	cfg.OnlyChangedWaits = true
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(e.Submit(Job{ID: "big", Account: "a", TimeLimit: time.Hour, Gang: member(placement.NodesOf(c.NumNodes(), 8))}, epoch))
+	_, err = e.Schedule(epoch)
+	must(err)
+	must(e.Started("big", epoch))
+	must(e.Submit(Job{ID: "w", Account: "b", TimeLimit: time.Hour, Gang: member(placement.NodesOf(1, 8))}, epoch.Add(time.Minute)))
+	listed := func(p *Plan) (Waiting, bool) {
+		for _, w := range p.Waiting {
+			if w.Job == "w" {
+				return w, true
+			}
+		}
+		return Waiting{}, false
+	}
+	p, err := e.Schedule(epoch.Add(time.Minute))
+	must(err)
+	if first, ok := listed(p); !ok || first.Code != WaitReserved {
+		t.Fatalf("first cycle: w listed %v as %v, want listed, reserved", ok, first.Code)
+	}
+	for k := 2; k <= 4; k++ {
+		p, err = e.Schedule(epoch.Add(time.Duration(k) * time.Minute))
+		must(err)
+		if w, ok := listed(p); ok {
+			t.Fatalf("cycle %d: w listed again with an unchanged reason: %+v", k, w)
+		}
+		if p.Unchanged != 1 {
+			t.Fatalf("cycle %d: Unchanged %d, want 1", k, p.Unchanged)
+		}
+		if js, _ := e.Job("w"); js.Code != WaitReserved {
+			t.Fatalf("cycle %d: Engine.Job says %v", k, js.Code)
+		}
+	}
+	must(e.Cancel("big", epoch.Add(5*time.Minute)))
+	p, err = e.Schedule(epoch.Add(5 * time.Minute))
+	must(err)
+	if len(p.Starts) != 1 || p.Starts[0].Job != "w" || len(p.Waiting) != 0 || p.Unchanged != 0 {
+		t.Fatalf("after the cluster emptied: %+v, want w started and nothing waiting", p)
+	}
+}
