@@ -34,11 +34,9 @@ type Config struct {
 	// jobs whose Waiting (its priority aside) changed since the engine
 	// last listed the job, instead of every waiting job; Plan.Unchanged
 	// counts the others. A job is listed the first time it waits, when
-	// its reason changes, and in a restored engine's first cycle; rarely
-	// also when its reason did not change (the engine keeps a bounded
-	// table of the reasons it has listed, and one it has forgotten counts
-	// as new). Engine.Job gives any job's current reason, Engine.Jobs
-	// every job's. The decisions are the same either way. A host that
+	// its reason changes, and in a restored engine's first cycle.
+	// Engine.Job gives any job's current reason, Engine.Jobs every
+	// job's. The decisions are the same either way. A host that
 	// updates what users see only on a change (pod conditions, say)
 	// saves the writing and reading of every waiting job's 552-byte
 	// record in every cycle.

@@ -77,7 +77,8 @@ type cycle struct {
 	plan *Plan
 	// waitBuf is where a waiting job's reason is built when the plan
 	// lists only changes (Config.OnlyChangedWaits); hitID is the ID of
-	// the same-shape failure the job's test found (0 if none).
+	// the job's reason when its test found it in, or added it to, the
+	// same-shape failure cache (0 otherwise).
 	waitBuf Waiting
 	hitID   uint64
 	// The scratch state in use (e.scratch) is the free state minus the
@@ -416,9 +417,9 @@ func (c *cycle) walk(order []*jobRec) {
 		if changes {
 			id := c.hitID
 			if id == 0 {
-				id = e.waitID(w)
+				id = e.waitID(w, keepID(j, w))
 			}
-			if id == j.waitID {
+			if id == j.waitID || keepID(j, w) != 0 {
 				c.plan.Unchanged++
 				continue
 			}
@@ -448,7 +449,8 @@ func (c *cycle) test(j *jobRec, w *Waiting, prio uint64) bool {
 			// and not at all when the plan lists only changes and the
 			// job's reason is this one already).
 			c.hitID = hit.id
-			if hit.id != 0 && hit.id == j.waitID {
+			if hit.id != 0 && (hit.id == j.waitID || sameReason(&hit.w, j)) {
+				c.hitID = j.waitID // unchanged: the walk lists nothing
 				return true
 			}
 			*w = hit.w
@@ -464,7 +466,7 @@ func (c *cycle) test(j *jobRec, w *Waiting, prio uint64) bool {
 	}
 	c.wait(j, w)
 	if cacheable && j.resv == nil && j.claim == nil && !c.e.book.isHeld(j) && w.Code != WaitForHold {
-		c.remember(&key, w)
+		c.remember(j, &key, w)
 	}
 	return true
 }
@@ -515,7 +517,7 @@ func (c *cycle) cached(k *shape) (*failure, bool) {
 	return nil, false
 }
 
-func (c *cycle) remember(k *shape, w *Waiting) {
+func (c *cycle) remember(j *jobRec, k *shape, w *Waiting) {
 	if c.failures == nil {
 		c.failures = make([]failure, failureCap)
 	}
@@ -530,7 +532,8 @@ func (c *cycle) remember(k *shape, w *Waiting) {
 	f := &c.failures[at]
 	*f = failure{shape: *k, gen: c.gen, w: *w}
 	if c.e.cfg.OnlyChangedWaits {
-		f.id = c.e.waitID(w)
+		f.id = c.e.waitID(w, keepID(j, w))
+		c.hitID = f.id // the walk needs no second lookup for j
 	}
 }
 

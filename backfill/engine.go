@@ -79,9 +79,10 @@ type Engine struct {
 	idleAt [2]uint64
 
 	// waits interns the reasons plans list when they list only changes
-	// (waitID); waitSeq is the last ID given.
-	waits   []internedWait
-	waitSeq uint64
+	// (waitID); waitSeq is the last ID given, evict picks the entry a
+	// table miss replaces.
+	waits          []internedWait
+	waitSeq, evict uint64
 
 	// Test switches: naive runs every cache's reference path; checkEach
 	// verifies every invariant after every call.

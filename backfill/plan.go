@@ -32,7 +32,7 @@ type Plan struct {
 	Waiting []Waiting
 	// Unchanged counts the waiting jobs Waiting leaves out because their
 	// reason did not change (Config.OnlyChangedWaits; 0 otherwise).
-	Unchanged int
+	Unchanged int `json:",omitempty"`
 	// Moves lists the reservations moved later or dropped this cycle,
 	// each with its cause (a reservation moved earlier is not listed).
 	Moves []Move
@@ -399,7 +399,10 @@ func formatTime(t, epoch time.Time) string {
 func (p *Plan) Describe(c *topology.Cluster, epoch time.Time) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "cycle at %s: %d started, %d reserved, %d waiting, %d tested\n",
-		formatTime(p.Time, epoch), len(p.Starts), len(p.Reservations), len(p.Waiting), p.Tested)
+		formatTime(p.Time, epoch), len(p.Starts), len(p.Reservations), len(p.Waiting)+p.Unchanged, p.Tested)
+	if p.Unchanged > 0 {
+		fmt.Fprintf(&b, "(%d waiting with an unchanged reason not listed)\n", p.Unchanged)
+	}
 	for _, s := range p.Starts {
 		fmt.Fprintf(&b, "start %s on %s\n", s.Job, Hosts(c, &s.Allocation))
 	}
