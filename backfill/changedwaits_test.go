@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
 )
 
 // TestOnlyChangedWaits runs random operation sequences (hold mode,
@@ -127,23 +128,9 @@ func TestOnlyChangedWaits(t *testing.T) {
 // waits, left out while its reason stands (its priority growing with
 // age), and started when the cluster empties; Engine.Job stays current.
 func TestOnlyChangedWaitsTimeline(t *testing.T) {
-	c := opsCluster(t)
-	cfg := DefaultConfig()
-	cfg.OnlyChangedWaits = true
-	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(e.Submit(Job{ID: "big", Account: "a", TimeLimit: time.Hour, Gang: member(placement.NodesOf(c.NumNodes(), 8))}, epoch))
-	_, err = e.Schedule(epoch)
-	must(err)
-	must(e.Started("big", epoch))
+	_, e, must := fullEngine(t, func(cfg *Config) {
+		cfg.OnlyChangedWaits = true
+	})
 	must(e.Submit(Job{ID: "w", Account: "b", TimeLimit: time.Hour, Gang: member(placement.NodesOf(1, 8))}, epoch.Add(time.Minute)))
 	listed := func(p *Plan) (Waiting, bool) {
 		for _, w := range p.Waiting {
@@ -183,23 +170,9 @@ func TestOnlyChangedWaitsTimeline(t *testing.T) {
 // allocates no more with OnlyChangedWaits than without it.
 func TestOnlyChangedWaitsAllocs(t *testing.T) {
 	allocs := func(changes bool) float64 {
-		c := opsCluster(t)
-		cfg := DefaultConfig()
-		cfg.OnlyChangedWaits = changes
-		e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		must := func(err error) {
-			t.Helper()
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		must(e.Submit(Job{ID: "big", Account: "a", TimeLimit: time.Hour, Gang: member(placement.NodesOf(c.NumNodes(), 8))}, epoch))
-		_, err = e.Schedule(epoch)
-		must(err)
-		must(e.Started("big", epoch))
+		_, e, must := fullEngine(t, func(cfg *Config) {
+			cfg.OnlyChangedWaits = changes
+		})
 		for i := range 20 {
 			must(e.Submit(Job{ID: fmt.Sprintf("w%d", i), Account: "b", TimeLimit: time.Hour, Gang: member(placement.NodesOf(1+i%3, 8))}, epoch.Add(time.Minute)))
 		}
@@ -226,24 +199,10 @@ func TestOnlyChangedWaitsAllocs(t *testing.T) {
 // for its unchanged reason, most were listed every cycle once the table
 // overflowed.)
 func TestOnlyChangedWaitsManyReasons(t *testing.T) {
-	c := opsCluster(t)
-	cfg := DefaultConfig()
-	cfg.ReservationDepth = Conservative
-	cfg.OnlyChangedWaits = true
-	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(e.Submit(Job{ID: "big", Account: "a", TimeLimit: time.Hour, Gang: member(placement.NodesOf(c.NumNodes(), 8))}, epoch))
-	_, err = e.Schedule(epoch)
-	must(err)
-	must(e.Started("big", epoch))
+	c, e, must := fullEngine(t, func(cfg *Config) {
+		cfg.ReservationDepth = Conservative
+		cfg.OnlyChangedWaits = true
+	})
 	const n = 1500
 	for i := range n {
 		must(e.Submit(Job{ID: fmt.Sprintf("w%04d", i), Account: "b", TimeLimit: time.Duration(1+i%7) * time.Minute,
@@ -261,4 +220,29 @@ func TestOnlyChangedWaitsManyReasons(t *testing.T) {
 			t.Fatalf("cycle %d with nothing changed: %d listed, %d unchanged, want 0 and %d", k, len(p.Waiting), p.Unchanged, n)
 		}
 	}
+}
+
+// fullEngine returns an engine on opsCluster, configured by DefaultConfig
+// and set, whose every node runs job "big" (account a, an hour from
+// epoch), with a must that fails t on an error.
+func fullEngine(t *testing.T, set func(*Config)) (*topology.Cluster, *Engine, func(error)) {
+	t.Helper()
+	c := opsCluster(t)
+	cfg := DefaultConfig()
+	set(&cfg)
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(e.Submit(Job{ID: "big", Account: "a", TimeLimit: time.Hour, Gang: member(placement.NodesOf(c.NumNodes(), 8))}, epoch))
+	_, err = e.Schedule(epoch)
+	must(err)
+	must(e.Started("big", epoch))
+	return c, e, must
 }
