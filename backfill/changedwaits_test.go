@@ -13,7 +13,8 @@ import (
 )
 
 // TestOnlyChangedWaits runs random operation sequences (hold mode,
-// preemption and queues as in the naive agreement test) on two engines
+// preemption and queues as in the naive agreement test; strict order or a
+// MaxJobsTested window in half the seeds) on two engines
 // that differ only in Config.OnlyChangedWaits, restoring the one that
 // lists changes from its snapshot every 97 steps. After every call:
 //   - everything but the waiting list is the same (decisions do not
@@ -39,6 +40,16 @@ func TestOnlyChangedWaits(t *testing.T) {
 				full := randomOpsEngine(t, c, depth, seed, false)
 				changes := randomOpsEngine(t, c, depth, seed, false)
 				changes.cfg.OnlyChangedWaits = true
+				// Strict order and a tested-jobs window give the "waiting
+				// for priority" reasons most of a long queue shares.
+				for _, e := range []*Engine{full, changes} {
+					switch seed % 4 {
+					case 1:
+						e.cfg.Strict = true
+					case 2:
+						e.cfg.MaxJobsTested = 3
+					}
+				}
 				last := map[string]Waiting{} // the changes engine's latest listing per job
 				since := map[string]bool{}   // jobs listed since the last restore
 				r := rand.New(rand.NewPCG(seed, uint64(depth+2000)))
@@ -49,6 +60,14 @@ func TestOnlyChangedWaits(t *testing.T) {
 					if i%97 == 96 {
 						changes = roundTrip(t, changes)
 						clear(since) // a restored engine lists every job once
+					}
+					// A job cancelled or submitted again under its ID
+					// waits anew: it is listed again.
+					switch st.kind {
+					case opSubmit:
+						delete(since, st.job.ID)
+					case opCancel:
+						delete(since, st.id)
 					}
 					if st.kind != opSchedule {
 						if a, b := do(full, st, now), do(changes, st, now); a != b {

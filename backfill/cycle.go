@@ -81,6 +81,11 @@ type cycle struct {
 	// same-shape failure cache (0 otherwise).
 	waitBuf Waiting
 	hitID   uint64
+	// prioWait and prioID cache the ID of the last "waiting for priority"
+	// reason (behind a strict blocker, or outside the MaxJobsTested
+	// window), which most of a long queue shares in a cycle.
+	prioWait Waiting
+	prioID   uint64
 	// The scratch state in use (e.scratch) is the free state minus the
 	// GPUs of blockedRes and of every hold but ownHold's; gen names its
 	// contents (a fresh number whenever they change).
@@ -380,6 +385,9 @@ func (c *cycle) walk(order []*jobRec) {
 		switch {
 		case e.cfg.Strict && strictBlocker != "":
 			*w = Waiting{Job: j.job.ID, Priority: e.prio[rank], Code: WaitPriority, Blocker: strictBlocker}
+			if changes {
+				c.hitID = c.priorityID(w)
+			}
 		case j.claim != nil:
 			*w = Waiting{Job: j.job.ID, Priority: e.prio[rank]}
 			c.reportClaim(j.claim, w)
@@ -388,6 +396,9 @@ func (c *cycle) walk(order []*jobRec) {
 			}
 		case j.resv == nil && j.moved == nil && !j.dropped && !e.book.isHeld(j) && (rank-winStart+len(order))%len(order) >= winLen:
 			*w = Waiting{Job: j.job.ID, Priority: e.prio[rank], Code: WaitPriority}
+			if changes {
+				c.hitID = c.priorityID(w)
+			}
 		default:
 			c.plan.Tested++
 			started := !c.test(j, w, e.prio[rank])
@@ -428,6 +439,18 @@ func (c *cycle) walk(order []*jobRec) {
 		}
 		j.wait = *w
 	}
+}
+
+// priorityID returns the ID (Engine.waitID) of w, a "waiting for
+// priority" reason, from the cycle's cache when the last one asked for
+// said the same: one reason, and one ID, for most of a long queue.
+func (c *cycle) priorityID(w *Waiting) uint64 {
+	if c.prioID != 0 && w.Code == c.prioWait.Code && w.Blocker == c.prioWait.Blocker {
+		return c.prioID
+	}
+	c.prioWait = Waiting{Code: w.Code, Blocker: w.Blocker}
+	c.prioID = c.e.waitID(&c.prioWait, 0)
+	return c.prioID
 }
 
 // test tries to start job j (of priority prio) now; when it cannot, it
