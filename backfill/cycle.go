@@ -428,8 +428,11 @@ func (c *cycle) walk(order []*jobRec) {
 		if changes {
 			id := c.hitID
 			if id == 0 {
-				id = e.waitID(w, keepID(j, w))
+				id = e.waitID(w, j)
 			}
+			// Equal IDs are the same reason; a different one may still
+			// be (the table gave the content a new ID after forgetting
+			// it), which one whole comparison settles.
 			if id == j.waitID || keepID(j, w) != 0 {
 				c.plan.Unchanged++
 				continue
@@ -449,7 +452,7 @@ func (c *cycle) priorityID(w *Waiting) uint64 {
 		return c.prioID
 	}
 	c.prioWait = Waiting{Code: w.Code, Blocker: w.Blocker}
-	c.prioID = c.e.waitID(&c.prioWait, 0)
+	c.prioID = c.e.waitID(&c.prioWait, nil)
 	return c.prioID
 }
 
@@ -555,7 +558,7 @@ func (c *cycle) remember(j *jobRec, k *shape, w *Waiting) {
 	f := &c.failures[at]
 	*f = failure{shape: *k, gen: c.gen, w: *w}
 	if c.e.cfg.OnlyChangedWaits {
-		f.id = c.e.waitID(w, keepID(j, w))
+		f.id = c.e.waitID(w, j)
 		c.hitID = f.id // the walk needs no second lookup for j
 	}
 }

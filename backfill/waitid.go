@@ -26,10 +26,10 @@ type internedWait struct {
 }
 
 // waitID returns the ID of w's content, its job and priority aside,
-// adding the content to the table if it is not there: under keep when
-// keep is not 0 (the caller knows keep names this very content), else
-// under a new ID.
-func (e *Engine) waitID(w *Waiting, keep uint64) uint64 {
+// adding the content to the table if it is not there: under the ID of
+// job j's last reason when that says the same (j may be nil), else under
+// a new ID.
+func (e *Engine) waitID(w *Waiting, j *jobRec) uint64 {
 	if e.waits == nil {
 		e.waits = make([]internedWait, waitTableCap)
 	}
@@ -43,7 +43,10 @@ func (e *Engine) waitID(w *Waiting, keep uint64) uint64 {
 			return x.id
 		}
 	}
-	id := keep
+	var id uint64
+	if j != nil {
+		id = keepID(j, w)
+	}
 	if id == 0 {
 		e.waitSeq++
 		id = e.waitSeq
