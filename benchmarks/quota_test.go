@@ -60,14 +60,14 @@ func quotaSetups(total int) []struct {
 func BenchmarkScheduleQuotas(b *testing.B) {
 	inv := inventories()[0]
 	for _, setup := range quotaSetups(inv.c.TotalGPUs()) {
-		for _, churn := range []bool{false, true} {
+		for _, state := range []scheduleState{fresh90, churn} {
 			for _, unique := range []bool{false, true} {
-				tc := scheduleCase{inv, 1000, backfill.DefaultDepth, unique, churn}
+				tc := scheduleCase{inv, 1000, backfill.DefaultDepth, unique, state}
 				b.Run(fmt.Sprintf("quotas=%s/%s", setup.name, tc.name()), func(b *testing.B) {
 					w := newWorkload(tc.inv.c, tc.depth, tc.unique, 11)
 					w.quotas, w.queueOf = setup.quotas, setup.queueOf
-					if tc.churn {
-						scheduleChurnOn(b, w, tc.pending)
+					if tc.state == churn {
+						scheduleChurnOn(b, w, tc.pending, false)
 					} else {
 						scheduleFreshOn(b, w, tc.pending)
 					}

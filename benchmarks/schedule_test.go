@@ -159,7 +159,16 @@ func busyShare(e *backfill.Engine) float64 {
 //     cycle has started what fits or made the reservations;
 //   - churn: a steady state in which, before each cycle (untimed), the 5
 //     oldest running jobs finish and 5 new jobs arrive, a minute later;
-//     the busy share it settles at is reported (busy%);
+//     the busy share it settles at is reported (busy%). On large queues
+//     and the 100,000-GPU cluster it settles near 100% busy, where most
+//     attempts fail fast, so:
+//   - churn90: a steady state at most 90% busy: before each cycle
+//     (untimed) the oldest running jobs finish until at most 90% of the
+//     GPUs are busy (at least 5 of them) and 5 new jobs arrive; each
+//     timed cycle starts what fits in what was freed, on an engine that
+//     has run cycles before (no freshly restored state). busy% is the
+//     share before the cycle (below 90% where the reservations keep
+//     freed GPUs idle for their jobs), starts the mean per cycle;
 //
 // each with jobs of shared shapes (about 80 distinct requests, which a
 // same-shape failure cache can answer for) and unique shapes (every
@@ -175,10 +184,10 @@ func busyShare(e *backfill.Engine) float64 {
 func BenchmarkSchedule(b *testing.B) {
 	for _, tc := range scheduleCases() {
 		b.Run(tc.name(), func(b *testing.B) {
-			if tc.churn {
-				scheduleChurn(b, tc)
-			} else {
+			if tc.state == fresh90 {
 				scheduleFresh(b, tc)
+			} else {
+				scheduleChurn(b, tc)
 			}
 		})
 	}
@@ -189,14 +198,22 @@ type scheduleCase struct {
 	pending int
 	depth   int
 	unique  bool
-	churn   bool
+	state   scheduleState
 }
 
+// scheduleState is the state a BenchmarkSchedule case times its cycles in.
+type scheduleState uint8
+
+const (
+	fresh90 scheduleState = iota // state=90: a restored 90%-busy snapshot
+	churn                        // state=churn: 5 finish, 5 arrive
+	churn90                      // state=churn90: finish down to 90% busy, 5 arrive
+)
+
+var scheduleStateNames = [...]string{"90", "churn", "churn90"}
+
 func (tc scheduleCase) name() string {
-	state, shapes, depth := "90", "shared", fmt.Sprint(tc.depth)
-	if tc.churn {
-		state = "churn"
-	}
+	state, shapes, depth := scheduleStateNames[tc.state], "shared", fmt.Sprint(tc.depth)
 	if tc.unique {
 		shapes = "unique"
 	}
@@ -211,12 +228,12 @@ func scheduleCases() []scheduleCase {
 	for _, inv := range inventories() {
 		sizes := map[string][]int{"2k": {1000, 10000, 100000}, "100k": {10000, 100000}}[inv.name]
 		for _, pending := range sizes {
-			for _, churn := range []bool{false, true} {
-				if !churn && pending > 10000 {
+			for _, state := range []scheduleState{fresh90, churn, churn90} {
+				if state == fresh90 && pending > 10000 {
 					continue
 				}
 				for _, unique := range []bool{false, true} {
-					out = append(out, scheduleCase{inv, pending, backfill.DefaultDepth, unique, churn})
+					out = append(out, scheduleCase{inv, pending, backfill.DefaultDepth, unique, state})
 				}
 			}
 		}
@@ -224,7 +241,7 @@ func scheduleCases() []scheduleCase {
 			// Conservative backfill (a reservation for every job), as
 			// Slurm plans: 1,000 and 2,000 pending.
 			for _, pending := range []int{1000, 2000} {
-				out = append(out, scheduleCase{inv, pending, backfill.Conservative, true, false})
+				out = append(out, scheduleCase{inv, pending, backfill.Conservative, true, fresh90})
 			}
 		}
 	}
@@ -273,13 +290,17 @@ func scheduleFreshOn(b *testing.B, w *workload, pending int) {
 	b.ReportMetric(float64(len(plan.Reservations)), "reservations")
 }
 
-// scheduleChurn times cycles in a steady state with churn.
+// scheduleChurn times cycles in a steady state with churn (tc.state churn
+// or churn90).
 func scheduleChurn(b *testing.B, tc scheduleCase) {
-	scheduleChurnOn(b, newWorkload(tc.inv.c, tc.depth, tc.unique, 11), tc.pending)
+	scheduleChurnOn(b, newWorkload(tc.inv.c, tc.depth, tc.unique, 11), tc.pending, tc.state == churn90)
 }
 
-// scheduleChurnOn times cycles of workload w in a steady state with churn.
-func scheduleChurnOn(b *testing.B, w *workload, pending int) {
+// scheduleChurnOn times cycles of workload w in a steady state with churn:
+// before each cycle the 5 oldest running jobs finish, or with at90 the
+// oldest until at most 90% of the GPUs are busy (at least 5), and 5 jobs
+// arrive.
+func scheduleChurnOn(b *testing.B, w *workload, pending int, at90 bool) {
 	e, now := w.engine(b, 0.9, pending)
 	plan := warmPlan(pending)
 	var running []string // oldest first
@@ -290,7 +311,8 @@ func scheduleChurnOn(b *testing.B, w *workload, pending int) {
 	}
 	step := func() {
 		now = now.Add(time.Minute)
-		for range min(5, len(running)) {
+		target := int(0.9 * float64(w.c.TotalGPUs()))
+		for n := 0; len(running) > 0 && (n < 5 || at90 && e.UsedGPUs() > target); n++ {
 			if err := e.Finished(running[0], now); err != nil {
 				b.Fatal(err)
 			}
@@ -321,19 +343,26 @@ func scheduleChurnOn(b *testing.B, w *workload, pending int) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	busy := 0.0
+	busy, starts := 0.0, 0
 	for range b.N {
 		b.StopTimer()
 		step()
+		if at90 {
+			busy += busyShare(e) // before the cycle: what it runs at
+		}
 		b.StartTimer()
 		if err := e.ScheduleInto(now, plan); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()
+		starts += len(plan.Starts)
 		confirm()
-		busy += busyShare(e)
+		if !at90 {
+			busy += busyShare(e)
+		}
 		b.StartTimer()
 	}
 	b.ReportMetric(100*busy/float64(b.N), "busy%")
+	b.ReportMetric(float64(starts)/float64(b.N), "starts")
 	b.ReportMetric(float64(len(plan.Reservations)), "reservations")
 }
