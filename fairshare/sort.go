@@ -68,36 +68,29 @@ func rankedLess[T any, P rankKey[T]](r []T, i, j int) bool { return P(&r[i]).bef
 // (a scheduler passing the jobs in its previous ranking, a few new jobs at
 // the end and a few moved by changed fair shares) costs O(n + moves): an
 // insertion pass runs first and hands over to the introsort once it has
-// moved more than about 8n elements.
+// moved more than about 8n elements, or met more out-of-order elements
+// than a nearly sorted input has (more than one in 8 of those seen, past
+// the first 16: on a random order it stops within the first few dozen).
 func sortRanked[T any, P rankKey[T]](r []T) {
-	if fewDescents[T, P](r) && insertRanked[T, P](r, 8*len(r)+64) {
+	if insertRanked[T, P](r, 8*len(r)+64, 16) {
 		return
 	}
 	quickRanked[T, P](r, 2*bits.Len(uint(len(r))))
 }
 
-// fewDescents reports whether at most about one element in 16 goes
-// before its predecessor; it stops counting past that (after about n/8
-// comparisons on a random order).
-func fewDescents[T any, P rankKey[T]](r []T) bool {
-	left := len(r)/16 + 4
-	for i := 1; i < len(r); i++ {
-		if rankedLess[T, P](r, i, i-1) {
-			if left--; left < 0 {
-				return false
-			}
-		}
-	}
-	return true
-}
-
 // insertRanked insertion-sorts r, finding each out-of-order element's
-// place by binary search, and reports whether it finished within budget
-// element moves. When it gives up, r is a permutation of its input.
-func insertRanked[T any, P rankKey[T]](r []T, budget int) bool {
+// place by binary search, and reports whether it finished: it gives up
+// past budget element moves, or when the out-of-order elements among the
+// first i exceed i/8 + slack. When it gives up, r is a permutation of its
+// input.
+func insertRanked[T any, P rankKey[T]](r []T, budget, slack int) bool {
+	descents := 0
 	for i := 1; i < len(r); i++ {
 		if !rankedLess[T, P](r, i, i-1) {
 			continue
+		}
+		if descents++; descents > i/8+slack {
+			return false
 		}
 		// r[:i] is sorted and r[i] goes before r[i-1]: find the first
 		// element it goes before.
@@ -141,7 +134,7 @@ func quickRanked[T any, P rankKey[T]](r []T, depth int) {
 			r = r[:p]
 		}
 	}
-	insertRanked[T, P](r, len(r)*len(r)) // a budget it cannot exceed
+	insertRanked[T, P](r, len(r)*len(r), len(r)) // limits it cannot reach
 }
 
 // partitionRanked puts the median of the first, middle and last elements

@@ -52,12 +52,12 @@ func TestSortRankedOracle(t *testing.T) {
 		heap := slices.Clone(r)
 		heapRanked(heap)
 		ins := slices.Clone(r)
-		if !insertRanked(ins, n*n) {
+		if !insertRanked(ins, n*n, n) {
 			t.Fatalf("trial %d (n=%d): insertion gave up with a budget of n*n moves", trial, n)
 		}
 		// A pass that gives up leaves a permutation for the introsort.
 		partial := slices.Clone(r)
-		if !insertRanked(partial, n/4) {
+		if !insertRanked(partial, n/4, 16) {
 			quickRanked(partial, 2*bits.Len(uint(n)))
 		}
 		for name, res := range map[string][]Ranked{"introsort": got, "heapsort": heap, "insertion": ins, "insertion then introsort": partial} {
