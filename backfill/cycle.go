@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/phalanx-sched/phalanx/gang"
-	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -175,14 +174,14 @@ func (c *cycle) invalidate() {
 // state.
 type shape struct {
 	hash      uint64
-	req       *placement.Request
+	req       uint64 // jobRec.reqID
 	min, step int
 	class     int
 	queue     int // with quotas, reclaim depends on it
 }
 
 func (s *shape) equal(o *shape) bool {
-	return s.hash == o.hash && s.min == o.min && s.step == o.step && s.class == o.class && s.queue == o.queue && *s.req == *o.req
+	return s.hash == o.hash && s.min == o.min && s.step == o.step && s.class == o.class && s.queue == o.queue && s.req == o.req
 }
 
 // shapeHash hashes what shape compares (FNV-1a over the request's fields
@@ -527,7 +526,7 @@ func (c *cycle) shapeKey(j *jobRec) (shape, bool) {
 		return shape{}, false
 	}
 	m := &j.job.Gang.Members[0]
-	return shape{hash: j.shape, req: &m.Request, min: m.Min, step: m.Step, class: j.job.Class, queue: j.queue}, true
+	return shape{hash: j.shape, req: j.reqID, min: m.Min, step: m.Step, class: j.job.Class, queue: j.queue}, true
 }
 
 func (c *cycle) cached(k *shape) (*failure, bool) {

@@ -84,9 +84,15 @@ type Engine struct {
 	waits          []internedWait
 	waitSeq, evict uint64
 
+	// reqs numbers simple jobs' requests for the same-shape failure
+	// cache (reqid.go).
+	reqs reqTable
+
 	// Test switches: naive runs every cache's reference path; checkEach
-	// verifies every invariant after every call.
-	naive, checkEach bool
+	// verifies every invariant after every call; collide keeps 2 bits of
+	// each job's shape hash, so that the same-shape cache meets jobs of
+	// different shapes with equal hashes.
+	naive, checkEach, collide bool
 	// coverMin is the book size from which searches use the cover
 	// (coverMinReservations; tests lower it).
 	coverMin int

@@ -47,6 +47,12 @@ func (e *Engine) validateJob(j Job) (*jobRec, error) {
 		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
 	}
 	rec := &jobRec{job: j, gpus: j.Gang.GPUs(e.c), phase: StatePending, shape: shapeHash(&j), simple: simpleShape(&j.Gang)}
+	if e.collide {
+		rec.shape &= 3
+	}
+	if rec.simple {
+		rec.reqID = e.reqs.id(rec.shape, &rec.job.Gang.Members[0].Request)
+	}
 	var err error
 	if rec.prep, err = e.tree.Prepare(e.fsJob(rec)); err != nil {
 		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
