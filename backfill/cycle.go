@@ -173,16 +173,11 @@ func (c *cycle) invalidate() {
 // shape is what a cacheable job's outcome depends on besides the scratch
 // state.
 type shape struct {
-	hash      uint64
-	req       uint64 // jobRec.reqID
-	min, step int
-	class     int
-	queue     int // with quotas, reclaim depends on it
+	hash uint64 // jobRec.shape
+	id   uint64 // jobRec.shapeID: equal numbers, equal shapes
 }
 
-func (s *shape) equal(o *shape) bool {
-	return s.hash == o.hash && s.min == o.min && s.step == o.step && s.class == o.class && s.queue == o.queue && s.req == o.req
-}
+func (s *shape) equal(o *shape) bool { return s.hash == o.hash && s.id == o.id }
 
 // shapeHash hashes what shape compares (FNV-1a over the request's fields
 // but the node sets, which make a job uncacheable), so that most cache
@@ -525,8 +520,7 @@ func (c *cycle) shapeKey(j *jobRec) (shape, bool) {
 	if s := e.quota; s != nil && s.entitled(j.queue, j.gpus) {
 		return shape{}, false
 	}
-	m := &j.job.Gang.Members[0]
-	return shape{hash: j.shape, req: j.reqID, min: m.Min, step: m.Step, class: j.job.Class, queue: j.queue}, true
+	return shape{hash: j.shape, id: j.shapeID}, true
 }
 
 func (c *cycle) cached(k *shape) (*failure, bool) {

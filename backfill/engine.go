@@ -84,9 +84,9 @@ type Engine struct {
 	waits          []internedWait
 	waitSeq, evict uint64
 
-	// reqs numbers simple jobs' requests for the same-shape failure
-	// cache (reqid.go).
-	reqs reqTable
+	// shapes numbers simple jobs' shapes for the same-shape failure
+	// cache (shapeid.go).
+	shapes shapeTable
 
 	// Test switches: naive runs every cache's reference path; checkEach
 	// verifies every invariant after every call; collide keeps 2 bits of

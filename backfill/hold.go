@@ -75,11 +75,16 @@ func (c *HoldEndCause) UnmarshalText(b []byte) error {
 // never be kept up).
 func (e *Engine) holdEligibility(j *jobRec) (at time.Time, capped, ok bool) {
 	h := &e.cfg.Hold
+	// The engine's fields first: a long queue's walk asks this of every
+	// job, and the job's size is outside the fields it has read already.
+	if !h.Enabled || e.cfg.Strict || e.jobs.unlimited == 0 {
+		return time.Time{}, false, false
+	}
 	min := h.MinGPUs
 	if min == 0 {
 		min = e.leafGPUs
 	}
-	if !h.Enabled || e.cfg.Strict || j.gpus < min || e.jobs.unlimited == 0 {
+	if j.gpus < min {
 		return time.Time{}, false, false
 	}
 	wait := h.MinWait

@@ -31,9 +31,9 @@ type jobRec struct {
 	// priority aside; 0 when it names nothing.
 	waitID uint64
 	// shape hashes the job's request for the cycle's same-shape failure
-	// cache (shapeHash); equal hashes are confirmed by comparing reqID,
-	// the number of a simple job's request (reqTable).
-	shape, reqID uint64
+	// cache (shapeHash); equal hashes are confirmed by comparing shapeID,
+	// the number of a simple job's shape (shapeTable).
+	shape, shapeID uint64
 	// claim is a waiting job's claim: the placement kept for it while
 	// the jobs it preempted release their GPUs.
 	claim *claim

@@ -50,15 +50,16 @@ func (e *Engine) validateJob(j Job) (*jobRec, error) {
 	if e.collide {
 		rec.shape &= 3
 	}
-	if rec.simple {
-		rec.reqID = e.reqs.id(rec.shape, &rec.job.Gang.Members[0].Request)
-	}
 	var err error
 	if rec.prep, err = e.tree.Prepare(e.fsJob(rec)); err != nil {
 		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
 	}
 	if err := e.checkQueue(rec); err != nil {
 		return nil, err
+	}
+	if rec.simple { // after checkQueue, which sets the queue and may restrict the nodes
+		m := &rec.job.Gang.Members[0]
+		rec.shapeID = e.shapes.id(rec.shape, &shapeFields{req: m.Request, min: m.Min, step: m.Step, class: rec.job.Class, queue: rec.queue})
 	}
 	if err := e.checkPatience(rec); err != nil {
 		return nil, err
