@@ -126,13 +126,17 @@ type cycle struct {
 	anyRunning bool
 	lowest     int
 	claimBuf   []*claim
+	// offs is the reservations by start, each as its start's offset from
+	// now, for the book version offsVer (startsWithin): a job's window
+	// is compared with durations instead of times.
+	offs      []time.Duration
+	offsVer   uint64
+	offsValid bool
 }
 
-// failure is a cached outcome: a job's shape (request, minimum, and class,
-// which decides whether it may preempt) and what it got.
 // failure is one entry of the same-shape failure cache: a job's shape
-// (its only member's request, minimum and class; req points into the job)
-// and what it got.
+// (the number of its request, member bounds, class and queue) and what it
+// got.
 type failure struct {
 	shape
 	gen uint64
@@ -229,6 +233,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	order := e.rank(now)
 	c := &e.cyc
 	c.e, c.now, c.plan, c.naive = e, now, plan, e.naive
+	c.offsValid = false
 	c.invalidate()
 	c.startClaims()
 	c.initPreempt()
@@ -573,7 +578,7 @@ func (c *cycle) prepareScratch(j *jobRec) {
 	byStart, _ := e.book.sorted()
 	k := len(byStart)
 	if l := j.job.TimeLimit; l > 0 {
-		k = startsBefore(byStart, c.now.Add(l))
+		k = c.startsWithin(byStart, l)
 	}
 	if e.checkEach {
 		defer c.checkScratch(j, byStart[:k], ownHold)
@@ -605,9 +610,37 @@ func (c *cycle) prepareScratch(j *jobRec) {
 	c.valid = true
 }
 
+// startsWithin is startsBefore(byStart, now+l) for the book's
+// reservations by start, from their offsets from now (kept while the book
+// does not change).
+func (c *cycle) startsWithin(byStart []*reservation, l time.Duration) int {
+	if !c.offsValid || c.offsVer != c.e.book.version || len(c.offs) != len(byStart) {
+		c.offs = c.offs[:0]
+		for _, r := range byStart {
+			c.offs = append(c.offs, r.start.Sub(c.now))
+		}
+		c.offsVer, c.offsValid = c.e.book.version, true
+	}
+	lo, hi := 0, len(c.offs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if c.offs[m] < l {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if c.e.checkEach {
+		if want := startsBefore(byStart, c.now.Add(l)); lo != want {
+			panic(fmt.Sprintf("backfill: %d reservations start within %v of now, %d by their times", lo, l, want))
+		}
+	}
+	return lo
+}
+
 // startsBefore returns how many of the reservations byStart (by start)
-// start before t: a binary search, written out because it runs for every
-// job tested (the generic search with a comparator cost twice as much).
+// start before t: a binary search, written out (the generic search with a
+// comparator cost twice as much); the walk uses startsWithin, tests this.
 func startsBefore(byStart []*reservation, t time.Time) int {
 	lo, hi := 0, len(byStart)
 	for lo < hi {
