@@ -266,18 +266,17 @@ func (e *Engine) rank(now time.Time) []*jobRec {
 			panic(fmt.Sprintf("backfill: ranking checked jobs: %v", err))
 		}
 		for i, r := range e.ranked {
-			order[i], e.prio[i] = in[r.Index], r.Priority
+			j := in[r.Index]
+			order[i], e.prio[i], j.rank = j, r.Priority, i
 		}
 	} else {
 		if e.entries, err = e.fsView.Rank(e.preps, e.entries[:0]); err != nil {
 			panic(fmt.Sprintf("backfill: ranking checked jobs: %v", err))
 		}
 		for i, r := range e.entries {
-			order[i], e.prio[i] = in[r.Index], r.Priority
+			j := in[r.Index]
+			order[i], e.prio[i], j.rank = j, r.Priority, i
 		}
-	}
-	for i, j := range order {
-		j.rank = i
 	}
 	e.order = order
 	e.lastRanking = append(e.lastRanking[:0], order...)
