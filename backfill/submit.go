@@ -11,7 +11,8 @@ import (
 )
 
 // checkSubmit checks job j submitted at now and builds its record; it
-// changes nothing in the engine.
+// changes nothing in the engine but, when it accepts the job, the table
+// that numbers shapes (shapeid.go), which no decision depends on.
 func (e *Engine) checkSubmit(j Job, now time.Time) (*jobRec, error) {
 	if _, dup := e.jobs.lookup(j.ID, now, e.cfg.KeepEnded); dup && j.ID != "" {
 		return nil, fmt.Errorf("%w: %s", ErrDuplicateJob, j.ID)
@@ -57,10 +58,6 @@ func (e *Engine) validateJob(j Job) (*jobRec, error) {
 	if err := e.checkQueue(rec); err != nil {
 		return nil, err
 	}
-	if rec.simple { // after checkQueue, which sets the queue and may restrict the nodes
-		m := &rec.job.Gang.Members[0]
-		rec.shapeID = e.shapes.id(rec.shape, &shapeFields{req: m.Request, min: m.Min, step: m.Step, class: rec.job.Class, queue: rec.queue})
-	}
 	if err := e.checkPatience(rec); err != nil {
 		return nil, err
 	}
@@ -71,6 +68,13 @@ func (e *Engine) validateJob(j Job) (*jobRec, error) {
 	}
 	if !res.Admitted {
 		return nil, fmt.Errorf("%w: job %s: %s", ErrNeverFits, j.ID, res)
+	}
+	// Numbered last, once the job is accepted (a refused one takes no
+	// slot), and after checkQueue, which sets the queue and may restrict
+	// the nodes.
+	if rec.simple {
+		m := &rec.job.Gang.Members[0]
+		rec.shapeID = e.shapes.id(rec.shape, &shapeFields{req: m.Request, min: m.Min, step: m.Step, class: rec.job.Class, queue: rec.queue})
 	}
 	return rec, nil
 }

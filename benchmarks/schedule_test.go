@@ -159,7 +159,8 @@ func busyShare(e *backfill.Engine) float64 {
 //     cycle has started what fits or made the reservations;
 //   - churn: a steady state in which, before each cycle (untimed), the 5
 //     oldest running jobs finish and 5 new jobs arrive, a minute later;
-//     the busy share it settles at is reported (busy%). On large queues
+//     the busy share it settles at is reported (busy%, after the cycle's
+//     starts), with the mean starts per cycle (starts). On large queues
 //     and the 100,000-GPU cluster it settles near 100% busy, where most
 //     attempts fail fast, so:
 //   - churn90: a steady state at most 90% busy: before each cycle
