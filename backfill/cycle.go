@@ -382,10 +382,16 @@ func (c *cycle) walk(order []*jobRec) {
 		c.hitID = 0
 		switch {
 		case e.cfg.Strict && strictBlocker != "":
-			*w = Waiting{Job: j.job.ID, Priority: e.prio[rank], Code: WaitPriority, Blocker: strictBlocker}
 			if changes {
-				c.hitID = c.priorityID(w)
+				// Most of a strict queue waits behind the same blocker
+				// cycle after cycle: an unchanged reason is told by its
+				// ID, before the reason is even built.
+				if c.hitID = c.priorityID(WaitPriority, strictBlocker); c.hitID == j.waitID {
+					c.plan.Unchanged++
+					continue
+				}
 			}
+			*w = Waiting{Job: j.job.ID, Priority: e.prio[rank], Code: WaitPriority, Blocker: strictBlocker}
 		case j.claim != nil:
 			*w = Waiting{Job: j.job.ID, Priority: e.prio[rank]}
 			c.reportClaim(j.claim, w)
@@ -393,10 +399,13 @@ func (c *cycle) walk(order []*jobRec) {
 				strictBlocker = j.job.ID
 			}
 		case j.resv == nil && j.moved == nil && !j.dropped && !e.book.isHeld(j) && (rank-winStart+len(order))%len(order) >= winLen:
-			*w = Waiting{Job: j.job.ID, Priority: e.prio[rank], Code: WaitPriority}
 			if changes {
-				c.hitID = c.priorityID(w)
+				if c.hitID = c.priorityID(WaitPriority, ""); c.hitID == j.waitID {
+					c.plan.Unchanged++
+					continue
+				}
 			}
+			*w = Waiting{Job: j.job.ID, Priority: e.prio[rank], Code: WaitPriority}
 		default:
 			c.plan.Tested++
 			started := !c.test(j, w, e.prio[rank])
@@ -442,14 +451,15 @@ func (c *cycle) walk(order []*jobRec) {
 	}
 }
 
-// priorityID returns the ID (Engine.waitID) of w, a "waiting for
-// priority" reason, from the cycle's cache when the last one asked for
-// said the same: one reason, and one ID, for most of a long queue.
-func (c *cycle) priorityID(w *Waiting) uint64 {
-	if c.prioID != 0 && w.Code == c.prioWait.Code && w.Blocker == c.prioWait.Blocker {
+// priorityID returns the ID (Engine.waitID) of the "waiting for
+// priority" reason with that code and blocker and nothing else, from the
+// cycle's cache when the last one asked for was the same: one reason, and
+// one ID, for most of a long queue.
+func (c *cycle) priorityID(code WaitCode, blocker string) uint64 {
+	if c.prioID != 0 && code == c.prioWait.Code && blocker == c.prioWait.Blocker {
 		return c.prioID
 	}
-	c.prioWait = Waiting{Code: w.Code, Blocker: w.Blocker}
+	c.prioWait = Waiting{Code: code, Blocker: blocker}
 	c.prioID = c.e.waitID(&c.prioWait, nil)
 	return c.prioID
 }

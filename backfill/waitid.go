@@ -77,8 +77,8 @@ func keepID(j *jobRec, w *Waiting) uint64 {
 // sameReason reports whether w says the same as job j's last reason, job
 // and priority aside (w is left as it was).
 func sameReason(w *Waiting, j *jobRec) bool {
-	if j.waitID == 0 {
-		return false
+	if j.waitID == 0 || w.Code != j.wait.Code || w.Blocker != j.wait.Blocker {
+		return false // a cheap difference first: most changed reasons have one
 	}
 	job, p := w.Job, w.Priority
 	w.Job, w.Priority = j.wait.Job, j.wait.Priority
