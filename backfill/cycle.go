@@ -257,7 +257,6 @@ func (e *Engine) rank(now time.Time) []*jobRec {
 	}
 	order := slices.Grow(e.order[:0], len(in))[:len(in)]
 	e.prio = slices.Grow(e.prio[:0], len(in))[:len(in)]
-	e.orderWait = slices.Grow(e.orderWait[:0], len(in))[:len(in)]
 	if e.naive {
 		e.fsJobs = e.fsJobs[:0]
 		for _, j := range in {
@@ -268,7 +267,7 @@ func (e *Engine) rank(now time.Time) []*jobRec {
 		}
 		for i, r := range e.ranked {
 			j := in[r.Index]
-			order[i], e.prio[i], e.orderWait[i], j.rank = j, r.Priority, j.waitID, i
+			order[i], e.prio[i], j.rank = j, r.Priority, i
 		}
 	} else {
 		if e.entries, err = e.fsView.Rank(e.preps, e.entries[:0]); err != nil {
@@ -276,7 +275,7 @@ func (e *Engine) rank(now time.Time) []*jobRec {
 		}
 		for i, r := range e.entries {
 			j := in[r.Index]
-			order[i], e.prio[i], e.orderWait[i], j.rank = j, r.Priority, e.waitIn[r.Index], i
+			order[i], e.prio[i], j.rank = j, r.Priority, i
 		}
 	}
 	e.order = order
@@ -305,19 +304,19 @@ func (e *Engine) rankInput() []*jobRec {
 	// StatePending (the invariant checker holds the queue to it).
 	e.rankGen++
 	taken := e.rankGen
-	in, preps, waits := e.rankIn[:0], e.preps[:0], e.waitIn[:0]
+	in, preps := e.rankIn[:0], e.preps[:0]
 	for _, j := range e.lastRanking {
 		if j.phase == StatePending && j.rankGen != taken {
 			j.rankGen = taken
-			in, preps, waits = append(in, j), append(preps, j.prep), append(waits, j.waitID)
+			in, preps = append(in, j), append(preps, j.prep)
 		}
 	}
 	for _, j := range e.jobs.pending {
 		if j.rankGen != taken {
-			in, preps, waits = append(in, j), append(preps, j.prep), append(waits, j.waitID)
+			in, preps = append(in, j), append(preps, j.prep)
 		}
 	}
-	e.rankIn, e.preps, e.waitIn = in, preps, waits
+	e.rankIn, e.preps = in, preps
 	return in
 }
 
@@ -366,20 +365,7 @@ func (c *cycle) walk(order []*jobRec) {
 	winStart, winLen := e.window(len(order))
 	strictBlocker := ""
 	changes := e.cfg.OnlyChangedWaits
-	// Behind a strict blocker, a job whose last reason is the cycle's
-	// "waiting for priority" one is unchanged: told from e.orderWait
-	// without reading its record (a started job's entry is 0, which is
-	// no reason's ID). Quotas reorder the queue and exempt jobs waiting
-	// for quota, so they take the full path.
-	fast := changes && e.quota == nil && len(e.orderWait) == len(order)
 	for rank, j := range order {
-		if fast && strictBlocker != "" && c.priorityID(WaitPriority, strictBlocker) == e.orderWait[rank] {
-			if e.checkEach && (j.phase != StatePending || j.waitID != e.orderWait[rank]) {
-				panic(fmt.Sprintf("backfill: job %s is %s with reason ID %d; the walk's copy says waiting with %d", j.job.ID, j.phase, j.waitID, e.orderWait[rank]))
-			}
-			c.plan.Unchanged++
-			continue
-		}
 		if j.phase != StatePending {
 			continue // started by its due reservation
 		}
@@ -835,9 +821,6 @@ func (c *cycle) start(j *jobRec) {
 	e.jobs.pending = removeSorted(e.jobs.pending, j)
 	e.activate(j, c.now)
 	j.wait, j.waitID = Waiting{}, 0
-	if r := j.rank; r < len(e.orderWait) && r < len(e.order) && e.order[r] == j {
-		e.orderWait[r] = 0
-	}
 	var st *Start
 	c.plan.Starts, st = extend(c.plan.Starts)
 	alloc := st.Allocation

@@ -59,14 +59,9 @@ type Engine struct {
 	preps               []fairshare.Prepared  // ranking input
 	entries             []fairshare.RankEntry // and output
 	prio                []uint64              // per rank in e.order: the job's priority
-	// waitIn is each ranking input's waitID (beside preps), orderWait
-	// the same per rank in e.order (0 once the job started): the walk
-	// reads a strict queue's unchanged reasons from it without touching
-	// the jobs' records.
-	waitIn, orderWait []uint64
-	scratch           *topology.State // in use: mainScratch or a cycle slot
-	mainScratch       *topology.State
-	alloc             gang.Allocation
+	scratch             *topology.State       // in use: mainScratch or a cycle slot
+	mainScratch         *topology.State
+	alloc               gang.Allocation
 	// plannedAlloc keeps a profile search's placement while a victim
 	// search runs.
 	plannedAlloc gang.Allocation
