@@ -347,14 +347,25 @@ func (e *Engine) charge(j *jobRec, now time.Time) {
 // (summed in job order, so the result is deterministic).
 func (e *Engine) chargeAll(now time.Time) {
 	a := &e.accts
+	// Most running jobs were last charged at the same instant (the last
+	// cycle): its elapsed seconds are computed once, the same value the
+	// per-job computation gives.
+	var last time.Time
+	var secs float64
+	after, cached := false, false
 	for _, j := range e.jobs.running {
-		if !now.After(j.lastCharge) {
+		if !cached || j.lastCharge != last { // == on time.Time: same fields, same instant
+			last, cached = j.lastCharge, true
+			after = now.After(last)
+			secs = now.Sub(last).Seconds()
+		}
+		if !after {
 			continue
 		}
 		if a.charge[j.acct] == 0 {
 			a.touched = append(a.touched, j.acct)
 		}
-		a.charge[j.acct] += float64(j.used) * now.Sub(j.lastCharge).Seconds()
+		a.charge[j.acct] += float64(j.used) * secs
 		j.lastCharge = now
 	}
 	slices.Sort(a.touched)
