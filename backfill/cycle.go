@@ -74,6 +74,11 @@ type cycle struct {
 	e    *Engine
 	now  time.Time
 	plan *Plan
+	// fifo is set when the walk goes through the queue kept in submit
+	// order (fifo.go), from position base on; priorities are then
+	// computed for the jobs reported, not kept per rank.
+	fifo bool
+	base int
 	// waitBuf is where a waiting job's reason is built when the plan
 	// lists only changes (Config.OnlyChangedWaits); hitID is the ID of
 	// the job's reason when its test found it in, or added it to, the
@@ -233,6 +238,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	order := e.rank(now)
 	c := &e.cyc
 	c.e, c.now, c.plan, c.naive = e, now, plan, e.naive
+	c.fifo, c.base = e.fifo.on, e.fifo.head
 	c.offsValid = false
 	c.invalidate()
 	c.startClaims()
@@ -248,13 +254,19 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 // priorities in e.prio). The naive path ranks through
 // fairshare.View.Prioritize, from the jobs' fields, every call; the
 // other through fairshare.View.Rank, from the jobs prepared at
-// submission: the agreement tests compare them.
+// submission: the agreement tests compare them. When the weights order
+// by submit time, it returns the order kept between cycles instead
+// (rankSubmitOrder), and e.prio is not filled (cycle.priority).
 func (e *Engine) rank(now time.Time) []*jobRec {
-	in := e.rankInput()
 	var err error
 	if e.fsView, err = e.tree.View(now, e.fsView); err != nil {
 		panic(fmt.Sprintf("backfill: fair-share snapshot at a checked time: %v", err))
 	}
+	if e.submitOrdered() {
+		return e.rankSubmitOrder()
+	}
+	e.fifo.on = false
+	in := e.rankInput()
 	order := slices.Grow(e.order[:0], len(in))[:len(in)]
 	e.prio = slices.Grow(e.prio[:0], len(in))[:len(in)]
 	if e.naive {
@@ -365,9 +377,31 @@ func (c *cycle) walk(order []*jobRec) {
 	winStart, winLen := e.window(len(order))
 	strictBlocker := ""
 	changes := e.cfg.OnlyChangedWaits
-	for rank, j := range order {
-		if j.phase != StatePending {
-			continue // started by its due reservation
+	// In kept submit order, the strict tail of the last cycle (fifo.go)
+	// is skipped when this cycle's blocker is the same job: skipFrom is
+	// the index after the blocker, skipTo the first index not skipped.
+	tail := c.fifo && e.cfg.Strict && changes
+	blockerAt, skipped, decided, jumped := -1, 0, false, false
+	for rank := 0; rank < len(order); rank++ {
+		if tail && blockerAt >= 0 && !decided {
+			// The first job behind the blocker. Every job before it
+			// started (strict order, no quotas, no window), so the others
+			// behind it wait; those up to the last tail's end are told
+			// what they were told then, when the blocker is the same.
+			decided = true
+			if f := &e.fifo; f.blocker == order[blockerAt] && f.blockerPos == c.base+blockerAt {
+				skipped, jumped = len(e.jobs.pending)-1, true // less those walked after the tail
+				if rank = f.tailEnd - c.base; rank >= len(order) {
+					break
+				}
+			}
+		}
+		j := order[rank]
+		if j.phase != StatePending || c.fifo && j.pos != c.base+rank {
+			continue // started by its due reservation, or left the queue
+		}
+		if jumped {
+			skipped--
 		}
 		// w is built in place at the end of the plan's list, and taken
 		// off again if the job starts (the cycle adds to the list nowhere
@@ -391,12 +425,12 @@ func (c *cycle) walk(order []*jobRec) {
 					continue
 				}
 			}
-			*w = Waiting{Job: j.job.ID, Priority: e.prio[rank], Code: WaitPriority, Blocker: strictBlocker}
+			*w = Waiting{Job: j.job.ID, Priority: c.priority(rank, j), Code: WaitPriority, Blocker: strictBlocker}
 		case j.claim != nil:
-			*w = Waiting{Job: j.job.ID, Priority: e.prio[rank]}
+			*w = Waiting{Job: j.job.ID, Priority: c.priority(rank, j)}
 			c.reportClaim(j.claim, w)
 			if e.cfg.Strict {
-				strictBlocker = j.job.ID
+				strictBlocker, blockerAt = j.job.ID, rank
 			}
 		case j.resv == nil && j.moved == nil && !j.dropped && !e.book.isHeld(j) && (rank-winStart+len(order))%len(order) >= winLen:
 			if changes {
@@ -405,10 +439,10 @@ func (c *cycle) walk(order []*jobRec) {
 					continue
 				}
 			}
-			*w = Waiting{Job: j.job.ID, Priority: e.prio[rank], Code: WaitPriority}
+			*w = Waiting{Job: j.job.ID, Priority: c.priority(rank, j), Code: WaitPriority}
 		default:
 			c.plan.Tested++
-			started := !c.test(j, w, e.prio[rank])
+			started := !c.test(j, w, c.priority(rank, j))
 			c.settleMove(j)
 			j.dropped = false
 			if started {
@@ -421,7 +455,7 @@ func (c *cycle) walk(order []*jobRec) {
 				// Unchanged, and w not even written (test): the job's
 				// reason is the one it was last listed with.
 				if e.cfg.Strict && j.wait.Code != WaitQuota {
-					strictBlocker = j.job.ID
+					strictBlocker, blockerAt = j.job.ID, rank
 				}
 				c.plan.Unchanged++
 				continue
@@ -429,7 +463,7 @@ func (c *cycle) walk(order []*jobRec) {
 			if e.cfg.Strict && w.Code != WaitQuota {
 				// A job waiting for its queue's quota holds up no
 				// other queue (Kueue's StrictFIFO is per queue).
-				strictBlocker = j.job.ID
+				strictBlocker, blockerAt = j.job.ID, rank
 			}
 		}
 		if changes {
@@ -448,6 +482,15 @@ func (c *cycle) walk(order []*jobRec) {
 			c.plan.Waiting = append(c.plan.Waiting, *w)
 		}
 		j.wait = *w
+	}
+	if skipped < 0 {
+		panic(fmt.Sprintf("backfill: %d waiting jobs skipped behind blocker %s", skipped, strictBlocker))
+	}
+	c.plan.Unchanged += skipped
+	if f := &e.fifo; tail && blockerAt >= 0 {
+		f.blocker, f.blockerPos, f.tailEnd = order[blockerAt], c.base+blockerAt, c.base+len(order)
+	} else {
+		f.blocker = nil
 	}
 }
 
@@ -818,7 +861,7 @@ func (c *cycle) start(j *jobRec) {
 		// a start elsewhere.)
 		e.book.freed++
 	}
-	e.jobs.pending = removeSorted(e.jobs.pending, j)
+	e.dequeue(j)
 	e.activate(j, c.now)
 	j.wait, j.waitID = Waiting{}, 0
 	var st *Start

@@ -45,6 +45,9 @@ type Engine struct {
 	leafGPUs       int         // GPUs of the largest lowest-level domain
 	minNodeGPUs    int         // GPUs of the smallest node
 
+	// The queue kept in submit order (fifo.go).
+	fifo submitOrder
+
 	// Scratch.
 	cyc   cycle
 	walk  walker
@@ -313,13 +316,13 @@ func (e *Engine) requeue(j *jobRec) {
 	j.requeues++
 	j.start, j.promised, j.lastCharge = time.Time{}, time.Time{}, time.Time{}
 	j.wait, j.waitID = Waiting{}, 0
-	e.jobs.pending = insertSorted(e.jobs.pending, j)
+	e.enqueue(j)
 }
 
 // dropWaiting takes waiting job j out of the queue, its reservation, its
 // hold and its claim (the jobs it preempted go on preempting).
 func (e *Engine) dropWaiting(j *jobRec) {
-	e.jobs.pending = removeSorted(e.jobs.pending, j)
+	e.dequeue(j)
 	if j.resv != nil {
 		e.book.remove(j.resv)
 	}

@@ -161,7 +161,7 @@ func (e *Engine) do(o *op) {
 		o.rec.seq = e.seq
 		o.rec.acct = e.accts.index(o.rec.job.Account)
 		e.jobs.byID[o.rec.job.ID] = o.rec
-		e.jobs.pending = insertSorted(e.jobs.pending, o.rec)
+		e.enqueue(o.rec)
 	case opCancel:
 		e.cancel(o.rec, o.now)
 	case opStarted:

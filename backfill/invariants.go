@@ -63,6 +63,15 @@ func (e *Engine) checkJobs() []error {
 	if !slices.Equal(pending, e.jobs.pending) || !slices.Equal(running, e.jobs.running) {
 		bad("the queue or the running list disagrees with the job states")
 	}
+	patient := 0
+	for _, j := range pending {
+		if j.tight != nil {
+			patient++
+		}
+	}
+	if patient != e.jobs.patient {
+		bad("%d waiting jobs with patience, counted %d", patient, e.jobs.patient)
+	}
 	if unlimited != e.jobs.unlimited {
 		bad("%d active jobs without a limit, counted %d", unlimited, e.jobs.unlimited)
 	}

@@ -25,7 +25,10 @@ type jobRec struct {
 	simple bool
 	// dropped is set when this cycle's upkeep dropped its reservation.
 	dropped bool
-	rank    int    // place in this cycle's priority order
+	rank    int // place in this cycle's priority order
+	// pos is a waiting job's position in the queue kept in submit order
+	// (fifo.go), -1 when it has none.
+	pos     int
 	rankGen uint64 // Engine.rankInput's mark
 	// waitID names the content of wait (Engine.waitID), its job and
 	// priority aside; 0 when it names nothing.
@@ -96,6 +99,8 @@ type jobTable struct {
 	ended   []*jobRec // by end time
 	owners  []*jobRec // per GPU slot node*maxG+gpu: the active job on it
 	maxG    int
+	// patient counts the waiting jobs with patience (jobRec.tight).
+	patient int
 	// unlimited counts the active jobs without a time limit: while there
 	// is none, every gang that fits the cluster has a planned start and
 	// hold mode has nothing to do.

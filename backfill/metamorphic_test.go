@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/phalanx-sched/phalanx/fairshare"
 	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
@@ -31,17 +32,14 @@ func TestNaivePathsAgree(t *testing.T) {
 	if testing.Short() {
 		seeds = 25
 	}
-	type variant struct {
-		name   string
-		depth  int
-		strict bool
-	}
-	for _, v := range []variant{{"greedy", 0, false}, {"easy", 1, false}, {"depth16", 16, false}, {"conservative", Conservative, false}, {"strict", 0, true}} {
+	for _, v := range []variant{{"greedy", 0, false, false}, {"easy", 1, false, false}, {"depth16", 16, false, false},
+		{"conservative", Conservative, false, false}, {"strict", 0, true, false},
+		{"fifo", 0, true, true}, {"age-greedy", 0, false, true}, {"age-easy", 1, false, true}} {
 		t.Run(v.name, func(t *testing.T) {
 			cycles, preemptions := 0, 0
 			for seed := range uint64(seeds) {
-				fast := metamorphicRun(t, v.depth, v.strict, seed, false)
-				slow := metamorphicRun(t, v.depth, v.strict, seed, true)
+				fast := metamorphicRun(t, v, seed, false)
+				slow := metamorphicRun(t, v, seed, true)
 				cycles += len(fast)
 				for _, p := range fast {
 					preemptions += bytes.Count(p, []byte(`"Victim"`))
@@ -66,14 +64,30 @@ func TestNaivePathsAgree(t *testing.T) {
 	}
 }
 
-func metamorphicRun(t *testing.T, depth int, strict bool, seed uint64, naive bool) [][]byte {
+// variant is one engine configuration of TestNaivePathsAgree: the
+// reservation depth, strict order, and priorities by age alone (the
+// queue then kept in submit order between cycles, fifo.go, with plans
+// that list only changed reasons, so that a strict walk skips the
+// unchanged tail).
+type variant struct {
+	name   string
+	depth  int
+	strict bool
+	age    bool
+}
+
+func metamorphicRun(t *testing.T, v variant, seed uint64, naive bool) [][]byte {
 	r := rand.New(rand.NewPCG(seed, 77))
 	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 2, LeavesPerSpine: 2, NodesPerLeaf: 4, GPUsPerNode: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig()
-	cfg.ReservationDepth, cfg.Strict = depth, strict
+	cfg.ReservationDepth, cfg.Strict = v.depth, v.strict
+	if v.age {
+		cfg.FairShare.Weights = fairshare.Weights{Age: 1000}
+		cfg.OnlyChangedWaits = true
+	}
 	cfg.FairShare.HalfLife = time.Hour
 	cfg.Hold = HoldConfig{Enabled: true, MinGPUs: 16, MaxShare: 0.75, CapWait: 30 * time.Minute, Budget: time.Hour, Hysteresis: 20 * time.Minute, MaxHolds: 2}
 	if seed%3 == 0 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/phalanx-sched/phalanx/fairshare"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -65,6 +66,13 @@ func randomOpsEngine(t *testing.T, c *topology.Cluster, depth int, seed uint64, 
 	if seed%4 == 1 {
 		cfg.Quotas = randomQueues(r, int(seed), c.NumNodes())
 	}
+	// Priorities by age alone in a third of the seeds: the queue is then
+	// kept in submit order between cycles (fifo.go) unless quotas or a
+	// window reorder it; the naive path ranks every cycle.
+	age := seed%6 == 3 || seed%6 == 4
+	if age {
+		cfg.FairShare.Weights = fairshare.Weights{Age: 1000}
+	}
 	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b"))
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +80,9 @@ func randomOpsEngine(t *testing.T, c *topology.Cluster, depth int, seed uint64, 
 	e.setNaive(naive)
 	if !naive {
 		e.coverMin = 0
+		// The kept order against a whole ranking, and every invariant,
+		// after every call.
+		e.checkEach = age && seed%6 == 3
 	}
 	return e
 }

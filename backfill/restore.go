@@ -188,6 +188,9 @@ func (r *restorer) jobs() {
 		switch {
 		case j.phase == StatePending:
 			e.jobs.pending = append(e.jobs.pending, j)
+			if j.tight != nil {
+				e.jobs.patient++
+			}
 		case j.phase.Active():
 			if r.linkActive(j) {
 				active[j.job.ID] = true

@@ -199,7 +199,13 @@ func (e *Engine) NextEvent() (time.Time, bool) {
 	for _, r := range e.book.resv {
 		consider(r.start)
 	}
-	for _, j := range e.jobs.pending {
+	// Only patience and holds make a waiting job's own time matter
+	// (holdEligibility's engine-wide conditions first).
+	var queue []*jobRec
+	if h := &e.cfg.Hold; e.jobs.patient > 0 || h.Enabled && !e.cfg.Strict && e.jobs.unlimited > 0 {
+		queue = e.jobs.pending
+	}
+	for _, j := range queue {
 		if j.tight != nil {
 			consider(j.job.Submit.Add(j.job.Patience.Wait))
 		}

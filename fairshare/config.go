@@ -55,6 +55,17 @@ func (w Weights) Total() uint64 {
 		uint64(w.QOS) + uint64(w.Partition)
 }
 
+// SubmitOrdered reports whether these weights rank every set of jobs in
+// submit order (ties to the smaller ID), whatever the time and the
+// accounts' usage: only the age factor is weighted. A job's priority then
+// never falls behind that of a job submitted after it (the age factor
+// and the starvation boost both grow with the wait), so a scheduler may
+// keep its queue in submit order instead of ranking it every cycle, and
+// ask View.Priority for a job's priority only when it reports one.
+func (w Weights) SubmitOrdered() bool {
+	return w.FairShare == 0 && w.JobSize == 0 && w.QOS == 0 && w.Partition == 0
+}
+
 // maxBoost bounds Config.StarvationBoost so that a priority (at most
 // 5 x 2^32 + boost) never overflows a uint64.
 const maxBoost = uint64(1) << 62

@@ -171,7 +171,7 @@ func (t *Tree) Prioritize(jobs []QueuedJob, now time.Time, out []Ranked) ([]Rank
 // Tree.CheckJob).
 func (s *View) Prioritize(jobs []QueuedJob, out []Ranked) ([]Ranked, error) {
 	out = slices.Grow(out[:0], len(jobs))
-	sc := s.scorer()
+	sc := &s.sc
 	for n := range jobs {
 		j := &jobs[n]
 		acct, sub, err := checkJob(s.st, j)

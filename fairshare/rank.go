@@ -78,7 +78,7 @@ func (s *View) Rank(jobs []Prepared, out []RankEntry) ([]RankEntry, error) {
 	if cap(out) < len(jobs) {
 		out = make([]RankEntry, 0, len(jobs))
 	}
-	sc := s.scorer()
+	sc := &s.sc
 	for n := range jobs {
 		j := &jobs[n]
 		if err := s.checkPrepared(j); err != nil {
@@ -90,6 +90,22 @@ func (s *View) Rank(jobs []Prepared, out []RankEntry) ([]RankEntry, error) {
 	sortRanked(out)
 	return out, nil
 }
+
+// Priority returns one job's priority at the view's instant, the one
+// Rank and Prioritize give it, without ranking a queue: for a scheduler
+// that keeps its queue in order itself (see Weights.SubmitOrdered) and
+// reports priorities only for the jobs it tells about. Errors are Rank's.
+func (s *View) Priority(j *Prepared) (uint64, error) {
+	if err := s.checkPrepared(j); err != nil {
+		return 0, err
+	}
+	prio, _ := s.sc.score(s.now, j.submit, s.factor[j.acct], j.gpus, j.qos, j.part, nil, nil)
+	return prio, nil
+}
+
+// Submitted returns the job's submit time in nanoseconds since 1970, the
+// first key of submit order (Weights.SubmitOrdered).
+func (p Prepared) Submitted() int64 { return p.submit }
 
 // checkPrepared reports whether j belongs to the view's tree and still
 // names a leaf.
@@ -115,8 +131,7 @@ type scorer struct {
 	favorSmall bool
 }
 
-func (s *View) scorer() scorer {
-	c := &s.cfg
+func newScorer(c *Config) scorer {
 	return scorer{
 		w: Factors{
 			Age: float64(c.Weights.Age), FairShare: float64(c.Weights.FairShare),

@@ -1,6 +1,7 @@
 package fairshare
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -81,8 +82,81 @@ func TestRankMatchesPrioritize(t *testing.T) {
 				if id := jobs[got[k].Index].ID(); id != want[k].ID {
 					t.Fatalf("rank %d: Prepared.ID %q, Prioritize %q", k, id, want[k].ID)
 				}
+				if p, err := v.Priority(&jobs[got[k].Index]); err != nil || p != want[k].Priority {
+					t.Fatalf("rank %d: Priority gives %d (%v), Prioritize %d", k, p, err, want[k].Priority)
+				}
 			}
 		})
+	}
+}
+
+// TestSubmitOrdered is the promise of Weights.SubmitOrdered: with only
+// the age factor weighted (any weight, maximum age, starvation guard and
+// boost), Rank orders random queues by submit time and then ID, whatever
+// the accounts' usage, the jobs' sizes and QOS and partition factors,
+// and the time (jobs submitted after it included); a queue kept in that
+// order needs no ranking. With any other weight set it says no.
+func TestSubmitOrdered(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	for trial := range 200 {
+		t.Run(fmt.Sprintf("trial=%d", trial), func(t *testing.T) {
+			algo := []Algorithm{Classic, FairTree}[trial%2]
+			tr, queued := benchSetup(t, algo, 1+rng.IntN(6), 1+rng.IntN(4), 1+rng.IntN(300))
+			cfg := testConfig(algo)
+			cfg.Weights = Weights{Age: uint32(1 + rng.IntN(5000))}
+			cfg.MaxAge = time.Duration(1+rng.IntN(200)) * time.Hour
+			if rng.IntN(2) == 0 {
+				cfg.StarvationBound = time.Duration(1+rng.IntN(72)) * time.Hour
+				cfg.StarvationBoost = uint64(rng.IntN(3))
+			}
+			if !cfg.Weights.SubmitOrdered() {
+				t.Fatalf("weights %+v: not submit-ordered", cfg.Weights)
+			}
+			if err := tr.SetConfig(cfg); err != nil {
+				t.Fatal(err)
+			}
+			spread := 1 + rng.IntN(100)
+			for i := range queued {
+				queued[i].ID = fmt.Sprintf("j%04d", rng.IntN(10000)*len(queued)+i) // unique
+				queued[i].Submit = t0.Add(time.Duration(rng.IntN(spread)-spread/2) * time.Hour)
+				queued[i].GPUs = rng.IntN(64)
+				queued[i].QOS, queued[i].Partition = rng.Float64(), rng.Float64()
+			}
+			v, err := tr.View(t0.Add(time.Duration(rng.IntN(300))*time.Hour), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs := make([]Prepared, len(queued))
+			for i := range queued {
+				if jobs[i], err = tr.Prepare(queued[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := v.Rank(jobs, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := make([]int, len(jobs))
+			for i := range want {
+				want[i] = i
+			}
+			slices.SortFunc(want, func(a, b int) int {
+				if c := cmp.Compare(jobs[a].Submitted(), jobs[b].Submitted()); c != 0 {
+					return c
+				}
+				return strings.Compare(jobs[a].ID(), jobs[b].ID())
+			})
+			for k := range want {
+				if got[k].Index != want[k] {
+					t.Fatalf("rank %d: Rank has job %s, submit order job %s", k, jobs[got[k].Index].ID(), jobs[want[k]].ID())
+				}
+			}
+		})
+	}
+	for _, w := range []Weights{{Age: 1, FairShare: 1}, {Age: 1, JobSize: 1}, {QOS: 1}, {Age: 1, Partition: 1}} {
+		if w.SubmitOrdered() {
+			t.Errorf("weights %+v: submit-ordered", w)
+		}
 	}
 }
 

@@ -28,6 +28,7 @@ type View struct {
 	eff    []float64 // classic effective usage
 	level  []float64 // Fair Tree level fairshare
 	factor []float64 // fair-share factor of the active algorithm
+	sc     scorer    // the configuration's constants for priorities
 	rank   []int32   // Fair Tree rank (leaves), N for the first
 	work   []int32   // Fair Tree scratch: sibling groups, stacked
 	nextR  int32     // Fair Tree: rank the next untied leaf gets
@@ -48,6 +49,7 @@ func (t *Tree) View(now time.Time, into *View) (*View, error) {
 	}
 	t.shared.Store(true)
 	s.st, s.cfg, s.now, s.nowT = t.st, t.cfg, ns, now
+	s.sc = newScorer(&s.cfg)
 	n := len(t.st.nodes)
 	s.usage = resize(s.usage, n)
 	s.sum = resize(s.sum, n)
