@@ -96,10 +96,7 @@ func (r *runner) runPodByPod() error {
 		}
 		r.m.cycleTimes = append(r.m.cycleTimes, time.Since(t0))
 		r.progress()
-		r.held = 0
-		for _, i := range waiting {
-			r.held += b.HeldGPUs(r.jobs[i].ID)
-		}
+		r.held = b.Held()
 		if r.idle() {
 			break
 		}

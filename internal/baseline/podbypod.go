@@ -27,12 +27,14 @@ type PodByPod struct {
 	p     *placement.Placer
 	gangs map[string]*podGang
 	buf   []topology.NodeAlloc
+	held  int // GPUs bound to jobs not yet complete
 }
 
 type podGang struct {
 	pods  int
 	req   placement.Request
 	bound []topology.NodeAlloc
+	gpus  int // GPUs bound
 }
 
 // NewPodByPod returns a pod-by-pod binder working on state s.
@@ -56,7 +58,7 @@ func (b *PodByPod) Add(id string, pods, gpusPerPod int) error {
 // did (false when the job has no pending pod or no node has room).
 func (b *PodByPod) Bind(id string) bool {
 	g, ok := b.gangs[id]
-	if !ok || len(g.bound) >= g.pods {
+	if !ok || len(g.bound) >= g.pods || !b.room(g.req.GPUsPerNode) {
 		return false
 	}
 	res, err := b.p.Place(b.s, &g.req, b.buf)
@@ -67,7 +69,30 @@ func (b *PodByPod) Bind(id string) bool {
 		panic(fmt.Sprintf("gang: pod-by-pod placement refused: %v", err))
 	}
 	g.bound = append(g.bound, res.Assignment...)
+	n := 0
+	for _, x := range res.Assignment {
+		n += bits.PopCount(x.GPUs)
+	}
+	g.gpus += n
+	if len(g.bound) == g.pods {
+		b.held -= g.gpus - n // it runs: none of its GPUs is held idle
+	} else {
+		b.held += n
+	}
 	return true
+}
+
+// room reports whether some node can take a pod of gpus GPUs (0: a whole
+// node) now: when none can, placing one would fail, and the failure's
+// explanation is not worth its cost to a binder that ignores it.
+func (b *PodByPod) room(gpus int) bool {
+	switch {
+	case gpus == 0:
+		return b.s.Idle().Any()
+	case gpus > b.s.Cluster().MaxNodeGPUs():
+		return false
+	}
+	return b.s.Avail(gpus).Any()
 }
 
 // BindInterleaved binds pods of the given jobs in turn, one pod of each
@@ -106,16 +131,15 @@ func (b *PodByPod) Bound(id string) int {
 
 // HeldGPUs returns the GPUs bound to job id.
 func (b *PodByPod) HeldGPUs(id string) int {
-	g, ok := b.gangs[id]
-	if !ok {
-		return 0
+	if g, ok := b.gangs[id]; ok {
+		return g.gpus
 	}
-	n := 0
-	for _, x := range g.bound {
-		n += bits.PopCount(x.GPUs)
-	}
-	return n
+	return 0
 }
+
+// Held returns the GPUs bound to the jobs not yet complete: held, doing
+// no work (the sum of HeldGPUs over those jobs).
+func (b *PodByPod) Held() int { return b.held }
 
 // Release unbinds every pod of job id and forgets it.
 func (b *PodByPod) Release(id string) error {
@@ -125,6 +149,9 @@ func (b *PodByPod) Release(id string) error {
 	}
 	if err := b.s.Release(g.bound); err != nil {
 		return err
+	}
+	if len(g.bound) < g.pods {
+		b.held -= g.gpus
 	}
 	delete(b.gangs, id)
 	return nil
