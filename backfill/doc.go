@@ -84,8 +84,14 @@
 // search first skips every time at which a count of the GPUs running
 // jobs and reservations take leaves too few for it, and starts from the
 // last search's probe, so a cycle that plans every job of a long queue
-// no longer costs the square of its length. None of this changes a
-// decision: the package's tests run every cache against its reference
+// no longer costs the square of its length. When the priority weights
+// weigh only age (fairshare.Weights.SubmitOrdered: strict FIFO, FIFO
+// with backfill) and neither quotas nor MaxJobsTested reorder the queue,
+// the queue is kept in submit order between cycles instead of ranked:
+// a cycle places the jobs that joined and passes over those that left,
+// computes a priority only for a reason it reports, and in strict order
+// with OnlyChangedWaits does not visit the jobs behind the same blocker
+// as last cycle. None of this changes a decision: the package's tests run every cache against its reference
 // path and compare the plans byte for byte. benchmarks/README.md has the
 // figures.
 //
