@@ -206,7 +206,7 @@ func BenchmarkSchedule(b *testing.B) {
 // (order=age: the queue kept in submit order between cycles, with
 // priorities computed only for the reasons listed). Plans list only
 // changed reasons, as a host that reads them would ask; listed is the
-// mean number listed per cycle.
+// mean number listed per cycle (scheduleChurnOn).
 //
 //	go test -run '^$' -bench 'BenchmarkScheduleOrder' -benchtime 20x ./benchmarks
 func BenchmarkScheduleOrder(b *testing.B) {
@@ -230,71 +230,12 @@ func BenchmarkScheduleOrder(b *testing.B) {
 								cfg.FairShare.Weights = fairshare.Weights{Age: 1000}
 							}
 						}
-						scheduleOrder(b, w, pending)
+						scheduleChurnOn(b, w, pending, false)
 					})
 				}
 			}
 		}
 	}
-}
-
-// scheduleOrder times churn cycles of workload w (as scheduleChurnOn) and
-// reports the reasons listed per cycle.
-func scheduleOrder(b *testing.B, w *workload, pending int) {
-	e, now := w.engine(b, 0.9, pending)
-	plan := warmPlan(pending)
-	var running []string
-	for _, s := range e.Jobs() {
-		if s.State.Active() {
-			running = append(running, s.ID)
-		}
-	}
-	cycle := func() {
-		now = now.Add(time.Minute)
-		for n := 0; n < 5 && len(running) > 0; n++ {
-			if err := e.Finished(running[0], now); err != nil {
-				b.Fatal(err)
-			}
-			running = running[1:]
-		}
-		for range 5 {
-			if err := e.Submit(w.job("new", now), now); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	run := func() {
-		if err := e.ScheduleInto(now, plan); err != nil {
-			b.Fatal(err)
-		}
-	}
-	confirm := func() {
-		for _, s := range plan.Starts {
-			_ = e.Started(s.Job, now)
-			running = append(running, s.Job)
-		}
-	}
-	for range 5 { // settle
-		cycle()
-		run()
-		confirm()
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	listed, starts := 0, 0
-	for range b.N {
-		b.StopTimer()
-		cycle()
-		b.StartTimer()
-		run()
-		b.StopTimer()
-		listed += len(plan.Waiting)
-		starts += len(plan.Starts)
-		confirm()
-		b.StartTimer()
-	}
-	b.ReportMetric(float64(listed)/float64(b.N), "listed")
-	b.ReportMetric(float64(starts)/float64(b.N), "starts")
 }
 
 type scheduleCase struct {
@@ -403,7 +344,9 @@ func scheduleChurn(b *testing.B, tc scheduleCase) {
 // scheduleChurnOn times cycles of workload w in a steady state with churn:
 // before each cycle the 5 oldest running jobs finish, or with at90 the
 // oldest until at most 90% of the GPUs are busy (at least 5), and 5 jobs
-// arrive.
+// arrive. It reports the busy share, and per cycle the starts and the
+// reasons the plan lists (every waiting job's, or with
+// Config.OnlyChangedWaits the changed ones).
 func scheduleChurnOn(b *testing.B, w *workload, pending int, at90 bool) {
 	e, now := w.engine(b, 0.9, pending)
 	plan := warmPlan(pending)
@@ -447,7 +390,7 @@ func scheduleChurnOn(b *testing.B, w *workload, pending int, at90 bool) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	busy, starts := 0.0, 0
+	busy, starts, listed := 0.0, 0, 0
 	for range b.N {
 		b.StopTimer()
 		step()
@@ -460,6 +403,7 @@ func scheduleChurnOn(b *testing.B, w *workload, pending int, at90 bool) {
 		}
 		b.StopTimer()
 		starts += len(plan.Starts)
+		listed += len(plan.Waiting)
 		confirm()
 		if !at90 {
 			busy += busyShare(e)
@@ -468,5 +412,6 @@ func scheduleChurnOn(b *testing.B, w *workload, pending int, at90 bool) {
 	}
 	b.ReportMetric(100*busy/float64(b.N), "busy%")
 	b.ReportMetric(float64(starts)/float64(b.N), "starts")
+	b.ReportMetric(float64(listed)/float64(b.N), "listed")
 	b.ReportMetric(float64(len(plan.Reservations)), "reservations")
 }
