@@ -61,16 +61,7 @@ func TestRankMatchesPrioritize(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			jobs := make([]Prepared, len(queued))
-			for i := range queued {
-				if jobs[i], err = tr.Prepare(queued[i]); err != nil {
-					t.Fatal(err)
-				}
-			}
-			got, err := v.Rank(jobs, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			jobs, got := prepareAndRank(t, tr, v, queued)
 			if len(got) != len(want) {
 				t.Fatalf("Rank gave %d entries, Prioritize %d", len(got), len(want))
 			}
@@ -126,16 +117,7 @@ func TestSubmitOrdered(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			jobs := make([]Prepared, len(queued))
-			for i := range queued {
-				if jobs[i], err = tr.Prepare(queued[i]); err != nil {
-					t.Fatal(err)
-				}
-			}
-			got, err := v.Rank(jobs, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			jobs, got := prepareAndRank(t, tr, v, queued)
 			want := make([]int, len(jobs))
 			for i := range want {
 				want[i] = i
@@ -158,6 +140,23 @@ func TestSubmitOrdered(t *testing.T) {
 			t.Errorf("weights %+v: submit-ordered", w)
 		}
 	}
+}
+
+// prepareAndRank prepares queued with tr and ranks them in view v.
+func prepareAndRank(t *testing.T, tr *Tree, v *View, queued []QueuedJob) ([]Prepared, []RankEntry) {
+	t.Helper()
+	jobs := make([]Prepared, len(queued))
+	for i := range queued {
+		var err error
+		if jobs[i], err = tr.Prepare(queued[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := v.Rank(jobs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jobs, got
 }
 
 // TestRankRejects checks the jobs Rank refuses, each named in the error:
