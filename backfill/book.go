@@ -88,9 +88,75 @@ type book struct {
 	// GPUs returned before their planned end, reservations and holds gone
 	// or moved earlier, nodes back in service.
 	freed uint64
+	// freedLog holds, for each count of freed above freedFrom, the time
+	// from which that change left the availability profile as it was
+	// (zero: none, it may have changed at any time): a kept reservation
+	// whose last search found no earlier start needs to search only
+	// before the latest of these since (upkeep).
+	freedLog  []freedEntry
+	freedFrom uint64
 	// dropped is called with every claim dropped (the engine stops
 	// counting its GPUs for its job's queue).
 	dropped func(*claim)
+}
+
+// freedEntry is one change counted by book.freed: the count it made, and
+// the time from which it left the profile unchanged (zero: unknown).
+type freedEntry struct {
+	n    uint64
+	from time.Time
+}
+
+// free counts a change that can let a reservation start earlier; the
+// profile is as it was from time from on (zero: at no time known).
+func (b *book) free(from time.Time) {
+	b.freed++
+	b.freedLog = append(b.freedLog, freedEntry{n: b.freed, from: from})
+}
+
+// nextInstant returns the instant after t, or zero for zero (no end).
+func nextInstant(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.Add(1)
+}
+
+// changedBefore returns the time before which the profile may have
+// changed since freed counted checked (every change since then left it
+// as it was from that time on), or false when that is unknown: a change
+// of unknown extent, or a count the log does not cover.
+func (b *book) changedBefore(checked uint64) (time.Time, bool) {
+	if checked < b.freedFrom || checked > b.freed {
+		return time.Time{}, false
+	}
+	var t time.Time
+	for i := len(b.freedLog) - 1; i >= 0 && b.freedLog[i].n > checked; i-- {
+		from := b.freedLog[i].from
+		if from.IsZero() {
+			return time.Time{}, false
+		}
+		t = later(t, from)
+	}
+	return t, true
+}
+
+// trimFreed forgets the changes every reservation's last search has
+// seen.
+func (b *book) trimFreed() {
+	least := b.freed
+	for _, r := range b.resv {
+		least = min(least, r.checked)
+	}
+	if least <= b.freedFrom {
+		return
+	}
+	k := 0
+	for k < len(b.freedLog) && b.freedLog[k].n <= least {
+		k++
+	}
+	b.freedLog = slices.Delete(b.freedLog, 0, k)
+	b.freedFrom = least
 }
 
 func (b *book) add(r *reservation) {
@@ -129,7 +195,7 @@ func (b *book) remove(r *reservation) {
 	b.resv = slices.Delete(b.resv, i, i+1)
 	r.job.resv = nil
 	b.version++
-	b.freed++
+	b.free(nextInstant(r.end)) // its blocks end there
 	if b.indexed {
 		b.byStart = slices.Delete(b.byStart, slices.Index(b.byStart, r), slices.Index(b.byStart, r)+1)
 		if k := slices.Index(b.byEnd, r); k >= 0 {
@@ -175,7 +241,7 @@ func (b *book) dropHold(h *hold) {
 	}
 	b.holds = slices.Delete(b.holds, i, i+1)
 	b.version++
-	b.freed++
+	b.free(time.Time{})
 }
 
 // addClaim adds claim c.
@@ -201,7 +267,7 @@ func (b *book) dropClaim(c *claim) {
 		v.victimOf = nil
 	}
 	b.version++
-	b.freed++
+	b.free(time.Time{})
 }
 
 // clears reports whether the claim's job, started when due, ends before

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/phalanx-sched/phalanx/fairshare"
+	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -266,4 +268,63 @@ func fullEngine(t *testing.T, set func(*Config)) (*topology.Cluster, *Engine, fu
 	must(err)
 	must(e.Started("big", epoch))
 	return c, e, must
+}
+
+// TestSubmitOrderLetsGo: a queue kept in submit order through many
+// cycles in which the head starts and finishes (strict FIFO, then FIFO
+// with backfill) stays about as long as the queue: the positions of jobs
+// long gone are let go, and so are their records.
+func TestSubmitOrderLetsGo(t *testing.T) {
+	for _, strict := range []bool{true, false} {
+		t.Run(fmt.Sprintf("strict=%v", strict), func(t *testing.T) {
+			c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := DefaultConfig()
+			cfg.FairShare.Weights = fairshare.Weights{Age: 1000}
+			cfg.Strict, cfg.OnlyChangedWaits, cfg.ReservationDepth, cfg.Hold.Enabled = strict, true, 0, false
+			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			now, longest := epoch, 0
+			for i := range 3000 {
+				now = now.Add(time.Minute)
+				job := Job{ID: fmt.Sprintf("j%d", i), Account: "a", TimeLimit: time.Hour,
+					Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: placement.NodesOf(1, 8)}}}}
+				if err := e.Submit(job, now); err != nil {
+					t.Fatal(err)
+				}
+				p, err := e.Schedule(now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, s := range p.Starts {
+					if err := e.Started(s.Job, now); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for _, s := range e.Jobs() {
+					if s.State.Active() && now.Sub(s.Start) >= 3*time.Minute {
+						if err := e.Finished(s.ID, now); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				longest = max(longest, len(e.jobs.pending))
+			}
+			if e.fifo.rankings == 0 {
+				t.Fatal("the queue was not kept in submit order")
+			}
+			if n := len(e.order); n > 2*longest+130 {
+				t.Fatalf("kept order of %d positions for a queue of at most %d jobs", n, longest)
+			}
+			for _, j := range e.order[len(e.order):cap(e.order)] {
+				if j != nil {
+					t.Fatalf("job %s still referenced past the kept order's end", j.job.ID)
+				}
+			}
+		})
+	}
 }

@@ -357,6 +357,7 @@ func (c *cycle) keepBook() {
 		}
 		c.upkeep(r)
 	}
+	e.book.trimFreed()
 }
 
 // window returns the MaxJobsTested window in ranks (start, length) for n
@@ -378,8 +379,9 @@ func (c *cycle) walk(order []*jobRec) {
 	strictBlocker := ""
 	changes := e.cfg.OnlyChangedWaits
 	// In kept submit order, the strict tail of the last cycle (fifo.go)
-	// is skipped when this cycle's blocker is the same job: skipFrom is
-	// the index after the blocker, skipTo the first index not skipped.
+	// is skipped when this cycle's blocker is the same job at the same
+	// position (blockerAt); skipped counts the waiting jobs passed over,
+	// less those walked after the tail's end.
 	tail := c.fifo && e.cfg.Strict && changes
 	blockerAt, skipped, decided, jumped := -1, 0, false, false
 	for rank := 0; rank < len(order); rank++ {
@@ -391,6 +393,7 @@ func (c *cycle) walk(order []*jobRec) {
 			decided = true
 			if f := &e.fifo; f.blocker == order[blockerAt] && f.blockerPos == c.base+blockerAt {
 				skipped, jumped = len(e.jobs.pending)-1, true // less those walked after the tail
+				f.skips++
 				if rank = f.tailEnd - c.base; rank >= len(order) {
 					break
 				}
@@ -858,8 +861,9 @@ func (c *cycle) start(j *jobRec) {
 		// upkeep searches again. (It was counted only when the job ran on
 		// GPUs a reservation needs later; TestNaivePathsAgreeUnderRandomOps
 		// found a reservation kept later than the reference path's after
-		// a start elsewhere.)
-		e.book.freed++
+		// a start elsewhere.) From just after that end on, the profile is
+		// as it was.
+		e.book.free(c.now.Add(j.job.TimeLimit + 1))
 	}
 	e.dequeue(j)
 	e.activate(j, c.now)

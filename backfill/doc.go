@@ -91,9 +91,9 @@
 // a cycle places the jobs that joined and passes over those that left,
 // computes a priority only for a reason it reports, and in strict order
 // with OnlyChangedWaits does not visit the jobs behind the same blocker
-// as last cycle. None of this changes a decision: the package's tests run every cache against its reference
-// path and compare the plans byte for byte. benchmarks/README.md has the
-// figures.
+// as last cycle. None of this changes a decision: the package's tests
+// run every cache against its reference path and compare the plans byte
+// for byte. benchmarks/README.md has the figures.
 //
 // # Preemption
 //

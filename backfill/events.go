@@ -74,8 +74,21 @@ func (e *Engine) apply(o *op) error {
 	}
 	e.last = o.now
 	switch o.kind {
-	case opCancel, opFinished, opFailed, opNodeDown, opNodeUp, opResume, opPreempted, opReplacePod, opReleasePod:
-		e.book.freed++ // GPUs or nodes may come back before planned
+	case opCancel, opFinished, opFailed:
+		// An active job's GPUs come back before its planned end (the
+		// profile is as it was from then on; a job past its limit was
+		// expected at once); a waiting job's cancel changes only its
+		// reservation, hold or claim, each counted as it goes.
+		switch j := o.rec; {
+		case j.phase == StatePending:
+			e.book.free(o.now.Add(1))
+		case j.phase.Active() && !j.end.IsZero():
+			e.book.free(later(j.end, o.now).Add(1))
+		default:
+			e.book.free(time.Time{})
+		}
+	case opNodeDown, opNodeUp, opResume, opPreempted, opReplacePod, opReleasePod:
+		e.book.free(time.Time{}) // GPUs or nodes may come back before planned
 	}
 	e.do(o)
 	e.jobs.forget(o.now, e.cfg.KeepEnded)

@@ -16,17 +16,20 @@ import (
 // scoring and sorting every waiting job each cycle: a ranking places the
 // jobs that joined the queue since the last one and passes over the ones
 // that left, and a waiting job's priority is computed only when its reason
-// is reported. In strict order, the jobs behind an unchanged blocker are
-// not visited at all (submitOrder.tail). Ranking costs what changed, not
-// the queue's length.
+// is reported. In strict order with Config.OnlyChangedWaits, the jobs
+// behind the same blocker as last cycle are not visited at all
+// (submitOrder.blocker). Ranking costs what changed, not the queue's
+// length.
 //
 // e.order is then kept between cycles: a job waits at position i exactly
 // when its pos is i (and its rank too); an entry whose job left the queue
 // (started, cancelled, requeued to another position) is a gap the walk
 // passes over. Jobs that join go to the end when they come after every
 // waiting job in submit order, as arrivals do; otherwise (a requeued job
-// keeps its submit time), or once gaps make up a quarter of the order, the
-// order is rebuilt from the queue.
+// keeps its submit time), or once more than 16 gaps make up over a quarter
+// of the order past its head, or the head (the positions before the
+// first waiting job) makes up over half of it, the order is rebuilt from
+// the queue, which also lets go of the records of jobs long gone.
 
 // submitOrder is the state of the queue kept in submit order.
 type submitOrder struct {
@@ -48,6 +51,9 @@ type submitOrder struct {
 	// the walk was not strict, or plans list every reason).
 	blocker             *jobRec
 	blockerPos, tailEnd int
+	// rankings and skips count the rankings in kept order and the
+	// strict tails skipped (tests check that the paths run).
+	rankings, skips uint64
 }
 
 // submitOrdered reports whether this cycle ranks in kept submit order:
@@ -118,7 +124,8 @@ func (e *Engine) rankSubmitOrder() []*jobRec {
 	}
 	switch {
 	case len(joined) > 0 && last >= f.head && submitBefore(joined[0], order[last]) < 0,
-		f.gaps > 16 && f.gaps > (len(order)-f.head)/4:
+		f.gaps > 16 && f.gaps > (len(order)-f.head)/4,
+		f.head > 64 && f.head > len(order)/2:
 		e.rebuildOrder()
 	default:
 		for _, j := range joined {
@@ -128,6 +135,7 @@ func (e *Engine) rankSubmitOrder() []*jobRec {
 		e.order = order
 	}
 	f.joined = f.joined[:0]
+	f.rankings++
 	if e.checkEach {
 		e.checkSubmitOrder()
 	}
@@ -137,7 +145,11 @@ func (e *Engine) rankSubmitOrder() []*jobRec {
 // rebuildOrder builds the kept order from the queue.
 func (e *Engine) rebuildOrder() {
 	f := &e.fifo
-	order := append(e.order[:0], e.jobs.pending...)
+	old := e.order
+	order := append(old[:0], e.jobs.pending...)
+	if len(order) < len(old) {
+		clear(old[len(order):]) // records of jobs gone: let them go
+	}
 	slices.SortFunc(order, submitBefore)
 	for i, j := range order {
 		j.pos, j.rank = i, i

@@ -152,7 +152,7 @@ func (c *cycle) retarget(h *hold, spec *gang.Spec) {
 	e.alloc.CopyTo(&h.target)
 	h.eta = t
 	e.book.changed()
-	e.book.freed++ // GPUs of its old target may be free for others
+	e.book.free(time.Time{}) // GPUs of its old target may be free for others
 	c.invalidate()
 }
 

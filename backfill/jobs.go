@@ -25,9 +25,14 @@ type jobRec struct {
 	simple bool
 	// dropped is set when this cycle's upkeep dropped its reservation.
 	dropped bool
-	rank    int // place in this cycle's priority order
+	// rank is the job's place in this cycle's priority order: its index,
+	// or in the queue kept in submit order its position (gaps counted),
+	// which orders jobs the same way.
+	rank int
 	// pos is a waiting job's position in the queue kept in submit order
-	// (fifo.go), -1 when it has none.
+	// (fifo.go): -1 when it has none, -2 while a ranking places it; stale
+	// in records not ranked in kept order (the first such ranking
+	// rebuilds the order).
 	pos     int
 	rankGen uint64 // Engine.rankInput's mark
 	// waitID names the content of wait (Engine.waitID), its job and

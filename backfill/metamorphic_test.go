@@ -37,9 +37,11 @@ func TestNaivePathsAgree(t *testing.T) {
 		{"fifo", 0, true, true}, {"age-greedy", 0, false, true}, {"age-easy", 1, false, true}} {
 		t.Run(v.name, func(t *testing.T) {
 			cycles, preemptions := 0, 0
+			var kept, skips uint64
 			for seed := range uint64(seeds) {
-				fast := metamorphicRun(t, v, seed, false)
-				slow := metamorphicRun(t, v, seed, true)
+				fast, e := metamorphicRun(t, v, seed, false)
+				slow, _ := metamorphicRun(t, v, seed, true)
+				kept, skips = kept+e.fifo.rankings, skips+e.fifo.skips
 				cycles += len(fast)
 				for _, p := range fast {
 					preemptions += bytes.Count(p, []byte(`"Victim"`))
@@ -56,9 +58,14 @@ func TestNaivePathsAgree(t *testing.T) {
 					}
 				}
 			}
-			t.Logf("%d cycles compared, %d preemptions in them", cycles, preemptions)
+			t.Logf("%d cycles compared, %d preemptions in them, %d ranked in kept submit order, %d strict tails skipped", cycles, preemptions, kept, skips)
 			if preemptions == 0 {
 				t.Errorf("no preemption in %d cycles", cycles)
+			}
+			// The age-only variants run the kept order (not in the seeds
+			// with a MaxJobsTested window), and strict order skips tails.
+			if v.age && kept == 0 || v.age && v.strict && skips == 0 {
+				t.Errorf("kept submit order: %d rankings, %d strict tails skipped", kept, skips)
 			}
 		})
 	}
@@ -76,7 +83,7 @@ type variant struct {
 	age    bool
 }
 
-func metamorphicRun(t *testing.T, v variant, seed uint64, naive bool) [][]byte {
+func metamorphicRun(t *testing.T, v variant, seed uint64, naive bool) ([][]byte, *Engine) {
 	r := rand.New(rand.NewPCG(seed, 77))
 	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 2, LeavesPerSpine: 2, NodesPerLeaf: 4, GPUsPerNode: 8})
 	if err != nil {
@@ -132,7 +139,7 @@ func metamorphicRun(t *testing.T, v variant, seed uint64, naive bool) [][]byte {
 	if len(h.plans) < 10 {
 		t.Fatalf("seed %d: only %d cycles", seed, len(h.plans))
 	}
-	return h.plans
+	return h.plans, e
 }
 
 // setNaive switches every cache of the engine to its reference path.

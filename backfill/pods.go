@@ -439,7 +439,7 @@ func (e *Engine) takeLent(to *jobRec, a *gang.Allocation, now time.Time, plan *P
 		if pc != nil {
 			e.resized(l)
 			e.prof.version++
-			e.book.freed++ // its GPUs came back before its end
+			e.book.free(time.Time{}) // its GPUs came back before its end
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package backfill
 
 import (
+	"fmt"
 	"math/bits"
 	"time"
 
@@ -148,9 +149,22 @@ func (c *cycle) upkeep(r *reservation) {
 	found := false
 	kept := keepable && !k.at.After(later(r.start, c.now))
 	// A reservation that keeps its start needs no search for an earlier
-	// one unless something was freed since the last search found none.
+	// one unless something was freed since the last search found none,
+	// and then only before the time from which every such change left
+	// the profile as that search saw it (book.changedBefore).
 	if !kept || c.naive || r.checked != e.book.freed || r.patient != patient {
-		t, found = e.search(c.now, query{j: j, spec: spec, until: until})
+		q := query{j: j, spec: spec, until: until}
+		if from, ok := e.book.changedBefore(r.checked); ok && kept && !c.naive && r.patient == patient {
+			if from = later(from, c.now.Add(1)); from.Before(q.until) {
+				q.until = from
+			}
+		}
+		t, found = e.search(c.now, q)
+		if e.checkEach && !q.until.Equal(until) {
+			if t2, found2 := e.search(c.now, query{j: j, spec: spec, until: until}); found2 != found || found && !t2.Equal(t) {
+				panic(fmt.Sprintf("backfill: reservation of %s searched before %v found %v %v, before %v %v %v", j.job.ID, q.until, t, found, until, t2, found2))
+			}
+		}
 		r.checked, r.patient = e.book.freed, patient
 	}
 	switch {
@@ -180,10 +194,17 @@ func (c *cycle) move(r *reservation, t time.Time, k keep) {
 		cause, by := c.blame(k)
 		c.plan.Moves = append(c.plan.Moves, Move{Job: r.job.job.ID, From: r.start, To: t, Cause: cause, By: by})
 	}
-	e.book.freed++ // its old GPUs and time are free for others
+	old := r.end
 	r.start, r.end = t, time.Time{}
 	if l := r.job.job.TimeLimit; l > 0 {
 		r.end = t.Add(l)
+	}
+	// Its old GPUs and time are free for others; its blocks, old and new,
+	// end by the later end.
+	if old.IsZero() || r.end.IsZero() {
+		e.book.free(time.Time{})
+	} else {
+		e.book.free(later(old, r.end).Add(1))
 	}
 	r.checked = e.book.freed - 1 // search again next time: it moved
 	e.alloc.CopyTo(&r.alloc)

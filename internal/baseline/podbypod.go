@@ -89,8 +89,8 @@ func (b *PodByPod) room(gpus int) bool {
 	switch {
 	case gpus == 0:
 		return b.s.Idle().Any()
-	case gpus > b.s.Cluster().MaxNodeGPUs():
-		return false
+	case gpus < 0 || gpus > b.s.Cluster().MaxNodeGPUs():
+		return false // the placer refuses or fails it
 	}
 	return b.s.Avail(gpus).Any()
 }

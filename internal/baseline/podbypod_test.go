@@ -70,7 +70,7 @@ func TestPodByPodHeld(t *testing.T) {
 			switch k := r.IntN(10); {
 			case k < 3 || len(ids) == 0:
 				id := fmt.Sprintf("j%d", step)
-				if err := b.Add(id, 1+r.IntN(4), r.IntN(6)); err != nil {
+				if err := b.Add(id, 1+r.IntN(4), r.IntN(7)-1); err != nil { // -1: refused by the placer
 					t.Fatal(err)
 				}
 				ids = append(ids, id)
