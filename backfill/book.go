@@ -95,6 +95,13 @@ type book struct {
 	// before the latest of these since (upkeep).
 	freedLog  []freedEntry
 	freedFrom uint64
+	// noted is the time from which the changes since the last count
+	// that add times to the profile without freeing anything (a
+	// reservation added or extended, a start confirmed late) left it as
+	// it was; notedAll that one of them has no such time. The next count
+	// takes them in: a search it causes must look up to them.
+	noted    time.Time
+	notedAll bool
 	// dropped is called with every claim dropped (the engine stops
 	// counting its GPUs for its job's queue).
 	dropped func(*claim)
@@ -111,7 +118,23 @@ type freedEntry struct {
 // profile is as it was from time from on (zero: at no time known).
 func (b *book) free(from time.Time) {
 	b.freed++
+	if b.notedAll || from.IsZero() {
+		from = time.Time{}
+	} else {
+		from = later(from, b.noted)
+	}
+	b.noted, b.notedAll = time.Time{}, false
 	b.freedLog = append(b.freedLog, freedEntry{n: b.freed, from: from})
+}
+
+// note records a change that adds a time to the profile (a reservation's
+// or a job's end) without freeing anything: the profile is as it was
+// from time from on (zero: at no time known).
+func (b *book) note(from time.Time) {
+	if from.IsZero() {
+		b.notedAll = true
+	}
+	b.noted = later(b.noted, from)
 }
 
 // nextInstant returns the instant after t, or zero for zero (no end).
@@ -163,6 +186,7 @@ func (b *book) add(r *reservation) {
 	b.resv = append(b.resv, r)
 	r.job.resv = r
 	b.version++
+	b.note(nextInstant(r.end)) // its end is a new time in the profile
 	if b.indexed {
 		// r is last in the book: after every equal key keeps it stable.
 		b.byStart = insertAfterEqual(b.byStart, r, func(x *reservation) time.Time { return x.start })
@@ -319,6 +343,7 @@ func (b *book) extendDue(now time.Time) {
 			if end := now.Add(l); !end.Equal(r.end) {
 				r.end = end
 				b.changed()
+				b.note(end.Add(1))
 			}
 		}
 	}

@@ -96,6 +96,9 @@ type Engine struct {
 	// each job's shape hash, so that the same-shape cache meets jobs of
 	// different shapes with equal hashes.
 	naive, checkEach, collide bool
+	// checkSearch compares every kept reservation's shortened search for
+	// an earlier start with the whole search (upkeep), alone.
+	checkSearch bool
 	// coverMin is the book size from which searches use the cover
 	// (coverMinReservations; tests lower it).
 	coverMin int

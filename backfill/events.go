@@ -87,6 +87,13 @@ func (e *Engine) apply(o *op) error {
 		default:
 			e.book.free(time.Time{})
 		}
+	case opStarted:
+		// The host confirms the start at another time than booked: the
+		// job's end moves with it, a time at which reservations may
+		// start earlier (the profile is as it was after the later end).
+		if j := o.rec; j.job.TimeLimit > 0 && !o.now.Equal(j.start) {
+			e.book.note(later(j.end, o.now.Add(j.job.TimeLimit)).Add(1))
+		}
 	case opNodeDown, opNodeUp, opResume, opPreempted, opReplacePod, opReleasePod:
 		e.book.free(time.Time{}) // GPUs or nodes may come back before planned
 	}

@@ -104,6 +104,7 @@ func randomOpsEngine(t *testing.T, c *topology.Cluster, depth int, seed uint64, 
 		// The kept order against a whole ranking, and every invariant,
 		// after every call.
 		e.checkEach = age && seed%6 == 3
+		e.checkSearch = true
 	}
 	return e
 }

@@ -160,7 +160,7 @@ func (c *cycle) upkeep(r *reservation) {
 			}
 		}
 		t, found = e.search(c.now, q)
-		if e.checkEach && !q.until.Equal(until) {
+		if (e.checkEach || e.checkSearch) && !q.until.Equal(until) {
 			if t2, found2 := e.search(c.now, query{j: j, spec: spec, until: until}); found2 != found || found && !t2.Equal(t) {
 				panic(fmt.Sprintf("backfill: reservation of %s searched before %v found %v %v, before %v %v %v", j.job.ID, q.until, t, found, until, t2, found2))
 			}
