@@ -146,14 +146,15 @@ func nextInstant(t time.Time) time.Time {
 }
 
 // changedBefore returns the time before which the profile may have
-// changed since freed counted checked (every change since then left it
-// as it was from that time on), or false when that is unknown: a change
-// of unknown extent, or a count the log does not cover.
+// changed since freed counted checked (every change since then, counted
+// or noted, left it as it was from that time on), or false when that is
+// unknown: a change of unknown extent, or a count the log does not
+// cover.
 func (b *book) changedBefore(checked uint64) (time.Time, bool) {
-	if checked < b.freedFrom || checked > b.freed {
+	if checked < b.freedFrom || checked > b.freed || b.notedAll {
 		return time.Time{}, false
 	}
-	var t time.Time
+	t := b.noted // changes noted since the last count, not yet in the log
 	for i := len(b.freedLog) - 1; i >= 0 && b.freedLog[i].n > checked; i-- {
 		from := b.freedLog[i].from
 		if from.IsZero() {
