@@ -122,8 +122,9 @@ type cycle struct {
 	failures []failure
 	naive    bool
 	// due is the reservations by start at the cycle's beginning; slipped
-	// those that go first on their GPUs but slipped (due ones not
-	// started, ones moved later to keep their GPUs).
+	// those kept up so far that go first on their GPUs but moved (due
+	// ones not started, ones moved later to keep their GPUs, ones moved
+	// to a new place).
 	due, slipped []*reservation
 	// Preemption: the jobs that looked for victims, the lowest class of the
 	// running jobs (when there is one), scratch for the claims.

@@ -101,9 +101,10 @@ func randomOpsEngine(t *testing.T, c *topology.Cluster, depth int, seed uint64, 
 	e.setNaive(naive)
 	if !naive {
 		e.coverMin = 0
-		// The kept order against a whole ranking, and every invariant,
-		// after every call.
-		e.checkEach = age && seed%6 == 3
+		// Every invariant after every call in a quarter of the seeds
+		// (it found reservations kept up in one pass overlapping on
+		// shared GPUs), and the kept order against a whole ranking.
+		e.checkEach = age && seed%6 == 3 || seed%4 == 0
 		e.checkSearch = true
 	}
 	return e

@@ -169,7 +169,12 @@ func (c *cycle) upkeep(r *reservation) {
 	}
 	switch {
 	case found:
+		// Its new place is settled like a slipped one's: a reservation
+		// kept up after it that slips on its own GPUs keeps off it (one
+		// slipped onto a reservation moved before it in the same pass:
+		// found by the invariant checker on random operations).
 		c.move(r, t, k)
+		c.slipped = append(c.slipped, r)
 	case !keepable:
 		cause, by := c.blame(k)
 		c.plan.Moves = append(c.plan.Moves, Move{Job: j.job.ID, From: r.start, Cause: cause, By: by})
