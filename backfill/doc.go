@@ -84,7 +84,11 @@
 // search first skips every time at which a count of the GPUs running
 // jobs and reservations take leaves too few for it, and starts from the
 // last search's probe, so a cycle that plans every job of a long queue
-// no longer costs the square of its length. When the priority weights
+// no longer costs the square of its length. A kept reservation searches
+// for an earlier start only after something was freed, and then only
+// before the time from which every change since its last search left the
+// availability profile as it was (the end of the job that finished, of
+// the job that started, of the reservation that went). When the priority weights
 // weigh only age (fairshare.Weights.SubmitOrdered: strict FIFO, FIFO
 // with backfill) and neither quotas nor MaxJobsTested reorder the queue,
 // the queue is kept in submit order between cycles instead of ranked:

@@ -289,6 +289,9 @@ func (e *Engine) activate(j *jobRec, now time.Time) {
 	if j.job.TimeLimit == 0 {
 		e.jobs.unlimited++
 	}
+	if j.job.Grow {
+		e.jobs.growers++
+	}
 	e.setCounted(j, j.used)
 }
 
@@ -308,6 +311,9 @@ func (e *Engine) deactivate(j *jobRec, now time.Time) {
 	e.jobs.running = removeSorted(e.jobs.running, j)
 	if j.job.TimeLimit == 0 {
 		e.jobs.unlimited--
+	}
+	if j.job.Grow {
+		e.jobs.growers--
 	}
 	j.alloc, j.used, j.end, j.checkpoint = nil, 0, time.Time{}, time.Time{}
 }

@@ -33,7 +33,7 @@ func (e *Engine) checkJobs() []error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	var pending, running []*jobRec
-	ends, unlimited := 0, 0
+	ends, unlimited, growers := 0, 0, 0
 	for id, j := range e.jobs.byID {
 		switch {
 		case j.job.ID != id:
@@ -46,6 +46,9 @@ func (e *Engine) checkJobs() []error {
 			running = append(running, j)
 			if j.job.TimeLimit == 0 {
 				unlimited++
+			}
+			if j.job.Grow {
+				growers++
 			}
 			if a, ok := e.ledger.Get(id); !ok || a != j.alloc || j.used != a.GPUs() {
 				bad("active job %s does not match its ledger record", id)
@@ -71,6 +74,9 @@ func (e *Engine) checkJobs() []error {
 	}
 	if patient != e.jobs.patient {
 		bad("%d waiting jobs with patience, counted %d", patient, e.jobs.patient)
+	}
+	if growers != e.jobs.growers {
+		bad("%d active jobs that grow, counted %d", growers, e.jobs.growers)
 	}
 	if unlimited != e.jobs.unlimited {
 		bad("%d active jobs without a limit, counted %d", unlimited, e.jobs.unlimited)

@@ -106,6 +106,9 @@ type jobTable struct {
 	maxG    int
 	// patient counts the waiting jobs with patience (jobRec.tight).
 	patient int
+	// growers counts the active jobs that grow (Job.Grow): only they
+	// can lend pods (lends).
+	growers int
 	// unlimited counts the active jobs without a time limit: while there
 	// is none, every gang that fits the cluster has a planned start and
 	// hold mode has nothing to do.

@@ -349,12 +349,14 @@ func lentFrom(m *gang.Member, ma *gang.MemberAllocation) int {
 // promise moves for it. It reports whether j started.
 func (c *cycle) tryLent(j *jobRec, spec *gang.Spec) bool {
 	e := c.e
-	if j.resv == nil && e.pre == nil {
-		return false
+	if j.resv == nil && e.pre == nil || e.jobs.growers == 0 {
+		return false // no lender: only active jobs that grow lend
 	}
 	any := false
 	for _, l := range e.jobs.running {
-		any = any || e.lendsTo(l, j, c.now)
+		if any = e.lendsTo(l, j, c.now); any {
+			break
+		}
 	}
 	if !any {
 		return false

@@ -372,6 +372,9 @@ func (r *restorer) linkActive(j *jobRec) bool {
 	if j.job.TimeLimit == 0 {
 		e.jobs.unlimited++
 	}
+	if j.job.Grow {
+		e.jobs.growers++
+	}
 	return true
 }
 
