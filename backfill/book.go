@@ -24,6 +24,10 @@ type reservation struct {
 	// earlier start found none, and patient the spec it searched with.
 	checked uint64
 	patient bool
+	// placed is set while the book is kept up when the reservation moved
+	// to a new place found by a search (it is settled, like a slipped
+	// one, but no late start moved it).
+	placed bool
 	// activeIn is search scratch: the reservation blocks the job of the
 	// search whose generation (walker.gen) it holds.
 	activeIn uint64

@@ -344,6 +344,9 @@ func (c *cycle) keepBook() {
 	c.due = append(c.due[:0], byStart...)
 	c.slipped = c.slipped[:0]
 	for _, r := range c.due {
+		r.placed = false
+	}
+	for _, r := range c.due {
 		if r.job.resv != r {
 			continue
 		}

@@ -81,7 +81,6 @@ func (e *Engine) apply(o *op) error {
 		// reservation, hold or claim, each counted as it goes.
 		switch j := o.rec; {
 		case j.phase == StatePending:
-			e.book.free(o.now.Add(1))
 		case j.phase.Active() && !j.end.IsZero():
 			e.book.free(later(j.end, o.now).Add(1))
 		default:

@@ -246,7 +246,13 @@ func (e *Engine) keepTime(r *reservation, prior []*reservation, now time.Time) (
 				if p.end.IsZero() {
 					return keep{}, false
 				}
-				k.at, k.job, k.owner, moved = p.end, p.job, false, true
+				k.at, moved = p.end, true
+				if !p.placed {
+					// A reservation that slipped: what it waits for is
+					// what this one waits for last. (One placed anew in
+					// this pass did not slip: the culprit stays.)
+					k.job, k.owner = p.job, false
+				}
 			}
 		}
 	}

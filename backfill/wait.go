@@ -174,6 +174,7 @@ func (c *cycle) upkeep(r *reservation) {
 		// slipped onto a reservation moved before it in the same pass:
 		// found by the invariant checker on random operations).
 		c.move(r, t, k)
+		r.placed = true
 		c.slipped = append(c.slipped, r)
 	case !keepable:
 		cause, by := c.blame(k)
