@@ -264,9 +264,13 @@ func (e *Engine) rank(now time.Time) []*jobRec {
 		panic(fmt.Sprintf("backfill: fair-share snapshot at a checked time: %v", err))
 	}
 	if e.submitOrdered() {
+		e.kr.on = false
 		return e.rankSubmitOrder()
 	}
 	e.fifo.on = false
+	if order, ok := e.rankKept(now); ok {
+		return order
+	}
 	in := e.rankInput()
 	order := slices.Grow(e.order[:0], len(in))[:len(in)]
 	e.prio = slices.Grow(e.prio[:0], len(in))[:len(in)]
@@ -293,6 +297,7 @@ func (e *Engine) rank(now time.Time) []*jobRec {
 	}
 	e.order = order
 	e.lastRanking = append(e.lastRanking[:0], order...)
+	e.keepRanking(now)
 	if e.quota != nil {
 		e.entitledFirst()
 	}
@@ -432,9 +437,9 @@ func (c *cycle) walk(order []*jobRec) {
 					continue
 				}
 			}
-			*w = Waiting{Job: j.job.ID, Priority: c.priority(rank, j), Code: WaitPriority, Blocker: strictBlocker}
+			*w = Waiting{Job: j.job.ID, Code: WaitPriority, Blocker: strictBlocker}
 		case j.claim != nil:
-			*w = Waiting{Job: j.job.ID, Priority: c.priority(rank, j)}
+			*w = Waiting{Job: j.job.ID}
 			c.reportClaim(j.claim, w)
 			if e.cfg.Strict {
 				strictBlocker, blockerAt = j.job.ID, rank
@@ -446,10 +451,10 @@ func (c *cycle) walk(order []*jobRec) {
 					continue
 				}
 			}
-			*w = Waiting{Job: j.job.ID, Priority: c.priority(rank, j), Code: WaitPriority}
+			*w = Waiting{Job: j.job.ID, Code: WaitPriority}
 		default:
 			c.plan.Tested++
-			started := !c.test(j, w, c.priority(rank, j))
+			started := !c.test(j, w)
 			c.settleMove(j)
 			j.dropped = false
 			if started {
@@ -486,7 +491,11 @@ func (c *cycle) walk(order []*jobRec) {
 				continue
 			}
 			j.waitID = id
+			// A priority is computed only for the reasons listed.
+			w.Priority = c.priority(rank, j)
 			c.plan.Waiting = append(c.plan.Waiting, *w)
+		} else {
+			w.Priority = c.priority(rank, j)
 		}
 		j.wait = *w
 	}
@@ -514,12 +523,13 @@ func (c *cycle) priorityID(code WaitCode, blocker string) uint64 {
 	return c.prioID
 }
 
-// test tries to start job j (of priority prio) now; when it cannot, it
-// fills w (which it overwrites whole) with what j gets instead
-// (reservation, hold, reason) and reports true.
-func (c *cycle) test(j *jobRec, w *Waiting, prio uint64) bool {
+// test tries to start job j now; when it cannot, it fills w (which it
+// overwrites whole) with what j gets instead (reservation, hold, reason)
+// and reports true. w's priority is left for the walk to fill when it
+// lists the reason.
+func (c *cycle) test(j *jobRec, w *Waiting) bool {
 	if c.e.quota != nil {
-		*w = Waiting{Job: j.job.ID, Priority: prio}
+		*w = Waiting{Job: j.job.ID}
 		if c.quotaGate(j, w) {
 			return true
 		}
@@ -538,12 +548,12 @@ func (c *cycle) test(j *jobRec, w *Waiting, prio uint64) bool {
 				return true
 			}
 			*w = hit.w
-			w.Job, w.Priority = j.job.ID, prio
+			w.Job = j.job.ID
 			return true
 		}
 	}
 	if c.e.quota == nil {
-		*w = Waiting{Job: j.job.ID, Priority: prio}
+		*w = Waiting{Job: j.job.ID}
 	}
 	if c.tryStart(j) {
 		return false

@@ -61,10 +61,13 @@ type Engine struct {
 	ranked              []fairshare.Ranked    // and output
 	preps               []fairshare.Prepared  // ranking input
 	entries             []fairshare.RankEntry // and output
-	prio                []uint64              // per rank in e.order: the job's priority
-	scratch             *topology.State       // in use: mainScratch or a cycle slot
-	mainScratch         *topology.State
-	alloc               gang.Allocation
+	prio                []uint64              // per rank in e.order: the job's priority (prioUnknown: not computed)
+	// kr is the ranking kept between cycles under fair-share weights
+	// (keptrank.go).
+	kr          keptRank
+	scratch     *topology.State // in use: mainScratch or a cycle slot
+	mainScratch *topology.State
+	alloc       gang.Allocation
 	// plannedAlloc keeps a profile search's placement while a victim
 	// search runs.
 	plannedAlloc gang.Allocation

@@ -74,6 +74,9 @@ func (e *Engine) enqueue(j *jobRec) {
 	if e.fifo.on {
 		e.fifo.joined = append(e.fifo.joined, j)
 	}
+	if e.kr.on {
+		e.kr.joined = append(e.kr.joined, j)
+	}
 }
 
 // dequeue takes j out of the waiting queue.
@@ -193,9 +196,10 @@ func (e *Engine) checkSubmitOrder() {
 }
 
 // priority returns the priority of job j, at index i of the order the
-// walk goes through.
+// walk goes through: the ranking's, or computed now when the ranking did
+// not compute it (kept orders).
 func (c *cycle) priority(i int, j *jobRec) uint64 {
-	if !c.fifo {
+	if !c.fifo && c.e.prio[i] != prioUnknown {
 		return c.e.prio[i]
 	}
 	p, err := c.e.fsView.Priority(&j.prep)

@@ -33,7 +33,7 @@ func TestNaivePathsAgreeUnderRandomOps(t *testing.T) {
 	c := opsCluster(t)
 	for _, depth := range []int{0, 1, 16, Conservative} {
 		t.Run(fmt.Sprintf("depth=%d", depth), func(t *testing.T) {
-			var kept, skips uint64
+			var kept, skips, keptFS, reranked uint64
 			for seed := range uint64(seeds) {
 				fast, slow := randomOpsEngine(t, c, depth, seed, false), randomOpsEngine(t, c, depth, seed, true)
 				// Ages alone (randomOpsEngine) in strict order with
@@ -43,6 +43,11 @@ func TestNaivePathsAgreeUnderRandomOps(t *testing.T) {
 				// that submit times tie and an arrival may come before
 				// waiting jobs in submit order.
 				age := seed%6 == 3 || seed%6 == 4
+				// Fair-share seeds of the kept ranking's edges
+				// (randomOpsEngine): submits tied on a few instants
+				// across accounts, QOS values less than a priority point
+				// apart.
+				tied := age || seed%6 == 5
 				if seed%6 == 3 {
 					for _, e := range []*Engine{fast, slow} {
 						e.cfg.Strict, e.cfg.OnlyChangedWaits = true, true
@@ -54,8 +59,13 @@ func TestNaivePathsAgreeUnderRandomOps(t *testing.T) {
 				for i := range 1200 {
 					st, pod := randomOp(r, c, fast)
 					now = later(now.Add(st.dt), fast.Now())
-					if age && st.kind == opSubmit {
+					if tied && st.kind == opSubmit {
 						st.job.Submit = now.Truncate(30 * time.Minute).Add(-time.Duration(back.IntN(5)) * 30 * time.Minute)
+						if !age {
+							// Under a point apart (QOS weight 1,000):
+							// rounding reorders them as time goes.
+							st.job.QOS = float64(back.IntN(3)) * 0.0004
+						}
 					}
 					a, b := pod(fast, st, now), pod(slow, st, now)
 					if a != b {
@@ -64,10 +74,15 @@ func TestNaivePathsAgreeUnderRandomOps(t *testing.T) {
 					}
 				}
 				kept, skips = kept+fast.fifo.rankings, skips+fast.fifo.skips
+				keptFS, reranked = keptFS+fast.kr.rankings, reranked+fast.kr.reranked
 			}
 			if kept == 0 || skips == 0 {
 				t.Errorf("kept submit order: %d rankings, %d strict tails skipped", kept, skips)
 			}
+			if keptFS == 0 || reranked == 0 {
+				t.Errorf("kept fair-share ranking: %d rankings, %d spans re-ranked", keptFS, reranked)
+			}
+			t.Logf("kept fair-share rankings %d, spans re-ranked %d", keptFS, reranked)
 		})
 	}
 }
@@ -94,6 +109,17 @@ func randomOpsEngine(t *testing.T, c *topology.Cluster, depth int, seed uint64, 
 	if age {
 		cfg.FairShare.Weights = fairshare.Weights{Age: 1000}
 	}
+	if seed%6 == 5 {
+		// A size weight (under a point), which sets jobs' priority inputs
+		// apart, and in every other such seed ages that stop growing
+		// within the run: the kept fair-share ranking's keys stop
+		// ordering the queue once a job reaches MaxAge.
+		if seed/12%2 == 1 {
+			cfg.FairShare.MaxAge = 36 * time.Hour
+		}
+		cfg.FairShare.Weights.JobSize = 1
+		cfg.FairShare.ClusterGPUs = c.TotalGPUs()
+	}
 	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b"))
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +130,7 @@ func randomOpsEngine(t *testing.T, c *topology.Cluster, depth int, seed uint64, 
 		// Every invariant after every call in a quarter of the seeds
 		// (it found reservations kept up in one pass overlapping on
 		// shared GPUs), and the kept order against a whole ranking.
-		e.checkEach = age && seed%6 == 3 || seed%4 == 0
+		e.checkEach = age && seed%6 == 3 || seed%4 == 0 || seed%6 == 5
 		// Every shortened reservation search against the whole one in
 		// half the seeds (each check leaves the probe as the whole search
 		// did: the other half runs the shipped path alone).

@@ -107,6 +107,53 @@ func (s *View) Priority(j *Prepared) (uint64, error) {
 // first key of submit order (Weights.SubmitOrdered).
 func (p Prepared) Submitted() int64 { return p.submit }
 
+// Static returns the part of job j's priority at the view's instant that
+// does not grow as the job waits: its weighted fair-share, size, QOS and
+// partition factors, summed, before rounding and without the starvation
+// boost. While no job reaches Config.MaxAge (nor the starvation bound) and
+// the accounts' fair-share factors stay as they are, every job's priority
+// before rounding grows by the same amount, the age weight for each MaxAge
+// waited, so Static minus the age weight times submit/MaxAge orders jobs
+// the same way at every instant, to within rounding: a scheduler that
+// keeps its queue in order between views re-ranks only the jobs whose
+// values are within one priority point of each other (see SameInputs).
+// Errors are Rank's.
+func (s *View) Static(j *Prepared) (float64, error) {
+	if err := s.checkPrepared(j); err != nil {
+		return 0, err
+	}
+	sc := &s.sc
+	var size float64
+	if sc.gpus > 0 {
+		g := min(float64(j.gpus), sc.gpus)
+		if sc.favorSmall {
+			size = min(1-(max(g, 1)-1)/sc.gpus, 1)
+		} else {
+			size = g / sc.gpus
+		}
+	}
+	w := &sc.w
+	return w.FairShare*s.factor[j.acct] + w.JobSize*size + w.QOS*j.qos + w.Partition*j.part, nil
+}
+
+// SameInputs reports whether jobs a and b have the same priority inputs
+// at the view but their submit times: equal fair-share factors and, where
+// their weights are not zero, the same GPUs, QOS and partition. The
+// priority of the one submitted earlier is then at least the other's
+// (a job's priority never falls as it waits), so it ranks first, at the
+// view's instant and at every later one while the fair-share factors stay
+// as they are. Errors are Rank's.
+func (s *View) SameInputs(a, b *Prepared) (bool, error) {
+	for _, j := range []*Prepared{a, b} {
+		if err := s.checkPrepared(j); err != nil {
+			return false, err
+		}
+	}
+	w := &s.sc.w
+	return s.factor[a.acct] == s.factor[b.acct] && (w.JobSize == 0 || a.gpus == b.gpus) &&
+		(w.QOS == 0 || a.qos == b.qos) && (w.Partition == 0 || a.part == b.part), nil
+}
+
 // checkPrepared reports whether j belongs to the view's tree and still
 // names a leaf.
 func (s *View) checkPrepared(j *Prepared) error {

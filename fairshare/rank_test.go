@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -249,5 +250,87 @@ func TestRankNoAllocations(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Errorf("Rank allocates %v times per call", n)
+	}
+}
+
+// TestStaticOrdersPriorities is the promise of View.Static and
+// View.SameInputs, on random queues whose jobs stay below MaxAge: a job's
+// static part plus the age weight times its wait over MaxAge is its
+// priority before rounding; a key (that sum at a fixed instant) higher
+// than another's by over one point ranks the job strictly above it at
+// every later instant; and of two jobs with the same inputs, the one
+// submitted earlier never has the lower priority.
+func TestStaticOrdersPriorities(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 17))
+	for trial := range 200 {
+		algo := []Algorithm{Classic, FairTree}[trial%2]
+		t.Run(fmt.Sprintf("trial=%d/algo=%s", trial, algo), func(t *testing.T) {
+			cfg := testConfig(algo)
+			cfg.Weights = Weights{Age: uint32(rng.IntN(5_000_000)), FairShare: uint32(rng.IntN(3000)),
+				JobSize: uint32(rng.IntN(3)), QOS: uint32(rng.IntN(2000)), Partition: uint32(rng.IntN(2))}
+			cfg.ClusterGPUs, cfg.FavorSmall = 64, rng.IntN(2) == 0
+			cfg.MaxAge = time.Duration(200+rng.IntN(1000)) * time.Hour
+			tr, queued := benchSetup(t, algo, 1+rng.IntN(4), 1+rng.IntN(3), 2+rng.IntN(60))
+			if err := tr.SetConfig(cfg); err != nil {
+				t.Fatal(err)
+			}
+			for i := range queued {
+				queued[i].ID = fmt.Sprintf("j%d", i)
+				// A few instants and seconds apart: keys within a point.
+				queued[i].Submit = t0.Add(-time.Duration(rng.IntN(4))*time.Hour - time.Duration(rng.IntN(20))*time.Second)
+				queued[i].GPUs = rng.IntN(3) * 8
+				queued[i].QOS = float64(rng.IntN(3)) * 0.0005
+			}
+			v0, err := tr.View(t0, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs := make([]Prepared, len(queued))
+			keys := make([]float64, len(queued))
+			for i := range queued {
+				if jobs[i], err = tr.Prepare(queued[i]); err != nil {
+					t.Fatal(err)
+				}
+				st, err := v0.Static(&jobs[i])
+				if err != nil {
+					t.Fatal(err)
+				}
+				keys[i] = st + float64(cfg.Weights.Age)*float64(t0.Sub(queued[i].Submit))/float64(cfg.MaxAge)
+				if p, _ := v0.Priority(&jobs[i]); math.Abs(keys[i]-float64(p)) > 0.5+1e-6 {
+					t.Fatalf("job %d: static part plus age %.6f, priority %d", i, keys[i], p)
+				}
+			}
+			// Later instants, the same usage (no charges): the same
+			// fair-share factors.
+			for step := range 5 {
+				v, err := tr.View(t0.Add(time.Duration(step*37)*time.Second), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for a := range jobs {
+					pa, _ := v.Priority(&jobs[a])
+					for b := range jobs {
+						pb, _ := v.Priority(&jobs[b])
+						if keys[a]-keys[b] > 1+1e-6 && pa <= pb {
+							t.Fatalf("step %d: job %d's key exceeds job %d's by %.6f, priorities %d and %d", step, a, b, keys[a]-keys[b], pa, pb)
+						}
+						same, err := v.SameInputs(&jobs[a], &jobs[b])
+						if err != nil {
+							t.Fatal(err)
+						}
+						if same && queued[a].Submit.Before(queued[b].Submit) && pa < pb {
+							t.Fatalf("step %d: jobs %d and %d have the same inputs, the earlier a lower priority (%d < %d)", step, a, b, pa, pb)
+						}
+						fa, _ := v.Factor(queued[a].Account)
+						fb, _ := v.Factor(queued[b].Account)
+						wantSame := fa == fb && (cfg.Weights.JobSize == 0 || queued[a].GPUs == queued[b].GPUs) &&
+							(cfg.Weights.QOS == 0 || queued[a].QOS == queued[b].QOS) && (cfg.Weights.Partition == 0 || queued[a].Partition == queued[b].Partition)
+						if same != wantSame {
+							t.Fatalf("step %d: SameInputs(%d, %d) = %v, want %v", step, a, b, same, wantSame)
+						}
+					}
+				}
+			}
+		})
 	}
 }
