@@ -74,7 +74,7 @@ func (e *Engine) enqueue(j *jobRec) {
 	if e.fifo.on {
 		e.fifo.joined = append(e.fifo.joined, j)
 	}
-	if e.kr.on {
+	if e.kr.on && j.keptGen != e.kr.gen { // else back at its kept place
 		e.kr.joined = append(e.kr.joined, j)
 	}
 }
@@ -88,6 +88,9 @@ func (e *Engine) dequeue(j *jobRec) {
 	if j.pos >= 0 {
 		e.fifo.gaps++
 		j.pos = -1
+	}
+	if e.kr.on && j.keptGen == e.kr.gen {
+		e.kr.gone++
 	}
 }
 

@@ -221,7 +221,7 @@ func (c *cycle) tryHold(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 // after the hysteresis; a higher-ranked one keeps it.
 func (c *cycle) contendHold(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 	e := c.e
-	if hs := e.book.holds; !c.naive && len(hs) == 1 && hs[0].job.rank < j.rank {
+	if hs := e.book.holds; !c.naive && len(hs) == 1 && c.ranksAbove(hs[0].job, j) {
 		// The only hold outranks j: it is j's rival wherever j's target
 		// lies, and j waits for it. (tryHold checked that j fits once every
 		// active job has ended, so a target exists.) Skipping the target
@@ -242,14 +242,22 @@ func (c *cycle) contendHold(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 		}
 	}
 	if len(rivals) == 0 && len(e.book.holds) > 0 { // MaxHolds reached: the lowest-ranked hold is the rival
-		rivals = append(rivals, slices.MaxFunc(e.book.holds, func(a, b *hold) int { return a.job.rank - b.job.rank }))
+		rivals = append(rivals, slices.MaxFunc(e.book.holds, func(a, b *hold) int {
+			switch {
+			case c.ranksAbove(a.job, b.job):
+				return -1
+			case c.ranksAbove(b.job, a.job):
+				return 1
+			}
+			return 0
+		}))
 	}
 	if len(rivals) == 0 {
 		return false
 	}
 	w.Code = WaitForHold
 	for _, h := range rivals {
-		if h.job.rank < j.rank {
+		if c.ranksAbove(h.job, j) {
 			w.Blocker = h.job.job.ID
 			return true
 		}

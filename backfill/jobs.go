@@ -27,7 +27,8 @@ type jobRec struct {
 	dropped bool
 	// rank is the job's place in this cycle's priority order: its index,
 	// or in the queue kept in submit order its position (gaps counted),
-	// which orders jobs the same way.
+	// which orders jobs the same way; not kept up to date by the kept
+	// fair-share ranking (cycle.ranksAbove compares jobs there).
 	rank int
 	// pos is a waiting job's position in the queue kept in submit order
 	// (fifo.go): -1 when it has none, -2 while a ranking places it; stale
@@ -35,6 +36,9 @@ type jobRec struct {
 	// rebuilds the order).
 	pos     int
 	rankGen uint64 // Engine.rankInput's mark
+	// keptGen is keptRank.gen while the job is in the kept fair-share
+	// ranking (keptrank.go), which then does not keep rank up to date.
+	keptGen uint64
 	// waitID names the content of wait (Engine.waitID), its job and
 	// priority aside; 0 when it names nothing.
 	waitID uint64

@@ -59,9 +59,19 @@ type keptRank struct {
 	// above another at every instant: one priority point plus a bound on
 	// the float error of the keys and of the priorities.
 	margin float64
+	// gained is what every job's priority before rounding gained since
+	// now0 (the age weight times the time over MaxAge): a job's key plus
+	// gained is its priority before rounding this cycle.
+	gained float64
 	// joined lists the jobs that joined the queue since the last
 	// ranking (a job may be listed twice, or have left again).
 	joined []*jobRec
+	// gen numbers the kept order: a job is in it exactly when its
+	// keptGen is gen (it may have left the queue: the walk passes over
+	// it). gone counts the jobs that left since the order was last
+	// compacted.
+	gen  uint64
+	gone int
 	// groups holds one job's prepared form per set of priority inputs
 	// (keptKey.group); a key's group is found by a linear search, and
 	// past maxKeptGroups sets the ranking is not kept.
@@ -130,30 +140,65 @@ func (e *Engine) rankKept(now time.Time) ([]*jobRec, bool) {
 	if !kr.on {
 		return nil, false
 	}
-	if !e.keptEligible() || !e.keptConfigSame() || !e.keptFactorsSame() {
+	if !e.keptEligible() || !e.keptConfigSame() || !e.keptFactorsSame() ||
+		kr.maxAge > 0 && now.UnixNano()-kr.now0 >= int64(kr.maxAge) {
+		// (Keys a whole MaxAge old are computed again, which keeps
+		// their values, and so their float errors, below twice the
+		// weights' total.)
 		e.leaveKept()
 		return nil, false
 	}
-	ns := now.UnixNano()
-	e.rankGen++
-	taken := e.rankGen
 	// The jobs that joined, once each, with their keys, by key.
 	span := kr.span[:0]
 	for _, j := range kr.joined {
-		if j.phase == StatePending && j.rankGen != taken {
-			j.rankGen = taken
-			k, ok := e.keptKeyOf(j)
-			if !ok {
-				kr.joined = kr.joined[:0]
-				kr.span = span[:0]
-				e.leaveKept()
-				return nil, false
-			}
-			k.fresh = true
-			span = append(span, keptEntry{j: j, k: k})
+		if j.phase != StatePending || j.keptGen == kr.gen {
+			continue // left again, listed twice, or back at its place
 		}
+		k, ok := e.keptKeyOf(j)
+		if !ok {
+			kr.joined = kr.joined[:0]
+			clear(span)
+			kr.span = span[:0]
+			e.leaveKept()
+			return nil, false
+		}
+		j.keptGen, k.fresh = kr.gen, true
+		span = append(span, keptEntry{j: j, k: k})
 	}
 	kr.joined = kr.joined[:0]
+	if compact := kr.gone > 16 && kr.gone > len(e.order)/4; len(span) > 0 || compact {
+		e.mergeKept(span, compact)
+	}
+	clear(span)
+	kr.span = span[:0]
+	e.prio = slices.Grow(e.prio[:0], len(e.order))[:len(e.order)]
+	for i := range e.prio {
+		e.prio[i] = prioUnknown
+	}
+	kr.gained = 0
+	if ns := now.UnixNano(); kr.age > 0 && kr.maxAge > 0 {
+		kr.gained = kr.age * (float64(ns-kr.now0) / float64(kr.maxAge))
+	}
+	if !e.rerankSpans(now.UnixNano()) {
+		// A job whose age factor stopped growing (or submitted after
+		// now): keys no longer order the queue.
+		e.leaveKept()
+		return nil, false
+	}
+	kr.rankings++
+	e.lastRanking = e.lastRanking[:0]
+	if e.checkEach {
+		e.checkKept()
+	}
+	return e.order, true
+}
+
+// mergeKept merges the jobs that joined (span, by key) into the kept
+// order by key and, when compact is set, drops the entries of jobs that
+// left the queue (the only pass over the waiting jobs' records; otherwise
+// the walk passes over them).
+func (e *Engine) mergeKept(span []keptEntry, compact bool) {
+	kr := &e.kr
 	slices.SortFunc(span, func(a, b keptEntry) int {
 		if a.k.key != b.k.key {
 			if a.k.key > b.k.key {
@@ -163,62 +208,40 @@ func (e *Engine) rankKept(now time.Time) ([]*jobRec, bool) {
 		}
 		return cmpString(a.j.job.ID, b.j.job.ID)
 	})
-	// The kept jobs still waiting (a job that joined again goes where
-	// its key puts it), with the joined ones merged in by key.
 	out, keys := kr.order2[:0], kr.keys2[:0]
-	minSub, maxSub := int64(math.MaxInt64), int64(math.MinInt64)
-	add := func(j *jobRec, k keptKey) {
-		j.rank = len(out)
-		out, keys = append(out, j), append(keys, k)
-		minSub, maxSub = min(minSub, k.submit), max(maxSub, k.submit)
-	}
 	a := 0
 	for i, j := range e.order {
-		if j.phase != StatePending || j.rankGen == taken {
+		if compact && j.phase != StatePending {
+			if j.keptGen == kr.gen {
+				j.keptGen = 0
+			}
 			continue
 		}
-		j.rankGen = taken
 		k := kr.keys[i]
 		for a < len(span) && span[a].k.key > k.key {
-			add(span[a].j, span[a].k)
+			out, keys = append(out, span[a].j), append(keys, span[a].k)
 			a++
 		}
-		k.fresh = false
-		add(j, k)
+		out, keys = append(out, j), append(keys, k)
 	}
 	for ; a < len(span); a++ {
-		add(span[a].j, span[a].k)
+		out, keys = append(out, span[a].j), append(keys, span[a].k)
 	}
-	clear(span)
-	kr.span = span[:0]
-	// The whole order goes to e.order and keys; their old storage is the
-	// next cycle's scratch, cleared so that it keeps no record alive
-	// (the scratch is all nil past what a ranking fills).
+	if compact {
+		kr.gone = 0
+	}
+	// The old storage is the next merge's scratch, cleared so that it
+	// keeps no record alive.
 	clear(e.order)
 	kr.order2, kr.keys2 = e.order[:0], kr.keys[:0]
 	e.order, kr.keys = out, keys
-	if len(out) > 0 && (maxSub > ns || kr.age > 0 && kr.maxAge > 0 && ns-minSub >= int64(kr.maxAge)) {
-		// A job submitted after now, or one whose age factor stopped
-		// growing: keys no longer order the queue.
-		e.leaveKept()
-		return nil, false
-	}
-	e.prio = slices.Grow(e.prio[:0], len(out))[:len(out)]
-	for i := range e.prio {
-		e.prio[i] = prioUnknown
-	}
-	e.rerankSpans()
-	kr.rankings++
-	e.lastRanking = e.lastRanking[:0]
-	if e.checkEach {
-		e.checkKept()
-	}
-	return e.order, true
 }
 
 // rerankSpans cuts the kept order into spans and re-ranks, with the jobs'
-// exact priorities, those whose order may have changed.
-func (e *Engine) rerankSpans() {
+// exact priorities, those whose order may have changed. It reports false
+// when a job in the order (waiting or not) was submitted after ns, or has
+// waited MaxAge: the keys do not order such jobs.
+func (e *Engine) rerankSpans(ns int64) bool {
 	kr := &e.kr
 	keys := kr.keys
 	n := len(keys)
@@ -226,13 +249,18 @@ func (e *Engine) rerankSpans() {
 	// Keys are never NaN: plain comparisons, not the builtin min and max
 	// (which order NaNs).
 	top := math.Inf(-1)
+	minSub, maxSub := int64(math.MaxInt64), int64(math.MinInt64)
 	for i := n - 1; i >= 0; i-- {
 		if k := keys[i].key; k > top {
 			top = k
 		}
 		suf[i] = top
+		minSub, maxSub = min(minSub, keys[i].submit), max(maxSub, keys[i].submit)
 	}
 	kr.sufMax = suf
+	if n > 0 && (maxSub > ns || kr.age > 0 && kr.maxAge > 0 && ns-minSub >= int64(kr.maxAge)) {
+		return false
+	}
 	lo, runMin := 0, math.Inf(1)
 	for i := range n {
 		if k := keys[i].key; k < runMin {
@@ -249,8 +277,12 @@ func (e *Engine) rerankSpans() {
 				e.sortSubmitted(lo, i+1)
 			}
 		}
+		for k := lo; k <= i; k++ {
+			keys[k].fresh = false
+		}
 		lo, runMin = i+1, math.Inf(1)
 	}
+	return true
 }
 
 // spanState reports whether span [lo, hi) of the kept order holds jobs
@@ -321,7 +353,6 @@ func (e *Engine) rerank(lo, hi int) {
 	}
 	for i, s := range merged {
 		e.order[lo+i], kr.keys[lo+i], e.prio[lo+i] = s.j, s.k, s.prio
-		s.j.rank = lo + i
 		if s.prio != prioUnknown {
 			kr.scored++
 		}
@@ -428,14 +459,19 @@ func (e *Engine) keptBefore(a, b *keptEntry) bool {
 	return a.j.job.ID < b.j.job.ID
 }
 
-// keptPriority returns the priority of x, computed once.
+// keptPriority returns the priority of x, computed once: its key plus
+// the age all jobs gained since the keys' instant, rounded, unless that
+// lies within the float error of half a point (then the job's record
+// gives it exactly).
 func (e *Engine) keptPriority(x *keptEntry) uint64 {
 	if x.prio == prioUnknown {
-		p, err := e.fsView.Priority(&x.j.prep)
-		if err != nil {
-			panic(fmt.Sprintf("backfill: ranking checked jobs: %v", err))
+		kr := &e.kr
+		v := x.k.key + kr.gained
+		if f := v - math.Floor(v); math.Abs(f-0.5) > kr.margin-1 {
+			x.prio = uint64(math.Round(v))
+		} else {
+			x.prio = e.fsPriority(x.j)
 		}
-		x.prio = p
 	}
 	return x.prio
 }
@@ -462,7 +498,6 @@ func (e *Engine) placeSpan(lo int, span []keptEntry) {
 	})
 	for i, s := range span {
 		e.order[lo+i], kr.keys[lo+i], e.prio[lo+i] = s.j, s.k, s.prio
-		s.j.rank = lo + i
 	}
 	clear(span)
 	kr.span = span[:0]
@@ -492,6 +527,8 @@ func (e *Engine) keepRanking(now time.Time) {
 		kr.factors = append(kr.factors, f)
 	}
 	kr.groups = kr.groups[:0]
+	kr.gen++ // every stamp of an earlier kept order is stale
+	kr.gone = 0
 	keys := kr.keys[:0]
 	for _, j := range e.order {
 		k, ok := e.keptKeyOf(j)
@@ -500,6 +537,7 @@ func (e *Engine) keepRanking(now time.Time) {
 			return
 		}
 		keys = append(keys, k)
+		j.keptGen = kr.gen
 	}
 	kr.keys, kr.on = keys, true
 }
@@ -538,6 +576,33 @@ func (e *Engine) keptKeyOf(j *jobRec) (keptKey, bool) {
 		kr.groups = append(kr.groups, j.prep)
 	}
 	return k, true
+}
+
+// ranksAbove reports whether waiting job a ranks above waiting job b in
+// this cycle's order: by their ranks, or under the kept fair-share
+// ranking (which does not keep ranks) by the ranking's own order.
+func (c *cycle) ranksAbove(a, b *jobRec) bool {
+	e := c.e
+	if !e.kr.on {
+		return a.rank < b.rank
+	}
+	pa, pb := e.fsPriority(a), e.fsPriority(b)
+	switch {
+	case pa != pb:
+		return pa > pb
+	case a.prep.Submitted() != b.prep.Submitted():
+		return a.prep.Submitted() < b.prep.Submitted()
+	}
+	return a.job.ID < b.job.ID
+}
+
+// fsPriority returns job j's priority at the cycle's fair-share view.
+func (e *Engine) fsPriority(j *jobRec) uint64 {
+	p, err := e.fsView.Priority(&j.prep)
+	if err != nil {
+		panic(fmt.Sprintf("backfill: ranking checked jobs: %v", err))
+	}
+	return p
 }
 
 // keptConfigSame reports whether the priority configuration is the one
@@ -581,9 +646,9 @@ func (e *Engine) leaveKept() {
 	e.lastRanking = append(e.lastRanking[:0], e.order...)
 }
 
-// checkKept panics unless the kept ranking lists exactly the waiting jobs
-// in the order, and with the priorities, a whole ranking gives them
-// (checkEach).
+// checkKept panics unless the kept ranking lists each waiting job once,
+// in the order, and with the priorities it computed, a whole ranking gives
+// them, and its records of the jobs in it are right (checkEach).
 func (e *Engine) checkKept() {
 	preps := make([]fairshare.Prepared, len(e.jobs.pending))
 	for i, j := range e.jobs.pending {
@@ -593,16 +658,34 @@ func (e *Engine) checkKept() {
 	if err != nil {
 		panic(fmt.Sprintf("backfill: ranking checked jobs: %v", err))
 	}
-	if len(ranked) != len(e.order) || len(e.kr.keys) != len(e.order) {
-		panic(fmt.Sprintf("backfill: %d jobs in the kept ranking (%d keys), %d waiting", len(e.order), len(e.kr.keys), len(ranked)))
+	if len(e.kr.keys) != len(e.order) || len(e.prio) != len(e.order) {
+		panic(fmt.Sprintf("backfill: %d jobs in the kept order, %d keys, %d priorities", len(e.order), len(e.kr.keys), len(e.prio)))
 	}
-	for i, r := range ranked {
-		j := e.jobs.pending[r.Index]
-		if e.order[i] != j || j.rank != i {
-			panic(fmt.Sprintf("backfill: job %s kept at rank %d (its rank %d), where the ranking puts job %s", e.order[i].job.ID, i, e.order[i].rank, j.job.ID))
+	gone, at := 0, 0
+	for i, j := range e.order {
+		if j.keptGen != e.kr.gen {
+			panic(fmt.Sprintf("backfill: job %s in the kept order with stamp %d, not %d", j.job.ID, j.keptGen, e.kr.gen))
+		}
+		if j.phase != StatePending {
+			gone++
+			continue
+		}
+		if at >= len(ranked) {
+			panic(fmt.Sprintf("backfill: more jobs waiting in the kept order than the %d waiting", len(ranked)))
+		}
+		r := ranked[at]
+		at++
+		if want := e.jobs.pending[r.Index]; j != want {
+			panic(fmt.Sprintf("backfill: job %s kept at rank %d, where the ranking puts job %s", j.job.ID, at-1, want.job.ID))
 		}
 		if p := e.prio[i]; p != prioUnknown && p != r.Priority {
 			panic(fmt.Sprintf("backfill: job %s kept with priority %d, ranked with %d", j.job.ID, p, r.Priority))
 		}
+	}
+	if at != len(ranked) {
+		panic(fmt.Sprintf("backfill: %d jobs waiting in the kept order, %d waiting", at, len(ranked)))
+	}
+	if gone > e.kr.gone {
+		panic(fmt.Sprintf("backfill: %d jobs that left in the kept order, %d counted", gone, e.kr.gone))
 	}
 }

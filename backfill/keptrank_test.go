@@ -91,14 +91,27 @@ func TestKeptRankingFollowsPriorities(t *testing.T) {
 				}
 			}
 		}
-		// Jobs in both this ranking and the last whose order changed.
+		// Waiting jobs next to each other in the last ranking whose
+		// order changed.
+		at := map[*jobRec]int{}
+		for i, j := range e.order {
+			if j.phase == StatePending {
+				at[j] = i
+			}
+		}
 		for i := 1; i < len(last); i++ {
-			a, b := last[i-1], last[i]
-			if a.phase == StatePending && b.phase == StatePending && a.rank > b.rank {
+			a, okA := at[last[i-1]]
+			b, okB := at[last[i]]
+			if okA && okB && a > b {
 				flips++
 			}
 		}
-		last = append(last[:0], e.order...)
+		last = last[:0]
+		for _, j := range e.order {
+			if j.phase == StatePending {
+				last = append(last, j)
+			}
+		}
 	}
 	kr := &e.kr
 	t.Logf("%d cycles, %d kept rankings, %d spans re-ranked, %d of %d jobs ranked scored, %d adjacent pairs reordered", cycles, kr.rankings, kr.reranked, kr.scored, ranked, flips)
