@@ -95,7 +95,16 @@
 // a cycle places the jobs that joined and passes over those that left,
 // computes a priority only for a reason it reports, and in strict order
 // with OnlyChangedWaits does not visit the jobs behind the same blocker
-// as last cycle. None of this changes a decision: the package's tests
+// as last cycle. Under other weights, without quotas, MaxJobsTested or a
+// starvation bound, the ranking is kept too while the accounts'
+// fair-share factors stay as they are and no waiting job reaches MaxAge:
+// every priority then grows alike, so a job's priority before rounding
+// at a fixed instant (its key, fairshare.View.Static plus its age then)
+// orders it against any job more than a point away, and a cycle re-ranks,
+// with exact priorities, only the runs of jobs within a point of each
+// other that have different priority inputs (fairshare.View.SameInputs),
+// merging each input's jobs, which keep their submit order. None of this
+// changes a decision: the package's tests
 // run every cache against its reference path and compare the plans byte
 // for byte. benchmarks/README.md has the figures.
 //

@@ -48,9 +48,11 @@ type keptRank struct {
 	// jobs' keys (else the next ranking is a whole one).
 	on   bool
 	keys []keptKey
-	// The priority configuration and the fair-share factors (per
-	// engine account, NaN where unknown) the keys were computed with,
-	// and their instant (nanoseconds since 1970).
+	// The priority configuration (whole, and the age weight and MaxAge
+	// the keys use) and the fair-share factors (per engine account, NaN
+	// where unknown) the keys were computed with, and their instant
+	// (nanoseconds since 1970).
+	cfg     fairshare.Config
 	age     float64
 	maxAge  time.Duration
 	factors []float64
@@ -513,6 +515,7 @@ func (e *Engine) keepRanking(now time.Time) {
 		return
 	}
 	cfg := e.fsView.Config()
+	kr.cfg = cfg
 	kr.age, kr.maxAge, kr.now0 = float64(cfg.Weights.Age), cfg.MaxAge, now.UnixNano()
 	// Priorities stay below the weights' total (the age factor stays
 	// below 1): the error of a key or a priority before rounding is a few
@@ -606,11 +609,9 @@ func (e *Engine) fsPriority(j *jobRec) uint64 {
 }
 
 // keptConfigSame reports whether the priority configuration is the one
-// the keys were computed with.
+// the keys were computed with (the caller's tree may be given another).
 func (e *Engine) keptConfigSame() bool {
-	cfg := e.fsView.Config()
-	kr := &e.kr
-	return float64(cfg.Weights.Age) == kr.age && cfg.MaxAge == kr.maxAge && kr.margin == 1+float64(cfg.Weights.Total()+1)*0x1p-40
+	return e.fsView.Config() == e.kr.cfg
 }
 
 // keptFactorsSame reports whether every account's fair-share factor is
