@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-
-	"github.com/phalanx-sched/phalanx/fairshare"
 )
 
 // When the fair-share weights weigh only the age factor
@@ -180,14 +178,7 @@ func (e *Engine) checkSubmitOrder() {
 	if gaps := len(e.order) - e.fifo.head - len(live); gaps != e.fifo.gaps {
 		panic(fmt.Sprintf("backfill: %d gaps in the kept order, %d counted", gaps, e.fifo.gaps))
 	}
-	preps := make([]fairshare.Prepared, len(e.jobs.pending))
-	for i, j := range e.jobs.pending {
-		preps[i] = j.prep
-	}
-	ranked, err := e.fsView.Rank(preps, nil)
-	if err != nil {
-		panic(fmt.Sprintf("backfill: ranking checked jobs: %v", err))
-	}
+	ranked := e.wholeRanking()
 	if len(ranked) != len(live) {
 		panic(fmt.Sprintf("backfill: %d jobs kept in submit order, %d waiting", len(live), len(ranked)))
 	}

@@ -28,13 +28,15 @@ import (
 // every key before it, back to the last cut, exceeds every key after it by
 // the margin. Jobs in different spans keep their order. Inside a span the
 // order may change with time only when it holds jobs with different
-// priority inputs (fairshare.SameInputs; two jobs with the same inputs
-// rank by submit time at every instant) or a job that just joined: such a
-// span is re-ranked with the jobs' exact priorities, the others are left
-// as they are. A cycle then touches each waiting job once, to drop those
-// that left and to write its rank, and scores only the jobs of those
-// spans (a few percent on Philly), where ranking the queue scores and
-// sorts every job. A waiting job's priority is computed when its reason is
+// priority inputs (fairshare.View.SameInputs; two jobs with the same
+// inputs rank by submit time at every instant) or a job that just joined:
+// such a span is re-ranked (its groups merged, with exact priorities for
+// the jobs compared), the others are left as they are. A cycle reads no
+// waiting job's record but those of the jobs that joined and of the
+// re-ranked spans: jobs that left stay in the order, passed over by the
+// walk, until a quarter of it has left; ranks are not kept (holds compare
+// jobs with cycle.ranksAbove). Ranking the queue whole scores and sorts
+// every job. A waiting job's priority is computed when its reason is
 // reported (cycle.priority).
 //
 // When any of the conditions fails (a fair-share factor or the priority
@@ -651,14 +653,7 @@ func (e *Engine) leaveKept() {
 // in the order, and with the priorities it computed, a whole ranking gives
 // them, and its records of the jobs in it are right (checkEach).
 func (e *Engine) checkKept() {
-	preps := make([]fairshare.Prepared, len(e.jobs.pending))
-	for i, j := range e.jobs.pending {
-		preps[i] = j.prep
-	}
-	ranked, err := e.fsView.Rank(preps, nil)
-	if err != nil {
-		panic(fmt.Sprintf("backfill: ranking checked jobs: %v", err))
-	}
+	ranked := e.wholeRanking()
 	if len(e.kr.keys) != len(e.order) || len(e.prio) != len(e.order) {
 		panic(fmt.Sprintf("backfill: %d jobs in the kept order, %d keys, %d priorities", len(e.order), len(e.kr.keys), len(e.prio)))
 	}
@@ -689,4 +684,18 @@ func (e *Engine) checkKept() {
 	if gone > e.kr.gone {
 		panic(fmt.Sprintf("backfill: %d jobs that left in the kept order, %d counted", gone, e.kr.gone))
 	}
+}
+
+// wholeRanking ranks the waiting queue whole (e.jobs.pending's indices), for
+// the checks that compare a kept order with it (checkEach).
+func (e *Engine) wholeRanking() []fairshare.RankEntry {
+	preps := make([]fairshare.Prepared, len(e.jobs.pending))
+	for i, j := range e.jobs.pending {
+		preps[i] = j.prep
+	}
+	ranked, err := e.fsView.Rank(preps, nil)
+	if err != nil {
+		panic(fmt.Sprintf("backfill: ranking checked jobs: %v", err))
+	}
+	return ranked
 }
