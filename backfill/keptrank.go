@@ -76,6 +76,10 @@ type keptRank struct {
 	// compacted.
 	gen  uint64
 	gone int
+	// lasted counts the kept rankings since the keys were computed;
+	// after one that lasted fewer than four, the next wait whole
+	// rankings go by before keys are computed again, backoff doubling.
+	lasted, wait, backoff int
 	// groups holds one job's prepared form per set of priority inputs
 	// (keptKey.group); a key's group is found by a linear search, and
 	// past maxKeptGroups sets the ranking is not kept.
@@ -190,6 +194,7 @@ func (e *Engine) rankKept(now time.Time) ([]*jobRec, bool) {
 		return nil, false
 	}
 	kr.rankings++
+	kr.lasted++
 	e.lastRanking = e.lastRanking[:0]
 	if e.checkEach {
 		e.checkKept()
@@ -516,6 +521,13 @@ func (e *Engine) keepRanking(now time.Time) {
 	if !e.keptEligible() {
 		return
 	}
+	if kr.wait > 0 {
+		// Kept rankings have not lasted lately: rank whole for a while
+		// rather than pay for keys that the next cycle drops.
+		kr.wait--
+		return
+	}
+	kr.lasted = 0
 	cfg := e.fsView.Config()
 	kr.cfg = cfg
 	kr.age, kr.maxAge, kr.now0 = float64(cfg.Weights.Age), cfg.MaxAge, now.UnixNano()
@@ -647,6 +659,14 @@ func (e *Engine) leaveKept() {
 	kr.on = false
 	kr.joined = kr.joined[:0]
 	e.lastRanking = append(e.lastRanking[:0], e.order...)
+	// A kept ranking that did not last a few cycles did not pay for its
+	// keys: back off, longer each time in a row (at most 64 cycles).
+	if kr.lasted < 4 {
+		kr.backoff = min(2*kr.backoff+1, 64)
+		kr.wait = kr.backoff
+	} else {
+		kr.backoff = 0
+	}
 }
 
 // checkKept panics unless the kept ranking lists each waiting job once,
