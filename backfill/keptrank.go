@@ -95,10 +95,12 @@ type keptRank struct {
 	// groupAt maps a group to its run in the span being re-ranked (index
 	// + 1; 0 outside groupRuns).
 	groupAt []int32
-	// rankings, reranked and scored count the kept rankings, the spans
-	// re-ranked and the jobs whose priorities they computed (tests check
-	// the path ran).
-	rankings, reranked, scored uint64
+	// rankings, reranked, scored, exact and keyed count the kept
+	// rankings, the spans re-ranked, the jobs whose priorities they
+	// computed (exact: from the job's record, the key being too close to
+	// half a point) and the whole rankings whose keys were computed
+	// (tests check the paths ran, and the back-off).
+	rankings, reranked, scored, exact, keyed uint64
 }
 
 // keptKey is one kept job's key.
@@ -164,6 +166,7 @@ func (e *Engine) rankKept(now time.Time) ([]*jobRec, bool) {
 		}
 		k, ok := e.keptKeyOf(j)
 		if !ok {
+			clear(kr.joined)
 			kr.joined = kr.joined[:0]
 			clear(span)
 			kr.span = span[:0]
@@ -173,6 +176,8 @@ func (e *Engine) rankKept(now time.Time) ([]*jobRec, bool) {
 		j.keptGen, k.fresh = kr.gen, true
 		span = append(span, keptEntry{j: j, k: k})
 	}
+	clear(kr.joined) // keeps no record alive
+	clear(kr.joined)
 	kr.joined = kr.joined[:0]
 	if compact := kr.gone > 16 && kr.gone > len(e.order)/4; len(span) > 0 || compact {
 		e.mergeKept(span, compact)
@@ -195,11 +200,23 @@ func (e *Engine) rankKept(now time.Time) ([]*jobRec, bool) {
 	}
 	kr.rankings++
 	kr.lasted++
-	e.lastRanking = e.lastRanking[:0]
+	if kr.lasted == 1 {
+		e.dropWholeRanking()
+	}
 	if e.checkEach {
 		e.checkKept()
 	}
 	return e.order, true
+}
+
+// dropWholeRanking clears the last whole ranking's input and output
+// (whose records the kept ranking no longer reads), so that they keep no
+// job's record alive while the ranking is kept; once per kept period.
+func (e *Engine) dropWholeRanking() {
+	clear(e.lastRanking[:cap(e.lastRanking)])
+	clear(e.rankIn[:cap(e.rankIn)])
+	clear(e.preps[:cap(e.preps)])
+	e.lastRanking, e.rankIn, e.preps = e.lastRanking[:0], e.rankIn[:0], e.preps[:0]
 }
 
 // mergeKept merges the jobs that joined (span, by key) into the kept
@@ -480,6 +497,7 @@ func (e *Engine) keptPriority(x *keptEntry) uint64 {
 			x.prio = uint64(math.Round(v))
 		} else {
 			x.prio = e.fsPriority(x.j)
+			kr.exact++
 		}
 	}
 	return x.prio
@@ -517,6 +535,7 @@ func (e *Engine) placeSpan(lo int, span []keptEntry) {
 func (e *Engine) keepRanking(now time.Time) {
 	kr := &e.kr
 	kr.on = false
+	clear(kr.joined)
 	kr.joined = kr.joined[:0]
 	if !e.keptEligible() {
 		return
@@ -557,6 +576,7 @@ func (e *Engine) keepRanking(now time.Time) {
 		j.keptGen = kr.gen
 	}
 	kr.keys, kr.on = keys, true
+	kr.keyed++
 }
 
 // keptKeyOf returns waiting job j's key; false when its priority inputs
@@ -657,6 +677,7 @@ func (e *Engine) leaveKept() {
 		return
 	}
 	kr.on = false
+	clear(kr.joined)
 	kr.joined = kr.joined[:0]
 	e.lastRanking = append(e.lastRanking[:0], e.order...)
 	// A kept ranking that did not last a few cycles did not pay for its

@@ -2,10 +2,12 @@ package backfill
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
 
+	"github.com/phalanx-sched/phalanx/fairshare"
 	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
@@ -243,5 +245,278 @@ func TestKeptRankingLeaves(t *testing.T) {
 				t.Fatalf("kept ranking on (%d rankings)", e.kr.rankings)
 			}
 		})
+	}
+}
+
+// keptQueue makes an engine under fair-share weights with checkEach on
+// (every kept ranking compared with a whole one) on a full 4-node cluster
+// (account a runs on two nodes, b and c on one each), and n whole-cluster jobs
+// waiting from accounts a, b and c with QOS factors less than a point
+// apart, submitted a minute apart.
+func keptQueue(t *testing.T, n int) (*Engine, *fairshare.Tree, time.Time) {
+	t.Helper()
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.OnlyChangedWaits, cfg.Hold.Enabled = true, false
+	tree := flatTree(t, cfg.FairShare, "a", "b", "c")
+	e, err := New(c, cfg, tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.checkEach = true
+	now := epoch
+	for _, r := range []struct {
+		id, acct string
+		nodes    int
+	}{{"ra", "a", 2}, {"rb", "b", 1}, {"rc", "c", 1}} {
+		j := Job{ID: r.id, Account: r.acct, TimeLimit: 1000 * time.Hour,
+			Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: placement.NodesOf(r.nodes, 8)}}}}
+		if err := e.Submit(j, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := e.Schedule(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Starts) != 3 {
+		t.Fatalf("%d of the 3 running jobs started", len(p.Starts))
+	}
+	for _, id := range []string{"ra", "rb", "rc"} {
+		if err := e.Started(id, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		now = now.Add(time.Minute)
+		j := Job{ID: fmt.Sprintf("w%02d", i), Account: []string{"a", "b", "c"}[i%3], TimeLimit: time.Hour,
+			QOS:  float64(i%4) * 0.0004,
+			Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: placement.NodesOf(4, 8)}}}}
+		if err := e.Submit(j, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return e, tree, now
+}
+
+// TestKeptRankingBacksOff checks the back-off of the kept fair-share
+// ranking: when every cycle changes the priority configuration (so no
+// kept ranking lasts), keys are computed in few cycles, not in each; once
+// the changes stop, rankings are kept again within the longest back-off;
+// and after a kept ranking that lasted, a change does not delay the keys.
+// checkEach compares every kept ranking with a whole one.
+func TestKeptRankingBacksOff(t *testing.T) {
+	e, tree, now := keptQueue(t, 30)
+	kr := &e.kr
+	cycle := func() {
+		t.Helper()
+		now = now.Add(time.Minute)
+		if _, err := e.Schedule(now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := tree.Config()
+	other := base
+	other.Weights.QOS += 1000
+	const churn = 200 // ends on other
+	for i := range churn {
+		cfg := base
+		if i%2 == 1 {
+			cfg = other
+		}
+		if err := tree.SetConfig(cfg); err != nil {
+			t.Fatal(err)
+		}
+		cycle()
+	}
+	t.Logf("under churn: keys computed in %d of %d cycles, %d kept rankings, back-off %d", kr.keyed, churn, kr.rankings, kr.backoff)
+	if kr.keyed == 0 || kr.keyed*16 > churn {
+		t.Errorf("keys computed in %d of %d cycles whose configuration changed each time; want at least one and at most 1/16", kr.keyed, churn)
+	}
+	if kr.rankings != 0 {
+		t.Errorf("%d rankings kept across configuration changes", kr.rankings)
+	}
+	// Quiet: kept again within the longest back-off (64 cycles, and one
+	// to compute the keys).
+	const quiet = 80
+	before := kr.rankings
+	for range quiet {
+		cycle()
+	}
+	if got := kr.rankings - before; got < quiet-65 {
+		t.Errorf("%d of %d quiet cycles kept the ranking; want at least %d", got, quiet, quiet-65)
+	}
+	// While the ranking is kept, the last whole ranking's scratch and the
+	// list of joined jobs hold no job's record (they would keep ended
+	// jobs alive).
+	for name, list := range map[string][]*jobRec{"lastRanking": e.lastRanking, "rankIn": e.rankIn, "joined": kr.joined} {
+		for i, j := range list[:cap(list)] {
+			if j != nil {
+				t.Errorf("%s[%d] holds job %s while the ranking is kept", name, i, j.job.ID)
+				break
+			}
+		}
+	}
+	for i, p := range e.preps[:cap(e.preps)] {
+		if p != (fairshare.Prepared{}) {
+			t.Errorf("preps[%d] holds job %s while the ranking is kept", i, p.ID())
+			break
+		}
+	}
+	// One change after a lasting kept ranking: the cycle that sees it
+	// ranks whole and computes the keys again at once.
+	keyed, before := kr.keyed, kr.rankings
+	if err := tree.SetConfig(base); err != nil {
+		t.Fatal(err)
+	}
+	cycle()
+	if kr.rankings != before || kr.keyed != keyed+1 {
+		t.Errorf("the cycle after a change kept %d rankings and computed keys %d times; want 0 and 1", kr.rankings-before, kr.keyed-keyed)
+	}
+	cycle()
+	if kr.rankings != before+1 {
+		t.Error("the cycle after the keys were computed again did not keep the ranking")
+	}
+}
+
+// TestKeptRankingFollowsCallerChanges changes, between two cycles of a
+// kept fair-share ranking, what the caller may change through the tree or
+// the engine: the configuration, an account's shares, a new account with
+// a job. checkEach compares every kept ranking with a whole one; the test
+// also checks that the changed cycle ranked whole, that the next ones are
+// kept again, and the job the change puts first.
+func TestKeptRankingFollowsCallerChanges(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		apply func(*testing.T, *Engine, *fairshare.Tree, time.Time)
+		first string // the account whose job ranks first after the change
+	}{
+		{"SetConfig", func(t *testing.T, _ *Engine, tree *fairshare.Tree, _ time.Time) {
+			cfg := tree.Config()
+			cfg.Weights.QOS = 10000 * cfg.Weights.FairShare // the QOS factor now decides
+			if err := tree.SetConfig(cfg); err != nil {
+				t.Fatal(err)
+			}
+		}, "QOS 0.0012"},
+		{"SetShares", func(t *testing.T, _ *Engine, tree *fairshare.Tree, _ time.Time) {
+			if err := tree.SetShares("a", 1000); err != nil {
+				t.Fatal(err)
+			}
+		}, "a"},
+		{"Engine.AddAccount", func(t *testing.T, e *Engine, _ *fairshare.Tree, now time.Time) {
+			if err := e.AddAccount("", "d", 1); err != nil {
+				t.Fatal(err)
+			}
+			j := Job{ID: "wd", Account: "d", TimeLimit: time.Hour,
+				Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: placement.NodesOf(4, 8)}}}}
+			if err := e.Submit(j, now); err != nil {
+				t.Fatal(err)
+			}
+		}, "d"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, tree, now := keptQueue(t, 24)
+			kr := &e.kr
+			cycle := func() uint64 {
+				t.Helper()
+				now = now.Add(time.Minute)
+				before := kr.rankings
+				if _, err := e.Schedule(now); err != nil {
+					t.Fatal(err)
+				}
+				return kr.rankings - before
+			}
+			for range 5 {
+				cycle()
+			}
+			if cycle() != 1 {
+				t.Fatal("the ranking was not kept before the change")
+			}
+			first := func() (string, string) {
+				top := e.order[0].job
+				if tc.first[0] == 'Q' {
+					return top.ID, fmt.Sprintf("QOS %.4f", top.QOS)
+				}
+				return top.ID, top.Account
+			}
+			if id, got := first(); got == tc.first {
+				t.Fatalf("job %s (%s) first before the change", id, got)
+			}
+			tc.apply(t, e, tree, now)
+			if cycle() != 0 {
+				t.Fatal("the cycle after the change kept the ranking")
+			}
+			if id, got := first(); got != tc.first {
+				t.Errorf("job %s (%s) first after the change; want %s", id, got, tc.first)
+			}
+			for range 5 {
+				cycle()
+			}
+			if cycle() != 1 {
+				t.Error("the ranking was not kept again after the change")
+			}
+		})
+	}
+}
+
+// TestKeptRankingNearHalfPoints drives the kept fair-share ranking with an
+// age weight near 2^32, where a priority before rounding carries a float
+// error of about a fiftieth of a point: bursts of one account's jobs
+// submitted at the same instant with QOS factors under a point apart are
+// re-ranked every cycle, and the priorities whose keys fall within that
+// error of half a point must come from the jobs' records (checkEach
+// compares every kept ranking, order and priorities, with a whole one).
+// The keys' actual errors are far below the bound, so rounding them there
+// would agree too: the test shows the fallback runs and is right (a
+// fallback that floors is caught), not that rounding would fail.
+func TestKeptRankingNearHalfPoints(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.OnlyChangedWaits, cfg.Hold.Enabled = true, false
+	cfg.FairShare.Weights = fairshare.Weights{Age: math.MaxUint32, QOS: 1000}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.checkEach = true
+	now := epoch
+	whole := Job{ID: "whole", Account: "a", TimeLimit: 1000 * time.Hour,
+		Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: placement.NodesOf(4, 8)}}}}
+	if err := e.Submit(whole, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Schedule(now); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Started("whole", now); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 7))
+	for step := range 400 {
+		if step%40 == 0 {
+			for i := range 12 {
+				j := Job{ID: fmt.Sprintf("b%d-%02d", step, i), Account: "a", TimeLimit: time.Hour,
+					QOS:  float64(r.IntN(3)) * 0.0004,
+					Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: placement.NodesOf(4, 8)}}}}
+				if err := e.Submit(j, now); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		now = now.Add(time.Duration(1+r.IntN(1000)) * time.Millisecond)
+		if _, err := e.Schedule(now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kr := &e.kr
+	t.Logf("%d kept rankings, %d spans re-ranked, %d priorities computed, %d of them exactly", kr.rankings, kr.reranked, kr.scored, kr.exact)
+	if kr.rankings < 300 || kr.exact == 0 {
+		t.Errorf("%d kept rankings in 400 cycles, %d priorities computed exactly: the test does not exercise the fallback", kr.rankings, kr.exact)
 	}
 }
