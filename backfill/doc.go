@@ -99,11 +99,11 @@
 // starvation bound, the ranking is kept too while the accounts'
 // fair-share factors stay as they are and no waiting job reaches MaxAge:
 // every priority then grows alike, so a job's priority before rounding
-// at a fixed instant (its key, fairshare.View.Static plus its age then)
-// orders it against any job more than a point away, and a cycle re-ranks,
-// with exact priorities, only the runs of jobs within a point of each
-// other that have different priority inputs (fairshare.View.SameInputs),
-// merging each input's jobs, which keep their submit order. None of this
+// is its key (fairshare.View.Static plus its age at a fixed instant) plus
+// what every job gained since, and a cycle looks again only at the jobs
+// whose priority before rounding crossed a half point, moving each up
+// past the few jobs it now outranks, and merges in the jobs that joined.
+// None of this
 // changes a decision: the package's tests
 // run every cache against its reference path and compare the plans byte
 // for byte. benchmarks/README.md has the figures.

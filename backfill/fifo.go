@@ -193,6 +193,9 @@ func (e *Engine) checkSubmitOrder() {
 // walk goes through: the ranking's, or computed now when the ranking did
 // not compute it (kept orders).
 func (c *cycle) priority(i int, j *jobRec) uint64 {
+	if c.e.kr.on {
+		return c.e.kr.keys[i].prio // the kept ranking's (keptKey.prio)
+	}
 	if !c.fifo && c.e.prio[i] != prioUnknown {
 		return c.e.prio[i]
 	}

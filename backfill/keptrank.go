@@ -19,25 +19,25 @@ import (
 // wait reaches MaxAge, no job is submitted in the future and no
 // starvation bound is set, every job's priority grows by the same amount
 // between two cycles. Its key, the priority it had before rounding at the
-// instant the keys were computed (keptRank.now0), then orders the jobs at
-// every instant, up to rounding and float error: a job whose key exceeds
-// another's by at least keptRank.margin (one priority point and a bound on
-// the float error) ranks strictly above it.
+// instant the keys were computed (keptRank.now0), plus that amount
+// (keptRank.gained) is its priority before rounding now, within a float
+// error bounded by keptRank.slack.
 //
-// The kept order is cut into spans: a cut falls between two positions when
-// every key before it, back to the last cut, exceeds every key after it by
-// the margin. Jobs in different spans keep their order. Inside a span the
-// order may change with time only when it holds jobs with different
-// priority inputs (fairshare.View.SameInputs; two jobs with the same
-// inputs rank by submit time at every instant) or a job that just joined:
-// such a span is re-ranked (its groups merged, with exact priorities for
-// the jobs compared), the others are left as they are. A cycle reads no
-// waiting job's record but those of the jobs that joined and of the
-// re-ranked spans: jobs that left stay in the order, passed over by the
-// walk, until a quarter of it has left; ranks are not kept (holds compare
-// jobs with cycle.ranksAbove). Ranking the queue whole scores and sorts
-// every job. A waiting job's priority is computed when its reason is
-// reported (cycle.priority).
+// The kept order is sorted as the ranking sorts (priority, submit time,
+// ID), with each job's priority when it was placed and the gain from
+// which that priority may change: the gain at which its priority before
+// rounding, give or take the error, reaches the next half point
+// (keptKey.cross). Priorities only grow, so a cycle mends the order only
+// where a job's gain is reached: its priority is computed again and, if it
+// grew, the job moves up past the few jobs that now rank after it
+// (promote, an insertion sort of the jobs whose priority changed). The
+// jobs that joined are then merged in by their priorities. A cycle reads
+// the kept keys and no waiting job's record but those of the jobs that
+// moved or joined, and of their neighbours when priority and submit time
+// tie. Jobs that left stay in the order (their priorities kept up like the
+// others'), passed over by the walk, until a quarter of it has left; ranks
+// are not kept (holds compare jobs with cycle.ranksAbove). Ranking the
+// queue whole scores and sorts every job.
 //
 // When any of the conditions fails (a fair-share factor or the priority
 // configuration changed, a job reached MaxAge or was submitted after the
@@ -59,14 +59,16 @@ type keptRank struct {
 	maxAge  time.Duration
 	factors []float64
 	now0    int64
-	// margin is the key difference from which one job ranks strictly
-	// above another at every instant: one priority point plus a bound on
-	// the float error of the keys and of the priorities.
-	margin float64
+	// slack bounds the float error of a key plus the gain, as a
+	// priority before rounding (keptPrio, crossAt).
+	slack float64
 	// gained is what every job's priority before rounding gained since
 	// now0 (the age weight times the time over MaxAge): a job's key plus
 	// gained is its priority before rounding this cycle.
 	gained float64
+	// minSub and maxSub bound the submit times of the jobs in the kept
+	// order (those that left included).
+	minSub, maxSub int64
 	// joined lists the jobs that joined the queue since the last
 	// ranking (a job may be listed twice, or have left again).
 	joined []*jobRec
@@ -80,56 +82,35 @@ type keptRank struct {
 	// after one that lasted fewer than four, the next wait whole
 	// rankings go by before keys are computed again, backoff doubling.
 	lasted, wait, backoff int
-	// groups holds one job's prepared form per set of priority inputs
-	// (keptKey.group); a key's group is found by a linear search, and
-	// past maxKeptGroups sets the ranking is not kept.
-	groups []fairshare.Prepared
-	// Scratch: the compacted order and its keys, the suffix maxima, a
-	// span's jobs and keys while it is re-ranked.
+	// Scratch: the merged order and its keys, the jobs that joined.
 	order2 []*jobRec
 	keys2  []keptKey
-	sufMax []float64
-	span   []keptEntry
-	runs   []keptRun
-	merged []keptEntry
-	// groupAt maps a group to its run in the span being re-ranked (index
-	// + 1; 0 outside groupRuns).
-	groupAt []int32
-	// rankings, reranked, scored, exact and keyed count the kept
-	// rankings, the spans re-ranked, the jobs whose priorities they
-	// computed (exact: from the job's record, the key being too close to
-	// half a point) and the whole rankings whose keys were computed
-	// (tests check the paths ran, and the back-off).
-	rankings, reranked, scored, exact, keyed uint64
+	fresh  []keptEntry
+	// rankings, keyed, promoted, merged and exact count the kept
+	// rankings, the whole rankings whose keys were computed, the jobs
+	// whose priority changed while kept, the jobs that joined a kept
+	// order, and the priorities computed from the job's record (the key
+	// being too close to half a point): tests check the paths ran, and
+	// the back-off.
+	rankings, keyed, promoted, merged, exact uint64
 }
 
 // keptKey is one kept job's key.
 type keptKey struct {
 	key    float64 // its priority before rounding at now0, uncapped
 	submit int64   // its submit time (nanoseconds since 1970)
-	group  int32   // the index of its priority inputs in keptRank.groups
-	fresh  bool    // it joined at this ranking
+	// prio is the job's priority when it was last placed, and cross
+	// the least gain (keptRank.gained) from which it may be another
+	// (crossAt).
+	prio  uint64
+	cross float64
 }
 
-// keptRun is one group's jobs in a span being re-ranked: span[next:end]
-// are still to be merged.
-type keptRun struct {
-	next, end int
-	group     int32
-	fresh     bool // it holds a job that just joined
-}
-
-// keptEntry is a job of a span being re-ranked.
+// keptEntry is a job that joined, with its key.
 type keptEntry struct {
-	j    *jobRec
-	k    keptKey
-	prio uint64
+	j *jobRec
+	k keptKey
 }
-
-// maxKeptGroups bounds the sets of priority inputs a kept ranking tells
-// apart (accounts, GPU counts under a size weight, QOS and partition
-// values); beyond it the queue is ranked whole every cycle.
-const maxKeptGroups = 256
 
 // prioUnknown marks, in e.prio, a priority not computed by the ranking.
 const prioUnknown = math.MaxUint64
@@ -150,54 +131,58 @@ func (e *Engine) rankKept(now time.Time) ([]*jobRec, bool) {
 	if !kr.on {
 		return nil, false
 	}
+	ns := now.UnixNano()
 	if !e.keptEligible() || !e.keptConfigSame() || !e.keptFactorsSame() ||
-		kr.maxAge > 0 && now.UnixNano()-kr.now0 >= int64(kr.maxAge) {
+		kr.maxAge > 0 && ns-kr.now0 >= int64(kr.maxAge) {
 		// (Keys a whole MaxAge old are computed again, which keeps
 		// their values, and so their float errors, below twice the
 		// weights' total.)
 		e.leaveKept()
 		return nil, false
 	}
-	// The jobs that joined, once each, with their keys, by key.
-	span := kr.span[:0]
+	last := kr.gained
+	kr.gained = 0
+	if kr.age > 0 && kr.maxAge > 0 {
+		kr.gained = kr.age * (float64(ns-kr.now0) / float64(kr.maxAge))
+	}
+	// The jobs that joined, once each, with their keys.
+	fresh := kr.fresh[:0]
+	minSub, maxSub := kr.minSub, kr.maxSub
+	finite := true
 	for _, j := range kr.joined {
 		if j.phase != StatePending || j.keptGen == kr.gen {
 			continue // left again, listed twice, or back at its place
 		}
 		k, ok := e.keptKeyOf(j)
-		if !ok {
-			clear(kr.joined)
-			kr.joined = kr.joined[:0]
-			clear(span)
-			kr.span = span[:0]
-			e.leaveKept()
-			return nil, false
+		if finite = ok; !ok {
+			break
 		}
-		j.keptGen, k.fresh = kr.gen, true
-		span = append(span, keptEntry{j: j, k: k})
+		j.keptGen = kr.gen
+		fresh = append(fresh, keptEntry{j: j, k: k})
+		minSub, maxSub = min(minSub, k.submit), max(maxSub, k.submit)
 	}
 	clear(kr.joined) // keeps no record alive
-	clear(kr.joined)
 	kr.joined = kr.joined[:0]
-	if compact := kr.gone > 16 && kr.gone > len(e.order)/4; len(span) > 0 || compact {
-		e.mergeKept(span, compact)
-	}
-	clear(span)
-	kr.span = span[:0]
-	e.prio = slices.Grow(e.prio[:0], len(e.order))[:len(e.order)]
-	for i := range e.prio {
-		e.prio[i] = prioUnknown
-	}
-	kr.gained = 0
-	if ns := now.UnixNano(); kr.age > 0 && kr.maxAge > 0 {
-		kr.gained = kr.age * (float64(ns-kr.now0) / float64(kr.maxAge))
-	}
-	if !e.rerankSpans(now.UnixNano()) {
-		// A job whose age factor stopped growing (or submitted after
-		// now): keys no longer order the queue.
+	kr.minSub, kr.maxSub = minSub, maxSub
+	if !finite || kr.gained < last ||
+		len(e.order)+len(fresh) > 0 && (maxSub > ns || kr.age > 0 && kr.maxAge > 0 && ns-minSub >= int64(kr.maxAge)) {
+		// A key that is not finite, a job submitted after now or one
+		// whose age factor stopped growing: keys no longer order the
+		// queue (and the time never goes back).
+		for _, f := range fresh {
+			f.j.keptGen = 0
+		}
+		clear(fresh)
+		kr.fresh = fresh[:0]
 		e.leaveKept()
 		return nil, false
 	}
+	e.promote()
+	if compact := kr.gone > 16 && kr.gone > len(e.order)/4; len(fresh) > 0 || compact {
+		e.mergeKept(fresh, compact)
+	}
+	clear(fresh)
+	kr.fresh = fresh[:0]
 	kr.rankings++
 	kr.lasted++
 	if kr.lasted == 1 {
@@ -207,6 +192,65 @@ func (e *Engine) rankKept(now time.Time) ([]*jobRec, bool) {
 		e.checkKept()
 	}
 	return e.order, true
+}
+
+// promote mends the kept order where a job's priority may have grown
+// since it was placed (its cross is reached): the job's priority is
+// computed again and, when it changed, the job moves up past the jobs that
+// now rank after it. Before the pass the order is sorted by the jobs'
+// last priorities, which only grow; the jobs before position i are sorted
+// by their priorities now, and a job whose priority did not change ranks
+// after every one of them that it followed, so the pass is an insertion
+// sort that moves only the jobs whose priority changed, each past the few
+// within a point of it. (A priority that fell, which the float error
+// bound rules out, would move its job down, which the pass allows too.)
+func (e *Engine) promote() {
+	kr := &e.kr
+	keys, order := kr.keys, e.order
+	g := kr.gained
+	for i := 0; i < len(keys); i++ {
+		if keys[i].cross > g {
+			continue
+		}
+		k, j := keys[i], order[i]
+		p := e.keptPrio(j, k.key)
+		k.cross = kr.crossAt(k.key, g)
+		if p == k.prio {
+			keys[i].cross = k.cross
+			continue
+		}
+		up := p > k.prio
+		k.prio = p
+		kr.promoted++
+		at := i
+		if up {
+			for at > 0 && keptAfter(&keys[at-1], order[at-1], &k, j) {
+				keys[at], order[at] = keys[at-1], order[at-1]
+				at--
+			}
+		} else {
+			for at+1 < len(keys) && keptAfter(&k, j, &keys[at+1], order[at+1]) {
+				keys[at], order[at] = keys[at+1], order[at+1]
+				at++
+			}
+			if at > i {
+				i-- // position i holds a job not yet looked at
+			}
+		}
+		keys[at], order[at] = k, j
+	}
+}
+
+// keptAfter reports whether kept job ja (key a) ranks after kept job jb
+// (key b) by their priorities when last placed, submit times and IDs.
+func keptAfter(a *keptKey, ja *jobRec, b *keptKey, jb *jobRec) bool {
+	switch {
+	case a.prio != b.prio:
+		return a.prio < b.prio
+	case a.submit != b.submit:
+		return a.submit > b.submit
+	}
+	return ja.job.ID > jb.job.ID
 }
 
 // dropWholeRanking clears the last whole ranking's input and output
@@ -219,21 +263,26 @@ func (e *Engine) dropWholeRanking() {
 	e.lastRanking, e.rankIn, e.preps = e.lastRanking[:0], e.rankIn[:0], e.preps[:0]
 }
 
-// mergeKept merges the jobs that joined (span, by key) into the kept
-// order by key and, when compact is set, drops the entries of jobs that
-// left the queue (the only pass over the waiting jobs' records; otherwise
-// the walk passes over them).
-func (e *Engine) mergeKept(span []keptEntry, compact bool) {
+// mergeKept merges the jobs that joined (fresh, with their keys) into the
+// kept order, sorted by their priorities now, and, when compact is set,
+// drops the entries of jobs that left the queue (the only pass over the
+// waiting jobs' records; otherwise the walk passes over them).
+func (e *Engine) mergeKept(fresh []keptEntry, compact bool) {
 	kr := &e.kr
-	slices.SortFunc(span, func(a, b keptEntry) int {
-		if a.k.key != b.k.key {
-			if a.k.key > b.k.key {
-				return -1
-			}
+	for i := range fresh {
+		f := &fresh[i]
+		f.k.prio, f.k.cross = e.keptPrio(f.j, f.k.key), kr.crossAt(f.k.key, kr.gained)
+	}
+	slices.SortFunc(fresh, func(a, b keptEntry) int {
+		switch {
+		case keptAfter(&a.k, a.j, &b.k, b.j):
 			return 1
+		case keptAfter(&b.k, b.j, &a.k, a.j):
+			return -1
 		}
-		return cmpString(a.j.job.ID, b.j.job.ID)
+		return 0
 	})
+	kr.merged += uint64(len(fresh))
 	out, keys := kr.order2[:0], kr.keys2[:0]
 	a := 0
 	for i, j := range e.order {
@@ -243,18 +292,22 @@ func (e *Engine) mergeKept(span []keptEntry, compact bool) {
 			}
 			continue
 		}
-		k := kr.keys[i]
-		for a < len(span) && span[a].k.key > k.key {
-			out, keys = append(out, span[a].j), append(keys, span[a].k)
+		k := &kr.keys[i]
+		for a < len(fresh) && keptAfter(k, j, &fresh[a].k, fresh[a].j) {
+			out, keys = append(out, fresh[a].j), append(keys, fresh[a].k)
 			a++
 		}
-		out, keys = append(out, j), append(keys, k)
+		out, keys = append(out, j), append(keys, *k)
 	}
-	for ; a < len(span); a++ {
-		out, keys = append(out, span[a].j), append(keys, span[a].k)
+	for ; a < len(fresh); a++ {
+		out, keys = append(out, fresh[a].j), append(keys, fresh[a].k)
 	}
 	if compact {
 		kr.gone = 0
+		kr.minSub, kr.maxSub = math.MaxInt64, math.MinInt64
+		for i := range keys {
+			kr.minSub, kr.maxSub = min(kr.minSub, keys[i].submit), max(kr.maxSub, keys[i].submit)
+		}
 	}
 	// The old storage is the next merge's scratch, cleared so that it
 	// keeps no record alive.
@@ -263,271 +316,28 @@ func (e *Engine) mergeKept(span []keptEntry, compact bool) {
 	e.order, kr.keys = out, keys
 }
 
-// rerankSpans cuts the kept order into spans and re-ranks, with the jobs'
-// exact priorities, those whose order may have changed. It reports false
-// when a job in the order (waiting or not) was submitted after ns, or has
-// waited MaxAge: the keys do not order such jobs.
-func (e *Engine) rerankSpans(ns int64) bool {
+// crossAt returns the least gain from which a job with key k whose
+// priority was settled at gain g may have another priority: its priority
+// before rounding, k plus the gain, is known within the slack, and the
+// rounded priority stays as it was while the interval from k+g less twice
+// the slack to k plus the gain plus twice the slack holds no half point.
+func (kr *keptRank) crossAt(k, g float64) float64 {
+	slack := 2 * kr.slack
+	half := math.Ceil(k+g-slack-0.5) + 0.5 // the first half point at or above the low end
+	return half - slack - k
+}
+
+// keptPrio returns the priority of kept job j with key k this cycle: its
+// key plus the gain, rounded, unless that lies within the float error of
+// half a point (then the job's record gives it exactly).
+func (e *Engine) keptPrio(j *jobRec, k float64) uint64 {
 	kr := &e.kr
-	keys := kr.keys
-	n := len(keys)
-	suf := slices.Grow(kr.sufMax[:0], n)[:n]
-	// Keys are never NaN: plain comparisons, not the builtin min and max
-	// (which order NaNs).
-	top := math.Inf(-1)
-	minSub, maxSub := int64(math.MaxInt64), int64(math.MinInt64)
-	for i := n - 1; i >= 0; i-- {
-		if k := keys[i].key; k > top {
-			top = k
-		}
-		suf[i] = top
-		minSub, maxSub = min(minSub, keys[i].submit), max(maxSub, keys[i].submit)
+	v := k + kr.gained
+	if f := v - math.Floor(v); math.Abs(f-0.5) > kr.slack {
+		return uint64(math.Round(v))
 	}
-	kr.sufMax = suf
-	if n > 0 && (maxSub > ns || kr.age > 0 && kr.maxAge > 0 && ns-minSub >= int64(kr.maxAge)) {
-		return false
-	}
-	lo, runMin := 0, math.Inf(1)
-	for i := range n {
-		if k := keys[i].key; k < runMin {
-			runMin = k
-		}
-		if i+1 < n && runMin-suf[i+1] < kr.margin {
-			continue
-		}
-		if i+1-lo > 1 {
-			switch mixed, fresh := e.spanState(lo, i+1); {
-			case mixed:
-				e.rerank(lo, i+1)
-			case fresh:
-				e.sortSubmitted(lo, i+1)
-			}
-		}
-		for k := lo; k <= i; k++ {
-			keys[k].fresh = false
-		}
-		lo, runMin = i+1, math.Inf(1)
-	}
-	return true
-}
-
-// spanState reports whether span [lo, hi) of the kept order holds jobs
-// with different priority inputs (their order may change with time), and
-// whether it holds a job that just joined (placed by its key, which need
-// not break ties as the ranking does).
-func (e *Engine) spanState(lo, hi int) (mixed, fresh bool) {
-	keys := e.kr.keys[lo:hi]
-	for i := range keys {
-		mixed = mixed || keys[i].group != keys[0].group
-		fresh = fresh || keys[i].fresh
-	}
-	return mixed, fresh
-}
-
-// sortSubmitted orders span [lo, hi), whose jobs have the same priority
-// inputs, by submit time and ID: the ranking's order for such jobs at
-// every instant, found without their priorities.
-func (e *Engine) sortSubmitted(lo, hi int) {
-	kr := &e.kr
-	span := kr.span[:0]
-	for i := lo; i < hi; i++ {
-		span = append(span, keptEntry{j: e.order[i], k: kr.keys[i], prio: prioUnknown})
-	}
-	e.placeSpan(lo, span)
-}
-
-// rerank orders span [lo, hi) of the kept order, whose jobs have
-// different priority inputs, as the fair-share ranking does (priority,
-// then submit time, then ID). The jobs of one group (the same inputs) rank
-// by submit time and ID at every instant, so the span is the merge of its
-// groups in that order; the merge takes from the group whose next job
-// ranks first as many jobs as rank before every other group's next one,
-// found by a galloping search. Priorities are computed for the jobs
-// compared only: a burst of one account's jobs that another's job falls
-// into costs a few dozen priorities, not one per job.
-func (e *Engine) rerank(lo, hi int) {
-	kr := &e.kr
-	span, runs := e.groupRuns(lo, hi)
-	merged := kr.merged[:0]
-	for {
-		// The group whose next job ranks first, and the best next job
-		// of the others.
-		first, second := -1, -1
-		for r := range runs {
-			if runs[r].next == runs[r].end {
-				continue
-			}
-			switch {
-			case first < 0:
-				first = r
-			case e.keptBefore(&span[runs[r].next], &span[runs[first].next]):
-				first, second = r, first
-			case second < 0 || e.keptBefore(&span[runs[r].next], &span[runs[second].next]):
-				second = r
-			}
-		}
-		if first < 0 {
-			break
-		}
-		run := &runs[first]
-		take := run.end
-		if second >= 0 {
-			take = e.gallop(span, run.next, run.end, &span[runs[second].next])
-		}
-		merged = append(merged, span[run.next:take]...)
-		run.next = take
-	}
-	for i, s := range merged {
-		e.order[lo+i], kr.keys[lo+i], e.prio[lo+i] = s.j, s.k, s.prio
-		if s.prio != prioUnknown {
-			kr.scored++
-		}
-	}
-	clear(span)
-	clear(merged)
-	kr.span, kr.runs, kr.merged = span[:0], runs[:0], merged[:0]
-	kr.reranked++
-}
-
-// groupRuns lists span [lo, hi) of the kept order by group (each group's
-// jobs by submit time and ID, as they rank) in kr.span, and the groups'
-// runs in kr.runs. The span lists each group's jobs in that order already,
-// but for the jobs that just joined: a stable partition by group, and an
-// insertion sort of the runs with such jobs, are enough.
-func (e *Engine) groupRuns(lo, hi int) ([]keptEntry, []keptRun) {
-	kr := &e.kr
-	if len(kr.groupAt) < len(kr.groups) {
-		kr.groupAt = make([]int32, maxKeptGroups)
-	}
-	runs := kr.runs[:0]
-	for i := lo; i < hi; i++ {
-		g := kr.keys[i].group
-		at := kr.groupAt[g] - 1 // runs index + 1, 0 when none yet
-		if at < 0 || int(at) >= len(runs) || runs[at].group != g {
-			at = int32(len(runs))
-			kr.groupAt[g] = at + 1
-			runs = append(runs, keptRun{group: g})
-		}
-		runs[at].end++ // a count until the offsets below
-		runs[at].fresh = runs[at].fresh || kr.keys[i].fresh
-	}
-	n := 0
-	for r := range runs {
-		c := runs[r].end
-		runs[r].next, runs[r].end = n, n // end: the next free slot
-		n += c
-	}
-	span := slices.Grow(kr.span[:0], n)[:n]
-	for i := lo; i < hi; i++ {
-		r := &runs[kr.groupAt[kr.keys[i].group]-1]
-		span[r.end] = keptEntry{j: e.order[i], k: kr.keys[i], prio: prioUnknown}
-		r.end++
-	}
-	for r := range runs {
-		kr.groupAt[runs[r].group] = 0
-		if runs[r].fresh {
-			part := span[runs[r].next:runs[r].end]
-			for i := 1; i < len(part); i++ {
-				for k := i; k > 0 && submittedBefore(&part[k], &part[k-1]); k-- {
-					part[k], part[k-1] = part[k-1], part[k]
-				}
-			}
-		}
-	}
-	kr.span, kr.runs = span, runs
-	return span, runs
-}
-
-// submittedBefore orders jobs of one group: by submit time, then ID.
-func submittedBefore(a, b *keptEntry) bool {
-	if a.k.submit != b.k.submit {
-		return a.k.submit < b.k.submit
-	}
-	return a.j.job.ID < b.j.job.ID
-}
-
-// gallop returns the end of the jobs of span[from:to] (a group, in its
-// order) that rank before h; the first does.
-func (e *Engine) gallop(span []keptEntry, from, to int, h *keptEntry) int {
-	// Probe from+1, from+3, from+7, ... until one does not rank before h,
-	// then search the last stride.
-	lo, step := from+1, 1 // span[:lo] rank before h
-	hi := to
-	for lo < to {
-		p := min(lo+step-1, to-1)
-		if !e.keptBefore(&span[p], h) {
-			hi = p
-			break
-		}
-		lo, step = p+1, step*2
-	}
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if e.keptBefore(&span[m], h) {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
-}
-
-// keptBefore reports whether a ranks before b (the fair-share ranking's
-// order), computing the priorities it needs.
-func (e *Engine) keptBefore(a, b *keptEntry) bool {
-	pa, pb := e.keptPriority(a), e.keptPriority(b)
-	switch {
-	case pa != pb:
-		return pa > pb
-	case a.k.submit != b.k.submit:
-		return a.k.submit < b.k.submit
-	}
-	return a.j.job.ID < b.j.job.ID
-}
-
-// keptPriority returns the priority of x, computed once: its key plus
-// the age all jobs gained since the keys' instant, rounded, unless that
-// lies within the float error of half a point (then the job's record
-// gives it exactly).
-func (e *Engine) keptPriority(x *keptEntry) uint64 {
-	if x.prio == prioUnknown {
-		kr := &e.kr
-		v := x.k.key + kr.gained
-		if f := v - math.Floor(v); math.Abs(f-0.5) > kr.margin-1 {
-			x.prio = uint64(math.Round(v))
-		} else {
-			x.prio = e.fsPriority(x.j)
-			kr.exact++
-		}
-	}
-	return x.prio
-}
-
-// placeSpan sorts span as the fair-share ranking does (priority, then
-// submit time, then ID; the priorities are all known or all
-// prioUnknown) and writes it to the kept order from position lo.
-func (e *Engine) placeSpan(lo int, span []keptEntry) {
-	kr := &e.kr
-	slices.SortFunc(span, func(a, b keptEntry) int {
-		switch {
-		case a.prio != b.prio:
-			if a.prio > b.prio {
-				return -1
-			}
-			return 1
-		case a.k.submit != b.k.submit:
-			if a.k.submit < b.k.submit {
-				return -1
-			}
-			return 1
-		}
-		return cmpString(a.j.job.ID, b.j.job.ID)
-	})
-	for i, s := range span {
-		e.order[lo+i], kr.keys[lo+i], e.prio[lo+i] = s.j, s.k, s.prio
-	}
-	clear(span)
-	kr.span = span[:0]
+	kr.exact++
+	return e.fsPriority(j)
 }
 
 // keepRanking computes the keys of the ranking just made whole at now,
@@ -553,7 +363,7 @@ func (e *Engine) keepRanking(now time.Time) {
 	// Priorities stay below the weights' total (the age factor stays
 	// below 1): the error of a key or a priority before rounding is a few
 	// units in the last place of that.
-	kr.margin = 1 + float64(cfg.Weights.Total()+1)*0x1p-40
+	kr.slack = float64(cfg.Weights.Total()+1) * 0x1p-40
 	kr.factors = kr.factors[:0]
 	for _, name := range e.accts.names {
 		f, err := e.fsView.Factor(name)
@@ -562,9 +372,10 @@ func (e *Engine) keepRanking(now time.Time) {
 		}
 		kr.factors = append(kr.factors, f)
 	}
-	kr.groups = kr.groups[:0]
 	kr.gen++ // every stamp of an earlier kept order is stale
 	kr.gone = 0
+	kr.gained = 0
+	kr.minSub, kr.maxSub = math.MaxInt64, math.MinInt64
 	keys := kr.keys[:0]
 	for _, j := range e.order {
 		k, ok := e.keptKeyOf(j)
@@ -572,15 +383,18 @@ func (e *Engine) keepRanking(now time.Time) {
 			kr.keys = keys[:0]
 			return
 		}
+		// Placed by this ranking, with the priority it computed.
+		k.prio, k.cross = e.prio[len(keys)], kr.crossAt(k.key, 0)
 		keys = append(keys, k)
+		kr.minSub, kr.maxSub = min(kr.minSub, k.submit), max(kr.maxSub, k.submit)
 		j.keptGen = kr.gen
 	}
 	kr.keys, kr.on = keys, true
 	kr.keyed++
 }
 
-// keptKeyOf returns waiting job j's key; false when its priority inputs
-// would make more than maxKeptGroups groups (or the key is not finite).
+// keptKeyOf returns waiting job j's key; false when the key is not
+// finite.
 func (e *Engine) keptKeyOf(j *jobRec) (keptKey, bool) {
 	kr := &e.kr
 	static, err := e.fsView.Static(&j.prep)
@@ -588,29 +402,12 @@ func (e *Engine) keptKeyOf(j *jobRec) (keptKey, bool) {
 		panic(fmt.Sprintf("backfill: ranking checked jobs: %v", err))
 	}
 	sub := j.prep.Submitted()
-	k := keptKey{key: static, submit: sub, group: -1}
+	k := keptKey{key: static, submit: sub}
 	if kr.age > 0 && kr.maxAge > 0 {
 		k.key += kr.age * (float64(kr.now0-sub) / float64(kr.maxAge))
 	}
 	if math.IsNaN(k.key) || math.IsInf(k.key, 0) {
 		return keptKey{}, false // orders nothing
-	}
-	for g := range kr.groups {
-		same, err := e.fsView.SameInputs(&kr.groups[g], &j.prep)
-		if err != nil {
-			panic(fmt.Sprintf("backfill: ranking checked jobs: %v", err))
-		}
-		if same {
-			k.group = int32(g)
-			break
-		}
-	}
-	if k.group < 0 {
-		if len(kr.groups) == maxKeptGroups {
-			return keptKey{}, false
-		}
-		k.group = int32(len(kr.groups))
-		kr.groups = append(kr.groups, j.prep)
 	}
 	return k, true
 }
@@ -695,8 +492,8 @@ func (e *Engine) leaveKept() {
 // them, and its records of the jobs in it are right (checkEach).
 func (e *Engine) checkKept() {
 	ranked := e.wholeRanking()
-	if len(e.kr.keys) != len(e.order) || len(e.prio) != len(e.order) {
-		panic(fmt.Sprintf("backfill: %d jobs in the kept order, %d keys, %d priorities", len(e.order), len(e.kr.keys), len(e.prio)))
+	if len(e.kr.keys) != len(e.order) {
+		panic(fmt.Sprintf("backfill: %d jobs in the kept order, %d keys", len(e.order), len(e.kr.keys)))
 	}
 	gone, at := 0, 0
 	for i, j := range e.order {
@@ -715,7 +512,7 @@ func (e *Engine) checkKept() {
 		if want := e.jobs.pending[r.Index]; j != want {
 			panic(fmt.Sprintf("backfill: job %s kept at rank %d, where the ranking puts job %s", j.job.ID, at-1, want.job.ID))
 		}
-		if p := e.prio[i]; p != prioUnknown && p != r.Priority {
+		if p := e.kr.keys[i].prio; p != r.Priority {
 			panic(fmt.Sprintf("backfill: job %s kept with priority %d, ranked with %d", j.job.ID, p, r.Priority))
 		}
 	}

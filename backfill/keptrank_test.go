@@ -19,11 +19,10 @@ import (
 // priority point apart, behind a job that holds the whole cluster, with a
 // cycle every few seconds, jobs cancelled now and then, and single jobs
 // between the bursts.
-// Under checkEach every kept ranking is compared, order, ranks and the
-// priorities it computed, with a whole ranking. The test also asserts
-// that rounding did reorder jobs between cycles (so the re-ranking was
-// needed), that spans were re-ranked, and that the single jobs were not
-// scored.
+// Under checkEach every kept ranking is compared, order and priorities,
+// with a whole ranking. The test also asserts that rounding did reorder
+// jobs between cycles (so mending the order was needed), and that jobs
+// were promoted and merged.
 func TestKeptRankingFollowsPriorities(t *testing.T) {
 	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8})
 	if err != nil {
@@ -49,7 +48,7 @@ func TestKeptRankingFollowsPriorities(t *testing.T) {
 	if err := e.Started("whole", now); err != nil {
 		t.Fatal(err)
 	}
-	cycles, ranked, flips, singles, unscored := 0, 0, 0, 0, 0
+	cycles, ranked, flips := 0, 0, 0
 	var last []*jobRec
 	for step := range 1500 {
 		now = now.Add(time.Duration(1+r.IntN(6)) * time.Second)
@@ -85,14 +84,6 @@ func TestKeptRankingFollowsPriorities(t *testing.T) {
 		}
 		cycles++
 		ranked += len(e.order)
-		for i, j := range e.order {
-			if j.job.ID[0] == 't' {
-				singles++
-				if e.prio[i] == prioUnknown {
-					unscored++
-				}
-			}
-		}
 		// Waiting jobs next to each other in the last ranking whose
 		// order changed.
 		at := map[*jobRec]int{}
@@ -116,15 +107,12 @@ func TestKeptRankingFollowsPriorities(t *testing.T) {
 		}
 	}
 	kr := &e.kr
-	t.Logf("%d cycles, %d kept rankings, %d spans re-ranked, %d of %d jobs ranked scored, %d adjacent pairs reordered", cycles, kr.rankings, kr.reranked, kr.scored, ranked, flips)
+	t.Logf("%d cycles, %d kept rankings, %d of %d jobs ranked promoted, %d merged, %d adjacent pairs reordered", cycles, kr.rankings, kr.promoted, ranked, kr.merged, flips)
 	if kr.rankings < uint64(cycles)*9/10 {
 		t.Errorf("%d kept rankings in %d cycles", kr.rankings, cycles)
 	}
-	if kr.reranked == 0 || flips == 0 {
-		t.Errorf("%d spans re-ranked, %d pairs reordered: the test queue does not exercise re-ranking", kr.reranked, flips)
-	}
-	if kr.scored >= uint64(ranked) || unscored*2 < singles {
-		t.Errorf("%d of %d jobs ranked were scored, %d of %d single jobs ranked not scored", kr.scored, ranked, unscored, singles)
+	if kr.promoted == 0 || kr.merged == 0 || flips == 0 {
+		t.Errorf("%d jobs promoted, %d merged, %d pairs reordered: the test queue does not exercise the kept ranking", kr.promoted, kr.merged, flips)
 	}
 }
 
@@ -515,7 +503,7 @@ func TestKeptRankingNearHalfPoints(t *testing.T) {
 		}
 	}
 	kr := &e.kr
-	t.Logf("%d kept rankings, %d spans re-ranked, %d priorities computed, %d of them exactly", kr.rankings, kr.reranked, kr.scored, kr.exact)
+	t.Logf("%d kept rankings, %d jobs promoted, %d priorities computed exactly", kr.rankings, kr.promoted, kr.exact)
 	if kr.rankings < 300 || kr.exact == 0 {
 		t.Errorf("%d kept rankings in 400 cycles, %d priorities computed exactly: the test does not exercise the fallback", kr.rankings, kr.exact)
 	}

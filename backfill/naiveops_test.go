@@ -33,7 +33,7 @@ func TestNaivePathsAgreeUnderRandomOps(t *testing.T) {
 	c := opsCluster(t)
 	for _, depth := range []int{0, 1, 16, Conservative} {
 		t.Run(fmt.Sprintf("depth=%d", depth), func(t *testing.T) {
-			var kept, skips, keptFS, reranked uint64
+			var kept, skips, keptFS, promoted uint64
 			for seed := range uint64(seeds) {
 				fast, slow := randomOpsEngine(t, c, depth, seed, false), randomOpsEngine(t, c, depth, seed, true)
 				// Ages alone (randomOpsEngine) in strict order with
@@ -74,15 +74,15 @@ func TestNaivePathsAgreeUnderRandomOps(t *testing.T) {
 					}
 				}
 				kept, skips = kept+fast.fifo.rankings, skips+fast.fifo.skips
-				keptFS, reranked = keptFS+fast.kr.rankings, reranked+fast.kr.reranked
+				keptFS, promoted = keptFS+fast.kr.rankings, promoted+fast.kr.promoted
 			}
 			if kept == 0 || skips == 0 {
 				t.Errorf("kept submit order: %d rankings, %d strict tails skipped", kept, skips)
 			}
-			if keptFS == 0 || reranked == 0 {
-				t.Errorf("kept fair-share ranking: %d rankings, %d spans re-ranked", keptFS, reranked)
+			if keptFS == 0 || promoted == 0 {
+				t.Errorf("kept fair-share ranking: %d rankings, %d jobs promoted", keptFS, promoted)
 			}
-			t.Logf("kept fair-share rankings %d, spans re-ranked %d", keptFS, reranked)
+			t.Logf("kept fair-share rankings %d, jobs promoted %d", keptFS, promoted)
 		})
 	}
 }

@@ -115,9 +115,10 @@ func (p Prepared) Submitted() int64 { return p.submit }
 // before rounding grows by the same amount, the age weight for each MaxAge
 // waited, so Static minus the age weight times submit/MaxAge orders jobs
 // the same way at every instant, to within rounding: a scheduler that
-// keeps its queue in order between views re-ranks only the jobs whose
-// values are within one priority point of each other (see SameInputs).
-// Errors are Rank's.
+// keeps its queue in order between views needs to look again only at the
+// jobs whose priority before rounding (that value plus the age weight
+// times the time since the fixed instant over MaxAge) crossed a half
+// point. Errors are Rank's.
 func (s *View) Static(j *Prepared) (float64, error) {
 	if err := s.checkPrepared(j); err != nil {
 		return 0, err
@@ -134,24 +135,6 @@ func (s *View) Static(j *Prepared) (float64, error) {
 	}
 	w := &sc.w
 	return w.FairShare*s.factor[j.acct] + w.JobSize*size + w.QOS*j.qos + w.Partition*j.part, nil
-}
-
-// SameInputs reports whether jobs a and b have the same priority inputs
-// at the view but their submit times: equal fair-share factors and, where
-// their weights are not zero, the same GPUs, QOS and partition. The
-// priority of the one submitted earlier is then at least the other's
-// (a job's priority never falls as it waits), so it ranks first, at the
-// view's instant and at every later one while the fair-share factors stay
-// as they are. Errors are Rank's.
-func (s *View) SameInputs(a, b *Prepared) (bool, error) {
-	for _, j := range []*Prepared{a, b} {
-		if err := s.checkPrepared(j); err != nil {
-			return false, err
-		}
-	}
-	w := &s.sc.w
-	return s.factor[a.acct] == s.factor[b.acct] && (w.JobSize == 0 || a.gpus == b.gpus) &&
-		(w.QOS == 0 || a.qos == b.qos) && (w.Partition == 0 || a.part == b.part), nil
 }
 
 // checkPrepared reports whether j belongs to the view's tree and still
