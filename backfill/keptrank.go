@@ -99,12 +99,19 @@ type keptRank struct {
 type keptKey struct {
 	key    float64 // its priority before rounding at now0, uncapped
 	submit int64   // its submit time (nanoseconds since 1970)
+	// id is the job ID's first eight bytes, big-endian, zero-padded:
+	// ordered as the IDs are where they differ (keptAfter).
+	id uint64
 	// prio is the job's priority when it was last placed, and cross
 	// the least gain (keptRank.gained) from which it may be another
 	// (crossAt).
 	prio  uint64
 	cross float64
 }
+
+// maxKeptInserts is the most jobs that join a kept order one by one
+// (mergeKept); more are merged in one pass.
+const maxKeptInserts = 8
 
 // keptEntry is a job that joined, with its key.
 type keptEntry struct {
@@ -185,7 +192,9 @@ func (e *Engine) rankKept(now time.Time) ([]*jobRec, bool) {
 	kr.fresh = fresh[:0]
 	kr.rankings++
 	kr.lasted++
-	if kr.lasted == 1 {
+	if kr.lasted == 4 {
+		// A kept ranking that lasts (see leaveKept) drops the records
+		// the whole one holds; one that does not is left the cost.
 		e.dropWholeRanking()
 	}
 	if e.checkEach {
@@ -249,13 +258,29 @@ func keptAfter(a *keptKey, ja *jobRec, b *keptKey, jb *jobRec) bool {
 		return a.prio < b.prio
 	case a.submit != b.submit:
 		return a.submit > b.submit
+	case a.id != b.id:
+		return a.id > b.id // without reading the jobs' records
 	}
 	return ja.job.ID > jb.job.ID
 }
 
+// idPrefix returns the first eight bytes of id as a big-endian number,
+// zero-padded: two IDs whose prefixes differ order as their prefixes do.
+func idPrefix(id string) uint64 {
+	var p uint64
+	for i := range 8 {
+		p <<= 8
+		if i < len(id) {
+			p |= uint64(id[i])
+		}
+	}
+	return p
+}
+
 // dropWholeRanking clears the last whole ranking's input and output
 // (whose records the kept ranking no longer reads), so that they keep no
-// job's record alive while the ranking is kept; once per kept period.
+// job's record alive while the ranking is kept; once per kept period,
+// at its fourth cycle.
 func (e *Engine) dropWholeRanking() {
 	clear(e.lastRanking[:cap(e.lastRanking)])
 	clear(e.rankIn[:cap(e.rankIn)])
@@ -283,6 +308,23 @@ func (e *Engine) mergeKept(fresh []keptEntry, compact bool) {
 		return 0
 	})
 	kr.merged += uint64(len(fresh))
+	if !compact && len(fresh) <= maxKeptInserts {
+		// A few jobs: each goes in at its place, found by a binary
+		// search, the order after it moved up by a copy.
+		for _, f := range fresh {
+			lo, hi := 0, len(kr.keys)
+			for lo < hi {
+				m := int(uint(lo+hi) >> 1)
+				if keptAfter(&f.k, f.j, &kr.keys[m], e.order[m]) {
+					lo = m + 1
+				} else {
+					hi = m
+				}
+			}
+			e.order, kr.keys = slices.Insert(e.order, lo, f.j), slices.Insert(kr.keys, lo, f.k)
+		}
+		return
+	}
 	out, keys := kr.order2[:0], kr.keys2[:0]
 	a := 0
 	for i, j := range e.order {
@@ -402,7 +444,7 @@ func (e *Engine) keptKeyOf(j *jobRec) (keptKey, bool) {
 		panic(fmt.Sprintf("backfill: ranking checked jobs: %v", err))
 	}
 	sub := j.prep.Submitted()
-	k := keptKey{key: static, submit: sub}
+	k := keptKey{key: static, submit: sub, id: idPrefix(j.job.ID)}
 	if kr.age > 0 && kr.maxAge > 0 {
 		k.key += kr.age * (float64(kr.now0-sub) / float64(kr.maxAge))
 	}

@@ -508,3 +508,26 @@ func TestKeptRankingNearHalfPoints(t *testing.T) {
 		t.Errorf("%d kept rankings in 400 cycles, %d priorities computed exactly: the test does not exercise the fallback", kr.rankings, kr.exact)
 	}
 }
+
+// TestIDPrefixOrdersIDs checks that idPrefix orders two IDs as the IDs
+// order wherever their prefixes differ (keptAfter compares prefixes
+// before the IDs).
+func TestIDPrefixOrdersIDs(t *testing.T) {
+	ids := []string{"", "a", "a0", "ab", "ab\x00", "abcdefgh", "abcdefgh1", "abcdefgi", "b", "9", "10", "job-0001", "job-0002", "\xff", "é"}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		b := make([]byte, r.IntN(12))
+		for i := range b {
+			b[i] = "0129az-\x00\xff"[r.IntN(9)]
+		}
+		ids = append(ids, string(b))
+	}
+	for _, a := range ids {
+		for _, b := range ids[:40] {
+			pa, pb := idPrefix(a), idPrefix(b)
+			if pa != pb && (pa < pb) != (a < b) {
+				t.Fatalf("idPrefix(%q) = %#x, idPrefix(%q) = %#x: ordered unlike the IDs", a, pa, b, pb)
+			}
+		}
+	}
+}
