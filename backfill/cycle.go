@@ -272,7 +272,7 @@ func (e *Engine) rank(now time.Time) []*jobRec {
 		return order
 	}
 	in := e.rankInput()
-	order := slices.Grow(e.order[:0], len(in))[:len(in)]
+	order := slices.Grow(emptied(e.order, len(in)), len(in))[:len(in)]
 	e.prio = slices.Grow(e.prio[:0], len(in))[:len(in)]
 	if e.naive {
 		e.fsJobs = e.fsJobs[:0]
@@ -296,7 +296,7 @@ func (e *Engine) rank(now time.Time) []*jobRec {
 		}
 	}
 	e.order = order
-	e.lastRanking = append(e.lastRanking[:0], order...)
+	e.lastRanking = append(emptied(e.lastRanking, len(order)), order...)
 	e.keepRanking(now)
 	if e.quota != nil {
 		e.entitledFirst()
@@ -333,6 +333,11 @@ func (e *Engine) rankInput() []*jobRec {
 		if j.rankGen != taken {
 			in, preps = append(in, j), append(preps, j.prep)
 		}
+	}
+	// (Entries past the new length would keep records alive.)
+	if len(in) < len(e.rankIn) {
+		clear(e.rankIn[len(in):])
+		clear(e.preps[len(preps):])
 	}
 	e.rankIn, e.preps = in, preps
 	return in

@@ -97,16 +97,16 @@
 // with OnlyChangedWaits does not visit the jobs behind the same blocker
 // as last cycle. Under other weights, without quotas, MaxJobsTested or a
 // starvation bound, the ranking is kept too while the accounts'
-// fair-share factors stay as they are and no waiting job reaches MaxAge:
-// every priority then grows alike, so a job's priority before rounding
-// is its key (fairshare.View.Static plus its age at a fixed instant) plus
-// what every job gained since, and a cycle looks again only at the jobs
-// whose priority before rounding crossed a half point, moving each up
-// past the few jobs it now outranks, and merges in the jobs that joined.
-// None of this
-// changes a decision: the package's tests
-// run every cache against its reference path and compare the plans byte
-// for byte. benchmarks/README.md has the figures.
+// fair-share factors stay as they are: every priority then grows alike
+// until its job has waited MaxAge, so a job's priority before rounding is
+// its key (fairshare.View.Static plus its age at a fixed instant) plus
+// what every job gained since, capped at its static part plus the age
+// weight, and a cycle looks again only at the jobs whose priority before
+// rounding crossed a half point, moving each up past the few jobs it now
+// outranks, and merges in the jobs that joined. None of this changes a
+// decision: the package's tests run every cache against its reference
+// path and compare the plans byte for byte. benchmarks/README.md has the
+// figures.
 //
 // # Preemption
 //

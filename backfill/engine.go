@@ -61,7 +61,7 @@ type Engine struct {
 	ranked              []fairshare.Ranked    // and output
 	preps               []fairshare.Prepared  // ranking input
 	entries             []fairshare.RankEntry // and output
-	prio                []uint64              // per rank in e.order: the job's priority (prioUnknown: not computed)
+	prio                []uint64              // per rank in e.order: the job's priority (whole rankings; kept ones hold it in kr.keys)
 	// kr is the ranking kept between cycles under fair-share weights
 	// (keptrank.go).
 	kr          keptRank

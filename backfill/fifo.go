@@ -190,13 +190,14 @@ func (e *Engine) checkSubmitOrder() {
 }
 
 // priority returns the priority of job j, at index i of the order the
-// walk goes through: the ranking's, or computed now when the ranking did
-// not compute it (kept orders).
+// walk goes through: the ranking's (whole or kept under fair-share
+// weights), or computed now in the kept submit order, which computes
+// none.
 func (c *cycle) priority(i int, j *jobRec) uint64 {
-	if c.e.kr.on {
+	switch {
+	case c.e.kr.on:
 		return c.e.kr.keys[i].prio // the kept ranking's (keptKey.prio)
-	}
-	if !c.fifo && c.e.prio[i] != prioUnknown {
+	case !c.fifo:
 		return c.e.prio[i]
 	}
 	p, err := c.e.fsView.Priority(&j.prep)

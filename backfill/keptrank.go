@@ -13,15 +13,16 @@ import (
 // what moves priorities moves them all alike. A job's priority before
 // rounding is its static part (fairshare.View.Static: the weighted
 // fair-share, size, QOS and partition factors) plus the age weight times
-// its wait over MaxAge. While the accounts' fair-share factors stay as
-// they are (under Fair Tree they change only when the accounts' order
-// does: 96 times in the 156,803 cycles of Philly at load 4), no job's
-// wait reaches MaxAge, no job is submitted in the future and no
-// starvation bound is set, every job's priority grows by the same amount
-// between two cycles. Its key, the priority it had before rounding at the
-// instant the keys were computed (keptRank.now0), plus that amount
-// (keptRank.gained) is its priority before rounding now, within a float
-// error bounded by keptRank.slack.
+// its wait over MaxAge, up to MaxAge. While the accounts' fair-share
+// factors stay as they are (under Fair Tree they change only when the
+// accounts' order does: 96 times in the 156,803 cycles of Philly at load
+// 4) and no starvation bound is set, every job's priority grows by the
+// same amount between two cycles until it has waited MaxAge, and stays
+// then. Its key, the priority it had before rounding at the instant the
+// keys were computed (keptRank.now0), plus that amount (keptRank.gained),
+// at most its static part plus the age weight (keptKey.capped), is its
+// priority before rounding now, within a float error bounded by
+// keptRank.slack.
 //
 // The kept order is sorted as the ranking sorts (priority, submit time,
 // ID), with each job's priority when it was placed and the gain from
@@ -40,9 +41,9 @@ import (
 // queue whole scores and sorts every job.
 //
 // When any of the conditions fails (a fair-share factor or the priority
-// configuration changed, a job reached MaxAge or was submitted after the
-// cycle's instant), the cycle ranks the whole queue (Engine.rank), and the
-// keys are computed again from that ranking.
+// configuration changed), and when the keys are MaxAge old (which bounds
+// their float error), the cycle ranks the whole queue (Engine.rank), and
+// the keys are computed again from that ranking.
 
 // keptRank is the state of the ranking kept between cycles.
 type keptRank struct {
@@ -66,9 +67,6 @@ type keptRank struct {
 	// now0 (the age weight times the time over MaxAge): a job's key plus
 	// gained is its priority before rounding this cycle.
 	gained float64
-	// minSub and maxSub bound the submit times of the jobs in the kept
-	// order (those that left included).
-	minSub, maxSub int64
 	// joined lists the jobs that joined the queue since the last
 	// ranking (a job may be listed twice, or have left again).
 	joined []*jobRec
@@ -99,6 +97,9 @@ type keptRank struct {
 type keptKey struct {
 	key    float64 // its priority before rounding at now0, uncapped
 	submit int64   // its submit time (nanoseconds since 1970)
+	// capped is its priority before rounding once it has waited MaxAge
+	// (its static part plus the age weight; +Inf without an age term).
+	capped float64
 	// id is the job ID's first eight bytes, big-endian, zero-padded:
 	// ordered as the IDs are where they differ (keptAfter).
 	id uint64
@@ -118,9 +119,6 @@ type keptEntry struct {
 	j *jobRec
 	k keptKey
 }
-
-// prioUnknown marks, in e.prio, a priority not computed by the ranking.
-const prioUnknown = math.MaxUint64
 
 // keptEligible reports whether this engine's configuration lets a ranking
 // be kept: fair-share weights other than age alone (which fifo.go keeps in
@@ -154,7 +152,6 @@ func (e *Engine) rankKept(now time.Time) ([]*jobRec, bool) {
 	}
 	// The jobs that joined, once each, with their keys.
 	fresh := kr.fresh[:0]
-	minSub, maxSub := kr.minSub, kr.maxSub
 	finite := true
 	for _, j := range kr.joined {
 		if j.phase != StatePending || j.keptGen == kr.gen {
@@ -166,16 +163,12 @@ func (e *Engine) rankKept(now time.Time) ([]*jobRec, bool) {
 		}
 		j.keptGen = kr.gen
 		fresh = append(fresh, keptEntry{j: j, k: k})
-		minSub, maxSub = min(minSub, k.submit), max(maxSub, k.submit)
 	}
 	clear(kr.joined) // keeps no record alive
 	kr.joined = kr.joined[:0]
-	kr.minSub, kr.maxSub = minSub, maxSub
-	if !finite || kr.gained < last ||
-		len(e.order)+len(fresh) > 0 && (maxSub > ns || kr.age > 0 && kr.maxAge > 0 && ns-minSub >= int64(kr.maxAge)) {
-		// A key that is not finite, a job submitted after now or one
-		// whose age factor stopped growing: keys no longer order the
-		// queue (and the time never goes back).
+	if !finite || kr.gained < last {
+		// A key that is not finite: keys no longer order the queue
+		// (and the time never goes back).
 		for _, f := range fresh {
 			f.j.keptGen = 0
 		}
@@ -222,8 +215,8 @@ func (e *Engine) promote() {
 			continue
 		}
 		k, j := keys[i], order[i]
-		p := e.keptPrio(j, k.key)
-		k.cross = kr.crossAt(k.key, g)
+		p := e.keptPrio(j, &k)
+		k.cross = kr.crossAt(&k, g)
 		if p == k.prio {
 			keys[i].cross = k.cross
 			continue
@@ -288,6 +281,16 @@ func (e *Engine) dropWholeRanking() {
 	e.lastRanking, e.rankIn, e.preps = e.lastRanking[:0], e.rankIn[:0], e.preps[:0]
 }
 
+// emptied returns s emptied for reuse, its elements from n on (beyond
+// those the caller writes again) cleared so that it keeps no job's record
+// alive.
+func emptied[T any](s []T, n int) []T {
+	if n < len(s) {
+		clear(s[n:])
+	}
+	return s[:0]
+}
+
 // mergeKept merges the jobs that joined (fresh, with their keys) into the
 // kept order, sorted by their priorities now, and, when compact is set,
 // drops the entries of jobs that left the queue (the only pass over the
@@ -296,7 +299,7 @@ func (e *Engine) mergeKept(fresh []keptEntry, compact bool) {
 	kr := &e.kr
 	for i := range fresh {
 		f := &fresh[i]
-		f.k.prio, f.k.cross = e.keptPrio(f.j, f.k.key), kr.crossAt(f.k.key, kr.gained)
+		f.k.prio, f.k.cross = e.keptPrio(f.j, &f.k), kr.crossAt(&f.k, kr.gained)
 	}
 	slices.SortFunc(fresh, func(a, b keptEntry) int {
 		switch {
@@ -346,10 +349,6 @@ func (e *Engine) mergeKept(fresh []keptEntry, compact bool) {
 	}
 	if compact {
 		kr.gone = 0
-		kr.minSub, kr.maxSub = math.MaxInt64, math.MinInt64
-		for i := range keys {
-			kr.minSub, kr.maxSub = min(kr.minSub, keys[i].submit), max(kr.maxSub, keys[i].submit)
-		}
 	}
 	// The old storage is the next merge's scratch, cleared so that it
 	// keeps no record alive.
@@ -358,23 +357,29 @@ func (e *Engine) mergeKept(fresh []keptEntry, compact bool) {
 	e.order, kr.keys = out, keys
 }
 
-// crossAt returns the least gain from which a job with key k whose
-// priority was settled at gain g may have another priority: its priority
-// before rounding, k plus the gain, is known within the slack, and the
-// rounded priority stays as it was while the interval from k+g less twice
-// the slack to k plus the gain plus twice the slack holds no half point.
-func (kr *keptRank) crossAt(k, g float64) float64 {
+// crossAt returns the least gain from which job key k, whose priority
+// was settled at gain g, may have another priority. Its priority before
+// rounding, min(k.key plus the gain, k.capped), is known within the
+// slack; the rounded priority stays as it was while the interval from
+// that value at g less twice the slack to k.key plus the later gain plus
+// twice the slack holds no half point (the capped value is below the
+// uncapped one), and for good once the job's age is capped beyond doubt.
+func (kr *keptRank) crossAt(k *keptKey, g float64) float64 {
 	slack := 2 * kr.slack
-	half := math.Ceil(k+g-slack-0.5) + 0.5 // the first half point at or above the low end
-	return half - slack - k
+	if g >= k.capped-k.key+slack {
+		return math.Inf(1) // capped: its priority no longer grows
+	}
+	half := math.Ceil(min(k.key+g, k.capped)-slack-0.5) + 0.5 // the first half point at or above the low end
+	return half - slack - k.key
 }
 
 // keptPrio returns the priority of kept job j with key k this cycle: its
-// key plus the gain, rounded, unless that lies within the float error of
-// half a point (then the job's record gives it exactly).
-func (e *Engine) keptPrio(j *jobRec, k float64) uint64 {
+// priority before rounding (its key plus the gain, at most its capped
+// value), rounded, unless that lies within the float error of half a
+// point (then the job's record gives it exactly).
+func (e *Engine) keptPrio(j *jobRec, k *keptKey) uint64 {
 	kr := &e.kr
-	v := k + kr.gained
+	v := min(k.key+kr.gained, k.capped)
 	if f := v - math.Floor(v); math.Abs(f-0.5) > kr.slack {
 		return uint64(math.Round(v))
 	}
@@ -417,7 +422,6 @@ func (e *Engine) keepRanking(now time.Time) {
 	kr.gen++ // every stamp of an earlier kept order is stale
 	kr.gone = 0
 	kr.gained = 0
-	kr.minSub, kr.maxSub = math.MaxInt64, math.MinInt64
 	keys := kr.keys[:0]
 	for _, j := range e.order {
 		k, ok := e.keptKeyOf(j)
@@ -426,9 +430,9 @@ func (e *Engine) keepRanking(now time.Time) {
 			return
 		}
 		// Placed by this ranking, with the priority it computed.
-		k.prio, k.cross = e.prio[len(keys)], kr.crossAt(k.key, 0)
+		k.prio = e.prio[len(keys)]
+		k.cross = kr.crossAt(&k, 0)
 		keys = append(keys, k)
-		kr.minSub, kr.maxSub = min(kr.minSub, k.submit), max(kr.maxSub, k.submit)
 		j.keptGen = kr.gen
 	}
 	kr.keys, kr.on = keys, true
@@ -444,9 +448,10 @@ func (e *Engine) keptKeyOf(j *jobRec) (keptKey, bool) {
 		panic(fmt.Sprintf("backfill: ranking checked jobs: %v", err))
 	}
 	sub := j.prep.Submitted()
-	k := keptKey{key: static, submit: sub, id: idPrefix(j.job.ID)}
+	k := keptKey{key: static, submit: sub, id: idPrefix(j.job.ID), capped: math.Inf(1)}
 	if kr.age > 0 && kr.maxAge > 0 {
 		k.key += kr.age * (float64(kr.now0-sub) / float64(kr.maxAge))
+		k.capped = static + kr.age
 	}
 	if math.IsNaN(k.key) || math.IsInf(k.key, 0) {
 		return keptKey{}, false // orders nothing
@@ -518,7 +523,7 @@ func (e *Engine) leaveKept() {
 	kr.on = false
 	clear(kr.joined)
 	kr.joined = kr.joined[:0]
-	e.lastRanking = append(e.lastRanking[:0], e.order...)
+	e.lastRanking = append(emptied(e.lastRanking, len(e.order)), e.order...)
 	// A kept ranking that did not last a few cycles did not pay for its
 	// keys: back off, longer each time in a row (at most 64 cycles).
 	if kr.lasted < 4 {
@@ -536,6 +541,13 @@ func (e *Engine) checkKept() {
 	ranked := e.wholeRanking()
 	if len(e.kr.keys) != len(e.order) {
 		panic(fmt.Sprintf("backfill: %d jobs in the kept order, %d keys", len(e.order), len(e.kr.keys)))
+	}
+	// The whole order, jobs that left included, is sorted by the keys'
+	// priorities (what promote and the merge rely on).
+	for i := 1; i < len(e.order); i++ {
+		if keptAfter(&e.kr.keys[i-1], e.order[i-1], &e.kr.keys[i], e.order[i]) {
+			panic(fmt.Sprintf("backfill: job %s (priority %d) kept before job %s (priority %d)", e.order[i-1].job.ID, e.kr.keys[i-1].prio, e.order[i].job.ID, e.kr.keys[i].prio))
+		}
 	}
 	gone, at := 0, 0
 	for i, j := range e.order {

@@ -118,9 +118,10 @@ func TestKeptRankingFollowsPriorities(t *testing.T) {
 
 // TestKeptRankingLeaves checks that the kept fair-share ranking hands
 // over to a whole ranking, and comes back, when what keeps it valid
-// changes: a fair-share factor (another account's job runs), a job
-// reaching MaxAge, and the configuration allowing it at all (quotas,
-// MaxJobsTested, a starvation bound or age-only weights turn it off).
+// changes: a fair-share factor (another account's job runs), keys a
+// MaxAge old (computed again), and the configuration allowing it at all
+// (quotas, MaxJobsTested, a starvation bound or age-only weights turn it
+// off).
 func TestKeptRankingLeaves(t *testing.T) {
 	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8})
 	if err != nil {
@@ -196,10 +197,10 @@ func TestKeptRankingLeaves(t *testing.T) {
 			}
 		}
 		if len(leaves) == 0 {
-			t.Fatal("changed fair-share factors and a job past MaxAge left the kept ranking on")
+			t.Fatal("changed fair-share factors and keys a MaxAge old left the kept ranking on")
 		}
 		if now.Sub(epoch) < cfg.FairShare.MaxAge || leaves[len(leaves)-1] < cfg.FairShare.MaxAge {
-			t.Fatalf("whole rankings at %v: none past MaxAge (%v)", leaves, cfg.FairShare.MaxAge)
+			t.Fatalf("whole rankings at %v: none once the keys were MaxAge (%v) old", leaves, cfg.FairShare.MaxAge)
 		}
 	})
 	for _, tc := range []struct {
@@ -240,8 +241,9 @@ func TestKeptRankingLeaves(t *testing.T) {
 // (every kept ranking compared with a whole one) on a full 4-node cluster
 // (account a runs on two nodes, b and c on one each), and n whole-cluster jobs
 // waiting from accounts a, b and c with QOS factors less than a point
-// apart, submitted a minute apart.
-func keptQueue(t *testing.T, n int) (*Engine, *fairshare.Tree, time.Time) {
+// apart, submitted a minute apart. set, if given, changes the
+// configuration first.
+func keptQueue(t *testing.T, n int, set ...func(*Config)) (*Engine, *fairshare.Tree, time.Time) {
 	t.Helper()
 	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8})
 	if err != nil {
@@ -249,6 +251,9 @@ func keptQueue(t *testing.T, n int) (*Engine, *fairshare.Tree, time.Time) {
 	}
 	cfg := DefaultConfig()
 	cfg.OnlyChangedWaits, cfg.Hold.Enabled = true, false
+	for _, f := range set {
+		f(&cfg)
+	}
 	tree := flatTree(t, cfg.FairShare, "a", "b", "c")
 	e, err := New(c, cfg, tree)
 	if err != nil {
@@ -527,6 +532,125 @@ func TestIDPrefixOrdersIDs(t *testing.T) {
 			pa, pb := idPrefix(a), idPrefix(b)
 			if pa != pb && (pa < pb) != (a < b) {
 				t.Fatalf("idPrefix(%q) = %#x, idPrefix(%q) = %#x: ordered unlike the IDs", a, pa, b, pb)
+			}
+		}
+	}
+}
+
+// TestKeptRankingPastMaxAge keeps the fair-share ranking while jobs wait
+// past MaxAge (an hour here), when their age factor stops growing and
+// jobs submitted later catch up with them: the kept order caps each
+// job's priority at its static part plus the age weight. Jobs join every
+// ten minutes; checkEach compares every kept ranking with a whole one. The
+// ranking must stay kept but for the cycles that compute the keys again
+// (every MaxAge), with jobs past MaxAge in it.
+func TestKeptRankingPastMaxAge(t *testing.T) {
+	e, _, now := keptQueue(t, 30, func(c *Config) {
+		c.FairShare.MaxAge = time.Hour
+		c.FairShare.Weights.Age = 20_000 // a point every 0.18 s of waiting
+	})
+	kr := &e.kr
+	const cycles = 300
+	for i := range cycles {
+		now = now.Add(time.Minute)
+		if i%10 == 0 {
+			j := Job{ID: fmt.Sprintf("x%03d", i), Account: []string{"a", "b", "c"}[i%3], TimeLimit: time.Hour,
+				QOS:  float64(i%4) * 0.0004,
+				Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: placement.NodesOf(4, 8)}}}}
+			if err := e.Submit(j, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := e.Schedule(now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	capped := 0
+	for _, j := range e.jobs.pending {
+		if now.Sub(j.job.Submit) >= time.Hour {
+			capped++
+		}
+	}
+	t.Logf("%d kept rankings in %d cycles, keys computed %d times, %d jobs promoted, %d of %d waiting past MaxAge", kr.rankings, cycles, kr.keyed, kr.promoted, capped, len(e.jobs.pending))
+	if kr.rankings < cycles-cycles/50 || capped < 20 || !kr.on {
+		t.Errorf("%d kept rankings in %d cycles with %d of %d jobs past MaxAge: want all but the re-keying ones kept", kr.rankings, cycles, capped, len(e.jobs.pending))
+	}
+	// A job capped for a minute has a priority that no longer changes:
+	// the kept ranking computes it no more.
+	for i, j := range e.order {
+		if j.phase == StatePending && now.Sub(j.job.Submit) >= time.Hour+time.Minute && !math.IsInf(kr.keys[i].cross, 1) {
+			t.Errorf("job %s, waiting %v past MaxAge, is computed again from gain %g", j.job.ID, now.Sub(j.job.Submit)-time.Hour, kr.keys[i].cross)
+		}
+	}
+}
+
+// TestKeptRankingPromoteDown drives promote's branch for a priority that
+// fell (which the engine never produces) and its revisit of the job moved
+// into position i: every kept job's recorded priority is raised by 20
+// (the order stays sorted) and its cross reset, so that every job is
+// computed again and moves down past the jobs within 20 points after it.
+func TestKeptRankingPromoteDown(t *testing.T) {
+	e, _, now := keptQueue(t, 24)
+	for range 6 {
+		now = now.Add(time.Minute)
+		if _, err := e.Schedule(now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kr := &e.kr
+	if !kr.on || kr.rankings == 0 {
+		t.Fatal("ranking not kept")
+	}
+	for i := range kr.keys {
+		kr.keys[i].prio += 20
+		kr.keys[i].cross = math.Inf(-1)
+	}
+	moved := kr.promoted
+	e.promote()
+	if got := kr.promoted - moved; got != uint64(len(kr.keys)) {
+		t.Fatalf("%d of %d jobs moved", got, len(kr.keys))
+	}
+	e.checkKept() // panics on a wrong order or priority
+}
+
+// TestKeptRankingSpareCapacity checks that the slices the ranking reuses
+// keep no record of a job the engine forgot in their spare capacity: jobs
+// are cancelled while the ranking is kept, then the queue is ranked whole
+// (a changed configuration) with fewer jobs than the slices held.
+func TestKeptRankingSpareCapacity(t *testing.T) {
+	e, tree, now := keptQueue(t, 40)
+	for range 3 {
+		now = now.Add(time.Minute)
+		if _, err := e.Schedule(now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 8 { // at most 16 leave: no compaction
+		if err := e.Cancel(fmt.Sprintf("w%02d", 4*i+1), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(time.Minute)
+	if _, err := e.Schedule(now); err != nil {
+		t.Fatal(err)
+	}
+	cfg := tree.Config()
+	cfg.Weights.QOS++
+	if err := tree.SetConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 { // past KeepEnded: the cancelled jobs are forgotten
+		now = now.Add(time.Minute)
+		if _, err := e.Schedule(now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, list := range map[string][]*jobRec{"order": e.order, "order2": e.kr.order2,
+		"lastRanking": e.lastRanking, "rankIn": e.rankIn, "joined": e.kr.joined} {
+		for _, j := range list[len(list):cap(list)] {
+			if j != nil {
+				t.Errorf("%s's spare capacity holds job %s (%s)", name, j.job.ID, j.phase)
+				break
 			}
 		}
 	}

@@ -325,3 +325,72 @@ func TestStaticOrdersPriorities(t *testing.T) {
 		})
 	}
 }
+
+// TestStaticKeyErrorBound pins the float error a scheduler that keeps
+// its queue between views may assume (backfill's kept ranking does): for
+// weights up to 2^32, a job's key (Static plus the age weight times its
+// wait at a fixed instant over MaxAge) plus the age weight times the time
+// since over MaxAge, at most Static plus the age weight (the age factor
+// capped at 1), is within (Weights.Total()+1)·2^-40 of the weighted sum
+// Prioritize rounds, at every later instant within MaxAge of the fixed
+// one, for jobs below and past MaxAge.
+func TestStaticKeyErrorBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	worst := 0.0
+	for trial := range 300 {
+		algo := []Algorithm{Classic, FairTree}[trial%2]
+		cfg := testConfig(algo)
+		w := func() uint32 { return uint32(rng.Uint64N(1 << 32)) }
+		cfg.Weights = Weights{Age: w(), FairShare: w(), JobSize: w(), QOS: w(), Partition: w()}
+		cfg.ClusterGPUs, cfg.FavorSmall = 64, rng.IntN(2) == 0
+		cfg.MaxAge = time.Duration(1+rng.IntN(1000)) * time.Hour
+		tr, queued := benchSetup(t, algo, 1+rng.IntN(4), 1+rng.IntN(3), 2+rng.IntN(40))
+		if err := tr.SetConfig(cfg); err != nil {
+			t.Fatal(err)
+		}
+		for i := range queued {
+			queued[i].Submit = t0.Add(-time.Duration(rng.Int64N(2 * int64(cfg.MaxAge))))
+			queued[i].GPUs = rng.IntN(80)
+			queued[i].QOS, queued[i].Partition = rng.Float64(), rng.Float64()
+		}
+		v0, err := tr.View(t0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slack := float64(cfg.Weights.Total()+1) * 0x1p-40
+		age, maxAge := float64(cfg.Weights.Age), float64(cfg.MaxAge)
+		keys, capped := make([]float64, len(queued)), make([]float64, len(queued))
+		for i := range queued {
+			p, err := tr.Prepare(queued[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := v0.Static(&p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys[i] = st + age*(float64(t0.UnixNano()-p.Submitted())/maxAge)
+			capped[i] = st + age
+		}
+		for range 5 {
+			now := t0.Add(time.Duration(rng.Int64N(int64(cfg.MaxAge))))
+			v, err := tr.View(now, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gained := age * (float64(now.UnixNano()-t0.UnixNano()) / maxAge)
+			ranked, err := v.Prioritize(queued, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range ranked {
+				d := math.Abs(min(keys[r.Index]+gained, capped[r.Index]) - r.Weighted.Sum())
+				worst = max(worst, d/slack)
+				if d > slack {
+					t.Fatalf("trial %d: job %d's key plus the gain is %g from its weighted sum, over the bound %g", trial, r.Index, d, slack)
+				}
+			}
+		}
+	}
+	t.Logf("largest error: %.3g of the bound", worst)
+}
