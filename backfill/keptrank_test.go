@@ -30,24 +30,9 @@ func TestKeptRankingFollowsPriorities(t *testing.T) {
 	}
 	cfg := DefaultConfig()
 	cfg.OnlyChangedWaits, cfg.Hold.Enabled = true, false
-	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b", "c"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.checkEach = true
+	e := fullCluster(t, c, cfg, "a", "b", "c")
 	r := rand.New(rand.NewPCG(5, 8))
 	now := epoch
-	whole := Job{ID: "whole", Account: "a", TimeLimit: 100 * time.Hour,
-		Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: placement.NodesOf(4, 8)}}}}
-	if err := e.Submit(whole, now); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Schedule(now); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Started("whole", now); err != nil {
-		t.Fatal(err)
-	}
 	cycles, ranked, flips := 0, 0, 0
 	var last []*jobRec
 	for step := range 1500 {
@@ -473,23 +458,8 @@ func TestKeptRankingNearHalfPoints(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.OnlyChangedWaits, cfg.Hold.Enabled = true, false
 	cfg.FairShare.Weights = fairshare.Weights{Age: math.MaxUint32, QOS: 1000}
-	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.checkEach = true
+	e := fullCluster(t, c, cfg, "a")
 	now := epoch
-	whole := Job{ID: "whole", Account: "a", TimeLimit: 1000 * time.Hour,
-		Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: placement.NodesOf(4, 8)}}}}
-	if err := e.Submit(whole, now); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Schedule(now); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Started("whole", now); err != nil {
-		t.Fatal(err)
-	}
 	r := rand.New(rand.NewPCG(3, 7))
 	for step := range 400 {
 		if step%40 == 0 {
@@ -654,4 +624,28 @@ func TestKeptRankingSpareCapacity(t *testing.T) {
 			}
 		}
 	}
+}
+
+// fullCluster makes an engine with configuration cfg and checkEach on,
+// on cluster c, which a job of accounts[0] started at epoch fills (its
+// limit a thousand hours).
+func fullCluster(t *testing.T, c *topology.Cluster, cfg Config, accounts ...string) *Engine {
+	t.Helper()
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, accounts...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.checkEach = true
+	whole := Job{ID: "whole", Account: accounts[0], TimeLimit: 1000 * time.Hour,
+		Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: placement.NodesOf(c.NumNodes(), c.Node(0).GPUs)}}}}
+	if err := e.Submit(whole, epoch); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Schedule(epoch); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Started("whole", epoch); err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
