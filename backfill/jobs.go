@@ -37,8 +37,9 @@ type jobRec struct {
 	pos     int
 	rankGen uint64 // Engine.rankInput's mark
 	// keptGen is keptRank.gen while the job is in the kept fair-share
-	// ranking (keptrank.go), which then does not keep rank up to date.
-	keptGen uint64
+	// ranking (keptrank.go), which then does not keep rank up to date;
+	// idKey is idPrefix(job.ID), which that ranking's keys carry.
+	keptGen, idKey uint64
 	// waitID names the content of wait (Engine.waitID), its job and
 	// priority aside; 0 when it names nothing.
 	waitID uint64

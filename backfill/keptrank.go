@@ -448,7 +448,7 @@ func (e *Engine) keptKeyOf(j *jobRec) (keptKey, bool) {
 		panic(fmt.Sprintf("backfill: ranking checked jobs: %v", err))
 	}
 	sub := j.prep.Submitted()
-	k := keptKey{key: static, submit: sub, id: idPrefix(j.job.ID), capped: math.Inf(1)}
+	k := keptKey{key: static, submit: sub, id: j.idKey, capped: math.Inf(1)}
 	if kr.age > 0 && kr.maxAge > 0 {
 		k.key += kr.age * (float64(kr.now0-sub) / float64(kr.maxAge))
 		k.capped = static + kr.age

@@ -47,7 +47,7 @@ func (e *Engine) validateJob(j Job) (*jobRec, error) {
 	if err := j.Gang.Validate(e.c); err != nil {
 		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
 	}
-	rec := &jobRec{job: j, gpus: j.Gang.GPUs(e.c), phase: StatePending, shape: shapeHash(&j), simple: simpleShape(&j.Gang)}
+	rec := &jobRec{job: j, gpus: j.Gang.GPUs(e.c), phase: StatePending, shape: shapeHash(&j), simple: simpleShape(&j.Gang), idKey: idPrefix(j.ID)}
 	if e.collide {
 		rec.shape &= 3
 	}
