@@ -55,11 +55,12 @@ type submitOrder struct {
 }
 
 // submitOrdered reports whether this cycle ranks in kept submit order:
-// the weights order by submit time, and nothing reorders or windows the
-// queue (quotas put entitled jobs first; MaxJobsTested tests a window of
-// positions).
+// the weights of the cycle's fair-share view (the tree's, which the
+// caller may have changed since New) order by submit time, and nothing
+// reorders or windows the queue (quotas put entitled jobs first;
+// MaxJobsTested tests a window of positions).
 func (e *Engine) submitOrdered() bool {
-	return !e.naive && e.cfg.FairShare.Weights.SubmitOrdered() && e.quota == nil && e.cfg.MaxJobsTested == 0
+	return !e.naive && e.fsView.Config().Weights.SubmitOrdered() && e.quota == nil && e.cfg.MaxJobsTested == 0
 }
 
 // enqueue adds j to the waiting queue.

@@ -110,10 +110,6 @@ type keptKey struct {
 	cross float64
 }
 
-// maxKeptInserts is the most jobs that join a kept order one by one
-// (mergeKept); more are merged in one pass.
-const maxKeptInserts = 8
-
 // keptEntry is a job that joined, with its key.
 type keptEntry struct {
 	j *jobRec
@@ -139,9 +135,10 @@ func (e *Engine) rankKept(now time.Time) ([]*jobRec, bool) {
 	ns := now.UnixNano()
 	if !e.keptEligible() || !e.keptConfigSame() || !e.keptFactorsSame() ||
 		kr.maxAge > 0 && ns-kr.now0 >= int64(kr.maxAge) {
-		// (Keys a whole MaxAge old are computed again, which keeps
-		// their values, and so their float errors, below twice the
-		// weights' total.)
+		// (Keys a whole MaxAge old are computed again, which keeps the
+		// priorities before rounding they give, min(key+gained,
+		// capped), and so their float errors, below twice the weights'
+		// total.)
 		e.leaveKept()
 		return nil, false
 	}
@@ -311,20 +308,22 @@ func (e *Engine) mergeKept(fresh []keptEntry, compact bool) {
 		return 0
 	})
 	kr.merged += uint64(len(fresh))
-	if !compact && len(fresh) <= maxKeptInserts {
-		// A few jobs: each goes in at its place, found by a binary
-		// search, the order after it moved up by a copy.
-		for _, f := range fresh {
-			lo, hi := 0, len(kr.keys)
-			for lo < hi {
-				m := int(uint(lo+hi) >> 1)
-				if keptAfter(&f.k, f.j, &kr.keys[m], e.order[m]) {
-					lo = m + 1
-				} else {
-					hi = m
-				}
+	if !compact {
+		// In place, from the end: the order grows by the jobs that
+		// joined, and only the entries after the first of them move,
+		// each once (jobs join a few a cycle, mostly near the end).
+		n := len(e.order)
+		e.order = slices.Grow(e.order, len(fresh))[:n+len(fresh)]
+		kr.keys = slices.Grow(kr.keys, len(fresh))[:n+len(fresh)]
+		i, w := n-1, n+len(fresh)-1
+		for a := len(fresh) - 1; a >= 0; w-- {
+			if i >= 0 && keptAfter(&kr.keys[i], e.order[i], &fresh[a].k, fresh[a].j) {
+				e.order[w], kr.keys[w] = e.order[i], kr.keys[i]
+				i--
+			} else {
+				e.order[w], kr.keys[w] = fresh[a].j, fresh[a].k
+				a--
 			}
-			e.order, kr.keys = slices.Insert(e.order, lo, f.j), slices.Insert(kr.keys, lo, f.k)
 		}
 		return
 	}
@@ -407,9 +406,10 @@ func (e *Engine) keepRanking(now time.Time) {
 	cfg := e.fsView.Config()
 	kr.cfg = cfg
 	kr.age, kr.maxAge, kr.now0 = float64(cfg.Weights.Age), cfg.MaxAge, now.UnixNano()
-	// Priorities stay below the weights' total (the age factor stays
-	// below 1): the error of a key or a priority before rounding is a few
-	// units in the last place of that.
+	// Priorities before rounding stay below the weights' total (the age
+	// factor is at most 1; a key past it is capped, whatever its own
+	// value): their error is a few units in the last place of that
+	// (fairshare's TestStaticKeyErrorBound measures it).
 	kr.slack = float64(cfg.Weights.Total()+1) * 0x1p-40
 	kr.factors = kr.factors[:0]
 	for _, name := range e.accts.names {

@@ -649,3 +649,39 @@ func fullCluster(t *testing.T, c *topology.Cluster, cfg Config, accounts ...stri
 	}
 	return e
 }
+
+// TestSubmitOrderFollowsTreeWeights changes the tree's weights from age
+// alone (the queue kept in submit order, fifo.go) to weights under which
+// a job submitted last ranks first: the next cycle must rank by the new
+// weights (checkEach compares every kept order with a whole ranking).
+func TestSubmitOrderFollowsTreeWeights(t *testing.T) {
+	e, tree, now := keptQueue(t, 10, func(c *Config) {
+		c.FairShare.Weights = fairshare.Weights{Age: 1000}
+	})
+	for range 2 {
+		now = now.Add(time.Minute)
+		if _, err := e.Schedule(now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !e.fifo.on {
+		t.Fatal("age-only weights did not keep the queue in submit order")
+	}
+	cfg := tree.Config()
+	cfg.Weights = fairshare.Weights{Age: 1000, QOS: 100000}
+	if err := tree.SetConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	late := Job{ID: "late", Account: "a", TimeLimit: time.Hour, QOS: 1,
+		Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: placement.NodesOf(4, 8)}}}}
+	if err := e.Submit(late, now); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Minute)
+	if _, err := e.Schedule(now); err != nil {
+		t.Fatal(err)
+	}
+	if top := e.order[0].job.ID; top != "late" || e.fifo.on {
+		t.Errorf("job %s first (submit order kept: %v); want late, ranked by its QOS", top, e.fifo.on)
+	}
+}
