@@ -422,7 +422,9 @@ func (e *Engine) keepRanking(now time.Time) {
 	kr.gen++ // every stamp of an earlier kept order is stale
 	kr.gone = 0
 	kr.gained = 0
-	keys := kr.keys[:0]
+	// Room for the jobs that join before the next compaction, so that the
+	// merges do not grow the keys again and again.
+	keys := slices.Grow(kr.keys[:0], len(e.order)+len(e.order)/8+16)
 	for _, j := range e.order {
 		k, ok := e.keptKeyOf(j)
 		if !ok {
