@@ -32,13 +32,17 @@ import (
 // where a job's gain is reached: its priority is computed again and, if it
 // grew, the job moves up past the few jobs that now rank after it
 // (promote, an insertion sort of the jobs whose priority changed). The
-// jobs that joined are then merged in by their priorities. A cycle reads
-// the kept keys and no waiting job's record but those of the jobs that
-// moved or joined, and of their neighbours when priority and submit time
-// tie. Jobs that left stay in the order (their priorities kept up like the
-// others'), passed over by the walk, until a quarter of it has left; ranks
-// are not kept (holds compare jobs with cycle.ranksAbove). Ranking the
-// queue whole scores and sorts every job.
+// jobs that joined are then merged in by their priorities, in place from
+// the end. A cycle reads the kept keys, and no waiting job's record but
+// those of the jobs that joined, of the jobs whose priority before
+// rounding lies within the float error of half a point (computed from the
+// record), and of jobs compared when their priorities, submit times and
+// the first eight bytes of their IDs tie. Jobs that left stay in the
+// order (their priorities kept up like the others'), passed over by the
+// walk, until a quarter of it has left; ranks are not kept (holds compare
+// jobs with cycle.ranksAbove). Ranking the queue whole scores and sorts
+// every job. When kept rankings do not last four cycles, the next keys
+// wait a number of whole rankings that doubles each time (leaveKept).
 //
 // When any of the conditions fails (a fair-share factor or the priority
 // configuration changed), and when the keys are MaxAge old (which bounds
