@@ -334,11 +334,8 @@ func (e *Engine) rankInput() []*jobRec {
 			in, preps = append(in, j), append(preps, j.prep)
 		}
 	}
-	// (Entries past the new length would keep records alive.)
-	if len(in) < len(e.rankIn) {
-		clear(e.rankIn[len(in):])
-		clear(e.preps[len(preps):])
-	}
+	clearPast(e.rankIn, len(in))
+	clearPast(e.preps, len(preps))
 	e.rankIn, e.preps = in, preps
 	return in
 }

@@ -169,10 +169,8 @@ func (e *Engine) rankKept(now time.Time) ([]*jobRec, bool) {
 	kr.joined = kr.joined[:0]
 	if !finite || kr.gained < last {
 		// A key that is not finite: keys no longer order the queue
-		// (and the time never goes back).
-		for _, f := range fresh {
-			f.j.keptGen = 0
-		}
+		// (and the time never goes back). The stamps given to the jobs
+		// that joined go stale with the next keys (keepRanking).
 		clear(fresh)
 		kr.fresh = fresh[:0]
 		e.leaveKept()
@@ -282,13 +280,17 @@ func (e *Engine) dropWholeRanking() {
 	e.lastRanking, e.rankIn, e.preps = e.lastRanking[:0], e.rankIn[:0], e.preps[:0]
 }
 
-// emptied returns s emptied for reuse, its elements from n on (beyond
-// those the caller writes again) cleared so that it keeps no job's record
-// alive.
-func emptied[T any](s []T, n int) []T {
+// clearPast clears the elements of s from n on, up to its length: a
+// slice reused for n elements then keeps no job's record alive past them.
+func clearPast[T any](s []T, n int) {
 	if n < len(s) {
 		clear(s[n:])
 	}
+}
+
+// emptied returns s emptied for reuse by n elements (clearPast).
+func emptied[T any](s []T, n int) []T {
+	clearPast(s, n)
 	return s[:0]
 }
 
