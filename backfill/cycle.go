@@ -2,10 +2,12 @@ package backfill
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
 	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/internal/access"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -117,8 +119,11 @@ type cycle struct {
 	lastRes gang.Admission
 	// failures caches the outcomes of jobs that failed, each on the
 	// scratch contents it names (gen): an open-addressed table of
-	// failureCap entries indexed by shape hash and gen, probed over
-	// failureProbe entries (a full window loses its oldest choice).
+	// failureCap entries indexed by shape and gen, probed over
+	// failureProbe entries (a full window loses its oldest choice). Its
+	// keys (failKeys, 16 bytes each) are apart from the outcomes, so
+	// that a probe reads one small array.
+	failKeys []failKey
 	failures []failure
 	naive    bool
 	// due is the reservations by start at the cycle's beginning; slipped
@@ -138,16 +143,55 @@ type cycle struct {
 	offs      []time.Duration
 	offsVer   uint64
 	offsValid bool
+	// skips is set when a waiting job's test may be skipped by its stamp
+	// this cycle (skipTest); skipped counts the tests skipped (tests);
+	// nowNs is now in Unix nanoseconds.
+	skips   bool
+	skipped int
+	nowNs   int64
+	// The world is the ledger state's contents and the book as they are:
+	// ledgerCount points to the state's change count (access.StateChanges),
+	// and worldSeq numbers each pair of that count and the book's version
+	// seen (worldLedger, worldBook: the last), across cycles. Both only
+	// grow, so a pair seen once never comes back, and equal numbers mean
+	// nothing changed in between (worldNow).
+	ledgerCount                      *uint64
+	worldSeq, worldLedger, worldBook uint64
+	// stampNext is the stamp the job under test gets if its test fails
+	// as any job of its shape would (stampable), its ID aside; kept says
+	// its test was skipped and its stamp stays; slotLen is the length of
+	// the reservation prefix of the last slot used.
+	stampNext testStamp
+	stampable bool
+	kept      bool
+	slotLen   int
 }
 
-// failure is one entry of the same-shape failure cache: a job's shape
-// (the number of its request, member bounds, class and queue) and what it
-// got.
-type failure struct {
+// testStamp records what a waiting job's last test failed on, when it
+// failed as any job of its shape would on its slot (a same-shape failure,
+// cached or new): the world it failed in (cycle.worldNow), the time until
+// which its slot's blocks stay those (until, Unix nanoseconds: when the
+// next reservation by start enters its reservation prefix as now moves),
+// and the ID of the reason it was then left with. While all three hold,
+// the same test on the same contents fails the same way, and the job is
+// told nothing new (cycle.skipTest). The zero stamp matches no world.
+type testStamp struct {
+	world, id uint64
+	until     int64
+}
+
+// failKey is the key of one entry of the same-shape failure cache: a
+// job's shape and the scratch contents it failed on (gen 0: empty).
+type failKey struct {
 	shape
 	gen uint64
-	w   Waiting
-	id  uint64 // w's ID (Engine.waitID) when plans list only changes
+}
+
+// failure is what the job of the entry with the same index in failKeys
+// got.
+type failure struct {
+	w  Waiting
+	id uint64 // w's ID (Engine.waitID) when plans list only changes
 }
 
 // slot is one scratch state of cycle.slots.
@@ -162,7 +206,8 @@ type slot struct {
 // the failure cache.
 const (
 	maxSlots     = 8
-	failureCap   = 256
+	failureBits  = 8
+	failureCap   = 1 << failureBits
 	failureProbe = 8
 )
 
@@ -181,13 +226,10 @@ func (c *cycle) invalidate() {
 }
 
 // shape is what a cacheable job's outcome depends on besides the scratch
-// state.
+// state: the number of its request, member bounds, class and queue.
 type shape struct {
-	hash uint64 // jobRec.shape
-	id   uint64 // jobRec.shapeID: equal numbers, equal shapes
+	id uint64 // jobRec.shapeID: equal numbers, equal shapes
 }
-
-func (s *shape) equal(o *shape) bool { return s.hash == o.hash && s.id == o.id }
 
 // shapeHash hashes what shape compares (FNV-1a over the request's fields
 // but the node sets, which make a job uncacheable), so that most cache
@@ -246,6 +288,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.initPreempt()
 	c.initQuota()
 	c.keepBook()
+	c.startSkips()
 	c.walk(order)
 	e.grow(now, plan)
 	e.report(plan)
@@ -460,6 +503,7 @@ func (c *cycle) walk(order []*jobRec) {
 			c.settleMove(j)
 			j.dropped = false
 			if started {
+				c.setStamp(j)
 				if !changes {
 					c.plan.Waiting = c.plan.Waiting[:len(c.plan.Waiting)-1]
 				}
@@ -468,6 +512,7 @@ func (c *cycle) walk(order []*jobRec) {
 			if c.hitID != 0 && c.hitID == j.waitID {
 				// Unchanged, and w not even written (test): the job's
 				// reason is the one it was last listed with.
+				c.setStamp(j)
 				if e.cfg.Strict && j.wait.Code != WaitQuota {
 					strictBlocker, blockerAt = j.job.ID, rank
 				}
@@ -489,6 +534,7 @@ func (c *cycle) walk(order []*jobRec) {
 			// be (the table gave the content a new ID after forgetting
 			// it), which one whole comparison settles.
 			if id == j.waitID || keepID(j, w) != 0 {
+				c.setStamp(j)
 				c.plan.Unchanged++
 				continue
 			}
@@ -500,6 +546,7 @@ func (c *cycle) walk(order []*jobRec) {
 			w.Priority = c.priority(rank, j)
 		}
 		j.wait = *w
+		c.setStamp(j)
 	}
 	if skipped < 0 {
 		panic(fmt.Sprintf("backfill: %d waiting jobs skipped behind blocker %s", skipped, strictBlocker))
@@ -536,10 +583,18 @@ func (c *cycle) test(j *jobRec, w *Waiting) bool {
 			return true
 		}
 	}
+	c.stampable = false
 	key, cacheable := c.shapeKey(j)
 	if cacheable {
+		if c.skips {
+			if c.skipTest(j) {
+				return true
+			}
+			c.stampNext = testStamp{world: c.worldNow()}
+		}
 		c.prepareScratch(j)
 		if hit, ok := c.cached(&key); ok {
+			c.stampable = c.skips
 			// A job of the same shape failed on this very scratch
 			// state: this one fails the same way (w is written once,
 			// and not at all when the plan lists only changes and the
@@ -563,8 +618,94 @@ func (c *cycle) test(j *jobRec, w *Waiting) bool {
 	c.wait(j, w)
 	if cacheable && j.resv == nil && j.claim == nil && !c.e.book.isHeld(j) && w.Code != WaitForHold {
 		c.remember(j, &key, w)
+		c.stampable = c.skips
 	}
 	return true
+}
+
+// skipTest reports whether job j, cacheable, would fail this cycle as its
+// last test did (its stamp holds): the ledger state and the book are as
+// they were, its slot's reservation prefix and blocks too, and it was
+// left with the reason it has. The walk then tells it nothing new, as it
+// would after the test. With checkEach the test runs anyway, and must
+// agree.
+func (c *cycle) skipTest(j *jobRec) bool {
+	s := &j.stamp
+	if s.world != c.worldNow() || c.nowNs >= s.until || s.id != j.waitID {
+		return false
+	}
+	c.hitID = j.waitID
+	if c.e.checkEach {
+		c.checkSkip(j)
+	}
+	c.skipped++
+	c.kept = true // the stamp stays
+	return true
+}
+
+// checkSkip runs the test skipTest skipped and panics unless it fails
+// with the reason job j has (tests, checkEach).
+func (c *cycle) checkSkip(j *jobRec) {
+	c.skips = false
+	defer func() { c.skips = true }()
+	var w Waiting
+	c.hitID = 0
+	if !c.test(j, &w) {
+		panic(fmt.Sprintf("backfill: job %s started where its stamp said it would fail", j.job.ID))
+	}
+	if unchanged := c.hitID != 0 && c.hitID == j.waitID || keepID(j, &w) != 0; !unchanged {
+		panic(fmt.Sprintf("backfill: job %s was told %+v where its stamp said %+v", j.job.ID, w, j.wait))
+	}
+	c.hitID = j.waitID
+}
+
+// worldNow returns the number of the world as it is now: the same as
+// the last time it was asked if the ledger state and the book did not
+// change since, a new one otherwise.
+func (c *cycle) worldNow() uint64 {
+	if l, b := *c.ledgerCount, c.e.book.version; l != c.worldLedger || b != c.worldBook || c.worldSeq == 0 {
+		c.worldLedger, c.worldBook = l, b
+		c.worldSeq++
+	}
+	return c.worldSeq
+}
+
+// setStamp gives job j, just tested, the stamp of its test when it
+// failed as any job of its shape would, and none otherwise.
+func (c *cycle) setStamp(j *jobRec) {
+	if c.kept {
+		c.kept = false
+		return
+	}
+	if !c.stampable || c.worldNow() != c.stampNext.world {
+		c.stampable = false
+		j.stamp = testStamp{}
+		return
+	}
+	c.stampable = false
+	s := c.stampNext
+	s.id = j.waitID
+	s.until = math.MaxInt64
+	if l := j.limit; l > 0 && c.slotLen < len(c.offs) {
+		// The next reservation by start enters the job's prefix once
+		// now+limit passes its start (offs, from the job's test, holds
+		// the starts less now). No reservation of the prefix ends while
+		// the book stays as it is: a due one's end moves with now
+		// (book.extendDue), which changes the book.
+		s.until = c.nowNs + int64(c.offs[c.slotLen]-l)
+	}
+	j.stamp = s
+}
+
+// startSkips readies the cycle's stamps (skipTest): they are used when
+// the plan lists only changes, no hold or claim blocks GPUs, and no
+// quota gates jobs (their inputs are outside the stamp).
+func (c *cycle) startSkips() {
+	e := c.e
+	c.skips = e.cfg.OnlyChangedWaits && !c.naive && e.quota == nil && len(e.book.holds) == 0 && len(e.book.claims) == 0
+	c.stampable, c.kept = false, false
+	c.ledgerCount = access.StateChanges(e.ledger.State())
+	c.nowNs = c.now.UnixNano()
 }
 
 // shapeKey returns the cache key of a job whose outcome depends only on its
@@ -583,8 +724,10 @@ func (c *cycle) shapeKey(j *jobRec) (shape, bool) {
 	if e.book.isHeld(j) {
 		return shape{}, false
 	}
-	if _, _, ok := e.holdEligibility(j); ok {
-		return shape{}, false // its outcome depends on its own history
+	if e.mayHold() {
+		if _, _, ok := e.holdEligibility(j); ok {
+			return shape{}, false // its outcome depends on its own history
+		}
 	}
 	// A job that may look for victims or reclaim its queue's guarantee
 	// has an outcome that depends on the cycle's state too (the victim
@@ -596,36 +739,38 @@ func (c *cycle) shapeKey(j *jobRec) (shape, bool) {
 	if s := e.quota; s != nil && s.entitled(j.queue, j.gpus) {
 		return shape{}, false
 	}
-	return shape{hash: j.shape, id: j.shapeID}, true
+	return shape{id: j.shapeID}, true
 }
 
 func (c *cycle) cached(k *shape) (*failure, bool) {
-	if c.failures == nil {
+	if c.failKeys == nil {
 		return nil, false
 	}
 	h := c.failHome(k)
 	for i := range failureProbe {
-		if f := &c.failures[(h+i)%failureCap]; f.gen == c.gen && f.equal(k) {
-			return f, true
+		if at := (h + i) % failureCap; c.failKeys[at] == (failKey{*k, c.gen}) {
+			return &c.failures[at], true
 		}
 	}
 	return nil, false
 }
 
 func (c *cycle) remember(j *jobRec, k *shape, w *Waiting) {
-	if c.failures == nil {
+	if c.failKeys == nil {
+		c.failKeys = make([]failKey, failureCap)
 		c.failures = make([]failure, failureCap)
 	}
 	h := c.failHome(k)
 	at := h
 	for i := range failureProbe {
-		if c.failures[(h+i)%failureCap].gen != c.gen {
+		if c.failKeys[(h+i)%failureCap].gen != c.gen {
 			at = (h + i) % failureCap // free, or of other scratch contents
 			break
 		}
 	}
+	c.failKeys[at] = failKey{*k, c.gen}
 	f := &c.failures[at]
-	*f = failure{shape: *k, gen: c.gen, w: *w}
+	*f = failure{w: *w}
 	if c.e.cfg.OnlyChangedWaits {
 		f.id = c.e.waitID(w, j)
 		c.hitID = f.id // the walk needs no second lookup for j
@@ -633,9 +778,15 @@ func (c *cycle) remember(j *jobRec, k *shape, w *Waiting) {
 }
 
 // failHome is the first table entry shape k may take on the scratch
-// contents in use (gen 0 marks an empty entry: gens start at 1).
+// contents in use (gen 0 marks an empty entry: gens start at 1): the top
+// bits of a multiplicative hash of both. With e.collide (tests) only two
+// bits of the shape count, so that shapes crowd one probe window.
 func (c *cycle) failHome(k *shape) int {
-	return int((k.hash ^ c.gen*0x9e3779b97f4a7c15) % failureCap)
+	id := k.id
+	if c.e.collide {
+		id &= 3
+	}
+	return int(((id ^ c.gen<<20) * 0x9e3779b97f4a7c15) >> (64 - failureBits))
 }
 
 // prepareScratch makes the scratch state the free state minus what job j
@@ -648,9 +799,10 @@ func (c *cycle) prepareScratch(j *jobRec) {
 	// reservations by start.
 	byStart, _ := e.book.sorted()
 	k := len(byStart)
-	if l := j.job.TimeLimit; l > 0 {
+	if l := j.limit; l > 0 {
 		k = c.startsWithin(byStart, l)
 	}
+	c.slotLen = k
 	if e.checkEach {
 		defer c.checkScratch(j, byStart[:k], ownHold)
 	}
@@ -692,13 +844,24 @@ func (c *cycle) startsWithin(byStart []*reservation, l time.Duration) int {
 		}
 		c.offsVer, c.offsValid = c.e.book.version, true
 	}
-	lo, hi := 0, len(c.offs)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if c.offs[m] < l {
-			lo = m + 1
-		} else {
-			hi = m
+	lo := 0
+	if len(c.offs) <= maxSlots {
+		// A count (the offsets are in order): no branch to mispredict,
+		// where a search's depends on each job's limit.
+		for _, o := range c.offs {
+			if o < l {
+				lo++
+			}
+		}
+	} else {
+		hi := len(c.offs)
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if c.offs[m] < l {
+				lo = m + 1
+			} else {
+				hi = m
+			}
 		}
 	}
 	if c.e.checkEach {

@@ -103,8 +103,15 @@
 // what every job gained since, capped at its static part plus the age
 // weight, and a cycle looks again only at the jobs whose priority before
 // rounding crossed a half point, moving each up past the few jobs it now
-// outranks, and merges in the jobs that joined. None of this changes a
-// decision: the package's tests run every cache against its reference
+// outranks, and merges in the jobs that joined. With OnlyChangedWaits,
+// a job that last failed as any job of its shape would (a same-shape
+// failure) carries a stamp of what it failed on: the free state and the
+// book as they were (change counts, not contents), until when its
+// window's reservations stay those, and the reason it was left with.
+// While the stamp holds its test is skipped and its reason is unchanged;
+// in a cycle driven only by submissions, that is most of a long queue,
+// up to the first job that starts (holds, claims and quotas turn this
+// off). None of this changes a decision: the package's tests run every cache against its reference
 // path and compare the plans byte for byte. benchmarks/README.md has the
 // figures.
 //

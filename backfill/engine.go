@@ -96,8 +96,9 @@ type Engine struct {
 
 	// Test switches: naive runs every cache's reference path; checkEach
 	// verifies every invariant after every call; collide keeps 2 bits of
-	// each job's shape hash, so that the same-shape cache meets jobs of
-	// different shapes with equal hashes.
+	// each job's shape hash, so that the shape table meets shapes with
+	// equal hashes, and 2 bits of each shape number in the failure
+	// cache's home, so that its probe windows fill.
 	naive, checkEach, collide bool
 	// checkSearch compares every kept reservation's shortened search for
 	// an earlier start with the whole search (upkeep), alone.

@@ -75,9 +75,7 @@ func (c *HoldEndCause) UnmarshalText(b []byte) error {
 // never be kept up).
 func (e *Engine) holdEligibility(j *jobRec) (at time.Time, capped, ok bool) {
 	h := &e.cfg.Hold
-	// The engine's fields first: a long queue's walk asks this of every
-	// job, and the job's size is outside the fields it has read already.
-	if !h.Enabled || e.cfg.Strict || e.jobs.unlimited == 0 {
+	if !e.mayHold() {
 		return time.Time{}, false, false
 	}
 	min := h.MinGPUs
@@ -92,6 +90,13 @@ func (e *Engine) holdEligibility(j *jobRec) (at time.Time, capped, ok bool) {
 		wait, capped = max(wait, h.CapWait), true
 	}
 	return later(j.job.Submit.Add(wait), j.holdExpiry), capped, true
+}
+
+// mayHold reports whether any job may get a hold (holdEligibility): the
+// engine's fields alone, inlined where a long queue's walk asks it of
+// every job.
+func (e *Engine) mayHold() bool {
+	return e.cfg.Hold.Enabled && !e.cfg.Strict && e.jobs.unlimited > 0
 }
 
 // accountHolds charges every hold the GPU-seconds it held since the last

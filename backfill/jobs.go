@@ -12,9 +12,10 @@ import (
 
 // jobRec is the engine's record of one job.
 type jobRec struct {
-	// The fields every cycle reads for every waiting job come first,
-	// together: ranking and walking a long queue is bound by the memory
-	// it touches per job.
+	// The fields the walk reads for every waiting job come first, in
+	// one cache line (64 bytes): walking a long queue is bound by the
+	// memory it touches per job, and most jobs of a long queue are
+	// answered from these alone (a failure of their shape on their slot).
 	//
 	// phase is StatePending for every waiting state (the substate comes
 	// from the reservation, the hold and requeues), StateStarting,
@@ -25,6 +26,28 @@ type jobRec struct {
 	simple bool
 	// dropped is set when this cycle's upkeep dropped its reservation.
 	dropped bool
+	// waitID names the content of wait (Engine.waitID), its job and
+	// priority aside; 0 when it names nothing.
+	waitID uint64
+	// shapeID numbers a simple job's shape (shapeTable): equal numbers,
+	// equal shapes; the key of the cycle's same-shape failure cache.
+	shapeID uint64
+	// claim is a waiting job's claim: the placement kept for it while
+	// the jobs it preempted release their GPUs.
+	claim *claim
+	resv  *reservation // a waiting job's reservation
+	// moved is set when an event (a node failure or drain) dropped the
+	// job's reservation: the next cycle that tests the job reports where
+	// it went.
+	moved *Move
+	// tight is the job's gang with its patience constraint applied.
+	tight *gang.Spec
+	// limit is job.TimeLimit, here for the walk.
+	limit time.Duration
+	// stamp says what the job's last test failed on when it failed as
+	// any job of its shape would (cycle.skipTest).
+	stamp testStamp
+
 	// rank is the job's place in this cycle's priority order: its index,
 	// or in the queue kept in submit order its position (gaps counted),
 	// which orders jobs the same way; not kept up to date by the kept
@@ -40,23 +63,6 @@ type jobRec struct {
 	// ranking (keptrank.go), which then does not keep rank up to date;
 	// idKey is idPrefix(job.ID), which that ranking's keys carry.
 	keptGen, idKey uint64
-	// waitID names the content of wait (Engine.waitID), its job and
-	// priority aside; 0 when it names nothing.
-	waitID uint64
-	// shape hashes the job's request for the cycle's same-shape failure
-	// cache (shapeHash); equal hashes are confirmed by comparing shapeID,
-	// the number of a simple job's shape (shapeTable).
-	shape, shapeID uint64
-	// claim is a waiting job's claim: the placement kept for it while
-	// the jobs it preempted release their GPUs.
-	claim *claim
-	resv  *reservation // a waiting job's reservation
-	// moved is set when an event (a node failure or drain) dropped the
-	// job's reservation: the next cycle that tests the job reports where
-	// it went.
-	moved *Move
-	// tight is the job's gang with its patience constraint applied.
-	tight *gang.Spec
 	// prep is the job as the fair-share ranking reads it, checked and
 	// resolved once (fairshare.Tree.Prepare).
 	prep fairshare.Prepared

@@ -115,7 +115,8 @@ func metamorphicRun(t *testing.T, v variant, seed uint64, naive bool) ([][]byte,
 	// every call in one seed of five.
 	e.checkEach = !naive && seed%5 == 0
 	// Shape hashes that collide in one seed of five: only the request
-	// comparison keeps jobs of different shapes apart in the cache.
+	// comparison keeps jobs of different shapes apart in the shape table,
+	// and the failure cache's probe windows fill.
 	e.collide = seed%5 == 2
 	jobs := randomWorkload(r, c, 40, true)
 	for i := range jobs {

@@ -47,10 +47,7 @@ func (e *Engine) validateJob(j Job) (*jobRec, error) {
 	if err := j.Gang.Validate(e.c); err != nil {
 		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
 	}
-	rec := &jobRec{job: j, gpus: j.Gang.GPUs(e.c), phase: StatePending, shape: shapeHash(&j), simple: simpleShape(&j.Gang), idKey: idPrefix(j.ID)}
-	if e.collide {
-		rec.shape &= 3
-	}
+	rec := &jobRec{job: j, limit: j.TimeLimit, gpus: j.Gang.GPUs(e.c), phase: StatePending, simple: simpleShape(&j.Gang), idKey: idPrefix(j.ID)}
 	var err error
 	if rec.prep, err = e.tree.Prepare(e.fsJob(rec)); err != nil {
 		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
@@ -74,7 +71,11 @@ func (e *Engine) validateJob(j Job) (*jobRec, error) {
 	// the nodes.
 	if rec.simple {
 		m := &rec.job.Gang.Members[0]
-		rec.shapeID = e.shapes.id(rec.shape, &shapeFields{req: m.Request, min: m.Min, step: m.Step, class: rec.job.Class, queue: rec.queue})
+		hash := shapeHash(&j)
+		if e.collide {
+			hash &= 3
+		}
+		rec.shapeID = e.shapes.id(hash, &shapeFields{req: m.Request, min: m.Min, step: m.Step, class: rec.job.Class, queue: rec.queue})
 	}
 	return rec, nil
 }

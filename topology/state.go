@@ -107,6 +107,11 @@ type State struct {
 	pending  []uint64
 	freeGPUs int // free GPUs on schedulable nodes
 	usedGPUs int // allocated GPUs on every node
+	// changes grows with every change of the free masks or statuses
+	// (Allocate, Release, SetStatus, a copy into the state): two equal
+	// values read from one state mean it did not change in between
+	// (access.StateChanges).
+	changes uint64
 
 	availViews []*bitset.BitSet
 	idleView   *bitset.BitSet
@@ -361,6 +366,7 @@ func init() {
 		return access.Words{Avail: s.avail, Stride: s.words, Idle: s.idle}
 	}
 	access.CheckState = func(x any) error { return x.(*State).checkInvariants() }
+	access.StateChanges = func(x any) *uint64 { return &x.(*State).changes }
 }
 
 // Idle returns a read-only view of the schedulable nodes with every GPU
@@ -426,6 +432,7 @@ func (s *State) Allocate(a []NodeAlloc) error {
 	for _, e := range a {
 		s.setFree(int(e.Node), s.free[e.Node]&^e.GPUs)
 	}
+	s.changes++
 	return nil
 }
 
@@ -440,6 +447,7 @@ func (s *State) Release(a []NodeAlloc) error {
 	for _, e := range a {
 		s.setFree(int(e.Node), s.free[e.Node]|e.GPUs)
 	}
+	s.changes++
 	return nil
 }
 
@@ -462,6 +470,7 @@ func (s *State) SetStatus(i NodeID, st NodeStatus) error {
 		s.removeNode(int(i), f)
 	}
 	s.status[i] = st
+	s.changes++
 	s.countStatus(st, 1)
 	if st == Up {
 		s.addNode(int(i), f)
@@ -508,6 +517,7 @@ func (s *State) copyTo(d *State) {
 	copy(d.domIdleGPUs, s.domIdleGPUs)
 	d.freeGPUs, d.usedGPUs = s.freeGPUs, s.usedGPUs
 	d.down, d.drained = s.down, s.drained
+	d.changes++ // d's own count: its contents changed
 }
 
 // Equal reports whether two states of the same cluster hold the same free

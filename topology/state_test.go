@@ -244,6 +244,7 @@ func runRandomOps(t *testing.T, c *Cluster, steps int, r *rand.Rand) {
 	var held [][]NodeAlloc
 	for step := range steps {
 		before := s.Clone()
+		changes := s.changes
 		var op string
 		switch k := r.IntN(10); {
 		case k < 4: // allocate a random assignment, sometimes conflicting
@@ -264,8 +265,8 @@ func runRandomOps(t *testing.T, c *Cluster, steps int, r *rand.Rand) {
 			err := s.Allocate(a)
 			if err == nil {
 				held = append(held, a)
-			} else if !s.Equal(before) {
-				t.Fatalf("step %d: %s failed (%v) but changed the state", step, op, err)
+			} else if !s.Equal(before) || s.changes != changes {
+				t.Fatalf("step %d: %s failed (%v) but changed the state or its change count", step, op, err)
 			}
 		case k < 7 && len(held) > 0: // release
 			i := r.IntN(len(held))
@@ -300,6 +301,11 @@ func runRandomOps(t *testing.T, c *Cluster, steps int, r *rand.Rand) {
 		if err := s.checkInvariants(); err != nil {
 			t.Fatalf("step %d after %s: %v", step, op, err)
 		}
+		// The change count (access.StateChanges) grows whenever the
+		// contents change: an equal count means equal contents.
+		if s.changes < changes || !s.Equal(before) && s.changes == changes {
+			t.Fatalf("step %d after %s: change count %d, was %d", step, op, s.changes, changes)
+		}
 	}
 }
 
@@ -312,8 +318,12 @@ func TestCloneAndCopyInto(t *testing.T) {
 	if s.Free(8) != 0xff {
 		t.Fatal("clone shares memory with its source")
 	}
+	changes := cl.changes
 	if err := s.CopyInto(cl); err != nil {
 		t.Fatal(err)
+	}
+	if cl.changes <= changes {
+		t.Fatalf("CopyInto left the destination's change count at %d", cl.changes)
 	}
 	if !cl.Equal(s) || cl.Avail(8).Test(8) != s.Avail(8).Test(8) {
 		t.Fatal("CopyInto did not copy")

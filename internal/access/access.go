@@ -32,6 +32,11 @@ var (
 	// CheckState recomputes every index of a *topology.State and reports
 	// any disagreement (set by topology).
 	CheckState func(s any) error
+	// StateChanges returns where a *topology.State counts its changes
+	// (read-only): a number that grows with every change of its free
+	// GPUs or node statuses, so that equal numbers read from one state
+	// mean it did not change in between (set by topology).
+	StateChanges func(s any) *uint64
 	// CheckLedger checks the books of a *gang.Ledger: no GPU given twice,
 	// allocations matching the state, the state's own invariants (set by
 	// gang).
