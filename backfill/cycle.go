@@ -501,7 +501,9 @@ func (c *cycle) walk(order []*jobRec) {
 			c.plan.Tested++
 			started := !c.test(j, w)
 			c.settleMove(j)
-			j.dropped = false
+			if j.dropped {
+				j.dropped = false // written only when set: a long queue's records stay clean
+			}
 			if started {
 				c.setStamp(j)
 				if !changes {
@@ -678,8 +680,9 @@ func (c *cycle) setStamp(j *jobRec) {
 		return
 	}
 	if !c.stampable || c.worldNow() != c.stampNext.world {
+		// An older stamp may stay: it names a world gone for good, or
+		// the reason the job is left with is another (its ID).
 		c.stampable = false
-		j.stamp = testStamp{}
 		return
 	}
 	c.stampable = false
