@@ -28,7 +28,9 @@ import (
 //     reason as on the other;
 //   - a job is listed only when its reason changed (or once after a
 //     restore);
-//   - most cycles leave some jobs out (the listing is of changes).
+//   - most cycles leave some jobs out (the listing is of changes);
+//   - tests are skipped by their stamps (cycle.skipTest), each checked
+//     by running it anyway in the seeds with the invariant checker.
 func TestOnlyChangedWaits(t *testing.T) {
 	seeds := 24
 	if testing.Short() {
@@ -37,7 +39,7 @@ func TestOnlyChangedWaits(t *testing.T) {
 	c := opsCluster(t)
 	for _, depth := range []int{0, 1, 16, Conservative} {
 		t.Run(fmt.Sprintf("depth=%d", depth), func(t *testing.T) {
-			listed, left := 0, 0
+			listed, left, skipped, checked := 0, 0, 0, 0
 			for seed := range uint64(seeds) {
 				full := randomOpsEngine(t, c, depth, seed, false)
 				changes := randomOpsEngine(t, c, depth, seed, false)
@@ -62,6 +64,10 @@ func TestOnlyChangedWaits(t *testing.T) {
 					st, do := randomOp(r, c, full)
 					now = later(now.Add(st.dt), full.Now())
 					if i%97 == 96 {
+						skipped += changes.cyc.skippedTests
+						if changes.checkEach {
+							checked += changes.cyc.skippedTests
+						}
 						changes = roundTrip(t, changes)
 						clear(since) // a restored engine lists every job once
 					}
@@ -138,8 +144,15 @@ func TestOnlyChangedWaits(t *testing.T) {
 						t.Fatalf("seed %d step %d: the plans differ beyond the waiting list:\n%s\n%s", seed, i, a, b)
 					}
 				}
+				skipped += changes.cyc.skippedTests
+				if changes.checkEach {
+					checked += changes.cyc.skippedTests
+				}
 			}
-			t.Logf("%d waits listed, %d left out as unchanged", listed, left)
+			t.Logf("%d waits listed, %d left out as unchanged, %d tests skipped (%d checked)", listed, left, skipped, checked)
+			if checked == 0 {
+				t.Errorf("no skipped test was checked")
+			}
 			if left < listed {
 				t.Errorf("%d waits listed against %d left out: want most left out", listed, left)
 			}

@@ -234,7 +234,9 @@ func (p *profile) reserved(j *jobRec, before, key cacheKey) {
 		i, found := slices.BinarySearchFunc(p.times, r.end, func(a, b time.Time) int { return a.Compare(b) })
 		if !found {
 			p.times = slices.Insert(p.times, i, r.end)
-			p.offs = slices.Insert(p.offs, i, r.end.Sub(before.now))
+			if p.offsOK {
+				p.offs = slices.Insert(p.offs, i, r.end.Sub(before.now))
+			}
 		}
 		p.timesKey = key
 	}

@@ -118,7 +118,7 @@ func coverAgainstProfile(t *testing.T, e *Engine, now time.Time, job *Job) (skip
 	}
 	need := q.spec.MinGPUs(e.c)
 	for i := 0; i < len(ts); {
-		k := cv.next(e.prof.offs, i, need, j.job.TimeLimit)
+		k := cv.next(e.prof.offsets(), i, need, j.job.TimeLimit)
 		for x := i; x < k; x++ {
 			if fit[x] {
 				t.Fatalf("%s (%d GPUs at least, limit %v) fits at %v but the cover skips it:\n%s", j.job.ID, need, j.job.TimeLimit, ts[x], e.coverString(now))

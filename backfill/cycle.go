@@ -84,7 +84,8 @@ type cycle struct {
 	// waitBuf is where a waiting job's reason is built when the plan
 	// lists only changes (Config.OnlyChangedWaits); hitID is the ID of
 	// the job's reason when its test found it in, or added it to, the
-	// same-shape failure cache (0 otherwise).
+	// same-shape failure cache, or was skipped (skipTest: the reason the
+	// job has), and 0 otherwise.
 	waitBuf Waiting
 	hitID   uint64
 	// prioWait and prioID cache the ID of the last "waiting for priority"
@@ -120,7 +121,7 @@ type cycle struct {
 	// failures caches the outcomes of jobs that failed, each on the
 	// scratch contents it names (gen): an open-addressed table of
 	// failureCap entries indexed by shape and gen, probed over
-	// failureProbe entries (a full window loses its oldest choice). Its
+	// failureProbe entries (a full window overwrites its first entry). Its
 	// keys (failKeys, 16 bytes each) are apart from the outcomes, so
 	// that a probe reads one small array.
 	failKeys []failKey
@@ -144,11 +145,11 @@ type cycle struct {
 	offsVer   uint64
 	offsValid bool
 	// skips is set when a waiting job's test may be skipped by its stamp
-	// this cycle (skipTest); skipped counts the tests skipped (tests);
-	// nowNs is now in Unix nanoseconds.
-	skips   bool
-	skipped int
-	nowNs   int64
+	// this cycle (skipTest); skippedTests counts the tests skipped over
+	// the engine's life (tests); nowNs is now in Unix nanoseconds.
+	skips        bool
+	skippedTests int
+	nowNs        int64
 	// The world is the ledger state's contents and the book as they are:
 	// ledgerCount points to the state's change count (access.StateChanges),
 	// and worldSeq numbers each pair of that count and the book's version
@@ -158,13 +159,14 @@ type cycle struct {
 	ledgerCount                      *uint64
 	worldSeq, worldLedger, worldBook uint64
 	// stampNext is the stamp the job under test gets if its test fails
-	// as any job of its shape would (stampable), its ID aside; kept says
-	// its test was skipped and its stamp stays; slotLen is the length of
-	// the reservation prefix of the last slot used.
-	stampNext testStamp
-	stampable bool
-	kept      bool
-	slotLen   int
+	// as any job of its shape would (stampable), its ID aside;
+	// stampStays says its test was skipped and its stamp stays; slotLen
+	// is the length of the reservation prefix of the last scratch state
+	// prepared (prepareScratch).
+	stampNext  testStamp
+	stampable  bool
+	stampStays bool
+	slotLen    int
 }
 
 // testStamp records what a waiting job's last test failed on, when it
@@ -231,9 +233,9 @@ type shape struct {
 	id uint64 // jobRec.shapeID: equal numbers, equal shapes
 }
 
-// shapeHash hashes what shape compares (FNV-1a over the request's fields
-// but the node sets, which make a job uncacheable), so that most cache
-// misses cost one integer comparison.
+// shapeHash hashes what a shape is (FNV-1a over the request's fields but
+// the node sets, which make a job uncacheable): the shape table
+// (shapeTable.id) numbers shapes from it at submission.
 func shapeHash(j *Job) uint64 {
 	h := uint64(14695981039346656037)
 	mix := func(v uint64) { h = (h ^ v) * 1099511628211 }
@@ -577,7 +579,8 @@ func (c *cycle) priorityID(code WaitCode, blocker string) uint64 {
 // test tries to start job j now; when it cannot, it fills w (which it
 // overwrites whole) with what j gets instead (reservation, hold, reason)
 // and reports true. w's priority is left for the walk to fill when it
-// lists the reason.
+// lists the reason. When the plan lists only changes and the job's
+// reason is unchanged (hitID is its ID), w may be left unwritten.
 func (c *cycle) test(j *jobRec, w *Waiting) bool {
 	if c.e.quota != nil {
 		*w = Waiting{Job: j.job.ID}
@@ -640,8 +643,8 @@ func (c *cycle) skipTest(j *jobRec) bool {
 	if c.e.checkEach {
 		c.checkSkip(j)
 	}
-	c.skipped++
-	c.kept = true // the stamp stays
+	c.skippedTests++
+	c.stampStays = true
 	return true
 }
 
@@ -675,8 +678,8 @@ func (c *cycle) worldNow() uint64 {
 // setStamp gives job j, just tested, the stamp of its test when it
 // failed as any job of its shape would, and none otherwise.
 func (c *cycle) setStamp(j *jobRec) {
-	if c.kept {
-		c.kept = false
+	if c.stampStays {
+		c.stampStays = false
 		return
 	}
 	if !c.stampable || c.worldNow() != c.stampNext.world {
@@ -700,13 +703,17 @@ func (c *cycle) setStamp(j *jobRec) {
 	j.stamp = s
 }
 
-// startSkips readies the cycle's stamps (skipTest): they are used when
-// the plan lists only changes, no hold or claim blocks GPUs, and no
-// quota gates jobs (their inputs are outside the stamp).
+// startSkips readies the cycle's stamps (skipTest). They are used when
+// the plan lists only changes and none of these is in play: quotas (a
+// job's gate is outside the stamp), holds and claims (left out to keep
+// the stamp's reasoning short; they are in the book's version), and,
+// with preemption, growing jobs: a growing job lends pods from the first
+// cycle after its start on (lends), a change that time alone makes.
 func (c *cycle) startSkips() {
 	e := c.e
-	c.skips = e.cfg.OnlyChangedWaits && !c.naive && e.quota == nil && len(e.book.holds) == 0 && len(e.book.claims) == 0
-	c.stampable, c.kept = false, false
+	c.skips = e.cfg.OnlyChangedWaits && !c.naive && e.quota == nil && len(e.book.holds) == 0 && len(e.book.claims) == 0 &&
+		(e.pre == nil || e.jobs.growers == 0)
+	c.stampable, c.stampStays = false, false
 	c.ledgerCount = access.StateChanges(e.ledger.State())
 	c.nowNs = c.now.UnixNano()
 }
@@ -745,6 +752,8 @@ func (c *cycle) shapeKey(j *jobRec) (shape, bool) {
 	return shape{id: j.shapeID}, true
 }
 
+// cached returns the failure a job of shape k met on the scratch contents
+// in use, if one is in the table.
 func (c *cycle) cached(k *shape) (*failure, bool) {
 	if c.failKeys == nil {
 		return nil, false
@@ -758,6 +767,9 @@ func (c *cycle) cached(k *shape) (*failure, bool) {
 	return nil, false
 }
 
+// remember puts the failure w of job j, of shape k, in the table for the
+// scratch contents in use, with its reason's ID when the plan lists only
+// changes (hitID then names it too).
 func (c *cycle) remember(j *jobRec, k *shape, w *Waiting) {
 	if c.failKeys == nil {
 		c.failKeys = make([]failKey, failureCap)

@@ -108,11 +108,15 @@
 // failure) carries a stamp of what it failed on: the free state and the
 // book as they were (change counts, not contents), until when its
 // window's reservations stay those, and the reason it was left with.
-// While the stamp holds its test is skipped and its reason is unchanged;
-// in a cycle driven only by submissions, that is most of a long queue,
-// up to the first job that starts (holds, claims and quotas turn this
-// off). None of this changes a decision: the package's tests run every cache against its reference
-// path and compare the plans byte for byte. benchmarks/README.md has the
+// While the stamp holds, its test is skipped and its reason is
+// unchanged: in a cycle driven only by submissions, most of a long queue,
+// until the free state or the book changes (a start; a due reservation,
+// whose end moves with now, changes the book every cycle). Quotas,
+// holds, claims, and growing jobs under preemption (they lend pods as
+// time passes) turn the stamps off. None of this changes a decision: the
+// package's tests run every cache against its reference path and compare
+// the plans byte for byte, and under their invariant checker every
+// skipped test runs anyway and must agree. benchmarks/README.md has the
 // figures.
 //
 // # Preemption

@@ -12,10 +12,11 @@ import (
 
 // jobRec is the engine's record of one job.
 type jobRec struct {
-	// The fields the walk reads for every waiting job come first, in
-	// one cache line (64 bytes): walking a long queue is bound by the
-	// memory it touches per job, and most jobs of a long queue are
-	// answered from these alone (a failure of their shape on their slot).
+	// The fields the walk reads for every waiting job come first, up to
+	// limit in the first cache line (64 bytes), the stamp in the next:
+	// walking a long queue is bound by the memory it touches per job,
+	// and most jobs of a long queue are answered from these alone (a
+	// skipped test, or a failure of their shape on their slot).
 	//
 	// phase is StatePending for every waiting state (the substate comes
 	// from the reservation, the hold and requeues), StateStarting,

@@ -35,7 +35,8 @@ type profile struct {
 	endsBuf  []endItem
 	endsKey  cacheKey
 	times    []time.Time
-	offs     []time.Duration // times as offsets from timesKey.now
+	offs     []time.Duration // times as offsets from timesKey.now, when offsOK
+	offsOK   bool
 	timesKey cacheKey
 	cover    cover
 	// ended is the free state with every active job with a limit ended,
@@ -162,12 +163,22 @@ func (p *profile) candidateTimes(key cacheKey, b *book) []time.Time {
 		slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
 		ts = slices.CompactFunc(ts, func(a, b time.Time) bool { return a.Equal(b) })
 	}
-	p.offs = p.offs[:0]
-	for _, t := range ts {
-		p.offs = append(p.offs, t.Sub(now))
-	}
-	p.times, p.timesKey = ts, key
+	p.times, p.timesKey, p.offsOK = ts, key, false
 	return p.times
+}
+
+// offsets returns the candidate times (candidateTimes, just called) as
+// offsets from their now, computed when first asked after the times
+// changed: only searches on a cover read them.
+func (p *profile) offsets() []time.Duration {
+	if !p.offsOK {
+		p.offs = p.offs[:0]
+		for _, t := range p.times {
+			p.offs = append(p.offs, t.Sub(p.timesKey.now))
+		}
+		p.offsOK = true
+	}
+	return p.offs
 }
 
 func later(a, b time.Time) time.Time {
@@ -199,7 +210,7 @@ func (e *Engine) search(now time.Time, q query) (time.Time, bool) {
 	need := e.leastGPUs(q.spec)
 	for i := 0; i < len(ts); i++ {
 		if cv != nil {
-			if i = cv.next(e.prof.offs, i, need, q.j.job.TimeLimit); i == len(ts) {
+			if i = cv.next(e.prof.offsets(), i, need, q.j.job.TimeLimit); i == len(ts) {
 				break
 			}
 		}

@@ -42,7 +42,7 @@ func TestSkippedTests(t *testing.T) {
 	// the tests it skipped.
 	schedule := func() (map[string]string, int) {
 		t.Helper()
-		before := e.cyc.skipped
+		before := e.cyc.skippedTests
 		p, err := e.Schedule(now)
 		if err != nil {
 			t.Fatal(err)
@@ -56,7 +56,7 @@ func TestSkippedTests(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		return listed, e.cyc.skipped - before
+		return listed, e.cyc.skippedTests - before
 	}
 	// r1 runs on 2 of the 4 nodes for 10 hours; big, the whole cluster,
 	// has the one reservation, at r1's end. w waits for 3 nodes for 9
@@ -116,4 +116,54 @@ func TestSkippedTests(t *testing.T) {
 			t.Fatalf("after a job finished: %d tests skipped", skipped)
 		}
 	})
+}
+
+// TestSkippedTestsLentPods: under preemption, a growing job lends pods to
+// higher classes from the first cycle after its start on, while it is
+// still starting (not confirmed): a change that time alone makes, which
+// the stamps do not record. A higher-class job that failed in the cycle
+// that started the lender must be tested again, and start on the lent
+// pods, as it does when the plan lists every reason (found by review:
+// it waited, stamped, until the lender's start was confirmed).
+func TestSkippedTestsLentPods(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, changes := range []bool{false, true} {
+		t.Run(fmt.Sprintf("changes=%v", changes), func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.OnlyChangedWaits, cfg.Hold.Enabled, cfg.ReservationDepth = changes, false, 0
+			cfg.Preemption = PreemptionConfig{Enabled: true}
+			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.checkEach = true
+			now := epoch
+			lender := Job{ID: "l", Account: "a", TimeLimit: 10 * time.Hour, Grow: true, Submit: now.Add(-time.Hour),
+				Gang: gang.Spec{Members: []gang.Member{{Name: "m", Min: 1, Request: placement.NodesOf(4, 8)}}}}
+			j := Job{ID: "j", Account: "a", TimeLimit: time.Hour, Class: 1, Submit: now,
+				Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: placement.NodesOf(1, 8)}}}}
+			for _, job := range []Job{lender, j} {
+				if err := e.Submit(job, now); err != nil {
+					t.Fatal(err)
+				}
+			}
+			started := map[string]int{}
+			for cycle := range 3 {
+				p, err := e.Schedule(now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, s := range p.Starts {
+					started[s.Job] = cycle
+				}
+				now = now.Add(time.Minute) // the lender is never confirmed
+			}
+			if at, ok := started["j"]; !ok || at != 1 || started["l"] != 0 {
+				t.Fatalf("starts by cycle %v, want l in cycle 0 and j on its lent pods in cycle 1", started)
+			}
+		})
+	}
 }
