@@ -403,7 +403,7 @@ func (c *cycle) keepBook() {
 			continue
 		}
 		if !r.start.After(c.now) {
-			if k, ok := e.keepTime(r, c.slipped, c.now); ok && !k.at.After(c.now) && allAvailable(e.ledger.State(), &r.alloc) && e.quotaFits(r.job) {
+			if k, ok := e.keepTime(r, c.slipped, c.now); ok && !k.at.After(c.now) && allAvailable(e.ledger.State(), &r.alloc) && e.quotaFits(r.job, &r.alloc) {
 				c.plan.Tested++
 				c.yieldClaims(r)
 				r.alloc.CopyTo(&e.alloc)
@@ -1007,6 +1007,7 @@ func (c *cycle) tryStart(j *jobRec) bool {
 	e := c.e
 	c.prepareScratch(j)
 	spec, _ := c.specFor(j)
+	spec = c.quotaSpec(j, spec)
 	res, err := e.adm.Admit(e.scratch, spec, &e.alloc)
 	if err != nil {
 		panic(fmt.Sprintf("backfill: checked job %s refused: %v", j.job.ID, err))

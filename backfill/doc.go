@@ -243,6 +243,14 @@
 // 1600 of 1600 GPUs (1200 guaranteed, borrowing limit 400), borrowing
 // limit reached"), and it gives up its reservation or hold.
 //
+// An elastic gang (gang.Member.Min) is held to these limits at the size
+// it starts at, as in Kueue's partial admission: when its queue has no
+// room for it at full size, it starts at the largest size the quota takes
+// (its elastic members cut, the last first, a step at a time), never
+// below its minimum, and waits for quota when not even that fits, GPUs
+// short or not. Submit refuses it only when its minimum could never fit.
+// Growth then stays within the quota too.
+//
 // The walk of a cycle tests first, in priority order, the jobs their
 // queues' guarantees cover (going down the queue, a queue's use plus its
 // covered jobs before stays within its guarantee), then the others: a

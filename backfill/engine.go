@@ -73,6 +73,9 @@ type Engine struct {
 	plannedAlloc gang.Allocation
 	nodeMask     []uint64        // per node, zero between uses
 	podScratch   []bool          // per member: shrink on a node failure
+	// quotaSpec is an elastic gang cut to what its queue's quota takes
+	// (cycle.quotaSpec); its Members are its own.
+	quotaSpec gang.Spec
 	rankScratch  []int           // ranks of pods to give up
 	avoid        *bitset.BitSet  // nodes with promised GPUs, for replacements
 	lent         *topology.State // the scratch state plus lent pods (made when first needed)

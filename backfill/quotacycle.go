@@ -94,10 +94,51 @@ func (e *Engine) mayBorrow(j *jobRec) bool {
 	return !e.quota.guaranteed || j.job.Preemption != preempt.Never
 }
 
-// quotaFits reports whether job j fits its queue's quota now (true
-// without quotas).
-func (e *Engine) quotaFits(j *jobRec) bool {
-	return e.quota == nil || e.quota.check(j.queue, j.gpus, e.mayBorrow(j), false).code == quotaFits
+// quotaFits reports whether job j fits its queue's quota now on
+// allocation a (true without quotas): an elastic gang's may be below its
+// full size.
+func (e *Engine) quotaFits(j *jobRec, a *gang.Allocation) bool {
+	return e.quota == nil || e.quota.check(j.queue, a.GPUs(), e.mayBorrow(j), true).code == quotaFits
+}
+
+// quotaSpec returns the spec job j, which passed quotaGate, is admitted
+// with: spec itself when its queue's quota takes the gang at full size
+// (or there are no quotas), otherwise a copy (in the engine's scratch)
+// with its elastic members cut, the last first and a step at a time, to
+// the largest size the quota takes, never below their minimum. Whole-node
+// pods count a largest node's GPUs, as growth does (quotaRoom).
+func (c *cycle) quotaSpec(j *jobRec, spec *gang.Spec) *gang.Spec {
+	e, s := c.e, c.e.quota
+	if s == nil {
+		return spec
+	}
+	mayBorrow := e.mayBorrow(j)
+	g := j.gpus
+	if s.check(j.queue, g, mayBorrow, true).code == quotaFits {
+		return spec
+	}
+	t := &e.quotaSpec
+	members := append(t.Members[:0], spec.Members...)
+	*t = *spec
+	t.Members = members
+	for i := len(members) - 1; i >= 0; i-- {
+		m := &members[i]
+		if m.Min <= 0 || m.Min >= m.Request.Nodes {
+			continue
+		}
+		per := m.Request.GPUsPerNode
+		if per == 0 {
+			per = e.c.MaxNodeGPUs()
+		}
+		for step := stepOf(m); m.Request.Nodes-step >= m.Min; {
+			m.Request.Nodes -= step
+			g -= step * per
+			if s.check(j.queue, g, mayBorrow, true).code == quotaFits {
+				return t
+			}
+		}
+	}
+	return t // at the minimum, which quotaGate checked
 }
 
 // checkQueue checks a submitted job's queue and sets its index: a queue
@@ -130,19 +171,25 @@ func (e *Engine) checkQueue(j *jobRec) error {
 		}
 		j.simple = simpleShape(&j.job.Gang)
 	}
-	g := j.gpus
+	// An elastic gang is judged at its minimum: it starts at what its
+	// queue's quota takes (quotaSpec).
+	g, size := j.gpus, "%d GPUs"
+	if min := j.job.Gang.MinGPUs(e.c); min < g {
+		g, size = min, "%d GPUs at its minimum"
+	}
+	what := fmt.Sprintf(size, g)
 	if !e.mayBorrow(j) && g > s.guar[q] {
-		return fmt.Errorf("%w: job %s: %d GPUs; a job that cannot be preempted runs within its queue's guarantee, and queue %s has %d",
-			ErrNeverFits, j.job.ID, g, name, s.guar[q])
+		return fmt.Errorf("%w: job %s: %s; a job that cannot be preempted runs within its queue's guarantee, and queue %s has %d",
+			ErrNeverFits, j.job.ID, what, name, s.guar[q])
 	}
 	switch qc := s.neverFits(q, g); {
 	case qc.code == quotaMaximum:
-		return fmt.Errorf("%w: job %s: %d GPUs; %s has a maximum of %d", ErrNeverFits, j.job.ID, g, s.name(qc.at), s.max[qc.at])
+		return fmt.Errorf("%w: job %s: %s; %s has a maximum of %d", ErrNeverFits, j.job.ID, what, s.name(qc.at), s.max[qc.at])
 	case qc.code == quotaBorrow:
-		return fmt.Errorf("%w: job %s: %d GPUs; queue %s may use at most %d (guarantee and borrowing limit)", ErrNeverFits, j.job.ID, g, name, s.ceil[q])
+		return fmt.Errorf("%w: job %s: %s; queue %s may use at most %d (guarantee and borrowing limit)", ErrNeverFits, j.job.ID, what, name, s.ceil[q])
 	case qc.code == quotaPool:
-		return fmt.Errorf("%w: job %s: %d GPUs; queue %s could not borrow that much even with nothing in use: %s limits it (guarantees, borrowing and lending limits)",
-			ErrNeverFits, j.job.ID, g, name, s.name(qc.at))
+		return fmt.Errorf("%w: job %s: %s; queue %s could not borrow that much even with nothing in use: %s limits it (guarantees, borrowing and lending limits)",
+			ErrNeverFits, j.job.ID, what, name, s.name(qc.at))
 	}
 	return nil
 }
@@ -309,11 +356,22 @@ func (s *quotaState) overShare(q, g int) (int, int) {
 // cannot reclaim, or it would take its queue beyond its weighted share
 // of what is above the guarantees while another queue waits below its
 // own. A job that waits for quota gives up its reservation and its hold.
+//
+// An elastic gang (gang.Member.Min) whose queue has no room for it at
+// full size is gated at its minimum, checked as a start is (strictly: a
+// gang that would take its queue past the cluster's limit waits for
+// quota even when GPUs are short too); it then starts at the largest
+// size its quota takes (quotaSpec), as Kueue's partial admission does.
 func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 	e, s := c.e, c.e.quota
 	q, g := j.queue, j.gpus
-	qc := s.check(q, g, e.mayBorrow(j), false)
+	mayBorrow := e.mayBorrow(j)
+	qc := s.check(q, g, mayBorrow, false)
 	entitled := s.entitled(q, g)
+	if min := j.job.Gang.MinGPUs(e.c); min < g && s.check(q, g, mayBorrow, true).code != quotaFits {
+		g = min
+		qc = s.check(q, g, mayBorrow, true)
+	}
 	var why string
 	switch {
 	case qc.code == quotaFits && entitled:

@@ -68,6 +68,7 @@ type scenario struct {
 //	failed id=J at=T [requeue]
 //	down|up|drain|resume node=N at=T
 //	replacepod|releasepod id=J member=M rank=R at=T   (prints where the pod went)
+//	usage                                     (prints every queue's GPUs used, borrowed, waiting)
 //	jobs                                      (prints the squeue-like table)
 //	next                                      (prints NextEvent)
 //	restore                                   (snapshot, JSON, restore; prints what differs)
@@ -125,6 +126,13 @@ func (sc *scenario) run(d *datadriven.Case) string {
 	case "jobs":
 		d.Only(t)
 		return FormatJobs(sc.e.Jobs(), epoch)
+	case "usage":
+		d.Only(t)
+		var b strings.Builder
+		for _, q := range sc.e.Queues() {
+			fmt.Fprintf(&b, "%s: used %d, borrowed %d, waiting %d\n", q.Name, q.Used, q.Borrowed, q.Waiting)
+		}
+		return b.String()
 	case "next":
 		d.Only(t)
 		if n, ok := sc.e.NextEvent(); ok {
