@@ -71,15 +71,15 @@ type Engine struct {
 	// plannedAlloc keeps a profile search's placement while a victim
 	// search runs.
 	plannedAlloc gang.Allocation
-	nodeMask     []uint64        // per node, zero between uses
-	podScratch   []bool          // per member: shrink on a node failure
+	nodeMask     []uint64 // per node, zero between uses
+	podScratch   []bool   // per member: shrink on a node failure
 	// quotaSpec is an elastic gang cut to what its queue's quota takes
 	// (cycle.quotaSpec); its Members are its own.
-	quotaSpec gang.Spec
-	rankScratch  []int           // ranks of pods to give up
-	avoid        *bitset.BitSet  // nodes with promised GPUs, for replacements
-	lent         *topology.State // the scratch state plus lent pods (made when first needed)
-	estBuf       []endItem
+	quotaSpec   gang.Spec
+	rankScratch []int           // ranks of pods to give up
+	avoid       *bitset.BitSet  // nodes with promised GPUs, for replacements
+	lent        *topology.State // the scratch state plus lent pods (made when first needed)
+	estBuf      []endItem
 	// idle is the free state once every active job has ended (reserved
 	// and claimed GPUs kept), for hold eligibility (fitsWhenIdle); made
 	// when first needed, valid for the cycle epoch and book version in
