@@ -77,6 +77,7 @@ type Engine struct {
 	// (cycle.quotaSpec); its Members are its own.
 	quotaSpec   gang.Spec
 	rankScratch []int           // ranks of pods to give up
+	lentBack    []lentBack      // lentQuotaFits's undo list
 	avoid       *bitset.BitSet  // nodes with promised GPUs, for replacements
 	lent        *topology.State // the scratch state plus lent pods (made when first needed)
 	estBuf      []endItem

@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 	"strings"
 	"time"
@@ -388,7 +389,7 @@ func (c *cycle) tryLent(j *jobRec, spec *gang.Spec) bool {
 	if err != nil {
 		panic(fmt.Sprintf("backfill: checked job %s refused: %v", j.job.ID, err))
 	}
-	if !res.Admitted {
+	if !res.Admitted || !e.lentQuotaFits(j, c.now) {
 		return false
 	}
 	e.takeLent(j, &e.alloc, c.now, c.plan)
@@ -400,6 +401,70 @@ func (c *cycle) tryLent(j *jobRec, spec *gang.Spec) bool {
 // takeLent removes from the lending jobs every lent pod that shares a
 // GPU with a (from the last rank down, so that the ranks still to look at
 // stay put) and reports it in plan.
+// lentRanks returns the ranks of member mi of lending job l that a
+// placement gives back (its GPUs are set in e.nodeMask): the lent ranks
+// it uses, then, to whole steps, more of the last lent ranks; last rank
+// first, in e.rankScratch.
+func (e *Engine) lentRanks(l *jobRec, mi int) []int {
+	m := e.nodeMask
+	ma := &l.alloc.Members[mi]
+	first := lentFrom(&l.job.Gang.Members[mi], ma)
+	ranks := e.rankScratch[:0]
+	for r := len(ma.Assignment) - 1; first >= 0 && r >= first; r-- {
+		if x := ma.Assignment[r]; m[x.Node]&x.GPUs != 0 {
+			ranks = append(ranks, r)
+		}
+	}
+	step := stepOf(&l.job.Gang.Members[mi])
+	for r := len(ma.Assignment) - 1; r >= first && len(ranks)%step != 0; r-- {
+		if x := ma.Assignment[r]; m[x.Node]&x.GPUs == 0 {
+			ranks = append(ranks, r)
+		}
+	}
+	e.rankScratch = ranks
+	return ranks
+}
+
+// lentQuotaFits reports whether job j, placed on e.alloc with lent pods,
+// fits its queue's quota once the lenders have given back the pods it
+// takes (their queues count less by then): the gate let j by because
+// the GPUs in use left no room for it, which lending changes.
+func (e *Engine) lentQuotaFits(j *jobRec, now time.Time) bool {
+	s := e.quota
+	if s == nil {
+		return true
+	}
+	m := e.nodeMask
+	forEntries(&e.alloc, func(x topology.NodeAlloc) { m[x.Node] |= x.GPUs })
+	defer forEntries(&e.alloc, func(x topology.NodeAlloc) { m[x.Node] = 0 })
+	back := e.lentBack[:0]
+	for _, l := range e.jobs.running {
+		if !e.lendsTo(l, j, now) {
+			continue
+		}
+		g := 0
+		for mi := range l.alloc.Members {
+			ma := &l.alloc.Members[mi]
+			for _, r := range e.lentRanks(l, mi) {
+				g += bits.OnesCount64(ma.Assignment[r].GPUs)
+			}
+		}
+		if g > 0 {
+			s.add(l.queue, -g)
+			back = append(back, lentBack{l.queue, g})
+		}
+	}
+	fits := s.check(j.queue, e.alloc.GPUs(), e.mayBorrow(j), true).code == quotaFits
+	for _, b := range back {
+		s.add(b.queue, b.gpus)
+	}
+	e.lentBack = back
+	return fits
+}
+
+// lentBack is GPUs a lender's queue would count less (lentQuotaFits).
+type lentBack struct{ queue, gpus int }
+
 func (e *Engine) takeLent(to *jobRec, a *gang.Allocation, now time.Time, plan *Plan) {
 	m := e.nodeMask
 	forEntries(a, func(x topology.NodeAlloc) { m[x.Node] |= x.GPUs })
@@ -412,22 +477,7 @@ func (e *Engine) takeLent(to *jobRec, a *gang.Allocation, now time.Time, plan *P
 		e.charge(l, now)
 		e.jobs.setOwner(l.alloc, nil)
 		for mi := range l.alloc.Members {
-			ma := &l.alloc.Members[mi]
-			first := lentFrom(&l.job.Gang.Members[mi], ma)
-			ranks := e.rankScratch[:0]
-			for r := len(ma.Assignment) - 1; first >= 0 && r >= first; r-- {
-				if x := ma.Assignment[r]; m[x.Node]&x.GPUs != 0 {
-					ranks = append(ranks, r)
-				}
-			}
-			// Whole steps: more of the last lent ranks.
-			step := stepOf(&l.job.Gang.Members[mi])
-			for r := len(ma.Assignment) - 1; r >= first && len(ranks)%step != 0; r-- {
-				if x := ma.Assignment[r]; m[x.Node]&x.GPUs == 0 {
-					ranks = append(ranks, r)
-				}
-			}
-			e.rankScratch = ranks
+			ranks := e.lentRanks(l, mi)
 			if len(ranks) == 0 {
 				continue
 			}
