@@ -210,19 +210,24 @@ func (e *Engine) promote() {
 	keys, order := kr.keys, e.order
 	g := kr.gained
 	for i := 0; i < len(keys); i++ {
-		if keys[i].cross > g {
+		kp := &keys[i]
+		if kp.cross > g {
 			continue
 		}
-		k, j := keys[i], order[i]
-		p := e.keptPrio(j, &k)
-		k.cross = kr.crossAt(&k, g)
-		if p == k.prio {
-			keys[i].cross = k.cross
+		p := e.keptPrio(order[i], kp)
+		kp.cross = kr.crossAt(kp, g)
+		if p == kp.prio {
 			continue
 		}
-		up := p > k.prio
-		k.prio = p
+		up := p > kp.prio
+		kp.prio = p
 		kr.promoted++
+		// Most changes keep the job's place: it is written in place.
+		if up && (i == 0 || !keptAfter(&keys[i-1], order[i-1], kp, order[i])) ||
+			!up && (i+1 == len(keys) || !keptAfter(kp, order[i], &keys[i+1], order[i+1])) {
+			continue
+		}
+		k, j := *kp, order[i]
 		at := i
 		if up {
 			for at > 0 && keptAfter(&keys[at-1], order[at-1], &k, j) {
