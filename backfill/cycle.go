@@ -81,6 +81,17 @@ type cycle struct {
 	// computed for the jobs reported, not kept per rank.
 	fifo bool
 	base int
+	// Quiet ranks (quietWalk): qwWorld is the world of the latest marks
+	// in the kept ranking's keys (keptKey.quiet) and qwUntil the earliest
+	// until of the stamps so marked; qwLeft and qwHold are the kept
+	// order's departures and mayHold when the last walk ended.
+	qwWorld uint64
+	qwUntil int64
+	qwLeft  uint64
+	qwHold  bool
+	// quietSkips counts the waiting jobs quiet walks passed over, and
+	// quietChecked those they would have but for checkEach.
+	quietSkips, quietChecked int
 	// waitBuf is where a waiting job's reason is built when the plan
 	// lists only changes (Config.OnlyChangedWaits); hitID is the ID of
 	// the job's reason when its test found it in, or added it to, the
@@ -440,7 +451,39 @@ func (c *cycle) walk(order []*jobRec) {
 	// less those walked after the tail's end.
 	tail := c.fifo && e.cfg.Strict && changes
 	blockerAt, skipped, decided, jumped := -1, 0, false, false
+	keys, quiet := c.quietWalk(order, winLen)
+	marked := -1 // the rank whose job the walk last tested (markQuiet)
 	for rank := 0; rank < len(order); rank++ {
+		if marked >= 0 {
+			c.markQuiet(keys, order, marked)
+			marked = -1
+		}
+		predicted := false
+		if quiet != 0 && keys[rank].quiet == quiet {
+			// The stamps of this job and of the run of marked ones after
+			// it hold: their tests would be skipped and their reasons are
+			// unchanged (skipTest). Under checkEach the walk goes through
+			// them anyway and checks each skip.
+			switch {
+			case c.worldNow() != quiet:
+				quiet = 0 // a test changed the world: no mark holds
+			case e.checkEach:
+				predicted = true
+				c.quietChecked++
+			default:
+				end := rank + 1
+				for end < len(order) && keys[end].quiet == quiet {
+					end++
+				}
+				n := end - rank
+				c.plan.Tested += n
+				c.plan.Unchanged += n
+				c.skippedTests += n
+				c.quietSkips += n
+				rank = end - 1
+				continue
+			}
+		}
 		if tail && blockerAt >= 0 && !decided {
 			// The first job behind the blocker. Every job before it
 			// started (strict order, no quotas, no window), so the others
@@ -457,6 +500,9 @@ func (c *cycle) walk(order []*jobRec) {
 		}
 		j := order[rank]
 		if j.phase != StatePending || c.fifo && j.pos != c.base+rank {
+			if keys != nil {
+				keys[rank].quiet = 0 // a job that left is not passed over as waiting
+			}
 			continue // started by its due reservation, or left the queue
 		}
 		if jumped {
@@ -501,7 +547,14 @@ func (c *cycle) walk(order []*jobRec) {
 			*w = Waiting{Job: j.job.ID, Code: WaitPriority}
 		default:
 			c.plan.Tested++
+			if keys != nil {
+				marked = rank
+			}
+			skippedBefore := c.skippedTests
 			started := !c.test(j, w)
+			if predicted && c.skippedTests == skippedBefore {
+				panic(fmt.Sprintf("backfill: job %s at rank %d marked quiet in world %d, but its test was not skipped", j.job.ID, rank, quiet))
+			}
 			c.settleMove(j)
 			if j.dropped {
 				j.dropped = false // written only when set: a long queue's records stay clean
@@ -552,6 +605,12 @@ func (c *cycle) walk(order []*jobRec) {
 		j.wait = *w
 		c.setStamp(j)
 	}
+	if marked >= 0 {
+		c.markQuiet(keys, order, marked)
+	}
+	if keys != nil {
+		c.qwLeft, c.qwHold = e.kr.left, e.mayHold()
+	}
 	if skipped < 0 {
 		panic(fmt.Sprintf("backfill: %d waiting jobs skipped behind blocker %s", skipped, strictBlocker))
 	}
@@ -561,6 +620,56 @@ func (c *cycle) walk(order []*jobRec) {
 	} else {
 		f.blocker = nil
 	}
+}
+
+// quietWalk returns the kept ranking's keys when the walk marks them
+// (markQuiet), and the world in which it may pass over the jobs whose
+// keys it marked (0: none). A job is passed over, its record unread, when
+// its test would be skipped (skipTest) and the walk would do nothing else
+// with it: its key was marked in the world that still is (its stamp held
+// when the walk last left it, so it was cacheable then, and its reason
+// unchanged); no stamp marked in that world has expired (qwUntil); and
+// nothing outside that world decides whether the job is cacheable: no
+// job left the kept order since the last walk (a departed job stays in
+// the order, passed over uncounted), hold mode may hold as it might then
+// (mayHold), no preemption, quota or claims (startSkips), no strict order
+// and no tested-jobs window. In a cycle driven by submissions alone the
+// walk then tests the jobs that joined and the few whose keys are not
+// marked (reservations, uncacheable jobs), and reads no other record.
+func (c *cycle) quietWalk(order []*jobRec, winLen int) ([]keptKey, uint64) {
+	e := c.e
+	if !c.skips || !e.kr.on || c.fifo || len(e.kr.keys) != len(order) {
+		// A walk that marks nothing may change reasons in the world that
+		// is: no mark of it is to be trusted after.
+		c.qwWorld = 0
+		return nil, 0
+	}
+	keys := e.kr.keys
+	if e.pre == nil && !e.cfg.Strict && winLen >= len(order) && c.qwLeft == e.kr.left && c.qwHold == e.mayHold() {
+		if w := c.worldNow(); w == c.qwWorld && c.nowNs < c.qwUntil {
+			return keys, w
+		}
+	}
+	// The walk goes through every job and marks them anew: their
+	// earliest until too.
+	c.qwWorld = 0
+	return keys, 0
+}
+
+// markQuiet marks the key of the job at rank with the world in which its
+// stamp holds, or with none (quietWalk).
+func (c *cycle) markQuiet(keys []keptKey, order []*jobRec, rank int) {
+	j, k := order[rank], &keys[rank]
+	w := c.worldNow()
+	if j.phase != StatePending || j.stamp.world != w || j.stamp.id != j.waitID {
+		k.quiet = 0
+		return
+	}
+	k.quiet = w
+	if c.qwWorld != w {
+		c.qwWorld, c.qwUntil = w, math.MaxInt64
+	}
+	c.qwUntil = min(c.qwUntil, j.stamp.until)
 }
 
 // priorityID returns the ID (Engine.waitID) of the "waiting for

@@ -90,6 +90,7 @@ func (e *Engine) dequeue(j *jobRec) {
 	}
 	if e.kr.on && j.keptGen == e.kr.gen {
 		e.kr.gone++
+		e.kr.left++
 	}
 }
 

@@ -80,6 +80,9 @@ type keptRank struct {
 	// compacted.
 	gen  uint64
 	gone int
+	// left counts the jobs that left the kept order, never reset (a quiet
+	// walk needs none to have left since the last walk).
+	left uint64
 	// lasted counts the kept rankings since the keys were computed;
 	// after one that lasted fewer than four, the next wait whole
 	// rankings go by before keys are computed again, backoff doubling.
@@ -112,6 +115,10 @@ type keptKey struct {
 	// (crossAt).
 	prio  uint64
 	cross float64
+	// quiet is the world (cycle.worldNow) in which the job's stamp held
+	// when the walk last left it, 0 for none: the walk passes over the
+	// job without reading its record while that world lasts (quietWalk).
+	quiet uint64
 }
 
 // keptEntry is a job that joined, with its key.

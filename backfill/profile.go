@@ -104,9 +104,10 @@ func (p *profile) overruns(now time.Time, f func(j *jobRec)) {
 	})
 }
 
-// sortedEnds returns every end in order, overrun ones included.
+// sortedEnds returns every end in order, overrun ones included: the
+// same list until an end is added or removed, whatever now and the book.
 func (p *profile) sortedEnds(key cacheKey) []endItem {
-	key.book = 0
+	key.book, key.now = 0, time.Time{}
 	if !p.naive && p.endsKey == key && p.endsBuf != nil {
 		return p.endsBuf
 	}
