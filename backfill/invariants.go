@@ -55,7 +55,7 @@ func (e *Engine) checkJobs() []error {
 			}
 			if !j.end.IsZero() {
 				ends++
-				if _, ok := e.prof.ends.Get(endItem{end: j.end, seq: j.seq}); !ok {
+				if !e.prof.hasEnd(j) {
 					bad("active job %s missing from the ends", id)
 				}
 			}
@@ -81,8 +81,11 @@ func (e *Engine) checkJobs() []error {
 	if unlimited != e.jobs.unlimited {
 		bad("%d active jobs without a limit, counted %d", unlimited, e.jobs.unlimited)
 	}
-	if ends != e.prof.ends.Len() {
-		bad("%d ends indexed for %d active jobs with a limit", e.prof.ends.Len(), ends)
+	if !slices.IsSortedFunc(e.prof.ends, endCmp) {
+		bad("the ends are not in order")
+	}
+	if ends != len(e.prof.ends) {
+		bad("%d ends indexed for %d active jobs with a limit", len(e.prof.ends), ends)
 	}
 	if e.ledger.Len() != len(running) {
 		bad("%d gangs in the ledger for %d active jobs", e.ledger.Len(), len(running))

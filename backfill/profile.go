@@ -1,12 +1,11 @@
 package backfill
 
 import (
+	"cmp"
 	"fmt"
 	"math/bits"
 	"slices"
 	"time"
-
-	"github.com/google/btree"
 
 	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/topology"
@@ -25,15 +24,16 @@ import (
 // probe from scratch at every candidate time instead (metamorphic tests).
 //
 // Invariants (check): ends holds exactly the active jobs with a limit,
-// keyed by their end.
+// in order of their ends.
 type profile struct {
-	ends    *btree.BTreeG[endItem]
+	// ends is every active job with a limit, by end then seq: kept
+	// sorted in place as jobs start and end (a few hundred entries moved
+	// at most), and read whole by every search.
+	ends    []endItem
 	version uint64 // bumped when ends change
 	probe   *topology.State
 	blocks  blockSet
 	// Caches, valid for (version, book version, now).
-	endsBuf  []endItem
-	endsKey  cacheKey
 	times    []time.Time
 	offs     []time.Duration // times as offsets from timesKey.now, when offsOK
 	offsOK   bool
@@ -61,15 +61,21 @@ type endItem struct {
 	j   *jobRec
 }
 
-func endLess(a, b endItem) bool {
-	if !a.end.Equal(b.end) {
-		return a.end.Before(b.end)
+func endCmp(a, b endItem) int {
+	if c := a.end.Compare(b.end); c != 0 {
+		return c
 	}
-	return a.seq < b.seq
+	return cmp.Compare(a.seq, b.seq)
 }
 
 func newProfile(c *topology.Cluster) profile {
-	return profile{ends: btree.NewG(16, endLess), probe: topology.NewState(c), blocks: newBlockSet(c), cover: newCover(c)}
+	return profile{probe: topology.NewState(c), blocks: newBlockSet(c), cover: newCover(c)}
+}
+
+// hasEnd reports whether the ends hold active job j's (check).
+func (p *profile) hasEnd(j *jobRec) bool {
+	_, ok := slices.BinarySearchFunc(p.ends, endItem{end: j.end, seq: j.seq}, endCmp)
+	return ok
 }
 
 // setEnd sets active job j's start and end (from its time limit).
@@ -78,7 +84,12 @@ func (p *profile) setEnd(j *jobRec, start time.Time) {
 	j.start, j.end = start, time.Time{}
 	if l := j.job.TimeLimit; l > 0 {
 		j.end = start.Add(l)
-		p.ends.ReplaceOrInsert(endItem{end: j.end, seq: j.seq, j: j})
+		it := endItem{end: j.end, seq: j.seq, j: j}
+		if i, ok := slices.BinarySearchFunc(p.ends, it, endCmp); ok {
+			p.ends[i] = it
+		} else {
+			p.ends = slices.Insert(p.ends, i, it)
+		}
 	}
 	p.version++
 }
@@ -88,36 +99,40 @@ func (p *profile) setEnd(j *jobRec, start time.Time) {
 // them).
 func (p *profile) clearEnd(j *jobRec) {
 	if !j.end.IsZero() {
-		p.ends.Delete(endItem{end: j.end, seq: j.seq})
+		if i, ok := slices.BinarySearchFunc(p.ends, endItem{end: j.end, seq: j.seq}, endCmp); ok {
+			p.ends = slices.Delete(p.ends, i, i+1)
+		}
 	}
 	p.version++
 }
 
 // overruns calls f for every active job past its end at now, by end.
 func (p *profile) overruns(now time.Time, f func(j *jobRec)) {
-	p.ends.Ascend(func(it endItem) bool {
+	for _, it := range p.ends {
 		if it.end.After(now) {
-			return false
+			return
 		}
 		f(it.j)
-		return true
-	})
+	}
 }
 
 // sortedEnds returns every end in order, overrun ones included: the
-// same list until an end is added or removed, whatever now and the book.
-func (p *profile) sortedEnds(key cacheKey) []endItem {
-	key.book, key.now = 0, time.Time{}
-	if !p.naive && p.endsKey == key && p.endsBuf != nil {
-		return p.endsBuf
-	}
-	p.endsBuf = p.endsBuf[:0]
-	p.ends.Ascend(func(it endItem) bool {
-		p.endsBuf = append(p.endsBuf, it)
-		return true
+// profile's own list, which the caller reads and does not keep past a
+// start or an end.
+func (p *profile) sortedEnds(cacheKey) []endItem { return p.ends }
+
+// nextEnd returns the first end after t.
+func (p *profile) nextEnd(t time.Time) (time.Time, bool) {
+	i, _ := slices.BinarySearchFunc(p.ends, t, func(it endItem, t time.Time) int {
+		if it.end.After(t) {
+			return 1
+		}
+		return -1
 	})
-	p.endsKey = key
-	return p.endsBuf
+	if i == len(p.ends) {
+		return time.Time{}, false
+	}
+	return p.ends[i].end, true
 }
 
 // candidateTimes returns the times at which GPUs come back: now when some

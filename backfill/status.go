@@ -219,9 +219,8 @@ func (e *Engine) NextEvent() (time.Time, bool) {
 	if t, ok := e.exemptEnd(); ok {
 		consider(t)
 	}
-	e.prof.ends.AscendGreaterOrEqual(endItem{end: e.last.Add(1)}, func(it endItem) bool {
-		consider(it.end)
-		return false
-	})
+	if t, ok := e.prof.nextEnd(e.last); ok {
+		consider(t)
+	}
 	return next, !next.IsZero()
 }
