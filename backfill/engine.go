@@ -1,6 +1,7 @@
 package backfill
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -292,7 +293,7 @@ func (e *Engine) activate(j *jobRec, now time.Time) {
 	j.alloc, _ = e.ledger.Get(j.job.ID)
 	j.used = j.alloc.GPUs()
 	e.prof.setEnd(j, now)
-	e.jobs.running = insertSorted(e.jobs.running, j)
+	e.jobs.addRunning(j)
 	e.jobs.setOwner(j.alloc, j)
 	if j.job.TimeLimit == 0 {
 		e.jobs.unlimited++
@@ -316,7 +317,7 @@ func (e *Engine) deactivate(j *jobRec, now time.Time) {
 		panic(fmt.Sprintf("backfill: active job %s not in the ledger: %v", j.job.ID, err))
 	}
 	e.prof.clearEnd(j)
-	e.jobs.running = removeSorted(e.jobs.running, j)
+	e.jobs.removeRunning(j)
 	if j.job.TimeLimit == 0 {
 		e.jobs.unlimited--
 	}
@@ -351,43 +352,57 @@ func (e *Engine) dropWaiting(j *jobRec) {
 	}
 }
 
-// charge bills job j's GPUs from its last charge to now.
+// charge bills active job j's GPUs from its last charge to now.
 func (e *Engine) charge(j *jobRec, now time.Time) {
-	if !now.After(j.lastCharge) {
+	last := e.jobs.lastCharge(j)
+	if !now.After(last) {
 		return
 	}
-	secs := now.Sub(j.lastCharge).Seconds()
+	secs := now.Sub(last).Seconds()
 	if err := e.tree.Charge(j.job.Account, float64(j.used)*secs, now); err != nil {
 		panic(fmt.Sprintf("backfill: charging %s: %v", j.job.ID, err))
 	}
 	j.lastCharge = now
+	e.jobs.fresh = append(e.jobs.fresh, j)
 }
 
 // chargeAll bills every active job up to now, one charge per account
-// (summed in job order, so the result is deterministic).
+// (summed in job order, so the result is deterministic). Every job but
+// those charged on their own since (jobTable.fresh) was last charged at
+// chargedAt: their GPUs and accounts are read from the billing list, not
+// from their records.
 func (e *Engine) chargeAll(now time.Time) {
-	a := &e.accts
-	// Most running jobs were last charged at the same instant (the last
-	// cycle): its elapsed seconds are computed once, the same value the
-	// per-job computation gives.
-	var last time.Time
-	var secs float64
-	after, cached := false, false
-	for _, j := range e.jobs.running {
-		if !cached || j.lastCharge != last { // == on time.Time: same fields, same instant
-			last, cached = j.lastCharge, true
-			after = now.After(last)
-			secs = now.Sub(last).Seconds()
+	a, t := &e.accts, &e.jobs
+	fresh := t.fresh
+	slices.SortFunc(fresh, func(x, y *jobRec) int { return cmp.Compare(x.seq, y.seq) })
+	fresh = slices.Compact(fresh)
+	after := now.After(t.chargedAt)
+	secs := now.Sub(t.chargedAt).Seconds()
+	k := 0
+	for i := range t.bill {
+		b := &t.bill[i]
+		for k < len(fresh) && fresh[k].seq < b.seq {
+			k++ // ended since
 		}
-		if !after {
+		s, ok := secs, after
+		if k < len(fresh) && fresh[k] == t.running[i] {
+			// Its own last charge, the same value the per-job
+			// computation gives.
+			last := t.lastCharge(fresh[k])
+			s, ok = now.Sub(last).Seconds(), now.After(last)
+			k++
+		}
+		if !ok {
 			continue
 		}
-		if a.charge[j.acct] == 0 {
-			a.touched = append(a.touched, j.acct)
+		if a.charge[b.acct] == 0 {
+			a.touched = append(a.touched, int(b.acct))
 		}
-		a.charge[j.acct] += float64(j.used) * secs
-		j.lastCharge = now
+		a.charge[b.acct] += float64(b.used) * s
 	}
+	clear(t.fresh) // keeps no record alive
+	t.fresh = t.fresh[:0]
+	t.chargedAt = later(t.chargedAt, now)
 	slices.Sort(a.touched)
 	for _, i := range a.touched {
 		if err := e.tree.Charge(a.names[i], a.charge[i], now); err != nil {

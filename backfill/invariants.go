@@ -90,6 +90,19 @@ func (e *Engine) checkJobs() []error {
 	if e.ledger.Len() != len(running) {
 		bad("%d gangs in the ledger for %d active jobs", e.ledger.Len(), len(running))
 	}
+	t := &e.jobs
+	if len(t.bill) != len(t.running) {
+		bad("%d billing entries for %d active jobs", len(t.bill), len(t.running))
+	} else {
+		for i, j := range t.running {
+			if b := t.bill[i]; b != (billing{seq: j.seq, used: int32(j.used), acct: int32(j.acct)}) {
+				bad("active job %s billed as %+v", j.job.ID, b)
+			}
+			if j.lastCharge.After(t.chargedAt) && !slices.Contains(t.fresh, j) {
+				bad("active job %s last charged at %v, after every job's at %v, but not listed", j.job.ID, j.lastCharge, t.chargedAt)
+			}
+		}
+	}
 	return errs
 }
 

@@ -113,6 +113,16 @@ type jobTable struct {
 	byID    map[string]*jobRec
 	pending []*jobRec // waiting, by seq
 	running []*jobRec // starting or running, by seq
+	// bill is what chargeAll reads of each job of running, at the same
+	// index, so that a cycle's charges read no job's record.
+	bill []billing
+	// chargedAt is when chargeAll last billed every active job: a job's
+	// last charge is the later of its lastCharge and chargedAt. fresh
+	// lists the jobs charged since on their own (started, or charged when
+	// they shrank or ended; some may have ended since, some be listed
+	// twice).
+	chargedAt time.Time
+	fresh     []*jobRec
 	ended   []*jobRec // by end time
 	owners  []*jobRec // per GPU slot node*maxG+gpu: the active job on it
 	maxG    int
@@ -129,6 +139,47 @@ type jobTable struct {
 
 func newJobTable(c *topology.Cluster) jobTable {
 	return jobTable{byID: make(map[string]*jobRec), owners: make([]*jobRec, c.NumNodes()*c.MaxNodeGPUs()), maxG: c.MaxNodeGPUs()}
+}
+
+// billing is an active job's seq, GPUs in use and account index.
+type billing struct {
+	seq        uint64
+	used, acct int32
+}
+
+// addRunning adds active job j to running.
+func (t *jobTable) addRunning(j *jobRec) {
+	i, _ := slices.BinarySearchFunc(t.running, j.seq, bySeq)
+	t.running = slices.Insert(t.running, i, j)
+	t.bill = slices.Insert(t.bill, i, billing{seq: j.seq, used: int32(j.used), acct: int32(j.acct)})
+	t.fresh = append(t.fresh, j)
+}
+
+// removeRunning takes job j out of running.
+func (t *jobTable) removeRunning(j *jobRec) {
+	i, found := slices.BinarySearchFunc(t.running, j.seq, bySeq)
+	if !found || t.running[i] != j {
+		panic(fmt.Sprintf("backfill: job %s missing from its list", j.job.ID))
+	}
+	t.running = slices.Delete(t.running, i, i+1)
+	t.bill = slices.Delete(t.bill, i, i+1)
+}
+
+// billUsed records active job j's GPUs in use (jobRec.used) for chargeAll.
+func (t *jobTable) billUsed(j *jobRec) {
+	i, found := slices.BinarySearchFunc(t.running, j.seq, bySeq)
+	if !found || t.running[i] != j {
+		panic(fmt.Sprintf("backfill: job %s missing from its list", j.job.ID))
+	}
+	t.bill[i].used = int32(j.used)
+}
+
+// lastCharge returns when job j was last charged.
+func (t *jobTable) lastCharge(j *jobRec) time.Time {
+	if j.alloc == nil {
+		return j.lastCharge
+	}
+	return later(j.lastCharge, t.chargedAt)
 }
 
 func bySeq(a *jobRec, s uint64) int {

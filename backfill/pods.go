@@ -584,6 +584,7 @@ func (e *Engine) podEvent(o *op) {
 // base and its queue's count.
 func (e *Engine) resized(j *jobRec) {
 	j.used = j.alloc.GPUs()
+	e.jobs.billUsed(j)
 	e.setCounted(j, j.used)
 }
 

@@ -367,7 +367,7 @@ func (r *restorer) linkActive(j *jobRec) bool {
 	j.alloc, j.used = a, a.GPUs()
 	start := j.start
 	e.prof.setEnd(j, start)
-	e.jobs.running = append(e.jobs.running, j)
+	e.jobs.addRunning(j) // charged from its own last charge (fresh)
 	e.jobs.setOwner(a, j)
 	if j.job.TimeLimit == 0 {
 		e.jobs.unlimited++
