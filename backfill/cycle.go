@@ -89,6 +89,9 @@ type cycle struct {
 	qwUntil int64
 	qwLeft  uint64
 	qwHold  bool
+	// quotaBlocked is set by tryStart when the job it placed is over its
+	// queue's quota on the GPUs placed.
+	quotaBlocked bool
 	// quietSkips counts the waiting jobs quiet walks passed over, and
 	// quietChecked those they would have but for checkEach.
 	quietSkips, quietChecked int
@@ -729,6 +732,11 @@ func (c *cycle) test(j *jobRec, w *Waiting) bool {
 	if c.tryStart(j) {
 		return false
 	}
+	if c.quotaBlocked {
+		c.quotaBlocked = false
+		c.quotaBlockedWait(j, w)
+		return true
+	}
 	c.wait(j, w)
 	if cacheable && j.resv == nil && j.claim == nil && !c.e.book.isHeld(j) && w.Code != WaitForHold {
 		c.remember(j, &key, w)
@@ -1124,6 +1132,15 @@ func (c *cycle) tryStart(j *jobRec) bool {
 	c.lastRes = res
 	if !res.Admitted {
 		return c.tryLent(j, spec)
+	}
+	if e.quota != nil && !e.quotaFits(j, &e.alloc) {
+		// Its queue's quota does not take the GPUs placed: the scratch
+		// state gives them back (and every scratch state is rebuilt:
+		// this is rare), and the job waits for quota (test).
+		releaseOn(e.scratch, &e.alloc)
+		c.invalidate()
+		c.quotaBlocked = true
+		return false
 	}
 	// The scratch state holds the allocation too; it stays valid, but it
 	// changed.

@@ -113,7 +113,14 @@
 // until the free state or the book changes (a start; a due reservation,
 // whose end moves with now, changes the book every cycle). Quotas,
 // holds, claims, and growing jobs under preemption (they lend pods as
-// time passes) turn the stamps off. None of this changes a decision: the
+// time passes) turn the stamps off. In the kept fair-share ranking each
+// job's key also records the world its stamp held in when the walk left
+// it, so that the next cycle, if that world still is, passes over runs
+// of such jobs without reading their records (no preemption, strict
+// order or MaxJobsTested window, no job gone from the queue since, no
+// such stamp expired). A cycle's usage charges read a list of the active
+// jobs' GPUs and accounts kept beside the running list, not their
+// records. None of this changes a decision: the
 // package's tests run every cache against its reference path and compare
 // the plans byte for byte, and under their invariant checker every
 // skipped test runs anyway and must agree. benchmarks/README.md has the

@@ -317,6 +317,7 @@ func (e *Engine) deactivate(j *jobRec, now time.Time) {
 		panic(fmt.Sprintf("backfill: active job %s not in the ledger: %v", j.job.ID, err))
 	}
 	e.prof.clearEnd(j)
+	j.lastCharge = e.jobs.lastCharge(j) // its own, once it is no longer active
 	e.jobs.removeRunning(j)
 	if j.job.TimeLimit == 0 {
 		e.jobs.unlimited--

@@ -123,9 +123,9 @@ type jobTable struct {
 	// twice).
 	chargedAt time.Time
 	fresh     []*jobRec
-	ended   []*jobRec // by end time
-	owners  []*jobRec // per GPU slot node*maxG+gpu: the active job on it
-	maxG    int
+	ended     []*jobRec // by end time
+	owners    []*jobRec // per GPU slot node*maxG+gpu: the active job on it
+	maxG      int
 	// patient counts the waiting jobs with patience (jobRec.tight).
 	patient int
 	// growers counts the active jobs that grow (Job.Grow): only they

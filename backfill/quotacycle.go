@@ -102,19 +102,23 @@ func (e *Engine) quotaFits(j *jobRec, a *gang.Allocation) bool {
 }
 
 // quotaSpec returns the spec job j, which passed quotaGate, is admitted
-// with: spec itself when its queue's quota takes the gang at full size
-// (or there are no quotas), otherwise a copy (in the engine's scratch)
-// with its elastic members cut, the last first and a step at a time, to
-// the largest size the quota takes, never below their minimum. Whole-node
-// pods count a largest node's GPUs, as growth does (quotaRoom).
+// with: spec itself when its queue's quota (checked as a start is) and
+// weighted share take the gang at full size (or there are no quotas),
+// otherwise a copy (in the engine's scratch) with its elastic members
+// cut, the last first and a step at a time, to the largest size they
+// take, never below their minimum. Whole-node pods count a largest node's
+// GPUs, as growth does (quotaRoom).
 func (c *cycle) quotaSpec(j *jobRec, spec *gang.Spec) *gang.Spec {
 	e, s := c.e, c.e.quota
 	if s == nil {
 		return spec
 	}
 	mayBorrow := e.mayBorrow(j)
-	g := j.gpus
-	if s.check(j.queue, g, mayBorrow, true).code == quotaFits {
+	q, g := j.queue, j.gpus
+	takes := func(g int) bool {
+		return s.check(q, g, mayBorrow, true).code == quotaFits && (s.entitled(q, g) || !s.overShareAt(q, g))
+	}
+	if takes(g) {
 		return spec
 	}
 	t := &e.quotaSpec
@@ -133,12 +137,21 @@ func (c *cycle) quotaSpec(j *jobRec, spec *gang.Spec) *gang.Spec {
 		for step := stepOf(m); m.Request.Nodes-step >= m.Min; {
 			m.Request.Nodes -= step
 			g -= step * per
-			if s.check(j.queue, g, mayBorrow, true).code == quotaFits {
+			if takes(g) {
 				return t
 			}
 		}
 	}
-	return t // at the minimum, which quotaGate checked
+	// At the minimum: GPUs may be short too, and the start is checked on
+	// the GPUs placed (quotaBlocked).
+	return t
+}
+
+// overShareAt reports whether g more GPUs would take leaf queue q past
+// its weighted share while another queue waits below its own.
+func (s *quotaState) overShareAt(q, g int) bool {
+	a, _ := s.overShare(q, g)
+	return a >= 0
 }
 
 // checkQueue checks a submitted job's queue and sets its index: a queue
@@ -357,20 +370,23 @@ func (s *quotaState) overShare(q, g int) (int, int) {
 // of what is above the guarantees while another queue waits below its
 // own. A job that waits for quota gives up its reservation and its hold.
 //
-// An elastic gang (gang.Member.Min) whose queue has no room for it at
-// full size is gated at its minimum, checked as a start is (strictly: a
-// gang that would take its queue past the cluster's limit waits for
-// quota even when GPUs are short too); it then starts at the largest
-// size its quota takes (quotaSpec), as Kueue's partial admission does.
+// An elastic gang (gang.Member.Min) that its queue's quota or weighted
+// share does not take at full size is gated at its minimum; it then
+// starts at the largest size they take (quotaSpec), as Kueue's partial
+// admission does. Whatever passed the gate, a start is checked again on
+// the GPUs actually placed (tryStart, quotaBlocked).
 func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 	e, s := c.e, c.e.quota
 	q, g := j.queue, j.gpus
 	mayBorrow := e.mayBorrow(j)
 	qc := s.check(q, g, mayBorrow, false)
 	entitled := s.entitled(q, g)
-	if min := j.job.Gang.MinGPUs(e.c); min < g && s.check(q, g, mayBorrow, true).code != quotaFits {
-		g = min
-		qc = s.check(q, g, mayBorrow, true)
+	if min := j.job.Gang.MinGPUs(e.c); min < g && (qc.code != quotaFits || !entitled && s.overShareAt(q, g)) {
+		// An elastic gang its quota or its share does not take at full
+		// size may start smaller (quotaSpec): it is gated at its minimum.
+		if m := s.check(q, min, mayBorrow, false); m.code == quotaFits {
+			g, qc = min, m
+		}
 	}
 	var why string
 	switch {
@@ -410,6 +426,23 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 	w.Code, w.Detail = WaitQuota, why
 	c.dropPromises(j)
 	return true
+}
+
+// quotaBlockedWait fills w for job j, whose placement on e.alloc its
+// queue's quota does not take (tryStart): it waits for quota, as the gate
+// would have said had it known the GPUs placed (whole nodes smaller than
+// the largest, an elastic gang that fits only at a size its quota does
+// not take while the GPUs in use seemed to leave no room).
+func (c *cycle) quotaBlockedWait(j *jobRec, w *Waiting) {
+	s := c.e.quota
+	q := j.queue
+	qc := s.check(q, c.e.alloc.GPUs(), c.e.mayBorrow(j), true)
+	*w = Waiting{Job: j.job.ID, Code: WaitQuota, Blocker: s.names[q]}
+	if qc.at >= 0 {
+		w.Blocker = s.names[qc.at]
+	}
+	w.Detail = s.reason(q, quotaMsg{kind: 2, code: qc.code, at: qc.at}, func() string { return s.explain(q, qc) })
+	c.dropPromises(j)
 }
 
 // dropPromises drops the reservation and the hold of a job that waits
