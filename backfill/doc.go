@@ -250,12 +250,14 @@
 // 1600 of 1600 GPUs (1200 guaranteed, borrowing limit 400), borrowing
 // limit reached"), and it gives up its reservation or hold.
 //
-// An elastic gang (gang.Member.Min) is held to these limits at the size
-// it starts at, as in Kueue's partial admission: when its queue has no
-// room for it at full size, it starts at the largest size the quota takes
-// (its elastic members cut, the last first, a step at a time), never
-// below its minimum, and waits for quota when not even that fits, GPUs
-// short or not. Submit refuses it only when its minimum could never fit.
+// Every start is checked again on the GPUs actually placed (whole nodes
+// are counted at the largest node's GPUs until then): a job whose queue
+// does not take them waits for quota. An elastic gang (gang.Member.Min)
+// is held to these limits at the size it starts at, as in Kueue's
+// partial admission: when its queue's quota or weighted share does not
+// take it at full size, it starts at the largest size they take (its
+// elastic members cut, the last first, a step at a time), never below its
+// minimum. Submit refuses it only when its minimum could never fit.
 // Growth then stays within the quota too.
 //
 // The walk of a cycle tests first, in priority order, the jobs their
