@@ -1135,10 +1135,9 @@ func (c *cycle) tryStart(j *jobRec) bool {
 	}
 	if e.quota != nil && !e.quotaFits(j, &e.alloc) {
 		// Its queue's quota does not take the GPUs placed: the scratch
-		// state gives them back (and every scratch state is rebuilt:
-		// this is rare), and the job waits for quota (test).
+		// state gives them back (it is then as it was, contents number
+		// included), and the job waits for quota (test).
 		releaseOn(e.scratch, &e.alloc)
-		c.invalidate()
 		c.quotaBlocked = true
 		return false
 	}

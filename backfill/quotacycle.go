@@ -403,46 +403,50 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 		})
 		w.Blocker = s.names[a]
 	default:
-		spec, _ := c.specFor(j)
-		if entitled && c.reclaim(j, spec, w) {
-			return true
-		}
-		k := quotaMsg{kind: 2, code: qc.code, at: qc.at}
-		if entitled {
-			k.kind = 3
-		}
-		why = s.reason(q, k, func() string {
-			m := s.explain(q, qc)
-			if entitled {
-				m += fmt.Sprintf("; below its guarantee (%d of %d GPUs), it waits for borrowed GPUs to be reclaimed", s.used[q], s.guar[q])
-			}
-			return m
-		})
-		w.Blocker = s.names[q]
-		if qc.at >= 0 {
-			w.Blocker = s.names[qc.at]
-		}
+		c.overQuota(j, qc, entitled, w)
+		return true
 	}
 	w.Code, w.Detail = WaitQuota, why
 	c.dropPromises(j)
 	return true
 }
 
-// quotaBlockedWait fills w for job j, whose placement on e.alloc its
-// queue's quota does not take (tryStart): it waits for quota, as the gate
-// would have said had it known the GPUs placed (whole nodes smaller than
-// the largest, an elastic gang that fits only at a size its quota does
-// not take while the GPUs in use seemed to leave no room).
-func (c *cycle) quotaBlockedWait(j *jobRec, w *Waiting) {
-	s := c.e.quota
-	q := j.queue
-	qc := s.check(q, c.e.alloc.GPUs(), c.e.mayBorrow(j), true)
-	*w = Waiting{Job: j.job.ID, Code: WaitQuota, Blocker: s.names[q]}
+// overQuota fills w for job j, which its queue's quota does not take (qc
+// says where it binds): a job its queue's guarantee covers (entitled)
+// looks for borrowed GPUs to reclaim first; otherwise it waits for quota,
+// and gives up its reservation and its hold.
+func (c *cycle) overQuota(j *jobRec, qc quotaCheck, entitled bool, w *Waiting) {
+	s, q := c.e.quota, j.queue
+	if spec, _ := c.specFor(j); entitled && c.reclaim(j, spec, w) {
+		return
+	}
+	k := quotaMsg{kind: 2, code: qc.code, at: qc.at}
+	if entitled {
+		k.kind = 3
+	}
+	w.Detail = s.reason(q, k, func() string {
+		m := s.explain(q, qc)
+		if entitled {
+			m += fmt.Sprintf("; below its guarantee (%d of %d GPUs), it waits for borrowed GPUs to be reclaimed", s.used[q], s.guar[q])
+		}
+		return m
+	})
+	w.Code, w.Blocker = WaitQuota, s.names[q]
 	if qc.at >= 0 {
 		w.Blocker = s.names[qc.at]
 	}
-	w.Detail = s.reason(q, quotaMsg{kind: 2, code: qc.code, at: qc.at}, func() string { return s.explain(q, qc) })
 	c.dropPromises(j)
+}
+
+// quotaBlockedWait fills w for job j, whose placement on e.alloc its
+// queue's quota does not take (tryStart): as the gate would have, had it
+// known the GPUs placed (whole nodes smaller than the largest, an elastic
+// gang that fits only at a size its quota does not take while the GPUs in
+// use seemed to leave no room).
+func (c *cycle) quotaBlockedWait(j *jobRec, w *Waiting) {
+	s := c.e.quota
+	*w = Waiting{Job: j.job.ID}
+	c.overQuota(j, s.check(j.queue, c.e.alloc.GPUs(), c.e.mayBorrow(j), true), s.entitled(j.queue, j.gpus), w)
 }
 
 // dropPromises drops the reservation and the hold of a job that waits
