@@ -319,15 +319,7 @@ func TestSubmitOrderLetsGo(t *testing.T) {
 				if err := e.Submit(job, now); err != nil {
 					t.Fatal(err)
 				}
-				p, err := e.Schedule(now)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, s := range p.Starts {
-					if err := e.Started(s.Job, now); err != nil {
-						t.Fatal(err)
-					}
-				}
+				scheduleStarted(t, e, now)
 				for _, s := range e.Jobs() {
 					if s.State.Active() && now.Sub(s.Start) >= 3*time.Minute {
 						if err := e.Finished(s.ID, now); err != nil {

@@ -213,16 +213,7 @@ func TestQuietWalk(t *testing.T) {
 		before := fast.cyc.quietSkips
 		var plans [2]string
 		for i, e := range engines {
-			p, err := e.Schedule(now)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, s := range p.Starts {
-				if err := e.Started(s.Job, now); err != nil {
-					t.Fatal(err)
-				}
-			}
-			plans[i] = fmt.Sprintf("%+v", *p)
+			plans[i] = fmt.Sprintf("%+v", *scheduleStarted(t, e, now))
 		}
 		if plans[0] != plans[1] {
 			t.Fatalf("at %v the plans differ:\n%s\n%s", now.Sub(epoch), plans[0], plans[1])
@@ -322,4 +313,20 @@ func TestQuietWalk(t *testing.T) {
 			}
 		}
 	})
+}
+
+// scheduleStarted runs a cycle of e at now and confirms every start it
+// plans at once.
+func scheduleStarted(t *testing.T, e *Engine, now time.Time) *Plan {
+	t.Helper()
+	p, err := e.Schedule(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range p.Starts {
+		if err := e.Started(s.Job, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
 }
