@@ -1,6 +1,7 @@
 package backfill
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -157,21 +158,22 @@ func (t *jobTable) addRunning(j *jobRec) {
 
 // removeRunning takes job j out of running.
 func (t *jobTable) removeRunning(j *jobRec) {
-	i, found := slices.BinarySearchFunc(t.running, j.seq, bySeq)
-	if !found || t.running[i] != j {
-		panic(fmt.Sprintf("backfill: job %s missing from its list", j.job.ID))
-	}
+	i := t.runningIndex(j)
 	t.running = slices.Delete(t.running, i, i+1)
 	t.bill = slices.Delete(t.bill, i, i+1)
 }
 
 // billUsed records active job j's GPUs in use (jobRec.used) for chargeAll.
-func (t *jobTable) billUsed(j *jobRec) {
-	i, found := slices.BinarySearchFunc(t.running, j.seq, bySeq)
+func (t *jobTable) billUsed(j *jobRec) { t.bill[t.runningIndex(j)].used = int32(j.used) }
+
+// runningIndex returns active job j's index in running, found by seq in
+// the billing list (no other job's record read).
+func (t *jobTable) runningIndex(j *jobRec) int {
+	i, found := slices.BinarySearchFunc(t.bill, j.seq, func(b billing, s uint64) int { return cmp.Compare(b.seq, s) })
 	if !found || t.running[i] != j {
 		panic(fmt.Sprintf("backfill: job %s missing from its list", j.job.ID))
 	}
-	t.bill[i].used = int32(j.used)
+	return i
 }
 
 // lastCharge returns when job j was last charged.
