@@ -95,6 +95,15 @@ type cycle struct {
 	// quietSkips counts the waiting jobs quiet walks passed over, and
 	// quietChecked those they would have but for checkEach.
 	quietSkips, quietChecked int
+	// The class table (classMark): classes holds its entries, classOn
+	// is set while the walk may pass over jobs by their classes
+	// (classWalk), classesLive while an entry may be in use, classSerial
+	// numbers the entries claimed; classSkips and classChecked count as
+	// quietSkips and quietChecked do.
+	classes                  []classEntry
+	classOn, classesLive     bool
+	classSerial              uint64
+	classSkips, classChecked int
 	// waitBuf is where a waiting job's reason is built when the plan
 	// lists only changes (Config.OnlyChangedWaits); hitID is the ID of
 	// the job's reason when its test found it in, or added it to, the
@@ -194,6 +203,7 @@ type cycle struct {
 type testStamp struct {
 	world, id uint64
 	until     int64
+	slot      int // the length of its reservation prefix (cycle.slotLen)
 }
 
 // failKey is the key of one entry of the same-shape failure cache: a
@@ -455,13 +465,14 @@ func (c *cycle) walk(order []*jobRec) {
 	tail := c.fifo && e.cfg.Strict && changes
 	blockerAt, skipped, decided, jumped := -1, 0, false, false
 	keys, quiet := c.quietWalk(order, winLen)
+	c.classOn = c.classWalk(keys, winLen, len(order))
 	marked := -1 // the rank whose job the walk last tested (markQuiet)
 	for rank := 0; rank < len(order); rank++ {
 		if marked >= 0 {
 			c.markQuiet(keys, order, marked)
 			marked = -1
 		}
-		predicted := false
+		predicted, predictedClass := false, false
 		if quiet != 0 && keys[rank].quiet == quiet {
 			// The stamps of this job and of the run of marked ones after
 			// it hold: their tests would be skipped and their reasons are
@@ -486,6 +497,25 @@ func (c *cycle) walk(order []*jobRec) {
 				rank = end - 1
 				continue
 			}
+		}
+		if c.classOn {
+			if k := &keys[rank]; c.classHolds(k) {
+				// A job of its class failed in this world as it did:
+				// so would it (classes.go).
+				if e.checkEach {
+					predictedClass = true
+					c.classChecked++
+				} else {
+					c.plan.Tested++
+					c.plan.Unchanged++
+					c.classSkips++
+					c.passClass(k)
+					continue
+				}
+			}
+		}
+		if keys != nil {
+			keys[rank].class = 0 // marked again if the walk leaves it unchanged (markQuiet)
 		}
 		if tail && blockerAt >= 0 && !decided {
 			// The first job behind the blocker. Every job before it
@@ -557,6 +587,9 @@ func (c *cycle) walk(order []*jobRec) {
 			started := !c.test(j, w)
 			if predicted && c.skippedTests == skippedBefore {
 				panic(fmt.Sprintf("backfill: job %s at rank %d marked quiet in world %d, but its test was not skipped", j.job.ID, rank, quiet))
+			}
+			if predictedClass && (started || !(c.hitID != 0 && c.hitID == j.waitID || keepID(j, w) != 0)) {
+				panic(fmt.Sprintf("backfill: job %s at rank %d passed over by its class, but its test started it or changed its reason", j.job.ID, rank))
 			}
 			c.settleMove(j)
 			if j.dropped {
@@ -665,9 +698,10 @@ func (c *cycle) markQuiet(keys []keptKey, order []*jobRec, rank int) {
 	j, k := order[rank], &keys[rank]
 	w := c.worldNow()
 	if j.phase != StatePending || j.stamp.world != w || j.stamp.id != j.waitID {
-		k.quiet = 0
+		k.quiet, k.class = 0, 0
 		return
 	}
+	c.classMark(k, j, w)
 	k.quiet = w
 	if c.qwWorld != w {
 		c.qwWorld, c.qwUntil = w, math.MaxInt64
@@ -807,7 +841,7 @@ func (c *cycle) setStamp(j *jobRec) {
 	}
 	c.stampable = false
 	s := c.stampNext
-	s.id = j.waitID
+	s.id, s.slot = j.waitID, c.slotLen
 	s.until = math.MaxInt64
 	if l := j.limit; l > 0 && c.slotLen < len(c.offs) {
 		// The next reservation by start enters the job's prefix once

@@ -120,6 +120,12 @@ type keptKey struct {
 	// when the walk last left it, 0 for none: the walk passes over the
 	// job without reading its record while that world lasts (quietWalk).
 	quiet uint64
+	// class names the entry of the cycle's class table (classMark) the
+	// job's outcome fell in when the walk last left it with its stamp
+	// holding, 0 for none: in a later world, the walk passes over the job
+	// without reading its record once a job of the same class failed
+	// there as before (classHolds).
+	class uint64
 }
 
 // keptEntry is a job that joined, with its key.
