@@ -30,7 +30,12 @@ import (
 //     restore);
 //   - most cycles leave some jobs out (the listing is of changes);
 //   - tests are skipped by their stamps (cycle.skipTest), each checked
-//     by running it anyway in the seeds with the invariant checker.
+//     by running it anyway in the seeds with the invariant checker
+//     (in seed 23, every other span between restores runs unchecked,
+//     held to the other engine's list alone);
+//   - (logged) jobs are passed over by quiet walks and by their classes
+//     (TestClassWalkAgrees holds classes to account on queues of few
+//     shapes, where they pass over many).
 func TestOnlyChangedWaits(t *testing.T) {
 	seeds := 24
 	if testing.Short() {
@@ -79,6 +84,12 @@ func TestOnlyChangedWaits(t *testing.T) {
 							checked += changes.cyc.skippedTests
 						}
 						changes = roundTrip(t, changes)
+						if seed%24 == 23 {
+							// Checked and unchecked in turn: the jobs
+							// passed over unchecked are held to the other
+							// engine's list alone.
+							changes.checkEach = i/97%2 == 1
+						}
 						clear(since) // a restored engine lists every job once
 					}
 					// A job cancelled or submitted again under its ID
@@ -170,11 +181,6 @@ func TestOnlyChangedWaits(t *testing.T) {
 			// stamped: none passed over.)
 			if passed == 0 && !testing.Short() && depth >= 0 && depth <= 1 {
 				t.Errorf("no job was passed over by a quiet walk")
-			}
-			// Nor by their classes after the world changed (classes.go),
-			// each checked in the seeds with the invariant checker.
-			if !testing.Short() && depth >= 0 && depth <= 1 && (classed == classChecked || classChecked == 0) {
-				t.Errorf("%d jobs passed over by their classes, %d of them checked: want both", classed, classChecked)
 			}
 			if left < listed {
 				t.Errorf("%d waits listed against %d left out: want most left out", listed, left)

@@ -78,12 +78,13 @@ func (c *cycle) classHolds(k *keptKey) bool {
 	return en.serial == k.class>>classBits && en.ok == c.worldNow() && c.nowNs < en.until
 }
 
-// classMark marks key k of job j with its class, when its stamp holds in
-// world w (the walk leaves it so), and notes that a job of the class
-// failed so in w; with none otherwise.
+// classMark marks key k of job j, whose stamp holds in world w (markQuiet
+// calls it when the walk leaves the job so), with its class, and notes
+// that a job of the class failed so in w; with none when the walk passes
+// over no job by its class, or the stamp's until is now.
 func (c *cycle) classMark(k *keptKey, j *jobRec, w uint64) {
 	s := &j.stamp
-	if !c.classOn || s.world != w || s.id != j.waitID || c.nowNs >= s.until {
+	if !c.classOn || c.nowNs >= s.until {
 		k.class = 0
 		return
 	}

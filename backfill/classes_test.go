@@ -2,6 +2,8 @@ package backfill
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 
@@ -257,4 +259,132 @@ func TestClassTable(t *testing.T) {
 			t.Fatal("a walk without classes marked a key")
 		}
 	})
+}
+
+// TestClassWalkAgrees runs random queues of few shapes and time limits
+// (so that classes have many jobs, in several slots) through submissions,
+// ends, cancellations and nodes going down and up, on three engines: one
+// that passes over jobs by their classes, one that runs every test
+// anyway (checkEach), both restored from their snapshots every 97 steps,
+// and one that lists every waiting job. After every cycle the first two plans are
+// the same, and the first's changes rebuild the third's list exactly.
+func TestClassWalkAgrees(t *testing.T) {
+	seeds := 12
+	if testing.Short() {
+		seeds = 3
+	}
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 3, NodesPerLeaf: 4, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	requests := []placement.Request{placement.TotalGPUs(1), placement.TotalGPUs(4), placement.NodesOf(1, 8), placement.NodesOf(2, 8), placement.NodesOf(4, 8), placement.TotalGPUs(24)}
+	limits := []time.Duration{30 * time.Minute, 2 * time.Hour, 8 * time.Hour, 24 * time.Hour}
+	for _, depth := range []int{0, 1, 4} {
+		t.Run(fmt.Sprintf("depth=%d", depth), func(t *testing.T) {
+			passed, checkedPasses := 0, 0
+			for seed := range uint64(seeds) {
+				cfg := DefaultConfig()
+				cfg.ReservationDepth, cfg.OnlyChangedWaits = depth, true
+				cfg.FairShare.HalfLife = time.Hour
+				if seed%2 == 1 {
+					cfg.FairShare.Weights.JobSize = 1 // priority inputs set apart by size
+					cfg.FairShare.ClusterGPUs = c.TotalGPUs()
+				}
+				var engines [3]*Engine // classes, checked, every wait listed
+				for i := range engines {
+					if engines[i], err = New(c, cfg, flatTree(t, cfg.FairShare, "a", "b", "c")); err != nil {
+						t.Fatal(err)
+					}
+					engines[i].collide = seed%3 == 2
+				}
+				engines[1].checkEach = true
+				engines[2].cfg.OnlyChangedWaits = false
+				r := rand.New(rand.NewPCG(seed, uint64(depth)+77))
+				now, next := epoch, 0
+				last := map[string]Waiting{}
+				do := func(what string, f func(e *Engine) error) {
+					t.Helper()
+					var errs [3]string
+					for i, e := range engines {
+						if err := f(e); err != nil {
+							errs[i] = err.Error()
+						}
+					}
+					if errs[0] != errs[1] || errs[1] != errs[2] {
+						t.Fatalf("seed %d: %s: the engines differ: %q", seed, what, errs)
+					}
+				}
+				for step := range 700 {
+					now = now.Add(time.Duration(r.IntN(20)) * time.Minute)
+					switch k := r.IntN(20); {
+					case k < 9:
+						next++
+						j := Job{ID: fmt.Sprintf("j%d", next), Account: string(rune('a' + r.IntN(3))), Submit: now,
+							TimeLimit: limits[r.IntN(len(limits))],
+							Gang:      gang.Spec{Members: []gang.Member{{Name: "m", Request: requests[r.IntN(len(requests))]}}}}
+						do("submit", func(e *Engine) error { return e.Submit(j, now) })
+					case k < 15:
+						// The longest-running job ends (a real end, before
+						// its limit, most of the time).
+						id := ""
+						for _, j := range engines[2].jobs.running {
+							if j.phase == StateRunning && (id == "" || r.IntN(3) == 0) {
+								id = j.job.ID
+							}
+						}
+						if id != "" {
+							do("finish "+id, func(e *Engine) error { return e.Finished(id, now) })
+						}
+					case k < 16 && next > 0:
+						id := fmt.Sprintf("j%d", 1+r.IntN(next))
+						do("cancel "+id, func(e *Engine) error { return e.Cancel(id, now) })
+					case k < 17:
+						n := topology.NodeID(r.IntN(c.NumNodes()))
+						if r.IntN(2) == 0 {
+							do("down", func(e *Engine) error { _, err := e.NodeDown(n, now); return err })
+						} else {
+							do("up", func(e *Engine) error { return e.NodeUp(n, now) })
+						}
+					}
+					if step%97 == 96 {
+						passed += engines[0].cyc.classSkips
+						checkedPasses += engines[1].cyc.classChecked
+						for i := range 2 {
+							engines[i] = roundTrip(t, engines[i])
+						}
+						clear(last) // a restored engine lists every job once
+					}
+					var plans [3]*Plan
+					for i, e := range engines {
+						plans[i] = scheduleStarted(t, e, now)
+					}
+					if a, b := fmt.Sprintf("%+v", *plans[0]), fmt.Sprintf("%+v", *plans[1]); a != b {
+						t.Fatalf("seed %d step %d: the plans differ:\n%s\n%s", seed, step, a, b)
+					}
+					for _, w := range plans[0].Waiting {
+						last[w.Job] = w
+					}
+					if n := len(plans[0].Waiting) + plans[0].Unchanged; n != len(plans[2].Waiting) {
+						t.Fatalf("seed %d step %d: %d listed + %d unchanged, want %d waiting", seed, step, len(plans[0].Waiting), plans[0].Unchanged, len(plans[2].Waiting))
+					}
+					for _, want := range plans[2].Waiting {
+						got := last[want.Job]
+						got.Priority = want.Priority
+						if !reflect.DeepEqual(got, want) {
+							t.Fatalf("seed %d step %d: job %s: rebuilt from changes %+v, full list %+v", seed, step, want.Job, got, want)
+						}
+					}
+				}
+				passed += engines[0].cyc.classSkips
+				checkedPasses += engines[1].cyc.classChecked
+				if engines[1].cyc.classSkips != 0 {
+					t.Fatalf("seed %d: the checking engine passed over %d jobs", seed, engines[1].cyc.classSkips)
+				}
+			}
+			t.Logf("%d jobs passed over by their classes, %d checked", passed, checkedPasses)
+			if passed == 0 || checkedPasses == 0 {
+				t.Errorf("%d jobs passed over by their classes, %d checked: want both", passed, checkedPasses)
+			}
+		})
+	}
 }

@@ -498,7 +498,7 @@ func (c *cycle) walk(order []*jobRec) {
 				continue
 			}
 		}
-		if c.classOn {
+		if c.classOn && !predicted {
 			if k := &keys[rank]; c.classHolds(k) {
 				// A job of its class failed in this world as it did:
 				// so would it (classes.go).
