@@ -271,7 +271,7 @@ func TestClassTable(t *testing.T) {
 func TestClassWalkAgrees(t *testing.T) {
 	seeds := 12
 	if testing.Short() {
-		seeds = 3
+		seeds = 2
 	}
 	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 3, NodesPerLeaf: 4, GPUsPerNode: 8})
 	if err != nil {
