@@ -63,6 +63,11 @@ func (c *cycle) classWalk(keys []keptKey, winLen, n int) bool {
 		}
 		return false
 	}
+	if c.classes == nil {
+		// Here from the first walk that marks keys on, so that a key
+		// marked keptGone reads an entry (whose serial is not its).
+		c.classes = make([]classEntry, classCap)
+	}
 	return e.pre == nil && !e.cfg.Strict && winLen >= n && c.qwLeft == e.kr.left && !e.mayHold()
 }
 
@@ -87,9 +92,6 @@ func (c *cycle) classMark(k *keptKey, j *jobRec, w uint64) {
 	if !c.classOn || c.nowNs >= s.until {
 		k.class = 0
 		return
-	}
-	if c.classes == nil {
-		c.classes = make([]classEntry, classCap)
 	}
 	ver := c.e.book.version
 	h := int(((j.shapeID ^ uint64(s.slot)<<40 ^ s.id<<20 ^ ver) * 0x9e3779b97f4a7c15) >> (64 - classBits))

@@ -175,6 +175,7 @@ func TestClassTable(t *testing.T) {
 	cy := &e.cyc
 	var ledger uint64
 	cy.e, cy.ledgerCount, cy.nowNs, cy.classOn = e, &ledger, 100, true
+	cy.classes = make([]classEntry, classCap) // as the first walk that marks keys makes it
 	// mark marks a key for a job of shape, slot and reason id, stamped in
 	// the world that is, until until.
 	mark := func(shape uint64, slot int, id uint64, until int64) keptKey {

@@ -89,6 +89,12 @@ type cycle struct {
 	qwUntil int64
 	qwLeft  uint64
 	qwHold  bool
+	// goneOK is set while the walk may pass over the keys marked
+	// keptGone, their jobs' records unread: no job came back to its
+	// place in the kept order since the last walk, which ended with
+	// the count qwBack of those that did (keptRank.back).
+	goneOK bool
+	qwBack uint64
 	// quotaBlocked is set by tryStart when the job it placed is over its
 	// queue's quota on the GPUs placed.
 	quotaBlocked bool
@@ -466,11 +472,19 @@ func (c *cycle) walk(order []*jobRec) {
 	blockerAt, skipped, decided, jumped := -1, 0, false, false
 	keys, quiet := c.quietWalk(order, winLen)
 	c.classOn = c.classWalk(keys, winLen, len(order))
+	c.goneOK = keys != nil && c.qwBack == e.kr.back
 	marked := -1 // the rank whose job the walk last tested (markQuiet)
 	for rank := 0; rank < len(order); rank++ {
 		if marked >= 0 {
 			c.markQuiet(keys, order, marked)
 			marked = -1
+		}
+		if c.goneOK && keys[rank].class == keptGone {
+			// A job that left (and did not come back: goneOK).
+			if e.checkEach && order[rank].phase == StatePending {
+				panic(fmt.Sprintf("backfill: job %s at rank %d marked gone, but waiting", order[rank].job.ID, rank))
+			}
+			continue
 		}
 		predicted, predictedClass := false, false
 		if quiet != 0 && keys[rank].quiet == quiet {
@@ -534,7 +548,9 @@ func (c *cycle) walk(order []*jobRec) {
 		j := order[rank]
 		if j.phase != StatePending || c.fifo && j.pos != c.base+rank {
 			if keys != nil {
-				keys[rank].quiet = 0 // a job that left is not passed over as waiting
+				// A job that left is not passed over as waiting, and
+				// the next walks pass over it unread (goneOK).
+				keys[rank].quiet, keys[rank].class = 0, keptGone
 			}
 			continue // started by its due reservation, or left the queue
 		}
@@ -645,7 +661,7 @@ func (c *cycle) walk(order []*jobRec) {
 		c.markQuiet(keys, order, marked)
 	}
 	if keys != nil {
-		c.qwLeft, c.qwHold = e.kr.left, e.mayHold()
+		c.qwLeft, c.qwHold, c.qwBack = e.kr.left, e.mayHold(), e.kr.back
 	}
 	if skipped < 0 {
 		panic(fmt.Sprintf("backfill: %d waiting jobs skipped behind blocker %s", skipped, strictBlocker))
@@ -697,7 +713,11 @@ func (c *cycle) quietWalk(order []*jobRec, winLen int) ([]keptKey, uint64) {
 func (c *cycle) markQuiet(keys []keptKey, order []*jobRec, rank int) {
 	j, k := order[rank], &keys[rank]
 	w := c.worldNow()
-	if j.phase != StatePending || j.stamp.world != w || j.stamp.id != j.waitID {
+	if j.phase != StatePending {
+		k.quiet, k.class = 0, keptGone // it started: it left
+		return
+	}
+	if j.stamp.world != w || j.stamp.id != j.waitID {
 		k.quiet, k.class = 0, 0
 		return
 	}

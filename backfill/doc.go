@@ -118,9 +118,16 @@
 // it, so that the next cycle, if that world still is, passes over runs
 // of such jobs without reading their records (no preemption, strict
 // order or MaxJobsTested window, no job gone from the queue since, no
-// such stamp expired). A cycle's usage charges read a list of the active
-// jobs' GPUs and accounts kept beside the running list, not their
-// records. None of this changes a decision: the
+// such stamp expired). The key records the job's class too: its shape,
+// the length of its reservation prefix and its reason, in the book's
+// version. When the world changed (a job ended), the walk tests the
+// first job it meets of each class, and once one failed as its class
+// says in the world that is, passes over the others of the class without
+// reading their records (not while hold mode may hold; a book change, or
+// the earliest expiry of a stamp of the class, ends a class). A cycle's
+// usage charges read a list of the active jobs' GPUs and accounts kept
+// beside the running list, not their records. None of this changes a
+// decision: the
 // package's tests run every cache against its reference path and compare
 // the plans byte for byte, and under their invariant checker every
 // skipped test runs anyway and must agree. benchmarks/README.md has the

@@ -73,8 +73,12 @@ func (e *Engine) enqueue(j *jobRec) {
 	if e.fifo.on {
 		e.fifo.joined = append(e.fifo.joined, j)
 	}
-	if e.kr.on && j.keptGen != e.kr.gen { // else back at its kept place
-		e.kr.joined = append(e.kr.joined, j)
+	if e.kr.on {
+		if j.keptGen != e.kr.gen {
+			e.kr.joined = append(e.kr.joined, j)
+		} else {
+			e.kr.back++ // back at its kept place
+		}
 	}
 }
 

@@ -81,8 +81,10 @@ type keptRank struct {
 	gen  uint64
 	gone int
 	// left counts the jobs that left the kept order, never reset (a quiet
-	// walk needs none to have left since the last walk).
-	left uint64
+	// walk needs none to have left since the last walk); back counts
+	// those that came back to their place in it (keys marked keptGone
+	// are trusted while none did since the last walk).
+	left, back uint64
 	// lasted counts the kept rankings since the keys were computed;
 	// after one that lasted fewer than four, the next wait whole
 	// rankings go by before keys are computed again, backoff doubling.
@@ -124,9 +126,15 @@ type keptKey struct {
 	// job's outcome fell in when the walk last left it with its stamp
 	// holding, 0 for none: in a later world, the walk passes over the job
 	// without reading its record once a job of the same class failed
-	// there as before (classHolds).
+	// there as before (classHolds). keptGone marks a job that left.
 	class uint64
 }
+
+// keptGone is the class of a kept key whose job left the queue: the walk
+// passes over it without reading its record while no job came back to
+// its place in the kept order (cycle.goneOK). No class table entry's
+// serial reaches it.
+const keptGone = ^uint64(0)
 
 // keptEntry is a job that joined, with its key.
 type keptEntry struct {
