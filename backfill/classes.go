@@ -122,14 +122,36 @@ func (c *cycle) classMark(k *keptKey, j *jobRec, w uint64) {
 	k.class = c.classSerial<<classBits | uint64(at)
 }
 
-// passClass passes over the job whose key is k, its class holding
-// (classHolds): it is marked quiet in the world that is, until its
-// class's until at the latest (markQuiet).
-func (c *cycle) passClass(k *keptKey) {
+// passClasses passes over the run of jobs from rank on whose classes
+// hold (classHolds), and the jobs that left among them while their keys
+// may be trusted (goneOK), and returns the rank after the run (rank
+// itself when the first job's class does not hold). Each job passed over
+// is marked quiet in the world that is, until its class's until at the
+// latest (markQuiet).
+func (c *cycle) passClasses(keys []keptKey, rank int) int {
 	w := c.worldNow()
-	k.quiet = w
-	if c.qwWorld != w {
-		c.qwWorld, c.qwUntil = w, math.MaxInt64
+	until, n := int64(math.MaxInt64), 0
+	for ; rank < len(keys); rank++ {
+		k := &keys[rank]
+		if k.class == keptGone && c.goneOK {
+			continue
+		}
+		en := &c.classes[k.class&(classCap-1)]
+		if k.class == 0 || en.serial != k.class>>classBits || en.ok != w || c.nowNs >= en.until {
+			break
+		}
+		k.quiet = w
+		until = min(until, en.until)
+		n++
 	}
-	c.qwUntil = min(c.qwUntil, c.classes[k.class&(classCap-1)].until)
+	if n > 0 {
+		if c.qwWorld != w {
+			c.qwWorld, c.qwUntil = w, math.MaxInt64
+		}
+		c.qwUntil = min(c.qwUntil, until)
+		c.plan.Tested += n
+		c.plan.Unchanged += n
+		c.classSkips += n
+	}
+	return rank
 }

@@ -513,19 +513,16 @@ func (c *cycle) walk(order []*jobRec) {
 			}
 		}
 		if c.classOn && !predicted {
-			if k := &keys[rank]; c.classHolds(k) {
-				// A job of its class failed in this world as it did:
-				// so would it (classes.go).
-				if e.checkEach {
+			// A job of its class failed in this world as it did: so
+			// would it (classes.go), and the run of such jobs after it.
+			if e.checkEach {
+				if c.classHolds(&keys[rank]) {
 					predictedClass = true
 					c.classChecked++
-				} else {
-					c.plan.Tested++
-					c.plan.Unchanged++
-					c.classSkips++
-					c.passClass(k)
-					continue
 				}
+			} else if end := c.passClasses(keys, rank); end > rank {
+				rank = end - 1
+				continue
 			}
 		}
 		if keys != nil {
