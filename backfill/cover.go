@@ -229,6 +229,10 @@ func (p *profile) reserved(j *jobRec, before, key cacheKey) {
 	if cv := &p.cover; cv.valid && cv.key == before {
 		cv.added(r, before.now, key)
 	}
+	if p.timesKey == before && p.times != nil && !p.timesAll {
+		// A merge left halfway: its place in the book's list moved.
+		p.timesKey = cacheKey{}
+	}
 	if p.timesKey == before && p.times != nil && !r.end.IsZero() {
 		// r.end is after now: r starts at a candidate time and has a limit.
 		i, found := slices.BinarySearchFunc(p.times, r.end, func(a, b time.Time) int { return a.Compare(b) })

@@ -3,6 +3,7 @@ package backfill
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 	"time"
@@ -33,8 +34,12 @@ type profile struct {
 	version uint64 // bumped when ends change
 	probe   *topology.State
 	blocks  blockSet
-	// Caches, valid for (version, book version, now).
+	// Caches, valid for (version, book version, now). times holds the
+	// candidate times, every one when timesAll is set, else those merged
+	// so far, up to ends[mi] and the book's byEnd[mk] (timesUpTo).
 	times    []time.Time
+	timesAll bool
+	mi, mk   int
 	offs     []time.Duration // times as offsets from timesKey.now, when offsOK
 	offsOK   bool
 	timesKey cacheKey
@@ -139,21 +144,34 @@ func (p *profile) nextEnd(t time.Time) (time.Time, bool) {
 // job is past its end, then active jobs' ends and reservations' ends
 // after now; sorted and distinct, merged from the two ordered lists.
 func (p *profile) candidateTimes(key cacheKey, b *book) []time.Time {
-	if !p.naive && p.timesKey == key && p.times != nil {
+	return p.timesUpTo(key, b, math.MaxInt)
+}
+
+// timesUpTo returns the first n candidate times (candidateTimes), or all
+// of them when there are fewer: a search that stops early (most stop at
+// the reservation they keep) merges no further than it reads.
+func (p *profile) timesUpTo(key cacheKey, b *book, n int) []time.Time {
+	if p.naive {
+		return p.naiveTimes(key, b)
+	}
+	if p.timesKey != key || p.times == nil {
+		p.times, p.timesKey, p.offsOK, p.timesAll, p.mi, p.mk = p.times[:0], key, false, false, 0, 0
+	}
+	if p.timesAll || len(p.times) >= n {
 		return p.times
 	}
 	now := key.now
 	ends := p.sortedEnds(key)
 	_, byEnd := b.sorted()
 	// Both lists are in time order: merge them, dropping duplicates.
-	ts := p.times[:0]
+	ts := p.times
 	add := func(t time.Time) {
 		if n := len(ts); n == 0 || !ts[n-1].Equal(t) {
 			ts = append(ts, t)
 		}
 	}
-	i, k := 0, 0
-	for i < len(ends) || k < len(byEnd) {
+	i, k := p.mi, p.mk
+	for len(ts) < n && (i < len(ends) || k < len(byEnd)) {
 		if k < len(byEnd) && !byEnd[k].end.After(now) {
 			k++ // ended: no candidate
 			continue
@@ -166,26 +184,36 @@ func (p *profile) candidateTimes(key cacheKey, b *book) []time.Time {
 			k++
 		}
 	}
-	if p.naive { // the reference: collect everything, sort
-		ts = ts[:0]
-		for _, it := range ends {
-			ts = append(ts, later(it.end, now))
-		}
-		for _, r := range b.resv {
-			if !r.end.IsZero() && r.end.After(now) {
-				ts = append(ts, r.end)
-			}
-		}
-		slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
-		ts = slices.CompactFunc(ts, func(a, b time.Time) bool { return a.Equal(b) })
-	}
-	p.times, p.timesKey, p.offsOK = ts, key, false
+	// (A time merged last may have equals left in either list: the next
+	// call's add drops them, as this one's would have.)
+	p.times, p.mi, p.mk = ts, i, k
+	p.timesAll = i == len(ends) && k == len(byEnd)
 	return p.times
 }
 
-// offsets returns the candidate times (candidateTimes, just called) as
-// offsets from their now, computed when first asked after the times
-// changed: only searches on a cover read them.
+// naiveTimes is candidateTimes' reference path: every time collected,
+// then sorted.
+func (p *profile) naiveTimes(key cacheKey, b *book) []time.Time {
+	now := key.now
+	ends := p.sortedEnds(key)
+	ts := p.times[:0]
+	for _, it := range ends {
+		ts = append(ts, later(it.end, now))
+	}
+	for _, r := range b.resv {
+		if !r.end.IsZero() && r.end.After(now) {
+			ts = append(ts, r.end)
+		}
+	}
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	ts = slices.CompactFunc(ts, func(a, b time.Time) bool { return a.Equal(b) })
+	p.times, p.timesKey, p.offsOK, p.timesAll = ts, key, false, true
+	return p.times
+}
+
+// offsets returns the candidate times (candidateTimes, just called: every
+// one) as offsets from their now, computed when first asked after the
+// times changed: only searches on a cover read them.
 func (p *profile) offsets() []time.Duration {
 	if !p.offsOK {
 		p.offs = p.offs[:0]
@@ -216,17 +244,29 @@ type query struct {
 // q's job can be admitted in the profile, leaving the placement in
 // e.alloc, or false.
 func (e *Engine) search(now time.Time, q query) (time.Time, bool) {
-	ts := e.prof.candidateTimes(e.cacheKey(now), &e.book)
+	p, key := &e.prof, e.cacheKey(now)
+	ts := p.timesUpTo(key, &e.book, 16)
 	if len(ts) == 0 || !q.until.IsZero() && !ts[0].Before(q.until) {
 		return time.Time{}, false
 	}
 	w := e.newWalker(now, q)
 	cv := e.coverFor(now, q)
+	if cv != nil {
+		ts = p.candidateTimes(key, &e.book) // the cover skips by index over all of them
+	}
 	w.ended = cv != nil
 	need := e.leastGPUs(q.spec)
-	for i := 0; i < len(ts); i++ {
+	for i := 0; ; i++ {
+		if i == len(ts) {
+			if p.timesAll {
+				break
+			}
+			if ts = p.timesUpTo(key, &e.book, 2*i); i == len(ts) {
+				break
+			}
+		}
 		if cv != nil {
-			if i = cv.next(e.prof.offsets(), i, need, q.j.job.TimeLimit); i == len(ts) {
+			if i = cv.next(p.offsets(), i, need, q.j.job.TimeLimit); i == len(ts) {
 				break
 			}
 		}
