@@ -88,7 +88,9 @@
 // for an earlier start only after something was freed, and then only
 // before the time from which every change since its last search left the
 // availability profile as it was (the end of the job that finished, of
-// the job that started, of the reservation that went). When the priority weights
+// the job that started, of the reservation that went), and merges the
+// candidate times (the ends of running jobs and of reservations) only as
+// far as it reads them. When the priority weights
 // weigh only age (fairshare.Weights.SubmitOrdered: strict FIFO, FIFO
 // with backfill) and neither quotas nor MaxJobsTested reorder the queue,
 // the queue is kept in submit order between cycles instead of ranked:

@@ -51,13 +51,19 @@ type host struct {
 	// gave way to a claim: the late host reports releases late, so
 	// their reservations promise nothing.
 	preempted map[string]bool
+	// waits is each waiting job's reason as the plans told it: the last
+	// plan's list, or with Config.OnlyChangedWaits the latest listing of
+	// each job that has not started since (an unchanged reason is not
+	// listed again).
+	waits map[string]Waiting
 }
 
 func newHost(t testing.TB, e *Engine, jobs []Job, seed uint64) *host {
 	h := &host{t: t, e: e, r: rand.New(rand.NewPCG(seed, 99)),
 		started: map[string]time.Time{}, promised: map[string]time.Time{}, first: map[string]time.Time{},
 		final: map[string]time.Time{}, moved: map[string]bool{}, firstDue: map[string]time.Time{},
-		limits: map[string]time.Duration{}, runs: map[string]time.Duration{}, startsOf: map[string]int{}, preempted: map[string]bool{}}
+		limits: map[string]time.Duration{}, runs: map[string]time.Duration{}, startsOf: map[string]int{}, preempted: map[string]bool{},
+		waits: map[string]Waiting{}}
 	for i := range jobs {
 		heap.Push(&h.events, event{at: jobs[i].Submit, job: &jobs[i]})
 		h.limits[jobs[i].ID] = jobs[i].TimeLimit
@@ -168,6 +174,7 @@ func (h *host) cycle(at time.Time) {
 			h.promised[s.Job] = due
 		}
 		h.startsOf[s.Job]++
+		delete(h.waits, s.Job)
 		heap.Push(&h.events, event{at: at.Add(h.runs[s.Job]), finish: true, id: s.Job, run: h.startsOf[s.Job]})
 	}
 	for _, x := range p.Preemptions {
@@ -195,18 +202,19 @@ func (h *host) cycle(at time.Time) {
 		h.final[r.Job] = r.Start
 	}
 	h.last = p
+	if !h.e.cfg.OnlyChangedWaits {
+		clear(h.waits)
+	}
+	for _, w := range p.Waiting {
+		h.waits[w.Job] = w
+	}
 }
 
-// claimDue returns when job id, waiting for the jobs it preempted in the
-// last plan, was due to start (the end of their grace).
+// claimDue returns when job id, waiting for the jobs it preempted as the
+// plans last told it, was due to start (the end of their grace).
 func (h *host) claimDue(id string) (time.Time, bool) {
-	if h.last == nil {
-		return time.Time{}, false
-	}
-	for i := range h.last.Waiting {
-		if w := &h.last.Waiting[i]; w.Job == id && w.Code == WaitPreempting {
-			return w.Until, true
-		}
+	if w, ok := h.waits[id]; ok && w.Code == WaitPreempting {
+		return w.Until, true
 	}
 	return time.Time{}, false
 }
