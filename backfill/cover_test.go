@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -175,4 +176,54 @@ func (b *book) onNode(n topology.NodeID) bool {
 		}
 	}
 	return false
+}
+
+// TestReservedAfterPartialMerge: a search that stops early leaves the
+// candidate times merged halfway (profile.timesUpTo); when it reserves,
+// profile.reserved must not insert the reservation's end into that half
+// list, whose place in the book's list of ends moved. Sixty-four one-GPU
+// jobs of 1 to 64 hours fill the cluster; a one-GPU job of 19.5 hours is
+// reserved from the first end (its search reads one time), and a 17-GPU
+// job's search then needs the times up to the 17th end. The reservations
+// must be the reference path's.
+func TestReservedAfterPartialMerge(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 4, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reservations := func(naive bool) []Reservation {
+		cfg := DefaultConfig()
+		cfg.ReservationDepth = 4
+		e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.setNaive(naive)
+		now := epoch
+		submit := func(id string, r placement.Request, limit time.Duration) {
+			t.Helper()
+			j := Job{ID: id, Account: "a", TimeLimit: limit, Submit: now, Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: r}}}}
+			if err := e.Submit(j, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := 1; i <= 64; i++ {
+			submit(fmt.Sprintf("r%02d", i), placement.TotalGPUs(1), time.Duration(i)*time.Hour)
+		}
+		if p := scheduleStarted(t, e, now); len(p.Starts) != 64 {
+			t.Fatalf("%d of 64 jobs started", len(p.Starts))
+		}
+		now = now.Add(time.Minute)
+		submit("a", placement.TotalGPUs(1), 19*time.Hour+30*time.Minute)
+		now = now.Add(time.Minute)
+		submit("b", placement.TotalGPUs(17), time.Hour)
+		return scheduleStarted(t, e, now).Reservations
+	}
+	got, want := reservations(false), reservations(true)
+	if len(want) != 2 {
+		t.Fatalf("the reference path made %d reservations, want a's and b's", len(want))
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("reservations (-reference +cached):\n%s", d)
+	}
 }
