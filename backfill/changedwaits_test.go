@@ -59,7 +59,8 @@ func TestOnlyChangedWaits(t *testing.T) {
 				// walks pass over quiet jobs (cycle.quietWalk).
 				for _, e := range []*Engine{full, changes} {
 					// Every third seed crowds the shape, failure and class
-					// tables' probe windows.
+					// tables' probe windows, until the first restore (which
+					// carries no test switch but checkEach).
 					e.collide = seed%3 == 0
 					switch {
 					case seed%4 == 1, seed%8 == 3:
