@@ -265,7 +265,9 @@ func TestClassTable(t *testing.T) {
 // TestClassWalkAgrees runs random queues of few shapes and time limits
 // (so that classes have many jobs, in several slots) through submissions,
 // ends, failures that requeue, cancellations and nodes going down and up,
-// at reservation depths below and above maxSlots, on three engines: one
+// at reservation depths below and above maxSlots, with jobs without a
+// limit (hold mode) and ages that stop growing in some seeds, on three
+// engines: one
 // that passes over jobs by their classes, one that runs every test
 // anyway (checkEach), both restored from their snapshots every 97 steps,
 // and one that lists every waiting job. After every cycle the first two
@@ -293,6 +295,18 @@ func TestClassWalkAgrees(t *testing.T) {
 				if seed%2 == 1 {
 					cfg.FairShare.Weights.JobSize = 1 // priority inputs set apart by size
 					cfg.FairShare.ClusterGPUs = c.TotalGPUs()
+				}
+				if seed%3 == 2 {
+					// Ages that stop growing within the run: the kept
+					// keys are computed again, unmarked.
+					cfg.FairShare.MaxAge = 12 * time.Hour
+				}
+				// A fifth of the jobs without a limit in half the seeds:
+				// hold mode may then hold, and classes pause (classWalk)
+				// while such a job is active.
+				lims := limits
+				if seed%4 >= 2 {
+					lims = append(lims, 0)
 				}
 				var engines [3]*Engine // classes, checked, every wait listed
 				for i := range engines {
@@ -326,7 +340,7 @@ func TestClassWalkAgrees(t *testing.T) {
 					case k < 9:
 						next++
 						j := Job{ID: fmt.Sprintf("j%d", next), Account: string(rune('a' + r.IntN(3))), Submit: now,
-							TimeLimit: limits[r.IntN(len(limits))],
+							TimeLimit: lims[r.IntN(len(lims))],
 							Gang:      gang.Spec{Members: []gang.Member{{Name: "m", Request: requests[r.IntN(len(requests))]}}}}
 						do("submit", func(e *Engine) error { return e.Submit(j, now) })
 					case k < 16:
