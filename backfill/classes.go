@@ -72,15 +72,23 @@ func (c *cycle) classWalk(keys []keptKey, winLen, n int) bool {
 }
 
 // classHolds reports whether the job whose key is k may be passed over
-// as unchanged: its entry is still its class's, a job of the class failed
-// as the class says in the world that is (a world has one book version,
-// so the entry's is the book's), and now is before the class's until.
+// as unchanged in the world that is (classUntil).
 func (c *cycle) classHolds(k *keptKey) bool {
+	_, ok := c.classUntil(k, c.worldNow())
+	return ok
+}
+
+// classUntil returns the until of the class of the job whose key is k,
+// and whether the job may be passed over as unchanged in world w: its
+// entry is still its class's, a job of the class failed as the class says
+// in w (a world has one book version, so the entry's is the book's), and
+// now is before the class's until.
+func (c *cycle) classUntil(k *keptKey, w uint64) (int64, bool) {
 	if k.class == 0 {
-		return false
+		return 0, false
 	}
 	en := &c.classes[k.class&(classCap-1)]
-	return en.serial == k.class>>classBits && en.ok == c.worldNow() && c.nowNs < en.until
+	return en.until, en.serial == k.class>>classBits && en.ok == w && c.nowNs < en.until
 }
 
 // classMark marks key k of job j, whose stamp holds in world w (markQuiet
@@ -136,12 +144,12 @@ func (c *cycle) passClasses(keys []keptKey, rank int) int {
 		if k.class == keptGone && c.goneOK {
 			continue
 		}
-		en := &c.classes[k.class&(classCap-1)]
-		if k.class == 0 || en.serial != k.class>>classBits || en.ok != w || c.nowNs >= en.until {
+		u, ok := c.classUntil(k, w)
+		if !ok {
 			break
 		}
 		k.quiet = w
-		until = min(until, en.until)
+		until = min(until, u)
 		n++
 	}
 	if n > 0 {

@@ -84,15 +84,7 @@ func preemptBusyEngine(tb testing.TB, c *topology.Cluster, pending int, on bool)
 		if err := e.Submit(j, now); err != nil {
 			tb.Fatal(err)
 		}
-		p, err := e.Schedule(now)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		for _, s := range p.Starts {
-			if err := e.Started(s.Job, now); err != nil {
-				tb.Fatal(err)
-			}
-		}
+		p := scheduleStarted(tb, e, now)
 		if len(p.Starts) == 0 {
 			if err := e.Cancel(j.ID, now); err != nil {
 				tb.Fatal(err)

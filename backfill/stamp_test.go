@@ -317,7 +317,7 @@ func TestQuietWalk(t *testing.T) {
 
 // scheduleStarted runs a cycle of e at now and confirms every start it
 // plans at once.
-func scheduleStarted(t *testing.T, e *Engine, now time.Time) *Plan {
+func scheduleStarted(t testing.TB, e *Engine, now time.Time) *Plan {
 	t.Helper()
 	p, err := e.Schedule(now)
 	if err != nil {
