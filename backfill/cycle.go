@@ -43,7 +43,11 @@ import (
 //     - else, while fewer than ReservationDepth reservations exist, find
 //     the earliest time in the availability profile at which the gang can
 //     be admitted with the same topology-aware placement, and reserve
-//     those GPUs from then;
+//     those GPUs from then; once the walk has passed a waiting job
+//     without a reservation while every slot was taken, a slot that
+//     frees later in the walk (a reserved job further down starting now)
+//     is left for the next cycle, whose walk offers it in priority order:
+//     it never goes to a job ranked below one that wanted it;
 //     - with preemption on, a job of a class above some running job's
 //     whose earliest such time is later than now + Grace + MinGain (or
 //     that has none) first looks for victims (package gang/preempt): if
@@ -95,6 +99,13 @@ type cycle struct {
 	// the count qwBack of those that did (keptRank.back).
 	goneOK bool
 	qwBack uint64
+	// resvClosed is set once the walk has passed a waiting job without a
+	// reservation while every reservation slot was taken
+	// (passedWaiting): no job after it may take a slot that frees later
+	// in the walk (a reserved job starting at its rank), which would go
+	// to a job ranked below one that wanted it. The slot waits for the
+	// next cycle, whose walk offers it in rank order.
+	resvClosed bool
 	// quotaBlocked is set by tryStart when the job it placed is over its
 	// queue's quota on the GPUs placed.
 	quotaBlocked bool
@@ -314,7 +325,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c := &e.cyc
 	c.e, c.now, c.plan, c.naive = e, now, plan, e.naive
 	c.fifo, c.base = e.fifo.on, e.fifo.head
-	c.offsValid = false
+	c.offsValid, c.resvClosed = false, false
 	c.invalidate()
 	c.startClaims()
 	c.initPreempt()
@@ -504,6 +515,7 @@ func (c *cycle) walk(order []*jobRec) {
 					end++
 				}
 				n := end - rank
+				c.passedWaiting()
 				c.plan.Tested += n
 				c.plan.Unchanged += n
 				c.skippedTests += n
@@ -521,6 +533,7 @@ func (c *cycle) walk(order []*jobRec) {
 					c.classChecked++
 				}
 			} else if end := c.passClasses(keys, rank); end > rank {
+				c.passedWaiting()
 				rank = end - 1
 				continue
 			}
@@ -584,6 +597,7 @@ func (c *cycle) walk(order []*jobRec) {
 				strictBlocker, blockerAt = j.job.ID, rank
 			}
 		case winLen < len(order) && j.resv == nil && j.moved == nil && !j.dropped && !e.book.isHeld(j) && (rank-winStart+len(order))%len(order) >= winLen:
+			c.passedWaiting()
 			if changes {
 				if c.hitID = c.priorityID(WaitPriority, ""); c.hitID == j.waitID {
 					c.plan.Unchanged++
@@ -605,6 +619,9 @@ func (c *cycle) walk(order []*jobRec) {
 				panic(fmt.Sprintf("backfill: job %s at rank %d passed over by its class, but its test started it or changed its reason", j.job.ID, rank))
 			}
 			c.settleMove(j)
+			if !started && j.resv == nil && j.claim == nil {
+				c.passedWaiting()
+			}
 			if j.dropped {
 				j.dropped = false // written only when set: a long queue's records stay clean
 			}
@@ -850,7 +867,9 @@ func (c *cycle) setStamp(j *jobRec) {
 		c.stampStays = false
 		return
 	}
-	if !c.stampable || c.worldNow() != c.stampNext.world {
+	if !c.stampable || c.worldNow() != c.stampNext.world || c.resvClosed && !c.slotsFull() {
+		// (The last: the job may have been kept from a free
+		// reservation slot by resvClosed, which no world covers.)
 		// An older stamp may stay: it names a world gone for good, or
 		// the reason the job is left with is another (its ID).
 		c.stampable = false
@@ -895,8 +914,7 @@ func (c *cycle) shapeKey(j *jobRec) (shape, bool) {
 		return shape{}, false
 	}
 	e := c.e
-	d := e.cfg.ReservationDepth
-	if !e.cfg.Strict && d != 0 && (d == Conservative || len(e.book.resv) < d) {
+	if c.mayReserve() {
 		return shape{}, false
 	}
 	if e.book.isHeld(j) {

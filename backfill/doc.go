@@ -12,8 +12,11 @@
 // Config.ReservationDepth of them, a reservation: the earliest time in the
 // availability profile (free GPUs now plus the GPUs running jobs return at
 // start + time limit) at which their gang can be admitted with the same
-// topology-aware placement, on those specific GPUs. Schedule's doc lists
-// the steps.
+// topology-aware placement, on those specific GPUs. A reservation is kept
+// until its job starts, so a job may hold one while a job ranked above it
+// (a later arrival of a lighter account, say) waits without; the
+// slots then go to the highest-ranked jobs as they free, a slot freed in
+// the middle of a walk at the next cycle. Schedule's doc lists the steps.
 //
 // # Promises
 //

@@ -112,7 +112,24 @@ func (c *cycle) settleMove(j *jobRec) {
 func (c *cycle) mayReserve() bool {
 	cfg := &c.e.cfg
 	d := cfg.ReservationDepth
-	return !cfg.Strict && d != 0 && (d == Conservative || len(c.e.book.resv) < d)
+	return !cfg.Strict && d != 0 && (d == Conservative || len(c.e.book.resv) < d && !c.resvClosed)
+}
+
+// slotsFull reports whether every reservation slot of a bounded depth is
+// taken.
+func (c *cycle) slotsFull() bool {
+	d := c.e.cfg.ReservationDepth
+	return d > 0 && len(c.e.book.resv) >= d
+}
+
+// passedWaiting records that the walk passed a waiting job that holds no
+// reservation (tested or not): if every slot is taken, the job could get
+// none, and a slot that frees later in the walk is left for the next
+// cycle (resvClosed).
+func (c *cycle) passedWaiting() {
+	if !c.resvClosed && c.slotsFull() {
+		c.resvClosed = true
+	}
 }
 
 // reserveAt gives job j a reservation from t on e.alloc.
