@@ -333,6 +333,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.keepBook()
 	c.startSkips()
 	c.walk(order)
+	e.slotOpen = c.resvClosed && !c.slotsFull()
 	e.grow(now, plan)
 	e.report(plan)
 }

@@ -423,7 +423,8 @@
 // end (or planned start and end), nodes as a Slurm hostlist, the reason
 // it waits, whether it has run past its limit; FormatJobs renders them
 // as squeue does, and JobStatus marshals to JSON. NextEvent returns the
-// earliest time at which the plan can change without a new event (a
+// earliest time at which the plan can change without a new event (at once
+// when the last cycle left a reservation slot for the next, a
 // reservation's start, a hold's expiry, the end of a patience or a hold
 // cool-down, a running job's time limit, the end of an exempt time that
 // keeps a job from preempting), so a host can sleep until then

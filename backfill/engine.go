@@ -40,11 +40,15 @@ type Engine struct {
 	last           time.Time // latest time seen
 	cursor         int       // bf_continue: priority rank to resume at
 	heldGPUSeconds float64
-	lastCycle      time.Time
-	holdEnds       []HoldEnd   // since the last cycle, for its plan
-	podChanges     []PodChange // since the last cycle, for its plan
-	leafGPUs       int         // GPUs of the largest lowest-level domain
-	minNodeGPUs    int         // GPUs of the smallest node
+	// slotOpen is set when the last cycle left a reservation slot free
+	// behind a job that wanted one (cycle.resvClosed): NextEvent asks for
+	// a cycle at once, which offers it in priority order.
+	slotOpen    bool
+	lastCycle   time.Time
+	holdEnds    []HoldEnd   // since the last cycle, for its plan
+	podChanges  []PodChange // since the last cycle, for its plan
+	leafGPUs    int         // GPUs of the largest lowest-level domain
+	minNodeGPUs int         // GPUs of the smallest node
 
 	// The queue kept in submit order (fifo.go).
 	fifo submitOrder

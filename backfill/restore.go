@@ -110,6 +110,9 @@ func (r *restorer) run() {
 		r.bad("cursor %d or held GPU-seconds %v out of range", s.Cursor, s.HeldGPUSeconds)
 	}
 	e.seq, e.cursor, e.lastCycle, e.heldGPUSeconds = s.Seq, s.Cursor, s.LastCycle, s.HeldGPUSeconds
+	// A slot left for the next cycle costs at most one early cycle when
+	// the flag is wrong: taken as read.
+	e.slotOpen = s.SlotOpen
 	e.last = s.Time
 	r.nodes()
 	ledger, err := gang.Restore(e.c, gang.Snapshot{Gangs: s.Gangs}, gang.Options{})

@@ -27,22 +27,25 @@ const SnapshotVersion = 4
 // durations are Go duration strings. A host saves it and calls Restore
 // after a restart; Snapshot, Restore, Snapshot gives the same bytes.
 type Snapshot struct {
-	Version        int                     `json:"version"`
-	Time           time.Time               `json:"time"`
-	Cluster        Fingerprint             `json:"cluster"`
-	Seq            uint64                  `json:"seq"`
-	Cursor         int                     `json:"cursor,omitempty"`
-	LastCycle      time.Time               `json:"last_cycle,omitzero"`
-	HeldGPUSeconds float64                 `json:"held_gpu_seconds,omitempty"`
-	Down           []string                `json:"down,omitempty"`
-	Drained        []string                `json:"drained,omitempty"`
-	Jobs           []JobRecord             `json:"jobs"`
-	Gangs          []gang.GangRecord       `json:"gangs,omitempty"`
-	Accounts       fairshare.TreeSpec      `json:"accounts"`
-	Usage          []fairshare.UsageRecord `json:"usage,omitempty"`
-	Reservations   []ReservationRecord     `json:"reservations,omitempty"`
-	Holds          []HoldRecord            `json:"holds,omitempty"`
-	HoldEnds       []HoldEnd               `json:"hold_ends,omitempty"`
+	Version        int         `json:"version"`
+	Time           time.Time   `json:"time"`
+	Cluster        Fingerprint `json:"cluster"`
+	Seq            uint64      `json:"seq"`
+	Cursor         int         `json:"cursor,omitempty"`
+	LastCycle      time.Time   `json:"last_cycle,omitzero"`
+	HeldGPUSeconds float64     `json:"held_gpu_seconds,omitempty"`
+	// SlotOpen is set when the last cycle left a reservation slot for
+	// the next one (NextEvent then asks for a cycle at once).
+	SlotOpen     bool                    `json:"slot_open,omitempty"`
+	Down         []string                `json:"down,omitempty"`
+	Drained      []string                `json:"drained,omitempty"`
+	Jobs         []JobRecord             `json:"jobs"`
+	Gangs        []gang.GangRecord       `json:"gangs,omitempty"`
+	Accounts     fairshare.TreeSpec      `json:"accounts"`
+	Usage        []fairshare.UsageRecord `json:"usage,omitempty"`
+	Reservations []ReservationRecord     `json:"reservations,omitempty"`
+	Holds        []HoldRecord            `json:"holds,omitempty"`
+	HoldEnds     []HoldEnd               `json:"hold_ends,omitempty"`
 	// PodChanges are the pod changes not yet reported in a plan.
 	PodChanges []PodChange     `json:"pod_changes,omitempty"`
 	Claims     []ClaimRecord   `json:"claims,omitempty"`
@@ -206,7 +209,7 @@ type ClaimRecord struct {
 // changes nothing.
 func (e *Engine) Snapshot() *Snapshot {
 	s := &Snapshot{Version: SnapshotVersion, Time: e.last, Cluster: ClusterFingerprint(e.c), Seq: e.seq,
-		Cursor: e.cursor, LastCycle: e.lastCycle, HeldGPUSeconds: e.heldGPUSeconds,
+		Cursor: e.cursor, LastCycle: e.lastCycle, HeldGPUSeconds: e.heldGPUSeconds, SlotOpen: e.slotOpen,
 		Gangs: e.ledger.Snapshot().Gangs, Accounts: e.tree.Spec(), Usage: e.tree.UsageRecords()}
 	for n, st := range e.nodes {
 		if st.down() {

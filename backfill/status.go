@@ -180,7 +180,10 @@ func FormatJobs(jobs []JobStatus, epoch time.Time) string {
 }
 
 // NextEvent returns the earliest time after the latest one seen at which
-// the plan can change without a new event: a reservation's planned start,
+// the plan can change without a new event: at once (the latest time seen
+// plus a nanosecond) when the last cycle left a reservation slot free for
+// the next cycle to offer in priority order (see Schedule), a
+// reservation's planned start,
 // a hold's expiry, the end of a waiting job's patience or hold cool-down,
 // an active job's time limit, the end of the exempt time of a running job
 // that a waiting job would preempt if it could. A host can sleep until then (or until an
@@ -198,6 +201,9 @@ func (e *Engine) NextEvent() (time.Time, bool) {
 	}
 	for _, r := range e.book.resv {
 		consider(r.start)
+	}
+	if e.slotOpen {
+		consider(e.last.Add(time.Nanosecond)) // at once
 	}
 	// Only patience and holds make a waiting job's own time matter
 	// (holdEligibility's engine-wide conditions first).
