@@ -46,8 +46,10 @@ import (
 //     those GPUs from then; once the walk has passed a waiting job
 //     without a reservation while every slot was taken, a slot that
 //     frees later in the walk (a reserved job further down starting now)
-//     is left for the next cycle, whose walk offers it in priority order:
-//     it never goes to a job ranked below one that wanted it;
+//     is left for the next cycle, whose walk offers it in priority order
+//     (NextEvent asks for that cycle at once): it does not go to a job
+//     ranked below one the walk refused it (with MaxJobsTested, the next
+//     cycle offers it within its own window);
 //     - with preemption on, a job of a class above some running job's
 //     whose earliest such time is later than now + Grace + MinGain (or
 //     that has none) first looks for victims (package gang/preempt): if

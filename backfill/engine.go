@@ -41,8 +41,9 @@ type Engine struct {
 	cursor         int       // bf_continue: priority rank to resume at
 	heldGPUSeconds float64
 	// slotOpen is set when the last cycle left a reservation slot free
-	// behind a job that wanted one (cycle.resvClosed): NextEvent asks for
-	// a cycle at once, which offers it in priority order.
+	// behind a job it passed while every slot was taken
+	// (cycle.resvClosed): NextEvent asks for a cycle at once, which
+	// offers it in priority order.
 	slotOpen    bool
 	lastCycle   time.Time
 	holdEnds    []HoldEnd   // since the last cycle, for its plan

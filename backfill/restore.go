@@ -110,9 +110,10 @@ func (r *restorer) run() {
 		r.bad("cursor %d or held GPU-seconds %v out of range", s.Cursor, s.HeldGPUSeconds)
 	}
 	e.seq, e.cursor, e.lastCycle, e.heldGPUSeconds = s.Seq, s.Cursor, s.LastCycle, s.HeldGPUSeconds
-	// A slot left for the next cycle costs at most one early cycle when
-	// the flag is wrong: taken as read.
-	e.slotOpen = s.SlotOpen
+	// Only a cycle leaves a slot for the next one; a wrong flag otherwise
+	// costs one early cycle (NextEvent's wake is after the latest time
+	// seen, which a cycle's time is not before).
+	e.slotOpen = s.SlotOpen && !s.LastCycle.IsZero()
 	e.last = s.Time
 	r.nodes()
 	ledger, err := gang.Restore(e.c, gang.Snapshot{Gangs: s.Gangs}, gang.Options{})
