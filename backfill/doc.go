@@ -24,7 +24,11 @@
 // whenever the profile allows. However late the host runs a cycle, a due
 // reservation (planned start at or before the cycle) whose planned GPUs
 // are free starts first, on those GPUs, and no other job ever starts on
-// the GPUs of a due reservation. A reservation moves later only when a job
+// the GPUs of a due reservation. (Due reservations start in planned-start
+// order: a cycle late enough may find two due on the same GPUs, one
+// planned from the other's end; the first starts late on them, and the
+// second moves later, blamed on that late start, or starts at once
+// elsewhere if it fits.) A reservation moves later only when a job
 // it waits for started late (the host confirmed it late, or it started
 // from a reservation of its own late) or ran past its time limit, or when
 // a node under it failed or was drained; each such move is in Plan.Moves
