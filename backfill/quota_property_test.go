@@ -283,7 +283,16 @@ func TestQuotaProperties(t *testing.T) {
 		workloads = 100
 	}
 	var total struct{ reclaims, quotaWaits, borrowed, starvedCycles, rejected int }
+	// Workload 7857: a queue below its guarantee whose sibling borrowed
+	// it while their parent keeps its guarantee from lending (lending
+	// limit 0); the reclaim found no victim that lowered the top's count
+	// (the parent's kept guarantee) and the queue starved until the
+	// sibling's jobs ended (enoughVictims).
+	ws := make([]int, 0, workloads+1)
 	for w := range workloads {
+		ws = append(ws, w)
+	}
+	for _, w := range append(ws, 7857) {
 		r := rand.New(rand.NewPCG(uint64(w), 19))
 		e, jobs, cfg := quotaEngine(t, r, w, false)
 		d := newDriver(t, e, jobs, map[string]time.Duration{})

@@ -537,9 +537,14 @@ func (s *quotaState) enoughVictims(p *preemptScratch, q, g int, mayBorrow bool) 
 		before := s.bound(qc)
 		r := p.jobs[i]
 		s.add(r.queue, -r.counted)
-		if s.bound(qc) < before {
+		// A victim counts when it lowers the binding limit's use, or
+		// when the claim fits without it: its queue may keep idle
+		// GPUs from lending (its guarantee), so that its use below
+		// that leaves the top's count as it was, yet the claim's GPUs
+		// then come out of the guarantee kept.
+		if nq := s.check(q, g, mayBorrow, true); s.bound(qc) < before || nq.code == quotaFits {
 			s.victims = append(s.victims, i)
-			qc = s.check(q, g, mayBorrow, true)
+			qc = nq
 		} else {
 			s.add(r.queue, r.counted)
 		}
