@@ -871,10 +871,11 @@ func (c *cycle) setStamp(j *jobRec) {
 		return
 	}
 	if !c.stampable || c.worldNow() != c.stampNext.world || c.resvClosed && !c.slotsFull() {
-		// (The last: the job may have been kept from a free
-		// reservation slot by resvClosed, which no world covers.)
 		// An older stamp may stay: it names a world gone for good, or
-		// the reason the job is left with is another (its ID).
+		// the reason the job is left with is another (its ID). A test
+		// made while resvClosed kept a slot free from the job is not
+		// stamped: no world covers that flag, and a quiet walk would
+		// pass the job over in the next cycle, where the slot is open.
 		c.stampable = false
 		return
 	}

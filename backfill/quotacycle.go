@@ -510,9 +510,10 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 
 // enoughVictims adds to s.victims, most recently started first, the
 // candidates whose GPUs leaf queue q's quota needs back for g more GPUs
-// (a candidate that frees nothing at the limit that binds is skipped;
-// none with add false), and reports whether the quota then has room for
-// a claim (a strict check; mayBorrow as for check).
+// (a candidate that frees nothing at the limit that binds is skipped,
+// unless the claim fits without it; none with add false), and reports
+// whether the quota then has room for a claim (a strict check; mayBorrow
+// as for check).
 func (s *quotaState) enoughVictims(p *preemptScratch, q, g int, mayBorrow bool) bool {
 	for _, i := range s.victims {
 		s.add(p.jobs[i].queue, -p.jobs[i].counted)

@@ -127,7 +127,7 @@ func (c *cycle) slotsFull() bool {
 // none, and a slot that frees later in the walk is left for the next
 // cycle (resvClosed).
 func (c *cycle) passedWaiting() {
-	if !c.resvClosed && c.slotsFull() {
+	if c.slotsFull() {
 		c.resvClosed = true
 	}
 }
