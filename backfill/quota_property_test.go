@@ -2,7 +2,9 @@ package backfill
 
 import (
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -512,4 +514,139 @@ func TestQuotaPropertiesWithPlans(t *testing.T) {
 	if reserved < workloads || holds < workloads {
 		t.Errorf("too easy: %d reservations, %d holds", reserved, holds)
 	}
+}
+
+// TestReclaimVictimsOracle: the victims reclaim picks for quota's sake
+// are enough whenever any set of the candidates is. Over 4,000 random
+// trees (those of the property test; one in four with top queues that
+// lend nothing and guarantee the whole cluster) with random running jobs
+// within the quotas, for every queue without children and every gang of
+// 8 to 64 GPUs its guarantee covers that the quota refuses strictly:
+// enoughVictims reports room exactly when some set of the candidates
+// reclaim would offer (the jobs of the queue and of the queues that
+// borrow from its side) makes the strict check pass (a brute force over
+// every set of up to 10 candidates, else the full set); the victims it
+// picks make it pass; and the counts are as before the call. How often
+// it takes more victims than the fewest that would do is logged, not
+// checked: the order is most recently started first, not fewest.
+func TestReclaimVictimsOracle(t *testing.T) {
+	var found, none, multi, extra int
+	for w := range 4000 {
+		r := rand.New(rand.NewPCG(uint64(w), 23))
+		cfg := randomQueues(r, w, 16)
+		if w%4 == 1 {
+			// Top queues that lend nothing and guarantee the whole
+			// cluster between them: each counts at least its
+			// guarantee, so that a child that borrows a sibling's
+			// idle guarantee may have to give back several jobs
+			// before its parent's count falls.
+			a, b := &cfg.Queues[0], &cfg.Queues[1]
+			b.Guarantee, b.Maximum = 128-a.Guarantee, Unlimited
+			a.LendingLimit, b.LendingLimit = 0, 0
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("tree %d: %v", w, err)
+		}
+		s, err := newQuotaState(&cfg, 128)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var running []*jobRec
+		for range 40 { // running jobs, each within the quotas when it started
+			q, g := r.IntN(len(cfg.Queues)), 8*(1+r.IntN(2))
+			if !s.leaf[q] || s.check(q, g, true, true).code != quotaFits {
+				continue
+			}
+			s.add(q, g)
+			running = append(running, &jobRec{queue: q, counted: g, seq: uint64(len(running)), start: time.Unix(int64(r.IntN(4)), 0)})
+		}
+		used, eff, top := slices.Clone(s.used), slices.Clone(s.eff), s.top
+		p := &preemptScratch{}
+		for q := range cfg.Queues {
+			for g := 8; g <= 64 && s.leaf[q]; g += 8 {
+				if !s.entitled(q, g) || s.check(q, g, true, true).code == quotaFits {
+					continue
+				}
+				// The candidates, as reclaim's: the jobs of q and of
+				// the queues that borrow from q's side of the tree.
+				p.jobs, p.cands = p.jobs[:0], p.cands[:0]
+				for _, j := range running {
+					if s.mayTake(q, j.queue) {
+						p.jobs = append(p.jobs, j)
+						p.cands = append(p.cands, preempt.Candidate{Policy: preempt.Requeue})
+					}
+				}
+				want, fewest := false, len(p.jobs)+1
+				sets := 1 << len(p.jobs)
+				if len(p.jobs) > 10 {
+					// Only the full set: room only grows as jobs are
+					// given back (the brute force below shows it on
+					// up to 10 candidates).
+					sets, fewest = 1, 2
+				}
+				for set := range sets {
+					if sets == 1 {
+						set = 1<<len(p.jobs) - 1
+					}
+					for i, j := range p.jobs {
+						if set&(1<<i) != 0 {
+							s.add(j.queue, -j.counted)
+						}
+					}
+					if s.check(q, g, true, true).code == quotaFits {
+						want, fewest = true, min(fewest, bits.OnesCount(uint(set)))
+					} else if want && set == sets-1 {
+						t.Fatalf("tree %d, queue %s, %d GPUs: some jobs make room, all of them do not", w, s.names[q], g)
+					}
+					for i, j := range p.jobs {
+						if set&(1<<i) != 0 {
+							s.add(j.queue, j.counted)
+						}
+					}
+				}
+				s.victims = s.victims[:0]
+				got := s.enoughVictims(p, q, g, true)
+				if !slices.Equal(used, s.used) || !slices.Equal(eff, s.eff) || top != s.top {
+					t.Fatalf("tree %d, queue %s, %d GPUs: counts changed: %v %v %d, were %v %v %d", w, s.names[q], g, s.used, s.eff, s.top, used, eff, top)
+				}
+				if got != want {
+					t.Fatalf("tree %d %+v, queue %s, %d GPUs, jobs %v: enoughVictims says %v with victims %v; some set of jobs makes room: %v",
+						w, cfg.Queues, s.names[q], g, jobsOf(p), got, s.victims, want)
+				}
+				if !got {
+					none++
+					continue
+				}
+				found++
+				if fewest > 1 {
+					multi++
+				}
+				if len(s.victims) > fewest {
+					extra++
+				}
+				for _, i := range s.victims {
+					s.add(p.jobs[i].queue, -p.jobs[i].counted)
+				}
+				if qc := s.check(q, g, true, true); qc.code != quotaFits {
+					t.Fatalf("tree %d, queue %s, %d GPUs: the victims %v leave no room (%s)", w, s.names[q], g, s.victims, s.explain(q, qc))
+				}
+				for _, i := range s.victims {
+					s.add(p.jobs[i].queue, p.jobs[i].counted)
+				}
+			}
+		}
+	}
+	t.Logf("%d claims with victims (%d needing more than one, %d given more victims than the fewest that do), %d with none", found, multi, extra, none)
+	if found < 500 || multi < 50 {
+		t.Errorf("too easy: %d claims with victims, %d needing several", found, multi)
+	}
+}
+
+// jobsOf lists candidates' queues and GPUs for a failure message.
+func jobsOf(p *preemptScratch) []string {
+	var out []string
+	for _, j := range p.jobs {
+		out = append(out, fmt.Sprintf("q%d:%d", j.queue, j.counted))
+	}
+	return out
 }

@@ -508,12 +508,21 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 	return true
 }
 
-// enoughVictims adds to s.victims, most recently started first, the
-// candidates whose GPUs leaf queue q's quota needs back for g more GPUs
-// (a candidate that frees nothing at the limit that binds is skipped,
-// unless the claim fits without it; none with add false), and reports
-// whether the quota then has room for a claim (a strict check; mayBorrow
-// as for check).
+// enoughVictims adds to s.victims (the topology search's), most
+// recently started first, the candidates whose GPUs leaf queue q's quota
+// needs back for g more GPUs: each one that lowers the claim's excess is
+// taken, the others are skipped. It reports whether the quota then has
+// room for a claim (a strict check; mayBorrow as for check).
+//
+// One pass finds room whenever some set of the candidates makes it: a
+// queue counts its children's sum, or the guarantee it keeps from
+// lending when that is more, so a candidate that lowers no excess lowers
+// none once others are gone, and several together lower it only if one
+// of them does alone. Counting the excess, not the use where the check
+// binds, matters: under a parent that keeps its guarantee, one victim
+// of a borrowing sibling may leave the parent's count as it was and
+// still take a part of the claim's GPUs out of the guarantee kept
+// (TestReclaimVictimsOracle).
 func (s *quotaState) enoughVictims(p *preemptScratch, q, g int, mayBorrow bool) bool {
 	for _, i := range s.victims {
 		s.add(p.jobs[i].queue, -p.jobs[i].counted)
@@ -530,31 +539,47 @@ func (s *quotaState) enoughVictims(p *preemptScratch, q, g int, mayBorrow bool) 
 		}
 		return bySeq(p.jobs[b], p.jobs[a].seq)
 	})
-	qc := s.check(q, g, mayBorrow, true)
+	x := s.excess(q, g)
 	for _, i := range s.byStart {
-		if qc.code == quotaFits {
+		if x == 0 {
 			break
 		}
-		before := s.bound(qc)
 		r := p.jobs[i]
 		s.add(r.queue, -r.counted)
-		// A victim counts when it lowers the binding limit's use, or
-		// when the claim fits without it: its queue may keep idle
-		// GPUs from lending (its guarantee), so that its use below
-		// that leaves the top's count as it was, yet the claim's GPUs
-		// then come out of the guarantee kept.
-		if nq := s.check(q, g, mayBorrow, true); s.bound(qc) < before || nq.code == quotaFits {
+		if nx := s.excess(q, g); nx < x {
 			s.victims = append(s.victims, i)
-			qc = nq
+			x = nx
 		} else {
 			s.add(r.queue, r.counted)
 		}
 	}
+	fits := s.check(q, g, mayBorrow, true).code == quotaFits
 	for _, i := range s.victims {
 		s.add(p.jobs[i].queue, p.jobs[i].counted)
 	}
 	slices.Sort(s.victims)
-	return qc.code == quotaFits
+	return fits
+}
+
+// excess is how many GPUs g more for leaf queue q would put above the
+// limits a strict check applies, summed over the limits (0: they fit):
+// its queues' maximums and guarantees plus borrowing limits, and the
+// top queues' count against the cluster. Every term only falls as GPUs
+// in use are given back (see enoughVictims).
+func (s *quotaState) excess(q, g int) int {
+	x, d := 0, g
+	for a := q; a >= 0; a = s.parent[a] {
+		e := s.eff[a] + d
+		x += max(0, s.used[a]+g-s.max[a])
+		if d > 0 {
+			x += max(0, e-s.ceil[a])
+		}
+		d = max(e, s.keep[a]) - s.lift(a)
+	}
+	if d > 0 {
+		x += max(0, s.top+d-s.total)
+	}
+	return x
 }
 
 // classVictimsOK reports whether a preemption by class of victims
@@ -577,17 +602,6 @@ func (s *quotaState) classVictimsOK(p *preemptScratch, victims []int, q, g int, 
 		s.add(p.jobs[i].queue, p.jobs[i].counted)
 	}
 	return ok
-}
-
-// bound is the amount that limit qc binds on.
-func (s *quotaState) bound(qc quotaCheck) int {
-	switch {
-	case qc.at < 0:
-		return s.top
-	case qc.code == quotaMaximum:
-		return s.used[qc.at]
-	}
-	return s.eff[qc.at]
 }
 
 // checkQuotas recounts every queue's use from the jobs and claims and
