@@ -372,7 +372,8 @@ func quotaEngine(t *testing.T, r *rand.Rand, w int, plans bool) (*Engine, []Job,
 
 // randomQueues draws a queue tree for nodes nodes of 8 GPUs: flat (three
 // queues) for even w, else two parents with two and one children; one
-// tree in five guarantees nothing.
+// tree in five guarantees nothing; one in four (w%4 == 1) has top queues
+// that lend nothing and guarantee the whole cluster between them.
 func randomQueues(r *rand.Rand, w, nodes int) QuotaConfig {
 	limit := func(lo, spread int) int {
 		if r.IntN(2) == 0 {
@@ -397,6 +398,18 @@ func randomQueues(r *rand.Rand, w, nodes int) QuotaConfig {
 		return out
 	}
 	var cfg QuotaConfig
+	defer func() {
+		if w%4 == 1 {
+			// Top queues that lend nothing and guarantee the whole
+			// cluster between them: each counts at least its
+			// guarantee, so that a child that borrows a sibling's
+			// idle guarantee may have to give back several jobs
+			// before its parent's count falls.
+			a, b := &cfg.Queues[0], &cfg.Queues[1]
+			b.Guarantee, b.Maximum = 8*nodes-a.Guarantee, Unlimited
+			a.LendingLimit, b.LendingLimit = 0, 0
+		}
+	}()
 	if w%2 == 0 {
 		for i, g := range split(nodes, 3) {
 			cfg.Queues = append(cfg.Queues, spec(fmt.Sprintf("q%d", i), "", g))
@@ -518,8 +531,7 @@ func TestQuotaPropertiesWithPlans(t *testing.T) {
 
 // TestReclaimVictimsOracle: the victims reclaim picks for quota's sake
 // are enough whenever any set of the candidates is. Over 4,000 random
-// trees (those of the property test; one in four with top queues that
-// lend nothing and guarantee the whole cluster) with random running jobs
+// trees (those of the property test) with random running jobs
 // within the quotas, for every queue without children and every gang of
 // 8 to 64 GPUs its guarantee covers that the quota refuses strictly:
 // enoughVictims reports room exactly when some set of the candidates
@@ -534,16 +546,6 @@ func TestReclaimVictimsOracle(t *testing.T) {
 	for w := range 4000 {
 		r := rand.New(rand.NewPCG(uint64(w), 23))
 		cfg := randomQueues(r, w, 16)
-		if w%4 == 1 {
-			// Top queues that lend nothing and guarantee the whole
-			// cluster between them: each counts at least its
-			// guarantee, so that a child that borrows a sibling's
-			// idle guarantee may have to give back several jobs
-			// before its parent's count falls.
-			a, b := &cfg.Queues[0], &cfg.Queues[1]
-			b.Guarantee, b.Maximum = 128-a.Guarantee, Unlimited
-			a.LendingLimit, b.LendingLimit = 0, 0
-		}
 		if err := cfg.Validate(); err != nil {
 			t.Fatalf("tree %d: %v", w, err)
 		}
