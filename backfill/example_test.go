@@ -105,7 +105,7 @@ func ExampleEngine_Preempted() {
 	// Output:
 	// cycle at t+1h30m0s: 0 started, 0 reserved, 1 waiting, 1 tested
 	// preempt train for urgent (requeue, grace until t+1h35m0s, 16.0 GPU-hours lost): preempted by urgent (class 1, above this job's 0) for its 32-GPU gang, which had no planned start
-	// wait urgent Preempting: waiting for the GPUs of preempted job train (grace until t+1h35m0s); it starts on them at the next cycle after
+	// wait urgent Preempting: waiting for preempted job train to release its GPUs (grace until t+1h35m0s); it starts at the next cycle after
 	// cycle at t+1h33m0s: 1 started, 0 reserved, 1 waiting, 2 tested
 	// start urgent on worker=node[00004-00007]
 	// hold for train since t+1h33m0s: 0 of 32 GPUs held on node[00004-00007], 0.0 of 128.0 GPU-hours spent

@@ -215,9 +215,11 @@ const (
 	// before), or once the holder Blocker gives its GPUs up.
 	WaitForHold
 	// WaitPreempting: the job preempted the jobs named in Detail (those
-	// still holding GPUs); it starts on their GPUs (kept for it
-	// meanwhile) at the first cycle after the host reports them all
-	// released, expected by Until (the end of their grace period).
+	// still holding GPUs); it starts on the GPUs claimed for it (kept
+	// meanwhile: the victims' where it needs them, free ones elsewhere,
+	// and a reclaim may preempt for quota alone) at the first cycle after
+	// the host reports them all released, expected by Until (the end of
+	// their grace period).
 	WaitPreempting
 	// WaitClaimed: the job would fit now, but on GPUs kept for job
 	// Blocker, which preempted jobs to start there (since Until).
@@ -331,7 +333,13 @@ func (w *Waiting) message(epoch time.Time) string {
 	case WaitGang:
 		return "its members cannot all fit together: " + w.member()
 	case WaitPreempting:
-		return fmt.Sprintf("waiting for the GPUs of preempted %s (grace until %s); it starts on them at the next cycle after", w.Detail, at(w.Until))
+		// The victims may hold GPUs it starts on or quota it needs
+		// back (a reclaim), or both: the reason names what it waits for.
+		their := "its"
+		if strings.HasPrefix(w.Detail, "jobs ") {
+			their = "their"
+		}
+		return fmt.Sprintf("waiting for preempted %s to release %s GPUs (grace until %s); it starts at the next cycle after", w.Detail, their, at(w.Until))
 	case WaitClaimed:
 		return fmt.Sprintf("would fit now, but on GPUs kept for job %s, which preempted jobs to start there (since %s)", w.Blocker, at(w.Until))
 	case WaitQuota:
