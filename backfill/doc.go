@@ -294,7 +294,8 @@
 // least work lost, which puts the most recently started first; then,
 // while the quota still has no room, the borrowers' gangs most recently
 // started first are added, each that brings the quota closer to room
-// (with several victims when one alone is not enough). The victims are preempted as in preemption
+// (with several victims when one alone is not enough), and those that
+// later ones made unneeded are spared. The victims are preempted as in preemption
 // (Plan.Preemptions, with PreemptionConfig.Grace; exempt times do not apply),
 // the job's placement is claimed for it, and it starts at the first cycle
 // after they are released: within one cycle plus the grace when the host

@@ -538,11 +538,12 @@ func TestQuotaPropertiesWithPlans(t *testing.T) {
 // reclaim would offer (the jobs of the queue and of the queues that
 // borrow from its side) makes the strict check pass (a brute force over
 // every set of up to 10 candidates, else the full set); the victims it
-// picks make it pass; and the counts are as before the call. How often
-// it takes more victims than the fewest that would do is logged, not
-// checked: the order is most recently started first, not fewest.
+// picks make it pass, and none of them could be spared; and the counts
+// are as before the call. How often it takes more victims than the
+// fewest that would do is logged, not checked: the order is most
+// recently started first (least work lost), not fewest.
 func TestReclaimVictimsOracle(t *testing.T) {
-	var found, none, multi, extra int
+	var found, brute, none, multi, extra int
 	for w := range 4000 {
 		r := rand.New(rand.NewPCG(uint64(w), 23))
 		cfg := randomQueues(r, w, 16)
@@ -584,7 +585,7 @@ func TestReclaimVictimsOracle(t *testing.T) {
 					// Only the full set: room only grows as jobs are
 					// given back (the brute force below shows it on
 					// up to 10 candidates).
-					sets, fewest = 1, 2
+					sets = 1
 				}
 				for set := range sets {
 					if sets == 1 {
@@ -620,11 +621,14 @@ func TestReclaimVictimsOracle(t *testing.T) {
 					continue
 				}
 				found++
-				if fewest > 1 {
-					multi++
-				}
-				if len(s.victims) > fewest {
-					extra++
+				if sets > 1 {
+					brute++
+					if fewest > 1 {
+						multi++
+					}
+					if len(s.victims) > fewest {
+						extra++
+					}
 				}
 				for _, i := range s.victims {
 					s.add(p.jobs[i].queue, -p.jobs[i].counted)
@@ -632,13 +636,22 @@ func TestReclaimVictimsOracle(t *testing.T) {
 				if qc := s.check(q, g, true, true); qc.code != quotaFits {
 					t.Fatalf("tree %d, queue %s, %d GPUs: the victims %v leave no room (%s)", w, s.names[q], g, s.victims, s.explain(q, qc))
 				}
+				// None of them could be spared.
+				for _, i := range s.victims {
+					s.add(p.jobs[i].queue, p.jobs[i].counted)
+					if s.check(q, g, true, true).code == quotaFits {
+						t.Fatalf("tree %d, queue %s, %d GPUs, jobs %v: victim %d of %v is not needed", w, s.names[q], g, jobsOf(p), i, s.victims)
+					}
+					s.add(p.jobs[i].queue, -p.jobs[i].counted)
+				}
 				for _, i := range s.victims {
 					s.add(p.jobs[i].queue, p.jobs[i].counted)
 				}
 			}
 		}
 	}
-	t.Logf("%d claims with victims (%d needing more than one, %d given more victims than the fewest that do), %d with none", found, multi, extra, none)
+	t.Logf("%d claims with victims, %d against the brute force: %d needing more than one, %d given more victims than the fewest that do; %d with none",
+		found, brute, multi, extra, none)
 	if found < 500 || multi < 50 {
 		t.Errorf("too easy: %d claims with victims, %d needing several", found, multi)
 	}

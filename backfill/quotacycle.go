@@ -511,8 +511,10 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 // enoughVictims adds to s.victims (the topology search's), most
 // recently started first, the candidates whose GPUs leaf queue q's quota
 // needs back for g more GPUs: each one that lowers the claim's excess is
-// taken, the others are skipped. It reports whether the quota then has
-// room for a claim (a strict check; mayBorrow as for check).
+// taken, the others are skipped; then, once there is room, each taken
+// one that the later ones made unneeded is spared, the longest-running
+// first. It reports whether the quota then has room for a claim (a
+// strict check; mayBorrow as for check).
 //
 // One pass finds room whenever some set of the candidates makes it: a
 // queue counts its children's sum, or the guarantee it keeps from
@@ -539,7 +541,7 @@ func (s *quotaState) enoughVictims(p *preemptScratch, q, g int, mayBorrow bool) 
 		}
 		return bySeq(p.jobs[b], p.jobs[a].seq)
 	})
-	x := s.excess(q, g)
+	x, first := s.excess(q, g), len(s.victims)
 	for _, i := range s.byStart {
 		if x == 0 {
 			break
@@ -554,6 +556,19 @@ func (s *quotaState) enoughVictims(p *preemptScratch, q, g int, mayBorrow bool) 
 		}
 	}
 	fits := s.check(q, g, mayBorrow, true).code == quotaFits
+	if fits {
+		// Spare the victims taken early in the pass that later ones
+		// made unneeded, the longest-running first (most work kept).
+		for k := len(s.victims) - 1; k >= first; k-- {
+			r := p.jobs[s.victims[k]]
+			s.add(r.queue, r.counted)
+			if s.check(q, g, mayBorrow, true).code == quotaFits {
+				s.victims = slices.Delete(s.victims, k, k+1)
+			} else {
+				s.add(r.queue, -r.counted)
+			}
+		}
+	}
 	for _, i := range s.victims {
 		s.add(p.jobs[i].queue, p.jobs[i].counted)
 	}
