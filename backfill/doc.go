@@ -299,7 +299,11 @@
 // (Plan.Preemptions, with PreemptionConfig.Grace; exempt times do not apply),
 // the job's placement is claimed for it, and it starts at the first cycle
 // after they are released: within one cycle plus the grace when the host
-// releases them in time. One failed search per queue and cycle. With
+// releases them in time. A search that would repeat one that failed in
+// the cycle is skipped: after one whose victims left no quota room for g
+// GPUs, the queue's jobs of g GPUs or more; after one that found no
+// placement, the jobs of the same shape (up to 8 such failures per queue
+// and cycle, then the queue's searches stop until the next). With
 // quotas, preemption by class takes only gangs of the job's own queue or
 // of queues that borrow from its side, and never leaves another queue
 // below its guarantee.

@@ -535,8 +535,8 @@ func TestQuotaPropertiesWithPlans(t *testing.T) {
 // within the quotas, for every queue without children and every gang of
 // 8 to 64 GPUs its guarantee covers that the quota refuses strictly:
 // enoughVictims reports room exactly when some set of the candidates
-// reclaim would offer (the jobs of the queue and of the queues that
-// borrow from its side) makes the strict check pass (a brute force over
+// reclaim would offer (the jobs of the queues that borrow from its side)
+// makes the strict check pass (a brute force over
 // every set of up to 10 candidates, else the full set); the victims it
 // picks make it pass, and none of them could be spared; and the counts
 // are as before the call. How often it takes more victims than the
@@ -570,11 +570,11 @@ func TestReclaimVictimsOracle(t *testing.T) {
 				if !s.entitled(q, g) || s.check(q, g, true, true).code == quotaFits {
 					continue
 				}
-				// The candidates, as reclaim's: the jobs of q and of
-				// the queues that borrow from q's side of the tree.
+				// The candidates, as reclaim's: the jobs of the queues
+				// that borrow from q's side of the tree.
 				p.jobs, p.cands = p.jobs[:0], p.cands[:0]
 				for _, j := range running {
-					if s.mayTake(q, j.queue) {
+					if j.queue != q && s.mayTake(q, j.queue) {
 						p.jobs = append(p.jobs, j)
 						p.cands = append(p.cands, preempt.Candidate{Policy: preempt.Requeue})
 					}

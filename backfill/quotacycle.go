@@ -255,7 +255,7 @@ func (c *cycle) initQuota() {
 		return
 	}
 	n := len(s.names)
-	clear(s.noClaim)
+	s.fails.reset()
 	for a := range n {
 		s.demand[a], s.minGang[a] = 0, noLimit
 		if s.leaf[a] {
@@ -470,12 +470,13 @@ func (c *cycle) dropPromises(j *jobRec) {
 // topology constraints (package gang/preempt, in its cost order), then,
 // while its queue's quota has no room for it yet, the borrowers' gangs
 // most recently started first. With a set, the victims are preempted for
-// j (a claim) and it reports true; otherwise it notes in w why not. One
-// failed search per queue and cycle.
+// j (a claim) and it reports true; otherwise it notes in w why not. A
+// search that would repeat one that failed in the cycle is skipped
+// (claimFails).
 func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 	e, s := c.e, c.e.quota
 	q := j.queue
-	if s.noClaim[q] {
+	if s.fails.skip(q, j.gpus, j, e) {
 		return false
 	}
 	p := s.pre
@@ -491,13 +492,13 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 		panic(fmt.Sprintf("backfill: reclaim search for %s refused the engine's own candidates: %v", j.job.ID, err))
 	}
 	if v := &p.verdict; !v.Found {
-		s.noClaim[q] = true
+		s.fails.noPlacement(q, j, e)
 		w.PreemptTried, w.Preempt, w.PreemptPromised = true, v.Reason, p.promised
 		return false
 	}
 	s.victims = append(s.victims[:0], p.verdict.Victims...)
 	if !s.enoughVictims(p, q, j.gpus, true) {
-		s.noClaim[q] = true
+		s.fails.noRoom(q, j.gpus)
 		return false
 	}
 	why := fmt.Sprintf("reclaimed for job %s of queue %s, below its guarantee (%d of %d GPUs in use, the job needs %d)",

@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/bits-and-blooms/bitset"
 )
@@ -48,12 +49,12 @@ type quotaState struct {
 
 	// Per cycle: demand (use plus waiting GPUs), the smallest waiting
 	// gang, the weighted share of each queue (want is scratch), and the
-	// queues whose reclaim search failed.
+	// reclaim searches that failed (claimFails).
 	demand  []int
 	share   []float64
 	want    []float64
 	minGang []int
-	noClaim []bool
+	fails   claimFails
 
 	// msgs caches each queue's latest reasons (a cycle's waiting jobs of
 	// one queue mostly share one); display is each queue's name as
@@ -86,7 +87,8 @@ func newQuotaState(cfg *QuotaConfig, total int) (*quotaState, error) {
 	s.parent, s.guar, s.ceil, s.keep, s.max = ints(), ints(), ints(), ints(), ints()
 	s.used, s.eff, s.demand, s.minGang = ints(), ints(), ints(), ints()
 	s.share, s.want, s.weight = make([]float64, n), make([]float64, n), make([]float64, n)
-	s.leaf, s.noClaim = make([]bool, n), make([]bool, n)
+	s.leaf = make([]bool, n)
+	s.fails.init(n)
 	s.msgs = make([][4]quotaMsg, n)
 	s.cum = make([]int, n)
 	topSum := 0
@@ -342,4 +344,74 @@ func (s *quotaState) explain(q int, qc quotaCheck) string {
 		m += fmt.Sprintf(", %d of them kept idle by queues that lend no more (lending limits)", k)
 	}
 	return m
+}
+
+// maxClaimFails bounds the reclaim searches of one queue that may fail
+// for want of a placement in one cycle (claimFails).
+const maxClaimFails = 8
+
+// claimFails remembers, per queue, the cycle's failed reclaim searches,
+// so that the jobs behind one that failed do not repeat it, while a job
+// for which the search may succeed still tries:
+//   - a search whose victims gave the quota no room for g GPUs rules out
+//     every job of g GPUs or more (the room needed only grows with g);
+//   - a search that found no placement rules out the jobs of the same
+//     shape (jobRec.shapeID) that hold no reservation, hold or claim of
+//     their own (whose GPUs the search would use): up to maxClaimFails
+//     such failures per queue, after which the queue searches no more in
+//     the cycle.
+//
+// One failure used to rule out the whole queue: a gang that no
+// preemption could place (a leaf with a drained node) then kept a smaller
+// job of its queue, ranked behind it, from ever reclaiming its guarantee.
+type claimFails struct {
+	quotaGPUs []int                   // the fewest GPUs a search found no quota room for (noLimit: none)
+	shapes    [][maxClaimFails]uint64 // shapes found no placement for (0: a job without one)
+	placeN    []int                   // failed placements, up to maxClaimFails
+}
+
+func (f *claimFails) init(n int) {
+	f.quotaGPUs, f.shapes, f.placeN = make([]int, n), make([][maxClaimFails]uint64, n), make([]int, n)
+	f.reset()
+}
+
+// reset forgets every failure (a new cycle).
+func (f *claimFails) reset() {
+	for q := range f.quotaGPUs {
+		f.quotaGPUs[q] = noLimit
+	}
+	clear(f.placeN)
+}
+
+// skip reports whether a reclaim search for job j (g GPUs) of leaf queue
+// q would repeat one that failed in the cycle.
+func (f *claimFails) skip(q, g int, j *jobRec, e *Engine) bool {
+	switch n := f.placeN[q]; {
+	case g >= f.quotaGPUs[q], n >= maxClaimFails:
+		return true
+	case j.shapeID == 0 || ownsGPUs(j, e):
+		return false
+	default:
+		return slices.Contains(f.shapes[q][:n], j.shapeID)
+	}
+}
+
+// noPlacement records a search that found no placement for job j.
+func (f *claimFails) noPlacement(q int, j *jobRec, e *Engine) {
+	id := j.shapeID
+	if ownsGPUs(j, e) {
+		id = 0
+	}
+	f.shapes[q][f.placeN[q]] = id
+	f.placeN[q]++
+}
+
+// noRoom records a search whose victims left the quota no room for g GPUs.
+func (f *claimFails) noRoom(q, g int) { f.quotaGPUs[q] = min(f.quotaGPUs[q], g) }
+
+// ownsGPUs reports whether waiting job j has GPUs of its own that a
+// reclaim search may use and other jobs' may not: its reservation's, its
+// hold's, its claim's.
+func ownsGPUs(j *jobRec, e *Engine) bool {
+	return j.resv != nil || j.claim != nil || e.book.holdOf(j) != nil
 }
