@@ -303,7 +303,8 @@
 // the cycle is skipped: after one whose victims left no quota room for g
 // GPUs, the queue's jobs of g GPUs or more; after one that found no
 // placement, the jobs of the same shape (up to 8 such failures per queue
-// and cycle, then the queue's searches stop until the next). With
+// and cycle, then the queue's searches stop until the next); a job with a
+// reservation, hold or claim of its own still searches. With
 // quotas, preemption by class takes only gangs of the job's own queue or
 // of queues that borrow from its side, and never leaves another queue
 // below its guarantee.

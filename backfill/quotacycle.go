@@ -492,7 +492,7 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 		panic(fmt.Sprintf("backfill: reclaim search for %s refused the engine's own candidates: %v", j.job.ID, err))
 	}
 	if v := &p.verdict; !v.Found {
-		s.fails.noPlacement(q, j, e)
+		s.fails.noPlacement(q, j)
 		w.PreemptTried, w.Preempt, w.PreemptPromised = true, v.Reason, p.promised
 		return false
 	}

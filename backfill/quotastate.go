@@ -354,12 +354,15 @@ const maxClaimFails = 8
 // so that the jobs behind one that failed do not repeat it, while a job
 // for which the search may succeed still tries:
 //   - a search whose victims gave the quota no room for g GPUs rules out
-//     every job of g GPUs or more (the room needed only grows with g);
+//     the jobs of g GPUs or more (the room needed only grows with g);
 //   - a search that found no placement rules out the jobs of the same
-//     shape (jobRec.shapeID) that hold no reservation, hold or claim of
-//     their own (whose GPUs the search would use): up to maxClaimFails
-//     such failures per queue, after which the queue searches no more in
-//     the cycle.
+//     shape (jobRec.shapeID): up to maxClaimFails such failures per
+//     queue, after which the queue searches no more in the cycle.
+//
+// A job with GPUs of its own (its reservation's, its hold's, its
+// claim's) is not ruled out: its search may use them, and the running
+// gangs on them, where another job's may not. Its failure rules out the
+// others all the same, whose searches have less to work with.
 //
 // One failure used to rule out the whole queue: a gang that no
 // preemption could place (a leaf with a drained node) then kept a smaller
@@ -386,32 +389,21 @@ func (f *claimFails) reset() {
 // skip reports whether a reclaim search for job j (g GPUs) of leaf queue
 // q would repeat one that failed in the cycle.
 func (f *claimFails) skip(q, g int, j *jobRec, e *Engine) bool {
-	switch n := f.placeN[q]; {
-	case g >= f.quotaGPUs[q], n >= maxClaimFails:
+	n := f.placeN[q]
+	switch {
+	case n >= maxClaimFails:
 		return true
-	case j.shapeID == 0 || ownsGPUs(j, e):
+	case j.resv != nil || j.claim != nil || e.book.holdOf(j) != nil:
 		return false
-	default:
-		return slices.Contains(f.shapes[q][:n], j.shapeID)
 	}
+	return g >= f.quotaGPUs[q] || j.shapeID != 0 && slices.Contains(f.shapes[q][:n], j.shapeID)
 }
 
 // noPlacement records a search that found no placement for job j.
-func (f *claimFails) noPlacement(q int, j *jobRec, e *Engine) {
-	id := j.shapeID
-	if ownsGPUs(j, e) {
-		id = 0
-	}
-	f.shapes[q][f.placeN[q]] = id
+func (f *claimFails) noPlacement(q int, j *jobRec) {
+	f.shapes[q][f.placeN[q]] = j.shapeID
 	f.placeN[q]++
 }
 
 // noRoom records a search whose victims left the quota no room for g GPUs.
 func (f *claimFails) noRoom(q, g int) { f.quotaGPUs[q] = min(f.quotaGPUs[q], g) }
-
-// ownsGPUs reports whether waiting job j has GPUs of its own that a
-// reclaim search may use and other jobs' may not: its reservation's, its
-// hold's, its claim's.
-func ownsGPUs(j *jobRec, e *Engine) bool {
-	return j.resv != nil || j.claim != nil || e.book.holdOf(j) != nil
-}
