@@ -300,11 +300,14 @@
 // the job's placement is claimed for it, and it starts at the first cycle
 // after they are released: within one cycle plus the grace when the host
 // releases them in time. A search that would repeat one that failed in
-// the cycle is skipped: after one whose victims left no quota room for g
-// GPUs, the queue's jobs of g GPUs or more; after one that found no
-// placement, the jobs of the same shape (up to 8 such failures per queue
-// and cycle, then the queue's searches stop until the next); a job with a
-// reservation, hold or claim of its own still searches. With
+// the cycle is skipped: after one for a job of g GPUs and time limit l
+// whose victims left no quota room, the queue's jobs of g GPUs or more
+// with a limit of at least l (none counts as the longest); after one that
+// found no placement, the jobs of the same shape with such a limit. A job
+// with a reservation, hold or claim of its own still searches, and so
+// does every job once the cycle has changed a reservation, hold or claim
+// since the failure. After 8 failures of a queue in a cycle its searches
+// stop until the next. With
 // quotas, preemption by class takes only gangs of the job's own queue or
 // of queues that borrow from its side, and never leaves another queue
 // below its guarantee.

@@ -311,3 +311,76 @@ func opsNodeNames(c *topology.Cluster, n int) string {
 	}
 	return topology.CompressHostlist(names)
 }
+
+// TestClaimFails: which reclaim searches a failed one rules out in the
+// cycle (claimFails): the rules case by case, each against a fresh
+// record of one failure of a 16-GPU job of shape 5 with a one-hour limit.
+func TestClaimFails(t *testing.T) {
+	e, err := New(opsCluster(t), DefaultConfig(), flatTree(t, DefaultConfig().FairShare, "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := func(gpus int, shape uint64, limit time.Duration) *jobRec {
+		return &jobRec{gpus: gpus, shapeID: shape, job: Job{ID: "j", TimeLimit: limit}}
+	}
+	failed := job(16, 5, time.Hour)
+	type failure struct{ quota, tight bool }
+	cases := []struct {
+		name    string
+		fail    failure
+		j       *jobRec
+		mutate  func(j *jobRec) // before the ask
+		skipped bool
+	}{
+		{"quota: as large", failure{quota: true}, job(16, 9, time.Hour), nil, true},
+		{"quota: larger, longer limit", failure{quota: true}, job(24, 9, 2 * time.Hour), nil, true},
+		{"quota: no limit counts as the longest", failure{quota: true}, job(24, 9, 0), nil, true},
+		{"quota: smaller", failure{quota: true}, job(8, 9, time.Hour), nil, false},
+		{"quota: shorter limit", failure{quota: true}, job(24, 9, 30 * time.Minute), nil, false},
+		{"quota: another shape is no matter", failure{quota: true}, job(16, 0, time.Hour), nil, true},
+		{"placement: same shape", failure{}, job(16, 5, time.Hour), nil, true},
+		{"placement: same shape, longer limit", failure{}, job(16, 5, 0), nil, true},
+		{"placement: same shape, shorter limit", failure{}, job(16, 5, 59 * time.Minute), nil, false},
+		{"placement: another shape", failure{}, job(16, 6, time.Hour), nil, false},
+		{"placement: no shape number", failure{}, job(16, 0, time.Hour), nil, false},
+		{"placement: failed on a tighter shape", failure{tight: true}, job(16, 5, time.Hour), nil, false},
+		{"the book changed since", failure{quota: true}, job(16, 5, time.Hour), func(*jobRec) { e.book.version++ }, false},
+		{"a job with its own reservation", failure{}, job(16, 5, time.Hour), func(j *jobRec) { j.resv = &reservation{job: j} }, false},
+		{"a job with its own claim", failure{quota: true}, job(16, 5, time.Hour), func(j *jobRec) { j.claim = &claim{job: j} }, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var f claimFails
+			f.init(2)
+			f.add(1, failed.gpus, failed, e, tc.fail.quota, tc.fail.tight)
+			if tc.mutate != nil {
+				tc.mutate(tc.j)
+			}
+			if got := f.skip(1, tc.j.gpus, tc.j, e); got != tc.skipped {
+				t.Errorf("skip = %v, want %v", got, tc.skipped)
+			}
+			if f.skip(0, tc.j.gpus, tc.j, e) {
+				t.Error("another queue's failure ruled the job out")
+			}
+			f.reset()
+			if f.skip(1, tc.j.gpus, tc.j, e) {
+				t.Error("ruled out after reset")
+			}
+		})
+	}
+	t.Run("cap", func(t *testing.T) {
+		var f claimFails
+		f.init(1)
+		for i := range maxClaimFails {
+			if f.skip(0, 8, job(8, uint64(100+i), 0), e) {
+				t.Fatalf("failure %d: a search of a new shape was ruled out before the cap", i)
+			}
+			f.add(0, 8, job(8, uint64(100+i), 0), e, false, false)
+		}
+		own := job(8, 1, time.Minute)
+		own.resv = &reservation{job: own}
+		if !f.skip(0, 8, own, e) {
+			t.Error("past the cap, a job with its own reservation still searched")
+		}
+	})
+}

@@ -492,13 +492,13 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 		panic(fmt.Sprintf("backfill: reclaim search for %s refused the engine's own candidates: %v", j.job.ID, err))
 	}
 	if v := &p.verdict; !v.Found {
-		s.fails.noPlacement(q, j)
+		s.fails.add(q, j.gpus, j, e, false, spec == j.tight)
 		w.PreemptTried, w.Preempt, w.PreemptPromised = true, v.Reason, p.promised
 		return false
 	}
 	s.victims = append(s.victims[:0], p.verdict.Victims...)
-	if !s.enoughVictims(p, q, j.gpus, true) {
-		s.fails.noRoom(q, j.gpus)
+	if !s.enoughVictims(p, q, j.gpus) {
+		s.fails.add(q, j.gpus, j, e, true, false)
 		return false
 	}
 	why := fmt.Sprintf("reclaimed for job %s of queue %s, below its guarantee (%d of %d GPUs in use, the job needs %d)",
@@ -515,7 +515,8 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 // taken, the others are skipped; then, once there is room, each taken
 // one that the later ones made unneeded is spared, the longest-running
 // first. It reports whether the quota then has room for a claim (a
-// strict check; mayBorrow as for check).
+// strict check; the claim is within its queue's guarantee, so that it
+// borrows nothing).
 //
 // One pass finds room whenever some set of the candidates makes it: a
 // queue counts its children's sum, or the guarantee it keeps from
@@ -526,7 +527,7 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 // of a borrowing sibling may leave the parent's count as it was and
 // still take a part of the claim's GPUs out of the guarantee kept
 // (TestReclaimVictimsOracle).
-func (s *quotaState) enoughVictims(p *preemptScratch, q, g int, mayBorrow bool) bool {
+func (s *quotaState) enoughVictims(p *preemptScratch, q, g int) bool {
 	for _, i := range s.victims {
 		s.add(p.jobs[i].queue, -p.jobs[i].counted)
 	}
@@ -556,14 +557,14 @@ func (s *quotaState) enoughVictims(p *preemptScratch, q, g int, mayBorrow bool) 
 			s.add(r.queue, r.counted)
 		}
 	}
-	fits := s.check(q, g, mayBorrow, true).code == quotaFits
+	fits := s.check(q, g, true, true).code == quotaFits
 	if fits {
 		// Spare the victims taken early in the pass that later ones
 		// made unneeded, the longest-running first (most work kept).
 		for k := len(s.victims) - 1; k >= first; k-- {
 			r := p.jobs[s.victims[k]]
 			s.add(r.queue, r.counted)
-			if s.check(q, g, mayBorrow, true).code == quotaFits {
+			if s.check(q, g, true, true).code == quotaFits {
 				s.victims = slices.Delete(s.victims, k, k+1)
 			} else {
 				s.add(r.queue, -r.counted)

@@ -2,7 +2,7 @@ package backfill
 
 import (
 	"fmt"
-	"slices"
+	"time"
 
 	"github.com/bits-and-blooms/bitset"
 )
@@ -346,64 +346,88 @@ func (s *quotaState) explain(q int, qc quotaCheck) string {
 	return m
 }
 
-// maxClaimFails bounds the reclaim searches of one queue that may fail
-// for want of a placement in one cycle (claimFails).
+// maxClaimFails bounds the reclaim searches of one queue that may fail in
+// one cycle (claimFails).
 const maxClaimFails = 8
 
 // claimFails remembers, per queue, the cycle's failed reclaim searches,
 // so that the jobs behind one that failed do not repeat it, while a job
-// for which the search may succeed still tries:
-//   - a search whose victims gave the quota no room for g GPUs rules out
-//     the jobs of g GPUs or more (the room needed only grows with g);
-//   - a search that found no placement rules out the jobs of the same
-//     shape (jobRec.shapeID): up to maxClaimFails such failures per
-//     queue, after which the queue searches no more in the cycle.
+// for which the search may succeed still tries. A failure for a job of g
+// GPUs, time limit l, rules out the later jobs of the queue with a limit
+// of at least l (no limit counts as the longest: the search keeps off
+// every reservation that would start within the limit, so a longer one
+// keeps off more) while the book is as it was (a reservation dropped
+// or a claim made since may change the answer):
+//   - a search whose victims gave the quota no room rules out the jobs
+//     of g GPUs or more (the room needed only grows with g);
+//   - a search that found no placement for the job's own shape rules out
+//     the jobs of that shape (jobRec.shapeID), on their own shape or a
+//     tighter one (Patience); one made on a tighter shape rules out none.
 //
 // A job with GPUs of its own (its reservation's, its hold's, its
-// claim's) is not ruled out: its search may use them, and the running
-// gangs on them, where another job's may not. Its failure rules out the
-// others all the same, whose searches have less to work with.
+// claim's) is not ruled out by another's failure: its search may use
+// them, and the gangs running on them, where another job's may not.
+// After maxClaimFails failures the queue searches no more in the cycle,
+// whatever the job: that bounds a cycle's failed searches.
 //
 // One failure used to rule out the whole queue: a gang that no
 // preemption could place (a leaf with a drained node) then kept a smaller
 // job of its queue, ranked behind it, from ever reclaiming its guarantee.
 type claimFails struct {
-	quotaGPUs []int                   // the fewest GPUs a search found no quota room for (noLimit: none)
-	shapes    [][maxClaimFails]uint64 // shapes found no placement for (0: a job without one)
-	placeN    []int                   // failed placements, up to maxClaimFails
+	list [][maxClaimFails]claimFail
+	n    []int
+}
+
+// claimFail is one failed reclaim search (claimFails).
+type claimFail struct {
+	quota   bool   // its victims left no quota room (else: no placement)
+	shape   uint64 // no placement: the job's shape (0: rules out none)
+	gpus    int
+	limit   time.Duration // 0: none
+	version uint64        // the book's
 }
 
 func (f *claimFails) init(n int) {
-	f.quotaGPUs, f.shapes, f.placeN = make([]int, n), make([][maxClaimFails]uint64, n), make([]int, n)
-	f.reset()
+	f.list, f.n = make([][maxClaimFails]claimFail, n), make([]int, n)
 }
 
 // reset forgets every failure (a new cycle).
-func (f *claimFails) reset() {
-	for q := range f.quotaGPUs {
-		f.quotaGPUs[q] = noLimit
-	}
-	clear(f.placeN)
-}
+func (f *claimFails) reset() { clear(f.n) }
 
 // skip reports whether a reclaim search for job j (g GPUs) of leaf queue
-// q would repeat one that failed in the cycle.
+// q would repeat one that failed in the cycle (book version v).
 func (f *claimFails) skip(q, g int, j *jobRec, e *Engine) bool {
-	n := f.placeN[q]
-	switch {
-	case n >= maxClaimFails:
+	n := f.n[q]
+	if n >= maxClaimFails {
 		return true
-	case j.resv != nil || j.claim != nil || e.book.holdOf(j) != nil:
+	}
+	if j.resv != nil || j.claim != nil || e.book.holdOf(j) != nil {
 		return false
 	}
-	return g >= f.quotaGPUs[q] || j.shapeID != 0 && slices.Contains(f.shapes[q][:n], j.shapeID)
+	for i := range f.list[q][:n] {
+		x := &f.list[q][i]
+		if x.version != e.book.version || !limitAtLeast(j.job.TimeLimit, x.limit) {
+			continue
+		}
+		if x.quota && g >= x.gpus || !x.quota && x.shape != 0 && x.shape == j.shapeID {
+			return true
+		}
+	}
+	return false
 }
 
-// noPlacement records a search that found no placement for job j.
-func (f *claimFails) noPlacement(q int, j *jobRec) {
-	f.shapes[q][f.placeN[q]] = j.shapeID
-	f.placeN[q]++
+// add records a failed search for job j (g GPUs) of leaf queue q: for
+// want of quota room, or of a placement for its own shape (tight: for a
+// tighter one).
+func (f *claimFails) add(q, g int, j *jobRec, e *Engine, quota, tight bool) {
+	x := claimFail{quota: quota, gpus: g, limit: j.job.TimeLimit, version: e.book.version}
+	if !quota && !tight {
+		x.shape = j.shapeID
+	}
+	f.list[q][f.n[q]] = x
+	f.n[q]++
 }
 
-// noRoom records a search whose victims left the quota no room for g GPUs.
-func (f *claimFails) noRoom(q, g int) { f.quotaGPUs[q] = min(f.quotaGPUs[q], g) }
+// limitAtLeast reports whether time limit a is at least b (0: none, the
+// longest).
+func limitAtLeast(a, b time.Duration) bool { return a == 0 || b != 0 && a >= b }
