@@ -333,14 +333,14 @@ func TestClaimFails(t *testing.T) {
 		skipped bool
 	}{
 		{"quota: as large", failure{quota: true}, job(16, 9, time.Hour), nil, true},
-		{"quota: larger, longer limit", failure{quota: true}, job(24, 9, 2 * time.Hour), nil, true},
+		{"quota: larger, longer limit", failure{quota: true}, job(24, 9, 2*time.Hour), nil, true},
 		{"quota: no limit counts as the longest", failure{quota: true}, job(24, 9, 0), nil, true},
 		{"quota: smaller", failure{quota: true}, job(8, 9, time.Hour), nil, false},
-		{"quota: shorter limit", failure{quota: true}, job(24, 9, 30 * time.Minute), nil, false},
+		{"quota: shorter limit", failure{quota: true}, job(24, 9, 30*time.Minute), nil, false},
 		{"quota: another shape is no matter", failure{quota: true}, job(16, 0, time.Hour), nil, true},
 		{"placement: same shape", failure{}, job(16, 5, time.Hour), nil, true},
 		{"placement: same shape, longer limit", failure{}, job(16, 5, 0), nil, true},
-		{"placement: same shape, shorter limit", failure{}, job(16, 5, 59 * time.Minute), nil, false},
+		{"placement: same shape, shorter limit", failure{}, job(16, 5, 59*time.Minute), nil, false},
 		{"placement: another shape", failure{}, job(16, 6, time.Hour), nil, false},
 		{"placement: no shape number", failure{}, job(16, 0, time.Hour), nil, false},
 		{"placement: failed on a tighter shape", failure{tight: true}, job(16, 5, time.Hour), nil, false},
