@@ -90,7 +90,9 @@ type PreemptionConfig struct {
 	MinGain time.Duration
 	// MaxSearches bounds the jobs that look for victims per cycle (0: no
 	// bound): each may run a profile search (to see how far its start
-	// is) and a victim search. Jobs past it search at a later cycle.
+	// is) and a victim search. Jobs past it search at a later cycle. A
+	// job whose search would repeat one that failed in the cycle spends
+	// none of it (see the package doc).
 	MaxSearches int
 }
 

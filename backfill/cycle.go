@@ -174,12 +174,14 @@ type cycle struct {
 	// ones not started, ones moved later to keep their GPUs, ones moved
 	// to a new place).
 	due, slipped []*reservation
-	// Preemption: the jobs that looked for victims, the lowest class of the
-	// running jobs (when there is one), scratch for the claims.
-	searches   int
-	anyRunning bool
-	lowest     int
-	claimBuf   []*claim
+	// Preemption: the jobs that looked for victims, the searches that
+	// found no placement (mayPreempt), the lowest class of the running
+	// jobs (when there is one), scratch for the claims.
+	searches     int
+	preemptFails []claimFail
+	anyRunning   bool
+	lowest       int
+	claimBuf     []*claim
 	// offs is the reservations by start, each as its start's offset from
 	// now, for the book version offsVer (startsWithin): a job's window
 	// is compared with durations instead of times.

@@ -168,7 +168,11 @@
 // late, and a reservation it delays moves with cause late start, as for
 // any late start. Running jobs whose every GPU is so kept are no
 // candidates (Waiting.PreemptPromised counts them). At most
-// PreemptionConfig.MaxSearches jobs search per cycle.
+// PreemptionConfig.MaxSearches jobs search per cycle; a job whose search
+// would repeat one that found no placement in the cycle (the same shape,
+// class and queue, a time limit at least as long, no reservation, hold
+// or claim changed since, neither job with GPUs of its own) does not
+// search and spends none of that budget.
 //
 // A found set goes into Plan.Preemptions (victim, preemptor, policy, the
 // grace's end, the work lost, and a reason in words: "preempted by X

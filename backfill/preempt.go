@@ -49,6 +49,7 @@ func newPreemptScratch(c *topology.Cluster) (*preemptScratch, error) {
 // of the running jobs (the only ones that may be preempted).
 func (c *cycle) initPreempt() {
 	c.searches, c.anyRunning, c.lowest = 0, false, 0
+	c.preemptFails = c.preemptFails[:0]
 	if c.e.pre == nil {
 		return
 	}
@@ -60,13 +61,30 @@ func (c *cycle) initPreempt() {
 }
 
 // mayPreempt reports whether waiting job j may look for victims now:
-// preemption is on, some running job has a lower class, and the cycle's
+// preemption is on, some running job has a lower class, its search would
+// not repeat one that found no placement in the cycle, and the cycle's
 // budget (PreemptionConfig.MaxSearches jobs) is not spent. A true answer
 // spends one unit of it.
+//
+// A failed search of a job without GPUs of its own answers a later one
+// for a job of the same shape (class and queue included), without GPUs
+// of its own either, with a time limit at least as long, on the same
+// book (claimFail); one made on a patience's tighter shape answers none.
+// Without
+// that rule, jobs of one shape that no preemption can place (a gang
+// required in a leaf with a drained node) spent the budget in every
+// cycle, and a job behind them that could preempt never searched.
 func (c *cycle) mayPreempt(j *jobRec) bool {
 	e := c.e
 	if e.pre == nil || !c.anyRunning || j.job.Class <= c.lowest {
 		return false
+	}
+	if j.shapeID != 0 && !ownsGPUs(j, e) {
+		for i := range c.preemptFails {
+			if c.preemptFails[i].rulesOut(j, j.gpus, e) {
+				return false
+			}
+		}
 	}
 	if max := e.cfg.Preemption.MaxSearches; max > 0 && c.searches >= max {
 		return false
@@ -98,6 +116,9 @@ func (c *cycle) preempt(j *jobRec, spec *gang.Spec, planned time.Time, w *Waitin
 	p.req.Gang = nil
 	v := &p.verdict
 	if !v.Found {
+		if !ownsGPUs(j, e) {
+			c.preemptFails = append(c.preemptFails, failedSearch(j, j.gpus, e, false, spec == j.tight))
+		}
 		w.PreemptTried, w.Preempt, w.PreemptPromised = true, v.Reason, p.promised
 		return false
 	}

@@ -401,33 +401,54 @@ func (f *claimFails) skip(q, g int, j *jobRec, e *Engine) bool {
 	if n >= maxClaimFails {
 		return true
 	}
-	if j.resv != nil || j.claim != nil || e.book.holdOf(j) != nil {
+	if ownsGPUs(j, e) {
 		return false
 	}
 	for i := range f.list[q][:n] {
-		x := &f.list[q][i]
-		if x.version != e.book.version || !limitAtLeast(j.job.TimeLimit, x.limit) {
-			continue
-		}
-		if x.quota && g >= x.gpus || !x.quota && x.shape != 0 && x.shape == j.shapeID {
+		if f.list[q][i].rulesOut(j, g, e) {
 			return true
 		}
 	}
 	return false
 }
 
-// add records a failed search for job j (g GPUs) of leaf queue q: for
-// want of quota room, or of a placement for its own shape (tight: for a
-// tighter one).
-func (f *claimFails) add(q, g int, j *jobRec, e *Engine, quota, tight bool) {
+// rulesOut reports whether failure x answers a search for job j (g GPUs)
+// on engine e's book (claimFails): the same book, a time limit at least
+// as long, and as many GPUs or more for a quota failure, the same shape
+// for a placement failure.
+func (x *claimFail) rulesOut(j *jobRec, g int, e *Engine) bool {
+	if x.version != e.book.version || !limitAtLeast(j.job.TimeLimit, x.limit) {
+		return false
+	}
+	return x.quota && g >= x.gpus || !x.quota && x.shape != 0 && x.shape == j.shapeID
+}
+
+// failedSearch returns the record of a search for job j (g GPUs) that failed
+// for want of quota room, or of a placement for its own shape (tight: for
+// a tighter one, which rules out no other).
+func failedSearch(j *jobRec, g int, e *Engine, quota, tight bool) claimFail {
 	x := claimFail{quota: quota, gpus: g, limit: j.job.TimeLimit, version: e.book.version}
 	if !quota && !tight {
 		x.shape = j.shapeID
 	}
-	f.list[q][f.n[q]] = x
+	return x
+}
+
+// add records a failed search for job j (g GPUs) of leaf queue q: for
+// want of quota room, or of a placement for its own shape (tight: for a
+// tighter one).
+func (f *claimFails) add(q, g int, j *jobRec, e *Engine, quota, tight bool) {
+	f.list[q][f.n[q]] = failedSearch(j, g, e, quota, tight)
 	f.n[q]++
 }
 
 // limitAtLeast reports whether time limit a is at least b (0: none, the
 // longest).
 func limitAtLeast(a, b time.Duration) bool { return a == 0 || b != 0 && a >= b }
+
+// ownsGPUs reports whether waiting job j has GPUs of its own that a
+// search for it may use and another job's may not: its reservation's,
+// its hold's, its claim's.
+func ownsGPUs(j *jobRec, e *Engine) bool {
+	return j.resv != nil || j.claim != nil || e.book.holdOf(j) != nil
+}
