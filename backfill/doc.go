@@ -170,9 +170,10 @@
 // candidates (Waiting.PreemptPromised counts them). At most
 // PreemptionConfig.MaxSearches jobs search per cycle; a job whose search
 // would repeat one that found no placement in the cycle (the same shape,
-// class and queue, a time limit at least as long, no reservation, hold
-// or claim changed since, neither job with GPUs of its own) does not
-// search and spends none of that budget.
+// class and queue, a time limit at least as long, no reservation, hold,
+// claim or queue count changed since, neither job with GPUs of its own)
+// is given that search's answer and reason, and spends none of that
+// budget.
 //
 // A found set goes into Plan.Preemptions (victim, preemptor, policy, the
 // grace's end, the work lost, and a reason in words: "preempted by X
@@ -307,11 +308,11 @@
 // the cycle is skipped: after one for a job of g GPUs and time limit l
 // whose victims left no quota room, the queue's jobs of g GPUs or more
 // with a limit of at least l (none counts as the longest); after one that
-// found no placement, the jobs of the same shape with such a limit. A job
-// with a reservation, hold or claim of its own still searches, and so
-// does every job once the cycle has changed a reservation, hold or claim
-// since the failure. After 8 failures of a queue in a cycle its searches
-// stop until the next. With
+// found no placement, the jobs of the same shape with such a limit, which
+// are given its reason. A job with a reservation, hold or claim of its own
+// still searches, and so does every job once the cycle has changed a
+// reservation, hold, claim or queue count since the failure. After 8
+// failures of a queue in a cycle its searches stop until the next. With
 // quotas, preemption by class takes only gangs of the job's own queue or
 // of queues that borrow from its side, and never leaves another queue
 // below its guarantee.

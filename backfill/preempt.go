@@ -74,23 +74,59 @@ func (c *cycle) initPreempt() {
 // that rule, jobs of one shape that no preemption can place (a gang
 // required in a leaf with a drained node) spent the budget in every
 // cycle, and a job behind them that could preempt never searched.
-func (c *cycle) mayPreempt(j *jobRec) bool {
+func (c *cycle) mayPreempt(j *jobRec, w *Waiting) bool {
 	e := c.e
 	if e.pre == nil || !c.anyRunning || j.job.Class <= c.lowest {
 		return false
 	}
-	if j.shapeID != 0 && !ownsGPUs(j, e) {
-		for i := range c.preemptFails {
-			if c.preemptFails[i].rulesOut(j, j.gpus, e) {
-				return false
-			}
+	if x := c.failedBefore(j); x != nil {
+		w.PreemptTried, w.Preempt, w.PreemptPromised = true, x.why, x.promised
+		if e.checkEach {
+			c.checkSkippedSearch(j)
 		}
+		return false
 	}
 	if max := e.cfg.Preemption.MaxSearches; max > 0 && c.searches >= max {
 		return false
 	}
 	c.searches++
 	return true
+}
+
+// failedBefore returns the record of the cycle's failed victim search
+// that answers job j's, if there is one (mayPreempt). Records go stale
+// together (the book and the quota counts only move on), so the list is
+// emptied when its last one is.
+func (c *cycle) failedBefore(j *jobRec) *claimFail {
+	e := c.e
+	if n := len(c.preemptFails); n > 0 && !c.preemptFails[n-1].current(e) {
+		c.preemptFails = c.preemptFails[:0]
+	}
+	if j.shapeID == 0 || ownsGPUs(j, e) {
+		return nil
+	}
+	for i := range c.preemptFails {
+		if x := &c.preemptFails[i]; x.rulesOut(j, j.gpus, e) {
+			return x
+		}
+	}
+	return nil
+}
+
+// checkSkippedSearch runs the victim search mayPreempt skipped for job j
+// (tests, checkEach): it must find no victims.
+func (c *cycle) checkSkippedSearch(j *jobRec) {
+	e := c.e
+	spec, _ := c.specFor(j)
+	p := e.pre
+	p.prepare(e, j, c.now)
+	p.candidates(e, j, c.now, false)
+	p.req = preempt.Preemptor{Gang: spec, Class: j.job.Class}
+	err := p.s.Find(p.state, &p.req, p.cands, &p.verdict)
+	p.req.Gang = nil
+	if err != nil || p.verdict.Found {
+		panic(fmt.Sprintf("backfill: the victim search skipped for %s as a repeat of a failed one finds victims (err %v)", j.job.ID, err))
+	}
 }
 
 // far reports whether planned start t is far enough away to preempt
@@ -117,7 +153,9 @@ func (c *cycle) preempt(j *jobRec, spec *gang.Spec, planned time.Time, w *Waitin
 	v := &p.verdict
 	if !v.Found {
 		if !ownsGPUs(j, e) {
-			c.preemptFails = append(c.preemptFails, failedSearch(j, j.gpus, e, false, spec == j.tight))
+			x := failedSearch(j, j.gpus, e, false, spec == j.tight)
+			x.why, x.promised = v.Reason, p.promised
+			c.preemptFails = append(c.preemptFails, x)
 		}
 		w.PreemptTried, w.Preempt, w.PreemptPromised = true, v.Reason, p.promised
 		return false

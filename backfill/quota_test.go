@@ -356,30 +356,49 @@ func TestClaimFails(t *testing.T) {
 			if tc.mutate != nil {
 				tc.mutate(tc.j)
 			}
-			if got := f.skip(1, tc.j.gpus, tc.j, e); got != tc.skipped {
+			if got := f.skip(1, tc.j.gpus, tc.j, e) != nil; got != tc.skipped {
 				t.Errorf("skip = %v, want %v", got, tc.skipped)
 			}
-			if f.skip(0, tc.j.gpus, tc.j, e) {
+			if f.skip(0, tc.j.gpus, tc.j, e) != nil {
 				t.Error("another queue's failure ruled the job out")
 			}
 			f.reset()
-			if f.skip(1, tc.j.gpus, tc.j, e) {
+			if f.skip(1, tc.j.gpus, tc.j, e) != nil {
 				t.Error("ruled out after reset")
 			}
 		})
 	}
+	t.Run("the quota counts changed since", func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.Quotas.Queues = []QueueSpec{{Name: "a", Guarantee: 8, BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: Unlimited}}
+		eq, err := New(opsCluster(t), cfg, flatTree(t, cfg.FairShare, "x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f claimFails
+		f.init(1)
+		f.add(0, failed.gpus, failed, eq, false, false)
+		j := job(16, 5, time.Hour)
+		if f.skip(0, j.gpus, j, eq) == nil {
+			t.Fatal("not ruled out on the same counts")
+		}
+		eq.quota.add(0, 8) // a job of the queue started
+		if f.skip(0, j.gpus, j, eq) != nil {
+			t.Error("ruled out after the counts changed")
+		}
+	})
 	t.Run("cap", func(t *testing.T) {
 		var f claimFails
 		f.init(1)
 		for i := range maxClaimFails {
-			if f.skip(0, 8, job(8, uint64(100+i), 0), e) {
+			if f.skip(0, 8, job(8, uint64(100+i), 0), e) != nil {
 				t.Fatalf("failure %d: a search of a new shape was ruled out before the cap", i)
 			}
 			f.add(0, 8, job(8, uint64(100+i), 0), e, false, false)
 		}
 		own := job(8, 1, time.Minute)
 		own.resv = &reservation{job: own}
-		if !f.skip(0, 8, own, e) {
+		if f.skip(0, 8, own, e) == nil {
 			t.Error("past the cap, a job with its own reservation still searched")
 		}
 	})

@@ -476,7 +476,13 @@ func (c *cycle) dropPromises(j *jobRec) {
 func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 	e, s := c.e, c.e.quota
 	q := j.queue
-	if s.fails.skip(q, j.gpus, j, e) {
+	if x := s.fails.skip(q, j.gpus, j, e); x != nil {
+		if !x.quota {
+			w.PreemptTried, w.Preempt, w.PreemptPromised = true, x.why, x.promised
+		}
+		if e.checkEach && s.fails.n[q] < maxClaimFails {
+			c.checkSkippedReclaim(j, spec)
+		}
 		return false
 	}
 	p := s.pre
@@ -492,7 +498,8 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 		panic(fmt.Sprintf("backfill: reclaim search for %s refused the engine's own candidates: %v", j.job.ID, err))
 	}
 	if v := &p.verdict; !v.Found {
-		s.fails.add(q, j.gpus, j, e, false, spec == j.tight)
+		x := s.fails.add(q, j.gpus, j, e, false, spec == j.tight)
+		x.why, x.promised = v.Reason, p.promised
 		w.PreemptTried, w.Preempt, w.PreemptPromised = true, v.Reason, p.promised
 		return false
 	}
@@ -507,6 +514,30 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 		return fmt.Sprintf("%s: queue %s borrows", why, s.names[vj.queue])
 	})
 	return true
+}
+
+// checkSkippedReclaim runs the reclaim search that a failed one ruled
+// out for job j (tests, checkEach): it must find no claim.
+func (c *cycle) checkSkippedReclaim(j *jobRec, spec *gang.Spec) {
+	e, s := c.e, c.e.quota
+	p := s.pre
+	p.prepare(e, j, c.now)
+	p.candidates(e, j, c.now, true)
+	if len(p.cands) == 0 {
+		return
+	}
+	p.req = preempt.Preemptor{Gang: spec, Class: 1}
+	err := p.s.Find(p.state, &p.req, p.cands, &p.verdict)
+	p.req.Gang = nil
+	if err == nil && p.verdict.Found {
+		s.victims = append(s.victims[:0], p.verdict.Victims...)
+		if s.enoughVictims(p, j.queue, j.gpus) {
+			err = fmt.Errorf("victims %v", s.victims)
+		}
+	}
+	if err != nil {
+		panic(fmt.Sprintf("backfill: the reclaim search skipped for %s as a repeat of a failed one finds a claim: %v", j.job.ID, err))
+	}
 }
 
 // enoughVictims adds to s.victims (the topology search's), most

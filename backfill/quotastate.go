@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/bits-and-blooms/bitset"
+
+	"github.com/phalanx-sched/phalanx/gang/preempt"
 )
 
 // quotaState is the engine's quota accounting: every array is indexed by
@@ -41,6 +43,9 @@ type quotaState struct {
 	used []int
 	eff  []int
 	top  int
+	// gen counts the changes of use (add): a failed search's record
+	// holds only while it is the same (claimFail).
+	gen uint64
 	// usedAll is every queue's use together.
 	usedAll int
 	// eff0 and top0 are eff and top with nothing in use.
@@ -173,6 +178,7 @@ func (s *quotaState) rebuild() {
 
 // add counts delta more GPUs for leaf queue q (negative: fewer).
 func (s *quotaState) add(q, delta int) {
+	s.gen++
 	s.usedAll += delta
 	d := delta
 	for a := q; ; {
@@ -378,13 +384,20 @@ type claimFails struct {
 	n    []int
 }
 
-// claimFail is one failed reclaim search (claimFails).
+// claimFail is one failed search for victims, a reclaim's (claimFails)
+// or a preemption's (cycle.preemptFails).
 type claimFail struct {
 	quota   bool   // its victims left no quota room (else: no placement)
 	shape   uint64 // no placement: the job's shape (0: rules out none)
 	gpus    int
 	limit   time.Duration // 0: none
 	version uint64        // the book's
+	quotaAt uint64        // the quota counts' (quotaState.gen; 0 without queues)
+	// why and promised are the search's reason and left-out gangs
+	// (Waiting.Preempt, Waiting.PreemptPromised), given to a job whose
+	// search the record answers.
+	why      preempt.Explanation
+	promised int
 }
 
 func (f *claimFails) init(n int) {
@@ -394,22 +407,33 @@ func (f *claimFails) init(n int) {
 // reset forgets every failure (a new cycle).
 func (f *claimFails) reset() { clear(f.n) }
 
-// skip reports whether a reclaim search for job j (g GPUs) of leaf queue
-// q would repeat one that failed in the cycle (book version v).
-func (f *claimFails) skip(q, g int, j *jobRec, e *Engine) bool {
+// skip returns the failure that answers a reclaim search for job j (g
+// GPUs) of leaf queue q in the cycle, if there is one; past the cap it
+// returns the queue's last failure.
+func (f *claimFails) skip(q, g int, j *jobRec, e *Engine) *claimFail {
 	n := f.n[q]
 	if n >= maxClaimFails {
-		return true
+		return &f.list[q][n-1]
 	}
 	if ownsGPUs(j, e) {
-		return false
+		return nil
 	}
 	for i := range f.list[q][:n] {
-		if f.list[q][i].rulesOut(j, g, e) {
-			return true
+		if x := &f.list[q][i]; x.rulesOut(j, g, e) {
+			return x
 		}
 	}
-	return false
+	return nil
+}
+
+// add records a failed search for job j (g GPUs) of leaf queue q: for
+// want of quota room, or of a placement for its own shape (tight: for a
+// tighter one). It returns the record, for the search's reason.
+func (f *claimFails) add(q, g int, j *jobRec, e *Engine, quota, tight bool) *claimFail {
+	x := &f.list[q][f.n[q]]
+	*x = failedSearch(j, g, e, quota, tight)
+	f.n[q]++
+	return x
 }
 
 // rulesOut reports whether failure x answers a search for job j (g GPUs)
@@ -417,29 +441,36 @@ func (f *claimFails) skip(q, g int, j *jobRec, e *Engine) bool {
 // as long, and as many GPUs or more for a quota failure, the same shape
 // for a placement failure.
 func (x *claimFail) rulesOut(j *jobRec, g int, e *Engine) bool {
-	if x.version != e.book.version || !limitAtLeast(j.job.TimeLimit, x.limit) {
+	if !x.current(e) || !limitAtLeast(j.job.TimeLimit, x.limit) {
 		return false
 	}
 	return x.quota && g >= x.gpus || !x.quota && x.shape != 0 && x.shape == j.shapeID
+}
+
+// current reports whether the book and the quota counts are as when x
+// was recorded: what a search reads besides its job and the cycle's time
+// (the candidates' queues borrow or not by the counts).
+func (x *claimFail) current(e *Engine) bool {
+	return x.version == e.book.version && x.quotaAt == quotaGen(e)
+}
+
+// quotaGen is e's quota counts' generation (0 without queues).
+func quotaGen(e *Engine) uint64 {
+	if e.quota == nil {
+		return 0
+	}
+	return e.quota.gen
 }
 
 // failedSearch returns the record of a search for job j (g GPUs) that failed
 // for want of quota room, or of a placement for its own shape (tight: for
 // a tighter one, which rules out no other).
 func failedSearch(j *jobRec, g int, e *Engine, quota, tight bool) claimFail {
-	x := claimFail{quota: quota, gpus: g, limit: j.job.TimeLimit, version: e.book.version}
+	x := claimFail{quota: quota, gpus: g, limit: j.job.TimeLimit, version: e.book.version, quotaAt: quotaGen(e)}
 	if !quota && !tight {
 		x.shape = j.shapeID
 	}
 	return x
-}
-
-// add records a failed search for job j (g GPUs) of leaf queue q: for
-// want of quota room, or of a placement for its own shape (tight: for a
-// tighter one).
-func (f *claimFails) add(q, g int, j *jobRec, e *Engine, quota, tight bool) {
-	f.list[q][f.n[q]] = failedSearch(j, g, e, quota, tight)
-	f.n[q]++
 }
 
 // limitAtLeast reports whether time limit a is at least b (0: none, the

@@ -222,6 +222,9 @@ func (sc *scenario) engine(d *datadriven.Case) string {
 	if sc.e, err = New(sc.c, cfg, tree); err != nil {
 		return "error: " + err.Error()
 	}
+	// Every test the walk would skip runs anyway and must agree, and
+	// every search skipped as a repeat of a failed one runs and must fail.
+	sc.e.checkEach = true
 	out := fmt.Sprintf("engine: depth %d, strict %v, hold %v (min %d GPUs, budget %v)", cfg.ReservationDepth, cfg.Strict,
 		cfg.Hold.Enabled, cfg.Hold.MinGPUs, cfg.Hold.Budget)
 	if pc.Enabled {

@@ -20,13 +20,13 @@ func (c *cycle) wait(j *jobRec, w *Waiting) {
 		return
 	}
 	if h := c.e.book.holdOf(j); h != nil && c.keepHold(h, spec, w) {
-		if c.mayPreempt(j) {
+		if c.mayPreempt(j, w) {
 			c.preempt(j, spec, time.Time{}, w)
 		}
 		return
 	}
 	if r := j.resv; r != nil {
-		if c.far(r.start) && c.mayPreempt(j) && c.preempt(j, spec, r.start, w) {
+		if c.far(r.start) && c.mayPreempt(j, w) && c.preempt(j, spec, r.start, w) {
 			return
 		}
 		w.Code, w.Until = WaitReserved, r.start
@@ -60,13 +60,13 @@ func (c *cycle) wait(j *jobRec, w *Waiting) {
 func (c *cycle) reserveOrPreempt(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 	e := c.e
 	canReserve := c.mayReserve() && !j.dropped
-	if !canReserve && !c.mayPreempt(j) {
+	if !canReserve && !c.mayPreempt(j, w) {
 		return false
 	}
 	// Without a reservation to make, the search only tells how far j's
 	// start is, and mayPreempt has admitted j already.
 	t, found := e.search(c.now, query{j: j, spec: spec})
-	if (!found || c.far(t)) && (!canReserve || c.mayPreempt(j)) {
+	if (!found || c.far(t)) && (!canReserve || c.mayPreempt(j, w)) {
 		if found {
 			// The search's placement in e.alloc is needed for the
 			// reservation if preemption does not help.
