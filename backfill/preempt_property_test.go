@@ -64,6 +64,11 @@ func (w *preemptWatch) check(p *Plan) {
 			w.stats.claimStarts++
 		}
 		delete(w.victims, s.Job)
+		// A victim that starts again has released the GPUs its
+		// preemptor waited for: a later preemption of it is another's.
+		for k, vs := range w.victims {
+			w.victims[k] = slices.DeleteFunc(vs, func(v string) bool { return v == s.Job })
+		}
 		var a gang.Allocation
 		s.Allocation.CopyTo(&a)
 		w.allocs[s.Job] = a
