@@ -477,7 +477,7 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 	e, s := c.e, c.e.quota
 	q := j.queue
 	if x := s.fails.skip(q, j.gpus, j, e); x != nil {
-		if !x.quota && x.shape == j.shapeID {
+		if !x.quota && x.shape != 0 && x.shape == j.shapeID {
 			// The answer of a search for its shape (not the queue's
 			// last failure, given past the cap).
 			w.PreemptTried, w.Preempt, w.PreemptPromised = true, x.why, x.promised
