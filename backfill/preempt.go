@@ -79,14 +79,14 @@ func (c *cycle) mayPreempt(j *jobRec, w *Waiting) bool {
 	if e.pre == nil || !c.anyRunning || j.job.Class <= c.lowest {
 		return false
 	}
+	if max := e.cfg.Preemption.MaxSearches; max > 0 && c.searches >= max {
+		return false // the budget is spent: no record is read either
+	}
 	if x := c.failedBefore(j); x != nil {
 		w.PreemptTried, w.Preempt, w.PreemptPromised = true, x.why, x.promised
 		if e.checkEach {
 			c.checkSkippedSearch(j)
 		}
-		return false
-	}
-	if max := e.cfg.Preemption.MaxSearches; max > 0 && c.searches >= max {
 		return false
 	}
 	c.searches++

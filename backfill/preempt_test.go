@@ -67,8 +67,11 @@ func TestPreemptionAllocates(t *testing.T) {
 // preemptBusyEngine returns an engine on c whose GPUs are all held by
 // started class-0 gangs of 1 to 16 nodes (no time limits, preemptible but
 // inside an exempt time of a year), with pending class-1 gangs of 2 to
-// 32 nodes: each cycle's victim searches fail the same way.
-func preemptBusyEngine(tb testing.TB, c *topology.Cluster, pending int, on bool) (*Engine, time.Time) {
+// 32 nodes: each cycle's victim searches fail the same way. With
+// distinct, each gang's time limit is a minute shorter than the one
+// before it (from pending+60 minutes), so that no failed search answers
+// another's.
+func preemptBusyEngine(tb testing.TB, c *topology.Cluster, pending int, on, distinct bool) (*Engine, time.Time) {
 	r := rand.New(rand.NewPCG(3, 3))
 	cfg := DefaultConfig()
 	cfg.Hold.Enabled = false
@@ -94,6 +97,9 @@ func preemptBusyEngine(tb testing.TB, c *topology.Cluster, pending int, on bool)
 	for i := range pending {
 		j := Job{ID: fmt.Sprintf("urgent%05d", i), Account: "a", Class: 1,
 			Gang: member(placement.Request{Nodes: 2 << r.IntN(5), GPUsPerNode: c.MaxNodeGPUs(), Required: "spine"})}
+		if distinct {
+			j.TimeLimit = time.Duration(pending+60-i) * time.Minute
+		}
 		if err := e.Submit(j, now); err != nil {
 			tb.Fatal(err)
 		}
@@ -101,24 +107,34 @@ func preemptBusyEngine(tb testing.TB, c *topology.Cluster, pending int, on bool)
 	return e, now.Add(time.Hour)
 }
 
-// BenchmarkSchedulePreempt measures a cycle on a full cluster in which 16
-// waiting class-1 gangs (of 100 or 1,000) look for victims among the
-// running class-0 gangs and find only exempt ones (so every cycle is the
-// same): the cost of preemption when it does not help, next to the same
-// cycle with preemption off. tried/op counts the waiting jobs told why
-// preemption did not help.
+// BenchmarkSchedulePreempt measures a cycle on a full cluster in which
+// waiting class-1 gangs (100 or 1,000) look for victims among the running
+// class-0 gangs and find only exempt ones (so every cycle is the same):
+// the cost of preemption when it does not help, next to the same cycle
+// with preemption off. The gangs have five shapes: a failed search
+// answers the later ones of its shape (mayPreempt), so that about five
+// search. With distinct=true each gang's time limit is shorter than
+// those before it, so that no failed search answers another and 16 (the
+// budget, MaxSearches) search: the cost of the searches themselves.
+// searched/op counts the victim searches run; tried/op the waiting jobs
+// told why preemption did not help.
 //
 //	go test -run '^$' -bench BenchmarkSchedulePreempt ./backfill
 func BenchmarkSchedulePreempt(b *testing.B) {
 	for _, pending := range []int{100, 1000} {
 		for _, on := range []bool{false, true} {
-			b.Run(fmt.Sprintf("inv=2k/pending=%d/preempt=%v", pending, on), func(b *testing.B) { schedulePreempt(b, pending, on) })
+			for _, distinct := range []bool{false, true} {
+				if distinct && !on {
+					continue
+				}
+				b.Run(fmt.Sprintf("inv=2k/pending=%d/preempt=%v/distinct=%v", pending, on, distinct), func(b *testing.B) { schedulePreempt(b, pending, on, distinct) })
+			}
 		}
 	}
 }
 
-func schedulePreempt(b *testing.B, pending int, on bool) {
-	e, now := preemptBusyEngine(b, topology.Default2000(), pending, on)
+func schedulePreempt(b *testing.B, pending int, on, distinct bool) {
+	e, now := preemptBusyEngine(b, topology.Default2000(), pending, on, distinct)
 	plan := &Plan{}
 	if err := e.ScheduleInto(now, plan); err != nil {
 		b.Fatal(err)
@@ -139,5 +155,6 @@ func schedulePreempt(b *testing.B, pending int, on bool) {
 		}
 	}
 	b.ReportMetric(float64(tried), "tried/op")
+	b.ReportMetric(float64(e.cyc.searches), "searched/op")
 	b.ReportMetric(float64(e.Running()), "running")
 }
