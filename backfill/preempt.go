@@ -68,12 +68,13 @@ func (c *cycle) initPreempt() {
 //
 // A failed search of a job without GPUs of its own answers a later one
 // for a job of the same shape (class and queue included), without GPUs
-// of its own either, with a time limit at least as long, on the same
-// book (claimFail); one made on a patience's tighter shape answers none.
-// Without
-// that rule, jobs of one shape that no preemption can place (a gang
-// required in a leaf with a drained node) spent the budget in every
-// cycle, and a job behind them that could preempt never searched.
+// of its own either, with a time limit at least as long, while the book
+// and the quota counts are as they were (claimFail); one made on a
+// patience's tighter shape answers none. The job is given that search's
+// reason. Without that rule, jobs of one shape that no preemption can
+// place (a gang required in a leaf with a drained node) spent the budget
+// in every cycle, and a job behind them that could preempt never
+// searched.
 func (c *cycle) mayPreempt(j *jobRec, w *Waiting) bool {
 	e := c.e
 	if e.pre == nil || !c.anyRunning || j.job.Class <= c.lowest {

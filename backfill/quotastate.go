@@ -362,8 +362,9 @@ const maxClaimFails = 8
 // GPUs, time limit l, rules out the later jobs of the queue with a limit
 // of at least l (no limit counts as the longest: the search keeps off
 // every reservation that would start within the limit, so a longer one
-// keeps off more) while the book is as it was (a reservation dropped
-// or a claim made since may change the answer):
+// keeps off more) while the book and the quota counts are as they were
+// (a reservation dropped, a claim made or a job started since may change
+// the answer):
 //   - a search whose victims gave the quota no room rules out the jobs
 //     of g GPUs or more (the room needed only grows with g);
 //   - a search that found no placement for the job's own shape rules out
@@ -462,9 +463,9 @@ func quotaGen(e *Engine) uint64 {
 	return e.quota.gen
 }
 
-// failedSearch returns the record of a search for job j (g GPUs) that failed
-// for want of quota room, or of a placement for its own shape (tight: for
-// a tighter one, which rules out no other).
+// failedSearch returns the record of a search for job j (g GPUs) that
+// failed for want of quota room, or of a placement for its own shape
+// (tight: for a tighter one, which rules out no other).
 func failedSearch(j *jobRec, g int, e *Engine, quota, tight bool) claimFail {
 	x := claimFail{quota: quota, gpus: g, limit: j.job.TimeLimit, version: e.book.version, quotaAt: quotaGen(e)}
 	if !quota && !tight {
