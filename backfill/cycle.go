@@ -179,9 +179,11 @@ type cycle struct {
 	// jobs (when there is one), scratch for the claims.
 	searches     int
 	preemptFails []claimFail
-	anyRunning   bool
-	lowest       int
-	claimBuf     []*claim
+	// inServiceBuilt: Engine.inService is this cycle's.
+	inServiceBuilt bool
+	anyRunning     bool
+	lowest         int
+	claimBuf       []*claim
 	// offs is the reservations by start, each as its start's offset from
 	// now, for the book version offsVer (startsWithin): a job's window
 	// is compared with durations instead of times.

@@ -266,7 +266,11 @@
 // their guarantees, what is above is shared by weight (water filling
 // over each queue's use plus its waiting jobs' GPUs, capped by its
 // limits): a job that would take its queue beyond its share waits while
-// a sibling waits below its own. A job without quota waits with
+// a sibling waits below its own, one of whose waiting jobs could use GPUs
+// as they free up (it fits the nodes in service once every active job
+// has ended; a sibling whose jobs cannot, such as a gang required in one
+// leaf while a node of every leaf is drained, holds nothing back, or the
+// GPUs would stand idle). A job without quota waits with
 // WaitQuota; its reason names the queue and the limit ("queue research:
 // 1600 of 1600 GPUs (1200 guaranteed, borrowing limit 400), borrowing
 // limit reached"), and it gives up its reservation or hold.

@@ -93,6 +93,9 @@ type Engine struct {
 	// idleAt.
 	idle   *topology.State
 	idleAt [2]uint64
+	// inService is the free state with every active job ended: the nodes
+	// in service, whole (cycle.queueCanUse, built at most once a cycle).
+	inService *topology.State
 
 	// waits interns the reasons plans list when they list only changes
 	// (waitID); waitSeq is the last ID given, evict picks the entry a

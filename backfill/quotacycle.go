@@ -256,6 +256,11 @@ func (c *cycle) initQuota() {
 	}
 	n := len(s.names)
 	s.fails.reset()
+	clear(s.canUse)
+	c.inServiceBuilt = false
+	if s.probe == nil {
+		s.probe = c.queueCanUse
+	}
 	for a := range n {
 		s.demand[a], s.minGang[a] = 0, noLimit
 		if s.leaf[a] {
@@ -332,15 +337,58 @@ func (s *quotaState) fill(p int, capacity float64) {
 }
 
 // hungry returns a child of parent slot p other than a that waits below
-// its share: it wants more than it uses, and its smallest waiting gang
-// fits within its share; or -1.
+// its share: it wants more than it uses, its smallest waiting gang fits
+// within its share, and one of its waiting jobs could use GPUs as they
+// free up (usable); or -1.
 func (s *quotaState) hungry(p, a int) int {
 	for _, c := range s.kids[p] {
-		if c != a && s.demand[c] > s.used[c] && float64(s.used[c]+s.minGang[c]) <= s.share[c]+1e-9 {
+		if c != a && s.demand[c] > s.used[c] && float64(s.used[c]+s.minGang[c]) <= s.share[c]+1e-9 && s.usable(c) {
 			return c
 		}
 	}
 	return -1
+}
+
+// usable reports whether a waiting job of queue c's subtree could use
+// GPUs as they free up: it fits the cluster with every active job ended,
+// on the nodes in service. A queue whose waiting jobs cannot (a gang
+// required in one leaf while a node of every leaf is drained) holds no
+// GPUs back from the others by its share: they would stand idle. Asked
+// once per queue and cycle, and only of a queue that would hold GPUs
+// back.
+func (s *quotaState) usable(c int) bool {
+	if s.canUse[c] == 0 {
+		s.canUse[c] = -1
+		if s.probe(c) {
+			s.canUse[c] = 1
+		}
+	}
+	return s.canUse[c] > 0
+}
+
+// queueCanUse answers quotaState.usable for queue q: whether a waiting
+// job of its subtree without a claim fits on the nodes in service once
+// every active job has ended (reservations and claims are not kept off:
+// they end too).
+func (c *cycle) queueCanUse(q int) bool {
+	e, s := c.e, c.e.quota
+	if !c.inServiceBuilt {
+		if e.inService == nil {
+			e.inService = e.ledger.State().Clone()
+		} else if err := e.ledger.State().CopyInto(e.inService); err != nil {
+			panic(err)
+		}
+		for _, j := range e.jobs.running {
+			releaseOn(e.inService, j.alloc)
+		}
+		c.inServiceBuilt = true
+	}
+	for _, j := range e.jobs.pending {
+		if j.claim == nil && s.isAncestor(q, j.queue) && e.admitOn(e.inService, &j.job.Gang, c.naive) {
+			return true
+		}
+	}
+	return false
 }
 
 // overShare returns the queue on leaf q's path at which g more GPUs would
