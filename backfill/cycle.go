@@ -179,8 +179,11 @@ type cycle struct {
 	// jobs (when there is one), scratch for the claims.
 	searches     int
 	preemptFails []claimFail
-	// inServiceBuilt: Engine.inService is this cycle's.
+	// inServiceBuilt: Engine.inService is this cycle's; noFit are
+	// shapes found not to fit it (the last 16, by noFitN).
 	inServiceBuilt bool
+	noFit          [16]uint64
+	noFitN         int
 	anyRunning     bool
 	lowest         int
 	claimBuf       []*claim

@@ -270,7 +270,9 @@
 // as they free up (it fits the nodes in service once every active job
 // has ended; a sibling whose jobs cannot, such as a gang required in one
 // leaf while a node of every leaf is drained, holds nothing back, or the
-// GPUs would stand idle). A job without quota waits with
+// GPUs would stand idle). Such jobs still count in their queue's demand,
+// so that a sibling with one job that could run and one that could not
+// is given a share as if both could. A job without quota waits with
 // WaitQuota; its reason names the queue and the limit ("queue research:
 // 1600 of 1600 GPUs (1200 guaranteed, borrowing limit 400), borrowing
 // limit reached"), and it gives up its reservation or hold.

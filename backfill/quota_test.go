@@ -403,3 +403,66 @@ func TestClaimFails(t *testing.T) {
 		}
 	})
 }
+
+// TestQuotaShareProbeAllocs: a cycle in which the weighted-share gate
+// asks whether a queue's waiting jobs could use GPUs at all
+// (quotaState.usable: queue a's only job, a gang required in one leaf of
+// four nodes, cannot be placed while a node of each leaf is drained)
+// allocates no more than the same cycle without queues, and b's jobs
+// run past b's weighted share on the nodes a could not use.
+func TestQuotaShareProbeAllocs(t *testing.T) {
+	var allocs [2]float64
+	for k, quotas := range []bool{false, true} {
+		c := opsCluster(t)
+		cfg := DefaultConfig()
+		cfg.Hold.Enabled = false
+		queue := func(string) string { return "" }
+		if quotas {
+			cfg.Quotas.Queues = []QueueSpec{{Name: "a", Guarantee: 32, BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: Unlimited},
+				{Name: "b", Guarantee: 32, BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: Unlimited}}
+			queue = func(q string) string { return q }
+		}
+		e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []topology.NodeID{3, 7} {
+			if err := e.Drain(n, epoch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		big := Job{ID: "big", Account: "x", Queue: queue("a"), Gang: member(placement.Request{Nodes: 4, GPUsPerNode: 8, Required: "leaf"})}
+		if err := e.Submit(big, epoch); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 10 {
+			if err := e.Submit(Job{ID: fmt.Sprintf("b%d", i), Account: "x", Queue: queue("b"), Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		plan := &Plan{}
+		if err := e.ScheduleInto(epoch, plan); err != nil {
+			t.Fatal(err)
+		}
+		if len(plan.Starts) != 6 {
+			t.Fatalf("quotas %v: %d started, want 6 (every node in service): %s", quotas, len(plan.Starts), plan.Describe(c, epoch))
+		}
+		for _, s := range plan.Starts {
+			if err := e.Started(s.Job, epoch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		allocs[k] = testing.AllocsPerRun(20, func() {
+			if err := e.ScheduleInto(epoch, plan); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if quotas && e.quota.canUse[0] != -1 {
+			t.Fatalf("queue a's use was not asked in the cycle (canUse %d)", e.quota.canUse[0])
+		}
+	}
+	t.Logf("allocations per cycle: %v without quotas, %v with the share gate asking", allocs[0], allocs[1])
+	if allocs[1] > allocs[0] {
+		t.Errorf("a cycle with the share gate asking allocates %v times, %v without quotas", allocs[1], allocs[0])
+	}
+}

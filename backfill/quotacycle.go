@@ -257,7 +257,7 @@ func (c *cycle) initQuota() {
 	n := len(s.names)
 	s.fails.reset()
 	clear(s.canUse)
-	c.inServiceBuilt = false
+	s.naive, c.inServiceBuilt = c.naive, false
 	if s.probe == nil {
 		s.probe = c.queueCanUse
 	}
@@ -354,25 +354,31 @@ func (s *quotaState) hungry(p, a int) int {
 // on the nodes in service. A queue whose waiting jobs cannot (a gang
 // required in one leaf while a node of every leaf is drained) holds no
 // GPUs back from the others by its share: they would stand idle. Asked
-// once per queue and cycle, and only of a queue that would hold GPUs
-// back.
+// only of a queue that would hold GPUs back; the answer holds for the
+// cycle, a yes while the job that gave it still waits without a claim
+// (a no cannot turn: no job is added, and the nodes stay as they are).
+// The naive path (tests) asks every time.
 func (s *quotaState) usable(c int) bool {
+	if w := s.witness[c]; s.canUse[c] > 0 && (w.phase != StatePending || w.claim != nil) || s.naive {
+		s.canUse[c] = 0
+	}
 	if s.canUse[c] == 0 {
-		s.canUse[c] = -1
-		if s.probe(c) {
+		s.canUse[c], s.witness[c] = -1, s.probe(c)
+		if s.witness[c] != nil {
 			s.canUse[c] = 1
 		}
 	}
 	return s.canUse[c] > 0
 }
 
-// queueCanUse answers quotaState.usable for queue q: whether a waiting
-// job of its subtree without a claim fits on the nodes in service once
-// every active job has ended (reservations and claims are not kept off:
-// they end too).
-func (c *cycle) queueCanUse(q int) bool {
+// queueCanUse answers quotaState.usable for queue q: a waiting job of its
+// subtree without a claim that fits on the nodes in service once every
+// active job has ended (reservations and claims are not kept off: they
+// end too), or nil. A simple job of a shape found not to fit in the
+// cycle is not tried again (the last 16 such shapes are kept).
+func (c *cycle) queueCanUse(q int) *jobRec {
 	e, s := c.e, c.e.quota
-	if !c.inServiceBuilt {
+	if !c.inServiceBuilt || c.naive {
 		if e.inService == nil {
 			e.inService = e.ledger.State().Clone()
 		} else if err := e.ledger.State().CopyInto(e.inService); err != nil {
@@ -382,13 +388,21 @@ func (c *cycle) queueCanUse(q int) bool {
 			releaseOn(e.inService, j.alloc)
 		}
 		c.inServiceBuilt = true
+		c.noFit, c.noFitN = [16]uint64{}, 0
 	}
 	for _, j := range e.jobs.pending {
-		if j.claim == nil && s.isAncestor(q, j.queue) && e.admitOn(e.inService, &j.job.Gang, c.naive) {
-			return true
+		if j.claim != nil || !s.isAncestor(q, j.queue) || j.shapeID != 0 && !c.naive && slices.Contains(c.noFit[:], j.shapeID) {
+			continue
+		}
+		if e.admitOn(e.inService, &j.job.Gang, c.naive) {
+			return j
+		}
+		if j.shapeID != 0 {
+			c.noFit[c.noFitN%len(c.noFit)] = j.shapeID
+			c.noFitN++
 		}
 	}
-	return false
+	return nil
 }
 
 // overShare returns the queue on leaf q's path at which g more GPUs would

@@ -61,10 +61,13 @@ type quotaState struct {
 	minGang []int
 	fails   claimFails
 	// canUse says per queue whether a waiting job of its subtree could
-	// use GPUs as they free up (0: not asked yet this cycle, 1: yes, -1:
-	// no); probe answers it (the cycle's queueCanUse).
-	canUse []int8
-	probe  func(q int) bool
+	// use GPUs as they free up (0: not asked yet this cycle, 1: yes,
+	// witnessed by job witness[q], -1: no); probe answers it (the
+	// cycle's queueCanUse).
+	canUse  []int8
+	witness []*jobRec
+	probe   func(q int) *jobRec
+	naive   bool // the cycle's reference path (tests): usable asks every time
 
 	// msgs caches each queue's latest reasons (a cycle's waiting jobs of
 	// one queue mostly share one); display is each queue's name as
@@ -97,7 +100,7 @@ func newQuotaState(cfg *QuotaConfig, total int) (*quotaState, error) {
 	s.parent, s.guar, s.ceil, s.keep, s.max = ints(), ints(), ints(), ints(), ints()
 	s.used, s.eff, s.demand, s.minGang = ints(), ints(), ints(), ints()
 	s.share, s.want, s.weight = make([]float64, n), make([]float64, n), make([]float64, n)
-	s.leaf, s.canUse = make([]bool, n), make([]int8, n)
+	s.leaf, s.canUse, s.witness = make([]bool, n), make([]int8, n), make([]*jobRec, n)
 	s.fails.init(n)
 	s.msgs = make([][4]quotaMsg, n)
 	s.cum = make([]int, n)
