@@ -307,14 +307,7 @@ func (c *cycle) fitsWhenIdle(spec *gang.Spec) bool {
 	e := c.e
 	key := [2]uint64{c.epoch, e.book.version}
 	if e.idle == nil || c.naive || e.idleAt != key {
-		if e.idle == nil {
-			e.idle = e.ledger.State().Clone()
-		} else if err := e.ledger.State().CopyInto(e.idle); err != nil {
-			panic(err)
-		}
-		for _, j := range e.jobs.running {
-			releaseOn(e.idle, j.alloc)
-		}
+		e.allEnded(&e.idle)
 		for _, r := range e.book.resv {
 			block(e.idle, &r.alloc)
 		}
@@ -324,6 +317,19 @@ func (c *cycle) fitsWhenIdle(spec *gang.Spec) bool {
 		e.idleAt = key
 	}
 	return e.admitOn(e.idle, spec, c.naive)
+}
+
+// allEnded makes *dst (made on first use) the free state with every
+// active job ended: the nodes in service, whole.
+func (e *Engine) allEnded(dst **topology.State) {
+	if *dst == nil {
+		*dst = e.ledger.State().Clone()
+	} else if err := e.ledger.State().CopyInto(*dst); err != nil {
+		panic(err)
+	}
+	for _, j := range e.jobs.running {
+		releaseOn(*dst, j.alloc)
+	}
 }
 
 // holdStatus describes hold h.

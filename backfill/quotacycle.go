@@ -379,14 +379,7 @@ func (s *quotaState) usable(c int) bool {
 func (c *cycle) queueCanUse(q int) *jobRec {
 	e, s := c.e, c.e.quota
 	if !c.inServiceBuilt || c.naive {
-		if e.inService == nil {
-			e.inService = e.ledger.State().Clone()
-		} else if err := e.ledger.State().CopyInto(e.inService); err != nil {
-			panic(err)
-		}
-		for _, j := range e.jobs.running {
-			releaseOn(e.inService, j.alloc)
-		}
+		e.allEnded(&e.inService)
 		c.inServiceBuilt = true
 		c.noFit, c.noFitN = [16]uint64{}, 0
 	}
