@@ -117,17 +117,35 @@ func (c *cycle) failedBefore(j *jobRec) *claimFail {
 // checkSkippedSearch runs the victim search mayPreempt skipped for job j
 // (tests, checkEach): it must find no victims.
 func (c *cycle) checkSkippedSearch(j *jobRec) {
-	e := c.e
 	spec, _ := c.specFor(j)
-	p := e.pre
+	if p := c.e.pre; c.findVictims(p, j, spec, false) && p.verdict.Found {
+		panic(fmt.Sprintf("backfill: the victim search skipped for %s as a repeat of a failed one finds victims", j.job.ID))
+	}
+}
+
+// findVictims runs the victim search for waiting job j placed with spec
+// into p.verdict, keeping off what prepare masks: a reclaim's (gangs of
+// the queues that borrow from j's side, any class, j searching as class
+// 1), or a preemption by class. A reclaim with no candidate runs none and
+// reports false.
+func (c *cycle) findVictims(p *preemptScratch, j *jobRec, spec *gang.Spec, reclaim bool) bool {
+	e := c.e
 	p.prepare(e, j, c.now)
-	p.candidates(e, j, c.now, false)
-	p.req = preempt.Preemptor{Gang: spec, Class: j.job.Class}
+	p.candidates(e, j, c.now, reclaim)
+	class := j.job.Class
+	if reclaim {
+		if len(p.cands) == 0 {
+			return false
+		}
+		class = 1
+	}
+	p.req = preempt.Preemptor{Gang: spec, Class: class}
 	err := p.s.Find(p.state, &p.req, p.cands, &p.verdict)
 	p.req.Gang = nil
-	if err != nil || p.verdict.Found {
-		panic(fmt.Sprintf("backfill: the victim search skipped for %s as a repeat of a failed one finds victims (err %v)", j.job.ID, err))
+	if err != nil {
+		panic(fmt.Sprintf("backfill: victim search for %s refused the engine's own candidates: %v", j.job.ID, err))
 	}
+	return true
 }
 
 // far reports whether planned start t is far enough away to preempt
@@ -144,13 +162,7 @@ func (c *cycle) far(t time.Time) bool {
 func (c *cycle) preempt(j *jobRec, spec *gang.Spec, planned time.Time, w *Waiting) bool {
 	e := c.e
 	p := e.pre
-	p.prepare(e, j, c.now)
-	p.candidates(e, j, c.now, false)
-	p.req = preempt.Preemptor{Gang: spec, Class: j.job.Class}
-	if err := p.s.Find(p.state, &p.req, p.cands, &p.verdict); err != nil {
-		panic(fmt.Sprintf("backfill: victim search for %s refused the engine's own candidates: %v", j.job.ID, err))
-	}
-	p.req.Gang = nil
+	c.findVictims(p, j, spec, false)
 	v := &p.verdict
 	if !v.Found {
 		if !ownsGPUs(j, e) {

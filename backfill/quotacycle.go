@@ -543,16 +543,8 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 		return false
 	}
 	p := s.pre
-	p.prepare(e, j, c.now)
-	p.candidates(e, j, c.now, true)
-	if len(p.cands) == 0 {
+	if !c.findVictims(p, j, spec, true) {
 		return false
-	}
-	p.req = preempt.Preemptor{Gang: spec, Class: 1}
-	err := p.s.Find(p.state, &p.req, p.cands, &p.verdict)
-	p.req.Gang = nil
-	if err != nil {
-		panic(fmt.Sprintf("backfill: reclaim search for %s refused the engine's own candidates: %v", j.job.ID, err))
 	}
 	if v := &p.verdict; !v.Found {
 		x := s.fails.add(q, j.gpus, j, e, false, spec == j.tight)
@@ -576,24 +568,14 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 // checkSkippedReclaim runs the reclaim search that a failed one ruled
 // out for job j (tests, checkEach): it must find no claim.
 func (c *cycle) checkSkippedReclaim(j *jobRec, spec *gang.Spec) {
-	e, s := c.e, c.e.quota
+	s := c.e.quota
 	p := s.pre
-	p.prepare(e, j, c.now)
-	p.candidates(e, j, c.now, true)
-	if len(p.cands) == 0 {
+	if !c.findVictims(p, j, spec, true) || !p.verdict.Found {
 		return
 	}
-	p.req = preempt.Preemptor{Gang: spec, Class: 1}
-	err := p.s.Find(p.state, &p.req, p.cands, &p.verdict)
-	p.req.Gang = nil
-	if err == nil && p.verdict.Found {
-		s.victims = append(s.victims[:0], p.verdict.Victims...)
-		if s.enoughVictims(p, j.queue, j.gpus) {
-			err = fmt.Errorf("victims %v", s.victims)
-		}
-	}
-	if err != nil {
-		panic(fmt.Sprintf("backfill: the reclaim search skipped for %s as a repeat of a failed one finds a claim: %v", j.job.ID, err))
+	s.victims = append(s.victims[:0], p.verdict.Victims...)
+	if s.enoughVictims(p, j.queue, j.gpus) {
+		panic(fmt.Sprintf("backfill: the reclaim search skipped for %s as a repeat of a failed one finds a claim: victims %v", j.job.ID, s.victims))
 	}
 }
 
