@@ -226,11 +226,18 @@ func (p *Placer) pickClass(k, lo, hi, whole, n, partGPUs int) {
 	if sc.pl.mode == modeNodes && !sc.pl.exclusive {
 		full = sc.pl.perNode
 	}
+	i := 0
+	if full == k {
+		// Nodes taken with all their free GPUs: a tight loop.
+		if sc.pl.exclusive {
+			whole = n
+		}
+		lo, i = p.takeWhole(k, lo, hi, whole)
+	}
 	// Nodes of one class often share their free GPUs and group kind: the
 	// last choice is reused.
 	lastFree, lastKind, lastG, lastMask := uint64(0), int32(-1), -1, uint64(0)
-	i := 0
-	for w := lo >> 6; w <= (hi-1)>>6 && i < n; w++ {
+	for w := lo >> 6; lo < hi && w <= (hi-1)>>6 && i < n; w++ {
 		x := p.candWord(w) & p.classWord(k, w) & bits.RangeMask(w, lo, hi)
 		for ; x != 0 && i < n; x &= x - 1 {
 			node := w<<6 + mathbits.TrailingZeros64(x)
@@ -257,6 +264,34 @@ func (p *Placer) pickClass(k, lo, hi, whole, n, partGPUs int) {
 		panic("placement: a class held fewer nodes than counted")
 	}
 	sc.tally.free += n * k // the nodes' free GPUs: their class
+}
+
+// takeWhole appends the first cnt nodes of class k in [lo, hi) with all
+// their free GPUs, and returns the node after the last one taken and the
+// nodes taken (fewer than cnt only if the class holds fewer).
+func (p *Placer) takeWhole(k, lo, hi, cnt int) (next, taken int) {
+	sc := &p.sc
+	if cnt <= 0 {
+		return lo, 0
+	}
+	free := sc.w.Free
+	out := sc.out
+	next = lo
+	for w := lo >> 6; w <= (hi-1)>>6; w++ {
+		x := p.candWord(w) & p.classWord(k, w) & bits.RangeMask(w, lo, hi)
+		for ; x != 0; x &= x - 1 {
+			node := w<<6 + mathbits.TrailingZeros64(x)
+			out = append(out, topology.NodeAlloc{Node: topology.NodeID(node), GPUs: free[node]})
+			if taken++; taken == cnt {
+				sc.out = out
+				sc.tally.gpus += taken * k
+				return node + 1, taken
+			}
+		}
+	}
+	sc.out = out
+	sc.tally.gpus += taken * k
+	return hi, taken
 }
 
 // candWord returns word w of the candidate set.

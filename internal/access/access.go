@@ -19,6 +19,8 @@ type Words struct {
 	Stride int
 	// Idle marks the schedulable nodes with every GPU free.
 	Idle []uint64
+	// Free holds every node's free-GPU mask, by node ID.
+	Free []uint64
 }
 
 // AvailWords returns bitset g of w.Avail.
