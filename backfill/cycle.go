@@ -180,8 +180,10 @@ type cycle struct {
 	searches     int
 	preemptFails []claimFail
 	// inServiceBuilt: Engine.inService is this cycle's; noFit are
-	// shapes found not to fit it (the last 16, by noFitN).
+	// shapes found not to fit it (the last 16, by noFitN); probes counts
+	// the jobs tried on it.
 	inServiceBuilt bool
+	probes         int
 	noFit          [16]uint64
 	noFitN         int
 	anyRunning     bool

@@ -95,7 +95,12 @@ type Engine struct {
 	idleAt [2]uint64
 	// inService is the free state with every active job ended: the nodes
 	// in service, whole (cycle.queueCanUse, built at most once a cycle).
-	inService *topology.State
+	// inServiceGen numbers its contents: it grows when a build differs
+	// from the one before (kept in inServiceLast), as a node goes down,
+	// drains or comes back; a waiting job found not to fit it keeps the
+	// number (jobRec.noFitGen) and is not tried again until it changes.
+	inService, inServiceLast *topology.State
+	inServiceGen             uint64
 
 	// waits interns the reasons plans list when they list only changes
 	// (waitID); waitSeq is the last ID given, evict picks the entry a

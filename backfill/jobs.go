@@ -93,6 +93,9 @@ type jobRec struct {
 	preemptions int // times preempted
 	// Waiting jobs.
 	holdExpiry time.Time // not held again before this
+	// noFitGen is Engine.inServiceGen when the job was found not to fit
+	// the nodes in service with every active job ended (0: not known).
+	noFitGen uint64
 	// holdBlockedSince is when a lower-ranked gang's hold first kept the
 	// GPUs it needs (for the hysteresis).
 	holdBlockedSince time.Time

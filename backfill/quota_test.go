@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bits-and-blooms/bitset"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
@@ -402,6 +404,150 @@ func TestClaimFails(t *testing.T) {
 			t.Error("past the cap, a job with its own reservation still searched")
 		}
 	})
+}
+
+// TestQuotaShareProbeKept: a waiting job found not to fit the nodes in
+// service is not tried again by the weighted-share gate until they change
+// (Engine.inServiceGen): queue a's twenty gangs, each required in one leaf
+// of four nodes and not simple (no shared-shape shortcut), are tried once
+// while a node of each leaf is drained, not in the next cycles, and again
+// once a node is resumed, when one fits and b's waiting jobs are held to
+// b's share.
+func TestQuotaShareProbeKept(t *testing.T) {
+	c := opsCluster(t)
+	cfg := DefaultConfig()
+	cfg.Hold.Enabled = false
+	cfg.Quotas.Queues = []QueueSpec{{Name: "a", BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: Unlimited},
+		{Name: "b", BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: Unlimited}}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []topology.NodeID{3, 7} {
+		if err := e.Drain(n, epoch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const bigs = 20
+	for i := range bigs {
+		if err := e.Submit(Job{ID: fmt.Sprintf("big%d", i), Account: "x", Queue: "a", Preemption: preempt.Requeue, Gang: unsimpleGang(c)}, epoch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 10 {
+		if err := e.Submit(Job{ID: fmt.Sprintf("b%d", i), Account: "x", Queue: "b", Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := epoch
+	cycle := func(step string) *Plan {
+		t.Helper()
+		now = now.Add(time.Minute)
+		plan, err := e.Schedule(now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range plan.Starts {
+			if err := e.Started(s.Job, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.check(); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		return plan
+	}
+	tests := []struct {
+		step   string
+		event  func() error
+		probes int
+		canUse int8
+		starts int
+	}{
+		{step: "first cycle: every gang tried", probes: bigs, canUse: -1, starts: 6},
+		{step: "nothing changed: none tried", probes: 0, canUse: -1},
+		{step: "a b job ended, same nodes in service: none tried", event: func() error { return e.Finished("b0", now) }, probes: 0, canUse: -1, starts: 1},
+		{step: "node 3 resumed: the first gang fits", event: func() error { return e.Resume(3, now) }, probes: 1, canUse: 1},
+	}
+	for _, tc := range tests {
+		if tc.event != nil {
+			if err := tc.event(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		plan := cycle(tc.step)
+		if e.cyc.probes != tc.probes || e.quota.canUse[0] != tc.canUse || len(plan.Starts) != tc.starts {
+			t.Errorf("%s: %d gangs tried, usable %d, %d started; want %d, %d, %d: %s", tc.step,
+				e.cyc.probes, e.quota.canUse[0], len(plan.Starts), tc.probes, tc.canUse, tc.starts, plan.Describe(c, now))
+		}
+	}
+}
+
+// unsimpleGang is a gang of 4 whole nodes required in one leaf, with a
+// node set (every node) that makes it not simple: it shares no outcome
+// with jobs of the same shape.
+func unsimpleGang(c *topology.Cluster) gang.Spec {
+	all := bitset.New(uint(c.NumNodes()))
+	for n := range c.NumNodes() {
+		all.Set(uint(n))
+	}
+	return member(placement.Request{Nodes: 4, GPUsPerNode: 8, Required: "leaf", Allowed: all})
+}
+
+// BenchmarkQuotaShareProbe times a cycle in which the weighted-share gate
+// asks whether queue a, with pending gangs that cannot be placed while a
+// node of each leaf is drained (unsimpleGang), could use GPUs, while
+// queue b's jobs wait past b's share. probed/op counts the gangs tried on
+// the nodes in service.
+//
+//	go test ./backfill -run '^$' -bench QuotaShareProbe
+func BenchmarkQuotaShareProbe(b *testing.B) {
+	for _, pending := range []int{100, 1000, 10000} {
+		b.Run(fmt.Sprintf("pending=%d", pending), func(b *testing.B) {
+			c := opsCluster(b)
+			cfg := DefaultConfig()
+			cfg.Hold.Enabled = false
+			cfg.Quotas.Queues = []QueueSpec{{Name: "a", BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: Unlimited},
+				{Name: "b", BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: Unlimited}}
+			e, err := New(c, cfg, flatTree(b, cfg.FairShare, "x"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, n := range []topology.NodeID{3, 7} {
+				if err := e.Drain(n, epoch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for i := range pending {
+				if err := e.Submit(Job{ID: fmt.Sprintf("big%d", i), Account: "x", Queue: "a", Preemption: preempt.Requeue, Gang: unsimpleGang(c)}, epoch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for i := range 10 {
+				if err := e.Submit(Job{ID: fmt.Sprintf("b%d", i), Account: "x", Queue: "b", Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			plan := &Plan{}
+			if err := e.ScheduleInto(epoch, plan); err != nil {
+				b.Fatal(err)
+			}
+			for _, s := range plan.Starts {
+				if err := e.Started(s.Job, epoch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			probed := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := e.ScheduleInto(epoch, plan); err != nil {
+					b.Fatal(err)
+				}
+				probed += e.cyc.probes
+			}
+			b.ReportMetric(float64(probed)/float64(b.N), "probed/op")
+		})
+	}
 }
 
 // TestQuotaShareProbeAllocs: a cycle in which the weighted-share gate

@@ -257,7 +257,7 @@ func (c *cycle) initQuota() {
 	n := len(s.names)
 	s.fails.reset()
 	clear(s.canUse)
-	s.naive, c.inServiceBuilt = c.naive, false
+	s.naive, c.inServiceBuilt, c.probes = c.naive, false, 0
 	if s.probe == nil {
 		s.probe = c.queueCanUse
 	}
@@ -375,21 +375,36 @@ func (s *quotaState) usable(c int) bool {
 // subtree without a claim that fits on the nodes in service once every
 // active job has ended (reservations and claims are not kept off: they
 // end too), or nil. A simple job of a shape found not to fit in the
-// cycle is not tried again (the last 16 such shapes are kept).
+// cycle is not tried again (the last 16 such shapes are kept), nor is a
+// job found not to fit the same nodes in service in an earlier cycle
+// (Engine.inServiceGen).
 func (c *cycle) queueCanUse(q int) *jobRec {
 	e, s := c.e, c.e.quota
 	if !c.inServiceBuilt || c.naive {
 		e.allEnded(&e.inService)
 		c.inServiceBuilt = true
 		c.noFit, c.noFitN = [16]uint64{}, 0
+		if e.inServiceLast == nil || !e.inServiceLast.Equal(e.inService) {
+			e.inServiceGen++
+			if e.inServiceLast == nil {
+				e.inServiceLast = e.inService.Clone()
+			} else if err := e.inService.CopyInto(e.inServiceLast); err != nil {
+				panic(err)
+			}
+		}
 	}
 	for _, j := range e.jobs.pending {
-		if j.claim != nil || !s.isAncestor(q, j.queue) || j.shapeID != 0 && !c.naive && slices.Contains(c.noFit[:], j.shapeID) {
+		if j.claim != nil || !s.isAncestor(q, j.queue) {
 			continue
 		}
+		if !c.naive && (j.noFitGen == e.inServiceGen || j.shapeID != 0 && slices.Contains(c.noFit[:], j.shapeID)) {
+			continue
+		}
+		c.probes++
 		if e.admitOn(e.inService, &j.job.Gang, c.naive) {
 			return j
 		}
+		j.noFitGen = e.inServiceGen
 		if j.shapeID != 0 {
 			c.noFit[c.noFitN%len(c.noFit)] = j.shapeID
 			c.noFitN++
