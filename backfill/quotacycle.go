@@ -398,6 +398,9 @@ func (c *cycle) queueCanUse(q int) *jobRec {
 			continue
 		}
 		if !c.naive && (j.noFitGen == e.inServiceGen || j.shapeID != 0 && slices.Contains(c.noFit[:], j.shapeID)) {
+			if e.checkEach && e.admitOn(e.inService, &j.job.Gang, true) {
+				panic(fmt.Sprintf("backfill: job %s fits the nodes in service where the share gate's probe skipped it", j.job.ID))
+			}
 			continue
 		}
 		c.probes++
