@@ -256,9 +256,10 @@ func (p *Placer) splitLeaves(y, a, m int) {
 	last := p.lastPhase()
 	leaves := cs.leaves[:0]
 	cf, ce := ly.children(y)
+	free, first := p.leavesFree(), ly.leafID(0)
 	for l := cf; l < ce; l++ {
 		if c := int32(p.phaseCap(last, l)); c > 0 {
-			leaves = append(leaves, leafRef{cap: c, free: int32(p.domainFree(l)), leaf: int32(l)})
+			leaves = append(leaves, leafRef{cap: c, free: free[l-first], leaf: int32(l)})
 		}
 	}
 	p.sortLeaves(leaves)
@@ -290,16 +291,17 @@ func (p *Placer) gatherKids(y int) {
 	cs.kids, cs.leaves = cs.kids[:0], cs.leaves[:0]
 	cf, ce := ly.children(y)
 	last := p.lastPhase()
+	free := p.leavesFree()
 	for z := cf; z < ce; z++ {
 		c := int32(p.phaseCap(last, z))
 		if c == 0 {
 			continue
 		}
 		lo := len(cs.leaves)
-		lf, le := ly.leafID(int(ly.leafFirst[z])), ly.leafID(int(ly.leafEnd[z]))
-		for l := lf; l < le; l++ {
+		for d := int(ly.leafFirst[z]); d < int(ly.leafEnd[z]); d++ {
+			l := ly.leafID(d)
 			if lc := int32(p.phaseCap(last, l)); lc > 0 {
-				cs.leaves = append(cs.leaves, leafRef{cap: lc, free: int32(p.domainFree(l)), leaf: int32(l)})
+				cs.leaves = append(cs.leaves, leafRef{cap: lc, free: free[d], leaf: int32(l)})
 			}
 		}
 		p.sortLeaves(cs.leaves[lo:])

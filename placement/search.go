@@ -312,13 +312,16 @@ func (p *Placer) fullestLeaf(need int) (int, int) {
 	best, bestPath := -1, 0
 	for d, n := 0, len(caps); d < n; {
 		parent := max(int(ly.parent[ly.leafID(d)]), 0)
-		above, end := p.pathFree(parent), n
+		above, end := -1, n // above: the parent's path, once a leaf holds need
 		if parent > 0 {
 			end = int(ly.leafEnd[parent])
 		}
 		for ; d < end; d++ {
 			if int(caps[d]) < need {
 				continue
+			}
+			if above < 0 {
+				above = p.pathFree(parent)
 			}
 			if path := above + freeOf(free, d); best < 0 || path < bestPath {
 				best, bestPath = ly.leafID(d), path
