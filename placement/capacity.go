@@ -44,6 +44,12 @@ type scratch struct {
 	capBase []int32
 	capSeg  [MaxSegmentLayers][]int32
 
+	// cls and spread are the class plans of pickLeaf and spreadGPUs,
+	// pooled and want spreadGPUs' histograms: kept here, so that only
+	// their first maxGPUs+1 entries are cleared per use.
+	cls, spread  classPlan
+	pooled, want [topology.MaxGPUsPerNode + 1]int32
+
 	// hist[x*(maxGPUs+1)+k] is the number of candidates of x with k
 	// usable GPUs (free GPUs, or size for exclusive requests), computed
 	// on demand (histAt[x] == epoch).

@@ -2,8 +2,6 @@ package placement
 
 import (
 	"slices"
-
-	"github.com/phalanx-sched/phalanx/topology"
 )
 
 // leafAmount is one leaf of a plan and the items it takes (items of the
@@ -150,18 +148,22 @@ func (p *Placer) selNodes() int {
 // nodes, pooled, would give them fullest first (the tightest node taking
 // the last piece): the fewest nodes those leaves allow, which it returns.
 func (p *Placer) spreadGPUs(a int) int {
-	sel := p.sc.cover.sel
+	sc := &p.sc
+	sel := sc.cover.sel
 	maxG := p.lay.maxGPUs
-	var pooled [topology.MaxGPUsPerNode + 1]int32
+	pooled := sc.pooled[:maxG+1]
+	clear(pooled)
 	for i := range sel {
 		for k, n := range p.histogram(int(sel[i].leaf)) {
 			pooled[k] += n
 		}
 	}
-	var cp classPlan
-	p.planGPUClasses(pooled[:maxG+1], a, &cp)
-	want, nodes := cp.whole, 0
-	for _, n := range want[:maxG+1] {
+	cp := &sc.spread
+	cp.reset(maxG)
+	p.planGPUClasses(pooled, a, cp)
+	want, nodes := sc.want[:maxG+1], 0
+	copy(want, cp.whole[:maxG+1])
+	for _, n := range want {
 		nodes += int(n)
 	}
 	part := -1 // the leaf that takes the partial node

@@ -16,6 +16,12 @@ type classPlan struct {
 	partGPUs  int
 }
 
+// reset clears the plan for nodes of at most maxG GPUs.
+func (cp *classPlan) reset(maxG int) {
+	clear(cp.whole[:maxG+1])
+	cp.partClass, cp.partGPUs = 0, 0
+}
+
 // takeStats summarises a leaf's share of a placement.
 type takeStats struct {
 	nodes int
@@ -33,7 +39,7 @@ type takeStats struct {
 func (p *Placer) planClasses(x, a int, cp *classPlan) {
 	pl, maxG := &p.sc.pl, p.lay.maxGPUs
 	h := p.histogram(x)
-	*cp = classPlan{}
+	cp.reset(maxG)
 	rest := a * pl.itemNodes(p.lastPhase())
 	switch {
 	case pl.mode == modeGPUs:
@@ -199,8 +205,8 @@ func (p *Placer) fewestNodes(h []int32) int {
 // pickLeaf assigns the nodes and GPUs that take a last-phase items of
 // leaf x, lowest node index first within a class.
 func (p *Placer) pickLeaf(x, a int) {
-	var cp classPlan
-	p.planClasses(x, a, &cp)
+	cp := &p.sc.cls
+	p.planClasses(x, a, cp)
 	ly := p.lay
 	lo, hi := int(ly.nodeFirst[x]), int(ly.nodeEnd[x])
 	p.sc.tally.free += p.markPath(x, &p.sc.tally.spans)
