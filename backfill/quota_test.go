@@ -414,32 +414,10 @@ func TestClaimFails(t *testing.T) {
 // once a node is resumed, when one fits and b's waiting jobs are held to
 // b's share.
 func TestQuotaShareProbeKept(t *testing.T) {
-	c := opsCluster(t)
-	cfg := DefaultConfig()
-	cfg.Hold.Enabled = false
-	cfg.Quotas.Queues = []QueueSpec{{Name: "a", BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: Unlimited},
-		{Name: "b", BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: Unlimited}}
-	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []topology.NodeID{3, 7} {
-		if err := e.Drain(n, epoch); err != nil {
-			t.Fatal(err)
-		}
-	}
-	e.checkEach = true // a skipped probe that would fit panics
 	const bigs = 20
-	for i := range bigs {
-		if err := e.Submit(Job{ID: fmt.Sprintf("big%d", i), Account: "x", Queue: "a", Preemption: preempt.Requeue, Gang: unsimpleGang(c)}, epoch); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := range 10 {
-		if err := e.Submit(Job{ID: fmt.Sprintf("b%d", i), Account: "x", Queue: "b", Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e := shareProbeEngine(t, bigs)
+	e.checkEach = true // a skipped probe that would fit panics
+	c := e.c
 	now := epoch
 	cycle := func(step string) *Plan {
 		t.Helper()
@@ -484,6 +462,37 @@ func TestQuotaShareProbeKept(t *testing.T) {
 	}
 }
 
+// shareProbeEngine is an engine on opsCluster with nodes 3 and 7
+// drained, queues a and b with no guarantee, bigs gangs of unsimpleGang
+// waiting in a and ten 1-node jobs in b.
+func shareProbeEngine(tb testing.TB, bigs int) *Engine {
+	c := opsCluster(tb)
+	cfg := DefaultConfig()
+	cfg.Hold.Enabled = false
+	cfg.Quotas.Queues = []QueueSpec{{Name: "a", BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: Unlimited},
+		{Name: "b", BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: Unlimited}}
+	e, err := New(c, cfg, flatTree(tb, cfg.FairShare, "x"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, n := range []topology.NodeID{3, 7} {
+		if err := e.Drain(n, epoch); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	for i := range bigs {
+		if err := e.Submit(Job{ID: fmt.Sprintf("big%d", i), Account: "x", Queue: "a", Preemption: preempt.Requeue, Gang: unsimpleGang(c)}, epoch); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	for i := range 10 {
+		if err := e.Submit(Job{ID: fmt.Sprintf("b%d", i), Account: "x", Queue: "b", Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return e
+}
+
 // unsimpleGang is a gang of 4 whole nodes required in one leaf, with a
 // node set (every node) that makes it not simple: it shares no outcome
 // with jobs of the same shape.
@@ -505,30 +514,7 @@ func unsimpleGang(c *topology.Cluster) gang.Spec {
 func BenchmarkQuotaShareProbe(b *testing.B) {
 	for _, pending := range []int{100, 1000, 10000} {
 		b.Run(fmt.Sprintf("pending=%d", pending), func(b *testing.B) {
-			c := opsCluster(b)
-			cfg := DefaultConfig()
-			cfg.Hold.Enabled = false
-			cfg.Quotas.Queues = []QueueSpec{{Name: "a", BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: Unlimited},
-				{Name: "b", BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: Unlimited}}
-			e, err := New(c, cfg, flatTree(b, cfg.FairShare, "x"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			for _, n := range []topology.NodeID{3, 7} {
-				if err := e.Drain(n, epoch); err != nil {
-					b.Fatal(err)
-				}
-			}
-			for i := range pending {
-				if err := e.Submit(Job{ID: fmt.Sprintf("big%d", i), Account: "x", Queue: "a", Preemption: preempt.Requeue, Gang: unsimpleGang(c)}, epoch); err != nil {
-					b.Fatal(err)
-				}
-			}
-			for i := range 10 {
-				if err := e.Submit(Job{ID: fmt.Sprintf("b%d", i), Account: "x", Queue: "b", Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch); err != nil {
-					b.Fatal(err)
-				}
-			}
+			e := shareProbeEngine(b, pending)
 			plan := &Plan{}
 			if err := e.ScheduleInto(epoch, plan); err != nil {
 				b.Fatal(err)
