@@ -354,6 +354,14 @@ func (p *Placer) histogram(x int) []int32 {
 		return h
 	}
 	sc.histAt[x] = sc.epoch
+	if !sc.masked && !sc.pl.exclusive && x != 0 && sc.minFree <= ly.maxGPUs {
+		// The counters give every class from minFree up.
+		for k := range sc.minFree {
+			h[k] = 0
+		}
+		p.counterHistogram(x, h)
+		return h
+	}
 	clear(h)
 	switch {
 	case sc.minFree > ly.maxGPUs:
