@@ -3,6 +3,7 @@ package backfill
 import (
 	"errors"
 	"math"
+	"math/bits"
 	"strings"
 	"testing"
 	"time"
@@ -281,5 +282,65 @@ func TestAddAccountBelowEndedJobs(t *testing.T) {
 	must(e.AddAccount("a", "a1", 1))
 	if _, err := Restore(c, e.Config(), e.Snapshot()); err != nil {
 		t.Fatalf("restore after AddAccount: %v", err)
+	}
+}
+
+// TestSubmitKeepsItsOwnCopy: the engine keeps its own copy of a submitted
+// job. A caller that reuses its Job after Submit (its members slice, its
+// node sets), or changes the copy JobSpec returns, changes nothing in the
+// engine: job a, one node of 8 GPUs allowed only on node 5 and kept off
+// node 4, starts there with the GPUs it asked for, and JobSpec still
+// returns it as submitted.
+func TestSubmitKeepsItsOwnCopy(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(j *Job, e *Engine)
+	}{
+		{"members slice reused", func(j *Job, _ *Engine) {
+			j.Gang.Members[0].Request.Nodes, j.Gang.Members[0].Request.GPUsPerNode = 3, 2
+		}},
+		{"allowed set changed", func(j *Job, _ *Engine) {
+			j.Gang.Members[0].Request.Allowed.ClearAll().Set(2)
+		}},
+		{"excluded set changed", func(j *Job, _ *Engine) {
+			j.Gang.Members[0].Request.Excluded.Set(5)
+		}},
+		{"JobSpec's copy changed", func(_ *Job, e *Engine) {
+			spec, _ := e.JobSpec("a")
+			r := &spec.Gang.Members[0].Request
+			r.Nodes = 3
+			r.Allowed.ClearAll()
+			r.Excluded.Set(5)
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := opsCluster(t)
+			e, err := New(c, DefaultConfig(), flatTree(t, DefaultConfig().FairShare, "x"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			allowed, excluded := bitset.New(uint(c.NumNodes())), bitset.New(uint(c.NumNodes()))
+			allowed.Set(4).Set(5)
+			excluded.Set(4)
+			j := Job{ID: "a", Account: "x", Gang: member(placement.Request{Nodes: 1, GPUsPerNode: 8, Allowed: allowed, Excluded: excluded})}
+			want := cloneGang(j.Gang)
+			if err := e.Submit(j, epoch); err != nil {
+				t.Fatal(err)
+			}
+			tc.change(&j, e)
+			p, err := e.Schedule(epoch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Starts) != 1 || p.Starts[0].Allocation.Members[0].Assignment[0].Node != 5 || bits.OnesCount64(p.Starts[0].Allocation.Members[0].Assignment[0].GPUs) != 8 {
+				t.Fatalf("job a did not start on node 5 with 8 GPUs: %s", p.Describe(c, epoch))
+			}
+			spec, _ := e.JobSpec("a")
+			want.ID = "a"
+			if diff := cmp.Diff(want, spec.Gang, cmp.Comparer(func(a, b *bitset.BitSet) bool { return a.Equal(b) })); diff != "" {
+				t.Errorf("JobSpec after the change (-submitted +returned):\n%s", diff)
+			}
+		})
 	}
 }

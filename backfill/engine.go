@@ -265,14 +265,18 @@ func (e *Engine) Running() int { return len(e.jobs.running) }
 // HeldGPUSeconds returns the GPU-seconds held idle for held jobs so far.
 func (e *Engine) HeldGPUSeconds() float64 { return e.heldGPUSeconds }
 
-// JobSpec returns job id as submitted (with its Gang.ID set), while the
-// engine holds it.
+// JobSpec returns a copy of job id as submitted (with its Gang.ID set,
+// and a queue's nodes applied to its node sets), while the engine holds
+// it. Submit keeps its own copy of the job, so neither the caller's Job
+// nor the copy returned here shares memory with the engine's record.
 func (e *Engine) JobSpec(id string) (Job, bool) {
 	j, ok := e.jobs.lookup(id, e.last, e.cfg.KeepEnded)
 	if !ok {
 		return Job{}, false
 	}
-	return j.job, true
+	job := j.job
+	job.Gang = cloneGang(job.Gang)
+	return job, true
 }
 
 // Allocation returns a copy of where active job id runs.

@@ -43,6 +43,9 @@ func (e *Engine) validateJob(j Job) (*jobRec, error) {
 	if err := e.checkFields(&j); err != nil {
 		return nil, err
 	}
+	// The engine keeps its own copy: a caller that reuses its Job (its
+	// members, its node sets) after Submit changes nothing here.
+	j.Gang = cloneGang(j.Gang)
 	j.Gang.ID = j.ID
 	if err := j.Gang.Validate(e.c); err != nil {
 		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
@@ -78,6 +81,22 @@ func (e *Engine) validateJob(j Job) (*jobRec, error) {
 		rec.shapeID = e.shapes.id(hash, &shapeFields{req: m.Request, min: m.Min, step: m.Step, class: rec.job.Class, queue: rec.queue})
 	}
 	return rec, nil
+}
+
+// cloneGang returns a copy of g that shares no memory with it: its
+// members and their node sets copied.
+func cloneGang(g gang.Spec) gang.Spec {
+	g.Members = slices.Clone(g.Members)
+	for i := range g.Members {
+		r := &g.Members[i].Request
+		if r.Allowed != nil {
+			r.Allowed = r.Allowed.Clone()
+		}
+		if r.Excluded != nil {
+			r.Excluded = r.Excluded.Clone()
+		}
+	}
+	return g
 }
 
 // checkFields checks a job's own fields (not its gang).

@@ -33,6 +33,33 @@ type Ledger struct {
 type entry struct {
 	alloc Allocation
 	spec  Spec
+	// sets holds the node sets of spec's members (Allowed and Excluded
+	// of member i at 2i and 2i+1): the ledger's own copies.
+	sets []bitset.BitSet
+}
+
+// keepSpec makes e.spec a copy of g that shares no memory with it (its
+// members and their node sets), reusing e's buffers: once they are large
+// enough it allocates nothing.
+func (e *entry) keepSpec(g *Spec) {
+	members := append(e.spec.Members[:0], g.Members...)
+	e.spec = Spec{ID: g.ID, Members: members, Colocate: g.Colocate}
+	if n := 2 * len(members); cap(e.sets) < n {
+		e.sets = make([]bitset.BitSet, n)
+	} else {
+		e.sets = e.sets[:n]
+	}
+	for i := range members {
+		r := &members[i].Request
+		if r.Allowed != nil {
+			r.Allowed.CopyFull(&e.sets[2*i])
+			r.Allowed = &e.sets[2*i]
+		}
+		if r.Excluded != nil {
+			r.Excluded.CopyFull(&e.sets[2*i+1])
+			r.Excluded = &e.sets[2*i+1]
+		}
+	}
 }
 
 // NewLedger returns an empty ledger for cluster c: every node up, every
@@ -74,7 +101,9 @@ func (l *Ledger) IDs() []string {
 // records it. A failed admission changes nothing and its Admission says which
 // member failed and why. Admitting an ID already held is ErrDuplicateID.
 // In the steady state (IDs admitted and released again) it allocates
-// nothing beyond what the spec's first admission needed.
+// nothing beyond what the spec's first admission needed. The ledger keeps
+// its own copy of g (members and node sets): changing g afterwards
+// changes nothing in the ledger.
 func (l *Ledger) Admit(g *Spec) (Admission, error) {
 	if _, dup := l.byID[g.ID]; dup {
 		return Admission{}, fmt.Errorf("%w: %s", ErrDuplicateID, g.ID)
@@ -87,7 +116,7 @@ func (l *Ledger) Admit(g *Spec) (Admission, error) {
 	// Swap the spare allocation in, keeping the entry's old buffers as
 	// the next spare.
 	e.alloc, l.spare = l.spare, e.alloc
-	e.spec = *g
+	e.keepSpec(g)
 	l.byID[g.ID] = e
 	return res, nil
 }
@@ -113,7 +142,7 @@ func (l *Ledger) Release(id string) error {
 		}
 	}
 	delete(l.byID, id)
-	e.spec = Spec{}
+	e.spec = Spec{Members: e.spec.Members[:0]} // buffers kept for reuse
 	l.pool = append(l.pool, e)
 	return nil
 }
@@ -243,7 +272,7 @@ func (l *Ledger) Describe() string {
 // Insert records gang g with an allocation computed elsewhere (by an
 // Admitter on a what-if copy of the state, say), allocating exactly its
 // GPUs on the ledger's state. Every GPU is checked first; on a conflict
-// nothing changes. a is copied.
+// nothing changes. g and a are copied.
 func (l *Ledger) Insert(g *Spec, a *Allocation) error {
 	if _, dup := l.byID[g.ID]; dup {
 		return fmt.Errorf("%w: %s", ErrDuplicateID, g.ID)
@@ -261,7 +290,7 @@ func (l *Ledger) Insert(g *Spec, a *Allocation) error {
 	}
 	e := l.newEntry()
 	a.CopyTo(&e.alloc)
-	e.spec = *g
+	e.keepSpec(g)
 	l.byID[g.ID] = e
 	return nil
 }

@@ -593,3 +593,53 @@ func TestSetSpecAfterRestore(t *testing.T) {
 		}
 	})
 }
+
+// TestLedgerKeepsItsOwnSpec: the ledger keeps its own copy of an admitted
+// or inserted gang's spec. A caller that reuses its Spec afterwards (its
+// members slice, its node sets) changes nothing: a pod replaced later
+// stays inside the nodes the gang was admitted with, and its member keeps
+// its minimum. The copy reuses the ledger's buffers: admitting and
+// releasing again allocates nothing (TestAdmitReleaseZeroAllocs).
+func TestLedgerKeepsItsOwnSpec(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 4, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, how := range []string{"admit", "insert"} {
+		t.Run(how, func(t *testing.T) {
+			l := NewLedger(c, Options{})
+			allowed := c.NewNodeSet()
+			for n := range 3 {
+				allowed.Set(uint(n))
+			}
+			g := Spec{ID: "g", Members: []Member{{Name: "w", Min: 2, Request: placement.Request{Nodes: 2, GPUsPerNode: 8, Allowed: allowed}}}}
+			switch how {
+			case "admit":
+				if res, err := l.Admit(&g); err != nil || !res.Admitted {
+					t.Fatalf("%+v %v", res, err)
+				}
+			case "insert":
+				a := Allocation{ID: "g", Members: []MemberAllocation{{Name: "w", Pods: 2, Assignment: []topology.NodeAlloc{{Node: 0, GPUs: 0xff}, {Node: 1, GPUs: 0xff}}}}}
+				if err := l.Insert(&g, &a); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The caller reuses its spec: other nodes, no minimum.
+			allowed.ClearAll()
+			for n := 3; n < c.NumNodes(); n++ {
+				allowed.Set(uint(n))
+			}
+			g.Members[0].Min = 0
+			rep, err := l.ReplacePod("g", "w", 0, nil)
+			if err != nil || !rep.Replaced || rep.New.Node != 2 {
+				t.Fatalf("replacement %+v %v: want node 2, the only other node the gang was admitted on", rep, err)
+			}
+			if err := l.ReleasePod("g", "w", 1); err == nil {
+				t.Error("a pod below the member's minimum of 2 was released")
+			}
+			if err := access.CheckLedger(l); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

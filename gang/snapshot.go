@@ -231,7 +231,7 @@ func Restore(c *topology.Cluster, snap Snapshot, opts Options) (*Ledger, error) 
 // would otherwise ignore required domains and co-location). g must agree
 // with the gang's record (Spec.CheckRecord: the same members, pod counts
 // and GPUs per pod). Errors wrap ErrUnknownGang or ErrBadSpec and name
-// the gang; on error nothing changes.
+// the gang; on error nothing changes. g is copied.
 func (l *Ledger) SetSpec(g *Spec) error {
 	if _, ok := l.byID[g.ID]; !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownGang, g.ID)
@@ -240,6 +240,6 @@ func (l *Ledger) SetSpec(g *Spec) error {
 	if err := g.CheckRecord(l.c, &rec); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadSpec, err)
 	}
-	l.byID[g.ID].spec = *g
+	l.byID[g.ID].keepSpec(g)
 	return nil
 }
