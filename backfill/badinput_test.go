@@ -344,3 +344,25 @@ func TestSubmitKeepsItsOwnCopy(t *testing.T) {
 		})
 	}
 }
+
+// TestNewKeepsItsOwnConfig: the engine keeps its own copy of its config's
+// queues. Changing the caller's config after New, or the copy Config
+// returns, changes neither what Queues reports nor what Config returns.
+func TestNewKeepsItsOwnConfig(t *testing.T) {
+	c := opsCluster(t)
+	cfg := DefaultConfig()
+	cfg.Quotas.Queues = []QueueSpec{{Name: "a", Guarantee: 32, BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: Unlimited}}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Quotas.Queues[0].Guarantee, cfg.Quotas.Queues[0].Name = 8, "b"
+	got := e.Config()
+	got.Quotas.Queues[0].Maximum = 16
+	if q := e.Queues(); len(q) != 1 || q[0].Name != "a" || q[0].Guarantee != 32 || q[0].Maximum != Unlimited {
+		t.Errorf("Queues after the caller changed its config: %+v", q)
+	}
+	if q := e.Config().Quotas.Queues[0]; q.Name != "a" || q.Guarantee != 32 || q.Maximum != Unlimited {
+		t.Errorf("Config after the caller changed its config: %+v", q)
+	}
+}

@@ -139,6 +139,7 @@ func New(c *topology.Cluster, cfg Config, tree *fairshare.Tree) (*Engine, error)
 	if cfg.FairShare.ClusterGPUs == 0 {
 		cfg.FairShare.ClusterGPUs = c.TotalGPUs()
 	}
+	cfg.Quotas.Queues = slices.Clone(cfg.Quotas.Queues) // the engine's own
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -187,8 +188,13 @@ func New(c *topology.Cluster, cfg Config, tree *fairshare.Tree) (*Engine, error)
 // Cluster returns the engine's cluster.
 func (e *Engine) Cluster() *topology.Cluster { return e.c }
 
-// Config returns the engine's config.
-func (e *Engine) Config() Config { return e.cfg }
+// Config returns a copy of the engine's config (New keeps its own copy
+// too: changing the caller's config afterwards changes nothing).
+func (e *Engine) Config() Config {
+	cfg := e.cfg
+	cfg.Quotas.Queues = slices.Clone(cfg.Quotas.Queues)
+	return cfg
+}
 
 // CopyState copies the engine's free state (which GPUs are free, which
 // nodes down or drained) into dst, a state of the engine's cluster,
