@@ -366,3 +366,40 @@ func TestNewKeepsItsOwnConfig(t *testing.T) {
 		t.Errorf("Config after the caller changed its config: %+v", q)
 	}
 }
+
+// TestSnapshotSharesNothing: a snapshot is the caller's own. Changing a
+// job record's pending move (a reservation a drain dropped, reported at
+// the next cycle if the job's new planned start is later) changes nothing
+// in the engine: moved a day earlier in the snapshot, it would be
+// reported as a move later; the engine reports none, as its new
+// reservation starts when the old one did.
+func TestSnapshotSharesNothing(t *testing.T) {
+	e := richEngine(t)
+	now := epoch.Add(30 * time.Minute)
+	var victim string
+	for _, r := range e.book.resv {
+		victim = r.job.job.ID
+		if err := e.Drain(r.alloc.Members[0].Assignment[0].Node, now); err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
+	snap := e.Snapshot()
+	changed := 0
+	for i := range snap.Jobs {
+		if m := snap.Jobs[i].Moved; m != nil {
+			m.From, m.By = m.From.Add(-24*time.Hour), "someone else"
+			changed++
+		}
+	}
+	if changed == 0 {
+		t.Fatalf("no pending move in the snapshot after draining job %s's node", victim)
+	}
+	p, err := e.Schedule(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Moves) != 0 || len(p.Reservations) != 1 || p.Reservations[0].Job != victim {
+		t.Errorf("after the snapshot was changed: moves %+v, reservations %+v", p.Moves, p.Reservations)
+	}
+}

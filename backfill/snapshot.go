@@ -260,9 +260,13 @@ func (e *Engine) jobRecord(j *jobRec) JobRecord {
 	jb := &j.job
 	r := JobRecord{ID: jb.ID, Account: jb.Account, State: e.stateOf(j), Seq: j.seq, Submit: jb.Submit,
 		QOS: jb.QOS, Partition: jb.Partition, Gang: jb.Gang.Record(e.c), Start: j.start, Promised: j.promised,
-		LastCharge: e.jobs.lastCharge(j), HoldExpiry: j.holdExpiry, HoldBlocked: j.holdBlockedSince, Requeues: j.requeues, Ended: j.ended, Moved: j.moved,
+		LastCharge: e.jobs.lastCharge(j), HoldExpiry: j.holdExpiry, HoldBlocked: j.holdBlockedSince, Requeues: j.requeues, Ended: j.ended,
 		Class: jb.Class, Grow: jb.Grow, Checkpoint: j.checkpoint, PreemptedAt: j.preemptedAt, PreemptedBy: j.preemptedBy, Preemptions: j.preemptions,
 		Queue: jb.Queue}
+	if j.moved != nil {
+		mv := *j.moved // the snapshot's own
+		r.Moved = &mv
+	}
 	if jb.Preemption != preempt.Never {
 		r.Preemption = jb.Preemption.String()
 	}
