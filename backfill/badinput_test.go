@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/bits"
 	"strings"
@@ -401,5 +402,56 @@ func TestSnapshotSharesNothing(t *testing.T) {
 	}
 	if len(p.Moves) != 0 || len(p.Reservations) != 1 || p.Reservations[0].Job != victim {
 		t.Errorf("after the snapshot was changed: moves %+v, reservations %+v", p.Moves, p.Reservations)
+	}
+}
+
+// TestPlanSharesNothing: a plan is the caller's own. Changing a held
+// job's hold status in the plan's list of waiting jobs changes nothing in
+// the engine: the job's status reads as before.
+func TestPlanSharesNothing(t *testing.T) {
+	c := opsCluster(t)
+	cfg := DefaultConfig()
+	cfg.Hold = HoldConfig{Enabled: true, MinGPUs: 16, MaxShare: 1, Budget: 4 * time.Hour, MaxHolds: 1}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range c.NumNodes() {
+		if err := e.Submit(Job{ID: fmt.Sprintf("s%d", i), Account: "x", Gang: member(placement.NodesOf(1, 8))}, epoch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := e.Schedule(epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range p.Starts {
+		if err := e.Started(s.Job, epoch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := epoch.Add(time.Hour)
+	if err := e.Finished("s0", now); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Submit(Job{ID: "big", Account: "x", Gang: member(placement.Request{Nodes: 4, GPUsPerNode: 8, Required: "leaf"})}, now); err != nil {
+		t.Fatal(err)
+	}
+	if p, err = e.Schedule(now); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := e.Job("big")
+	held := 0
+	for i := range p.Waiting {
+		if h := p.Waiting[i].Hold; h != nil {
+			h.GPUs, h.Nodes, h.Target = 99, "elsewhere", 999
+			held++
+		}
+	}
+	if held == 0 {
+		t.Fatalf("big holds nothing: %s", p.Describe(c, now))
+	}
+	if after, _ := e.Job("big"); after.Reason != before.Reason {
+		t.Errorf("big's status changed with the plan:\nbefore %s\nafter  %s", before.Reason, after.Reason)
 	}
 }

@@ -681,6 +681,12 @@ func (c *cycle) walk(order []*jobRec) {
 			w.Priority = c.priority(rank, j)
 		}
 		j.wait = *w
+		if w.Hold != nil {
+			// The plan's listing shares w's status: the record keeps its
+			// own, which a caller changing the plan cannot reach.
+			h := *w.Hold
+			j.wait.Hold = &h
+		}
 		c.setStamp(j)
 	}
 	if marked >= 0 {

@@ -60,6 +60,10 @@ func (e *Engine) waitID(w *Waiting, j *jobRec) uint64 {
 		}
 	}
 	e.waits[at] = internedWait{w: *w, hash: h, id: id}
+	if w.Hold != nil { // the table's own: the plan lists w's
+		hs := *w.Hold
+		e.waits[at].w.Hold = &hs
+	}
 	return id
 }
 
