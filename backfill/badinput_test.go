@@ -377,13 +377,10 @@ func TestNewKeepsItsOwnConfig(t *testing.T) {
 func TestSnapshotSharesNothing(t *testing.T) {
 	e := richEngine(t)
 	now := epoch.Add(30 * time.Minute)
-	var victim string
-	for _, r := range e.book.resv {
-		victim = r.job.job.ID
-		if err := e.Drain(r.alloc.Members[0].Assignment[0].Node, now); err != nil {
-			t.Fatal(err)
-		}
-		break
+	r := e.book.resv[0] // richEngine has one
+	victim := r.job.job.ID
+	if err := e.Drain(r.alloc.Members[0].Assignment[0].Node, now); err != nil {
+		t.Fatal(err)
 	}
 	snap := e.Snapshot()
 	changed := 0
