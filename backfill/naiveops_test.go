@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,6 +102,20 @@ func randomOpsEngine(t *testing.T, c *topology.Cluster, depth int, seed uint64, 
 	}
 	if seed%4 == 1 {
 		cfg.Quotas = randomQueues(r, int(seed), c.NumNodes())
+		if seed%8 == 5 {
+			// Node pools on the queues without children in turn: the
+			// first half of the nodes, the second, none. A pool's jobs
+			// share its set and stay simple (pooledShape).
+			half := c.NumNodes() / 2
+			pools := []string{hostRange(c, 0, half), hostRange(c, half, c.NumNodes()), ""}
+			k := 0
+			for i, q := range cfg.Quotas.Queues {
+				if !hasChild(cfg.Quotas.Queues, q.Name) {
+					cfg.Quotas.Queues[i].Nodes = pools[k%len(pools)]
+					k++
+				}
+			}
+		}
 	}
 	// Priorities by age alone in a third of the seeds: the queue is then
 	// kept in submit order between cycles (fifo.go) unless quotas or a
@@ -204,4 +219,13 @@ func hasChild(qs []QueueSpec, name string) bool {
 		}
 	}
 	return false
+}
+
+// hostRange names nodes [lo, hi) of c as a comma-separated list.
+func hostRange(c *topology.Cluster, lo, hi int) string {
+	names := make([]string, 0, hi-lo)
+	for n := lo; n < hi; n++ {
+		names = append(names, c.NodeName(topology.NodeID(n)))
+	}
+	return strings.Join(names, ",")
 }

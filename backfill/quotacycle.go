@@ -173,16 +173,21 @@ func (e *Engine) checkQueue(j *jobRec) error {
 	}
 	j.queue = q
 	if pool := s.pools[q]; pool != nil {
-		j.job.Gang.Members = slices.Clone(j.job.Gang.Members)
+		// The job's gang is the engine's own copy (validateJob). A member
+		// without nodes of its own, or whose nodes include the pool's,
+		// gets the pool itself: a set no one changes, shared by the
+		// queue's jobs, so that a job of one member with it is still
+		// simple (its shape names the queue, hence the pool).
 		for i := range j.job.Gang.Members {
 			r := &j.job.Gang.Members[i].Request
-			if r.Allowed == nil {
-				r.Allowed = pool.Clone()
-			} else {
-				r.Allowed = r.Allowed.Intersection(pool)
+			if r.Allowed != nil {
+				if r.Allowed = r.Allowed.Intersection(pool); !r.Allowed.Equal(pool) {
+					continue
+				}
 			}
+			r.Allowed = pool
 		}
-		j.simple = simpleShape(&j.job.Gang)
+		j.simple = simpleShape(&j.job.Gang) || pooledShape(&j.job.Gang, pool)
 	}
 	// An elastic gang is judged at its minimum: it starts at what its
 	// queue's quota takes (quotaSpec).

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/bits-and-blooms/bitset"
+
 	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/topology"
@@ -81,6 +83,16 @@ func (e *Engine) validateJob(j Job) (*jobRec, error) {
 		rec.shapeID = e.shapes.id(hash, &shapeFields{req: m.Request, min: m.Min, step: m.Step, class: rec.job.Class, queue: rec.queue})
 	}
 	return rec, nil
+}
+
+// pooledShape reports whether g is simple but for its node set, which is
+// its queue's pool (the pool's own set, shared by the queue's jobs).
+func pooledShape(g *gang.Spec, pool *bitset.BitSet) bool {
+	if len(g.Members) != 1 || g.Colocate.Level != "" {
+		return false
+	}
+	r := &g.Members[0].Request
+	return r.Allowed == pool && r.Excluded == nil
 }
 
 // cloneGang returns a copy of g that shares no memory with it: its

@@ -5,20 +5,35 @@ import (
 	"testing"
 
 	"github.com/phalanx-sched/phalanx/backfill"
+	"github.com/phalanx-sched/phalanx/topology"
 )
 
 // quotaSetups are the queue trees of BenchmarkScheduleQuotas, for a
-// cluster of total GPUs: none; one queue without limits (the cost of the
+// cluster c: none; one queue without limits (the cost of the
 // checks alone: no job ever waits for quota); ten queues of ten accounts
 // each with a maximum of a quarter of the cluster and no guarantee
 // (Slurm GrpTRES-style); ten queues under two parents, each guaranteed a
-// tenth of the cluster with no borrowing limit (reclaim at work).
-func quotaSetups(total int) []struct {
+// tenth of the cluster with no borrowing limit (reclaim at work); two
+// queues each with half the nodes as its pool (a training partition and
+// a serving pool), every job on its queue's nodes.
+func quotaSetups(c *topology.Cluster) []struct {
 	name    string
 	quotas  backfill.QuotaConfig
 	queueOf func(int) string
 } {
+	total := c.TotalGPUs()
 	open := backfill.QueueSpec{BorrowingLimit: backfill.Unlimited, LendingLimit: backfill.Unlimited, Maximum: backfill.Unlimited}
+	half := c.NumNodes() / 2
+	nodes := func(lo, hi int) string {
+		names := make([]string, 0, hi-lo)
+		for n := lo; n < hi; n++ {
+			names = append(names, c.NodeName(topology.NodeID(n)))
+		}
+		return topology.CompressHostlist(names)
+	}
+	pool0, pool1 := open, open
+	pool0.Name, pool0.Nodes = "p0", nodes(0, half)
+	pool1.Name, pool1.Nodes = "p1", nodes(half, c.NumNodes())
 	one := open
 	one.Name = "all"
 	var grptres, guar []backfill.QueueSpec
@@ -45,6 +60,7 @@ func quotaSetups(total int) []struct {
 		{"one", backfill.QuotaConfig{Queues: []backfill.QueueSpec{one}}, func(int) string { return "all" }},
 		{"grptres", backfill.QuotaConfig{Queues: grptres}, byTen},
 		{"guarantees", backfill.QuotaConfig{Queues: guar}, byTen},
+		{"pools", backfill.QuotaConfig{Queues: []backfill.QueueSpec{pool0, pool1}}, func(a int) string { return fmt.Sprintf("p%d", a%2) }},
 	}
 }
 
@@ -59,7 +75,7 @@ func quotaSetups(total int) []struct {
 //	go test -run '^$' -bench 'BenchmarkScheduleQuotas' -benchtime 20x -count 6 ./benchmarks
 func BenchmarkScheduleQuotas(b *testing.B) {
 	inv := inventories()[0]
-	for _, setup := range quotaSetups(inv.c.TotalGPUs()) {
+	for _, setup := range quotaSetups(inv.c) {
 		for _, state := range []scheduleState{fresh90, churn} {
 			for _, unique := range []bool{false, true} {
 				tc := scheduleCase{inv, 1000, backfill.DefaultDepth, unique, state}
