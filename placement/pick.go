@@ -282,7 +282,6 @@ func (p *Placer) takeWhole(k, lo, hi, cnt int) (next, taken int) {
 	}
 	free := sc.w.Free
 	out := sc.out
-	next = lo
 	for w := lo >> 6; w <= (hi-1)>>6; w++ {
 		x := p.candWord(w) & p.classWord(k, w) & bits.RangeMask(w, lo, hi)
 		for ; x != 0; x &= x - 1 {
