@@ -194,6 +194,7 @@ func TestReservedAfterPartialMerge(t *testing.T) {
 	reservations := func(naive bool) []Reservation {
 		cfg := DefaultConfig()
 		cfg.ReservationDepth = 4
+		cfg.ReservationMinGPUs = 0 // a and b are both below a leaf's worth
 		e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
 		if err != nil {
 			t.Fatal(err)

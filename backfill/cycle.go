@@ -40,8 +40,9 @@ import (
 //     - else, a job with a reservation keeps it, unless it may preempt
 //     (below) and its reservation starts later than now + Grace +
 //     MinGain;
-//     - else, while fewer than ReservationDepth reservations exist, find
-//     the earliest time in the availability profile at which the gang can
+//     - else, while fewer than ReservationDepth reservations exist (and,
+//     for a job below ReservationMinGPUs, no other such job holds one),
+//     find the earliest time in the availability profile at which the gang can
 //     be admitted with the same topology-aware placement, and reserve
 //     those GPUs from then; once the walk has passed a waiting job
 //     without a reservation while every slot was taken, a slot that
@@ -49,7 +50,8 @@ import (
 //     is left for the next cycle, whose walk offers it in priority order
 //     (NextEvent asks for that cycle at once): it does not go to a job
 //     ranked below one the walk refused it (with MaxJobsTested, the next
-//     cycle offers it within its own window);
+//     cycle offers it within its own window); the one slot of jobs below
+//     ReservationMinGPUs is kept so among them;
 //     - with preemption on, a job of a class above some running job's
 //     whose earliest such time is later than now + Grace + MinGain (or
 //     that has none) first looks for victims (package gang/preempt): if
@@ -108,6 +110,10 @@ type cycle struct {
 	// to a job ranked below one that wanted it. The slot waits for the
 	// next cycle, whose walk offers it in rank order.
 	resvClosed bool
+	// smallClosed is resvClosed for jobs below Config.ReservationMinGPUs:
+	// set once the walk has passed such a job while another held the one
+	// reservation they may hold.
+	smallClosed bool
 	// quotaBlocked is set by tryStart when the job it placed is over its
 	// queue's quota on the GPUs placed.
 	quotaBlocked bool
@@ -336,7 +342,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c := &e.cyc
 	c.e, c.now, c.plan, c.naive = e, now, plan, e.naive
 	c.fifo, c.base = e.fifo.on, e.fifo.head
-	c.offsValid, c.resvClosed = false, false
+	c.offsValid, c.resvClosed, c.smallClosed = false, false, false
 	c.invalidate()
 	c.startClaims()
 	c.initPreempt()
@@ -344,7 +350,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.keepBook()
 	c.startSkips()
 	c.walk(order)
-	e.slotOpen = c.resvClosed && !c.slotsFull()
+	e.slotOpen = c.closedKeepsSlot()
 	e.grow(now, plan)
 	e.report(plan)
 }
@@ -527,7 +533,7 @@ func (c *cycle) walk(order []*jobRec) {
 					end++
 				}
 				n := end - rank
-				c.passedWaiting()
+				c.passedRun(order[rank:end])
 				c.plan.Tested += n
 				c.plan.Unchanged += n
 				c.skippedTests += n
@@ -545,7 +551,7 @@ func (c *cycle) walk(order []*jobRec) {
 					c.classChecked++
 				}
 			} else if end := c.passClasses(keys, rank); end > rank {
-				c.passedWaiting()
+				c.passedRun(order[rank:end])
 				rank = end - 1
 				continue
 			}
@@ -609,7 +615,7 @@ func (c *cycle) walk(order []*jobRec) {
 				strictBlocker, blockerAt = j.job.ID, rank
 			}
 		case winLen < len(order) && j.resv == nil && j.moved == nil && !j.dropped && !e.book.isHeld(j) && (rank-winStart+len(order))%len(order) >= winLen:
-			c.passedWaiting()
+			c.passedWaiting(j)
 			if changes {
 				if c.hitID = c.priorityID(WaitPriority, ""); c.hitID == j.waitID {
 					c.plan.Unchanged++
@@ -632,7 +638,7 @@ func (c *cycle) walk(order []*jobRec) {
 			}
 			c.settleMove(j)
 			if !started && j.resv == nil && j.claim == nil {
-				c.passedWaiting()
+				c.passedWaiting(j)
 			}
 			if j.dropped {
 				j.dropped = false // written only when set: a long queue's records stay clean
@@ -885,10 +891,10 @@ func (c *cycle) setStamp(j *jobRec) {
 		c.stampStays = false
 		return
 	}
-	if !c.stampable || c.worldNow() != c.stampNext.world || c.resvClosed && !c.slotsFull() {
+	if !c.stampable || c.worldNow() != c.stampNext.world || c.closedKeepsSlot() {
 		// An older stamp may stay: it names a world gone for good, or
 		// the reason the job is left with is another (its ID). A test
-		// made while resvClosed kept a slot free from the job is not
+		// made while resvClosed or smallClosed kept a slot free from the job is not
 		// stamped: no world covers that flag, and a quiet walk would
 		// pass the job over in the next cycle, where the slot is open.
 		c.stampable = false
@@ -933,7 +939,7 @@ func (c *cycle) shapeKey(j *jobRec) (shape, bool) {
 		return shape{}, false
 	}
 	e := c.e
-	if c.mayReserve() {
+	if c.mayReserveFor(j) {
 		return shape{}, false
 	}
 	if e.book.isHeld(j) {

@@ -49,6 +49,7 @@ type Engine struct {
 	holdEnds    []HoldEnd   // since the last cycle, for its plan
 	podChanges  []PodChange // since the last cycle, for its plan
 	leafGPUs    int         // GPUs of the largest lowest-level domain
+	resvMin     int         // Config.ReservationMinGPUs resolved (0: off)
 	minNodeGPUs int         // GPUs of the smallest node
 
 	// The queue kept in submit order (fifo.go).
@@ -171,6 +172,12 @@ func New(c *topology.Cluster, cfg Config, tree *fairshare.Tree) (*Engine, error)
 	} else {
 		for d := range c.NumDomains(c.Depth() - 1) {
 			e.leafGPUs = max(e.leafGPUs, c.Domain(c.Depth()-1, d).GPUs)
+		}
+	}
+	if d := cfg.ReservationDepth; d > 1 {
+		switch e.resvMin = cfg.ReservationMinGPUs; e.resvMin {
+		case LeafGPUs:
+			e.resvMin = e.leafGPUs
 		}
 	}
 	if cfg.Preemption.Enabled {

@@ -127,7 +127,7 @@ func (e *Engine) accountHolds(now time.Time, plan *Plan) {
 // gang is now estimated to fit soonest. It reports whether j still holds.
 func (c *cycle) keepHold(h *hold, spec *gang.Spec, w *Waiting) bool {
 	e := c.e
-	if c.mayReserve() {
+	if c.mayReserveFor(h.job) {
 		if t, ok := e.search(c.now, query{j: h.job, spec: spec}); ok {
 			c.plan.HoldEnds = append(c.plan.HoldEnds, HoldEnd{Job: h.job.job.ID, Cause: HoldPlanned, Held: h.held})
 			e.book.dropHold(h)

@@ -95,6 +95,15 @@ func randomOpsEngine(t *testing.T, c *topology.Cluster, depth int, seed uint64, 
 	r := rand.New(rand.NewPCG(seed, 3))
 	cfg := DefaultConfig()
 	cfg.ReservationDepth = depth
+	// The slots past the first for large jobs (DefaultConfig: a leaf's
+	// worth, 32 GPUs here) in three seeds of five, 16 GPUs in one, off in
+	// one.
+	switch seed % 5 {
+	case 1:
+		cfg.ReservationMinGPUs = 16
+	case 2:
+		cfg.ReservationMinGPUs = 0
+	}
 	cfg.FairShare.HalfLife = time.Hour
 	cfg.Hold = HoldConfig{Enabled: seed%3 == 0, MinGPUs: 16, MaxShare: 0.75, CapWait: 30 * time.Minute, Budget: time.Hour, Hysteresis: 20 * time.Minute, MaxHolds: 2}
 	if seed%2 == 0 {

@@ -59,7 +59,7 @@ func (c *cycle) wait(j *jobRec, w *Waiting) {
 // claim.
 func (c *cycle) reserveOrPreempt(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 	e := c.e
-	canReserve := c.mayReserve() && !j.dropped
+	canReserve := c.mayReserveFor(j) && !j.dropped
 	if !canReserve && !c.mayPreempt(j, w) {
 		return false
 	}
@@ -108,11 +108,40 @@ func (c *cycle) settleMove(j *jobRec) {
 	c.plan.Moves = append(c.plan.Moves, *m)
 }
 
-// mayReserve reports whether a new reservation may be made.
+// mayReserve reports whether a new reservation may be made by a large
+// job (mayReserveFor).
 func (c *cycle) mayReserve() bool {
 	cfg := &c.e.cfg
 	d := cfg.ReservationDepth
 	return !cfg.Strict && d != 0 && (d == Conservative || len(c.e.book.resv) < d && !c.resvClosed)
+}
+
+// mayReserveFor reports whether job j may take a new reservation: a slot
+// is free and open to it, and, for a job below ReservationMinGPUs, no
+// other such job holds one.
+func (c *cycle) mayReserveFor(j *jobRec) bool {
+	return c.mayReserve() && (c.e.large(j) || !c.smallClosed && c.smallHeld() == 0)
+}
+
+// large reports whether job j may take any reservation slot (at least
+// ReservationMinGPUs, or the rule is off).
+func (e *Engine) large(j *jobRec) bool {
+	return e.resvMin == 0 || j.gpus >= e.resvMin
+}
+
+// smallHeld counts the reservations held by jobs below
+// ReservationMinGPUs (0 when the rule is off).
+func (c *cycle) smallHeld() int {
+	e, n := c.e, 0
+	if e.resvMin == 0 {
+		return 0
+	}
+	for _, r := range e.book.resv {
+		if !e.large(r.job) {
+			n++
+		}
+	}
+	return n
 }
 
 // slotsFull reports whether every reservation slot of a bounded depth is
@@ -122,13 +151,40 @@ func (c *cycle) slotsFull() bool {
 	return d > 0 && len(c.e.book.resv) >= d
 }
 
-// passedWaiting records that the walk passed a waiting job that holds no
-// reservation (tested or not): if every slot is taken, the job could get
-// none, and a slot that frees later in the walk is left for the next
-// cycle (resvClosed).
-func (c *cycle) passedWaiting() {
+// closedKeepsSlot reports whether a slot is free that resvClosed or
+// smallClosed keeps from the rest of the walk.
+func (c *cycle) closedKeepsSlot() bool {
+	return !c.slotsFull() && (c.resvClosed || c.smallClosed && c.smallHeld() == 0)
+}
+
+// passedWaiting records that the walk passed job j, waiting, which holds
+// no reservation (tested or not): if no slot was open to it, a slot that
+// frees later in the walk is left for the next cycle (resvClosed,
+// smallClosed), so that it does not go to a job ranked below j.
+func (c *cycle) passedWaiting(j *jobRec) {
+	switch {
+	case c.slotsFull():
+		c.resvClosed = true
+	case !c.smallClosed && !c.e.large(j) && c.smallHeld() > 0:
+		c.smallClosed = true
+	}
+}
+
+// passedRun is passedWaiting for a run of jobs passed over unread (by
+// their stamps or classes); a job that left the queue is not waiting.
+func (c *cycle) passedRun(jobs []*jobRec) {
 	if c.slotsFull() {
 		c.resvClosed = true
+		return
+	}
+	if c.e.resvMin == 0 || c.smallClosed || c.smallHeld() == 0 {
+		return
+	}
+	for _, j := range jobs {
+		if j.phase == StatePending && !c.e.large(j) {
+			c.smallClosed = true
+			return
+		}
 	}
 }
 

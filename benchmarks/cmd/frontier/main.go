@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"time"
 
@@ -138,6 +139,7 @@ func depthAge(depth int) backfill.Config {
 func fairShareDepth(depth int) backfill.Config {
 	c := backfill.DefaultConfig()
 	c.ReservationDepth = depth
+	c.ReservationMinGPUs = 0
 	c.FairShare = fairshare.DefaultConfig()
 	return c
 }
@@ -236,10 +238,11 @@ func frontier(w io.Writer, t trace, only string) error {
 	c := topology.Default2000()
 	fmt.Fprintf(w, "%s (%d seed(s)), default-2k; large jobs: more than %d GPUs\n", t.name, t.seeds, t.large)
 	fmt.Fprintf(w, "%-13s %7s %12s %7s %11s %11s %9s %7s %10s %8s\n", "policy", "util", "idleQ GPU-h", "idleQ%", "large p95", "large max", "longest", "share", "held GPU-h", "cpu")
-	for _, p := range policies {
-		if only != "all" && !strings.Contains(","+only+",", ","+p.name+",") {
-			continue
-		}
+	chosen, err := selectPolicies(only)
+	if err != nil {
+		return err
+	}
+	for _, p := range chosen {
 		var sum agg
 		for seed := uint64(1); seed <= uint64(t.seeds); seed++ {
 			jobs, err := t.jobs(seed)
@@ -307,4 +310,81 @@ func largeWaits(r *sim.Result, large int) (time.Duration, time.Duration) {
 		}
 	}
 	return sim.Quantiles(waits)
+}
+
+// selectPolicies returns the named policies in table order, then each
+// name that sets fields of the default, in the order given: key=value
+// pairs joined by "+", with keys fs (fair-share weight), age (age weight
+// per day), depth (reservation depth), holdwait, capwait, budget,
+// hysteresis (durations) and holds (hold mode off with 0). For example
+// fs=500+depth=2.
+func selectPolicies(only string) ([]policy, error) {
+	var out []policy
+	for _, p := range policies {
+		if only == "all" || strings.Contains(","+only+",", ","+p.name+",") {
+			out = append(out, p)
+		}
+	}
+	for _, name := range strings.Split(only, ",") {
+		if !strings.Contains(name, "=") {
+			continue
+		}
+		c := backfill.DefaultConfig()
+		for _, kv := range strings.Split(name, "+") {
+			k, v, _ := strings.Cut(kv, "=")
+			if err := setField(&c, k, v); err != nil {
+				return nil, fmt.Errorf("policy %s: %w", name, err)
+			}
+		}
+		if err := c.Validate(); err != nil {
+			return nil, fmt.Errorf("policy %s: %w", name, err)
+		}
+		out = append(out, policy{name, sim.Phalanx, func() backfill.Config { return c }})
+	}
+	return out, nil
+}
+
+// setField sets the field of c that key names to value.
+func setField(c *backfill.Config, key, value string) error {
+	switch key {
+	case "fs", "age", "depth", "holds", "rmin":
+		n, err := strconv.ParseUint(value, 10, 32)
+		if err != nil {
+			return err
+		}
+		switch key {
+		case "fs":
+			c.FairShare.Weights.FairShare = uint32(n)
+		case "age":
+			c.FairShare.Weights.Age = uint32(n) * 365
+		case "depth":
+			c.ReservationDepth = int(n)
+		case "rmin":
+			c.ReservationMinGPUs = int(n)
+		case "holds":
+			c.Hold.MaxHolds = int(n)
+			c.Hold.Enabled = n > 0
+			if n == 0 {
+				c.Hold.MaxHolds = 1
+			}
+		}
+		return nil
+	}
+	d, err := time.ParseDuration(value)
+	if err != nil {
+		return err
+	}
+	switch key {
+	case "holdwait":
+		c.Hold.MinWait = d
+	case "capwait":
+		c.Hold.CapWait = d
+	case "budget":
+		c.Hold.Budget = d
+	case "hysteresis":
+		c.Hold.Hysteresis = d
+	default:
+		return fmt.Errorf("unknown key %q", key)
+	}
+	return nil
 }

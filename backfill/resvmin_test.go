@@ -1,0 +1,239 @@
+package backfill
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// minGPUsRig runs the same events on engines that must agree: the
+// default paths, the reference paths (setNaive) and the default paths
+// checking each skipped test, each with and without OnlyChangedWaits.
+type minGPUsRig struct {
+	t       *testing.T
+	engines []*Engine
+	now     time.Time
+}
+
+func newMinGPUsRig(t *testing.T, c *topology.Cluster, cfg Config) *minGPUsRig {
+	t.Helper()
+	r := &minGPUsRig{t: t, now: epoch}
+	for i := range 6 {
+		cfg := cfg
+		cfg.OnlyChangedWaits = i >= 3
+		e, err := New(c, cfg, flatTree(t, cfg.FairShare, "acct"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch i % 3 {
+		case 1:
+			e.setNaive(true)
+		case 2:
+			e.checkEach = true
+		}
+		r.engines = append(r.engines, e)
+	}
+	return r
+}
+
+// submit submits a job of one member of n nodes with gpus GPUs each.
+func (r *minGPUsRig) submit(id string, n, gpus int, limit time.Duration, qos float64) {
+	r.t.Helper()
+	j := Job{ID: id, Account: "acct", TimeLimit: limit, Submit: r.now, QOS: qos,
+		Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: placement.NodesOf(n, gpus)}}}}
+	for _, e := range r.engines {
+		if err := e.Submit(j, r.now); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+}
+
+// schedule runs a cycle on every engine, starts what it starts, checks
+// the engines' invariants and that their decisions agree, and returns
+// the first engine's plan.
+func (r *minGPUsRig) schedule() *Plan {
+	r.t.Helper()
+	var first *Plan
+	for i, e := range r.engines {
+		p := scheduleStarted(r.t, e, r.now)
+		if err := e.check(); err != nil {
+			r.t.Fatalf("engine %d at %v: %v", i, r.now.Sub(epoch), err)
+		}
+		if first == nil {
+			first = p
+			continue
+		}
+		a := &Plan{Starts: first.Starts, Reservations: first.Reservations, Moves: first.Moves}
+		b := &Plan{Starts: p.Starts, Reservations: p.Reservations, Moves: p.Moves}
+		if a, b := planJSON(r.t, a), planJSON(r.t, b); a != b {
+			r.t.Fatalf("at %v engine %d's decisions differ:\n%s\n%s", r.now.Sub(epoch), i, a, b)
+		}
+	}
+	return first
+}
+
+// reserved returns the planned starts of every engine's reservations
+// (after checking they agree), as offsets from epoch.
+func (r *minGPUsRig) reserved() map[string]time.Duration {
+	r.t.Helper()
+	var first map[string]time.Duration
+	for i, e := range r.engines {
+		m := map[string]time.Duration{}
+		for _, js := range e.Jobs() {
+			if !js.PlannedStart.IsZero() {
+				m[js.ID] = js.PlannedStart.Sub(epoch)
+			}
+		}
+		if first == nil {
+			first = m
+		} else if !maps.Equal(first, m) {
+			r.t.Fatalf("engine %d reserves %v, engine 0 %v", i, m, first)
+		}
+	}
+	return first
+}
+
+// TestReservationMinGPUs checks which waiting jobs get the reservation
+// slots when Config.ReservationMinGPUs keeps all but one for large jobs.
+// Two leaves of two 8-GPU nodes (a leaf: 16 GPUs), every node busy
+// until 1 to 4 hours from now; waiting in age order: two 1-node jobs
+// (small), then two 2-node jobs (16 GPUs: large), depth 3.
+func TestReservationMinGPUs(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		min     int
+		want    []string // jobs with a reservation
+		waiting []string // jobs without one, told what they lack now (WaitResources)
+	}{
+		{"off", 0, []string{"s1", "s2", "L1"}, []string{"L2"}},
+		{"a leaf's worth", LeafGPUs, []string{"s1", "L1", "L2"}, []string{"s2"}},
+		{"16 GPUs", 16, []string{"s1", "L1", "L2"}, []string{"s2"}},
+		{"17 GPUs: every job small", 17, []string{"s1"}, []string{"s2", "L1", "L2"}},
+		{"8 GPUs: every job large", 8, []string{"s1", "s2", "L1"}, []string{"L2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.ReservationDepth, cfg.ReservationMinGPUs = 3, tc.min
+			r := newMinGPUsRig(t, c, cfg)
+			for i, id := range []string{"run1", "run2", "run3", "run4"} {
+				r.submit(id, 1, 8, time.Duration(i+1)*time.Hour, 0)
+			}
+			if p := r.schedule(); len(p.Starts) != 4 {
+				t.Fatalf("starts %+v, want the four running jobs", p.Starts)
+			}
+			for _, j := range []struct {
+				id string
+				n  int
+			}{{"s1", 1}, {"s2", 1}, {"L1", 2}, {"L2", 2}} {
+				r.now = r.now.Add(time.Minute)
+				r.submit(j.id, j.n, 8, time.Hour, 0)
+			}
+			r.now = r.now.Add(time.Minute)
+			p := r.schedule()
+			got := slices.Sorted(maps.Keys(r.reserved()))
+			if want := slices.Sorted(slices.Values(tc.want)); !slices.Equal(got, want) {
+				t.Fatalf("reservations for %v, want %v", got, want)
+			}
+			var waiting []string
+			for _, w := range p.Waiting {
+				if w.Code == WaitResources {
+					waiting = append(waiting, w.Job)
+				}
+			}
+			if slices.Sort(waiting); !slices.Equal(waiting, slices.Sorted(slices.Values(tc.waiting))) {
+				t.Fatalf("waiting for resources: %v, want %v", waiting, tc.waiting)
+			}
+		})
+	}
+}
+
+// TestFreedSmallSlotGoesByRank is TestFreedSlotGoesByRank for the one
+// slot of jobs below ReservationMinGPUs: when the small job holding it
+// starts in the middle of a walk, a small job ranked below it must not
+// take the slot from a small job ranked above it that wanted it; the
+// slot waits for the next cycle (NextEvent at once), which gives it to
+// the higher-ranked job.
+//
+// Four 16-GPU nodes (a leaf: 32 GPUs), depth 2. short (8 GPUs, 1 h) and
+// half (8 GPUs, 3 h) share a node, long holds the other three (3 h). r
+// (8 GPUs, small) reserves the small slot at 1 h. a (a whole node,
+// small, ranked above r by its QOS) and b (8 GPUs, small, ranked below)
+// arrive; short ends at 30 m: the walk meets a (no whole node free), r
+// (fits and starts), then b.
+func TestFreedSmallSlotGoesByRank(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.ReservationDepth, cfg.ReservationMinGPUs = 2, LeafGPUs
+	r := newMinGPUsRig(t, c, cfg)
+	r.submit("long", 3, 16, 3*time.Hour, 0)
+	r.submit("short", 1, 8, time.Hour, 0)
+	r.submit("half", 1, 8, 3*time.Hour, 0)
+	if p := r.schedule(); len(p.Starts) != 3 {
+		t.Fatalf("starts %+v, want long, short and half", p.Starts)
+	}
+	r.now = r.now.Add(time.Minute)
+	r.submit("r", 1, 8, time.Hour, 0)
+	r.schedule()
+	if got := r.reserved(); len(got) != 1 || got["r"] != time.Hour {
+		t.Fatalf("reservations %v, want r's at 1h", got)
+	}
+	r.now = r.now.Add(time.Minute)
+	r.submit("a", 1, 16, time.Hour, 1) // QOS: ranked above r
+	r.now = r.now.Add(time.Minute)
+	r.submit("b", 1, 8, time.Hour, 0)
+	r.schedule()
+	if got := r.reserved(); len(got) != 1 || got["r"] != time.Hour {
+		t.Fatalf("with a and b waiting: reservations %v, want r's alone (the small slot is r's)", got)
+	}
+
+	r.now = epoch.Add(30 * time.Minute)
+	for _, e := range r.engines {
+		if err := e.Finished("short", r.now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := r.schedule()
+	if len(p.Starts) != 1 || p.Starts[0].Job != "r" {
+		t.Fatalf("starts %+v, want r's alone", p.Starts)
+	}
+	if got := r.reserved(); len(got) != 0 {
+		t.Fatalf("after r started: reservations %v, want none (the small slot freed behind a waits for the next cycle)", got)
+	}
+	for i, e := range r.engines {
+		if next, ok := e.NextEvent(); !ok || !next.Equal(r.now.Add(time.Nanosecond)) {
+			t.Fatalf("engine %d: NextEvent %v %v, want a cycle at once", i, next, ok)
+		}
+	}
+	r.now = r.now.Add(time.Nanosecond)
+	r.schedule()
+	if got := r.reserved(); len(got) != 1 || got["a"] != 3*time.Hour {
+		t.Fatalf("next cycle: reservations %v, want a's at 3h (a whole node when long and half end)", got)
+	}
+}
+
+// TestReservationMinGPUsValidate checks the bound's range.
+func TestReservationMinGPUsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		min int
+		ok  bool
+	}{{LeafGPUs - 1, false}, {LeafGPUs, true}, {0, true}, {64, true}} {
+		cfg := DefaultConfig()
+		cfg.ReservationMinGPUs = tc.min
+		if err := cfg.Validate(); (err == nil) != tc.ok || err != nil && !errors.Is(err, ErrConfig) {
+			t.Errorf("ReservationMinGPUs %d: %v", tc.min, err)
+		}
+	}
+}
