@@ -25,11 +25,11 @@ type Config struct {
 	// past the first for large jobs: a job of fewer GPUs may take a
 	// reservation only while no other job of fewer GPUs holds one. Small
 	// jobs are then planned as under EASY backfill, one at a time, and
-	// the other ReservationDepth-1 slots protect jobs that backfill
+	// the other ReservationDepth-1 slots protect the gangs that backfill
 	// would otherwise pass over for hours. 0 turns it off (any job takes
-	// any slot); LeafGPUs means the GPUs of the cluster's largest
-	// lowest-level domain (DefaultConfig's). It has no effect with depth
-	// 1 or Conservative.
+	// any slot); MultiNode (DefaultConfig's) means one GPU more than the
+	// cluster's largest node holds, so that jobs that fit on one node
+	// share one slot. It has no effect with depth 1 or Conservative.
 	ReservationMinGPUs int
 	// Strict disables backfill: jobs start in priority order only, and
 	// the first job that cannot start blocks every job behind it (a job
@@ -106,9 +106,9 @@ type PreemptionConfig struct {
 	MaxSearches int
 }
 
-// LeafGPUs, as Config.ReservationMinGPUs, means a leaf's worth: the GPUs
-// of the cluster's largest lowest-level domain.
-const LeafGPUs = -1
+// MultiNode, as Config.ReservationMinGPUs, means one GPU more than the
+// cluster's largest node: every job that could fit on one node is small.
+const MultiNode = -1
 
 // DefaultDepth is DefaultConfig's ReservationDepth.
 const DefaultDepth = 4
@@ -167,8 +167,8 @@ type HoldConfig struct {
 }
 
 // DefaultConfig returns the defaults of the phalanx policy: reservations
-// for the first 4 jobs of the queue (DefaultDepth), of which small jobs
-// (below a leaf's worth of GPUs, ReservationMinGPUs) hold at most one, a
+// for the first 4 jobs of the queue (DefaultDepth), of which jobs that fit
+// on one node hold at most one (ReservationMinGPUs), a
 // queue ordered mostly by age with fair share as a bounded adjustment
 // (DefaultPriority), and
 // hold mode for
@@ -201,7 +201,7 @@ type HoldConfig struct {
 func DefaultConfig() Config {
 	return Config{
 		ReservationDepth:   DefaultDepth,
-		ReservationMinGPUs: LeafGPUs,
+		ReservationMinGPUs: MultiNode,
 		FairShare:          DefaultPriority(),
 		Hold: HoldConfig{Enabled: true, MinWait: 55 * time.Minute, MaxShare: 0.5, CapWait: 70 * time.Minute, Budget: 4 * time.Hour,
 			Hysteresis: 30 * time.Minute, MaxHolds: 1},
@@ -216,8 +216,8 @@ func (c *Config) Validate() error {
 	switch {
 	case c.ReservationDepth < Conservative:
 		return fmt.Errorf("%w: ReservationDepth %d (use Conservative for all)", ErrConfig, c.ReservationDepth)
-	case c.ReservationMinGPUs < LeafGPUs:
-		return fmt.Errorf("%w: ReservationMinGPUs %d (use LeafGPUs for a leaf's worth)", ErrConfig, c.ReservationMinGPUs)
+	case c.ReservationMinGPUs < MultiNode:
+		return fmt.Errorf("%w: ReservationMinGPUs %d (use MultiNode for one GPU more than a node)", ErrConfig, c.ReservationMinGPUs)
 	case c.MaxJobsTested < 0:
 		return fmt.Errorf("%w: MaxJobsTested %d is negative", ErrConfig, c.MaxJobsTested)
 	case math.IsNaN(c.Hold.MaxShare) || c.Hold.MaxShare < 0 || c.Hold.MaxShare > 1:

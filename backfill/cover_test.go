@@ -194,7 +194,7 @@ func TestReservedAfterPartialMerge(t *testing.T) {
 	reservations := func(naive bool) []Reservation {
 		cfg := DefaultConfig()
 		cfg.ReservationDepth = 4
-		cfg.ReservationMinGPUs = 0 // a and b are both below a leaf's worth
+		cfg.ReservationMinGPUs = 0 // about the profile: any job takes any slot
 		e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
 		if err != nil {
 			t.Fatal(err)

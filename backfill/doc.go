@@ -17,9 +17,9 @@
 // (a later arrival of a lighter account, say) waits without; the
 // slots then go to the highest-ranked jobs as they free, a slot freed in
 // the middle of a walk at the next cycle. With Config.ReservationMinGPUs
-// (DefaultConfig: a leaf's worth) jobs below it hold at most one of the
-// slots between them, and the rest are kept for large jobs. Schedule's doc
-// lists the steps.
+// (DefaultConfig: more GPUs than a node holds) jobs below it hold at most
+// one of the slots between them, and the rest are kept for larger gangs.
+// Schedule's doc lists the steps.
 //
 // # Promises
 //

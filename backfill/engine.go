@@ -175,9 +175,8 @@ func New(c *topology.Cluster, cfg Config, tree *fairshare.Tree) (*Engine, error)
 		}
 	}
 	if d := cfg.ReservationDepth; d > 1 {
-		switch e.resvMin = cfg.ReservationMinGPUs; e.resvMin {
-		case LeafGPUs:
-			e.resvMin = e.leafGPUs
+		if e.resvMin = cfg.ReservationMinGPUs; e.resvMin == MultiNode {
+			e.resvMin = c.MaxNodeGPUs() + 1
 		}
 	}
 	if cfg.Preemption.Enabled {

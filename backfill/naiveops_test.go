@@ -95,8 +95,8 @@ func randomOpsEngine(t *testing.T, c *topology.Cluster, depth int, seed uint64, 
 	r := rand.New(rand.NewPCG(seed, 3))
 	cfg := DefaultConfig()
 	cfg.ReservationDepth = depth
-	// The slots past the first for large jobs (DefaultConfig: a leaf's
-	// worth, 32 GPUs here) in three seeds of five, 16 GPUs in one, off in
+	// The slots past the first for large jobs (DefaultConfig: more than
+	// a node, 9 GPUs here) in three seeds of five, 16 GPUs in one, off in
 	// one.
 	switch seed % 5 {
 	case 1:

@@ -101,9 +101,9 @@ func (r *minGPUsRig) reserved() map[string]time.Duration {
 
 // TestReservationMinGPUs checks which waiting jobs get the reservation
 // slots when Config.ReservationMinGPUs keeps all but one for large jobs.
-// Two leaves of two 8-GPU nodes (a leaf: 16 GPUs), every node busy
-// until 1 to 4 hours from now; waiting in age order: two 1-node jobs
-// (small), then two 2-node jobs (16 GPUs: large), depth 3.
+// Two leaves of two 8-GPU nodes, every node busy until 1 to 4 hours from
+// now; waiting in age order: two 1-node jobs (8 GPUs), then two 2-node
+// jobs (16 GPUs), depth 3.
 func TestReservationMinGPUs(t *testing.T) {
 	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8})
 	if err != nil {
@@ -116,7 +116,7 @@ func TestReservationMinGPUs(t *testing.T) {
 		waiting []string // jobs without one, told what they lack now (WaitResources)
 	}{
 		{"off", 0, []string{"s1", "s2", "L1"}, []string{"L2"}},
-		{"a leaf's worth", LeafGPUs, []string{"s1", "L1", "L2"}, []string{"s2"}},
+		{"more than a node (MultiNode: 9)", MultiNode, []string{"s1", "L1", "L2"}, []string{"s2"}},
 		{"16 GPUs", 16, []string{"s1", "L1", "L2"}, []string{"s2"}},
 		{"17 GPUs: every job small", 17, []string{"s1"}, []string{"s2", "L1", "L2"}},
 		{"8 GPUs: every job large", 8, []string{"s1", "s2", "L1"}, []string{"L2"}},
@@ -164,7 +164,7 @@ func TestReservationMinGPUs(t *testing.T) {
 // slot waits for the next cycle (NextEvent at once), which gives it to
 // the higher-ranked job.
 //
-// Four 16-GPU nodes (a leaf: 32 GPUs), depth 2. short (8 GPUs, 1 h) and
+// Four 16-GPU nodes (MultiNode: 17 GPUs), depth 2. short (8 GPUs, 1 h) and
 // half (8 GPUs, 3 h) share a node, long holds the other three (3 h). r
 // (8 GPUs, small) reserves the small slot at 1 h. a (a whole node,
 // small, ranked above r by its QOS) and b (8 GPUs, small, ranked below)
@@ -176,7 +176,7 @@ func TestFreedSmallSlotGoesByRank(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig()
-	cfg.ReservationDepth, cfg.ReservationMinGPUs = 2, LeafGPUs
+	cfg.ReservationDepth, cfg.ReservationMinGPUs = 2, MultiNode
 	r := newMinGPUsRig(t, c, cfg)
 	r.submit("long", 3, 16, 3*time.Hour, 0)
 	r.submit("short", 1, 8, time.Hour, 0)
@@ -229,7 +229,7 @@ func TestReservationMinGPUsValidate(t *testing.T) {
 	for _, tc := range []struct {
 		min int
 		ok  bool
-	}{{LeafGPUs - 1, false}, {LeafGPUs, true}, {0, true}, {64, true}} {
+	}{{MultiNode - 1, false}, {MultiNode, true}, {0, true}, {64, true}} {
 		cfg := DefaultConfig()
 		cfg.ReservationMinGPUs = tc.min
 		if err := cfg.Validate(); (err == nil) != tc.ok || err != nil && !errors.Is(err, ErrConfig) {
