@@ -31,6 +31,14 @@ type Config struct {
 	// cluster's largest node holds, so that jobs that fit on one node
 	// share one slot. It has no effect with depth 1 or Conservative.
 	ReservationMinGPUs int
+	// ReservationAnyAfter lets a job below ReservationMinGPUs that has
+	// waited this long (since its submit time) take any slot, so that
+	// slots kept for gangs do not starve small jobs on a queue that
+	// waits for days (0: never; DefaultConfig: a day). It counts against
+	// the small jobs' one slot all the same. Like priorities, it changes
+	// with time alone: a cycle run at the host's usual cadence reflects
+	// it (NextEvent does not wake for it).
+	ReservationAnyAfter time.Duration
 	// Strict disables backfill: jobs start in priority order only, and
 	// the first job that cannot start blocks every job behind it (a job
 	// waiting for its queue's quota blocks nobody).
@@ -168,7 +176,8 @@ type HoldConfig struct {
 
 // DefaultConfig returns the defaults of the phalanx policy: reservations
 // for the first 4 jobs of the queue (DefaultDepth), of which jobs that fit
-// on one node hold at most one (ReservationMinGPUs), a
+// on one node hold at most one until they have waited a day
+// (ReservationMinGPUs, ReservationAnyAfter), a
 // queue ordered mostly by age with fair share as a bounded adjustment
 // (DefaultPriority), and
 // hold mode for
@@ -200,9 +209,10 @@ type HoldConfig struct {
 // how much the tables move with the fair-share weight.
 func DefaultConfig() Config {
 	return Config{
-		ReservationDepth:   DefaultDepth,
-		ReservationMinGPUs: MultiNode,
-		FairShare:          DefaultPriority(),
+		ReservationDepth:    DefaultDepth,
+		ReservationMinGPUs:  MultiNode,
+		ReservationAnyAfter: 24 * time.Hour,
+		FairShare:           DefaultPriority(),
 		Hold: HoldConfig{Enabled: true, MinWait: 55 * time.Minute, MaxShare: 0.5, CapWait: 70 * time.Minute, Budget: 4 * time.Hour,
 			Hysteresis: 30 * time.Minute, MaxHolds: 1},
 		KeepEnded:  5 * time.Minute,
@@ -234,7 +244,7 @@ func (c *Config) Validate() error {
 	for _, d := range []struct {
 		name string
 		d    time.Duration
-	}{{"KeepEnded", c.KeepEnded}, {"Hold.MinWait", c.Hold.MinWait}, {"Hold.CapWait", c.Hold.CapWait},
+	}{{"KeepEnded", c.KeepEnded}, {"ReservationAnyAfter", c.ReservationAnyAfter}, {"Hold.MinWait", c.Hold.MinWait}, {"Hold.CapWait", c.Hold.CapWait},
 		{"Hold.Budget", c.Hold.Budget}, {"Hold.Hysteresis", c.Hold.Hysteresis}, {"Preemption.ExemptTime", c.Preemption.ExemptTime},
 		{"Preemption.Grace", c.Preemption.Grace}, {"Preemption.MinGain", c.Preemption.MinGain}} {
 		if err := checkDuration(d.name, d.d); err != nil {

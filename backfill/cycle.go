@@ -912,6 +912,10 @@ func (c *cycle) setStamp(j *jobRec) {
 		// (book.extendDue), which changes the book.
 		s.until = c.nowNs + int64(c.offs[c.slotLen]-l)
 	}
+	if w := c.e.cfg.ReservationAnyAfter; w > 0 && !c.e.large(j) {
+		// Once it has waited w, the job may take any slot.
+		s.until = min(s.until, j.job.Submit.Add(w).UnixNano())
+	}
 	j.stamp = s
 }
 

@@ -112,18 +112,24 @@ func TestReservationMinGPUs(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		min     int
-		want    []string // jobs with a reservation
+		after   time.Duration // ReservationAnyAfter
+		want    []string      // jobs with a reservation
 		waiting []string // jobs without one, told what they lack now (WaitResources)
 	}{
-		{"off", 0, []string{"s1", "s2", "L1"}, []string{"L2"}},
-		{"more than a node (MultiNode: 9)", MultiNode, []string{"s1", "L1", "L2"}, []string{"s2"}},
-		{"16 GPUs", 16, []string{"s1", "L1", "L2"}, []string{"s2"}},
-		{"17 GPUs: every job small", 17, []string{"s1"}, []string{"s2", "L1", "L2"}},
-		{"8 GPUs: every job large", 8, []string{"s1", "s2", "L1"}, []string{"L2"}},
+		{"off", 0, 0, []string{"s1", "s2", "L1"}, []string{"L2"}},
+		{"more than a node (MultiNode: 9)", MultiNode, 0, []string{"s1", "L1", "L2"}, []string{"s2"}},
+		{"16 GPUs", 16, 0, []string{"s1", "L1", "L2"}, []string{"s2"}},
+		{"17 GPUs: every job small", 17, 0, []string{"s1"}, []string{"s2", "L1", "L2"}},
+		{"8 GPUs: every job large", 8, 0, []string{"s1", "s2", "L1"}, []string{"L2"}},
+		// s1 has waited 4 minutes, s2 3: both past 2m30s take any slot
+		// (s1's counting as the small jobs' one), and L2 finds none.
+		{"both small jobs past ReservationAnyAfter", MultiNode, 150 * time.Second, []string{"s1", "s2", "L1"}, []string{"L2"}},
+		// s1 alone is past 3m30s, and holds the small jobs' one slot.
+		{"one small job past ReservationAnyAfter", MultiNode, 210 * time.Second, []string{"s1", "L1", "L2"}, []string{"s2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
-			cfg.ReservationDepth, cfg.ReservationMinGPUs = 3, tc.min
+			cfg.ReservationDepth, cfg.ReservationMinGPUs, cfg.ReservationAnyAfter = 3, tc.min, tc.after
 			r := newMinGPUsRig(t, c, cfg)
 			for i, id := range []string{"run1", "run2", "run3", "run4"} {
 				r.submit(id, 1, 8, time.Duration(i+1)*time.Hour, 0)
@@ -224,7 +230,8 @@ func TestFreedSmallSlotGoesByRank(t *testing.T) {
 	}
 }
 
-// TestReservationMinGPUsValidate checks the bound's range.
+// TestReservationMinGPUsValidate checks the ranges of
+// ReservationMinGPUs and ReservationAnyAfter.
 func TestReservationMinGPUsValidate(t *testing.T) {
 	for _, tc := range []struct {
 		min int
@@ -234,6 +241,16 @@ func TestReservationMinGPUsValidate(t *testing.T) {
 		cfg.ReservationMinGPUs = tc.min
 		if err := cfg.Validate(); (err == nil) != tc.ok || err != nil && !errors.Is(err, ErrConfig) {
 			t.Errorf("ReservationMinGPUs %d: %v", tc.min, err)
+		}
+	}
+	for _, tc := range []struct {
+		after time.Duration
+		ok    bool
+	}{{-time.Second, false}, {0, true}, {24 * time.Hour, true}, {MaxTimeLimit + 1, false}} {
+		cfg := DefaultConfig()
+		cfg.ReservationAnyAfter = tc.after
+		if err := cfg.Validate(); (err == nil) != tc.ok || err != nil && !errors.Is(err, ErrConfig) {
+			t.Errorf("ReservationAnyAfter %v: %v", tc.after, err)
 		}
 	}
 }

@@ -189,7 +189,8 @@ func FormatJobs(jobs []JobStatus, epoch time.Time) string {
 // that a waiting job would preempt if it could. A host can sleep until then (or until an
 // event: a submit, a finish, a node) instead of polling. It reports false
 // when nothing is due. Priorities drift with time (age, decaying usage),
-// which can change which jobs get reservations; a host that wants that
+// and small jobs reach Config.ReservationAnyAfter, both of which can
+// change which jobs get reservations; a host that wants that
 // reflected also schedules at its usual cadence. With MaxJobsTested every
 // cycle tests another window of the queue.
 func (e *Engine) NextEvent() (time.Time, bool) {

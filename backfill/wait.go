@@ -120,7 +120,7 @@ func (c *cycle) mayReserve() bool {
 // is free and open to it, and, for a job below ReservationMinGPUs, no
 // other such job holds one.
 func (c *cycle) mayReserveFor(j *jobRec) bool {
-	return c.mayReserve() && (c.e.large(j) || !c.smallClosed && c.smallHeld() == 0)
+	return c.mayReserve() && (c.e.large(j) || c.aged(j) || !c.smallClosed && c.smallHeld() == 0)
 }
 
 // large reports whether job j may take any reservation slot (at least
@@ -165,7 +165,7 @@ func (c *cycle) passedWaiting(j *jobRec) {
 	switch {
 	case c.slotsFull():
 		c.resvClosed = true
-	case !c.smallClosed && !c.e.large(j) && c.smallHeld() > 0:
+	case !c.smallClosed && !c.e.large(j) && !c.aged(j) && c.smallHeld() > 0:
 		c.smallClosed = true
 	}
 }
@@ -181,7 +181,7 @@ func (c *cycle) passedRun(jobs []*jobRec) {
 		return
 	}
 	for _, j := range jobs {
-		if j.phase == StatePending && !c.e.large(j) {
+		if j.phase == StatePending && !c.e.large(j) && !c.aged(j) {
 			c.smallClosed = true
 			return
 		}
@@ -417,4 +417,11 @@ func (c *cycle) countFree(a *gang.Allocation) int {
 		}
 	}
 	return n
+}
+
+// aged reports whether job j, below ReservationMinGPUs, has waited
+// ReservationAnyAfter and so may take any slot.
+func (c *cycle) aged(j *jobRec) bool {
+	w := c.e.cfg.ReservationAnyAfter
+	return w > 0 && c.now.Sub(j.job.Submit) >= w
 }

@@ -375,6 +375,8 @@ func setField(c *backfill.Config, key, value string) error {
 		return err
 	}
 	switch key {
+	case "rwait":
+		c.ReservationAnyAfter = d
 	case "holdwait":
 		c.Hold.MinWait = d
 	case "capwait":
