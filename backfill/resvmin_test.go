@@ -114,7 +114,7 @@ func TestReservationMinGPUs(t *testing.T) {
 		min     int
 		after   time.Duration // ReservationAnyAfter
 		want    []string      // jobs with a reservation
-		waiting []string // jobs without one, told what they lack now (WaitResources)
+		waiting []string      // jobs without one, told what they lack now (WaitResources)
 	}{
 		{"off", 0, 0, []string{"s1", "s2", "L1"}, []string{"L2"}},
 		{"more than a node (MultiNode: 9)", MultiNode, 0, []string{"s1", "L1", "L2"}, []string{"s2"}},
