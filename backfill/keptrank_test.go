@@ -396,7 +396,9 @@ func TestKeptRankingFollowsCallerChanges(t *testing.T) {
 		}, "d"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, tree, now := keptQueue(t, 24)
+			// Fair share weighted 1,000 (the default before 500): a new
+			// account's job outranks the queue's older ones.
+			e, tree, now := keptQueue(t, 24, func(c *Config) { c.FairShare.Weights.FairShare = 1000 })
 			kr := &e.kr
 			cycle := func() uint64 {
 				t.Helper()
