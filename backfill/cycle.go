@@ -912,8 +912,9 @@ func (c *cycle) setStamp(j *jobRec) {
 		// (book.extendDue), which changes the book.
 		s.until = c.nowNs + int64(c.offs[c.slotLen]-l)
 	}
-	if w := c.e.cfg.ReservationAnyAfter; w > 0 && !c.e.large(j) {
-		// Once it has waited w, the job may take any slot.
+	if w := c.e.cfg.ReservationAnyAfter; w > 0 && !c.e.large(j) && !c.aged(j) {
+		// Once it has waited w, the job may take any slot (and may from
+		// then on: a job that has waited w already needs no bound).
 		s.until = min(s.until, j.job.Submit.Add(w).UnixNano())
 	}
 	j.stamp = s

@@ -18,7 +18,8 @@
 // slots then go to the highest-ranked jobs as they free, a slot freed in
 // the middle of a walk at the next cycle. With Config.ReservationMinGPUs
 // (DefaultConfig: more GPUs than a node holds) jobs below it hold at most
-// one of the slots between them, and the rest are kept for larger gangs.
+// one of the slots between them, and the rest are kept for larger gangs,
+// until a small job has waited Config.ReservationAnyAfter (a day).
 // Schedule's doc lists the steps.
 //
 // # Promises

@@ -254,3 +254,100 @@ func TestReservationMinGPUsValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestSlotKeptForRefusedSmallJob: when the small job holding the small
+// jobs' one slot starts in the middle of a walk that refused a small job
+// ranked above it, the slot is kept for that job: neither a gang nor an
+// aged small job ranked below it takes it, and the next cycle (NextEvent
+// at once) gives it the slot, as when the holder left before the walk
+// (the control). Four 16-GPU nodes: long (three nodes, 3 h), short and
+// half (8 GPUs each on the fourth node, 1 h and 3 h); r (8 GPUs) holds
+// the small slot from short's end; a (a whole node, ranked first) waits.
+// At 30 minutes short ends and r starts in the walk. Found by review.
+func TestSlotKeptForRefusedSmallJob(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		after   time.Duration // ReservationAnyAfter
+		others  []string      // 2-node gangs (L...) or an aged small job (A), ranked below a
+		control bool          // r is cancelled before the walk instead
+		want    []string
+	}{
+		// L1 holds a slot from the start; L2 and L3 arrive at 30m: L2
+		// takes the free slot, L3 would take r's.
+		{"gangs", 0, []string{"L1", "L2", "L3"}, false, []string{"a", "L1", "L2"}},
+		{"gangs/control", 0, []string{"L1", "L2", "L3"}, true, []string{"a", "L1", "L2"}},
+		// A (a whole node) waited since 1m: aged from 26m; a only from
+		// 35m.
+		{"aged", 25 * time.Minute, []string{"A"}, false, []string{"a", "A"}},
+		{"aged/control", 25 * time.Minute, []string{"A"}, true, []string{"a", "A"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.ReservationDepth, cfg.ReservationMinGPUs, cfg.ReservationAnyAfter = 3, MultiNode, tc.after
+			cfg.Hold.Enabled = false
+			r := newMinGPUsRig(t, c, cfg)
+			r.submit("long", 3, 16, 3*time.Hour, 0)
+			r.submit("short", 1, 8, time.Hour, 0)
+			r.submit("half", 1, 8, 3*time.Hour, 0)
+			r.schedule()
+			r.now = r.now.Add(time.Minute)
+			r.submit("r", 1, 8, time.Hour, 0.5)
+			switch tc.others[0] {
+			case "A":
+				r.submit("A", 1, 16, time.Hour, 0)
+			default:
+				r.submit("L1", 2, 16, time.Hour, 0)
+			}
+			r.schedule()
+			r.now = epoch.Add(10 * time.Minute)
+			r.submit("a", 1, 16, time.Hour, 1) // ranked first
+			r.schedule()
+			// r holds the small slot from short's end; L1 a gang slot
+			// (from 3 h), and A, small and not yet aged, none.
+			before := map[string]time.Duration{"r": time.Hour}
+			if tc.others[0] != "A" {
+				before["L1"] = 3 * time.Hour
+			}
+			if got := r.reserved(); !maps.Equal(got, before) {
+				t.Fatalf("before short ends: reservations %v, want %v", got, before)
+			}
+			r.now = epoch.Add(30 * time.Minute)
+			for _, e := range r.engines {
+				var err error
+				if tc.control {
+					err = e.Cancel("r", r.now)
+				} else {
+					err = e.Finished("short", r.now)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.others[0] != "A" {
+				r.submit("L2", 2, 16, time.Hour, 0)
+				r.submit("L3", 2, 16, time.Hour, 0)
+			}
+			p := r.schedule()
+			if !tc.control && (len(p.Starts) != 1 || p.Starts[0].Job != "r") {
+				t.Fatalf("starts %+v, want r's", p.Starts)
+			}
+			if _, ok := r.reserved()["a"]; !ok && !tc.control {
+				for i, e := range r.engines {
+					if next, ok := e.NextEvent(); !ok || !next.Equal(r.now.Add(time.Nanosecond)) {
+						t.Fatalf("engine %d: NextEvent %v %v, want a cycle at once for the slot kept for a", i, next, ok)
+					}
+				}
+			}
+			r.now = r.now.Add(time.Nanosecond)
+			r.schedule()
+			got := slices.Sorted(maps.Keys(r.reserved()))
+			if want := slices.Sorted(slices.Values(tc.want)); !slices.Equal(got, want) {
+				t.Fatalf("reservations for %v, want %v", got, want)
+			}
+		})
+	}
+}

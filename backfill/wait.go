@@ -117,10 +117,30 @@ func (c *cycle) mayReserve() bool {
 }
 
 // mayReserveFor reports whether job j may take a new reservation: a slot
-// is free and open to it, and, for a job below ReservationMinGPUs, no
-// other such job holds one.
+// is free and open to it, and, for a job below ReservationMinGPUs that
+// has not waited ReservationAnyAfter, no other such job holds one. While
+// the walk keeps a slot for a small job it refused (keptForSmall), no
+// other job takes that slot.
 func (c *cycle) mayReserveFor(j *jobRec) bool {
-	return c.mayReserve() && (c.e.large(j) || c.aged(j) || !c.smallClosed && c.smallHeld() == 0)
+	if !c.mayReserve() {
+		return false
+	}
+	switch {
+	case c.e.large(j):
+		return !c.keptForSmall() || len(c.e.book.resv) < c.e.cfg.ReservationDepth-1
+	case c.aged(j):
+		return !c.keptForSmall()
+	default:
+		return !c.smallClosed && c.smallHeld() == 0
+	}
+}
+
+// keptForSmall reports whether the walk keeps a slot for a small job it
+// passed while another held the small jobs' one: that one has freed
+// since (its job started in the walk), and it waits for the next cycle
+// to offer it in rank order, as resvClosed does for every slot.
+func (c *cycle) keptForSmall() bool {
+	return c.smallClosed && c.smallHeld() == 0
 }
 
 // large reports whether job j may take any reservation slot (at least
@@ -154,7 +174,7 @@ func (c *cycle) slotsFull() bool {
 // closedKeepsSlot reports whether a slot is free that resvClosed or
 // smallClosed keeps from the rest of the walk.
 func (c *cycle) closedKeepsSlot() bool {
-	return !c.slotsFull() && (c.resvClosed || c.smallClosed && c.smallHeld() == 0)
+	return !c.slotsFull() && (c.resvClosed || c.keptForSmall())
 }
 
 // passedWaiting records that the walk passed job j, waiting, which holds
@@ -165,6 +185,8 @@ func (c *cycle) passedWaiting(j *jobRec) {
 	switch {
 	case c.slotsFull():
 		c.resvClosed = true
+	case c.e.large(j) && c.keptForSmall() && len(c.e.book.resv) >= c.e.cfg.ReservationDepth-1:
+		c.resvClosed = true // the one slot left is kept for a small job
 	case !c.smallClosed && !c.e.large(j) && !c.aged(j) && c.smallHeld() > 0:
 		c.smallClosed = true
 	}
@@ -172,17 +194,26 @@ func (c *cycle) passedWaiting(j *jobRec) {
 
 // passedRun is passedWaiting for a run of jobs passed over unread (by
 // their stamps or classes); a job that left the queue is not waiting.
+// The jobs are read only when one of them could close something.
 func (c *cycle) passedRun(jobs []*jobRec) {
 	if c.slotsFull() {
 		c.resvClosed = true
 		return
 	}
-	if c.e.resvMin == 0 || c.smallClosed || c.smallHeld() == 0 {
+	if c.e.resvMin == 0 || c.resvClosed {
+		return
+	}
+	small := !c.smallClosed && c.smallHeld() > 0
+	large := c.keptForSmall() && len(c.e.book.resv) >= c.e.cfg.ReservationDepth-1
+	if !small && !large {
 		return
 	}
 	for _, j := range jobs {
-		if j.phase == StatePending && !c.e.large(j) && !c.aged(j) {
-			c.smallClosed = true
+		if j.phase != StatePending {
+			continue
+		}
+		c.passedWaiting(j)
+		if small && c.smallClosed || c.resvClosed {
 			return
 		}
 	}

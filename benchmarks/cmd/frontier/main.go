@@ -315,9 +315,10 @@ func largeWaits(r *sim.Result, large int) (time.Duration, time.Duration) {
 // selectPolicies returns the named policies in table order, then each
 // name that sets fields of the default, in the order given: key=value
 // pairs joined by "+", with keys fs (fair-share weight), age (age weight
-// per day), depth (reservation depth), holdwait, capwait, budget,
-// hysteresis (durations) and holds (hold mode off with 0). For example
-// fs=500+depth=2.
+// per day), depth (reservation depth), rmin (ReservationMinGPUs), holds
+// (hold mode off with 0), and the durations rwait (ReservationAnyAfter),
+// holdwait, capwait, budget and hysteresis. For example
+// fs=500+rmin=9+rwait=24h.
 func selectPolicies(only string) ([]policy, error) {
 	var out []policy
 	for _, p := range policies {
