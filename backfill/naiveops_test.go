@@ -105,7 +105,9 @@ func randomOpsEngine(t *testing.T, c *topology.Cluster, depth int, seed uint64, 
 		cfg.ReservationMinGPUs = 0
 	}
 	// Small jobs may take any slot after 20 minutes or an hour of
-	// waiting, or never, in turn (the stamps of small jobs end then).
+	// waiting, or never, in turn. (Their stamps, which end then, are
+	// covered by TestClassWalkAgrees: this test lists only changes in
+	// its strict seeds alone.)
 	cfg.ReservationAnyAfter = []time.Duration{0, 20 * time.Minute, time.Hour}[seed/3%3]
 	cfg.FairShare.HalfLife = time.Hour
 	cfg.Hold = HoldConfig{Enabled: seed%3 == 0, MinGPUs: 16, MaxShare: 0.75, CapWait: 30 * time.Minute, Budget: time.Hour, Hysteresis: 20 * time.Minute, MaxHolds: 2}

@@ -108,8 +108,8 @@ func (c *cycle) settleMove(j *jobRec) {
 	c.plan.Moves = append(c.plan.Moves, *m)
 }
 
-// mayReserve reports whether a new reservation may be made by a large
-// job (mayReserveFor).
+// mayReserve reports whether a slot is free and open to the rest of the
+// walk; mayReserveFor adds the job's own class.
 func (c *cycle) mayReserve() bool {
 	cfg := &c.e.cfg
 	d := cfg.ReservationDepth
@@ -127,7 +127,7 @@ func (c *cycle) mayReserveFor(j *jobRec) bool {
 	}
 	switch {
 	case c.e.large(j):
-		return !c.keptForSmall() || len(c.e.book.resv) < c.e.cfg.ReservationDepth-1
+		return !c.lastSlotKept()
 	case c.aged(j):
 		return !c.keptForSmall()
 	default:
@@ -141,6 +141,12 @@ func (c *cycle) mayReserveFor(j *jobRec) bool {
 // to offer it in rank order, as resvClosed does for every slot.
 func (c *cycle) keptForSmall() bool {
 	return c.smallClosed && c.smallHeld() == 0
+}
+
+// lastSlotKept reports whether the one free slot left is kept for a
+// small job (keptForSmall), so that no gang may take it.
+func (c *cycle) lastSlotKept() bool {
+	return c.keptForSmall() && len(c.e.book.resv) >= c.e.cfg.ReservationDepth-1
 }
 
 // large reports whether job j may take any reservation slot (at least
@@ -185,7 +191,7 @@ func (c *cycle) passedWaiting(j *jobRec) {
 	switch {
 	case c.slotsFull():
 		c.resvClosed = true
-	case c.e.large(j) && c.keptForSmall() && len(c.e.book.resv) >= c.e.cfg.ReservationDepth-1:
+	case c.e.large(j) && c.lastSlotKept():
 		c.resvClosed = true // the one slot left is kept for a small job
 	case !c.smallClosed && !c.e.large(j) && !c.aged(j) && c.smallHeld() > 0:
 		c.smallClosed = true
@@ -204,7 +210,7 @@ func (c *cycle) passedRun(jobs []*jobRec) {
 		return
 	}
 	small := !c.smallClosed && c.smallHeld() > 0
-	large := c.keptForSmall() && len(c.e.book.resv) >= c.e.cfg.ReservationDepth-1
+	large := c.lastSlotKept()
 	if !small && !large {
 		return
 	}
