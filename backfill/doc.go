@@ -78,7 +78,8 @@
 // (strict priority order). Every waiting job gets a stable, user-facing
 // reason: Reserved, Held, Priority, Resources, Reservation, Topology,
 // Gang, Hold, ForHold, Preempting or Claimed, with the placement reason
-// attached, and why preemption did not help when it was tried.
+// attached, why it got no reservation when it was refused a slot
+// (Waiting.NoSlot), and why preemption did not help when it was tried.
 //
 // # What a cycle costs
 //

@@ -32,7 +32,7 @@ func TestNaivePathsAgreeUnderRandomOps(t *testing.T) {
 		seeds = 12
 	}
 	c := opsCluster(t)
-	for _, depth := range []int{0, 1, 16, Conservative} {
+	for _, depth := range []int{0, 1, DefaultDepth, 16, Conservative} {
 		t.Run(fmt.Sprintf("depth=%d", depth), func(t *testing.T) {
 			var kept, skips, keptFS, promoted uint64
 			for seed := range uint64(seeds) {
@@ -120,14 +120,19 @@ func randomOpsEngine(t *testing.T, c *topology.Cluster, depth int, seed uint64, 
 			// Node pools on the queues without children in turn: the
 			// first half of the nodes, the second, none. A pool's jobs
 			// share its set and stay simple (pooledShape).
+			// A pool smaller than its queue's guarantee is invalid
+			// (seed 141 drew one): such a queue keeps every node.
 			half := c.NumNodes() / 2
-			pools := []string{hostRange(c, 0, half), hostRange(c, half, c.NumNodes()), ""}
+			pools := [][2]int{{0, half}, {half, c.NumNodes()}, {}}
 			k := 0
 			for i, q := range cfg.Quotas.Queues {
-				if !hasChild(cfg.Quotas.Queues, q.Name) {
-					cfg.Quotas.Queues[i].Nodes = pools[k%len(pools)]
-					k++
+				if hasChild(cfg.Quotas.Queues, q.Name) {
+					continue
 				}
+				if p := pools[k%len(pools)]; p[1] > p[0] && q.Guarantee <= gpusOf(c, p[0], p[1]) {
+					cfg.Quotas.Queues[i].Nodes = hostRange(c, p[0], p[1])
+				}
+				k++
 			}
 		}
 	}
@@ -233,6 +238,15 @@ func hasChild(qs []QueueSpec, name string) bool {
 		}
 	}
 	return false
+}
+
+// gpusOf counts the GPUs of nodes [lo, hi) of c.
+func gpusOf(c *topology.Cluster, lo, hi int) int {
+	n := 0
+	for i := lo; i < hi; i++ {
+		n += c.NodeGPUs(topology.NodeID(i))
+	}
+	return n
 }
 
 // hostRange names nodes [lo, hi) of c as a comma-separated list.

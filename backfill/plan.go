@@ -198,7 +198,8 @@ const (
 	// Blocker), or the job was not tested this cycle.
 	WaitPriority
 	// WaitResources: the job does not fit the free GPUs now, and no
-	// reservation was made for it.
+	// reservation was made for it (NoSlot says why, when a slot was
+	// refused it).
 	WaitResources
 	// WaitReservation: the job would fit now, but only on GPUs reserved for
 	// job Blocker from time Until.
@@ -242,6 +243,50 @@ func (c WaitCode) String() string {
 // MarshalText renders the code's name (for JSON plans).
 func (c WaitCode) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
 
+// NoSlotCode says why a waiting job was refused a reservation slot
+// (Config.ReservationDepth, Config.ReservationMinGPUs).
+type NoSlotCode uint8
+
+const (
+	// SlotsTaken: every one of the ReservationDepth slots is held by
+	// another job.
+	SlotsTaken NoSlotCode = iota + 1
+	// SmallSlotTaken: the job is below ReservationMinGPUs and has not
+	// waited ReservationAnyAfter; the one slot such jobs share is held by
+	// another job.
+	SmallSlotTaken
+	// SlotKept: a free slot is kept for a higher-priority job this cycle
+	// passed without one (it is offered again, in priority order, at the
+	// next cycle).
+	SlotKept
+)
+
+var noSlotNames = [...]string{"", "SlotsTaken", "SmallSlotTaken", "SlotKept"}
+
+// String returns the code's stable name.
+func (c NoSlotCode) String() string {
+	if int(c) < len(noSlotNames) && c > 0 {
+		return noSlotNames[c]
+	}
+	return fmt.Sprintf("NoSlotCode(%d)", uint8(c))
+}
+
+// MarshalText renders the code's name (for JSON plans).
+func (c NoSlotCode) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// text says the code in a user's words.
+func (c NoSlotCode) text() string {
+	switch c {
+	case SlotsTaken:
+		return "; no reservation: every reservation slot is held by another job"
+	case SmallSlotTaken:
+		return "; no reservation: the one slot shared by jobs below ReservationMinGPUs is held by another job"
+	case SlotKept:
+		return "; no reservation: the free slot is kept for a higher-priority job, offered again next cycle"
+	}
+	return ""
+}
+
 // Waiting is a job that did not start, and why.
 type Waiting struct {
 	Job      string
@@ -265,6 +310,10 @@ type Waiting struct {
 	Detail string `json:",omitempty"`
 	// Spans is, for Topology, the leaves the best placement now spans.
 	Spans int `json:",omitempty"`
+	// NoSlot says, for Resources and Gang, why the job got no
+	// reservation although the config plans them (0 when it was not
+	// refused a slot: reservations are off, or none could be planned).
+	NoSlot NoSlotCode `json:",omitempty"`
 	// Hold describes the job's hold (Held).
 	Hold *HoldStatus `json:",omitempty"`
 	// PreemptTried reports that the job looked for victims to preempt
@@ -325,13 +374,13 @@ func (w *Waiting) message(epoch time.Time) string {
 		}
 		return "not tested this cycle (MaxJobsTested); higher-priority jobs go first"
 	case WaitResources:
-		return "not enough free GPUs now: " + w.member()
+		return "not enough free GPUs now: " + w.member() + w.NoSlot.text()
 	case WaitReservation:
 		return fmt.Sprintf("would fit now, but on GPUs reserved for job %s from %s", w.Blocker, at(w.Until))
 	case WaitTopology:
 		return fmt.Sprintf("waiting until %s for a tighter placement: %s", at(w.Until), w.member())
 	case WaitGang:
-		return "its members cannot all fit together: " + w.member()
+		return "its members cannot all fit together: " + w.member() + w.NoSlot.text()
 	case WaitPreempting:
 		// The victims may hold GPUs it starts on or quota it needs
 		// back (a reclaim), or both: the reason names what it waits for.

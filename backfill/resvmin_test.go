@@ -55,8 +55,9 @@ func (r *minGPUsRig) submit(id string, n, gpus int, limit time.Duration, qos flo
 }
 
 // schedule runs a cycle on every engine, starts what it starts, checks
-// the engines' invariants and that their decisions agree, and returns
-// the first engine's plan.
+// the engines' invariants and that their decisions agree (and their
+// reasons, where every waiting job is listed), and returns the first
+// engine's plan.
 func (r *minGPUsRig) schedule() *Plan {
 	r.t.Helper()
 	var first *Plan
@@ -71,6 +72,9 @@ func (r *minGPUsRig) schedule() *Plan {
 		}
 		a := &Plan{Starts: first.Starts, Reservations: first.Reservations, Moves: first.Moves}
 		b := &Plan{Starts: p.Starts, Reservations: p.Reservations, Moves: p.Moves}
+		if !e.cfg.OnlyChangedWaits { // these list every waiting job's reason
+			a.Waiting, b.Waiting = first.Waiting, p.Waiting
+		}
 		if a, b := planJSON(r.t, a), planJSON(r.t, b); a != b {
 			r.t.Fatalf("at %v engine %d's decisions differ:\n%s\n%s", r.now.Sub(epoch), i, a, b)
 		}
@@ -115,17 +119,18 @@ func TestReservationMinGPUs(t *testing.T) {
 		after   time.Duration // ReservationAnyAfter
 		want    []string      // jobs with a reservation
 		waiting []string      // jobs without one, told what they lack now (WaitResources)
+		noSlot  NoSlotCode    // and why they got no slot
 	}{
-		{"off", 0, 0, []string{"s1", "s2", "L1"}, []string{"L2"}},
-		{"more than a node (MultiNode: 9)", MultiNode, 0, []string{"s1", "L1", "L2"}, []string{"s2"}},
-		{"16 GPUs", 16, 0, []string{"s1", "L1", "L2"}, []string{"s2"}},
-		{"17 GPUs: every job small", 17, 0, []string{"s1"}, []string{"s2", "L1", "L2"}},
-		{"8 GPUs: every job large", 8, 0, []string{"s1", "s2", "L1"}, []string{"L2"}},
+		{"off", 0, 0, []string{"s1", "s2", "L1"}, []string{"L2"}, SlotsTaken},
+		{"more than a node (MultiNode: 9)", MultiNode, 0, []string{"s1", "L1", "L2"}, []string{"s2"}, SmallSlotTaken},
+		{"16 GPUs", 16, 0, []string{"s1", "L1", "L2"}, []string{"s2"}, SmallSlotTaken},
+		{"17 GPUs: every job small", 17, 0, []string{"s1"}, []string{"s2", "L1", "L2"}, SmallSlotTaken},
+		{"8 GPUs: every job large", 8, 0, []string{"s1", "s2", "L1"}, []string{"L2"}, SlotsTaken},
 		// s1 has waited 4 minutes, s2 3: both past 2m30s take any slot
 		// (s1's counting as the small jobs' one), and L2 finds none.
-		{"both small jobs past ReservationAnyAfter", MultiNode, 150 * time.Second, []string{"s1", "s2", "L1"}, []string{"L2"}},
+		{"both small jobs past ReservationAnyAfter", MultiNode, 150 * time.Second, []string{"s1", "s2", "L1"}, []string{"L2"}, SlotsTaken},
 		// s1 alone is past 3m30s, and holds the small jobs' one slot.
-		{"one small job past ReservationAnyAfter", MultiNode, 210 * time.Second, []string{"s1", "L1", "L2"}, []string{"s2"}},
+		{"one small job past ReservationAnyAfter", MultiNode, 210 * time.Second, []string{"s1", "L1", "L2"}, []string{"s2"}, SmallSlotTaken},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
@@ -154,6 +159,9 @@ func TestReservationMinGPUs(t *testing.T) {
 			for _, w := range p.Waiting {
 				if w.Code == WaitResources {
 					waiting = append(waiting, w.Job)
+					if w.NoSlot != tc.noSlot {
+						t.Errorf("%s told %v (%q), want %v", w.Job, w.NoSlot, w.Message(epoch), tc.noSlot)
+					}
 				}
 			}
 			if slices.Sort(waiting); !slices.Equal(waiting, slices.Sorted(slices.Values(tc.waiting))) {
@@ -217,6 +225,14 @@ func TestFreedSmallSlotGoesByRank(t *testing.T) {
 	}
 	if got := r.reserved(); len(got) != 0 {
 		t.Fatalf("after r started: reservations %v, want none (the small slot freed behind a waits for the next cycle)", got)
+	}
+	// a was refused while r held the small slot; b after r started, the
+	// slot then kept for a.
+	for _, w := range p.Waiting {
+		want := map[string]NoSlotCode{"a": SmallSlotTaken, "b": SlotKept}[w.Job]
+		if w.Code != WaitResources || w.NoSlot != want {
+			t.Errorf("%s: %v %v (%q), want Resources %v", w.Job, w.Code, w.NoSlot, w.Message(epoch), want)
+		}
 	}
 	for i, e := range r.engines {
 		if next, ok := e.NextEvent(); !ok || !next.Equal(r.now.Add(time.Nanosecond)) {

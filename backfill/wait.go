@@ -50,6 +50,31 @@ func (c *cycle) wait(j *jobRec, w *Waiting) {
 		return
 	}
 	c.classify(spec, failed, w)
+	if w.Code == WaitResources || w.Code == WaitGang {
+		w.NoSlot = c.noSlot(j)
+	}
+}
+
+// noSlot says why job j, which holds no reservation, was refused a slot
+// (0 when it was not: reservations are off or unbounded, its own was
+// dropped this cycle, or a slot was open to it and none could be
+// planned). It follows mayReserveFor's cases.
+func (c *cycle) noSlot(j *jobRec) NoSlotCode {
+	cfg := &c.e.cfg
+	if d := cfg.ReservationDepth; cfg.Strict || d == 0 || d == Conservative || j.dropped || c.mayReserveFor(j) {
+		return 0
+	}
+	switch {
+	case c.slotsFull():
+		return SlotsTaken
+	case c.resvClosed:
+		return SlotKept
+	case c.e.large(j), c.aged(j):
+		return SlotKept // lastSlotKept or keptForSmall
+	case c.smallHeld() > 0:
+		return SmallSlotTaken
+	}
+	return SlotKept // keptForSmall
 }
 
 // reserveOrPreempt gives job j, which has no reservation, one at the

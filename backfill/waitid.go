@@ -133,6 +133,7 @@ func waitHash(w *Waiting) uint64 {
 	mix(uint64(x.Down) ^ uint64(x.Drained)<<16 ^ uint64(x.OutsideAllowed)<<32 ^ uint64(x.InExcluded)<<48)
 	mix(uint64(x.ShortOfGPUs))
 	mix(uint64(w.Spans))
+	mix(uint64(w.NoSlot))
 	mix(uint64(w.PreemptPromised))
 	if p := &w.Preempt; w.PreemptTried {
 		mix(1 + uint64(p.Code))

@@ -169,6 +169,7 @@ func main() {
 	traceSeeds := flag.Int("trace-seeds", 1, "seeds of the real traces (a seed draws the time limits and the no-limit jobs)")
 	noLimits := flag.Float64("no-limits", 0, "share of jobs without a time limit (1: none, as on Kubernetes)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flag.BoolVar(&perSeed, "per-seed", false, "also print each seed's row (named policy/seed)")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -259,12 +260,20 @@ func frontier(w io.Writer, t trace, only string) error {
 				return err
 			}
 			sum.add(r, t.large)
+			if perSeed {
+				var one agg
+				one.add(r, t.large)
+				one.print(w, fmt.Sprintf("%s/%d", p.name, seed), 1)
+			}
 		}
 		sum.print(w, p.name, t.seeds)
 	}
 	fmt.Fprintln(w)
 	return nil
 }
+
+// perSeed makes frontier print a row per seed before each policy's row.
+var perSeed bool
 
 // agg sums one policy's runs over seeds (means, and the worst for waits).
 type agg struct {
@@ -316,8 +325,10 @@ func largeWaits(r *sim.Result, large int) (time.Duration, time.Duration) {
 // name that sets fields of the default, in the order given: key=value
 // pairs joined by "+", with keys fs (fair-share weight), age (age weight
 // per day), depth (reservation depth), rmin (ReservationMinGPUs), holds
-// (hold mode off with 0), and the durations rwait (ReservationAnyAfter),
-// holdwait, capwait, budget and hysteresis. For example
+// (hold mode off with 0), holdmin (Hold.MinGPUs), holdshare
+// (Hold.MaxShare), and the durations rwait (ReservationAnyAfter),
+// holdwait, capwait, budget, hysteresis and starve (the fair-share
+// starvation bound). For example
 // fs=500+rmin=9+rwait=24h.
 func selectPolicies(only string) ([]policy, error) {
 	var out []policy
@@ -348,7 +359,11 @@ func selectPolicies(only string) ([]policy, error) {
 // setField sets the field of c that key names to value.
 func setField(c *backfill.Config, key, value string) error {
 	switch key {
-	case "fs", "age", "depth", "holds", "rmin":
+	case "holdshare":
+		f, err := strconv.ParseFloat(value, 64)
+		c.Hold.MaxShare = f
+		return err
+	case "fs", "age", "depth", "holds", "rmin", "holdmin":
 		n, err := strconv.ParseUint(value, 10, 32)
 		if err != nil {
 			return err
@@ -362,6 +377,8 @@ func setField(c *backfill.Config, key, value string) error {
 			c.ReservationDepth = int(n)
 		case "rmin":
 			c.ReservationMinGPUs = int(n)
+		case "holdmin":
+			c.Hold.MinGPUs = int(n)
 		case "holds":
 			c.Hold.MaxHolds = int(n)
 			c.Hold.Enabled = n > 0
@@ -386,6 +403,8 @@ func setField(c *backfill.Config, key, value string) error {
 		c.Hold.Budget = d
 	case "hysteresis":
 		c.Hold.Hysteresis = d
+	case "starve":
+		c.FairShare.StarvationBound = d
 	default:
 		return fmt.Errorf("unknown key %q", key)
 	}
