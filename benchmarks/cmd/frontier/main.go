@@ -5,11 +5,13 @@
 // large jobs' p95 and max wait, the longest wait and the account share gap
 // while contended.
 //
-//	go run ./benchmarks/cmd/frontier [-traces synthetic,philly3,philly4,itp] [-seeds 6] [-trace-seeds 1] [-no-limits 0] [-policies a,b] [-data ../shared/data]
+//	go run ./benchmarks/cmd/frontier [-traces synthetic,philly3,philly4,itp] [-seeds 6] [-trace-seeds 1] [-no-limits 0] [-policies a,b] [-per-seed] [-data ../shared/data]
 //
 // -no-limits 1 takes every job's time limit away (hold mode's case: a
 // Kubernetes cluster); fifo (strict gang FIFO) is a policy for that
-// comparison.
+// comparison. -per-seed prints each seed's row (policy/seed) before the
+// policy's row over the seeds. A policy named by key=value pairs is the
+// default with those fields set (selectPolicies).
 package main
 
 import (
