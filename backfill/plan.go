@@ -312,7 +312,8 @@ type Waiting struct {
 	Spans int `json:",omitempty"`
 	// NoSlot says, for Resources and Gang, why the job got no
 	// reservation although the config plans them (0 when it was not
-	// refused a slot: reservations are off, or none could be planned).
+	// refused a slot: reservations are off or unbounded, or a slot was
+	// open and no start could be planned).
 	NoSlot NoSlotCode `json:",omitempty"`
 	// Hold describes the job's hold (Held).
 	Hold *HoldStatus `json:",omitempty"`

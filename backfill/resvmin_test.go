@@ -228,6 +228,9 @@ func TestFreedSmallSlotGoesByRank(t *testing.T) {
 	}
 	// a was refused while r held the small slot; b after r started, the
 	// slot then kept for a.
+	if len(p.Waiting) != 2 {
+		t.Errorf("waiting %+v, want a and b", p.Waiting)
+	}
 	for _, w := range p.Waiting {
 		want := map[string]NoSlotCode{"a": SmallSlotTaken, "b": SlotKept}[w.Job]
 		if w.Code != WaitResources || w.NoSlot != want {
@@ -291,15 +294,17 @@ func TestSlotKeptForRefusedSmallJob(t *testing.T) {
 		others  []string      // 2-node gangs (L...) or an aged small job (A), ranked below a
 		control bool          // r is cancelled before the walk instead
 		want    []string
+		told    map[string]NoSlotCode // at 30m, why jobs got no slot
 	}{
 		// L1 holds a slot from the start; L2 and L3 arrive at 30m: L2
-		// takes the free slot, L3 would take r's.
-		{"gangs", 0, []string{"L1", "L2", "L3"}, false, []string{"a", "L1", "L2"}},
-		{"gangs/control", 0, []string{"L1", "L2", "L3"}, true, []string{"a", "L1", "L2"}},
+		// takes the free slot, L3 would take r's (kept for a); in the
+		// control a takes it first, and L3 finds every slot held.
+		{"gangs", 0, []string{"L1", "L2", "L3"}, false, []string{"a", "L1", "L2"}, map[string]NoSlotCode{"a": SmallSlotTaken, "L3": SlotKept}},
+		{"gangs/control", 0, []string{"L1", "L2", "L3"}, true, []string{"a", "L1", "L2"}, map[string]NoSlotCode{"L3": SlotsTaken}},
 		// A (a whole node) waited since 1m: aged from 26m; a only from
 		// 35m.
-		{"aged", 25 * time.Minute, []string{"A"}, false, []string{"a", "A"}},
-		{"aged/control", 25 * time.Minute, []string{"A"}, true, []string{"a", "A"}},
+		{"aged", 25 * time.Minute, []string{"A"}, false, []string{"a", "A"}, map[string]NoSlotCode{"a": SmallSlotTaken, "A": SlotKept}},
+		{"aged/control", 25 * time.Minute, []string{"A"}, true, []string{"a", "A"}, map[string]NoSlotCode{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
@@ -350,6 +355,15 @@ func TestSlotKeptForRefusedSmallJob(t *testing.T) {
 			p := r.schedule()
 			if !tc.control && (len(p.Starts) != 1 || p.Starts[0].Job != "r") {
 				t.Fatalf("starts %+v, want r's", p.Starts)
+			}
+			told := map[string]NoSlotCode{}
+			for _, w := range p.Waiting {
+				if w.NoSlot != 0 {
+					told[w.Job] = w.NoSlot
+				}
+			}
+			if !maps.Equal(told, tc.told) {
+				t.Errorf("at 30m jobs were told %v, want %v", told, tc.told)
 			}
 			if _, ok := r.reserved()["a"]; !ok && !tc.control {
 				for i, e := range r.engines {

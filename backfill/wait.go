@@ -56,25 +56,23 @@ func (c *cycle) wait(j *jobRec, w *Waiting) {
 }
 
 // noSlot says why job j, which holds no reservation, was refused a slot
-// (0 when it was not: reservations are off or unbounded, its own was
-// dropped this cycle, or a slot was open to it and none could be
-// planned). It follows mayReserveFor's cases.
+// (0 when it was not: reservations are off or unbounded, or a slot was
+// open to it and none could be planned). It follows mayReserveFor's
+// cases, the lasting reason first: a small job that has not aged is told
+// of the small slot's holder even when the walk also keeps a slot, since
+// it could not take that one either.
 func (c *cycle) noSlot(j *jobRec) NoSlotCode {
 	cfg := &c.e.cfg
-	if d := cfg.ReservationDepth; cfg.Strict || d == 0 || d == Conservative || j.dropped || c.mayReserveFor(j) {
+	if d := cfg.ReservationDepth; cfg.Strict || d == 0 || d == Conservative || c.mayReserveFor(j) {
 		return 0
 	}
 	switch {
 	case c.slotsFull():
 		return SlotsTaken
-	case c.resvClosed:
-		return SlotKept
-	case c.e.large(j), c.aged(j):
-		return SlotKept // lastSlotKept or keptForSmall
-	case c.smallHeld() > 0:
+	case !c.e.large(j) && !c.aged(j) && c.smallHeld() > 0:
 		return SmallSlotTaken
 	}
-	return SlotKept // keptForSmall
+	return SlotKept // resvClosed, lastSlotKept or keptForSmall
 }
 
 // reserveOrPreempt gives job j, which has no reservation, one at the

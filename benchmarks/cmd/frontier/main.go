@@ -363,8 +363,11 @@ func setField(c *backfill.Config, key, value string) error {
 	switch key {
 	case "holdshare":
 		f, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			return err
+		}
 		c.Hold.MaxShare = f
-		return err
+		return nil
 	case "fs", "age", "depth", "holds", "rmin", "holdmin":
 		n, err := strconv.ParseUint(value, 10, 32)
 		if err != nil {
