@@ -47,10 +47,7 @@ var holdEndNames = [...]string{"", "budget spent", "passed on", "node lost", "pl
 
 // String returns the cause's stable name.
 func (c HoldEndCause) String() string {
-	if int(c) < len(holdEndNames) && c > 0 {
-		return holdEndNames[c]
-	}
-	return fmt.Sprintf("HoldEndCause(%d)", uint8(c))
+	return enumName(holdEndNames[:], c, "HoldEndCause")
 }
 
 // MarshalText renders the cause's name.

@@ -118,10 +118,7 @@ var causeNames = [...]string{"", "unknown", "late start", "overrun", "node down"
 
 // String returns the cause's stable name.
 func (c Cause) String() string {
-	if int(c) < len(causeNames) && c > 0 {
-		return causeNames[c]
-	}
-	return fmt.Sprintf("Cause(%d)", uint8(c))
+	return enumName(causeNames[:], c, "Cause")
 }
 
 // MarshalText renders the cause's name.
@@ -234,14 +231,20 @@ var codeNames = [...]string{"", "Reserved", "Held", "Priority", "Resources", "Re
 
 // String returns the code's stable name.
 func (c WaitCode) String() string {
-	if int(c) < len(codeNames) && c > 0 {
-		return codeNames[c]
-	}
-	return fmt.Sprintf("WaitCode(%d)", uint8(c))
+	return enumName(codeNames[:], c, "WaitCode")
 }
 
 // MarshalText renders the code's name (for JSON plans).
 func (c WaitCode) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// enumName returns the name of v, a code numbered from 1, in names, or
+// typ(v) for a value without one.
+func enumName[T ~uint8](names []string, v T, typ string) string {
+	if int(v) < len(names) && v > 0 {
+		return names[v]
+	}
+	return fmt.Sprintf("%s(%d)", typ, uint8(v))
+}
 
 // NoSlotCode says why a waiting job was refused a reservation slot
 // (Config.ReservationDepth, Config.ReservationMinGPUs).
@@ -265,10 +268,7 @@ var noSlotNames = [...]string{"", "SlotsTaken", "SmallSlotTaken", "SlotKept"}
 
 // String returns the code's stable name.
 func (c NoSlotCode) String() string {
-	if int(c) < len(noSlotNames) && c > 0 {
-		return noSlotNames[c]
-	}
-	return fmt.Sprintf("NoSlotCode(%d)", uint8(c))
+	return enumName(noSlotNames[:], c, "NoSlotCode")
 }
 
 // MarshalText renders the code's name (for JSON plans).

@@ -34,10 +34,7 @@ var podChangeNames = [...]string{"", "replaced", "removed", "added"}
 
 // String returns the kind's stable name.
 func (k PodChangeKind) String() string {
-	if int(k) < len(podChangeNames) && k > 0 {
-		return podChangeNames[k]
-	}
-	return fmt.Sprintf("PodChangeKind(%d)", uint8(k))
+	return enumName(podChangeNames[:], k, "PodChangeKind")
 }
 
 // MarshalText renders the kind's name.

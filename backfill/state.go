@@ -45,10 +45,7 @@ var jobStateNames = [...]string{"", "pending", "reserved", "held", "requeued", "
 
 // String returns the state's stable lower-case name.
 func (s JobState) String() string {
-	if int(s) < len(jobStateNames) && s > 0 {
-		return jobStateNames[s]
-	}
-	return fmt.Sprintf("JobState(%d)", uint8(s))
+	return enumName(jobStateNames[:], s, "JobState")
 }
 
 // MarshalText renders the state's name.

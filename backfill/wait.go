@@ -63,7 +63,7 @@ func (c *cycle) wait(j *jobRec, w *Waiting) {
 // it could not take that one either.
 func (c *cycle) noSlot(j *jobRec) NoSlotCode {
 	cfg := &c.e.cfg
-	if d := cfg.ReservationDepth; cfg.Strict || d == 0 || d == Conservative || c.mayReserveFor(j) {
+	if cfg.Strict || cfg.ReservationDepth == 0 || c.mayReserveFor(j) {
 		return 0
 	}
 	switch {
