@@ -67,7 +67,7 @@ func (p *Placer) bestDomainAt(l level) (int, bool) {
 	cands := p.sc.search.cands[:0]
 	for d := range ly.count(l) {
 		if x := ly.id(l, d); p.holds(x, ph, need) {
-			cands = append(cands, p.domainBound(x, ph, need))
+			cands = append(cands, choice{domain: x})
 		}
 	}
 	p.sc.search.cands = cands
@@ -75,7 +75,10 @@ func (p *Placer) bestDomainAt(l level) (int, bool) {
 		if len(cands) == 0 {
 			return -1, false
 		}
-		return cands[0].domain, true // nothing to choose from
+		return cands[0].domain, true // nothing to choose from: no bound needed
+	}
+	for i := range cands {
+		cands[i] = p.domainBound(cands[i].domain, ph, need)
 	}
 	sortChoices(cands)
 	best := choice{domain: -1}
