@@ -122,3 +122,63 @@ func BenchmarkDecision(b *testing.B) {
 		}
 	}
 }
+
+// TestSummaryGoals checks the goal lines of Summary on made-up timings:
+// the smallest speed-ups, the counts at 100× and 300×, and the cases
+// named below 300× (exactly those, with their ratio).
+func TestSummaryGoals(t *testing.T) {
+	empty := &FreeState{Name: "empty"}
+	frag := &FreeState{Name: "frag50"}
+	mk := func(st *FreeState, pods, gpus int, p, k float64) *Result {
+		return &Result{State: st, Case: Case{Pods: pods, PodGPUs: gpus, Constraint: Unconstrained}, PhalanxNs: p, KueueNs: k, KueueCycleNs: 2 * k}
+	}
+	tests := []struct {
+		name    string
+		results []*Result
+		want    []string
+		notWant []string
+	}{
+		{
+			name: "all above 300x",
+			results: []*Result{
+				mk(empty, 1, 8, 200, 90_000), // 450x
+				mk(frag, 8, 8, 300, 120_000), // 400x
+			},
+			want: []string{
+				"decision alone: 400× (frag50, 8 pods x 8 GPUs, unconstrained)",
+				"at least 100× faster than Kueue's decision alone: 2 of 2.",
+				"at least 300× faster than Kueue's decision alone: 2 of 2.\n",
+			},
+			notWant: []string{"below it"},
+		},
+		{
+			name: "two below 300x, one below 100x",
+			results: []*Result{
+				mk(empty, 1, 8, 200, 90_000),    // 450x
+				mk(frag, 512, 1, 1000, 150_000), // 150x
+				mk(empty, 64, 8, 1000, 90_000),  // 90x
+				mk(frag, 8, 8, 100, 30_000),     // exactly 300x: met
+			},
+			want: []string{
+				"decision alone: 90× (empty, 64 pods x 8 GPUs, unconstrained)",
+				"at least 100× faster than Kueue's decision alone: 3 of 4.",
+				"at least 300× faster than Kueue's decision alone: 2 of 4; below it: frag50 512 pods x 1 GPU, unconstrained 150×; empty 64 pods x 8 GPUs, unconstrained 90×.\n",
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Summary(tc.results)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("summary lacks %q:\n%s", w, got)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(got, w) {
+					t.Errorf("summary has %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
