@@ -121,8 +121,9 @@ func (e *Engine) accountHolds(now time.Time, plan *Plan) {
 // keepHold keeps job j's hold up: a planned start, when one has become
 // possible, replaces it by a reservation; otherwise the target moves to
 // where the gang is now estimated to fit soonest, when that is sooner
-// (retarget: even with GPUs held, which the move lets go), and it holds
-// the free GPUs of its target. It reports whether j still holds.
+// (retarget: even with GPUs held; those outside the new target are let
+// go), and it holds the free GPUs of its target. It reports whether j
+// still holds.
 func (c *cycle) keepHold(h *hold, spec *gang.Spec, w *Waiting) bool {
 	e := c.e
 	if c.mayReserveFor(h.job) {

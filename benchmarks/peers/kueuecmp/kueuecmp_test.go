@@ -152,17 +152,18 @@ func TestSummaryGoals(t *testing.T) {
 			notWant: []string{"below it"},
 		},
 		{
-			name: "two below 300x, one below 100x",
+			name: "three below 300x, one below 100x",
 			results: []*Result{
 				mk(empty, 1, 8, 200, 90_000),    // 450x
 				mk(frag, 512, 1, 1000, 150_000), // 150x
 				mk(empty, 64, 8, 1000, 90_000),  // 90x
 				mk(frag, 8, 8, 100, 30_000),     // exactly 300x: met
+				mk(empty, 2, 8, 100, 29_990),    // 299.9x: below, shown as 299x
 			},
 			want: []string{
 				"decision alone: 90× (empty, 64 pods x 8 GPUs, unconstrained)",
-				"at least 100× faster than Kueue's decision alone: 3 of 4.",
-				"at least 300× faster than Kueue's decision alone: 2 of 4; below it: frag50 512 pods x 1 GPU, unconstrained 150×; empty 64 pods x 8 GPUs, unconstrained 90×.\n",
+				"at least 100× faster than Kueue's decision alone: 4 of 5.",
+				"at least 300× faster than Kueue's decision alone: 2 of 5; below it: frag50, 512 pods x 1 GPU, unconstrained: 150×; empty, 64 pods x 8 GPUs, unconstrained: 90×; empty, 2 pods x 8 GPUs, unconstrained: 299×.\n",
 			},
 		},
 	}
