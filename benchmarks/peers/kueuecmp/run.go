@@ -332,6 +332,7 @@ func Summary(results []*Result) string {
 	minD, minC := 1e18, 1e18
 	var minDCase, minCCase *Result
 	fast := 0
+	var slow []string // the cases below 300×
 	for _, r := range results {
 		if d := r.KueueNs / r.PhalanxNs; d < minD {
 			minD, minDCase = d, r
@@ -342,9 +343,6 @@ func Summary(results []*Result) string {
 		if r.KueueNs >= 100*r.PhalanxNs {
 			fast++
 		}
-	}
-	var slow []string
-	for _, r := range results {
 		if r.KueueNs < 300*r.PhalanxNs {
 			// Rounded down: a case just below the goal never reads 300×.
 			slow = append(slow, fmt.Sprintf("%s, %s: %d×", r.State.Name, r.Case, int(r.KueueNs/r.PhalanxNs)))
