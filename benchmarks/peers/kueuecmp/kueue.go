@@ -19,15 +19,17 @@ import (
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
+// GPUResource is the GPU resource name on nodes and pods.
+const GPUResource corev1.ResourceName = "nvidia.com/gpu"
+
 // Names of the Kueue objects and node labels.
 const (
-	GPUResource  corev1.ResourceName = "nvidia.com/gpu"
-	TopologyName                     = "phalanx-default"
-	FlavorName                       = "gpu-tas"
-	QueueName                        = "gpu-queue"
-	PoolLabel                        = "example.com/gpu-pool"
-	PoolValue                        = "h100"
-	PodSetName                       = "workers"
+	TopologyName = "phalanx-default"
+	FlavorName   = "gpu-tas"
+	QueueName    = "gpu-queue"
+	PoolLabel    = "example.com/gpu-pool"
+	PoolValue    = "h100"
+	PodSetName   = "workers"
 )
 
 // LevelLabel maps a Phalanx level name to the node label key of the Kueue
