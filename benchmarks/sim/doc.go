@@ -32,7 +32,9 @@
 // Result.UrgentWaits and Result.OtherWaits measure it; Preemption.Off
 // keeps the classes without preempting, the baseline.
 //
-// Metrics: utilisation, GPU-hours held by jobs that cannot run (deadlock),
+// Metrics: utilisation over the active window and before its final drain
+// (Result.UtilisationBeforeDrain), GPU-hours idle while jobs were queued,
+// GPU-hours held by jobs that cannot run (deadlock),
 // GPU-hours held by hold mode, waits per size class, mean completion time,
 // makespan, topology quality of multi-node jobs, per-account share against
 // entitlement, and the scheduler's CPU time per cycle (the one quantity

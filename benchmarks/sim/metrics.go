@@ -33,10 +33,24 @@ type Result struct {
 	ActiveWindow  time.Duration `json:"active_window_ns"`
 	ContendedTime time.Duration `json:"contended_time_ns"`
 	// Utilisation is busy GPU-seconds over capacity over the active
-	// window (so idle stretches with nothing to run, and one late job at
-	// the end, do not count against it).
-	Utilisation    float64 `json:"utilisation"`
-	BusyGPUSeconds float64 `json:"busy_gpu_seconds"`
+	// window (so idle stretches with nothing running or queued, such as
+	// a gap before a late submit, do not count against it). The final
+	// drain does: once the last job has started, the window runs on
+	// until the last one ends, however few GPUs are busy; see
+	// UtilisationBeforeDrain.
+	Utilisation float64 `json:"utilisation"`
+	// UtilisationBeforeDrain is Utilisation up to the last start: busy
+	// GPU-seconds over capacity over the active window before the Drain.
+	// Once every job has started no scheduling decision is left, and the
+	// drain's length is the run time of whichever jobs started last
+	// (which a scheduler without time limits cannot know), so one long
+	// job started late can move Utilisation by several points on a
+	// finite trace; this figure is what the scheduler's decisions made
+	// of the capacity. 0 when the last start is at the first submit.
+	UtilisationBeforeDrain float64 `json:"utilisation_before_drain"`
+	// Drain is the active time after the last start.
+	Drain          time.Duration `json:"drain_ns"`
+	BusyGPUSeconds float64       `json:"busy_gpu_seconds"`
 	// IdleWhileQueuedGPUSeconds is the work-conserving gap: GPU-seconds
 	// left idle while jobs were queued, counting at each instant at most
 	// the GPUs the queued jobs ask for (min(free GPUs, queued GPUs)).
@@ -154,6 +168,10 @@ func (m *Result) finish(r *runner) {
 	m.IdleWhileQueuedGPUSeconds = w.idleQueuedSecs
 	if w.activeSecs > 0 {
 		m.Utilisation = m.BusyGPUSeconds / (float64(m.ClusterGPUs) * w.activeSecs)
+	}
+	m.Drain = time.Duration((w.activeSecs - r.activeAtStart) * float64(time.Second))
+	if r.activeAtStart > 0 {
+		m.UtilisationBeforeDrain = r.busyAtStart / (float64(m.ClusterGPUs) * r.activeAtStart)
 	}
 	m.waits(r, end)
 	if r.cfg.Preemption != nil {
@@ -305,15 +323,15 @@ func Header(results []*Result) string {
 func Table(results []*Result) string {
 	var b strings.Builder
 	fmt.Fprintln(&b, Header(results))
-	fmt.Fprintf(&b, "%-14s %-10s %6s %7s %7s %7s %8s %6s %-11s %8s %7s %6s %6s %8s %8s %s\n",
-		"policy", "placement", "util", "idleQ", "hold", "deadlk", "meanJCT", "bsld", ">64 p95/max", "longest", "1-leaf", "leaves", "share", "cyc-p50", "cyc-p99", "done/run/wait/rej")
+	fmt.Fprintf(&b, "%-14s %-10s %6s %6s %7s %7s %7s %8s %6s %-11s %8s %7s %6s %6s %8s %8s %s\n",
+		"policy", "placement", "util", "preDr", "idleQ", "hold", "deadlk", "meanJCT", "bsld", ">64 p95/max", "longest", "1-leaf", "leaves", "share", "cyc-p50", "cyc-p99", "done/run/wait/rej")
 	for _, r := range results {
 		large := "-"
 		if r.LargeWaitMax > 0 || r.LargeWaitP95 > 0 {
 			large = short(r.LargeWaitP95) + "/" + short(r.LargeWaitMax)
 		}
-		fmt.Fprintf(&b, "%-14s %-10s %5.1f%% %6.0fh %6.0fh %6.0fh %8s %6.1f %-11s %8s %6.1f%% %6.2f %6.3f %8s %8s %d/%d/%d/%d\n",
-			r.Policy, r.Placement, 100*r.Utilisation, r.IdleWhileQueuedGPUSeconds/3600, r.HeldForHoldGPUSeconds/3600,
+		fmt.Fprintf(&b, "%-14s %-10s %5.1f%% %5.1f%% %6.0fh %6.0fh %6.0fh %8s %6.1f %-11s %8s %6.1f%% %6.2f %6.3f %8s %8s %d/%d/%d/%d\n",
+			r.Policy, r.Placement, 100*r.Utilisation, 100*r.UtilisationBeforeDrain, r.IdleWhileQueuedGPUSeconds/3600, r.HeldForHoldGPUSeconds/3600,
 			r.DeadlockGPUSeconds/3600, short(r.MeanJCT), r.MeanBoundedSlowdown, large, short(r.LongestWait),
 			100*r.MultiNodeInOneLeaf, r.MeanLeaves, r.WorstShare,
 			r.CycleP50.Round(time.Microsecond), r.CycleP99.Round(time.Microsecond), r.Finished, r.Running, r.Pending, r.Rejected)

@@ -203,6 +203,9 @@ type runner struct {
 	gpus  []int
 	spent []float64
 	since []time.Duration
+	// At the last start so far: the busy GPU-seconds and the active
+	// seconds (Result.UtilisationBeforeDrain).
+	busyAtStart, activeAtStart float64
 }
 
 // Run simulates jobs (sorted by submit time) under cfg and returns the
@@ -271,6 +274,8 @@ func (r *runner) progress() {
 func (r *runner) addBusy(i, sign int) {
 	if sign > 0 { // it leaves the queue, at full size
 		r.work.queued(-r.jobs[i].GPUs)
+		// Both integrals run up to r.now (account was called for it).
+		r.busyAtStart, r.activeAtStart = r.m.BusyGPUSeconds, r.work.activeSecs
 	}
 	r.addRunning(i, sign*r.gpus[i])
 }

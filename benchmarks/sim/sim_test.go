@@ -245,6 +245,9 @@ func TestWorkAccounting(t *testing.T) {
 	if d := r.Utilisation - want; d > 1e-12 || d < -1e-12 {
 		t.Errorf("utilisation %v, want %v", r.Utilisation, want)
 	}
+	// The last start is b's at 30m: before it only a ran (8 GPUs); the
+	// hour after it is the drain.
+	checkDrain(t, r, 8/2000.0, time.Hour)
 	// A job that cannot start while another holds the cluster is queued,
 	// with every GPU it asks for free but too few: the idle GPUs count.
 	jobs = []TraceJob{
@@ -257,6 +260,36 @@ func TestWorkAccounting(t *testing.T) {
 	}
 	if r.ContendedTime != time.Hour || r.IdleWhileQueuedGPUSeconds != 400*3600 {
 		t.Errorf("contended %v, idle while queued %v GPU-h; want 1h and 400", r.ContendedTime, r.IdleWhileQueuedGPUSeconds/3600)
+	}
+	// b starts at 1h, when a ends: 1,600 of 2,000 GPUs busy before it,
+	// 800 in the hour of drain after it; over the whole window 2,400
+	// GPU-hours in 4,000.
+	if d := r.Utilisation - 0.6; d > 1e-12 || d < -1e-12 {
+		t.Errorf("utilisation %v, want 0.6", r.Utilisation)
+	}
+	checkDrain(t, r, 0.8, time.Hour)
+	// A late, long job: c waits behind a for an hour, then runs alone for
+	// ten. The window's utilisation is c's as much as the scheduler's; the
+	// figure before the drain is a's hour (1,600 GPUs of 2,000).
+	jobs = []TraceJob{
+		{ID: "a", Account: "x", Submit: 0, Duration: time.Hour, GPUs: 1600, Nodes: 200, GPUsPerNode: 8},
+		{ID: "c", Account: "y", Submit: 0, Duration: 10 * time.Hour, GPUs: 800, Nodes: 100, GPUsPerNode: 8},
+	}
+	r, err = Run(Config{Cluster: topology.Default2000(), Policy: GangBackfill}, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (1600 + 8000) / (2000 * 11.0); math.Abs(r.Utilisation-want) > 1e-12 {
+		t.Errorf("utilisation %v, want %v", r.Utilisation, want)
+	}
+	checkDrain(t, r, 0.8, 10*time.Hour)
+}
+
+// checkDrain checks a run's utilisation before its drain and the drain.
+func checkDrain(t *testing.T, r *Result, util float64, drain time.Duration) {
+	t.Helper()
+	if math.Abs(r.UtilisationBeforeDrain-util) > 1e-12 || r.Drain != drain {
+		t.Errorf("before the drain utilisation %v, drain %v; want %v, %v", r.UtilisationBeforeDrain, r.Drain, util, drain)
 	}
 }
 

@@ -1,6 +1,7 @@
 // Command frontier runs the candidate default policies over the traces of
 // benchmarks/README.md and prints, per trace, the frontier table:
-// utilisation over the active window, GPU-hours idle while jobs queue
+// utilisation over the active window and before its final drain
+// (sim.Result.UtilisationBeforeDrain), GPU-hours idle while jobs queue
 // (absolute and as a share of the capacity over the active window), the
 // large jobs' p95 and max wait, the longest wait and the account share gap
 // while contended.
@@ -240,7 +241,7 @@ func traces(names []string, seeds, traceSeeds int, data string, noLimits float64
 func frontier(w io.Writer, t trace, only string) error {
 	c := topology.Default2000()
 	fmt.Fprintf(w, "%s (%d seed(s)), default-2k; large jobs: more than %d GPUs\n", t.name, t.seeds, t.large)
-	fmt.Fprintf(w, "%-13s %7s %12s %7s %11s %11s %9s %7s %10s %8s\n", "policy", "util", "idleQ GPU-h", "idleQ%", "large p95", "large max", "longest", "share", "held GPU-h", "cpu")
+	fmt.Fprintf(w, "%-13s %7s %9s %12s %7s %11s %11s %9s %7s %10s %8s\n", "policy", "util", "pre-drain", "idleQ GPU-h", "idleQ%", "large p95", "large max", "longest", "share", "held GPU-h", "cpu")
 	chosen, err := selectPolicies(only)
 	if err != nil {
 		return err
@@ -280,6 +281,7 @@ var perSeed bool
 // agg sums one policy's runs over seeds (means, and the worst for waits).
 type agg struct {
 	util, idle, idlePct, share float64
+	preDrain                   float64 // utilisation before the final drain
 	held                       float64 // GPU-hours kept idle by hold mode
 	p95, max, longest          time.Duration
 	cpu                        time.Duration
@@ -287,6 +289,7 @@ type agg struct {
 
 func (a *agg) add(r *sim.Result, large int) {
 	a.util += r.Utilisation
+	a.preDrain += r.UtilisationBeforeDrain
 	a.idle += r.IdleWhileQueuedGPUSeconds / 3600
 	if r.ActiveWindow > 0 {
 		a.idlePct += r.IdleWhileQueuedGPUSeconds / (float64(r.ClusterGPUs) * r.ActiveWindow.Seconds())
@@ -302,7 +305,7 @@ func (a *agg) add(r *sim.Result, large int) {
 
 func (a *agg) print(w io.Writer, name string, n int) {
 	f := float64(n)
-	fmt.Fprintf(w, "%-13s %6.1f%% %12.0f %6.2f%% %11s %11s %9s %7.3f %10.0f %8s\n", name, 100*a.util/f, a.idle/f, 100*a.idlePct/f,
+	fmt.Fprintf(w, "%-13s %6.1f%% %8.1f%% %12.0f %6.2f%% %11s %11s %9s %7.3f %10.0f %8s\n", name, 100*a.util/f, 100*a.preDrain/f, a.idle/f, 100*a.idlePct/f,
 		a.p95.Round(time.Minute), a.max.Round(time.Minute), a.longest.Round(time.Minute), a.share/f, a.held/f, a.cpu.Round(time.Second))
 }
 

@@ -68,7 +68,7 @@ func stream(w io.Writer, seeds int) error {
 
 func synthetic(w io.Writer) error {
 	fmt.Fprintln(w, "synthetic workload without time limits (1,000 jobs over 24 h), default-2k")
-	fmt.Fprintf(w, "%-5s %-14s %7s %9s %9s %11s %11s %7s\n", "seed", "policy", "util", "idleQ GPU-h", "held", ">64 p95", ">64 max", "share")
+	fmt.Fprintf(w, "%-5s %-14s %7s %9s %9s %9s %11s %11s %7s\n", "seed", "policy", "util", "pre-drain", "idleQ GPU-h", "held", ">64 p95", ">64 max", "share")
 	for seed := uint64(1); seed <= 6; seed++ {
 		jobs := sim.DropLimits(sim.Synthetic(seed, 1000, 24*time.Hour, 8), 1, seed)
 		for _, p := range []sim.Policy{sim.GangFIFO, sim.GangBackfill, sim.Phalanx} {
@@ -76,7 +76,7 @@ func synthetic(w io.Writer) error {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(w, "%-5d %-14s %6.1f%% %11.0f %9.0f %11s %11s %7.3f\n", seed, p, 100*r.Utilisation, r.IdleWhileQueuedGPUSeconds/3600,
+			fmt.Fprintf(w, "%-5d %-14s %6.1f%% %8.1f%% %11.0f %9.0f %11s %11s %7.3f\n", seed, p, 100*r.Utilisation, 100*r.UtilisationBeforeDrain, r.IdleWhileQueuedGPUSeconds/3600,
 				r.HeldForHoldGPUSeconds/3600, r.LargeWaitP95.Round(time.Minute), r.LargeWaitMax.Round(time.Minute), r.WorstShare)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 // as HTML.
 func writeTables(b *strings.Builder, results []*sim.Result) {
 	b.WriteString("<h2>Metrics</h2>\n<table id=\"metrics\">\n<tr>")
-	for i, h := range []string{"policy", "placement", "util", "deadlock GPU-h", "hold GPU-h", "mean JCT", "makespan",
+	for i, h := range []string{"policy", "placement", "util", "util before drain", "idle GPU-h while queued", "deadlock GPU-h", "hold GPU-h", "mean JCT", "makespan",
 		"multi-node in 1 leaf", "mean leaves", "worst share gap", "cycle p50", "cycle p99", "done / running / waiting / rejected"} {
 		cell(b, "th", i < 2, h)
 	}
@@ -21,6 +21,7 @@ func writeTables(b *strings.Builder, results []*sim.Result) {
 	for _, r := range results {
 		b.WriteString("<tr>")
 		for i, v := range []string{r.Policy, r.Placement, fmt.Sprintf("%.1f%%", 100*r.Utilisation),
+			fmt.Sprintf("%.1f%%", 100*r.UtilisationBeforeDrain), fmt.Sprintf("%.0f", r.IdleWhileQueuedGPUSeconds/3600),
 			fmt.Sprintf("%.0f", r.DeadlockGPUSeconds/3600), fmt.Sprintf("%.0f", r.HeldForHoldGPUSeconds/3600),
 			shortDuration(r.MeanJCT), shortDuration(r.Makespan), fmt.Sprintf("%.1f%%", 100*r.MultiNodeInOneLeaf),
 			fmt.Sprintf("%.2f", r.MeanLeaves), fmt.Sprintf("%.3f", r.WorstShare),
@@ -30,7 +31,7 @@ func writeTables(b *strings.Builder, results []*sim.Result) {
 		}
 		b.WriteString("</tr>\n")
 	}
-	b.WriteString("</table>\n<p class=\"note\">util: busy GPU-seconds over capacity over the makespan. deadlock: GPU-hours held by jobs that cannot run. hold: GPU-hours kept idle by hold mode for a waiting gang. Cycle times are the scheduler's measured CPU time per cycle (the one figure that varies between runs).</p>\n")
+	b.WriteString("</table>\n<p class=\"note\">util: busy GPU-seconds over capacity over the active window (while work ran or was queued), which runs on through the final drain (once the last job has started, until the last one ends). util before drain: the same up to the last start. idle GPU-h while queued: GPU-hours left idle while jobs were queued, at most the GPUs they asked for. deadlock: GPU-hours held by jobs that cannot run. hold: GPU-hours kept idle by hold mode for a waiting gang. Cycle times are the scheduler's measured CPU time per cycle (the one figure that varies between runs).</p>\n")
 	b.WriteString("<h2>Waits by job size</h2>\n<table id=\"waits\">\n<tr>")
 	cell(b, "th", true, "policy")
 	cell(b, "th", true, "placement")
