@@ -80,9 +80,15 @@ type Result struct {
 	MeanLeaves         float64 `json:"mean_leaves_multi_node"`
 
 	// Shares are the accounts' shares of the GPU time while jobs were
-	// queued (contended), against their entitlement: at each instant an
-	// equal part of the busy GPUs for every account with work (running or
-	// queued).
+	// queued (contended), against their entitlement: at each instant the
+	// busy GPUs shared max-min fairly among the accounts with work
+	// (running or queued), an equal part each but no more than the
+	// account asks for (the GPUs it runs on and those its queued jobs
+	// ask for), what one does not ask for shared among the others.
+	// (Until 2026-12-04 every account with work was entitled to an equal
+	// part whatever it asked for: on Philly about nine tenths of the gap
+	// was then accounts asking for less than their part, the same under
+	// every policy.)
 	Shares []AccountShare `json:"account_shares"`
 	// WorstShare is the largest |share - entitlement| over accounts,
 	// while contended.

@@ -285,6 +285,55 @@ func TestWorkAccounting(t *testing.T) {
 	checkDrain(t, r, 0.8, 10*time.Hour)
 }
 
+// TestShareGap: an account's entitlement is its max-min fair part of the
+// busy GPUs, capped at what it asks for.
+func TestShareGap(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		jobs []TraceJob
+		gap  float64
+	}{{
+		// While x's 400-GPU job waits for its 1,800-GPU one, y runs 8
+		// GPUs and asks for no more: x is entitled to the rest, and gets
+		// it (an equal part would say 0.248: x's 3,600 GPU-hours of the
+		// 3,608 against 2,704).
+		name: "demand-capped",
+		jobs: []TraceJob{
+			{ID: "a", Account: "x", Submit: 0, Duration: 2 * time.Hour, GPUs: 1800, Nodes: 225, GPUsPerNode: 8},
+			{ID: "b", Account: "y", Submit: 0, Duration: time.Hour, GPUs: 8, Nodes: 1, GPUsPerNode: 8},
+			{ID: "c", Account: "x", Submit: 0, Duration: time.Hour, GPUs: 400, Nodes: 50, GPUsPerNode: 8},
+		},
+		gap: 0,
+	}, {
+		// x holds the whole cluster for 2 h while y's 800 GPUs wait: of
+		// the 2,000 busy GPUs y was entitled to the 800 it asked for and
+		// got none; x got 2,000 of its 1,200.
+		name: "starved",
+		jobs: []TraceJob{
+			{ID: "a", Account: "x", Submit: 0, Duration: 2 * time.Hour, GPUs: 2000, Nodes: 250, GPUsPerNode: 8},
+			{ID: "b", Account: "y", Submit: time.Second, Duration: time.Hour, GPUs: 800, Nodes: 100, GPUsPerNode: 8},
+		},
+		gap: 0.4,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Run(Config{Cluster: topology.Default2000(), Policy: GangBackfill}, tc.jobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.ContendedTime == 0 || math.Abs(r.WorstShare-tc.gap) > 1e-9 {
+				t.Errorf("contended %v, share gap %v (%+v); want %v", r.ContendedTime, r.WorstShare, r.Shares, tc.gap)
+			}
+			var got, ent float64
+			for _, s := range r.Shares {
+				got, ent = got+s.Share, ent+s.Entitlement
+			}
+			if math.Abs(got-1) > 1e-9 || math.Abs(ent-1) > 1e-9 {
+				t.Errorf("shares add up to %v, entitlements to %v; want 1 and 1", got, ent)
+			}
+		})
+	}
+}
+
 // checkDrain checks a run's utilisation before its drain and the drain.
 func checkDrain(t *testing.T, r *Result, util float64, drain time.Duration) {
 	t.Helper()

@@ -7,7 +7,8 @@ import (
 
 // work integrates, as the run goes, what the work-conserving metrics need:
 // how many GPUs are busy, down and wanted by queued jobs, and per account
-// how many GPUs it runs on and whether it has work (running or queued).
+// how many GPUs it runs on and asks for in queued jobs, and whether it has
+// work (running or queued).
 type work struct {
 	total      int // the cluster's GPUs
 	down       int // GPUs on failed nodes
@@ -17,6 +18,8 @@ type work struct {
 	acctNames  []string
 	acctBusy   []int
 	acctJobs   []int // running and queued jobs per account
+	acctQueued []int // GPUs asked by queued jobs, per account
+	byDemand   []int // scratch: accounts with work, by demand
 	withWork   int   // accounts with work
 	last       time.Duration
 	// Integrals.
@@ -36,7 +39,7 @@ func newWork(total int, jobs []TraceJob) *work {
 		}
 	}
 	n := len(w.acctNames)
-	w.acctBusy, w.acctJobs = make([]int, n), make([]int, n)
+	w.acctBusy, w.acctJobs, w.acctQueued = make([]int, n), make([]int, n), make([]int, n)
 	w.gotSecs, w.entitledSecs = make([]float64, n), make([]float64, n)
 	return w
 }
@@ -60,12 +63,37 @@ func (w *work) advance(now time.Duration) {
 	if w.withWork == 0 {
 		return
 	}
-	part := float64(w.busy) / float64(w.withWork) * dt
+	w.byDemand = w.byDemand[:0]
 	for a, jobs := range w.acctJobs {
 		if jobs > 0 {
-			w.entitledSecs[a] += part
+			w.byDemand = append(w.byDemand, a)
 			w.gotSecs[a] += float64(w.acctBusy[a]) * dt
 		}
+	}
+	w.entitle(dt)
+}
+
+// demand is what account a asks for now: the GPUs it runs on and those
+// its queued jobs ask for.
+func (w *work) demand(a int) int { return w.acctBusy[a] + w.acctQueued[a] }
+
+// entitle adds dt of the accounts' entitlements: the busy GPUs shared
+// max-min fairly among the accounts with work (w.byDemand), each getting
+// an equal part but no more than its demand, what one does not ask for
+// shared among the others (water-filling, smallest demand first). The
+// parts add up to the busy GPUs, since those are part of the demands.
+func (w *work) entitle(dt float64) {
+	slices.SortFunc(w.byDemand, func(a, b int) int {
+		if d := w.demand(a) - w.demand(b); d != 0 {
+			return d
+		}
+		return a - b
+	})
+	left := float64(w.busy)
+	for i, a := range w.byDemand {
+		part := min(left/float64(len(w.byDemand)-i), float64(w.demand(a)))
+		w.entitledSecs[a] += part * dt
+		left -= part
 	}
 }
 
@@ -83,8 +111,12 @@ func (w *work) job(account string, sign int) {
 	}
 }
 
-// queued adds GPUs to (or, negative, takes them from) the queue.
-func (w *work) queued(gpus int) { w.queuedGPUs += gpus }
+// queued adds GPUs of an account's job to (or, negative, takes them
+// from) the queue.
+func (w *work) queued(account string, gpus int) {
+	w.queuedGPUs += gpus
+	w.acctQueued[w.acctIndex[account]] += gpus
+}
 
 // running adds GPUs of an account to (or takes them from) the busy count.
 func (w *work) running(account string, gpus int) {
@@ -93,9 +125,9 @@ func (w *work) running(account string, gpus int) {
 }
 
 // shareGap returns, over the contended time, the largest gap between an
-// account's share of the GPU time and its entitlement (an equal part of
-// the busy GPUs among the accounts with work at each instant), as a
-// fraction of the contended GPU time, and the per-account shares.
+// account's share of the GPU time and its entitlement (its max-min fair
+// part of the busy GPUs at each instant: entitle), as a fraction of the
+// contended GPU time, and the per-account shares.
 func (w *work) shareGap() (float64, []AccountShare) {
 	total := 0.0
 	for _, g := range w.gotSecs {
