@@ -50,7 +50,7 @@ func TestCluster2000(t *testing.T) {
 		}
 	}
 	checkPreemption(t, out)
-	gangRow := regexp.MustCompile(`(?m)^(gang-fifo|gang-backfill|phalanx) +\S+ +[\d.]+% +\d+h +\d+h +0h `)
+	gangRow := regexp.MustCompile(`(?m)^(gang-fifo|gang-backfill|phalanx) +\S+ +[\d.]+% +[\d.]+% +\d+h +\d+h +0h `)
 	if n := len(gangRow.FindAllString(out, -1)); n != 5 {
 		t.Errorf("%d gang rows with 0h deadlock, want 5:\n%s", n, out)
 	}

@@ -305,7 +305,7 @@ func (a *agg) add(r *sim.Result, large int) {
 
 func (a *agg) print(w io.Writer, name string, n int) {
 	f := float64(n)
-	fmt.Fprintf(w, "%-13s %6.1f%% %8.1f%% %12.0f %6.2f%% %11s %11s %9s %7.3f %10.0f %8s\n", name, 100*a.util/f, 100*a.preDrain/f, a.idle/f, 100*a.idlePct/f,
+	fmt.Fprintf(w, "%-13s %6.1f%% %8.1f%% %12.0f %6.2f%% %11s %11s %9s %7.4f %10.0f %8s\n", name, 100*a.util/f, 100*a.preDrain/f, a.idle/f, 100*a.idlePct/f,
 		a.p95.Round(time.Minute), a.max.Round(time.Minute), a.longest.Round(time.Minute), a.share/f, a.held/f, a.cpu.Round(time.Second))
 }
 
