@@ -35,20 +35,21 @@ type Result struct {
 	// Utilisation is busy GPU-seconds over capacity over the active
 	// window (so idle stretches with nothing running or queued, such as
 	// a gap before a late submit, do not count against it). The final
-	// drain does: once the last job has started, the window runs on
-	// until the last one ends, however few GPUs are busy; see
-	// UtilisationBeforeDrain.
+	// drain does: after the last start the window runs on until the last
+	// job ends, however few GPUs are busy; see UtilisationBeforeDrain.
 	Utilisation float64 `json:"utilisation"`
 	// UtilisationBeforeDrain is Utilisation up to the last start: busy
 	// GPU-seconds over capacity over the active window before the Drain.
-	// Once every job has started no scheduling decision is left, and the
-	// drain's length is the run time of whichever jobs started last
-	// (which a scheduler without time limits cannot know), so one long
-	// job started late can move Utilisation by several points on a
-	// finite trace; this figure is what the scheduler's decisions made
-	// of the capacity. 0 when the last start is at the first submit.
+	// When every job starts, no start is left to decide in the drain: it
+	// lasts the remaining run time of the jobs running at the last start,
+	// so on a finite trace one long job among them can move Utilisation
+	// by several points. (When that job started was the scheduler's
+	// decision, and its wait shows it.) 0 when the last start is at the
+	// first submit.
 	UtilisationBeforeDrain float64 `json:"utilisation_before_drain"`
-	// Drain is the active time after the last start.
+	// Drain is the active time after the last start. With jobs that
+	// never start (or a Horizon that stops the run), it may include time
+	// with jobs queued.
 	Drain          time.Duration `json:"drain_ns"`
 	BusyGPUSeconds float64       `json:"busy_gpu_seconds"`
 	// IdleWhileQueuedGPUSeconds is the work-conserving gap: GPU-seconds
@@ -86,9 +87,9 @@ type Result struct {
 	// account asks for (the GPUs it runs on and those its queued jobs
 	// ask for), what one does not ask for shared among the others.
 	// (Until 2026-12-04 every account with work was entitled to an equal
-	// part whatever it asked for: on Philly about nine tenths of the gap
-	// was then accounts asking for less than their part, the same under
-	// every policy.)
+	// part whatever it asked for: on Philly at load 3, 84 to 89% of that
+	// gap, and at load 4 21 to 27%, was accounts asking for less than
+	// their part, under every policy measured.)
 	Shares []AccountShare `json:"account_shares"`
 	// WorstShare is the largest |share - entitlement| over accounts,
 	// while contended.

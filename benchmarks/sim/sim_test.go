@@ -223,9 +223,14 @@ func FuzzReadTrace(f *testing.F) {
 	})
 }
 
+// The simulator's work counts are checked at every event in tests.
+func init() { checkWork = true }
+
 // TestWorkAccounting: with every job started at once on an empty cluster,
 // nothing is ever queued: no contended time, no idle GPU-hours while
-// queued; utilisation over the active window is the busy fraction.
+// queued; utilisation over the active window is the busy fraction. Then
+// runs with a queued job: the idle GPUs while it waits, utilisation over
+// the window and before the final drain.
 func TestWorkAccounting(t *testing.T) {
 	jobs := []TraceJob{
 		{ID: "a", Account: "x", Submit: 0, Duration: time.Hour, GPUs: 8, Nodes: 1, GPUsPerNode: 8},
@@ -286,12 +291,14 @@ func TestWorkAccounting(t *testing.T) {
 }
 
 // TestShareGap: an account's entitlement is its max-min fair part of the
-// busy GPUs, capped at what it asks for.
+// busy GPUs, capped at what it asks for, what it does not ask for shared
+// equally among the others.
 func TestShareGap(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		jobs []TraceJob
 		gap  float64
+		ent  map[string]float64 // entitlements, when checked
 	}{{
 		// While x's 400-GPU job waits for its 1,800-GPU one, y runs 8
 		// GPUs and asks for no more: x is entitled to the rest, and gets
@@ -314,6 +321,20 @@ func TestShareGap(t *testing.T) {
 			{ID: "b", Account: "y", Submit: time.Second, Duration: time.Hour, GPUs: 800, Nodes: 100, GPUsPerNode: 8},
 		},
 		gap: 0.4,
+	}, {
+		// x runs 1,200 GPUs and y's 1,200 wait for them; z runs 8 for
+		// the first hour. Of the 1,208 busy GPUs then, z is entitled to
+		// the 8 it asks for and x and y to 600 each (not z's equal 402.67
+		// and the rest split unevenly); in the second hour x and y to 600
+		// each. Over the 2,408 busy GPU-hours: 1,200, 1,200 and 8.
+		name: "three accounts",
+		jobs: []TraceJob{
+			{ID: "a", Account: "x", Submit: 0, Duration: 2 * time.Hour, GPUs: 1200, Nodes: 150, GPUsPerNode: 8},
+			{ID: "b", Account: "y", Submit: 0, Duration: time.Hour, GPUs: 1200, Nodes: 150, GPUsPerNode: 8},
+			{ID: "c", Account: "z", Submit: 0, Duration: time.Hour, GPUs: 8, Nodes: 1, GPUsPerNode: 8},
+		},
+		gap: 1200 / 2408.0,
+		ent: map[string]float64{"x": 1200 / 2408.0, "y": 1200 / 2408.0, "z": 8 / 2408.0},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := Run(Config{Cluster: topology.Default2000(), Policy: GangBackfill}, tc.jobs)
@@ -326,6 +347,9 @@ func TestShareGap(t *testing.T) {
 			var got, ent float64
 			for _, s := range r.Shares {
 				got, ent = got+s.Share, ent+s.Entitlement
+				if want, ok := tc.ent[s.Account]; ok && math.Abs(s.Entitlement-want) > 1e-9 {
+					t.Errorf("%s entitled to %v, want %v", s.Account, s.Entitlement, want)
+				}
 			}
 			if math.Abs(got-1) > 1e-9 || math.Abs(ent-1) > 1e-9 {
 				t.Errorf("shares add up to %v, entitlements to %v; want 1 and 1", got, ent)

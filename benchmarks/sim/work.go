@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"slices"
 	"time"
 )
@@ -27,8 +28,11 @@ type work struct {
 	contendedSecs  float64   // time with jobs queued
 	idleQueuedSecs float64   // GPU-seconds idle while queued: min(free, queued GPUs)
 	gotSecs        []float64 // per account: its GPU-seconds while contended
-	entitledSecs   []float64 // per account: its equal part of the busy GPUs while contended
+	entitledSecs   []float64 // per account: its max-min fair part of the busy GPUs while contended (entitle)
 }
+
+// checkWork makes every advance check the counts (check); tests set it.
+var checkWork bool
 
 func newWork(total int, jobs []TraceJob) *work {
 	w := &work{total: total, acctIndex: map[string]int{}}
@@ -41,11 +45,17 @@ func newWork(total int, jobs []TraceJob) *work {
 	n := len(w.acctNames)
 	w.acctBusy, w.acctJobs, w.acctQueued = make([]int, n), make([]int, n), make([]int, n)
 	w.gotSecs, w.entitledSecs = make([]float64, n), make([]float64, n)
+	w.byDemand = make([]int, 0, n)
 	return w
 }
 
 // advance integrates up to now.
 func (w *work) advance(now time.Duration) {
+	if checkWork {
+		if err := w.check(); err != nil {
+			panic(fmt.Sprintf("sim: at %v: %v", now, err))
+		}
+	}
 	dt := (now - w.last).Seconds()
 	w.last = now
 	if dt <= 0 {
@@ -71,6 +81,29 @@ func (w *work) advance(now time.Duration) {
 		}
 	}
 	w.entitle(dt)
+}
+
+// check verifies the counts: the per-account queued and busy GPUs add up
+// to the totals, none is negative, and an account has jobs exactly when it
+// asks for GPUs.
+func (w *work) check() error {
+	queued, busy, with := 0, 0, 0
+	for a := range w.acctNames {
+		if w.acctQueued[a] < 0 || w.acctBusy[a] < 0 || w.acctJobs[a] < 0 {
+			return fmt.Errorf("account %s: %d GPUs queued, %d busy, %d jobs", w.acctNames[a], w.acctQueued[a], w.acctBusy[a], w.acctJobs[a])
+		}
+		if (w.acctJobs[a] > 0) != (w.demand(a) > 0) {
+			return fmt.Errorf("account %s: %d jobs asking for %d GPUs", w.acctNames[a], w.acctJobs[a], w.demand(a))
+		}
+		queued, busy = queued+w.acctQueued[a], busy+w.acctBusy[a]
+		if w.acctJobs[a] > 0 {
+			with++
+		}
+	}
+	if queued != w.queuedGPUs || busy != w.busy || with != w.withWork {
+		return fmt.Errorf("accounts: %d GPUs queued, %d busy, %d with work; totals %d, %d, %d", queued, busy, with, w.queuedGPUs, w.busy, w.withWork)
+	}
+	return nil
 }
 
 // demand is what account a asks for now: the GPUs it runs on and those

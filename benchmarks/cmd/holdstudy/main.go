@@ -7,7 +7,8 @@
 //
 //  2. the synthetic workload without time limits, six seeds: the default
 //     against strict FIFO's large-job waits and greedy backfill's
-//     utilisation and GPU-hours idle while jobs queue.
+//     utilisation (over the active window and before its final drain,
+//     pre-drain) and GPU-hours idle while jobs queue.
 //
 //     go run ./benchmarks/cmd/holdstudy [-seeds 3]
 package main
