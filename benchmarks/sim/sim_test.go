@@ -97,6 +97,21 @@ func checkConservation(t *testing.T, res *Result) {
 	if res.Utilisation < 0 || res.Utilisation > 1+1e-9 {
 		t.Fatalf("%s: utilisation %v", res.Policy, res.Utilisation)
 	}
+	if u := res.UtilisationBeforeDrain; u < 0 || u > 1+1e-9 || res.Drain < 0 || res.Drain > res.ActiveWindow {
+		t.Fatalf("%s: before the drain utilisation %v, drain %v of a %v window", res.Policy, u, res.Drain, res.ActiveWindow)
+	}
+	// While contended, the shares and the entitlements each add up to
+	// the busy GPU time (both 0 when no GPU was busy then).
+	var share, ent float64
+	for _, a := range res.Shares {
+		if a.Share < 0 || a.Entitlement < 0 {
+			t.Fatalf("%s: account %+v", res.Policy, a)
+		}
+		share, ent = share+a.Share, ent+a.Entitlement
+	}
+	if share+ent > 0 && (math.Abs(share-1) > 1e-9 || math.Abs(ent-1) > 1e-9) {
+		t.Fatalf("%s: shares add up to %v, entitlements to %v", res.Policy, share, ent)
+	}
 }
 
 func TestConservation(t *testing.T) {
