@@ -6,13 +6,17 @@
 // large jobs' p95 and max wait, the longest wait and the account share gap
 // while contended.
 //
-//	go run ./benchmarks/cmd/frontier [-traces synthetic,philly3,philly4,itp] [-seeds 6] [-trace-seeds 1] [-no-limits 0] [-policies a,b] [-per-seed] [-data ../shared/data]
+//	go run ./benchmarks/cmd/frontier [-traces synthetic,philly3,philly4,itp] [-seeds 6] [-trace-seeds 1] [-no-limits 0] [-policies a,b] [-per-seed] [-criteria] [-data ../shared/data]
 //
 // -no-limits 1 takes every job's time limit away (hold mode's case: a
 // Kubernetes cluster); fifo (strict gang FIFO) is a policy for that
 // comparison. -per-seed prints each seed's row (policy/seed) before the
 // policy's row over the seeds. A policy named by key=value pairs is the
-// default with those fields set (selectPolicies).
+// default with those fields set (selectPolicies). -criteria prints, under
+// each trace, the acceptance criterion its rows are read against, figure
+// by figure: issue 18's with every job limited (it needs the greedy,
+// easy-age and default rows), issue 13's without limits (fifo, greedy,
+// default); see criteria.
 package main
 
 import (
@@ -173,6 +177,7 @@ func main() {
 	noLimits := flag.Float64("no-limits", 0, "share of jobs without a time limit (1: none, as on Kubernetes)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.BoolVar(&perSeed, "per-seed", false, "also print each seed's row (named policy/seed)")
+	check := flag.Bool("criteria", false, "under each trace, the acceptance criterion of issue 18 (with -no-limits 0) or 13 (with -no-limits 1), figure by figure, when the rows it reads were run")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -190,7 +195,7 @@ func main() {
 		os.Exit(2)
 	}
 	for _, t := range traces(strings.Split(*names, ","), *seeds, *traceSeeds, *data, *noLimits) {
-		if err := frontier(os.Stdout, t, *only); err != nil {
+		if err := frontier(os.Stdout, t, *only, *check, *noLimits); err != nil {
 			fmt.Fprintln(os.Stderr, "frontier:", err)
 			pprof.StopCPUProfile()
 			os.Exit(1)
@@ -238,7 +243,7 @@ func traces(names []string, seeds, traceSeeds int, data string, noLimits float64
 	return out
 }
 
-func frontier(w io.Writer, t trace, only string) error {
+func frontier(w io.Writer, t trace, only string, check bool, noLimits float64) error {
 	c := topology.Default2000()
 	fmt.Fprintf(w, "%s (%d seed(s)), default-2k; large jobs: more than %d GPUs\n", t.name, t.seeds, t.large)
 	fmt.Fprintf(w, "%-13s %7s %9s %12s %7s %11s %11s %9s %7s %10s %8s\n", "policy", "util", "pre-drain", "idleQ GPU-h", "idleQ%", "large p95", "large max", "longest", "share", "held GPU-h", "cpu")
@@ -246,8 +251,10 @@ func frontier(w io.Writer, t trace, only string) error {
 	if err != nil {
 		return err
 	}
+	rows := map[string]*agg{}
 	for _, p := range chosen {
-		var sum agg
+		sum := &agg{}
+		rows[p.name] = sum
 		for seed := uint64(1); seed <= uint64(t.seeds); seed++ {
 			jobs, err := t.jobs(seed)
 			if err != nil {
@@ -271,6 +278,9 @@ func frontier(w io.Writer, t trace, only string) error {
 		}
 		sum.print(w, p.name, t.seeds)
 	}
+	if check {
+		printCriteria(w, rows, t.seeds, noLimits)
+	}
 	fmt.Fprintln(w)
 	return nil
 }
@@ -284,6 +294,7 @@ type agg struct {
 	preDrain                   float64 // utilisation before the final drain
 	held                       float64 // GPU-hours kept idle by hold mode
 	p95, max, longest          time.Duration
+	p95Over64, maxOver64       time.Duration // waits of jobs over 64 GPUs (issue 13's criterion)
 	cpu                        time.Duration
 }
 
@@ -300,6 +311,8 @@ func (a *agg) add(r *sim.Result, large int) {
 	a.p95 = max(a.p95, p95)
 	a.max = max(a.max, mx)
 	a.longest = max(a.longest, r.LongestWait)
+	p95, mx = largeWaits(r, 64)
+	a.p95Over64, a.maxOver64 = max(a.p95Over64, p95), max(a.maxOver64, mx)
 	a.cpu += r.CycleTotal
 }
 
