@@ -100,8 +100,10 @@ func checkConservation(t *testing.T, res *Result) {
 	if u := res.UtilisationBeforeDrain; u < 0 || u > 1+1e-9 || res.Drain < 0 || res.Drain > res.ActiveWindow {
 		t.Fatalf("%s: before the drain utilisation %v, drain %v of a %v window", res.Policy, u, res.Drain, res.ActiveWindow)
 	}
-	// While contended, the shares and the entitlements each add up to
-	// the busy GPU time (both 0 when no GPU was busy then).
+	// While contended, the shares and the entitlements are fractions of
+	// the busy GPU time: each adds up to 1 (both 0 when no GPU was busy
+	// then). The shares do by construction; the entitlements only if
+	// the water-filling hands out every busy GPU.
 	var share, ent float64
 	for _, a := range res.Shares {
 		if a.Share < 0 || a.Entitlement < 0 {

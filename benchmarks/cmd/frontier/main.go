@@ -190,6 +190,10 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if *seeds < 1 || *traceSeeds < 1 {
+		fmt.Fprintln(os.Stderr, "frontier: -seeds and -trace-seeds want at least 1")
+		os.Exit(2)
+	}
 	if !(*noLimits >= 0 && *noLimits <= 1) {
 		fmt.Fprintln(os.Stderr, "frontier: -no-limits wants a share in [0, 1]")
 		os.Exit(2)
@@ -295,6 +299,7 @@ type agg struct {
 	held                       float64 // GPU-hours kept idle by hold mode
 	p95, max, longest          time.Duration
 	p95Over64, maxOver64       time.Duration // waits of jobs over 64 GPUs (issue 13's criterion)
+	over64                     int           // jobs over 64 GPUs, summed over seeds
 	cpu                        time.Duration
 }
 
@@ -311,8 +316,12 @@ func (a *agg) add(r *sim.Result, large int) {
 	a.p95 = max(a.p95, p95)
 	a.max = max(a.max, mx)
 	a.longest = max(a.longest, r.LongestWait)
-	p95, mx = largeWaits(r, 64)
-	a.p95Over64, a.maxOver64 = max(a.p95Over64, p95), max(a.maxOver64, mx)
+	a.p95Over64, a.maxOver64 = max(a.p95Over64, r.LargeWaitP95), max(a.maxOver64, r.LargeWaitMax)
+	for _, o := range r.Outcomes {
+		if o.GPUs > 64 {
+			a.over64++
+		}
+	}
 	a.cpu += r.CycleTotal
 }
 
