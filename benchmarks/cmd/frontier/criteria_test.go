@@ -138,9 +138,13 @@ func TestCriteria(t *testing.T) {
 
 // TestAggWaits: agg.add takes the large-job waits over the trace's
 // threshold from the outcomes, and issue 13's over 64 GPUs from the
-// simulator's own figures, with the count of such jobs.
+// simulator's own figures, with the count of such jobs (from its size
+// classes).
 func TestAggWaits(t *testing.T) {
-	r := &sim.Result{Makespan: 10 * time.Hour, LargeWaitP95: 2 * time.Hour, LargeWaitMax: 2 * time.Hour, Outcomes: []sim.Outcome{
+	// The simulator's size classes (sim.SizeClasses): 1, 2-8, 9-64,
+	// 65-512, >512 GPUs.
+	waits := []sim.ClassWait{{Jobs: 0}, {Jobs: 1}, {Jobs: 1}, {Jobs: 1}, {Jobs: 0}}
+	r := &sim.Result{Makespan: 10 * time.Hour, LargeWaitP95: 2 * time.Hour, LargeWaitMax: 2 * time.Hour, Waits: waits, Outcomes: []sim.Outcome{
 		{GPUs: 8, Started: true, Submit: 0, Start: 5 * time.Hour},
 		{GPUs: 32, Started: true, Submit: 0, Start: 3 * time.Hour},
 		{GPUs: 128, Started: true, Submit: time.Hour, Start: 3 * time.Hour},

@@ -299,7 +299,7 @@ type agg struct {
 	held                       float64 // GPU-hours kept idle by hold mode
 	p95, max, longest          time.Duration
 	p95Over64, maxOver64       time.Duration // waits of jobs over 64 GPUs (issue 13's criterion)
-	over64                     int           // jobs over 64 GPUs, summed over seeds
+	over64                     int           // jobs over 64 GPUs (the simulator's size classes), summed over seeds
 	cpu                        time.Duration
 }
 
@@ -317,9 +317,9 @@ func (a *agg) add(r *sim.Result, large int) {
 	a.max = max(a.max, mx)
 	a.longest = max(a.longest, r.LongestWait)
 	a.p95Over64, a.maxOver64 = max(a.p95Over64, r.LargeWaitP95), max(a.maxOver64, r.LargeWaitMax)
-	for _, o := range r.Outcomes {
-		if o.GPUs > 64 {
-			a.over64++
+	for i, c := range sim.SizeClasses {
+		if c.Min > 64 && i < len(r.Waits) {
+			a.over64 += r.Waits[i].Jobs
 		}
 	}
 	a.cpu += r.CycleTotal
