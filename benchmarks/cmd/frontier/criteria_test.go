@@ -154,6 +154,21 @@ func TestAggWaits(t *testing.T) {
 	if a.p95 != 3*time.Hour || a.max != 3*time.Hour || a.p95Over64 != 2*time.Hour || a.maxOver64 != 2*time.Hour || a.over64 != 1 {
 		t.Errorf("large (>16) p95 %v, max %v; over 64 p95 %v, max %v, %d jobs; want 3h, 3h, 2h, 2h, 1", a.p95, a.max, a.p95Over64, a.maxOver64, a.over64)
 	}
+	// Every job's wait: 5h, 3h, 2h, and a job never started, submitted
+	// at 6h, counted to the end (10h): 4h. Mean 3h30m.
+	r.Outcomes = append(r.Outcomes, sim.Outcome{GPUs: 1, Submit: 6 * time.Hour})
+	r.MeanBoundedSlowdown = 2.5
+	var b agg
+	b.add(r, 16)
+	b.add(r, 16)
+	if b.meanWait != 7*time.Hour || b.bsld != 5 {
+		t.Errorf("mean wait summed over two seeds %v, bounded slowdown %v; want 7h, 5", b.meanWait, b.bsld)
+	}
+	var out strings.Builder
+	b.print(&out, "p", 2)
+	if !strings.Contains(out.String(), "   3h30m0s    2.5 ") {
+		t.Errorf("printed row lacks the mean wait 3h30m0s and slowdown 2.5 per seed:\n%s", out.String())
+	}
 }
 
 // with changes one row of rows and returns them.
