@@ -205,11 +205,12 @@ type HoldConfig struct {
 // p95 of jobs over 16 GPUs is 1h43m against 6h6m). The study also shows
 // what it costs and where it still loses: single-node jobs wait longer
 // at worst (the longest wait of any job on Philly at load 3 is 9h18m
-// against 6h58m); where every job waits days they wait longer on average
-// too, for little gain to gangs (the mean wait of all jobs is 35% longer
-// than under EASY in age order on Philly at load 4 and 42% on ITP
-// cluster 4; with that kind of queue, ReservationDepth 1 served it
-// better); the share gap on Philly at load 4 is 0.0001 wider; on ITP
+// against 6h58m); where every job waits days, all jobs wait longer on
+// average too, for little gain to gangs (the mean wait of all jobs is
+// 35% longer than under EASY in age order on Philly at load 4 and 42% on
+// ITP cluster 4; ReservationDepth 1 gave a mean wait near EASY's there,
+// with gang waits 3 to 5% longer); the share gap on Philly at load 4 is
+// 0.0001 wider; on ITP
 // cluster 4 the longest gang wait is 58 minutes longer; and how much
 // the tables move with the fair-share weight.
 func DefaultConfig() Config {

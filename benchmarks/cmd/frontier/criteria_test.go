@@ -158,16 +158,22 @@ func TestAggWaits(t *testing.T) {
 	// at 6h, counted to the end (10h): 4h. Mean 3h30m.
 	r.Outcomes = append(r.Outcomes, sim.Outcome{GPUs: 1, Submit: 6 * time.Hour})
 	r.MeanBoundedSlowdown = 2.5
+	// A second seed: 100,000 jobs that each waited two days, whose sum
+	// overflows a Duration (292 years); slowdown 1.5.
+	long := &sim.Result{Makespan: 100 * time.Hour, MeanBoundedSlowdown: 1.5, Outcomes: make([]sim.Outcome, 100000)}
+	for i := range long.Outcomes {
+		long.Outcomes[i] = sim.Outcome{GPUs: 1, Started: true, Submit: time.Hour, Start: 49 * time.Hour}
+	}
 	var b agg
 	b.add(r, 16)
-	b.add(r, 16)
-	if b.meanWait != 7*time.Hour || b.bsld != 5 {
-		t.Errorf("mean wait summed over two seeds %v, bounded slowdown %v; want 7h, 5", b.meanWait, b.bsld)
+	b.add(long, 16)
+	if b.meanWait != 51*time.Hour+30*time.Minute || b.bsld != 4 {
+		t.Errorf("mean wait summed over two seeds %v, bounded slowdown %v; want 51h30m (3h30m + 48h), 4", b.meanWait, b.bsld)
 	}
 	var out strings.Builder
 	b.print(&out, "p", 2)
-	if !strings.Contains(out.String(), "   3h30m0s    2.5 ") {
-		t.Errorf("printed row lacks the mean wait 3h30m0s and slowdown 2.5 per seed:\n%s", out.String())
+	if !strings.Contains(out.String(), " 25h45m0s    2.0 ") {
+		t.Errorf("printed row lacks the mean wait 25h45m0s and slowdown 2.0 per seed:\n%s", out.String())
 	}
 }
 

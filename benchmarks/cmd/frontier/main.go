@@ -345,7 +345,7 @@ func meanWait(r *sim.Result) time.Duration {
 	if len(r.Outcomes) == 0 {
 		return 0
 	}
-	sum := 0.0 // seconds: 82,000 day-long waits overflow a Duration
+	sum := 0.0 // seconds: a Duration (292 years) overflows at 82,000 waits of 1.3 days on average
 	for _, o := range r.Outcomes {
 		if o.Started || o.Finished {
 			sum += (o.Start - o.Submit).Seconds()
