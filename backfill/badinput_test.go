@@ -169,6 +169,7 @@ func TestBadConfigAndArguments(t *testing.T) {
 		}, ErrConfig, "ReservationDepth -5"},
 		{"negative jobs tested", func() error { _, err := New(c, cfgWith(func(c *Config) { c.MaxJobsTested = -1 }), tree()); return err }, ErrConfig, "MaxJobsTested -1"},
 		{"negative keep", func() error { _, err := New(c, cfgWith(func(c *Config) { c.KeepEnded = -1 }), tree()); return err }, ErrConfig, "KeepEnded"},
+		{"negative backlog", func() error { _, err := New(c, cfgWith(func(c *Config) { c.BacklogAfter = -1 }), tree()); return err }, ErrConfig, "BacklogAfter"},
 		{"negative grace", func() error {
 			_, err := New(c, cfgWith(func(c *Config) { c.Preemption.Grace = -time.Second }), tree())
 			return err

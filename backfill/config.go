@@ -39,6 +39,23 @@ type Config struct {
 	// with time alone: a cycle run at the host's usual cadence reflects
 	// it (NextEvent does not wake for it).
 	ReservationAnyAfter time.Duration
+	// BacklogAfter, when positive, plans as EASY backfill while the queue
+	// has a backlog: while some waiting job below ReservationMinGPUs
+	// (any job, with that rule off) has waited this long since its
+	// submit time, only the highest-priority waiting job may take a new
+	// reservation, whatever the depth. Reservations already held are
+	// kept, so more than ReservationDepth may exist while it lasts (one
+	// more each time a job without one comes first in line), and the
+	// slots past the first open again once no such job has waited that
+	// long. Where every job waits days, the slots past the first
+	// lengthen the mean wait of all jobs for little gain to gangs; at 8
+	// hours this shortens it there, and costs gangs waits on some
+	// queues (benchmarks/README.md, "What the slots cost the other
+	// jobs"). 0: off (DefaultConfig). It has no effect with ReservationDepth 0, 1 or
+	// Conservative. While it is set, a plan that lists only changes
+	// (OnlyChangedWaits) still tests every job. Like ReservationAnyAfter
+	// it changes with time alone (NextEvent does not wake for it).
+	BacklogAfter time.Duration
 	// Strict disables backfill: jobs start in priority order only, and
 	// the first job that cannot start blocks every job behind it (a job
 	// waiting for its queue's quota blocks nobody).
@@ -250,7 +267,7 @@ func (c *Config) Validate() error {
 	for _, d := range []struct {
 		name string
 		d    time.Duration
-	}{{"KeepEnded", c.KeepEnded}, {"ReservationAnyAfter", c.ReservationAnyAfter}, {"Hold.MinWait", c.Hold.MinWait}, {"Hold.CapWait", c.Hold.CapWait},
+	}{{"KeepEnded", c.KeepEnded}, {"ReservationAnyAfter", c.ReservationAnyAfter}, {"BacklogAfter", c.BacklogAfter}, {"Hold.MinWait", c.Hold.MinWait}, {"Hold.CapWait", c.Hold.CapWait},
 		{"Hold.Budget", c.Hold.Budget}, {"Hold.Hysteresis", c.Hold.Hysteresis}, {"Preemption.ExemptTime", c.Preemption.ExemptTime},
 		{"Preemption.Grace", c.Preemption.Grace}, {"Preemption.MinGain", c.Preemption.MinGain}} {
 		if err := checkDuration(d.name, d.d); err != nil {

@@ -41,7 +41,9 @@ import (
 //     (below) and its reservation starts later than now + Grace +
 //     MinGain;
 //     - else, while fewer than ReservationDepth reservations exist (and,
-//     for a job below ReservationMinGPUs, no other such job holds one),
+//     for a job below ReservationMinGPUs, no other such job holds one;
+//     while a job has waited BacklogAfter, instead: the job is the first
+//     waiting job in priority order),
 //     find the earliest time in the availability profile at which the gang can
 //     be admitted with the same topology-aware placement, and reserve
 //     those GPUs from then; once the walk has passed a waiting job
@@ -110,6 +112,11 @@ type cycle struct {
 	// to a job ranked below one that wanted it. The slot waits for the
 	// next cycle, whose walk offers it in rank order.
 	resvClosed bool
+	// backlog is set when Config.BacklogAfter applies this cycle (some
+	// job waits past it): only top, the highest-priority waiting job,
+	// may take a new reservation.
+	backlog bool
+	top     *jobRec
 	// smallClosed is resvClosed for jobs below Config.ReservationMinGPUs:
 	// set once the walk has passed such a job while another held the one
 	// reservation they may hold.
@@ -348,9 +355,10 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.initPreempt()
 	c.initQuota()
 	c.keepBook()
+	c.startBacklog(order)
 	c.startSkips()
 	c.walk(order)
-	e.slotOpen = c.closedKeepsSlot()
+	e.slotOpen = !c.backlog && c.closedKeepsSlot()
 	e.grow(now, plan)
 	e.report(plan)
 }
@@ -920,16 +928,45 @@ func (c *cycle) setStamp(j *jobRec) {
 	j.stamp = s
 }
 
+// startBacklog sets backlog and top (Config.BacklogAfter): whether some
+// waiting job below ReservationMinGPUs (any, with that rule off) has
+// waited BacklogAfter, and the first waiting job of order.
+func (c *cycle) startBacklog(order []*jobRec) {
+	e := c.e
+	c.backlog, c.top = false, nil
+	w, d := e.cfg.BacklogAfter, e.cfg.ReservationDepth
+	if w <= 0 || d <= 1 || e.cfg.Strict {
+		return
+	}
+	for _, j := range e.jobs.pending {
+		if (e.resvMin == 0 || !e.large(j)) && c.now.Sub(j.job.Submit) >= w {
+			c.backlog = true
+			break
+		}
+	}
+	if !c.backlog {
+		return
+	}
+	for rank, j := range order {
+		if j.phase == StatePending && (!c.fifo || j.pos == c.base+rank) {
+			c.top = j
+			return
+		}
+	}
+}
+
 // startSkips readies the cycle's stamps (skipTest). They are used when
 // the plan lists only changes and none of these is in play: quotas (a
 // job's gate is outside the stamp), holds and claims (left out to keep
-// the stamp's reasoning short; they are in the book's version), and,
-// with preemption, growing jobs: a growing job lends pods from the first
-// cycle after its start on (lends), a change that time alone makes.
+// the stamp's reasoning short; they are in the book's version), with
+// preemption, growing jobs: a growing job lends pods from the first
+// cycle after its start on (lends), a change that time alone makes, and
+// Config.BacklogAfter (a backlog begins with time alone, for every job
+// at once).
 func (c *cycle) startSkips() {
 	e := c.e
 	c.skips = e.cfg.OnlyChangedWaits && !c.naive && e.quota == nil && len(e.book.holds) == 0 && len(e.book.claims) == 0 &&
-		(e.pre == nil || e.jobs.growers == 0)
+		(e.pre == nil || e.jobs.growers == 0) && e.cfg.BacklogAfter <= 0
 	c.stampable, c.stampStays = false, false
 	c.ledgerCount = access.StateChanges(e.ledger.State())
 	c.nowNs = c.now.UnixNano()

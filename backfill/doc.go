@@ -19,8 +19,10 @@
 // the middle of a walk at the next cycle. With Config.ReservationMinGPUs
 // (DefaultConfig: more GPUs than a node holds) jobs below it hold at most
 // one of the slots between them, and the rest are kept for larger gangs,
-// until a small job has waited Config.ReservationAnyAfter (a day).
-// Schedule's doc lists the steps.
+// until a small job has waited Config.ReservationAnyAfter (a day). With
+// Config.BacklogAfter (off by default), while some small job has waited
+// that long, only the first job in line may take a new reservation, as
+// under EASY backfill. Schedule's doc lists the steps.
 //
 // # Promises
 //

@@ -262,9 +262,12 @@ const (
 	// passed without one (it is offered again, in priority order, at the
 	// next cycle).
 	SlotKept
+	// Backlog: a job has waited Config.BacklogAfter, and until none has,
+	// only the first job in line may take a new reservation.
+	Backlog
 )
 
-var noSlotNames = [...]string{"", "SlotsTaken", "SmallSlotTaken", "SlotKept"}
+var noSlotNames = [...]string{"", "SlotsTaken", "SmallSlotTaken", "SlotKept", "Backlog"}
 
 // String returns the code's stable name.
 func (c NoSlotCode) String() string {
@@ -283,6 +286,8 @@ func (c NoSlotCode) text() string {
 		return "; no reservation: the one slot shared by jobs below ReservationMinGPUs is held by another job"
 	case SlotKept:
 		return "; no reservation: the free slot is kept for a higher-priority job, offered again next cycle"
+	case Backlog:
+		return "; no reservation: the queue has a backlog (a job has waited past BacklogAfter), and only the first job in line may take one"
 	}
 	return ""
 }

@@ -67,6 +67,8 @@ func (c *cycle) noSlot(j *jobRec) NoSlotCode {
 		return 0
 	}
 	switch {
+	case c.backlog:
+		return Backlog
 	case c.slotsFull():
 		return SlotsTaken
 	case !c.e.large(j) && !c.aged(j) && c.smallHeld() > 0:
@@ -145,6 +147,11 @@ func (c *cycle) mayReserve() bool {
 // the walk keeps a slot for a small job it refused (keptForSmall), no
 // other job takes that slot.
 func (c *cycle) mayReserveFor(j *jobRec) bool {
+	if c.backlog {
+		// EASY while the queue has a backlog: the first job in line,
+		// whatever the reservations kept from before.
+		return j == c.top
+	}
 	if !c.mayReserve() {
 		return false
 	}

@@ -379,7 +379,7 @@ func largeWaits(r *sim.Result, large int) (time.Duration, time.Duration) {
 // per day), depth (reservation depth), rmin (ReservationMinGPUs), holds
 // (hold mode off with 0), holdmin (Hold.MinGPUs), holdshare
 // (Hold.MaxShare), and the durations rwait (ReservationAnyAfter),
-// holdwait, capwait, budget, hysteresis and starve (the fair-share
+// backlog (BacklogAfter), holdwait, capwait, budget, hysteresis and starve (the fair-share
 // starvation bound). For example
 // fs=500+rmin=9+rwait=24h.
 func selectPolicies(only string) ([]policy, error) {
@@ -450,6 +450,8 @@ func setField(c *backfill.Config, key, value string) error {
 	switch key {
 	case "rwait":
 		c.ReservationAnyAfter = d
+	case "backlog":
+		c.BacklogAfter = d
 	case "holdwait":
 		c.Hold.MinWait = d
 	case "capwait":

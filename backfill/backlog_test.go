@@ -1,0 +1,100 @@
+package backfill
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// TestBacklogAfter checks Config.BacklogAfter at depth 3, slots past the
+// first kept for gangs: before a job has waited BacklogAfter the gangs
+// take the slots past the first; once one has, only the first job in line
+// may take a new reservation (beyond the depth if need be), the others
+// are told why (Backlog), and the reservations held are kept; once no job
+// has waited that long, the slots open again. The control (BacklogAfter
+// 0) shows the slots rule alone. Four 8-GPU nodes, each busy until 1 to
+// 4 hours from the start; six engines agree (naive, checked, listing
+// changes).
+func TestBacklogAfter(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		backlog time.Duration
+		at40    []string              // reservations after the cycle at 40m
+		told40  map[string]NoSlotCode // why jobs got no slot at 40m
+		at50    []string              // after s and T are cancelled at 50m
+	}{
+		{"backlog", 30 * time.Minute, []string{"G1", "G2", "T", "s"}, map[string]NoSlotCode{"G3": Backlog}, []string{"G1", "G2", "G3"}},
+		{"control", 0, []string{"G1", "G2", "s"}, map[string]NoSlotCode{"T": SlotsTaken, "G3": SlotsTaken}, []string{"G1", "G2", "G3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.ReservationDepth, cfg.ReservationMinGPUs, cfg.ReservationAnyAfter, cfg.BacklogAfter = 3, MultiNode, 0, tc.backlog
+			cfg.Hold.Enabled = false
+			r := newMinGPUsRig(t, c, cfg)
+			for i, id := range []string{"b1", "b2", "b3", "b4"} {
+				r.submit(id, 1, 8, time.Duration(i+1)*time.Hour, 0)
+			}
+			if p := r.schedule(); len(p.Starts) != 4 {
+				t.Fatalf("%d jobs started, want the 4 that fill the cluster", len(p.Starts))
+			}
+			r.now = epoch.Add(time.Minute)
+			r.submit("s", 1, 4, time.Hour, 0)
+			r.submit("G1", 2, 8, time.Hour, 0)
+			r.submit("G2", 2, 8, time.Hour, 0)
+			r.schedule()
+			if got, want := slices.Sorted(maps.Keys(r.reserved())), []string{"G1", "G2", "s"}; !slices.Equal(got, want) {
+				t.Fatalf("at 1m (no backlog yet) reservations for %v, want %v", got, want)
+			}
+			// At 40m s has waited 39m; T (ranked first by its QOS, a
+			// small job) and G3 arrive.
+			r.now = epoch.Add(40 * time.Minute)
+			r.submit("T", 1, 4, time.Hour, 1)
+			r.submit("G3", 2, 8, time.Hour, 0)
+			p := r.schedule()
+			if got := slices.Sorted(maps.Keys(r.reserved())); !slices.Equal(got, tc.at40) {
+				t.Errorf("at 40m reservations for %v, want %v", got, tc.at40)
+			}
+			told := map[string]NoSlotCode{}
+			for _, w := range p.Waiting {
+				if w.NoSlot != 0 {
+					told[w.Job] = w.NoSlot
+				}
+			}
+			if !maps.Equal(told, tc.told40) {
+				t.Errorf("at 40m jobs were told %v, want %v", told, tc.told40)
+			}
+			// The small jobs leave: no job has waited 30m but the gangs
+			// (not below ReservationMinGPUs), so the slots open again.
+			r.now = epoch.Add(50 * time.Minute)
+			for _, e := range r.engines {
+				for _, id := range []string{"s", "T"} {
+					if err := e.Cancel(id, r.now); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			r.schedule()
+			if got := slices.Sorted(maps.Keys(r.reserved())); !slices.Equal(got, tc.at50) {
+				t.Errorf("at 50m reservations for %v, want %v", got, tc.at50)
+			}
+		})
+	}
+}
+
+// TestBacklogNoSlotText checks the Backlog code's name and words.
+func TestBacklogNoSlotText(t *testing.T) {
+	if got := Backlog.String(); got != "Backlog" {
+		t.Errorf("Backlog.String() = %q", got)
+	}
+	if got := Backlog.text(); !strings.Contains(got, "backlog") || !strings.Contains(got, "BacklogAfter") || !strings.Contains(got, "first job in line") {
+		t.Errorf("Backlog.text() = %q: it should name the backlog, BacklogAfter and who may reserve", got)
+	}
+}
