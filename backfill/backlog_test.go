@@ -53,22 +53,26 @@ func TestBacklogAfter(t *testing.T) {
 			if got, want := slices.Sorted(maps.Keys(r.reserved())), []string{"G1", "G2", "s"}; !slices.Equal(got, want) {
 				t.Fatalf("at 1m (no backlog yet) reservations for %v, want %v", got, want)
 			}
-			// At 40m s has waited 39m; T (ranked first by its QOS, a
-			// small job) and G3 arrive.
+			// G3 arrives at 20m and finds the slots taken; at 35m, with
+			// no event, s has waited 34m: the backlog begins with time
+			// alone (the engines that list only changes must see it).
+			r.now = epoch.Add(20 * time.Minute)
+			r.submit("G3", 2, 8, time.Hour, 0)
+			if got := toldNoSlot(r.schedule()); !maps.Equal(got, map[string]NoSlotCode{"G3": SlotsTaken}) {
+				t.Errorf("at 20m jobs were told %v, want G3 SlotsTaken", got)
+			}
+			r.now = epoch.Add(35 * time.Minute)
+			if got, want := toldNoSlot(r.schedule()), map[string]NoSlotCode{"G3": tc.told40["G3"]}; !maps.Equal(got, want) {
+				t.Errorf("at 35m jobs were told %v, want %v", got, want)
+			}
+			// At 40m T arrives, ranked first by its QOS (a small job).
 			r.now = epoch.Add(40 * time.Minute)
 			r.submit("T", 1, 4, time.Hour, 1)
-			r.submit("G3", 2, 8, time.Hour, 0)
 			p := r.schedule()
 			if got := slices.Sorted(maps.Keys(r.reserved())); !slices.Equal(got, tc.at40) {
 				t.Errorf("at 40m reservations for %v, want %v", got, tc.at40)
 			}
-			told := map[string]NoSlotCode{}
-			for _, w := range p.Waiting {
-				if w.NoSlot != 0 {
-					told[w.Job] = w.NoSlot
-				}
-			}
-			if !maps.Equal(told, tc.told40) {
+			if told := toldNoSlot(p); !maps.Equal(told, tc.told40) {
 				t.Errorf("at 40m jobs were told %v, want %v", told, tc.told40)
 			}
 			// The small jobs leave: no job has waited 30m but the gangs
@@ -89,12 +93,23 @@ func TestBacklogAfter(t *testing.T) {
 	}
 }
 
+// toldNoSlot returns why the waiting jobs of p got no slot (those told).
+func toldNoSlot(p *Plan) map[string]NoSlotCode {
+	told := map[string]NoSlotCode{}
+	for _, w := range p.Waiting {
+		if w.NoSlot != 0 {
+			told[w.Job] = w.NoSlot
+		}
+	}
+	return told
+}
+
 // TestBacklogNoSlotText checks the Backlog code's name and words.
 func TestBacklogNoSlotText(t *testing.T) {
 	if got := Backlog.String(); got != "Backlog" {
 		t.Errorf("Backlog.String() = %q", got)
 	}
-	if got := Backlog.text(); !strings.Contains(got, "backlog") || !strings.Contains(got, "BacklogAfter") || !strings.Contains(got, "first job in line") {
+	if got := Backlog.text(); !strings.Contains(got, "backlog") || !strings.Contains(got, "BacklogAfter") || !strings.Contains(got, "ranked above this one holds") {
 		t.Errorf("Backlog.text() = %q: it should name the backlog, BacklogAfter and who may reserve", got)
 	}
 }

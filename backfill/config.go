@@ -42,19 +42,22 @@ type Config struct {
 	// BacklogAfter, when positive, plans as EASY backfill while the queue
 	// has a backlog: while some waiting job below ReservationMinGPUs
 	// (any job, with that rule off) has waited this long since its
-	// submit time, only the highest-priority waiting job may take a new
-	// reservation, whatever the depth. Reservations already held are
-	// kept, so more than ReservationDepth may exist while it lasts (one
-	// more each time a job without one comes first in line), and the
-	// slots past the first open again once no such job has waited that
-	// long. Where every job waits days, the slots past the first
+	// submit time (one waiting for its queue's quota too), a job
+	// may take a new reservation only while no waiting job ranked above
+	// it holds one, whatever the depth. Reservations held by jobs ranked
+	// lower, taken before the backlog, are kept until they start: while
+	// the backlog lasts more than ReservationDepth may exist, and more
+	// than one small job may hold one. Once no such job has waited that
+	// long the slots past the first open again, as those reservations
+	// start. Where every job waits days, the slots past the first
 	// lengthen the mean wait of all jobs for little gain to gangs; at 8
 	// hours this shortens it there, and costs gangs waits on some
 	// queues (benchmarks/README.md, "What the slots cost the other
-	// jobs"). 0: off (DefaultConfig). It has no effect with ReservationDepth 0, 1 or
-	// Conservative. While it is set, a plan that lists only changes
-	// (OnlyChangedWaits) still tests every job. Like ReservationAnyAfter
-	// it changes with time alone (NextEvent does not wake for it).
+	// jobs"). 0: off (DefaultConfig). It has no effect with
+	// ReservationDepth 0, 1 or Conservative, or with Strict. Where it
+	// applies, a plan that lists only changes (OnlyChangedWaits) still
+	// tests every job. Like ReservationAnyAfter it changes with time alone
+	// (NextEvent does not wake for it).
 	BacklogAfter time.Duration
 	// Strict disables backfill: jobs start in priority order only, and
 	// the first job that cannot start blocks every job behind it (a job

@@ -42,8 +42,8 @@ import (
 //     MinGain;
 //     - else, while fewer than ReservationDepth reservations exist (and,
 //     for a job below ReservationMinGPUs, no other such job holds one;
-//     while a job has waited BacklogAfter, instead: the job is the first
-//     waiting job in priority order),
+//     while such a job has waited BacklogAfter, instead: no waiting job
+//     ranked above it holds one),
 //     find the earliest time in the availability profile at which the gang can
 //     be admitted with the same topology-aware placement, and reserve
 //     those GPUs from then; once the walk has passed a waiting job
@@ -113,10 +113,10 @@ type cycle struct {
 	// next cycle, whose walk offers it in rank order.
 	resvClosed bool
 	// backlog is set when Config.BacklogAfter applies this cycle (some
-	// job waits past it): only top, the highest-priority waiting job,
-	// may take a new reservation.
-	backlog bool
-	top     *jobRec
+	// small job waits past it): a job may take a new reservation only
+	// while no waiting job before it in the walk holds one (heldAbove),
+	// as under EASY backfill.
+	backlog, heldAbove bool
 	// smallClosed is resvClosed for jobs below Config.ReservationMinGPUs:
 	// set once the walk has passed such a job while another held the one
 	// reservation they may hold.
@@ -355,7 +355,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.initPreempt()
 	c.initQuota()
 	c.keepBook()
-	c.startBacklog(order)
+	c.startBacklog()
 	c.startSkips()
 	c.walk(order)
 	e.slotOpen = !c.backlog && c.closedKeepsSlot()
@@ -648,6 +648,9 @@ func (c *cycle) walk(order []*jobRec) {
 			if !started && j.resv == nil && j.claim == nil {
 				c.passedWaiting(j)
 			}
+			if !started && j.resv != nil {
+				c.heldAbove = true // the one reservation of a backlog (mayReserveFor)
+			}
 			if j.dropped {
 				j.dropped = false // written only when set: a long queue's records stay clean
 			}
@@ -928,31 +931,29 @@ func (c *cycle) setStamp(j *jobRec) {
 	j.stamp = s
 }
 
-// startBacklog sets backlog and top (Config.BacklogAfter): whether some
-// waiting job below ReservationMinGPUs (any, with that rule off) has
-// waited BacklogAfter, and the first waiting job of order.
-func (c *cycle) startBacklog(order []*jobRec) {
+// startBacklog sets backlog (Config.BacklogAfter): whether some waiting
+// job below ReservationMinGPUs (any, with that rule off) has waited
+// BacklogAfter. It reads the queue alone, not the jobs' last reasons,
+// which a restored engine does not have.
+func (c *cycle) startBacklog() {
 	e := c.e
-	c.backlog, c.top = false, nil
-	w, d := e.cfg.BacklogAfter, e.cfg.ReservationDepth
-	if w <= 0 || d <= 1 || e.cfg.Strict {
+	c.backlog, c.heldAbove = false, false
+	if !e.backlogRule() {
 		return
 	}
 	for _, j := range e.jobs.pending {
-		if (e.resvMin == 0 || !e.large(j)) && c.now.Sub(j.job.Submit) >= w {
+		if (e.resvMin == 0 || !e.large(j)) && c.now.Sub(j.job.Submit) >= e.cfg.BacklogAfter {
 			c.backlog = true
-			break
-		}
-	}
-	if !c.backlog {
-		return
-	}
-	for rank, j := range order {
-		if j.phase == StatePending && (!c.fifo || j.pos == c.base+rank) {
-			c.top = j
 			return
 		}
 	}
+}
+
+// backlogRule reports whether Config.BacklogAfter can apply: set, with a
+// depth above 1 and no strict order.
+func (e *Engine) backlogRule() bool {
+	d := e.cfg.ReservationDepth
+	return e.cfg.BacklogAfter > 0 && d > 1 && !e.cfg.Strict
 }
 
 // startSkips readies the cycle's stamps (skipTest). They are used when
@@ -966,7 +967,7 @@ func (c *cycle) startBacklog(order []*jobRec) {
 func (c *cycle) startSkips() {
 	e := c.e
 	c.skips = e.cfg.OnlyChangedWaits && !c.naive && e.quota == nil && len(e.book.holds) == 0 && len(e.book.claims) == 0 &&
-		(e.pre == nil || e.jobs.growers == 0) && e.cfg.BacklogAfter <= 0
+		(e.pre == nil || e.jobs.growers == 0) && !e.backlogRule()
 	c.stampable, c.stampStays = false, false
 	c.ledgerCount = access.StateChanges(e.ledger.State())
 	c.nowNs = c.now.UnixNano()

@@ -20,9 +20,11 @@
 // (DefaultConfig: more GPUs than a node holds) jobs below it hold at most
 // one of the slots between them, and the rest are kept for larger gangs,
 // until a small job has waited Config.ReservationAnyAfter (a day). With
-// Config.BacklogAfter (off by default), while some small job has waited
-// that long, only the first job in line may take a new reservation, as
-// under EASY backfill. Schedule's doc lists the steps.
+// Config.BacklogAfter (off by default), while some job below
+// ReservationMinGPUs has waited that long, a job may take a new
+// reservation only while no job ranked above it holds one, as under EASY
+// backfill (reservations taken before are kept until their jobs start).
+// Schedule's doc lists the steps.
 //
 // # Promises
 //

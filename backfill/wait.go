@@ -148,9 +148,10 @@ func (c *cycle) mayReserve() bool {
 // other job takes that slot.
 func (c *cycle) mayReserveFor(j *jobRec) bool {
 	if c.backlog {
-		// EASY while the queue has a backlog: the first job in line,
-		// whatever the reservations kept from before.
-		return j == c.top
+		// EASY while the queue has a backlog: the first job the walk
+		// leaves waiting with a reservation holds the only one that
+		// counts; those held further down from before are kept.
+		return !c.heldAbove
 	}
 	if !c.mayReserve() {
 		return false
