@@ -51,9 +51,9 @@ type Config struct {
 	// long the slots past the first open again, as those reservations
 	// start. Where every job waits days, the slots past the first
 	// lengthen the mean wait of all jobs for little gain to gangs; at 8
-	// hours this shortens it there, and costs gangs waits on some
-	// queues (benchmarks/README.md, "What the slots cost the other
-	// jobs"). 0: off (DefaultConfig). It has no effect with
+	// hours this brings it below EASY's there, and gangs wait longer
+	// than under the default (benchmarks/README.md, "What the slots
+	// cost the other jobs"). 0: off (DefaultConfig). It has no effect with
 	// ReservationDepth 0, 1 or Conservative, or with Strict. Where it
 	// applies, a plan that lists only changes (OnlyChangedWaits) still
 	// tests every job. Like ReservationAnyAfter it changes with time alone
