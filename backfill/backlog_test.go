@@ -11,10 +11,11 @@ import (
 )
 
 // TestBacklogAfter checks Config.BacklogAfter at depth 3, slots past the
-// first kept for gangs: before a job has waited BacklogAfter the gangs
-// take the slots past the first; once one has, only the first job in line
-// may take a new reservation (beyond the depth if need be), the others
-// are told why (Backlog), and the reservations held are kept; once no job
+// first kept for gangs: before a small job has waited BacklogAfter the
+// gangs take the slots past the first; once one has (with time alone), a
+// job may take a new reservation only while no job ranked above it holds
+// one (the first in line takes one beyond the depth), the others are told
+// why (Backlog), and the reservations held are kept; once no small job
 // has waited that long, the slots open again. The control (BacklogAfter
 // 0) shows the slots rule alone. Four 8-GPU nodes, each busy until 1 to
 // 4 hours from the start; six engines agree (naive, checked, listing
@@ -109,7 +110,7 @@ func TestBacklogNoSlotText(t *testing.T) {
 	if got := Backlog.String(); got != "Backlog" {
 		t.Errorf("Backlog.String() = %q", got)
 	}
-	if got := Backlog.text(); !strings.Contains(got, "backlog") || !strings.Contains(got, "BacklogAfter") || !strings.Contains(got, "ranked above this one holds") {
+	if got := Backlog.text(); !strings.Contains(got, "backlog") || !strings.Contains(got, "BacklogAfter") || !strings.Contains(got, "ranked above this one holds a reservation") {
 		t.Errorf("Backlog.text() = %q: it should name the backlog, BacklogAfter and who may reserve", got)
 	}
 }

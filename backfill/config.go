@@ -45,11 +45,13 @@ type Config struct {
 	// submit time (one waiting for its queue's quota too), a job
 	// may take a new reservation only while no waiting job ranked above
 	// it holds one, whatever the depth. Reservations held by jobs ranked
-	// lower, taken before the backlog, are kept until they start: while
-	// the backlog lasts more than ReservationDepth may exist, and more
-	// than one small job may hold one. Once no such job has waited that
-	// long the slots past the first open again, as those reservations
-	// start. Where every job waits days, the slots past the first
+	// lower are kept until their jobs start, whether taken before the
+	// backlog or during it by a job then first in line (each job that
+	// comes first later takes one more): while the backlog lasts more
+	// than ReservationDepth may exist, more than one small job may hold
+	// one, and the first job in line may be planned after them. Once no
+	// such job has waited that long the slots past the first open
+	// again, as those reservations start. Where every job waits days, the slots past the first
 	// lengthen the mean wait of all jobs for little gain to gangs; at 8
 	// hours this brings it below EASY's there, and gangs wait longer
 	// than under the default (benchmarks/README.md, "What the slots

@@ -41,18 +41,19 @@ import (
 //     (below) and its reservation starts later than now + Grace +
 //     MinGain;
 //     - else, while fewer than ReservationDepth reservations exist (and,
-//     for a job below ReservationMinGPUs, no other such job holds one;
-//     while such a job has waited BacklogAfter, instead: no waiting job
-//     ranked above it holds one),
+//     for a job below ReservationMinGPUs, no other such job holds one),
+//     or, during a backlog (Config.BacklogAfter), while no waiting job
+//     ranked above it holds one, whatever the depth,
 //     find the earliest time in the availability profile at which the gang can
 //     be admitted with the same topology-aware placement, and reserve
 //     those GPUs from then; once the walk has passed a waiting job
 //     without a reservation while every slot was taken, a slot that
 //     frees later in the walk (a reserved job further down starting now)
 //     is left for the next cycle, whose walk offers it in priority order
-//     (NextEvent asks for that cycle at once): it does not go to a job
-//     ranked below one the walk refused it (with MaxJobsTested, the next
-//     cycle offers it within its own window); the one slot of jobs below
+//     (NextEvent asks for that cycle at once; not during a backlog): it
+//     does not go to a job ranked below one the walk refused it (with
+//     MaxJobsTested, the next cycle offers it within its own window); the
+//     one slot of jobs below
 //     ReservationMinGPUs is kept so among them;
 //     - with preemption on, a job of a class above some running job's
 //     whose earliest such time is later than now + Grace + MinGain (or

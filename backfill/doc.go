@@ -23,8 +23,8 @@
 // Config.BacklogAfter (off by default), while some job below
 // ReservationMinGPUs has waited that long, a job may take a new
 // reservation only while no job ranked above it holds one, as under EASY
-// backfill (reservations taken before are kept until their jobs start).
-// Schedule's doc lists the steps.
+// backfill (reservations held by jobs ranked lower are kept until their
+// jobs start). Schedule's doc lists the steps.
 //
 // # Promises
 //

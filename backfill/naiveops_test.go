@@ -110,8 +110,8 @@ func randomOpsEngine(t *testing.T, c *topology.Cluster, depth int, seed uint64, 
 	// its strict seeds alone.)
 	cfg.ReservationAnyAfter = []time.Duration{0, 20 * time.Minute, time.Hour}[seed/3%3]
 	// EASY while a small job has waited 40 minutes (BacklogAfter) in a
-	// third of the seeds, four of the twelve of -short (2, 3, 8 and 9:
-	// with hold mode and without, with preemption and without).
+	// third of the seeds; of the twelve of -short it applies in 2, 8 and
+	// 9 (3 is strict): preemption in 2 and 8, hold mode and queues in 9.
 	cfg.BacklogAfter = []time.Duration{0, 40 * time.Minute, 0}[seed/2%3]
 	cfg.FairShare.HalfLife = time.Hour
 	cfg.Hold = HoldConfig{Enabled: seed%3 == 0, MinGPUs: 16, MaxShare: 0.75, CapWait: 30 * time.Minute, Budget: time.Hour, Hysteresis: 20 * time.Minute, MaxHolds: 2}

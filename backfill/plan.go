@@ -262,9 +262,10 @@ const (
 	// passed without one (it is offered again, in priority order, at the
 	// next cycle).
 	SlotKept
-	// Backlog: a job below ReservationMinGPUs has waited
-	// Config.BacklogAfter, and until none has, a job may take a new
-	// reservation only while no job ranked above it holds one (EASY).
+	// Backlog: a job below ReservationMinGPUs (any job, with that rule
+	// off) has waited Config.BacklogAfter, and until none has, a job may
+	// take a new reservation only while no job ranked above it holds one
+	// (EASY); one does.
 	Backlog
 )
 
@@ -288,7 +289,7 @@ func (c NoSlotCode) text() string {
 	case SlotKept:
 		return "; no reservation: the free slot is kept for a higher-priority job, offered again next cycle"
 	case Backlog:
-		return "; no reservation: the queue has a backlog (a small job has waited past BacklogAfter), and a job ranked above this one holds the one reservation"
+		return "; no reservation: the queue has a backlog (a job has waited past BacklogAfter), and a job ranked above this one holds a reservation"
 	}
 	return ""
 }
