@@ -53,8 +53,7 @@ import (
 //     (NextEvent asks for that cycle at once; not during a backlog): it
 //     does not go to a job ranked below one the walk refused it (with
 //     MaxJobsTested, the next cycle offers it within its own window); the
-//     one slot of jobs below
-//     ReservationMinGPUs is kept so among them;
+//     one slot of jobs below ReservationMinGPUs is kept so among them;
 //     - with preemption on, a job of a class above some running job's
 //     whose earliest such time is later than now + Grace + MinGain (or
 //     that has none) first looks for victims (package gang/preempt): if
