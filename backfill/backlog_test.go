@@ -114,3 +114,44 @@ func TestBacklogNoSlotText(t *testing.T) {
 		t.Errorf("Backlog.text() = %q: it should name the backlog, BacklogAfter and who may reserve", got)
 	}
 }
+
+// TestBacklogFirstStartsNow: during a backlog, a first job in line that
+// starts now holds no reservation, so the next job may take one (EASY).
+// Four 8-GPU nodes busy for 1 to 4 hours; s waits from 1m (the backlog
+// from 31m); at 36m the last node frees early, F (first in line) starts
+// on it and H (second, a 2-node gang) takes the reservation.
+func TestBacklogFirstStartsNow(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.ReservationDepth, cfg.ReservationMinGPUs, cfg.ReservationAnyAfter, cfg.BacklogAfter = 3, MultiNode, 0, 30*time.Minute
+	cfg.Hold.Enabled = false
+	r := newMinGPUsRig(t, c, cfg)
+	for i, id := range []string{"b1", "b2", "b3", "b4"} {
+		r.submit(id, 1, 8, time.Duration(i+1)*time.Hour, 0)
+	}
+	r.schedule()
+	r.now = epoch.Add(time.Minute)
+	r.submit("s", 1, 8, time.Hour, 0) // a whole node: it cannot share F's
+	r.schedule()
+	r.now = epoch.Add(36 * time.Minute)
+	for _, e := range r.engines {
+		if err := e.Finished("b4", r.now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.submit("F", 1, 4, 10*time.Minute, 1)
+	r.submit("H", 2, 8, time.Hour, 0.9)
+	p := r.schedule()
+	if len(p.Starts) != 1 || p.Starts[0].Job != "F" {
+		t.Fatalf("starts %+v, want F's", p.Starts)
+	}
+	if got, want := slices.Sorted(maps.Keys(r.reserved())), []string{"H", "s"}; !slices.Equal(got, want) {
+		t.Errorf("reservations for %v, want %v (F, first in line, started: H, next, takes one)", got, want)
+	}
+	if told := toldNoSlot(p); len(told) != 0 {
+		t.Errorf("jobs told %v, want none refused", told)
+	}
+}
