@@ -36,16 +36,7 @@ func TestBacklogAfter(t *testing.T) {
 		{"control", 0, []string{"G1", "G2", "s"}, map[string]NoSlotCode{"T": SlotsTaken, "G3": SlotsTaken}, []string{"G1", "G2", "G3"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := DefaultConfig()
-			cfg.ReservationDepth, cfg.ReservationMinGPUs, cfg.ReservationAnyAfter, cfg.BacklogAfter = 3, MultiNode, 0, tc.backlog
-			cfg.Hold.Enabled = false
-			r := newMinGPUsRig(t, c, cfg)
-			for i, id := range []string{"b1", "b2", "b3", "b4"} {
-				r.submit(id, 1, 8, time.Duration(i+1)*time.Hour, 0)
-			}
-			if p := r.schedule(); len(p.Starts) != 4 {
-				t.Fatalf("%d jobs started, want the 4 that fill the cluster", len(p.Starts))
-			}
+			r := newBacklogRig(t, c, tc.backlog)
 			r.now = epoch.Add(time.Minute)
 			r.submit("s", 1, 4, time.Hour, 0)
 			r.submit("G1", 2, 8, time.Hour, 0)
@@ -94,6 +85,24 @@ func TestBacklogAfter(t *testing.T) {
 	}
 }
 
+// newBacklogRig returns the rig of the backlog tests at depth 3, slots
+// past the first kept for gangs, BacklogAfter backlog, with every node
+// busy (b1 to b4, one node each, for 1 to 4 hours).
+func newBacklogRig(t *testing.T, c *topology.Cluster, backlog time.Duration) *minGPUsRig {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.ReservationDepth, cfg.ReservationMinGPUs, cfg.ReservationAnyAfter, cfg.BacklogAfter = 3, MultiNode, 0, backlog
+	cfg.Hold.Enabled = false
+	r := newMinGPUsRig(t, c, cfg)
+	for i, id := range []string{"b1", "b2", "b3", "b4"} {
+		r.submit(id, 1, 8, time.Duration(i+1)*time.Hour, 0)
+	}
+	if p := r.schedule(); len(p.Starts) != 4 {
+		t.Fatalf("%d jobs started, want the 4 that fill the cluster", len(p.Starts))
+	}
+	return r
+}
+
 // toldNoSlot returns why the waiting jobs of p got no slot (those told).
 func toldNoSlot(p *Plan) map[string]NoSlotCode {
 	told := map[string]NoSlotCode{}
@@ -125,14 +134,7 @@ func TestBacklogFirstStartsNow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := DefaultConfig()
-	cfg.ReservationDepth, cfg.ReservationMinGPUs, cfg.ReservationAnyAfter, cfg.BacklogAfter = 3, MultiNode, 0, 30*time.Minute
-	cfg.Hold.Enabled = false
-	r := newMinGPUsRig(t, c, cfg)
-	for i, id := range []string{"b1", "b2", "b3", "b4"} {
-		r.submit(id, 1, 8, time.Duration(i+1)*time.Hour, 0)
-	}
-	r.schedule()
+	r := newBacklogRig(t, c, 30*time.Minute)
 	r.now = epoch.Add(time.Minute)
 	r.submit("s", 1, 8, time.Hour, 0) // a whole node: it cannot share F's
 	r.schedule()

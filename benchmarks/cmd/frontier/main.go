@@ -347,13 +347,18 @@ func meanWait(r *sim.Result) time.Duration {
 	}
 	sum := 0.0 // seconds: a Duration (292 years) overflows at 82,000 waits of 1.3 days on average
 	for _, o := range r.Outcomes {
-		if o.Started || o.Finished {
-			sum += (o.Start - o.Submit).Seconds()
-		} else {
-			sum += (r.Makespan - o.Submit).Seconds()
-		}
+		sum += jobWait(&o, r.Makespan).Seconds()
 	}
 	return time.Duration(sum / float64(len(r.Outcomes)) * float64(time.Second))
+}
+
+// jobWait is a job's wait: to its start, or to end when it never
+// started.
+func jobWait(o *sim.Outcome, end time.Duration) time.Duration {
+	if o.Started || o.Finished {
+		return o.Start - o.Submit
+	}
+	return end - o.Submit
 }
 
 // largeWaits returns the p95 and max wait of jobs of more than large GPUs.
@@ -364,11 +369,7 @@ func largeWaits(r *sim.Result, large int) (time.Duration, time.Duration) {
 		if o.GPUs <= large {
 			continue
 		}
-		if o.Started || o.Finished {
-			waits = append(waits, o.Start-o.Submit)
-		} else {
-			waits = append(waits, end-o.Submit)
-		}
+		waits = append(waits, jobWait(&o, end))
 	}
 	return sim.Quantiles(waits)
 }
