@@ -62,6 +62,14 @@ type Result struct {
 	// HeldForHoldGPUSeconds counts GPUs kept idle by hold mode for a
 	// waiting gang (phalanx only).
 	HeldForHoldGPUSeconds float64 `json:"hold_gpu_seconds"`
+	// ReservedFreeGPUSeconds counts GPUs free after a cycle on the GPUs a
+	// reservation plans to use (phalanx only; each GPU once, however
+	// many reservations plan it), until the next cycle. Such a GPU is
+	// open only to jobs whose time limit ends before the reservation
+	// starts; it may stay idle for other reasons too (no waiting job
+	// fits there at all), so this bounds from above the idle time the
+	// reservations cost, within IdleWhileQueuedGPUSeconds.
+	ReservedFreeGPUSeconds float64 `json:"reserved_free_gpu_seconds"`
 
 	Waits   []ClassWait   `json:"waits"`
 	MeanJCT time.Duration `json:"mean_jct_ns"`

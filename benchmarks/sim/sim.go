@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	mathbits "math/bits"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -206,6 +207,13 @@ type runner struct {
 	// At the last start so far: the busy GPU-seconds and the active
 	// seconds (Result.UtilisationBeforeDrain).
 	busyAtStart, activeAtStart float64
+	// resvFree is the GPUs free and planned for reservations after the
+	// last cycle (Result.ReservedFreeGPUSeconds); resvState and resvMask
+	// are its scratch: the engine's free state and, per node, the GPUs
+	// some reservation plans to use.
+	resvFree  int
+	resvState *topology.State
+	resvMask  []uint64
 }
 
 // Run simulates jobs (sorted by submit time) under cfg and returns the
@@ -300,7 +308,45 @@ func (r *runner) account(now time.Duration) {
 	dt := (now - r.lastAcct).Seconds()
 	r.m.BusyGPUSeconds += float64(r.busy) * dt
 	r.m.DeadlockGPUSeconds += float64(r.held) * dt
+	r.m.ReservedFreeGPUSeconds += float64(r.resvFree) * dt
 	r.lastAcct = now
+}
+
+// reservedFree sets resvFree after a cycle: the GPUs free now (after the
+// plan's starts) on nodes in service that some reservation of the plan
+// will use, each counted once however many reservations plan it.
+func (r *runner) reservedFree(e *backfill.Engine, plan *backfill.Plan) error {
+	r.resvFree = 0
+	if len(plan.Reservations) == 0 {
+		return nil
+	}
+	if r.resvState == nil {
+		r.resvState = topology.NewState(r.cfg.Cluster)
+		r.resvMask = make([]uint64, r.cfg.Cluster.NumNodes())
+	}
+	if err := e.CopyState(r.resvState); err != nil {
+		return err
+	}
+	for i := range plan.Reservations {
+		a := &plan.Reservations[i].Allocation
+		for m := range a.Members {
+			for _, x := range a.Members[m].Assignment {
+				r.resvMask[x.Node] |= x.GPUs
+			}
+		}
+	}
+	for i := range plan.Reservations {
+		a := &plan.Reservations[i].Allocation
+		for m := range a.Members {
+			for _, x := range a.Members[m].Assignment {
+				if r.resvState.Schedulable(x.Node) {
+					r.resvFree += mathbits.OnesCount64(r.resvMask[x.Node] & r.resvState.Free(x.Node))
+				}
+				r.resvMask[x.Node] = 0 // counted once
+			}
+		}
+	}
+	return nil
 }
 
 // enqueue counts job i as submitted and queued.
@@ -389,6 +435,9 @@ func (r *runner) runEngine() error {
 		r.progress()
 		r.m.HeldForHoldGPUSeconds = plan.HeldGPUSeconds
 		if err := r.applyPlan(e, plan); err != nil {
+			return err
+		}
+		if err := r.reservedFree(e, plan); err != nil {
 			return err
 		}
 		if r.cfg.Interval > 0 && r.pending > 0 && (tick || !r.hasTick()) {

@@ -1,11 +1,13 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +101,11 @@ func checkConservation(t *testing.T, res *Result) {
 	}
 	if u := res.UtilisationBeforeDrain; u < 0 || u > 1+1e-9 || res.Drain < 0 || res.Drain > res.ActiveWindow {
 		t.Fatalf("%s: before the drain utilisation %v, drain %v of a %v window", res.Policy, u, res.Drain, res.ActiveWindow)
+	}
+	// A GPU free on a reservation's plan is free while its job waits:
+	// part of the idle time while queued.
+	if f := res.ReservedFreeGPUSeconds; f < 0 || f > res.IdleWhileQueuedGPUSeconds*(1+1e-9)+1e-6 {
+		t.Fatalf("%s: %v GPU-s free on reservations, %v idle while queued", res.Policy, f, res.IdleWhileQueuedGPUSeconds)
 	}
 	// While contended, the shares and the entitlements are fractions of
 	// the busy GPU time: each adds up to 1 (both 0 when no GPU was busy
@@ -305,6 +312,58 @@ func TestWorkAccounting(t *testing.T) {
 		t.Errorf("utilisation %v, want %v", r.Utilisation, want)
 	}
 	checkDrain(t, r, 0.8, 10*time.Hour)
+}
+
+// TestReservedFree: GPUs free on a reservation's planned GPUs count until
+// they are used or the reservation's job starts; greedy backfill plans
+// none.
+func TestReservedFree(t *testing.T) {
+	// a holds 1,600 of the 2,000 GPUs for its hour (its limit); b needs
+	// the whole cluster, so its reservation at 1h plans every GPU, and
+	// the 400 free ones wait for it. c (8 GPUs, 2 h) cannot use them
+	// without delaying b.
+	base := []TraceJob{
+		{ID: "a", Account: "x", Submit: 0, Duration: time.Hour, TimeLimit: time.Hour, GPUs: 1600, Nodes: 200, GPUsPerNode: 8},
+		{ID: "b", Account: "y", Submit: 0, Duration: time.Hour, TimeLimit: time.Hour, GPUs: 2000, Nodes: 250, GPUsPerNode: 8},
+		{ID: "c", Account: "z", Submit: 0, Duration: 2 * time.Hour, TimeLimit: 2 * time.Hour, GPUs: 8, Nodes: 1, GPUsPerNode: 8},
+	}
+	short := slices.Clone(base)
+	// With a 30-minute run, c fits before b's start on one of the
+	// reserved nodes: 8 GPUs fewer are free for that half hour.
+	short[2].Duration, short[2].TimeLimit = 30*time.Minute, 30*time.Minute
+	// d needs the whole cluster after b: a second reservation, at 2h, on
+	// the same GPUs. The 400 free ones count once. (c comes a second
+	// later, to rank below d: ranked above it, c would take the GPUs
+	// from 2h and put d's reservation at 4h.)
+	twice := append(slices.Clone(base), TraceJob{ID: "d", Account: "w", Submit: 0, Duration: time.Hour, TimeLimit: time.Hour, GPUs: 2000, Nodes: 250, GPUsPerNode: 8})
+	twice[2].Submit = time.Second
+	slices.SortStableFunc(twice, func(x, y TraceJob) int { return cmp.Compare(x.Submit, y.Submit) })
+	for _, tc := range []struct {
+		name   string
+		jobs   []TraceJob
+		policy Policy
+		want   float64 // GPU-seconds
+	}{
+		{"reservation keeps 400 GPUs for an hour", base, Phalanx, 400 * 3600},
+		{"a short job backfills onto it", short, Phalanx, 392*1800 + 400*1800},
+		{"two reservations plan the same GPUs", twice, Phalanx, 400 * 3600},
+		{"greedy backfill plans no reservation", base, GangBackfill, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := backfill.DefaultConfig()
+			r, err := Run(Config{Cluster: topology.Default2000(), Policy: tc.policy, Engine: &e}, tc.jobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkConservation(t, r)
+			if r.ReservedFreeGPUSeconds != tc.want {
+				t.Errorf("free on reservations %v GPU-s, want %v", r.ReservedFreeGPUSeconds, tc.want)
+			}
+			if tc.policy == Phalanx && r.IdleWhileQueuedGPUSeconds < tc.want {
+				t.Errorf("idle while queued %v GPU-s, below the %v free on reservations", r.IdleWhileQueuedGPUSeconds, tc.want)
+			}
+		})
+	}
 }
 
 // TestShareGap: an account's entitlement is its max-min fair part of the

@@ -158,9 +158,10 @@ func TestAggWaits(t *testing.T) {
 	// at 6h, counted to the end (10h): 4h. Mean 3h30m.
 	r.Outcomes = append(r.Outcomes, sim.Outcome{GPUs: 1, Submit: 6 * time.Hour})
 	r.MeanBoundedSlowdown = 2.5
+	r.HeldForHoldGPUSeconds, r.ReservedFreeGPUSeconds = 7*3600, 300*3600
 	// A second seed: 100,000 jobs that each waited two days, whose sum
 	// overflows a Duration (292 years); slowdown 1.5.
-	long := &sim.Result{Makespan: 100 * time.Hour, MeanBoundedSlowdown: 1.5, Outcomes: make([]sim.Outcome, 100000)}
+	long := &sim.Result{Makespan: 100 * time.Hour, MeanBoundedSlowdown: 1.5, HeldForHoldGPUSeconds: 3 * 3600, ReservedFreeGPUSeconds: 100 * 3600, Outcomes: make([]sim.Outcome, 100000)}
 	for i := range long.Outcomes {
 		long.Outcomes[i] = sim.Outcome{GPUs: 1, Started: true, Submit: time.Hour, Start: 49 * time.Hour}
 	}
@@ -174,6 +175,11 @@ func TestAggWaits(t *testing.T) {
 	b.print(&out, "p", 2)
 	if !strings.Contains(out.String(), " 25h45m0s    2.0 ") {
 		t.Errorf("printed row lacks the mean wait 25h45m0s and slowdown 2.0 per seed:\n%s", out.String())
+	}
+	// GPU-hours held by hold mode and free on reservations, per seed:
+	// (7 + 3) / 2 and (300 + 100) / 2, in that order.
+	if !strings.Contains(out.String(), " 0.0000          5        200 ") {
+		t.Errorf("printed row lacks 5 held and 200 free on reservations GPU-hours per seed:\n%s", out.String())
 	}
 }
 

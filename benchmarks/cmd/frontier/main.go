@@ -3,15 +3,18 @@
 // utilisation over the active window and before its final drain
 // (sim.Result.UtilisationBeforeDrain), GPU-hours idle while jobs queue
 // (absolute and as a share of the capacity over the active window), the
-// large jobs' p95 and max wait, the longest wait and the account share gap
-// while contended.
+// large jobs' p95 and max wait, the longest wait, the mean wait and
+// bounded slowdown, the account share gap while contended, and the
+// GPU-hours kept idle by hold mode and free on reservations' planned GPUs
+// (sim.Result.ReservedFreeGPUSeconds).
 //
-//	go run ./benchmarks/cmd/frontier [-traces synthetic,philly3,philly4,itp] [-seeds 6] [-trace-seeds 1] [-no-limits 0] [-policies a,b] [-per-seed] [-criteria] [-data ../shared/data]
+//	go run ./benchmarks/cmd/frontier [-traces synthetic,philly3,philly4,itp] [-seeds 6] [-trace-seeds 1] [-first-seed 1] [-no-limits 0] [-policies a,b] [-per-seed] [-criteria] [-data ../shared/data]
 //
 // -no-limits 1 takes every job's time limit away (hold mode's case: a
 // Kubernetes cluster); fifo (strict gang FIFO) is a policy for that
 // comparison. -per-seed prints each seed's row (policy/seed) before the
-// policy's row over the seeds. A policy named by key=value pairs is the
+// policy's row over the seeds. -first-seed N runs seeds N, N+1, ... of
+// every workload instead of 1, 2, ... (a held-out check). A policy named by key=value pairs is the
 // default with those fields set (selectPolicies). -criteria prints, under
 // each trace, the acceptance criterion its rows are read against, figure
 // by figure: issue 18's with every job limited (it needs the greedy,
@@ -177,6 +180,7 @@ func main() {
 	noLimits := flag.Float64("no-limits", 0, "share of jobs without a time limit (1: none, as on Kubernetes)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.BoolVar(&perSeed, "per-seed", false, "also print each seed's row (named policy/seed)")
+	flag.Uint64Var(&firstSeed, "first-seed", 1, "the first seed of every workload: seeds run from it on, so that -first-seed 4 -trace-seeds 3 is a check held out from the default seeds 1 to 3")
 	check := flag.Bool("criteria", false, "under each trace, the acceptance criterion of issue 18 (with -no-limits 0) or 13 (with -no-limits 1), figure by figure, when the rows it reads were run")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -190,8 +194,8 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if *seeds < 1 || *traceSeeds < 1 {
-		fmt.Fprintln(os.Stderr, "frontier: -seeds and -trace-seeds want at least 1")
+	if *seeds < 1 || *traceSeeds < 1 || firstSeed < 1 {
+		fmt.Fprintln(os.Stderr, "frontier: -seeds, -trace-seeds and -first-seed want at least 1")
 		os.Exit(2)
 	}
 	if !(*noLimits >= 0 && *noLimits <= 1) {
@@ -250,7 +254,7 @@ func traces(names []string, seeds, traceSeeds int, data string, noLimits float64
 func frontier(w io.Writer, t trace, only string, check bool, noLimits float64) error {
 	c := topology.Default2000()
 	fmt.Fprintf(w, "%s (%d seed(s)), default-2k; large jobs: more than %d GPUs\n", t.name, t.seeds, t.large)
-	fmt.Fprintf(w, "%-13s %7s %9s %12s %7s %11s %11s %9s %9s %6s %7s %10s %8s\n", "policy", "util", "pre-drain", "idleQ GPU-h", "idleQ%", "large p95", "large max", "longest", "mean wait", "bsld", "share", "held GPU-h", "cpu")
+	fmt.Fprintf(w, "%-13s %7s %9s %12s %7s %11s %11s %9s %9s %6s %7s %10s %10s %8s\n", "policy", "util", "pre-drain", "idleQ GPU-h", "idleQ%", "large p95", "large max", "longest", "mean wait", "bsld", "share", "held GPU-h", "resv GPU-h", "cpu")
 	chosen, err := selectPolicies(only)
 	if err != nil {
 		return err
@@ -259,7 +263,7 @@ func frontier(w io.Writer, t trace, only string, check bool, noLimits float64) e
 	for _, p := range chosen {
 		sum := &agg{}
 		rows[p.name] = sum
-		for seed := uint64(1); seed <= uint64(t.seeds); seed++ {
+		for seed := firstSeed; seed < firstSeed+uint64(t.seeds); seed++ {
 			jobs, err := t.jobs(seed)
 			if err != nil {
 				return err
@@ -292,11 +296,15 @@ func frontier(w io.Writer, t trace, only string, check bool, noLimits float64) e
 // perSeed makes frontier print a row per seed before each policy's row.
 var perSeed bool
 
+// firstSeed is the first seed of every workload (-first-seed).
+var firstSeed uint64 = 1
+
 // agg sums one policy's runs over seeds (means, and the worst for waits).
 type agg struct {
 	util, idle, idlePct, share float64
 	preDrain                   float64 // utilisation before the final drain
 	held                       float64 // GPU-hours kept idle by hold mode
+	resvFree                   float64 // GPU-hours free on reservations' planned GPUs
 	p95, max, longest          time.Duration
 	meanWait                   time.Duration // mean wait of every job, summed over seeds
 	bsld                       float64       // mean bounded slowdown, summed over seeds
@@ -314,6 +322,7 @@ func (a *agg) add(r *sim.Result, large int) {
 	}
 	a.share += r.WorstShare
 	a.held += r.HeldForHoldGPUSeconds / 3600
+	a.resvFree += r.ReservedFreeGPUSeconds / 3600
 	p95, mx := largeWaits(r, large)
 	a.meanWait += meanWait(r)
 	a.bsld += r.MeanBoundedSlowdown
@@ -331,9 +340,9 @@ func (a *agg) add(r *sim.Result, large int) {
 
 func (a *agg) print(w io.Writer, name string, n int) {
 	f := float64(n)
-	fmt.Fprintf(w, "%-13s %6.1f%% %8.1f%% %12.0f %6.2f%% %11s %11s %9s %9s %6.1f %7.4f %10.0f %8s\n", name, 100*a.util/f, 100*a.preDrain/f, a.idle/f, 100*a.idlePct/f,
+	fmt.Fprintf(w, "%-13s %6.1f%% %8.1f%% %12.0f %6.2f%% %11s %11s %9s %9s %6.1f %7.4f %10.0f %10.0f %8s\n", name, 100*a.util/f, 100*a.preDrain/f, a.idle/f, 100*a.idlePct/f,
 		a.p95.Round(time.Minute), a.max.Round(time.Minute), a.longest.Round(time.Minute), (a.meanWait / time.Duration(n)).Round(time.Minute), a.bsld/f,
-		a.share/f, a.held/f, a.cpu.Round(time.Second))
+		a.share/f, a.held/f, a.resvFree/f, a.cpu.Round(time.Second))
 }
 
 // meanWait returns the mean wait of every job of r, a job that never
