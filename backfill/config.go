@@ -56,10 +56,13 @@ type Config struct {
 	// hours this brings it below EASY's there, and gangs wait longer
 	// than under the default (benchmarks/README.md, "What the slots
 	// cost the other jobs"). 0: off (DefaultConfig). It has no effect with
-	// ReservationDepth 0, 1 or Conservative, or with Strict. Where it
-	// applies, a plan that lists only changes (OnlyChangedWaits) still
-	// tests every job. Like ReservationAnyAfter it changes with time alone
-	// (NextEvent does not wake for it).
+	// ReservationDepth 0, 1 or Conservative, or with Strict. A plan that
+	// lists only changes (OnlyChangedWaits) skips the tests that would
+	// fail as before during a backlog too, and passes over the jobs
+	// after the first job left holding a reservation, as it does without
+	// one; the cycle a backlog begins or ends in tests every job again.
+	// Like ReservationAnyAfter it changes with time alone (NextEvent does
+	// not wake for it).
 	BacklogAfter time.Duration
 	// Strict disables backfill: jobs start in priority order only, and
 	// the first job that cannot start blocks every job behind it (a job

@@ -99,6 +99,9 @@ type cycle struct {
 	qwUntil int64
 	qwLeft  uint64
 	qwHold  bool
+	// qwBacklog is backlog when the marks and the class table were made:
+	// a walk whose backlog differs trusts neither (quietWalk).
+	qwBacklog bool
 	// goneOK is set while the walk may pass over the keys marked
 	// keptGone, their jobs' records unread: no job came back to its
 	// place in the kept order since the last walk, which ended with
@@ -245,6 +248,11 @@ type testStamp struct {
 	world, id uint64
 	until     int64
 	slot      int // the length of its reservation prefix (cycle.slotLen)
+	// backlog is cycle.backlogState at the test: whether a backlog
+	// (Config.BacklogAfter) was on and, if so, whether a job ranked
+	// above held a reservation, which together decide whether the job
+	// may take one.
+	backlog uint8
 }
 
 // failKey is the key of one entry of the same-shape failure cache: a
@@ -524,7 +532,7 @@ func (c *cycle) walk(order []*jobRec) {
 			continue
 		}
 		predicted, predictedClass := false, false
-		if quiet != 0 && keys[rank].quiet == quiet {
+		if quiet != 0 && keys[rank].quiet == quiet && c.mayPassOver() {
 			// The stamps of this job and of the run of marked ones after
 			// it hold: their tests would be skipped and their reasons are
 			// unchanged (skipTest). Under checkEach the walk goes through
@@ -550,7 +558,7 @@ func (c *cycle) walk(order []*jobRec) {
 				continue
 			}
 		}
-		if c.classOn && !predicted {
+		if c.classOn && !predicted && c.mayPassOver() {
 			// A job of its class failed in this world as it did: so
 			// would it (classes.go), and the run of such jobs after it.
 			if e.checkEach {
@@ -745,6 +753,16 @@ func (c *cycle) quietWalk(order []*jobRec, winLen int) ([]keptKey, uint64) {
 		c.qwWorld = 0
 		return nil, 0
 	}
+	if c.backlog != c.qwBacklog {
+		// A backlog (Config.BacklogAfter) began or ended, with time
+		// alone: the marks and the classes were made under the other
+		// rule. This walk marks anew.
+		c.qwBacklog, c.qwWorld = c.backlog, 0
+		if c.classesLive {
+			clear(c.classes)
+			c.classesLive = false
+		}
+	}
 	keys := e.kr.keys
 	if e.pre == nil && !e.cfg.Strict && winLen >= len(order) && c.qwLeft == e.kr.left && c.qwHold == e.mayHold() {
 		if w := c.worldNow(); w == c.qwWorld && c.nowNs < c.qwUntil {
@@ -766,7 +784,7 @@ func (c *cycle) markQuiet(keys []keptKey, order []*jobRec, rank int) {
 		k.quiet, k.class = 0, keptGone // it started: it left
 		return
 	}
-	if j.stamp.world != w || j.stamp.id != j.waitID {
+	if j.stamp.world != w || j.stamp.id != j.waitID || j.stamp.backlog != c.backlogState() {
 		k.quiet, k.class = 0, 0
 		return
 	}
@@ -810,7 +828,7 @@ func (c *cycle) test(j *jobRec, w *Waiting) bool {
 			if c.skipTest(j) {
 				return true
 			}
-			c.stampNext = testStamp{world: c.worldNow()}
+			c.stampNext = testStamp{world: c.worldNow(), backlog: c.backlogState()}
 		}
 		c.prepareScratch(j)
 		if hit, ok := c.cached(&key); ok {
@@ -856,7 +874,7 @@ func (c *cycle) test(j *jobRec, w *Waiting) bool {
 // agree.
 func (c *cycle) skipTest(j *jobRec) bool {
 	s := &j.stamp
-	if s.world != c.worldNow() || c.nowNs >= s.until || s.id != j.waitID {
+	if s.world != c.worldNow() || c.nowNs >= s.until || s.id != j.waitID || s.backlog != c.backlogState() {
 		return false
 	}
 	c.hitID = j.waitID
@@ -949,6 +967,30 @@ func (c *cycle) startBacklog() {
 	}
 }
 
+// backlogState returns what a backlog (Config.BacklogAfter) makes of
+// the job the walk is at: 0 without one; during one, 1 while no job
+// ranked above holds a reservation (it may take one) and 2 once one does
+// (it may not). A test's outcome depends on it, so it is part of the
+// test's stamp: a stamp made under another state is not reused.
+func (c *cycle) backlogState() uint8 {
+	switch {
+	case !c.backlog:
+		return 0
+	case !c.heldAbove:
+		return 1
+	}
+	return 2
+}
+
+// mayPassOver reports whether the walk may pass over marked jobs here, by
+// their marks or their classes. During a backlog, a job is marked only
+// when its stamp says a job ranked above held a reservation
+// (backlogState 2; one that may take a reservation is never marked);
+// ranks move with time alone, so that holds again only where a job
+// before it in this walk holds one: then every job after it too, as
+// heldAbove stays set for the rest of the walk.
+func (c *cycle) mayPassOver() bool { return !c.backlog || c.heldAbove }
+
 // backlogRule reports whether Config.BacklogAfter can apply: set, with a
 // depth above 1 and no strict order.
 func (e *Engine) backlogRule() bool {
@@ -961,13 +1003,14 @@ func (e *Engine) backlogRule() bool {
 // job's gate is outside the stamp), holds and claims (left out to keep
 // the stamp's reasoning short; they are in the book's version), with
 // preemption, growing jobs: a growing job lends pods from the first
-// cycle after its start on (lends), a change that time alone makes, and
-// Config.BacklogAfter (a backlog begins with time alone, for every job
-// at once).
+// cycle after its start on (lends), a change that time alone makes. A
+// backlog (Config.BacklogAfter) also begins and ends with time alone: the
+// stamps record it (backlogState) instead, and no walk passes jobs over
+// during one (quietWalk).
 func (c *cycle) startSkips() {
 	e := c.e
 	c.skips = e.cfg.OnlyChangedWaits && !c.naive && e.quota == nil && len(e.book.holds) == 0 && len(e.book.claims) == 0 &&
-		(e.pre == nil || e.jobs.growers == 0) && !e.backlogRule()
+		(e.pre == nil || e.jobs.growers == 0)
 	c.stampable, c.stampStays = false, false
 	c.ledgerCount = access.StateChanges(e.ledger.State())
 	c.nowNs = c.now.UnixNano()
