@@ -1,6 +1,7 @@
 package backfill
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -155,5 +156,57 @@ func TestBacklogFirstStartsNow(t *testing.T) {
 	}
 	if told := toldNoSlot(p); len(told) != 0 {
 		t.Errorf("jobs told %v, want none refused", told)
+	}
+}
+
+// TestBacklogKeepsSkips checks that a plan listing only changes keeps
+// passing over unchanged jobs during a backlog: in a cycle with nothing
+// new, the jobs after the first one holding a reservation are passed over
+// (by their marks or their classes) by the engine that lists changes, and
+// the engine that checks each pass-over agrees with a real test. The
+// cycle the backlog begins in passes over none. Every node is busy for
+// hours (newBacklogRig); G, first in line, holds a reservation, and ten
+// small jobs queue behind it (the first of them keeps the small jobs'
+// slot it took before the backlog).
+func TestBacklogKeepsSkips(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newBacklogRig(t, c, 30*time.Minute)
+	r.now = epoch.Add(time.Minute)
+	r.submit("G", 4, 8, time.Hour, 1) // ranked first by its QOS
+	for i := range 10 {
+		r.submit(fmt.Sprintf("s%d", i), 1, 4, time.Hour, 0)
+	}
+	fast, checked := r.engines[3], r.engines[5] // listing changes; and checking each skip
+	passed := func() (int, int) {
+		return fast.cyc.quietSkips + fast.cyc.classSkips, checked.cyc.quietChecked + checked.cyc.classChecked
+	}
+	steps := []struct {
+		at       time.Duration
+		backlog  bool
+		passOver bool // the engines pass over (or would, checked) some jobs
+	}{
+		{2 * time.Minute, false, false}, // the jobs are new: each is tested
+		{3 * time.Minute, false, true},  // nothing new: the usual skips
+		{40 * time.Minute, true, false}, // the backlog begins with time alone: every job tested
+		{41 * time.Minute, true, true},  // nothing new: the jobs behind G are passed over
+		{42 * time.Minute, true, true},  // and again
+	}
+	for _, st := range steps {
+		r.now = epoch.Add(st.at)
+		f0, c0 := passed()
+		p := r.schedule()
+		f1, c1 := passed()
+		if fast.cyc.backlog != st.backlog {
+			t.Fatalf("at %v backlog %v, want %v", st.at, fast.cyc.backlog, st.backlog)
+		}
+		if len(p.Starts) != 0 {
+			t.Fatalf("at %v %d jobs started; every node is busy", st.at, len(p.Starts))
+		}
+		if st.passOver != (f1 > f0) || st.passOver != (c1 > c0) {
+			t.Errorf("at %v passed over %d (fast) and %d (checked) jobs; want some: %v", st.at, f1-f0, c1-c0, st.passOver)
+		}
 	}
 }
