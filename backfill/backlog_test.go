@@ -22,10 +22,7 @@ import (
 // 4 hours from the start; six engines agree (naive, checked, listing
 // changes).
 func TestBacklogAfter(t *testing.T) {
-	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := backlogCluster(t)
 	for _, tc := range []struct {
 		name    string
 		backlog time.Duration
@@ -86,6 +83,17 @@ func TestBacklogAfter(t *testing.T) {
 	}
 }
 
+// backlogCluster returns the backlog tests' cluster: four 8-GPU nodes,
+// two leaves of two under one spine.
+func backlogCluster(t *testing.T) *topology.Cluster {
+	t.Helper()
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // newBacklogRig returns the rig of the backlog tests at depth 3, slots
 // past the first kept for gangs, BacklogAfter backlog, with every node
 // busy (b1 to b4, one node each, for 1 to 4 hours).
@@ -131,10 +139,7 @@ func TestBacklogNoSlotText(t *testing.T) {
 // from 31m); at 36m the last node frees early, F (first in line) starts
 // on it and H (second, a 2-node gang) takes the reservation.
 func TestBacklogFirstStartsNow(t *testing.T) {
-	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := backlogCluster(t)
 	r := newBacklogRig(t, c, 30*time.Minute)
 	r.now = epoch.Add(time.Minute)
 	r.submit("s", 1, 8, time.Hour, 0) // a whole node: it cannot share F's
@@ -169,10 +174,7 @@ func TestBacklogFirstStartsNow(t *testing.T) {
 // small jobs queue behind it (the first of them keeps the small jobs'
 // slot it took before the backlog).
 func TestBacklogKeepsSkips(t *testing.T) {
-	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := backlogCluster(t)
 	r := newBacklogRig(t, c, 30*time.Minute)
 	r.now = epoch.Add(time.Minute)
 	r.submit("G", 4, 8, time.Hour, 1) // ranked first by its QOS
