@@ -51,11 +51,12 @@ type Config struct {
 	// than ReservationDepth may exist, more than one small job may hold
 	// one, and the first job in line may be planned after them. Once no
 	// such job has waited that long the slots past the first open
-	// again, as those reservations start. Where every job waits days, the slots past the first
-	// lengthen the mean wait of all jobs for little gain to gangs; at 8
-	// hours this brings it below EASY's there, and gangs wait longer
-	// than under the default (benchmarks/README.md, "What the slots
-	// cost the other jobs"). 0: off (DefaultConfig). It has no effect with
+	// again, as those reservations start. Where every job waits days,
+	// the slots past the first lengthen the mean wait of all jobs for
+	// little gain to gangs; at 8 hours (DefaultConfig) this brings it
+	// near EASY's there, and gangs wait about as long as under EASY
+	// (benchmarks/README.md, "What the slots cost the other jobs" and
+	// "BacklogAfter in the default"). 0: off. It has no effect with
 	// ReservationDepth 0, 1 or Conservative, or with Strict. A plan that
 	// lists only changes (OnlyChangedWaits) skips the tests that would
 	// fail as before during a backlog too, and passes over the jobs
@@ -221,28 +222,33 @@ type HoldConfig struct {
 // utilisation fell from 81.8% to 74.6% and large jobs waited longer
 // (p95 20h21m against 16h46m).
 //
-// The depth, the slots kept for gangs and the order come from the
-// frontier study in benchmarks/README.md (cmd/frontier), against greedy
-// backfill and EASY backfill in age order on the synthetic workload (6
-// seeds) and the Philly and ITP traces: the GPU-hours left idle while jobs
-// wait are within one point of capacity of greedy backfill's, and gangs
-// wait far less than under EASY in age order (on Philly at load 3 the
-// p95 of jobs over 16 GPUs is 1h43m against 6h6m). The study also shows
-// what it costs and where it still loses: single-node jobs wait longer
-// at worst (the longest wait of any job on Philly at load 3 is 9h18m
-// against 6h58m); where every job waits days, all jobs wait longer on
-// average too, for little gain to gangs (the mean wait of all jobs is
-// 35% longer than under EASY in age order on Philly at load 4 and 42% on
-// ITP cluster 4; ReservationDepth 1 gave a mean wait near EASY's there,
-// with gang waits 3 to 5% longer); the share gap on Philly at load 4 is
-// 0.0001 wider; on ITP
-// cluster 4 the longest gang wait is 58 minutes longer; and how much
-// the tables move with the fair-share weight.
+// The depth, the slots kept for gangs, the order and BacklogAfter (8
+// hours) come from the frontier study in benchmarks/README.md
+// (cmd/frontier), against greedy backfill and EASY backfill in age order
+// on the synthetic workload (6 seeds) and the Philly and ITP traces (6
+// trace seeds): the GPU-hours left idle while jobs wait are within one
+// point of capacity of greedy backfill's; where queues are hours, gangs
+// wait far less than under EASY in age order (the p95 of jobs over 16
+// GPUs is 2h24m against 6h6m on Philly at load 3, 39m against 12h19m on
+// ITP cluster 3); where every job waits days (Philly at load 4, ITP
+// cluster 4) the backlog rule plans as EASY, and the mean wait of all
+// jobs is within 3% of EASY's (5h8m against 5h1m, 17h16m against
+// 17h9m), where four slots throughout gave 6h26m and 25h4m. The study
+// also shows what it costs and where it still loses: single-node jobs
+// wait longer at worst (the longest wait of any job on Philly at load 3
+// is 9h50m against 6h58m); the backlog rule acts on Philly at load 3 too,
+// where gangs wait longer than with four slots throughout (p95 2h24m
+// against 1h58m); on ITP cluster 4 the longest gang wait is 19 minutes
+// longer than under EASY (there an age-ordered queue drains as fast as
+// its idle GPUs allow, and the slots of the first hours keep more of them
+// idle); and the tables move with the fair-share weight and with the
+// seeds.
 func DefaultConfig() Config {
 	return Config{
 		ReservationDepth:    DefaultDepth,
 		ReservationMinGPUs:  MultiNode,
 		ReservationAnyAfter: 24 * time.Hour,
+		BacklogAfter:        8 * time.Hour,
 		FairShare:           DefaultPriority(),
 		Hold: HoldConfig{Enabled: true, MinWait: 55 * time.Minute, MaxShare: 0.5, CapWait: 70 * time.Minute, Budget: 4 * time.Hour,
 			Hysteresis: 30 * time.Minute, MaxHolds: 1},

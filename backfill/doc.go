@@ -20,7 +20,7 @@
 // (DefaultConfig: more GPUs than a node holds) jobs below it hold at most
 // one of the slots between them, and the rest are kept for larger gangs,
 // until a small job has waited Config.ReservationAnyAfter (a day). With
-// Config.BacklogAfter (off by default), while some job below
+// Config.BacklogAfter (DefaultConfig: 8 hours), while some job below
 // ReservationMinGPUs has waited that long, a job may take a new
 // reservation only while no job ranked above it holds one, as under EASY
 // backfill (reservations held by jobs ranked lower are kept until their
