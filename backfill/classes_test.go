@@ -292,6 +292,10 @@ func TestClassWalkAgrees(t *testing.T) {
 				cfg := DefaultConfig()
 				cfg.ReservationDepth, cfg.OnlyChangedWaits = depth, true
 				cfg.FairShare.HalfLife = time.Hour
+				// Backlogs (BacklogAfter) that begin and end often, none,
+				// and the default's: the walk passes jobs over behind the
+				// first reservation holder during one (mayPassOver).
+				cfg.BacklogAfter = [...]time.Duration{time.Hour, 0, 8 * time.Hour}[seed%3]
 				if seed%2 == 1 {
 					cfg.FairShare.Weights.JobSize = 1 // priority inputs set apart by size
 					cfg.FairShare.ClusterGPUs = c.TotalGPUs()

@@ -203,7 +203,8 @@ type HoldConfig struct {
 // DefaultConfig returns the defaults of the phalanx policy: reservations
 // for the first 4 jobs of the queue (DefaultDepth), of which jobs that fit
 // on one node hold at most one until they have waited a day
-// (ReservationMinGPUs, ReservationAnyAfter), a
+// (ReservationMinGPUs, ReservationAnyAfter), and one reservation only
+// (EASY) while some such job has waited 8 hours (BacklogAfter), a
 // queue ordered mostly by age with fair share as a bounded adjustment
 // (DefaultPriority), and
 // hold mode for

@@ -1005,8 +1005,9 @@ func (e *Engine) backlogRule() bool {
 // preemption, growing jobs: a growing job lends pods from the first
 // cycle after its start on (lends), a change that time alone makes. A
 // backlog (Config.BacklogAfter) also begins and ends with time alone: the
-// stamps record it (backlogState) instead, and no walk passes jobs over
-// during one (quietWalk).
+// stamps record it (backlogState) instead, its start or end resets the
+// marks and classes (quietWalk), and during one the walk passes marked
+// jobs over only behind a job holding a reservation (mayPassOver).
 func (c *cycle) startSkips() {
 	e := c.e
 	c.skips = e.cfg.OnlyChangedWaits && !c.naive && e.quota == nil && len(e.book.holds) == 0 && len(e.book.claims) == 0 &&

@@ -66,9 +66,11 @@ type Result struct {
 	// reservation plans to use (phalanx only; each GPU once, however
 	// many reservations plan it), until the next cycle. Such a GPU is
 	// open only to jobs whose time limit ends before the reservation
-	// starts; it may stay idle for other reasons too (no waiting job
-	// fits there at all), so this bounds from above the idle time the
-	// reservations cost, within IdleWhileQueuedGPUSeconds.
+	// starts. It is the idle time on reserved GPUs, part of
+	// IdleWhileQueuedGPUSeconds: some of it would be idle without the
+	// reservation too (no waiting job fits there at all), and a
+	// reservation may also keep GPUs it does not plan idle (a job that
+	// would need both), which it does not count.
 	ReservedFreeGPUSeconds float64 `json:"reserved_free_gpu_seconds"`
 
 	Waits   []ClassWait   `json:"waits"`
