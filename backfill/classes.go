@@ -57,10 +57,7 @@ func (c *cycle) classWalk(keys []keptKey, winLen, n int) bool {
 	if keys == nil {
 		// A walk that marks no key may change reasons: no class mark
 		// made before it is to be trusted after.
-		if c.classesLive {
-			clear(c.classes)
-			c.classesLive = false
-		}
+		c.forgetClasses()
 		return false
 	}
 	if c.classes == nil {
@@ -69,6 +66,15 @@ func (c *cycle) classWalk(keys []keptKey, winLen, n int) bool {
 		c.classes = make([]classEntry, classCap)
 	}
 	return e.pre == nil && !e.cfg.Strict && winLen >= n && c.qwLeft == e.kr.left && !e.mayHold()
+}
+
+// forgetClasses empties the class table, so that no job is passed over
+// by a class marked before.
+func (c *cycle) forgetClasses() {
+	if c.classesLive {
+		clear(c.classes)
+		c.classesLive = false
+	}
 }
 
 // classHolds reports whether the job whose key is k may be passed over

@@ -758,10 +758,7 @@ func (c *cycle) quietWalk(order []*jobRec, winLen int) ([]keptKey, uint64) {
 		// alone: the marks and the classes were made under the other
 		// rule. This walk marks anew.
 		c.qwBacklog, c.qwWorld = c.backlog, 0
-		if c.classesLive {
-			clear(c.classes)
-			c.classesLive = false
-		}
+		c.forgetClasses()
 	}
 	keys := e.kr.keys
 	if e.pre == nil && !e.cfg.Strict && winLen >= len(order) && c.qwLeft == e.kr.left && c.qwHold == e.mayHold() {

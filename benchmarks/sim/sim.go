@@ -327,25 +327,23 @@ func (r *runner) reservedFree(e *backfill.Engine, plan *backfill.Plan) error {
 	if err := e.CopyState(r.resvState); err != nil {
 		return err
 	}
-	for i := range plan.Reservations {
-		a := &plan.Reservations[i].Allocation
-		for m := range a.Members {
-			for _, x := range a.Members[m].Assignment {
-				r.resvMask[x.Node] |= x.GPUs
-			}
-		}
-	}
-	for i := range plan.Reservations {
-		a := &plan.Reservations[i].Allocation
-		for m := range a.Members {
-			for _, x := range a.Members[m].Assignment {
-				if r.resvState.Schedulable(x.Node) {
-					r.resvFree += mathbits.OnesCount64(r.resvMask[x.Node] & r.resvState.Free(x.Node))
+	planned := func(f func(x topology.NodeAlloc)) {
+		for i := range plan.Reservations {
+			a := &plan.Reservations[i].Allocation
+			for m := range a.Members {
+				for _, x := range a.Members[m].Assignment {
+					f(x)
 				}
-				r.resvMask[x.Node] = 0 // counted once
 			}
 		}
 	}
+	planned(func(x topology.NodeAlloc) { r.resvMask[x.Node] |= x.GPUs })
+	planned(func(x topology.NodeAlloc) {
+		if r.resvState.Schedulable(x.Node) {
+			r.resvFree += mathbits.OnesCount64(r.resvMask[x.Node] & r.resvState.Free(x.Node))
+		}
+		r.resvMask[x.Node] = 0 // counted once
+	})
 	return nil
 }
 
