@@ -83,6 +83,83 @@ func TestBacklogAfter(t *testing.T) {
 	}
 }
 
+// TestBacklogNotQuota checks that a small job its queue's quota holds
+// back does not make a backlog, however long it
+// waits: a queue at its limit is no backlog of the cluster. Every node
+// is busy (b1 to b4); small job q waits from 1m and gangs G1 and G2 take
+// reservations at 1m. G3 arrives at 40m, after q has waited past
+// BacklogAfter (30m): it takes the third slot unless there is a backlog.
+// Cases: q in a queue at its maximum of 8 GPUs (b1 runs there); q in a
+// queue at its borrowing limit of 8 (b1 again); the control, q in the
+// gangs' queue, waiting for GPUs only (it takes the small jobs' slot),
+// which makes a backlog.
+func TestBacklogNotQuota(t *testing.T) {
+	c := backlogCluster(t)
+	open := func(name string, max int) QueueSpec {
+		return QueueSpec{Name: name, BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: max, Weight: 1}
+	}
+	for _, tc := range []struct {
+		name   string
+		queues []QueueSpec
+		qOf    map[string]string // the queue of b1 to b4 and q; the gangs': "main"
+		qCode  WaitCode          // why q waits at 1m
+		want   []string          // reservations after the cycle at 40m
+		told   map[string]NoSlotCode
+	}{
+		{"maximum", []QueueSpec{open("capped", 8), open("main", Unlimited)},
+			map[string]string{"b1": "capped", "b2": "main", "b3": "main", "b4": "main", "q": "capped"},
+			WaitQuota, []string{"G1", "G2", "G3"}, map[string]NoSlotCode{}},
+		{"borrowing", []QueueSpec{{Name: "lim", BorrowingLimit: 8, LendingLimit: Unlimited, Maximum: Unlimited}, open("main", Unlimited)},
+			map[string]string{"b1": "lim", "b2": "main", "b3": "main", "b4": "main", "q": "lim"},
+			WaitQuota, []string{"G1", "G2", "G3"}, map[string]NoSlotCode{}},
+		{"control", []QueueSpec{open("capped", 8), open("main", Unlimited)},
+			map[string]string{"b1": "capped", "b2": "main", "b3": "main", "b4": "main", "q": "main"},
+			WaitReserved, []string{"G1", "G2", "q"}, map[string]NoSlotCode{"G3": Backlog}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.ReservationDepth, cfg.ReservationMinGPUs, cfg.ReservationAnyAfter, cfg.BacklogAfter = 3, MultiNode, 0, 30*time.Minute
+			cfg.Hold.Enabled = false
+			cfg.Quotas = QuotaConfig{Queues: tc.queues}
+			r := newMinGPUsRig(t, c, cfg)
+			r.queues = map[string]string{"G1": "main", "G2": "main", "G3": "main"}
+			maps.Copy(r.queues, tc.qOf)
+			for i, id := range []string{"b1", "b2", "b3", "b4"} {
+				r.submit(id, 1, 8, time.Duration(i+1)*time.Hour, 0)
+			}
+			if p := r.schedule(); len(p.Starts) != 4 {
+				t.Fatalf("%d jobs started, want the 4 that fill the cluster", len(p.Starts))
+			}
+			r.now = epoch.Add(time.Minute)
+			r.submit("q", 1, 4, time.Hour, 0)
+			r.submit("G1", 2, 8, time.Hour, 0)
+			r.submit("G2", 2, 8, time.Hour, 0)
+			if w := waitingOf(r.schedule(), "q"); w == nil || w.Code != tc.qCode {
+				t.Fatalf("at 1m q waits %+v, want code %v", w, tc.qCode)
+			}
+			r.now = epoch.Add(40 * time.Minute)
+			r.submit("G3", 2, 8, time.Hour, 0)
+			p := r.schedule()
+			if got := slices.Sorted(maps.Keys(r.reserved())); !slices.Equal(got, tc.want) {
+				t.Errorf("at 40m reservations for %v, want %v", got, tc.want)
+			}
+			if told := toldNoSlot(p); !maps.Equal(told, tc.told) {
+				t.Errorf("at 40m jobs were told %v, want %v", told, tc.told)
+			}
+		})
+	}
+}
+
+// waitingOf returns job id's entry in p.Waiting, or nil.
+func waitingOf(p *Plan, id string) *Waiting {
+	for i := range p.Waiting {
+		if p.Waiting[i].Job == id {
+			return &p.Waiting[i]
+		}
+	}
+	return nil
+}
+
 // backlogCluster returns the backlog tests' cluster: four 8-GPU nodes,
 // two leaves of two under one spine.
 func backlogCluster(t *testing.T) *topology.Cluster {

@@ -42,7 +42,9 @@ type Config struct {
 	// BacklogAfter, when positive, plans as EASY backfill while the queue
 	// has a backlog: while some waiting job below ReservationMinGPUs
 	// (any job, with that rule off) has waited this long since its
-	// submit time (one waiting for its queue's quota too), a job
+	// submit time (not counting one its queue's quota holds back at the
+	// cycle's start: a queue at its maximum or borrowing limit is no
+	// backlog of the cluster), a job
 	// may take a new reservation only while no waiting job ranked above
 	// it holds one, whatever the depth. Reservations held by jobs ranked
 	// lower are kept until their jobs start, whether taken before the

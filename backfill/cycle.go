@@ -948,8 +948,11 @@ func (c *cycle) setStamp(j *jobRec) {
 
 // startBacklog sets backlog (Config.BacklogAfter): whether some waiting
 // job below ReservationMinGPUs (any, with that rule off) has waited
-// BacklogAfter. It reads the queue alone, not the jobs' last reasons,
-// which a restored engine does not have.
+// BacklogAfter, other than one its queue's quota holds back
+// (waitsForQuota, read from the quota state at the cycle's start). It
+// reads the
+// queue and the quota state alone, not the jobs' last reasons, which a
+// restored engine does not have.
 func (c *cycle) startBacklog() {
 	e := c.e
 	c.backlog, c.heldAbove = false, false
@@ -957,7 +960,7 @@ func (c *cycle) startBacklog() {
 		return
 	}
 	for _, j := range e.jobs.pending {
-		if (e.resvMin == 0 || !e.large(j)) && c.now.Sub(j.job.Submit) >= e.cfg.BacklogAfter {
+		if (e.resvMin == 0 || !e.large(j)) && c.now.Sub(j.job.Submit) >= e.cfg.BacklogAfter && !c.waitsForQuota(j) {
 			c.backlog = true
 			return
 		}

@@ -489,6 +489,20 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 	return true
 }
 
+// waitsForQuota reports whether waiting job j's queue's quota holds it
+// back now (false without quotas): its quota does not take even its
+// smallest size (an elastic gang's minimum), as quotaGate checks it. Its
+// weighted share is not read: that holds a job back only while another
+// queue has a job that could start, one cycle at a time.
+func (c *cycle) waitsForQuota(j *jobRec) bool {
+	e, s := c.e, c.e.quota
+	if s == nil {
+		return false
+	}
+	g := min(j.gpus, j.job.Gang.MinGPUs(e.c))
+	return s.check(j.queue, g, e.mayBorrow(j), false).code != quotaFits
+}
+
 // overQuota fills w for job j, which its queue's quota does not take (qc
 // says where it binds): a job its queue's guarantee covers (entitled)
 // looks for borrowed GPUs to reclaim first; otherwise it waits for quota,

@@ -19,6 +19,9 @@ type minGPUsRig struct {
 	t       *testing.T
 	engines []*Engine
 	now     time.Time
+	// queues names the queue of the jobs submitted (by ID; none when
+	// absent).
+	queues map[string]string
 }
 
 func newMinGPUsRig(t *testing.T, c *topology.Cluster, cfg Config) *minGPUsRig {
@@ -45,7 +48,7 @@ func newMinGPUsRig(t *testing.T, c *topology.Cluster, cfg Config) *minGPUsRig {
 // submit submits a job of one member of n nodes with gpus GPUs each.
 func (r *minGPUsRig) submit(id string, n, gpus int, limit time.Duration, qos float64) {
 	r.t.Helper()
-	j := Job{ID: id, Account: "acct", TimeLimit: limit, Submit: r.now, QOS: qos,
+	j := Job{ID: id, Account: "acct", Queue: r.queues[id], TimeLimit: limit, Submit: r.now, QOS: qos,
 		Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: placement.NodesOf(n, gpus)}}}}
 	for _, e := range r.engines {
 		if err := e.Submit(j, r.now); err != nil {
