@@ -189,8 +189,9 @@ func FormatJobs(jobs []JobStatus, epoch time.Time) string {
 // that a waiting job would preempt if it could. A host can sleep until then (or until an
 // event: a submit, a finish, a node) instead of polling. It reports false
 // when nothing is due. Priorities drift with time (age, decaying usage),
-// and small jobs reach Config.ReservationAnyAfter, both of which can
-// change which jobs get reservations; a host that wants that
+// small jobs reach Config.ReservationAnyAfter, and a backlog begins once a
+// small job has waited Config.BacklogAfter (8 hours by default), all of
+// which can change which jobs get reservations; a host that wants that
 // reflected also schedules at its usual cadence. With MaxJobsTested every
 // cycle tests another window of the queue.
 func (e *Engine) NextEvent() (time.Time, bool) {
