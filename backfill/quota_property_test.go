@@ -318,7 +318,8 @@ func TestQuotaProperties(t *testing.T) {
 }
 
 // quotaEngine builds workload w's engine, jobs and config; with plans,
-// reservations (depth 4) and hold mode are on.
+// reservations (depth 4) and hold mode are on, and odd workloads have a
+// backlog once a small job has waited 30 minutes.
 func quotaEngine(t *testing.T, r *rand.Rand, w int, plans bool) (*Engine, []Job, Config) {
 	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 2, LeavesPerSpine: 2, NodesPerLeaf: 4, GPUsPerNode: 8})
 	if err != nil {
@@ -330,6 +331,9 @@ func quotaEngine(t *testing.T, r *rand.Rand, w int, plans bool) (*Engine, []Job,
 	if plans {
 		cfg.ReservationDepth, cfg.Hold.Enabled = DefaultDepth, true
 		cfg.Hold.MinGPUs, cfg.Hold.MinWait = 16, 10*time.Minute
+		// Backlogs (BacklogAfter) in odd workloads: jobs that wait for
+		// quota count for none.
+		cfg.BacklogAfter = []time.Duration{8 * time.Hour, 30 * time.Minute}[w%2]
 	}
 	cfg.FairShare.HalfLife = time.Hour
 	cfg.Preemption = PreemptionConfig{Enabled: w%3 == 0, ExemptTime: []time.Duration{0, 20 * time.Minute}[r.IntN(2)],
@@ -492,7 +496,7 @@ func TestQuotaPropertiesWithPlans(t *testing.T) {
 	if testing.Short() {
 		workloads = 30
 	}
-	reserved, holds, quotaEnds := 0, 0, 0
+	reserved, holds, quotaEnds, backlogTold := 0, 0, 0, 0
 	for w := range workloads {
 		r := rand.New(rand.NewPCG(uint64(w), 23))
 		e, jobs, cfg := quotaEngine(t, r, w, true)
@@ -513,6 +517,11 @@ func TestQuotaPropertiesWithPlans(t *testing.T) {
 		reserved += len(d.planned)
 		for _, p := range d.plans {
 			holds += len(p.Holds)
+			for _, w := range p.Waiting {
+				if w.NoSlot == Backlog {
+					backlogTold++
+				}
+			}
 			for _, h := range p.HoldEnds {
 				if h.Cause == HoldQuota {
 					quotaEnds++
@@ -520,9 +529,9 @@ func TestQuotaPropertiesWithPlans(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d jobs held reservations, %d holds seen, %d ended for quota over %d workloads", reserved, holds, quotaEnds, workloads)
-	if reserved < workloads || holds < workloads {
-		t.Errorf("too easy: %d reservations, %d holds", reserved, holds)
+	t.Logf("%d jobs held reservations, %d holds seen, %d ended for quota, %d jobs told of a backlog over %d workloads", reserved, holds, quotaEnds, backlogTold, workloads)
+	if reserved < workloads || holds < workloads || backlogTold == 0 {
+		t.Errorf("too easy: %d reservations, %d holds, %d told of a backlog", reserved, holds, backlogTold)
 	}
 }
 
