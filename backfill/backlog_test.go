@@ -52,8 +52,17 @@ func TestBacklogAfter(t *testing.T) {
 				t.Errorf("at 20m jobs were told %v, want G3 SlotsTaken", got)
 			}
 			r.now = epoch.Add(35 * time.Minute)
-			if got, want := toldNoSlot(r.schedule()), map[string]NoSlotCode{"G3": tc.told40["G3"]}; !maps.Equal(got, want) {
+			p35 := r.schedule()
+			if got, want := toldNoSlot(p35), map[string]NoSlotCode{"G3": tc.told40["G3"]}; !maps.Equal(got, want) {
 				t.Errorf("at 35m jobs were told %v, want %v", got, want)
+			}
+			// The plan names the job whose wait makes the backlog.
+			wantBy, desc := "", p35.Describe(c, epoch)
+			if tc.backlog > 0 {
+				wantBy = "s"
+			}
+			if p35.Backlog != wantBy || strings.Contains(desc, "backlog: s has waited past BacklogAfter") != (wantBy != "") {
+				t.Errorf("at 35m Plan.Backlog = %q, want %q; Describe:\n%s", p35.Backlog, wantBy, desc)
 			}
 			// At 40m T arrives, ranked first by its QOS (a small job).
 			r.now = epoch.Add(40 * time.Minute)
@@ -75,7 +84,9 @@ func TestBacklogAfter(t *testing.T) {
 					}
 				}
 			}
-			r.schedule()
+			if p := r.schedule(); p.Backlog != "" {
+				t.Errorf("at 50m Plan.Backlog = %q, want none", p.Backlog)
+			}
 			if got := slices.Sorted(maps.Keys(r.reserved())); !slices.Equal(got, tc.at50) {
 				t.Errorf("at 50m reservations for %v, want %v", got, tc.at50)
 			}
@@ -105,16 +116,17 @@ func TestBacklogNotQuota(t *testing.T) {
 		qCode  WaitCode          // why q waits at 1m
 		want   []string          // reservations after the cycle at 40m
 		told   map[string]NoSlotCode
+		by     string // Plan.Backlog at 40m
 	}{
 		{"maximum", []QueueSpec{open("capped", 8), open("main", Unlimited)},
 			map[string]string{"b1": "capped", "b2": "main", "b3": "main", "b4": "main", "q": "capped"},
-			WaitQuota, []string{"G1", "G2", "G3"}, map[string]NoSlotCode{}},
+			WaitQuota, []string{"G1", "G2", "G3"}, map[string]NoSlotCode{}, ""},
 		{"borrowing", []QueueSpec{{Name: "lim", BorrowingLimit: 8, LendingLimit: Unlimited, Maximum: Unlimited}, open("main", Unlimited)},
 			map[string]string{"b1": "lim", "b2": "main", "b3": "main", "b4": "main", "q": "lim"},
-			WaitQuota, []string{"G1", "G2", "G3"}, map[string]NoSlotCode{}},
+			WaitQuota, []string{"G1", "G2", "G3"}, map[string]NoSlotCode{}, ""},
 		{"control", []QueueSpec{open("capped", 8), open("main", Unlimited)},
 			map[string]string{"b1": "capped", "b2": "main", "b3": "main", "b4": "main", "q": "main"},
-			WaitReserved, []string{"G1", "G2", "q"}, map[string]NoSlotCode{"G3": Backlog}},
+			WaitReserved, []string{"G1", "G2", "q"}, map[string]NoSlotCode{"G3": Backlog}, "q"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
@@ -145,6 +157,9 @@ func TestBacklogNotQuota(t *testing.T) {
 			}
 			if told := toldNoSlot(p); !maps.Equal(told, tc.told) {
 				t.Errorf("at 40m jobs were told %v, want %v", told, tc.told)
+			}
+			if p.Backlog != tc.by {
+				t.Errorf("at 40m Plan.Backlog = %q, want %q", p.Backlog, tc.by)
 			}
 		})
 	}

@@ -949,8 +949,8 @@ func (c *cycle) setStamp(j *jobRec) {
 // startBacklog sets backlog (Config.BacklogAfter): whether some waiting
 // job below ReservationMinGPUs (any, with that rule off) has waited
 // BacklogAfter, other than one its queue's quota holds back
-// (waitsForQuota, read from the quota state at the cycle's start). It
-// reads the
+// (waitsForQuota, read from the quota state at the cycle's start), and
+// names the first such job found in Plan.Backlog. It reads the
 // queue and the quota state alone, not the jobs' last reasons, which a
 // restored engine does not have.
 func (c *cycle) startBacklog() {
@@ -961,7 +961,7 @@ func (c *cycle) startBacklog() {
 	}
 	for _, j := range e.jobs.pending {
 		if (e.resvMin == 0 || !e.large(j)) && c.now.Sub(j.job.Submit) >= e.cfg.BacklogAfter && !c.waitsForQuota(j) {
-			c.backlog = true
+			c.backlog, c.plan.Backlog = true, j.job.ID
 			return
 		}
 	}

@@ -54,6 +54,12 @@ type Plan struct {
 	PodChanges []PodChange
 	// Tested counts the jobs tested this cycle.
 	Tested int
+	// Backlog names a waiting job that has waited past
+	// Config.BacklogAfter (below ReservationMinGPUs, not held back by its
+	// queue's quota) when the cycle planned as EASY backfill for that
+	// reason (jobs refused a reservation are told NoSlot Backlog); empty
+	// when it did not.
+	Backlog string `json:",omitempty"`
 	// HeldGPUSeconds is the running total of GPU-seconds held idle for
 	// held jobs since the engine started.
 	HeldGPUSeconds float64
@@ -467,6 +473,9 @@ func (p *Plan) Describe(c *topology.Cluster, epoch time.Time) string {
 		formatTime(p.Time, epoch), len(p.Starts), len(p.Reservations), len(p.Waiting)+p.Unchanged, p.Tested)
 	if p.Unchanged > 0 {
 		fmt.Fprintf(&b, "(%d waiting with an unchanged reason not listed)\n", p.Unchanged)
+	}
+	if p.Backlog != "" {
+		fmt.Fprintf(&b, "backlog: %s has waited past BacklogAfter; new reservations one at a time (EASY)\n", p.Backlog)
 	}
 	for _, s := range p.Starts {
 		fmt.Fprintf(&b, "start %s on %s\n", s.Job, Hosts(c, &s.Allocation))
