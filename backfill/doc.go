@@ -21,10 +21,11 @@
 // one of the slots between them, and the rest are kept for larger gangs,
 // until a small job has waited Config.ReservationAnyAfter (a day). With
 // Config.BacklogAfter (DefaultConfig: 8 hours), while some job below
-// ReservationMinGPUs has waited that long, a job may take a new
-// reservation only while no job ranked above it holds one, as under EASY
-// backfill (reservations held by jobs ranked lower are kept until their
-// jobs start). Schedule's doc lists the steps.
+// ReservationMinGPUs has waited that long (one its queue's quota holds
+// back does not count), a job may take a new reservation only while no
+// job ranked above it holds one, as under EASY backfill (reservations
+// held by jobs ranked lower are kept until their jobs start); the plan
+// names such a job in Plan.Backlog. Schedule's doc lists the steps.
 //
 // # Promises
 //
