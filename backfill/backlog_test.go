@@ -67,13 +67,7 @@ func TestBacklogAfter(t *testing.T) {
 			// At 40m T arrives, ranked first by its QOS (a small job).
 			r.now = epoch.Add(40 * time.Minute)
 			r.submit("T", 1, 4, time.Hour, 1)
-			p := r.schedule()
-			if got := slices.Sorted(maps.Keys(r.reserved())); !slices.Equal(got, tc.at40) {
-				t.Errorf("at 40m reservations for %v, want %v", got, tc.at40)
-			}
-			if told := toldNoSlot(p); !maps.Equal(told, tc.told40) {
-				t.Errorf("at 40m jobs were told %v, want %v", told, tc.told40)
-			}
+			checkSlots(t, r, r.schedule(), "40m", tc.at40, tc.told40)
 			// The small jobs leave: no job has waited 30m but the gangs
 			// (not below ReservationMinGPUs), so the slots open again.
 			r.now = epoch.Add(50 * time.Minute)
@@ -152,16 +146,23 @@ func TestBacklogNotQuota(t *testing.T) {
 			r.now = epoch.Add(40 * time.Minute)
 			r.submit("G3", 2, 8, time.Hour, 0)
 			p := r.schedule()
-			if got := slices.Sorted(maps.Keys(r.reserved())); !slices.Equal(got, tc.want) {
-				t.Errorf("at 40m reservations for %v, want %v", got, tc.want)
-			}
-			if told := toldNoSlot(p); !maps.Equal(told, tc.told) {
-				t.Errorf("at 40m jobs were told %v, want %v", told, tc.told)
-			}
+			checkSlots(t, r, p, "40m", tc.want, tc.told)
 			if p.Backlog != tc.by {
 				t.Errorf("at 40m Plan.Backlog = %q, want %q", p.Backlog, tc.by)
 			}
 		})
+	}
+}
+
+// checkSlots checks the reservations every engine of r holds after the
+// cycle of plan p (at when) and why jobs were refused a slot in it.
+func checkSlots(t *testing.T, r *minGPUsRig, p *Plan, when string, resv []string, told map[string]NoSlotCode) {
+	t.Helper()
+	if got := slices.Sorted(maps.Keys(r.reserved())); !slices.Equal(got, resv) {
+		t.Errorf("at %s reservations for %v, want %v", when, got, resv)
+	}
+	if got := toldNoSlot(p); !maps.Equal(got, told) {
+		t.Errorf("at %s jobs were told %v, want %v", when, got, told)
 	}
 }
 
