@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/phalanx-sched/phalanx/gang/preempt"
+	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -16,7 +18,8 @@ import (
 // gangs take the slots past the first; once one has (with time alone), a
 // job may take a new reservation only while no job ranked above it holds
 // one (the first in line takes one beyond the depth), the others are told
-// why (Backlog), and the reservations held are kept; once no small job
+// why (Backlog), the plan names the small job (Plan.Backlog, and a line
+// of Describe), and the reservations held are kept; once no small job
 // has waited that long, the slots open again. The control (BacklogAfter
 // 0) shows the slots rule alone. Four 8-GPU nodes, each busy until 1 to
 // 4 hours from the start; six engines agree (naive, checked, listing
@@ -95,9 +98,14 @@ func TestBacklogAfter(t *testing.T) {
 // reservations at 1m. G3 arrives at 40m, after q has waited past
 // BacklogAfter (30m): it takes the third slot unless there is a backlog.
 // Cases: q in a queue at its maximum of 8 GPUs (b1 runs there); q in a
-// queue at its borrowing limit of 8 (b1 again); the control, q in the
-// gangs' queue, waiting for GPUs only (it takes the small jobs' slot),
-// which makes a backlog.
+// queue at its borrowing limit of 8 (b1 again); q, which may not be
+// preempted, in a queue whose guarantee of 8 b1 uses (the gangs' queue
+// guarantees the other 24, and its jobs may be preempted); the control, q in
+// the gangs' queue, waiting for GPUs only (it takes the small jobs'
+// slot), which makes a backlog; and q an elastic gang whose queue's
+// maximum takes its minimum but not its full size, which makes one too.
+// Plan.Backlog names q where it makes the backlog, and the six engines
+// agree on it.
 func TestBacklogNotQuota(t *testing.T) {
 	c := backlogCluster(t)
 	open := func(name string, max int) QueueSpec {
@@ -111,16 +119,32 @@ func TestBacklogNotQuota(t *testing.T) {
 		want   []string          // reservations after the cycle at 40m
 		told   map[string]NoSlotCode
 		by     string // Plan.Backlog at 40m
+		edit   func(j *Job)
 	}{
 		{"maximum", []QueueSpec{open("capped", 8), open("main", Unlimited)},
 			map[string]string{"b1": "capped", "b2": "main", "b3": "main", "b4": "main", "q": "capped"},
-			WaitQuota, []string{"G1", "G2", "G3"}, map[string]NoSlotCode{}, ""},
+			WaitQuota, []string{"G1", "G2", "G3"}, map[string]NoSlotCode{}, "", nil},
 		{"borrowing", []QueueSpec{{Name: "lim", BorrowingLimit: 8, LendingLimit: Unlimited, Maximum: Unlimited}, open("main", Unlimited)},
 			map[string]string{"b1": "lim", "b2": "main", "b3": "main", "b4": "main", "q": "lim"},
-			WaitQuota, []string{"G1", "G2", "G3"}, map[string]NoSlotCode{}, ""},
+			WaitQuota, []string{"G1", "G2", "G3"}, map[string]NoSlotCode{}, "", nil},
 		{"control", []QueueSpec{open("capped", 8), open("main", Unlimited)},
 			map[string]string{"b1": "capped", "b2": "main", "b3": "main", "b4": "main", "q": "main"},
-			WaitReserved, []string{"G1", "G2", "q"}, map[string]NoSlotCode{"G3": Backlog}, "q"},
+			WaitReserved, []string{"G1", "G2", "q"}, map[string]NoSlotCode{"G3": Backlog}, "q", nil},
+		{"no-borrow", []QueueSpec{{Name: "guar", Guarantee: 8, BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: Unlimited},
+			{Name: "main", Guarantee: 24, BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: Unlimited}},
+			map[string]string{"b1": "guar", "b2": "main", "b3": "main", "b4": "main", "q": "guar"},
+			WaitQuota, []string{"G1", "G2", "G3"}, map[string]NoSlotCode{}, "", func(j *Job) {
+				if j.ID != "q" { // every job but q may borrow
+					j.Preemption = preempt.Requeue
+				}
+			}},
+		{"elastic", []QueueSpec{open("capped", 12), open("main", Unlimited)},
+			map[string]string{"b1": "capped", "b2": "main", "b3": "main", "b4": "main", "q": "capped"},
+			WaitReserved, []string{"G1", "G2", "q"}, map[string]NoSlotCode{"G3": Backlog}, "q", func(j *Job) {
+				if j.ID == "q" { // 8 GPUs on 2 nodes, or 4 on 1: its quota takes the 4
+					j.Gang.Members[0].Request, j.Gang.Members[0].Min = placement.NodesOf(2, 4), 1
+				}
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
@@ -128,6 +152,7 @@ func TestBacklogNotQuota(t *testing.T) {
 			cfg.Hold.Enabled = false
 			cfg.Quotas = QuotaConfig{Queues: tc.queues}
 			r := newMinGPUsRig(t, c, cfg)
+			r.edit = tc.edit
 			r.queues = map[string]string{"G1": "main", "G2": "main", "G3": "main"}
 			maps.Copy(r.queues, tc.qOf)
 			for i, id := range []string{"b1", "b2", "b3", "b4"} {
@@ -151,6 +176,52 @@ func TestBacklogNotQuota(t *testing.T) {
 				t.Errorf("at 40m Plan.Backlog = %q, want %q", p.Backlog, tc.by)
 			}
 		})
+	}
+}
+
+// TestBacklogClaimCounts checks that a small job holding a claim (it
+// reclaims borrowed GPUs and waits for its victim to release them) counts
+// for the backlog: its quota has granted it, and its claim's GPUs are
+// counted in its queue's use already. Queue guar guarantees and allows 4
+// GPUs; main guarantees the other 28 and borrows guar's 4 with b1 to b4,
+// which may be preempted. q (4 GPUs, guar) reclaims at 1m; the host never
+// reports the victim's release, so q still waits, with its claim, at 40m,
+// past BacklogAfter (30m): the plan names it as the backlog's cause.
+func TestBacklogClaimCounts(t *testing.T) {
+	c := backlogCluster(t)
+	cfg := DefaultConfig()
+	cfg.ReservationDepth, cfg.ReservationMinGPUs, cfg.ReservationAnyAfter, cfg.BacklogAfter = 3, MultiNode, 0, 30*time.Minute
+	cfg.Hold.Enabled = false
+	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
+		{Name: "guar", Guarantee: 4, LendingLimit: Unlimited, Maximum: 4},
+		{Name: "main", Guarantee: 28, BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: Unlimited},
+	}}
+	r := newMinGPUsRig(t, c, cfg)
+	r.queues = map[string]string{"q": "guar"}
+	r.edit = func(j *Job) {
+		if j.ID != "q" {
+			j.Preemption = preempt.Requeue
+		}
+	}
+	for i, id := range []string{"b1", "b2", "b3", "b4"} {
+		r.queues[id] = "main"
+		r.submit(id, 1, 8, time.Duration(i+1)*time.Hour, 0)
+	}
+	if p := r.schedule(); len(p.Starts) != 4 {
+		t.Fatalf("%d jobs started, want the 4 that fill the cluster", len(p.Starts))
+	}
+	r.now = epoch.Add(time.Minute)
+	r.submit("q", 1, 4, time.Hour, 0)
+	if p := r.schedule(); len(p.Preemptions) != 1 || p.Preemptions[0].Preemptor != "q" {
+		t.Fatalf("at 1m preemptions %+v, want one for q", p.Preemptions)
+	}
+	r.now = epoch.Add(40 * time.Minute)
+	p := r.schedule()
+	if w := waitingOf(p, "q"); w == nil || w.Code == WaitQuota {
+		t.Fatalf("at 40m q waits %+v: want it waiting with its claim, not for quota", w)
+	}
+	if p.Backlog != "q" {
+		t.Errorf("at 40m Plan.Backlog = %q, want q (a job with a claim counts)", p.Backlog)
 	}
 }
 

@@ -42,9 +42,10 @@ type Config struct {
 	// BacklogAfter, when positive, plans as EASY backfill while the queue
 	// has a backlog: while some waiting job below ReservationMinGPUs
 	// (any job, with that rule off) has waited this long since its
-	// submit time (not counting one its queue's quota holds back at the
-	// cycle's start: a queue at its maximum or borrowing limit is no
-	// backlog of the cluster), a job
+	// submit time (not counting one its queue's quota check refuses
+	// before the walk, at a maximum, a borrowing limit or a parent's
+	// limit, or beyond its guarantee while it may not be preempted: a
+	// queue at its limit is no backlog of the cluster), a job
 	// may take a new reservation only while no waiting job ranked above
 	// it holds one, whatever the depth. Reservations held by jobs ranked
 	// lower are kept until their jobs start, whether taken before the
@@ -65,7 +66,8 @@ type Config struct {
 	// after the first job left holding a reservation, as it does without
 	// one; the cycle a backlog begins or ends in tests every job again.
 	// Like ReservationAnyAfter it changes with time alone (NextEvent does
-	// not wake for it).
+	// not wake for it), and with quotas also as the queues' use changes.
+	// Plan.Backlog names the job whose wait makes a backlog.
 	BacklogAfter time.Duration
 	// Strict disables backfill: jobs start in priority order only, and
 	// the first job that cannot start blocks every job behind it (a job

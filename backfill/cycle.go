@@ -949,7 +949,7 @@ func (c *cycle) setStamp(j *jobRec) {
 // startBacklog sets backlog (Config.BacklogAfter): whether some waiting
 // job below ReservationMinGPUs (any, with that rule off) has waited
 // BacklogAfter, other than one its queue's quota holds back
-// (waitsForQuota, read from the quota state at the cycle's start), and
+// (waitsForQuota, read from the quota state before the walk), and
 // names the first such job found in Plan.Backlog. It reads the
 // queue and the quota state alone, not the jobs' last reasons, which a
 // restored engine does not have.

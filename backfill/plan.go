@@ -269,9 +269,10 @@ const (
 	// next cycle).
 	SlotKept
 	// Backlog: a job below ReservationMinGPUs (any job, with that rule
-	// off) has waited Config.BacklogAfter, and until none has, a job may
-	// take a new reservation only while no job ranked above it holds one
-	// (EASY); one does.
+	// off) that its queue's quota does not hold back has waited
+	// Config.BacklogAfter (Plan.Backlog names one), and until none has, a
+	// job may take a new reservation only while no job ranked above it
+	// holds one (EASY); one does.
 	Backlog
 )
 
@@ -464,9 +465,11 @@ func formatTime(t, epoch time.Time) string {
 	return "t+" + t.Sub(epoch).String()
 }
 
-// Describe renders the plan as text, one line per start, reservation and
-// waiting job, with node names as Slurm hostlists and times relative to
-// epoch (absolute when epoch is zero).
+// Describe renders the plan as text: a line for the cycle, one for a
+// backlog (Backlog), then one per start, reservation, move, overrun,
+// hold, preemption, pod change, hold end and waiting job, with node
+// names as Slurm hostlists and times relative to epoch (absolute when
+// epoch is zero).
 func (p *Plan) Describe(c *topology.Cluster, epoch time.Time) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "cycle at %s: %d started, %d reserved, %d waiting, %d tested\n",

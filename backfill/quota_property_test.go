@@ -331,8 +331,7 @@ func quotaEngine(t *testing.T, r *rand.Rand, w int, plans bool) (*Engine, []Job,
 	if plans {
 		cfg.ReservationDepth, cfg.Hold.Enabled = DefaultDepth, true
 		cfg.Hold.MinGPUs, cfg.Hold.MinWait = 16, 10*time.Minute
-		// Backlogs (BacklogAfter) in odd workloads: jobs that wait for
-		// quota count for none.
+		// Backlogs (BacklogAfter) in odd workloads.
 		cfg.BacklogAfter = []time.Duration{8 * time.Hour, 30 * time.Minute}[w%2]
 	}
 	cfg.FairShare.HalfLife = time.Hour
@@ -490,7 +489,8 @@ func TestQuotaCheckOracle(t *testing.T) {
 // limit (100 workloads, 30 with -short), every check but the reclaim promise (reclaim keeps off
 // reservations and holds): the quotas, the engine's invariants after
 // every event (reservations dropped and holds ended for jobs that wait
-// for quota), whole gangs; every job ends.
+// for quota), whole gangs; every job ends. Odd workloads have backlogs
+// (BacklogAfter 30 minutes), and some job is told of one.
 func TestQuotaPropertiesWithPlans(t *testing.T) {
 	workloads := 100
 	if testing.Short() {

@@ -490,17 +490,22 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 }
 
 // waitsForQuota reports whether waiting job j's queue's quota holds it
-// back now (false without quotas): its quota does not take even its
-// smallest size (an elastic gang's minimum), as quotaGate checks it. Its
-// weighted share is not read: that holds a job back only while another
-// queue has a job that could start, one cycle at a time.
+// back now (false without quotas): the quota check (as quotaGate makes
+// it) refuses even its smallest size (an elastic gang's minimum), at a
+// queue's maximum, borrowing limit or a parent's limit, or because it
+// may not be preempted and asks beyond its queue's guarantee (a job its
+// guarantee covers that waits for borrowed GPUs to be reclaimed counts
+// as held back too: reclaim ends such waits within the grace). A job
+// holding a claim is not held back: its claim's GPUs are counted in its
+// queue's use already. Its weighted share is not read: that holds a job
+// back only while another queue has a job that could start, one cycle at
+// a time.
 func (c *cycle) waitsForQuota(j *jobRec) bool {
 	e, s := c.e, c.e.quota
-	if s == nil {
+	if s == nil || j.claim != nil {
 		return false
 	}
-	g := min(j.gpus, j.job.Gang.MinGPUs(e.c))
-	return s.check(j.queue, g, e.mayBorrow(j), false).code != quotaFits
+	return s.check(j.queue, j.job.Gang.MinGPUs(e.c), e.mayBorrow(j), false).code != quotaFits
 }
 
 // overQuota fills w for job j, which its queue's quota does not take (qc

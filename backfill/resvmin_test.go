@@ -20,8 +20,9 @@ type minGPUsRig struct {
 	engines []*Engine
 	now     time.Time
 	// queues names the queue of the jobs submitted (by ID; none when
-	// absent).
+	// absent); edit, when set, changes each job before it is submitted.
 	queues map[string]string
+	edit   func(j *Job)
 }
 
 func newMinGPUsRig(t *testing.T, c *topology.Cluster, cfg Config) *minGPUsRig {
@@ -50,6 +51,9 @@ func (r *minGPUsRig) submit(id string, n, gpus int, limit time.Duration, qos flo
 	r.t.Helper()
 	j := Job{ID: id, Account: "acct", Queue: r.queues[id], TimeLimit: limit, Submit: r.now, QOS: qos,
 		Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: placement.NodesOf(n, gpus)}}}}
+	if r.edit != nil {
+		r.edit(&j)
+	}
 	for _, e := range r.engines {
 		if err := e.Submit(j, r.now); err != nil {
 			r.t.Fatal(err)
@@ -73,8 +77,8 @@ func (r *minGPUsRig) schedule() *Plan {
 			first = p
 			continue
 		}
-		a := &Plan{Starts: first.Starts, Reservations: first.Reservations, Moves: first.Moves}
-		b := &Plan{Starts: p.Starts, Reservations: p.Reservations, Moves: p.Moves}
+		a := &Plan{Starts: first.Starts, Reservations: first.Reservations, Moves: first.Moves, Backlog: first.Backlog}
+		b := &Plan{Starts: p.Starts, Reservations: p.Reservations, Moves: p.Moves, Backlog: p.Backlog}
 		if !e.cfg.OnlyChangedWaits { // these list every waiting job's reason
 			a.Waiting, b.Waiting = first.Waiting, p.Waiting
 		}
