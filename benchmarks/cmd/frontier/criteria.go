@@ -116,6 +116,56 @@ func printCriteria(w io.Writer, rows map[string]*agg, seeds int, noLimits float6
 		}
 		fmt.Fprintf(w, "  %-6s %s: %s against %s\n", verdict, g.what, g.got, g.want)
 	}
+	if line := pairedLine(rows, noLimits); line != "" {
+		fmt.Fprintln(w, line)
+	}
+}
+
+// pairedLine compares the default with the policy the criterion's waits
+// read (easy-age with limits, fifo without) seed by seed, on the figures
+// the criterion takes from the worst seed (the large-job waits) and on
+// the share gap (with limits): on how many seeds the default's figure is
+// lower, higher or equal. The criterion's verdict on a wait follows the
+// worst seed of each policy; this line shows how often each policy is
+// ahead. Empty with fewer than two seeds, or without both rows.
+func pairedLine(rows map[string]*agg, noLimits float64) string {
+	ref := map[float64]string{0: "easy-age", 1: "fifo"}[noLimits]
+	def, other := rows["default"], rows[ref]
+	if ref == "" || def == nil || other == nil || len(def.perSeed) < 2 || len(def.perSeed) != len(other.perSeed) {
+		return ""
+	}
+	type figure struct {
+		name string
+		of   func(seedFigures) float64
+	}
+	figures := []figure{
+		{"large p95", func(s seedFigures) float64 { return float64(s.p95) }},
+		{"large max", func(s seedFigures) float64 { return float64(s.max) }},
+		{"share gap", func(s seedFigures) float64 { return s.share }},
+	}
+	if noLimits == 1 {
+		figures = []figure{
+			{">64-GPU p95", func(s seedFigures) float64 { return float64(s.p95Over64) }},
+			{">64-GPU max", func(s seedFigures) float64 { return float64(s.maxOver64) }},
+		}
+	}
+	parts := make([]string, 0, len(figures))
+	for _, f := range figures {
+		lower, higher, tied := 0, 0, 0
+		for i := range def.perSeed {
+			switch a, b := f.of(def.perSeed[i]), f.of(other.perSeed[i]); {
+			case a < b:
+				lower++
+			case a > b:
+				higher++
+			default:
+				tied++
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s %d/%d/%d", f.name, lower, higher, tied))
+	}
+	return fmt.Sprintf("  seed by seed, the default against %s (lower/higher/tied, of %d seeds): %s",
+		ref, len(def.perSeed), strings.Join(parts, ", "))
 }
 
 func pct(f float64) string { return fmt.Sprintf("%.2f%%", 100*f) }

@@ -154,6 +154,9 @@ func TestAggWaits(t *testing.T) {
 	if a.p95 != 3*time.Hour || a.max != 3*time.Hour || a.p95Over64 != 2*time.Hour || a.maxOver64 != 2*time.Hour || a.over64 != 1 {
 		t.Errorf("large (>16) p95 %v, max %v; over 64 p95 %v, max %v, %d jobs; want 3h, 3h, 2h, 2h, 1", a.p95, a.max, a.p95Over64, a.maxOver64, a.over64)
 	}
+	if want := (seedFigures{p95: 3 * time.Hour, max: 3 * time.Hour, p95Over64: 2 * time.Hour, maxOver64: 2 * time.Hour, share: r.WorstShare}); len(a.perSeed) != 1 || a.perSeed[0] != want {
+		t.Errorf("seed figures %+v, want one: %+v", a.perSeed, want)
+	}
 	// Every job's wait: 5h, 3h, 2h, and a job never started, submitted
 	// at 6h, counted to the end (10h): 4h. Mean 3h30m.
 	r.Outcomes = append(r.Outcomes, sim.Outcome{GPUs: 1, Submit: 6 * time.Hour})
@@ -187,4 +190,51 @@ func TestAggWaits(t *testing.T) {
 func with(rows map[string]*agg, name string, f func(*agg)) map[string]*agg {
 	f(rows[name])
 	return rows
+}
+
+// TestPairedLine checks the seed-by-seed line under the criteria: each
+// figure counted where the default's is lower, higher or equal on the
+// same seed, against easy-age with limits (waits and share gap) and fifo
+// without (the >64-GPU waits); no line with one seed or without the
+// reference row.
+func TestPairedLine(t *testing.T) {
+	h := time.Hour
+	seeds := func(p95, max, over64p95, over64max []time.Duration, share []float64) *agg {
+		a := &agg{}
+		for i := range p95 {
+			a.perSeed = append(a.perSeed, seedFigures{p95: p95[i], max: max[i], p95Over64: over64p95[i], maxOver64: over64max[i], share: share[i]})
+		}
+		return a
+	}
+	ds := []time.Duration{h, h, 3 * h}
+	def := seeds(ds, []time.Duration{3 * h, 3 * h, 2 * h}, ds, []time.Duration{h, 2 * h, 2 * h}, []float64{0.1, 0.1, 0.1})
+	flat := []time.Duration{2 * h, 2 * h, 2 * h}
+	ref := seeds(flat, flat, flat, flat, []float64{0.1, 0.2, 0.3})
+	for _, tc := range []struct {
+		name     string
+		rows     map[string]*agg
+		noLimits float64
+		want     string
+	}{
+		{"limited", map[string]*agg{"default": def, "easy-age": ref}, 0,
+			"  seed by seed, the default against easy-age (lower/higher/tied, of 3 seeds): large p95 2/1/0, large max 0/2/1, share gap 2/0/1"},
+		{"unlimited", map[string]*agg{"default": def, "fifo": ref}, 1,
+			"  seed by seed, the default against fifo (lower/higher/tied, of 3 seeds): >64-GPU p95 2/1/0, >64-GPU max 1/0/2"},
+		{"no reference row", map[string]*agg{"default": def, "fifo": ref}, 0, ""},
+		{"one seed", map[string]*agg{"default": seeds(ds[:1], ds[:1], ds[:1], ds[:1], []float64{0.1}), "easy-age": seeds(flat[:1], flat[:1], flat[:1], flat[:1], []float64{0.1})}, 0, ""},
+		{"mixed", map[string]*agg{"default": def, "easy-age": ref}, 0.5, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := pairedLine(tc.rows, tc.noLimits); got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+	// The line follows the goals in printCriteria's output.
+	rows := map[string]*agg{"default": def, "easy-age": ref, "greedy": seeds(flat, flat, flat, flat, []float64{0, 0, 0})}
+	var out strings.Builder
+	printCriteria(&out, rows, 3, 0)
+	if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); len(lines) != 6 || !strings.HasPrefix(lines[5], "  seed by seed") {
+		t.Errorf("printCriteria printed %d lines, want the verdict, 4 goals and the seed-by-seed line:\n%s", len(lines), out.String())
+	}
 }

@@ -19,7 +19,11 @@
 // each trace, the acceptance criterion its rows are read against, figure
 // by figure: issue 18's with every job limited (it needs the greedy,
 // easy-age and default rows), issue 13's without limits (fifo, greedy,
-// default); see criteria.
+// default); see criteria. With several seeds a last line counts the seeds
+// on which the default's large-job waits (and share gap, with limits) are
+// lower, higher or equal than those of easy-age (fifo without limits) on
+// the same seed (pairedLine): the verdict on a wait reads each policy's
+// worst seed.
 package main
 
 import (
@@ -311,6 +315,17 @@ type agg struct {
 	p95Over64, maxOver64       time.Duration // waits of jobs over 64 GPUs (issue 13's criterion)
 	over64                     int           // jobs over 64 GPUs (the simulator's size classes), summed over seeds
 	cpu                        time.Duration
+	// perSeed keeps each seed's figures that the criteria also compare
+	// seed by seed (pairedLine), in seed order.
+	perSeed []seedFigures
+}
+
+// seedFigures are one seed's figures that the criteria compare seed by
+// seed: the large-job waits (over the trace's size and over 64 GPUs) and
+// the share gap.
+type seedFigures struct {
+	p95, max, p95Over64, maxOver64 time.Duration
+	share                          float64
 }
 
 func (a *agg) add(r *sim.Result, large int) {
@@ -330,6 +345,7 @@ func (a *agg) add(r *sim.Result, large int) {
 	a.max = max(a.max, mx)
 	a.longest = max(a.longest, r.LongestWait)
 	a.p95Over64, a.maxOver64 = max(a.p95Over64, r.LargeWaitP95), max(a.maxOver64, r.LargeWaitMax)
+	a.perSeed = append(a.perSeed, seedFigures{p95: p95, max: mx, p95Over64: r.LargeWaitP95, maxOver64: r.LargeWaitMax, share: r.WorstShare})
 	for i, c := range sim.SizeClasses {
 		if c.Min > 64 && i < len(r.Waits) {
 			a.over64 += r.Waits[i].Jobs
