@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 )
@@ -90,6 +91,9 @@ func printCriteria(w io.Writer, rows map[string]*agg, seeds int, noLimits float6
 			issue = "criteria"
 		}
 		fmt.Fprintf(w, "%s: no verdict: %s\n", issue, why)
+		if line := pairedLine(rows, noLimits); line != "" {
+			fmt.Fprintln(w, line)
+		}
 		return
 	}
 	met, apply := 0, 0
@@ -122,12 +126,17 @@ func printCriteria(w io.Writer, rows map[string]*agg, seeds int, noLimits float6
 }
 
 // pairedLine compares the default with the policy the criterion's waits
-// read (easy-age with limits, fifo without) seed by seed, on the figures
-// the criterion takes from the worst seed (the large-job waits) and on
-// the share gap (with limits): on how many seeds the default's figure is
-// lower, higher or equal. The criterion's verdict on a wait follows the
-// worst seed of each policy; this line shows how often each policy is
-// ahead. Empty with fewer than two seeds, or without both rows.
+// read (easy-age with limits, fifo without) seed by seed: on how many
+// seeds the default's figure is lower than, higher than or equal to the
+// other's on the same seed, at the table's precision (waits to the
+// minute, the share gap to four places). With limits it counts the
+// large-job p95 and max and the share gap; without, the >64-GPU p95 and
+// max (none when no job is over 64 GPUs, as the verdict says n/a). The
+// verdict on a wait compares each policy's worst seed, which may be
+// different seeds, and the share gap's verdict reads the means: the
+// counts show how often each policy is ahead, not by how much. Empty
+// with fewer than two seeds, without the default's or the other row,
+// or for traces that mix limited and unlimited jobs.
 func pairedLine(rows map[string]*agg, noLimits float64) string {
 	ref := map[float64]string{0: "easy-age", 1: "fifo"}[noLimits]
 	def, other := rows["default"], rows[ref]
@@ -138,15 +147,19 @@ func pairedLine(rows map[string]*agg, noLimits float64) string {
 		name string
 		of   func(seedFigures) float64
 	}
+	minutes := func(d time.Duration) float64 { return float64(d.Round(time.Minute)) }
 	figures := []figure{
-		{"large p95", func(s seedFigures) float64 { return float64(s.p95) }},
-		{"large max", func(s seedFigures) float64 { return float64(s.max) }},
-		{"share gap", func(s seedFigures) float64 { return s.share }},
+		{"large p95", func(s seedFigures) float64 { return minutes(s.p95) }},
+		{"large max", func(s seedFigures) float64 { return minutes(s.max) }},
+		{"share gap", func(s seedFigures) float64 { return math.Round(s.share * 1e4) }},
 	}
 	if noLimits == 1 {
+		if def.over64 == 0 {
+			return ""
+		}
 		figures = []figure{
-			{">64-GPU p95", func(s seedFigures) float64 { return float64(s.p95Over64) }},
-			{">64-GPU max", func(s seedFigures) float64 { return float64(s.maxOver64) }},
+			{">64-GPU p95", func(s seedFigures) float64 { return minutes(s.p95Over64) }},
+			{">64-GPU max", func(s seedFigures) float64 { return minutes(s.maxOver64) }},
 		}
 	}
 	parts := make([]string, 0, len(figures))

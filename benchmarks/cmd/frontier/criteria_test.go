@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -171,6 +172,10 @@ func TestAggWaits(t *testing.T) {
 	var b agg
 	b.add(r, 16)
 	b.add(long, 16)
+	// The second seed's own figures, not the running maxima: no large job.
+	if len(b.perSeed) != 2 || b.perSeed[1] != (seedFigures{}) || b.perSeed[0].max != 3*time.Hour {
+		t.Errorf("seed figures %+v, want the first seed's (max 3h) then zeros", b.perSeed)
+	}
 	if b.meanWait != 51*time.Hour+30*time.Minute || b.bsld != 4 {
 		t.Errorf("mean wait summed over two seeds %v, bounded slowdown %v; want 51h30m (3h30m + 48h), 4", b.meanWait, b.bsld)
 	}
@@ -194,22 +199,33 @@ func with(rows map[string]*agg, name string, f func(*agg)) map[string]*agg {
 
 // TestPairedLine checks the seed-by-seed line under the criteria: each
 // figure counted where the default's is lower, higher or equal on the
-// same seed, against easy-age with limits (waits and share gap) and fifo
-// without (the >64-GPU waits); no line with one seed or without the
-// reference row.
+// same seed (at the table's precision), against easy-age with limits
+// (waits and share gap) and fifo without (the >64-GPU waits); every
+// field and seed has its own data, so a swapped field, a swapped count or
+// seeds out of line change the counts. No line with one seed, without the
+// reference row, with mixed limits, or without jobs over 64 GPUs (no
+// limits); a line even when the verdict lacks another row.
 func TestPairedLine(t *testing.T) {
-	h := time.Hour
-	seeds := func(p95, max, over64p95, over64max []time.Duration, share []float64) *agg {
-		a := &agg{}
-		for i := range p95 {
-			a.perSeed = append(a.perSeed, seedFigures{p95: p95[i], max: max[i], p95Over64: over64p95[i], maxOver64: over64max[i], share: share[i]})
-		}
-		return a
-	}
-	ds := []time.Duration{h, h, 3 * h}
-	def := seeds(ds, []time.Duration{3 * h, 3 * h, 2 * h}, ds, []time.Duration{h, 2 * h, 2 * h}, []float64{0.1, 0.1, 0.1})
-	flat := []time.Duration{2 * h, 2 * h, 2 * h}
-	ref := seeds(flat, flat, flat, flat, []float64{0.1, 0.2, 0.3})
+	h, m := time.Hour, time.Minute
+	type seed = seedFigures
+	def := &agg{over64: 3, perSeed: []seed{
+		{p95: 1 * h, max: 5 * h, p95Over64: 4 * h, maxOver64: 1 * h, share: 0.10},
+		{p95: 2 * h, max: 6 * h, p95Over64: 4 * h, maxOver64: 2 * h, share: 0.20},
+		{p95: 3 * h, max: 7 * h, p95Over64: 4 * h, maxOver64: 3 * h, share: 0.30},
+		{p95: 4 * h, max: 8 * h, p95Over64: 4 * h, maxOver64: 4 * h, share: 0.40},
+	}}
+	// The default against it seed by seed: p95 lower, lower, higher, tied
+	// (2/1/1); max lower, lower, higher, higher (2/2/0); share lower,
+	// higher, tied at four places, tied (1/1/2); >64 p95 lower, tied,
+	// higher, higher (1/2/1); >64 max tied within the minute, lower,
+	// lower, lower (3/0/1).
+	ref := &agg{over64: 3, perSeed: []seed{
+		{p95: 2 * h, max: 6 * h, p95Over64: 5 * h, maxOver64: 1*h + 20*time.Second, share: 0.15},
+		{p95: 3 * h, max: 7 * h, p95Over64: 4 * h, maxOver64: 3 * h, share: 0.10},
+		{p95: 2 * h, max: 6 * h, p95Over64: 3 * h, maxOver64: 4 * h, share: 0.30004},
+		{p95: 4 * h, max: 7 * h, p95Over64: 3*h + 59*m, maxOver64: 5 * h, share: 0.40},
+	}}
+	one := &agg{over64: 1, perSeed: def.perSeed[:1]}
 	for _, tc := range []struct {
 		name     string
 		rows     map[string]*agg
@@ -217,12 +233,13 @@ func TestPairedLine(t *testing.T) {
 		want     string
 	}{
 		{"limited", map[string]*agg{"default": def, "easy-age": ref}, 0,
-			"  seed by seed, the default against easy-age (lower/higher/tied, of 3 seeds): large p95 2/1/0, large max 0/2/1, share gap 2/0/1"},
+			"  seed by seed, the default against easy-age (lower/higher/tied, of 4 seeds): large p95 2/1/1, large max 2/2/0, share gap 1/1/2"},
 		{"unlimited", map[string]*agg{"default": def, "fifo": ref}, 1,
-			"  seed by seed, the default against fifo (lower/higher/tied, of 3 seeds): >64-GPU p95 2/1/0, >64-GPU max 1/0/2"},
+			"  seed by seed, the default against fifo (lower/higher/tied, of 4 seeds): >64-GPU p95 1/2/1, >64-GPU max 3/0/1"},
 		{"no reference row", map[string]*agg{"default": def, "fifo": ref}, 0, ""},
-		{"one seed", map[string]*agg{"default": seeds(ds[:1], ds[:1], ds[:1], ds[:1], []float64{0.1}), "easy-age": seeds(flat[:1], flat[:1], flat[:1], flat[:1], []float64{0.1})}, 0, ""},
+		{"one seed", map[string]*agg{"default": one, "easy-age": one}, 0, ""},
 		{"mixed", map[string]*agg{"default": def, "easy-age": ref}, 0.5, ""},
+		{"none over 64", map[string]*agg{"default": {perSeed: def.perSeed}, "fifo": ref}, 1, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := pairedLine(tc.rows, tc.noLimits); got != tc.want {
@@ -230,11 +247,28 @@ func TestPairedLine(t *testing.T) {
 			}
 		})
 	}
-	// The line follows the goals in printCriteria's output.
-	rows := map[string]*agg{"default": def, "easy-age": ref, "greedy": seeds(flat, flat, flat, flat, []float64{0, 0, 0})}
-	var out strings.Builder
-	printCriteria(&out, rows, 3, 0)
-	if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); len(lines) != 6 || !strings.HasPrefix(lines[5], "  seed by seed") {
-		t.Errorf("printCriteria printed %d lines, want the verdict, 4 goals and the seed-by-seed line:\n%s", len(lines), out.String())
+	// Seeds out of line (the reference's reversed) change the counts.
+	rev := &agg{over64: 3, perSeed: slices.Clone(ref.perSeed)}
+	slices.Reverse(rev.perSeed)
+	for _, limits := range []float64{0, 1} {
+		other := map[float64]string{0: "easy-age", 1: "fifo"}[limits]
+		if a, b := pairedLine(map[string]*agg{"default": def, other: ref}, limits), pairedLine(map[string]*agg{"default": def, other: rev}, limits); a == b {
+			t.Errorf("no-limits %v: the line is the same with the reference's seeds reversed: %q", limits, a)
+		}
+	}
+	// The line follows the goals in printCriteria's output, and the
+	// "no verdict" line when a row the verdict reads was not run.
+	for _, tc := range []struct {
+		rows  map[string]*agg
+		lines int
+	}{
+		{map[string]*agg{"default": def, "easy-age": ref, "greedy": &agg{perSeed: ref.perSeed}}, 6},
+		{map[string]*agg{"default": def, "easy-age": ref}, 2},
+	} {
+		var out strings.Builder
+		printCriteria(&out, tc.rows, 4, 0)
+		if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); len(lines) != tc.lines || !strings.HasPrefix(lines[tc.lines-1], "  seed by seed") {
+			t.Errorf("printCriteria printed %d lines, want %d ending with the seed-by-seed line:\n%s", len(lines), tc.lines, out.String())
+		}
 	}
 }

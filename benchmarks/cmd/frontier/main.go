@@ -19,11 +19,11 @@
 // each trace, the acceptance criterion its rows are read against, figure
 // by figure: issue 18's with every job limited (it needs the greedy,
 // easy-age and default rows), issue 13's without limits (fifo, greedy,
-// default); see criteria. With several seeds a last line counts the seeds
+// default); see criteria. With several seeds and the default's and
+// easy-age's rows (fifo's without limits), a last line counts the seeds
 // on which the default's large-job waits (and share gap, with limits) are
-// lower, higher or equal than those of easy-age (fifo without limits) on
-// the same seed (pairedLine): the verdict on a wait reads each policy's
-// worst seed.
+// lower than, higher than or equal to the other's on the same seed
+// (pairedLine): the verdict on a wait compares each policy's worst seed.
 package main
 
 import (
@@ -185,7 +185,7 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.BoolVar(&perSeed, "per-seed", false, "also print each seed's row (named policy/seed)")
 	flag.Uint64Var(&firstSeed, "first-seed", 1, "the first seed of every workload: seeds run from it on, so that -first-seed 4 -trace-seeds 3 is a check held out from the default seeds 1 to 3")
-	check := flag.Bool("criteria", false, "under each trace, the acceptance criterion of issue 18 (with -no-limits 0) or 13 (with -no-limits 1), figure by figure, when the rows it reads were run")
+	check := flag.Bool("criteria", false, "under each trace, the acceptance criterion of issue 18 (with -no-limits 0) or 13 (with -no-limits 1), figure by figure, when the rows it reads were run, and the seeds on which the default's waits are lower, higher or equal to easy-age's (fifo's)")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
