@@ -84,6 +84,12 @@ func TestRestoreRefusesCorruptSnapshots(t *testing.T) {
 		{"fewer GPUs per pod", func(s *Snapshot) {
 			p := &s.Gangs[gangIndex(s, "run")].Members[0].Pods[0]
 			p.GPUs = p.GPUs[:4]
+		}, "gang run member m: its pods hold 4 to 8 GPUs, and not each its whole node"},
+		{"fewer GPUs on every pod", func(s *Snapshot) {
+			for k := range s.Gangs[gangIndex(s, "run")].Members[0].Pods {
+				p := &s.Gangs[gangIndex(s, "run")].Members[0].Pods[k]
+				p.GPUs = p.GPUs[:4]
+			}
 		}, "holds 4 GPUs, the spec gives it 8"},
 		{"a GPU claimed twice", func(s *Snapshot) {
 			s.Gangs[gangIndex(s, "short")].Members[0].Pods[0] = s.Gangs[gangIndex(s, "run")].Members[0].Pods[0]

@@ -242,7 +242,9 @@ type Admission struct {
 	// ColocationLevel, ColocationNeed and ColocationHave explain a
 	// required co-location that failed before any member was tried: the
 	// gang needs ColocationNeed GPUs under one domain of the level and the
-	// best domain has ColocationHave free.
+	// best domain has ColocationHave free. ColocationNeed counts the
+	// gang at its minimum size, a whole-node pod at the cluster's smallest
+	// node: no domain with fewer free GPUs can hold it.
 	ColocationLevel                string
 	ColocationNeed, ColocationHave int
 	// Orders is the number of member orders the greedy pass tried.
@@ -282,13 +284,44 @@ type Admitter struct {
 	pack  packSearch
 	// dry: tryOrder places a single member without allocating it (Check).
 	dry bool
+	// smallest is the GPUs of the cluster's smallest node.
+	smallest int
 }
 
 // NewAdmitter returns an Admitter for cluster c.
 func NewAdmitter(c *topology.Cluster, opts Options) *Admitter {
 	a := &Admitter{c: c, p: placement.New(c, opts.Placement), allow: c.NewNodeSet(), buf: make([]topology.NodeAlloc, 0, c.NumNodes())}
 	a.pack.init(c)
+	a.smallest = c.MaxNodeGPUs()
+	for n := range c.NumNodes() {
+		a.smallest = min(a.smallest, c.NodeGPUs(topology.NodeID(n)))
+	}
 	return a
+}
+
+// colocationNeed returns the fewest free GPUs a domain must have for g to
+// fit inside it at its minimum size: Spec.MinGPUs, with a whole-node pod
+// counted at the cluster's smallest node (exact when every node has the
+// same GPUs).
+func (a *Admitter) colocationNeed(g *Spec) int {
+	n := 0
+	for i := range g.Members {
+		m := &g.Members[i]
+		r := &m.Request
+		pods := r.Nodes
+		if m.Min > 0 && m.Min < pods {
+			pods = m.Min
+		}
+		switch {
+		case r.GPUs > 0:
+			n += r.GPUs
+		case r.GPUsPerNode == 0:
+			n += pods * a.smallest
+		default:
+			n += pods * r.GPUsPerNode
+		}
+	}
+	return n
 }
 
 // Admit places every member of g on s and allocates them there, or, when
@@ -351,7 +384,7 @@ func (a *Admitter) admit(s *topology.State, g *Spec, out *Allocation) (Admission
 		return a.tryOrders(s, g, out, -1, -1), nil
 	}
 	lvl, _ := a.c.Level(g.Colocate.Level)
-	need := g.MinGPUs(a.c)
+	need := a.colocationNeed(g)
 	doms := a.doms[:0]
 	for d := range a.c.NumDomains(lvl) {
 		if s.DomainFreeGPUs(lvl, d) >= need {

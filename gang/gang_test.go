@@ -294,6 +294,123 @@ func TestRestore(t *testing.T) {
 			t.Fatalf("Restore: %v", err)
 		}
 	})
+	// Records that contradict themselves: each is refused, naming the
+	// gang and member (or node), where before some were taken as they
+	// were and left the books inconsistent.
+	for _, tc := range []struct {
+		name string
+		edit func(s *Snapshot)
+		want string
+	}{
+		{"more pods than asked", func(s *Snapshot) { s.Gangs[1].Members[1].Want = 3 },
+			"gang b member w: 4 pods, above the 3 it asked for"},
+		{"negative size", func(s *Snapshot) { s.Gangs[1].Members[1].Want = -3 },
+			"gang b member w: asks for -3 pods"},
+		{"pods and a total", func(s *Snapshot) { s.Gangs[1].Members[1].GPUs = 16 },
+			"gang b member w: asks for 4 pods (minimum 0) and 16 GPUs"},
+		{"minimum without pods", func(s *Snapshot) {
+			s.Gangs[1].Members[1].Want, s.Gangs[1].Members[1].Min, s.Gangs[1].Members[1].GPUs = 0, 2, 16
+		},
+			"gang b member w: asks for 0 pods (minimum 2) and 16 GPUs"},
+		{"no member name", func(s *Snapshot) { s.Gangs[1].Members[0].Name = "" },
+			"gang b: a member has no name"},
+		{"pods of several sizes", func(s *Snapshot) { s.Gangs[1].Members[1].Pods[0].GPUs = []int{0, 1} },
+			"gang b member w: its pods hold 2 to 4 GPUs, and not each its whole node"},
+		{"a total beyond its GPUs", func(s *Snapshot) {
+			m := &s.Gangs[1].Members[1]
+			m.Want, m.GPUs = 0, 12
+		}, "gang b member w: holds 16 GPUs, more than the 12 it asked for"},
+		{"down and drained", func(s *Snapshot) { s.Drained = append(s.Drained, s.Down[0]) },
+			"node " + c.NodeName(201) + " listed both down and drained"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := snapshotClone(l.Snapshot())
+			tc.edit(&bad)
+			r, err := Restore(c, bad, Options{})
+			if r != nil || !errors.Is(err, ErrRestore) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Restore = %v, %v; want ErrRestore saying %q", r, err, tc.want)
+			}
+		})
+	}
+}
+
+// snapshotClone returns a deep copy of s, for tests that edit one.
+func snapshotClone(s Snapshot) Snapshot {
+	out := Snapshot{Down: slices.Clone(s.Down), Drained: slices.Clone(s.Drained)}
+	for _, g := range s.Gangs {
+		gr := GangRecord{ID: g.ID}
+		for _, m := range g.Members {
+			mr := m
+			mr.Pods = nil
+			for _, p := range m.Pods {
+				mr.Pods = append(mr.Pods, PodRecord{Node: p.Node, GPUs: slices.Clone(p.GPUs)})
+			}
+			gr.Members = append(gr.Members, mr)
+		}
+		out.Gangs = append(out.Gangs, gr)
+	}
+	return out
+}
+
+// TestRestoreWholeNodes: gangs on whole nodes that the old checks
+// refused or rebuilt wrongly round-trip through a snapshot and take their
+// spec back: an exclusive GPU total (more GPUs than it asked for, on
+// whole nodes) and whole-node pods on nodes of several sizes. An
+// exclusive total with a node beyond its need is refused.
+func TestRestoreWholeNodes(t *testing.T) {
+	spec := topology.ClusterSpec{Levels: []string{"rack"}}
+	for i, g := range []int{4, 4, 8, 8, 8, 8} {
+		spec.Nodes = append(spec.Nodes, topology.NodeSpec{Name: fmt.Sprintf("n%d", i), GPUs: g, Path: []string{fmt.Sprintf("r%d", i/2)}})
+	}
+	c, err := topology.Build(spec)
+	require.NoError(t, err)
+	gangs := []*Spec{
+		{ID: "x", Members: []Member{{Name: "w", Request: placement.Request{GPUs: 6, Exclusive: true}}}},
+		{ID: "whole", Members: []Member{{Name: "w", Request: placement.Request{Nodes: 3}}}},
+	}
+	l := NewLedger(c, Options{})
+	for _, g := range gangs {
+		res, err := l.Admit(g)
+		require.NoError(t, err)
+		require.True(t, res.Admitted, "%s: %s", g.ID, res)
+	}
+	for _, g := range gangs {
+		rec := l.record(g.ID)
+		require.NoError(t, g.CheckRecord(c, &rec), g.ID)
+	}
+	x, _ := l.Get("x")
+	w, _ := l.Get("whole")
+	if x.GPUs() != 8 || w.GPUs() != 16 {
+		t.Fatalf("x holds %d GPUs, whole %d; the test wants 8 (one whole node for 6) and 16 (4+4+8 or 4+8+4...)\n%s", x.GPUs(), w.GPUs(), l.Describe())
+	}
+	r, err := Restore(c, l.Snapshot(), Options{})
+	require.NoError(t, err)
+	for _, g := range gangs {
+		require.NoError(t, r.SetSpec(g), g.ID)
+	}
+	require.NoError(t, r.check())
+	if diff := cmp.Diff(l.Snapshot(), r.Snapshot()); diff != "" {
+		t.Fatalf("restored ledger differs:\n%s", diff)
+	}
+	t.Run("a node beyond the total", func(t *testing.T) {
+		bad := snapshotClone(l.Snapshot())
+		var free string
+		for n := range c.NumNodes() {
+			if l.State().FreeCount(topology.NodeID(n)) == c.NodeGPUs(topology.NodeID(n)) {
+				free = c.NodeName(topology.NodeID(n))
+			}
+		}
+		m := &bad.Gangs[slices.IndexFunc(bad.Gangs, func(g GangRecord) bool { return g.ID == "x" })].Members[0]
+		n, _ := c.LookupNode(free)
+		m.Pods = append(m.Pods, PodRecord{Node: free, GPUs: gpuList(1<<uint(c.NodeGPUs(n)) - 1)})
+		if _, err := Restore(c, bad, Options{}); !errors.Is(err, ErrRestore) || !strings.Contains(err.Error(), "gang x member w: holds") {
+			t.Fatalf("Restore: %v", err)
+		}
+		rec := GangRecord{ID: "x", Members: []MemberRecord{{Name: "w", GPUs: 6, Pods: m.Pods}}}
+		if err := gangs[0].CheckRecord(c, &rec); err == nil || !strings.Contains(err.Error(), "on 2 whole nodes, the spec asks for 6") {
+			t.Fatalf("CheckRecord: %v", err)
+		}
+	})
 }
 
 // TestRandomOperations is a seeded metamorphic test: admit / release /

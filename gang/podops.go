@@ -82,6 +82,9 @@ func (l *Ledger) ReleasePods(id, member string, ranks ...int) error {
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownGang, id)
 	}
+	if e.alloc.MemberIndex(member) < 0 {
+		return fmt.Errorf("%w: gang %s has no member %q", ErrUnknownPod, id, member)
+	}
 	slices.Sort(ranks)
 	for i, r := range ranks {
 		if _, _, err := l.lookupPod(id, member, r); err != nil {

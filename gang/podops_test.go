@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bits-and-blooms/bitset"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/phalanx-sched/phalanx/internal/access"
@@ -96,6 +97,35 @@ func TestReleasePod(t *testing.T) {
 				t.Fatalf("release below min: %v", err)
 			}
 			checkPods(t, "after release", a, true)
+		})
+	}
+}
+
+// TestReleasePodsNoRanks: with no ranks, ReleasePods still checks the
+// gang and the member (an unknown one is an error, as with ranks) and
+// changes nothing for a known one.
+func TestReleasePodsNoRanks(t *testing.T) {
+	for _, tc := range []struct {
+		name, id, member string
+		err              error
+	}{
+		{"known member", "elastic", "worker", nil},
+		{"unknown member", "elastic", "ps", ErrUnknownPod},
+		{"unknown gang", "nope", "worker", ErrUnknownGang},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := podLedger(t)
+			before := l.State().Clone()
+			err := l.ReleasePods(tc.id, tc.member)
+			if !errors.Is(err, tc.err) || err == nil && tc.err != nil {
+				t.Fatalf("error %v, want %v", err, tc.err)
+			}
+			if err != nil && !strings.Contains(err.Error(), tc.id) {
+				t.Errorf("error %q does not name the gang", err)
+			}
+			if !l.State().Equal(before) {
+				t.Fatal("a release of no pods changed the state")
+			}
 		})
 	}
 }
@@ -583,6 +613,7 @@ func TestSetSpecAfterRestore(t *testing.T) {
 			{"unknown gang", &Spec{ID: "nope", Members: spec.Members}, ErrUnknownGang},
 			{"other sizes", &Spec{ID: "fixed", Members: []Member{{Name: "worker", Request: placement.Request{Nodes: 4, GPUsPerNode: 8, Required: "leaf"}}}}, ErrBadSpec},
 			{"other member", &Spec{ID: "fixed", Members: []Member{{Name: "w", Request: spec.Members[0].Request}}}, ErrBadSpec},
+			{"invalid request", &Spec{ID: "fixed", Members: []Member{{Name: "worker", Request: placement.Request{Nodes: 4, GPUsPerNode: 4, Required: "leaf", Excluded: bitset.New(3)}}}}, ErrBadSpec},
 		} {
 			if err := r.SetSpec(tc.spec); !errors.Is(err, tc.err) || !strings.Contains(err.Error(), tc.spec.ID) {
 				t.Errorf("%s: %v, want %v naming gang %s", tc.name, err, tc.err, tc.spec.ID)
@@ -590,6 +621,64 @@ func TestSetSpecAfterRestore(t *testing.T) {
 		}
 		if diff := cmp.Diff(before, r.Snapshot()); diff != "" {
 			t.Errorf("a refused SetSpec changed the ledger:\n%s", diff)
+		}
+	})
+}
+
+// TestInsertRefuses: Insert takes only a valid spec and a whole placement
+// of it; anything else is ErrBadSpec (or the state's error) naming the
+// gang, and changes nothing, so that the ledger's checker and its own
+// snapshot stay sound.
+func TestInsertRefuses(t *testing.T) {
+	c := topology.Default2000()
+	spec := func() *Spec {
+		return &Spec{ID: "g", Members: []Member{{Name: "w", Request: placement.NodesOf(3, 4)}}}
+	}
+	alloc := func() *Allocation {
+		return &Allocation{ID: "g", Members: []MemberAllocation{{Name: "w", Pods: 3, Assignment: []topology.NodeAlloc{
+			{Node: 10, GPUs: 0x0f}, {Node: 11, GPUs: 0x0f}, {Node: 12, GPUs: 0x0f}}}}}
+	}
+	for _, tc := range []struct {
+		name  string
+		edit  func(g *Spec, a *Allocation)
+		err   error
+		words string
+	}{
+		{"no ID", func(g *Spec, a *Allocation) { g.ID, a.ID = "", "" }, ErrBadSpec, "no ID"},
+		{"invalid request", func(g *Spec, a *Allocation) { g.Members[0].Request.Excluded = bitset.New(3) }, ErrBadSpec, "gang g member w"},
+		{"partial gang", func(g *Spec, a *Allocation) {
+			a.Members[0].Pods, a.Members[0].Assignment = 1, a.Members[0].Assignment[:1]
+		}, ErrBadSpec, "member w: 1 pods recorded, the spec asks for 3 to 3"},
+		{"pods and nodes disagree", func(g *Spec, a *Allocation) { a.Members[0].Pods = 2 }, ErrBadSpec, "gang g member w: 2 pods on 3 nodes"},
+		{"other member name", func(g *Spec, a *Allocation) { a.Members[0].Name = "ps" }, ErrBadSpec, "member w recorded as ps"},
+		{"GPUs per pod", func(g *Spec, a *Allocation) { a.Members[0].Assignment[1].GPUs = 0xff }, ErrBadSpec, "holds 8 GPUs, the spec gives it 4"},
+		{"unknown node", func(g *Spec, a *Allocation) { a.Members[0].Assignment[2].Node = 9999 }, topology.ErrUnknownNode, "gang g member w"},
+		{"other gang", func(g *Spec, a *Allocation) { a.ID = "h" }, ErrBadSpec, "allocation h does not match gang g"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := NewLedger(c, Options{})
+			before := l.State().Clone()
+			g, a := spec(), alloc()
+			tc.edit(g, a)
+			err := l.Insert(g, a)
+			if !errors.Is(err, tc.err) || !strings.Contains(err.Error(), tc.words) {
+				t.Fatalf("Insert: %v, want %v saying %q", err, tc.err, tc.words)
+			}
+			if l.Len() != 0 || !l.State().Equal(before) {
+				t.Fatal("a refused Insert changed the ledger")
+			}
+		})
+	}
+	t.Run("whole", func(t *testing.T) {
+		l := NewLedger(c, Options{})
+		if err := l.Insert(spec(), alloc()); err != nil {
+			t.Fatal(err)
+		}
+		if err := access.CheckLedger(l); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Restore(c, l.Snapshot(), Options{}); err != nil {
+			t.Fatalf("the ledger's own snapshot: %v", err)
 		}
 	})
 }

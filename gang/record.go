@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/phalanx-sched/phalanx/internal/bits"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -62,7 +63,8 @@ func (r *SpecRecord) Spec(c *topology.Cluster, id string) (Spec, error) {
 // CheckRecord reports every way in which rec, a running gang's record,
 // does not match what spec g asks for on cluster c: member names and
 // order, pod counts (within the elastic minimum), GPUs per pod (all of a
-// node's GPUs for whole or exclusive nodes), GPU totals.
+// node's GPUs for whole or exclusive nodes), GPU totals (an exclusive
+// total: whole nodes holding at least the total, none of them beyond it).
 func (g *Spec) CheckRecord(c *topology.Cluster, rec *GangRecord) error {
 	if len(rec.Members) != len(g.Members) {
 		return fmt.Errorf("gang %s: %d members recorded, the spec has %d", g.ID, len(rec.Members), len(g.Members))
@@ -85,22 +87,38 @@ func (m *Member) checkRecord(c *topology.Cluster, mr *MemberRecord) error {
 		return fmt.Errorf("member %s: recorded as %d pods (min %d) or %d GPUs, the spec asks for %d (min %d) or %d",
 			m.Name, mr.Want, mr.Min, mr.GPUs, r.Nodes, m.Min, r.GPUs)
 	}
-	total := 0
 	for _, p := range mr.Pods {
-		n, ok := c.LookupNode(p.Node)
-		if !ok {
+		if _, ok := c.LookupNode(p.Node); !ok {
 			return fmt.Errorf("member %s: %w: %q", m.Name, topology.ErrUnknownNode, p.Node)
 		}
-		total += len(p.GPUs)
-		if r.GPUs > 0 {
+	}
+	return m.checkPods(c, len(mr.Pods), func(i int) (topology.NodeID, int) {
+		n, _ := c.LookupNode(mr.Pods[i].Node)
+		return n, len(mr.Pods[i].GPUs)
+	})
+}
+
+// checkPods checks the pods of a member of m's request: count pods, pod
+// i on node and holding gpus of pod(i). It allocates nothing unless it
+// fails.
+func (m *Member) checkPods(c *topology.Cluster, count int, pod func(i int) (node topology.NodeID, gpus int)) error {
+	r := &m.Request
+	total, smallest := 0, 0
+	for i := range count {
+		n, gpus := pod(i)
+		total += gpus
+		if i == 0 || gpus < smallest {
+			smallest = gpus
+		}
+		if r.GPUs > 0 && !r.Exclusive {
 			continue
 		}
 		want := r.GPUsPerNode
 		if want == 0 || r.Exclusive {
 			want = c.NodeGPUs(n)
 		}
-		if len(p.GPUs) != want {
-			return fmt.Errorf("member %s: pod on %s holds %d GPUs, the spec gives it %d", m.Name, p.Node, len(p.GPUs), want)
+		if gpus != want {
+			return fmt.Errorf("member %s: pod on %s holds %d GPUs, the spec gives it %d", m.Name, c.NodeName(n), gpus, want)
 		}
 	}
 	min := r.Nodes
@@ -108,10 +126,33 @@ func (m *Member) checkRecord(c *topology.Cluster, mr *MemberRecord) error {
 		min = m.Min
 	}
 	switch {
-	case r.GPUs > 0 && total != r.GPUs:
+	case r.GPUs > 0 && r.Exclusive && (total < r.GPUs || total-smallest >= r.GPUs):
+		// Whole nodes: at least the total, and no node beyond it.
+		return fmt.Errorf("member %s: %d GPUs recorded on %d whole nodes, the spec asks for %d on as few as cover it", m.Name, total, count, r.GPUs)
+	case r.GPUs > 0 && !r.Exclusive && total != r.GPUs:
 		return fmt.Errorf("member %s: %d GPUs recorded, the spec asks for %d", m.Name, total, r.GPUs)
-	case r.GPUs == 0 && (len(mr.Pods) < min || len(mr.Pods) > r.Nodes):
-		return fmt.Errorf("member %s: %d pods recorded, the spec asks for %d to %d", m.Name, len(mr.Pods), min, r.Nodes)
+	case r.GPUs == 0 && (count < min || count > r.Nodes):
+		return fmt.Errorf("member %s: %d pods recorded, the spec asks for %d to %d", m.Name, count, min, r.Nodes)
+	}
+	return nil
+}
+
+// checkAllocation is CheckRecord for an allocation of g (members in g's
+// order, nodes in range): the same checks, allocating nothing when a
+// matches.
+func (g *Spec) checkAllocation(c *topology.Cluster, a *Allocation) error {
+	for i := range g.Members {
+		m, ma := &g.Members[i], &a.Members[i]
+		if ma.Name != m.Name {
+			return fmt.Errorf("gang %s: member %s recorded as %s", g.ID, m.Name, ma.Name)
+		}
+		err := m.checkPods(c, len(ma.Assignment), func(k int) (topology.NodeID, int) {
+			x := ma.Assignment[k]
+			return x.Node, bits.PopCount(x.GPUs)
+		})
+		if err != nil {
+			return fmt.Errorf("gang %s: %w", g.ID, err)
+		}
 	}
 	return nil
 }

@@ -71,6 +71,81 @@ func TestPackingOracle(t *testing.T) {
 	}
 }
 
+// TestColocationOracle: on the random clusters of TestPackingOracle,
+// whose nodes have 4 or 8 GPUs, a gang whose members must all lie inside
+// one leaf or one spine is admitted exactly when an exhaustive search
+// finds a packing inside one such domain, and then lies inside one. The
+// admitter's first filter (a domain's free GPUs) must not refuse a domain
+// of small nodes that holds the gang's whole-node pods.
+func TestColocationOracle(t *testing.T) {
+	cases := 3000
+	if testing.Short() {
+		cases = 500
+	}
+	r := rand.New(rand.NewPCG(22, 7))
+	var packable, mixed int
+	for k := range cases {
+		c := packCluster(r)
+		s := packState(r, c)
+		g := packGang(r, c)
+		g.Members = g.Members[:min(len(g.Members), 3)]
+		level := []string{"leaf", "spine"}[r.IntN(2)]
+		g.Colocate = Colocation{Level: level, Required: true}
+		lvl, _ := c.Level(level)
+		want := false
+		for d := range c.NumDomains(lvl) {
+			inside := s.Clone()
+			lo, hi := c.DomainRange(lvl, d)
+			for n := range c.NumNodes() {
+				if id := topology.NodeID(n); (n < int(lo) || n >= int(hi)) && inside.Free(id) != 0 {
+					_ = inside.Allocate([]topology.NodeAlloc{{Node: id, GPUs: inside.Free(id)}})
+				}
+			}
+			want = want || bruteGangFits(c, inside, g)
+		}
+		before := s.Clone()
+		var out Allocation
+		res, err := NewAdmitter(c, Options{}).Admit(s, g, &out)
+		if err != nil {
+			t.Fatalf("case %d: %v", k, err)
+		}
+		ctx := func() string {
+			return fmt.Sprintf("case %d: gang %s co-located in one %s\n%s%s", k, describeGang(g), level, c.Describe(), before.Describe())
+		}
+		if res.Admitted != want {
+			t.Fatalf("%s\nadmitted %v (%s), brute force packing %v", ctx(), res.Admitted, res, want)
+		}
+		if !res.Admitted {
+			if !s.Equal(before) {
+				t.Fatalf("%s\nrefused admission changed the state", ctx())
+			}
+			continue
+		}
+		packable++
+		checkGangAllocation(t, ctx, before, s, g, &out)
+		dom := c.NodeDomain(out.Members[0].Assignment[0].Node, lvl)
+		small := false
+		for i := range out.Members {
+			for _, x := range out.Members[i].Assignment {
+				if c.NodeDomain(x.Node, lvl) != dom {
+					t.Fatalf("%s\nthe gang spans %ss: %+v", ctx(), level, out)
+				}
+				small = small || c.NodeGPUs(x.Node) < c.MaxNodeGPUs() && g.Members[i].Request.GPUsPerNode == 0
+			}
+		}
+		if !res.Colocated {
+			t.Fatalf("%s\nadmitted without Colocated", ctx())
+		}
+		if small {
+			mixed++
+		}
+	}
+	t.Logf("%d cases, %d admitted, %d with whole-node pods on nodes smaller than the largest", cases, packable, mixed)
+	if packable < cases/10 || mixed == 0 {
+		t.Errorf("unbalanced cases: %d admitted, %d on small whole nodes", packable, mixed)
+	}
+}
+
 func packCluster(r *rand.Rand) *topology.Cluster {
 	n := 4 + r.IntN(12)
 	spec := topology.ClusterSpec{Levels: []string{"spine", "leaf"}}

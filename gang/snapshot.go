@@ -67,12 +67,18 @@ func (l *Ledger) Snapshot() Snapshot {
 // record returns the record of admitted gang id.
 func (l *Ledger) record(id string) GangRecord {
 	e := l.byID[id]
-	g := GangRecord{ID: id}
-	for i := range e.alloc.Members {
-		ma, m := &e.alloc.Members[i], &e.spec.Members[i]
+	return recordOf(l.c, &e.spec, &e.alloc)
+}
+
+// recordOf returns the record of gang spec running as alloc (members in
+// the same order) on cluster c.
+func recordOf(c *topology.Cluster, spec *Spec, alloc *Allocation) GangRecord {
+	g := GangRecord{ID: alloc.ID}
+	for i := range alloc.Members {
+		ma, m := &alloc.Members[i], &spec.Members[i]
 		mr := MemberRecord{Name: ma.Name, Want: m.Request.Nodes, Min: m.Min, GPUs: m.Request.GPUs}
 		for _, x := range ma.Assignment {
-			mr.Pods = append(mr.Pods, PodRecord{Node: l.c.NodeName(x.Node), GPUs: gpuList(x.GPUs)})
+			mr.Pods = append(mr.Pods, PodRecord{Node: c.NodeName(x.Node), GPUs: gpuList(x.GPUs)})
 		}
 		g.Members = append(g.Members, mr)
 	}
@@ -93,10 +99,15 @@ func gpuList(m uint64) []int {
 // checked before anything is applied; the error lists every problem, each
 // naming the gangs, nodes and GPUs involved: an unknown node, a GPU the
 // node does not have, two gangs (or two pods) claiming the same GPU, a
-// gang that is not whole (fewer pods than its minimum), duplicate gang or
-// member names. Restored gangs keep their pods; their specs are rebuilt
-// from the records (pod counts and per-node GPU counts, no topology
-// constraints). A host that re-places pods (Ledger.ReplacePod, which keeps
+// gang that is not whole (fewer pods than its minimum), more pods than a
+// member asked for, a GPU total exceeded other than on whole nodes none
+// of which it could spare (Exclusive), pods of different sizes that are
+// not each their whole node, sizes that are negative or both pods and a
+// total, missing or duplicate gang or member names, a node both down and
+// drained. Restored gangs keep their pods; their specs are rebuilt
+// from the records (pod counts and per-node GPU counts, whole nodes where
+// the pods differ in size, Exclusive for a total held on more GPUs; no
+// topology constraints). A host that re-places pods (Ledger.ReplacePod, which keeps
 // a pod inside its member's required domain and its gang's co-location)
 // gives each gang its full spec back with Ledger.SetSpec.
 func Restore(c *topology.Cluster, snap Snapshot, opts Options) (*Ledger, error) {
@@ -135,12 +146,19 @@ func Restore(c *topology.Cluster, snap Snapshot, opts Options) (*Ledger, error) 
 		b := built{spec: Spec{ID: g.ID}, alloc: Allocation{ID: g.ID}}
 		names := map[string]bool{}
 		for _, m := range g.Members {
-			if names[m.Name] {
+			switch {
+			case m.Name == "":
+				bad("gang %s: a member has no name", g.ID)
+			case names[m.Name]:
 				bad("gang %s: member %q listed twice", g.ID, m.Name)
 			}
 			names[m.Name] = true
+			if m.Want < 0 || m.Min < 0 || m.GPUs < 0 || m.Want > 0 && m.GPUs > 0 || m.Min > 0 && m.Want == 0 {
+				bad("gang %s member %s: asks for %d pods (minimum %d) and %d GPUs (pods, with an optional minimum below them, or a GPU total)", g.ID, m.Name, m.Want, m.Min, m.GPUs)
+				continue
+			}
 			ma := MemberAllocation{Name: m.Name, Pods: len(m.Pods)}
-			perNode := 0
+			perNode, fewest, whole := 0, 0, true
 			seen := map[int]bool{}
 			gpus := 0
 			for _, p := range m.Pods {
@@ -169,8 +187,13 @@ func Restore(c *topology.Cluster, snap Snapshot, opts Options) (*Ledger, error) 
 					bad("gang %s member %s: pod on node %s holds no GPU", g.ID, m.Name, p.Node)
 					continue
 				}
-				perNode = max(perNode, bits.PopCount(mask))
-				gpus += bits.PopCount(mask)
+				k := bits.PopCount(mask)
+				if perNode == 0 || k < fewest {
+					fewest = k
+				}
+				perNode = max(perNode, k)
+				whole = whole && k == c.NodeGPUs(topology.NodeID(n))
+				gpus += k
 				ma.Assignment = append(ma.Assignment, topology.NodeAlloc{Node: topology.NodeID(n), GPUs: mask})
 			}
 			want, min := m.Want, m.Min
@@ -183,23 +206,39 @@ func Restore(c *topology.Cluster, snap Snapshot, opts Options) (*Ledger, error) 
 				bad("gang %s member %s: asks for neither pods nor GPUs", g.ID, m.Name)
 			case want > 0 && len(m.Pods) < need:
 				bad("gang %s member %s is not whole: %d of %d pods (minimum %d)", g.ID, m.Name, len(m.Pods), want, need)
+			case want > 0 && len(m.Pods) > want:
+				bad("gang %s member %s: %d pods, above the %d it asked for", g.ID, m.Name, len(m.Pods), want)
+			case want > 0 && fewest != perNode && !whole:
+				bad("gang %s member %s: its pods hold %d to %d GPUs, and not each its whole node", g.ID, m.Name, fewest, perNode)
 			case want == 0 && gpus < m.GPUs:
 				bad("gang %s member %s is not whole: %d of %d GPUs", g.ID, m.Name, gpus, m.GPUs)
+			case want == 0 && gpus > m.GPUs && (!whole || gpus-fewest >= m.GPUs):
+				// More than the total only on whole nodes (Exclusive),
+				// none of them beyond it.
+				bad("gang %s member %s: holds %d GPUs, more than the %d it asked for", g.ID, m.Name, gpus, m.GPUs)
 			}
 			req := placement.Request{Nodes: want, GPUsPerNode: perNode}
-			if want == 0 {
-				req = placement.Request{GPUs: m.GPUs}
+			switch {
+			case want == 0:
+				req = placement.Request{GPUs: m.GPUs, Exclusive: gpus > m.GPUs}
+			case fewest != perNode:
+				req.GPUsPerNode = 0 // whole nodes of several sizes
 			}
 			b.spec.Members = append(b.spec.Members, Member{Name: m.Name, Request: req, Min: min})
 			b.alloc.Members = append(b.alloc.Members, ma)
 		}
 		gangs = append(gangs, b)
 	}
+	down := make(map[int]bool, len(snap.Down))
 	for _, name := range snap.Down {
-		node("(down list)", name)
+		if n := node("(down list)", name); n >= 0 {
+			down[n] = true
+		}
 	}
 	for _, name := range snap.Drained {
-		node("(drained list)", name)
+		if n := node("(drained list)", name); n >= 0 && down[n] {
+			bad("node %s listed both down and drained", name)
+		}
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w: %w", ErrRestore, errors.Join(errs...))
@@ -235,6 +274,9 @@ func Restore(c *topology.Cluster, snap Snapshot, opts Options) (*Ledger, error) 
 func (l *Ledger) SetSpec(g *Spec) error {
 	if _, ok := l.byID[g.ID]; !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownGang, g.ID)
+	}
+	if err := g.Validate(l.c); err != nil {
+		return err
 	}
 	rec := l.record(g.ID)
 	if err := g.CheckRecord(l.c, &rec); err != nil {
