@@ -443,7 +443,7 @@ func (c *Cluster) Level(name string) (int, bool) {
 // NumDomains returns the number of domains at level l.
 func (c *Cluster) NumDomains(l int) int { return len(c.levels[l]) }
 
-// Domain returns domain d of level l.
+// Domain returns domain d of level l. It panics if l or d is out of range.
 func (c *Cluster) Domain(l, d int) Domain {
 	di := &c.levels[l][d]
 	return Domain{
@@ -457,6 +457,7 @@ func (c *Cluster) Domain(l, d int) Domain {
 // DomainNodes sets dst to exactly the nodes of domain d of level l and
 // returns it. A nil dst gets a new set of the cluster's length; a dst of
 // the cluster's length (Cluster.NewNodeSet) is filled without allocating.
+// It panics if l or d is out of range.
 func (c *Cluster) DomainNodes(l, d int, dst *bitset.BitSet) *bitset.BitSet {
 	if dst == nil {
 		dst = c.NewNodeSet()
@@ -473,23 +474,26 @@ func (c *Cluster) DomainNodes(l, d int, dst *bitset.BitSet) *bitset.BitSet {
 }
 
 // DomainRange returns the node range [first, end) of domain d of level l,
-// without building a Domain view.
+// without building a Domain view. It panics if l or d is out of range.
 func (c *Cluster) DomainRange(l, d int) (first, end NodeID) {
 	di := &c.levels[l][d]
 	return NodeID(di.firstNode), NodeID(di.endNode)
 }
 
 // DomainChildren returns the child range [first, end) of domain d of level
-// l in level l+1 (empty at the lowest level).
+// l in level l+1 (empty at the lowest level). It panics if l or d is out
+// of range.
 func (c *Cluster) DomainChildren(l, d int) (first, end int) {
 	di := &c.levels[l][d]
 	return int(di.firstChild), int(di.endChild)
 }
 
 // DomainParent returns the parent of domain d of level l, or -1 at the top.
+// It panics if l or d is out of range.
 func (c *Cluster) DomainParent(l, d int) int { return int(c.levels[l][d].parent) }
 
-// DomainName returns the name of domain d of level l.
+// DomainName returns the name of domain d of level l. It panics if l or d
+// is out of range.
 func (c *Cluster) DomainName(l, d int) string { return c.levels[l][d].name }
 
 // DomainIndex returns the index of the domain called name at level l (the
@@ -525,8 +529,36 @@ func (c *Cluster) LookupNode(name string) (NodeID, bool) {
 	return NodeID(i), ok
 }
 
-// NodeDomain returns the index of node i's domain at level l.
-func (c *Cluster) NodeDomain(i NodeID, l int) int { return int(c.nodeDom[l*len(c.nodes)+int(i)]) }
+// NodeDomain returns the index of node i's domain at level l. It panics
+// if i or l is out of range.
+func (c *Cluster) NodeDomain(i NodeID, l int) int {
+	if uint(i) >= uint(len(c.nodes)) || uint(l) >= uint(len(c.levels)) {
+		panic(indexError{c: c, level: l, index: int(i), node: true})
+	}
+	return int(c.nodeDom[l*len(c.nodes)+int(i)])
+}
+
+// indexError is what an accessor panics with when given a level, domain
+// or node index out of range. It holds the indexes and works out which
+// one is wrong when printed, so that an accessor's check costs a
+// comparison or two and builds nothing until it fails.
+type indexError struct {
+	c     *Cluster
+	level int
+	index int  // a domain index of level, or a node index if node is set
+	node  bool // index is a node index
+}
+
+func (e indexError) Error() string {
+	c := e.c
+	switch {
+	case e.node && (e.index < 0 || e.index >= len(c.nodes)):
+		return fmt.Sprintf("topology: node %d out of range (the cluster has %d nodes)", e.index, len(c.nodes))
+	case e.level < 0 || e.level >= len(c.levels):
+		return fmt.Sprintf("topology: level %d out of range (the cluster has %d levels)", e.level, len(c.levels))
+	}
+	return fmt.Sprintf("topology: domain %d out of range at level %d (%d domains)", e.index, e.level, len(c.levels[e.level]))
+}
 
 // NewNodeSet returns an empty node bitset sized for this cluster. Every
 // node set passed to Phalanx must have this length.

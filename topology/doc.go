@@ -46,8 +46,12 @@
 // 1..64; on error it returns no cluster and names the node or domain at
 // fault. Allocate and Release check every entry before changing anything;
 // on error the state is unchanged. Node sets passed to this module must
-// have the cluster's length (Cluster.NewNodeSet). The package does no I/O;
-// loaders read through the io.Reader or fs.FS their caller passes.
+// have the cluster's length (Cluster.NewNodeSet). Accessors that take a
+// level, domain or node index (Cluster.Domain, Cluster.NodeDomain,
+// State.DomainFreeGPUs and the like) panic if it is out of range, as a
+// slice index does: a bad index is a programming error, and never reads
+// another domain's or node's data. The package does no I/O; loaders read
+// through the io.Reader or fs.FS their caller passes.
 //
 // # Concurrency
 //

@@ -1,6 +1,9 @@
 package topology
 
-import "fmt"
+import (
+	"fmt"
+	"math/big"
+)
 
 // Default cluster shape, used by every example, test and benchmark that
 // says "the default cluster": 250 nodes x 8 GPUs = 2,000 GPUs, 16 nodes per
@@ -49,8 +52,15 @@ type FatTreeConfig struct {
 	Spines, LeavesPerSpine, NodesPerLeaf, GPUsPerNode int
 }
 
-// Validate reports whether every count is positive and GPUsPerNode is at
-// most 64.
+// MaxGeneratedNodes bounds the node count of a generated cluster (FatTree,
+// NVL72): 16,777,216 nodes, so that a node ID and every per-domain GPU
+// counter (int32, at 64 GPUs a node) fit with room to spare, and so that a
+// mistyped count is refused before anything is allocated.
+const MaxGeneratedNodes = 1 << 24
+
+// Validate reports whether every count is positive, GPUsPerNode is at
+// most 64 and the node count Spines x LeavesPerSpine x NodesPerLeaf is at
+// most MaxGeneratedNodes.
 func (f *FatTreeConfig) Validate() error {
 	if f.Spines < 1 || f.LeavesPerSpine < 1 || f.NodesPerLeaf < 1 {
 		return fmt.Errorf("%w: fat tree %+v: counts must be positive", ErrInvalidSpec, f)
@@ -58,7 +68,33 @@ func (f *FatTreeConfig) Validate() error {
 	if f.GPUsPerNode < 1 || f.GPUsPerNode > MaxGPUsPerNode {
 		return fmt.Errorf("%w: fat tree GPUsPerNode %d", ErrGPUCount, f.GPUsPerNode)
 	}
+	if !nodesWithin(f.Spines, f.LeavesPerSpine, f.NodesPerLeaf) {
+		return fmt.Errorf("%w: fat tree Spines x LeavesPerSpine x NodesPerLeaf = %d x %d x %d is %s nodes, more than MaxGeneratedNodes (%d)",
+			ErrInvalidSpec, f.Spines, f.LeavesPerSpine, f.NodesPerLeaf, productText(f.Spines, f.LeavesPerSpine, f.NodesPerLeaf), MaxGeneratedNodes)
+	}
 	return nil
+}
+
+// nodesWithin reports whether the product of the positive counts is at
+// most MaxGeneratedNodes, without overflowing.
+func nodesWithin(counts ...int) bool {
+	n := 1
+	for _, k := range counts {
+		if k > MaxGeneratedNodes/n {
+			return false
+		}
+		n *= k
+	}
+	return true
+}
+
+// productText renders the product of positive counts exactly.
+func productText(counts ...int) string {
+	p := big.NewInt(1)
+	for _, k := range counts {
+		p.Mul(p, big.NewInt(int64(k)))
+	}
+	return p.String()
 }
 
 // FatTree builds the fat tree f: levels core > spine > leaf, nodes named
@@ -106,13 +142,19 @@ type NVL72Config struct {
 }
 
 // NVL72 builds the layout n: levels core > spine > leaf > block, one block
-// per leaf, nodes named rack<r>-n<k>.
+// per leaf, nodes named rack<r>-n<k>. Counts must be positive,
+// GPUsPerNode at most 64 and Racks x NodesPerRack at most
+// MaxGeneratedNodes.
 func NVL72(n NVL72Config) (*Cluster, error) {
 	if n.Racks < 1 || n.NodesPerRack < 1 || n.RacksPerSpine < 1 {
 		return nil, fmt.Errorf("%w: NVL72 %+v: counts must be positive", ErrInvalidSpec, n)
 	}
 	if n.GPUsPerNode < 1 || n.GPUsPerNode > MaxGPUsPerNode {
 		return nil, fmt.Errorf("%w: NVL72 GPUsPerNode %d", ErrGPUCount, n.GPUsPerNode)
+	}
+	if !nodesWithin(n.Racks, n.NodesPerRack) {
+		return nil, fmt.Errorf("%w: NVL72 Racks x NodesPerRack = %d x %d is %s nodes, more than MaxGeneratedNodes (%d)",
+			ErrInvalidSpec, n.Racks, n.NodesPerRack, productText(n.Racks, n.NodesPerRack), MaxGeneratedNodes)
 	}
 	s := ClusterSpec{Levels: []string{"core", "spine", "leaf", "block"}}
 	for r := range n.Racks {

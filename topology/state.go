@@ -296,17 +296,28 @@ func (s *State) FreeGPUs() int { return s.freeGPUs }
 func (s *State) UsedGPUs() int { return s.usedGPUs }
 
 // DomainFreeGPUs returns the free GPUs on schedulable nodes of domain d of
-// level l.
-func (s *State) DomainFreeGPUs(l, d int) int { return int(s.domFree[s.levelOff[l]+d]) }
+// level l. It panics if l or d is out of range.
+func (s *State) DomainFreeGPUs(l, d int) int { return int(s.domFree[s.domIndex(l, d)]) }
 
 // DomainAvail returns the availability counters of domain d of level l:
 // element k (0 to MaxNodeGPUs) is the number of schedulable nodes of the
 // domain with at least k free GPUs, so element 0 counts its schedulable
-// nodes. The slice is a read-only view that tracks the state.
+// nodes. The slice is a read-only view that tracks the state. It panics
+// if l or d is out of range.
 func (s *State) DomainAvail(l, d int) []int32 {
 	stride := s.c.maxGPUs + 1
-	x := (s.levelOff[l] + d) * stride
+	x := s.domIndex(l, d) * stride
 	return s.domAvail[x : x+stride : x+stride]
+}
+
+// domIndex returns the position of domain d of level l in the per-domain
+// counters. The counters of all levels share one slice, so an index out
+// of range could read another domain's: domIndex panics instead.
+func (s *State) domIndex(l, d int) int {
+	if uint(l) >= uint(len(s.levelOff)-1) || uint(d) >= uint(s.levelOff[l+1]-s.levelOff[l]) {
+		panic(indexError{c: s.c, level: l, index: d})
+	}
+	return s.levelOff[l] + d
 }
 
 // LevelFreeGPUs returns the free GPUs on schedulable nodes of every domain
@@ -337,12 +348,12 @@ func (s *State) LevelIdleGPUs(l int) []int32 {
 }
 
 // DomainIdleNodes returns the number of schedulable nodes of domain d of
-// level l with every GPU free.
-func (s *State) DomainIdleNodes(l, d int) int { return int(s.domIdle[s.levelOff[l]+d]) }
+// level l with every GPU free. It panics if l or d is out of range.
+func (s *State) DomainIdleNodes(l, d int) int { return int(s.domIdle[s.domIndex(l, d)]) }
 
 // DomainIdleGPUs returns the GPUs of the idle schedulable nodes of domain d
-// of level l.
-func (s *State) DomainIdleGPUs(l, d int) int { return int(s.domIdleGPUs[s.levelOff[l]+d]) }
+// of level l. It panics if l or d is out of range.
+func (s *State) DomainIdleGPUs(l, d int) int { return int(s.domIdleGPUs[s.domIndex(l, d)]) }
 
 // DownNodes returns the number of nodes that are down.
 func (s *State) DownNodes() int { return s.down }

@@ -522,3 +522,90 @@ func checkCounters(t *testing.T, s *State, l, d int) {
 			s.DomainIdleNodes(l, d), s.DomainIdleGPUs(l, d), s.DomainFreeGPUs(l, d), idle, idleGPUs, free)
 	}
 }
+
+// panicMessage runs f and returns what it panicked with, or "" if it
+// returned.
+func panicMessage(f func()) (msg string) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg = fmt.Sprint(r)
+		}
+	}()
+	f()
+	return ""
+}
+
+// TestIndexAccessorsPanicOutOfRange checks that the per-domain and
+// per-node accessors refuse a level, domain or node index out of range
+// with a panic naming it, instead of reading another domain's counters,
+// and that in range they read the right domain without allocating.
+// Default2000 has 1 core, 4 spines and 16 leaves over 250 nodes.
+func TestIndexAccessorsPanicOutOfRange(t *testing.T) {
+	c := Default2000()
+	s := NewState(c)
+	if err := s.Allocate([]NodeAlloc{{Node: 0, GPUs: 0x01}}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		call func()
+		want string // fragment of the panic message
+	}{
+		{"DomainFreeGPUs domain past its level", func() { s.DomainFreeGPUs(0, 1) }, "domain 1 out of range at level 0"},
+		{"DomainFreeGPUs negative domain", func() { s.DomainFreeGPUs(1, -1) }, "domain -1 out of range at level 1"},
+		{"DomainFreeGPUs level past the bottom", func() { s.DomainFreeGPUs(3, 0) }, "level 3 out of range"},
+		{"DomainFreeGPUs negative level", func() { s.DomainFreeGPUs(-1, 0) }, "level -1 out of range"},
+		{"DomainAvail domain past its level", func() { s.DomainAvail(1, 4) }, "domain 4 out of range at level 1"},
+		{"DomainAvail last level", func() { s.DomainAvail(2, 16) }, "domain 16 out of range at level 2"},
+		{"DomainAvail negative domain", func() { s.DomainAvail(2, -1) }, "domain -1 out of range at level 2"},
+		{"DomainIdleNodes domain past its level", func() { s.DomainIdleNodes(0, 1) }, "domain 1 out of range at level 0"},
+		{"DomainIdleNodes negative level", func() { s.DomainIdleNodes(-1, 0) }, "level -1 out of range"},
+		{"DomainIdleGPUs domain past its level", func() { s.DomainIdleGPUs(1, 4) }, "domain 4 out of range at level 1"},
+		{"DomainIdleGPUs level past the bottom", func() { s.DomainIdleGPUs(3, 0) }, "level 3 out of range"},
+		{"NodeDomain node past the end", func() { c.NodeDomain(250, 0) }, "node 250 out of range"},
+		{"NodeDomain negative node", func() { c.NodeDomain(-1, 1) }, "node -1 out of range"},
+		{"NodeDomain level past the bottom", func() { c.NodeDomain(0, 3) }, "level 3 out of range"},
+		{"NodeDomain negative level", func() { c.NodeDomain(249, -1) }, "level -1 out of range"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			msg := panicMessage(tt.call)
+			if !strings.HasPrefix(msg, "topology: ") || !strings.Contains(msg, tt.want) {
+				t.Errorf("panic %q, want one containing %q", msg, tt.want)
+			}
+		})
+	}
+	t.Run("in range", func(t *testing.T) {
+		for l := range c.Depth() {
+			for d := range c.NumDomains(l) {
+				dom := c.Domain(l, d)
+				wantFree, wantIdle := dom.GPUs, int(dom.EndNode-dom.FirstNode)
+				if d == 0 {
+					wantFree, wantIdle = wantFree-1, wantIdle-1 // node 0 has a GPU allocated
+				}
+				if got := s.DomainFreeGPUs(l, d); got != wantFree {
+					t.Errorf("DomainFreeGPUs(%d, %d) = %d, want %d", l, d, got, wantFree)
+				}
+				if got := s.DomainIdleNodes(l, d); got != wantIdle {
+					t.Errorf("DomainIdleNodes(%d, %d) = %d, want %d", l, d, got, wantIdle)
+				}
+				if got := s.DomainIdleGPUs(l, d); got != 8*wantIdle {
+					t.Errorf("DomainIdleGPUs(%d, %d) = %d, want %d", l, d, got, 8*wantIdle)
+				}
+				if got := s.DomainAvail(l, d)[0]; int(got) != int(dom.EndNode-dom.FirstNode) {
+					t.Errorf("DomainAvail(%d, %d)[0] = %d, want %d", l, d, got, dom.EndNode-dom.FirstNode)
+				}
+			}
+		}
+		for _, i := range []NodeID{0, 15, 16, 249} {
+			if got, want := c.NodeDomain(i, 2), int(i)/DefaultNodesPerLeaf; got != want {
+				t.Errorf("NodeDomain(%d, 2) = %d, want %d", i, got, want)
+			}
+		}
+		if n := testing.AllocsPerRun(100, func() {
+			_ = s.DomainFreeGPUs(1, 3) + s.DomainIdleNodes(2, 15) + s.DomainIdleGPUs(0, 0) + int(s.DomainAvail(2, 5)[8]) + c.NodeDomain(249, 2)
+		}); n != 0 {
+			t.Errorf("accessors allocate %v times", n)
+		}
+	})
+}

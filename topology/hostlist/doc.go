@@ -14,7 +14,10 @@
 // allocates anything; use Count to learn the size first. The names of one
 // bracket element share one backing string, so keeping one name keeps its
 // siblings' bytes alive. Errors wrap ErrSyntax and quote the expression
-// with the byte offset of the offending token.
+// with the byte offset of the offending token. Compress writes a name that
+// no hostlist can hold (empty, or with ',', '[', ']', white space or a
+// control character) as it is, on its own; a result holding one does not
+// expand back to the names.
 //
 // # Concurrency
 //

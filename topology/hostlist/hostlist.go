@@ -321,9 +321,14 @@ func padHostNumber(v uint64, width int) string {
 // Names without digits, and numbers of more than 18 digits, are written as
 // they are. The empty list gives "".
 //
-// Names containing ',', '[', ']', white space or control characters, and
-// the empty name, cannot be written as a hostlist; they are written as they
-// are, and such a result does not expand back to names.
+// A hostlist has no way to write a name containing ',', '[', ']', white
+// space or a control character, nor the empty name. Compress writes each
+// such name as it is, as an element of its own: it is never merged with
+// its neighbours, which are compressed as usual ("n1,n2,a[1,n3" gives
+// "n[1-2],a[1,n3"). The result then does not round-trip: Expand splits
+// such a name at its commas, reads its brackets as ranges or refuses
+// them, and refuses blanks, control characters and empty elements. Only
+// a list without such names is guaranteed to expand back to itself.
 func Compress(names []string) string {
 	var w hostlistWriter
 	var g hostGroup
@@ -364,7 +369,14 @@ type hostName struct {
 	value                  uint64
 }
 
+// splitHostName splits name around its last run of digits. It refuses a
+// name without digits, one whose number has more than maxHostlistDigits
+// digits, and one that a hostlist cannot write (see hostlistWritable):
+// such names are written as they are.
 func splitHostName(name string) (hostName, bool) {
+	if !hostlistWritable(name) {
+		return hostName{}, false
+	}
 	end := len(name)
 	for end > 0 && !isHostDigit(name[end-1]) {
 		end--
@@ -388,6 +400,21 @@ func splitHostName(name string) (hostName, bool) {
 }
 
 func isHostDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// hostlistWritable reports whether Expand can give name back from a
+// hostlist element: a name that is not empty and holds no ',', '[', ']',
+// white space or control character.
+func hostlistWritable(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c == ',' || c == '[' || c == ']' || c <= ' ' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
 
 // hostPadWidth returns the zero-padding width of a number as written: its
 // length if it has a leading zero, else 0 (no padding).

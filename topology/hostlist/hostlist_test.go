@@ -263,3 +263,118 @@ func TestExpandAllocations(t *testing.T) {
 		t.Errorf("Expand: %v allocations for 10 names, %v for 100,000; want about the same", small, large)
 	}
 }
+
+// TestCompressNamesExpandCannotWrite checks that names holding ',', '[',
+// ']', white space or control characters, and the empty name, are written
+// as they are, never merged into a bracket group with their neighbours
+// (which would turn them into other names), while the names around them
+// are compressed as usual.
+func TestCompressNamesExpandCannotWrite(t *testing.T) {
+	tests := []struct {
+		name  string
+		names []string
+		want  string
+	}{
+		{"comma", []string{"a,1", "a,2"}, "a,1,a,2"},
+		{"open bracket", []string{"a[1", "a[2"}, "a[1,a[2"},
+		{"close bracket", []string{"a]1", "a]2"}, "a]1,a]2"},
+		{"brackets", []string{"a[1]", "a[2]"}, "a[1],a[2]"},
+		{"blank", []string{"a 1", "a 2"}, "a 1,a 2"},
+		{"tab", []string{"a\t1", "a\t2"}, "a\t1,a\t2"},
+		{"control", []string{"a\x011", "a\x012", "a\x7f3"}, "a\x011,a\x012,a\x7f3"},
+		{"empty name", []string{"n1", "", "n2"}, "n1,,n2"},
+		{"splits a run", []string{"n1", "n2", "n,3", "n4", "n5"}, "n[1-2],n,3,n[4-5]"},
+		{"bracket digits not merged", []string{"n[1]", "n[2]", "n3"}, "n[1],n[2],n3"},
+		{"doc example", []string{"n1", "n2", "a[1", "n3"}, "n[1-2],a[1,n3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Compress(tt.names); got != tt.want {
+				t.Fatalf("Compress(%q) = %q, want %q", tt.names, got, tt.want)
+			}
+		})
+	}
+}
+
+// writable reports whether Expand can give name back: a name that is not
+// empty and holds none of ',', '[', ']', white space or control
+// characters.
+func writable(name string) bool {
+	return name != "" && !strings.ContainsFunc(name, func(r rune) bool {
+		return r == ',' || r == '[' || r == ']' || r <= ' ' || r == 0x7f
+	})
+}
+
+// TestCompressRoundTripWithAnyNames sorts random lists of names, some of
+// them holding the characters a hostlist cannot write, and checks
+// Compress: a list of writable names expands back to itself; in any list
+// each unwritable name stands alone, as it is, and the writable runs
+// between them are compressed and expand back to themselves.
+func TestCompressRoundTripWithAnyNames(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	pieces := []string{"n", "gpu-", "a", "x.y", ",", "[", "]", " ", "\t", "\x01", "-", "_"}
+	name := func() string {
+		var b strings.Builder
+		for k := r.IntN(4); k >= 0; k-- {
+			if r.IntN(2) == 0 {
+				b.WriteString(pieces[r.IntN(len(pieces))])
+			} else {
+				b.WriteString(padHostNumber(uint64(r.IntN(30)), r.IntN(3)))
+			}
+		}
+		return b.String()
+	}
+	for iter := 0; iter < 5000; iter++ {
+		var names []string
+		for k := r.IntN(30); k >= 0; k-- {
+			switch n := name(); {
+			case r.IntN(4) == 0 && len(names) > 0: // a run after the last name
+				h, ok := splitHostName(names[len(names)-1])
+				if !ok {
+					names = append(names, n)
+					continue
+				}
+				for v := h.value + 1; v < h.value+uint64(2+r.IntN(4)); v++ {
+					names = append(names, h.prefix+padHostNumber(v, len(h.digits))+h.suffix)
+				}
+			default:
+				names = append(names, n)
+			}
+		}
+		if r.IntN(10) == 0 {
+			names = append(names, "")
+		}
+		slices.Sort(names)
+		expr := Compress(names)
+		// Build the expected result: unwritable names as they are, runs
+		// of writable names compressed on their own.
+		var parts []string
+		run := 0
+		for i := 0; i <= len(names); i++ {
+			if i < len(names) && writable(names[i]) {
+				continue
+			}
+			if i > run {
+				seg := Compress(names[run:i])
+				back, err := Expand(seg)
+				if err != nil || !slices.Equal(back, names[run:i]) {
+					t.Fatalf("names %q: Expand(Compress) of %q = %q, %v", names, seg, back, err)
+				}
+				parts = append(parts, seg)
+			}
+			if i < len(names) {
+				parts = append(parts, names[i])
+			}
+			run = i + 1
+		}
+		if want := strings.Join(parts, ","); expr != want {
+			t.Fatalf("Compress(%q) = %q, want %q", names, expr, want)
+		}
+		if !slices.ContainsFunc(names, func(n string) bool { return !writable(n) }) {
+			back, err := Expand(expr)
+			if err != nil || !slices.Equal(back, names) {
+				t.Fatalf("Expand(Compress(%q)) = %q, %v", names, back, err)
+			}
+		}
+	}
+}

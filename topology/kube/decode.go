@@ -24,11 +24,13 @@ type decodeError struct {
 func (e *decodeError) Error() string { return e.msg }
 
 // decode reads JSON (when the input starts with '{' or '[') or YAML into a
-// node tree with line numbers. fromJSON tells whether scalars carry JSON
-// types (a quoted scalar is a string, an unquoted one a number, boolean
-// or null).
+// node tree with line numbers. A leading UTF-8 byte order mark is dropped
+// first, for both: encoding/json refuses it. fromJSON tells whether
+// scalars carry JSON types (a quoted scalar is a string, an unquoted one
+// a number, boolean or null).
 func decode(data []byte) (root *yaml.Node, fromJSON bool, err error) {
-	trimmed := bytes.TrimLeft(bytes.TrimPrefix(data, []byte("\ufeff")), " \t\r\n")
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	if len(trimmed) == 0 {
 		return nil, false, &decodeError{msg: "empty input, want the output of kubectl get nodes -o json or -o yaml"}
 	}

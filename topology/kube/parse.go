@@ -23,9 +23,11 @@ var ErrAllDown = errors.New("kube: every node down")
 // `kubectl get nodes -o yaml` prints them (an object of kind List or
 // NodeList with items), a bare JSON array of Node objects, or a single
 // Node object in JSON or YAML, and returns the ClusterSpec of the cluster they
-// form, with LocalDomainNames set, and the nodes' status. Input that
-// starts with '{' or '[' is read as JSON, anything else as YAML (the
-// subset of internal/yaml, which covers what kubectl writes).
+// form, with LocalDomainNames set, and the nodes' status. A leading UTF-8
+// byte order mark is skipped, in JSON as in YAML (byte offsets and line-1
+// columns in messages then count from after it). Input that then starts
+// with '{' or '[' (after blanks) is read as JSON, anything else as YAML
+// (the subset of internal/yaml, which covers what kubectl writes).
 //
 // For each node, in input order:
 //   - nodes NodeSelector does not match are skipped;

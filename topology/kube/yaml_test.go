@@ -158,3 +158,41 @@ func render(c *topology.Cluster, st Status, err error) string {
 	}
 	return b.String()
 }
+
+// TestByteOrderMark loads JSON and YAML inputs that start with a UTF-8
+// byte order mark, as some Windows tools write them: each gives the same
+// cluster and status as without it, and defects keep their line numbers.
+func TestByteOrderMark(t *testing.T) {
+	const bom = "\ufeff"
+	for _, name := range []string{"blockrack.json", "blockrack.yaml", "single.json"} {
+		t.Run(name, func(t *testing.T) {
+			data := readFixture(t, name)
+			want, wantSt, err := Load(bytes.NewReader(data), blockRack())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, gotSt, err := Load(strings.NewReader(bom+string(data)), blockRack())
+			if err != nil {
+				t.Fatalf("with a BOM: %v", err)
+			}
+			if a, b := got.Describe(), want.Describe(); a != b {
+				t.Errorf("cluster with a BOM\n%s\nwithout\n%s", a, b)
+			}
+			if fmt.Sprint(gotSt) != fmt.Sprint(wantSt) {
+				t.Errorf("status with a BOM %+v, without %+v", gotSt, wantSt)
+			}
+		})
+	}
+	for _, tt := range []struct{ name, input, at string }{
+		{"json defect", bom + "{\"kind\": \"NodeList\",\n \"items\": [\n  {\"metadata\": {\"name\": \"a\"}, \"status\": {\"allocatable\": {\"nvidia.com/gpu\": \"x\"}}}]}\n", "n:3: "},
+		{"yaml defect", bom + "kind: NodeList\nitems:\n- metadata: {name: a}\n  status: {allocatable: {nvidia.com/gpu: x}}\n", "n:4: "},
+		{"json syntax", bom + "{\"kind\": \"NodeList\",\n \"items\": [}\n", "n:2: "},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := Load(strings.NewReader(tt.input), Options{Levels: []string{LabelHostname}, Source: "n"})
+			if err == nil || !strings.Contains(err.Error(), tt.at) {
+				t.Errorf("error %v, want one at %s", err, tt.at)
+			}
+		})
+	}
+}

@@ -24,19 +24,25 @@ import (
 // (Nodes="gpu[1-4]"); "#" starts a comment unless escaped as "\#"; a line
 // ending in an odd number of backslashes continues on the next line; other
 // backslashes escape the next character. "Include <file>" reads another
-// file in place: a relative path is relative to the directory of the file
-// that includes it, an absolute path is opened from the root of fsys (its
-// leading "/" removed). Globs and "%c" in Include paths are not supported,
-// nor are includes nested deeper than MaxIncludeDepth or including
-// themselves.
+// file in place. As in Slurm, a relative path is relative to the
+// directory of the top-level file (name), not to that of the file holding
+// the Include line: in an included "topo.d/a.conf", "Include topo.d/b.conf"
+// reads topo.d/b.conf and "Include b.conf" reads the b.conf beside name.
+// (Slurm resolves them against slurm.conf's directory, where it also
+// looks for topology.conf.) An absolute path is opened from the root of
+// fsys (its leading "/" removed). Globs and "%c" in Include paths are not
+// supported, nor are includes nested deeper than MaxIncludeDepth or
+// including themselves.
 //
 // # Tree
 //
 // Lines are "SwitchName=s0 Nodes=tux[0-3] LinkSpeed=900" (a leaf switch)
-// and "SwitchName=s4 Switches=s[0-3]"; LinkSpeed must be a number and is
-// ignored. A switch has Nodes= or Switches=, not both; one with neither,
-// or with no node under it, is left out with an ErrEmptyDomain warning, as
-// Slurm accepts it. A switch's height is 0 if it holds nodes and one more
+// and "SwitchName=s4 Switches=s[0-3]". LinkSpeed is ignored, but must be
+// a value Slurm's parser takes for a 32-bit count: a number in decimal,
+// hex ("0x10") or octal ("017"), optionally followed by K (times 1024),
+// at most 4294967295, or UNLIMITED or INFINITE. A switch has Nodes= or
+// Switches=, not both; one with neither, or with no node under it, is
+// left out with an ErrEmptyDomain warning, as Slurm accepts it. A switch's height is 0 if it holds nodes and one more
 // than its highest child switch otherwise; the ClusterSpec has as many levels as
 // the highest switch's height plus one, named top to bottom "leaf" (one
 // level), "spine", "leaf" (two), "core", "spine", "leaf" (three), and
@@ -201,8 +207,8 @@ func (r *confReader) switchLine(at pos, pairs []pair) {
 		case "switches":
 			sw.switches, sw.switchesAt, sw.hasSwitches = p.value, at, true
 		case "linkspeed":
-			if _, err := strconv.ParseUint(p.value, 10, 32); err != nil {
-				r.col.Addf(at.file, at.line, topology.ErrSyntax, "LinkSpeed=%s is not a number", p.value)
+			if _, ok := parseSlurmUint32(p.value); !ok {
+				r.col.Addf(at.file, at.line, topology.ErrSyntax, "LinkSpeed=%s is not a number (want a 32-bit count in decimal, 0x hex or 0 octal, with an optional K suffix, or UNLIMITED or INFINITE)", p.value)
 			}
 		default:
 			r.col.Addf(at.file, at.line, topology.ErrSyntax, "unknown key %s= in a SwitchName= line (want Switches=, Nodes= or LinkSpeed=)", p.key)
@@ -234,6 +240,71 @@ func (r *confReader) blockLine(at pos, pairs []pair) {
 	r.blocks = append(r.blocks, b)
 }
 
+// parseSlurmUint32 parses a value the way Slurm's s_p_handle_uint32 does:
+// strtoul with base 0 (leading blanks and a '+' allowed, "0x" for hex, a
+// leading "0" for octal), then an optional 'K' or 'k' that multiplies by
+// 1024, then nothing; or, failing that, UNLIMITED or INFINITE in any case
+// (Slurm's INFINITE, 0xffffffff). As in Slurm a '-' sign, a number above
+// 0xffffffff and trailing text are refused, and a lone "K" (no digits) is
+// 0.
+func parseSlurmUint32(v string) (uint32, bool) {
+	if strings.EqualFold(v, "UNLIMITED") || strings.EqualFold(v, "INFINITE") {
+		return 0xffffffff, true
+	}
+	s := strings.TrimLeft(v, " \t\n\v\f\r")
+	if strings.HasPrefix(s, "-") {
+		return 0, false
+	}
+	s = strings.TrimPrefix(s, "+")
+	base := 10
+	switch {
+	case len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && isHexDigit(s[2]):
+		base, s = 16, s[2:]
+	case len(s) > 1 && s[0] == '0':
+		base = 8
+	}
+	end := 0
+	for end < len(s) && digitValue(s[end]) < base {
+		end++
+	}
+	var n uint64
+	if end == 0 {
+		s = v // strtoul read nothing: the rest is the whole value
+	} else {
+		var err error
+		if n, err = strconv.ParseUint(s[:end], base, 64); err != nil {
+			return 0, false // out of range
+		}
+		s = s[end:]
+	}
+	if s != "" && (s[0] == 'K' || s[0] == 'k') {
+		if n > 0xffffffff/1024 {
+			return 0, false
+		}
+		n *= 1024
+		s = s[1:]
+	}
+	if s != "" || n > 0xffffffff {
+		return 0, false
+	}
+	return uint32(n), true
+}
+
+// digitValue returns the value of c as a digit of base up to 16, or 16.
+func digitValue(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10
+	case c >= 'A' && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return 16
+}
+
+func isHexDigit(c byte) bool { return digitValue(c) < 16 }
+
 // parseBlockSizes parses "18,36,72".
 func parseBlockSizes(v string, at pos, col *defects.Collector) blockSizes {
 	sizes := blockSizes{at: at, set: true}
@@ -249,15 +320,18 @@ func parseBlockSizes(v string, at pos, col *defects.Collector) blockSizes {
 	return sizes
 }
 
-// includePath resolves an Include target against the including file.
-func includePath(from, target string) (string, error) {
+// includePath resolves an Include target: a relative one against dir, the
+// directory of the top-level file (as Slurm resolves every relative
+// include against slurm.conf's directory, whichever file includes it), an
+// absolute one from the root of the file system.
+func includePath(dir, target string) (string, error) {
 	if strings.ContainsAny(target, "*?[") {
 		return "", fmt.Errorf("include %s: globs are not supported (Slurm skips them too)", target)
 	}
 	if strings.Contains(target, "%") {
 		return "", fmt.Errorf("include %s: %%-substitutions such as %%c are not supported", target)
 	}
-	p := path.Join(path.Dir(from), target)
+	p := path.Join(dir, target)
 	if strings.HasPrefix(target, "/") {
 		p = strings.TrimPrefix(path.Clean(target), "/")
 	}

@@ -3,6 +3,9 @@ package slurm
 import (
 	"errors"
 	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,7 +49,7 @@ func TestConfSlurmSyntax(t *testing.T) {
 func TestConfInclude(t *testing.T) {
 	fsys := memFS(
 		"etc/topology.conf", "SwitchName=top Switches=leaf[1-3]\nInclude leaves/a.conf # the first two\ninclude /etc/c.conf\n",
-		"etc/leaves/a.conf", "SwitchName=leaf1 Nodes=n[1-2]\nINCLUDE b.conf\n",
+		"etc/leaves/a.conf", "SwitchName=leaf1 Nodes=n[1-2]\nINCLUDE leaves/b.conf\n", // from etc/, as Slurm reads it
 		"etc/leaves/b.conf", "SwitchName=leaf2 Nodes=n[3-4]\n",
 		"etc/c.conf", "SwitchName=leaf3 Nodes=n[5-6]\n",
 	)
@@ -154,6 +157,116 @@ func TestReadSlurmConfNodes(t *testing.T) {
 	if got.GPUs["gpu003"] != 8 || got.GPUs["big1"] != 8 || len(got.GPUs) != 5 {
 		t.Errorf("GPUs %v", got.GPUs)
 	}
-	_, err = ReadSlurmConfNodes(memFS("slurm.conf", "NodeName=n[2-1]\nNodeName=x Gres=gpu:many\n"), "slurm.conf")
-	checkDefects(t, err, 2, topology.ErrGPUCount, "slurm.conf:1:", "slurm.conf:2:", `GPU count "many"`)
+	_, err = ReadSlurmConfNodes(memFS("slurm.conf", "NodeName=n[2-1]\nNodeName=x Gres=gpu:4x\n"), "slurm.conf")
+	checkDefects(t, err, 2, topology.ErrGPUCount, "slurm.conf:1:", "slurm.conf:2:", `GPU count "4x"`)
+}
+
+// TestConfLinkSpeed checks that LinkSpeed= takes what Slurm's uint32
+// parser takes (strtoul with base 0, a K suffix, UNLIMITED, INFINITE), and
+// that anything else is a defect naming the line.
+func TestConfLinkSpeed(t *testing.T) {
+	for _, v := range []string{
+		"900", "0", "4294967295", "0x10", "0X1f", "017", "+5", "10K", "10k", "0x10K",
+		"4194303K", "K", "UNLIMITED", "unlimited", "INFINITE", "Infinite",
+	} {
+		t.Run(v, func(t *testing.T) {
+			loadConf(t, "SwitchName=s0 Nodes=n1 LinkSpeed="+v+"\n", Options{})
+		})
+	}
+	for _, v := range []string{
+		"fast", "4294967296", "4194304K", "-1", "-0", "08", "0x", "0xg", "10KB", "10M", "1.5", "99999999999999999999", "UNLIMITEDK",
+	} {
+		t.Run("bad "+v, func(t *testing.T) {
+			_, _, err := ParseConf(confFS("SwitchName=s0 Nodes=n1\nSwitchName=s1 Nodes=n2 LinkSpeed="+v+"\n"), "topology.conf", Options{})
+			checkDefects(t, err, 1, topology.ErrSyntax, "topology.conf:2:", "LinkSpeed="+v)
+		})
+	}
+}
+
+// writeFiles writes files given as path, content pairs under dir.
+func writeFiles(t *testing.T, dir string, files ...string) {
+	t.Helper()
+	for i := 0; i+1 < len(files); i += 2 {
+		p := filepath.Join(dir, filepath.FromSlash(files[i]))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(files[i+1]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestConfIncludeTopLevelDir checks that every relative Include path, in
+// the top-level file or in a file it includes at any depth, resolves
+// against the directory of the top-level file, as Slurm resolves them
+// against slurm.conf's directory.
+func TestConfIncludeTopLevelDir(t *testing.T) {
+	tests := []struct {
+		name  string
+		main  string // the top-level file, relative to the file system
+		files []string
+		want  map[string]string // node -> source
+	}{
+		{"nested include names its path from the top",
+			"topology.conf", []string{
+				"topology.conf", "SwitchName=top Switches=a,b\nInclude topo.d/a.conf\n",
+				"topo.d/a.conf", "SwitchName=a Nodes=n1\nInclude topo.d/b.conf\n",
+				"topo.d/b.conf", "SwitchName=b Nodes=n2\n",
+			},
+			map[string]string{"n1": "topo.d/a.conf:1", "n2": "topo.d/b.conf:1"}},
+		{"a bare name in a nested include is the top-level directory's file",
+			"topology.conf", []string{
+				"topology.conf", "SwitchName=top Switches=a,b\nInclude topo.d/a.conf\n",
+				"topo.d/a.conf", "SwitchName=a Nodes=n1\nInclude b.conf\n",
+				"b.conf", "SwitchName=b Nodes=n2\n",
+				"topo.d/b.conf", "SwitchName=b Nodes=wrong\n",
+			},
+			map[string]string{"n1": "topo.d/a.conf:1", "n2": "b.conf:1"}},
+		{"top-level file in a subdirectory",
+			"etc/slurm/topology.conf", []string{
+				"etc/slurm/topology.conf", "SwitchName=top Switches=a,b,c\nInclude d/a.conf\n",
+				"etc/slurm/d/a.conf", "SwitchName=a Nodes=n1\nInclude d/e/b.conf\n",
+				"etc/slurm/d/e/b.conf", "SwitchName=b Nodes=n2\nInclude /etc/c.conf\n",
+				"etc/c.conf", "SwitchName=c Nodes=n3\n",
+			},
+			map[string]string{"n1": "etc/slurm/d/a.conf:1", "n2": "etc/slurm/d/e/b.conf:1", "n3": "etc/c.conf:1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFiles(t, dir, tt.files...)
+			spec, warnings, err := ParseConf(os.DirFS(dir), tt.main, Options{})
+			if err != nil || len(warnings) > 0 {
+				t.Fatalf("ParseConf: %v %v", err, warnings)
+			}
+			got := map[string]string{}
+			for _, n := range spec.Nodes {
+				got[n.Name] = n.Source
+			}
+			if !maps.Equal(got, tt.want) {
+				t.Errorf("node sources %v, want %v", got, tt.want)
+			}
+		})
+	}
+	// A nested include of a file that is only beside the including file
+	// is not found: the error names the path tried and the Include line.
+	dir := t.TempDir()
+	writeFiles(t, dir,
+		"topology.conf", "SwitchName=top Switches=a\nInclude topo.d/a.conf\n",
+		"topo.d/a.conf", "SwitchName=a Nodes=n1\nInclude b.conf\n",
+		"topo.d/b.conf", "SwitchName=b Nodes=n2\n",
+	)
+	_, _, err := ParseConf(os.DirFS(dir), "topology.conf", Options{})
+	checkDefects(t, err, 1, ErrInclude, "topo.d/a.conf:2:", "cannot read b.conf")
+	// ReadSlurmConfNodes resolves against slurm.conf's directory too.
+	writeFiles(t, dir,
+		"slurm.conf", "Include nodes.d/gpu.conf\n",
+		"nodes.d/gpu.conf", "NodeName=g[1-2] Gres=gpu:4\nInclude nodes.d/cpu.conf\n",
+		"nodes.d/cpu.conf", "NodeName=c1\n",
+	)
+	nodes, err := ReadSlurmConfNodes(os.DirFS(dir), "slurm.conf")
+	if err != nil || !slices.Equal(nodes.Nodes, []string{"g[1-2]", "c1"}) {
+		t.Errorf("ReadSlurmConfNodes: %v, %v", nodes, err)
+	}
 }

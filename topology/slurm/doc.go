@@ -24,8 +24,11 @@
 //
 // The package does no I/O of its own: it reads files through the fs.FS it
 // is given (os.DirFS for a live system, fstest.MapFS in tests), and Include
-// paths resolve inside it. Slurm files hold no GPU counts: pass them in
-// Options (DefaultGPUs, NodeGPUs), for example from ReadSlurmConfNodes.
+// paths resolve inside it: relative ones, at any depth of nesting, against
+// the directory of the file the load started from, as Slurm resolves them
+// against slurm.conf's directory. Slurm files hold no GPU counts: pass
+// them in Options (DefaultGPUs, NodeGPUs), for example from
+// ReadSlurmConfNodes.
 // Pass slurm.conf's nodes in Options.Nodes to have node names checked;
 // without it a typo in a hostlist makes a cluster with invented nodes.
 // A load reports every defect it finds (up to Options.MaxDefects) in one

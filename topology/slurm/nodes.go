@@ -1,7 +1,9 @@
 package slurm
 
 import (
+	"errors"
 	"io/fs"
+	"path"
 	"strconv"
 	"strings"
 
@@ -15,20 +17,29 @@ type SlurmConfNodes struct {
 	// Nodes lists the NodeName= expressions in file order (without
 	// NodeName=DEFAULT), ready for Options.Nodes.
 	Nodes []string
-	// GPUs maps each node with a Gres=gpu... count to its GPU count (all
-	// GPU types summed), ready for Options.NodeGPUs.
+	// GPUs maps each node whose Gres= (its own, or else the default of
+	// the NodeName=DEFAULT lines before it) holds GPUs to its GPU count
+	// (all GPU types summed), ready for Options.NodeGPUs.
 	GPUs map[string]int
 }
 
 // ReadSlurmConfNodes reads the node definitions of the slurm.conf called
-// name from fsys (following Include lines as ParseConf does) so that a
-// topology file can be checked against them: every "NodeName=..." line
-// but NodeName=DEFAULT, whose Gres= sets the default GPUs of the lines
-// after it. GPU counts come from Gres entries "gpu:N" and "gpu:type:N"
-// (a trailing "(S:...)" socket binding is ignored). Other lines are not
-// read. Defects (a NodeName line that is not Key=Value, a bad hostlist or
-// GPU count, an unreadable include) are returned together in a
-// *topology.Defects error.
+// name from fsys (following Include lines as ParseConf does, relative
+// paths from the directory of name) so that a topology file can be
+// checked against them: every "NodeName=..." line but NodeName=DEFAULT.
+// As in Slurm, DEFAULT lines merge: the Gres= of the latest DEFAULT line
+// that has one sets the default GPUs of the node lines after it, and a
+// DEFAULT line without Gres= leaves that default as it was.
+//
+// GPU counts come from the Gres entries named "gpu", all summed, counted
+// as Slurm counts them: "gpu:N" and "gpu:type:N" are N GPUs, "gpu" and
+// "gpu:type" (no count) one GPU; the count is the field after the last
+// ':' when it starts with a digit, and must then be a whole number
+// (Slurm's K, M and G suffixes are not read). A trailing "(S:...)" socket
+// binding is ignored. A node whose Gres= (or default) has no GPUs is not
+// in SlurmConfNodes.GPUs. Other lines are not read. Defects (a NodeName
+// line that is not Key=Value, a bad hostlist or GPU count, an unreadable
+// include) are returned together in a *topology.Defects error.
 func ReadSlurmConfNodes(fsys fs.FS, name string) (SlurmConfNodes, error) {
 	col := defects.New(0)
 	r := &nodeReader{out: SlurmConfNodes{GPUs: map[string]int{}}, col: col, defaultGPUs: -1}
@@ -65,7 +76,11 @@ func (r *nodeReader) line(at pos, text string) {
 		}
 	}
 	if strings.EqualFold(pairs[0].value, "default") {
-		r.defaultGPUs = gpus
+		// DEFAULT lines merge, as in Slurm: one without Gres= keeps the
+		// GPU count of the DEFAULT lines before it.
+		if gpus >= 0 {
+			r.defaultGPUs = gpus
+		}
 		return
 	}
 	names, err := hostlist.Expand(pairs[0].value)
@@ -85,32 +100,47 @@ func (r *nodeReader) line(at pos, text string) {
 }
 
 // gresGPUs sums the GPU counts of a Gres= value ("gpu:a100:4,gpu:h100:4",
-// "gpu:8(S:0-1)"); a value without GPUs has none.
+// "gpu:8(S:0-1)"); a value without GPUs has none. As in Slurm's gres.c,
+// an entry's count is the field after its last ':' when that field starts
+// with a digit; "gpu" alone and "gpu:<type>" (a field that does not start
+// with a digit) count one GPU.
 func (r *nodeReader) gresGPUs(at pos, v string) int {
 	total := 0
 	for _, g := range strings.Split(v, ",") {
 		if k := strings.IndexByte(g, '('); k >= 0 {
 			g = g[:k]
 		}
-		parts := strings.Split(g, ":")
-		if parts[0] != "gpu" || len(parts) < 2 {
+		name, rest, typed := strings.Cut(g, ":")
+		if name != "gpu" {
 			continue
 		}
-		n, err := strconv.Atoi(parts[len(parts)-1])
-		if err != nil || n < 0 {
-			r.col.Addf(at.file, at.line, topology.ErrGPUCount, "Gres=%s: GPU count %q is not a whole number", v, parts[len(parts)-1])
+		count := rest[strings.LastIndexByte(rest, ':')+1:]
+		if !typed || count == "" || !isDigit(count[0]) {
+			total++ // "gpu" or "gpu:<type>": one GPU
 			continue
 		}
-		total += n
+		n, err := strconv.ParseUint(count, 10, 31)
+		switch {
+		case errors.Is(err, strconv.ErrRange):
+			r.col.Addf(at.file, at.line, topology.ErrGPUCount, "Gres=%s: GPU count %q is too large", v, count)
+			continue
+		case err != nil:
+			r.col.Addf(at.file, at.line, topology.ErrGPUCount, "Gres=%s: GPU count %q is not a whole number", v, count)
+			continue
+		}
+		total += int(n)
 	}
 	return total
 }
 
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
 // walkConf calls line for every logical line of the Slurm configuration
 // file name and of the files it includes, in order, and reports whether
-// name itself could be read.
+// name itself could be read. Relative Include paths resolve against the
+// directory of name, at every depth.
 func walkConf(fsys fs.FS, name string, col *defects.Collector, line func(pos, string)) bool {
-	w := &confWalker{fsys: fsys, col: col, line: line}
+	w := &confWalker{fsys: fsys, col: col, line: line, dir: path.Dir(name)}
 	return w.file(name, pos{}, 0)
 }
 
@@ -119,6 +149,7 @@ type confWalker struct {
 	fsys  fs.FS
 	col   *defects.Collector
 	line  func(pos, string)
+	dir   string   // directory of the top-level file, for relative includes
 	stack []string // files being read, for include cycles
 }
 
@@ -163,7 +194,7 @@ func (w *confWalker) logical(at pos, text string, depth int) {
 	case err != nil:
 		w.col.Addf(at.file, at.line, topology.ErrSyntax, "%v", err)
 	default:
-		p, err := includePath(at.file, target)
+		p, err := includePath(w.dir, target)
 		if err != nil {
 			w.col.Addf(at.file, at.line, ErrInclude, "%v", err)
 			return
