@@ -44,6 +44,9 @@ type hold struct {
 	spent  float64   // GPU-seconds held idle so far
 	budget float64   // GPU-seconds it may hold
 	eta    time.Time // estimated start of the gang on its target
+	// refused is set when this cycle refused a job for the hold's GPUs
+	// (settleHolds clears it).
+	refused bool
 }
 
 // claim is the placement kept for a waiting job that preempted running

@@ -120,6 +120,9 @@ type cycle struct {
 	// while no waiting job before it in the walk holds one (heldAbove),
 	// as under EASY backfill.
 	backlog, heldAbove bool
+	// reoffer is set when the walk let go of GPUs of a hold after it
+	// refused a job ranked above its gang for them (releaseHold).
+	reoffer bool
 	// smallClosed is resvClosed for jobs below Config.ReservationMinGPUs:
 	// set once the walk has passed such a job while another held the one
 	// reservation they may hold.
@@ -357,7 +360,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c := &e.cyc
 	c.e, c.now, c.plan, c.naive = e, now, plan, e.naive
 	c.fifo, c.base = e.fifo.on, e.fifo.head
-	c.offsValid, c.resvClosed, c.smallClosed = false, false, false
+	c.offsValid, c.resvClosed, c.smallClosed, c.reoffer = false, false, false, false
 	c.invalidate()
 	c.startClaims()
 	c.initPreempt()
@@ -365,8 +368,9 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.keepBook()
 	c.startBacklog()
 	c.startSkips()
+	c.settleHolds()
 	c.walk(order)
-	e.slotOpen = !c.backlog && c.closedKeepsSlot()
+	e.slotOpen = !c.backlog && c.closedKeepsSlot() || c.reoffer
 	e.grow(now, plan)
 	e.report(plan)
 }
@@ -830,6 +834,7 @@ func (c *cycle) test(j *jobRec, w *Waiting) bool {
 		c.prepareScratch(j)
 		if hit, ok := c.cached(&key); ok {
 			c.stampable = c.skips
+			c.noteHoldRefusal(&hit.w)
 			// A job of the same shape failed on this very scratch
 			// state: this one fails the same way (w is written once,
 			// and not at all when the plan lists only changes and the
@@ -861,6 +866,19 @@ func (c *cycle) test(j *jobRec, w *Waiting) bool {
 		c.stampable = c.skips
 	}
 	return true
+}
+
+// noteHoldRefusal marks the hold a job is refused for, by a reason the
+// failure cache gives it (releaseHold).
+func (c *cycle) noteHoldRefusal(w *Waiting) {
+	if w.Code != WaitHold {
+		return
+	}
+	if b, ok := c.e.jobs.byID[w.Blocker]; ok {
+		if h := c.e.book.holdOf(b); h != nil {
+			h.refused = true
+		}
+	}
 }
 
 // skipTest reports whether job j, cacheable, would fail this cycle as its

@@ -74,9 +74,15 @@
 // lower-ranked gang holds takes the hold over at once if it holds
 // nothing, or after Hold.Hysteresis. A hold may keep GPUs idle for at most
 // Hold.Budget times the gang's size; then it ends, and the gang is not
-// held again for Hold.Budget. Plan.Holds, Plan.HoldEnds and the reasons
-// (Held with the counts, nodes and budget left; ForHold with when or why
-// not yet; Hold for jobs blocked by another's hold) say what happens.
+// held again for Hold.Budget (NextEvent wakes for it). A hold whose gang
+// gains a planned start becomes its reservation at the start of the
+// cycle, before any job is tested; when a hold ends or moves later in a
+// cycle after it refused a job (another hold let its GPUs go, a
+// higher-ranked gang took it over, its queue's quota), the next cycle is
+// due at once (NextEvent) to offer its GPUs again in priority order.
+// Plan.Holds, Plan.HoldEnds and the reasons (Held with the counts, nodes
+// and budget left; ForHold with when or why not yet; Hold for jobs
+// blocked by another's hold) say what happens.
 //
 // Depth 1 is EASY backfill, Conservative plans every tested job, depth 0
 // is greedy backfill with no reservations, and Strict disables backfill

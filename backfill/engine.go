@@ -42,8 +42,9 @@ type Engine struct {
 	heldGPUSeconds float64
 	// slotOpen is set when the last cycle left a reservation slot free
 	// behind a job it passed while every slot was taken
-	// (cycle.resvClosed): NextEvent asks for a cycle at once, which
-	// offers it in priority order.
+	// (cycle.resvClosed), or let go of a hold's GPUs after it refused
+	// them to a job (cycle.reoffer): NextEvent asks for a cycle at once,
+	// which offers them in priority order.
 	slotOpen    bool
 	lastCycle   time.Time
 	holdEnds    []HoldEnd   // since the last cycle, for its plan

@@ -118,6 +118,55 @@ func (e *Engine) accountHolds(now time.Time, plan *Plan) {
 	}
 }
 
+// settleHolds, before the walk, replaces by a reservation every hold
+// whose gang now has a planned start later than now (one it could take at
+// once is left to its test): a hold is off limits to every job, and were
+// it replaced only when the walk reaches its gang, a job ranked above the
+// gang would be refused for a hold that ends in the same cycle, and one
+// ranked below it would take the GPUs instead. The hold's gang takes the
+// reservation ahead of the walk, as it held the GPUs ahead of it; under a
+// backlog (Config.BacklogAfter) it is the one reservation. keepHold does
+// the same for a hold whose planned start appears only as the walk goes
+// (another hold let its GPUs go); a job refused for it earlier in the
+// walk is then offered them at the next cycle, which NextEvent asks for
+// at once (releaseHold).
+func (c *cycle) settleHolds() {
+	e := c.e
+	if len(e.book.holds) == 0 {
+		return
+	}
+	for _, h := range e.book.holds {
+		h.refused = false
+	}
+	for _, h := range slices.Clone(e.book.holds) {
+		if !c.mayReserveFor(h.job) {
+			continue
+		}
+		spec, _ := c.specFor(h.job)
+		t, ok := e.search(c.now, query{j: h.job, spec: spec})
+		if !ok || !t.After(c.now) {
+			continue
+		}
+		c.plan.HoldEnds = append(c.plan.HoldEnds, HoldEnd{Job: h.job.job.ID, Cause: HoldPlanned, Held: h.held})
+		e.book.dropHold(h)
+		var w Waiting
+		c.reserveAt(h.job, t, &w)
+		if c.backlog {
+			c.heldAbove = true
+		}
+	}
+}
+
+// releaseHold drops hold h in the walk. When the walk refused a job for
+// its GPUs earlier, the next cycle offers them again in priority order,
+// at once (Engine.NextEvent); in this one, jobs walked after take them.
+func (c *cycle) releaseHold(h *hold) {
+	if h.refused {
+		c.reoffer = true
+	}
+	c.e.book.dropHold(h)
+}
+
 // keepHold keeps job j's hold up: a planned start, when one has become
 // possible, replaces it by a reservation; otherwise the target moves to
 // where the gang is now estimated to fit soonest, when that is sooner
@@ -129,7 +178,7 @@ func (c *cycle) keepHold(h *hold, spec *gang.Spec, w *Waiting) bool {
 	if c.mayReserveFor(h.job) {
 		if t, ok := e.search(c.now, query{j: h.job, spec: spec}); ok {
 			c.plan.HoldEnds = append(c.plan.HoldEnds, HoldEnd{Job: h.job.job.ID, Cause: HoldPlanned, Held: h.held})
-			e.book.dropHold(h)
+			c.releaseHold(h)
 			c.reserveAt(h.job, t, w)
 			return false
 		}
@@ -152,6 +201,9 @@ func (c *cycle) retarget(h *hold, spec *gang.Spec) {
 	t, ok := e.holdTarget(h.job, spec, c.now, e.book.holds)
 	if !ok || !t.Before(cur) {
 		return
+	}
+	if h.refused {
+		c.reoffer = true // GPUs of its old target go back
 	}
 	e.alloc.CopyTo(&h.target)
 	h.eta = t
@@ -273,12 +325,13 @@ func (c *cycle) contendHold(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 	for _, h := range rivals {
 		if h.held > 0 && c.now.Before(giveUp) {
 			w.Blocker, w.Until = h.job.job.ID, giveUp
+			h.refused = true // a lower-ranked hold: it may end later in the walk
 			return true
 		}
 	}
 	for _, h := range rivals {
 		c.plan.HoldEnds = append(c.plan.HoldEnds, HoldEnd{Job: h.job.job.ID, Cause: HoldPassedOn, By: j.job.ID, Held: h.held})
-		e.book.dropHold(h)
+		c.releaseHold(h)
 	}
 	c.newHold(j, t, w)
 	return true

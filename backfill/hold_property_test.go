@@ -74,19 +74,26 @@ func (w *holdWatch) checkHeldGPUs(p *Plan) {
 
 // checkReasons: every reason about a hold matches the plan: a held job's
 // counts are its hold's; a job blocked by a hold names a job the plan
-// shows holding (or whose hold the plan shows ending, or starting, later
-// in the same cycle).
+// shows holding, or starting later in the same cycle, or whose hold the
+// plan shows ending later in it, and then only with the next cycle due at
+// once (NextEvent), to offer the hold's GPUs again in priority order.
 func (w *holdWatch) checkReasons(p *Plan) {
 	holds := map[string]HoldStatus{}
 	for _, h := range p.Holds {
 		holds[h.Job] = h
 	}
+	// A hold that ended in the walk after it refused a job: the next
+	// cycle offers its GPUs at once (the reason is then of a hold the
+	// plan shows ending). One that became a reservation before the walk
+	// (settleHolds) refused no job.
 	gone := map[string]bool{}
+	next, _ := w.e.NextEvent()
+	reoffered := next.Equal(p.Time.Add(time.Nanosecond))
 	for _, h := range p.HoldEnds {
-		gone[h.Job] = true
+		gone[h.Job] = reoffered && h.Cause != HoldBudgetSpent
 	}
 	for _, s := range p.Starts {
-		gone[s.Job] = true
+		gone[s.Job] = true // it took the GPUs it held
 	}
 	for _, wt := range p.Waiting {
 		switch wt.Code {
@@ -97,7 +104,7 @@ func (w *holdWatch) checkReasons(p *Plan) {
 			}
 		case WaitHold, WaitForHold:
 			if _, ok := holds[wt.Blocker]; wt.Blocker != "" && !ok && !gone[wt.Blocker] {
-				w.t.Fatalf("cycle at %v: %s says %s holds its GPUs, but %s has no hold", p.Time.Sub(epoch), wt.Job, wt.Blocker, wt.Blocker)
+				w.t.Fatalf("cycle at %v: %s says %s holds its GPUs, but %s has no hold (hold ends %+v; next cycle at once: %v)", p.Time.Sub(epoch), wt.Job, wt.Blocker, wt.Blocker, p.HoldEnds, reoffered)
 			}
 		}
 	}

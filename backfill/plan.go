@@ -88,7 +88,8 @@ type Reservation struct {
 	Allocation gang.Allocation
 }
 
-// Move is a reservation moved later, or dropped, with its cause.
+// Move is a reservation moved later, or dropped, with its cause. A
+// reservation given up for quota (CauseQuota) is dropped in the cycle.
 type Move struct {
 	Job string `json:"job"`
 	// From is the planned start before the move; To the new one (zero:
@@ -118,9 +119,14 @@ const (
 	CauseNodeDown
 	// CauseNodeDrained: a node of its planned placement was drained.
 	CauseNodeDrained
+	// CauseQuota: the job's queue's quota has no room for it now (it
+	// waits with WaitQuota, By names the queue whose limit binds), so it
+	// gives up its reservation. Jobs of its queue, or of queues that
+	// share a limit with it, started since its reservation was made.
+	CauseQuota
 )
 
-var causeNames = [...]string{"", "unknown", "late start", "overrun", "node down", "node drained"}
+var causeNames = [...]string{"", "unknown", "late start", "overrun", "node down", "node drained", "quota"}
 
 // String returns the cause's stable name.
 func (c Cause) String() string {
@@ -243,6 +249,28 @@ func (c WaitCode) String() string {
 // MarshalText renders the code's name (for JSON plans).
 func (c WaitCode) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
 
+// UnmarshalText parses what MarshalText renders.
+func (c *WaitCode) UnmarshalText(b []byte) error {
+	return parseEnum(codeNames[:], b, "WaitCode", c)
+}
+
+// parseEnum sets *v to the code named b in names, or written typ(n) as
+// enumName writes a value without a name.
+func parseEnum[T ~uint8](names []string, b []byte, typ string, v *T) error {
+	for i, n := range names {
+		if i > 0 && n == string(b) {
+			*v = T(i)
+			return nil
+		}
+	}
+	var n uint8
+	if _, err := fmt.Sscanf(string(b), typ+"(%d)", &n); err == nil && fmt.Sprintf("%s(%d)", typ, n) == string(b) {
+		*v = T(n)
+		return nil
+	}
+	return fmt.Errorf("unknown %s %q", typ, b)
+}
+
 // enumName returns the name of v, a code numbered from 1, in names, or
 // typ(v) for a value without one.
 func enumName[T ~uint8](names []string, v T, typ string) string {
@@ -285,6 +313,11 @@ func (c NoSlotCode) String() string {
 
 // MarshalText renders the code's name (for JSON plans).
 func (c NoSlotCode) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// UnmarshalText parses what MarshalText renders.
+func (c *NoSlotCode) UnmarshalText(b []byte) error {
+	return parseEnum(noSlotNames[:], b, "NoSlotCode", c)
+}
 
 // text says the code in a user's words.
 func (c NoSlotCode) text() string {

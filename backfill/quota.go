@@ -13,7 +13,7 @@ const Unlimited = -1
 
 // QueueSpec is one queue of the quota tree (Config.Quotas). Jobs name a
 // queue without children (Job.Queue); a queue with children groups them
-// as a cohort does. All amounts are GPUs.
+// as a cohort does. All amounts are GPUs, at most 2^31-1 (or Unlimited).
 type QueueSpec struct {
 	// Name identifies the queue; Parent names its parent queue, listed
 	// before it ("" for a queue at the top).
@@ -93,17 +93,17 @@ func (q *QuotaConfig) Validate() error {
 
 // check checks one queue's own fields.
 func (s *QueueSpec) check(bad func(string, ...any) error) error {
-	limit := func(v int) bool { return v >= 0 || v == Unlimited }
+	limit := func(v int) bool { return v >= 0 && v <= noLimit || v == Unlimited }
 	switch {
 	case s.Name == "" || len(s.Name) > MaxIDLength:
 		return bad("a name of %d bytes (1 to %d)", len(s.Name), MaxIDLength)
 	case s.Parent == s.Name:
 		return bad("its own parent")
-	case s.Guarantee < 0:
-		return bad("guarantee %d is negative", s.Guarantee)
+	case s.Guarantee < 0 || s.Guarantee > noLimit:
+		return bad("guarantee %d is negative or above %d GPUs", s.Guarantee, noLimit)
 	case !limit(s.BorrowingLimit) || !limit(s.LendingLimit) || !limit(s.Maximum):
-		return bad("borrowing limit %d, lending limit %d or maximum %d below zero and not Unlimited",
-			s.BorrowingLimit, s.LendingLimit, s.Maximum)
+		return bad("borrowing limit %d, lending limit %d or maximum %d below zero and not Unlimited, or above %d GPUs",
+			s.BorrowingLimit, s.LendingLimit, s.Maximum, noLimit)
 	case s.Maximum != Unlimited && s.Maximum < s.Guarantee:
 		return bad("maximum %d is below its guarantee %d", s.Maximum, s.Guarantee)
 	case math.IsNaN(s.Weight) || math.IsInf(s.Weight, 0) || s.Weight < 0:

@@ -485,7 +485,7 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 		return true
 	}
 	w.Code, w.Detail = WaitQuota, why
-	c.dropPromises(j)
+	c.dropPromises(j, w.Blocker)
 	return true
 }
 
@@ -532,7 +532,7 @@ func (c *cycle) overQuota(j *jobRec, qc quotaCheck, entitled bool, w *Waiting) {
 	if qc.at >= 0 {
 		w.Blocker = s.names[qc.at]
 	}
-	c.dropPromises(j)
+	c.dropPromises(j, w.Blocker)
 }
 
 // quotaBlockedWait fills w for job j, whose placement on e.alloc its
@@ -547,16 +547,17 @@ func (c *cycle) quotaBlockedWait(j *jobRec, w *Waiting) {
 }
 
 // dropPromises drops the reservation and the hold of a job that waits
-// for quota.
-func (c *cycle) dropPromises(j *jobRec) {
+// for quota, queue by's: a dropped reservation is a move (CauseQuota).
+func (c *cycle) dropPromises(j *jobRec, by string) {
 	e := c.e
 	if r := j.resv; r != nil {
+		c.plan.Moves = append(c.plan.Moves, Move{Job: j.job.ID, From: r.start, Cause: CauseQuota, By: by})
 		e.book.remove(r)
 		c.invalidate()
 	}
 	if h := e.book.holdOf(j); h != nil {
 		c.plan.HoldEnds = append(c.plan.HoldEnds, HoldEnd{Job: j.job.ID, Cause: HoldQuota, Held: h.held})
-		e.book.dropHold(h)
+		c.releaseHold(h)
 		c.invalidate()
 	}
 }

@@ -3,6 +3,7 @@ package backfill
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -108,6 +109,11 @@ func (r *restorer) run() {
 	r.notAfter("last cycle", s.LastCycle)
 	if s.Cursor < 0 || s.HeldGPUSeconds < 0 || s.HeldGPUSeconds != s.HeldGPUSeconds {
 		r.bad("cursor %d or held GPU-seconds %v out of range", s.Cursor, s.HeldGPUSeconds)
+	}
+	if s.Seq > math.MaxInt64 {
+		// It counts submissions: no engine reaches 2^63, and from near
+		// 2^64 the next ones would wrap to numbers jobs hold.
+		r.bad("sequence counter %d is beyond any count of submissions", s.Seq)
 	}
 	e.seq, e.cursor, e.lastCycle, e.heldGPUSeconds = s.Seq, s.Cursor, s.LastCycle, s.HeldGPUSeconds
 	// Only a cycle leaves a slot for the next one; a wrong flag otherwise
@@ -238,8 +244,11 @@ func (r *restorer) job(jr *JobRecord) *jobRec {
 		what string
 		at   time.Time
 	}{{"submit", jr.Submit}, {"start", jr.Start}, {"promised start", jr.Promised}, {"last charge", jr.LastCharge}, {"end", jr.Ended},
-		{"checkpoint", jr.Checkpoint}, {"preemption", jr.PreemptedAt}} {
+		{"checkpoint", jr.Checkpoint}, {"preemption", jr.PreemptedAt}, {"hold blocked since", jr.HoldBlocked}} {
 		r.notAfter("job "+jr.ID+" "+t.what, t.at)
+	}
+	if err := checkTime("job "+jr.ID+" hold cool-down end", jr.HoldExpiry); err != nil && !jr.HoldExpiry.IsZero() {
+		r.bad("%v", err)
 	}
 	j.seq, j.requeues, j.holdExpiry, j.holdBlockedSince = jr.Seq, jr.Requeues, jr.HoldExpiry, jr.HoldBlocked
 	j.start, j.promised, j.lastCharge, j.ended = jr.Start, jr.Promised, jr.LastCharge, jr.Ended
@@ -400,6 +409,15 @@ func (r *restorer) reservations() {
 			r.bad("the reservation for %s: %v (placement of %q)", rr.Job, err, a.ID)
 			continue
 		}
+		if err := j.job.Gang.CheckAllocation(e.c, &a); err != nil {
+			r.bad("the reservation for %s: %v", rr.Job, err)
+			continue
+		}
+		if err := errors.Join(checkTime("reservation start", rr.Start), checkTime("reservation first start", rr.FirstStart),
+			checkTimeOrZero("reservation end", rr.End)); err != nil {
+			r.bad("the reservation for %s: %v", rr.Job, err)
+			continue
+		}
 		// checked: never, so that the first cycle searches it again.
 		res := &reservation{job: j, start: rr.Start, end: rr.End, firstStart: rr.FirstStart, alloc: a, checked: ^uint64(0)}
 		if l := j.job.TimeLimit; l == 0 && !rr.End.IsZero() || l > 0 && rr.End.Before(rr.Start.Add(l)) {
@@ -473,6 +491,10 @@ func (r *restorer) hold(h HoldRecord) {
 		r.bad("the hold for %s: %v (target of %q)", h.Job, err, a.ID)
 		return
 	}
+	if err := j.job.Gang.CheckAllocation(e.c, &a); err != nil {
+		r.bad("the hold for %s: %v", h.Job, err)
+		return
+	}
 	if h.Held < 0 || h.Held > a.GPUs() || !(h.SpentGPUs >= 0) || !(h.BudgetGPUs > 0) {
 		r.bad("the hold for %s holds %d of %d GPUs, or has spent %v of a budget of %v GPU-seconds", h.Job, h.Held, a.GPUs(), h.SpentGPUs, h.BudgetGPUs)
 		return
@@ -503,6 +525,10 @@ func (r *restorer) claim(cr *ClaimRecord) {
 	a, err := e.allocationOf(&cr.Placement)
 	if err != nil || a.ID != cr.Job {
 		r.bad("the claim for %s: %v (placement of %q)", cr.Job, err, a.ID)
+		return
+	}
+	if err := j.job.Gang.CheckAllocation(e.c, &a); err != nil {
+		r.bad("the claim for %s: %v", cr.Job, err)
 		return
 	}
 	r.notAfter("claim start", cr.Since)

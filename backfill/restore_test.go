@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -103,6 +104,12 @@ func TestRestoreRefusesCorruptSnapshots(t *testing.T) {
 		}, "a reservation for run, which is not waiting"},
 		{"reserved job without its reservation", func(s *Snapshot) { s.Reservations = nil }, "job wait is recorded reserved"},
 		{"sequence counter set back", func(s *Snapshot) { s.Seq = 2 }, "not in [1, 2], the snapshot's counter"},
+		{"sequence counter about to wrap", func(s *Snapshot) { s.Seq = math.MaxUint64 }, "sequence counter 18446744073709551615 is beyond any count of submissions"},
+		{"a reservation in year 1", func(s *Snapshot) { s.Reservations[0].FirstStart = time.Time{}.AddDate(0, 0, 1) }, "the reservation for wait: backfill: time out of range: reservation first start 0001-01-02"},
+		{"a hold cool-down in year 3000", func(s *Snapshot) {
+			s.Jobs[jobIndex(s, "wait")].HoldExpiry = time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)
+		}, "job wait hold cool-down end"},
+		{"a hold blocked after the snapshot", func(s *Snapshot) { s.Jobs[jobIndex(s, "wait")].HoldBlocked = s.Time.Add(time.Hour) }, "job wait hold blocked since"},
 		{"two jobs with one number", func(s *Snapshot) { s.Jobs[1].Seq = s.Jobs[0].Seq }, "share sequence number"},
 		{"a job listed twice", func(s *Snapshot) { s.Jobs = append(s.Jobs, s.Jobs[0]) }, "listed twice"},
 		{"a gang of no job", func(s *Snapshot) {
@@ -124,6 +131,17 @@ func TestRestoreRefusesCorruptSnapshots(t *testing.T) {
 			s.Holds = append(s.Holds, HoldRecord{Job: "run", Since: s.Time, Target: s.Gangs[gangIndex(s, "run")], BudgetGPUs: 1})
 		}, "a hold for run, which is not a held job"},
 		{"a reservation whose end is not its limit", func(s *Snapshot) { s.Reservations[0].End = s.Reservations[0].Start }, "not a time limit after its start"},
+		{"a reservation smaller than its job", func(s *Snapshot) {
+			m := &s.Reservations[0].Placement.Members[0]
+			m.Pods, m.Want = m.Pods[:1], 1
+		}, "the reservation for wait: gang wait: member m: 1 pods recorded, the spec asks for 4 to 4"},
+		{"a reservation with a member its job lacks", func(s *Snapshot) {
+			p := &s.Reservations[0].Placement
+			extra := p.Members[0]
+			extra.Name, extra.Pods, extra.Want = "x", extra.Pods[:1], 1
+			p.Members = append(p.Members, extra)
+		}, "the reservation for wait: gang wait: allocation wait has 2 members, the spec 1"},
+		{"a reservation whose pod count is not its pods", func(s *Snapshot) { s.Reservations[0].Placement.Members[0].Want = 7 }, "4 pods recorded as 7"},
 		{"a reservation on a GPU the node lacks", func(s *Snapshot) { s.Reservations[0].Placement.Members[0].Pods[0].GPUs[0] = 99 }, "has no GPU 99"},
 		{"a pod change on an unknown node", func(s *Snapshot) {
 			s.PodChanges = append(s.PodChanges, PodChange{Job: "run", Kind: PodsRemoved, Pods: []gang.Pod{{Member: "m", Node: 1 << 20, GPUs: 1}}})
@@ -266,6 +284,10 @@ func TestRestoreRefusesCorruptPreemptions(t *testing.T) {
 		{"an unknown policy", func(s *Snapshot) { s.Jobs[jobIndex(s, "d")].Preemption = "suspend" }, `unknown preemption policy "suspend"`},
 		{"a running job with a preemptor", func(s *Snapshot) { s.Jobs[jobIndex(s, "d")].PreemptedBy = "urgent" }, "job d is running with a preemption time"},
 		{"a checkpoint of a waiting job", func(s *Snapshot) { s.Jobs[jobIndex(s, "urgent")].Checkpoint = s.Time }, "with a checkpoint"},
+		{"a claim smaller than its job", func(s *Snapshot) {
+			m := &s.Claims[0].Placement.Members[0]
+			m.Pods, m.Want = m.Pods[:1], 1
+		}, "the claim for urgent: gang urgent: member m: 1 pods recorded, the spec asks for 4 to 4"},
 		{"a claim due before it began", func(s *Snapshot) { s.Claims[0].Due = s.Claims[0].Since.Add(-time.Second) }, "before it began"},
 		{"a claim on a protected job's GPUs", func(s *Snapshot) {
 			s.Claims[0].Placement.Members[0].Pods[0] = s.Gangs[gangIndex(s, "c")].Members[0].Pods[0]
@@ -273,6 +295,10 @@ func TestRestoreRefusesCorruptPreemptions(t *testing.T) {
 		{"a claim sharing GPUs with another", func(s *Snapshot) {
 			cr := s.Claims[0]
 			cr.Job, cr.Placement.ID, cr.Victims = "a", "a", nil
+			// A whole placement of a (2 of urgent's 4 nodes).
+			m := cr.Placement.Members[0]
+			m.Pods, m.Want = m.Pods[:2], 2
+			cr.Placement.Members = []gang.MemberRecord{m}
 			s.Claims = append(s.Claims, cr)
 		}, "share GPUs"},
 	}

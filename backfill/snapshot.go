@@ -34,8 +34,9 @@ type Snapshot struct {
 	Cursor         int         `json:"cursor,omitempty"`
 	LastCycle      time.Time   `json:"last_cycle,omitzero"`
 	HeldGPUSeconds float64     `json:"held_gpu_seconds,omitempty"`
-	// SlotOpen is set when the last cycle left a reservation slot for
-	// the next one (NextEvent then asks for a cycle at once).
+	// SlotOpen is set when the last cycle left a reservation slot, or
+	// GPUs a hold let go of after refusing them to a job, for the next
+	// one (NextEvent then asks for a cycle at once).
 	SlotOpen     bool                    `json:"slot_open,omitempty"`
 	Down         []string                `json:"down,omitempty"`
 	Drained      []string                `json:"drained,omitempty"`
@@ -308,7 +309,10 @@ func gpuList(m uint64) []int {
 func (e *Engine) allocationOf(g *gang.GangRecord) (gang.Allocation, error) {
 	a := gang.Allocation{ID: g.ID}
 	for _, m := range g.Members {
-		ma := gang.MemberAllocation{Name: m.Name, Pods: m.Want}
+		if m.Want != len(m.Pods) || m.Min != 0 || m.GPUs != 0 {
+			return a, fmt.Errorf("member %s: %d pods recorded as %d (min %d, %d GPUs)", m.Name, len(m.Pods), m.Want, m.Min, m.GPUs)
+		}
+		ma := gang.MemberAllocation{Name: m.Name, Pods: len(m.Pods)}
 		for _, p := range m.Pods {
 			n, ok := e.c.LookupNode(p.Node)
 			if !ok {

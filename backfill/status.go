@@ -3,6 +3,7 @@ package backfill
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -182,9 +183,11 @@ func FormatJobs(jobs []JobStatus, epoch time.Time) string {
 // NextEvent returns the earliest time after the latest one seen at which
 // the plan can change without a new event: at once (the latest time seen
 // plus a nanosecond) when the last cycle left a reservation slot free for
-// the next cycle to offer in priority order (see Schedule), a
+// the next cycle to offer in priority order (see Schedule), or let go of
+// a hold's GPUs after it refused them to a job (see Hold mode), a
 // reservation's planned start,
-// a hold's expiry, the end of a waiting job's patience or hold cool-down,
+// a hold's expiry (its budget spent at the rate it holds GPUs now), the
+// end of a waiting job's patience or hold cool-down,
 // an active job's time limit, the end of the exempt time of a running job
 // that a waiting job would preempt if it could. A host can sleep until then (or until an
 // event: a submit, a finish, a node) instead of polling. It reports false
@@ -203,6 +206,16 @@ func (e *Engine) NextEvent() (time.Time, bool) {
 	}
 	for _, r := range e.book.resv {
 		consider(r.start)
+	}
+	for _, h := range e.book.holds {
+		// Its budget runs out at the rate it holds GPUs now, charged
+		// from the last cycle (accountHolds).
+		if h.held > 0 && !e.lastCycle.IsZero() {
+			left := math.Ceil((h.budget - h.spent) / float64(h.held))
+			if left*float64(time.Second) < float64(MaxTime.Sub(e.lastCycle)) {
+				consider(later(e.lastCycle.Add(time.Duration(left)*time.Second), e.last.Add(time.Nanosecond)))
+			}
+		}
 	}
 	if e.slotOpen {
 		consider(e.last.Add(time.Nanosecond)) // at once

@@ -462,6 +462,7 @@ func (c *cycle) classify(spec *gang.Spec, failed gang.Admission, w *Waiting) {
 	for _, h := range e.book.holds {
 		if h != c.ownHold && hits(&h.target) {
 			w.Code, w.Blocker, w.Until = WaitHold, h.job.job.ID, h.since
+			h.refused = true
 			return
 		}
 	}

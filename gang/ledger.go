@@ -271,12 +271,10 @@ func (l *Ledger) Describe() string {
 
 // Insert records gang g with an allocation computed elsewhere (by an
 // Admitter on a what-if copy of the state, say), allocating exactly its
-// GPUs on the ledger's state. g must be valid (Spec.Validate) and a must
-// be a whole placement of it: the same members in the same order, each
-// with as many pods as nodes in its assignment, and the pods, GPUs per
-// pod and GPU totals Spec.CheckRecord accepts (ErrBadSpec otherwise).
-// Every GPU is checked first; on an error nothing changes. g and a are
-// copied.
+// GPUs on the ledger's state. g must be valid (Spec.Validate) and a a
+// whole placement of it (Spec.CheckAllocation); otherwise the error wraps
+// ErrBadSpec. Every GPU is checked first; on an error nothing changes. g
+// and a are copied.
 func (l *Ledger) Insert(g *Spec, a *Allocation) error {
 	if err := g.Validate(l.c); err != nil {
 		return err
@@ -284,21 +282,7 @@ func (l *Ledger) Insert(g *Spec, a *Allocation) error {
 	if _, dup := l.byID[g.ID]; dup {
 		return fmt.Errorf("%w: %s", ErrDuplicateID, g.ID)
 	}
-	if a.ID != g.ID || len(a.Members) != len(g.Members) {
-		return fmt.Errorf("%w: allocation %s does not match gang %s", ErrBadSpec, a.ID, g.ID)
-	}
-	for i := range a.Members {
-		ma := &a.Members[i]
-		if ma.Pods != len(ma.Assignment) {
-			return fmt.Errorf("%w: gang %s member %s: %d pods on %d nodes", ErrBadSpec, g.ID, ma.Name, ma.Pods, len(ma.Assignment))
-		}
-		for _, x := range ma.Assignment {
-			if int(x.Node) < 0 || int(x.Node) >= l.c.NumNodes() {
-				return fmt.Errorf("gang %s member %s: %w: node %d", g.ID, ma.Name, topology.ErrUnknownNode, x.Node)
-			}
-		}
-	}
-	if err := g.checkAllocation(l.c, a); err != nil {
+	if err := g.CheckAllocation(l.c, a); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadSpec, err)
 	}
 	for i := range a.Members {

@@ -653,7 +653,7 @@ func TestInsertRefuses(t *testing.T) {
 		{"other member name", func(g *Spec, a *Allocation) { a.Members[0].Name = "ps" }, ErrBadSpec, "member w recorded as ps"},
 		{"GPUs per pod", func(g *Spec, a *Allocation) { a.Members[0].Assignment[1].GPUs = 0xff }, ErrBadSpec, "holds 8 GPUs, the spec gives it 4"},
 		{"unknown node", func(g *Spec, a *Allocation) { a.Members[0].Assignment[2].Node = 9999 }, topology.ErrUnknownNode, "gang g member w"},
-		{"other gang", func(g *Spec, a *Allocation) { a.ID = "h" }, ErrBadSpec, "allocation h does not match gang g"},
+		{"other gang", func(g *Spec, a *Allocation) { a.ID = "h" }, ErrBadSpec, "gang g: allocation h has 1 members, the spec 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := NewLedger(c, Options{})

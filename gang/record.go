@@ -137,14 +137,27 @@ func (m *Member) checkPods(c *topology.Cluster, count int, pod func(i int) (node
 	return nil
 }
 
-// checkAllocation is CheckRecord for an allocation of g (members in g's
-// order, nodes in range): the same checks, allocating nothing when a
-// matches.
-func (g *Spec) checkAllocation(c *topology.Cluster, a *Allocation) error {
+// CheckAllocation reports the first way in which a is not a whole
+// placement of g on cluster c: its ID and members (names, order), each
+// member's pods (as many as nodes in its assignment, every node known,
+// within the elastic minimum), GPUs per pod and GPU totals, as
+// CheckRecord checks a record. It allocates nothing when a matches.
+func (g *Spec) CheckAllocation(c *topology.Cluster, a *Allocation) error {
+	if a.ID != g.ID || len(a.Members) != len(g.Members) {
+		return fmt.Errorf("gang %s: allocation %s has %d members, the spec %d", g.ID, a.ID, len(a.Members), len(g.Members))
+	}
 	for i := range g.Members {
 		m, ma := &g.Members[i], &a.Members[i]
 		if ma.Name != m.Name {
 			return fmt.Errorf("gang %s: member %s recorded as %s", g.ID, m.Name, ma.Name)
+		}
+		if ma.Pods != len(ma.Assignment) {
+			return fmt.Errorf("gang %s member %s: %d pods on %d nodes", g.ID, ma.Name, ma.Pods, len(ma.Assignment))
+		}
+		for _, x := range ma.Assignment {
+			if int(x.Node) < 0 || int(x.Node) >= c.NumNodes() {
+				return fmt.Errorf("gang %s member %s: %w: node %d", g.ID, ma.Name, topology.ErrUnknownNode, x.Node)
+			}
 		}
 		err := m.checkPods(c, len(ma.Assignment), func(k int) (topology.NodeID, int) {
 			x := ma.Assignment[k]

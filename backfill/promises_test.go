@@ -1,0 +1,194 @@
+package backfill
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/phalanx-sched/phalanx/fairshare"
+	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// holdEndEngine returns an engine on one leaf of 8 nodes x 8 GPUs with
+// hold mode for gangs of 16 GPUs or more, at once and up to the whole
+// cluster, QOS ranking above age, and a helper that submits a job pinned
+// to nodes [lo, hi).
+func holdEndEngine(t *testing.T, budget time.Duration) (*Engine, func(id string, lo, hi int, limit time.Duration) Job) {
+	t.Helper()
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 1, NodesPerLeaf: 8, GPUsPerNode: 8})
+	require.NoError(t, err)
+	cfg := DefaultConfig()
+	cfg.Hold.MinGPUs, cfg.Hold.MaxShare, cfg.Hold.MinWait, cfg.Hold.Budget = 16, 1, 0, budget
+	cfg.FairShare.Weights = fairshare.Weights{Age: 1000, QOS: 1e7}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+	require.NoError(t, err)
+	e.checkEach = true
+	pinned := func(id string, lo, hi int, limit time.Duration) Job {
+		s := c.NewNodeSet()
+		for n := lo; n < hi; n++ {
+			s.Set(uint(n))
+		}
+		return Job{ID: id, Account: "a", TimeLimit: limit, Gang: member(placement.Request{Nodes: hi - lo, GPUsPerNode: 8, Allowed: s})}
+	}
+	return e, pinned
+}
+
+// startAll schedules at now and reports every start to the engine.
+func startAll(t *testing.T, e *Engine, now time.Time) *Plan {
+	t.Helper()
+	p, err := e.Schedule(now)
+	require.NoError(t, err)
+	for _, s := range p.Starts {
+		require.NoError(t, e.Started(s.Job, now))
+	}
+	return p
+}
+
+// TestHoldBecomesReservationFirst: a gang holds nodes 0-6 while jobs
+// without a time limit run there; one of them ends, and the gang now has
+// a planned start (the others on its nodes have limits), so its hold
+// becomes a reservation. That happens before the walk: a job ranked
+// above the gang (S) starts on the GPUs the hold let go, not only one
+// ranked below it (T), and no job is told of a hold that the same cycle
+// ended. Before, the hold ended when the walk reached the gang: S, tested
+// first, waited "on GPUs held for job G" while T took them.
+func TestHoldBecomesReservationFirst(t *testing.T) {
+	e, pinned := holdEndEngine(t, 4*time.Hour)
+	for _, j := range []Job{pinned("U", 0, 3, 0), pinned("L", 3, 7, 2*time.Hour), pinned("U2", 7, 8, 0)} {
+		require.NoError(t, e.Submit(j, epoch))
+	}
+	startAll(t, e, epoch)
+	require.NoError(t, e.Submit(Job{ID: "G", Account: "a", Gang: member(placement.NodesOf(7, 8))}, epoch.Add(time.Minute)))
+	p := startAll(t, e, epoch.Add(time.Minute))
+	require.Len(t, p.Holds, 1, p.Describe(e.c, epoch))
+	now := epoch.Add(10 * time.Minute)
+	require.NoError(t, e.Finished("U", now))
+	s := Job{ID: "S", Account: "a", QOS: 1, TimeLimit: 30 * time.Minute, Gang: member(placement.NodesOf(1, 8))}
+	tj := s
+	tj.ID, tj.QOS = "T", 0
+	require.NoError(t, e.Submit(s, now))
+	require.NoError(t, e.Submit(tj, now))
+	p = startAll(t, e, now)
+	text := p.Describe(e.c, epoch)
+	started := map[string]bool{}
+	for _, st := range p.Starts {
+		started[st.Job] = true
+	}
+	if !started["S"] || !started["T"] {
+		t.Fatalf("S and T should both start:\n%s", text)
+	}
+	if len(p.Reservations) != 1 || p.Reservations[0].Job != "G" || len(p.HoldEnds) != 1 || p.HoldEnds[0].Cause != HoldPlanned {
+		t.Fatalf("G's hold should become its reservation:\n%s", text)
+	}
+	for _, w := range p.Waiting {
+		if w.Code == WaitHold {
+			t.Errorf("%s is told of a hold that ended:\n%s", w.Job, text)
+		}
+	}
+}
+
+// TestNextEventHoldBudget: NextEvent wakes when a hold's budget runs out
+// at the rate it holds GPUs (here 8 GPUs on a budget of 30 minutes of a
+// 64-GPU gang: 4 hours), and the cycle then ends it.
+func TestNextEventHoldBudget(t *testing.T) {
+	e, pinned := holdEndEngine(t, 30*time.Minute)
+	require.NoError(t, e.Submit(pinned("U", 0, 7, 0), epoch))
+	startAll(t, e, epoch)
+	require.NoError(t, e.Submit(Job{ID: "G", Account: "a", Gang: member(placement.NodesOf(8, 8))}, epoch))
+	p := startAll(t, e, epoch.Add(time.Minute))
+	require.Len(t, p.Holds, 1, p.Describe(e.c, epoch))
+	require.Equal(t, 8, p.Holds[0].GPUs, p.Describe(e.c, epoch))
+	next, ok := e.NextEvent()
+	want := epoch.Add(time.Minute + 4*time.Hour)
+	if !ok || !next.Equal(want) {
+		t.Fatalf("NextEvent = %v, %v; want t+%v (the budget spent)", next.Sub(epoch), ok, want.Sub(epoch))
+	}
+	p = startAll(t, e, next)
+	if len(p.HoldEnds) != 1 || p.HoldEnds[0].Cause != HoldBudgetSpent {
+		t.Fatalf("the hold should end, its budget spent:\n%s", p.Describe(e.c, epoch))
+	}
+}
+
+// TestPlanJSONRoundTrip: a plan and the jobs' statuses, written as JSON,
+// read back into the same types (the reason and slot codes by name).
+func TestPlanJSONRoundTrip(t *testing.T) {
+	e, pinned := holdEndEngine(t, 4*time.Hour)
+	for _, j := range []Job{pinned("U", 0, 3, 0), pinned("L", 3, 7, 2*time.Hour), pinned("U2", 7, 8, 0)} {
+		require.NoError(t, e.Submit(j, epoch))
+	}
+	startAll(t, e, epoch)
+	require.NoError(t, e.Submit(Job{ID: "G", Account: "a", Gang: member(placement.NodesOf(7, 8))}, epoch.Add(time.Minute)))
+	require.NoError(t, e.Submit(Job{ID: "W", Account: "a", TimeLimit: time.Hour, Gang: member(placement.NodesOf(2, 8))}, epoch.Add(time.Minute)))
+	p := startAll(t, e, epoch.Add(time.Minute))
+	data, err := json.Marshal(p)
+	require.NoError(t, err)
+	var back Plan
+	require.NoError(t, json.Unmarshal(data, &back), string(data))
+	codes := map[string]WaitCode{}
+	for _, w := range back.Waiting {
+		codes[w.Job] = w.Code
+	}
+	for _, w := range p.Waiting {
+		if codes[w.Job] != w.Code {
+			t.Errorf("%s: code %v read back as %v", w.Job, w.Code, codes[w.Job])
+		}
+	}
+	for _, c := range []NoSlotCode{SlotsTaken, SmallSlotTaken, SlotKept, Backlog, 0, 9} {
+		b, err := c.MarshalText()
+		require.NoError(t, err)
+		var got NoSlotCode
+		require.NoError(t, got.UnmarshalText(b))
+		require.Equal(t, c, got)
+	}
+	var bad WaitCode
+	require.Error(t, bad.UnmarshalText([]byte("Sleeping")))
+	jobs := e.Jobs()
+	data, err = json.Marshal(jobs)
+	require.NoError(t, err)
+	var statuses []JobStatus
+	require.NoError(t, json.Unmarshal(data, &statuses), string(data))
+	if diff := cmp.Diff(len(jobs), len(statuses)); diff != "" {
+		t.Fatal(diff)
+	}
+}
+
+// TestQuotaDropIsAMove: a reservation given up because the job's queue is
+// at its quota is in the plan's moves, with the cause and the queue.
+// Queue q has a maximum of 16 GPUs; R (16 GPUs of q) is reserved for when
+// B (another queue) ends; X (8 GPUs of q) backfills meanwhile, so when B
+// ends q has room for X only, and R waits for quota.
+func TestQuotaDropIsAMove(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 1, NodesPerLeaf: 8, GPUsPerNode: 8})
+	require.NoError(t, err)
+	cfg := DefaultConfig()
+	cfg.Hold.Enabled = false
+	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
+		{Name: "q", Maximum: 16, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+		{Name: "o", Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+	}}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+	require.NoError(t, err)
+	e.checkEach = true
+	job := func(id, queue string, nodes int, limit time.Duration) Job {
+		return Job{ID: id, Account: "a", Queue: queue, TimeLimit: limit, Gang: member(placement.NodesOf(nodes, 8))}
+	}
+	require.NoError(t, e.Submit(job("B", "o", 7, time.Hour), epoch))
+	startAll(t, e, epoch)
+	require.NoError(t, e.Submit(job("R", "q", 2, time.Hour), epoch.Add(time.Minute)))
+	require.NoError(t, e.Submit(job("X", "q", 1, 2*time.Hour), epoch.Add(2*time.Minute)))
+	p := startAll(t, e, epoch.Add(2*time.Minute))
+	if len(p.Reservations) != 1 || p.Reservations[0].Job != "R" || len(p.Starts) != 1 || p.Starts[0].Job != "X" {
+		t.Fatalf("want R reserved and X started:\n%s", p.Describe(c, epoch))
+	}
+	from := p.Reservations[0].Start
+	require.NoError(t, e.Finished("B", epoch.Add(time.Hour)))
+	p = startAll(t, e, epoch.Add(time.Hour))
+	want := []Move{{Job: "R", From: from, Cause: CauseQuota, By: "q"}}
+	if diff := cmp.Diff(want, p.Moves); diff != "" {
+		t.Fatalf("moves (-want +got):\n%s\n%s", diff, p.Describe(c, epoch))
+	}
+}
