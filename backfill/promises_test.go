@@ -37,6 +37,20 @@ func holdEndEngine(t *testing.T, budget time.Duration) (*Engine, func(id string,
 	return e, pinned
 }
 
+// heldGang returns holdEndEngine's engine with U (nodes 0-2) and U2
+// (node 7) running without a limit, L (nodes 3-6) with a 2-hour one, and
+// gang G (7 nodes) submitted at t+1m, eligible for a hold at once.
+func heldGang(t *testing.T) *Engine {
+	t.Helper()
+	e, pinned := holdEndEngine(t, 4*time.Hour)
+	for _, j := range []Job{pinned("U", 0, 3, 0), pinned("L", 3, 7, 2*time.Hour), pinned("U2", 7, 8, 0)} {
+		require.NoError(t, e.Submit(j, epoch))
+	}
+	startAll(t, e, epoch)
+	require.NoError(t, e.Submit(Job{ID: "G", Account: "a", Gang: member(placement.NodesOf(7, 8))}, epoch.Add(time.Minute)))
+	return e
+}
+
 // startAll schedules at now and reports every start to the engine.
 func startAll(t *testing.T, e *Engine, now time.Time) *Plan {
 	t.Helper()
@@ -57,12 +71,7 @@ func startAll(t *testing.T, e *Engine, now time.Time) *Plan {
 // ended. Before, the hold ended when the walk reached the gang: S, tested
 // first, waited "on GPUs held for job G" while T took them.
 func TestHoldBecomesReservationFirst(t *testing.T) {
-	e, pinned := holdEndEngine(t, 4*time.Hour)
-	for _, j := range []Job{pinned("U", 0, 3, 0), pinned("L", 3, 7, 2*time.Hour), pinned("U2", 7, 8, 0)} {
-		require.NoError(t, e.Submit(j, epoch))
-	}
-	startAll(t, e, epoch)
-	require.NoError(t, e.Submit(Job{ID: "G", Account: "a", Gang: member(placement.NodesOf(7, 8))}, epoch.Add(time.Minute)))
+	e := heldGang(t)
 	p := startAll(t, e, epoch.Add(time.Minute))
 	require.Len(t, p.Holds, 1, p.Describe(e.c, epoch))
 	now := epoch.Add(10 * time.Minute)
@@ -116,12 +125,7 @@ func TestNextEventHoldBudget(t *testing.T) {
 // TestPlanJSONRoundTrip: a plan and the jobs' statuses, written as JSON,
 // read back into the same types (the reason and slot codes by name).
 func TestPlanJSONRoundTrip(t *testing.T) {
-	e, pinned := holdEndEngine(t, 4*time.Hour)
-	for _, j := range []Job{pinned("U", 0, 3, 0), pinned("L", 3, 7, 2*time.Hour), pinned("U2", 7, 8, 0)} {
-		require.NoError(t, e.Submit(j, epoch))
-	}
-	startAll(t, e, epoch)
-	require.NoError(t, e.Submit(Job{ID: "G", Account: "a", Gang: member(placement.NodesOf(7, 8))}, epoch.Add(time.Minute)))
+	e := heldGang(t)
 	require.NoError(t, e.Submit(Job{ID: "W", Account: "a", TimeLimit: time.Hour, Gang: member(placement.NodesOf(2, 8))}, epoch.Add(time.Minute)))
 	p := startAll(t, e, epoch.Add(time.Minute))
 	data, err := json.Marshal(p)
