@@ -79,7 +79,9 @@
 // cycle, before any job is tested; when a hold ends or moves later in a
 // cycle after it refused a job (another hold let its GPUs go, a
 // higher-ranked gang took it over, its queue's quota), the next cycle is
-// due at once (NextEvent) to offer its GPUs again in priority order.
+// due at once (NextEvent) to offer its GPUs again in priority order; so
+// is it when a gang gets a hold whose target is all free (one it took
+// over had kept it), and the gang starts there.
 // Plan.Holds, Plan.HoldEnds and the reasons (Held with the counts, nodes
 // and budget left; ForHold with when or why not yet; Hold for jobs
 // blocked by another's hold) say what happens.

@@ -345,6 +345,11 @@ func (c *cycle) newHold(j *jobRec, eta time.Time, w *Waiting) {
 	e.book.addHold(h)
 	j.holdBlockedSince = time.Time{}
 	h.held = c.countFree(&h.target)
+	if h.held == h.target.GPUs() {
+		// Its whole target is free (a hold it took over held it): it
+		// starts there at the next cycle, which is due at once.
+		c.reoffer = true
+	}
 	c.invalidate()
 	c.reportHold(h, w)
 }

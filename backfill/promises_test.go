@@ -196,3 +196,33 @@ func TestQuotaDropIsAMove(t *testing.T) {
 		t.Fatalf("moves (-want +got):\n%s\n%s", diff, p.Describe(c, epoch))
 	}
 }
+
+// TestHoldTakenOverStartsAtOnce: an eligible gang ranked above a holder
+// that holds nothing yet takes its hold over; when the target it gets is
+// all free (the old hold kept it), the next cycle is due at once, and the
+// gang starts there.
+func TestHoldTakenOverStartsAtOnce(t *testing.T) {
+	e, pinned := holdEndEngine(t, 4*time.Hour)
+	e.cfg.Hold.MinGPUs = 8 // S, one node, is eligible too
+	for _, j := range []Job{pinned("U", 0, 3, 0), pinned("L", 3, 7, 2*time.Hour), pinned("U2", 7, 8, 0)} {
+		require.NoError(t, e.Submit(j, epoch))
+	}
+	startAll(t, e, epoch)
+	require.NoError(t, e.Submit(Job{ID: "G", Account: "a", Gang: member(placement.NodesOf(8, 8))}, epoch.Add(time.Minute)))
+	startAll(t, e, epoch.Add(time.Minute))
+	now := epoch.Add(10 * time.Minute)
+	require.NoError(t, e.Finished("U", now))
+	require.NoError(t, e.Submit(Job{ID: "S", Account: "a", QOS: 1, Gang: member(placement.NodesOf(1, 8))}, now))
+	p := startAll(t, e, now)
+	if len(p.Holds) != 1 || p.Holds[0].Job != "S" || p.Holds[0].GPUs != 8 {
+		t.Fatalf("S should take G's hold over, on a free node:\n%s", p.Describe(e.c, epoch))
+	}
+	next, ok := e.NextEvent()
+	if !ok || !next.Equal(now.Add(time.Nanosecond)) {
+		t.Fatalf("NextEvent = %v, %v; want at once", next.Sub(epoch), ok)
+	}
+	p = startAll(t, e, next)
+	if len(p.Starts) != 1 || p.Starts[0].Job != "S" {
+		t.Fatalf("S should start on its hold:\n%s", p.Describe(e.c, epoch))
+	}
+}

@@ -266,3 +266,77 @@ func accountNames(tr *Tree) []string {
 	}
 	return names
 }
+
+// TestUsageRecordsRestore: UsageRecords and SetUsage restore usage bit for
+// bit, the root's own usage included (a charge may name the root, and
+// under Classic it counts in the total every factor divides by).
+func TestUsageRecordsRestore(t *testing.T) {
+	for _, alg := range []Algorithm{Classic, FairTree} {
+		t.Run(alg.String(), func(t *testing.T) {
+			src := slurmExample(t, testConfig(alg))
+			if err := src.Charge(RootName, 300, t0.Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			if err := src.Charge("C", 40, t0.Add(2*time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			recs := src.UsageRecords()
+			if len(recs) == 0 || recs[0].Account != RootName {
+				t.Fatalf("records %+v: want the root's first", recs)
+			}
+			dst, err := BuildTree(src.Spec(), src.Config())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := dst.SetUsage(recs); err != nil {
+				t.Fatal(err)
+			}
+			later := t0.Add(week)
+			for _, name := range append([]string{RootName}, accountNames(src)...) {
+				if a, b := mustUsage(t, src, name, later), mustUsage(t, dst, name, later); a != b {
+					t.Errorf("%s usage %v, restored %v", name, a, b)
+				}
+			}
+			for _, u := range []string{"u1", "u2", "u3", "u4", "u5"} {
+				if a, b := mustFactor(t, src, u, later), mustFactor(t, dst, u, later); a != b {
+					t.Errorf("%s factor %v, restored %v", u, a, b)
+				}
+			}
+			twice := append(recs[:1:1], UsageRecord{Account: "", GPUSeconds: 1, At: t0})
+			if err := dst.SetUsage(twice); !errors.Is(err, ErrBadCharge) || !strings.Contains(err.Error(), "given twice") {
+				t.Errorf("the root named twice (as %q and %q): %v", RootName, "", err)
+			}
+		})
+	}
+}
+
+// TestUsageBounded: usage and shares stay finite, so factors stay in
+// [0, 1]: a charge that would take an account past MaxUsage is refused
+// and changes nothing, and so is a record above it; shares above
+// MaxShares are refused.
+func TestUsageBounded(t *testing.T) {
+	tr := slurmExample(t, testConfig(Classic))
+	if err := tr.Charge("u1", 0.6e300, t0); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []float64{0.6e300, math.MaxFloat64} {
+		if err := tr.Charge("u1", g, t0); !errors.Is(err, ErrBadCharge) || !strings.Contains(err.Error(), `account "u1" would take its usage past MaxUsage`) {
+			t.Errorf("charge of %v: %v", g, err)
+		}
+	}
+	if u := mustUsage(t, tr, "u1", t0); u != 0.6e300 {
+		t.Errorf("usage %v after refused charges, want 0.6e300", u)
+	}
+	if f := mustFactor(t, tr, "u1", t0); !(f >= 0 && f <= 1) {
+		t.Errorf("factor %v out of [0, 1]", f)
+	}
+	if err := tr.SetUsage([]UsageRecord{{Account: "u2", GPUSeconds: 2e300, At: t0}}); !errors.Is(err, ErrBadCharge) {
+		t.Errorf("a record above MaxUsage: %v", err)
+	}
+	if err := tr.AddAccount(RootName, "big", MaxShares+1); !errors.Is(err, ErrBadShares) {
+		t.Errorf("shares above MaxShares: %v", err)
+	}
+	if err := tr.AddAccount(RootName, "largest", MaxShares); err != nil {
+		t.Errorf("shares of MaxShares: %v", err)
+	}
+}

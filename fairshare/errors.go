@@ -16,13 +16,16 @@ var (
 	// ErrUnknownAccount marks an account name the tree does not have: a
 	// parent, the target of a charge or query, or the account of a job.
 	ErrUnknownAccount = errors.New("fairshare: unknown account")
-	// ErrBadShares marks raw shares that are negative, NaN or infinite.
+	// ErrBadShares marks raw shares that are negative, NaN or above
+	// MaxShares.
 	ErrBadShares = errors.New("fairshare: bad shares")
 	// ErrCycle marks a tree description whose parent links form a cycle.
 	ErrCycle = errors.New("fairshare: cycle in account tree")
 	// ErrSyntax marks malformed text or JSON input.
 	ErrSyntax = errors.New("fairshare: syntax error")
-	// ErrBadCharge marks a charge that is negative, NaN or infinite.
+	// ErrBadCharge marks a charge that is negative, NaN or infinite, or
+	// that would take an account's usage past MaxUsage (and a usage
+	// record outside [0, MaxUsage]).
 	ErrBadCharge = errors.New("fairshare: bad charge")
 	// ErrBadTime marks an instant outside the years 1678 to 2262 (the range
 	// of int64 nanoseconds since 1970), including the zero time.Time.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 )
@@ -234,7 +235,7 @@ func ParseJSON(data []byte) (TreeSpec, error) {
 	if err := dec.Decode(&doc); err != nil {
 		return TreeSpec{}, fmt.Errorf("%w: %v", ErrSyntax, err)
 	}
-	if dec.More() {
+	if _, err := dec.Token(); err != io.EOF {
 		return TreeSpec{}, fmt.Errorf("%w: data after the JSON object", ErrSyntax)
 	}
 	spec := TreeSpec{Accounts: make([]AccountSpec, 0, len(doc.Accounts))}

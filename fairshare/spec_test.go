@@ -135,6 +135,9 @@ func TestBadTrees(t *testing.T) {
 		{name: "JSON without shares", json: `{"accounts":[{"name":"a"}]}`, want: ErrSyntax, naming: []string{`"a"`}},
 		{name: "JSON unknown field", json: `{"accounts":[{"name":"a","shares":1,"weight":2}]}`, want: ErrSyntax, naming: []string{"weight"}},
 		{name: "JSON trailing data", json: `{"accounts":[]} {}`, want: ErrSyntax},
+		{name: "JSON stray brace", json: `{"accounts":[{"name":"a","shares":1}]}}`, want: ErrSyntax},
+		{name: "JSON stray bracket", json: `{"accounts":[{"name":"a","shares":1}]}]`, want: ErrSyntax},
+		{name: "JSON shares above MaxShares", json: `{"accounts":[{"name":"a","shares":1e300}]}`, want: ErrBadShares},
 		{name: "JSON malformed", json: `{"accounts":[`, want: ErrSyntax},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -109,10 +109,19 @@ func checkName(name string) error {
 	return nil
 }
 
+// MaxShares bounds an account's raw shares (Slurm's are 32-bit), so that
+// the shares of any number of siblings add up to a finite sum.
+const MaxShares = math.MaxUint32
+
+// MaxUsage bounds an account's usage in GPU-seconds (a charge that would
+// take it further is refused), so that the usage of any realistic number
+// of accounts adds up to a finite sum: 1e300, beyond any cluster's life.
+const MaxUsage = 1e300
+
 // checkShares reports whether shares are usable raw shares for account.
 func checkShares(account string, shares float64) error {
-	if math.IsNaN(shares) || math.IsInf(shares, 0) || shares < 0 {
-		return fmt.Errorf("%w: account %q has shares %v (want a finite number >= 0)", ErrBadShares, account, shares)
+	if math.IsNaN(shares) || shares < 0 || shares > MaxShares {
+		return fmt.Errorf("%w: account %q has shares %v (want a number from 0 to %d)", ErrBadShares, account, shares, uint64(MaxShares))
 	}
 	return nil
 }
@@ -279,8 +288,9 @@ func (r usageRec) valueAt(now int64, halfLife time.Duration) float64 {
 // that end out of order be charged as they are reported. Reads, however,
 // cannot look back: see ErrTimeTravel.
 //
-// Errors wrap ErrUnknownAccount, ErrBadCharge or ErrBadTime and name the
-// account.
+// An account's usage is at most MaxUsage: a charge that would take it
+// further is refused and changes nothing. Errors wrap ErrUnknownAccount,
+// ErrBadCharge or ErrBadTime and name the account.
 func (t *Tree) Charge(account string, gpuSeconds float64, at time.Time) error {
 	i, ok := t.st.lookup(account)
 	if !ok {
@@ -294,15 +304,19 @@ func (t *Tree) Charge(account string, gpuSeconds float64, at time.Time) error {
 		return fmt.Errorf("charge to account %q: %w", account, err)
 	}
 	r := &t.own[i]
+	next := *r
 	switch {
 	case r.value == 0:
-		r.value, r.at = gpuSeconds, ns
+		next = usageRec{value: gpuSeconds, at: ns}
 	case ns >= r.at:
-		r.value = r.value*decayFactor(r.at, ns, t.cfg.HalfLife) + gpuSeconds
-		r.at = ns
+		next = usageRec{value: r.value*decayFactor(r.at, ns, t.cfg.HalfLife) + gpuSeconds, at: ns}
 	default: // a late charge: decay it to the record's instant
-		r.value += gpuSeconds * decayFactor(ns, r.at, t.cfg.HalfLife)
+		next.value += gpuSeconds * decayFactor(ns, r.at, t.cfg.HalfLife)
 	}
+	if !(next.value <= MaxUsage) {
+		return fmt.Errorf("%w: %v GPU-seconds to account %q would take its usage past MaxUsage", ErrBadCharge, gpuSeconds, account)
+	}
+	*r = next
 	t.latest = max(t.latest, ns)
 	return nil
 }
@@ -433,12 +447,13 @@ type UsageRecord struct {
 	At         time.Time `json:"at"`
 }
 
-// UsageRecords returns every account's own usage record, in TreeSpec order,
-// skipping accounts never charged.
+// UsageRecords returns every account's own usage record, the root's
+// (RootName) first, then in TreeSpec order, skipping accounts never
+// charged.
 func (t *Tree) UsageRecords() []UsageRecord {
 	var out []UsageRecord
-	for i, n := range t.st.nodes[1:] {
-		if r := t.own[i+1]; r.value != 0 {
+	for i, n := range t.st.nodes {
+		if r := t.own[i]; r.value != 0 {
 			out = append(out, UsageRecord{Account: n.name, GPUSeconds: r.value, At: time.Unix(0, r.at).UTC()})
 		}
 	}
@@ -447,28 +462,29 @@ func (t *Tree) UsageRecords() []UsageRecord {
 
 // SetUsage replaces the usage of the accounts named in recs with the
 // records as they are (no decay applied), after checking them all: a
-// known account named once, a finite non-negative value, a valid instant.
+// known account (RootName for the root) named once, a value from 0 to
+// MaxUsage, a valid instant.
 // On error nothing changes; the error lists every bad record.
 func (t *Tree) SetUsage(recs []UsageRecord) error {
 	var errs []error
 	idx := make([]int32, len(recs))
 	ns := make([]int64, len(recs))
-	seen := make(map[string]bool, len(recs))
+	seen := make(map[int32]bool, len(recs))
 	for k, r := range recs {
 		i, ok := t.st.lookup(r.Account)
 		var err error
 		ns[k], err = nanos(r.At)
 		switch {
-		case !ok || i == 0:
+		case !ok:
 			errs = append(errs, fmt.Errorf("%w: usage of %q", ErrUnknownAccount, r.Account))
-		case seen[r.Account]:
+		case seen[i]:
 			errs = append(errs, fmt.Errorf("%w: usage of %q given twice", ErrBadCharge, r.Account))
-		case math.IsNaN(r.GPUSeconds) || math.IsInf(r.GPUSeconds, 0) || r.GPUSeconds < 0:
+		case math.IsNaN(r.GPUSeconds) || r.GPUSeconds < 0 || r.GPUSeconds > MaxUsage:
 			errs = append(errs, fmt.Errorf("%w: %v GPU-seconds for account %q", ErrBadCharge, r.GPUSeconds, r.Account))
 		case err != nil:
 			errs = append(errs, fmt.Errorf("usage of account %q: %w", r.Account, err))
 		}
-		seen[r.Account], idx[k] = true, i
+		seen[i], idx[k] = ok, i
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)

@@ -381,7 +381,7 @@ func TestRestoreWholeNodes(t *testing.T) {
 	x, _ := l.Get("x")
 	w, _ := l.Get("whole")
 	if x.GPUs() != 8 || w.GPUs() != 16 {
-		t.Fatalf("x holds %d GPUs, whole %d; the test wants 8 (one whole node for 6) and 16 (4+4+8 or 4+8+4...)\n%s", x.GPUs(), w.GPUs(), l.Describe())
+		t.Fatalf("x holds %d GPUs, whole %d; want 8 (one whole 8-GPU node for 6) and 16 (whole nodes, the smallest first: 4, 4 and 8)\n%s", x.GPUs(), w.GPUs(), l.Describe())
 	}
 	r, err := Restore(c, l.Snapshot(), Options{})
 	require.NoError(t, err)
