@@ -23,6 +23,9 @@ type RequestRecord struct {
 	MaxDomainsLevel string `json:"max_domains_level,omitempty"`
 	SegmentSize     int    `json:"segment_size,omitempty"`
 	SegmentLevel    string `json:"segment_level,omitempty"`
+	// Segments lists Request.Segments's layers up to the last one with a
+	// size, outermost first.
+	Segments []Segment `json:"segments,omitempty"`
 	// Allowed and Excluded are hostlists; nil means no such set (an
 	// empty string is an empty set).
 	Allowed  *string `json:"allowed,omitempty"`
@@ -31,18 +34,26 @@ type RequestRecord struct {
 
 // Record returns r as a record, its node sets named by c.
 func (r *Request) Record(c *topology.Cluster) RequestRecord {
-	return RequestRecord{
+	rec := RequestRecord{
 		Nodes: r.Nodes, GPUsPerNode: r.GPUsPerNode, GPUs: r.GPUs, Exclusive: r.Exclusive,
 		Required: r.Required, Preferred: r.Preferred,
 		MaxDomains: r.MaxDomains, MaxDomainsLevel: r.MaxDomainsLevel,
 		SegmentSize: r.SegmentSize, SegmentLevel: r.SegmentLevel,
 		Allowed: nodeSetRecord(c, r.Allowed), Excluded: nodeSetRecord(c, r.Excluded),
 	}
+	for i := len(r.Segments); i > 0; i-- {
+		if r.Segments[i-1] != (Segment{}) {
+			rec.Segments = append([]Segment(nil), r.Segments[:i]...)
+			break
+		}
+	}
+	return rec
 }
 
 // Request rebuilds the request on cluster c. A node name c does not have
-// is an error naming it (wrapping topology.ErrUnknownNode); the request is
-// not otherwise validated.
+// is an error naming it (wrapping topology.ErrUnknownNode), and so are
+// more than MaxSegmentLayers segment layers (wrapping ErrBadRequest);
+// the request is not otherwise validated.
 func (rr *RequestRecord) Request(c *topology.Cluster) (Request, error) {
 	r := Request{
 		Nodes: rr.Nodes, GPUsPerNode: rr.GPUsPerNode, GPUs: rr.GPUs, Exclusive: rr.Exclusive,
@@ -50,6 +61,10 @@ func (rr *RequestRecord) Request(c *topology.Cluster) (Request, error) {
 		MaxDomains: rr.MaxDomains, MaxDomainsLevel: rr.MaxDomainsLevel,
 		SegmentSize: rr.SegmentSize, SegmentLevel: rr.SegmentLevel,
 	}
+	if len(rr.Segments) > MaxSegmentLayers {
+		return r, fmt.Errorf("%w: %d segment layers, at most %d", ErrBadRequest, len(rr.Segments), MaxSegmentLayers)
+	}
+	copy(r.Segments[:], rr.Segments)
 	var err error
 	if r.Allowed, err = nodeSetOf(c, "allowed", rr.Allowed); err != nil {
 		return r, err

@@ -26,8 +26,8 @@ const MaxSegmentLayers = 3
 // Size nodes, each group inside one domain of Level ("" is the lowest
 // level).
 type Segment struct {
-	Size  int
-	Level string
+	Size  int    `json:"size"`
+	Level string `json:"level,omitempty"`
 }
 
 // Request is what one placement asks for. Give either Nodes (with
