@@ -45,7 +45,7 @@ type hold struct {
 	budget float64   // GPU-seconds it may hold
 	eta    time.Time // estimated start of the gang on its target
 	// refused is set when this cycle refused a job for the hold's GPUs
-	// (settleHolds clears it).
+	// (clearRefusals clears it).
 	refused bool
 }
 

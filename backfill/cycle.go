@@ -368,7 +368,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.keepBook()
 	c.startBacklog()
 	c.startSkips()
-	c.settleHolds()
+	c.clearRefusals()
 	c.walk(order)
 	e.slotOpen = !c.backlog && c.closedKeepsSlot() || c.reoffer
 	e.grow(now, plan)

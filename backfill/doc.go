@@ -75,12 +75,14 @@
 // nothing, or after Hold.Hysteresis. A hold may keep GPUs idle for at most
 // Hold.Budget times the gang's size; then it ends, and the gang is not
 // held again for Hold.Budget (NextEvent wakes for it). A hold whose gang
-// gains a planned start becomes its reservation at the start of the
-// cycle, before any job is tested; when a hold ends or moves later in a
-// cycle after it refused a job (another hold let its GPUs go, a
-// higher-ranked gang took it over, its queue's quota), the next cycle is
-// due at once (NextEvent) to offer its GPUs again in priority order; so
-// is it when a gang gets a hold whose target is all free (one it took
+// gains a planned start becomes its reservation when the walk reaches
+// the gang, in priority order (reservation slots go in that order). A
+// job ranked above the gang and tested before was refused for the hold's
+// GPUs, and jobs ranked below take them in this cycle: when a hold ends
+// or moves in a cycle after it refused a job (a planned start, a
+// higher-ranked gang taking it over, its queue's quota), the next cycle
+// is due at once (NextEvent) to offer its GPUs again in priority order;
+// so is it when a gang gets a hold whose target is all free (one it took
 // over had kept it), and the gang starts there.
 // Plan.Holds, Plan.HoldEnds and the reasons (Held with the counts, nodes
 // and budget left; ForHold with when or why not yet; Hold for jobs

@@ -118,42 +118,11 @@ func (e *Engine) accountHolds(now time.Time, plan *Plan) {
 	}
 }
 
-// settleHolds, before the walk, replaces by a reservation every hold
-// whose gang now has a planned start later than now (one it could take at
-// once is left to its test): a hold is off limits to every job, and were
-// it replaced only when the walk reaches its gang, a job ranked above the
-// gang would be refused for a hold that ends in the same cycle, and one
-// ranked below it would take the GPUs instead. The hold's gang takes the
-// reservation ahead of the walk, as it held the GPUs ahead of it; under a
-// backlog (Config.BacklogAfter) it is the one reservation. keepHold does
-// the same for a hold whose planned start appears only as the walk goes
-// (another hold let its GPUs go); a job refused for it earlier in the
-// walk is then offered them at the next cycle, which NextEvent asks for
-// at once (releaseHold).
-func (c *cycle) settleHolds() {
-	e := c.e
-	if len(e.book.holds) == 0 {
-		return
-	}
-	for _, h := range e.book.holds {
+// clearRefusals starts the cycle with no hold marked as having refused a
+// job (releaseHold).
+func (c *cycle) clearRefusals() {
+	for _, h := range c.e.book.holds {
 		h.refused = false
-	}
-	for _, h := range slices.Clone(e.book.holds) {
-		if !c.mayReserveFor(h.job) {
-			continue
-		}
-		spec, _ := c.specFor(h.job)
-		t, ok := e.search(c.now, query{j: h.job, spec: spec})
-		if !ok || !t.After(c.now) {
-			continue
-		}
-		c.plan.HoldEnds = append(c.plan.HoldEnds, HoldEnd{Job: h.job.job.ID, Cause: HoldPlanned, Held: h.held})
-		e.book.dropHold(h)
-		var w Waiting
-		c.reserveAt(h.job, t, &w)
-		if c.backlog {
-			c.heldAbove = true
-		}
 	}
 }
 

@@ -84,8 +84,7 @@ func (w *holdWatch) checkReasons(p *Plan) {
 	}
 	// A hold that ended in the walk after it refused a job: the next
 	// cycle offers its GPUs at once (the reason is then of a hold the
-	// plan shows ending). One that became a reservation before the walk
-	// (settleHolds) refused no job.
+	// plan shows ending).
 	gone := map[string]bool{}
 	next, _ := w.e.NextEvent()
 	reoffered := next.Equal(p.Time.Add(time.Nanosecond))

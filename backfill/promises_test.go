@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/stretchr/testify/require"
 
 	"github.com/phalanx-sched/phalanx/fairshare"
@@ -62,15 +63,17 @@ func startAll(t *testing.T, e *Engine, now time.Time) *Plan {
 	return p
 }
 
-// TestHoldBecomesReservationFirst: a gang holds nodes 0-6 while jobs
+// TestHoldEndedMidCycleReoffers: a gang holds nodes 0-6 while jobs
 // without a time limit run there; one of them ends, and the gang now has
-// a planned start (the others on its nodes have limits), so its hold
-// becomes a reservation. That happens before the walk: a job ranked
-// above the gang (S) starts on the GPUs the hold let go, not only one
-// ranked below it (T), and no job is told of a hold that the same cycle
-// ended. Before, the hold ended when the walk reached the gang: S, tested
-// first, waited "on GPUs held for job G" while T took them.
-func TestHoldBecomesReservationFirst(t *testing.T) {
+// a planned start (the others on its nodes have limits), so when the walk
+// reaches it its hold becomes a reservation. S, ranked above the gang
+// and tested before, was refused for the hold's GPUs; T, ranked below,
+// takes some of them in this cycle. The next cycle is due at once, and S
+// starts in it. Before, NextEvent slept until T's end (30 minutes) and S
+// waited, told of a hold that no longer existed. (The hold is not ended
+// before the walk: its gang would then take a reservation slot ahead of
+// the jobs ranked above it.)
+func TestHoldEndedMidCycleReoffers(t *testing.T) {
 	e := heldGang(t)
 	p := startAll(t, e, epoch.Add(time.Minute))
 	require.Len(t, p.Holds, 1, p.Describe(e.c, epoch))
@@ -82,20 +85,21 @@ func TestHoldBecomesReservationFirst(t *testing.T) {
 	require.NoError(t, e.Submit(s, now))
 	require.NoError(t, e.Submit(tj, now))
 	p = startAll(t, e, now)
-	text := p.Describe(e.c, epoch)
-	started := map[string]bool{}
-	for _, st := range p.Starts {
-		started[st.Job] = true
+	if len(p.Starts) != 1 || p.Starts[0].Job != "T" || len(p.Reservations) != 1 || p.Reservations[0].Job != "G" ||
+		len(p.HoldEnds) != 1 || p.HoldEnds[0].Cause != HoldPlanned {
+		t.Fatalf("want T started, G's hold become its reservation:\n%s", p.Describe(e.c, epoch))
 	}
-	if !started["S"] || !started["T"] {
-		t.Fatalf("S and T should both start:\n%s", text)
+	next, ok := e.NextEvent()
+	if !ok || !next.Equal(now.Add(time.Nanosecond)) {
+		t.Fatalf("NextEvent = %v, %v; want at once", next.Sub(epoch), ok)
 	}
-	if len(p.Reservations) != 1 || p.Reservations[0].Job != "G" || len(p.HoldEnds) != 1 || p.HoldEnds[0].Cause != HoldPlanned {
-		t.Fatalf("G's hold should become its reservation:\n%s", text)
+	p = startAll(t, e, next)
+	if len(p.Starts) != 1 || p.Starts[0].Job != "S" {
+		t.Fatalf("S should start at the cycle due at once:\n%s", p.Describe(e.c, epoch))
 	}
 	for _, w := range p.Waiting {
 		if w.Code == WaitHold {
-			t.Errorf("%s is told of a hold that ended:\n%s", w.Job, text)
+			t.Errorf("%s is told of a hold:\n%s", w.Job, p.Describe(e.c, epoch))
 		}
 	}
 }
@@ -155,8 +159,17 @@ func TestPlanJSONRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	var statuses []JobStatus
 	require.NoError(t, json.Unmarshal(data, &statuses), string(data))
-	if diff := cmp.Diff(len(jobs), len(statuses)); diff != "" {
-		t.Fatal(diff)
+	if diff := cmp.Diff(jobs, statuses, cmpopts.IgnoreUnexported(JobStatus{}), cmpopts.EquateApproxTime(0)); diff != "" {
+		t.Fatalf("statuses read back (-written +read):\n%s", diff)
+	}
+	limited := 0
+	for _, s := range statuses {
+		if s.TimeLimit > 0 && s.Code != 0 {
+			limited++
+		}
+	}
+	if limited == 0 {
+		t.Fatal("no waiting job with a time limit and a reason: the round trip checks too little")
 	}
 }
 

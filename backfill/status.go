@@ -67,6 +67,27 @@ func (s JobStatus) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out)
 }
 
+// UnmarshalJSON reads what MarshalJSON writes.
+func (s *JobStatus) UnmarshalJSON(b []byte) error {
+	type plain JobStatus
+	in := struct {
+		*plain
+		TimeLimit string `json:"time_limit,omitempty"`
+	}{plain: (*plain)(s)}
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	s.TimeLimit = 0
+	if in.TimeLimit != "" {
+		d, err := time.ParseDuration(in.TimeLimit)
+		if err != nil {
+			return fmt.Errorf("job %s: time_limit: %w", s.ID, err)
+		}
+		s.TimeLimit = d
+	}
+	return nil
+}
+
 // Job returns the status of job id (ended jobs while remembered, see
 // Config.KeepEnded).
 func (e *Engine) Job(id string) (JobStatus, bool) {

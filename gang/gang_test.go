@@ -319,7 +319,7 @@ func TestRestore(t *testing.T) {
 		{"a total beyond its GPUs", func(s *Snapshot) {
 			m := &s.Gangs[1].Members[1]
 			m.Want, m.GPUs = 0, 12
-		}, "gang b member w: holds 16 GPUs, more than the 12 it asked for"},
+		}, "gang b member w: holds 16 GPUs, more than the 12 it asked for, not on whole nodes"},
 		{"down and drained", func(s *Snapshot) { s.Drained = append(s.Drained, s.Down[0]) },
 			"node " + c.NodeName(201) + " listed both down and drained"},
 	} {
@@ -392,23 +392,48 @@ func TestRestoreWholeNodes(t *testing.T) {
 	if diff := cmp.Diff(l.Snapshot(), r.Snapshot()); diff != "" {
 		t.Fatalf("restored ledger differs:\n%s", diff)
 	}
-	t.Run("a node beyond the total", func(t *testing.T) {
-		bad := snapshotClone(l.Snapshot())
-		var free string
-		for n := range c.NumNodes() {
-			if l.State().FreeCount(topology.NodeID(n)) == c.NodeGPUs(topology.NodeID(n)) {
-				free = c.NodeName(topology.NodeID(n))
+	t.Run("a pod replaced on a larger node", func(t *testing.T) {
+		// Nodes of 4, 4, 4 and 8 GPUs; with the 8-GPU node taken, an
+		// exclusive total of 10 lands on the three 4-GPU nodes; once it
+		// is free, a pod replaced there leaves the gang 16 GPUs, one node
+		// to spare. The ledger made that state: it restores, and the
+		// gang's spec still matches it.
+		spec := topology.ClusterSpec{Levels: []string{"rack"}}
+		for i, g := range []int{4, 4, 4, 8} {
+			spec.Nodes = append(spec.Nodes, topology.NodeSpec{Name: fmt.Sprintf("m%d", i), GPUs: g, Path: []string{"r0"}})
+		}
+		c, err := topology.Build(spec)
+		require.NoError(t, err)
+		l := NewLedger(c, Options{})
+		block := &Spec{ID: "block", Members: []Member{{Name: "w", Request: placement.Request{Nodes: 1, GPUsPerNode: 8}}}}
+		ten := &Spec{ID: "ten", Members: []Member{{Name: "w", Request: placement.Request{GPUs: 10, Exclusive: true}}}}
+		for _, g := range []*Spec{block, ten} {
+			res, err := l.Admit(g)
+			require.NoError(t, err)
+			require.True(t, res.Admitted, "%s: %s", g.ID, res)
+		}
+		require.NoError(t, l.Release("block"))
+		rep, err := l.ReplacePod("ten", "w", 0, nil)
+		require.NoError(t, err)
+		a, _ := l.Get("ten")
+		if !rep.Replaced || a.GPUs() != 16 {
+			t.Fatalf("replacement %+v: the gang holds %d GPUs, want 16 (4+4+8)\n%s", rep, a.GPUs(), l.Describe())
+		}
+		rec := l.record("ten")
+		require.NoError(t, ten.CheckRecord(c, &rec))
+		r, err := Restore(c, l.Snapshot(), Options{})
+		require.NoError(t, err)
+		require.NoError(t, r.SetSpec(ten))
+		require.NoError(t, r.check())
+		var small []PodRecord // the two 4-GPU pods
+		for _, p := range rec.Members[0].Pods {
+			if len(p.GPUs) == 4 {
+				small = append(small, p)
 			}
 		}
-		m := &bad.Gangs[slices.IndexFunc(bad.Gangs, func(g GangRecord) bool { return g.ID == "x" })].Members[0]
-		n, _ := c.LookupNode(free)
-		m.Pods = append(m.Pods, PodRecord{Node: free, GPUs: gpuList(1<<uint(c.NodeGPUs(n)) - 1)})
-		if _, err := Restore(c, bad, Options{}); !errors.Is(err, ErrRestore) || !strings.Contains(err.Error(), "gang x member w: holds") {
-			t.Fatalf("Restore: %v", err)
-		}
-		rec := GangRecord{ID: "x", Members: []MemberRecord{{Name: "w", GPUs: 6, Pods: m.Pods}}}
-		if err := gangs[0].CheckRecord(c, &rec); err == nil || !strings.Contains(err.Error(), "on 2 whole nodes, the spec asks for 6") {
-			t.Fatalf("CheckRecord: %v", err)
+		short := GangRecord{ID: "ten", Members: []MemberRecord{{Name: "w", GPUs: 10, Pods: small}}}
+		if err := ten.CheckRecord(c, &short); err == nil || !strings.Contains(err.Error(), "8 GPUs recorded on 2 whole nodes, the spec asks for 10") {
+			t.Fatalf("CheckRecord of two whole nodes for 10 GPUs: %v", err)
 		}
 	})
 }

@@ -64,7 +64,7 @@ func (r *SpecRecord) Spec(c *topology.Cluster, id string) (Spec, error) {
 // does not match what spec g asks for on cluster c: member names and
 // order, pod counts (within the elastic minimum), GPUs per pod (all of a
 // node's GPUs for whole or exclusive nodes), GPU totals (an exclusive
-// total: whole nodes holding at least the total, none of them beyond it).
+// total: whole nodes holding at least the total).
 func (g *Spec) CheckRecord(c *topology.Cluster, rec *GangRecord) error {
 	if len(rec.Members) != len(g.Members) {
 		return fmt.Errorf("gang %s: %d members recorded, the spec has %d", g.ID, len(rec.Members), len(g.Members))
@@ -103,13 +103,10 @@ func (m *Member) checkRecord(c *topology.Cluster, mr *MemberRecord) error {
 // fails.
 func (m *Member) checkPods(c *topology.Cluster, count int, pod func(i int) (node topology.NodeID, gpus int)) error {
 	r := &m.Request
-	total, smallest := 0, 0
+	total := 0
 	for i := range count {
 		n, gpus := pod(i)
 		total += gpus
-		if i == 0 || gpus < smallest {
-			smallest = gpus
-		}
 		if r.GPUs > 0 && !r.Exclusive {
 			continue
 		}
@@ -126,9 +123,10 @@ func (m *Member) checkPods(c *topology.Cluster, count int, pod func(i int) (node
 		min = m.Min
 	}
 	switch {
-	case r.GPUs > 0 && r.Exclusive && (total < r.GPUs || total-smallest >= r.GPUs):
-		// Whole nodes: at least the total, and no node beyond it.
-		return fmt.Errorf("member %s: %d GPUs recorded on %d whole nodes, the spec asks for %d on as few as cover it", m.Name, total, count, r.GPUs)
+	case r.GPUs > 0 && r.Exclusive && total < r.GPUs:
+		// Whole nodes: at least the total (a pod replaced on a larger
+		// node may leave one to spare).
+		return fmt.Errorf("member %s: %d GPUs recorded on %d whole nodes, the spec asks for %d", m.Name, total, count, r.GPUs)
 	case r.GPUs > 0 && !r.Exclusive && total != r.GPUs:
 		return fmt.Errorf("member %s: %d GPUs recorded, the spec asks for %d", m.Name, total, r.GPUs)
 	case r.GPUs == 0 && (count < min || count > r.Nodes):

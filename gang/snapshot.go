@@ -100,8 +100,8 @@ func gpuList(m uint64) []int {
 // naming the gangs, nodes and GPUs involved: an unknown node, a GPU the
 // node does not have, two gangs (or two pods) claiming the same GPU, a
 // gang that is not whole (fewer pods than its minimum), more pods than a
-// member asked for, a GPU total exceeded other than on whole nodes none
-// of which it could spare (Exclusive), pods of different sizes that are
+// member asked for, a GPU total exceeded other than on whole nodes
+// (Exclusive), pods of different sizes that are
 // not each their whole node, sizes that are negative or both pods and a
 // total, missing or duplicate gang or member names, a node both down and
 // drained. Restored gangs keep their pods; their specs are rebuilt
@@ -212,10 +212,9 @@ func Restore(c *topology.Cluster, snap Snapshot, opts Options) (*Ledger, error) 
 				bad("gang %s member %s: its pods hold %d to %d GPUs, and not each its whole node", g.ID, m.Name, fewest, perNode)
 			case want == 0 && gpus < m.GPUs:
 				bad("gang %s member %s is not whole: %d of %d GPUs", g.ID, m.Name, gpus, m.GPUs)
-			case want == 0 && gpus > m.GPUs && (!whole || gpus-fewest >= m.GPUs):
-				// More than the total only on whole nodes (Exclusive),
-				// none of them beyond it.
-				bad("gang %s member %s: holds %d GPUs, more than the %d it asked for", g.ID, m.Name, gpus, m.GPUs)
+			case want == 0 && gpus > m.GPUs && !whole:
+				// More than the total only on whole nodes (Exclusive).
+				bad("gang %s member %s: holds %d GPUs, more than the %d it asked for, not on whole nodes", g.ID, m.Name, gpus, m.GPUs)
 			}
 			req := placement.Request{Nodes: want, GPUsPerNode: perNode}
 			switch {

@@ -435,7 +435,7 @@ func (p *Placer) domainFree(x int) int {
 	if x == 0 {
 		return p.sc.s.FreeGPUs()
 	}
-	return p.sc.s.DomainFreeGPUs(int(ly.levelOf(x)), ly.index(x))
+	return int(p.sc.s.LevelFreeGPUs(int(ly.levelOf(x)))[ly.index(x)])
 }
 
 // pathFree returns the free GPUs of x and of each of its ancestors below
