@@ -25,9 +25,13 @@ type Result struct {
 	Pending  int `json:"pending"`
 	Accounts int `json:"accounts"`
 
-	// Makespan runs from the first submit to the last finish (or the end
-	// of the run).
+	// Makespan runs from the first submit to the last finish, or to the
+	// end of the run when a job is still running or waiting then.
 	Makespan time.Duration `json:"makespan_ns"`
+	// End is when the run ended, on the trace's clock (as
+	// Outcome.Submit): the last event, or Config.Horizon after the first
+	// submit.
+	End time.Duration `json:"end_ns"`
 	// ActiveWindow is the time during which work was running or queued;
 	// ContendedTime the part of it with jobs queued.
 	ActiveWindow  time.Duration `json:"active_window_ns"`
@@ -75,8 +79,9 @@ type Result struct {
 
 	Waits   []ClassWait   `json:"waits"`
 	MeanJCT time.Duration `json:"mean_jct_ns"`
-	// MeanBoundedSlowdown is the mean over finished jobs of (wait + run) /
-	// max(run, 10 s).
+	// MeanBoundedSlowdown is the mean over finished jobs of
+	// max(1, (wait + run) / max(run, 10 s)). A job failed by a node
+	// failure (backfill.Fail) counts as finished when it stops.
 	MeanBoundedSlowdown float64 `json:"mean_bounded_slowdown"`
 	// LongestWait is the longest wait of any job (starvation); jobs that
 	// never started count up to the end of the run.
@@ -176,6 +181,7 @@ func newResult(cfg Config) *Result {
 
 func (m *Result) finish(r *runner) {
 	end := r.now
+	m.End = end
 	m.Jobs = len(r.jobs)
 	m.countJobs(r, end)
 	r.account(end)
@@ -235,11 +241,11 @@ func (m *Result) countJobs(r *runner, end time.Duration) {
 			m.Running++
 			o.GPUSeconds += float64(o.GPUs) * (end - o.Start).Seconds()
 			lastEnd = max(lastEnd, end)
-		case o.Submit <= end:
+		case o.Submit <= end && !o.Rejected:
 			m.Pending++
+			lastEnd = max(lastEnd, end)
 		}
 	}
-	m.Pending -= m.Rejected
 	m.Makespan = lastEnd - first
 	if m.Finished > 0 {
 		m.MeanJCT = time.Duration(jct / float64(m.Finished) * float64(time.Second))
@@ -263,7 +269,7 @@ func classWait(r *runner, end time.Duration, name string, in func(o *Outcome) bo
 	var waits []time.Duration
 	for i := range r.out {
 		o := &r.out[i]
-		if o.Submit > end || !in(o) {
+		if o.Submit > end || o.Rejected || !in(o) {
 			continue
 		}
 		cw.Jobs++
@@ -285,7 +291,7 @@ func (m *Result) waits(r *runner, end time.Duration) {
 	wait := func(o *Outcome) time.Duration { return waitOf(o, end) }
 	var large []time.Duration
 	for i := range r.out {
-		if o := &r.out[i]; o.Submit <= end {
+		if o := &r.out[i]; o.Submit <= end && !o.Rejected {
 			m.LongestWait = max(m.LongestWait, wait(o))
 			if o.GPUs > 64 {
 				large = append(large, wait(o))

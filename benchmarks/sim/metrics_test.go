@@ -1,8 +1,11 @@
 package sim
 
 import (
+	"math"
 	"testing"
 	"time"
+
+	"github.com/phalanx-sched/phalanx/topology"
 )
 
 // TestMeanJCTDoesNotOverflow: the mean completion time of many long jobs,
@@ -36,4 +39,67 @@ func TestMeanJCTDoesNotOverflow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMetricsAtTheEdges: the metrics mean what their names say on small
+// traces whose values are worked out by hand (a 2-node, 16-GPU cluster).
+func TestMetricsAtTheEdges(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 1, NodesPerLeaf: 2, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := func(id string, submit, dur time.Duration, nodes int) TraceJob {
+		return TraceJob{ID: id, Account: "x", Submit: submit, Duration: dur, GPUs: 8 * nodes, Nodes: nodes, GPUsPerNode: 8}
+	}
+	run := func(t *testing.T, cfg Config, jobs ...TraceJob) *Result {
+		t.Helper()
+		cfg.Cluster = c
+		r, err := Run(cfg, jobs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	t.Run("horizon", func(t *testing.T) {
+		// a runs 2h-12h on one node; b (both nodes) waits behind it. The
+		// run stops 5 hours after the first submit, at 7h: a ran 5 of
+		// them on half the cluster, and b has waited 5.
+		r := run(t, Config{Policy: GangBackfill, Horizon: 5 * time.Hour},
+			job("a", 2*time.Hour, 10*time.Hour, 1), job("b", 2*time.Hour, time.Hour, 2))
+		if r.End != 7*time.Hour || r.Makespan != 5*time.Hour || r.ActiveWindow != 5*time.Hour {
+			t.Errorf("end %v, makespan %v, active window %v; want 7h, 5h, 5h", r.End, r.Makespan, r.ActiveWindow)
+		}
+		if math.Abs(r.Utilisation-0.5) > 1e-12 || r.LongestWait != 5*time.Hour || r.Running != 1 || r.Pending != 1 {
+			t.Errorf("utilisation %v, longest wait %v, %d running, %d waiting; want 0.5, 5h, 1, 1",
+				r.Utilisation, r.LongestWait, r.Running, r.Pending)
+		}
+	})
+	for _, policy := range []Policy{GangBackfill, PodByPod} {
+		t.Run("rejected/"+policy.String(), func(t *testing.T) {
+			// big asks for 3 nodes of the 2: it is rejected at once, never
+			// waits, and no wait counts it.
+			r := run(t, Config{Policy: policy}, job("a", 0, time.Hour, 1), job("big", 0, time.Hour, 3))
+			if r.Rejected != 1 || r.Finished != 1 || r.Pending != 0 || r.LongestWait != 0 {
+				t.Errorf("%d rejected, %d finished, %d waiting, longest wait %v; want 1, 1, 0, 0", r.Rejected, r.Finished, r.Pending, r.LongestWait)
+			}
+			for _, w := range r.Waits {
+				if w.Jobs > 0 && (w.Max != 0 || w.NotStarted != 0) {
+					t.Errorf("class %s counts the rejected job: %+v", w.Class, w)
+				}
+			}
+			if !r.Outcomes[1].Rejected || r.Outcomes[0].Rejected {
+				t.Errorf("outcomes %+v: want big marked rejected", r.Outcomes)
+			}
+		})
+	}
+	t.Run("makespan to the end of the run", func(t *testing.T) {
+		// Pod by pod, x1 and y1 each bind one pod of two and wait for
+		// ever; z (1 GPU) comes at 2h and cannot bind either: the run
+		// ends at z's submit, and the makespan reaches it.
+		r := run(t, Config{Policy: PodByPod}, job("x1", 0, time.Hour, 2), job("y1", 0, time.Hour, 2),
+			TraceJob{ID: "z", Account: "x", Submit: 2 * time.Hour, Duration: time.Hour, GPUs: 1, Nodes: 1, GPUsPerNode: 1})
+		if r.Finished != 0 || r.End != 2*time.Hour || r.Makespan != 2*time.Hour {
+			t.Errorf("%d finished, end %v, makespan %v; want 0, 2h, 2h", r.Finished, r.End, r.Makespan)
+		}
+	})
 }

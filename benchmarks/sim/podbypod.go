@@ -33,7 +33,7 @@ func (r *runner) runPodByPod() error {
 				j := r.jobs[ev.job]
 				accounts[j.Account] = true
 				if j.Nodes > r.cfg.Cluster.NumNodes() || j.GPUsPerNode > r.cfg.Cluster.MaxNodeGPUs() {
-					r.m.Rejected++
+					r.reject(ev.job)
 					continue
 				}
 				if err := b.Add(j.ID, j.Nodes, j.GPUsPerNode); err != nil {

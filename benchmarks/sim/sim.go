@@ -122,6 +122,9 @@ type Outcome struct {
 	Start, End time.Duration
 	Started    bool
 	Finished   bool
+	// Rejected marks a job that could never fit the cluster: it never
+	// queued, and no wait counts it.
+	Rejected bool
 	// Leaves is the number of lowest-level domains the job ran on.
 	Leaves int
 	// Requeues counts node-failure requeues.
@@ -357,8 +360,26 @@ func (r *runner) enqueue(i int) {
 // leave counts job i as gone from the system (finished or failed).
 func (r *runner) leave(i int) { r.work.job(r.jobs[i].Account, -1) }
 
+// stop reports whether the run ends before now (Config.Horizon after the
+// first submit), and then sets the run's end to the horizon, so that
+// every metric counts up to it.
 func (r *runner) stop(now time.Duration) bool {
-	return r.cfg.Horizon > 0 && now > r.cfg.Horizon
+	if r.cfg.Horizon <= 0 {
+		return false
+	}
+	h := r.jobs[0].Submit + r.cfg.Horizon
+	if now <= h {
+		return false
+	}
+	r.account(h)
+	r.now = h
+	return true
+}
+
+// reject counts job i as one that never fits the cluster.
+func (r *runner) reject(i int) {
+	r.m.Rejected++
+	r.out[i].Rejected = true
 }
 
 func (r *runner) leaves(a *gang.Allocation) int {
@@ -525,9 +546,15 @@ func (r *runner) submit(e *backfill.Engine, i int, abs time.Time) error {
 			job.Class, job.Preemption = 1, preempt.Never
 		}
 	}
+	if j.Nodes > r.cfg.Cluster.NumNodes() {
+		// More nodes than the cluster has: never fits (Submit would call
+		// the job malformed).
+		r.reject(i)
+		return nil
+	}
 	if err := e.Submit(job, abs); err != nil {
 		if errors.Is(err, backfill.ErrNeverFits) {
-			r.m.Rejected++
+			r.reject(i)
 			return nil
 		}
 		return err

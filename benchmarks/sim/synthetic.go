@@ -118,7 +118,7 @@ func StreamOutcome(res *Result, c StreamConfig) (wait time.Duration, smalls int,
 	}
 	end := gang.Start
 	if !gang.Started && !gang.Finished {
-		end = c.GangAt + res.Makespan
+		end = res.End
 	}
 	for i := range res.Outcomes {
 		o := &res.Outcomes[i]

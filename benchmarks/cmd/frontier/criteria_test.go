@@ -145,7 +145,7 @@ func TestAggWaits(t *testing.T) {
 	// The simulator's size classes (sim.SizeClasses): 1, 2-8, 9-64,
 	// 65-512, >512 GPUs.
 	waits := []sim.ClassWait{{Jobs: 0}, {Jobs: 1}, {Jobs: 1}, {Jobs: 1}, {Jobs: 0}}
-	r := &sim.Result{Makespan: 10 * time.Hour, LargeWaitP95: 2 * time.Hour, LargeWaitMax: 2 * time.Hour, Waits: waits, Outcomes: []sim.Outcome{
+	r := &sim.Result{Makespan: 10 * time.Hour, End: 10 * time.Hour, LargeWaitP95: 2 * time.Hour, LargeWaitMax: 2 * time.Hour, Waits: waits, Outcomes: []sim.Outcome{
 		{GPUs: 8, Started: true, Submit: 0, Start: 5 * time.Hour},
 		{GPUs: 32, Started: true, Submit: 0, Start: 3 * time.Hour},
 		{GPUs: 128, Started: true, Submit: time.Hour, Start: 3 * time.Hour},
@@ -159,13 +159,13 @@ func TestAggWaits(t *testing.T) {
 		t.Errorf("seed figures %+v, want one: %+v", a.perSeed, want)
 	}
 	// Every job's wait: 5h, 3h, 2h, and a job never started, submitted
-	// at 6h, counted to the end (10h): 4h. Mean 3h30m.
+	// at 6h, counted to the end of the run (10h): 4h. Mean 3h30m.
 	r.Outcomes = append(r.Outcomes, sim.Outcome{GPUs: 1, Submit: 6 * time.Hour})
 	r.MeanBoundedSlowdown = 2.5
 	r.HeldForHoldGPUSeconds, r.ReservedFreeGPUSeconds = 7*3600, 300*3600
 	// A second seed: 100,000 jobs that each waited two days, whose sum
 	// overflows a Duration (292 years); slowdown 1.5.
-	long := &sim.Result{Makespan: 100 * time.Hour, MeanBoundedSlowdown: 1.5, HeldForHoldGPUSeconds: 3 * 3600, ReservedFreeGPUSeconds: 100 * 3600, Outcomes: make([]sim.Outcome, 100000)}
+	long := &sim.Result{Makespan: 100 * time.Hour, End: 100 * time.Hour, MeanBoundedSlowdown: 1.5, HeldForHoldGPUSeconds: 3 * 3600, ReservedFreeGPUSeconds: 100 * 3600, Outcomes: make([]sim.Outcome, 100000)}
 	for i := range long.Outcomes {
 		long.Outcomes[i] = sim.Outcome{GPUs: 1, Started: true, Submit: time.Hour, Start: 49 * time.Hour}
 	}
@@ -270,5 +270,26 @@ func TestPairedLine(t *testing.T) {
 		if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); len(lines) != tc.lines || !strings.HasPrefix(lines[tc.lines-1], "  seed by seed") {
 			t.Errorf("printCriteria printed %d lines, want %d ending with the seed-by-seed line:\n%s", len(lines), tc.lines, out.String())
 		}
+	}
+}
+
+// TestJobWaits: the mean wait and the large jobs' waits leave out jobs
+// the simulator rejected, and count a job that never started up to the
+// end of the run on the trace's clock (sim.Result.End), not up to the
+// makespan (a length: with a late first submit, waits came out negative).
+func TestJobWaits(t *testing.T) {
+	h := time.Hour
+	r := &sim.Result{End: 12 * h, Makespan: 2 * h, Outcomes: []sim.Outcome{
+		{ID: "a", GPUs: 8, Submit: 10 * h, Start: 10 * h, End: 11 * h, Started: true, Finished: true},
+		{ID: "b", GPUs: 128, Submit: 10 * h, Start: 11 * h, End: 12 * h, Started: true, Finished: true},
+		{ID: "never", GPUs: 128, Submit: 10 * h},
+		{ID: "rejected", GPUs: 1024, Submit: 10 * h, Rejected: true},
+	}}
+	if got, want := meanWait(r), time.Hour; got != want { // (0 + 1h + 2h) / 3
+		t.Errorf("mean wait %v, want %v", got, want)
+	}
+	p95, mx := largeWaits(r, 64)
+	if p95 != 2*h || mx != 2*h {
+		t.Errorf("large waits p95 %v, max %v; want 2h, 2h", p95, mx)
 	}
 }

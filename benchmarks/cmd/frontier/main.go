@@ -6,7 +6,11 @@
 // large jobs' p95 and max wait, the longest wait, the mean wait and
 // bounded slowdown, the account share gap while contended, and the
 // GPU-hours kept idle by hold mode and free on reservations' planned GPUs
-// (sim.Result.ReservedFreeGPUSeconds).
+// (sim.Result.ReservedFreeGPUSeconds). Every column is a mean over the
+// seeds (waits: the worst seed's) except cpu, the wall-clock time of the
+// policy's cycles summed over the seeds. Waits leave out jobs the
+// simulator rejected (they never queued); a job that never started
+// counts up to the end of its run (sim.Result.End).
 //
 //	go run ./benchmarks/cmd/frontier [-traces synthetic,philly3,philly4,itp] [-seeds 6] [-trace-seeds 1] [-first-seed 1] [-no-limits 0] [-policies a,b] [-per-seed] [-criteria] [-data ../shared/data]
 //
@@ -370,11 +374,17 @@ func meanWait(r *sim.Result) time.Duration {
 	if len(r.Outcomes) == 0 {
 		return 0
 	}
-	sum := 0.0 // seconds: a Duration (292 years) overflows at 82,000 waits of 1.3 days on average
+	sum, n := 0.0, 0 // seconds: a Duration (292 years) overflows at 82,000 waits of 1.3 days on average
 	for _, o := range r.Outcomes {
-		sum += jobWait(&o, r.Makespan).Seconds()
+		if !o.Rejected {
+			sum += jobWait(&o, r.End).Seconds()
+			n++
+		}
 	}
-	return time.Duration(sum / float64(len(r.Outcomes)) * float64(time.Second))
+	if n == 0 {
+		return 0
+	}
+	return time.Duration(sum / float64(n) * float64(time.Second))
 }
 
 // jobWait is a job's wait: to its start, or to end when it never
@@ -389,12 +399,11 @@ func jobWait(o *sim.Outcome, end time.Duration) time.Duration {
 // largeWaits returns the p95 and max wait of jobs of more than large GPUs.
 func largeWaits(r *sim.Result, large int) (time.Duration, time.Duration) {
 	var waits []time.Duration
-	end := r.Makespan
 	for _, o := range r.Outcomes {
-		if o.GPUs <= large {
+		if o.GPUs <= large || o.Rejected {
 			continue
 		}
-		waits = append(waits, jobWait(&o, end))
+		waits = append(waits, jobWait(&o, r.End))
 	}
 	return sim.Quantiles(waits)
 }

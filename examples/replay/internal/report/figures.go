@@ -105,8 +105,8 @@ func classWaits(res *sim.Result, lo, hi int) ([]time.Duration, int) {
 	notStarted := 0
 	end := res.Usage.End
 	for _, o := range res.Outcomes {
-		if o.GPUs < lo || o.GPUs > hi || o.Submit > end {
-			continue
+		if o.GPUs < lo || o.GPUs > hi || o.Submit > end || o.Rejected {
+			continue // a rejected job never waited
 		}
 		if o.Started || o.Finished {
 			waits = append(waits, o.Start-o.Submit)
