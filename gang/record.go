@@ -124,8 +124,8 @@ func (m *Member) checkPods(c *topology.Cluster, count int, pod func(i int) (node
 	}
 	switch {
 	case r.GPUs > 0 && r.Exclusive && total < r.GPUs:
-		// Whole nodes: at least the total (a pod replaced on a larger
-		// node may leave one to spare).
+		// Whole nodes: at least the total (pods replaced on larger
+		// nodes may leave nodes to spare).
 		return fmt.Errorf("member %s: %d GPUs recorded on %d whole nodes, the spec asks for %d", m.Name, total, count, r.GPUs)
 	case r.GPUs > 0 && !r.Exclusive && total != r.GPUs:
 		return fmt.Errorf("member %s: %d GPUs recorded, the spec asks for %d", m.Name, total, r.GPUs)

@@ -23,8 +23,8 @@ type RequestRecord struct {
 	MaxDomainsLevel string `json:"max_domains_level,omitempty"`
 	SegmentSize     int    `json:"segment_size,omitempty"`
 	SegmentLevel    string `json:"segment_level,omitempty"`
-	// Segments lists Request.Segments's layers up to the last one with a
-	// size, outermost first.
+	// Segments lists Request.Segments's layers up to the last one that is
+	// not zero, outermost first.
 	Segments []Segment `json:"segments,omitempty"`
 	// Allowed and Excluded are hostlists; nil means no such set (an
 	// empty string is an empty set).

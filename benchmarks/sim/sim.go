@@ -92,7 +92,9 @@ type Config struct {
 	// (0: from scratch).
 	Checkpoint time.Duration
 	// Horizon stops the run at this time after the first submit (0: when
-	// every job has finished or nothing can change any more).
+	// every job has finished or nothing can change any more); the metrics
+	// count up to it, except the GPU-hours hold mode kept idle, which the
+	// engine counts at its cycles (up to the last one before it).
 	Horizon time.Duration
 	// Engine optionally overrides the backfill config of the Phalanx
 	// policy (nil: backfill.DefaultConfig).

@@ -7,8 +7,9 @@
 // bounded slowdown, the account share gap while contended, and the
 // GPU-hours kept idle by hold mode and free on reservations' planned GPUs
 // (sim.Result.ReservedFreeGPUSeconds). Every column is a mean over the
-// seeds (waits: the worst seed's) except cpu, the wall-clock time of the
-// policy's cycles summed over the seeds. Waits leave out jobs the
+// seeds (the large-job waits and the longest wait: the worst seed's)
+// except cpu, the wall-clock time of the policy's cycles summed over the
+// seeds. Waits leave out jobs the
 // simulator rejected (they never queued); a job that never started
 // counts up to the end of its run (sim.Result.End).
 //
@@ -376,7 +377,7 @@ func meanWait(r *sim.Result) time.Duration {
 	}
 	sum, n := 0.0, 0 // seconds: a Duration (292 years) overflows at 82,000 waits of 1.3 days on average
 	for _, o := range r.Outcomes {
-		if !o.Rejected {
+		if !o.Rejected && o.Submit <= r.End {
 			sum += jobWait(&o, r.End).Seconds()
 			n++
 		}
@@ -400,7 +401,7 @@ func jobWait(o *sim.Outcome, end time.Duration) time.Duration {
 func largeWaits(r *sim.Result, large int) (time.Duration, time.Duration) {
 	var waits []time.Duration
 	for _, o := range r.Outcomes {
-		if o.GPUs <= large || o.Rejected {
+		if o.GPUs <= large || o.Rejected || o.Submit > r.End {
 			continue
 		}
 		waits = append(waits, jobWait(&o, r.End))
