@@ -38,6 +38,21 @@ func holdEndEngine(t *testing.T, budget time.Duration) (*Engine, func(id string,
 	return e, pinned
 }
 
+// startsAtOnce checks that the next cycle is due at once after now, runs
+// it, and checks that it starts job id alone; it returns its plan.
+func startsAtOnce(t *testing.T, e *Engine, now time.Time, id string) *Plan {
+	t.Helper()
+	next, ok := e.NextEvent()
+	if !ok || !next.Equal(now.Add(time.Nanosecond)) {
+		t.Fatalf("NextEvent = %v, %v; want at once", next.Sub(epoch), ok)
+	}
+	p := startAll(t, e, next)
+	if len(p.Starts) != 1 || p.Starts[0].Job != id {
+		t.Fatalf("%s should start at the cycle due at once:\n%s", id, p.Describe(e.c, epoch))
+	}
+	return p
+}
+
 // heldGang returns holdEndEngine's engine with U (nodes 0-2) and U2
 // (node 7) running without a limit, L (nodes 3-6) with a 2-hour one, and
 // gang G (7 nodes) submitted at t+1m, eligible for a hold at once.
@@ -89,14 +104,7 @@ func TestHoldEndedMidCycleReoffers(t *testing.T) {
 		len(p.HoldEnds) != 1 || p.HoldEnds[0].Cause != HoldPlanned {
 		t.Fatalf("want T started, G's hold become its reservation:\n%s", p.Describe(e.c, epoch))
 	}
-	next, ok := e.NextEvent()
-	if !ok || !next.Equal(now.Add(time.Nanosecond)) {
-		t.Fatalf("NextEvent = %v, %v; want at once", next.Sub(epoch), ok)
-	}
-	p = startAll(t, e, next)
-	if len(p.Starts) != 1 || p.Starts[0].Job != "S" {
-		t.Fatalf("S should start at the cycle due at once:\n%s", p.Describe(e.c, epoch))
-	}
+	p = startsAtOnce(t, e, now, "S")
 	for _, w := range p.Waiting {
 		if w.Code == WaitHold {
 			t.Errorf("%s is told of a hold:\n%s", w.Job, p.Describe(e.c, epoch))
@@ -230,12 +238,5 @@ func TestHoldTakenOverStartsAtOnce(t *testing.T) {
 	if len(p.Holds) != 1 || p.Holds[0].Job != "S" || p.Holds[0].GPUs != 8 {
 		t.Fatalf("S should take G's hold over, on a free node:\n%s", p.Describe(e.c, epoch))
 	}
-	next, ok := e.NextEvent()
-	if !ok || !next.Equal(now.Add(time.Nanosecond)) {
-		t.Fatalf("NextEvent = %v, %v; want at once", next.Sub(epoch), ok)
-	}
-	p = startAll(t, e, next)
-	if len(p.Starts) != 1 || p.Starts[0].Job != "S" {
-		t.Fatalf("S should start on its hold:\n%s", p.Describe(e.c, epoch))
-	}
+	startsAtOnce(t, e, now, "S")
 }
