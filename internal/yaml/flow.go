@@ -9,9 +9,24 @@ import (
 // text on line num and may continue on later lines indented more than
 // parent.
 func (p *parser) parseFlow(text string, num, parent int) (*Node, error) {
-	joined := text
+	var joined strings.Builder
+	joined.WriteString(text)
+	// Without a quote character so far, the brackets are exact (a plain
+	// scalar cannot hold one): the collection is parsed only once they
+	// close, so that a long one spread over many lines is read once, not
+	// again after every line. With a quote, after every line, as the
+	// brackets may be inside quoted text.
+	depth, quoted := flowDepth(text, 0)
 	for {
-		f := flowParser{s: joined, line: num, depth: p.depth}
+		if !quoted && depth > 0 && p.continues(parent) {
+			joined.WriteByte(' ')
+			joined.WriteString(p.lines[p.pos].body)
+			d, q := flowDepth(p.lines[p.pos].body, depth)
+			depth, quoted = d, q
+			p.pos++
+			continue
+		}
+		f := flowParser{s: joined.String(), line: num, depth: p.depth}
 		node, err := f.value()
 		if err == nil {
 			f.space()
@@ -23,12 +38,42 @@ func (p *parser) parseFlow(text string, num, parent int) (*Node, error) {
 		if err != errFlowEnd {
 			return nil, p.errorf(num, "%v", err)
 		}
-		if p.pos == len(p.lines) || p.lines[p.pos].body == "" || p.lines[p.pos].indent <= parent || p.lines[p.pos].body[0] == '#' {
+		if !p.continues(parent) {
 			return nil, p.errorf(num, "unterminated flow collection %q", text)
 		}
-		joined += " " + p.lines[p.pos].body
+		joined.WriteByte(' ')
+		joined.WriteString(p.lines[p.pos].body)
+		d, q := flowDepth(p.lines[p.pos].body, depth)
+		depth, quoted = d, quoted || q
 		p.pos++
 	}
+}
+
+// continues reports whether the next line continues a flow collection
+// begun under parent: it exists, is indented more, and is not blank or a
+// comment.
+func (p *parser) continues(parent int) bool {
+	return p.pos < len(p.lines) && p.lines[p.pos].body != "" && p.lines[p.pos].indent > parent && p.lines[p.pos].body[0] != '#'
+}
+
+// flowDepth returns the bracket depth after text, from depth, and whether
+// text holds a quote character (then the depth may count brackets inside
+// quoted text).
+func flowDepth(text string, depth int) (int, bool) {
+	quoted := false
+	for i := 0; i < len(text); i++ {
+		switch text[i] {
+		case '[', '{':
+			depth++
+		case ']', '}':
+			if depth--; depth == 0 {
+				return 0, quoted // closed: what follows is for the parser
+			}
+		case '"', '\'':
+			quoted = true
+		}
+	}
+	return depth, quoted
 }
 
 // errFlowEnd reports that a flow collection runs past the text so far.
@@ -143,14 +188,14 @@ func (f *flowParser) mapping() (*Node, error) {
 		}
 		f.i++
 		f.space()
-		if f.i < len(f.s) && (f.s[f.i] == ',' || f.s[f.i] == '}') {
-			node.Keys = append(node.Keys, Entry{Key: k.Value, Line: f.line, Value: &Node{Kind: Null, Line: f.line}})
-			return nil
-		}
 		for _, e := range node.Keys {
 			if e.Key == k.Value {
 				return fmt.Errorf("key %q given twice", k.Value)
 			}
+		}
+		if f.i < len(f.s) && (f.s[f.i] == ',' || f.s[f.i] == '}') {
+			node.Keys = append(node.Keys, Entry{Key: k.Value, Line: f.line, Value: &Node{Kind: Null, Line: f.line}})
+			return nil
 		}
 		v, err := f.value()
 		if err == nil {

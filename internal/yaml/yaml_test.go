@@ -55,6 +55,8 @@ func TestParse(t *testing.T) {
 		{"value below its key", "a:\n  text\nb:\n  - 1\n", "{a=text b=[1]}"},
 		{"top-level scalar", "x\n", "x"},
 		{"top-level flow list", "[1, 2]\n", "[1 2]"},
+		{"multi-line flow", "a: [1,\n  {b: [2,\n    3]},\n  4]\nc: 5\n", "{a=[1 {b=[2 3]} 4] c=5}"},
+		{"multi-line flow with quotes", "a: ['x]',\n  \"{y\",\n  z]\nc: 5\n", "{a=[\"x]\" \"{y\" z] c=5}"},
 		// Forms kubectl -o yaml writes.
 		{"label keys", "labels:\n  kubernetes.io/hostname: gpu-1\n  node-role.kubernetes.io/control-plane: \"\"\n",
 			"{labels={kubernetes.io/hostname=gpu-1 node-role.kubernetes.io/control-plane=\"\"}}"},
@@ -130,6 +132,10 @@ func TestParseErrors(t *testing.T) {
 		{"trailing flow comma", "a: [1,]\n", 1},
 		{"text after flow", "a: [1] x\n", 1},
 		{"flow key twice", "a: {x: 1, x: 2}\n", 1},
+		{"flow key twice, the second empty", "a: {x: 1, x: }\n", 1},
+		{"flow key twice, both empty", "a: {x: , x: }\n", 1},
+		{"unterminated multi-line flow", "a: [1,\n  2,\n  3\nb: 1\n", 1},
+		{"text after a multi-line flow", "a: [1,\n  2] [\n  x\n", 1},
 		{"unterminated quote", "a: 'x\nb: 1\n", 1},
 		{"text after quote", "a: 'x' y\n", 1},
 		{"bad escape", "a: \"\\q\"\n", 1},
@@ -179,4 +185,22 @@ func FuzzParse(f *testing.F) {
 			_ = render(n)
 		}
 	})
+}
+
+// TestLongFlowList: a flow list of many lines is read once, not again
+// after each line (20,000 lines took 44 s): the result is the list.
+func TestLongFlowList(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("a: [\n")
+	for i := range 20000 {
+		fmt.Fprintf(&b, "  node%06d,\n", i)
+	}
+	b.WriteString("  z]\n")
+	n, err := Parse(b.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if items := n.Keys[0].Value.Items; len(items) != 20001 || items[0].Value != "node000000" || items[20000].Value != "z" {
+		t.Fatalf("parsed %d items", len(items))
+	}
 }

@@ -255,6 +255,9 @@ func (d *yamlDoc) str(n *yaml.Node, key string) (string, bool) {
 // boolean reads a boolean the way Slurm converts strings: y, yes, t, true,
 // on, n, no, f, false, off, in any case, quoted or not.
 func (d *yamlDoc) boolean(n *yaml.Node, key string) (bool, bool) {
+	if n.Kind == yaml.Null {
+		return false, true // a null value is an absent one
+	}
 	if n.Kind == yaml.Scalar {
 		switch strings.ToLower(n.Value) {
 		case "y", "yes", "t", "true", "on":

@@ -286,6 +286,9 @@ func TestYAMLErrors(t *testing.T) {
 		{"bad boolean", "- topology: t\n  cluster_default: maybe\n  flat: true\n", Options{}, topology.ErrSyntax, []string{"topology.yaml:2:", "cluster_default"}},
 		{"boolean list", "- topology: t\n  flat: [true]\n", Options{}, topology.ErrSyntax, []string{"topology.yaml:2:", "flat: wants true or false, not a list"}},
 		{"no kind", "- topology: t\n  flat: false\n", Options{}, topology.ErrInvalidSpec, []string{"topology.yaml:1:", "exactly one"}},
+		{"null flat is absent", "- topology: t\n  flat: ~\n", Options{}, topology.ErrInvalidSpec, []string{"topology.yaml:1:", "exactly one"}},
+		{"a key twice in a flow mapping", "- {topology: t, tree: {switches: [{switch: s1, nodes: \"n[1-4]\", nodes: }]}}\n", Options{}, topology.ErrSyntax,
+			[]string{"topology.yaml:1:", `key "nodes" given twice`}},
 		{"two kinds", "- topology: t\n  flat: true\n" + "  tree:\n    switches:\n      - switch: s\n        nodes: n1\n", Options{}, topology.ErrInvalidSpec,
 			[]string{"topology.yaml:1:", "exactly one"}},
 		{"flat without nodes", "- topology: t\n  flat: true\n", Options{}, topology.ErrInvalidSpec, []string{"topology.yaml:1:", "Options.Nodes"}},
@@ -360,4 +363,17 @@ func deepYAMLTree(n int) string {
 	}
 	fmt.Fprintf(&b, "      - switch: s%d\n        nodes: n1\n", n-1)
 	return b.String()
+}
+
+// TestYAMLNullBoolean: a null cluster_default or flat is an absent one,
+// as the package doc says of every null value (it was refused: "wants
+// true or false, not null").
+func TestYAMLNullBoolean(t *testing.T) {
+	st := parseYAML(t, "- topology: t\n  cluster_default:\n  flat: true\n- topology: u\n  cluster_default: ~\n  flat: true\n", Options{Nodes: []string{"n1"}})
+	if st.Default != "t" {
+		t.Errorf("default %q, want the first topology (neither is marked)", st.Default)
+	}
+	if c := mustCluster(t, st, "u"); c.NumNodes() != 1 {
+		t.Errorf("flat topology u has %d nodes, want 1", c.NumNodes())
+	}
 }
