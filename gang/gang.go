@@ -122,17 +122,27 @@ func (g *Spec) GPUs(c *topology.Cluster) int {
 	return n
 }
 
-// MinGPUs returns the GPUs the gang needs at its minimum size.
-func (g *Spec) MinGPUs(c *topology.Cluster) int {
-	n := g.GPUs(c)
+// MinGPUs returns the GPUs the gang needs at its minimum size (whole-node
+// members count the GPUs of a largest node of c).
+func (g *Spec) MinGPUs(c *topology.Cluster) int { return g.minGPUsAt(c.MaxNodeGPUs()) }
+
+// minGPUsAt is MinGPUs with a whole-node pod counted at wholeNode GPUs.
+func (g *Spec) minGPUsAt(wholeNode int) int {
+	n := 0
 	for i := range g.Members {
 		m := &g.Members[i]
-		if m.Min > 0 && m.Min < m.Request.Nodes {
-			per := m.Request.GPUsPerNode
-			if per == 0 {
-				per = c.MaxNodeGPUs()
-			}
-			n -= (m.Request.Nodes - m.Min) * per
+		r := &m.Request
+		pods := r.Nodes
+		if m.Min > 0 && m.Min < pods {
+			pods = m.Min
+		}
+		switch {
+		case r.GPUs > 0:
+			n += r.GPUs
+		case r.GPUsPerNode == 0:
+			n += pods * wholeNode
+		default:
+			n += pods * r.GPUsPerNode
 		}
 	}
 	return n
@@ -303,26 +313,7 @@ func NewAdmitter(c *topology.Cluster, opts Options) *Admitter {
 // fit inside it at its minimum size: Spec.MinGPUs, with a whole-node pod
 // counted at the cluster's smallest node (exact when every node has the
 // same GPUs).
-func (a *Admitter) colocationNeed(g *Spec) int {
-	n := 0
-	for i := range g.Members {
-		m := &g.Members[i]
-		r := &m.Request
-		pods := r.Nodes
-		if m.Min > 0 && m.Min < pods {
-			pods = m.Min
-		}
-		switch {
-		case r.GPUs > 0:
-			n += r.GPUs
-		case r.GPUsPerNode == 0:
-			n += pods * a.smallest
-		default:
-			n += pods * r.GPUsPerNode
-		}
-	}
-	return n
-}
+func (a *Admitter) colocationNeed(g *Spec) int { return g.minGPUsAt(a.smallest) }
 
 // Admit places every member of g on s and allocates them there, or, when
 // any member does not fit, leaves s exactly as it was and says which

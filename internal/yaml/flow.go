@@ -18,28 +18,22 @@ func (p *parser) parseFlow(text string, num, parent int) (*Node, error) {
 	// brackets may be inside quoted text.
 	depth, quoted := flowDepth(text, 0)
 	for {
-		if !quoted && depth > 0 && p.continues(parent) {
-			joined.WriteByte(' ')
-			joined.WriteString(p.lines[p.pos].body)
-			d, q := flowDepth(p.lines[p.pos].body, depth)
-			depth, quoted = d, q
-			p.pos++
-			continue
-		}
-		f := flowParser{s: joined.String(), line: num, depth: p.depth}
-		node, err := f.value()
-		if err == nil {
-			f.space()
-			if f.i < len(f.s) && f.s[f.i] != '#' {
-				return nil, p.errorf(num, "unexpected %q after a flow collection", f.s[f.i:])
+		if quoted || depth <= 0 || !p.continues(parent) {
+			f := flowParser{s: joined.String(), line: num, depth: p.depth}
+			node, err := f.value()
+			if err == nil {
+				f.space()
+				if f.i < len(f.s) && f.s[f.i] != '#' {
+					return nil, p.errorf(num, "unexpected %q after a flow collection", f.s[f.i:])
+				}
+				return node, nil
 			}
-			return node, nil
-		}
-		if err != errFlowEnd {
-			return nil, p.errorf(num, "%v", err)
-		}
-		if !p.continues(parent) {
-			return nil, p.errorf(num, "unterminated flow collection %q", text)
+			if err != errFlowEnd {
+				return nil, p.errorf(num, "%v", err)
+			}
+			if !p.continues(parent) {
+				return nil, p.errorf(num, "unterminated flow collection %q", text)
+			}
 		}
 		joined.WriteByte(' ')
 		joined.WriteString(p.lines[p.pos].body)
