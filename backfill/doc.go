@@ -307,6 +307,27 @@
 // minimum. Submit refuses it only when its minimum could never fit.
 // Growth then stays within the quota too.
 //
+// Reservations keep their quota room, as they keep their GPUs: a job that
+// would start now (or a gang that would grow), while other jobs hold
+// reservations, is checked with the GPUs of every reservation whose window
+// overlaps its run (from its start to its limit's end; without a limit, to
+// the end of time) counted as in use, and waits for quota when they would
+// not all fit ("counting the 16 GPUs reserved for job R, which plans to run
+// while this job would: queue q: 16 of 16 GPUs, maximum reached"); a job
+// within its queue's guarantee counts only its own queue's reservations
+// (a guarantee is not kept from its queue for another queue's borrowing,
+// as reclaim would not keep it). The counts in use are those of now: a job that will have ended by a
+// reservation's start still counts against it. A reservation made, moved
+// earlier or turned from a hold is checked at its planned start on the
+// counts of then (jobs whose limit ends by it taken out, the overlapping
+// reservations of others counted in); a reserved job whose quota has no
+// room now but whose planned start is ahead keeps its reservation and
+// does not start early. A reservation can still be given up for quota
+// (Move with CauseQuota) when a job runs past its limit, when a weighted
+// share or a lending limit moves with other queues' use, when a queue uses
+// the guarantee it would have borrowed, or when a reclaim or preemption
+// takes the room.
+//
 // The walk of a cycle tests first, in priority order, the jobs their
 // queues' guarantees cover (going down the queue, a queue's use plus its
 // covered jobs before stays within its guarantee), then the others: a

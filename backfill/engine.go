@@ -84,11 +84,17 @@ type Engine struct {
 	// quotaSpec is an elastic gang cut to what its queue's quota takes
 	// (cycle.quotaSpec); its Members are its own.
 	quotaSpec   gang.Spec
-	rankScratch []int           // ranks of pods to give up
-	lentBack    []lentBack      // lentQuotaFits's undo list
-	avoid       *bitset.BitSet  // nodes with promised GPUs, for replacements
-	lent        *topology.State // the scratch state plus lent pods (made when first needed)
-	estBuf      []endItem
+	rankScratch []int      // ranks of pods to give up
+	lentBack    []lentBack // lentQuotaFits's undo list
+	// promised and endedBy list the reservations countAt counted in the
+	// quota state and the running jobs it took out; the counts'
+	// generation was promiseGen before.
+	promised   []*reservation
+	endedBy    []*jobRec
+	promiseGen uint64
+	avoid      *bitset.BitSet  // nodes with promised GPUs, for replacements
+	lent       *topology.State // the scratch state plus lent pods (made when first needed)
+	estBuf     []endItem
 	// idle is the free state once every active job has ended (reserved
 	// and claimed GPUs kept), for hold eligibility (fitsWhenIdle); made
 	// when first needed, valid for the cycle epoch and book version in

@@ -281,7 +281,7 @@ func (e *Engine) growJob(j *jobRec, now time.Time, plan *Plan) {
 			e.jobs.setOwner(j.alloc, nil)
 		}
 		first := ma.Pods
-		added, err := e.ledger.GrowMember(id, ma.Name, e.quotaRoom(j, m, m.Request.Nodes-ma.Pods), avoid)
+		added, err := e.ledger.GrowMember(id, ma.Name, e.quotaRoom(j, m, m.Request.Nodes-ma.Pods, now), avoid)
 		if err != nil {
 			panic(fmt.Sprintf("backfill: growing %s: %v", id, err))
 		}
@@ -451,7 +451,7 @@ func (e *Engine) lentQuotaFits(j *jobRec, now time.Time) bool {
 			back = append(back, lentBack{l.queue, g})
 		}
 	}
-	fits := s.check(j.queue, e.alloc.GPUs(), e.mayBorrow(j), true).code == quotaFits
+	fits := s.check(j.queue, e.alloc.GPUs(), e.mayBorrow(j), true).code == quotaFits && e.promiseFits(j, e.alloc.GPUs(), true, now)
 	for _, b := range back {
 		s.add(b.queue, b.gpus)
 	}
@@ -588,7 +588,7 @@ func (e *Engine) resized(j *jobRec) {
 // quotaRoom is how many of want more pods of member m job j's queue has
 // quota for (want without quotas): growth never takes a queue beyond its
 // maximum, its borrowing limit or what others lend.
-func (e *Engine) quotaRoom(j *jobRec, m *gang.Member, want int) int {
+func (e *Engine) quotaRoom(j *jobRec, m *gang.Member, want int, now time.Time) int {
 	if e.quota == nil {
 		return want
 	}
@@ -597,7 +597,7 @@ func (e *Engine) quotaRoom(j *jobRec, m *gang.Member, want int) int {
 		per = e.c.MaxNodeGPUs() // whole nodes: at most this many each
 	}
 	step := stepOf(m) // want is a multiple of it: so stays the answer
-	for want > 0 && e.quota.check(j.queue, want*per, e.mayBorrow(j), true).code != quotaFits {
+	for want > 0 && (e.quota.check(j.queue, want*per, e.mayBorrow(j), true).code != quotaFits || !e.promiseFits(j, want*per, true, now)) {
 		want -= step
 	}
 	return max(want, 0)

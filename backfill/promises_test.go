@@ -181,12 +181,11 @@ func TestPlanJSONRoundTrip(t *testing.T) {
 	}
 }
 
-// TestQuotaDropIsAMove: a reservation given up because the job's queue is
-// at its quota is in the plan's moves, with the cause and the queue.
-// Queue q has a maximum of 16 GPUs; R (16 GPUs of q) is reserved for when
-// B (another queue) ends; X (8 GPUs of q) backfills meanwhile, so when B
-// ends q has room for X only, and R waits for quota.
-func TestQuotaDropIsAMove(t *testing.T) {
+// quotaPromiseEngine: one leaf of 8 nodes of 8 GPUs; queue q has a
+// maximum of 16 GPUs, queue o none. B (7 nodes, queue o, one hour) runs;
+// R (2 nodes of q) is submitted at 1m and reserved for B's end, and X (1
+// node of q, limit xLimit) at 2m: the free node fits it now.
+func quotaPromiseEngine(t *testing.T, xLimit time.Duration) (*Engine, *Plan) {
 	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 1, NodesPerLeaf: 8, GPUsPerNode: 8})
 	require.NoError(t, err)
 	cfg := DefaultConfig()
@@ -204,17 +203,62 @@ func TestQuotaDropIsAMove(t *testing.T) {
 	require.NoError(t, e.Submit(job("B", "o", 7, time.Hour), epoch))
 	startAll(t, e, epoch)
 	require.NoError(t, e.Submit(job("R", "q", 2, time.Hour), epoch.Add(time.Minute)))
-	require.NoError(t, e.Submit(job("X", "q", 1, 2*time.Hour), epoch.Add(2*time.Minute)))
-	p := startAll(t, e, epoch.Add(2*time.Minute))
+	require.NoError(t, e.Submit(job("X", "q", 1, xLimit), epoch.Add(2*time.Minute)))
+	return e, startAll(t, e, epoch.Add(2*time.Minute))
+}
+
+// TestQuotaPromiseKept: a job whose run would overlap a reservation of
+// its queue, and whose quota has room for one of the two only, does not
+// start in front of it (it would take the room the reservation needs);
+// it is told so, and the reservation starts as planned. A job that ends
+// before the reservation starts may start.
+func TestQuotaPromiseKept(t *testing.T) {
+	t.Run("overlapping", func(t *testing.T) {
+		e, p := quotaPromiseEngine(t, 2*time.Hour)
+		if len(p.Reservations) != 1 || p.Reservations[0].Job != "R" || len(p.Starts) != 0 {
+			t.Fatalf("want R reserved and nothing started:\n%s", p.Describe(e.c, epoch))
+		}
+		w := waitingOf(p, "X")
+		want := "counting the 16 GPUs reserved for job R, which plans to run while this job would: queue q: 16 of 16 GPUs, maximum reached"
+		if w == nil || w.Code != WaitQuota || w.Blocker != "q" || w.Detail != want {
+			t.Fatalf("X's reason: %+v, want %q", w, want)
+		}
+		require.NoError(t, e.Finished("B", epoch.Add(time.Hour)))
+		p = startAll(t, e, epoch.Add(time.Hour))
+		if len(p.Moves) != 0 || len(p.Starts) != 1 || p.Starts[0].Job != "R" {
+			t.Fatalf("want R started as planned:\n%s", p.Describe(e.c, epoch))
+		}
+	})
+	t.Run("ends before", func(t *testing.T) {
+		e, p := quotaPromiseEngine(t, 30*time.Minute)
+		if len(p.Reservations) != 1 || len(p.Starts) != 1 || p.Starts[0].Job != "X" {
+			t.Fatalf("want R reserved and X started:\n%s", p.Describe(e.c, epoch))
+		}
+		require.NoError(t, e.Finished("X", epoch.Add(32*time.Minute)))
+		require.NoError(t, e.Finished("B", epoch.Add(time.Hour)))
+		p = startAll(t, e, epoch.Add(time.Hour))
+		if len(p.Moves) != 0 || len(p.Starts) != 1 || p.Starts[0].Job != "R" {
+			t.Fatalf("want R started as planned:\n%s", p.Describe(e.c, epoch))
+		}
+	})
+}
+
+// TestQuotaDropIsAMove: a reservation given up because the job's queue is
+// at its quota is in the plan's moves, with the cause and the queue. X's
+// limit ends before R's planned start, so it starts in front of R; it
+// runs past its limit, and when B ends q has room for X only: R waits for
+// quota.
+func TestQuotaDropIsAMove(t *testing.T) {
+	e, p := quotaPromiseEngine(t, 30*time.Minute)
 	if len(p.Reservations) != 1 || p.Reservations[0].Job != "R" || len(p.Starts) != 1 || p.Starts[0].Job != "X" {
-		t.Fatalf("want R reserved and X started:\n%s", p.Describe(c, epoch))
+		t.Fatalf("want R reserved and X started:\n%s", p.Describe(e.c, epoch))
 	}
 	from := p.Reservations[0].Start
 	require.NoError(t, e.Finished("B", epoch.Add(time.Hour)))
 	p = startAll(t, e, epoch.Add(time.Hour))
 	want := []Move{{Job: "R", From: from, Cause: CauseQuota, By: "q"}}
 	if diff := cmp.Diff(want, p.Moves); diff != "" {
-		t.Fatalf("moves (-want +got):\n%s\n%s", diff, p.Describe(c, epoch))
+		t.Fatalf("moves (-want +got):\n%s\n%s", diff, p.Describe(e.c, epoch))
 	}
 }
 

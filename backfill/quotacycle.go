@@ -116,7 +116,8 @@ func (c *cycle) quotaSpec(j *jobRec, spec *gang.Spec) *gang.Spec {
 	mayBorrow := e.mayBorrow(j)
 	q, g := j.queue, j.gpus
 	takes := func(g int) bool {
-		return s.check(q, g, mayBorrow, true).code == quotaFits && (s.entitled(q, g) || !s.overShareAt(q, g))
+		return s.check(q, g, mayBorrow, true).code == quotaFits && (s.entitled(q, g) || !s.overShareAt(q, g)) &&
+			e.promiseFits(j, g, true, c.now)
 	}
 	if takes(g) {
 		return spec
@@ -466,6 +467,18 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 			g, qc = min, m
 		}
 	}
+	if r := j.resv; r != nil && r.start.After(c.now) && (qc.code != quotaFits || !entitled && s.overShareAt(q, g)) {
+		// Not due: it needs the room at its planned start, when the jobs
+		// started in front of it that end before it will have ended
+		// (promiseCheck kept it); it does not start early, and keeps its
+		// reservation. Its queue's guarantee is reclaimed for it at once,
+		// as for any job it covers.
+		if spec, _ := c.specFor(j); qc.code != quotaFits && entitled && c.reclaim(j, spec, w) {
+			return true
+		}
+		*w = Waiting{Job: j.job.ID, Code: WaitReserved, Until: r.start}
+		return true
+	}
 	var why string
 	switch {
 	case qc.code == quotaFits && entitled:
@@ -541,9 +554,22 @@ func (c *cycle) overQuota(j *jobRec, qc quotaCheck, entitled bool, w *Waiting) {
 // gang that fits only at a size its quota does not take while the GPUs in
 // use seemed to leave no room).
 func (c *cycle) quotaBlockedWait(j *jobRec, w *Waiting) {
-	s := c.e.quota
+	e, s := c.e, c.e.quota
 	*w = Waiting{Job: j.job.ID}
-	c.overQuota(j, s.check(j.queue, c.e.alloc.GPUs(), c.e.mayBorrow(j), true), s.entitled(j.queue, j.gpus), w)
+	g := e.alloc.GPUs()
+	qc := s.check(j.queue, g, e.mayBorrow(j), true)
+	if qc.code == quotaFits {
+		// Reservations of others leave no room (promiseCheck).
+		if r := j.resv; r != nil {
+			// It would start early: it waits for its planned start.
+			w.Code, w.Until = WaitReserved, r.start
+			return
+		}
+		pc, _, why, _ := e.promiseCheck(j, g, true, true, c.now)
+		c.promiseWait(j, pc, why, w)
+		return
+	}
+	c.overQuota(j, qc, s.entitled(j.queue, j.gpus), w)
 }
 
 // dropPromises drops the reservation and the hold of a job that waits

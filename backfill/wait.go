@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 	"time"
 
@@ -103,6 +104,13 @@ func (c *cycle) reserveOrPreempt(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 		if found {
 			e.plannedAlloc.CopyTo(&e.alloc)
 		}
+	}
+	if found && canReserve && !e.promiseFits(j, e.alloc.GPUs(), true, t) {
+		// Its queue's quota has room for it now, not at its planned
+		// start beside the reservations planned to run while it would.
+		qc, _, why, _ := e.promiseCheck(j, e.alloc.GPUs(), true, true, t)
+		c.promiseWait(j, qc, why, w)
+		return true
 	}
 	if found && canReserve {
 		before := e.cacheKey(c.now)
@@ -307,6 +315,15 @@ func (c *cycle) upkeep(r *reservation) {
 			}
 		}
 		r.checked, r.patient = e.book.freed, patient
+	}
+	if found && t.Before(r.start) && !e.promiseFits(j, e.alloc.GPUs(), true, t) {
+		// Earlier, its queue's quota would have no room for it beside
+		// the reservations of others it would run with (promiseCheck):
+		// it stays, or moves only as late as it must.
+		// The next cycle searches again (an earlier start exists; the
+		// quota may have room for it then).
+		found = false
+		r.checked = math.MaxUint64
 	}
 	switch {
 	case found:

@@ -1,0 +1,189 @@
+package backfill
+
+import (
+	"fmt"
+	"time"
+)
+
+// Reservations keep their quota room.
+//
+// A reservation's planned start is a promise. Under quotas, GPUs are not
+// the only thing a job started in front of it can take: a job of the same
+// queue, or of a queue that shares a limit with it, can take the quota
+// room the reserved job needs, so that at its planned start it waits for
+// quota and gives its reservation up (CauseQuota). So a job that would
+// start now (or grow), while others hold reservations, is checked against
+// its queue's quota with the GPUs of every other reservation whose window
+// overlaps its own (from its start to its time limit's end; without a
+// limit, or growing, to the end of time) counted as in use: it starts
+// only if they would all fit together. A job that stays within its
+// queue's guarantee counts only its own queue's reservations: what a
+// queue is guaranteed is its own, and a reservation of another queue that
+// would borrow it is not kept from it (as reclaim would not keep a
+// running borrower). The counts in use are those of now,
+// which is conservative: a job that ends before a reservation starts still
+// counts against it.
+//
+// A reservation made, moved earlier, or turned from a hold is checked the
+// same way at its planned start t, on the counts of t: the GPUs of the
+// running jobs whose time limit ends by t are taken out, the overlapping
+// reservations of others counted in, and the quota checked strictly (no
+// "it waits for GPUs" pass: its GPUs are planned). A reserved job that
+// could start before its planned start is checked as a job starting now;
+// at its planned start it is checked on the counts alone (its promise).
+// A reserved job whose quota has no room now but whose planned start is
+// still ahead keeps its reservation (it does not start early): the room
+// it needs is at its start.
+//
+// What can still drop a reservation for quota: a job that runs past its
+// time limit (the limit said it would be gone), the weighted shares (a
+// queue waiting below its share holds others back, and the shares move
+// with every queue's demand), lending limits (a queue that lends no more
+// than a part of its guarantee keeps the rest idle as its own use falls,
+// which takes room from queues that borrow), a queue using its guarantee
+// that a reservation of another queue would have borrowed, and reclaims
+// and preemption claims, which take quota to give a guarantee or a higher
+// class its GPUs.
+
+// countAt sets the quota counts to what job j, starting at from with g
+// GPUs, must fit into (see above), and reports whether it changed them
+// (uncount undoes it): for from after now (the engine's time), the
+// running jobs whose limit ends by from taken out; the reservations of
+// others whose window overlaps j's counted in: of j's own queue only when
+// j stays within its queue's guarantee (what a queue is guaranteed is its
+// own: reservations of other queues that would borrow it are not kept
+// from it, as reclaim would not keep it from them). j's own reservation
+// is never counted; a job starting at its own reservation's planned start
+// or later counts none.
+func (e *Engine) countAt(j *jobRec, g int, from time.Time) bool {
+	s := e.quota
+	if s == nil || len(e.book.resv) == 0 && !from.After(e.last) {
+		return false
+	}
+	end := MaxTime
+	switch {
+	case j.phase != StatePending:
+		if !j.end.IsZero() {
+			end = j.end
+		}
+	case j.job.TimeLimit > 0:
+		end = from.Add(j.job.TimeLimit)
+	}
+	rs := e.promised[:0]
+	if j.resv == nil || j.resv.start.After(from) {
+		own := s.entitled(j.queue, g)
+		for _, r := range e.book.resv {
+			if r.job != j && r.job.counted == 0 && r.start.Before(end) && (r.end.IsZero() || r.end.After(from)) &&
+				(!own || r.job.queue == j.queue) {
+				rs = append(rs, r)
+			}
+		}
+	}
+	gone := e.endedBy[:0]
+	if from.After(e.last) {
+		for _, o := range e.jobs.running {
+			if o.counted > 0 && !o.end.IsZero() && !o.end.After(from) {
+				gone = append(gone, o)
+			}
+		}
+	}
+	e.promised, e.endedBy = rs, gone
+	if len(rs) == 0 && len(gone) == 0 {
+		return false
+	}
+	e.promiseGen = s.gen
+	for _, o := range gone {
+		s.add(o.queue, -o.counted)
+	}
+	for _, r := range rs {
+		s.add(r.job.queue, r.alloc.GPUs())
+	}
+	return true
+}
+
+// uncount undoes countAt. The counts after both are the counts before
+// (they depend only on each queue's total), and so is their generation.
+func (e *Engine) uncount() {
+	s := e.quota
+	for i := len(e.promised) - 1; i >= 0; i-- {
+		r := e.promised[i]
+		s.add(r.job.queue, -r.alloc.GPUs())
+	}
+	for i := len(e.endedBy) - 1; i >= 0; i-- {
+		o := e.endedBy[i]
+		s.add(o.queue, o.counted)
+	}
+	s.gen = e.promiseGen
+	e.promised, e.endedBy = e.promised[:0], e.endedBy[:0]
+}
+
+// promiseCheck checks g more GPUs of job j starting at from against its
+// queue's quota on the counts countAt sets (strict: see quotaState.check).
+// When they leave no room, it returns the check's outcome, the
+// reservation it blames (the earliest under the queue where the check
+// binds; nil when none was counted) and, with explain, the reason;
+// otherwise ok.
+func (e *Engine) promiseCheck(j *jobRec, g int, strict, explain bool, from time.Time) (qc quotaCheck, by *reservation, why string, ok bool) {
+	s := e.quota
+	if !e.countAt(j, g, from) {
+		if !from.After(e.last) {
+			return quotaCheck{}, nil, "", true // the counts of now: the caller checked them
+		}
+		qc = s.check(j.queue, g, e.mayBorrow(j), strict)
+		if qc.code == quotaFits {
+			return qc, nil, "", true
+		}
+		if explain {
+			why = s.explain(j.queue, qc)
+		}
+		return qc, nil, why, false
+	}
+	defer e.uncount()
+	qc = s.check(j.queue, g, e.mayBorrow(j), strict)
+	if qc.code == quotaFits {
+		return qc, nil, "", true
+	}
+	for _, r := range e.promised {
+		if (qc.at < 0 || s.isAncestor(qc.at, r.job.queue)) && (by == nil || r.start.Before(by.start)) {
+			by = r
+		}
+	}
+	if by == nil && len(e.promised) > 0 {
+		by = e.promised[0]
+	}
+	if explain {
+		why = s.explain(j.queue, qc)
+		if by != nil {
+			why = fmt.Sprintf("counting the %d GPUs reserved for job %s, which plans to run while this job would: %s", by.alloc.GPUs(), by.job.job.ID, why)
+		}
+		if from.After(e.last) {
+			why = "at its planned start, " + why
+		}
+	}
+	return qc, by, why, false
+}
+
+// promiseFits reports whether the quota takes g more GPUs of job j,
+// starting at from, on the counts countAt sets (true without quotas). For
+// a start now it assumes the quota takes j on the counts of now (the
+// caller checks that).
+func (e *Engine) promiseFits(j *jobRec, g int, strict bool, from time.Time) bool {
+	if e.quota == nil {
+		return true
+	}
+	_, _, _, ok := e.promiseCheck(j, g, strict, false, from)
+	return ok
+}
+
+// promiseWait fills w for job j, which its queue's quota takes now but
+// not beside the reservations of others (promiseCheck, outcome qc, reason
+// why): it waits for quota, the queue that binds named, and gives up its
+// hold.
+func (c *cycle) promiseWait(j *jobRec, qc quotaCheck, why string, w *Waiting) {
+	s := c.e.quota
+	w.Code, w.Detail, w.Blocker = WaitQuota, why, s.names[j.queue]
+	if qc.at >= 0 {
+		w.Blocker = s.names[qc.at]
+	}
+	c.dropPromises(j, w.Blocker)
+}
