@@ -1332,7 +1332,7 @@ func (c *cycle) tryStart(j *jobRec) bool {
 	if !res.Admitted {
 		return c.tryLent(j, spec)
 	}
-	if e.quota != nil && (!e.quotaFits(j, &e.alloc) || !e.promiseFits(j, e.alloc.GPUs(), true, c.now)) {
+	if e.quota != nil && (!e.quotaFits(j, &e.alloc) || !e.promiseFits(j, e.alloc.GPUs(), c.now)) {
 		// Its queue's quota does not take the GPUs placed: the scratch
 		// state gives them back (it is then as it was, contents number
 		// included), and the job waits for quota (test).

@@ -325,8 +325,9 @@
 // does not start early. A reservation can still be given up for quota
 // (Move with CauseQuota) when a job runs past its limit, when a weighted
 // share or a lending limit moves with other queues' use, when a queue uses
-// the guarantee it would have borrowed, or when a reclaim or preemption
-// takes the room.
+// the guarantee it would have borrowed, when the cluster's pool (what the
+// top queues lend one another, not promised) has no room, or when a
+// reclaim or preemption takes the room.
 //
 // The walk of a cycle tests first, in priority order, the jobs their
 // queues' guarantees cover (going down the queue, a queue's use plus its

@@ -451,7 +451,7 @@ func (e *Engine) lentQuotaFits(j *jobRec, now time.Time) bool {
 			back = append(back, lentBack{l.queue, g})
 		}
 	}
-	fits := s.check(j.queue, e.alloc.GPUs(), e.mayBorrow(j), true).code == quotaFits && e.promiseFits(j, e.alloc.GPUs(), true, now)
+	fits := s.check(j.queue, e.alloc.GPUs(), e.mayBorrow(j), true).code == quotaFits && e.promiseFits(j, e.alloc.GPUs(), now)
 	for _, b := range back {
 		s.add(b.queue, b.gpus)
 	}
@@ -597,7 +597,7 @@ func (e *Engine) quotaRoom(j *jobRec, m *gang.Member, want int, now time.Time) i
 		per = e.c.MaxNodeGPUs() // whole nodes: at most this many each
 	}
 	step := stepOf(m) // want is a multiple of it: so stays the answer
-	for want > 0 && (e.quota.check(j.queue, want*per, e.mayBorrow(j), true).code != quotaFits || !e.promiseFits(j, want*per, true, now)) {
+	for want > 0 && (e.quota.check(j.queue, want*per, e.mayBorrow(j), true).code != quotaFits || !e.promiseFits(j, want*per, now)) {
 		want -= step
 	}
 	return max(want, 0)

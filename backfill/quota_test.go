@@ -602,3 +602,68 @@ func TestQuotaShareProbeAllocs(t *testing.T) {
 		t.Errorf("a cycle with the share gate asking allocates %v times, %v without quotas", allocs[1], allocs[0])
 	}
 }
+
+// TestOpenQueueDecidesAsNone: one queue without limits binds nothing, so
+// an engine with it decides as one without queues: over seeded random
+// workloads (reservations at depth 4, a third of the jobs without a time
+// limit, hold mode on), the same starts on the same GPUs and the same
+// reservations, cycle by cycle. (A first version of the reservations'
+// quota room counted reserved GPUs against the cluster's total as if in
+// use now, and the churn case of BenchmarkScheduleQuotas with one open
+// queue started far less than without queues.)
+func TestOpenQueueDecidesAsNone(t *testing.T) {
+	workloads := 60
+	if testing.Short() {
+		workloads = 15
+	}
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 2, LeavesPerSpine: 2, NodesPerLeaf: 4, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reservations := 0
+	for w := range workloads {
+		var plans [2][]*Plan
+		for k, open := range []bool{false, true} {
+			r := rand.New(rand.NewPCG(uint64(w), 31))
+			cfg := DefaultConfig()
+			cfg.FairShare.HalfLife = time.Hour
+			cfg.Hold.MinGPUs = 16
+			if open {
+				cfg.Quotas.Queues = []QueueSpec{{Name: "all", Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited}}
+			}
+			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b", "c"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs := randomWorkload(r, c, 40, true)
+			dur := map[string]time.Duration{}
+			for i := range jobs {
+				if open {
+					jobs[i].Queue = "all"
+				}
+				if i%3 == 0 {
+					dur[jobs[i].ID], jobs[i].TimeLimit = jobs[i].TimeLimit, 0
+				}
+			}
+			d := newDriver(t, e, jobs, dur)
+			d.run(time.Time{})
+			plans[k] = d.plans
+		}
+		if len(plans[0]) != len(plans[1]) {
+			t.Fatalf("workload %d: %d cycles without queues, %d with one open queue", w, len(plans[0]), len(plans[1]))
+		}
+		for i, p := range plans[0] {
+			q := plans[1][i]
+			if diff := cmp.Diff(p.Starts, q.Starts); diff != "" {
+				t.Fatalf("workload %d, cycle at %v: starts differ (-none +open):\n%s", w, p.Time.Sub(epoch), diff)
+			}
+			if diff := cmp.Diff(p.Reservations, q.Reservations); diff != "" {
+				t.Fatalf("workload %d, cycle at %v: reservations differ (-none +open):\n%s", w, p.Time.Sub(epoch), diff)
+			}
+			reservations += len(p.Reservations)
+		}
+	}
+	if reservations < workloads {
+		t.Fatalf("too easy: %d reservations over %d workloads", reservations, workloads)
+	}
+}

@@ -117,7 +117,7 @@ func (c *cycle) quotaSpec(j *jobRec, spec *gang.Spec) *gang.Spec {
 	q, g := j.queue, j.gpus
 	takes := func(g int) bool {
 		return s.check(q, g, mayBorrow, true).code == quotaFits && (s.entitled(q, g) || !s.overShareAt(q, g)) &&
-			e.promiseFits(j, g, true, c.now)
+			e.promiseFits(j, g, c.now)
 	}
 	if takes(g) {
 		return spec
@@ -565,7 +565,7 @@ func (c *cycle) quotaBlockedWait(j *jobRec, w *Waiting) {
 			w.Code, w.Until = WaitReserved, r.start
 			return
 		}
-		pc, _, why, _ := e.promiseCheck(j, g, true, true, c.now)
+		pc, _, why, _ := e.promiseCheck(j, g, true, c.now)
 		c.promiseWait(j, pc, why, w)
 		return
 	}

@@ -27,8 +27,7 @@ import (
 // A reservation made, moved earlier, or turned from a hold is checked the
 // same way at its planned start t, on the counts of t: the GPUs of the
 // running jobs whose time limit ends by t are taken out, the overlapping
-// reservations of others counted in, and the quota checked strictly (no
-// "it waits for GPUs" pass: its GPUs are planned). A reserved job that
+// reservations of others counted in. A reserved job that
 // could start before its planned start is checked as a job starting now;
 // at its planned start it is checked on the counts alone (its promise).
 // A reserved job whose quota has no room now but whose planned start is
@@ -41,8 +40,13 @@ import (
 // with every queue's demand), lending limits (a queue that lends no more
 // than a part of its guarantee keeps the rest idle as its own use falls,
 // which takes room from queues that borrow), a queue using its guarantee
-// that a reservation of another queue would have borrowed, and reclaims
-// and preemption claims, which take quota to give a guarantee or a higher
+// that a reservation of another queue would have borrowed, the cluster's
+// pool (what the top queues lend one another: the check of it is not
+// made where the GPUs counted, in use now and reserved, exceed the
+// cluster, which they often do, many of those in use being freed by the
+// reservations' starts; a check that made it kept jobs from starting with
+// one queue without limits, where no quota binds), and reclaims and
+// preemption claims, which take quota to give a guarantee or a higher
 // class its GPUs.
 
 // countAt sets the quota counts to what job j, starting at from with g
@@ -118,18 +122,22 @@ func (e *Engine) uncount() {
 }
 
 // promiseCheck checks g more GPUs of job j starting at from against its
-// queue's quota on the counts countAt sets (strict: see quotaState.check).
+// queue's quota on the counts countAt sets. The cluster's own limit binds
+// only where the GPUs counted leave room (quotaState.check, not strict):
+// the reserved GPUs are counted beside the GPUs in use now, many of which
+// will have been freed by then, and where the GPUs go is the
+// reservations' business; what is checked is the queues' limits.
 // When they leave no room, it returns the check's outcome, the
 // reservation it blames (the earliest under the queue where the check
 // binds; nil when none was counted) and, with explain, the reason;
 // otherwise ok.
-func (e *Engine) promiseCheck(j *jobRec, g int, strict, explain bool, from time.Time) (qc quotaCheck, by *reservation, why string, ok bool) {
+func (e *Engine) promiseCheck(j *jobRec, g int, explain bool, from time.Time) (qc quotaCheck, by *reservation, why string, ok bool) {
 	s := e.quota
 	if !e.countAt(j, g, from) {
 		if !from.After(e.last) {
 			return quotaCheck{}, nil, "", true // the counts of now: the caller checked them
 		}
-		qc = s.check(j.queue, g, e.mayBorrow(j), strict)
+		qc = s.check(j.queue, g, e.mayBorrow(j), false)
 		if qc.code == quotaFits {
 			return qc, nil, "", true
 		}
@@ -139,7 +147,7 @@ func (e *Engine) promiseCheck(j *jobRec, g int, strict, explain bool, from time.
 		return qc, nil, why, false
 	}
 	defer e.uncount()
-	qc = s.check(j.queue, g, e.mayBorrow(j), strict)
+	qc = s.check(j.queue, g, e.mayBorrow(j), false)
 	if qc.code == quotaFits {
 		return qc, nil, "", true
 	}
@@ -167,11 +175,11 @@ func (e *Engine) promiseCheck(j *jobRec, g int, strict, explain bool, from time.
 // starting at from, on the counts countAt sets (true without quotas). For
 // a start now it assumes the quota takes j on the counts of now (the
 // caller checks that).
-func (e *Engine) promiseFits(j *jobRec, g int, strict bool, from time.Time) bool {
+func (e *Engine) promiseFits(j *jobRec, g int, from time.Time) bool {
 	if e.quota == nil {
 		return true
 	}
-	_, _, _, ok := e.promiseCheck(j, g, strict, false, from)
+	_, _, _, ok := e.promiseCheck(j, g, false, from)
 	return ok
 }
 

@@ -105,10 +105,10 @@ func (c *cycle) reserveOrPreempt(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 			e.plannedAlloc.CopyTo(&e.alloc)
 		}
 	}
-	if found && canReserve && !e.promiseFits(j, e.alloc.GPUs(), true, t) {
+	if found && canReserve && !e.promiseFits(j, e.alloc.GPUs(), t) {
 		// Its queue's quota has room for it now, not at its planned
 		// start beside the reservations planned to run while it would.
-		qc, _, why, _ := e.promiseCheck(j, e.alloc.GPUs(), true, true, t)
+		qc, _, why, _ := e.promiseCheck(j, e.alloc.GPUs(), true, t)
 		c.promiseWait(j, qc, why, w)
 		return true
 	}
@@ -316,7 +316,7 @@ func (c *cycle) upkeep(r *reservation) {
 		}
 		r.checked, r.patient = e.book.freed, patient
 	}
-	if found && t.Before(r.start) && !e.promiseFits(j, e.alloc.GPUs(), true, t) {
+	if found && t.Before(r.start) && !e.promiseFits(j, e.alloc.GPUs(), t) {
 		// Earlier, its queue's quota would have no room for it beside
 		// the reservations of others it would run with (promiseCheck):
 		// it stays, or moves only as late as it must.
