@@ -7,18 +7,18 @@ import (
 
 // parseFlow parses a flow collection ("[a, b]", "{k: v}") that starts with
 // text on line num and may continue on later lines indented more than
-// parent.
+// parent. A scanner that reads the text as the parser does (brackets,
+// quoted scalars, plain ones) follows the bracket depth line by line, so
+// that the collection is parsed once its brackets close (or its lines
+// end), not again after every line: a long one spread over many lines is
+// read once.
 func (p *parser) parseFlow(text string, num, parent int) (*Node, error) {
 	var joined strings.Builder
 	joined.WriteString(text)
-	// Without a quote character so far, the brackets are exact (a plain
-	// scalar cannot hold one): the collection is parsed only once they
-	// close, so that a long one spread over many lines is read once, not
-	// again after every line. With a quote, after every line, as the
-	// brackets may be inside quoted text.
-	depth, quoted := flowDepth(text, 0)
+	var sc flowScan
+	sc.feed(text)
 	for {
-		if quoted || depth <= 0 || !p.continues(parent) {
+		if sc.depth <= 0 || p.everyLine || !p.continues(parent) {
 			f := flowParser{s: joined.String(), line: num, depth: p.depth}
 			node, err := f.value()
 			if err == nil {
@@ -37,8 +37,8 @@ func (p *parser) parseFlow(text string, num, parent int) (*Node, error) {
 		}
 		joined.WriteByte(' ')
 		joined.WriteString(p.lines[p.pos].body)
-		d, q := flowDepth(p.lines[p.pos].body, depth)
-		depth, quoted = d, quoted || q
+		sc.feed(" ")
+		sc.feed(p.lines[p.pos].body)
 		p.pos++
 	}
 }
@@ -50,24 +50,105 @@ func (p *parser) continues(parent int) bool {
 	return p.pos < len(p.lines) && p.lines[p.pos].body != "" && p.lines[p.pos].indent > parent && p.lines[p.pos].body[0] != '#'
 }
 
-// flowDepth returns the bracket depth after text, from depth, and whether
-// text holds a quote character (then the depth may count brackets inside
-// quoted text).
-func flowDepth(text string, depth int) (int, bool) {
-	quoted := false
-	for i := 0; i < len(text); i++ {
-		switch text[i] {
-		case '[', '{':
-			depth++
-		case ']', '}':
-			if depth--; depth == 0 {
-				return 0, quoted // closed: what follows is for the parser
-			}
-		case '"', '\'':
-			quoted = true
+// flowScan follows the bracket depth of a flow collection fed in pieces,
+// reading it as flowParser does: a quote opens a quoted scalar only where
+// a value starts (after '[', '{', ',' or a mapping's ':'); inside a plain
+// scalar it is text. depth is 0 once the outermost bracket has closed
+// (what follows is for the parser); the scan then stops.
+type flowScan struct {
+	depth int
+	mode  scanMode
+	// skip: the next byte is escaped (a double-quoted '\'), or the
+	// second of a single-quoted "''".
+	skip   bool
+	closed bool
+	// colon: the last byte of a plain scalar was ':' (": " ends it, as
+	// do ':' before ',', ']', '}' and the end of the text).
+	colon bool
+}
+
+// scanMode is where flowScan is in the text.
+type scanMode uint8
+
+const (
+	scanValue  scanMode = iota // before a value (spaces skipped)
+	scanPlain                  // in a plain scalar
+	scanDouble                 // in a double-quoted scalar
+	scanSingle                 // in a single-quoted scalar
+	scanAfter                  // after a value: ',', ':' or a closing bracket
+)
+
+// feed scans the next piece of the text.
+func (sc *flowScan) feed(s string) {
+	for i := 0; i < len(s) && !sc.closed; i++ {
+		c := s[i]
+		if sc.skip {
+			sc.skip = false
+			continue
 		}
+		switch sc.mode {
+		case scanDouble:
+			switch c {
+			case '\\':
+				sc.skip = true
+			case '"':
+				sc.mode = scanAfter
+			}
+			continue
+		case scanSingle:
+			if c == '\'' {
+				if i+1 < len(s) && s[i+1] == '\'' {
+					sc.skip = true
+				} else {
+					sc.mode = scanAfter
+				}
+			}
+			continue
+		case scanPlain:
+			if sc.colon && (c == ' ' || c == '\t') {
+				sc.mode, sc.colon = scanValue, false // "key: value"
+				continue
+			}
+			sc.colon = c == ':'
+			if c != ',' && c != '[' && c != '{' && c != ']' && c != '}' {
+				continue
+			}
+		case scanValue:
+			switch c {
+			case ' ', '\t':
+				continue
+			case '"':
+				sc.mode = scanDouble
+				continue
+			case '\'':
+				sc.mode = scanSingle
+				continue
+			}
+		}
+		sc.bracket(c)
 	}
-	return depth, quoted
+}
+
+// bracket scans byte c outside quoted scalars, where it may open or close
+// a collection or separate values.
+func (sc *flowScan) bracket(c byte) {
+	sc.colon = false
+	switch c {
+	case '[', '{':
+		sc.depth++
+		sc.mode = scanValue
+	case ']', '}':
+		sc.depth--
+		sc.mode = scanAfter
+		if sc.depth <= 0 {
+			sc.closed = true
+		}
+	case ',', ':':
+		sc.mode = scanValue
+	case ' ', '\t':
+	default:
+		sc.mode = scanPlain
+	}
 }
 
 // errFlowEnd reports that a flow collection runs past the text so far.

@@ -109,6 +109,10 @@ type parser struct {
 	lines []line
 	pos   int
 	depth int
+	// everyLine makes parseFlow try the parse after every line of a flow
+	// collection, as it did before it followed the brackets: the tests'
+	// reference.
+	everyLine bool
 }
 
 func (p *parser) errorf(num int, format string, args ...any) error {
@@ -118,7 +122,12 @@ func (p *parser) errorf(num int, format string, args ...any) error {
 // Parse parses a document; an empty one (only comments and blank lines)
 // gives nil and no error.
 func Parse(text string) (*Node, error) {
-	p := &parser{}
+	return parse(text, false)
+}
+
+// parse is Parse; everyLine is parser.everyLine.
+func parse(text string, everyLine bool) (*Node, error) {
+	p := &parser{everyLine: everyLine}
 	if err := p.split(text); err != nil {
 		return nil, err
 	}

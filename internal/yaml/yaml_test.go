@@ -3,6 +3,7 @@ package yaml
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -174,6 +175,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, text string) {
 		n, err := Parse(text)
+		sameAsEveryLine(t, text, n, err)
 		if err != nil {
 			var e *Error
 			if !errors.As(err, &e) || e.Line < 1 {
@@ -187,20 +189,130 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// TestLongFlowList: a flow list of many lines is read once, not again
-// after each line (20,000 lines took 44 s): the result is the list.
-func TestLongFlowList(t *testing.T) {
-	var b strings.Builder
-	b.WriteString("a: [\n")
+// sameAsEveryLine fails t unless parsing text with a flow collection
+// tried after every line (the reference) gives what Parse gave: the same
+// tree, or an error on the same line.
+func sameAsEveryLine(t *testing.T, text string, n *Node, err error) {
+	t.Helper()
+	rn, rerr := parse(text, true)
+	switch {
+	case (err == nil) != (rerr == nil):
+		t.Fatalf("%q: Parse gave %v, the reference %v", text, err, rerr)
+	case err != nil:
+		var e, re *Error
+		if !errors.As(err, &e) || !errors.As(rerr, &re) || e.Line != re.Line {
+			t.Fatalf("%q: Parse's error %v, the reference's %v", text, err, rerr)
+		}
+	case (n == nil) != (rn == nil) || n != nil && render(n) != render(rn):
+		t.Fatalf("%q: Parse gave %v, the reference %v", text, n, rn)
+	}
+}
+
+// TestFlowScanOracle: over 20,000 random flow collections spread over
+// lines, with quoted scalars (escapes, doubled quotes, brackets, commas
+// and colons inside), quotes inside plain scalars, empty collections,
+// mappings, bad items and a stray line after some, Parse (which parses a collection once its
+// brackets close, as flowScan reads them) gives what a parse after every
+// line gives: the same tree, or an error on the same line.
+func TestFlowScanOracle(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	pieces := []string{"[", "]", "{", "}", ",", ", ", ": ", ":", " ", "a", "b c", "it's", "x\"y", "'q'", "'it''s ]'",
+		"'[,'", "\"a\\\"]\"", "\"{\"", "\"a, b\"", "''", "\"\"", "k: v", "n:1", "# c", "~"}
+	ok := 0
 	for i := range 20000 {
-		fmt.Fprintf(&b, "  node%06d,\n", i)
+		var b strings.Builder
+		b.WriteString("a: ")
+		if i%2 == 0 {
+			// Pieces at random: mostly malformed.
+			b.WriteString([]string{"[", "{"}[r.IntN(2)])
+			for k := r.IntN(12); k > 0; k-- {
+				b.WriteString(pieces[r.IntN(len(pieces))])
+				if r.IntN(4) == 0 {
+					b.WriteString("\n" + strings.Repeat(" ", 1+r.IntN(3)))
+				}
+			}
+			b.WriteString([]string{"]", "}", "]]", ""}[r.IntN(4)])
+		} else {
+			// A well-formed collection, lines broken at random.
+			flowValue(r, &b, 0, pieces[9:22])
+		}
+		if r.IntN(4) == 0 {
+			// A line that is not the collection's: an error on that
+			// line, unless the parse read it into the collection.
+			b.WriteString("\n   junk")
+		}
+		b.WriteString("\nb: 1\n")
+		text := b.String()
+		n, err := Parse(text)
+		sameAsEveryLine(t, text, n, err)
+		if err == nil {
+			ok++
+		}
 	}
-	b.WriteString("  z]\n")
-	n, err := Parse(b.String())
-	if err != nil {
-		t.Fatal(err)
+	if ok < 5000 {
+		t.Fatalf("too few collections parsed (%d): the oracle compares errors mostly", ok)
 	}
-	if items := n.Keys[0].Value.Items; len(items) != 20001 || items[0].Value != "node000000" || items[20000].Value != "z" {
-		t.Fatalf("parsed %d items", len(items))
+	t.Logf("%d of 20000 parsed", ok)
+}
+
+// flowValue writes a random well-formed flow value at nesting depth d:
+// a scalar from scalars, or a list or mapping of them, with line breaks
+// (and indentation) between tokens at random.
+func flowValue(r *rand.Rand, b *strings.Builder, d int, scalars []string) {
+	brk := func() {
+		if r.IntN(3) == 0 {
+			b.WriteString("\n" + strings.Repeat(" ", 1+r.IntN(3)))
+		}
+	}
+	switch k := r.IntN(4); {
+	case d > 0 && k < 2 || d > 3:
+		b.WriteString(scalars[r.IntN(len(scalars))])
+	case k%2 == 0:
+		b.WriteString("[")
+		for n := r.IntN(4); n > 0; n-- {
+			brk()
+			flowValue(r, b, d+1, scalars)
+			if n > 1 {
+				b.WriteString(",")
+			}
+		}
+		brk()
+		b.WriteString("]")
+	default:
+		b.WriteString("{")
+		for n := r.IntN(4); n > 0; n-- {
+			brk()
+			fmt.Fprintf(b, "k%d%d: ", d, n)
+			brk()
+			flowValue(r, b, d+1, scalars)
+			if n > 1 {
+				b.WriteString(",")
+			}
+		}
+		brk()
+		b.WriteString("}")
+	}
+}
+
+// TestLongFlowList: a flow list of many lines is read once, not again
+// after each line (20,000 lines took 44 s; with quoted items the same,
+// until the scan followed quotes): the result is the list.
+func TestLongFlowList(t *testing.T) {
+	for _, quote := range []string{"", "'", "\""} {
+		t.Run("quote="+quote, func(t *testing.T) {
+			var b strings.Builder
+			b.WriteString("a: [\n")
+			for i := range 20000 {
+				fmt.Fprintf(&b, "  %snode%06d%s,\n", quote, i, quote)
+			}
+			b.WriteString("  z]\n")
+			n, err := Parse(b.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if items := n.Keys[0].Value.Items; len(items) != 20001 || items[0].Value != "node000000" || items[20000].Value != "z" {
+				t.Fatalf("parsed %d items", len(items))
+			}
+		})
 	}
 }
