@@ -130,6 +130,10 @@ type cycle struct {
 	// quotaBlocked is set by tryStart when the job it placed is over its
 	// queue's quota on the GPUs placed.
 	quotaBlocked bool
+	// quotaRefused counts the jobs refused a reservation in the walk
+	// because its queue's quota would have no room at the planned start
+	// (reserveOrPreempt): each keeps the slot it would have taken.
+	quotaRefused int
 	// quietSkips counts the waiting jobs quiet walks passed over, and
 	// quietChecked those they would have but for checkEach.
 	quietSkips, quietChecked int
@@ -360,7 +364,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c := &e.cyc
 	c.e, c.now, c.plan, c.naive = e, now, plan, e.naive
 	c.fifo, c.base = e.fifo.on, e.fifo.head
-	c.offsValid, c.resvClosed, c.smallClosed, c.reoffer = false, false, false, false
+	c.offsValid, c.resvClosed, c.smallClosed, c.reoffer, c.quotaRefused = false, false, false, false, 0
 	c.invalidate()
 	c.startClaims()
 	c.initPreempt()

@@ -320,8 +320,10 @@
 // reservation's start still counts against it. A reservation made, moved
 // earlier or turned from a hold is checked at its planned start on the
 // counts of then (jobs whose limit ends by it taken out, the overlapping
-// reservations of others counted in); a reserved job whose quota has no
-// room now but whose planned start is ahead keeps its reservation and
+// reservations of others counted in; an elastic gang at its minimum); a
+// job refused a reservation so waits for quota without one, keeping for
+// the cycle the slot it would have taken; a reserved job whose quota has
+// no room now but whose planned start is ahead keeps its reservation and
 // does not start early. A reservation can still be given up for quota
 // (Move with CauseQuota) when a job runs past its limit, when a weighted
 // share or a lending limit moves with other queues' use, when a queue uses

@@ -147,7 +147,7 @@ func (c *cycle) keepHold(h *hold, spec *gang.Spec, w *Waiting) bool {
 	if c.mayReserveFor(h.job) {
 		// (Not while the reservations planned beside it leave its
 		// queue's quota no room for it: promiseCheck.)
-		if t, ok := e.search(c.now, query{j: h.job, spec: spec}); ok && e.promiseFits(h.job, e.alloc.GPUs(), t) {
+		if t, ok := e.search(c.now, query{j: h.job, spec: spec}); ok && e.promiseFits(h.job, e.plannedGPUs(h.job), t) {
 			c.plan.HoldEnds = append(c.plan.HoldEnds, HoldEnd{Job: h.job.job.ID, Cause: HoldPlanned, Held: h.held})
 			c.releaseHold(h)
 			c.reserveAt(h.job, t, w)

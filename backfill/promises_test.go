@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/phalanx-sched/phalanx/fairshare"
+	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -260,6 +262,95 @@ func TestQuotaDropIsAMove(t *testing.T) {
 	if diff := cmp.Diff(want, p.Moves); diff != "" {
 		t.Fatalf("moves (-want +got):\n%s\n%s", diff, p.Describe(e.c, epoch))
 	}
+}
+
+// quotaEngine2 builds an engine on nodes nodes of 8 GPUs in one leaf with
+// queue q (maximum max GPUs), queue o (no limits) and the extra queues,
+// hold mode off, its invariants checked after every call.
+func quotaEngine2(t *testing.T, nodes, max int, extra ...QueueSpec) *Engine {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 1, NodesPerLeaf: nodes, GPUsPerNode: 8})
+	require.NoError(t, err)
+	cfg := DefaultConfig()
+	cfg.Hold.Enabled = false
+	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
+		{Name: "q", Maximum: max, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+		{Name: "o", Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+	}}
+	cfg.Quotas.Queues = append(cfg.Quotas.Queues, extra...)
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+	require.NoError(t, err)
+	e.checkEach = true
+	return e
+}
+
+// TestQuotaPromiseCases: the quota room of reservations in the cases a
+// review found wrong in a first version.
+func TestQuotaPromiseCases(t *testing.T) {
+	job := func(id, queue string, nodes int, limit time.Duration) Job {
+		return Job{ID: id, Account: "a", Queue: queue, TimeLimit: limit, Gang: member(placement.NodesOf(nodes, 8))}
+	}
+	t.Run("elastic gang reserved at its minimum", func(t *testing.T) {
+		// q's maximum takes one of E's two pods: the gate lets it by at its
+		// minimum, and its reservation is checked at that size too.
+		e := quotaEngine2(t, 2, 8)
+		require.NoError(t, e.Submit(job("Y", "o", 2, time.Hour), epoch))
+		startAll(t, e, epoch)
+		E := Job{ID: "E", Account: "a", Queue: "q", TimeLimit: time.Hour,
+			Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: placement.NodesOf(2, 8), Min: 1}}}}
+		require.NoError(t, e.Submit(E, epoch.Add(time.Minute)))
+		p := startAll(t, e, epoch.Add(time.Minute))
+		if len(p.Reservations) != 1 || p.Reservations[0].Job != "E" || !p.Reservations[0].Start.Equal(epoch.Add(time.Hour)) {
+			t.Fatalf("want E reserved at 1h:\n%s", p.Describe(e.c, epoch))
+		}
+		require.NoError(t, e.Finished("Y", epoch.Add(time.Hour)))
+		p = startAll(t, e, epoch.Add(time.Hour))
+		if len(p.Starts) != 1 || p.Starts[0].Job != "E" || p.Starts[0].Allocation.GPUs() != 8 {
+			t.Fatalf("want E started on one pod:\n%s", p.Describe(e.c, epoch))
+		}
+	})
+	t.Run("refused a reservation, it keeps the slot", func(t *testing.T) {
+		// Depth 2. R2 (q) is reserved at 30m and takes q's 16 GPUs then;
+		// R (q), ranked next, would be reserved at 1h, while R2 still
+		// runs: refused for quota, it keeps its slot, and L (queue p, no
+		// limits), ranked after it, gets no reservation in this cycle.
+		e := quotaEngine2(t, 8, 16, QueueSpec{Name: "p", Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited})
+		e.cfg.ReservationDepth = 2
+		require.NoError(t, e.Submit(job("B", "o", 6, time.Hour), epoch))
+		require.NoError(t, e.Submit(job("C", "o", 2, 30*time.Minute), epoch))
+		startAll(t, e, epoch)
+		require.NoError(t, e.Submit(job("R2", "q", 2, time.Hour), epoch.Add(time.Minute)))
+		require.NoError(t, e.Submit(job("R", "q", 2, time.Hour), epoch.Add(2*time.Minute)))
+		require.NoError(t, e.Submit(job("L", "p", 1, time.Hour), epoch.Add(3*time.Minute)))
+		p := startAll(t, e, epoch.Add(3*time.Minute))
+		if len(p.Reservations) != 1 || p.Reservations[0].Job != "R2" || !p.Reservations[0].Start.Equal(epoch.Add(30*time.Minute)) {
+			t.Fatalf("want R2 alone reserved, at 30m:\n%s", p.Describe(e.c, epoch))
+		}
+		w := waitingOf(p, "R")
+		if w == nil || w.Code != WaitQuota || !strings.Contains(w.Detail, "at its planned start, counting the 16 GPUs reserved for job R2") {
+			t.Fatalf("R's reason: %+v", w)
+		}
+	})
+	t.Run("moved earlier to now, checked", func(t *testing.T) {
+		// O runs past its limit, so the profile offers R a start at once
+		// when B ends; X (q) started in front of R, ending before R's
+		// planned start, and q has no room for both: R keeps its start.
+		e := quotaEngine2(t, 10, 32)
+		require.NoError(t, e.Submit(job("B", "o", 7, time.Hour), epoch))
+		require.NoError(t, e.Submit(job("O", "o", 2, 5*time.Minute), epoch))
+		startAll(t, e, epoch)
+		require.NoError(t, e.Submit(job("R", "q", 4, time.Hour), epoch.Add(time.Minute)))
+		require.NoError(t, e.Submit(job("X", "q", 1, 30*time.Minute), epoch.Add(2*time.Minute)))
+		p := startAll(t, e, epoch.Add(2*time.Minute))
+		if len(p.Reservations) != 1 || p.Reservations[0].Job != "R" || len(p.Starts) != 1 || p.Starts[0].Job != "X" {
+			t.Fatalf("want R reserved and X started:\n%s", p.Describe(e.c, epoch))
+		}
+		from := p.Reservations[0].Start
+		require.NoError(t, e.Finished("B", epoch.Add(10*time.Minute)))
+		p = startAll(t, e, epoch.Add(10*time.Minute))
+		if len(p.Moves) != 0 || len(p.Reservations) != 1 || !p.Reservations[0].Start.Equal(from) {
+			t.Fatalf("want R kept at %v:\n%s", from.Sub(epoch), p.Describe(e.c, epoch))
+		}
+	})
 }
 
 // TestHoldTakenOverStartsAtOnce: an eligible gang ranked above a holder

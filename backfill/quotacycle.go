@@ -115,9 +115,13 @@ func (c *cycle) quotaSpec(j *jobRec, spec *gang.Spec) *gang.Spec {
 	}
 	mayBorrow := e.mayBorrow(j)
 	q, g := j.queue, j.gpus
+	// Reservations' room (promiseFits) only for a gang it could cut: any
+	// other start is checked on the GPUs placed (tryStart), and a check
+	// here would cost every tested job a pass over the reservations.
+	elastic := j.job.Gang.MinGPUs(e.c) < g
 	takes := func(g int) bool {
 		return s.check(q, g, mayBorrow, true).code == quotaFits && (s.entitled(q, g) || !s.overShareAt(q, g)) &&
-			e.promiseFits(j, g, c.now)
+			(!elastic || e.promiseFits(j, g, c.now))
 	}
 	if takes(g) {
 		return spec
@@ -447,7 +451,9 @@ func (s *quotaState) overShare(q, g int) (int, int) {
 // why, or that it reclaims): its queue's quota has no room for it and it
 // cannot reclaim, or it would take its queue beyond its weighted share
 // of what is above the guarantees while another queue waits below its
-// own. A job that waits for quota gives up its reservation and its hold.
+// own. A job that waits for quota gives up its reservation and its hold,
+// except a reserved job whose planned start is ahead: it needs the room
+// then, keeps its reservation and does not start early.
 //
 // An elastic gang (gang.Member.Min) that its queue's quota or weighted
 // share does not take at full size is gated at its minimum; it then

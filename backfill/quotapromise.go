@@ -15,7 +15,8 @@ import (
 // start now (or grow), while others hold reservations, is checked against
 // its queue's quota with the GPUs of every other reservation whose window
 // overlaps its own (from its start to its time limit's end; without a
-// limit, or growing, to the end of time) counted as in use: it starts
+// limit, to the end of time; a running job growing, to its limit's end)
+// counted as in use: it starts
 // only if they would all fit together. A job that stays within its
 // queue's guarantee counts only its own queue's reservations: what a
 // queue is guaranteed is its own, and a reservation of another queue that
@@ -27,7 +28,13 @@ import (
 // A reservation made, moved earlier, or turned from a hold is checked the
 // same way at its planned start t, on the counts of t: the GPUs of the
 // running jobs whose time limit ends by t are taken out, the overlapping
-// reservations of others counted in. A reserved job that
+// reservations of others counted in; an elastic gang at its minimum (it
+// starts cut to what its quota takes). A job refused a reservation so
+// waits for quota without a planned start (no later start is searched)
+// and keeps, for the cycle, the slot it would have taken, so that no job
+// ranked below reserves the room it needs; a reservation refused an
+// earlier start keeps its start (or moves as late as it must, as when no
+// earlier start is found). A reserved job that
 // could start before its planned start is checked as a job starting now;
 // at its planned start it is checked on the counts alone (its promise).
 // A reserved job whose quota has no room now but whose planned start is
@@ -129,14 +136,11 @@ func (e *Engine) uncount() {
 // reservations' business; what is checked is the queues' limits.
 // When they leave no room, it returns the check's outcome, the
 // reservation it blames (the earliest under the queue where the check
-// binds; nil when none was counted) and, with explain, the reason;
-// otherwise ok.
+// binds, else the first counted; nil when none was counted) and, with
+// explain, the reason; otherwise ok.
 func (e *Engine) promiseCheck(j *jobRec, g int, explain bool, from time.Time) (qc quotaCheck, by *reservation, why string, ok bool) {
 	s := e.quota
 	if !e.countAt(j, g, from) {
-		if !from.After(e.last) {
-			return quotaCheck{}, nil, "", true // the counts of now: the caller checked them
-		}
 		qc = s.check(j.queue, g, e.mayBorrow(j), false)
 		if qc.code == quotaFits {
 			return qc, nil, "", true
@@ -172,15 +176,21 @@ func (e *Engine) promiseCheck(j *jobRec, g int, explain bool, from time.Time) (q
 }
 
 // promiseFits reports whether the quota takes g more GPUs of job j,
-// starting at from, on the counts countAt sets (true without quotas). For
-// a start now it assumes the quota takes j on the counts of now (the
-// caller checks that).
+// starting at from, on the counts countAt sets (true without quotas).
 func (e *Engine) promiseFits(j *jobRec, g int, from time.Time) bool {
 	if e.quota == nil {
 		return true
 	}
 	_, _, _, ok := e.promiseCheck(j, g, false, from)
 	return ok
+}
+
+// plannedGPUs returns the GPUs job j's quota is checked for at a planned
+// start on e.alloc: the placement's, or an elastic gang's minimum when
+// smaller (it starts cut to what its quota takes then, as the gate let it
+// by at its minimum).
+func (e *Engine) plannedGPUs(j *jobRec) int {
+	return min(e.alloc.GPUs(), j.job.Gang.MinGPUs(e.c))
 }
 
 // promiseWait fills w for job j, which its queue's quota takes now but

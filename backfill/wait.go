@@ -105,11 +105,16 @@ func (c *cycle) reserveOrPreempt(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 			e.plannedAlloc.CopyTo(&e.alloc)
 		}
 	}
-	if found && canReserve && !e.promiseFits(j, e.alloc.GPUs(), t) {
-		// Its queue's quota has room for it now, not at its planned
-		// start beside the reservations planned to run while it would.
-		qc, _, why, _ := e.promiseCheck(j, e.alloc.GPUs(), true, t)
+	if found && canReserve && !e.promiseFits(j, e.plannedGPUs(j), t) {
+		// Its queue's quota has room for it now (the gate), not at its
+		// planned start beside the reservations planned to run while it
+		// would: it waits for quota, and keeps the slot it would have
+		// taken (no job ranked below takes it, in this cycle, to reserve
+		// the room this one needs).
+		qc, _, why, _ := e.promiseCheck(j, e.plannedGPUs(j), true, t)
 		c.promiseWait(j, qc, why, w)
+		c.quotaRefused++
+		c.heldAbove = true
 		return true
 	}
 	if found && canReserve {
@@ -146,7 +151,7 @@ func (c *cycle) settleMove(j *jobRec) {
 func (c *cycle) mayReserve() bool {
 	cfg := &c.e.cfg
 	d := cfg.ReservationDepth
-	return !cfg.Strict && d != 0 && (d == Conservative || len(c.e.book.resv) < d && !c.resvClosed)
+	return !cfg.Strict && d != 0 && (d == Conservative || len(c.e.book.resv)+c.quotaRefused < d && !c.resvClosed)
 }
 
 // mayReserveFor reports whether job j may take a new reservation: a slot
@@ -316,12 +321,13 @@ func (c *cycle) upkeep(r *reservation) {
 		}
 		r.checked, r.patient = e.book.freed, patient
 	}
-	if found && t.Before(r.start) && !e.promiseFits(j, e.alloc.GPUs(), t) {
+	if found && t.Before(r.start) && !e.promiseFits(j, e.plannedGPUs(j), t) {
 		// Earlier, its queue's quota would have no room for it beside
 		// the reservations of others it would run with (promiseCheck):
-		// it stays, or moves only as late as it must.
-		// The next cycle searches again (an earlier start exists; the
-		// quota may have room for it then).
+		// as when no earlier start is found, it keeps its start, moves
+		// to the time it can keep its GPUs, or is dropped. The next
+		// cycle searches again (an earlier start exists; the quota may
+		// have room for it then).
 		found = false
 		r.checked = math.MaxUint64
 	}
