@@ -17,11 +17,13 @@ import (
 // overlaps its own (from its start to its time limit's end; without a
 // limit, to the end of time; a running job growing, to its limit's end)
 // counted as in use: it starts
-// only if they would all fit together. A job that stays within its
-// queue's guarantee counts only its own queue's reservations: what a
-// queue is guaranteed is its own, and a reservation of another queue that
-// would borrow it is not kept from it (as reclaim would not keep a
-// running borrower). The counts in use are those of now,
+// only if they would all fit together. Of other queues' reservations it
+// counts only those that would borrow, and only when it would borrow too:
+// what a queue is guaranteed is its own (a reservation of another queue
+// that would borrow it is not kept from it), and a reservation its own
+// queue's guarantee covers gets its room back at its start by reclaim, as
+// a running job's guarantee does, instead of holding borrowers back until
+// then. The counts in use are those of now,
 // which is conservative: a job that ends before a reservation starts still
 // counts against it.
 //
@@ -60,12 +62,13 @@ import (
 // GPUs, must fit into (see above), and reports whether it changed them
 // (uncount undoes it): for from after now (the engine's time), the
 // running jobs whose limit ends by from taken out; the reservations of
-// others whose window overlaps j's counted in: of j's own queue only when
-// j stays within its queue's guarantee (what a queue is guaranteed is its
-// own: reservations of other queues that would borrow it are not kept
-// from it, as reclaim would not keep it from them). j's own reservation
-// is never counted; a job starting at its own reservation's planned start
-// or later counts none.
+// others whose window overlaps j's counted in: those of j's own queue,
+// and those of other queues when j would borrow and they would too (a
+// reservation its queue's guarantee covers gets its room back by reclaim
+// at its start, as a running job's guarantee does; a job within its own
+// queue's guarantee is not held back for another queue's borrowing). j's
+// own reservation is never counted; a job starting at its own
+// reservation's planned start or later counts none.
 func (e *Engine) countAt(j *jobRec, g int, from time.Time) bool {
 	s := e.quota
 	if s == nil || len(e.book.resv) == 0 && !from.After(e.last) {
@@ -85,7 +88,7 @@ func (e *Engine) countAt(j *jobRec, g int, from time.Time) bool {
 		own := s.entitled(j.queue, g)
 		for _, r := range e.book.resv {
 			if r.job != j && r.job.counted == 0 && r.start.Before(end) && (r.end.IsZero() || r.end.After(from)) &&
-				(!own || r.job.queue == j.queue) {
+				(r.job.queue == j.queue || !own && !s.entitled(r.job.queue, r.alloc.GPUs())) {
 				rs = append(rs, r)
 			}
 		}
