@@ -313,23 +313,27 @@
 // overlaps its run (from its start to its limit's end; without a limit, to
 // the end of time) counted as in use, and waits for quota when they would
 // not all fit ("counting the 16 GPUs reserved for job R, which plans to run
-// while this job would: queue q: 16 of 16 GPUs, maximum reached"); a job
-// within its queue's guarantee counts only its own queue's reservations
-// (a guarantee is not kept from its queue for another queue's borrowing,
-// as reclaim would not keep it). The counts in use are those of now: a job that will have ended by a
-// reservation's start still counts against it. A reservation made, moved
-// earlier or turned from a hold is checked at its planned start on the
-// counts of then (jobs whose limit ends by it taken out, the overlapping
-// reservations of others counted in; an elastic gang at its minimum); a
-// job refused a reservation so waits for quota without one, keeping for
-// the cycle the slot it would have taken; a reserved job whose quota has
-// no room now but whose planned start is ahead keeps its reservation and
-// does not start early. A reservation can still be given up for quota
-// (Move with CauseQuota) when a job runs past its limit, when a weighted
-// share or a lending limit moves with other queues' use, when a queue uses
-// the guarantee it would have borrowed, when the cluster's pool (what the
-// top queues lend one another, not promised) has no room, or when a
-// reclaim or preemption takes the room.
+// while this job would: queue q: 16 of 16 GPUs, maximum reached"). Other
+// queues' reservations count only when the job would borrow: a job within
+// its queue's guarantee is not held back for another queue's reservations
+// (what a queue is guaranteed is its own). The counts in use are those of
+// now:
+// a job that will have ended by a reservation's start still counts
+// against it. A reservation made, moved earlier or turned from a hold is
+// checked at its planned start on the counts of then (jobs whose limit
+// ends by it taken out, the overlapping reservations of others counted
+// in; an elastic gang at its minimum); a job refused a reservation so
+// waits for quota without one, keeping for the cycle the slot it would
+// have taken. A reserved job whose queue's limits have no room for it now
+// but will at its planned start keeps its reservation and does not start
+// early; over its weighted share it waits for quota and gives its
+// reservation up, as any job over its share waits. A reservation can
+// still be given up for quota (Move with CauseQuota) when a job runs past
+// its limit, for a weighted share (shares move with every queue's
+// demand), when a lending limit moves with other queues' use, when a
+// queue uses the guarantee it would have borrowed, when the cluster's pool
+// (what the top queues lend one another, not promised) has no room, or
+// when a reclaim or preemption takes the room.
 //
 // The walk of a cycle tests first, in priority order, the jobs their
 // queues' guarantees cover (going down the queue, a queue's use plus its

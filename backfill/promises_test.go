@@ -12,6 +12,7 @@ import (
 
 	"github.com/phalanx-sched/phalanx/fairshare"
 	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -351,6 +352,47 @@ func TestQuotaPromiseCases(t *testing.T) {
 			t.Fatalf("want R kept at %v:\n%s", from.Sub(epoch), p.Describe(e.c, epoch))
 		}
 	})
+}
+
+// TestQuotaPromiseGuarantees: a job within its queue's guarantee is not
+// held back for another queue's reservation. On 16 nodes, under parent P
+// (guaranteed 64 GPUs, at most 80), S and T are guaranteed 32 each; o,
+// outside P, is guaranteed 64. O (o, 8 nodes, within o's guarantee) runs
+// for an hour and B (T, 4 nodes) runs, so 4 nodes are free. R (T, 5
+// nodes) is reserved for O's end, borrowing S's unused guarantee; then J
+// (S, 2 nodes), within S's guarantee, starts, although P's maximum leaves
+// no room for R, B and J together.
+func TestQuotaPromiseGuarantees(t *testing.T) {
+	open := QueueSpec{Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited}
+	job := func(id, queue string, nodes int, limit time.Duration) Job {
+		return Job{ID: id, Account: "a", Queue: queue, TimeLimit: limit, Preemption: preempt.Requeue, Gang: member(placement.NodesOf(nodes, 8))}
+	}
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 1, NodesPerLeaf: 16, GPUsPerNode: 8})
+	require.NoError(t, err)
+	cfg := DefaultConfig()
+	cfg.Hold.Enabled = false
+	p, s, tq, o := open, open, open, open
+	p.Name, p.Guarantee, p.Maximum = "P", 64, 80
+	s.Name, s.Parent, s.Guarantee = "S", "P", 32
+	tq.Name, tq.Parent, tq.Guarantee = "T", "P", 32
+	o.Name, o.Guarantee = "o", 64
+	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{p, s, tq, o}}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+	require.NoError(t, err)
+	e.checkEach = true
+	require.NoError(t, e.Submit(job("O", "o", 8, time.Hour), epoch))
+	require.NoError(t, e.Submit(job("B", "T", 4, 0), epoch))
+	startAll(t, e, epoch)
+	require.NoError(t, e.Submit(job("R", "T", 5, time.Hour), epoch.Add(time.Minute)))
+	pl := startAll(t, e, epoch.Add(time.Minute))
+	if len(pl.Reservations) != 1 || pl.Reservations[0].Job != "R" {
+		t.Fatalf("want R reserved:\n%s", pl.Describe(e.c, epoch))
+	}
+	require.NoError(t, e.Submit(job("J", "S", 2, 0), epoch.Add(2*time.Minute)))
+	pl = startAll(t, e, epoch.Add(2*time.Minute))
+	if len(pl.Starts) != 1 || pl.Starts[0].Job != "J" {
+		t.Fatalf("want J started:\n%s", pl.Describe(e.c, epoch))
+	}
 }
 
 // TestHoldTakenOverStartsAtOnce: an eligible gang ranked above a holder

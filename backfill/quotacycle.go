@@ -452,8 +452,9 @@ func (s *quotaState) overShare(q, g int) (int, int) {
 // cannot reclaim, or it would take its queue beyond its weighted share
 // of what is above the guarantees while another queue waits below its
 // own. A job that waits for quota gives up its reservation and its hold,
-// except a reserved job whose planned start is ahead: it needs the room
-// then, keeps its reservation and does not start early.
+// except a reserved job whose planned start is ahead, when its queue's
+// limits have room for it then: it keeps its reservation and does not
+// start early.
 //
 // An elastic gang (gang.Member.Min) that its queue's quota or weighted
 // share does not take at full size is gated at its minimum; it then
@@ -473,13 +474,15 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 			g, qc = min, m
 		}
 	}
-	if r := j.resv; r != nil && r.start.After(c.now) && (qc.code != quotaFits || !entitled && s.overShareAt(q, g)) {
-		// Not due: it needs the room at its planned start, when the jobs
-		// started in front of it that end before it will have ended
-		// (promiseCheck kept it); it does not start early, and keeps its
-		// reservation. Its queue's guarantee is reclaimed for it at once,
-		// as for any job it covers.
-		if spec, _ := c.specFor(j); qc.code != quotaFits && entitled && c.reclaim(j, spec, w) {
+	if r := j.resv; r != nil && r.start.After(c.now) && qc.code != quotaFits && c.e.promiseFits(j, g, r.start) {
+		// Not due, and its queue's limits have room for it at its planned
+		// start, once the jobs started in front of it that end before it
+		// have ended (promiseCheck kept that room): it does not start
+		// early, and keeps its reservation. Its queue's guarantee is
+		// reclaimed for it at once, as for any job it covers. (Over its
+		// weighted share, it waits for quota as any job does: a share
+		// moves with every queue's demand.)
+		if spec, _ := c.specFor(j); entitled && c.reclaim(j, spec, w) {
 			return true
 		}
 		*w = Waiting{Job: j.job.ID, Code: WaitReserved, Until: r.start}

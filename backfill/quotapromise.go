@@ -17,13 +17,10 @@ import (
 // overlaps its own (from its start to its time limit's end; without a
 // limit, to the end of time; a running job growing, to its limit's end)
 // counted as in use: it starts
-// only if they would all fit together. Of other queues' reservations it
-// counts only those that would borrow, and only when it would borrow too:
-// what a queue is guaranteed is its own (a reservation of another queue
-// that would borrow it is not kept from it), and a reservation its own
-// queue's guarantee covers gets its room back at its start by reclaim, as
-// a running job's guarantee does, instead of holding borrowers back until
-// then. The counts in use are those of now,
+// only if they would all fit together. Other queues' reservations count
+// only when it would borrow: what a queue is guaranteed is its own, and a
+// reservation of another queue that would borrow it is not kept from it.
+// The counts in use are those of now,
 // which is conservative: a job that ends before a reservation starts still
 // counts against it.
 //
@@ -36,12 +33,14 @@ import (
 // and keeps, for the cycle, the slot it would have taken, so that no job
 // ranked below reserves the room it needs; a reservation refused an
 // earlier start keeps its start (or moves as late as it must, as when no
-// earlier start is found). A reserved job that
-// could start before its planned start is checked as a job starting now;
-// at its planned start it is checked on the counts alone (its promise).
-// A reserved job whose quota has no room now but whose planned start is
-// still ahead keeps its reservation (it does not start early): the room
-// it needs is at its start.
+// earlier start is found). A reserved job that could start before its
+// planned start is checked as a job starting now; at its planned start
+// it is checked on the counts alone (its promise). A reserved job whose
+// queue's limits have no room for it now but will at its planned start
+// (checked as above) keeps its reservation and does not start early; one
+// over its weighted share waits for quota and gives it up, as any job
+// over its share waits (keeping it would hold GPUs for a job the shares
+// may keep waiting at its start).
 //
 // What can still drop a reservation for quota: a job that runs past its
 // time limit (the limit said it would be gone), the weighted shares (a
@@ -63,12 +62,11 @@ import (
 // (uncount undoes it): for from after now (the engine's time), the
 // running jobs whose limit ends by from taken out; the reservations of
 // others whose window overlaps j's counted in: those of j's own queue,
-// and those of other queues when j would borrow and they would too (a
-// reservation its queue's guarantee covers gets its room back by reclaim
-// at its start, as a running job's guarantee does; a job within its own
-// queue's guarantee is not held back for another queue's borrowing). j's
-// own reservation is never counted; a job starting at its own
-// reservation's planned start or later counts none.
+// and those of other queues when j would borrow (a job within its own
+// queue's guarantee is not held back for another queue's reservations:
+// what a queue is guaranteed is its own). j's own reservation is never
+// counted; a job starting at its own reservation's planned start or
+// later counts none.
 func (e *Engine) countAt(j *jobRec, g int, from time.Time) bool {
 	s := e.quota
 	if s == nil || len(e.book.resv) == 0 && !from.After(e.last) {
@@ -88,7 +86,7 @@ func (e *Engine) countAt(j *jobRec, g int, from time.Time) bool {
 		own := s.entitled(j.queue, g)
 		for _, r := range e.book.resv {
 			if r.job != j && r.job.counted == 0 && r.start.Before(end) && (r.end.IsZero() || r.end.After(from)) &&
-				(r.job.queue == j.queue || !own && !s.entitled(r.job.queue, r.alloc.GPUs())) {
+				(r.job.queue == j.queue || !own) {
 				rs = append(rs, r)
 			}
 		}
