@@ -59,17 +59,17 @@ import (
 
 // countAt sets the quota counts to what job j, starting at from with g
 // GPUs, must fit into (see above), and reports whether it changed them
-// (uncount undoes it): for from after now (the engine's time), the
-// running jobs whose limit ends by from taken out; the reservations of
+// (uncount undoes it): with ended and from after now (the engine's time),
+// the running jobs whose limit ends by from taken out; the reservations of
 // others whose window overlaps j's counted in: those of j's own queue,
 // and those of other queues when j would borrow (a job within its own
 // queue's guarantee is not held back for another queue's reservations:
 // what a queue is guaranteed is its own). j's own reservation is never
 // counted; a job starting at its own reservation's planned start or
 // later counts none.
-func (e *Engine) countAt(j *jobRec, g int, from time.Time) bool {
+func (e *Engine) countAt(j *jobRec, g int, from time.Time, ended bool) bool {
 	s := e.quota
-	if s == nil || len(e.book.resv) == 0 && !from.After(e.last) {
+	if s == nil || len(e.book.resv) == 0 && !ended {
 		return false
 	}
 	end := MaxTime
@@ -92,7 +92,7 @@ func (e *Engine) countAt(j *jobRec, g int, from time.Time) bool {
 		}
 	}
 	gone := e.endedBy[:0]
-	if from.After(e.last) {
+	if ended && from.After(e.last) {
 		for _, o := range e.jobs.running {
 			if o.counted > 0 && !o.end.IsZero() && !o.end.After(from) {
 				gone = append(gone, o)
@@ -141,18 +141,24 @@ func (e *Engine) uncount() {
 // explain, the reason; otherwise ok.
 func (e *Engine) promiseCheck(j *jobRec, g int, explain bool, from time.Time) (qc quotaCheck, by *reservation, why string, ok bool) {
 	s := e.quota
-	if !e.countAt(j, g, from) {
+	// The counts of now first; for a later start, the running jobs that
+	// end by then are taken out (a pass over them) only when those leave
+	// no room.
+	counted, ended := false, false
+	for {
+		counted = e.countAt(j, g, from, ended)
 		qc = s.check(j.queue, g, e.mayBorrow(j), false)
-		if qc.code == quotaFits {
-			return qc, nil, "", true
+		if qc.code == quotaFits || ended || !from.After(e.last) {
+			break
 		}
-		if explain {
-			why = s.explain(j.queue, qc)
+		if counted {
+			e.uncount()
 		}
-		return qc, nil, why, false
+		ended = true
 	}
-	defer e.uncount()
-	qc = s.check(j.queue, g, e.mayBorrow(j), false)
+	if counted {
+		defer e.uncount()
+	}
 	if qc.code == quotaFits {
 		return qc, nil, "", true
 	}
