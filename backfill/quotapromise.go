@@ -143,7 +143,10 @@ func (e *Engine) promiseCheck(j *jobRec, g int, explain bool, from time.Time) (q
 	s := e.quota
 	// The counts of now first; for a later start, the running jobs that
 	// end by then are taken out (a pass over them) only when those leave
-	// no room.
+	// no room: taking use out never takes room from a queue's limits
+	// (lift is monotone in use). It can from the cluster's pool, whose
+	// check is skipped while the GPUs counted exceed the cluster; the
+	// pool is not promised (see above).
 	counted, ended := false, false
 	for {
 		counted = e.countAt(j, g, from, ended)
