@@ -264,34 +264,30 @@ func flowValue(r *rand.Rand, b *strings.Builder, d int, scalars []string) {
 			b.WriteString("\n" + strings.Repeat(" ", 1+r.IntN(3)))
 		}
 	}
-	switch k := r.IntN(4); {
-	case d > 0 && k < 2 || d > 3:
+	k := r.IntN(4)
+	if d > 0 && k < 2 || d > 3 {
 		b.WriteString(scalars[r.IntN(len(scalars))])
-	case k%2 == 0:
-		b.WriteString("[")
-		for n := r.IntN(4); n > 0; n-- {
-			brk()
-			flowValue(r, b, d+1, scalars)
-			if n > 1 {
-				b.WriteString(",")
-			}
-		}
+		return
+	}
+	mapping := k%2 == 1
+	open, closing := "[", "]"
+	if mapping {
+		open, closing = "{", "}"
+	}
+	b.WriteString(open)
+	for n := r.IntN(4); n > 0; n-- {
 		brk()
-		b.WriteString("]")
-	default:
-		b.WriteString("{")
-		for n := r.IntN(4); n > 0; n-- {
-			brk()
+		if mapping {
 			fmt.Fprintf(b, "k%d%d: ", d, n)
 			brk()
-			flowValue(r, b, d+1, scalars)
-			if n > 1 {
-				b.WriteString(",")
-			}
 		}
-		brk()
-		b.WriteString("}")
+		flowValue(r, b, d+1, scalars)
+		if n > 1 {
+			b.WriteString(",")
+		}
 	}
+	brk()
+	b.WriteString(closing)
 }
 
 // TestLongFlowList: a flow list of many lines is read once, not again
