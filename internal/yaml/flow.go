@@ -63,7 +63,8 @@ type flowScan struct {
 	skip   bool
 	closed bool
 	// colon: the last byte of a plain scalar was ':' (": " ends it, as
-	// do ':' before ',', ']', '}' and the end of the text).
+	// do ':' before ',', ']', '}' and the end of the text; not ':' before
+	// a tab, as in the parser).
 	colon bool
 }
 
@@ -105,7 +106,7 @@ func (sc *flowScan) feed(s string) {
 			}
 			continue
 		case scanPlain:
-			if sc.colon && (c == ' ' || c == '\t') {
+			if sc.colon && c == ' ' {
 				sc.mode, sc.colon = scanValue, false // "key: value"
 				continue
 			}
@@ -122,6 +123,11 @@ func (sc *flowScan) feed(s string) {
 				continue
 			case '\'':
 				sc.mode = scanSingle
+				continue
+			case ':':
+				// A plain scalar starts here (": " ends it at once,
+				// an empty key).
+				sc.mode, sc.colon = scanPlain, true
 				continue
 			}
 		}

@@ -210,16 +210,32 @@ func sameAsEveryLine(t *testing.T, text string, n *Node, err error) {
 
 // TestFlowScanOracle: over 20,000 random flow collections spread over
 // lines, with quoted scalars (escapes, doubled quotes, brackets, commas
-// and colons inside), quotes inside plain scalars, empty collections,
-// mappings, bad items and a stray line after some, Parse (which parses a collection once its
+// and colons inside), quotes inside plain scalars, tabs, comments, '?',
+// lone quotes and backslashes, empty collections, mappings, bad items and
+// a stray line after some, Parse (which parses a collection once its
 // brackets close, as flowScan reads them) gives what a parse after every
 // line gives: the same tree, or an error on the same line.
 func TestFlowScanOracle(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	pieces := []string{"[", "]", "{", "}", ",", ", ", ": ", ":", " ", "a", "b c", "it's", "x\"y", "'q'", "'it''s ]'",
-		"'[,'", "\"a\\\"]\"", "\"{\"", "\"a, b\"", "''", "\"\"", "k: v", "n:1", "# c", "~"}
+		"'[,'", "\"a\\\"]\"", "\"{\"", "\"a, b\"", "''", "\"\"", "k: v", "n:1", "# c", "~",
+		"\t", ":\t", " #", "?", "? ", "\\", "\"", "'", "!", "&a", "-", ":'x"}
 	ok := 0
-	for i := range 20000 {
+	// Found by a review where the scan and the parser disagreed (a tab
+	// after ':' does not end a plain scalar; ':' starting a value starts
+	// a plain scalar): Parse read past the collection and dropped a line.
+	for _, text := range []string{
+		"k: [a:\t\"x] # note \"\n  extra: 1\nb: 1\n",
+		"k: [a:\t\"x]\n  y\"]\nb: 1\n",
+		"k: {a:\t'x}'}\n  z\nb: 1\n",
+		"k: [:'x] # '\n  extra: 1\nb: 1\n",
+		"k: [:'x]\n  extra: 1\nb: 1\n",
+	} {
+		n, err := Parse(text)
+		sameAsEveryLine(t, text, n, err)
+	}
+	const cases = 20000
+	for i := range cases {
 		var b strings.Builder
 		b.WriteString("a: ")
 		if i%2 == 0 {
@@ -252,7 +268,7 @@ func TestFlowScanOracle(t *testing.T) {
 	if ok < 5000 {
 		t.Fatalf("too few collections parsed (%d): the oracle compares errors mostly", ok)
 	}
-	t.Logf("%d of 20000 parsed", ok)
+	t.Logf("%d of %d parsed", ok, cases)
 }
 
 // flowValue writes a random well-formed flow value at nesting depth d:
@@ -298,7 +314,21 @@ func TestLongFlowList(t *testing.T) {
 		t.Run("quote="+quote, func(t *testing.T) {
 			var b strings.Builder
 			b.WriteString("a: [\n")
-			for i := range 20000 {
+			// Found by a review where the scan and the parser disagreed (a tab
+			// after ':' does not end a plain scalar; ':' starting a value starts
+			// a plain scalar): Parse read past the collection and dropped a line.
+			for _, text := range []string{
+				"k: [a:\t\"x] # note \"\n  extra: 1\nb: 1\n",
+				"k: [a:\t\"x]\n  y\"]\nb: 1\n",
+				"k: {a:\t'x}'}\n  z\nb: 1\n",
+				"k: [:'x] # '\n  extra: 1\nb: 1\n",
+				"k: [:'x]\n  extra: 1\nb: 1\n",
+			} {
+				n, err := Parse(text)
+				sameAsEveryLine(t, text, n, err)
+			}
+			const cases = 20000
+			for i := range cases {
 				fmt.Fprintf(&b, "  %snode%06d%s,\n", quote, i, quote)
 			}
 			b.WriteString("  z]\n")
