@@ -317,8 +317,7 @@
 // queues' reservations count only when the job would borrow: a job within
 // its queue's guarantee is not held back for another queue's reservations
 // (what a queue is guaranteed is its own). The counts in use are those of
-// now:
-// a job that will have ended by a reservation's start still counts
+// now: a job that will have ended by a reservation's start still counts
 // against it. A reservation made, moved earlier or turned from a hold is
 // checked at its planned start on the counts of then (jobs whose limit
 // ends by it taken out, the overlapping reservations of others counted
@@ -326,10 +325,13 @@
 // waits for quota without one, keeping for the cycle the slot it would
 // have taken. A reserved job whose queue's limits have no room for it now
 // but will at its planned start keeps its reservation and does not start
-// early; over its weighted share it waits for quota and gives its
-// reservation up, as any job over its share waits. A reservation can
+// early, whatever its weighted share now (read when it is due); one
+// within its limits now but over its weighted share waits for quota and
+// gives its reservation up, as any job over its share waits. A held job
+// refused a reservation holds on and keeps the slot. A reservation can
 // still be given up for quota (Move with CauseQuota) when a job runs past
-// its limit, for a weighted share (shares move with every queue's
+// its limit, when a late start pushes a reservation later (the move is
+// not checked again), for a weighted share (shares move with every queue's
 // demand), when a lending limit moves with other queues' use, when a
 // queue uses the guarantee it would have borrowed, when the cluster's pool
 // (what the top queues lend one another, not promised) has no room, or

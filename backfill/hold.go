@@ -146,8 +146,16 @@ func (c *cycle) keepHold(h *hold, spec *gang.Spec, w *Waiting) bool {
 	e := c.e
 	if c.mayReserveFor(h.job) {
 		// (Not while the reservations planned beside it leave its
-		// queue's quota no room for it: promiseCheck.)
-		if t, ok := e.search(c.now, query{j: h.job, spec: spec}); ok && e.promiseFits(h.job, e.plannedGPUs(h.job), t) {
+		// queue's quota no room for it then, promiseCheck: it holds on,
+		// and keeps for the cycle the slot it would have taken, as a
+		// job refused a reservation does.)
+		t, ok := e.search(c.now, query{j: h.job, spec: spec})
+		if ok && !e.promiseFits(h.job, e.plannedGPUs(h.job), t) {
+			ok = false
+			c.quotaRefused++
+			c.heldAbove = true
+		}
+		if ok {
 			c.plan.HoldEnds = append(c.plan.HoldEnds, HoldEnd{Job: h.job.job.ID, Cause: HoldPlanned, Held: h.held})
 			c.releaseHold(h)
 			c.reserveAt(h.job, t, w)

@@ -331,6 +331,111 @@ func TestQuotaPromiseCases(t *testing.T) {
 			t.Fatalf("R's reason: %+v", w)
 		}
 	})
+	t.Run("elastic gang kept at its minimum", func(t *testing.T) {
+		// E (q, 2 pods, minimum 1; q at most 8 GPUs) is reserved at 1h
+		// at its minimum; X (q, 4 GPUs) ends before that and starts in
+		// front: q has no room for E now, and will at its start.
+		e := quotaEngine2(t, 3, 8)
+		jb := func(id, queue string, nodes, gpn int, limit time.Duration) Job {
+			return Job{ID: id, Account: "a", Queue: queue, TimeLimit: limit, Gang: member(placement.NodesOf(nodes, gpn))}
+		}
+		require.NoError(t, e.Submit(jb("Y", "o", 2, 8, time.Hour), epoch))
+		require.NoError(t, e.Submit(jb("W", "o", 1, 4, time.Hour), epoch))
+		startAll(t, e, epoch)
+		E := Job{ID: "E", Account: "a", Queue: "q", TimeLimit: time.Hour,
+			Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: placement.NodesOf(2, 8), Min: 1}}}}
+		require.NoError(t, e.Submit(E, epoch.Add(time.Minute)))
+		require.NoError(t, e.Submit(jb("X", "q", 1, 4, 30*time.Minute), epoch.Add(time.Minute)))
+		p := startAll(t, e, epoch.Add(time.Minute))
+		if len(p.Reservations) != 1 || p.Reservations[0].Job != "E" || len(p.Starts) != 1 || p.Starts[0].Job != "X" {
+			t.Fatalf("want E reserved and X started:\n%s", p.Describe(e.c, epoch))
+		}
+		p = startAll(t, e, epoch.Add(2*time.Minute))
+		if len(p.Moves) != 0 || len(p.Reservations) != 1 || p.Reservations[0].Job != "E" {
+			t.Fatalf("want E's reservation kept:\n%s", p.Describe(e.c, epoch))
+		}
+	})
+	t.Run("within its guarantee at its start", func(t *testing.T) {
+		// Under P (guaranteed 32, at most 40), A and B are guaranteed 16
+		// each. A1 (A, 1 node) ends at 30m; RB (B, 4 nodes) is reserved
+		// at 1h. J (A, 2 nodes) can start at 30m, when A1 has ended and
+		// J is within A's guarantee: RB is not counted against it.
+		open := QueueSpec{Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited}
+		c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 1, NodesPerLeaf: 10, GPUsPerNode: 8})
+		require.NoError(t, err)
+		cfg := DefaultConfig()
+		cfg.Hold.Enabled = false
+		p, a, b, o := open, open, open, open
+		p.Name, p.Guarantee, p.Maximum = "P", 32, 40
+		a.Name, a.Parent, a.Guarantee = "A", "P", 16
+		b.Name, b.Parent, b.Guarantee = "B", "P", 16
+		o.Name = "o"
+		cfg.Quotas = QuotaConfig{Queues: []QueueSpec{p, a, b, o}}
+		e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+		require.NoError(t, err)
+		e.checkEach = true
+		job := func(id, queue string, nodes int, limit time.Duration) Job {
+			return Job{ID: id, Account: "a", Queue: queue, TimeLimit: limit, Preemption: preempt.Requeue, Gang: member(placement.NodesOf(nodes, 8))}
+		}
+		require.NoError(t, e.Submit(job("A1", "A", 1, 30*time.Minute), epoch))
+		require.NoError(t, e.Submit(job("O", "o", 8, time.Hour), epoch))
+		startAll(t, e, epoch)
+		require.NoError(t, e.Submit(job("RB", "B", 4, 2*time.Hour), epoch.Add(time.Minute)))
+		pl := startAll(t, e, epoch.Add(time.Minute))
+		if len(pl.Reservations) != 1 || pl.Reservations[0].Job != "RB" {
+			t.Fatalf("want RB reserved:\n%s", pl.Describe(e.c, epoch))
+		}
+		require.NoError(t, e.Submit(job("J", "A", 2, time.Hour), epoch.Add(2*time.Minute)))
+		pl = startAll(t, e, epoch.Add(2*time.Minute))
+		if w := waitingOf(pl, "J"); w == nil || w.Code != WaitReserved {
+			t.Fatalf("want J reserved:\n%s", pl.Describe(e.c, epoch))
+		}
+	})
+	t.Run("held job refused a reservation keeps the slot", func(t *testing.T) {
+		// Depth 2; q at most 40. R (q, 3 nodes) is reserved for L's end;
+		// G (q, 3 nodes) holds. Once U ends, G could be reserved beside R,
+		// but q has no room for both: it holds on, keeping the slot, and
+		// K (q), ranked below, is not reserved in that cycle.
+		c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 1, NodesPerLeaf: 8, GPUsPerNode: 8})
+		require.NoError(t, err)
+		cfg := DefaultConfig()
+		cfg.Hold.MinGPUs, cfg.Hold.MaxShare, cfg.Hold.MinWait, cfg.Hold.Budget = 16, 1, 0, 4*time.Hour
+		cfg.ReservationDepth = 2
+		cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
+			{Name: "q", Maximum: 40, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+			{Name: "o", Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+		}}
+		e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+		require.NoError(t, err)
+		e.checkEach = true
+		pinned := func(id, queue string, lo, hi int, limit time.Duration) Job {
+			s := c.NewNodeSet()
+			for n := lo; n < hi; n++ {
+				s.Set(uint(n))
+			}
+			return Job{ID: id, Account: "a", Queue: queue, TimeLimit: limit, Gang: member(placement.Request{Nodes: hi - lo, GPUsPerNode: 8, Allowed: s})}
+		}
+		require.NoError(t, e.Submit(pinned("U", "o", 0, 2, 0), epoch))
+		require.NoError(t, e.Submit(pinned("L", "o", 2, 8, time.Hour), epoch))
+		startAll(t, e, epoch)
+		require.NoError(t, e.Submit(pinned("R", "q", 5, 8, time.Hour), epoch.Add(time.Minute)))
+		require.NoError(t, e.Submit(pinned("G", "q", 0, 3, time.Hour), epoch.Add(2*time.Minute)))
+		p := startAll(t, e, epoch.Add(2*time.Minute))
+		if len(p.Holds) != 1 || p.Holds[0].Job != "G" {
+			t.Fatalf("want G held:\n%s", p.Describe(e.c, epoch))
+		}
+		require.NoError(t, e.Finished("U", epoch.Add(10*time.Minute)))
+		require.NoError(t, e.Submit(pinned("K", "q", 3, 4, 2*time.Hour), epoch.Add(10*time.Minute)))
+		p = startAll(t, e, epoch.Add(10*time.Minute))
+		for _, r := range p.Reservations {
+			if r.Job != "R" {
+				t.Fatalf("want R alone reserved (G keeps the slot):\n%s", p.Describe(e.c, epoch))
+			}
+		}
+		if len(p.Holds) != 1 || p.Holds[0].Job != "G" {
+			t.Fatalf("want G still held:\n%s", p.Describe(e.c, epoch))
+		}
+	})
 	t.Run("moved earlier to now, checked", func(t *testing.T) {
 		// O runs past its limit, so the profile offers R a start at once
 		// when B ends; X (q) started in front of R, ending before R's

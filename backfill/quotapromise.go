@@ -28,22 +28,26 @@ import (
 // same way at its planned start t, on the counts of t: the GPUs of the
 // running jobs whose time limit ends by t are taken out, the overlapping
 // reservations of others counted in; an elastic gang at its minimum (it
-// starts cut to what its quota takes). A job refused a reservation so
+// starts cut to what its quota takes); whether the job is within its
+// guarantee is read on those counts too. A job refused a reservation so
 // waits for quota without a planned start (no later start is searched)
 // and keeps, for the cycle, the slot it would have taken, so that no job
-// ranked below reserves the room it needs; a reservation refused an
+// ranked below reserves the room it needs (a held job holds on); a reservation refused an
 // earlier start keeps its start (or moves as late as it must, as when no
 // earlier start is found). A reserved job that could start before its
 // planned start is checked as a job starting now; at its planned start
 // it is checked on the counts alone (its promise). A reserved job whose
 // queue's limits have no room for it now but will at its planned start
-// (checked as above) keeps its reservation and does not start early; one
-// over its weighted share waits for quota and gives it up, as any job
-// over its share waits (keeping it would hold GPUs for a job the shares
-// may keep waiting at its start).
+// (checked as above) keeps its reservation and does not start early,
+// whatever its weighted share now (read when it is due); one within its
+// limits now but over its weighted share waits for quota and gives it up,
+// as any job over its share waits (keeping it would hold GPUs for a job
+// the shares may keep waiting at its start).
 //
 // What can still drop a reservation for quota: a job that runs past its
-// time limit (the limit said it would be gone), the weighted shares (a
+// time limit (the limit said it would be gone), a late start that pushes
+// a reservation later (CauseLateStart; the move is not checked again),
+// the weighted shares (a
 // queue waiting below its share holds others back, and the shares move
 // with every queue's demand), lending limits (a queue that lends no more
 // than a part of its guarantee keeps the rest idle as its own use falls,
@@ -81,16 +85,6 @@ func (e *Engine) countAt(j *jobRec, g int, from time.Time, ended bool) bool {
 	case j.job.TimeLimit > 0:
 		end = from.Add(j.job.TimeLimit)
 	}
-	rs := e.promised[:0]
-	if j.resv == nil || j.resv.start.After(from) {
-		own := s.entitled(j.queue, g)
-		for _, r := range e.book.resv {
-			if r.job != j && r.job.counted == 0 && r.start.Before(end) && (r.end.IsZero() || r.end.After(from)) &&
-				(r.job.queue == j.queue || !own) {
-				rs = append(rs, r)
-			}
-		}
-	}
 	gone := e.endedBy[:0]
 	if ended && from.After(e.last) {
 		for _, o := range e.jobs.running {
@@ -99,16 +93,28 @@ func (e *Engine) countAt(j *jobRec, g int, from time.Time, ended bool) bool {
 			}
 		}
 	}
-	e.promised, e.endedBy = rs, gone
-	if len(rs) == 0 && len(gone) == 0 {
-		return false
-	}
 	e.promiseGen = s.gen
 	for _, o := range gone {
 		s.add(o.queue, -o.counted)
 	}
+	// Within its guarantee at from (the counts of then)?
+	own := s.entitled(j.queue, g)
+	rs := e.promised[:0]
+	if j.resv == nil || j.resv.start.After(from) {
+		for _, r := range e.book.resv {
+			if r.job != j && r.job.counted == 0 && r.start.Before(end) && (r.end.IsZero() || r.end.After(from)) &&
+				(r.job.queue == j.queue || !own) {
+				rs = append(rs, r)
+			}
+		}
+	}
+	e.promised, e.endedBy = rs, gone
 	for _, r := range rs {
 		s.add(r.job.queue, r.alloc.GPUs())
+	}
+	if len(rs) == 0 && len(gone) == 0 {
+		s.gen = e.promiseGen
+		return false
 	}
 	return true
 }

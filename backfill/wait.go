@@ -105,17 +105,18 @@ func (c *cycle) reserveOrPreempt(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 			e.plannedAlloc.CopyTo(&e.alloc)
 		}
 	}
-	if found && canReserve && !e.promiseFits(j, e.plannedGPUs(j), t) {
-		// Its queue's quota has room for it now (the gate), not at its
-		// planned start beside the reservations planned to run while it
-		// would: it waits for quota, and keeps the slot it would have
-		// taken (no job ranked below takes it, in this cycle, to reserve
-		// the room this one needs).
-		qc, _, why, _ := e.promiseCheck(j, e.plannedGPUs(j), true, t)
-		c.promiseWait(j, qc, why, w)
-		c.quotaRefused++
-		c.heldAbove = true
-		return true
+	if found && canReserve && e.quota != nil {
+		if qc, _, why, ok := e.promiseCheck(j, e.plannedGPUs(j), true, t); !ok {
+			// Its queue's quota has room for it now (the gate), not at
+			// its planned start beside the reservations planned to run
+			// while it would: it waits for quota, and keeps the slot it
+			// would have taken (no job ranked below takes it, in this
+			// cycle, to reserve the room this one needs).
+			c.promiseWait(j, qc, why, w)
+			c.quotaRefused++
+			c.heldAbove = true
+			return true
+		}
 	}
 	if found && canReserve {
 		before := e.cacheKey(c.now)
