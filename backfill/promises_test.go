@@ -189,17 +189,7 @@ func TestPlanJSONRoundTrip(t *testing.T) {
 // R (2 nodes of q) is submitted at 1m and reserved for B's end, and X (1
 // node of q, limit xLimit) at 2m: the free node fits it now.
 func quotaPromiseEngine(t *testing.T, xLimit time.Duration) (*Engine, *Plan) {
-	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 1, NodesPerLeaf: 8, GPUsPerNode: 8})
-	require.NoError(t, err)
-	cfg := DefaultConfig()
-	cfg.Hold.Enabled = false
-	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
-		{Name: "q", Maximum: 16, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
-		{Name: "o", Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
-	}}
-	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
-	require.NoError(t, err)
-	e.checkEach = true
+	e := quotaEngine2(t, 8, 16)
 	job := func(id, queue string, nodes int, limit time.Duration) Job {
 		return Job{ID: id, Account: "a", Queue: queue, TimeLimit: limit, Gang: member(placement.NodesOf(nodes, 8))}
 	}
@@ -360,23 +350,8 @@ func TestQuotaPromiseCases(t *testing.T) {
 		// each. A1 (A, 1 node) ends at 30m; RB (B, 4 nodes) is reserved
 		// at 1h. J (A, 2 nodes) can start at 30m, when A1 has ended and
 		// J is within A's guarantee: RB is not counted against it.
-		open := QueueSpec{Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited}
-		c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 1, NodesPerLeaf: 10, GPUsPerNode: 8})
-		require.NoError(t, err)
-		cfg := DefaultConfig()
-		cfg.Hold.Enabled = false
-		p, a, b, o := open, open, open, open
-		p.Name, p.Guarantee, p.Maximum = "P", 32, 40
-		a.Name, a.Parent, a.Guarantee = "A", "P", 16
-		b.Name, b.Parent, b.Guarantee = "B", "P", 16
-		o.Name = "o"
-		cfg.Quotas = QuotaConfig{Queues: []QueueSpec{p, a, b, o}}
-		e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
-		require.NoError(t, err)
-		e.checkEach = true
-		job := func(id, queue string, nodes int, limit time.Duration) Job {
-			return Job{ID: id, Account: "a", Queue: queue, TimeLimit: limit, Preemption: preempt.Requeue, Gang: member(placement.NodesOf(nodes, 8))}
-		}
+		e := twoChildEngine(t, 10, 32, 40, 0)
+		job := preemptibleJob
 		require.NoError(t, e.Submit(job("A1", "A", 1, 30*time.Minute), epoch))
 		require.NoError(t, e.Submit(job("O", "o", 8, time.Hour), epoch))
 		startAll(t, e, epoch)
@@ -459,41 +434,54 @@ func TestQuotaPromiseCases(t *testing.T) {
 	})
 }
 
-// TestQuotaPromiseGuarantees: a job within its queue's guarantee is not
-// held back for another queue's reservation. On 16 nodes, under parent P
-// (guaranteed 64 GPUs, at most 80), S and T are guaranteed 32 each; o,
-// outside P, is guaranteed 64. O (o, 8 nodes, within o's guarantee) runs
-// for an hour and B (T, 4 nodes) runs, so 4 nodes are free. R (T, 5
-// nodes) is reserved for O's end, borrowing S's unused guarantee; then J
-// (S, 2 nodes), within S's guarantee, starts, although P's maximum leaves
-// no room for R, B and J together.
-func TestQuotaPromiseGuarantees(t *testing.T) {
+// twoChildEngine builds an engine on nodes nodes of 8 GPUs in one leaf
+// with queue P (guaranteed pGuar GPUs, at most pMax), its children A and
+// B (half of pGuar each) and o outside it (guaranteed oGuar); no other
+// limits; hold mode off, invariants checked after every call.
+func twoChildEngine(t *testing.T, nodes, pGuar, pMax, oGuar int) *Engine {
 	open := QueueSpec{Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited}
-	job := func(id, queue string, nodes int, limit time.Duration) Job {
-		return Job{ID: id, Account: "a", Queue: queue, TimeLimit: limit, Preemption: preempt.Requeue, Gang: member(placement.NodesOf(nodes, 8))}
-	}
-	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 1, NodesPerLeaf: 16, GPUsPerNode: 8})
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 1, NodesPerLeaf: nodes, GPUsPerNode: 8})
 	require.NoError(t, err)
 	cfg := DefaultConfig()
 	cfg.Hold.Enabled = false
-	p, s, tq, o := open, open, open, open
-	p.Name, p.Guarantee, p.Maximum = "P", 64, 80
-	s.Name, s.Parent, s.Guarantee = "S", "P", 32
-	tq.Name, tq.Parent, tq.Guarantee = "T", "P", 32
-	o.Name, o.Guarantee = "o", 64
-	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{p, s, tq, o}}
+	p, a, b, o := open, open, open, open
+	p.Name, p.Guarantee, p.Maximum = "P", pGuar, pMax
+	a.Name, a.Parent, a.Guarantee = "A", "P", pGuar/2
+	b.Name, b.Parent, b.Guarantee = "B", "P", pGuar/2
+	o.Name, o.Guarantee = "o", oGuar
+	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{p, a, b, o}}
 	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
 	require.NoError(t, err)
 	e.checkEach = true
+	return e
+}
+
+// preemptibleJob is a job of account a in queue, nodes whole 8-GPU nodes,
+// requeued when preempted.
+func preemptibleJob(id, queue string, nodes int, limit time.Duration) Job {
+	return Job{ID: id, Account: "a", Queue: queue, TimeLimit: limit, Preemption: preempt.Requeue, Gang: member(placement.NodesOf(nodes, 8))}
+}
+
+// TestQuotaPromiseGuarantees: a job within its queue's guarantee is not
+// held back for another queue's reservation. On 16 nodes, under parent P
+// (guaranteed 64 GPUs, at most 80), A and B are guaranteed 32 each; o,
+// outside P, is guaranteed 64. O (o, 8 nodes, within o's guarantee) runs
+// for an hour and B1 (B, 4 nodes) runs, so 4 nodes are free. R (B, 5
+// nodes) is reserved for O's end, borrowing A's unused guarantee; then J
+// (A, 2 nodes), within A's guarantee, starts, although P's maximum leaves
+// no room for R, B1 and J together.
+func TestQuotaPromiseGuarantees(t *testing.T) {
+	e := twoChildEngine(t, 16, 64, 80, 64)
+	job := preemptibleJob
 	require.NoError(t, e.Submit(job("O", "o", 8, time.Hour), epoch))
-	require.NoError(t, e.Submit(job("B", "T", 4, 0), epoch))
+	require.NoError(t, e.Submit(job("B1", "B", 4, 0), epoch))
 	startAll(t, e, epoch)
-	require.NoError(t, e.Submit(job("R", "T", 5, time.Hour), epoch.Add(time.Minute)))
+	require.NoError(t, e.Submit(job("R", "B", 5, time.Hour), epoch.Add(time.Minute)))
 	pl := startAll(t, e, epoch.Add(time.Minute))
 	if len(pl.Reservations) != 1 || pl.Reservations[0].Job != "R" {
 		t.Fatalf("want R reserved:\n%s", pl.Describe(e.c, epoch))
 	}
-	require.NoError(t, e.Submit(job("J", "S", 2, 0), epoch.Add(2*time.Minute)))
+	require.NoError(t, e.Submit(job("J", "A", 2, 0), epoch.Add(2*time.Minute)))
 	pl = startAll(t, e, epoch.Add(2*time.Minute))
 	if len(pl.Starts) != 1 || pl.Starts[0].Job != "J" {
 		t.Fatalf("want J started:\n%s", pl.Describe(e.c, epoch))

@@ -547,18 +547,14 @@ func (c *cycle) overQuota(j *jobRec, qc quotaCheck, entitled bool, w *Waiting) {
 	if entitled {
 		k.kind = 3
 	}
-	w.Detail = s.reason(q, k, func() string {
+	why := s.reason(q, k, func() string {
 		m := s.explain(q, qc)
 		if entitled {
 			m += fmt.Sprintf("; below its guarantee (%d of %d GPUs), it waits for borrowed GPUs to be reclaimed", s.used[q], s.guar[q])
 		}
 		return m
 	})
-	w.Code, w.Blocker = WaitQuota, s.names[q]
-	if qc.at >= 0 {
-		w.Blocker = s.names[qc.at]
-	}
-	c.dropPromises(j, w.Blocker)
+	c.quotaWait(j, qc, why, w)
 }
 
 // quotaBlockedWait fills w for job j, whose placement on e.alloc its
@@ -579,7 +575,7 @@ func (c *cycle) quotaBlockedWait(j *jobRec, w *Waiting) {
 			return
 		}
 		pc, _, why, _ := e.promiseCheck(j, g, true, c.now)
-		c.promiseWait(j, pc, why, w)
+		c.quotaWait(j, pc, why, w)
 		return
 	}
 	c.overQuota(j, qc, s.entitled(j.queue, j.gpus), w)

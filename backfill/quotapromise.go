@@ -209,11 +209,10 @@ func (e *Engine) plannedGPUs(j *jobRec) int {
 	return min(e.alloc.GPUs(), j.job.Gang.MinGPUs(e.c))
 }
 
-// promiseWait fills w for job j, which its queue's quota takes now but
-// not beside the reservations of others (promiseCheck, outcome qc, reason
-// why): it waits for quota, the queue that binds named, and gives up its
-// hold.
-func (c *cycle) promiseWait(j *jobRec, qc quotaCheck, why string, w *Waiting) {
+// quotaWait makes job j wait for quota with reason why, the queue where
+// check qc binds named (its own when the cluster binds), and gives up
+// its reservation and its hold.
+func (c *cycle) quotaWait(j *jobRec, qc quotaCheck, why string, w *Waiting) {
 	s := c.e.quota
 	w.Code, w.Detail, w.Blocker = WaitQuota, why, s.names[j.queue]
 	if qc.at >= 0 {

@@ -112,7 +112,7 @@ func (c *cycle) reserveOrPreempt(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 			// while it would: it waits for quota, and keeps the slot it
 			// would have taken (no job ranked below takes it, in this
 			// cycle, to reserve the room this one needs).
-			c.promiseWait(j, qc, why, w)
+			c.quotaWait(j, qc, why, w)
 			c.quotaRefused++
 			c.heldAbove = true
 			return true

