@@ -586,8 +586,9 @@ func (e *Engine) resized(j *jobRec) {
 }
 
 // quotaRoom is how many of want more pods of member m job j's queue has
-// quota for (want without quotas): growth never takes a queue beyond its
-// maximum, its borrowing limit or what others lend.
+// quota for at now (want without quotas): growth never takes a queue
+// beyond its maximum, its borrowing limit or what others lend, nor the
+// room the reservations it would run beside need (promiseFits).
 func (e *Engine) quotaRoom(j *jobRec, m *gang.Member, want int, now time.Time) int {
 	if e.quota == nil {
 		return want

@@ -479,13 +479,13 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 		// Not due, and its queue's limits have room for it at its planned
 		// start (an elastic gang at its minimum, as it was reserved), once
 		// the jobs started in front of it that end before it have ended
-		// (promiseCheck kept that room): it does not start
-		// early, and keeps its reservation, whatever its weighted share
-		// now (the share is read when it is due). Its queue's guarantee
-		// is reclaimed for it at once, as for any job it covers. (Within
-		// its limits now but over its weighted share, it waits for quota
-		// as any job does, and gives its reservation up: a share moves
-		// with every queue's demand.)
+		// (promiseCheck kept that room): it does not start early, and
+		// keeps its reservation, whatever its weighted share now (the
+		// share is read when it is due). Its queue's guarantee is
+		// reclaimed for it at once, as for any job it covers. (Within its
+		// limits now but over its weighted share, it waits for quota as
+		// any job does, and gives its reservation up: a share moves with
+		// every queue's demand.)
 		if spec, _ := c.specFor(j); entitled && c.reclaim(j, spec, w) {
 			return true
 		}
