@@ -132,7 +132,7 @@ type cycle struct {
 	quotaBlocked bool
 	// quotaRefused counts the jobs refused a reservation in the walk
 	// because its queue's quota would have no room at the planned start
-	// (reserveOrPreempt): each keeps the slot it would have taken.
+	// (keepRefusedSlot): each keeps the slot it would have taken.
 	quotaRefused int
 	// quietSkips counts the waiting jobs quiet walks passed over, and
 	// quietChecked those they would have but for checkEach.

@@ -152,8 +152,7 @@ func (c *cycle) keepHold(h *hold, spec *gang.Spec, w *Waiting) bool {
 		t, ok := e.search(c.now, query{j: h.job, spec: spec})
 		if ok && !e.promiseFits(h.job, e.plannedGPUs(h.job), t) {
 			ok = false
-			c.quotaRefused++
-			c.heldAbove = true
+			c.keepRefusedSlot()
 		}
 		if ok {
 			c.plan.HoldEnds = append(c.plan.HoldEnds, HoldEnd{Job: h.job.job.ID, Cause: HoldPlanned, Held: h.held})

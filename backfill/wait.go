@@ -113,8 +113,7 @@ func (c *cycle) reserveOrPreempt(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 			// would have taken (no job ranked below takes it, in this
 			// cycle, to reserve the room this one needs).
 			c.quotaWait(j, qc, why, w)
-			c.quotaRefused++
-			c.heldAbove = true
+			c.keepRefusedSlot()
 			return true
 		}
 	}
@@ -153,6 +152,16 @@ func (c *cycle) mayReserve() bool {
 	cfg := &c.e.cfg
 	d := cfg.ReservationDepth
 	return !cfg.Strict && d != 0 && (d == Conservative || len(c.e.book.resv)+c.quotaRefused < d && !c.resvClosed)
+}
+
+// keepRefusedSlot keeps, for the rest of the walk, the reservation slot
+// of a job refused a reservation because its queue's quota would have no
+// room at its planned start: no job ranked below takes it to reserve the
+// room that job needs (mayReserve counts it; during a backlog it is the
+// one slot, as heldAbove says).
+func (c *cycle) keepRefusedSlot() {
+	c.quotaRefused++
+	c.heldAbove = true
 }
 
 // mayReserveFor reports whether job j may take a new reservation: a slot
