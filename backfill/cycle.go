@@ -197,6 +197,9 @@ type cycle struct {
 	// ones not started, ones moved later to keep their GPUs, ones moved
 	// to a new place).
 	due, slipped []*reservation
+	// late lists, under quotas, the running jobs that started late with
+	// a time limit (keepBook; lateQuota reads it).
+	late []*jobRec
 	// Preemption: the jobs that looked for victims, the searches that
 	// found no placement (mayPreempt), the lowest class of the running
 	// jobs (when there is one), scratch for the claims.
@@ -480,6 +483,14 @@ func (c *cycle) keepBook() {
 	c.slipped = c.slipped[:0]
 	for _, r := range c.due {
 		r.placed = false
+	}
+	c.late = c.late[:0]
+	if e.quota != nil && len(c.due) > 0 {
+		for _, o := range e.jobs.running {
+			if o.job.TimeLimit > 0 && o.late() {
+				c.late = append(c.late, o)
+			}
+		}
 	}
 	for _, r := range c.due {
 		if r.job.resv != r {
@@ -1326,8 +1337,17 @@ func (c *cycle) specFor(j *jobRec) (*gang.Spec, bool) {
 func (c *cycle) tryStart(j *jobRec) bool {
 	e := c.e
 	c.prepareScratch(j)
-	spec, _ := c.specFor(j)
-	spec = c.quotaSpec(j, spec)
+	full, _ := c.specFor(j)
+	spec := c.quotaSpec(j, full)
+	if r := j.resv; r != nil && spec == full && !r.start.After(c.now) && allAvailable(e.scratch, &r.alloc) {
+		// Due, its planned GPUs free, and passed over by keepBook (its
+		// queue's quota had no room for it then, before a reclaim or a
+		// preemption freed some): it starts on them, as promised.
+		r.alloc.CopyTo(&e.alloc)
+		block(e.scratch, &e.alloc)
+		c.lastRes = gang.Admission{Admitted: true}
+		return c.startChecked(j)
+	}
 	res, err := e.adm.Admit(e.scratch, spec, &e.alloc)
 	if err != nil {
 		panic(fmt.Sprintf("backfill: checked job %s refused: %v", j.job.ID, err))
@@ -1336,6 +1356,14 @@ func (c *cycle) tryStart(j *jobRec) bool {
 	if !res.Admitted {
 		return c.tryLent(j, spec)
 	}
+	return c.startChecked(j)
+}
+
+// startChecked starts job j on e.alloc, placed on the scratch state,
+// unless its queue's quota does not take it (the scratch state then gives
+// the GPUs back); it reports whether it started.
+func (c *cycle) startChecked(j *jobRec) bool {
+	e := c.e
 	if e.quota != nil && (!e.quotaFits(j, &e.alloc) || !e.promiseFits(j, e.alloc.GPUs(), c.now)) {
 		// Its queue's quota does not take the GPUs placed: the scratch
 		// state gives them back (it is then as it was, contents number
@@ -1390,6 +1418,9 @@ func (c *cycle) start(j *jobRec) {
 	}
 	e.dequeue(j)
 	e.activate(j, c.now)
+	if e.quota != nil && j.job.TimeLimit > 0 && j.late() {
+		c.late = append(c.late, j) // for the reservations kept up after it (lateQuota)
+	}
 	j.wait, j.waitID = Waiting{}, 0
 	var st *Start
 	c.plan.Starts, st = extend(c.plan.Starts)

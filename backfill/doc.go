@@ -330,12 +330,19 @@
 // gives its reservation up, as any job over its share waits. A held job
 // refused a reservation holds on and keeps the slot. A reservation can
 // still be given up for quota (Move with CauseQuota) when a job runs past
-// its limit, when a late start pushes a reservation later (the move is
-// not checked again), for a weighted share (shares move with every queue's
+// its limit, for a weighted share (shares move with every queue's
 // demand), when a lending limit moves with other queues' use, when a
 // queue uses the guarantee it would have borrowed, when the cluster's pool
 // (what the top queues lend one another, not promised) has no room, or
-// when a reclaim or preemption takes the room.
+// when a reclaim or preemption takes the room; its reason then says why
+// its planned start has no room too. A reservation a late start pushes
+// later is checked at its new start (the late job counted while it runs,
+// with the reservations of others started by then); when its queue has
+// no room there it is dropped, blamed on the late start (CauseLateStart).
+// A due reservation whose queue's quota had no room for it until a
+// reclaim or preemption in the cycle freed some still starts on its
+// planned GPUs when they are free; one whose queue's guarantee must be
+// reclaimed first waits for its victims, as any job its guarantee covers.
 //
 // The walk of a cycle tests first, in priority order, the jobs their
 // queues' guarantees cover (going down the queue, a queue's use plus its

@@ -42,7 +42,7 @@ type host struct {
 	// Optional checks around each cycle.
 	beforeCycle func()
 	afterCycle  func(*Plan)
-	stats       struct{ reserved, moves, kept, preemptions int }
+	stats       struct{ reserved, moves, kept, preemptions, lateMoves, quotaMoves int }
 	// With preemption: release draws when the host reports a victim
 	// released after its signal; startsOf counts each job's starts.
 	release  func() time.Duration
@@ -51,6 +51,12 @@ type host struct {
 	// gave way to a claim: the late host reports releases late, so
 	// their reservations promise nothing.
 	preempted map[string]bool
+	// quotaMoves lets moves with CauseQuota through checkMoves (a
+	// reservation given up for quota: the caller checks them), and a due
+	// reservation wait for a reclaim of its queue's guarantee (whose
+	// claim, when another reservation follows on its GPUs, takes the
+	// victims' GPUs, leaving its planned ones to others).
+	quotaMoves bool
 	// waits is each waiting job's reason as the plans told it: the last
 	// plan's list, or with Config.OnlyChangedWaits the latest listing of
 	// each job that has not started since (an unchanged reason is not
@@ -271,7 +277,7 @@ func (h *host) checkDue(at time.Time, p *Plan, starts map[string]*gang.Allocatio
 		}
 		got, ok := starts[r.Job]
 		switch {
-		case free[r.Job] && !ok && !movedIn(p, r.Job):
+		case free[r.Job] && !ok && !movedIn(p, r.Job) && !(h.quotaMoves && reclaiming(p, r.Job)):
 			h.t.Fatalf("cycle at %v: reservation of %s due at %v has its GPUs free but neither started nor moved", at.Sub(epoch), r.Job, r.Start.Sub(epoch))
 		case free[r.Job] && ok:
 			d := cmp.Diff(&r.Allocation, got)
@@ -284,7 +290,7 @@ func (h *host) checkDue(at time.Time, p *Plan, starts map[string]*gang.Allocatio
 			if d == "" {
 				h.stats.kept++
 			}
-		case !ok && !movedIn(p, r.Job):
+		case !ok && !movedIn(p, r.Job) && !(h.quotaMoves && reclaiming(p, r.Job)):
 			for id, a := range starts {
 				if intersects(a, &r.Allocation) {
 					h.t.Fatalf("cycle at %v: %s started on GPUs of %s's due reservation", at.Sub(epoch), id, r.Job)
@@ -292,6 +298,18 @@ func (h *host) checkDue(at time.Time, p *Plan, starts map[string]*gang.Allocatio
 			}
 		}
 	}
+}
+
+// reclaiming reports whether plan p has job id wait for the GPUs it
+// preempts (under quotas: a reclaim of its queue's guarantee, which a
+// queue borrowing through the cluster's pool took, see quotapromise.go).
+func reclaiming(p *Plan, id string) bool {
+	for _, w := range p.Waiting {
+		if w.Job == id && w.Code == WaitPreempting {
+			return true
+		}
+	}
+	return false
 }
 
 func movedIn(p *Plan, id string) bool {
@@ -309,11 +327,17 @@ func (h *host) checkMoves(p *Plan) {
 	for _, m := range p.Moves {
 		h.stats.moves++
 		h.moved[m.Job] = true
+		if m.Cause == CauseQuota && h.quotaMoves {
+			continue
+		}
 		if m.Cause != CauseLateStart {
 			h.t.Fatalf("cycle at %v: %s moved from %v to %v with cause %v (%s)", p.Time.Sub(epoch), m.Job, m.From.Sub(epoch), m.To.Sub(epoch), m.Cause, m.By)
 		}
 		if movedIn(p, m.By) {
 			continue // a chain: the reservation before it moved first, with its own cause
+		}
+		if h.quotaMoves && reclaiming(p, m.By) {
+			continue // a due reservation before it turned into a reclaim of its queue's guarantee
 		}
 		if start, ok := h.started[m.By]; ok {
 			if pr, late := h.promised[m.By]; !late || !start.After(pr) {

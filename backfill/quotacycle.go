@@ -474,23 +474,30 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 			g, qc = min, m
 		}
 	}
-	if r := j.resv; r != nil && r.start.After(c.now) && qc.code != quotaFits &&
-		c.e.promiseFits(j, min(g, j.job.Gang.MinGPUs(c.e.c)), r.start) {
-		// Not due, and its queue's limits have room for it at its planned
-		// start (an elastic gang at its minimum, as it was reserved), once
-		// the jobs started in front of it that end before it have ended
-		// (promiseCheck kept that room): it does not start early, and
-		// keeps its reservation, whatever its weighted share now (the
-		// share is read when it is due). Its queue's guarantee is
-		// reclaimed for it at once, as for any job it covers. (Within its
-		// limits now but over its weighted share, it waits for quota as
-		// any job does, and gives its reservation up: a share moves with
-		// every queue's demand.)
-		if spec, _ := c.specFor(j); entitled && c.reclaim(j, spec, w) {
+	// A reservation ahead: atStart says why its queue's limits have no
+	// room for it at its planned start either (the reason is given with
+	// the drop).
+	var atStart quotaCheck
+	atStartWhy := ""
+	if r := j.resv; r != nil && r.start.After(c.now) && qc.code != quotaFits {
+		var fits bool
+		if atStart, _, atStartWhy, fits = e.promiseCheck(j, min(g, j.job.Gang.MinGPUs(e.c)), true, r.start); fits {
+			// Not due, and its queue's limits have room for it at its planned
+			// start (an elastic gang at its minimum, as it was reserved), once
+			// the jobs started in front of it that end before it have ended
+			// (promiseCheck kept that room): it does not start early, and
+			// keeps its reservation, whatever its weighted share now (the
+			// share is read when it is due). Its queue's guarantee is
+			// reclaimed for it at once, as for any job it covers. (Within its
+			// limits now but over its weighted share, it waits for quota as
+			// any job does, and gives its reservation up: a share moves with
+			// every queue's demand.)
+			if spec, _ := c.specFor(j); entitled && c.reclaim(j, spec, w) {
+				return true
+			}
+			*w = Waiting{Job: j.job.ID, Code: WaitReserved, Until: r.start}
 			return true
 		}
-		*w = Waiting{Job: j.job.ID, Code: WaitReserved, Until: r.start}
-		return true
 	}
 	var why string
 	switch {
@@ -508,6 +515,9 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 		w.Blocker = s.names[a]
 	default:
 		c.overQuota(j, qc, entitled, w)
+		if atStartWhy != "" && j.resv == nil {
+			c.nameQuotaDrop(j, atStart, atStartWhy, w)
+		}
 		return true
 	}
 	w.Code, w.Detail = WaitQuota, why
@@ -597,6 +607,47 @@ func (c *cycle) dropPromises(j *jobRec, by string) {
 	}
 }
 
+// nameQuotaDrop names, for job j whose reservation the quota gate just
+// dropped (the last move of the plan), why its planned start has no room
+// either: check qc at its start binds (at a queue, or the cluster's pool:
+// the move is then blamed on j's own queue), and w's reason says so after
+// why it cannot start now.
+func (c *cycle) nameQuotaDrop(j *jobRec, qc quotaCheck, why string, w *Waiting) {
+	s := c.e.quota
+	if n := len(c.plan.Moves); n > 0 && c.plan.Moves[n-1].Job == j.job.ID && c.plan.Moves[n-1].Cause == CauseQuota {
+		c.plan.Moves[n-1].By = s.names[j.queue]
+		if qc.at >= 0 {
+			c.plan.Moves[n-1].By = s.names[qc.at]
+		}
+	}
+	if w.Code == WaitQuota {
+		w.Detail += "; it gives up its reservation: " + why
+	}
+}
+
+// claimsPlan reports whether reservation r, due, can become its job's
+// claim on its planned GPUs (reclaim): they are free now, and no other
+// reservation on them starts before the claim would end (its victims'
+// grace, then its time limit), nor does a hold target them.
+func (c *cycle) claimsPlan(r *reservation) bool {
+	e := c.e
+	if r.start.After(c.now) || !allAvailable(e.ledger.State(), &r.alloc) {
+		return false
+	}
+	cl := claim{job: r.job, due: c.now.Add(e.cfg.Preemption.Grace)}
+	for _, o := range e.book.resv {
+		if o != r && !cl.clears(o) && intersects(&r.alloc, &o.alloc) {
+			return false
+		}
+	}
+	for _, h := range e.book.holds {
+		if intersects(&r.alloc, &h.target) {
+			return false
+		}
+	}
+	return true
+}
+
 // reclaim looks for running gangs of queues that borrow from job j's side
 // of the queue tree to preempt, so that j, which its queue's guarantee
 // covers, can start: first the gangs whose GPUs let it in with all its
@@ -624,13 +675,21 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 	if !c.findVictims(p, j, spec, true) {
 		return false
 	}
-	if v := &p.verdict; !v.Found {
+	// A due reservation whose planned GPUs are free keeps them: the
+	// victims only make room in the quota.
+	r := j.resv
+	onPlan := r != nil && c.claimsPlan(r)
+	if v := &p.verdict; !v.Found && !onPlan {
 		x := s.fails.add(q, j.gpus, j, e, false, spec == j.tight)
 		x.why, x.promised = v.Reason, p.promised
 		w.PreemptTried, w.Preempt, w.PreemptPromised = true, v.Reason, p.promised
 		return false
 	}
 	s.victims = append(s.victims[:0], p.verdict.Victims...)
+	if onPlan {
+		s.victims = s.victims[:0]
+		r.alloc.CopyTo(&p.verdict.Allocation)
+	}
 	if !s.enoughVictims(p, q, j.gpus) {
 		s.fails.add(q, j.gpus, j, e, true, false)
 		return false

@@ -305,6 +305,11 @@ func (c *cycle) upkeep(r *reservation) {
 	e, j := c.e, r.job
 	spec, patient := c.specFor(j)
 	k, keepable := e.keepTime(r, c.slipped, c.now)
+	// Its queue's quota has no room for it before a late job ends.
+	var quotaFrom time.Time
+	if keepable {
+		quotaFrom = c.lateQuota(r, &k)
+	}
 	var until time.Time
 	if keepable {
 		until = k.at
@@ -331,6 +336,13 @@ func (c *cycle) upkeep(r *reservation) {
 		}
 		r.checked, r.patient = e.book.freed, patient
 	}
+	if found && t.Before(quotaFrom) {
+		// GPUs found before the late job's end, where its queue's quota
+		// has no room (the search finds GPUs only): it keeps its GPUs
+		// to then, and the next cycle searches again.
+		found = false
+		r.checked = math.MaxUint64
+	}
 	if found && t.Before(r.start) && !e.promiseFits(j, e.plannedGPUs(j), t) {
 		// Earlier, its queue's quota would have no room for it beside
 		// the reservations of others it would run with (promiseCheck):
@@ -342,6 +354,16 @@ func (c *cycle) upkeep(r *reservation) {
 		r.checked = math.MaxUint64
 	}
 	switch {
+	case found && t.After(r.start) && !e.laterFits(r, t):
+		// No room in its queue's quota at the fresh start: it keeps its
+		// GPUs to the time it can, if the quota has room then.
+		r.alloc.CopyTo(&e.alloc)
+		if keepable && k.at.After(later(r.start, c.now)) && e.laterFits(r, k.at) {
+			c.move(r, k.at, k)
+			c.slipped = append(c.slipped, r)
+			break
+		}
+		c.dropLate(r, k)
 	case found:
 		// Its new place is settled like a slipped one's: a reservation
 		// kept up after it that slips on its own GPUs keeps off it (one
@@ -351,19 +373,60 @@ func (c *cycle) upkeep(r *reservation) {
 		r.placed = true
 		c.slipped = append(c.slipped, r)
 	case !keepable:
-		cause, by := c.blame(k)
-		c.plan.Moves = append(c.plan.Moves, Move{Job: j.job.ID, From: r.start, Cause: cause, By: by})
-		e.book.remove(r)
-		j.dropped = true
-		c.invalidate()
+		c.dropLate(r, k)
 	case k.at.After(later(r.start, c.now)):
 		r.alloc.CopyTo(&e.alloc)
+		if !e.laterFits(r, k.at) {
+			c.dropLate(r, k)
+			break
+		}
 		c.move(r, k.at, k)
 		c.slipped = append(c.slipped, r)
 	case !r.start.After(c.now):
 		// Due, waiting for jobs past their limit: it goes first.
 		c.slipped = append(c.slipped, r)
 	}
+}
+
+// lateQuota moves k, the time from which reservation r keeps its planned
+// GPUs, later when a job that started late (cycle.late) still runs then
+// but would have ended by then on time, and r's queue's quota has no
+// room for it then (checked as at its planned start): to the latest end
+// of such jobs, blamed on that job. The room the late job takes comes
+// back only at its end; a reservation left at its start would be given
+// up for quota when due. It returns the latest such end (zero when no
+// late job takes its room), before which its quota has no room.
+func (c *cycle) lateQuota(r *reservation, k *keep) time.Time {
+	e := c.e
+	at := later(r.start, c.now)
+	var t time.Time
+	var by *jobRec
+	for _, o := range c.late {
+		if o.end.After(at) && !o.promised.Add(o.job.TimeLimit).After(at) && o.end.After(t) {
+			t, by = o.end, o
+		}
+	}
+	if by == nil || e.promiseFits(r.job, min(r.alloc.GPUs(), r.job.job.Gang.MinGPUs(e.c)), at) {
+		return time.Time{}
+	}
+	if t.After(k.at) {
+		k.at, k.job, k.owner = t, by, true
+	}
+	return t
+}
+
+// dropLate drops reservation r, which cannot keep its planned start (k
+// says what it waits for): it found no later start where it keeps its
+// GPUs, or its queue's quota has no room for it at the later start it
+// found (the job it waits for, running late, still counts against its
+// queue then: promiseFits). The drop is blamed as a later move would be.
+func (c *cycle) dropLate(r *reservation, k keep) {
+	e, j := c.e, r.job
+	cause, by := c.blame(k)
+	c.plan.Moves = append(c.plan.Moves, Move{Job: j.job.ID, From: r.start, Cause: cause, By: by})
+	e.book.remove(r)
+	j.dropped = true
+	c.invalidate()
 }
 
 // move moves reservation r to start t on e.alloc, recording a later move
