@@ -335,14 +335,16 @@
 // queue uses the guarantee it would have borrowed, when the cluster's pool
 // (what the top queues lend one another, not promised) has no room, or
 // when a reclaim or preemption takes the room; its reason then says why
-// its planned start has no room too. A reservation a late start pushes
-// later is checked at its new start (the late job counted while it runs,
-// with the reservations of others started by then); when its queue has
-// no room there it is dropped, blamed on the late start (CauseLateStart).
-// A due reservation whose queue's quota had no room for it until a
-// reclaim or preemption in the cycle freed some still starts on its
+// its planned start has no room too. Late starts: a reservation whose
+// planned start a job that started late still overlaps (it would have
+// ended by then), with no room in its queue's quota there, moves to that
+// job's end, blamed on it (CauseLateStart); a reservation a late start
+// pushes later for its GPUs is not checked again at its new start. A due
+// reservation whose queue's quota had no room for it until
+// a reclaim or preemption in the cycle freed some still starts on its
 // planned GPUs when they are free; one whose queue's guarantee must be
-// reclaimed first waits for its victims, as any job its guarantee covers.
+// reclaimed first waits for its victims, as any job its guarantee
+// covers, on the GPUs the victim search finds.
 //
 // The walk of a cycle tests first, in priority order, the jobs their
 // queues' guarantees cover (going down the queue, a queue's use plus its

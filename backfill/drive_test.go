@@ -54,8 +54,8 @@ type host struct {
 	// quotaMoves lets moves with CauseQuota through checkMoves (a
 	// reservation given up for quota: the caller checks them), and a due
 	// reservation wait for a reclaim of its queue's guarantee (whose
-	// claim, when another reservation follows on its GPUs, takes the
-	// victims' GPUs, leaving its planned ones to others).
+	// claim takes the GPUs the victim search finds, which may leave its
+	// planned ones to others).
 	quotaMoves bool
 	// waits is each waiting job's reason as the plans told it: the last
 	// plan's list, or with Config.OnlyChangedWaits the latest listing of

@@ -92,12 +92,9 @@ type Engine struct {
 	promised   []*reservation
 	endedBy    []*jobRec
 	promiseGen uint64
-	// laterMove is set while countAt checks a reservation moved later
-	// (laterFits): only the reservations of others started by then count.
-	laterMove bool
-	avoid     *bitset.BitSet  // nodes with promised GPUs, for replacements
-	lent      *topology.State // the scratch state plus lent pods (made when first needed)
-	estBuf    []endItem
+	avoid      *bitset.BitSet  // nodes with promised GPUs, for replacements
+	lent       *topology.State // the scratch state plus lent pods (made when first needed)
+	estBuf     []endItem
 	// idle is the free state once every active job has ended (reserved
 	// and claimed GPUs kept), for hold eligibility (fitsWhenIdle); made
 	// when first needed, valid for the cycle epoch and book version in

@@ -580,16 +580,15 @@ func TestQuotaPropertiesWithPlans(t *testing.T) {
 // With -late-quota-workloads N it runs N workloads (the default 1,000
 // runs in about 10 s here; 30 with -short), and always the workloads
 // past them that caught a defect. Over the first 10,000 the engine as
-// it was failed 12: 892 and 2680 (a reservation a late start moved
-// later was given up for quota at its new start, where the late job
-// still ran: laterFits), 9026, 9040 and 9658 (a job of the same queue
-// started late and still ran at a later reservation's start, on other
-// GPUs: lateQuota), 968, 2256 and 2406 (a due reservation its queue's
+// it was failed 12: 892, 2680, 9026, 9040 and 9658 (a job of the same
+// queue started late and still ran at a later reservation's start, on
+// its GPUs or others, and the reservation was given up for quota there:
+// lateQuota moves it to the late job's end), 968, 2256 and 2406 (a due reservation its queue's
 // quota held back until a reclaim freed room started off its planned
 // GPUs: tryStart), 282 (a drop for the cluster's pool was named for
 // the queue's maximum now: nameQuotaDrop); 357, 1218 and 3857 reclaim
-// for a due reservation, which the host accepts (the claim stays on the
-// planned GPUs unless another reservation follows on them: claimsPlan).
+// for a due reservation, which the host accepts (the claim's GPUs are
+// the victim search's, which may leave the planned ones to others).
 //
 //	go test ./backfill -run TestQuotaPropertiesLateHost -late-quota-workloads 10000   # about 2 minutes here
 var lateQuotaWorkloads = flag.Int("late-quota-workloads", 1000, "workloads of TestQuotaPropertiesLateHost")

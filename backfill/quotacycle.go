@@ -625,29 +625,6 @@ func (c *cycle) nameQuotaDrop(j *jobRec, qc quotaCheck, why string, w *Waiting) 
 	}
 }
 
-// claimsPlan reports whether reservation r, due, can become its job's
-// claim on its planned GPUs (reclaim): they are free now, and no other
-// reservation on them starts before the claim would end (its victims'
-// grace, then its time limit), nor does a hold target them.
-func (c *cycle) claimsPlan(r *reservation) bool {
-	e := c.e
-	if r.start.After(c.now) || !allAvailable(e.ledger.State(), &r.alloc) {
-		return false
-	}
-	cl := claim{job: r.job, due: c.now.Add(e.cfg.Preemption.Grace)}
-	for _, o := range e.book.resv {
-		if o != r && !cl.clears(o) && intersects(&r.alloc, &o.alloc) {
-			return false
-		}
-	}
-	for _, h := range e.book.holds {
-		if intersects(&r.alloc, &h.target) {
-			return false
-		}
-	}
-	return true
-}
-
 // reclaim looks for running gangs of queues that borrow from job j's side
 // of the queue tree to preempt, so that j, which its queue's guarantee
 // covers, can start: first the gangs whose GPUs let it in with all its
@@ -675,21 +652,13 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 	if !c.findVictims(p, j, spec, true) {
 		return false
 	}
-	// A due reservation whose planned GPUs are free keeps them: the
-	// victims only make room in the quota.
-	r := j.resv
-	onPlan := r != nil && c.claimsPlan(r)
-	if v := &p.verdict; !v.Found && !onPlan {
+	if v := &p.verdict; !v.Found {
 		x := s.fails.add(q, j.gpus, j, e, false, spec == j.tight)
 		x.why, x.promised = v.Reason, p.promised
 		w.PreemptTried, w.Preempt, w.PreemptPromised = true, v.Reason, p.promised
 		return false
 	}
 	s.victims = append(s.victims[:0], p.verdict.Victims...)
-	if onPlan {
-		s.victims = s.victims[:0]
-		r.alloc.CopyTo(&p.verdict.Allocation)
-	}
 	if !s.enoughVictims(p, q, j.gpus) {
 		s.fails.add(q, j.gpus, j, e, true, false)
 		return false

@@ -44,11 +44,14 @@ import (
 // as any job over its share waits (keeping it would hold GPUs for a job
 // the shares may keep waiting at its start).
 //
-// A reservation a late start pushes later (upkeep) is checked at its new
-// start t on the counts of t, the late job counted while it runs, with
-// the reservations of others started by t counted in (laterFits); when
-// its queue has no room then it is dropped, blamed on the late start
-// (CauseLateStart), rather than moved to a start its quota will refuse.
+// Late starts (upkeep). A job that started late runs past its planned
+// end: a reservation whose start it still overlaps, though on time it
+// would have ended by then, and whose queue's quota has no room there,
+// moves to its end (lateQuota; the GPUs a search finds before it are
+// passed over), blamed on it (CauseLateStart). A reservation a late
+// start pushes later for its GPUs is not checked again at its new start
+// (a version that was never once decisive over the 10,000 workloads of
+// TestQuotaPropertiesLateHost once this move was made).
 // A due reservation that keepBook passed over because its queue's quota
 // had no room, and that has room later in the cycle (a reclaim or a
 // preemption freed some), starts on its planned GPUs when they are free
@@ -78,8 +81,7 @@ import (
 // queue's guarantee is not held back for another queue's reservations:
 // what a queue is guaranteed is its own). j's own reservation is never
 // counted; a job starting at its own reservation's planned start or
-// later counts none, except for a later move (laterMove: those of others
-// started by from).
+// later counts none.
 func (e *Engine) countAt(j *jobRec, g int, from time.Time, ended bool) bool {
 	s := e.quota
 	if s == nil || len(e.book.resv) == 0 && !ended {
@@ -109,10 +111,10 @@ func (e *Engine) countAt(j *jobRec, g int, from time.Time, ended bool) bool {
 	// Within its guarantee at from (the counts of then)?
 	own := s.entitled(j.queue, g)
 	rs := e.promised[:0]
-	if j.resv == nil || j.resv.start.After(from) || e.laterMove {
+	if j.resv == nil || j.resv.start.After(from) {
 		for _, r := range e.book.resv {
 			if r.job != j && r.job.counted == 0 && r.start.Before(end) && (r.end.IsZero() || r.end.After(from)) &&
-				(r.job.queue == j.queue || !own) && (!e.laterMove || !r.start.After(from)) {
+				(r.job.queue == j.queue || !own) {
 				rs = append(rs, r)
 			}
 		}
@@ -208,18 +210,6 @@ func (e *Engine) promiseFits(j *jobRec, g int, from time.Time) bool {
 	}
 	_, _, _, ok := e.promiseCheck(j, g, false, from)
 	return ok
-}
-
-// laterFits reports whether the quota takes reservation r's job at t, the
-// later start a late start pushes it to (upkeep): on the counts of t (the
-// running jobs whose limit ends by then taken out: the late one often
-// does not), with the reservations of others started by t counted in
-// (the late start may move it beside promises it was not checked with;
-// those starting after t were checked beside it, or it beside them).
-func (e *Engine) laterFits(r *reservation, t time.Time) bool {
-	e.laterMove = true
-	defer func() { e.laterMove = false }()
-	return e.promiseFits(r.job, e.plannedGPUs(r.job), t)
 }
 
 // plannedGPUs returns the GPUs job j's quota is checked for at a planned

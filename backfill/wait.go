@@ -354,16 +354,6 @@ func (c *cycle) upkeep(r *reservation) {
 		r.checked = math.MaxUint64
 	}
 	switch {
-	case found && t.After(r.start) && !e.laterFits(r, t):
-		// No room in its queue's quota at the fresh start: it keeps its
-		// GPUs to the time it can, if the quota has room then.
-		r.alloc.CopyTo(&e.alloc)
-		if keepable && k.at.After(later(r.start, c.now)) && e.laterFits(r, k.at) {
-			c.move(r, k.at, k)
-			c.slipped = append(c.slipped, r)
-			break
-		}
-		c.dropLate(r, k)
 	case found:
 		// Its new place is settled like a slipped one's: a reservation
 		// kept up after it that slips on its own GPUs keeps off it (one
@@ -373,13 +363,13 @@ func (c *cycle) upkeep(r *reservation) {
 		r.placed = true
 		c.slipped = append(c.slipped, r)
 	case !keepable:
-		c.dropLate(r, k)
+		cause, by := c.blame(k)
+		c.plan.Moves = append(c.plan.Moves, Move{Job: j.job.ID, From: r.start, Cause: cause, By: by})
+		e.book.remove(r)
+		j.dropped = true
+		c.invalidate()
 	case k.at.After(later(r.start, c.now)):
 		r.alloc.CopyTo(&e.alloc)
-		if !e.laterFits(r, k.at) {
-			c.dropLate(r, k)
-			break
-		}
 		c.move(r, k.at, k)
 		c.slipped = append(c.slipped, r)
 	case !r.start.After(c.now):
@@ -413,20 +403,6 @@ func (c *cycle) lateQuota(r *reservation, k *keep) time.Time {
 		k.at, k.job, k.owner = t, by, true
 	}
 	return t
-}
-
-// dropLate drops reservation r, which cannot keep its planned start (k
-// says what it waits for): it found no later start where it keeps its
-// GPUs, or its queue's quota has no room for it at the later start it
-// found (the job it waits for, running late, still counts against its
-// queue then: promiseFits). The drop is blamed as a later move would be.
-func (c *cycle) dropLate(r *reservation, k keep) {
-	e, j := c.e, r.job
-	cause, by := c.blame(k)
-	c.plan.Moves = append(c.plan.Moves, Move{Job: j.job.ID, From: r.start, Cause: cause, By: by})
-	e.book.remove(r)
-	j.dropped = true
-	c.invalidate()
 }
 
 // move moves reservation r to start t on e.alloc, recording a later move
