@@ -277,6 +277,11 @@ type failKey struct {
 type failure struct {
 	w  Waiting
 	id uint64 // w's ID (Engine.waitID) when plans list only changes
+	// hold is the hold w blames (WaitHold; nil otherwise), which a hit
+	// marks as having refused a job (releaseHold reads it), looked up
+	// once per entry rather than by ID on every hit. An entry lives no
+	// longer than the book it was made with (a hold ends: invalidate).
+	hold *hold
 }
 
 // slot is one scratch state of cycle.slots.
@@ -849,7 +854,9 @@ func (c *cycle) test(j *jobRec, w *Waiting) bool {
 		c.prepareScratch(j)
 		if hit, ok := c.cached(&key); ok {
 			c.stampable = c.skips
-			c.noteHoldRefusal(&hit.w)
+			if hit.hold != nil {
+				hit.hold.refused = true // releaseHold
+			}
 			// A job of the same shape failed on this very scratch
 			// state: this one fails the same way (w is written once,
 			// and not at all when the plan lists only changes and the
@@ -881,19 +888,6 @@ func (c *cycle) test(j *jobRec, w *Waiting) bool {
 		c.stampable = c.skips
 	}
 	return true
-}
-
-// noteHoldRefusal marks the hold a job is refused for, by a reason the
-// failure cache gives it (releaseHold).
-func (c *cycle) noteHoldRefusal(w *Waiting) {
-	if w.Code != WaitHold {
-		return
-	}
-	if b, ok := c.e.jobs.byID[w.Blocker]; ok {
-		if h := c.e.book.holdOf(b); h != nil {
-			h.refused = true
-		}
-	}
 }
 
 // skipTest reports whether job j, cacheable, would fail this cycle as its
@@ -1117,6 +1111,11 @@ func (c *cycle) remember(j *jobRec, k *shape, w *Waiting) {
 	c.failKeys[at] = failKey{*k, c.gen}
 	f := &c.failures[at]
 	*f = failure{w: *w}
+	if w.Code == WaitHold {
+		if b, ok := c.e.jobs.byID[w.Blocker]; ok {
+			f.hold = c.e.book.holdOf(b)
+		}
+	}
 	if c.e.cfg.OnlyChangedWaits {
 		f.id = c.e.waitID(w, j)
 		c.hitID = f.id // the walk needs no second lookup for j
