@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/bits-and-blooms/bitset"
+
 	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/internal/access"
 	"github.com/phalanx-sched/phalanx/topology"
@@ -502,7 +504,8 @@ func (c *cycle) keepBook() {
 			continue
 		}
 		if !r.start.After(c.now) {
-			if k, ok := e.keepTime(r, c.slipped, c.now); ok && !k.at.After(c.now) && allAvailable(e.ledger.State(), &r.alloc) && e.quotaFits(r.job, &r.alloc) {
+			if k, ok := e.keepTime(r, c.slipped, c.now); ok && !k.at.After(c.now) && allAvailable(e.ledger.State(), &r.alloc) && e.quotaFits(r.job, &r.alloc) &&
+				e.promiseFits(r.job, r.alloc.GPUs(), c.now) {
 				c.plan.Tested++
 				c.yieldClaims(r)
 				r.alloc.CopyTo(&e.alloc)
@@ -1338,14 +1341,20 @@ func (c *cycle) tryStart(j *jobRec) bool {
 	c.prepareScratch(j)
 	full, _ := c.specFor(j)
 	spec := c.quotaSpec(j, full)
-	if r := j.resv; r != nil && spec == full && !r.start.After(c.now) && allAvailable(e.scratch, &r.alloc) {
+	if r := j.resv; e.quota != nil && r != nil && !r.start.After(c.now) && allAvailable(e.scratch, &r.alloc) {
 		// Due, its planned GPUs free, and passed over by keepBook (its
 		// queue's quota had no room for it then, before a reclaim or a
-		// preemption freed some): it starts on them, as promised.
-		r.alloc.CopyTo(&e.alloc)
-		block(e.scratch, &e.alloc)
-		c.lastRes = gang.Admission{Admitted: true}
-		return c.startChecked(j)
+		// preemption freed some, or takes it only cut): it starts on
+		// them, as promised (cut, on some of them).
+		if spec == full {
+			r.alloc.CopyTo(&e.alloc)
+			block(e.scratch, &e.alloc)
+			c.lastRes = gang.Admission{Admitted: true}
+			return c.startChecked(j)
+		}
+		if c.startCutOnPlan(j, spec, r) {
+			return true
+		}
 	}
 	res, err := e.adm.Admit(e.scratch, spec, &e.alloc)
 	if err != nil {
@@ -1355,6 +1364,46 @@ func (c *cycle) tryStart(j *jobRec) bool {
 	if !res.Admitted {
 		return c.tryLent(j, spec)
 	}
+	return c.startChecked(j)
+}
+
+// startCutOnPlan starts job j, whose due reservation r has its planned
+// GPUs free, cut to spec (a copy its quota takes, quotaSpec) on the nodes
+// of r: each member's placement is limited to its planned nodes. It
+// reports whether it started; spec is left as it was.
+func (c *cycle) startCutOnPlan(j *jobRec, spec *gang.Spec, r *reservation) bool {
+	e := c.e
+	for len(e.planNodes) < len(spec.Members) {
+		e.planNodes = append(e.planNodes, bitset.New(uint(e.c.NumNodes())))
+	}
+	var saved [8]*bitset.BitSet
+	if len(spec.Members) > len(saved) {
+		return false // a gang of more members is placed as any start is
+	}
+	for i := range spec.Members {
+		m := &spec.Members[i]
+		saved[i] = m.Request.Allowed
+		on := e.planNodes[i].ClearAll()
+		for k := range r.alloc.Members {
+			if r.alloc.Members[k].Name == m.Name {
+				for _, x := range r.alloc.Members[k].Assignment {
+					on.Set(uint(x.Node))
+				}
+			}
+		}
+		if saved[i] != nil {
+			on.InPlaceIntersection(saved[i])
+		}
+		m.Request.Allowed = on
+	}
+	res, err := e.adm.Admit(e.scratch, spec, &e.alloc)
+	for i := range spec.Members {
+		spec.Members[i].Request.Allowed = saved[i]
+	}
+	if err != nil || !res.Admitted {
+		return false
+	}
+	c.lastRes = res
 	return c.startChecked(j)
 }
 

@@ -334,15 +334,20 @@
 // demand), when a lending limit moves with other queues' use, when a
 // queue uses the guarantee it would have borrowed, when the cluster's pool
 // (what the top queues lend one another, not promised) has no room, or
-// when a reclaim or preemption takes the room; its reason then says why
-// its planned start has no room too. Late starts: a reservation whose
-// planned start a job that started late still overlaps (it would have
-// ended by then), with no room in its queue's quota there, moves to that
-// job's end, blamed on it (CauseLateStart); a reservation a late start
-// pushes later for its GPUs is not checked again at its new start. A due
-// reservation whose queue's quota had no room for it until
-// a reclaim or preemption in the cycle freed some still starts on its
-// planned GPUs when they are free; one whose queue's guarantee must be
+// when a reclaim or preemption takes the room. A reservation not yet due
+// that its queue's limits leave no room for, now or at its planned start,
+// is given up with a reason that says both ("...; it gives up its
+// reservation: at its planned start, ..."). Late starts: a reservation
+// whose planned start a job that started late still overlaps (it would
+// have ended by then), under the queue where its quota has no room there,
+// moves to that job's end, blamed on it (CauseLateStart); a reservation a
+// late start pushes later for its GPUs is not checked again at its new
+// start. Under quotas, a due reservation whose queue's quota had no room
+// for it until a reclaim or preemption in the cycle freed some still
+// starts on its planned GPUs when they are free, and an elastic gang its
+// quota cuts starts on some of them; a due elastic gang starts above its
+// minimum (at which it was reserved) only with room for the reservations
+// of others it would run beside. One whose queue's guarantee must be
 // reclaimed first waits for its victims, as any job its guarantee
 // covers, on the GPUs the victim search finds.
 //

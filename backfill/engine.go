@@ -92,9 +92,12 @@ type Engine struct {
 	promised   []*reservation
 	endedBy    []*jobRec
 	promiseGen uint64
-	avoid      *bitset.BitSet  // nodes with promised GPUs, for replacements
-	lent       *topology.State // the scratch state plus lent pods (made when first needed)
-	estBuf     []endItem
+	avoid      *bitset.BitSet // nodes with promised GPUs, for replacements
+	// planNodes holds, per member, the nodes of a due reservation an
+	// elastic gang cut by its quota starts on (cycle.startCutOnPlan).
+	planNodes []*bitset.BitSet
+	lent      *topology.State // the scratch state plus lent pods (made when first needed)
+	estBuf    []endItem
 	// idle is the free state once every active job has ended (reserved
 	// and claimed GPUs kept), for hold eligibility (fitsWhenIdle); made
 	// when first needed, valid for the cycle epoch and book version in

@@ -13,6 +13,7 @@ import (
 
 	"github.com/bits-and-blooms/bitset"
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
 
 	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/gang/preempt"
@@ -666,4 +667,50 @@ func TestOpenQueueDecidesAsNone(t *testing.T) {
 	if reservations < workloads {
 		t.Fatalf("too easy: %d reservations over %d workloads", reservations, workloads)
 	}
+}
+
+// TestLateQuotaBlamesOnlyItsQueue: a job of an unlimited queue (o) that
+// started late does not move a reservation of queue q that q's quota
+// refuses for another reason (X of q runs past its time limit): lateQuota
+// blames only late jobs under the queue where the check binds. R is
+// given up for quota at its start, blamed on q, and never moved for L's
+// late start (a first version moved R to L's end, blamed on L, and then
+// dropped it anyway, its nodes idle meanwhile).
+func TestLateQuotaBlamesOnlyItsQueue(t *testing.T) {
+	e := quotaEngine2(t, 10, 16)
+	pinned := func(id, queue string, lo, hi, nodes int, limit time.Duration) Job {
+		s := e.c.NewNodeSet()
+		for n := lo; n < hi; n++ {
+			s.Set(uint(n))
+		}
+		return Job{ID: id, Account: "a", Queue: queue, TimeLimit: limit, Gang: member(placement.Request{Nodes: nodes, GPUsPerNode: 8, Allowed: s})}
+	}
+	at := func(d time.Duration) time.Time { return epoch.Add(d) }
+	var moves []Move
+	run := func(d time.Duration) {
+		moves = append(moves, startAll(t, e, at(d)).Moves...)
+	}
+	require.NoError(t, e.Submit(pinned("B", "o", 0, 7, 7, time.Hour), epoch))
+	require.NoError(t, e.Submit(pinned("K", "o", 7, 8, 1, 25*time.Minute), epoch))
+	require.NoError(t, e.Submit(pinned("M", "o", 8, 10, 2, 10*time.Minute), epoch))
+	run(0)
+	require.NoError(t, e.Submit(pinned("L", "o", 8, 10, 2, 45*time.Minute), at(30*time.Second)))
+	run(30 * time.Second) // L reserved from M's end, 10 minutes
+	require.NoError(t, e.Finished("M", at(10*time.Minute)))
+	run(20 * time.Minute) // the host runs late: L starts 10 minutes late
+	require.NoError(t, e.Submit(pinned("R", "q", 0, 7, 2, time.Hour), at(21*time.Minute)))
+	run(21 * time.Minute) // R reserved from B's end, 1h
+	require.NoError(t, e.Finished("K", at(25*time.Minute)))
+	require.NoError(t, e.Submit(pinned("X", "q", 7, 8, 1, 30*time.Minute), at(25*time.Minute)))
+	run(25 * time.Minute) // X of q starts; it will run past its limit
+	require.NoError(t, e.Finished("B", at(time.Hour)))
+	run(time.Hour)
+	var dropped bool
+	for _, m := range moves {
+		require.NotEqualf(t, "L", m.By, "a move blamed on L, whose queue has no limit: %+v", m)
+		if m.Job == "R" && m.Cause == CauseQuota && m.To.IsZero() {
+			dropped = true
+		}
+	}
+	require.True(t, dropped, "R was not given up for quota at its start: %+v", moves)
 }

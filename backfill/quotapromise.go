@@ -55,7 +55,10 @@ import (
 // A due reservation that keepBook passed over because its queue's quota
 // had no room, and that has room later in the cycle (a reclaim or a
 // preemption freed some), starts on its planned GPUs when they are free
-// (tryStart).
+// (tryStart); an elastic gang its quota cuts starts on some of them
+// (startCutOnPlan). A due elastic gang, reserved at its minimum, starts
+// above it only with the reservations of others it would run beside
+// counted (countAt, keepBook).
 //
 // What can still drop a reservation for quota: a job that runs past its
 // time limit (the limit said it would be gone), the weighted shares (a
@@ -81,7 +84,8 @@ import (
 // queue's guarantee is not held back for another queue's reservations:
 // what a queue is guaranteed is its own). j's own reservation is never
 // counted; a job starting at its own reservation's planned start or
-// later counts none.
+// later counts none, up to its gang's minimum (an elastic gang is
+// reserved at its minimum: above it, it counts them as any start does).
 func (e *Engine) countAt(j *jobRec, g int, from time.Time, ended bool) bool {
 	s := e.quota
 	if s == nil || len(e.book.resv) == 0 && !ended {
@@ -111,7 +115,7 @@ func (e *Engine) countAt(j *jobRec, g int, from time.Time, ended bool) bool {
 	// Within its guarantee at from (the counts of then)?
 	own := s.entitled(j.queue, g)
 	rs := e.promised[:0]
-	if j.resv == nil || j.resv.start.After(from) {
+	if j.resv == nil || j.resv.start.After(from) || g > j.job.Gang.MinGPUs(e.c) {
 		for _, r := range e.book.resv {
 			if r.job != j && r.job.counted == 0 && r.start.Before(end) && (r.end.IsZero() || r.end.After(from)) &&
 				(r.job.queue == j.queue || !own) {

@@ -379,24 +379,34 @@ func (c *cycle) upkeep(r *reservation) {
 }
 
 // lateQuota moves k, the time from which reservation r keeps its planned
-// GPUs, later when a job that started late (cycle.late) still runs then
-// but would have ended by then on time, and r's queue's quota has no
-// room for it then (checked as at its planned start): to the latest end
-// of such jobs, blamed on that job. The room the late job takes comes
+// GPUs, later when r's queue's quota has no room for it at its start
+// (checked as at its planned start) and a job that started late
+// (cycle.late), under the queue where that check binds, still runs then
+// but would have ended by then on time: to the latest end of such jobs,
+// blamed on that job. The room the late job takes comes
 // back only at its end; a reservation left at its start would be given
 // up for quota when due. It returns the latest such end (zero when no
 // late job takes its room), before which its quota has no room.
 func (c *cycle) lateQuota(r *reservation, k *keep) time.Time {
 	e := c.e
+	if len(c.late) == 0 {
+		return time.Time{}
+	}
 	at := later(r.start, c.now)
+	qc, _, _, fits := e.promiseCheck(r.job, min(r.alloc.GPUs(), r.job.job.Gang.MinGPUs(e.c)), false, at)
+	if fits {
+		return time.Time{}
+	}
 	var t time.Time
 	var by *jobRec
 	for _, o := range c.late {
-		if o.end.After(at) && !o.promised.Add(o.job.TimeLimit).After(at) && o.end.After(t) {
+		// Only a late job under the queue where the check binds (or any,
+		// when the cluster binds) takes the room it lacks.
+		if (qc.at < 0 || e.quota.isAncestor(qc.at, o.queue)) && o.end.After(at) && !o.promised.Add(o.job.TimeLimit).After(at) && o.end.After(t) {
 			t, by = o.end, o
 		}
 	}
-	if by == nil || e.promiseFits(r.job, min(r.alloc.GPUs(), r.job.job.Gang.MinGPUs(e.c)), at) {
+	if by == nil {
 		return time.Time{}
 	}
 	if t.After(k.at) {
