@@ -644,9 +644,11 @@ func TestQuotaPropertiesLateHost(t *testing.T) {
 // of them: startCutOnPlan), and 6 gave a reservation up for quota
 // without a documented cause, 2 of them because a due elastic gang
 // started above its minimum (at which it was reserved) without counting
-// the reservations of others (now it counts them: countAt, keepBook).
-// Four workloads still do (openElasticDrops): left open, their cause not
-// yet found.
+// the reservations of others (now it counts them: countAt, keepBook), 4
+// because a due gang whose quota took not even its minimum was told why
+// its full size did not fit (now it is told why its minimum does not:
+// quotaGate; their causes, the cluster's pool and lending limits, are
+// documented).
 //
 //	go test ./backfill -run TestQuotaPropertiesLateHostElastic -late-quota-workloads 10000
 func TestQuotaPropertiesLateHostElastic(t *testing.T) {
@@ -657,9 +659,6 @@ func TestQuotaPropertiesLateHostElastic(t *testing.T) {
 	var total struct{ reserved, lateMoves, quotaMoves, kept, cycles int }
 	for w := range workloads {
 		t.Run(fmt.Sprintf("w=%d", w), func(t *testing.T) {
-			if openElasticDrops[w] {
-				t.Skipf("workload %d gives a reservation up for quota without a documented cause: open", w)
-			}
 			h := lateQuotaHost(t, w, true)
 			h.run()
 			h.finalCheck()
@@ -675,11 +674,6 @@ func TestQuotaPropertiesLateHostElastic(t *testing.T) {
 		t.Errorf("too easy: %+v over %d workloads", total, workloads)
 	}
 }
-
-// openElasticDrops are the workloads of TestQuotaPropertiesLateHostElastic
-// that still give a reservation up for quota without a documented cause
-// (an open defect: see the test's doc).
-var openElasticDrops = map[int]bool{106: true, 289: true, 329: true, 661: true}
 
 // lateQuotaHost returns the late host of TestQuotaPropertiesLateHost for
 // workload w, its quota checks in place.

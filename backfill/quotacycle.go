@@ -472,6 +472,8 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 		// size may start smaller (quotaSpec): it is gated at its minimum.
 		if m := s.check(q, min, mayBorrow, false); m.code == quotaFits {
 			g, qc = min, m
+		} else {
+			qc = m // its reason: why not even its minimum fits
 		}
 	}
 	// A reservation ahead: atStart says why its queue's limits have no
