@@ -1369,16 +1369,19 @@ func (c *cycle) tryStart(j *jobRec) bool {
 
 // startCutOnPlan starts job j, whose due reservation r has its planned
 // GPUs free, cut to spec (a copy its quota takes, quotaSpec) on the nodes
-// of r: each member's placement is limited to its planned nodes. It
-// reports whether it started; spec is left as it was.
+// of r: each member's placement is limited to its planned nodes (its
+// pods take whole planned nodes, or GPUs of them). It reports whether it
+// started; spec is left as it was. A gang of more than 8 members, or one
+// its planned nodes do not hold cut (its own Allowed or Excluded), or
+// one its quota refuses there, is placed as any start is (tryStart).
 func (c *cycle) startCutOnPlan(j *jobRec, spec *gang.Spec, r *reservation) bool {
 	e := c.e
-	for len(e.planNodes) < len(spec.Members) {
-		e.planNodes = append(e.planNodes, bitset.New(uint(e.c.NumNodes())))
-	}
 	var saved [8]*bitset.BitSet
 	if len(spec.Members) > len(saved) {
 		return false // a gang of more members is placed as any start is
+	}
+	for len(e.planNodes) < len(spec.Members) {
+		e.planNodes = append(e.planNodes, bitset.New(uint(e.c.NumNodes())))
 	}
 	for i := range spec.Members {
 		m := &spec.Members[i]
@@ -1400,11 +1403,20 @@ func (c *cycle) startCutOnPlan(j *jobRec, spec *gang.Spec, r *reservation) bool 
 	for i := range spec.Members {
 		spec.Members[i].Request.Allowed = saved[i]
 	}
-	if err != nil || !res.Admitted {
+	if err != nil {
+		panic(fmt.Sprintf("backfill: checked job %s refused on its planned nodes: %v", j.job.ID, err))
+	}
+	if !res.Admitted {
 		return false
 	}
 	c.lastRes = res
-	return c.startChecked(j)
+	if c.startChecked(j) {
+		return true
+	}
+	// Refused for quota: tryStart places it as any start (and checks it
+	// again), so the flag is its to set.
+	c.quotaBlocked = false
+	return false
 }
 
 // startChecked starts job j on e.alloc, placed on the scratch state,

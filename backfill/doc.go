@@ -335,8 +335,8 @@
 // queue uses the guarantee it would have borrowed, when the cluster's pool
 // (what the top queues lend one another, not promised) has no room, or
 // when a reclaim or preemption takes the room. A reservation not yet due
-// that its queue's limits leave no room for, now or at its planned start,
-// is given up with a reason that says both ("...; it gives up its
+// that its queue's limits leave room for neither now nor at its planned
+// start is given up with a reason that says both ("...; it gives up its
 // reservation: at its planned start, ..."). Late starts: a reservation
 // whose planned start a job that started late still overlaps (it would
 // have ended by then), under the queue where its quota has no room there,
@@ -345,9 +345,10 @@
 // start. Under quotas, a due reservation whose queue's quota had no room
 // for it until a reclaim or preemption in the cycle freed some still
 // starts on its planned GPUs when they are free, and an elastic gang its
-// quota cuts starts on some of them; a due elastic gang starts above its
-// minimum (at which it was reserved) only with room for the reservations
-// of others it would run beside. One whose queue's guarantee must be
+// quota cuts starts on its planned nodes; a due elastic gang (whose
+// reservation holds GPUs for its full size, but whose quota room was
+// checked at its minimum) starts above its minimum only with room for the
+// reservations of others it would run beside. One whose queue's guarantee must be
 // reclaimed first waits for its victims, as any job its guarantee
 // covers, on the GPUs the victim search finds.
 //

@@ -472,8 +472,13 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 		// size may start smaller (quotaSpec): it is gated at its minimum.
 		if m := s.check(q, min, mayBorrow, false); m.code == quotaFits {
 			g, qc = min, m
-		} else {
-			qc = m // its reason: why not even its minimum fits
+		} else if qc.code != quotaFits {
+			// Neither fits: the reason says why not even its minimum
+			// does (the decision is the same). The check is not monotone
+			// in the GPUs (the cluster's pool binds only where the GPUs
+			// counted leave room): where its full size passes and its
+			// minimum does not, it is decided at full size, as before.
+			qc = m
 		}
 	}
 	// A reservation ahead: atStart says why its queue's limits have no

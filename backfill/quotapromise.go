@@ -55,8 +55,9 @@ import (
 // A due reservation that keepBook passed over because its queue's quota
 // had no room, and that has room later in the cycle (a reclaim or a
 // preemption freed some), starts on its planned GPUs when they are free
-// (tryStart); an elastic gang its quota cuts starts on some of them
-// (startCutOnPlan). A due elastic gang, reserved at its minimum, starts
+// (tryStart); an elastic gang its quota cuts starts on its planned nodes
+// (startCutOnPlan). A due elastic gang, whose quota room was checked at
+// its minimum (its reservation holds GPUs for its full size), starts
 // above it only with the reservations of others it would run beside
 // counted (countAt, keepBook).
 //
@@ -84,8 +85,9 @@ import (
 // queue's guarantee is not held back for another queue's reservations:
 // what a queue is guaranteed is its own). j's own reservation is never
 // counted; a job starting at its own reservation's planned start or
-// later counts none, up to its gang's minimum (an elastic gang is
-// reserved at its minimum: above it, it counts them as any start does).
+// later counts none, up to its gang's minimum (an elastic gang's quota
+// room is checked at its minimum: above it, it counts them as any start
+// does).
 func (e *Engine) countAt(j *jobRec, g int, from time.Time, ended bool) bool {
 	s := e.quota
 	if s == nil || len(e.book.resv) == 0 && !ended {
