@@ -605,7 +605,6 @@ func TestQuotaPropertiesLateHost(t *testing.T) {
 	if testing.Short() {
 		workloads = 30
 	}
-	var total struct{ reserved, lateMoves, quotaMoves, kept, cycles int }
 	ws := make([]int, 0, workloads+8)
 	for w := range workloads {
 		ws = append(ws, w)
@@ -616,9 +615,18 @@ func TestQuotaPropertiesLateHost(t *testing.T) {
 			ws = append(ws, w)
 		}
 	}
+	runLateQuota(t, ws, false)
+}
+
+// runLateQuota drives workloads ws with the late host (lateQuotaHost), one
+// subtest each, and fails when they were too easy (fewer reservations than
+// workloads, due reservations kept in under a quarter of them, no late
+// move).
+func runLateQuota(t *testing.T, ws []int, elastic bool) {
+	var total struct{ reserved, lateMoves, quotaMoves, kept, cycles int }
 	for _, w := range ws {
 		t.Run(fmt.Sprintf("w=%d", w), func(t *testing.T) {
-			h := lateQuotaHost(t, w, false)
+			h := lateQuotaHost(t, w, elastic)
 			h.run()
 			h.finalCheck()
 			total.reserved += h.stats.reserved
@@ -628,9 +636,9 @@ func TestQuotaPropertiesLateHost(t *testing.T) {
 			total.quotaMoves += h.stats.quotaMoves
 		})
 	}
-	t.Logf("%+v over %d workloads", total, workloads)
-	if total.reserved < workloads || total.kept < workloads/4 || total.lateMoves == 0 {
-		t.Errorf("too easy: %+v over %d workloads", total, workloads)
+	t.Logf("%+v over %d workloads", total, len(ws))
+	if total.reserved < len(ws) || total.kept < len(ws)/4 || total.lateMoves == 0 {
+		t.Errorf("too easy: %+v over %d workloads", total, len(ws))
 	}
 }
 
@@ -660,23 +668,11 @@ func TestQuotaPropertiesLateHostElastic(t *testing.T) {
 	if testing.Short() {
 		workloads = 30
 	}
-	var total struct{ reserved, lateMoves, quotaMoves, kept, cycles int }
-	for w := range workloads {
-		t.Run(fmt.Sprintf("w=%d", w), func(t *testing.T) {
-			h := lateQuotaHost(t, w, true)
-			h.run()
-			h.finalCheck()
-			total.reserved += h.stats.reserved
-			total.kept += h.stats.kept
-			total.cycles += h.cycles
-			total.lateMoves += h.stats.lateMoves
-			total.quotaMoves += h.stats.quotaMoves
-		})
+	ws := make([]int, workloads)
+	for w := range ws {
+		ws[w] = w
 	}
-	t.Logf("%+v over %d workloads", total, workloads)
-	if total.reserved < workloads || total.kept < workloads/4 || total.lateMoves == 0 {
-		t.Errorf("too easy: %+v over %d workloads", total, workloads)
-	}
+	runLateQuota(t, ws, true)
 }
 
 // lateQuotaHost returns the late host of TestQuotaPropertiesLateHost for
