@@ -1345,7 +1345,7 @@ func (c *cycle) tryStart(j *jobRec) bool {
 		// Due, its planned GPUs free, and passed over by keepBook (its
 		// queue's quota had no room for it then, before a reclaim or a
 		// preemption freed some, or takes it only cut): it starts on
-		// them, as promised (cut, on some of them).
+		// them, as promised (cut: on its planned nodes).
 		if spec == full {
 			r.alloc.CopyTo(&e.alloc)
 			block(e.scratch, &e.alloc)

@@ -50,8 +50,8 @@ import (
 // moves to its end (lateQuota; the GPUs a search finds before it are
 // passed over), blamed on it (CauseLateStart). A reservation a late
 // start pushes later for its GPUs is not checked again at its new start
-// (a version that was never once decisive over the 10,000 workloads of
-// TestQuotaPropertiesLateHost once this move was made).
+// (such a check, with lateQuota in place, was never decisive over 10,000
+// workloads of TestQuotaPropertiesLateHost, and was removed).
 // A due reservation that keepBook passed over because its queue's quota
 // had no room, and that has room later in the cycle (a reclaim or a
 // preemption freed some), starts on its planned GPUs when they are free
