@@ -279,11 +279,6 @@ type failKey struct {
 type failure struct {
 	w  Waiting
 	id uint64 // w's ID (Engine.waitID) when plans list only changes
-	// hold is the hold w blames (WaitHold; nil otherwise), which a hit
-	// marks as having refused a job (releaseHold reads it), looked up
-	// once per entry rather than by ID on every hit. An entry lives no
-	// longer than the book it was made with (a hold ends: invalidate).
-	hold *hold
 }
 
 // slot is one scratch state of cycle.slots.
@@ -857,9 +852,10 @@ func (c *cycle) test(j *jobRec, w *Waiting) bool {
 		c.prepareScratch(j)
 		if hit, ok := c.cached(&key); ok {
 			c.stampable = c.skips
-			if hit.hold != nil {
-				hit.hold.refused = true // releaseHold
-			}
+			// (A hold a cached reason blames (WaitHold) was marked as
+			// having refused a job by the test that made the entry, in
+			// this cycle: refusals are cleared only when a cycle begins,
+			// and a hold that ends or changes invalidates the entries.)
 			// A job of the same shape failed on this very scratch
 			// state: this one fails the same way (w is written once,
 			// and not at all when the plan lists only changes and the
@@ -1114,11 +1110,6 @@ func (c *cycle) remember(j *jobRec, k *shape, w *Waiting) {
 	c.failKeys[at] = failKey{*k, c.gen}
 	f := &c.failures[at]
 	*f = failure{w: *w}
-	if w.Code == WaitHold {
-		if b, ok := c.e.jobs.byID[w.Blocker]; ok {
-			f.hold = c.e.book.holdOf(b)
-		}
-	}
 	if c.e.cfg.OnlyChangedWaits {
 		f.id = c.e.waitID(w, j)
 		c.hitID = f.id // the walk needs no second lookup for j
