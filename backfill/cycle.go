@@ -499,8 +499,7 @@ func (c *cycle) keepBook() {
 			continue
 		}
 		if !r.start.After(c.now) {
-			if k, ok := e.keepTime(r, c.slipped, c.now); ok && !k.at.After(c.now) && allAvailable(e.ledger.State(), &r.alloc) && e.quotaFits(r.job, &r.alloc) &&
-				e.promiseFits(r.job, r.alloc.GPUs(), c.now) {
+			if k, ok := e.keepTime(r, c.slipped, c.now); ok && !k.at.After(c.now) && allAvailable(e.ledger.State(), &r.alloc) && e.startFits(r.job, &r.alloc, c.now) {
 				c.plan.Tested++
 				c.yieldClaims(r)
 				r.alloc.CopyTo(&e.alloc)
@@ -1415,7 +1414,7 @@ func (c *cycle) startCutOnPlan(j *jobRec, spec *gang.Spec, r *reservation) bool 
 // the GPUs back); it reports whether it started.
 func (c *cycle) startChecked(j *jobRec) bool {
 	e := c.e
-	if e.quota != nil && (!e.quotaFits(j, &e.alloc) || !e.promiseFits(j, e.alloc.GPUs(), c.now)) {
+	if e.quota != nil && !e.startFits(j, &e.alloc, c.now) {
 		// Its queue's quota does not take the GPUs placed: the scratch
 		// state gives them back (it is then as it was, contents number
 		// included), and the job waits for quota (test).

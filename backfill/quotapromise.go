@@ -3,6 +3,8 @@ package backfill
 import (
 	"fmt"
 	"time"
+
+	"github.com/phalanx-sched/phalanx/gang"
 )
 
 // Reservations keep their quota room.
@@ -216,6 +218,14 @@ func (e *Engine) promiseFits(j *jobRec, g int, from time.Time) bool {
 	}
 	_, _, _, ok := e.promiseCheck(j, g, false, from)
 	return ok
+}
+
+// startFits reports whether job j may start at now on allocation a as far
+// as quotas go (true without quotas): its queue's quota takes it
+// (quotaFits), and so does the room the reservations it would run beside
+// need (promiseFits).
+func (e *Engine) startFits(j *jobRec, a *gang.Allocation, now time.Time) bool {
+	return e.quotaFits(j, a) && e.promiseFits(j, a.GPUs(), now)
 }
 
 // plannedGPUs returns the GPUs job j's quota is checked for at a planned
