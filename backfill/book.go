@@ -31,6 +31,9 @@ type reservation struct {
 	// activeIn is search scratch: the reservation blocks the job of the
 	// search whose generation (walker.gen) it holds.
 	activeIn uint64
+	// counted is countAt scratch: the GPUs it counted for the
+	// reservation, which uncount takes out again.
+	counted int
 }
 
 // hold is one hold of hold mode: the free GPUs of a target placement kept

@@ -1069,7 +1069,7 @@ func (c *cycle) shapeKey(j *jobRec) (shape, bool) {
 	if e.pre != nil && c.anyRunning && j.job.Class > c.lowest {
 		return shape{}, false
 	}
-	if s := e.quota; s != nil && s.entitled(j.queue, j.gpus) {
+	if e.quota != nil && e.reclaimGPUs(j) > 0 {
 		return shape{}, false
 	}
 	return shape{id: j.shapeID}, true

@@ -314,14 +314,24 @@
 // the end of time) counted as in use, and waits for quota when they would
 // not all fit ("counting the 16 GPUs reserved for job R, which plans to run
 // while this job would: queue q: 16 of 16 GPUs, maximum reached"). Other
-// queues' reservations count only when the job would borrow: a job within
-// its queue's guarantee is not held back for another queue's reservations
-// (what a queue is guaranteed is its own). The counts in use are those of
+// queues' reservations count only when the job would borrow (its own
+// queue's reservations counted): a job within its queue's guarantee is not
+// held back for another queue's reservations, nor for a parent's or the
+// cluster's limit that others' borrowing fills (what a queue is guaranteed
+// is its own, and reclaim gets it in). A reservation for a job that may
+// not be preempted, which runs only within its queue's guarantee, keeps
+// that room from the others of its queue: one that would take the queue
+// past its guarantee beside it waits ("...: queue q: 16 of 16 guaranteed
+// GPUs in use, and the reserved job cannot be preempted: ..."). The
+// counts in use are those of
 // now: a job that will have ended by a reservation's start still counts
 // against it. A reservation made, moved earlier or turned from a hold is
 // checked at its planned start on the counts of then (jobs whose limit
 // ends by it taken out, the overlapping reservations of others counted
-// in; an elastic gang at its minimum); a job refused a reservation so
+// in; an elastic gang at its minimum). A reserved job's own planned start,
+// looked at ahead of time (the gate, a late start), counts the
+// reservations of others that start before it (they run by then; an
+// elastic gang's at its minimum); a job refused a reservation so
 // waits for quota without one, keeping for the cycle the slot it would
 // have taken. A reserved job whose queue's limits have no room for it now
 // but will at its planned start keeps its reservation and does not start
@@ -360,9 +370,11 @@
 // reclaimed in it).
 //
 // Reclaim: a waiting job that its queue's guarantee covers (the queue's
-// use plus the job's GPUs is within it) but that cannot start, for want
-// of free GPUs or because others borrowed the quota, looks for victims
-// at once, in the cycle, whatever its class and whether preemption is on:
+// use plus the job's GPUs is within it; an elastic gang whose minimum it
+// covers reclaims for its minimum, and starts cut on the GPUs claimed)
+// but that cannot start, for want of free GPUs or because others
+// borrowed the quota, looks for victims at once, in the cycle, whatever
+// its class and whether preemption is on:
 // running gangs of queues that borrow from its side of the tree (the
 // queue just below the two queues' closest common parent is above its
 // guarantee). The victim search of package gang/preempt picks whole

@@ -84,6 +84,9 @@ type Engine struct {
 	// quotaSpec is an elastic gang cut to what its queue's quota takes
 	// (cycle.quotaSpec); its Members are its own.
 	quotaSpec   gang.Spec
+	// minSpec is reclaimGuarantee's: a spec with its elastic members at
+	// their minimum (its Members are its own).
+	minSpec gang.Spec
 	rankScratch []int      // ranks of pods to give up
 	lentBack    []lentBack // lentQuotaFits's undo list
 	// promised and endedBy list the reservations countAt counted in the

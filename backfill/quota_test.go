@@ -714,3 +714,94 @@ func TestLateQuotaBlamesOnlyItsQueue(t *testing.T) {
 	}
 	require.True(t, dropped, "R was not given up for quota at its start: %+v", moves)
 }
+
+// guaranteedPair returns an engine on one leaf of four 8-GPU nodes with
+// two queues, q and o, each guaranteed 16 GPUs and free to borrow, and
+// a job maker: id of queue on nodes [lo, hi) (Allowed), all of them, an
+// elastic gang down to min pods when min > 0.
+func guaranteedPair(t *testing.T) (*Engine, func(id, queue string, lo, hi, min int, p preempt.Policy, limit time.Duration) Job) {
+	t.Helper()
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 1, NodesPerLeaf: 4, GPUsPerNode: 8})
+	require.NoError(t, err)
+	cfg := DefaultConfig()
+	cfg.Hold.Enabled = false
+	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
+		{Name: "q", Guarantee: 16, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+		{Name: "o", Guarantee: 16, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+	}}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+	require.NoError(t, err)
+	e.checkEach = true
+	return e, func(id, queue string, lo, hi, min int, p preempt.Policy, limit time.Duration) Job {
+		s := c.NewNodeSet()
+		for n := lo; n < hi; n++ {
+			s.Set(uint(n))
+		}
+		return Job{ID: id, Account: "a", Queue: queue, TimeLimit: limit, Preemption: p,
+			Gang: gang.Spec{Members: []gang.Member{{Name: "m", Min: min, Request: placement.Request{Nodes: hi - lo, GPUsPerNode: 8, Allowed: s}}}}}
+	}
+}
+
+// TestNoBorrowReservationKeepsItsGuarantee: R, which may not be
+// preempted and so runs only within queue q's guarantee (16 GPUs), is
+// reserved on nodes 0-1 from B's end. S, of the same queue and free to
+// borrow, could start now on nodes 2-3, but beside R it would take q past
+// its guarantee: it waits, told of R, and R starts at its planned start.
+// Before, S started (it may borrow, and the cluster had room), and R,
+// due, found q's guarantee in use and gave its reservation up for quota.
+func TestNoBorrowReservationKeepsItsGuarantee(t *testing.T) {
+	e, job := guaranteedPair(t)
+	at := func(d time.Duration) time.Time { return epoch.Add(d) }
+	require.NoError(t, e.Submit(job("B", "o", 0, 2, 0, preempt.Requeue, time.Hour), epoch))
+	startAll(t, e, epoch)
+	require.NoError(t, e.Submit(job("R", "q", 0, 2, 0, preempt.Never, time.Hour), at(time.Minute)))
+	p := startAll(t, e, at(time.Minute))
+	require.Len(t, p.Reservations, 1, p.Describe(e.c, epoch))
+	require.Equal(t, "R", p.Reservations[0].Job)
+	require.NoError(t, e.Submit(job("S", "q", 2, 4, 0, preempt.Requeue, 3*time.Hour), at(2*time.Minute)))
+	p = startAll(t, e, at(2*time.Minute))
+	require.Empty(t, p.Starts, p.Describe(e.c, epoch))
+	w := waitingOf(p, "S")
+	require.NotNil(t, w, p.Describe(e.c, epoch))
+	require.Equal(t, WaitQuota, w.Code, p.Describe(e.c, epoch))
+	for _, part := range []string{"reserved for job R", "cannot be preempted", "queue q: 16 of 16 guaranteed GPUs in use"} {
+		require.Contains(t, w.Detail, part)
+	}
+	require.NoError(t, e.Finished("B", at(time.Hour)))
+	p = startAll(t, e, at(time.Hour))
+	for _, m := range p.Moves {
+		t.Errorf("move %+v", m)
+	}
+	// R runs; S may borrow now that no reservation of q needs the room.
+	var started []string
+	for _, s := range p.Starts {
+		started = append(started, s.Job)
+	}
+	require.ElementsMatch(t, []string{"R", "S"}, started, p.Describe(e.c, epoch))
+}
+
+// TestElasticGangReclaimsAtItsMinimum: o borrows all of q's guarantee
+// (16 GPUs) with one gang on the four nodes. E, elastic from four pods
+// (32 GPUs, beyond q's guarantee) down to two (16, within it), reclaims
+// the guarantee for its minimum: o's gang is preempted, and E starts on
+// the two nodes claimed. Before, only a gang whose full size the
+// guarantee covered reclaimed, and E waited for o's gang to end.
+func TestElasticGangReclaimsAtItsMinimum(t *testing.T) {
+	e, job := guaranteedPair(t)
+	at := func(d time.Duration) time.Time { return epoch.Add(d) }
+	require.NoError(t, e.Submit(job("O", "o", 0, 4, 0, preempt.Requeue, 0), epoch))
+	startAll(t, e, epoch)
+	require.NoError(t, e.Submit(job("E", "q", 0, 4, 2, preempt.Requeue, time.Hour), at(time.Minute)))
+	p := startAll(t, e, at(time.Minute))
+	require.Len(t, p.Preemptions, 1, p.Describe(e.c, epoch))
+	require.Equal(t, "O", p.Preemptions[0].Victim)
+	require.Contains(t, p.Preemptions[0].Reason, "reclaimed for job E of queue q, below its guarantee (0 of 16 GPUs in use, the job needs 16)")
+	w := waitingOf(p, "E")
+	require.NotNil(t, w, p.Describe(e.c, epoch))
+	require.Equal(t, WaitPreempting, w.Code)
+	require.NoError(t, e.Finished("O", at(2*time.Minute)))
+	p = startAll(t, e, at(2*time.Minute))
+	require.Len(t, p.Starts, 1, p.Describe(e.c, epoch))
+	require.Equal(t, "E", p.Starts[0].Job)
+	require.Equal(t, 16, p.Starts[0].Allocation.GPUs(), p.Describe(e.c, epoch))
+}

@@ -499,7 +499,7 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 			// limits now but over its weighted share, it waits for quota as
 			// any job does, and gives its reservation up: a share moves with
 			// every queue's demand.)
-			if spec, _ := c.specFor(j); entitled && c.reclaim(j, spec, w) {
+			if c.reclaimGuarantee(j, w) {
 				return true
 			}
 			*w = Waiting{Job: j.job.ID, Code: WaitReserved, Until: r.start}
@@ -521,7 +521,7 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 		})
 		w.Blocker = s.names[a]
 	default:
-		c.overQuota(j, qc, entitled, w)
+		c.overQuota(j, qc, w)
 		if atStartWhy != "" && j.resv == nil {
 			c.nameQuotaDrop(j, atStart, atStartWhy, w)
 		}
@@ -555,11 +555,12 @@ func (c *cycle) waitsForQuota(j *jobRec) bool {
 // says where it binds): a job its queue's guarantee covers (entitled)
 // looks for borrowed GPUs to reclaim first; otherwise it waits for quota,
 // and gives up its reservation and its hold.
-func (c *cycle) overQuota(j *jobRec, qc quotaCheck, entitled bool, w *Waiting) {
+func (c *cycle) overQuota(j *jobRec, qc quotaCheck, w *Waiting) {
 	s, q := c.e.quota, j.queue
-	if spec, _ := c.specFor(j); entitled && c.reclaim(j, spec, w) {
+	if c.reclaimGuarantee(j, w) {
 		return
 	}
+	entitled := c.e.reclaimGPUs(j) > 0
 	k := quotaMsg{kind: 2, code: qc.code, at: qc.at}
 	if entitled {
 		k.kind = 3
@@ -595,7 +596,7 @@ func (c *cycle) quotaBlockedWait(j *jobRec, w *Waiting) {
 		c.quotaWait(j, pc, why, w)
 		return
 	}
-	c.overQuota(j, qc, s.entitled(j.queue, j.gpus), w)
+	c.overQuota(j, qc, w)
 }
 
 // dropPromises drops the reservation and the hold of a job that waits
@@ -632,6 +633,53 @@ func (c *cycle) nameQuotaDrop(j *jobRec, qc quotaCheck, why string, w *Waiting) 
 	}
 }
 
+// reclaimGPUs returns the GPUs job j may reclaim its queue's guarantee
+// for: its size when the guarantee covers it, else an elastic gang's
+// minimum when the guarantee covers that (it then starts cut, as its
+// quota takes it: quotaSpec), else 0.
+func (e *Engine) reclaimGPUs(j *jobRec) int {
+	s := e.quota
+	if s.entitled(j.queue, j.gpus) {
+		return j.gpus
+	}
+	if m := j.job.Gang.MinGPUs(e.c); m < j.gpus && s.entitled(j.queue, m) {
+		return m
+	}
+	return 0
+}
+
+// reclaimGuarantee reclaims job j's queue's guarantee for it when the
+// guarantee covers it (reclaim), for its spec, or an elastic gang's at
+// its minimum when the guarantee covers only that: it reports whether a
+// claim was made.
+func (c *cycle) reclaimGuarantee(j *jobRec, w *Waiting) bool {
+	e := c.e
+	g := e.reclaimGPUs(j)
+	if g == 0 {
+		return false
+	}
+	spec, _ := c.specFor(j)
+	if g < j.gpus {
+		spec = e.atMinimum(spec)
+	}
+	return c.reclaim(j, spec, g, w)
+}
+
+// atMinimum returns a copy of spec (in the engine's scratch) with its
+// elastic members at their minimum.
+func (e *Engine) atMinimum(spec *gang.Spec) *gang.Spec {
+	t := &e.minSpec
+	members := append(t.Members[:0], spec.Members...)
+	*t = *spec
+	t.Members = members
+	for i := range members {
+		if m := &members[i]; m.Min > 0 && m.Min < m.Request.Nodes {
+			m.Request.Nodes = m.Min
+		}
+	}
+	return t
+}
+
 // reclaim looks for running gangs of queues that borrow from job j's side
 // of the queue tree to preempt, so that j, which its queue's guarantee
 // covers, can start: first the gangs whose GPUs let it in with all its
@@ -640,18 +688,18 @@ func (c *cycle) nameQuotaDrop(j *jobRec, qc quotaCheck, why string, w *Waiting) 
 // most recently started first. With a set, the victims are preempted for
 // j (a claim) and it reports true; otherwise it notes in w why not. A
 // search that would repeat one that failed in the cycle is skipped
-// (claimFails).
-func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, w *Waiting) bool {
+// (claimFails). g is the GPUs of spec: j's, or its minimum's.
+func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, g int, w *Waiting) bool {
 	e, s := c.e, c.e.quota
 	q := j.queue
-	if x := s.fails.skip(q, j.gpus, j, e); x != nil {
-		if !x.quota && x.shape != 0 && x.shape == j.shapeID {
+	if x := s.fails.skip(q, g, j, e); x != nil {
+		if !x.quota && x.shape != 0 && x.shape == j.shapeID && g == j.gpus {
 			// The answer of a search for its shape (not the queue's
 			// last failure, given past the cap).
 			w.PreemptTried, w.Preempt, w.PreemptPromised = true, x.why, x.promised
 		}
 		if e.checkEach && s.fails.n[q] < maxClaimFails {
-			c.checkSkippedReclaim(j, spec)
+			c.checkSkippedReclaim(j, spec, g)
 		}
 		return false
 	}
@@ -660,18 +708,18 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 		return false
 	}
 	if v := &p.verdict; !v.Found {
-		x := s.fails.add(q, j.gpus, j, e, false, spec == j.tight)
+		x := s.fails.add(q, g, j, e, false, spec == j.tight || g < j.gpus)
 		x.why, x.promised = v.Reason, p.promised
 		w.PreemptTried, w.Preempt, w.PreemptPromised = true, v.Reason, p.promised
 		return false
 	}
 	s.victims = append(s.victims[:0], p.verdict.Victims...)
-	if !s.enoughVictims(p, q, j.gpus) {
-		s.fails.add(q, j.gpus, j, e, true, false)
+	if !s.enoughVictims(p, q, g) {
+		s.fails.add(q, g, j, e, true, false)
 		return false
 	}
 	why := fmt.Sprintf("reclaimed for job %s of queue %s, below its guarantee (%d of %d GPUs in use, the job needs %d)",
-		j.job.ID, s.names[q], s.used[q], s.guar[q], j.gpus)
+		j.job.ID, s.names[q], s.used[q], s.guar[q], g)
 	c.claimFor(j, p, s.victims, true, w, func(vj *jobRec) string {
 		return fmt.Sprintf("%s: queue %s borrows", why, s.names[vj.queue])
 	})
@@ -680,14 +728,14 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 
 // checkSkippedReclaim runs the reclaim search that a failed one ruled
 // out for job j (tests, checkEach): it must find no claim.
-func (c *cycle) checkSkippedReclaim(j *jobRec, spec *gang.Spec) {
+func (c *cycle) checkSkippedReclaim(j *jobRec, spec *gang.Spec, g int) {
 	s := c.e.quota
 	p := s.pre
 	if !c.findVictims(p, j, spec, true) || !p.verdict.Found {
 		return
 	}
 	s.victims = append(s.victims[:0], p.verdict.Victims...)
-	if s.enoughVictims(p, j.queue, j.gpus) {
+	if s.enoughVictims(p, j.queue, g) {
 		panic(fmt.Sprintf("backfill: the reclaim search skipped for %s as a repeat of a failed one finds a claim: victims %v", j.job.ID, s.victims))
 	}
 }

@@ -20,8 +20,15 @@ import (
 // limit, to the end of time; a running job growing, to its limit's end)
 // counted as in use: it starts
 // only if they would all fit together. Other queues' reservations count
-// only when it would borrow: what a queue is guaranteed is its own, and a
-// reservation of another queue that would borrow it is not kept from it.
+// only when it would borrow, its own queue's reservations counted: what a
+// queue is guaranteed is its own, and a reservation of another queue that
+// would borrow it is not kept from it. For the same reason a job within
+// its guarantee passes where only a parent's or the cluster's pool has no
+// room (others borrow it, and reclaim gets it in). A reservation for a
+// job that may not be preempted (it runs only within its queue's
+// guarantee: quotaNoBorrow) keeps that room from the others of its queue:
+// one that would take the queue past its guarantee beside it does not
+// start (quotaKeepOwn, keptOwn), even where borrowing would let it.
 // The counts in use are those of now,
 // which is conservative: a job that ends before a reservation starts still
 // counts against it.
@@ -31,7 +38,13 @@ import (
 // running jobs whose time limit ends by t are taken out, the overlapping
 // reservations of others counted in; an elastic gang at its minimum (it
 // starts cut to what its quota takes); whether the job is within its
-// guarantee is read on those counts too. A job refused a reservation so
+// guarantee is read on those counts too. A reserved job's own planned
+// start, looked at ahead of time (the gate's check of its start, lateQuota),
+// counts the reservations of others that start before it, which run by
+// then (an elastic gang's at its minimum: at its start it counts the
+// reservations of others, so it starts above its minimum only where they
+// leave room); its reservation was checked with them, and a late start
+// since may have taken their room. A job refused a reservation so
 // waits for quota without a planned start (no later start is searched)
 // and keeps, for the cycle, the slot it would have taken, so that no job
 // ranked below reserves the room it needs (a held job holds on); a reservation refused an
@@ -83,13 +96,16 @@ import (
 // (uncount undoes it): with ended and from after now (the engine's time),
 // the running jobs whose limit ends by from taken out; the reservations of
 // others whose window overlaps j's counted in: those of j's own queue,
-// and those of other queues when j would borrow (a job within its own
-// queue's guarantee is not held back for another queue's reservations:
-// what a queue is guaranteed is its own). j's own reservation is never
-// counted; a job starting at its own reservation's planned start or
-// later counts none, up to its gang's minimum (an elastic gang's quota
-// room is checked at its minimum: above it, it counts them as any start
-// does).
+// and those of other queues when j would borrow with its own queue's
+// counted (a job within its own queue's guarantee is not held back for
+// another queue's reservations: what a queue is guaranteed is its own).
+// j's own reservation is never counted; a job starting at its own
+// reservation's planned start or later counts, up to its gang's minimum,
+// none when from is now (its promise: the counts alone), and those that
+// start before from when from is later (they run by then), an elastic
+// gang's at its minimum (countedGPUs); above its minimum (an elastic
+// gang's quota room is checked at its minimum) it counts them as any
+// start does.
 func (e *Engine) countAt(j *jobRec, g int, from time.Time, ended bool) bool {
 	s := e.quota
 	if s == nil || len(e.book.resv) == 0 && !ended {
@@ -116,20 +132,31 @@ func (e *Engine) countAt(j *jobRec, g int, from time.Time, ended bool) bool {
 	for _, o := range gone {
 		s.add(o.queue, -o.counted)
 	}
-	// Within its guarantee at from (the counts of then)?
-	own := s.entitled(j.queue, g)
 	rs := e.promised[:0]
-	if j.resv == nil || j.resv.start.After(from) || g > j.job.Gang.MinGPUs(e.c) {
+	all := j.resv == nil || j.resv.start.After(from) || g > j.job.Gang.MinGPUs(e.c)
+	if all || from.After(e.last) {
+		// Its own queue's first: within its guarantee at from (the
+		// counts of then, its queue's reservations in them)? Else the
+		// reservations of other queues count too.
+		own := g
 		for _, r := range e.book.resv {
-			if r.job != j && r.job.counted == 0 && r.start.Before(end) && (r.end.IsZero() || r.end.After(from)) &&
-				(r.job.queue == j.queue || !own) {
+			if r.job.queue == j.queue && e.overlaps(j, r, from, end, all) {
 				rs = append(rs, r)
+				own += e.countedGPUs(r, all)
+			}
+		}
+		if !s.entitled(j.queue, own) {
+			for _, r := range e.book.resv {
+				if r.job.queue != j.queue && e.overlaps(j, r, from, end, all) {
+					rs = append(rs, r)
+				}
 			}
 		}
 	}
 	e.promised, e.endedBy = rs, gone
 	for _, r := range rs {
-		s.add(r.job.queue, r.alloc.GPUs())
+		r.counted = e.countedGPUs(r, all)
+		s.add(r.job.queue, r.counted)
 	}
 	if len(rs) == 0 && len(gone) == 0 {
 		s.gen = e.promiseGen
@@ -138,13 +165,35 @@ func (e *Engine) countAt(j *jobRec, g int, from time.Time, ended bool) bool {
 	return true
 }
 
+// overlaps reports whether countAt counts reservation r, of another job
+// than j, for j's window [from, end): r's job has not started and r's
+// window overlaps it; unless all, r starts before from (at j's own
+// planned start, the reservations before it, which run by then).
+func (e *Engine) overlaps(j *jobRec, r *reservation, from, end time.Time, all bool) bool {
+	return r.job != j && r.job.counted == 0 && r.start.Before(end) && (r.end.IsZero() || r.end.After(from)) &&
+		(all || r.start.Before(from))
+}
+
+// countedGPUs returns the GPUs countAt counts for reservation r: its
+// placement's, or, unless all (at a job's own planned start, the
+// reservations before it), an elastic gang's minimum when smaller: its
+// quota room was kept at its minimum, and at its start it counts the
+// reservations of others it would run beside (keepBook), so that it
+// starts above it only where they leave room.
+func (e *Engine) countedGPUs(r *reservation, all bool) int {
+	if all {
+		return r.alloc.GPUs()
+	}
+	return min(r.alloc.GPUs(), r.job.job.Gang.MinGPUs(e.c))
+}
+
 // uncount undoes countAt. The counts after both are the counts before
 // (they depend only on each queue's total), and so is their generation.
 func (e *Engine) uncount() {
 	s := e.quota
 	for i := len(e.promised) - 1; i >= 0; i-- {
 		r := e.promised[i]
-		s.add(r.job.queue, -r.alloc.GPUs())
+		s.add(r.job.queue, -r.counted)
 	}
 	for i := len(e.endedBy) - 1; i >= 0; i-- {
 		o := e.endedBy[i]
@@ -176,13 +225,24 @@ func (e *Engine) promiseCheck(j *jobRec, g int, explain bool, from time.Time) (q
 	for {
 		counted = e.countAt(j, g, from, ended)
 		qc = s.check(j.queue, g, e.mayBorrow(j), false)
+		if qc.code == quotaPool && s.entitled(j.queue, g) {
+			// Within its guarantee, the reservations of its queue
+			// counted: others borrow the room it lacks, and reclaim
+			// gets it in (what a queue is guaranteed is its own).
+			qc = quotaCheck{}
+		}
+		if qc.code == quotaFits {
+			if by = e.keptOwn(j, g); by != nil {
+				qc = quotaCheck{quotaKeepOwn, j.queue}
+			}
+		}
 		if qc.code == quotaFits || ended || !from.After(e.last) {
 			break
 		}
 		if counted {
 			e.uncount()
 		}
-		ended = true
+		by, ended = nil, true
 	}
 	if counted {
 		defer e.uncount()
@@ -191,6 +251,9 @@ func (e *Engine) promiseCheck(j *jobRec, g int, explain bool, from time.Time) (q
 		return qc, nil, "", true
 	}
 	for _, r := range e.promised {
+		if qc.code == quotaKeepOwn {
+			break
+		}
 		if (qc.at < 0 || s.isAncestor(qc.at, r.job.queue)) && (by == nil || r.start.Before(by.start)) {
 			by = r
 		}
@@ -201,13 +264,34 @@ func (e *Engine) promiseCheck(j *jobRec, g int, explain bool, from time.Time) (q
 	if explain {
 		why = s.explain(j.queue, qc)
 		if by != nil {
-			why = fmt.Sprintf("counting the %d GPUs reserved for job %s, which plans to run while this job would: %s", by.alloc.GPUs(), by.job.job.ID, why)
+			why = fmt.Sprintf("counting the %d GPUs reserved for job %s, which plans to run while this job would: %s", by.counted, by.job.job.ID, why)
 		}
 		if from.After(e.last) {
 			why = "at its planned start, " + why
 		}
 	}
 	return qc, by, why, false
+}
+
+// keptOwn returns, when g more GPUs of job j would take its queue past
+// its guarantee on the counts countAt set, the earliest counted
+// reservation of its queue for a job that cannot be preempted (nil when
+// there is none): such a job runs only within its queue's guarantee, so
+// the others of its queue, free to borrow, may not take that room in
+// front of it (quotaKeepOwn). A job ranked behind it may still start
+// within the guarantee.
+func (e *Engine) keptOwn(j *jobRec, g int) *reservation {
+	s := e.quota
+	if !s.guaranteed || s.used[j.queue]+g <= s.guar[j.queue] {
+		return nil
+	}
+	var by *reservation
+	for _, r := range e.promised {
+		if r.job.queue == j.queue && !e.mayBorrow(r.job) && (by == nil || r.start.Before(by.start)) {
+			by = r
+		}
+	}
+	return by
 }
 
 // promiseFits reports whether the quota takes g more GPUs of job j,

@@ -208,6 +208,7 @@ const (
 	quotaBorrow   // a queue's borrowing limit
 	quotaPool     // nothing left to borrow above a queue (lending limits, others' use)
 	quotaNoBorrow // a job that cannot be preempted would borrow
+	quotaKeepOwn  // a reservation of the queue for a job that cannot be preempted needs its guarantee (promiseCheck)
 )
 
 // quotaCheck is why a gang does not fit its queue's quota: the outcome
@@ -344,6 +345,9 @@ func (s *quotaState) explain(q int, qc quotaCheck) string {
 	case quotaNoBorrow:
 		return fmt.Sprintf("%s: %d of %d guaranteed GPUs in use; a job that cannot be preempted runs only within its queue's guarantee (give it a preemption policy to borrow)",
 			s.name(q), s.used[q], s.guar[q])
+	case quotaKeepOwn:
+		return fmt.Sprintf("%s: %d of %d guaranteed GPUs in use, and the reserved job cannot be preempted: it runs only within its queue's guarantee, which this job would borrow from",
+			s.name(q), s.used[q], s.guar[q])
 	case quotaBorrow:
 		return fmt.Sprintf("%s: %d of %d GPUs (%d guaranteed, borrowing limit %d), borrowing limit reached",
 			s.name(a), s.eff[a], s.ceil[a], s.guar[a], s.ceil[a]-s.guar[a])
@@ -453,7 +457,7 @@ func (x *claimFail) rulesOut(j *jobRec, g int, e *Engine) bool {
 	if !x.current(e) || !limitAtLeast(j.job.TimeLimit, x.limit) {
 		return false
 	}
-	return x.quota && g >= x.gpus || !x.quota && x.shape != 0 && x.shape == j.shapeID
+	return x.quota && g >= x.gpus || !x.quota && x.shape != 0 && x.shape == j.shapeID && g == j.gpus
 }
 
 // current reports whether the book and the quota counts are as when x

@@ -17,7 +17,7 @@ import (
 func (c *cycle) wait(j *jobRec, w *Waiting) {
 	spec, patient := c.specFor(j)
 	failed := c.lastRes
-	if s := c.e.quota; s != nil && s.entitled(j.queue, j.gpus) && c.reclaim(j, spec, w) {
+	if c.e.quota != nil && c.reclaimGuarantee(j, w) {
 		return
 	}
 	if h := c.e.book.holdOf(j); h != nil && c.keepHold(h, spec, w) {
