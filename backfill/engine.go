@@ -83,10 +83,10 @@ type Engine struct {
 	podScratch   []bool   // per member: shrink on a node failure
 	// quotaSpec is an elastic gang cut to what its queue's quota takes
 	// (cycle.quotaSpec); its Members are its own.
-	quotaSpec   gang.Spec
+	quotaSpec gang.Spec
 	// minSpec is reclaimGuarantee's: a spec with its elastic members at
 	// their minimum (its Members are its own).
-	minSpec gang.Spec
+	minSpec     gang.Spec
 	rankScratch []int      // ranks of pods to give up
 	lentBack    []lentBack // lentQuotaFits's undo list
 	// promised and endedBy list the reservations countAt counted in the

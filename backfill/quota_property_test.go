@@ -658,16 +658,19 @@ func runLateQuota(t *testing.T, ws []int, elastic bool) {
 // quotaGate; their causes, the cluster's pool and lending limits, are
 // documented). Over 10,000 workloads (`-late-quota-workloads 10000`)
 // 7 more failed, and always run:
+//
 //   - 1499, 5189, 7582, 7831 and 9557: a gang that may not be preempted
 //     (it runs only within its queue's guarantee) was reserved, and jobs
 //     of its queue, free to borrow, started in front of it and took the
 //     guarantee (now the room is kept: keptOwn);
+//
 //   - 6260: a late start pushed a reservation later for its GPUs, to a
 //     time when the late job still ran and a reservation of its queue
 //     due before it would run too; lateQuota checked its start without
 //     that reservation (a job at its own planned start counted none) and
 //     left it there, to be given up for quota (now a start looked at
 //     ahead counts the reservations before it: countAt);
+//
 //   - 7951: an elastic gang whose queue's guarantee covered its minimum,
 //     not its full size, did not reclaim the guarantee another queue
 //     borrowed, and gave its reservation up for the parent's pool (now
@@ -678,7 +681,7 @@ func runLateQuota(t *testing.T, ws []int, elastic bool) {
 //     reservation at full size (now at its minimum, which its start
 //     keeps: countedGPUs); 8 more workloads failed until then.
 //
-//	go test ./backfill -run TestQuotaPropertiesLateHostElastic -late-quota-workloads 10000
+//     go test ./backfill -run TestQuotaPropertiesLateHostElastic -late-quota-workloads 10000
 func TestQuotaPropertiesLateHostElastic(t *testing.T) {
 	workloads := *lateQuotaWorkloads
 	if testing.Short() {
