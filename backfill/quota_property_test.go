@@ -657,31 +657,30 @@ func runLateQuota(t *testing.T, ws []int, elastic bool) {
 // its full size did not fit (now it is told why its minimum does not:
 // quotaGate; their causes, the cluster's pool and lending limits, are
 // documented). Over 10,000 workloads (`-late-quota-workloads 10000`)
-// 7 more failed, and always run:
-//
+// 7 more failed; they run always, and each fix is mutation-checked
+// (removing it fails the workloads named):
 //   - 1499, 5189, 7582, 7831 and 9557: a gang that may not be preempted
 //     (it runs only within its queue's guarantee) was reserved, and jobs
 //     of its queue, free to borrow, started in front of it and took the
-//     guarantee (now the room is kept: keptOwn);
-//
+//     guarantee. Now the room is kept (keptOwn: 7831 and 9557 fail
+//     without it; the other three pass with either it or the reclaim
+//     below, by which elastic gangs of theirs get their room back).
 //   - 6260: a late start pushed a reservation later for its GPUs, to a
-//     time when the late job still ran and a reservation of its queue
-//     due before it would run too; lateQuota checked its start without
-//     that reservation (a job at its own planned start counted none) and
-//     left it there, to be given up for quota (now a start looked at
-//     ahead counts the reservations before it: countAt);
-//
+//     time when the late job still ran, and so would a reservation of
+//     its queue due before it. lateQuota checked that start without the
+//     earlier reservation (a job at its own planned start counted none)
+//     and left it there, to be given up for quota. Now a start looked at
+//     ahead counts the reservations before it (countAt); counted at full
+//     size, an elastic one failed 470 (it starts beside this one at its
+//     minimum): they count at their minimum (countedGPUs).
 //   - 7951: an elastic gang whose queue's guarantee covered its minimum,
 //     not its full size, did not reclaim the guarantee another queue
-//     borrowed, and gave its reservation up for the parent's pool (now
-//     it reclaims for its minimum: reclaimGuarantee). Fixing it first
-//     turned on a check of a job's own start that failed where only the
-//     parent's pool, which others borrowed, lacked room (now a job within
-//     its guarantee passes: promiseCheck), and that counted an elastic
-//     reservation at full size (now at its minimum, which its start
-//     keeps: countedGPUs); 8 more workloads failed until then.
+//     borrowed, and gave its reservation up for the parent's pool. Now
+//     it reclaims for its minimum (reclaimGuarantee).
 //
-//     go test ./backfill -run TestQuotaPropertiesLateHostElastic -late-quota-workloads 10000
+// The 10,000 pass (about 2 minutes here):
+//
+//	go test ./backfill -run TestQuotaPropertiesLateHostElastic -late-quota-workloads 10000
 func TestQuotaPropertiesLateHostElastic(t *testing.T) {
 	workloads := *lateQuotaWorkloads
 	if testing.Short() {

@@ -393,6 +393,20 @@ func TestClaimFails(t *testing.T) {
 			t.Error("ruled out after the counts changed")
 		}
 	})
+	t.Run("placement: same shape, searched at its minimum", func(t *testing.T) {
+		// An elastic gang reclaims for its minimum (reclaimGuarantee):
+		// a failed search for its full shape does not answer it.
+		var f claimFails
+		f.init(1)
+		f.add(0, failed.gpus, failed, e, false, false)
+		j := job(16, 5, time.Hour)
+		if f.skip(0, 8, j, e) != nil {
+			t.Error("a search at the minimum was ruled out by one at full size")
+		}
+		if f.skip(0, 16, j, e) == nil {
+			t.Error("a search at full size was not ruled out")
+		}
+	})
 	t.Run("cap", func(t *testing.T) {
 		var f claimFails
 		f.init(1)
@@ -804,4 +818,132 @@ func TestElasticGangReclaimsAtItsMinimum(t *testing.T) {
 	require.Len(t, p.Starts, 1, p.Describe(e.c, epoch))
 	require.Equal(t, "E", p.Starts[0].Job)
 	require.Equal(t, 16, p.Starts[0].Allocation.GPUs(), p.Describe(e.c, epoch))
+}
+
+// TestOwnQueueReservationsDecideBorrowing: whether a job would borrow,
+// and so must leave room for other queues' reservations too, is judged
+// with its own queue's reservations counted. Queue A (32 GPUs, no
+// borrowing above it) holds q (guaranteed 16) and o (guaranteed none).
+// R (q, 16 GPUs) and X (o, 8) are reserved from the end of z's jobs on
+// their nodes. S (q, 16 GPUs) could start now on free nodes: alone it is
+// within q's guarantee, but beside R it borrows, and then beside X too A
+// has no room. It waits for quota (A's), and R and X start as planned. Before, S
+// was judged within its guarantee, X was not counted, S started, and X
+// gave its reservation up for A's pool at its start.
+func TestOwnQueueReservationsDecideBorrowing(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 1, NodesPerLeaf: 8, GPUsPerNode: 8})
+	require.NoError(t, err)
+	cfg := DefaultConfig()
+	cfg.Hold.Enabled = false
+	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
+		{Name: "A", Guarantee: 32, Maximum: Unlimited, BorrowingLimit: 0, LendingLimit: Unlimited},
+		{Name: "q", Parent: "A", Guarantee: 16, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+		{Name: "o", Parent: "A", Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+		{Name: "z", Guarantee: 32, Maximum: Unlimited, BorrowingLimit: 0, LendingLimit: Unlimited},
+	}}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+	require.NoError(t, err)
+	e.checkEach = true
+	job := func(id, queue string, lo, hi int, p preempt.Policy, limit time.Duration) Job {
+		s := c.NewNodeSet()
+		for n := lo; n < hi; n++ {
+			s.Set(uint(n))
+		}
+		return Job{ID: id, Account: "a", Queue: queue, TimeLimit: limit, Preemption: p,
+			Gang: member(placement.Request{Nodes: hi - lo, GPUsPerNode: 8, Allowed: s})}
+	}
+	at := func(d time.Duration) time.Time { return epoch.Add(d) }
+	require.NoError(t, e.Submit(job("B1", "z", 0, 2, preempt.Never, time.Hour), epoch))
+	require.NoError(t, e.Submit(job("B2", "z", 2, 3, preempt.Never, time.Hour), epoch))
+	startAll(t, e, epoch)
+	require.NoError(t, e.Submit(job("R", "q", 0, 2, preempt.Requeue, time.Hour), at(time.Minute)))
+	require.NoError(t, e.Submit(job("X", "o", 2, 3, preempt.Requeue, time.Hour), at(time.Minute)))
+	p := startAll(t, e, at(time.Minute))
+	require.Len(t, p.Reservations, 2, p.Describe(e.c, epoch))
+	require.NoError(t, e.Submit(job("S", "q", 4, 6, preempt.Requeue, 3*time.Hour), at(2*time.Minute)))
+	p = startAll(t, e, at(2*time.Minute))
+	require.Empty(t, p.Starts, p.Describe(e.c, epoch))
+	w := waitingOf(p, "S")
+	require.NotNil(t, w, p.Describe(e.c, epoch))
+	require.Equal(t, WaitQuota, w.Code, p.Describe(e.c, epoch))
+	require.Contains(t, w.Detail, "nothing left to borrow: queue A's 32 GPUs", p.Describe(e.c, epoch))
+	require.NoError(t, e.Finished("B1", at(time.Hour)))
+	require.NoError(t, e.Finished("B2", at(time.Hour)))
+	p = startAll(t, e, at(time.Hour))
+	for _, m := range p.Moves {
+		t.Errorf("move %+v", m)
+	}
+	var started []string
+	for _, s := range p.Starts {
+		started = append(started, s.Job)
+	}
+	require.ElementsMatch(t, []string{"R", "X"}, started, p.Describe(e.c, epoch))
+}
+
+// TestGuaranteeBorrowedKeepsReservation: a job within its queue's
+// guarantee is not refused a reservation because a parent's pool, which
+// another queue borrows, has no room at its start: reclaim gets it in
+// there. Queue A (32 GPUs, no borrowing above it) holds q (guaranteed 16)
+// and o (none), whose gang O borrows 24 of A's GPUs with no time limit.
+// R and J, of q, 8 GPUs each, may run only on nodes 0 and 1, which B (of
+// queue z) holds for an hour, so no reclaim can place them now. R is
+// reserved from B's end; J too, though A's pool counts O, R and J there
+// (40 of 32): within q's guarantee it reclaims O's GPUs then. K, of z,
+// ranked below, may run on either node: it is reserved after them. At
+// B's end one of R and J starts, the other reclaims from O and starts
+// once O has gone (with no grace: at once), K keeping its start. Before, the second of R and J was refused a
+// reservation ("nothing left to borrow: queue A's 32 GPUs"), K was
+// reserved on its node from B's end and took it for two hours.
+func TestGuaranteeBorrowedKeepsReservation(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 1, NodesPerLeaf: 8, GPUsPerNode: 8})
+	require.NoError(t, err)
+	cfg := DefaultConfig()
+	cfg.Hold.Enabled = false
+	cfg.ReservationMinGPUs = 0
+	cfg.Preemption.Grace = 0 // a claim's victims are gone at once: the reclaim runs in the window it had
+	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
+		{Name: "A", Guarantee: 32, Maximum: Unlimited, BorrowingLimit: 0, LendingLimit: Unlimited},
+		{Name: "q", Parent: "A", Guarantee: 16, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+		{Name: "o", Parent: "A", Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+		{Name: "z", Guarantee: 32, Maximum: Unlimited, BorrowingLimit: 0, LendingLimit: Unlimited},
+	}}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+	require.NoError(t, err)
+	e.checkEach = true
+	job := func(id, queue string, lo, hi, nodes int, p preempt.Policy, limit time.Duration) Job {
+		s := c.NewNodeSet()
+		for n := lo; n < hi; n++ {
+			s.Set(uint(n))
+		}
+		return Job{ID: id, Account: "a", Queue: queue, TimeLimit: limit, Preemption: p,
+			Gang: member(placement.Request{Nodes: nodes, GPUsPerNode: 8, Allowed: s})}
+	}
+	at := func(d time.Duration) time.Time { return epoch.Add(d) }
+	require.NoError(t, e.Submit(job("B", "z", 0, 2, 2, preempt.Never, time.Hour), epoch))
+	require.NoError(t, e.Submit(job("O", "o", 2, 5, 3, preempt.Requeue, 0), epoch))
+	startAll(t, e, epoch)
+	require.NoError(t, e.Submit(job("R", "q", 0, 1, 1, preempt.Requeue, time.Hour), at(time.Minute)))
+	require.NoError(t, e.Submit(job("J", "q", 1, 2, 1, preempt.Requeue, time.Hour), at(time.Minute)))
+	p := startAll(t, e, at(time.Minute))
+	require.NoError(t, e.Submit(job("K", "z", 0, 2, 1, preempt.Never, 2*time.Hour), at(2*time.Minute)))
+	p = startAll(t, e, at(2*time.Minute))
+	reserved := map[string]time.Time{}
+	for _, r := range p.Reservations {
+		reserved[r.Job] = r.Start
+	}
+	require.Equal(t, map[string]time.Time{"R": at(time.Hour), "J": at(time.Hour), "K": at(2 * time.Hour)}, reserved, p.Describe(e.c, epoch))
+	require.NoError(t, e.Finished("B", at(time.Hour)))
+	p = startAll(t, e, at(time.Hour))
+	// One of R and J starts; A's pool then has no room for the other,
+	// which reclaims O's GPUs.
+	require.Len(t, p.Starts, 1, p.Describe(e.c, epoch))
+	require.Len(t, p.Preemptions, 1, p.Describe(e.c, epoch))
+	require.Equal(t, "O", p.Preemptions[0].Victim)
+	first, second := p.Starts[0].Job, p.Preemptions[0].Preemptor
+	require.ElementsMatch(t, []string{"R", "J"}, []string{first, second})
+	require.NoError(t, e.Finished("O", at(time.Hour)))
+	p = startAll(t, e, at(time.Hour))
+	require.Len(t, p.Starts, 1, p.Describe(e.c, epoch))
+	require.Equal(t, second, p.Starts[0].Job)
+	require.Empty(t, p.Moves, p.Describe(e.c, epoch))
 }

@@ -452,7 +452,8 @@ func (f *claimFails) add(q, g int, j *jobRec, e *Engine, quota, tight bool) *cla
 // rulesOut reports whether failure x answers a search for job j (g GPUs)
 // on engine e's book (claimFails): the same book, a time limit at least
 // as long, and as many GPUs or more for a quota failure, the same shape
-// for a placement failure.
+// for a placement failure (a search at the job's full size: an elastic
+// gang that reclaims for its minimum searches another shape).
 func (x *claimFail) rulesOut(j *jobRec, g int, e *Engine) bool {
 	if !x.current(e) || !limitAtLeast(j.job.TimeLimit, x.limit) {
 		return false
