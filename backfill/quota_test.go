@@ -924,9 +924,9 @@ func TestGuaranteeBorrowedKeepsReservation(t *testing.T) {
 	startAll(t, e, epoch)
 	require.NoError(t, e.Submit(job("R", "q", 0, 1, 1, preempt.Requeue, time.Hour), at(time.Minute)))
 	require.NoError(t, e.Submit(job("J", "q", 1, 2, 1, preempt.Requeue, time.Hour), at(time.Minute)))
-	p := startAll(t, e, at(time.Minute))
+	startAll(t, e, at(time.Minute))
 	require.NoError(t, e.Submit(job("K", "z", 0, 2, 1, preempt.Never, 2*time.Hour), at(2*time.Minute)))
-	p = startAll(t, e, at(2*time.Minute))
+	p := startAll(t, e, at(2*time.Minute))
 	reserved := map[string]time.Time{}
 	for _, r := range p.Reservations {
 		reserved[r.Job] = r.Start
