@@ -507,8 +507,9 @@ func TestQuotaCheckOracle(t *testing.T) {
 // keep their quota room (quotapromise.go): a reservation is dropped for
 // quota only for the causes that doc names: a weighted share, a lending
 // limit, the cluster's pool (what the top queues lend one another is not
-// promised), or a reclaim or preemption (any earlier in the workload: a
-// preemptor's quota stays taken while it runs; the driver runs every job
+// promised), or a reclaim or preemption (a claim for a job under the
+// queue where the drop's check binds, made since the reservation was
+// first planned: claimWatch; the driver runs every job
 // within its limit, and cycles run at the events: no late starts). Before
 // reservations kept their room, 1,492 were dropped over the first 100
 // workloads, 1,008 of them for a weighted share; now 995 are, 877 for a
@@ -539,8 +540,9 @@ func TestQuotaPropertiesWithPlans(t *testing.T) {
 			t.Fatalf("workload %d: %d pending, %d running at the end", w, e.Pending(), e.Running())
 		}
 		reserved += len(d.planned)
-		claimed := false
+		cw := newClaimWatch(e, jobs)
 		for _, p := range d.plans {
+			cw.observe(p)
 			holds += len(p.Holds)
 			for _, w := range p.Waiting {
 				if w.NoSlot == Backlog {
@@ -552,17 +554,15 @@ func TestQuotaPropertiesWithPlans(t *testing.T) {
 					quotaEnds++
 				}
 			}
-			if len(p.Preemptions) > 0 {
-				claimed = true
-			}
 			for _, m := range p.Moves {
 				if m.Cause == CauseQuota {
 					quotaMoves++
-					if why, ok := documentedQuotaDrop(p, m); !ok && !claimed {
-						t.Errorf("workload %d at %v: %s's reservation dropped for quota (%s), with no reclaim or preemption before it: %s", w, p.Time.Sub(epoch), m.Job, m.By, why)
+					if why, ok := documentedQuotaDrop(p, m); !ok && !cw.excused(m) {
+						t.Errorf("workload %d at %v: %s's reservation dropped for quota (%s), with no claim under that queue since it was made: %s", w, p.Time.Sub(epoch), m.Job, m.By, why)
 					}
 				}
 			}
+			cw.forget(p)
 		}
 	}
 	t.Logf("%d jobs held reservations, %d holds seen, %d ended for quota, %d reservations dropped for quota, %d jobs told of a backlog over %d workloads", reserved, holds, quotaEnds, quotaMoves, backlogTold, workloads)
@@ -581,8 +581,12 @@ func TestQuotaPropertiesWithPlans(t *testing.T) {
 // queue's guarantee), every move blamed on a late start or given up for
 // quota, every job ends; and a reservation is given up for quota only
 // for a cause quotapromise.go names that the host can meet (a weighted
-// share, a lending limit, the cluster's pool, after a claim): never for
-// a late start.
+// share, a lending limit, the cluster's pool, or a claim under the queue
+// where it binds since the reservation was made: claimWatch): never for
+// a late start. (Until stop 48 any preemption earlier in the workload
+// excused a drop; over the first 1,000 workloads of this test and of the
+// elastic one, each of the 326 drops so excused had a claim under its
+// binding queue since its reservation was made.)
 //
 // With -late-quota-workloads N it runs N workloads (the default 1,000
 // runs in about 10 s here; 30 with -short), and always the workloads
@@ -727,10 +731,11 @@ func lateQuotaHost(t *testing.T, w int, elastic bool) *host {
 	e.checkEach = true
 	qw := quotaOracle(cfg.Quotas.Queues, e.c.TotalGPUs())
 	qw.t, qw.e, qw.w, qw.grace = t, e, w, cfg.Preemption.Grace
-	claimed := false
+	cw := newClaimWatch(e, jobs)
 	h.afterCycle = func(p *Plan) {
 		qw.check(p)
-		claimed = claimed || len(p.Preemptions) > 0
+		cw.observe(p)
+		defer cw.forget(p)
 		for _, m := range p.Moves {
 			if m.Cause == CauseLateStart {
 				h.stats.lateMoves++
@@ -739,12 +744,75 @@ func lateQuotaHost(t *testing.T, w int, elastic bool) *host {
 				continue
 			}
 			h.stats.quotaMoves++
-			if why, ok := documentedQuotaDrop(p, m); !ok && !claimed {
-				t.Errorf("workload %d at %v: %s's reservation dropped for quota (%s), with no reclaim or preemption before it: %s", w, p.Time.Sub(epoch), m.Job, m.By, why)
+			if why, ok := documentedQuotaDrop(p, m); !ok && !cw.excused(m) {
+				t.Errorf("workload %d at %v: %s's reservation dropped for quota (%s), with no claim under that queue since it was made: %s", w, p.Time.Sub(epoch), m.Job, m.By, why)
 			}
 		}
 	}
 	return h
+}
+
+// claimWatch tells whether a reservation given up for quota may have
+// lost its room to a claim (a reclaim of a guarantee, or a preemption by
+// class; quotapromise.go names both): one for a job under the queue
+// where the drop's check binds (any, when the cluster binds), made since
+// the reservation was first planned.
+type claimWatch struct {
+	s      *quotaState
+	queue  map[string]int       // job → leaf queue
+	since  map[string]time.Time // reserved job → when it was first planned
+	claims []claimAt
+}
+
+// claimAt is one claim: its job's leaf queue, and when it was made.
+type claimAt struct {
+	q  int
+	at time.Time
+}
+
+func newClaimWatch(e *Engine, jobs []Job) *claimWatch {
+	cw := &claimWatch{s: e.quota, queue: map[string]int{}, since: map[string]time.Time{}}
+	for _, j := range jobs {
+		cw.queue[j.ID] = slices.Index(e.quota.names, j.Queue)
+	}
+	return cw
+}
+
+// observe records plan p's claims and new reservations.
+func (cw *claimWatch) observe(p *Plan) {
+	for _, x := range p.Preemptions {
+		cw.claims = append(cw.claims, claimAt{cw.queue[x.Preemptor], p.Time})
+	}
+	for _, r := range p.Reservations {
+		if _, ok := cw.since[r.Job]; !ok {
+			cw.since[r.Job] = p.Time
+		}
+	}
+}
+
+// excused reports whether a claim may have taken the room of the
+// reservation move m gave up for quota.
+func (cw *claimWatch) excused(m Move) bool {
+	at := slices.Index(cw.s.names, m.By)
+	for _, c := range cw.claims {
+		if !c.at.Before(cw.since[m.Job]) && (at < 0 || cw.s.isAncestor(at, c.q)) {
+			return true
+		}
+	}
+	return false
+}
+
+// forget drops the reservations plan p gave up or started: a new one
+// is planned afresh.
+func (cw *claimWatch) forget(p *Plan) {
+	for _, m := range p.Moves {
+		if m.To.IsZero() {
+			delete(cw.since, m.Job)
+		}
+	}
+	for _, s := range p.Starts {
+		delete(cw.since, s.Job)
+	}
 }
 
 // documentedQuotaDrop returns the reason plan p gives the job of move m,
