@@ -729,30 +729,43 @@ func TestLateQuotaBlamesOnlyItsQueue(t *testing.T) {
 	require.True(t, dropped, "R was not given up for quota at its start: %+v", moves)
 }
 
-// guaranteedPair returns an engine on one leaf of four 8-GPU nodes with
-// two queues, q and o, each guaranteed 16 GPUs and free to borrow, and
-// a job maker: id of queue on nodes [lo, hi) (Allowed), all of them, an
+// quotaRig returns an engine with checks after every event on one leaf
+// of nodes 8-GPU nodes with queues, its config changed by tune when not
+// nil, and a job maker: id of queue, nodes of [lo, hi) (Allowed), an
 // elastic gang down to min pods when min > 0.
-func guaranteedPair(t *testing.T) (*Engine, func(id, queue string, lo, hi, min int, p preempt.Policy, limit time.Duration) Job) {
+func quotaRig(t *testing.T, nodes int, queues []QueueSpec, tune func(*Config)) (*Engine, func(id, queue string, lo, hi, nodes, min int, p preempt.Policy, limit time.Duration) Job) {
 	t.Helper()
-	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 1, NodesPerLeaf: 4, GPUsPerNode: 8})
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 1, NodesPerLeaf: nodes, GPUsPerNode: 8})
 	require.NoError(t, err)
 	cfg := DefaultConfig()
 	cfg.Hold.Enabled = false
-	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
-		{Name: "q", Guarantee: 16, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
-		{Name: "o", Guarantee: 16, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
-	}}
+	cfg.Quotas = QuotaConfig{Queues: queues}
+	if tune != nil {
+		tune(&cfg)
+	}
 	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
 	require.NoError(t, err)
 	e.checkEach = true
-	return e, func(id, queue string, lo, hi, min int, p preempt.Policy, limit time.Duration) Job {
+	return e, func(id, queue string, lo, hi, nodes, min int, p preempt.Policy, limit time.Duration) Job {
 		s := c.NewNodeSet()
 		for n := lo; n < hi; n++ {
 			s.Set(uint(n))
 		}
 		return Job{ID: id, Account: "a", Queue: queue, TimeLimit: limit, Preemption: p,
-			Gang: gang.Spec{Members: []gang.Member{{Name: "m", Min: min, Request: placement.Request{Nodes: hi - lo, GPUsPerNode: 8, Allowed: s}}}}}
+			Gang: gang.Spec{Members: []gang.Member{{Name: "m", Min: min, Request: placement.Request{Nodes: nodes, GPUsPerNode: 8, Allowed: s}}}}}
+	}
+}
+
+// guaranteedPair returns quotaRig's engine on four nodes with two
+// queues, q and o, each guaranteed 16 GPUs and free to borrow, and its
+// job maker for gangs on all the nodes of [lo, hi).
+func guaranteedPair(t *testing.T) (*Engine, func(id, queue string, lo, hi, min int, p preempt.Policy, limit time.Duration) Job) {
+	e, job := quotaRig(t, 4, []QueueSpec{
+		{Name: "q", Guarantee: 16, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+		{Name: "o", Guarantee: 16, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+	}, nil)
+	return e, func(id, queue string, lo, hi, min int, p preempt.Policy, limit time.Duration) Job {
+		return job(id, queue, lo, hi, hi-lo, min, p, limit)
 	}
 }
 
@@ -773,25 +786,35 @@ func TestNoBorrowReservationKeepsItsGuarantee(t *testing.T) {
 	require.Len(t, p.Reservations, 1, p.Describe(e.c, epoch))
 	require.Equal(t, "R", p.Reservations[0].Job)
 	require.NoError(t, e.Submit(job("S", "q", 2, 4, 0, preempt.Requeue, 3*time.Hour), at(2*time.Minute)))
-	p = startAll(t, e, at(2*time.Minute))
+	requireQuotaWait(t, e, startAll(t, e, at(2*time.Minute)), "S", "reserved for job R", "cannot be preempted", "queue q: 16 of 16 guaranteed GPUs in use")
+	require.NoError(t, e.Finished("B", at(time.Hour)))
+	// R runs; S may borrow now that no reservation of q needs the room.
+	requireStartsOnly(t, e, startAll(t, e, at(time.Hour)), "R", "S")
+}
+
+// requireQuotaWait fails unless plan p starts nothing and job id waits
+// for quota with a reason that holds every one of parts.
+func requireQuotaWait(t *testing.T, e *Engine, p *Plan, id string, parts ...string) {
+	t.Helper()
 	require.Empty(t, p.Starts, p.Describe(e.c, epoch))
-	w := waitingOf(p, "S")
+	w := waitingOf(p, id)
 	require.NotNil(t, w, p.Describe(e.c, epoch))
 	require.Equal(t, WaitQuota, w.Code, p.Describe(e.c, epoch))
-	for _, part := range []string{"reserved for job R", "cannot be preempted", "queue q: 16 of 16 guaranteed GPUs in use"} {
+	for _, part := range parts {
 		require.Contains(t, w.Detail, part)
 	}
-	require.NoError(t, e.Finished("B", at(time.Hour)))
-	p = startAll(t, e, at(time.Hour))
-	for _, m := range p.Moves {
-		t.Errorf("move %+v", m)
-	}
-	// R runs; S may borrow now that no reservation of q needs the room.
+}
+
+// requireStartsOnly fails unless plan p starts exactly the jobs ids and
+// moves no reservation.
+func requireStartsOnly(t *testing.T, e *Engine, p *Plan, ids ...string) {
+	t.Helper()
 	var started []string
 	for _, s := range p.Starts {
 		started = append(started, s.Job)
 	}
-	require.ElementsMatch(t, []string{"R", "S"}, started, p.Describe(e.c, epoch))
+	require.Empty(t, p.Moves, p.Describe(e.c, epoch))
+	require.ElementsMatch(t, ids, started, p.Describe(e.c, epoch))
 }
 
 // TestElasticGangReclaimsAtItsMinimum: o borrows all of q's guarantee
@@ -820,6 +843,22 @@ func TestElasticGangReclaimsAtItsMinimum(t *testing.T) {
 	require.Equal(t, 16, p.Starts[0].Allocation.GPUs(), p.Describe(e.c, epoch))
 }
 
+// nestedQueues returns quotaRig's engine on eight nodes with queue A
+// (32 GPUs, no borrowing above it) over q (guaranteed 16) and o (none),
+// and z (guaranteed 32) beside A, its config changed by tune when not
+// nil; and its job maker for rigid gangs.
+func nestedQueues(t *testing.T, tune func(*Config)) (*Engine, func(id, queue string, lo, hi, nodes int, p preempt.Policy, limit time.Duration) Job) {
+	e, job := quotaRig(t, 8, []QueueSpec{
+		{Name: "A", Guarantee: 32, Maximum: Unlimited, BorrowingLimit: 0, LendingLimit: Unlimited},
+		{Name: "q", Parent: "A", Guarantee: 16, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+		{Name: "o", Parent: "A", Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+		{Name: "z", Guarantee: 32, Maximum: Unlimited, BorrowingLimit: 0, LendingLimit: Unlimited},
+	}, tune)
+	return e, func(id, queue string, lo, hi, nodes int, p preempt.Policy, limit time.Duration) Job {
+		return job(id, queue, lo, hi, nodes, 0, p, limit)
+	}
+}
+
 // TestOwnQueueReservationsDecideBorrowing: whether a job would borrow,
 // and so must leave room for other queues' reservations too, is judged
 // with its own queue's reservations counted. Queue A (32 GPUs, no
@@ -831,53 +870,20 @@ func TestElasticGangReclaimsAtItsMinimum(t *testing.T) {
 // was judged within its guarantee, X was not counted, S started, and X
 // gave its reservation up for A's pool at its start.
 func TestOwnQueueReservationsDecideBorrowing(t *testing.T) {
-	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 1, NodesPerLeaf: 8, GPUsPerNode: 8})
-	require.NoError(t, err)
-	cfg := DefaultConfig()
-	cfg.Hold.Enabled = false
-	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
-		{Name: "A", Guarantee: 32, Maximum: Unlimited, BorrowingLimit: 0, LendingLimit: Unlimited},
-		{Name: "q", Parent: "A", Guarantee: 16, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
-		{Name: "o", Parent: "A", Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
-		{Name: "z", Guarantee: 32, Maximum: Unlimited, BorrowingLimit: 0, LendingLimit: Unlimited},
-	}}
-	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
-	require.NoError(t, err)
-	e.checkEach = true
-	job := func(id, queue string, lo, hi int, p preempt.Policy, limit time.Duration) Job {
-		s := c.NewNodeSet()
-		for n := lo; n < hi; n++ {
-			s.Set(uint(n))
-		}
-		return Job{ID: id, Account: "a", Queue: queue, TimeLimit: limit, Preemption: p,
-			Gang: member(placement.Request{Nodes: hi - lo, GPUsPerNode: 8, Allowed: s})}
-	}
+	e, job := nestedQueues(t, nil)
 	at := func(d time.Duration) time.Time { return epoch.Add(d) }
-	require.NoError(t, e.Submit(job("B1", "z", 0, 2, preempt.Never, time.Hour), epoch))
-	require.NoError(t, e.Submit(job("B2", "z", 2, 3, preempt.Never, time.Hour), epoch))
+	require.NoError(t, e.Submit(job("B1", "z", 0, 2, 2, preempt.Never, time.Hour), epoch))
+	require.NoError(t, e.Submit(job("B2", "z", 2, 3, 1, preempt.Never, time.Hour), epoch))
 	startAll(t, e, epoch)
-	require.NoError(t, e.Submit(job("R", "q", 0, 2, preempt.Requeue, time.Hour), at(time.Minute)))
-	require.NoError(t, e.Submit(job("X", "o", 2, 3, preempt.Requeue, time.Hour), at(time.Minute)))
+	require.NoError(t, e.Submit(job("R", "q", 0, 2, 2, preempt.Requeue, time.Hour), at(time.Minute)))
+	require.NoError(t, e.Submit(job("X", "o", 2, 3, 1, preempt.Requeue, time.Hour), at(time.Minute)))
 	p := startAll(t, e, at(time.Minute))
 	require.Len(t, p.Reservations, 2, p.Describe(e.c, epoch))
-	require.NoError(t, e.Submit(job("S", "q", 4, 6, preempt.Requeue, 3*time.Hour), at(2*time.Minute)))
-	p = startAll(t, e, at(2*time.Minute))
-	require.Empty(t, p.Starts, p.Describe(e.c, epoch))
-	w := waitingOf(p, "S")
-	require.NotNil(t, w, p.Describe(e.c, epoch))
-	require.Equal(t, WaitQuota, w.Code, p.Describe(e.c, epoch))
-	require.Contains(t, w.Detail, "nothing left to borrow: queue A's 32 GPUs", p.Describe(e.c, epoch))
+	require.NoError(t, e.Submit(job("S", "q", 4, 6, 2, preempt.Requeue, 3*time.Hour), at(2*time.Minute)))
+	requireQuotaWait(t, e, startAll(t, e, at(2*time.Minute)), "S", "nothing left to borrow: queue A's 32 GPUs")
 	require.NoError(t, e.Finished("B1", at(time.Hour)))
 	require.NoError(t, e.Finished("B2", at(time.Hour)))
-	p = startAll(t, e, at(time.Hour))
-	for _, m := range p.Moves {
-		t.Errorf("move %+v", m)
-	}
-	var started []string
-	for _, s := range p.Starts {
-		started = append(started, s.Job)
-	}
-	require.ElementsMatch(t, []string{"R", "X"}, started, p.Describe(e.c, epoch))
+	requireStartsOnly(t, e, startAll(t, e, at(time.Hour)), "R", "X")
 }
 
 // TestGuaranteeBorrowedKeepsReservation: a job within its queue's
@@ -891,33 +897,15 @@ func TestOwnQueueReservationsDecideBorrowing(t *testing.T) {
 // (40 of 32): within q's guarantee it reclaims O's GPUs then. K, of z,
 // ranked below, may run on either node: it is reserved after them. At
 // B's end one of R and J starts, the other reclaims from O and starts
-// once O has gone (with no grace: at once), K keeping its start. Before, the second of R and J was refused a
-// reservation ("nothing left to borrow: queue A's 32 GPUs"), K was
-// reserved on its node from B's end and took it for two hours.
+// once O has gone (with no grace: at once), K keeping its start.
+// Before, the second of R and J was refused a reservation ("nothing left
+// to borrow: queue A's 32 GPUs"), K was reserved on its node from B's
+// end and took it for two hours.
 func TestGuaranteeBorrowedKeepsReservation(t *testing.T) {
-	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 1, NodesPerLeaf: 8, GPUsPerNode: 8})
-	require.NoError(t, err)
-	cfg := DefaultConfig()
-	cfg.Hold.Enabled = false
-	cfg.ReservationMinGPUs = 0
-	cfg.Preemption.Grace = 0 // a claim's victims are gone at once: the reclaim runs in the window it had
-	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
-		{Name: "A", Guarantee: 32, Maximum: Unlimited, BorrowingLimit: 0, LendingLimit: Unlimited},
-		{Name: "q", Parent: "A", Guarantee: 16, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
-		{Name: "o", Parent: "A", Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
-		{Name: "z", Guarantee: 32, Maximum: Unlimited, BorrowingLimit: 0, LendingLimit: Unlimited},
-	}}
-	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
-	require.NoError(t, err)
-	e.checkEach = true
-	job := func(id, queue string, lo, hi, nodes int, p preempt.Policy, limit time.Duration) Job {
-		s := c.NewNodeSet()
-		for n := lo; n < hi; n++ {
-			s.Set(uint(n))
-		}
-		return Job{ID: id, Account: "a", Queue: queue, TimeLimit: limit, Preemption: p,
-			Gang: member(placement.Request{Nodes: nodes, GPUsPerNode: 8, Allowed: s})}
-	}
+	e, job := nestedQueues(t, func(cfg *Config) {
+		cfg.ReservationMinGPUs = 0
+		cfg.Preemption.Grace = 0 // a claim's victims are gone at once: the reclaim runs in the window it had
+	})
 	at := func(d time.Duration) time.Time { return epoch.Add(d) }
 	require.NoError(t, e.Submit(job("B", "z", 0, 2, 2, preempt.Never, time.Hour), epoch))
 	require.NoError(t, e.Submit(job("O", "o", 2, 5, 3, preempt.Requeue, 0), epoch))
