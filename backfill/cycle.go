@@ -202,6 +202,10 @@ type cycle struct {
 	// late lists, under quotas, the running jobs that started late with
 	// a time limit (keepBook; lateQuota reads it).
 	late []*jobRec
+	// clearClaim's scratch: the claim as a reservation, the reservations
+	// that go before the others on their GPUs, and the book by start.
+	claimResv            reservation
+	clearPrior, clearAll []*reservation
 	// Preemption: the jobs that looked for victims, the searches that
 	// found no placement (mayPreempt), the lowest class of the running
 	// jobs (when there is one), scratch for the claims.

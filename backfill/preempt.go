@@ -23,8 +23,16 @@ type preemptScratch struct {
 	// the candidates' allocations.
 	mask    []uint64
 	touched []topology.NodeID // nodes with a mask
-	cands   []preempt.Candidate
-	jobs    []*jobRec // the job of each candidate
+	// own is, per node, the planned GPUs of the searching job's due
+	// reservation while prepare runs (ownTouched: its nodes); opened is
+	// set when prepare left them open to the search against the
+	// reservations planned from its end on (claimFor then moves those
+	// the claim overlaps: clearClaim).
+	own        []uint64
+	ownTouched []topology.NodeID
+	opened     bool
+	cands      []preempt.Candidate
+	jobs       []*jobRec // the job of each candidate
 	// spans[i] is candidate i's entries in flat when its allocation was
 	// trimmed by the mask (start -1: it was not).
 	spans   [][2]int32
@@ -42,7 +50,7 @@ func newPreemptScratch(c *topology.Cluster) (*preemptScratch, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &preemptScratch{s: s, state: topology.NewState(c), mask: make([]uint64, c.NumNodes())}, nil
+	return &preemptScratch{s: s, state: topology.NewState(c), mask: make([]uint64, c.NumNodes()), own: make([]uint64, c.NumNodes())}, nil
 }
 
 // initPreempt resets the cycle's search budget and finds the lowest class
@@ -212,13 +220,34 @@ func (p *preemptScratch) prepare(e *Engine, j *jobRec, now time.Time) {
 	p.touched = p.touched[:0]
 	lim := j.job.TimeLimit
 	horizon := now.Add(e.cfg.Preemption.Grace + lim)
+	// A due reservation's planned GPUs stay open to its own search
+	// against the reservations planned on them from its end on: the
+	// grace its claim waits makes it run past that end, as a late start
+	// does, and they move later (clearClaim) where they would otherwise
+	// keep it from its GPUs and it would lose its reservation.
+	own := j.resv
+	if own != nil && (own.start.After(now) || own.end.IsZero()) {
+		own = nil
+	}
+	p.opened = own != nil
+	if own != nil {
+		p.setOwn(&own.alloc)
+	}
 	for _, r := range e.book.resv {
 		if r.job == j || !r.end.IsZero() && !r.end.After(now) || lim > 0 && !r.start.Before(horizon) {
+			continue
+		}
+		if own != nil && !r.start.Before(own.end) {
+			p.blockBut(&r.alloc)
 			continue
 		}
 		block(p.state, &r.alloc)
 		p.addMask(&r.alloc)
 	}
+	for _, n := range p.ownTouched {
+		p.own[n] = 0
+	}
+	p.ownTouched = p.ownTouched[:0]
 	for _, h := range e.book.holds {
 		if h.job != j {
 			block(p.state, &h.target)
@@ -227,6 +256,39 @@ func (p *preemptScratch) prepare(e *Engine, j *jobRec, now time.Time) {
 	}
 	for _, cl := range e.book.claims {
 		block(p.state, &cl.alloc)
+	}
+}
+
+// setOwn marks a's GPUs in p.own.
+func (p *preemptScratch) setOwn(a *gang.Allocation) {
+	for i := range a.Members {
+		for _, x := range a.Members[i].Assignment {
+			if p.own[x.Node] == 0 {
+				p.ownTouched = append(p.ownTouched, x.Node)
+			}
+			p.own[x.Node] |= x.GPUs
+		}
+	}
+}
+
+// blockBut blocks and masks a's GPUs but those in p.own.
+func (p *preemptScratch) blockBut(a *gang.Allocation) {
+	for i := range a.Members {
+		for _, x := range a.Members[i].Assignment {
+			m := x.GPUs &^ p.own[x.Node]
+			if m == 0 {
+				continue
+			}
+			if f := m & p.state.Free(x.Node); f != 0 && p.state.Status(x.Node) != topology.Down {
+				if err := p.state.Allocate([]topology.NodeAlloc{{Node: x.Node, GPUs: f}}); err != nil {
+					panic(fmt.Sprintf("backfill: blocking free GPUs failed: %v", err))
+				}
+			}
+			if p.mask[x.Node] == 0 {
+				p.touched = append(p.touched, x.Node)
+			}
+			p.mask[x.Node] |= m
+		}
 	}
 }
 
@@ -369,7 +431,40 @@ func (c *cycle) claimFor(j *jobRec, p *preemptScratch, victims []int, reclaim bo
 	e.book.addClaim(cl)
 	e.setCounted(j, cl.alloc.GPUs())
 	c.invalidate()
+	if p.opened {
+		c.clearClaim(cl)
+	}
 	c.reportClaim(cl, w)
+}
+
+// clearClaim moves later the reservations of others that share GPUs with
+// claim cl and start before its job would end (claim.clears), the claim
+// of a due reservation whose search had its planned GPUs open (prepare):
+// each to where it keeps its GPUs after the claim and the reservations
+// moved before it, blamed on the late start of the claim's job
+// (CauseLateStart), as when a reservation slips behind a due one.
+func (c *cycle) clearClaim(cl *claim) {
+	e := c.e
+	cr := &c.claimResv
+	cr.job, cr.start, cr.end = cl.job, cl.due, cl.due.Add(cl.job.job.TimeLimit)
+	cl.alloc.CopyTo(&cr.alloc)
+	prior := append(c.clearPrior[:0], cr)
+	byStart, _ := e.book.sorted()
+	c.clearAll = append(c.clearAll[:0], byStart...)
+	for _, r := range c.clearAll {
+		if r.job.resv != r {
+			continue
+		}
+		if k, ok := e.keepTime(r, prior, c.now); ok && k.at.After(later(r.start, c.now)) {
+			r.alloc.CopyTo(&e.alloc)
+			c.move(r, k.at, k)
+			prior = append(prior, r)
+		}
+	}
+	clear(prior)
+	c.clearPrior = prior[:0]
+	clear(c.clearAll)
+	cr.job = nil
 }
 
 // reportClaim fills w for a job waiting for its victims.

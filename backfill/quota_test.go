@@ -897,41 +897,55 @@ func TestOwnQueueReservationsDecideBorrowing(t *testing.T) {
 // (40 of 32): within q's guarantee it reclaims O's GPUs then. K, of z,
 // ranked below, may run on either node: it is reserved after them. At
 // B's end one of R and J starts, the other reclaims from O and starts
-// once O has gone (with no grace: at once), K keeping its start.
-// Before, the second of R and J was refused a reservation ("nothing left
-// to borrow: queue A's 32 GPUs"), K was reserved on its node from B's
-// end and took it for two hours.
+// once O has gone. Before, the second of R and J was refused a
+// reservation ("nothing left to borrow: queue A's 32 GPUs"), K was
+// reserved on its node from B's end and took it for two hours.
+//
+// With a grace for victims, the claim's job runs past its planned end,
+// where K is reserved on its node: K moves to its end (a late start),
+// and the claim is made on the planned node. Before, K's reservation kept
+// the reclaim search off it, so that the reclaim found no placement and
+// the due job gave its reservation up for quota.
 func TestGuaranteeBorrowedKeepsReservation(t *testing.T) {
-	e, job := nestedQueues(t, func(cfg *Config) {
-		cfg.ReservationMinGPUs = 0
-		cfg.Preemption.Grace = 0 // a claim's victims are gone at once: the reclaim runs in the window it had
-	})
-	at := func(d time.Duration) time.Time { return epoch.Add(d) }
-	require.NoError(t, e.Submit(job("B", "z", 0, 2, 2, preempt.Never, time.Hour), epoch))
-	require.NoError(t, e.Submit(job("O", "o", 2, 5, 3, preempt.Requeue, 0), epoch))
-	startAll(t, e, epoch)
-	require.NoError(t, e.Submit(job("R", "q", 0, 1, 1, preempt.Requeue, time.Hour), at(time.Minute)))
-	require.NoError(t, e.Submit(job("J", "q", 1, 2, 1, preempt.Requeue, time.Hour), at(time.Minute)))
-	startAll(t, e, at(time.Minute))
-	require.NoError(t, e.Submit(job("K", "z", 0, 2, 1, preempt.Never, 2*time.Hour), at(2*time.Minute)))
-	p := startAll(t, e, at(2*time.Minute))
-	reserved := map[string]time.Time{}
-	for _, r := range p.Reservations {
-		reserved[r.Job] = r.Start
+	for _, grace := range []time.Duration{0, 5 * time.Minute} {
+		t.Run(fmt.Sprintf("grace=%v", grace), func(t *testing.T) {
+			e, job := nestedQueues(t, func(cfg *Config) {
+				cfg.ReservationMinGPUs = 0
+				cfg.Preemption.Grace = grace
+			})
+			at := func(d time.Duration) time.Time { return epoch.Add(d) }
+			require.NoError(t, e.Submit(job("B", "z", 0, 2, 2, preempt.Never, time.Hour), epoch))
+			require.NoError(t, e.Submit(job("O", "o", 2, 5, 3, preempt.Requeue, 0), epoch))
+			startAll(t, e, epoch)
+			require.NoError(t, e.Submit(job("R", "q", 0, 1, 1, preempt.Requeue, time.Hour), at(time.Minute)))
+			require.NoError(t, e.Submit(job("J", "q", 1, 2, 1, preempt.Requeue, time.Hour), at(time.Minute)))
+			startAll(t, e, at(time.Minute))
+			require.NoError(t, e.Submit(job("K", "z", 0, 2, 1, preempt.Never, 2*time.Hour), at(2*time.Minute)))
+			p := startAll(t, e, at(2*time.Minute))
+			reserved := map[string]time.Time{}
+			for _, r := range p.Reservations {
+				reserved[r.Job] = r.Start
+			}
+			require.Equal(t, map[string]time.Time{"R": at(time.Hour), "J": at(time.Hour), "K": at(2 * time.Hour)}, reserved, p.Describe(e.c, epoch))
+			require.NoError(t, e.Finished("B", at(time.Hour)))
+			p = startAll(t, e, at(time.Hour))
+			// One of R and J starts; A's pool then has no room for the
+			// other, which reclaims O's GPUs.
+			require.Len(t, p.Starts, 1, p.Describe(e.c, epoch))
+			require.Len(t, p.Preemptions, 1, p.Describe(e.c, epoch))
+			require.Equal(t, "O", p.Preemptions[0].Victim)
+			first, second := p.Starts[0].Job, p.Preemptions[0].Preemptor
+			require.ElementsMatch(t, []string{"R", "J"}, []string{first, second})
+			if grace > 0 {
+				require.Equal(t, []Move{{Job: "K", From: at(2 * time.Hour), To: at(2*time.Hour + grace), Cause: CauseLateStart, By: second}}, p.Moves, p.Describe(e.c, epoch))
+			} else {
+				require.Empty(t, p.Moves, p.Describe(e.c, epoch))
+			}
+			require.NoError(t, e.Finished("O", at(time.Hour+grace)))
+			p = startAll(t, e, at(time.Hour+grace))
+			require.Len(t, p.Starts, 1, p.Describe(e.c, epoch))
+			require.Equal(t, second, p.Starts[0].Job)
+			require.Empty(t, p.Moves, p.Describe(e.c, epoch))
+		})
 	}
-	require.Equal(t, map[string]time.Time{"R": at(time.Hour), "J": at(time.Hour), "K": at(2 * time.Hour)}, reserved, p.Describe(e.c, epoch))
-	require.NoError(t, e.Finished("B", at(time.Hour)))
-	p = startAll(t, e, at(time.Hour))
-	// One of R and J starts; A's pool then has no room for the other,
-	// which reclaims O's GPUs.
-	require.Len(t, p.Starts, 1, p.Describe(e.c, epoch))
-	require.Len(t, p.Preemptions, 1, p.Describe(e.c, epoch))
-	require.Equal(t, "O", p.Preemptions[0].Victim)
-	first, second := p.Starts[0].Job, p.Preemptions[0].Preemptor
-	require.ElementsMatch(t, []string{"R", "J"}, []string{first, second})
-	require.NoError(t, e.Finished("O", at(time.Hour)))
-	p = startAll(t, e, at(time.Hour))
-	require.Len(t, p.Starts, 1, p.Describe(e.c, epoch))
-	require.Equal(t, second, p.Starts[0].Job)
-	require.Empty(t, p.Moves, p.Describe(e.c, epoch))
 }
