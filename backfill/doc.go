@@ -342,7 +342,9 @@
 // still be given up for quota (Move with CauseQuota) when a job runs past
 // its limit, for a weighted share (shares move with every queue's
 // demand), when a lending limit moves with other queues' use, when a
-// queue uses the guarantee it would have borrowed, when the cluster's pool
+// queue uses the guarantee it would have borrowed (the reason says that
+// no other queue under the parent where the check binds uses more than
+// its guarantee), when the cluster's pool
 // (what the top queues lend one another, not promised) has no room, or
 // when a reclaim or preemption takes the room. A reservation not yet due
 // that its queue's limits leave room for neither now nor at its planned
@@ -350,17 +352,21 @@
 // reservation: at its planned start, ..."). Late starts: a reservation
 // whose planned start a job that started late still overlaps (it would
 // have ended by then), under the queue where its quota has no room there,
-// moves to that job's end, blamed on it (CauseLateStart); a reservation a
-// late start pushes later for its GPUs is not checked again at its new
-// start. Under quotas, a due reservation whose queue's quota had no room
+// moves to that job's end, blamed on it (CauseLateStart), also when the
+// job started late later in the same cycle (the reservation then waits
+// for the next cycle to move it); a reservation a late start pushes later
+// for its GPUs is not checked again at its new start. Under quotas, a due reservation whose queue's quota had no room
 // for it until a reclaim or preemption in the cycle freed some still
 // starts on its planned GPUs when they are free, and an elastic gang its
 // quota cuts starts on its planned nodes; a due elastic gang (whose
 // reservation holds GPUs for its full size, but whose quota room was
 // checked at its minimum) starts above its minimum only with room for the
-// reservations of others it would run beside. One whose queue's guarantee must be
-// reclaimed first waits for its victims, as any job its guarantee
-// covers, on the GPUs the victim search finds.
+// reservations of others it would run beside. One whose queue's
+// guarantee must be reclaimed first waits for its victims, as any job its
+// guarantee covers, on the GPUs the victim search finds; its planned GPUs
+// are open to that search though others are reserved on them from its
+// planned end (the victims' grace makes it run past it): those move after
+// its claim, blamed on its late start.
 //
 // The walk of a cycle tests first, in priority order, the jobs their
 // queues' guarantees cover (going down the queue, a queue's use plus its

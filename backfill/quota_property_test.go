@@ -557,7 +557,7 @@ func TestQuotaPropertiesWithPlans(t *testing.T) {
 			for _, m := range p.Moves {
 				if m.Cause == CauseQuota {
 					quotaMoves++
-					if why, ok := documentedQuotaDrop(p, m); !ok && !cw.excused(m) {
+					if why, ok := documentedQuotaDrop(p, m); !ok && !cw.excused(p, m) {
 						t.Errorf("workload %d at %v: %s's reservation dropped for quota (%s), with no claim under that queue since it was made: %s", w, p.Time.Sub(epoch), m.Job, m.By, why)
 					}
 				}
@@ -584,9 +584,17 @@ func TestQuotaPropertiesWithPlans(t *testing.T) {
 // share, a lending limit, the cluster's pool, or a claim under the queue
 // where it binds since the reservation was made: claimWatch): never for
 // a late start. (Until stop 48 any preemption earlier in the workload
-// excused a drop; over the first 1,000 workloads of this test and of the
+// excused a drop. Over the first 1,000 workloads of this test and of the
 // elastic one, each of the 326 drops so excused had a claim under its
-// binding queue since its reservation was made.)
+// binding queue since its reservation was made; over 10,000, 4 had none,
+// and run always: 2779 and 6567 here, 1259 and 3428 in the elastic one.
+// Three lost the room to other queues' guarantees, a documented cause
+// that the reason did not name: it now says that no other queue under
+// the parent where the check binds uses more than its guarantee
+// (quotaState.guarded). In 3428 a job of the reservation's queue that
+// started late in the walk, after keepBook had kept the reservation up,
+// ran at its start: the gate gave it up there; now it keeps it, and the
+// next cycle moves it to the late job's end (quotaGate, lateTaker).)
 //
 // With -late-quota-workloads N it runs N workloads (the default 1,000
 // runs in about 10 s here; 30 with -short), and always the workloads
@@ -609,12 +617,12 @@ func TestQuotaPropertiesLateHost(t *testing.T) {
 	if testing.Short() {
 		workloads = 30
 	}
-	ws := make([]int, 0, workloads+8)
+	ws := make([]int, 0, workloads+10)
 	for w := range workloads {
 		ws = append(ws, w)
 	}
 	// The workloads that caught a defect past the first 1,000 (see above).
-	for _, w := range []int{1218, 2256, 2406, 2680, 3857, 9026, 9040, 9658} {
+	for _, w := range []int{1218, 2256, 2406, 2680, 2779, 3857, 6567, 9026, 9040, 9658} {
 		if w >= workloads {
 			ws = append(ws, w)
 		}
@@ -682,6 +690,14 @@ func runLateQuota(t *testing.T, ws []int, elastic bool) {
 //     borrowed, and gave its reservation up for the parent's pool. Now
 //     it reclaims for its minimum (reclaimGuarantee).
 //
+// 1259 and 3428 run always too (see TestQuotaPropertiesLateHost), and
+// 6128, which failed once the fixes above had changed its course: a job
+// that may not be preempted was due and late (its GPUs not yet free), and
+// a job of its queue free to borrow, due after it, started at its own
+// planned start, where it counted no reservation, and took the guarantee.
+// Now a job at its own planned start counts the due ones of its queue for
+// jobs that cannot be preempted (countAt).
+//
 // The 10,000 pass (about 2 minutes here):
 //
 //	go test ./backfill -run TestQuotaPropertiesLateHostElastic -late-quota-workloads 10000
@@ -690,12 +706,12 @@ func TestQuotaPropertiesLateHostElastic(t *testing.T) {
 	if testing.Short() {
 		workloads = 30
 	}
-	ws := make([]int, workloads, workloads+7)
+	ws := make([]int, workloads, workloads+10)
 	for w := range ws {
 		ws[w] = w
 	}
 	// The workloads that caught a defect past the first 1,000 (see above).
-	for _, w := range []int{1499, 5189, 6260, 7582, 7831, 7951, 9557} {
+	for _, w := range []int{1259, 1499, 3428, 5189, 6128, 6260, 7582, 7831, 7951, 9557} {
 		if w >= workloads {
 			ws = append(ws, w)
 		}
@@ -744,7 +760,7 @@ func lateQuotaHost(t *testing.T, w int, elastic bool) *host {
 				continue
 			}
 			h.stats.quotaMoves++
-			if why, ok := documentedQuotaDrop(p, m); !ok && !cw.excused(m) && !guaranteesTake(e, m) {
+			if why, ok := documentedQuotaDrop(p, m); !ok && !cw.excused(p, m) {
 				t.Errorf("workload %d at %v: %s's reservation dropped for quota (%s), with no claim under that queue since it was made: %s", w, p.Time.Sub(epoch), m.Job, m.By, why)
 			}
 		}
@@ -791,11 +807,16 @@ func (cw *claimWatch) observe(p *Plan) {
 }
 
 // excused reports whether a claim may have taken the room of the
-// reservation move m gave up for quota.
-func (cw *claimWatch) excused(m Move) bool {
+// reservation move m of plan p gave up for quota (one never listed in a
+// plan was made in p's cycle).
+func (cw *claimWatch) excused(p *Plan, m Move) bool {
 	at := slices.Index(cw.s.names, m.By)
+	since, ok := cw.since[m.Job]
+	if !ok {
+		since = p.Time
+	}
 	for _, c := range cw.claims {
-		if !c.at.Before(cw.since[m.Job]) && (at < 0 || cw.s.isAncestor(at, c.q)) {
+		if !c.at.Before(since) && (at < 0 || cw.s.isAncestor(at, c.q)) {
 			return true
 		}
 	}
@@ -815,36 +836,12 @@ func (cw *claimWatch) forget(p *Plan) {
 	}
 }
 
-// guaranteesTake reports whether the reservation move m gave up for
-// quota lost its room to other queues' guarantees, a cause
-// quotapromise.go names ("a queue using its guarantee that a reservation
-// of another queue would have borrowed"): after the cycle, its job would
-// borrow (its queue's use and its GPUs, an elastic gang's minimum, are
-// past its queue's guarantee), the queue where the drop binds is a
-// parent, and no queue under that parent on another side than the job's
-// uses more than its guarantee.
-func guaranteesTake(e *Engine, m Move) bool {
-	s := e.quota
-	j, ok := e.jobs.byID[m.Job]
-	a := slices.Index(s.names, m.By)
-	if !ok || a < 0 || a == j.queue {
-		return false
-	}
-	if q, g := j.queue, j.job.Gang.MinGPUs(e.c); s.used[q]+g <= s.guar[q] {
-		return false
-	}
-	for x := range s.names {
-		if x != a && s.isAncestor(a, x) && !s.isAncestor(x, j.queue) && s.eff[x] > s.guar[x] {
-			return false
-		}
-	}
-	return true
-}
-
 // documentedQuotaDrop returns the reason plan p gives the job of move m,
 // a reservation dropped for quota, and reports whether it names a cause
 // quotapromise.go lists that a driver of the property tests can meet
-// without a claim: a weighted share, a lending limit, the cluster's pool.
+// without a claim: a weighted share, a lending limit, the cluster's pool,
+// a parent's room that other queues' guarantees take (no other queue
+// under it borrows: quotaState.guarded).
 func documentedQuotaDrop(p *Plan, m Move) (string, bool) {
 	why := ""
 	for _, wt := range p.Waiting {
@@ -853,7 +850,7 @@ func documentedQuotaDrop(p *Plan, m Move) (string, bool) {
 		}
 	}
 	return why, strings.Contains(why, "weighted share") || strings.Contains(why, "lend no more") ||
-		strings.Contains(why, "nothing left to borrow: the cluster's")
+		strings.Contains(why, "nothing left to borrow: the cluster's") || strings.Contains(why, "what a queue is guaranteed is its own")
 }
 
 // TestReclaimVictimsOracle: the victims reclaim picks for quota's sake

@@ -792,6 +792,94 @@ func TestNoBorrowReservationKeepsItsGuarantee(t *testing.T) {
 	requireStartsOnly(t, e, startAll(t, e, at(time.Hour)), "R", "S")
 }
 
+// TestNoBorrowReservationLimits: what a reservation for a job that may
+// not be preempted keeps from the others of its queue (keptOwn), q
+// guaranteed 16 GPUs and o 32, both free to borrow:
+//   - a job that would start once it runs borrows beside it and takes
+//     nothing from it: R (nodes 0-1) is reserved from B's end, 1h, to 3h;
+//     J (nodes 2-3, free to borrow) is reserved from C's end, 2h;
+//   - an elastic one runs within the guarantee, its room kept at its
+//     minimum: R, four nodes down to one, is reserved from B's end; S,
+//     one node, starts now beside it, q within its guarantee with R at
+//     its minimum, and R starts at B's end on what q's quota takes;
+//   - one that is due and late is ahead of a borrower of its queue due
+//     after it (see the subtest).
+//
+// A review found both refused by the first version: J was refused a
+// reservation ("at its planned start, counting the 16 GPUs reserved for
+// job R, ..."), and S waited for quota until R had started.
+func TestNoBorrowReservationLimits(t *testing.T) {
+	rig := func(t *testing.T) (*Engine, func(id, queue string, lo, hi, nodes, min int, p preempt.Policy, limit time.Duration) Job) {
+		return quotaRig(t, 6, []QueueSpec{
+			{Name: "q", Guarantee: 16, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+			{Name: "o", Guarantee: 32, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+		}, func(cfg *Config) { cfg.ReservationMinGPUs = 0 })
+	}
+	at := func(d time.Duration) time.Time { return epoch.Add(d) }
+	t.Run("after its start", func(t *testing.T) {
+		e, job := rig(t)
+		require.NoError(t, e.Submit(job("B", "o", 0, 2, 2, 0, preempt.Requeue, time.Hour), epoch))
+		require.NoError(t, e.Submit(job("C", "o", 2, 4, 2, 0, preempt.Requeue, 2*time.Hour), epoch))
+		startAll(t, e, epoch)
+		require.NoError(t, e.Submit(job("R", "q", 0, 2, 2, 0, preempt.Never, 2*time.Hour), at(time.Minute)))
+		startAll(t, e, at(time.Minute))
+		require.NoError(t, e.Submit(job("J", "q", 2, 4, 1, 0, preempt.Requeue, time.Hour), at(2*time.Minute)))
+		p := startAll(t, e, at(2*time.Minute))
+		reserved := map[string]time.Time{}
+		for _, r := range p.Reservations {
+			reserved[r.Job] = r.Start
+		}
+		require.Equal(t, map[string]time.Time{"R": at(time.Hour), "J": at(2 * time.Hour)}, reserved, p.Describe(e.c, epoch))
+	})
+	t.Run("due and late, ahead of a due borrower", func(t *testing.T) {
+		// R is due at 1h, but B runs past its limit on R's nodes. X, of
+		// q and free to borrow, reserved on node 2 from C's end (1h5m,
+		// when R should be running), is due too: it waits for R, which
+		// starts once B is gone, and then X beside it. (At its own
+		// planned start a job counts no reservation but the due ones of
+		// its queue for jobs that cannot be preempted.)
+		e, job := rig(t)
+		require.NoError(t, e.Submit(job("B", "o", 0, 2, 2, 0, preempt.Requeue, time.Hour), epoch))
+		require.NoError(t, e.Submit(job("C", "o", 2, 3, 1, 0, preempt.Requeue, 65*time.Minute), epoch))
+		startAll(t, e, epoch)
+		require.NoError(t, e.Submit(job("R", "q", 0, 2, 2, 0, preempt.Never, time.Hour), at(time.Minute)))
+		require.NoError(t, e.Submit(job("X", "q", 2, 3, 1, 0, preempt.Requeue, time.Hour), at(time.Minute)))
+		p := startAll(t, e, at(time.Minute))
+		reserved := map[string]time.Time{}
+		for _, r := range p.Reservations {
+			reserved[r.Job] = r.Start
+		}
+		require.Equal(t, map[string]time.Time{"R": at(time.Hour), "X": at(65 * time.Minute)}, reserved, p.Describe(e.c, epoch))
+		require.NoError(t, e.Finished("C", at(65*time.Minute)))
+		p = startAll(t, e, at(70*time.Minute))
+		require.Empty(t, p.Starts, p.Describe(e.c, epoch))
+		require.NoError(t, e.Finished("B", at(80*time.Minute)))
+		p = startAll(t, e, at(80*time.Minute))
+		var started []string
+		for _, s := range p.Starts {
+			started = append(started, s.Job)
+		}
+		require.ElementsMatch(t, []string{"R", "X"}, started, p.Describe(e.c, epoch))
+		for _, m := range p.Moves {
+			require.NotEqual(t, CauseQuota, m.Cause, p.Describe(e.c, epoch))
+		}
+	})
+	t.Run("elastic, at its minimum", func(t *testing.T) {
+		e, job := rig(t)
+		require.NoError(t, e.Submit(job("B", "o", 0, 4, 4, 0, preempt.Requeue, time.Hour), epoch))
+		startAll(t, e, epoch)
+		require.NoError(t, e.Submit(job("R", "q", 0, 4, 4, 1, preempt.Never, 2*time.Hour), at(time.Minute)))
+		p := startAll(t, e, at(time.Minute))
+		require.Len(t, p.Reservations, 1, p.Describe(e.c, epoch))
+		require.NoError(t, e.Submit(job("S", "q", 4, 6, 1, 0, preempt.Requeue, 3*time.Hour), at(2*time.Minute)))
+		requireStartsOnly(t, e, startAll(t, e, at(2*time.Minute)), "S")
+		require.NoError(t, e.Finished("B", at(time.Hour)))
+		p = startAll(t, e, at(time.Hour))
+		requireStartsOnly(t, e, p, "R")
+		require.Equal(t, 8, p.Starts[0].Allocation.GPUs(), p.Describe(e.c, epoch))
+	})
+}
+
 // requireQuotaWait fails unless plan p starts nothing and job id waits
 // for quota with a reason that holds every one of parts.
 func requireQuotaWait(t *testing.T, e *Engine, p *Plan, id string, parts ...string) {

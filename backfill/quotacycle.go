@@ -505,6 +505,14 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 			*w = Waiting{Job: j.job.ID, Code: WaitReserved, Until: r.start}
 			return true
 		}
+		if _, by := c.lateTaker(atStart, r.start); by != nil {
+			// A job started late in this cycle, after keepBook kept the
+			// reservation up, takes the room it lacks at its start: the
+			// next cycle moves it to that job's end (lateQuota), as it
+			// would have, had the job started before it was kept up.
+			*w = Waiting{Job: j.job.ID, Code: WaitReserved, Until: r.start}
+			return true
+		}
 	}
 	var why string
 	switch {

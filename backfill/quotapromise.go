@@ -28,7 +28,12 @@ import (
 // job that may not be preempted (it runs only within its queue's
 // guarantee: quotaNoBorrow) keeps that room from the others of its queue:
 // one that would take the queue past its guarantee beside it does not
-// start (quotaKeepOwn, keptOwn), even where borrowing would let it.
+// start (quotaKeepOwn, keptOwn), even where borrowing would let it; one
+// that would start after it has started does, and an elastic one counts
+// at its minimum (it starts within the guarantee). A due one not started
+// yet (a late host, a job past its limit on its GPUs) counts even at the
+// planned start of a reservation due after it, which otherwise counts
+// none.
 // The counts in use are those of now,
 // which is conservative: a job that ends before a reservation starts still
 // counts against it.
@@ -63,7 +68,10 @@ import (
 // end: a reservation whose start it still overlaps, though on time it
 // would have ended by then, and whose queue's quota has no room there,
 // moves to its end (lateQuota; the GPUs a search finds before it are
-// passed over), blamed on it (CauseLateStart). A reservation a late
+// passed over), blamed on it (CauseLateStart). A job that starts late in
+// the walk, after keepBook kept such a reservation up, takes that room
+// too: the gate does not give the reservation up for it (lateTaker), and
+// the next cycle moves it. A reservation a late
 // start pushes later for its GPUs is not checked again at its new start
 // (such a check, with lateQuota in place, was never decisive over 10,000
 // workloads of TestQuotaPropertiesLateHost, and was removed).
@@ -82,7 +90,9 @@ import (
 // with every queue's demand), lending limits (a queue that lends no more
 // than a part of its guarantee keeps the rest idle as its own use falls,
 // which takes room from queues that borrow), a queue using its guarantee
-// that a reservation of another queue would have borrowed, the cluster's
+// that a reservation of another queue would have borrowed (the reason
+// then says that no other queue under the parent where the check binds
+// uses more than its guarantee: quotaState.guarded), the cluster's
 // pool (what the top queues lend one another: the check of it is not
 // made where the GPUs counted, in use now and reserved, exceed the
 // cluster, which they often do, many of those in use being freed by the
@@ -101,7 +111,9 @@ import (
 // another queue's reservations: what a queue is guaranteed is its own).
 // j's own reservation is never counted; a job starting at its own
 // reservation's planned start or later counts, up to its gang's minimum,
-// none when from is now (its promise: the counts alone), and those that
+// when from is now (its promise: the counts alone) only the due ones of
+// its queue for jobs that cannot be preempted (they go first: keptOwn),
+// and those that
 // start before from when from is later (they run by then), an elastic
 // gang's at its minimum (countedGPUs); above its minimum (an elastic
 // gang's quota room is checked at its minimum) it counts them as any
@@ -134,17 +146,19 @@ func (e *Engine) countAt(j *jobRec, g int, from time.Time, ended bool) bool {
 	}
 	rs := e.promised[:0]
 	all := j.resv == nil || j.resv.start.After(from) || g > j.job.Gang.MinGPUs(e.c)
-	if all || from.After(e.last) {
-		// Its own queue's first: within its guarantee at from (the
-		// counts of then, its queue's reservations in them)? Else the
-		// reservations of other queues count too.
-		own := g
-		for _, r := range e.book.resv {
-			if r.job.queue == j.queue && e.overlaps(j, r, from, end, all) {
-				rs = append(rs, r)
-				own += e.countedGPUs(r, all)
-			}
+	ahead := all || from.After(e.last)
+	// Its own queue's first: within its guarantee at from (the counts of
+	// then, its queue's reservations in them)? Else the reservations of
+	// other queues count too. At its own planned start now, only the due
+	// ones of its queue for jobs that cannot be preempted (keptOwn).
+	own := g
+	for _, r := range e.book.resv {
+		if r.job.queue == j.queue && e.overlaps(j, r, from, end, all) && (ahead || !e.mayBorrow(r.job)) {
+			rs = append(rs, r)
+			own += e.countedGPUs(r, all)
 		}
+	}
+	if ahead {
 		if !s.entitled(j.queue, own) {
 			for _, r := range e.book.resv {
 				if r.job.queue != j.queue && e.overlaps(j, r, from, end, all) {
@@ -232,7 +246,7 @@ func (e *Engine) promiseCheck(j *jobRec, g int, explain bool, from time.Time) (q
 			qc = quotaCheck{}
 		}
 		if qc.code == quotaFits {
-			if by = e.keptOwn(j, g); by != nil {
+			if by = e.keptOwn(j, g, from); by != nil {
 				qc = quotaCheck{quotaKeepOwn, j.queue}
 			}
 		}
@@ -273,23 +287,37 @@ func (e *Engine) promiseCheck(j *jobRec, g int, explain bool, from time.Time) (q
 	return qc, by, why, false
 }
 
-// keptOwn returns, when g more GPUs of job j would take its queue past
-// its guarantee on the counts countAt set, the earliest counted
-// reservation of its queue for a job that cannot be preempted (nil when
-// there is none): such a job runs only within its queue's guarantee, so
-// the others of its queue, free to borrow, may not take that room in
-// front of it (quotaKeepOwn). A job ranked behind it may still start
-// within the guarantee.
-func (e *Engine) keptOwn(j *jobRec, g int) *reservation {
+// keptOwn returns, when g more GPUs of job j, starting at from, would
+// take its queue past its guarantee on the counts countAt set, the
+// earliest counted reservation of its queue for a job that cannot be
+// preempted, due or starting at from or later (nil when there is none):
+// such a job runs only within its queue's guarantee, so the others of
+// its queue, free to borrow, may not take that room in front of it
+// (quotaKeepOwn). One that starts between now and from runs by then,
+// and j borrowing beside it takes nothing from it; an elastic one runs
+// within the guarantee, its room kept at its minimum (it counts no more
+// here). A job ranked behind it may still start within the guarantee.
+func (e *Engine) keptOwn(j *jobRec, g int, from time.Time) *reservation {
 	s := e.quota
-	if !s.guaranteed || s.used[j.queue]+g <= s.guar[j.queue] {
+	if !s.guaranteed {
 		return nil
 	}
+	use := s.used[j.queue] + g
 	var by *reservation
 	for _, r := range e.promised {
-		if r.job.queue == j.queue && !e.mayBorrow(r.job) && (by == nil || r.start.Before(by.start)) {
+		if r.job.queue != j.queue || e.mayBorrow(r.job) {
+			continue
+		}
+		use -= r.counted - min(r.counted, r.job.job.Gang.MinGPUs(e.c))
+		if r.start.Before(from) && r.start.After(e.last) {
+			continue
+		}
+		if by == nil || r.start.Before(by.start) {
 			by = r
 		}
+	}
+	if use <= s.guar[j.queue] {
+		return nil
 	}
 	return by
 }

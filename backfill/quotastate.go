@@ -304,6 +304,9 @@ func (s *quotaState) reason(q int, k quotaMsg, render func() string) string {
 		}
 		k.x = uint64(s.idleKept(slot))
 	}
+	if k.kind != 1 && s.guarded(q, k.code, k.at) {
+		k.h = 1 // explain adds that no other queue under k.at borrows
+	}
 	slots := &s.msgs[q]
 	for i := range slots {
 		if m := slots[i]; m.text != "" && m.kind == k.kind && m.code == k.code && m.at == k.at && m.h == k.h &&
@@ -335,9 +338,34 @@ func (s *quotaState) idleKept(p int) int {
 	return k
 }
 
+// guarded reports whether a check of leaf queue q with outcome code
+// binds at a parent a (its maximum or its pool) under which no queue on
+// another side than q's uses more than its guarantee: the room q lacks
+// is others' guarantees (and a job of q would borrow it).
+func (s *quotaState) guarded(q, code, a int) bool {
+	if code != quotaMaximum && code != quotaPool || a < 0 || a == q || !s.isAncestor(a, q) {
+		return false
+	}
+	for x := range s.names {
+		if x != a && s.isAncestor(a, x) && !s.isAncestor(x, q) && s.eff[x] > s.guar[x] {
+			return false
+		}
+	}
+	return true
+}
+
 // explain renders why a gang does not fit leaf queue q, in a user's
 // words.
 func (s *quotaState) explain(q int, qc quotaCheck) string {
+	m := s.explainCode(q, qc)
+	if s.guarded(q, qc.code, qc.at) {
+		m += fmt.Sprintf("; no other queue under %s uses more than its guarantee (what a queue is guaranteed is its own)", s.name(qc.at))
+	}
+	return m
+}
+
+// explainCode is explain without the note on others' guarantees.
+func (s *quotaState) explainCode(q int, qc quotaCheck) string {
 	a := qc.at
 	switch qc.code {
 	case quotaMaximum:

@@ -397,15 +397,7 @@ func (c *cycle) lateQuota(r *reservation, k *keep) time.Time {
 	if fits {
 		return time.Time{}
 	}
-	var t time.Time
-	var by *jobRec
-	for _, o := range c.late {
-		// Only a late job under the queue where the check binds (or any,
-		// when the cluster binds) takes the room it lacks.
-		if (qc.at < 0 || e.quota.isAncestor(qc.at, o.queue)) && o.end.After(at) && !o.promised.Add(o.job.TimeLimit).After(at) && o.end.After(t) {
-			t, by = o.end, o
-		}
-	}
+	t, by := c.lateTaker(qc, at)
 	if by == nil {
 		return time.Time{}
 	}
@@ -413,6 +405,22 @@ func (c *cycle) lateQuota(r *reservation, k *keep) time.Time {
 		k.at, k.job, k.owner = t, by, true
 	}
 	return t
+}
+
+// lateTaker returns the latest end of the jobs that started late
+// (cycle.late) under the queue where check qc binds (any, when the
+// cluster binds) and still run at at, though on time they would have
+// ended by then, and the job of that end (nil when there is none): only
+// such a job takes the quota room a reservation starting at at lacks.
+func (c *cycle) lateTaker(qc quotaCheck, at time.Time) (time.Time, *jobRec) {
+	var t time.Time
+	var by *jobRec
+	for _, o := range c.late {
+		if (qc.at < 0 || c.e.quota.isAncestor(qc.at, o.queue)) && o.end.After(at) && !o.promised.Add(o.job.TimeLimit).After(at) && o.end.After(t) {
+			t, by = o.end, o
+		}
+	}
+	return t, by
 }
 
 // move moves reservation r to start t on e.alloc, recording a later move
