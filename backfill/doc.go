@@ -343,8 +343,8 @@
 // its limit, for a weighted share (shares move with every queue's
 // demand), when a lending limit moves with other queues' use, when a
 // queue uses the guarantee it would have borrowed (the reason says that
-// no other queue under the parent where the check binds uses more than
-// its guarantee), when the cluster's pool
+// the other queues under the parent where the check binds use their
+// guarantees, which the job would borrow), when the cluster's pool
 // (what the top queues lend one another, not promised) has no room, or
 // when a reclaim or preemption takes the room. A reservation not yet due
 // that its queue's limits leave room for neither now nor at its planned

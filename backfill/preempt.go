@@ -446,7 +446,9 @@ func (c *cycle) claimFor(j *jobRec, p *preemptScratch, victims []int, reclaim bo
 func (c *cycle) clearClaim(cl *claim) {
 	e := c.e
 	cr := &c.claimResv
-	cr.job, cr.start, cr.end = cl.job, cl.due, cl.due.Add(cl.job.job.TimeLimit)
+	// The claim holds its GPUs from now on (a review found reservations
+	// that ended before it was due left on them).
+	cr.job, cr.start, cr.end = cl.job, cl.since, cl.due.Add(cl.job.job.TimeLimit)
 	cl.alloc.CopyTo(&cr.alloc)
 	prior := append(c.clearPrior[:0], cr)
 	byStart, _ := e.book.sorted()

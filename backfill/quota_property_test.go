@@ -481,7 +481,7 @@ func TestQuotaCheckOracle(t *testing.T) {
 				got := s.check(q, g, true, true)
 				if (got.code == quotaFits) != want {
 					t.Fatalf("tree %d %+v, use %v: %d GPUs for queue %s: check says %+v (%s), the oracle %v",
-						w, cfg.Queues, use, g, s.names[q], got, s.explain(q, got), want)
+						w, cfg.Queues, use, g, s.names[q], got, s.explain(q, g, got), want)
 				}
 				if want {
 					fits++
@@ -589,9 +589,9 @@ func TestQuotaPropertiesWithPlans(t *testing.T) {
 // binding queue since its reservation was made; over 10,000, 4 had none,
 // and run always: 2779 and 6567 here, 1259 and 3428 in the elastic one.
 // Three lost the room to other queues' guarantees, a documented cause
-// that the reason did not name: it now says that no other queue under
-// the parent where the check binds uses more than its guarantee
-// (quotaState.guarded). In 3428 a job of the reservation's queue that
+// that the reason did not name: it now says that the other queues under
+// the parent where the check binds use their guarantees, which the job
+// would borrow (quotaState.guarded). In 3428 a job of the reservation's queue that
 // started late in the walk, after keepBook had kept the reservation up,
 // ran at its start: the gate gave it up there; now it keeps it, and the
 // next cycle moves it to the late job's end (quotaGate, lateTaker).)
@@ -840,8 +840,8 @@ func (cw *claimWatch) forget(p *Plan) {
 // a reservation dropped for quota, and reports whether it names a cause
 // quotapromise.go lists that a driver of the property tests can meet
 // without a claim: a weighted share, a lending limit, the cluster's pool,
-// a parent's room that other queues' guarantees take (no other queue
-// under it borrows: quotaState.guarded).
+// a parent's room that other queues' guarantees take
+// (quotaState.guarded).
 func documentedQuotaDrop(p *Plan, m Move) (string, bool) {
 	why := ""
 	for _, wt := range p.Waiting {
@@ -980,7 +980,7 @@ func TestReclaimVictimsOracle(t *testing.T) {
 					s.add(p.jobs[i].queue, -p.jobs[i].counted)
 				}
 				if qc := s.check(q, g, true, true); qc.code != quotaFits {
-					t.Fatalf("tree %d, queue %s, %d GPUs: the victims %v leave no room (%s)", w, s.names[q], g, s.victims, s.explain(q, qc))
+					t.Fatalf("tree %d, queue %s, %d GPUs: the victims %v leave no room (%s)", w, s.names[q], g, s.victims, s.explain(q, g, qc))
 				}
 				// None of those it added could be spared.
 				for _, i := range s.victims {

@@ -864,6 +864,29 @@ func TestNoBorrowReservationLimits(t *testing.T) {
 			require.NotEqual(t, CauseQuota, m.Cause, p.Describe(e.c, epoch))
 		}
 	})
+	t.Run("two due, each after the one due before it", func(t *testing.T) {
+		// X and R may not be preempted, 16 GPUs each, the whole of q's
+		// guarantee: due at 1h and 2h, both late (B and C run past their
+		// limits). X, due first, starts once its GPUs are free; R waits
+		// for it to end. (A review found each counting the other, and
+		// neither starting.)
+		e, job := rig(t)
+		require.NoError(t, e.Submit(job("B", "o", 0, 2, 2, 0, preempt.Requeue, time.Hour), epoch))
+		require.NoError(t, e.Submit(job("C", "o", 2, 4, 2, 0, preempt.Requeue, 2*time.Hour), epoch))
+		startAll(t, e, epoch)
+		require.NoError(t, e.Submit(job("X", "q", 0, 2, 2, 0, preempt.Never, time.Hour), at(time.Minute)))
+		require.NoError(t, e.Submit(job("R", "q", 2, 4, 2, 0, preempt.Never, time.Hour), at(time.Minute)))
+		startAll(t, e, at(time.Minute))
+		require.NoError(t, e.Finished("B", at(140*time.Minute)))
+		require.NoError(t, e.Finished("C", at(140*time.Minute)))
+		p := startAll(t, e, at(140*time.Minute))
+		require.Len(t, p.Starts, 1, p.Describe(e.c, epoch))
+		require.Equal(t, "X", p.Starts[0].Job)
+		// R moves to X's end, blamed on X's late start; not dropped.
+		require.Equal(t, []Move{{Job: "R", From: at(2 * time.Hour), To: at(200 * time.Minute), Cause: CauseLateStart, By: "X"}}, p.Moves, p.Describe(e.c, epoch))
+		require.NoError(t, e.Finished("X", at(200*time.Minute)))
+		requireStartsOnly(t, e, startAll(t, e, at(200*time.Minute)), "R")
+	})
 	t.Run("elastic, at its minimum", func(t *testing.T) {
 		e, job := rig(t)
 		require.NoError(t, e.Submit(job("B", "o", 0, 4, 4, 0, preempt.Requeue, time.Hour), epoch))
@@ -995,8 +1018,16 @@ func TestOwnQueueReservationsDecideBorrowing(t *testing.T) {
 // the reclaim search off it, so that the reclaim found no placement and
 // the due job gave its reservation up for quota.
 func TestGuaranteeBorrowedKeepsReservation(t *testing.T) {
-	for _, grace := range []time.Duration{0, 5 * time.Minute} {
-		t.Run(fmt.Sprintf("grace=%v", grace), func(t *testing.T) {
+	for _, tc := range []struct{ lim, klim, grace time.Duration }{
+		{time.Hour, 2 * time.Hour, 0},
+		{time.Hour, 2 * time.Hour, 5 * time.Minute},
+		// A grace longer than the limits: K, reserved from R's and J's
+		// end, ends before the claim is due, and moves all the same (the
+		// claim holds its GPUs from now: a review found K left on them).
+		{10 * time.Minute, 5 * time.Minute, 30 * time.Minute},
+	} {
+		lim, klim, grace := tc.lim, tc.klim, tc.grace
+		t.Run(fmt.Sprintf("limits=%v,%v/grace=%v", lim, klim, grace), func(t *testing.T) {
 			e, job := nestedQueues(t, func(cfg *Config) {
 				cfg.ReservationMinGPUs = 0
 				cfg.Preemption.Grace = grace
@@ -1005,16 +1036,16 @@ func TestGuaranteeBorrowedKeepsReservation(t *testing.T) {
 			require.NoError(t, e.Submit(job("B", "z", 0, 2, 2, preempt.Never, time.Hour), epoch))
 			require.NoError(t, e.Submit(job("O", "o", 2, 5, 3, preempt.Requeue, 0), epoch))
 			startAll(t, e, epoch)
-			require.NoError(t, e.Submit(job("R", "q", 0, 1, 1, preempt.Requeue, time.Hour), at(time.Minute)))
-			require.NoError(t, e.Submit(job("J", "q", 1, 2, 1, preempt.Requeue, time.Hour), at(time.Minute)))
+			require.NoError(t, e.Submit(job("R", "q", 0, 1, 1, preempt.Requeue, lim), at(time.Minute)))
+			require.NoError(t, e.Submit(job("J", "q", 1, 2, 1, preempt.Requeue, lim), at(time.Minute)))
 			startAll(t, e, at(time.Minute))
-			require.NoError(t, e.Submit(job("K", "z", 0, 2, 1, preempt.Never, 2*time.Hour), at(2*time.Minute)))
+			require.NoError(t, e.Submit(job("K", "z", 0, 2, 1, preempt.Never, klim), at(2*time.Minute)))
 			p := startAll(t, e, at(2*time.Minute))
 			reserved := map[string]time.Time{}
 			for _, r := range p.Reservations {
 				reserved[r.Job] = r.Start
 			}
-			require.Equal(t, map[string]time.Time{"R": at(time.Hour), "J": at(time.Hour), "K": at(2 * time.Hour)}, reserved, p.Describe(e.c, epoch))
+			require.Equal(t, map[string]time.Time{"R": at(time.Hour), "J": at(time.Hour), "K": at(time.Hour + lim)}, reserved, p.Describe(e.c, epoch))
 			require.NoError(t, e.Finished("B", at(time.Hour)))
 			p = startAll(t, e, at(time.Hour))
 			// One of R and J starts; A's pool then has no room for the
@@ -1025,7 +1056,7 @@ func TestGuaranteeBorrowedKeepsReservation(t *testing.T) {
 			first, second := p.Starts[0].Job, p.Preemptions[0].Preemptor
 			require.ElementsMatch(t, []string{"R", "J"}, []string{first, second})
 			if grace > 0 {
-				require.Equal(t, []Move{{Job: "K", From: at(2 * time.Hour), To: at(2*time.Hour + grace), Cause: CauseLateStart, By: second}}, p.Moves, p.Describe(e.c, epoch))
+				require.Equal(t, []Move{{Job: "K", From: at(time.Hour + lim), To: at(time.Hour + grace + lim), Cause: CauseLateStart, By: second}}, p.Moves, p.Describe(e.c, epoch))
 			} else {
 				require.Empty(t, p.Moves, p.Describe(e.c, epoch))
 			}
@@ -1034,6 +1065,44 @@ func TestGuaranteeBorrowedKeepsReservation(t *testing.T) {
 			require.Len(t, p.Starts, 1, p.Describe(e.c, epoch))
 			require.Equal(t, second, p.Starts[0].Job)
 			require.Empty(t, p.Moves, p.Describe(e.c, epoch))
+		})
+	}
+}
+
+// TestGuardedReason: a reason that binds at a parent says that the other
+// queues under it use their guarantees only where they do take the room
+// the job lacks (quotaState.guarded). A (32 GPUs, no borrowing above it)
+// holds q and o, each guaranteed 16. A review found the note where q's
+// own gang took all of A and o used nothing.
+func TestGuardedReason(t *testing.T) {
+	const note = "the other queues under queue A use their guarantees"
+	for _, tc := range []struct {
+		name  string
+		other bool // o runs a gang of 16 GPUs, q one of 16; else q one of 32
+		want  bool
+	}{
+		{"q's own gang takes A", false, false},
+		{"o uses its guarantee", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, job := quotaRig(t, 6, []QueueSpec{
+				{Name: "A", Guarantee: 32, Maximum: Unlimited, BorrowingLimit: 0, LendingLimit: Unlimited},
+				{Name: "q", Parent: "A", Guarantee: 16, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+				{Name: "o", Parent: "A", Guarantee: 16, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+			}, nil)
+			if tc.other {
+				require.NoError(t, e.Submit(job("O", "o", 0, 2, 2, 0, preempt.Requeue, time.Hour), epoch))
+				require.NoError(t, e.Submit(job("Q1", "q", 2, 4, 2, 0, preempt.Requeue, time.Hour), epoch))
+			} else {
+				require.NoError(t, e.Submit(job("Q1", "q", 0, 4, 4, 0, preempt.Requeue, time.Hour), epoch))
+			}
+			startAll(t, e, epoch)
+			require.NoError(t, e.Submit(job("Q2", "q", 4, 5, 1, 0, preempt.Requeue, time.Hour), epoch.Add(time.Minute)))
+			p := startAll(t, e, epoch.Add(time.Minute))
+			w := waitingOf(p, "Q2")
+			require.NotNil(t, w, p.Describe(e.c, epoch))
+			require.Equal(t, WaitQuota, w.Code, p.Describe(e.c, epoch))
+			require.Equal(t, tc.want, strings.Contains(w.Detail, note), w.Detail)
 		})
 	}
 }

@@ -529,7 +529,7 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 		})
 		w.Blocker = s.names[a]
 	default:
-		c.overQuota(j, qc, w)
+		c.overQuota(j, qc, g, w)
 		if atStartWhy != "" && j.resv == nil {
 			c.nameQuotaDrop(j, atStart, atStartWhy, w)
 		}
@@ -559,22 +559,22 @@ func (c *cycle) waitsForQuota(j *jobRec) bool {
 	return s.check(j.queue, j.job.Gang.MinGPUs(e.c), e.mayBorrow(j), false).code != quotaFits
 }
 
-// overQuota fills w for job j, which its queue's quota does not take (qc
-// says where it binds): a job its queue's guarantee covers (entitled)
+// overQuota fills w for job j, which its queue's quota does not take at
+// g GPUs (qc says where it binds): a job its queue's guarantee covers (entitled)
 // looks for borrowed GPUs to reclaim first; otherwise it waits for quota,
 // and gives up its reservation and its hold.
-func (c *cycle) overQuota(j *jobRec, qc quotaCheck, w *Waiting) {
+func (c *cycle) overQuota(j *jobRec, qc quotaCheck, g int, w *Waiting) {
 	s, q := c.e.quota, j.queue
 	if c.reclaimGuarantee(j, w) {
 		return
 	}
 	entitled := c.e.reclaimGPUs(j) > 0
-	k := quotaMsg{kind: 2, code: qc.code, at: qc.at}
+	k := quotaMsg{kind: 2, code: qc.code, at: qc.at, g: g}
 	if entitled {
 		k.kind = 3
 	}
 	why := s.reason(q, k, func() string {
-		m := s.explain(q, qc)
+		m := s.explain(q, g, qc)
 		if entitled {
 			m += fmt.Sprintf("; below its guarantee (%d of %d GPUs), it waits for borrowed GPUs to be reclaimed", s.used[q], s.guar[q])
 		}
@@ -604,7 +604,7 @@ func (c *cycle) quotaBlockedWait(j *jobRec, w *Waiting) {
 		c.quotaWait(j, pc, why, w)
 		return
 	}
-	c.overQuota(j, qc, w)
+	c.overQuota(j, qc, g, w)
 }
 
 // dropPromises drops the reservation and the hold of a job that waits

@@ -91,8 +91,8 @@ import (
 // than a part of its guarantee keeps the rest idle as its own use falls,
 // which takes room from queues that borrow), a queue using its guarantee
 // that a reservation of another queue would have borrowed (the reason
-// then says that no other queue under the parent where the check binds
-// uses more than its guarantee: quotaState.guarded), the cluster's
+// then says that the other queues under the parent where the check
+// binds use their guarantees: quotaState.guarded), the cluster's
 // pool (what the top queues lend one another: the check of it is not
 // made where the GPUs counted, in use now and reserved, exceed the
 // cluster, which they often do, many of those in use being freed by the
@@ -112,7 +112,8 @@ import (
 // j's own reservation is never counted; a job starting at its own
 // reservation's planned start or later counts, up to its gang's minimum,
 // when from is now (its promise: the counts alone) only the due ones of
-// its queue for jobs that cannot be preempted (they go first: keptOwn),
+// its queue for jobs that cannot be preempted, due before it (they go
+// first: keptOwn),
 // and those that
 // start before from when from is later (they run by then), an elastic
 // gang's at its minimum (countedGPUs); above its minimum (an elastic
@@ -150,10 +151,12 @@ func (e *Engine) countAt(j *jobRec, g int, from time.Time, ended bool) bool {
 	// Its own queue's first: within its guarantee at from (the counts of
 	// then, its queue's reservations in them)? Else the reservations of
 	// other queues count too. At its own planned start now, only the due
-	// ones of its queue for jobs that cannot be preempted (keptOwn).
+	// ones of its queue for jobs that cannot be preempted, due before it
+	// (keptOwn; two such jobs due do not each wait for the other: a review
+	// found them waiting forever).
 	own := g
 	for _, r := range e.book.resv {
-		if r.job.queue == j.queue && e.overlaps(j, r, from, end, all) && (ahead || !e.mayBorrow(r.job)) {
+		if r.job.queue == j.queue && e.overlaps(j, r, from, end, all) && (ahead || !e.mayBorrow(r.job) && r.start.Before(j.resv.start)) {
 			rs = append(rs, r)
 			own += e.countedGPUs(r, all)
 		}
@@ -276,7 +279,7 @@ func (e *Engine) promiseCheck(j *jobRec, g int, explain bool, from time.Time) (q
 		by = e.promised[0]
 	}
 	if explain {
-		why = s.explain(j.queue, qc)
+		why = s.explain(j.queue, g, qc)
 		if by != nil {
 			why = fmt.Sprintf("counting the %d GPUs reserved for job %s, which plans to run while this job would: %s", by.counted, by.job.job.ID, why)
 		}

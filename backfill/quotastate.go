@@ -287,7 +287,10 @@ type quotaMsg struct {
 	kind, code, at, h int
 	uq, ua, ea        int
 	x                 uint64
-	text              string
+	// g is the gang's GPUs; the key holds it only where the reason
+	// depends on it (quotaState.guarded; h is then set).
+	g    int
+	text string
 }
 
 // reason returns leaf queue q's cached reason for key k, rendering it
@@ -304,13 +307,15 @@ func (s *quotaState) reason(q int, k quotaMsg, render func() string) string {
 		}
 		k.x = uint64(s.idleKept(slot))
 	}
-	if k.kind != 1 && s.guarded(q, k.code, k.at) {
-		k.h = 1 // explain adds that no other queue under k.at borrows
+	if k.kind != 1 && s.guarded(q, k.g, k.code, k.at) {
+		k.h = 1 // explain adds that others' guarantees take the room
+	} else {
+		k.g = 0
 	}
 	slots := &s.msgs[q]
 	for i := range slots {
 		if m := slots[i]; m.text != "" && m.kind == k.kind && m.code == k.code && m.at == k.at && m.h == k.h &&
-			m.uq == k.uq && m.ua == k.ua && m.ea == k.ea && m.x == k.x {
+			m.uq == k.uq && m.ua == k.ua && m.ea == k.ea && m.x == k.x && m.g == k.g {
 			return m.text
 		}
 	}
@@ -338,12 +343,26 @@ func (s *quotaState) idleKept(p int) int {
 	return k
 }
 
-// guarded reports whether a check of leaf queue q with outcome code
-// binds at a parent a (its maximum or its pool) under which no queue on
-// another side than q's uses more than its guarantee: the room q lacks
-// is others' guarantees (and a job of q would borrow it).
-func (s *quotaState) guarded(q, code, a int) bool {
-	if code != quotaMaximum && code != quotaPool || a < 0 || a == q || !s.isAncestor(a, q) {
+// guarded reports whether a check of g more GPUs of leaf queue q with
+// outcome code binds at a parent a (its maximum or its pool) only because
+// other queues use their guarantees: q would borrow (its use and g are
+// past its guarantee), no queue under a on another side than q's uses
+// more than its guarantee, and the use of those other sides is at least
+// what the check lacks (without it, q's own side would fit).
+func (s *quotaState) guarded(q, g, code, a int) bool {
+	if code != quotaMaximum && code != quotaPool || a < 0 || a == q || !s.isAncestor(a, q) || s.used[q]+g <= s.guar[q] {
+		return false
+	}
+	side := q // the child of a on q's side
+	for s.parent[side] != a {
+		side = s.parent[side]
+	}
+	use, lim := s.used, s.max
+	if code == quotaPool {
+		use, lim = s.eff, s.ceil
+	}
+	others := use[a] - use[side]
+	if others <= 0 || others < use[a]+g-lim[a] {
 		return false
 	}
 	for x := range s.names {
@@ -354,12 +373,12 @@ func (s *quotaState) guarded(q, code, a int) bool {
 	return true
 }
 
-// explain renders why a gang does not fit leaf queue q, in a user's
-// words.
-func (s *quotaState) explain(q int, qc quotaCheck) string {
+// explain renders why a gang of g GPUs does not fit leaf queue q, in a
+// user's words.
+func (s *quotaState) explain(q, g int, qc quotaCheck) string {
 	m := s.explainCode(q, qc)
-	if s.guarded(q, qc.code, qc.at) {
-		m += fmt.Sprintf("; no other queue under %s uses more than its guarantee (what a queue is guaranteed is its own)", s.name(qc.at))
+	if s.guarded(q, g, qc.code, qc.at) {
+		m += fmt.Sprintf("; the other queues under %s use their guarantees, which this job would borrow (what a queue is guaranteed is its own)", s.name(qc.at))
 	}
 	return m
 }
