@@ -260,15 +260,20 @@ func (p *preemptScratch) prepare(e *Engine, j *jobRec, now time.Time) {
 }
 
 // setOwn marks a's GPUs in p.own.
-func (p *preemptScratch) setOwn(a *gang.Allocation) {
+func (p *preemptScratch) setOwn(a *gang.Allocation) { p.ownTouched = markGPUs(p.own, p.ownTouched, a) }
+
+// markGPUs ors a's GPUs into the per-node masks, appending to touched
+// the nodes whose mask was empty; it returns touched.
+func markGPUs(masks []uint64, touched []topology.NodeID, a *gang.Allocation) []topology.NodeID {
 	for i := range a.Members {
 		for _, x := range a.Members[i].Assignment {
-			if p.own[x.Node] == 0 {
-				p.ownTouched = append(p.ownTouched, x.Node)
+			if masks[x.Node] == 0 {
+				touched = append(touched, x.Node)
 			}
-			p.own[x.Node] |= x.GPUs
+			masks[x.Node] |= x.GPUs
 		}
 	}
+	return touched
 }
 
 // blockBut blocks and masks a's GPUs but those in p.own.
@@ -292,16 +297,8 @@ func (p *preemptScratch) blockBut(a *gang.Allocation) {
 	}
 }
 
-func (p *preemptScratch) addMask(a *gang.Allocation) {
-	for i := range a.Members {
-		for _, x := range a.Members[i].Assignment {
-			if p.mask[x.Node] == 0 {
-				p.touched = append(p.touched, x.Node)
-			}
-			p.mask[x.Node] |= x.GPUs
-		}
-	}
-}
+// addMask marks a's GPUs in p.mask.
+func (p *preemptScratch) addMask(a *gang.Allocation) { p.touched = markGPUs(p.mask, p.touched, a) }
 
 // candidates lists the running jobs of a class below j's as candidates
 // (every policy, so that the search can say which protection keeps j

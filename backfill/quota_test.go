@@ -825,10 +825,7 @@ func TestNoBorrowReservationLimits(t *testing.T) {
 		startAll(t, e, at(time.Minute))
 		require.NoError(t, e.Submit(job("J", "q", 2, 4, 1, 0, preempt.Requeue, time.Hour), at(2*time.Minute)))
 		p := startAll(t, e, at(2*time.Minute))
-		reserved := map[string]time.Time{}
-		for _, r := range p.Reservations {
-			reserved[r.Job] = r.Start
-		}
+		reserved := reservedStarts(p)
 		require.Equal(t, map[string]time.Time{"R": at(time.Hour), "J": at(2 * time.Hour)}, reserved, p.Describe(e.c, epoch))
 	})
 	t.Run("due and late, ahead of a due borrower", func(t *testing.T) {
@@ -845,10 +842,7 @@ func TestNoBorrowReservationLimits(t *testing.T) {
 		require.NoError(t, e.Submit(job("R", "q", 0, 2, 2, 0, preempt.Never, time.Hour), at(time.Minute)))
 		require.NoError(t, e.Submit(job("X", "q", 2, 3, 1, 0, preempt.Requeue, time.Hour), at(time.Minute)))
 		p := startAll(t, e, at(time.Minute))
-		reserved := map[string]time.Time{}
-		for _, r := range p.Reservations {
-			reserved[r.Job] = r.Start
-		}
+		reserved := reservedStarts(p)
 		require.Equal(t, map[string]time.Time{"R": at(time.Hour), "X": at(65 * time.Minute)}, reserved, p.Describe(e.c, epoch))
 		require.NoError(t, e.Finished("C", at(65*time.Minute)))
 		p = startAll(t, e, at(70*time.Minute))
@@ -901,6 +895,15 @@ func TestNoBorrowReservationLimits(t *testing.T) {
 		requireStartsOnly(t, e, p, "R")
 		require.Equal(t, 8, p.Starts[0].Allocation.GPUs(), p.Describe(e.c, epoch))
 	})
+}
+
+// reservedStarts returns plan p's reservations' starts by job.
+func reservedStarts(p *Plan) map[string]time.Time {
+	m := map[string]time.Time{}
+	for _, r := range p.Reservations {
+		m[r.Job] = r.Start
+	}
+	return m
 }
 
 // requireQuotaWait fails unless plan p starts nothing and job id waits
@@ -1041,10 +1044,7 @@ func TestGuaranteeBorrowedKeepsReservation(t *testing.T) {
 			startAll(t, e, at(time.Minute))
 			require.NoError(t, e.Submit(job("K", "z", 0, 2, 1, preempt.Never, klim), at(2*time.Minute)))
 			p := startAll(t, e, at(2*time.Minute))
-			reserved := map[string]time.Time{}
-			for _, r := range p.Reservations {
-				reserved[r.Job] = r.Start
-			}
+			reserved := reservedStarts(p)
 			require.Equal(t, map[string]time.Time{"R": at(time.Hour), "J": at(time.Hour), "K": at(time.Hour + lim)}, reserved, p.Describe(e.c, epoch))
 			require.NoError(t, e.Finished("B", at(time.Hour)))
 			p = startAll(t, e, at(time.Hour))
