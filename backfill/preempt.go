@@ -284,11 +284,7 @@ func (p *preemptScratch) blockBut(a *gang.Allocation) {
 			if m == 0 {
 				continue
 			}
-			if f := m & p.state.Free(x.Node); f != 0 && p.state.Status(x.Node) != topology.Down {
-				if err := p.state.Allocate([]topology.NodeAlloc{{Node: x.Node, GPUs: f}}); err != nil {
-					panic(fmt.Sprintf("backfill: blocking free GPUs failed: %v", err))
-				}
-			}
+			blockGPUs(p.state, x.Node, m)
 			if p.mask[x.Node] == 0 {
 				p.touched = append(p.touched, x.Node)
 			}

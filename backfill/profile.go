@@ -655,14 +655,20 @@ func allAvailable(s *topology.State, a *gang.Allocation) bool {
 func block(s *topology.State, a *gang.Allocation) {
 	for i := range a.Members {
 		for _, x := range a.Members[i].Assignment {
-			m := x.GPUs & s.Free(x.Node)
-			if m == 0 || s.Status(x.Node) == topology.Down {
-				continue
-			}
-			if err := s.Allocate([]topology.NodeAlloc{{Node: x.Node, GPUs: m}}); err != nil {
-				panic(fmt.Sprintf("backfill: blocking free GPUs failed: %v", err))
-			}
+			blockGPUs(s, x.Node, x.GPUs)
 		}
+	}
+}
+
+// blockGPUs allocates on s the free GPUs of gpus on node n, unless it is
+// down.
+func blockGPUs(s *topology.State, n topology.NodeID, gpus uint64) {
+	m := gpus & s.Free(n)
+	if m == 0 || s.Status(n) == topology.Down {
+		return
+	}
+	if err := s.Allocate([]topology.NodeAlloc{{Node: n, GPUs: m}}); err != nil {
+		panic(fmt.Sprintf("backfill: blocking free GPUs failed: %v", err))
 	}
 }
 

@@ -126,10 +126,8 @@ func (c *cycle) quotaSpec(j *jobRec, spec *gang.Spec) *gang.Spec {
 	if takes(g) {
 		return spec
 	}
-	t := &e.quotaSpec
-	members := append(t.Members[:0], spec.Members...)
-	*t = *spec
-	t.Members = members
+	t := copySpec(&e.quotaSpec, spec)
+	members := t.Members
 	for i := len(members) - 1; i >= 0; i-- {
 		m := &members[i]
 		if m.Min <= 0 || m.Min >= m.Request.Nodes {
@@ -673,15 +671,21 @@ func (c *cycle) reclaimGuarantee(j *jobRec, w *Waiting) bool {
 	return c.reclaim(j, spec, g, w)
 }
 
-// atMinimum returns a copy of spec (in the engine's scratch) with its
-// elastic members at their minimum.
-func (e *Engine) atMinimum(spec *gang.Spec) *gang.Spec {
-	t := &e.minSpec
+// copySpec makes scratch t a copy of spec, its Members in t's own slice
+// (reused), and returns it.
+func copySpec(t, spec *gang.Spec) *gang.Spec {
 	members := append(t.Members[:0], spec.Members...)
 	*t = *spec
 	t.Members = members
-	for i := range members {
-		if m := &members[i]; m.Min > 0 && m.Min < m.Request.Nodes {
+	return t
+}
+
+// atMinimum returns a copy of spec (in the engine's scratch) with its
+// elastic members at their minimum.
+func (e *Engine) atMinimum(spec *gang.Spec) *gang.Spec {
+	t := copySpec(&e.minSpec, spec)
+	for i := range t.Members {
+		if m := &t.Members[i]; m.Min > 0 && m.Min < m.Request.Nodes {
 			m.Request.Nodes = m.Min
 		}
 	}

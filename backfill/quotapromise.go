@@ -201,6 +201,13 @@ func (e *Engine) countedGPUs(r *reservation, all bool) int {
 	if all {
 		return r.alloc.GPUs()
 	}
+	return e.minGPUsOf(r)
+}
+
+// minGPUsOf returns reservation r's GPUs at its gang's minimum: its
+// placement's, or an elastic gang's minimum when smaller (its quota room
+// is kept at that size).
+func (e *Engine) minGPUsOf(r *reservation) int {
 	return min(r.alloc.GPUs(), r.job.job.Gang.MinGPUs(e.c))
 }
 
@@ -311,7 +318,7 @@ func (e *Engine) keptOwn(j *jobRec, g int, from time.Time) *reservation {
 		if r.job.queue != j.queue || e.mayBorrow(r.job) {
 			continue
 		}
-		use -= r.counted - min(r.counted, r.job.job.Gang.MinGPUs(e.c))
+		use -= r.counted - e.minGPUsOf(r)
 		if r.start.Before(from) && r.start.After(e.last) {
 			continue
 		}

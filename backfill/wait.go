@@ -393,7 +393,7 @@ func (c *cycle) lateQuota(r *reservation, k *keep) time.Time {
 		return time.Time{}
 	}
 	at := later(r.start, c.now)
-	qc, _, _, fits := e.promiseCheck(r.job, min(r.alloc.GPUs(), r.job.job.Gang.MinGPUs(e.c)), false, at)
+	qc, _, _, fits := e.promiseCheck(r.job, e.minGPUsOf(r), false, at)
 	if fits {
 		return time.Time{}
 	}
