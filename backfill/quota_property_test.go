@@ -333,7 +333,7 @@ func TestQuotaProperties(t *testing.T) {
 // quotaEngine builds workload w's engine, jobs and config; with plans,
 // reservations (depth 4) and hold mode are on, and odd workloads have a
 // backlog once a small job has waited 30 minutes.
-func quotaEngine(t *testing.T, r *rand.Rand, w int, plans bool) (*Engine, []Job, Config) {
+func quotaEngine(t testing.TB, r *rand.Rand, w int, plans bool) (*Engine, []Job, Config) {
 	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 2, LeavesPerSpine: 2, NodesPerLeaf: 4, GPUsPerNode: 8})
 	if err != nil {
 		t.Fatal(err)

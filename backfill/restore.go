@@ -31,10 +31,10 @@ import (
 // preemptor or signal time, or whose policy is never; a job whose queue
 // is not a queue of cfg without children; a reclaim claim without
 // queues, or with a victim of its own queue; queues whose use breaks
-// their limits; bad usage. When c is not the cluster the snapshot
-// was taken on (its Fingerprint differs), every node is mapped by name:
-// the restore succeeds only if every name maps, and an error says what
-// differs.
+// their limits; bad usage, or usage charged after the snapshot's time.
+// When c is not the cluster the snapshot was taken on (its Fingerprint
+// differs), every node is mapped by name: the restore succeeds only if
+// every name maps, and an error says what differs.
 func Restore(c *topology.Cluster, cfg Config, snap *Snapshot) (*Engine, error) {
 	if snap == nil {
 		return nil, fmt.Errorf("%w: no snapshot", ErrRestore)
@@ -56,6 +56,11 @@ func Restore(c *topology.Cluster, cfg Config, snap *Snapshot) (*Engine, error) {
 	r := &restorer{e: e, snap: snap, recorded: make(map[*jobRec]JobState)}
 	if err := tree.SetUsage(snap.Usage); err != nil {
 		r.bad("usage: %v", err)
+	}
+	for _, u := range snap.Usage {
+		// A charge after the snapshot's time would put the fair-share
+		// tree ahead of every later call's clock.
+		r.notAfter("usage of account "+u.Account+" at", u.At)
 	}
 	r.run()
 	if len(r.errs) > 0 {
@@ -107,7 +112,7 @@ func (r *restorer) run() {
 		return
 	}
 	r.notAfter("last cycle", s.LastCycle)
-	if s.Cursor < 0 || s.HeldGPUSeconds < 0 || s.HeldGPUSeconds != s.HeldGPUSeconds {
+	if s.Cursor < 0 || !finiteNonNeg(s.HeldGPUSeconds) {
 		r.bad("cursor %d or held GPU-seconds %v out of range", s.Cursor, s.HeldGPUSeconds)
 	}
 	if s.Seq > math.MaxInt64 {
@@ -146,6 +151,10 @@ func (r *restorer) run() {
 		r.bad("%v", err)
 	}
 }
+
+// finiteNonNeg reports whether x is a number from 0 up, not infinite
+// (a snapshot holding one would not encode as JSON).
+func finiteNonNeg(x float64) bool { return x >= 0 && !math.IsInf(x, 1) }
 
 // notAfter refuses a time after the snapshot's (zero passes).
 func (r *restorer) notAfter(what string, t time.Time) {
@@ -495,7 +504,7 @@ func (r *restorer) hold(h HoldRecord) {
 		r.bad("the hold for %s: %v", h.Job, err)
 		return
 	}
-	if h.Held < 0 || h.Held > a.GPUs() || !(h.SpentGPUs >= 0) || !(h.BudgetGPUs > 0) {
+	if h.Held < 0 || h.Held > a.GPUs() || !finiteNonNeg(h.SpentGPUs) || !finiteNonNeg(h.BudgetGPUs) || h.BudgetGPUs == 0 {
 		r.bad("the hold for %s holds %d of %d GPUs, or has spent %v of a budget of %v GPU-seconds", h.Job, h.Held, a.GPUs(), h.SpentGPUs, h.BudgetGPUs)
 		return
 	}

@@ -1,0 +1,356 @@
+package backfill
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// restoreBase is a true snapshot that FuzzRestoreCorrupt corrupts: taken
+// mid-run on cluster c under config cfg, kept as JSON.
+type restoreBase struct {
+	name string
+	c    *topology.Cluster
+	cfg  Config
+	snap []byte
+}
+
+// restoreBases takes true snapshots mid-run: from random operation
+// sequences (at depths 1, 16 and conservative: the first snapshot with a
+// hold, with a claim, with a reservation and the last of 300 steps) and
+// from quota workloads with half the jobs unlimited (queues, reclaims,
+// reservations, holds; every 25th cycle).
+func restoreBases(t testing.TB) []restoreBase {
+	var out []restoreBase
+	add := func(name string, e *Engine) {
+		data, err := json.Marshal(e.Snapshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, restoreBase{name: name, c: e.c, cfg: e.cfg, snap: data})
+	}
+	c := opsCluster(t)
+	for i, depth := range []int{1, 16, Conservative} {
+		r := rand.New(rand.NewPCG(uint64(i), 77))
+		e := opsEngine(t, c, depth)
+		var seen [3]bool
+		for _, st := range randomSteps(r, c, 300) {
+			e, _ = runSteps(t, e, []step{st})
+			s := e.Snapshot()
+			for k, has := range []bool{len(s.Holds) > 0, len(s.Claims) > 0, len(s.Reservations) > 0} {
+				if has && !seen[k] {
+					seen[k] = true
+					add([]string{"ops with a hold", "ops with a claim", "ops with a reservation"}[k], e)
+				}
+			}
+		}
+		add("ops", e)
+	}
+	for _, w := range []int{3, 6, 9, 12} {
+		r := rand.New(rand.NewPCG(uint64(w), 19))
+		e, jobs, _ := quotaEngine(t, r, w, true)
+		dur := map[string]time.Duration{}
+		for i := range jobs {
+			if i%2 == 0 {
+				dur[jobs[i].ID], jobs[i].TimeLimit = jobs[i].TimeLimit, 0
+			}
+		}
+		d := newDriver(t, e, jobs, dur)
+		d.release = func() time.Duration { return time.Duration(r.IntN(6)) * time.Minute }
+		cycles := 0
+		d.afterCycle = func(p *Plan) {
+			for _, mv := range p.Moves {
+				if mv.To.IsZero() {
+					delete(d.planned, mv.Job) // dropped: a new one has a new first start
+				}
+			}
+			if cycles++; cycles%25 == 0 {
+				add("quota", e)
+			}
+		}
+		d.run(time.Time{})
+	}
+	return out
+}
+
+// corrupter changes one thing at a time in a snapshot, chosen by fuzz
+// bytes: a field set to a value of the kinds that break books (zero,
+// negative, huge, NaN, another field's value of its type, a time moved
+// or zeroed), a record dropped, repeated or swapped with another, a
+// pointer cleared.
+type corrupter struct {
+	data    []byte
+	strings []string
+	times   []time.Time
+	ints    []int64
+}
+
+// next returns the next fuzz byte (0 once they run out).
+func (m *corrupter) next() int {
+	if len(m.data) == 0 {
+		return 0
+	}
+	b := m.data[0]
+	m.data = m.data[1:]
+	return int(b)
+}
+
+var timeType = reflect.TypeFor[time.Time]()
+
+// slots lists v's settable parts: every leaf field, time, slice and
+// non-nil pointer, depth first.
+func slots(v reflect.Value, out []reflect.Value) []reflect.Value {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return out
+		}
+		return slots(v.Elem(), append(out, v))
+	case reflect.Struct:
+		if v.Type() == timeType {
+			return append(out, v)
+		}
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				out = slots(v.Field(i), out)
+			}
+		}
+		return out
+	case reflect.Slice:
+		out = append(out, v)
+		for i := range v.Len() {
+			out = slots(v.Index(i), out)
+		}
+		return out
+	case reflect.Array:
+		for i := range v.Len() {
+			out = slots(v.Index(i), out)
+		}
+		return out
+	case reflect.Map, reflect.Interface, reflect.Func, reflect.Chan:
+		return out
+	}
+	return append(out, v)
+}
+
+// pools gathers the snapshot's own values, so that a corruption can put
+// one record's value into another (a job's ID into a reservation, a node
+// name into a pod, one time into another field).
+func (m *corrupter) pools(s *Snapshot) {
+	for _, v := range slots(reflect.ValueOf(s).Elem(), nil) {
+		switch {
+		case v.Type() == timeType:
+			m.times = append(m.times, v.Interface().(time.Time))
+		case v.Kind() == reflect.String:
+			m.strings = append(m.strings, v.String())
+		case v.CanInt():
+			m.ints = append(m.ints, v.Int())
+		}
+	}
+	m.strings = append(m.strings, "", "x", "-1h", "0s", "n999", "root")
+}
+
+// corrupt applies up to three corruptions to s.
+func (m *corrupter) corrupt(s *Snapshot) {
+	m.pools(s)
+	for range 1 + m.next()%3 {
+		all := slots(reflect.ValueOf(s).Elem(), nil)
+		if len(all) == 0 {
+			return
+		}
+		v := all[(m.next()<<8|m.next())%len(all)]
+		m.change(v, m.next())
+	}
+}
+
+// change corrupts slot v in the way op picks.
+func (m *corrupter) change(v reflect.Value, op int) {
+	pick := func(n int) int { return m.next() % max(n, 1) }
+	switch {
+	case v.Type() == timeType:
+		t := v.Interface().(time.Time)
+		var nt time.Time
+		switch op % 6 {
+		case 0:
+			nt = time.Time{}
+		case 1:
+			nt = t.Add(time.Duration(m.next()-128) * time.Minute)
+		case 2:
+			nt = t.Add(-time.Nanosecond)
+		case 3:
+			nt = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+		case 4:
+			nt = t.Add(time.Duration(m.next()) * time.Hour)
+		default:
+			if len(m.times) > 0 {
+				nt = m.times[pick(len(m.times))]
+			}
+		}
+		v.Set(reflect.ValueOf(nt))
+	case v.Kind() == reflect.Pointer:
+		v.Set(reflect.Zero(v.Type()))
+	case v.Kind() == reflect.Slice:
+		n := v.Len()
+		switch {
+		case op%4 == 0 || n == 0:
+			v.Set(reflect.Zero(v.Type()))
+		case op%4 == 1: // drop one
+			i := pick(n)
+			v.Set(reflect.AppendSlice(v.Slice(0, i), v.Slice(i+1, n)))
+		case op%4 == 2: // repeat one
+			i := pick(n)
+			c := reflect.MakeSlice(v.Type(), 0, n+1)
+			c = reflect.AppendSlice(c, v)
+			v.Set(reflect.Append(c, v.Index(i)))
+		default: // swap two
+			i, j := pick(n), pick(n)
+			a, b := v.Index(i).Interface(), v.Index(j).Interface()
+			v.Index(i).Set(reflect.ValueOf(b))
+			v.Index(j).Set(reflect.ValueOf(a))
+		}
+	case v.Kind() == reflect.String:
+		if len(m.strings) > 0 {
+			v.SetString(m.strings[pick(len(m.strings))])
+		}
+	case v.Kind() == reflect.Bool:
+		v.SetBool(!v.Bool())
+	case v.CanInt():
+		x := v.Int()
+		vals := []int64{0, 1, -1, x + 1, x - 1, 2 * x, 1 << 40, math.MaxInt64, math.MinInt64}
+		if len(m.ints) > 0 {
+			vals = append(vals, m.ints[pick(len(m.ints))])
+		}
+		nv := vals[op%len(vals)]
+		if v.OverflowInt(nv) {
+			nv = x ^ 1
+		}
+		v.SetInt(nv)
+	case v.CanUint():
+		x := v.Uint()
+		vals := []uint64{0, 1, x + 1, x - 1, math.MaxUint64, 1 << 63}
+		nv := vals[op%len(vals)]
+		if v.OverflowUint(nv) {
+			nv = x ^ 1
+		}
+		v.SetUint(nv)
+	case v.CanFloat():
+		x := v.Float()
+		vals := []float64{0, -1, math.NaN(), math.Inf(1), math.Inf(-1), 2 * x, -x, 1e300}
+		v.SetFloat(vals[op%len(vals)])
+	}
+}
+
+// FuzzRestoreCorrupt: Restore trusts nothing it reads. A true mid-run
+// snapshot (restoreBases) is corrupted in up to three places
+// (corrupter); Restore must then either refuse it with an ErrRestore
+// error, without a panic, or give an engine whose invariants hold, that
+// snapshots and restores to the same bytes, and that then runs 40 random
+// operations (cycles, starts, finishes, failures, cancels, node events)
+// with every invariant checked after each and a refused one changing
+// nothing.
+//
+//	go test ./backfill -run '^$' -fuzz FuzzRestoreCorrupt -fuzztime 5m
+func FuzzRestoreCorrupt(f *testing.F) {
+	bases := restoreBases(f)
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range 3 * len(bases) {
+		seed := make([]byte, 48)
+		for k := range seed {
+			seed[k] = byte(r.IntN(256))
+		}
+		seed[0] = byte(i)
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) < 2 {
+			return
+		}
+		b := bases[int(data[0])%len(bases)]
+		var snap Snapshot
+		if err := json.Unmarshal(b.snap, &snap); err != nil {
+			t.Fatal(err)
+		}
+		m := &corrupter{data: data[1:]}
+		m.corrupt(&snap)
+		e, err := Restore(b.c, b.cfg, &snap)
+		if err != nil {
+			if !errors.Is(err, ErrRestore) {
+				t.Fatalf("%s: Restore refused with an error that is not ErrRestore: %v", b.name, err)
+			}
+			return
+		}
+		e.checkEach = true
+		e = roundTrip(t, e)
+		var ids []string
+		for _, j := range e.Jobs() {
+			ids = append(ids, j.ID)
+		}
+		steps := make([]step, 0, 40)
+		rs := rand.New(rand.NewPCG(uint64(len(data)), uint64(data[len(data)-1])))
+		for range 40 {
+			var sb [6]byte
+			for k := range sb {
+				sb[k] = byte(rs.IntN(256))
+			}
+			s := stepFrom(b.c, sb)
+			if s.id != "" && len(ids) > 0 {
+				s.id = ids[int(sb[2])%len(ids)]
+			}
+			steps = append(steps, s)
+		}
+		runSteps(t, e, steps)
+	})
+}
+
+// TestRestoreRefusesFuzzFindings: the snapshots FuzzRestoreCorrupt found
+// accepted and then breaking the engine are refused: usage charged after
+// the snapshot's time (the fair-share tree then refused every later
+// cycle's clock, and the cycle panicked), and infinite GPU-seconds held
+// or budgeted (the restored engine's snapshot no longer encoded as
+// JSON).
+func TestRestoreRefusesFuzzFindings(t *testing.T) {
+	bases := restoreBases(t)
+	i := slices.IndexFunc(bases, func(b restoreBase) bool {
+		var s Snapshot
+		return json.Unmarshal(b.snap, &s) == nil && len(s.Holds) > 0 && len(s.Usage) > 0
+	})
+	if i < 0 {
+		t.Fatal("no base snapshot has a hold and usage")
+	}
+	b := bases[i]
+	tests := []struct {
+		name    string
+		corrupt func(s *Snapshot)
+		msg     string
+	}{
+		{"none", func(*Snapshot) {}, ""},
+		{"usage after the snapshot", func(s *Snapshot) { s.Usage[len(s.Usage)-1].At = s.Time.Add(time.Minute) }, "usage of account"},
+		{"infinite GPU-seconds held", func(s *Snapshot) { s.HeldGPUSeconds = math.Inf(1) }, "held GPU-seconds +Inf out of range"},
+		{"a hold that spent infinite GPU-seconds", func(s *Snapshot) { s.Holds[0].SpentGPUs = math.Inf(1) }, "has spent +Inf"},
+		{"a hold with an infinite budget", func(s *Snapshot) { s.Holds[0].BudgetGPUs = math.Inf(1) }, "a budget of +Inf"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s Snapshot
+			if err := json.Unmarshal(b.snap, &s); err != nil {
+				t.Fatal(err)
+			}
+			tt.corrupt(&s)
+			_, err := Restore(b.c, b.cfg, &s)
+			switch {
+			case tt.msg == "" && err != nil:
+				t.Fatalf("the true snapshot: %v", err)
+			case tt.msg != "" && (!errors.Is(err, ErrRestore) || !strings.Contains(err.Error(), tt.msg)):
+				t.Fatalf("Restore = %v; want ErrRestore mentioning %q", err, tt.msg)
+			}
+		})
+	}
+}
