@@ -338,3 +338,57 @@ func FuzzEngine(f *testing.F) {
 		runSteps(t, e, steps)
 	})
 }
+
+// FuzzQuotaEngine is FuzzEngine under queues: a random queue tree
+// (guarantees, borrowing and lending limits, maxima, weights, flat or
+// nested; randomQueues) drawn from the input's first byte, every job in a
+// queue without children, reclaim and preemption on. Every invariant,
+// the queues' books included, is checked after every step, and a refused
+// step must change nothing.
+//
+//	go test ./backfill -run '^$' -fuzz FuzzQuotaEngine -fuzztime 5m -fuzzminimizetime 5s
+func FuzzQuotaEngine(f *testing.F) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range 8 {
+		seed := make([]byte, 1+6*40)
+		for k := range seed {
+			seed[k] = byte(r.IntN(256))
+		}
+		seed[0] = byte(i)
+		f.Add(seed)
+	}
+	c := opsCluster(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) < 1 {
+			return
+		}
+		if len(data) > 1+6*400 {
+			data = data[:1+6*400]
+		}
+		w := int(data[0])
+		e := opsEngine(t, c, []int{1, 16, Conservative, 0}[w%4])
+		cfg := e.cfg
+		cfg.Quotas = randomQueues(rand.New(rand.NewPCG(uint64(w), 41)), w, c.NumNodes())
+		e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b"))
+		if err != nil {
+			t.Fatalf("queues %+v: %v", cfg.Quotas, err)
+		}
+		var leaves []string
+		for i, q := range cfg.Quotas.Queues {
+			if e.quota.leaf[i] {
+				leaves = append(leaves, q.Name)
+			}
+		}
+		var steps []step
+		for i := 1; i+6 <= len(data); i += 6 {
+			b := [6]byte(data[i : i+6])
+			s := stepFrom(c, b)
+			if s.kind == opSubmit {
+				s.job.Queue = leaves[int(b[3]^b[4])%len(leaves)]
+			}
+			steps = append(steps, s)
+		}
+		e.checkEach = true
+		runSteps(t, e, steps)
+	})
+}

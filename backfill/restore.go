@@ -15,26 +15,26 @@ import (
 
 // Restore rebuilds an engine for cluster c with config cfg from a
 // snapshot, trusting nothing in it. It refuses, listing every problem
-// (errors.Join inside an ErrRestore error): another format version; a
-// time out of range or later than the snapshot's; an unknown node; a job
-// that Submit would refuse on c; a job listed twice or numbered at or
-// above the snapshot's sequence counter, or two jobs with one number; a
-// running gang that does not match its job's spec (members, pod counts,
-// GPUs per pod), sits on a down node or belongs to no active job; a GPU
-// claimed twice; a reservation or hold for a job that is not waiting, a
-// second reservation for one job, reservations sharing GPUs in
-// overlapping windows; a claim for a job that is not waiting (or is
+// (errors.Join inside an ErrRestore error): another format version; a time
+// out of range or later than the snapshot's; an unknown node; a job that
+// Submit would refuse on c; a job listed twice or numbered at or above the
+// snapshot's sequence counter, or two jobs with one number; a running gang
+// that does not match its job's spec (members, pod counts, GPUs per pod),
+// sits on a down node or belongs to no active job; an active job with an
+// end time; a GPU claimed twice; a reservation or hold for a job that is
+// not waiting, a second reservation for one job, reservations sharing GPUs
+// in overlapping windows; a claim for a job that is not waiting (or is
 // reserved or held), that shares GPUs with a hold, another claim or a
 // reservation it could overlap, or sits on GPUs held by jobs other than
 // its victims; a victim that is not preempting, is of a class not below
-// its preemptor's or is listed twice; a preempting job without a
-// preemptor or signal time, or whose policy is never; a job whose queue
-// is not a queue of cfg without children; a reclaim claim without
-// queues, or with a victim of its own queue; queues whose use breaks
-// their limits; bad usage, or usage charged after the snapshot's time.
-// When c is not the cluster the snapshot was taken on (its Fingerprint
-// differs), every node is mapped by name: the restore succeeds only if
-// every name maps, and an error says what differs.
+// its preemptor's or is listed twice; a preempting job without a preemptor
+// or signal time, or whose policy is never; a job whose queue is not a
+// queue of cfg without children; a reclaim claim without queues, or with a
+// victim of its own queue; queues whose use breaks their limits; bad
+// usage, or usage charged after the snapshot's time. When c is not the
+// cluster the snapshot was taken on (its Fingerprint differs), every node
+// is mapped by name: the restore succeeds only if every name maps, and an
+// error says what differs.
 func Restore(c *topology.Cluster, cfg Config, snap *Snapshot) (*Engine, error) {
 	if snap == nil {
 		return nil, fmt.Errorf("%w: no snapshot", ErrRestore)
@@ -291,8 +291,8 @@ func (r *restorer) setState(j *jobRec, jr *JobRecord) *jobRec {
 		}
 	case st.Active():
 		j.phase = st
-		if jr.Start.IsZero() || jr.LastCharge.IsZero() || jr.Promised.IsZero() || jr.Moved != nil {
-			r.bad("job %s is %s without a start, a due start or a last charge, or with a pending move", jr.ID, st)
+		if jr.Start.IsZero() || jr.LastCharge.IsZero() || jr.Promised.IsZero() || jr.Moved != nil || !jr.Ended.IsZero() {
+			r.bad("job %s is %s without a start, a due start or a last charge, or with a pending move or an end", jr.ID, st)
 			return nil
 		}
 	case st.Ended():

@@ -257,7 +257,9 @@ func (m *corrupter) change(v reflect.Value, op int) {
 // with every invariant checked after each and a refused one changing
 // nothing.
 //
-//	go test ./backfill -run '^$' -fuzz FuzzRestoreCorrupt -fuzztime 5m
+//	go test ./backfill -run '^$' -fuzz FuzzRestoreCorrupt -fuzztime 5m -fuzzminimizetime 5s
+//
+// (The default minimisation time stalls the run for a minute at a time.)
 func FuzzRestoreCorrupt(f *testing.F) {
 	bases := restoreBases(f)
 	r := rand.New(rand.NewPCG(3, 4))
@@ -315,7 +317,8 @@ func FuzzRestoreCorrupt(f *testing.F) {
 // the snapshot's time (the fair-share tree then refused every later
 // cycle's clock, and the cycle panicked), and infinite GPU-seconds held
 // or budgeted (the restored engine's snapshot no longer encoded as
-// JSON).
+// JSON), and a running job with an end time (once a node failure requeued
+// it, the engine's own snapshot was refused: a waiting job with an end).
 func TestRestoreRefusesFuzzFindings(t *testing.T) {
 	bases := restoreBases(t)
 	i := slices.IndexFunc(bases, func(b restoreBase) bool {
@@ -336,6 +339,10 @@ func TestRestoreRefusesFuzzFindings(t *testing.T) {
 		{"infinite GPU-seconds held", func(s *Snapshot) { s.HeldGPUSeconds = math.Inf(1) }, "held GPU-seconds +Inf out of range"},
 		{"a hold that spent infinite GPU-seconds", func(s *Snapshot) { s.Holds[0].SpentGPUs = math.Inf(1) }, "has spent +Inf"},
 		{"a hold with an infinite budget", func(s *Snapshot) { s.Holds[0].BudgetGPUs = math.Inf(1) }, "a budget of +Inf"},
+		{"a running job with an end", func(s *Snapshot) {
+			i := slices.IndexFunc(s.Jobs, func(j JobRecord) bool { return j.State == StateRunning })
+			s.Jobs[i].Ended = s.Time
+		}, "with a pending move or an end"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
