@@ -85,16 +85,19 @@ func (r *restorer) bad(format string, args ...any) {
 }
 
 // podChanges restores the pod changes not yet reported, checking that
-// each names a job, a kind and pods on the cluster's nodes (as many old
-// pods as new ones for a replacement).
+// each names a job, a kind, a time not after the snapshot's and pods on
+// the cluster's nodes, each with GPUs of its node and ranks from 0 (as
+// many old pods as new ones for a replacement).
 func (r *restorer) podChanges() {
 	e := r.e
 	for i := range r.snap.PodChanges {
 		pc := &r.snap.PodChanges[i]
 		ok := pc.Job != "" && pc.Kind >= PodsReplaced && pc.Kind <= PodsAdded && (pc.Kind == PodsReplaced) == (len(pc.Old) > 0) &&
-			(pc.Kind != PodsReplaced || len(pc.Old) == len(pc.Pods))
+			(pc.Kind != PodsReplaced || len(pc.Old) == len(pc.Pods)) && !pc.Time.IsZero()
+		r.notAfter(fmt.Sprintf("pod change %d time", i), pc.Time)
 		for _, p := range slices.Concat(pc.Pods, pc.Old) {
-			ok = ok && p.Node >= 0 && int(p.Node) < e.c.NumNodes()
+			ok = ok && p.Node >= 0 && int(p.Node) < e.c.NumNodes() && p.GPUs != 0 && p.GPUs>>uint(e.c.NodeGPUs(p.Node)) == 0 &&
+				p.MemberIndex >= 0 && p.Rank >= 0 && p.FirstGPURank >= 0
 		}
 		if !ok {
 			r.bad("pod change %d (job %q, %s): malformed", i, pc.Job, pc.Kind)
@@ -151,6 +154,11 @@ func (r *restorer) run() {
 		r.bad("%v", err)
 	}
 }
+
+// maxRestartCount bounds a job's recorded requeues and preemptions: far
+// more than any job sees, far enough below the int's range that counting
+// on cannot wrap.
+const maxRestartCount = 1 << 31
 
 // finiteNonNeg reports whether x is a number from 0 up, not infinite
 // (a snapshot holding one would not encode as JSON).
@@ -263,11 +271,11 @@ func (r *restorer) job(jr *JobRecord) *jobRec {
 	j.start, j.promised, j.lastCharge, j.ended = jr.Start, jr.Promised, jr.LastCharge, jr.Ended
 	j.checkpoint, j.preemptedAt, j.preemptedBy, j.preemptions = jr.Checkpoint, jr.PreemptedAt, jr.PreemptedBy, jr.Preemptions
 	j.acct = e.accts.index(job.Account)
-	if jr.Preemptions < 0 {
-		return fail("%d preemptions", jr.Preemptions)
+	if jr.Preemptions < 0 || jr.Preemptions > maxRestartCount || jr.Requeues < 0 || jr.Requeues > maxRestartCount {
+		return fail("%d preemptions or %d requeues, not in [0, %d]", jr.Preemptions, jr.Requeues, maxRestartCount)
 	}
 	if m := jr.Moved; m != nil {
-		if m.Job != jr.ID || m.Cause < CauseUnknown || m.Cause > CauseNodeDrained || !m.To.IsZero() {
+		if m.Job != jr.ID || m.Cause < CauseUnknown || m.Cause > CauseNodeDrained || !m.To.IsZero() || checkTime("", m.From) != nil {
 			return fail("a bad pending move record")
 		}
 		mv := *m
@@ -457,27 +465,35 @@ func (r *restorer) holds() {
 			r.bad("job %s is recorded %s, which does not match its hold (or lack of one)", j.job.ID, r.recorded[j])
 		}
 	}
+	for i, he := range r.snap.HoldEnds {
+		if he.Job == "" || he.Cause < HoldBudgetSpent || he.Cause > HoldQuota || he.Held < 0 {
+			r.bad("hold end %d (job %q, cause %d, %d GPUs held): malformed", i, he.Job, he.Cause, he.Held)
+		}
+	}
 	e.holdEnds = slices.Clone(r.snap.HoldEnds)
 	r.podChanges()
-	var sum runtimes
+	var sum [runtimeBins]uint64 // in 64 bits: the accounts' counts add up without wrapping
 	for _, rt := range r.snap.Runtimes {
 		h, fits := runtimesOf(rt)
 		if !e.tree.Has(rt.Account) || !fits || h.n == 0 {
-			r.bad("run times of account %q: unknown, empty or with too many bins", rt.Account)
+			r.bad("run times of account %q: unknown, empty, or with too many bins or runs", rt.Account)
 			continue
 		}
 		i := e.accts.index(rt.Account)
 		if e.accts.runs[i].n > 0 {
-			r.bad("run times of account %q: unknown, repeated, empty or with too many bins", rt.Account)
+			r.bad("run times of account %q: given twice", rt.Account)
 			continue
 		}
 		e.accts.runs[i] = h
 		for k, c := range h.counts {
-			sum.counts[k] += c
+			sum[k] += uint64(c)
 		}
-		sum.n += h.n
 	}
-	if all, fits := runtimesOf(r.snap.AllRuntimes); !fits || all != sum {
+	all, fits := runtimesOf(r.snap.AllRuntimes)
+	for k, c := range all.counts {
+		fits = fits && uint64(c) == sum[k]
+	}
+	if !fits {
 		r.bad("the all-account run times do not add up the accounts'")
 	} else {
 		e.accts.all = all
@@ -509,6 +525,10 @@ func (r *restorer) hold(h HoldRecord) {
 		return
 	}
 	r.notAfter("hold start", h.Since)
+	if h.EstimatedStart.Before(MinTime) || h.EstimatedStart.After(MaxTime) {
+		r.bad("the hold for %s: estimated start %s is outside [%s, %s]", h.Job, h.EstimatedStart.UTC().Format(time.RFC3339Nano),
+			MinTime.Format(time.RFC3339), MaxTime.Format(time.RFC3339))
+	}
 	e.book.addHold(&hold{job: j, since: h.Since, target: a, held: h.Held, spent: h.SpentGPUs, budget: h.BudgetGPUs, eta: h.EstimatedStart})
 }
 

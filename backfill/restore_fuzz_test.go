@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -356,6 +360,121 @@ func TestRestoreRefusesFuzzFindings(t *testing.T) {
 			case tt.msg == "" && err != nil:
 				t.Fatalf("the true snapshot: %v", err)
 			case tt.msg != "" && (!errors.Is(err, ErrRestore) || !strings.Contains(err.Error(), tt.msg)):
+				t.Fatalf("Restore = %v; want ErrRestore mentioning %q", err, tt.msg)
+			}
+		})
+	}
+}
+
+// reservedEngine is an engine of 8 nodes x 8 GPUs where "block" runs on
+// every node until epoch+1h and "x" (2 pods of 4 GPUs, its request req)
+// waits with a reservation at epoch+1h.
+func reservedEngine(t *testing.T, req placement.Request) *Engine {
+	t.Helper()
+	c := opsCluster(t)
+	cfg := DefaultConfig()
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+	require.NoError(t, err)
+	require.NoError(t, e.Submit(Job{ID: "block", Account: "a", TimeLimit: time.Hour, Gang: member(placement.NodesOf(8, 8))}, epoch))
+	_, err = e.Schedule(epoch)
+	require.NoError(t, err)
+	require.NoError(t, e.Started("block", epoch))
+	require.NoError(t, e.Submit(Job{ID: "x", Account: "a", TimeLimit: time.Hour, Gang: member(req)}, epoch.Add(time.Minute)))
+	_, err = e.Schedule(epoch.Add(time.Minute))
+	require.NoError(t, err)
+	require.Len(t, e.book.resv, 1)
+	return e
+}
+
+// TestRestoreRefusesUntrueRecords: the snapshots a read of Restore found
+// accepted, each then breaking the engine (a later cycle panicked, the
+// engine's own snapshot no longer encoded, decoded or restored, a job ran
+// where its request forbids), are refused, naming the problem.
+func TestRestoreRefusesUntrueRecords(t *testing.T) {
+	year10000 := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	oneLeaf := placement.NodesOf(2, 4)
+	oneLeaf.Required = "leaf"
+	inLeaf0 := oneLeaf
+	inLeaf0.Allowed = opsCluster(t).NewNodeSet()
+	for n := range 4 {
+		inLeaf0.Allowed.Set(uint(n))
+	}
+	holdBase := func(t *testing.T) (*topology.Cluster, Config, *Snapshot) {
+		for _, b := range restoreBases(t) {
+			var s Snapshot
+			require.NoError(t, json.Unmarshal(b.snap, &s))
+			if len(s.Holds) > 0 {
+				return b.c, b.cfg, &s
+			}
+		}
+		t.Fatal("no base snapshot has a hold")
+		return nil, Config{}, nil
+	}
+	engine := func(e func(*testing.T) *Engine) func(*testing.T) (*topology.Cluster, Config, *Snapshot) {
+		return func(t *testing.T) (*topology.Cluster, Config, *Snapshot) {
+			x := e(t)
+			return x.c, x.cfg, snapshotCopy(t, x.Snapshot())
+		}
+	}
+	reserved := func(req placement.Request) func(*testing.T) (*topology.Cluster, Config, *Snapshot) {
+		return engine(func(t *testing.T) *Engine { return reservedEngine(t, req) })
+	}
+	rich, preempting := engine(richEngine), engine(preemptingEngine)
+	tests := []struct {
+		name    string
+		base    func(*testing.T) (*topology.Cluster, Config, *Snapshot)
+		corrupt func(s *Snapshot)
+		msg     string
+	}{
+		{"a reservation naming GPUs twice", reserved(placement.NodesOf(2, 4)), func(s *Snapshot) {
+			m := &s.Reservations[0].Placement.Members[0]
+			m.Pods[1] = m.Pods[0]
+		}, "GPUs named by two pods"},
+		{"a reservation with two pods of a member on a node", reserved(placement.NodesOf(2, 4)), func(s *Snapshot) {
+			m := &s.Reservations[0].Placement.Members[0]
+			m.Pods[1] = gang.PodRecord{Node: m.Pods[0].Node, GPUs: []int{7}}
+		}, "two pods on node"},
+		{"a claim naming GPUs twice", preempting, func(s *Snapshot) {
+			m := &s.Claims[0].Placement.Members[0]
+			m.Pods[1] = m.Pods[0]
+		}, "GPUs named by two pods"},
+		{"a reservation outside the allowed nodes", reserved(inLeaf0), func(s *Snapshot) {
+			s.Reservations[0].Placement.Members[0].Pods[1].Node = "node00001"
+			s.Reservations[0].Placement.Members[0].Pods[0].Node = "node00004"
+		}, "a node its request does not allow"},
+		{"a reservation across its required leaf", reserved(oneLeaf), func(s *Snapshot) {
+			s.Reservations[0].Placement.Members[0].Pods[0].Node = "node00000"
+			s.Reservations[0].Placement.Members[0].Pods[1].Node = "node00004"
+		}, "pods in two leaf domains"},
+		{"a hold end of no known cause", rich, func(s *Snapshot) {
+			s.HoldEnds = append(s.HoldEnds, HoldEnd{Job: "nobody", Cause: 0, Held: -3})
+		}, "hold end 0"},
+		{"a pod change in year 10000", rich, func(s *Snapshot) {
+			s.PodChanges = append(s.PodChanges, PodChange{Job: "run", Kind: PodsRemoved, Time: year10000, Pods: []gang.Pod{{Member: "m", GPUs: 1}}})
+		}, "pod change 0 time"},
+		{"a pod change on GPUs the node lacks", rich, func(s *Snapshot) {
+			s.PodChanges = append(s.PodChanges, PodChange{Job: "run", Kind: PodsAdded, Time: s.Time, Pods: []gang.Pod{{Member: "m", GPUs: 1 << 40}}})
+		}, "pod change 0 (job \"run\", added): malformed"},
+		{"a pending move from year 10000", rich, func(s *Snapshot) {
+			s.Jobs[jobIndex(s, "big")].Moved = &Move{Job: "big", From: year10000, Cause: CauseNodeDown, By: "node00007"}
+		}, "a bad pending move record"},
+		{"a hold estimated to start in year 10000", holdBase, func(s *Snapshot) { s.Holds[0].EstimatedStart = year10000 }, "estimated start"},
+		{"preemptions about to wrap", preempting, func(s *Snapshot) { s.Jobs[jobIndex(s, "d")].Preemptions = math.MaxInt }, "preemptions or"},
+		{"negative requeues", rich, func(s *Snapshot) { s.Jobs[jobIndex(s, "run")].Requeues = -1 }, "-1 requeues"},
+		{"run counts that wrap when added", rich, func(s *Snapshot) {
+			counts := []uint32{math.MaxUint32, math.MaxUint32, 1}
+			s.Runtimes = []RuntimeRecord{{Account: "a", Counts: counts}}
+			s.AllRuntimes = RuntimeRecord{Counts: counts}
+		}, "too many bins or runs"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, cfg, s := tt.base(t)
+			_, err := Restore(c, cfg, s)
+			require.NoError(t, err, "the true snapshot")
+			tt.corrupt(s)
+			_, err = Restore(c, cfg, s)
+			if !errors.Is(err, ErrRestore) || !strings.Contains(err.Error(), tt.msg) {
 				t.Fatalf("Restore = %v; want ErrRestore mentioning %q", err, tt.msg)
 			}
 		})

@@ -138,7 +138,18 @@ func TestRestoreRefusesCorruptSnapshots(t *testing.T) {
 		{"a reservation with a member its job lacks", func(s *Snapshot) {
 			p := &s.Reservations[0].Placement
 			extra := p.Members[0]
-			extra.Name, extra.Pods, extra.Want = "x", extra.Pods[:1], 1
+			// One pod on a node of the cluster the reservation leaves
+			// out, so that no GPU is named twice.
+			used := map[string]bool{}
+			for _, pod := range extra.Pods {
+				used[pod.Node] = true
+			}
+			free := 0
+			for used[fmt.Sprintf("node%05d", free)] {
+				free++
+			}
+			extra.Name, extra.Want = "x", 1
+			extra.Pods = []gang.PodRecord{{Node: fmt.Sprintf("node%05d", free), GPUs: []int{0}}}
 			p.Members = append(p.Members, extra)
 		}, "the reservation for wait: gang wait: allocation wait has 2 members, the spec 1"},
 		{"a reservation whose pod count is not its pods", func(s *Snapshot) { s.Reservations[0].Placement.Members[0].Want = 7 }, "4 pods recorded as 7"},
@@ -290,6 +301,9 @@ func TestRestoreRefusesCorruptPreemptions(t *testing.T) {
 		}, "the claim for urgent: gang urgent: member m: 1 pods recorded, the spec asks for 4 to 4"},
 		{"a claim due before it began", func(s *Snapshot) { s.Claims[0].Due = s.Claims[0].Since.Add(-time.Second) }, "before it began"},
 		{"a claim on a protected job's GPUs", func(s *Snapshot) {
+			// c runs in the other leaf: the claim's job asks for no leaf
+			// here, so that the claim is refused for c's GPUs alone.
+			s.Jobs[jobIndex(s, "urgent")].Gang.Members[0].Request.Required = ""
 			s.Claims[0].Placement.Members[0].Pods[0] = s.Gangs[gangIndex(s, "c")].Members[0].Pods[0]
 		}, "held by another job"},
 		{"a claim sharing GPUs with another", func(s *Snapshot) {

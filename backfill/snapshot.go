@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"fmt"
+	"math"
 	"hash/fnv"
 	"slices"
 	"strings"
@@ -72,18 +73,26 @@ func runtimeRecord(account string, h *runtimes) RuntimeRecord {
 	return RuntimeRecord{Account: account, Counts: slices.Clone(h.counts[:n])}
 }
 
-// runtimesOf rebuilds a histogram from a record.
+// runtimesOf rebuilds a histogram from a record: not one of more bins
+// than runtimes has, nor of more runs than maxRuns.
 func runtimesOf(r RuntimeRecord) (runtimes, bool) {
 	var h runtimes
 	if len(r.Counts) > runtimeBins {
 		return h, false
 	}
+	n := uint64(0)
 	for k, c := range r.Counts {
 		h.counts[k] = c
-		h.n += c
+		n += uint64(c)
 	}
-	return h, true
+	h.n = uint32(n)
+	return h, n <= maxRuns
 }
+
+// maxRuns bounds the runs a restored histogram may count: far more than
+// any engine observes, far enough below the counters' range that counting
+// on cannot wrap.
+const maxRuns = math.MaxInt32
 
 // Fingerprint identifies a cluster: its level names, node and GPU counts,
 // and a digest of every node's name, GPU count and domains.
@@ -305,9 +314,11 @@ func gpuList(m uint64) []int {
 }
 
 // allocationOf turns a gang record back into an allocation on e's
-// cluster, checking every node and GPU.
+// cluster, checking every node and GPU: no GPU named twice in the whole
+// allocation, no two pods of one member on one node.
 func (e *Engine) allocationOf(g *gang.GangRecord) (gang.Allocation, error) {
 	a := gang.Allocation{ID: g.ID}
+	taken := map[topology.NodeID]uint64{} // GPUs named so far, per node
 	for _, m := range g.Members {
 		if m.Want != len(m.Pods) || m.Min != 0 || m.GPUs != 0 {
 			return a, fmt.Errorf("member %s: %d pods recorded as %d (min %d, %d GPUs)", m.Name, len(m.Pods), m.Want, m.Min, m.GPUs)
@@ -328,7 +339,14 @@ func (e *Engine) allocationOf(g *gang.GangRecord) (gang.Allocation, error) {
 			if mask == 0 {
 				return a, fmt.Errorf("a pod on node %s holds no GPU", p.Node)
 			}
-			ma.Assignment = append(ma.Assignment, topology.NodeAlloc{Node: topology.NodeID(n), GPUs: mask})
+			if taken[n]&mask != 0 {
+				return a, fmt.Errorf("node %s: GPUs named by two pods", p.Node)
+			}
+			if slices.ContainsFunc(ma.Assignment, func(x topology.NodeAlloc) bool { return x.Node == n }) {
+				return a, fmt.Errorf("member %s: two pods on node %s", m.Name, p.Node)
+			}
+			taken[n] |= mask
+			ma.Assignment = append(ma.Assignment, topology.NodeAlloc{Node: n, GPUs: mask})
 		}
 		a.Members = append(a.Members, ma)
 	}

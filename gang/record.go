@@ -64,7 +64,10 @@ func (r *SpecRecord) Spec(c *topology.Cluster, id string) (Spec, error) {
 // does not match what spec g asks for on cluster c: member names and
 // order, pod counts (within the elastic minimum), GPUs per pod (all of a
 // node's GPUs for whole or exclusive nodes), GPU totals (an exclusive
-// total: whole nodes holding at least the total).
+// total: whole nodes holding at least the total), and where the pods run:
+// on nodes the member's request allows (Allowed, not Excluded), within
+// one domain of its Required level. (A domain limit, segments and
+// co-location are not checked.)
 func (g *Spec) CheckRecord(c *topology.Cluster, rec *GangRecord) error {
 	if len(rec.Members) != len(g.Members) {
 		return fmt.Errorf("gang %s: %d members recorded, the spec has %d", g.ID, len(rec.Members), len(g.Members))
@@ -104,9 +107,23 @@ func (m *Member) checkRecord(c *topology.Cluster, mr *MemberRecord) error {
 func (m *Member) checkPods(c *topology.Cluster, count int, pod func(i int) (node topology.NodeID, gpus int)) error {
 	r := &m.Request
 	total := 0
+	required, domain := -1, -1
+	if r.Required != "" {
+		required, _ = c.Level(r.Required) // Validate checked the name
+	}
 	for i := range count {
 		n, gpus := pod(i)
 		total += gpus
+		if r.Allowed != nil && !r.Allowed.Test(uint(n)) || r.Excluded != nil && r.Excluded.Test(uint(n)) {
+			return fmt.Errorf("member %s: a pod on %s, a node its request does not allow", m.Name, c.NodeName(n))
+		}
+		if required >= 0 {
+			d := c.NodeDomain(n, required)
+			if domain >= 0 && d != domain {
+				return fmt.Errorf("member %s: pods in two %s domains, its request requires one", m.Name, r.Required)
+			}
+			domain = d
+		}
 		if r.GPUs > 0 && !r.Exclusive {
 			continue
 		}
@@ -138,8 +155,9 @@ func (m *Member) checkPods(c *topology.Cluster, count int, pod func(i int) (node
 // CheckAllocation reports the first way in which a is not a whole
 // placement of g on cluster c: its ID and members (names, order), each
 // member's pods (as many as nodes in its assignment, every node known,
-// within the elastic minimum), GPUs per pod and GPU totals, as
-// CheckRecord checks a record. It allocates nothing when a matches.
+// within the elastic minimum), GPUs per pod, GPU totals and the nodes
+// and required domain of each member's pods, as CheckRecord checks a
+// record. It allocates nothing when a matches.
 func (g *Spec) CheckAllocation(c *topology.Cluster, a *Allocation) error {
 	if a.ID != g.ID || len(a.Members) != len(g.Members) {
 		return fmt.Errorf("gang %s: allocation %s has %d members, the spec %d", g.ID, a.ID, len(a.Members), len(g.Members))
