@@ -2,8 +2,8 @@ package backfill
 
 import (
 	"fmt"
-	"math"
 	"hash/fnv"
+	"math"
 	"slices"
 	"strings"
 	"time"
