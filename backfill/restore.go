@@ -16,25 +16,39 @@ import (
 // Restore rebuilds an engine for cluster c with config cfg from a
 // snapshot, trusting nothing in it. It refuses, listing every problem
 // (errors.Join inside an ErrRestore error): another format version; a time
-// out of range or later than the snapshot's; an unknown node; a job that
+// out of range or later than the snapshot's (a planned time, such as a
+// hold's estimated start or a pending move's old start, may lie past
+// MaxTime but not past what JSON encodes); an unknown node; a job that
 // Submit would refuse on c; a job listed twice or numbered at or above the
-// snapshot's sequence counter, or two jobs with one number; a running gang
-// that does not match its job's spec (members, pod counts, GPUs per pod),
-// sits on a down node or belongs to no active job; an active job with an
-// end time; a GPU claimed twice; a reservation or hold for a job that is
-// not waiting, a second reservation for one job, reservations sharing GPUs
-// in overlapping windows; a claim for a job that is not waiting (or is
+// snapshot's sequence counter, or two jobs with one number; requeue or
+// preemption counts below 0 or above math.MaxInt32; a running gang that
+// does not match its job's spec (members, pod counts, GPUs per pod, nodes
+// the request allows, its Required domain), sits on a down node or belongs
+// to no active job; an active job with an end time; a GPU claimed twice; a
+// reservation, hold or claim whose placement names a GPU twice, puts two
+// pods of a member on one node, or does not match its job's spec as a
+// running gang must; a reservation or hold for a job that is not waiting,
+// a second reservation for one job, reservations sharing GPUs in
+// overlapping windows; a claim for a job that is not waiting (or is
 // reserved or held), that shares GPUs with a hold, another claim or a
 // reservation it could overlap, or sits on GPUs held by jobs other than
 // its victims; a victim that is not preempting, is of a class not below
 // its preemptor's or is listed twice; a preempting job without a preemptor
 // or signal time, or whose policy is never; a job whose queue is not a
 // queue of cfg without children; a reclaim claim without queues, or with a
-// victim of its own queue; queues whose use breaks their limits; bad
-// usage, or usage charged after the snapshot's time. When c is not the
-// cluster the snapshot was taken on (its Fingerprint differs), every node
-// is mapped by name: the restore succeeds only if every name maps, and an
-// error says what differs.
+// victim of its own queue; queues whose use breaks their limits; hold ends
+// without a job or a known cause, or with negative GPUs; pod changes
+// without a job, a kind or a time, or with pods off the cluster's nodes or
+// GPUs; run-time histograms that are unknown, repeated, too long, count
+// more than math.MaxInt32 runs or do not add up; bad or infinite
+// GPU-second counts; bad usage, or usage charged after the snapshot's
+// time. When c is not the cluster the snapshot was taken on (its
+// Fingerprint differs), every node is mapped by name: the restore succeeds
+// only if every name maps, and an error says what differs. Onto another
+// cluster, placements are not checked against the nodes and Required
+// domains the requests ask for (a node cabled into another domain may put
+// a running gang across its Required domain; it runs there all the same),
+// and pod changes not yet reported keep their node numbers.
 func Restore(c *topology.Cluster, cfg Config, snap *Snapshot) (*Engine, error) {
 	if snap == nil {
 		return nil, fmt.Errorf("%w: no snapshot", ErrRestore)
@@ -53,14 +67,18 @@ func Restore(c *topology.Cluster, cfg Config, snap *Snapshot) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &restorer{e: e, snap: snap, recorded: make(map[*jobRec]JobState)}
+	r := &restorer{e: e, snap: snap, recorded: make(map[*jobRec]JobState), moved: snap.Cluster.Diff(ClusterFingerprint(c)) != ""}
 	if err := tree.SetUsage(snap.Usage); err != nil {
 		r.bad("usage: %v", err)
 	}
 	for _, u := range snap.Usage {
 		// A charge after the snapshot's time would put the fair-share
-		// tree ahead of every later call's clock.
-		r.notAfter("usage of account "+u.Account+" at", u.At)
+		// tree ahead of every later call's clock. (A fresh engine's
+		// snapshot has no time: its tree may come charged, as New took
+		// it.)
+		if !snap.Time.IsZero() && u.At.After(snap.Time) {
+			r.bad("usage of account %s at %s is after the snapshot's time %s", u.Account, u.At.UTC().Format(time.RFC3339Nano), snap.Time.UTC().Format(time.RFC3339Nano))
+		}
 	}
 	r.run()
 	if len(r.errs) > 0 {
@@ -78,6 +96,26 @@ type restorer struct {
 	snap     *Snapshot
 	errs     []error
 	recorded map[*jobRec]JobState // the state each job's record gave
+	// moved: the cluster is not the snapshot's (nodes mapped by name).
+	moved bool
+}
+
+// placed returns the spec job j's placements are checked against: its
+// gang, or, onto another cluster than the snapshot's, its gang without
+// node sets and Required levels (a node cabled into another domain may
+// put a running gang across its Required domain; it runs there all the
+// same).
+func (r *restorer) placed(j *jobRec) *gang.Spec {
+	if !r.moved {
+		return &j.job.Gang
+	}
+	g := j.job.Gang
+	g.Members = slices.Clone(g.Members)
+	for i := range g.Members {
+		q := &g.Members[i].Request
+		q.Allowed, q.Excluded, q.Required = nil, nil, ""
+	}
+	return &g
 }
 
 func (r *restorer) bad(format string, args ...any) {
@@ -96,8 +134,10 @@ func (r *restorer) podChanges() {
 			(pc.Kind != PodsReplaced || len(pc.Old) == len(pc.Pods)) && !pc.Time.IsZero()
 		r.notAfter(fmt.Sprintf("pod change %d time", i), pc.Time)
 		for _, p := range slices.Concat(pc.Pods, pc.Old) {
-			ok = ok && p.Node >= 0 && int(p.Node) < e.c.NumNodes() && p.GPUs != 0 && p.GPUs>>uint(e.c.NodeGPUs(p.Node)) == 0 &&
-				p.MemberIndex >= 0 && p.Rank >= 0 && p.FirstGPURank >= 0
+			ok = ok && p.Node >= 0 && int(p.Node) < e.c.NumNodes() && p.GPUs != 0 && p.MemberIndex >= 0 && p.Rank >= 0 && p.FirstGPURank >= 0
+			// Onto another cluster a pod change's node numbers are not
+			// mapped (they report what happened on the old one).
+			ok = ok && (r.moved || p.GPUs>>uint(e.c.NodeGPUs(p.Node)) == 0)
 		}
 		if !ok {
 			r.bad("pod change %d (job %q, %s): malformed", i, pc.Job, pc.Kind)
@@ -158,7 +198,15 @@ func (r *restorer) run() {
 // maxRestartCount bounds a job's recorded requeues and preemptions: far
 // more than any job sees, far enough below the int's range that counting
 // on cannot wrap.
-const maxRestartCount = 1 << 31
+const maxRestartCount = math.MaxInt32
+
+// lastEncodable is the latest time a snapshot can hold: JSON encodes
+// years up to 9999. Planned times may lie past MaxTime (a time limit
+// after a start near it), so MaxTime does not bound them.
+var lastEncodable = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+
+// encodable reports whether t lies in [MinTime, lastEncodable].
+func encodable(t time.Time) bool { return !t.Before(MinTime) && !t.After(lastEncodable) }
 
 // finiteNonNeg reports whether x is a number from 0 up, not infinite
 // (a snapshot holding one would not encode as JSON).
@@ -275,7 +323,7 @@ func (r *restorer) job(jr *JobRecord) *jobRec {
 		return fail("%d preemptions or %d requeues, not in [0, %d]", jr.Preemptions, jr.Requeues, maxRestartCount)
 	}
 	if m := jr.Moved; m != nil {
-		if m.Job != jr.ID || m.Cause < CauseUnknown || m.Cause > CauseNodeDrained || !m.To.IsZero() || checkTime("", m.From) != nil {
+		if m.Job != jr.ID || m.Cause < CauseUnknown || m.Cause > CauseNodeDrained || !m.To.IsZero() || !encodable(m.From) {
 			return fail("a bad pending move record")
 		}
 		mv := *m
@@ -375,7 +423,7 @@ func (r *restorer) linkActive(j *jobRec) bool {
 		return false
 	}
 	i := slices.IndexFunc(r.snap.Gangs, func(g gang.GangRecord) bool { return g.ID == j.job.ID })
-	if err := j.job.Gang.CheckRecord(e.c, &r.snap.Gangs[i]); err != nil {
+	if err := r.placed(j).CheckRecord(e.c, &r.snap.Gangs[i]); err != nil {
 		r.bad("job %s: %v", j.job.ID, err)
 		return false
 	}
@@ -426,7 +474,7 @@ func (r *restorer) reservations() {
 			r.bad("the reservation for %s: %v (placement of %q)", rr.Job, err, a.ID)
 			continue
 		}
-		if err := j.job.Gang.CheckAllocation(e.c, &a); err != nil {
+		if err := r.placed(j).CheckAllocation(e.c, &a); err != nil {
 			r.bad("the reservation for %s: %v", rr.Job, err)
 			continue
 		}
@@ -516,7 +564,7 @@ func (r *restorer) hold(h HoldRecord) {
 		r.bad("the hold for %s: %v (target of %q)", h.Job, err, a.ID)
 		return
 	}
-	if err := j.job.Gang.CheckAllocation(e.c, &a); err != nil {
+	if err := r.placed(j).CheckAllocation(e.c, &a); err != nil {
 		r.bad("the hold for %s: %v", h.Job, err)
 		return
 	}
@@ -525,9 +573,9 @@ func (r *restorer) hold(h HoldRecord) {
 		return
 	}
 	r.notAfter("hold start", h.Since)
-	if h.EstimatedStart.Before(MinTime) || h.EstimatedStart.After(MaxTime) {
+	if !encodable(h.EstimatedStart) {
 		r.bad("the hold for %s: estimated start %s is outside [%s, %s]", h.Job, h.EstimatedStart.UTC().Format(time.RFC3339Nano),
-			MinTime.Format(time.RFC3339), MaxTime.Format(time.RFC3339))
+			MinTime.Format(time.RFC3339), lastEncodable.Format(time.RFC3339))
 	}
 	e.book.addHold(&hold{job: j, since: h.Since, target: a, held: h.Held, spent: h.SpentGPUs, budget: h.BudgetGPUs, eta: h.EstimatedStart})
 }
@@ -556,7 +604,7 @@ func (r *restorer) claim(cr *ClaimRecord) {
 		r.bad("the claim for %s: %v (placement of %q)", cr.Job, err, a.ID)
 		return
 	}
-	if err := j.job.Gang.CheckAllocation(e.c, &a); err != nil {
+	if err := r.placed(j).CheckAllocation(e.c, &a); err != nil {
 		r.bad("the claim for %s: %v", cr.Job, err)
 		return
 	}

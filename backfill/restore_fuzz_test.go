@@ -3,6 +3,7 @@ package backfill
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -295,9 +296,14 @@ func FuzzRestoreCorrupt(f *testing.F) {
 		}
 		e.checkEach = true
 		e = roundTrip(t, e)
-		var ids []string
+		var ids, leaves []string
 		for _, j := range e.Jobs() {
 			ids = append(ids, j.ID)
+		}
+		for i, q := range b.cfg.Quotas.Queues {
+			if e.quota.leaf[i] {
+				leaves = append(leaves, q.Name)
+			}
 		}
 		steps := make([]step, 0, 40)
 		rs := rand.New(rand.NewPCG(uint64(len(data)), uint64(data[len(data)-1])))
@@ -309,6 +315,9 @@ func FuzzRestoreCorrupt(f *testing.F) {
 			s := stepFrom(b.c, sb)
 			if s.id != "" && len(ids) > 0 {
 				s.id = ids[int(sb[2])%len(ids)]
+			}
+			if s.kind == opSubmit && len(leaves) > 0 {
+				s.job.Queue = leaves[int(sb[3]^sb[4])%len(leaves)]
 			}
 			steps = append(steps, s)
 		}
@@ -446,6 +455,19 @@ func TestRestoreRefusesUntrueRecords(t *testing.T) {
 			s.Reservations[0].Placement.Members[0].Pods[0].Node = "node00000"
 			s.Reservations[0].Placement.Members[0].Pods[1].Node = "node00004"
 		}, "pods in two leaf domains"},
+		{"a running gang outside its allowed nodes", rich, func(s *Snapshot) {
+			var others []string // every node but the gang's first
+			for n := range 8 {
+				if name := fmt.Sprintf("node%05d", n); name != s.Gangs[gangIndex(s, "run")].Members[0].Pods[0].Node {
+					others = append(others, name)
+				}
+			}
+			allowed := strings.Join(others, ",")
+			s.Jobs[jobIndex(s, "run")].Gang.Members[0].Request.Allowed = &allowed
+		}, "a node its request does not allow"},
+		{"a claim across its required leaf", preempting, func(s *Snapshot) {
+			s.Claims[0].Placement.Members[0].Pods[0] = s.Gangs[gangIndex(s, "c")].Members[0].Pods[0]
+		}, "pods in two leaf domains"},
 		{"a hold end of no known cause", rich, func(s *Snapshot) {
 			s.HoldEnds = append(s.HoldEnds, HoldEnd{Job: "nobody", Cause: 0, Held: -3})
 		}, "hold end 0"},
@@ -479,4 +501,120 @@ func TestRestoreRefusesUntrueRecords(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRestoreOntoRecabledCluster: onto a cluster where a node was cabled
+// into another leaf, a running gang that now spans two leaves although
+// its job requires one is restored (it runs there), and runs on to its
+// end; on the snapshot's own cluster the same gang across two leaves is
+// refused.
+func TestRestoreOntoRecabledCluster(t *testing.T) {
+	build := func(moved string) *topology.Cluster {
+		spec := topology.ClusterSpec{Levels: []string{"leaf"}}
+		for _, leaf := range []string{"l0", "l1"} {
+			for n := range 4 {
+				name := leaf + "-" + string(rune('a'+n))
+				path := leaf
+				if name == moved {
+					path = "l1"
+				}
+				spec.Nodes = append(spec.Nodes, topology.NodeSpec{Name: name, GPUs: 8, Path: []string{path}})
+			}
+		}
+		c, err := topology.Build(spec)
+		require.NoError(t, err)
+		return c
+	}
+	before, after := build(""), build("l0-b")
+	cfg := DefaultConfig()
+	e, err := New(before, cfg, flatTree(t, cfg.FairShare, "a"))
+	require.NoError(t, err)
+	req := placement.NodesOf(2, 8)
+	req.Required = "leaf"
+	require.NoError(t, e.Submit(Job{ID: "r", Account: "a", TimeLimit: time.Hour, Gang: member(req)}, epoch))
+	p, err := e.Schedule(epoch)
+	require.NoError(t, err)
+	require.Len(t, p.Starts, 1)
+	require.NoError(t, e.Started("r", epoch))
+	snap := snapshotCopy(t, e.Snapshot())
+	require.Equal(t, "m=l0-a,l0-b", Hosts(before, &p.Starts[0].Allocation), "the gang's nodes")
+
+	r, err := Restore(after, cfg, snapshotCopy(t, snap))
+	require.NoError(t, err, "onto the recabled cluster")
+	require.NoError(t, r.Finished("r", epoch.Add(30*time.Minute)))
+
+	across := snapshotCopy(t, snap)
+	across.Gangs[gangIndex(across, "r")].Members[0].Pods[1].Node = "l1-a"
+	_, err = Restore(before, cfg, across)
+	if !errors.Is(err, ErrRestore) || !strings.Contains(err.Error(), "pods in two leaf domains") {
+		t.Fatalf("a gang across its required leaf on the snapshot's cluster: %v", err)
+	}
+}
+
+// TestRestoreAcceptsTrueEdgeSnapshots: the new checks refuse none of the
+// engine's own snapshots at the edges a review found: a fresh engine whose
+// fair-share tree came charged (its snapshot has no time), a hold whose
+// estimated start lies past MaxTime (jobs started just before it, run
+// times estimated after it), and a pending move from a reservation
+// planned past MaxTime.
+func TestRestoreAcceptsTrueEdgeSnapshots(t *testing.T) {
+	c := opsCluster(t)
+	restores := func(t *testing.T, e *Engine) {
+		t.Helper()
+		_, err := Restore(e.c, e.cfg, snapshotCopy(t, e.Snapshot()))
+		require.NoError(t, err, "the engine's own snapshot")
+	}
+	t.Run("charged tree, fresh engine", func(t *testing.T) {
+		cfg := DefaultConfig()
+		tree := flatTree(t, cfg.FairShare, "a")
+		require.NoError(t, tree.Charge("a", 3600, epoch))
+		e, err := New(c, cfg, tree)
+		require.NoError(t, err)
+		require.True(t, e.Snapshot().Time.IsZero())
+		require.NotEmpty(t, e.Snapshot().Usage)
+		restores(t, e)
+	})
+	t.Run("hold estimated past MaxTime", func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.Hold = HoldConfig{Enabled: true, MinGPUs: 16, MaxShare: 1, Budget: 4 * time.Hour, Hysteresis: 30 * time.Minute, MaxHolds: 1}
+		e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+		require.NoError(t, err)
+		now := MaxTime.Add(-30 * time.Minute)
+		for i := range 8 {
+			require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("s%d", i), Account: "a", Gang: member(placement.NodesOf(1, 8))}, now))
+		}
+		p, err := e.Schedule(now)
+		require.NoError(t, err)
+		for _, st := range p.Starts {
+			require.NoError(t, e.Started(st.Job, now))
+		}
+		require.NoError(t, e.Submit(Job{ID: "big", Account: "a", Gang: member(placement.NodesOf(4, 8))}, now.Add(time.Minute)))
+		_, err = e.Schedule(now.Add(time.Minute))
+		require.NoError(t, err)
+		s := e.Snapshot()
+		require.Len(t, s.Holds, 1)
+		require.True(t, s.Holds[0].EstimatedStart.After(MaxTime), "estimated start %v", s.Holds[0].EstimatedStart)
+		restores(t, e)
+	})
+	t.Run("move from past MaxTime", func(t *testing.T) {
+		cfg := DefaultConfig()
+		e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+		require.NoError(t, err)
+		now := MaxTime.Add(-time.Hour)
+		require.NoError(t, e.Submit(Job{ID: "blk", Account: "a", TimeLimit: 2 * time.Hour, Gang: member(placement.NodesOf(8, 8))}, now))
+		_, err = e.Schedule(now)
+		require.NoError(t, err)
+		require.NoError(t, e.Started("blk", now))
+		require.NoError(t, e.Submit(Job{ID: "w", Account: "a", TimeLimit: time.Hour, Gang: member(placement.NodesOf(2, 8))}, now))
+		p, err := e.Schedule(now)
+		require.NoError(t, err)
+		require.Len(t, p.Reservations, 1)
+		n := p.Reservations[0].Allocation.Members[0].Assignment[0].Node
+		require.NoError(t, e.Drain(n, now.Add(time.Minute)))
+		s := e.Snapshot()
+		w := s.Jobs[jobIndex(s, "w")]
+		require.NotNil(t, w.Moved)
+		require.True(t, w.Moved.From.After(MaxTime), "moved from %v", w.Moved.From)
+		restores(t, e)
+	})
 }

@@ -69,19 +69,25 @@ func (r *SpecRecord) Spec(c *topology.Cluster, id string) (Spec, error) {
 // one domain of its Required level. (A domain limit, segments and
 // co-location are not checked.)
 func (g *Spec) CheckRecord(c *topology.Cluster, rec *GangRecord) error {
+	return g.checkRecord(c, rec, true)
+}
+
+// checkRecord is CheckRecord, checking where the pods run only with
+// where.
+func (g *Spec) checkRecord(c *topology.Cluster, rec *GangRecord, where bool) error {
 	if len(rec.Members) != len(g.Members) {
 		return fmt.Errorf("gang %s: %d members recorded, the spec has %d", g.ID, len(rec.Members), len(g.Members))
 	}
 	var errs []error
 	for i := range g.Members {
-		if err := g.Members[i].checkRecord(c, &rec.Members[i]); err != nil {
+		if err := g.Members[i].checkRecord(c, &rec.Members[i], where); err != nil {
 			errs = append(errs, fmt.Errorf("gang %s: %w", g.ID, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func (m *Member) checkRecord(c *topology.Cluster, mr *MemberRecord) error {
+func (m *Member) checkRecord(c *topology.Cluster, mr *MemberRecord, where bool) error {
 	r := &m.Request
 	if mr.Name != m.Name {
 		return fmt.Errorf("member %s recorded as %s", m.Name, mr.Name)
@@ -95,26 +101,27 @@ func (m *Member) checkRecord(c *topology.Cluster, mr *MemberRecord) error {
 			return fmt.Errorf("member %s: %w: %q", m.Name, topology.ErrUnknownNode, p.Node)
 		}
 	}
-	return m.checkPods(c, len(mr.Pods), func(i int) (topology.NodeID, int) {
+	return m.checkPods(c, len(mr.Pods), where, func(i int) (topology.NodeID, int) {
 		n, _ := c.LookupNode(mr.Pods[i].Node)
 		return n, len(mr.Pods[i].GPUs)
 	})
 }
 
 // checkPods checks the pods of a member of m's request: count pods, pod
-// i on node and holding gpus of pod(i). It allocates nothing unless it
-// fails.
-func (m *Member) checkPods(c *topology.Cluster, count int, pod func(i int) (node topology.NodeID, gpus int)) error {
+// i on node and holding gpus of pod(i); with where, also their nodes
+// (Allowed, Excluded, the Required domain). It allocates nothing unless
+// it fails.
+func (m *Member) checkPods(c *topology.Cluster, count int, where bool, pod func(i int) (node topology.NodeID, gpus int)) error {
 	r := &m.Request
 	total := 0
 	required, domain := -1, -1
-	if r.Required != "" {
+	if where && r.Required != "" {
 		required, _ = c.Level(r.Required) // Validate checked the name
 	}
 	for i := range count {
 		n, gpus := pod(i)
 		total += gpus
-		if r.Allowed != nil && !r.Allowed.Test(uint(n)) || r.Excluded != nil && r.Excluded.Test(uint(n)) {
+		if where && (r.Allowed != nil && !r.Allowed.Test(uint(n)) || r.Excluded != nil && r.Excluded.Test(uint(n))) {
 			return fmt.Errorf("member %s: a pod on %s, a node its request does not allow", m.Name, c.NodeName(n))
 		}
 		if required >= 0 {
@@ -175,7 +182,7 @@ func (g *Spec) CheckAllocation(c *topology.Cluster, a *Allocation) error {
 				return fmt.Errorf("gang %s member %s: %w: node %d", g.ID, ma.Name, topology.ErrUnknownNode, x.Node)
 			}
 		}
-		err := m.checkPods(c, len(ma.Assignment), func(k int) (topology.NodeID, int) {
+		err := m.checkPods(c, len(ma.Assignment), true, func(k int) (topology.NodeID, int) {
 			x := ma.Assignment[k]
 			return x.Node, bits.PopCount(x.GPUs)
 		})

@@ -267,8 +267,9 @@ func Restore(c *topology.Cluster, snap Snapshot, opts Options) (*Ledger, error) 
 // with g: the spec the gang was admitted with, for a ledger restored from
 // a snapshot (Restore keeps only the members' sizes, so that ReplacePod
 // would otherwise ignore required domains and co-location). g must agree
-// with the gang's record (Spec.CheckRecord: the same members, pod counts
-// and GPUs per pod). Errors wrap ErrUnknownGang or ErrBadSpec and name
+// with the gang's record (as Spec.CheckRecord checks it: the same
+// members, pod counts and GPUs per pod; not where the pods run, which is
+// where the gang runs). Errors wrap ErrUnknownGang or ErrBadSpec and name
 // the gang; on error nothing changes. g is copied.
 func (l *Ledger) SetSpec(g *Spec) error {
 	if _, ok := l.byID[g.ID]; !ok {
@@ -278,7 +279,7 @@ func (l *Ledger) SetSpec(g *Spec) error {
 		return err
 	}
 	rec := l.record(g.ID)
-	if err := g.CheckRecord(l.c, &rec); err != nil {
+	if err := g.checkRecord(l.c, &rec, false); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadSpec, err)
 	}
 	l.byID[g.ID].keepSpec(g)

@@ -144,8 +144,8 @@ func checkPlacement(t *testing.T, s *topology.State, req *Request, res *Result) 
 		if req.Allowed != nil && !req.Allowed.Test(uint(n)) || req.Excluded != nil && req.Excluded.Test(uint(n)) {
 			t.Fatalf("%s: node %s is not allowed", req.String(), c.NodeName(n))
 		}
-		if (req.Exclusive || req.Nodes > 0 && req.GPUsPerNode == 0) && a.GPUs != s.Free(n) {
-			t.Fatalf("%s: node %s is not given whole", req.String(), c.NodeName(n))
+		if (req.Exclusive || req.Nodes > 0 && req.GPUsPerNode == 0) && (a.GPUs != s.Free(n) || s.FreeCount(n) != c.NodeGPUs(n)) {
+			t.Fatalf("%s: node %s is not given whole, or not idle", req.String(), c.NodeName(n))
 		}
 	}
 	if gpus != res.GPUs || len(nodes) != res.Nodes {
