@@ -514,7 +514,7 @@ func (r *restorer) holds() {
 		}
 	}
 	for i, he := range r.snap.HoldEnds {
-		if he.Job == "" || he.Cause < HoldBudgetSpent || he.Cause > HoldQuota || he.Held < 0 {
+		if he.Job == "" || he.Cause < HoldBudgetSpent || int(he.Cause) >= len(holdEndNames) || he.Held < 0 {
 			r.bad("hold end %d (job %q, cause %d, %d GPUs held): malformed", i, he.Job, he.Cause, he.Held)
 		}
 	}

@@ -233,24 +233,24 @@ func (m *corrupter) change(v reflect.Value, op int) {
 		if len(m.ints) > 0 {
 			vals = append(vals, m.ints[pick(len(m.ints))])
 		}
-		nv := vals[op%len(vals)]
-		if v.OverflowInt(nv) {
-			nv = x ^ 1
-		}
-		v.SetInt(nv)
+		v.SetInt(pickNumber(vals, op, x, v.OverflowInt))
 	case v.CanUint():
 		x := v.Uint()
-		vals := []uint64{0, 1, x + 1, x - 1, math.MaxUint64, 1 << 63}
-		nv := vals[op%len(vals)]
-		if v.OverflowUint(nv) {
-			nv = x ^ 1
-		}
-		v.SetUint(nv)
+		v.SetUint(pickNumber([]uint64{0, 1, x + 1, x - 1, math.MaxUint64, 1 << 63}, op, x, v.OverflowUint))
 	case v.CanFloat():
 		x := v.Float()
 		vals := []float64{0, -1, math.NaN(), math.Inf(1), math.Inf(-1), 2 * x, -x, 1e300}
 		v.SetFloat(vals[op%len(vals)])
 	}
+}
+
+// pickNumber returns vals[op%len(vals)], or x^1 when that overflows the
+// field (so that the field still changes).
+func pickNumber[T int64 | uint64](vals []T, op int, x T, overflows func(T) bool) T {
+	if nv := vals[op%len(vals)]; !overflows(nv) {
+		return nv
+	}
+	return x ^ 1
 }
 
 // FuzzRestoreCorrupt: Restore trusts nothing it reads. A true mid-run
