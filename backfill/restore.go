@@ -24,7 +24,8 @@ import (
 // preemption counts below 0 or above math.MaxInt32; a running gang that
 // does not match its job's spec (members, pod counts, GPUs per pod, nodes
 // the request allows, its Required domain), sits on a down node or belongs
-// to no active job; an active job with an end time; a GPU claimed twice; a
+// to no active job; an active job with an end time, or with a start or a
+// last charge before its submit; a GPU claimed twice; a
 // reservation, hold or claim whose placement names a GPU twice, puts two
 // pods of a member on one node, or does not match its job's spec as a
 // running gang must; a reservation or hold for a job that is not waiting,
@@ -349,6 +350,14 @@ func (r *restorer) setState(j *jobRec, jr *JobRecord) *jobRec {
 		j.phase = st
 		if jr.Start.IsZero() || jr.LastCharge.IsZero() || jr.Promised.IsZero() || jr.Moved != nil || !jr.Ended.IsZero() {
 			r.bad("job %s is %s without a start, a due start or a last charge, or with a pending move or an end", jr.ID, st)
+			return nil
+		}
+		// Activation and the host's start come after the submit (a job
+		// is never submitted later than the call's time). A last charge
+		// may precede the start the host confirms, not the submit: one
+		// before it would bill usage from before the job existed.
+		if jr.Start.Before(jr.Submit) || jr.LastCharge.Before(jr.Submit) {
+			r.bad("job %s is %s with a start or a last charge before its submit", jr.ID, st)
 			return nil
 		}
 	case st.Ended():

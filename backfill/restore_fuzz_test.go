@@ -481,6 +481,11 @@ func TestRestoreRefusesUntrueRecords(t *testing.T) {
 			s.Jobs[jobIndex(s, "big")].Moved = &Move{Job: "big", From: year10000, Cause: CauseNodeDown, By: "node00007"}
 		}, "a bad pending move record"},
 		{"a hold estimated to start in year 10000", holdBase, func(s *Snapshot) { s.Holds[0].EstimatedStart = year10000 }, "estimated start"},
+		{"a last charge before the submit", rich, func(s *Snapshot) { s.Jobs[jobIndex(s, "run")].LastCharge = MinTime }, "with a start or a last charge before its submit"},
+		{"a start before the submit", rich, func(s *Snapshot) {
+			j := &s.Jobs[jobIndex(s, "run")]
+			j.Start = j.Submit.Add(-time.Minute)
+		}, "with a start or a last charge before its submit"},
 		{"preemptions about to wrap", preempting, func(s *Snapshot) { s.Jobs[jobIndex(s, "d")].Preemptions = math.MaxInt }, "preemptions or"},
 		{"negative requeues", rich, func(s *Snapshot) { s.Jobs[jobIndex(s, "run")].Requeues = -1 }, "-1 requeues"},
 		{"run counts that wrap when added", rich, func(s *Snapshot) {
