@@ -849,11 +849,7 @@ func TestNoBorrowReservationLimits(t *testing.T) {
 		require.Empty(t, p.Starts, p.Describe(e.c, epoch))
 		require.NoError(t, e.Finished("B", at(80*time.Minute)))
 		p = startAll(t, e, at(80*time.Minute))
-		var started []string
-		for _, s := range p.Starts {
-			started = append(started, s.Job)
-		}
-		require.ElementsMatch(t, []string{"R", "X"}, started, p.Describe(e.c, epoch))
+		require.ElementsMatch(t, []string{"R", "X"}, startedIDs(p), p.Describe(e.c, epoch))
 		for _, m := range p.Moves {
 			require.NotEqual(t, CauseQuota, m.Cause, p.Describe(e.c, epoch))
 		}
@@ -923,12 +919,17 @@ func requireQuotaWait(t *testing.T, e *Engine, p *Plan, id string, parts ...stri
 // moves no reservation.
 func requireStartsOnly(t *testing.T, e *Engine, p *Plan, ids ...string) {
 	t.Helper()
+	require.Empty(t, p.Moves, p.Describe(e.c, epoch))
+	require.ElementsMatch(t, ids, startedIDs(p), p.Describe(e.c, epoch))
+}
+
+// startedIDs returns the jobs p starts, in its order.
+func startedIDs(p *Plan) []string {
 	var started []string
 	for _, s := range p.Starts {
 		started = append(started, s.Job)
 	}
-	require.Empty(t, p.Moves, p.Describe(e.c, epoch))
-	require.ElementsMatch(t, ids, started, p.Describe(e.c, epoch))
+	return started
 }
 
 // TestElasticGangReclaimsAtItsMinimum: o borrows all of q's guarantee
