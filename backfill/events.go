@@ -103,6 +103,9 @@ func (e *Engine) apply(o *op) error {
 			panic(fmt.Sprintf("backfill: invariant broken after %s %s at %v: %v", opNames[o.kind], o.id, o.now, err))
 		}
 	}
+	if e.quota != nil && e.quota.graced {
+		e.quota.settle()
+	}
 	return nil
 }
 

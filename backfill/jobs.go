@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/bits-and-blooms/bitset"
+
 	"github.com/phalanx-sched/phalanx/fairshare"
 	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/topology"
@@ -69,10 +71,15 @@ type jobRec struct {
 	// resolved once (fairshare.Tree.Prepare).
 	prep fairshare.Prepared
 
-	job  Job
-	seq  uint64
-	gpus int
-	acct int // index in the engine's accounts
+	job Job
+	// ownAllowed is, for a job of a queue with a node pool, each
+	// member's Allowed set as submitted (job holds them cut to the pool):
+	// a snapshot records these, so that a restore under a changed pool
+	// applies the new one.
+	ownAllowed []*bitset.BitSet
+	seq        uint64
+	gpus       int
+	acct       int // index in the engine's accounts
 	// queue is the job's queue's index (-1 without quotas); counted the
 	// GPUs counted for it there (an active job's, a claim's).
 	queue, counted int

@@ -44,8 +44,10 @@ type QueueSpec struct {
 	Weight float64 `json:"weight,omitempty"`
 	// Nodes, a Slurm hostlist, makes the queue a node pool: its jobs,
 	// and those of the queues below it, are placed on these nodes only
-	// (each member's Allowed set is cut to them at Submit). Empty: any
-	// node.
+	// (each member's Allowed set is cut to them at Submit, and again at
+	// Restore from the sets it was submitted with, so that a pool changed
+	// across a restore applies to the jobs waiting; running ones stay
+	// where they run). Empty: any node.
 	Nodes string `json:"nodes,omitempty"`
 }
 

@@ -160,7 +160,7 @@ func (s *quotaState) overShareAt(q, g int) bool {
 // checkQueue checks a submitted job's queue and sets its index: a queue
 // without children when there are queues, none otherwise; a gang larger
 // than its queue could ever hold never fits.
-func (e *Engine) checkQueue(j *jobRec) error {
+func (e *Engine) checkQueue(j *jobRec, fits bool) error {
 	s := e.quota
 	name := j.job.Queue
 	j.queue = -1
@@ -180,9 +180,13 @@ func (e *Engine) checkQueue(j *jobRec) error {
 		// without nodes of its own, or whose nodes include the pool's,
 		// gets the pool itself: a set no one changes, shared by the
 		// queue's jobs, so that a job of one member with it is still
-		// simple (its shape names the queue, hence the pool).
+		// simple (its shape names the queue, hence the pool). The
+		// member's own sets are kept for snapshots: a restore under
+		// another pool cuts them afresh.
+		j.ownAllowed = make([]*bitset.BitSet, len(j.job.Gang.Members))
 		for i := range j.job.Gang.Members {
 			r := &j.job.Gang.Members[i].Request
+			j.ownAllowed[i] = r.Allowed
 			if r.Allowed != nil {
 				if r.Allowed = r.Allowed.Intersection(pool); !r.Allowed.Equal(pool) {
 					continue
@@ -199,6 +203,9 @@ func (e *Engine) checkQueue(j *jobRec) error {
 		g, size = min, "%d GPUs at its minimum"
 	}
 	what := fmt.Sprintf(size, g)
+	if !fits {
+		return nil
+	}
 	if !e.mayBorrow(j) && g > s.guar[q] {
 		return fmt.Errorf("%w: job %s: %s; a job that cannot be preempted runs within its queue's guarantee, and queue %s has %d",
 			ErrNeverFits, j.job.ID, what, name, s.guar[q])
@@ -904,12 +911,12 @@ func (e *Engine) checkQuotas() []error {
 func (s *quotaState) limits() []error {
 	var errs []error
 	for a, name := range s.names {
-		if s.used[a] > s.max[a] || s.eff[a] > s.ceil[a] {
-			errs = append(errs, fmt.Errorf("queue %s: %d GPUs in use (%d effective), above its maximum %d or its guarantee and borrowing limit %d",
-				name, s.used[a], s.eff[a], s.max[a], s.ceil[a]))
+		if s.used[a] > s.max[a] && s.used[a] > s.graceMax[a] || s.eff[a] > s.ceil[a] && s.eff[a] > s.graceCeil[a] {
+			errs = append(errs, fmt.Errorf("queue %s: %d GPUs in use (%d effective), above its maximum %d or its guarantee and borrowing limit %d (and the least use since a restore above them, %d and %d)",
+				name, s.used[a], s.eff[a], s.max[a], s.ceil[a], s.graceMax[a], s.graceCeil[a]))
 		}
 	}
-	if s.top > s.total {
+	if s.top > s.total && s.top > s.graceTop {
 		errs = append(errs, fmt.Errorf("the top queues take %d GPUs of the cluster's %d", s.top, s.total))
 	}
 	return errs
@@ -934,5 +941,8 @@ func (e *Engine) recountQuotas() error {
 			}
 		}
 	}
+	// cfg may have lowered limits below what runs: it runs on, and the
+	// queues take nothing more until they are back within them.
+	e.quota.grace()
 	return errors.Join(e.quota.limits()...)
 }

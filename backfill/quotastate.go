@@ -51,6 +51,15 @@ type quotaState struct {
 	// eff0 and top0 are eff and top with nothing in use.
 	eff0 []int
 	top0 int
+	// graceMax, graceCeil and graceTop let queues restored above a limit
+	// (the config lowered it since the snapshot; see Restore) stay above
+	// it while their jobs run: each is the least use (effective use, top
+	// sum) after an event since the restore (settle), checked against in
+	// place of a limit it exceeds. No start takes a queue above a limit:
+	// they only fall, and graced says whether any is above its limit.
+	graceMax, graceCeil []int
+	graceTop            int
+	graced              bool
 
 	// Per cycle: demand (use plus waiting GPUs), the smallest waiting
 	// gang, the weighted share of each queue (want is scratch), and the
@@ -99,6 +108,7 @@ func newQuotaState(cfg *QuotaConfig, total int) (*quotaState, error) {
 	ints := func() []int { return make([]int, n) }
 	s.parent, s.guar, s.ceil, s.keep, s.max = ints(), ints(), ints(), ints(), ints()
 	s.used, s.eff, s.demand, s.minGang = ints(), ints(), ints(), ints()
+	s.graceMax, s.graceCeil = ints(), ints()
 	s.share, s.want, s.weight = make([]float64, n), make([]float64, n), make([]float64, n)
 	s.leaf, s.canUse, s.witness = make([]bool, n), make([]int8, n), make([]*jobRec, n)
 	s.fails.init(n)
@@ -198,6 +208,35 @@ func (s *quotaState) add(q, delta int) {
 			s.top += d
 			return
 		}
+	}
+}
+
+// settle lowers the graces to the use after an event (Engine.apply; not
+// within one, where a search adds and takes back GPUs on trial), and
+// clears graced once none is above its limit.
+func (s *quotaState) settle() {
+	s.graced = false
+	for a := range s.names {
+		s.graceMax[a], s.graceCeil[a] = min(s.graceMax[a], s.used[a]), min(s.graceCeil[a], s.eff[a])
+		s.graced = s.graced || s.graceMax[a] > s.max[a] || s.graceCeil[a] > s.ceil[a]
+	}
+	s.graceTop = min(s.graceTop, s.top)
+	s.graced = s.graced || s.graceTop > s.total
+}
+
+// grace lets every queue above a limit stay there (graceMax): Restore's,
+// once every restored job and claim is counted.
+func (s *quotaState) grace() {
+	for a := range s.names {
+		if s.used[a] > s.max[a] {
+			s.graceMax[a], s.graced = s.used[a], true
+		}
+		if s.eff[a] > s.ceil[a] {
+			s.graceCeil[a], s.graced = s.eff[a], true
+		}
+	}
+	if s.top > s.total {
+		s.graceTop, s.graced = s.top, true
 	}
 }
 
@@ -376,11 +415,29 @@ func (s *quotaState) guarded(q, g, code, a int) bool {
 // explain renders why a gang of g GPUs does not fit leaf queue q, in a
 // user's words.
 func (s *quotaState) explain(q, g int, qc quotaCheck) string {
+	if m := s.never(q, g); m != "" {
+		return m
+	}
 	m := s.explainCode(q, qc)
 	if s.guarded(q, g, qc.code, qc.at) {
 		m += fmt.Sprintf("; the other queues under %s use their guarantees, which this job would borrow (what a queue is guaranteed is its own)", s.name(qc.at))
 	}
 	return m
+}
+
+// never says why a gang of g GPUs can never run in queue q under the
+// current limits ("" when it can): a restore under a config that lowered
+// them keeps such a job waiting (Submit refuses one).
+func (s *quotaState) never(q, g int) string {
+	switch qc := s.neverFits(q, g); qc.code {
+	case quotaMaximum:
+		return fmt.Sprintf("%d GPUs, above the maximum of %s (%d GPUs): it cannot start unless the limit is raised", g, s.name(qc.at), s.max[qc.at])
+	case quotaBorrow:
+		return fmt.Sprintf("%d GPUs, above what %s may use (%d GPUs: guarantee and borrowing limit): it cannot start unless the limit is raised", g, s.name(q), s.ceil[q])
+	case quotaPool:
+		return fmt.Sprintf("%d GPUs, more than %s could borrow with nothing in use (%s limits it): it cannot start unless the limits are raised", g, s.name(q), s.name(qc.at))
+	}
+	return ""
 }
 
 // explainCode is explain without the note on others' guarantees.

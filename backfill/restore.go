@@ -19,7 +19,8 @@ import (
 // out of range or later than the snapshot's (a planned time, such as a
 // hold's estimated start or a pending move's old start, may lie past
 // MaxTime but not past what JSON encodes); an unknown node; a job that
-// Submit would refuse on c; a job listed twice or numbered at or above the
+// Submit would refuse on c for other reasons than cfg's queues no longer
+// letting it fit; a job listed twice or numbered at or above the
 // snapshot's sequence counter, or two jobs with one number; requeue or
 // preemption counts below 0 or above math.MaxInt32; a running gang that
 // does not match its job's spec (members, pod counts, GPUs per pod, nodes
@@ -37,7 +38,7 @@ import (
 // its preemptor's or is listed twice; a preempting job without a preemptor
 // or signal time, or whose policy is never; a job whose queue is not a
 // queue of cfg without children; a reclaim claim without queues, or with a
-// victim of its own queue; queues whose use breaks their limits; hold ends
+// victim of its own queue; hold ends
 // without a job or a known cause, or with negative GPUs; pod changes
 // without a job, a kind or a time, or with pods off the cluster's nodes or
 // GPUs; run-time histograms that are unknown, repeated, too long, count
@@ -50,6 +51,17 @@ import (
 // domains the requests ask for (a node cabled into another domain may put
 // a running gang across its Required domain; it runs there all the same),
 // and pod changes not yet reported keep their node numbers.
+//
+// cfg may change the queues' limits and pools since the snapshot (the
+// same queue names for the jobs), as an operator does across a restart:
+// running gangs stay where they run (checked against the node sets their
+// jobs were submitted with), and a queue above a lowered limit keeps what
+// it runs but takes nothing more until its use is back within the limit;
+// a reservation, hold or claim that a queue's new pool does not contain is
+// dropped (a claim's victims still stop) and planned again; a waiting job
+// that the new queues can never run (Submit would refuse it now with
+// ErrNeverFits) waits, its reason saying why, until it is cancelled or a
+// config lets it run.
 func Restore(c *topology.Cluster, cfg Config, snap *Snapshot) (*Engine, error) {
 	if snap == nil {
 		return nil, fmt.Errorf("%w: no snapshot", ErrRestore)
@@ -68,7 +80,8 @@ func Restore(c *topology.Cluster, cfg Config, snap *Snapshot) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &restorer{e: e, snap: snap, recorded: make(map[*jobRec]JobState), moved: snap.Cluster.Diff(ClusterFingerprint(c)) != ""}
+	r := &restorer{e: e, snap: snap, recorded: make(map[*jobRec]JobState), asRecorded: make(map[*jobRec]*gang.Spec),
+		moved: snap.Cluster.Diff(ClusterFingerprint(c)) != ""}
 	if err := tree.SetUsage(snap.Usage); err != nil {
 		r.bad("usage: %v", err)
 	}
@@ -97,26 +110,39 @@ type restorer struct {
 	snap     *Snapshot
 	errs     []error
 	recorded map[*jobRec]JobState // the state each job's record gave
+	// asRecorded is each job's gang as its record gave it, before cfg's
+	// queue pools cut its node sets: where it may run, and was planned.
+	asRecorded map[*jobRec]*gang.Spec
 	// moved: the cluster is not the snapshot's (nodes mapped by name).
 	moved bool
 }
 
 // placed returns the spec job j's placements are checked against: its
-// gang, or, onto another cluster than the snapshot's, its gang without
-// node sets and Required levels (a node cabled into another domain may
-// put a running gang across its Required domain; it runs there all the
-// same).
+// gang as recorded (a running gang stays where it runs when cfg's pool
+// for its queue no longer has its nodes), or, onto another cluster than
+// the snapshot's, that gang without node sets and Required levels (a node
+// cabled into another domain may put a running gang across its Required
+// domain; it runs there all the same).
 func (r *restorer) placed(j *jobRec) *gang.Spec {
 	if !r.moved {
-		return &j.job.Gang
+		return r.asRecorded[j]
 	}
-	g := j.job.Gang
+	g := *r.asRecorded[j]
 	g.Members = slices.Clone(g.Members)
 	for i := range g.Members {
 		q := &g.Members[i].Request
 		q.Allowed, q.Excluded, q.Required = nil, nil, ""
 	}
 	return &g
+}
+
+// stale reports whether a plan of waiting job j (a reservation, hold or
+// claim), true to the job as recorded, puts it where cfg's pool for its
+// queue no longer lets it run: the plan is dropped (a claim's victims
+// still stop) and the next cycle plans again. Onto another cluster node
+// sets are not checked (placed), nor is this.
+func (r *restorer) stale(j *jobRec, a *gang.Allocation) bool {
+	return !r.moved && j.job.Gang.CheckAllocation(r.e.c, a) != nil
 }
 
 func (r *restorer) bad(format string, args ...any) {
@@ -302,10 +328,13 @@ func (r *restorer) job(jr *JobRecord) *jobRec {
 	if err != nil {
 		return fail("%v", err)
 	}
-	j, err := e.validateJob(job)
+	j, err := e.validateJob(job, false) // cfg may no longer fit it: it waits
 	if err != nil {
 		return fail("%v", err)
 	}
+	recorded := job.Gang // validateJob cut a copy to cfg's pool
+	recorded.ID = jr.ID
+	r.asRecorded[j] = &recorded
 	for _, t := range []struct {
 		what string
 		at   time.Time
@@ -487,6 +516,10 @@ func (r *restorer) reservations() {
 			r.bad("the reservation for %s: %v", rr.Job, err)
 			continue
 		}
+		if r.stale(j, &a) {
+			r.recorded[j] = StatePending
+			continue
+		}
 		if err := errors.Join(checkTime("reservation start", rr.Start), checkTime("reservation first start", rr.FirstStart),
 			checkTimeOrZero("reservation end", rr.End)); err != nil {
 			r.bad("the reservation for %s: %v", rr.Job, err)
@@ -577,6 +610,10 @@ func (r *restorer) hold(h HoldRecord) {
 		r.bad("the hold for %s: %v", h.Job, err)
 		return
 	}
+	if r.stale(j, &a) {
+		r.recorded[j] = StatePending
+		return
+	}
 	if h.Held < 0 || h.Held > a.GPUs() || !finiteNonNeg(h.SpentGPUs) || !finiteNonNeg(h.BudgetGPUs) || h.BudgetGPUs == 0 {
 		r.bad("the hold for %s holds %d of %d GPUs, or has spent %v of a budget of %v GPU-seconds", h.Job, h.Held, a.GPUs(), h.SpentGPUs, h.BudgetGPUs)
 		return
@@ -634,6 +671,9 @@ func (r *restorer) claim(cr *ClaimRecord) {
 			return
 		}
 		cl.victims = append(cl.victims, v)
+	}
+	if r.stale(j, &a) {
+		return
 	}
 	for _, v := range cl.victims {
 		v.victimOf = cl

@@ -269,7 +269,7 @@ func (e *Engine) Snapshot() *Snapshot {
 func (e *Engine) jobRecord(j *jobRec) JobRecord {
 	jb := &j.job
 	r := JobRecord{ID: jb.ID, Account: jb.Account, State: e.stateOf(j), Seq: j.seq, Submit: jb.Submit,
-		QOS: jb.QOS, Partition: jb.Partition, Gang: jb.Gang.Record(e.c), Start: j.start, Promised: j.promised,
+		QOS: jb.QOS, Partition: jb.Partition, Gang: e.submittedGang(j).Record(e.c), Start: j.start, Promised: j.promised,
 		LastCharge: e.jobs.lastCharge(j), HoldExpiry: j.holdExpiry, HoldBlocked: j.holdBlockedSince, Requeues: j.requeues, Ended: j.ended,
 		Class: jb.Class, Grow: jb.Grow, Checkpoint: j.checkpoint, PreemptedAt: j.preemptedAt, PreemptedBy: j.preemptedBy, Preemptions: j.preemptions,
 		Queue: jb.Queue}
@@ -290,6 +290,21 @@ func (e *Engine) jobRecord(j *jobRec) JobRecord {
 		r.OnNodeFailure = jb.OnNodeFailure.String()
 	}
 	return r
+}
+
+// submittedGang returns job j's gang with its members' node sets as
+// submitted, before a queue's pool cut them (the engine's own when no
+// pool did).
+func (e *Engine) submittedGang(j *jobRec) *gang.Spec {
+	if j.ownAllowed == nil {
+		return &j.job.Gang
+	}
+	g := j.job.Gang
+	g.Members = slices.Clone(g.Members)
+	for i := range g.Members {
+		g.Members[i].Request.Allowed = j.ownAllowed[i]
+	}
+	return &g
 }
 
 // gangRecord renders an allocation as a gang record (node names).

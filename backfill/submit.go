@@ -26,7 +26,7 @@ func (e *Engine) checkSubmit(j Job, now time.Time) (*jobRec, error) {
 		return nil, fmt.Errorf("%w: job %s: submit time %s is after now (%s)", ErrBadJob, j.ID,
 			j.Submit.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	}
-	return e.validateJob(j)
+	return e.validateJob(j, true)
 }
 
 // simpleShape reports whether g has one member, no co-location and no
@@ -40,8 +40,12 @@ func simpleShape(g *gang.Spec) bool {
 }
 
 // validateJob validates a job as Submit does (every field in range, a valid
-// gang that fits the cluster when empty) and builds its record.
-func (e *Engine) validateJob(j Job) (*jobRec, error) {
+// gang that fits the cluster when empty) and builds its record. With fits
+// false (a restore) a gang that could not fit the empty cluster within its
+// queue's nodes and limits is accepted: the config may have changed since
+// it was submitted, and it waits, told why, until it is cancelled or the
+// config changes back.
+func (e *Engine) validateJob(j Job, fits bool) (*jobRec, error) {
 	if err := e.checkFields(&j); err != nil {
 		return nil, err
 	}
@@ -57,7 +61,7 @@ func (e *Engine) validateJob(j Job) (*jobRec, error) {
 	if rec.prep, err = e.tree.Prepare(e.fsJob(rec)); err != nil {
 		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
 	}
-	if err := e.checkQueue(rec); err != nil {
+	if err := e.checkQueue(rec, fits); err != nil {
 		return nil, err
 	}
 	if err := e.checkPatience(rec); err != nil {
@@ -68,7 +72,7 @@ func (e *Engine) validateJob(j Job) (*jobRec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
 	}
-	if !res.Admitted {
+	if !res.Admitted && fits {
 		return nil, fmt.Errorf("%w: job %s: %s", ErrNeverFits, j.ID, res)
 	}
 	// Numbered last, once the job is accepted (a refused one takes no

@@ -1,0 +1,397 @@
+package backfill
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// poolQueues is randomQueues with node pools: each queue, with odds one
+// in two, gets a random run of nodes (at least its guarantee's worth), so
+// that a queue's jobs may be confined to a few nodes, nested pools cut
+// each other, and a pool may leave a job of its queue no room at all.
+func poolQueues(r *rand.Rand, w int, c *topology.Cluster) QuotaConfig {
+	cfg := randomQueues(r, w, c.NumNodes())
+	for i := range cfg.Queues {
+		q := &cfg.Queues[i]
+		if r.IntN(2) == 0 {
+			continue
+		}
+		lo := r.IntN(c.NumNodes())
+		hi := min(c.NumNodes()-1, lo+max(q.Guarantee/8, r.IntN(c.NumNodes()))) // inclusive
+		if hi-lo+1 < q.Guarantee/8 {
+			continue
+		}
+		q.Nodes = c.NodeName(topology.NodeID(lo))
+		if hi > lo {
+			q.Nodes = fmt.Sprintf("%s,%s", q.Nodes, c.NodeName(topology.NodeID(hi)))
+			for n := lo + 1; n < hi; n++ {
+				q.Nodes += "," + c.NodeName(topology.NodeID(n))
+			}
+		}
+	}
+	return cfg
+}
+
+// reconfigured returns the engine restored from e's snapshot (through
+// JSON) under cfg, checking what a config change must keep: every job in
+// its state but for plans (a reserved or held job may be waiting again),
+// every running gang on its GPUs, and every invariant.
+func reconfigured(t testing.TB, e *Engine, cfg Config) *Engine {
+	t.Helper()
+	data, err := json.Marshal(e.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snap Snapshot
+	if err := json.Unmarshal(data, &snap); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Restore(e.c, cfg, &snap)
+	if err != nil {
+		t.Fatalf("restore under queues %+v: %v", cfg.Quotas.Queues, err)
+	}
+	if err := r.check(); err != nil {
+		t.Fatalf("restored under queues %+v: %v", cfg.Quotas.Queues, err)
+	}
+	was := func(st JobState) JobState {
+		if st == StateReserved || st == StateHeld {
+			return StatePending
+		}
+		return st
+	}
+	before, after := e.Jobs(), r.Jobs()
+	if len(before) != len(after) {
+		t.Fatalf("%d jobs before the restore, %d after", len(before), len(after))
+	}
+	for i, b := range before {
+		a := after[i]
+		if a.ID != b.ID || was(a.State) != was(b.State) && !(b.State.Waiting() && a.State.Waiting()) {
+			t.Fatalf("job %s (%s) restored as %s (%s)", b.ID, b.State, a.ID, a.State)
+		}
+		if !b.State.Active() {
+			continue
+		}
+		x, _ := e.Allocation(b.ID)
+		y, _ := r.Allocation(b.ID)
+		if d := cmp.Diff(x, y); d != "" {
+			t.Fatalf("job %s moved across the restore:\n%s", b.ID, d)
+		}
+	}
+	r.checkEach = e.checkEach
+	return r
+}
+
+// checkPools fails when a job the plan starts has a pod outside its
+// queue's pool.
+func checkPools(t testing.TB, e *Engine, p *Plan) {
+	t.Helper()
+	if e.quota == nil {
+		return
+	}
+	for _, s := range p.Starts {
+		j := e.jobs.byID[s.Job]
+		pool := e.quota.pools[j.queue]
+		if pool == nil {
+			continue
+		}
+		for _, m := range s.Allocation.Members {
+			for _, x := range m.Assignment {
+				if !pool.Test(uint(x.Node)) {
+					t.Fatalf("job %s of queue %s started on node %s, outside its pool", s.Job, j.job.Queue, e.c.NodeName(x.Node))
+				}
+			}
+		}
+	}
+}
+
+// FuzzReconfigure: FuzzQuotaEngine's random operations under random queue
+// trees with node pools, where every restore step restores under a config
+// drawn afresh (the same queues and parents; new guarantees, limits,
+// lending and pools), as an operator changes quotas and restarts the
+// host. The restore must succeed and keep every job (reconfigured); after
+// it, every invariant holds after every step (queues restored above a
+// lowered limit may stay above it, never rise again), a refused step
+// changes nothing, and no start leaves its queue's new pool.
+//
+//	go test ./backfill -run '^$' -fuzz FuzzReconfigure -fuzztime 5m -fuzzminimizetime 5s
+func FuzzReconfigure(f *testing.F) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for i := range 8 {
+		seed := make([]byte, 1+6*60)
+		for k := range seed {
+			seed[k] = byte(r.IntN(256))
+		}
+		seed[0] = byte(i)
+		f.Add(seed)
+	}
+	c := opsCluster(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) < 1 {
+			return
+		}
+		data = data[:min(len(data), 1+6*400)]
+		runReconfigure(t, c, data)
+	})
+}
+
+// runReconfigure runs one FuzzReconfigure input.
+func runReconfigure(t testing.TB, c *topology.Cluster, data []byte) {
+	w := int(data[0])
+	base := opsEngine(t, c, []int{1, 16, Conservative, 0}[w%4]).cfg
+	draws := rand.New(rand.NewPCG(uint64(w), 43))
+	var e *Engine
+	var leaves []string
+	for e == nil {
+		cfg := base
+		cfg.Quotas = poolQueues(draws, w, c)
+		var err error
+		if e, err = New(c, cfg, flatTree(t, cfg.FairShare, "a", "b")); err != nil {
+			e = nil
+			continue
+		}
+		for i, q := range cfg.Quotas.Queues {
+			if e.quota.leaf[i] {
+				leaves = append(leaves, q.Name)
+			}
+		}
+	}
+	e.checkEach = true
+	now := epoch
+	for i := 1; i+6 <= len(data); i += 6 {
+		b := [6]byte(data[i : i+6])
+		s := stepFrom(c, b)
+		if s.kind == opSubmit {
+			s.job.Queue = leaves[int(b[3]^b[4])%len(leaves)]
+		}
+		if s.restore || b[0]%29 == 0 {
+			// Another config: the same queues, drawn again until New
+			// takes it (a guarantee may not exceed its pool).
+			cfg := e.cfg
+			for {
+				cfg.Quotas = poolQueues(draws, w, c)
+				if _, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b")); err == nil {
+					break
+				}
+			}
+			e = reconfigured(t, e, cfg)
+			if debugReconf {
+				fmt.Printf("step %d restored under %+v\n", i/6, cfg.Quotas.Queues)
+			}
+		}
+		now = later(now.Add(s.dt), e.Now())
+		before := e.Snapshot()
+		if s.kind == opSchedule {
+			if debugReconf && e.quota != nil {
+				fmt.Printf("step %d before schedule: used %v eff %v top %d grace %v %v %d keep %v\n", i/6, e.quota.used, e.quota.eff, e.quota.top, e.quota.graceMax, e.quota.graceCeil, e.quota.graceTop, e.quota.keep)
+			}
+			p, err := e.Schedule(now)
+			if debugReconf {
+				fmt.Printf("  plan: %d starts, %d preemptions\n", len(p.Starts), len(p.Preemptions))
+			}
+			if err != nil {
+				t.Fatalf("step %d %v: %v", i/6, s, err)
+			}
+			checkPools(t, e, p)
+			continue
+		}
+		if _, err := s.apply(e, now); err != nil {
+			if d := cmp.Diff(before, e.Snapshot()); d != "" {
+				t.Fatalf("step %d %v: refused (%v) but changed the engine:\n%s", i/6, s, err, d)
+			}
+		}
+	}
+}
+
+// TestReconfigureWorkloads runs FuzzReconfigure's check on 100 seeded
+// inputs of 200 steps (the fuzz target's seeds run with the package's
+// tests too).
+func TestReconfigureWorkloads(t *testing.T) {
+	c := opsCluster(t)
+	r := rand.New(rand.NewPCG(11, 12))
+	n := 100
+	if testing.Short() {
+		n = 30
+	}
+	for w := range n {
+		data := make([]byte, 1+6*200)
+		for k := range data {
+			data[k] = byte(r.IntN(256))
+		}
+		data[0] = byte(w)
+		t.Run(fmt.Sprint(w), func(t *testing.T) { runReconfigure(t, c, data) })
+	}
+}
+
+var debugReconf = false
+
+// TestRestoreUnderChangedConfig: an operator changes a queue's pool or
+// limits and restarts the host from a snapshot. What runs keeps running
+// where it is, the new config binds every start from then on, a plan the
+// new pool no longer allows is dropped, and a job the new config can
+// never run waits, told why, instead of the restore being refused.
+func TestRestoreUnderChangedConfig(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 1, NodesPerLeaf: 4, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := func(n int) string { return c.NodeName(topology.NodeID(n)) }
+	config := func(pool string, max int) Config {
+		cfg := DefaultConfig()
+		cfg.Hold.Enabled = false
+		cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
+			{Name: "q", Maximum: max, BorrowingLimit: Unlimited, LendingLimit: Unlimited, Nodes: pool},
+			{Name: "o", Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+		}}
+		return cfg
+	}
+	job := func(id string, nodes int) Job {
+		return Job{ID: id, Account: "a", Queue: "q", TimeLimit: time.Hour, Gang: member(placement.NodesOf(nodes, 8))}
+	}
+	engine := func(cfg Config) *Engine {
+		e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.checkEach = true
+		return e
+	}
+	restore := func(e *Engine, cfg Config) *Engine {
+		t.Helper()
+		r := reconfigured(t, e, cfg)
+		r.checkEach = true
+		return r
+	}
+	nodesOf := func(e *Engine, id string) []string {
+		a, ok := e.Allocation(id)
+		if !ok {
+			t.Fatalf("job %s has no allocation", id)
+		}
+		var out []string
+		for _, m := range a.Members {
+			for _, x := range m.Assignment {
+				out = append(out, e.c.NodeName(x.Node))
+			}
+		}
+		return out
+	}
+	reason := func(p *Plan, id string) string {
+		for i := range p.Waiting {
+			if w := &p.Waiting[i]; w.Job == id {
+				return w.Message(p.Time)
+			}
+		}
+		t.Fatalf("job %s is not waiting in the plan", id)
+		return ""
+	}
+	state := func(e *Engine, id string) JobState {
+		st, ok := e.Job(id)
+		if !ok {
+			t.Fatalf("no job %s", id)
+		}
+		return st.State
+	}
+	schedule := func(e *Engine, at time.Time) *Plan {
+		t.Helper()
+		p, err := e.Schedule(at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkPools(t, e, p)
+		return p
+	}
+
+	t.Run("narrowed pool", func(t *testing.T) {
+		// r runs on three nodes; w (all four) is reserved at r's end. The
+		// pool shrinks to the fourth node: r runs on, w can never run in
+		// the pool and loses its reservation, and a one-node job of q
+		// starts only there.
+		e := engine(config("", Unlimited))
+		require.NoError(t, e.Submit(job("r", 3), epoch))
+		startAll(t, e, epoch)
+		require.NoError(t, e.Submit(job("w", 4), epoch))
+		schedule(e, epoch.Add(time.Minute))
+		require.Equal(t, StateReserved, state(e, "w"))
+		ran := nodesOf(e, "r")
+		free := name(3)
+		require.NotContains(t, ran, free)
+		r := restore(e, config(free, Unlimited))
+		require.Equal(t, ran, nodesOf(r, "r"), "the running gang moved")
+		require.Equal(t, StatePending, state(r, "w"), "the reservation outside the new pool was kept")
+		require.NoError(t, r.Submit(job("one", 1), epoch.Add(2*time.Minute)))
+		p := schedule(r, epoch.Add(2*time.Minute))
+		require.Equal(t, []string{free}, nodesOf(r, "one"))
+		require.Contains(t, reason(p, "w"), "it cannot fit this cluster even with every GPU free")
+		require.Empty(t, p.Reservations, "a job that can never run in its pool was reserved")
+	})
+
+	t.Run("widened pool", func(t *testing.T) {
+		// q's pool is the first two nodes: r holds one, w (two nodes)
+		// waits. The pool grows to all four: w starts at once on the
+		// new nodes, which it could not have used had its record kept
+		// the old pool as its own node set.
+		pool := name(0) + "," + name(1)
+		e := engine(config(pool, Unlimited))
+		require.NoError(t, e.Submit(job("r", 1), epoch))
+		startAll(t, e, epoch)
+		require.NoError(t, e.Submit(job("w", 2), epoch))
+		schedule(e, epoch.Add(time.Minute))
+		require.True(t, state(e, "w").Waiting())
+		r := restore(e, config(pool+","+name(2)+","+name(3), Unlimited))
+		p := schedule(r, epoch.Add(2*time.Minute))
+		require.Len(t, p.Starts, 1)
+		require.Equal(t, "w", p.Starts[0].Job)
+		spec, _ := r.JobSpec("w")
+		require.Equal(t, uint(4), spec.Gang.Members[0].Request.Allowed.Count(), "w's nodes are not the new pool")
+	})
+
+	t.Run("lowered maximum", func(t *testing.T) {
+		// q runs 24 GPUs; its maximum falls to 8. The restore keeps r
+		// running, q takes nothing more while above 8 (a one-node job
+		// waits for quota), and once r ends the job starts.
+		e := engine(config("", Unlimited))
+		require.NoError(t, e.Submit(job("r", 3), epoch))
+		startAll(t, e, epoch)
+		r := restore(e, config("", 8))
+		require.Equal(t, 24, r.Queues()[0].Used)
+		require.NoError(t, r.Submit(job("one", 1), epoch.Add(time.Minute)))
+		p := schedule(r, epoch.Add(time.Minute))
+		require.Empty(t, p.Starts)
+		require.Contains(t, reason(p, "one"), "queue q: 24 of 8 GPUs, maximum reached")
+		require.NoError(t, r.Finished("r", epoch.Add(30*time.Minute)))
+		p = schedule(r, epoch.Add(30*time.Minute))
+		require.Len(t, p.Starts, 1)
+		require.Equal(t, "one", p.Starts[0].Job)
+	})
+
+	t.Run("a job the new maximum cannot run", func(t *testing.T) {
+		// w (32 GPUs) waits; q's maximum falls to 8: w is kept, waits
+		// with the limit in its reason, and runs once a restore under
+		// the old config lifts it. Submitted now, it would be refused.
+		e := engine(config("", Unlimited))
+		require.NoError(t, e.Submit(job("r", 1), epoch))
+		startAll(t, e, epoch)
+		require.NoError(t, e.Submit(job("w", 4), epoch))
+		schedule(e, epoch.Add(time.Minute))
+		r := restore(e, config("", 8))
+		require.ErrorIs(t, r.Submit(job("w2", 4), epoch.Add(2*time.Minute)), ErrNeverFits)
+		p := schedule(r, epoch.Add(2*time.Minute))
+		require.Contains(t, reason(p, "w"), "32 GPUs, above the maximum of queue q (8 GPUs): it cannot start unless the limit is raised")
+		require.Empty(t, p.Reservations)
+		require.NoError(t, r.Finished("r", epoch.Add(3*time.Minute)))
+		p = schedule(r, epoch.Add(3*time.Minute))
+		require.Empty(t, p.Starts)
+		back := restore(r, config("", Unlimited))
+		p = schedule(back, epoch.Add(4*time.Minute))
+		require.Len(t, p.Starts, 1)
+		require.Equal(t, "w", p.Starts[0].Job)
+	})
+}
