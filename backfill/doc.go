@@ -574,7 +574,10 @@
 //     with time (age, decaying usage) reshuffle reservations, also at a
 //     fixed cadence.
 //   - Save Snapshot (plain JSON-serialisable data) to survive a restart;
-//     Restore checks everything in it before rebuilding.
+//     Restore checks everything in it before rebuilding. To change the
+//     queues' limits or pools, restore under the new config: what runs
+//     stays, and the new limits and pools bind every start after it
+//     (Restore says how).
 //
 // # Concurrency
 //
