@@ -372,6 +372,37 @@ func TestRestoreUnderChangedConfig(t *testing.T) {
 		require.Equal(t, "one", p.Starts[0].Job)
 	})
 
+	t.Run("a held job the new pool cannot run", func(t *testing.T) {
+		// Hold mode, no time limits: big (all four nodes) is held while
+		// three one-node jobs run. The pool shrinks to two nodes: the
+		// hold is dropped at the restore, and no cycle holds GPUs for a
+		// job that can never run in its pool.
+		cfg := config("", Unlimited)
+		cfg.Hold = HoldConfig{Enabled: true, MinGPUs: 16, MaxShare: 1, Budget: time.Hour, Hysteresis: 20 * time.Minute, MaxHolds: 2}
+		e := engine(cfg)
+		for _, id := range []string{"a", "b", "c"} {
+			j := job(id, 1)
+			j.Queue, j.TimeLimit = "o", 0
+			require.NoError(t, e.Submit(j, epoch))
+		}
+		startAll(t, e, epoch)
+		big := job("big", 4)
+		big.TimeLimit = 0
+		require.NoError(t, e.Submit(big, epoch))
+		p := schedule(e, epoch.Add(time.Minute))
+		require.Equal(t, StateHeld, state(e, "big"))
+		require.NotEmpty(t, p.Holds)
+		narrowed := config(name(0)+","+name(1), Unlimited)
+		narrowed.Hold = cfg.Hold
+		r := restore(e, narrowed)
+		require.Equal(t, StatePending, state(r, "big"))
+		for m := 2; m < 10; m++ {
+			p = schedule(r, epoch.Add(time.Duration(m)*time.Minute))
+			require.Empty(t, p.Holds, "minute %d", m)
+		}
+		require.Contains(t, reason(p, "big"), "it cannot fit this cluster even with every GPU free")
+	})
+
 	t.Run("a job the new maximum cannot run", func(t *testing.T) {
 		// w (32 GPUs) waits; q's maximum falls to 8: w is kept, waits
 		// with the limit in its reason, and runs once a restore under
