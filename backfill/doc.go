@@ -264,7 +264,10 @@
 // the queues below it, are placed on those nodes only (a partition); a
 // pool lends its idle nodes to another through a queue on its nodes that
 // borrows its unused quota, and its lending limit is the floor it never
-// lends (examples/hybrid). Reclaim takes only from queues that borrow: a
+// lends (examples/hybrid). Limits and pools bind starts: restored under a
+// config that lowered or moved them (Restore), running jobs stay where
+// and as they run, and their queues take nothing more until back within
+// the limits. Reclaim takes only from queues that borrow: a
 // pool's guarantee holds when the queues that may also use its nodes
 // either have pools of their own elsewhere or borrow to be there. A
 // queue's use is the GPUs of its subtree's starting and running jobs and

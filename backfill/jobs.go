@@ -77,9 +77,12 @@ type jobRec struct {
 	// a snapshot records these, so that a restore under a changed pool
 	// applies the new one.
 	ownAllowed []*bitset.BitSet
-	seq        uint64
-	gpus       int
-	acct       int // index in the engine's accounts
+	// unfit, for a job restored under a pool that cannot run it (see
+	// validateJob), says why: it waits for quota, never tried.
+	unfit string
+	seq   uint64
+	gpus  int
+	acct  int // index in the engine's accounts
 	// queue is the job's queue's index (-1 without quotas); counted the
 	// GPUs counted for it there (an active job's, a claim's).
 	queue, counted int

@@ -469,6 +469,10 @@ func (s *quotaState) overShare(q, g int) (int, int) {
 func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 	e, s := c.e, c.e.quota
 	q, g := j.queue, j.gpus
+	if j.unfit != "" {
+		c.quotaWait(j, quotaCheck{quotaPool, q}, fmt.Sprintf("%s's nodes cannot run it even with every GPU free (%s): it cannot start unless the queue's pool is widened", s.name(q), j.unfit), w)
+		return true
+	}
 	mayBorrow := e.mayBorrow(j)
 	qc := s.check(q, g, mayBorrow, false)
 	entitled := s.entitled(q, g)
@@ -561,7 +565,7 @@ func (c *cycle) waitsForQuota(j *jobRec) bool {
 	if s == nil || j.claim != nil {
 		return false
 	}
-	return s.check(j.queue, j.job.Gang.MinGPUs(e.c), e.mayBorrow(j), false).code != quotaFits
+	return j.unfit != "" || s.check(j.queue, j.job.Gang.MinGPUs(e.c), e.mayBorrow(j), false).code != quotaFits
 }
 
 // overQuota fills w for job j, which its queue's quota does not take at
@@ -570,6 +574,12 @@ func (c *cycle) waitsForQuota(j *jobRec) bool {
 // and gives up its reservation and its hold.
 func (c *cycle) overQuota(j *jobRec, qc quotaCheck, g int, w *Waiting) {
 	s, q := c.e.quota, j.queue
+	if why := c.e.neverWhy(j); why != "" {
+		// Restored under lower limits (Submit refuses such a job): it
+		// reclaims nothing and waits, told so.
+		c.quotaWait(j, qc, why, w)
+		return
+	}
 	if c.reclaimGuarantee(j, w) {
 		return
 	}
@@ -586,6 +596,20 @@ func (c *cycle) overQuota(j *jobRec, qc quotaCheck, g int, w *Waiting) {
 		return m
 	})
 	c.quotaWait(j, qc, why, w)
+}
+
+// neverWhy says why waiting job j can never run in its queue under the
+// current limits, as checkQueue would refuse it at Submit ("" when it
+// can): at its minimum (an elastic gang), and within its queue's
+// guarantee when it may not borrow. A restore under lowered limits keeps
+// such a job.
+func (e *Engine) neverWhy(j *jobRec) string {
+	s, q := e.quota, j.queue
+	g := j.job.Gang.MinGPUs(e.c)
+	if !e.mayBorrow(j) && g > s.guar[q] {
+		return fmt.Sprintf("%d GPUs; a job that cannot be preempted runs within its queue's guarantee, and %s has %d: it cannot start unless the guarantee is raised", g, s.name(q), s.guar[q])
+	}
+	return s.never(q, g)
 }
 
 // quotaBlockedWait fills w for job j, whose placement on e.alloc its

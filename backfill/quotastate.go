@@ -415,9 +415,6 @@ func (s *quotaState) guarded(q, g, code, a int) bool {
 // explain renders why a gang of g GPUs does not fit leaf queue q, in a
 // user's words.
 func (s *quotaState) explain(q, g int, qc quotaCheck) string {
-	if m := s.never(q, g); m != "" {
-		return m
-	}
 	m := s.explainCode(q, qc)
 	if s.guarded(q, g, qc.code, qc.at) {
 		m += fmt.Sprintf("; the other queues under %s use their guarantees, which this job would borrow (what a queue is guaranteed is its own)", s.name(qc.at))
@@ -427,7 +424,7 @@ func (s *quotaState) explain(q, g int, qc quotaCheck) string {
 
 // never says why a gang of g GPUs can never run in queue q under the
 // current limits ("" when it can): a restore under a config that lowered
-// them keeps such a job waiting (Submit refuses one).
+// them keeps such a job waiting (Submit refuses one; Engine.neverWhy).
 func (s *quotaState) never(q, g int) string {
 	switch qc := s.neverFits(q, g); qc.code {
 	case quotaMaximum:

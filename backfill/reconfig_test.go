@@ -2,14 +2,17 @@ package backfill
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -403,6 +406,71 @@ func TestRestoreUnderChangedConfig(t *testing.T) {
 		require.Contains(t, reason(p, "big"), "it cannot fit this cluster even with every GPU free")
 	})
 
+	t.Run("a small job the new pool cannot run", func(t *testing.T) {
+		// z may use only the first node; its queue's pool becomes the
+		// last. It waits for quota, told that the pool cannot run it,
+		// and does not keep the backlog rule (plan as EASY while a job
+		// waits past BacklogAfter) on for ever.
+		cfg := config("", Unlimited)
+		cfg.BacklogAfter = time.Hour
+		e := engine(cfg)
+		z := job("z", 1)
+		z.Gang.Members[0].Request.Allowed = c.NewNodeSet()
+		z.Gang.Members[0].Request.Allowed.Set(0)
+		require.NoError(t, e.Submit(z, epoch))
+		narrowed := config(name(3), Unlimited)
+		narrowed.BacklogAfter = cfg.BacklogAfter
+		r := restore(e, narrowed)
+		for _, at := range []time.Duration{time.Minute, 9 * time.Hour, 48 * time.Hour} {
+			p := schedule(r, epoch.Add(at))
+			require.Empty(t, p.Starts)
+			require.Empty(t, p.Backlog, "at %v", at)
+			require.Contains(t, reason(p, "z"), "queue q's nodes cannot run it even with every GPU free")
+			require.Contains(t, reason(p, "z"), "it cannot start unless the queue's pool is widened")
+		}
+		// Under the old pool again it runs.
+		p := schedule(restore(r, cfg), epoch.Add(49*time.Hour))
+		require.Len(t, p.Starts, 1)
+	})
+
+	t.Run("an elastic gang is judged at its minimum", func(t *testing.T) {
+		// q's maximum is 16 and 16 are in use: an elastic gang of 4
+		// nodes, at least 1, waits for quota like any job (not told it
+		// can never start); restored under a maximum of 4 GPUs, below
+		// its minimum, it is.
+		e := engine(config("", 16))
+		require.NoError(t, e.Submit(job("r", 2), epoch))
+		startAll(t, e, epoch)
+		el := job("el", 4)
+		el.Gang.Members[0].Min = 1
+		require.NoError(t, e.Submit(el, epoch))
+		p := schedule(e, epoch.Add(time.Minute))
+		require.Equal(t, "queue q: 16 of 16 GPUs, maximum reached", reason(p, "el"))
+		r := restore(e, config("", 4))
+		p = schedule(r, epoch.Add(2*time.Minute))
+		require.Contains(t, reason(p, "el"), "8 GPUs, above the maximum of queue q (4 GPUs): it cannot start unless the limit is raised")
+	})
+
+	t.Run("a job that cannot be preempted above a lowered guarantee", func(t *testing.T) {
+		// n may not be preempted: it runs within q's guarantee (16).
+		// The guarantee falls to 8: it waits, told it never starts so.
+		guaranteed := func(g int) Config {
+			cfg := config("", Unlimited)
+			cfg.Quotas.Queues[0].Guarantee = g
+			return cfg
+		}
+		e := engine(guaranteed(16))
+		require.NoError(t, e.Submit(job("r", 2), epoch))
+		startAll(t, e, epoch)
+		n := job("n", 2)
+		n.Preemption = preempt.Never
+		require.NoError(t, e.Submit(n, epoch))
+		schedule(e, epoch.Add(time.Minute))
+		r := restore(e, guaranteed(8))
+		p := schedule(r, epoch.Add(2*time.Minute))
+		require.Contains(t, reason(p, "n"), "16 GPUs; a job that cannot be preempted runs within its queue's guarantee, and queue q has 8: it cannot start unless the guarantee is raised")
+	})
+
 	t.Run("a job the new maximum cannot run", func(t *testing.T) {
 		// w (32 GPUs) waits; q's maximum falls to 8: w is kept, waits
 		// with the limit in its reason, and runs once a restore under
@@ -424,5 +492,89 @@ func TestRestoreUnderChangedConfig(t *testing.T) {
 		p = schedule(back, epoch.Add(4*time.Minute))
 		require.Len(t, p.Starts, 1)
 		require.Equal(t, "w", p.Starts[0].Job)
+	})
+}
+
+// TestGraceNeverRises: a queue restored above a lowered maximum may stay
+// above it, but once its use falls, the invariant checker refuses a rise
+// back above the maximum (settle lowers the grace after every event).
+func TestGraceNeverRises(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 1, NodesPerLeaf: 4, GPUsPerNode: 8})
+	require.NoError(t, err)
+	cfg := DefaultConfig()
+	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{{Name: "q", Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited}}}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+	require.NoError(t, err)
+	for _, id := range []string{"a", "b", "c"} {
+		require.NoError(t, e.Submit(Job{ID: id, Account: "a", Queue: "q", TimeLimit: time.Hour, Gang: member(placement.NodesOf(1, 8))}, epoch))
+	}
+	startAll(t, e, epoch)
+	cfg.Quotas.Queues[0].Maximum = 8
+	r := reconfigured(t, e, cfg)
+	require.Equal(t, 24, r.quota.used[0])
+	require.NoError(t, r.Finished("a", epoch.Add(time.Minute)))
+	require.Empty(t, r.quota.limits(), "16 of 8 after 24 of 8")
+	r.quota.add(0, 8) // as a start past the checks would
+	require.NotEmpty(t, r.quota.limits(), "back to 24 of 8 after 16 of 8")
+	r.quota.add(0, -8)
+	require.Empty(t, r.quota.limits())
+}
+
+// TestRestoreOntoChangedClusterAndPool: onto another cluster, a waiting
+// job that cannot fit it on the nodes it was submitted with is still
+// refused (only a queue's pool or limits may leave a job no room), and a
+// reservation the new pool does not contain is dropped, not kept to be
+// refused by the ledger when it falls due.
+func TestRestoreOntoChangedClusterAndPool(t *testing.T) {
+	tree := func(leaves, nodes int) *topology.Cluster {
+		c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: leaves, NodesPerLeaf: nodes, GPUsPerNode: 8})
+		require.NoError(t, err)
+		return c
+	}
+	queues := func(pool string) Config {
+		cfg := DefaultConfig()
+		cfg.Quotas = QuotaConfig{Queues: []QueueSpec{{Name: "q", Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited, Nodes: pool}}}
+		return cfg
+	}
+	job := func(id string, nodes int, required string) Job {
+		req := placement.NodesOf(nodes, 8)
+		req.Required = required
+		return Job{ID: id, Account: "a", Queue: "q", TimeLimit: time.Hour, Gang: member(req)}
+	}
+
+	t.Run("a job the new cluster cannot fit", func(t *testing.T) {
+		before := tree(2, 4)
+		cfg := queues("")
+		e, err := New(before, cfg, flatTree(t, cfg.FairShare, "a"))
+		require.NoError(t, err)
+		require.NoError(t, e.Submit(job("w", 4, "leaf"), epoch))
+		_, err = Restore(tree(4, 2), cfg, snapshotCopy(t, e.Snapshot()))
+		if !errors.Is(err, ErrRestore) || !strings.Contains(err.Error(), "job w: backfill: job can never fit the cluster") {
+			t.Fatalf("a waiting job no leaf of the new cluster holds: %v", err)
+		}
+	})
+
+	t.Run("a reservation outside the new pool", func(t *testing.T) {
+		before, after := tree(1, 4), tree(1, 5)
+		cfg := queues("")
+		e, err := New(before, cfg, flatTree(t, cfg.FairShare, "a"))
+		require.NoError(t, err)
+		require.NoError(t, e.Submit(job("r", 4, ""), epoch))
+		startAll(t, e, epoch)
+		require.NoError(t, e.Submit(job("w", 1, ""), epoch))
+		_, err = e.Schedule(epoch.Add(time.Minute))
+		require.NoError(t, err)
+		st, _ := e.Job("w")
+		require.Equal(t, StateReserved, st.State)
+		newNode := after.NodeName(4)
+		r, err := Restore(after, queues(newNode), snapshotCopy(t, e.Snapshot()))
+		require.NoError(t, err)
+		r.checkEach = true
+		st, _ = r.Job("w")
+		require.Equal(t, StatePending, st.State, "the reservation outside the new pool was kept")
+		p, err := r.Schedule(epoch.Add(2 * time.Minute))
+		require.NoError(t, err)
+		require.Len(t, p.Starts, 1)
+		require.Equal(t, "m="+newNode, Hosts(after, &p.Starts[0].Allocation))
 	})
 }

@@ -59,9 +59,12 @@ import (
 // it runs but takes nothing more until its use is back within the limit;
 // a reservation, hold or claim that a queue's new pool does not contain is
 // dropped (a claim's victims still stop) and planned again; a waiting job
-// that the new queues can never run (Submit would refuse it now with
-// ErrNeverFits) waits, its reason saying why, until it is cancelled or a
-// config lets it run.
+// that fits c on the nodes it was submitted with but that the new queues
+// can never run (Submit would refuse it now with ErrNeverFits: its
+// queue's pool is too small, or its size, an elastic gang's minimum, is
+// above a limit) waits for quota, its reason saying why, reserves and
+// reclaims nothing, until it is cancelled or a config lets it run. A job
+// c itself cannot fit is refused, as before.
 func Restore(c *topology.Cluster, cfg Config, snap *Snapshot) (*Engine, error) {
 	if snap == nil {
 		return nil, fmt.Errorf("%w: no snapshot", ErrRestore)
@@ -137,12 +140,13 @@ func (r *restorer) placed(j *jobRec) *gang.Spec {
 }
 
 // stale reports whether a plan of waiting job j (a reservation, hold or
-// claim), true to the job as recorded, puts it where cfg's pool for its
-// queue no longer lets it run: the plan is dropped (a claim's victims
-// still stop) and the next cycle plans again. Onto another cluster node
-// sets are not checked (placed), nor is this.
+// claim), true to the job as recorded, puts it where it may not start:
+// outside cfg's pool for its queue, or, onto another cluster, outside its
+// node sets or across its Required domain (placed did not check them; a
+// start there would be refused). The plan is dropped (a claim's victims
+// still stop) and the next cycle plans again.
 func (r *restorer) stale(j *jobRec, a *gang.Allocation) bool {
-	return !r.moved && j.job.Gang.CheckAllocation(r.e.c, a) != nil
+	return j.job.Gang.CheckAllocation(r.e.c, a) != nil
 }
 
 func (r *restorer) bad(format string, args ...any) {

@@ -41,10 +41,11 @@ func simpleShape(g *gang.Spec) bool {
 
 // validateJob validates a job as Submit does (every field in range, a valid
 // gang that fits the cluster when empty) and builds its record. With fits
-// false (a restore) a gang that could not fit the empty cluster within its
-// queue's nodes and limits is accepted: the config may have changed since
-// it was submitted, and it waits, told why, until it is cancelled or the
-// config changes back.
+// false (a restore) a gang that fits the empty cluster on the nodes it was
+// submitted with but not within its queue's nodes (marked unfit) or
+// limits is accepted: the config may have changed since it was
+// submitted, and it waits, told why, until it is cancelled or a config
+// lets it run.
 func (e *Engine) validateJob(j Job, fits bool) (*jobRec, error) {
 	if err := e.checkFields(&j); err != nil {
 		return nil, err
@@ -72,8 +73,20 @@ func (e *Engine) validateJob(j Job, fits bool) (*jobRec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
 	}
-	if !res.Admitted && fits {
-		return nil, fmt.Errorf("%w: job %s: %s", ErrNeverFits, j.ID, res)
+	if !res.Admitted {
+		if fits || rec.ownAllowed == nil {
+			return nil, fmt.Errorf("%w: job %s: %s", ErrNeverFits, j.ID, res)
+		}
+		// Restored: refused unless it is the queue's pool that leaves it
+		// no room.
+		own, err := e.adm.Check(e.empty, e.submittedGang(rec), &e.alloc)
+		if err != nil {
+			return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
+		}
+		if !own.Admitted {
+			return nil, fmt.Errorf("%w: job %s: %s", ErrNeverFits, j.ID, own)
+		}
+		rec.unfit = res.String()
 	}
 	// Numbered last, once the job is accepted (a refused one takes no
 	// slot), and after checkQueue, which sets the queue and may restrict
