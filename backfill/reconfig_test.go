@@ -17,14 +17,20 @@ import (
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
-// poolQueues is randomQueues with node pools: each queue, with odds one
-// in two, gets a random run of nodes (at least its guarantee's worth), so
-// that a queue's jobs may be confined to a few nodes, nested pools cut
-// each other, and a pool may leave a job of its queue no room at all.
+// poolQueues is randomQueues with node pools and low maximums: each
+// queue, with odds one in two, gets a random run of nodes (at least its
+// guarantee's worth), so that a queue's jobs may be confined to a few
+// nodes, nested pools cut each other, and a pool may leave a job of its
+// queue no room at all; with odds one in three its maximum is at most
+// two nodes above its guarantee (randomQueues' are four or more), so
+// that a config drawn again often lowers it below the queue's use.
 func poolQueues(r *rand.Rand, w int, c *topology.Cluster) QuotaConfig {
 	cfg := randomQueues(r, w, c.NumNodes())
 	for i := range cfg.Queues {
 		q := &cfg.Queues[i]
+		if r.IntN(3) == 0 {
+			q.Maximum = q.Guarantee + 8*r.IntN(3)
+		}
 		if r.IntN(2) == 0 {
 			continue
 		}
