@@ -205,6 +205,10 @@ func (p *Placer) fewestNodes(h []int32) int {
 // pickLeaf assigns the nodes and GPUs that take a last-phase items of
 // leaf x, lowest node index first within a class.
 func (p *Placer) pickLeaf(x, a int) {
+	if p.takesWhole(x, a) {
+		p.takeLeaf(x)
+		return
+	}
 	cp := &p.sc.cls
 	p.planClasses(x, a, cp)
 	ly := p.lay
@@ -219,6 +223,35 @@ func (p *Placer) pickLeaf(x, a int) {
 			p.pickClass(k, lo, hi, int(cp.whole[k]), n, cp.partGPUs)
 		}
 	}
+}
+
+// takesWhole reports whether a last-phase items of leaf x take every
+// candidate in it with all its usable GPUs (as a split takes all but one
+// of its leaves): GPU totals or whole nodes of leaf capacity a, or nodes
+// asking for the largest node's GPUs.
+func (p *Placer) takesWhole(x, a int) bool {
+	pl := &p.sc.pl
+	return pl.nlayers == 0 && a == p.phaseCap(p.lastPhase(), x) &&
+		(pl.mode == modeGPUs || pl.exclusive || pl.perNode >= p.lay.maxGPUs)
+}
+
+// takeLeaf writes every candidate of leaf x with all its usable GPUs, in
+// node order, in one pass.
+func (p *Placer) takeLeaf(x int) {
+	sc, ly := &p.sc, p.lay
+	lo, hi := int(ly.nodeFirst[x]), int(ly.nodeEnd[x])
+	sc.tally.free += p.markPath(x, &sc.tally.spans)
+	free, out, gpus := sc.w.Free, sc.out, 0
+	for w := lo >> 6; w <= (hi-1)>>6; w++ {
+		for c := p.candWord(w) & bits.RangeMask(w, lo, hi); c != 0; c &= c - 1 {
+			node := w<<6 + mathbits.TrailingZeros64(c)
+			out = append(out, topology.NodeAlloc{Node: topology.NodeID(node), GPUs: free[node]})
+			gpus += mathbits.OnesCount64(free[node])
+		}
+	}
+	sc.out = out
+	sc.tally.gpus += gpus
+	sc.tally.free += gpus
 }
 
 // pickClass takes the first n nodes of class k in [lo, hi): the first
