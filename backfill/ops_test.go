@@ -339,6 +339,19 @@ func FuzzEngine(f *testing.F) {
 	})
 }
 
+// addWorkloadSeeds adds eight seed inputs of steps random operations to
+// f: a first byte that picks the workload (0 to 7), then 6 bytes a step.
+func addWorkloadSeeds(f *testing.F, r *rand.Rand, steps int) {
+	for i := range 8 {
+		seed := make([]byte, 1+6*steps)
+		for k := range seed {
+			seed[k] = byte(r.IntN(256))
+		}
+		seed[0] = byte(i)
+		f.Add(seed)
+	}
+}
+
 // FuzzQuotaEngine is FuzzEngine under queues: a random queue tree
 // (guarantees, borrowing and lending limits, maxima, weights, flat or
 // nested; randomQueues) drawn from the input's first byte, every job in a
@@ -348,15 +361,7 @@ func FuzzEngine(f *testing.F) {
 //
 //	go test ./backfill -run '^$' -fuzz FuzzQuotaEngine -fuzztime 5m -fuzzminimizetime 5s
 func FuzzQuotaEngine(f *testing.F) {
-	r := rand.New(rand.NewPCG(5, 6))
-	for i := range 8 {
-		seed := make([]byte, 1+6*40)
-		for k := range seed {
-			seed[k] = byte(r.IntN(256))
-		}
-		seed[0] = byte(i)
-		f.Add(seed)
-	}
+	addWorkloadSeeds(f, rand.New(rand.NewPCG(5, 6)), 40)
 	c := opsCluster(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) < 1 {

@@ -133,15 +133,7 @@ func checkPools(t testing.TB, e *Engine, p *Plan) {
 //
 //	go test ./backfill -run '^$' -fuzz FuzzReconfigure -fuzztime 5m -fuzzminimizetime 5s
 func FuzzReconfigure(f *testing.F) {
-	r := rand.New(rand.NewPCG(7, 8))
-	for i := range 8 {
-		seed := make([]byte, 1+6*60)
-		for k := range seed {
-			seed[k] = byte(r.IntN(256))
-		}
-		seed[0] = byte(i)
-		f.Add(seed)
-	}
+	addWorkloadSeeds(f, rand.New(rand.NewPCG(7, 8)), 60)
 	c := opsCluster(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) < 1 {
