@@ -77,8 +77,12 @@ type jobRec struct {
 	// a snapshot records these, so that a restore under a changed pool
 	// applies the new one.
 	ownAllowed []*bitset.BitSet
-	// unfit, for a job restored under a pool that cannot run it (see
-	// validateJob), says why: it waits for quota, never tried.
+	// unfit, for a job restored under queues that can never run it (its
+	// queue's pool is too small, or a limit below its size: see
+	// validateJob and Engine.neverWhy), says why. Limits change only at a
+	// restore, so it holds for the job's life there: waiting, it waits
+	// for quota, never tried, reserved, held or given a claim, and counts
+	// in no queue's demand.
 	unfit string
 	seq   uint64
 	gpus  int

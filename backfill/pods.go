@@ -254,7 +254,7 @@ func (e *Engine) grow(now time.Time, plan *Plan) {
 		return
 	}
 	for _, j := range e.jobs.pending {
-		if j.resv == nil {
+		if j.resv == nil && j.unfit == "" {
 			return
 		}
 	}

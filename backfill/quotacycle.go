@@ -235,7 +235,7 @@ func (e *Engine) entitledFirst() {
 	s.covered = slices.Grow(s.covered[:0], len(e.order))[:len(e.order)]
 	for i, j := range e.order {
 		q := j.queue
-		s.covered[i] = j.claim == nil && s.used[q]+s.cum[q]+j.gpus <= s.guar[q]
+		s.covered[i] = j.claim == nil && j.unfit == "" && s.used[q]+s.cum[q]+j.gpus <= s.guar[q]
 		if s.covered[i] {
 			s.cum[q] += j.gpus
 		}
@@ -283,7 +283,7 @@ func (c *cycle) initQuota() {
 		}
 	}
 	for _, j := range c.e.jobs.pending {
-		if j.claim == nil {
+		if j.claim == nil && j.unfit == "" {
 			s.demand[j.queue] += j.gpus
 			s.minGang[j.queue] = min(s.minGang[j.queue], j.gpus)
 		}
@@ -409,7 +409,7 @@ func (c *cycle) queueCanUse(q int) *jobRec {
 		}
 	}
 	for _, j := range e.jobs.pending {
-		if j.claim != nil || !s.isAncestor(q, j.queue) {
+		if j.claim != nil || j.unfit != "" || !s.isAncestor(q, j.queue) {
 			continue
 		}
 		if !c.naive && (j.noFitGen == e.inServiceGen || j.shapeID != 0 && slices.Contains(c.noFit[:], j.shapeID)) {
@@ -470,7 +470,7 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 	e, s := c.e, c.e.quota
 	q, g := j.queue, j.gpus
 	if j.unfit != "" {
-		c.quotaWait(j, quotaCheck{quotaPool, q}, fmt.Sprintf("%s's nodes cannot run it even with every GPU free (%s): it cannot start unless the queue's pool is widened", s.name(q), j.unfit), w)
+		c.quotaWait(j, quotaCheck{quotaPool, q}, j.unfit, w)
 		return true
 	}
 	mayBorrow := e.mayBorrow(j)
@@ -574,12 +574,6 @@ func (c *cycle) waitsForQuota(j *jobRec) bool {
 // and gives up its reservation and its hold.
 func (c *cycle) overQuota(j *jobRec, qc quotaCheck, g int, w *Waiting) {
 	s, q := c.e.quota, j.queue
-	if why := c.e.neverWhy(j); why != "" {
-		// Restored under lower limits (Submit refuses such a job): it
-		// reclaims nothing and waits, told so.
-		c.quotaWait(j, qc, why, w)
-		return
-	}
 	if c.reclaimGuarantee(j, w) {
 		return
 	}
@@ -963,6 +957,14 @@ func (e *Engine) recountQuotas() error {
 			if cl.reclaim && v.queue == cl.job.queue {
 				return fmt.Errorf("the reclaim claim for %s lists %s, of its own queue", cl.job.job.ID, v.job.ID)
 			}
+		}
+	}
+	// A claim its queue cannot take now (cfg lowered a limit below what
+	// it counts, or its job can never run there) is dropped: its start
+	// would take no limit's check. Its victims still stop.
+	for _, cl := range slices.Clone(e.book.claims) {
+		if cl.job.unfit != "" || e.quota.over(cl.job.queue) {
+			e.book.dropClaim(cl)
 		}
 	}
 	// cfg may have lowered limits below what runs: it runs on, and the

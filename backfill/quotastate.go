@@ -224,6 +224,18 @@ func (s *quotaState) settle() {
 	s.graced = s.graced || s.graceTop > s.total
 }
 
+// over reports whether queue q or a queue above it is above a limit, or
+// the top queues above the cluster (only after a restore under lowered
+// limits).
+func (s *quotaState) over(q int) bool {
+	for a := q; a >= 0; a = s.parent[a] {
+		if s.used[a] > s.max[a] || s.eff[a] > s.ceil[a] {
+			return true
+		}
+	}
+	return s.top > s.total
+}
+
 // grace lets every queue above a limit stay there (graceMax): Restore's,
 // once every restored job and claim is counted.
 func (s *quotaState) grace() {

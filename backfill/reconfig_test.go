@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -99,23 +100,34 @@ func reconfigured(t testing.TB, e *Engine, cfg Config) *Engine {
 	return r
 }
 
-// checkPools fails when a job the plan starts has a pod outside its
-// queue's pool.
-func checkPools(t testing.TB, e *Engine, p *Plan) {
+// checkStarts fails when a job the plan starts has a pod outside its
+// queue's pool, or leaves its queue or a queue above it past its maximum
+// or its own queue past its guarantee and borrowing limit (a queue
+// restored above a limit starts nothing: the invariants allow it the
+// excess it had, not a start). Effective use above the own queue is not
+// checked: a start that does not raise it passes there.
+func checkStarts(t testing.TB, e *Engine, p *Plan) {
 	t.Helper()
-	if e.quota == nil {
+	s := e.quota
+	if s == nil {
 		return
 	}
-	for _, s := range p.Starts {
-		j := e.jobs.byID[s.Job]
-		pool := e.quota.pools[j.queue]
+	for _, st := range p.Starts {
+		j := e.jobs.byID[st.Job]
+		for a := j.queue; a >= 0; a = s.parent[a] {
+			if s.used[a] > s.max[a] || a == j.queue && s.eff[a] > s.ceil[a] {
+				t.Fatalf("job %s started, and queue %s is at %d GPUs (%d effective), above its maximum %d or its guarantee and borrowing limit %d",
+					st.Job, s.names[a], s.used[a], s.eff[a], s.max[a], s.ceil[a])
+			}
+		}
+		pool := s.pools[j.queue]
 		if pool == nil {
 			continue
 		}
-		for _, m := range s.Allocation.Members {
+		for _, m := range st.Allocation.Members {
 			for _, x := range m.Assignment {
 				if !pool.Test(uint(x.Node)) {
-					t.Fatalf("job %s of queue %s started on node %s, outside its pool", s.Job, j.job.Queue, e.c.NodeName(x.Node))
+					t.Fatalf("job %s of queue %s started on node %s, outside its pool", st.Job, j.job.Queue, e.c.NodeName(x.Node))
 				}
 			}
 		}
@@ -129,7 +141,8 @@ func checkPools(t testing.TB, e *Engine, p *Plan) {
 // host. The restore must succeed and keep every job (reconfigured); after
 // it, every invariant holds after every step (queues restored above a
 // lowered limit may stay above it, never rise again), a refused step
-// changes nothing, and no start leaves its queue's new pool.
+// changes nothing, and no start leaves its queue's new pool or limits
+// (checkStarts).
 //
 //	go test ./backfill -run '^$' -fuzz FuzzReconfigure -fuzztime 5m -fuzzminimizetime 5s
 func FuzzReconfigure(f *testing.F) {
@@ -201,7 +214,7 @@ func runReconfigure(t testing.TB, c *topology.Cluster, data []byte) {
 			if err != nil {
 				t.Fatalf("step %d %v: %v", i/6, s, err)
 			}
-			checkPools(t, e, p)
+			checkStarts(t, e, p)
 			continue
 		}
 		if _, err := s.apply(e, now); err != nil {
@@ -284,15 +297,6 @@ func TestRestoreUnderChangedConfig(t *testing.T) {
 		}
 		return out
 	}
-	reason := func(p *Plan, id string) string {
-		for i := range p.Waiting {
-			if w := &p.Waiting[i]; w.Job == id {
-				return w.Message(p.Time)
-			}
-		}
-		t.Fatalf("job %s is not waiting in the plan", id)
-		return ""
-	}
 	state := func(e *Engine, id string) JobState {
 		st, ok := e.Job(id)
 		if !ok {
@@ -306,7 +310,7 @@ func TestRestoreUnderChangedConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkPools(t, e, p)
+		checkStarts(t, e, p)
 		return p
 	}
 
@@ -330,7 +334,7 @@ func TestRestoreUnderChangedConfig(t *testing.T) {
 		require.NoError(t, r.Submit(job("one", 1), epoch.Add(2*time.Minute)))
 		p := schedule(r, epoch.Add(2*time.Minute))
 		require.Equal(t, []string{free}, nodesOf(r, "one"))
-		require.Contains(t, reason(p, "w"), "it cannot fit this cluster even with every GPU free")
+		require.Contains(t, reason(t, p, "w"), "queue q's nodes cannot run it even with every GPU free")
 		require.Empty(t, p.Reservations, "a job that can never run in its pool was reserved")
 	})
 
@@ -366,7 +370,7 @@ func TestRestoreUnderChangedConfig(t *testing.T) {
 		require.NoError(t, r.Submit(job("one", 1), epoch.Add(time.Minute)))
 		p := schedule(r, epoch.Add(time.Minute))
 		require.Empty(t, p.Starts)
-		require.Contains(t, reason(p, "one"), "queue q: 24 of 8 GPUs, maximum reached")
+		require.Contains(t, reason(t, p, "one"), "queue q: 24 of 8 GPUs, maximum reached")
 		require.NoError(t, r.Finished("r", epoch.Add(30*time.Minute)))
 		p = schedule(r, epoch.Add(30*time.Minute))
 		require.Len(t, p.Starts, 1)
@@ -401,7 +405,7 @@ func TestRestoreUnderChangedConfig(t *testing.T) {
 			p = schedule(r, epoch.Add(time.Duration(m)*time.Minute))
 			require.Empty(t, p.Holds, "minute %d", m)
 		}
-		require.Contains(t, reason(p, "big"), "it cannot fit this cluster even with every GPU free")
+		require.Contains(t, reason(t, p, "big"), "queue q's nodes cannot run it even with every GPU free")
 	})
 
 	t.Run("a small job the new pool cannot run", func(t *testing.T) {
@@ -423,8 +427,8 @@ func TestRestoreUnderChangedConfig(t *testing.T) {
 			p := schedule(r, epoch.Add(at))
 			require.Empty(t, p.Starts)
 			require.Empty(t, p.Backlog, "at %v", at)
-			require.Contains(t, reason(p, "z"), "queue q's nodes cannot run it even with every GPU free")
-			require.Contains(t, reason(p, "z"), "it cannot start unless the queue's pool is widened")
+			require.Contains(t, reason(t, p, "z"), "queue q's nodes cannot run it even with every GPU free")
+			require.Contains(t, reason(t, p, "z"), "it cannot start unless the queue's pool is widened")
 		}
 		// Under the old pool again it runs.
 		p := schedule(restore(r, cfg), epoch.Add(49*time.Hour))
@@ -443,10 +447,10 @@ func TestRestoreUnderChangedConfig(t *testing.T) {
 		el.Gang.Members[0].Min = 1
 		require.NoError(t, e.Submit(el, epoch))
 		p := schedule(e, epoch.Add(time.Minute))
-		require.Equal(t, "queue q: 16 of 16 GPUs, maximum reached", reason(p, "el"))
+		require.Equal(t, "queue q: 16 of 16 GPUs, maximum reached", reason(t, p, "el"))
 		r := restore(e, config("", 4))
 		p = schedule(r, epoch.Add(2*time.Minute))
-		require.Contains(t, reason(p, "el"), "8 GPUs, above the maximum of queue q (4 GPUs): it cannot start unless the limit is raised")
+		require.Contains(t, reason(t, p, "el"), "8 GPUs, above the maximum of queue q (4 GPUs): it cannot start unless the limit is raised")
 	})
 
 	t.Run("a job that cannot be preempted above a lowered guarantee", func(t *testing.T) {
@@ -466,7 +470,7 @@ func TestRestoreUnderChangedConfig(t *testing.T) {
 		schedule(e, epoch.Add(time.Minute))
 		r := restore(e, guaranteed(8))
 		p := schedule(r, epoch.Add(2*time.Minute))
-		require.Contains(t, reason(p, "n"), "16 GPUs; a job that cannot be preempted runs within its queue's guarantee, and queue q has 8: it cannot start unless the guarantee is raised")
+		require.Contains(t, reason(t, p, "n"), "16 GPUs; a job that cannot be preempted runs within its queue's guarantee, and queue q has 8: it cannot start unless the guarantee is raised")
 	})
 
 	t.Run("a job the new maximum cannot run", func(t *testing.T) {
@@ -481,7 +485,7 @@ func TestRestoreUnderChangedConfig(t *testing.T) {
 		r := restore(e, config("", 8))
 		require.ErrorIs(t, r.Submit(job("w2", 4), epoch.Add(2*time.Minute)), ErrNeverFits)
 		p := schedule(r, epoch.Add(2*time.Minute))
-		require.Contains(t, reason(p, "w"), "32 GPUs, above the maximum of queue q (8 GPUs): it cannot start unless the limit is raised")
+		require.Contains(t, reason(t, p, "w"), "32 GPUs, above the maximum of queue q (8 GPUs): it cannot start unless the limit is raised")
 		require.Empty(t, p.Reservations)
 		require.NoError(t, r.Finished("r", epoch.Add(3*time.Minute)))
 		p = schedule(r, epoch.Add(3*time.Minute))
@@ -575,4 +579,132 @@ func TestRestoreOntoChangedClusterAndPool(t *testing.T) {
 		require.Len(t, p.Starts, 1)
 		require.Equal(t, "m="+newNode, Hosts(after, &p.Starts[0].Allocation))
 	})
+}
+
+// TestJobsTheQueuesCannotRun: a job restored under queues that can never
+// run it (a lowered limit or pool) starts nowhere, holds and reserves
+// nothing, and holds nobody else back: not other queues (its GPUs count
+// in no demand), not elastic growth. A claim restored for such a job, or
+// in a queue above a lowered limit, is dropped (its start would pass no
+// limit's check).
+func TestJobsTheQueuesCannotRun(t *testing.T) {
+	at := func(d time.Duration) time.Time { return epoch.Add(d) }
+	lowered := func(e *Engine, edit func([]QueueSpec)) Config {
+		cfg := e.cfg
+		cfg.Quotas.Queues = slices.Clone(cfg.Quotas.Queues)
+		edit(cfg.Quotas.Queues)
+		return cfg
+	}
+	started := func(p *Plan, id string) bool {
+		return slices.ContainsFunc(p.Starts, func(s Start) bool { return s.Job == id })
+	}
+
+	t.Run("a claim above a lowered maximum", func(t *testing.T) {
+		// E (16 GPUs) reclaims q's guarantee from O; q's maximum falls to
+		// 8 before O is gone: E's claim is dropped, and E never starts.
+		e, job := guaranteedPair(t)
+		require.NoError(t, e.Submit(job("O", "o", 0, 4, 0, preempt.Requeue, 0), epoch))
+		startAll(t, e, epoch)
+		require.NoError(t, e.Submit(job("E", "q", 0, 2, 0, preempt.Requeue, time.Hour), at(time.Minute)))
+		p := startAll(t, e, at(time.Minute))
+		require.Len(t, p.Preemptions, 1)
+		r := reconfigured(t, e, lowered(e, func(q []QueueSpec) { q[0].Guarantee, q[0].Maximum = 8, 8 }))
+		require.Empty(t, r.book.claims)
+		require.NoError(t, r.Preempted("O", at(2*time.Minute)))
+		for m := 2; m < 5; m++ {
+			p = startAll(t, r, at(time.Duration(m)*time.Minute))
+			require.False(t, started(p, "E"), "E (16 GPUs) started in queue q of maximum 8")
+		}
+	})
+
+	t.Run("a job the top queues can never hold", func(t *testing.T) {
+		// o's guarantee (16) stops being lent: q's W (24 GPUs of the
+		// cluster's 32) can never run. Busy or not, W is not reserved
+		// or held, and says why.
+		for _, hold := range []bool{false, true} {
+			queues := []QueueSpec{
+				{Name: "q", Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+				{Name: "o", Guarantee: 16, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+			}
+			e, job := quotaRig(t, 4, queues, func(c *Config) {
+				if hold {
+					c.Hold = HoldConfig{Enabled: true, MinGPUs: 16, MaxShare: 1, Budget: time.Hour, Hysteresis: 20 * time.Minute, MaxHolds: 2}
+				}
+			})
+			limit := time.Hour
+			if hold {
+				limit = 0
+			}
+			require.NoError(t, e.Submit(job("O", "o", 0, 2, 2, 0, preempt.Never, limit), epoch))
+			startAll(t, e, epoch)
+			require.NoError(t, e.Submit(job("W", "q", 0, 4, 3, 0, preempt.Requeue, time.Hour), at(time.Second)))
+			r := reconfigured(t, e, lowered(e, func(q []QueueSpec) { q[1].LendingLimit = 0 }))
+			require.ErrorIs(t, r.Submit(job("W2", "q", 0, 4, 3, 0, preempt.Requeue, time.Hour), at(2*time.Second)), ErrNeverFits)
+			for m := 1; m < 5; m++ {
+				p := startAll(t, r, at(time.Duration(m)*time.Minute))
+				require.False(t, started(p, "W"))
+				require.Empty(t, p.Reservations, "hold %v", hold)
+				require.Empty(t, p.Holds, "hold %v", hold)
+				require.Contains(t, reason(t, p, "W"), "24 GPUs, more than queue q could borrow with nothing in use")
+			}
+		}
+	})
+
+	t.Run("other queues are not held back", func(t *testing.T) {
+		// N may not be preempted; q's guarantee falls below its size.
+		// X of queue o, alone on an empty cluster, starts: N's GPUs do
+		// not make q a queue waiting below its share.
+		e, job := quotaRig(t, 4, []QueueSpec{
+			{Name: "q", Guarantee: 16, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+			{Name: "o", Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+		}, nil)
+		require.NoError(t, e.Submit(job("B", "o", 0, 4, 4, 0, preempt.Requeue, time.Hour), epoch))
+		startAll(t, e, epoch)
+		require.NoError(t, e.Submit(job("N", "q", 0, 4, 2, 0, preempt.Never, time.Hour), at(time.Minute)))
+		r := reconfigured(t, e, lowered(e, func(q []QueueSpec) { q[0].Guarantee = 8 }))
+		require.NoError(t, r.Finished("B", at(2*time.Minute)))
+		require.NoError(t, r.Submit(job("X", "o", 0, 4, 3, 0, preempt.Requeue, time.Hour), at(2*time.Minute)))
+		p := startAll(t, r, at(3*time.Minute))
+		if !started(p, "X") {
+			t.Fatalf("X waits: %s", reason(t, p, "X"))
+		}
+		require.False(t, started(p, "N"))
+	})
+
+	t.Run("elastic growth goes on", func(t *testing.T) {
+		// U's pool shrinks to one node: U can never run, and G (elastic,
+		// growing) still grows into the nodes K leaves.
+		queues := func(pool string) []QueueSpec {
+			return []QueueSpec{
+				{Name: "q", Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited, Nodes: pool},
+				{Name: "o", Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+			}
+		}
+		e, job := quotaRig(t, 4, queues(""), nil)
+		require.NoError(t, e.Submit(job("K", "o", 0, 4, 2, 0, preempt.Requeue, time.Hour), epoch))
+		startAll(t, e, epoch)
+		g := job("G", "o", 0, 4, 4, 1, preempt.Requeue, 0)
+		g.Grow = true
+		require.NoError(t, e.Submit(g, epoch))
+		startAll(t, e, at(time.Second))
+		before, _ := e.Allocation("G")
+		require.NoError(t, e.Submit(job("U", "q", 0, 4, 3, 0, preempt.Requeue, time.Hour), at(time.Second)))
+		r := reconfigured(t, e, lowered(e, func(q []QueueSpec) { q[0].Nodes = e.c.NodeName(3) }))
+		require.NoError(t, r.Finished("K", at(time.Minute)))
+		startAll(t, r, at(2*time.Minute))
+		after, _ := r.Allocation("G")
+		require.Greater(t, after.GPUs(), before.GPUs(), "G did not grow")
+	})
+}
+
+// reason returns job id's reason in plan p.
+func reason(t testing.TB, p *Plan, id string) string {
+	t.Helper()
+	for i := range p.Waiting {
+		if w := &p.Waiting[i]; w.Job == id {
+			return w.Message(p.Time)
+		}
+	}
+	t.Fatalf("job %s is not waiting in the plan", id)
+	return ""
 }

@@ -57,14 +57,16 @@ import (
 // running gangs stay where they run (checked against the node sets their
 // jobs were submitted with), and a queue above a lowered limit keeps what
 // it runs but takes nothing more until its use is back within the limit;
-// a reservation, hold or claim that a queue's new pool does not contain is
-// dropped (a claim's victims still stop) and planned again; a waiting job
+// a reservation, hold or claim that a queue's new pool does not contain,
+// and a claim of a queue above a lowered limit, is dropped (a claim's
+// victims still stop) and planned again; a waiting job
 // that fits c on the nodes it was submitted with but that the new queues
 // can never run (Submit would refuse it now with ErrNeverFits: its
 // queue's pool is too small, or its size, an elastic gang's minimum, is
-// above a limit) waits for quota, its reason saying why, reserves and
-// reclaims nothing, until it is cancelled or a config lets it run. A job
-// c itself cannot fit is refused, as before.
+// above a limit) waits for quota, its reason saying why, reserves,
+// holds and reclaims nothing and counts in no queue's demand, until it is
+// cancelled or a config lets it run. A job c itself cannot fit is
+// refused, as before.
 func Restore(c *topology.Cluster, cfg Config, snap *Snapshot) (*Engine, error) {
 	if snap == nil {
 		return nil, fmt.Errorf("%w: no snapshot", ErrRestore)

@@ -86,7 +86,10 @@ func (e *Engine) validateJob(j Job, fits bool) (*jobRec, error) {
 		if !own.Admitted {
 			return nil, fmt.Errorf("%w: job %s: %s", ErrNeverFits, j.ID, own)
 		}
-		rec.unfit = res.String()
+		rec.unfit = fmt.Sprintf("%s's nodes cannot run it even with every GPU free (%s): it cannot start unless the queue's pool is widened", e.quota.name(rec.queue), res)
+	}
+	if !fits && rec.unfit == "" && e.quota != nil {
+		rec.unfit = e.neverWhy(rec)
 	}
 	// Numbered last, once the job is accepted (a refused one takes no
 	// slot), and after checkQueue, which sets the queue and may restrict
