@@ -1,7 +1,6 @@
 package backfill
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -57,15 +56,7 @@ func poolQueues(r *rand.Rand, w int, c *topology.Cluster) QuotaConfig {
 // every running gang on its GPUs, and every invariant.
 func reconfigured(t testing.TB, e *Engine, cfg Config) *Engine {
 	t.Helper()
-	data, err := json.Marshal(e.Snapshot())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var snap Snapshot
-	if err := json.Unmarshal(data, &snap); err != nil {
-		t.Fatal(err)
-	}
-	r, err := Restore(e.c, cfg, &snap)
+	r, err := Restore(e.c, cfg, snapshotCopy(t, e.Snapshot()))
 	if err != nil {
 		t.Fatalf("restore under queues %+v: %v", cfg.Quotas.Queues, err)
 	}

@@ -20,7 +20,7 @@ import (
 )
 
 // snapshotCopy returns a deep copy of s (through JSON).
-func snapshotCopy(t *testing.T, s *Snapshot) *Snapshot {
+func snapshotCopy(t testing.TB, s *Snapshot) *Snapshot {
 	data, err := json.Marshal(s)
 	require.NoError(t, err)
 	var c Snapshot
