@@ -116,8 +116,10 @@ func (p *Placer) planLeaves(x, a int) (leaves, nodes int) {
 	} else {
 		nodes = p.selNodes()
 	}
-	if nodes > p.planNodesBound(x) {
-		if better, ok := p.searchGPULeaves(x, a, m, nodes); ok {
+	if lb := p.planNodesBound(x); nodes > lb {
+		if proven, ok := p.settleGPUNodes(x, a, m, lb, nodes); ok {
+			nodes = proven
+		} else if better, ok := p.searchGPULeaves(x, a, m, nodes); ok {
 			nodes = better
 		}
 	}

@@ -37,16 +37,24 @@
 //     leaves under segments or a domain limit above the lowest level (a
 //     knapsack over the domains of that level, each offering the items
 //     it holds on t leaves), and the fewest nodes of a GPU total spread
-//     over several leaves (a knapsack over the leaves, each offering the
-//     GPUs of its t fullest nodes). A greedy plan comes first; the search
-//     runs only when the plan misses a lower bound. Candidate domains of
-//     the chosen level are scored best lower bound first, at most eight
-//     in full. Beyond these bounds the greedy plan is returned and
-//     Result.Approximate is set (about 3% of the random decisions of
-//     BenchmarkPlaceRandom at 2,000 GPUs, 4% at 100,000):
-//     TestOracleGreedy measures that greedy alone against the exhaustive
-//     search (with no budget at all, GPU totals were up to 4 nodes above
-//     the minimum; leaves under segments and limits matched).
+//     over several leaves. A greedy plan comes first; the searches run
+//     only when it misses a lower bound. For a GPU total on m leaves of a
+//     domain of at most SearchBudget/128 leaves (8 by default) the fewest
+//     nodes are first settled from the leaves' excesses: the t fullest
+//     nodes of leaves S hold the least, over classes j, of t*j plus the
+//     GPUs S's nodes hold above j, so the m leaves with the most above j
+//     rule t out or a set of them holds the GPUs on t nodes
+//     (TestSettleGPUNodes: it settles all but about 1% of the greedy's
+//     misses on small clusters). What it leaves undecided goes to a
+//     knapsack over the leaves, each offering the GPUs of its t fullest
+//     nodes. Candidate domains of the chosen level are scored best lower
+//     bound first, at most eight in full. Beyond these bounds the greedy
+//     plan is returned and Result.Approximate is set (about 2% of the
+//     random decisions of BenchmarkPlaceRandom at 2,000 GPUs, 4% at
+//     100,000): TestOracleGreedy measures that greedy alone against the
+//     exhaustive search (leaves under segments and limits matched; GPU
+//     totals, settled, matched too, where without settling they were up
+//     to 4 nodes above the minimum).
 //   - Best effort, Result.Approximate set when not proven: the nodes of a
 //     GPU total under a domain limit above the lowest level (the limited
 //     domains are chosen for their leaves, then the nodes inside them).

@@ -25,6 +25,13 @@ type searchScratch struct {
 	profs  [][]int32
 	leaves []unitAmount
 	cands  []choice
+	// settleGPUNodes' leaves, their excesses, a candidate set and the
+	// children of the domain the greedy plan used.
+	refsEx []excessRef
+	excess []int32
+	best   []excessRef
+	keys   []excessKey
+	kids   []int32
 }
 
 // unitAmount is a unit of a phase and what it takes: items (amount) and,
@@ -48,6 +55,12 @@ func (ss *searchScratch) init(ly *layout, budget int) {
 	ss.profs = make([][]int32, 0, nd)
 	ss.leaves = make([]unitAmount, 0, nd)
 	ss.cands = make([]choice, 0, nd)
+	nl := ly.count(ly.leaf)
+	ss.refsEx = make([]excessRef, 0, nl)
+	ss.excess = make([]int32, 0, nl*(ly.maxGPUs+1))
+	ss.best = make([]excessRef, 0, nl)
+	ss.keys = make([]excessKey, 0, nl)
+	ss.kids = make([]int32, 0, nd)
 }
 
 // alloc takes n cells from the arena, or reports false when it is full.

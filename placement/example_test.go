@@ -84,25 +84,27 @@ func ExampleReason() {
 	// down 1, drained 2, short 247, unresolvable false
 }
 
-// Options tune a Placer when it is built. Here the default search budget is
-// too small to prove the fewest nodes for 200 GPUs over two leaves of a
-// fragmented cluster, so the answer comes back marked approximate; a larger
-// budget finds one node fewer and proves it.
+// Options tune a Placer when it is built. Here 44 nodes of 8 free GPUs
+// must sit on at most 2 spines of a cluster where every third node has a
+// GPU busy: which spines, and which of their leaves, is the knapsack the
+// search budget bounds. With a budget of 1 the search cannot run, and the
+// greedy answer comes back marked approximate; the default budget finds
+// one leaf fewer and proves it.
 func ExampleOptions() {
 	c := topology.Default2000()
 	s := topology.NewState(c)
 	for i := range topology.NodeID(250) {
 		if i%3 == 0 {
-			_ = s.Allocate([]topology.NodeAlloc{{Node: i, GPUs: 0b111}}) // 3 GPUs busy on every third node
+			_ = s.Allocate([]topology.NodeAlloc{{Node: i, GPUs: 0b1}}) // 1 GPU busy on every third node
 		}
 	}
-	req := placement.Request{GPUs: 200}
-	for _, budget := range []int{0, 1 << 16} {
+	req := placement.Request{Nodes: 44, GPUsPerNode: 8, MaxDomains: 2, MaxDomainsLevel: "spine"}
+	for _, budget := range []int{1, 0} {
 		p := placement.New(c, placement.Options{SearchBudget: budget})
 		res, _ := p.Place(s, &req, nil)
 		fmt.Printf("budget %d: %d nodes, %d leaves, approximate %v\n", budget, res.Nodes, res.Leaves(c), res.Approximate)
 	}
 	// Output:
-	// budget 0: 28 nodes, 2 leaves, approximate true
-	// budget 65536: 27 nodes, 2 leaves, approximate false
+	// budget 1: 44 nodes, 5 leaves, approximate true
+	// budget 0: 44 nodes, 4 leaves, approximate false
 }

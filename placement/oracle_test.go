@@ -620,7 +620,7 @@ func TestOracle(t *testing.T) {
 	if *oracleCases > 0 {
 		cases = *oracleCases
 	}
-	stranded, approx := runOracle(t, cases, DefaultSearchBudget, 7)
+	stranded, approx := runOracle(t, cases, DefaultSearchBudget, 7, true)
 	stranded.report(t, "stranded capacity above the optimum")
 	approx.report(t, "leaves or nodes above the optimum (search over budget)")
 }
@@ -634,7 +634,7 @@ func TestOracleGreedy(t *testing.T) {
 	if testing.Short() {
 		cases = 800
 	}
-	stranded, approx := runOracle(t, cases, 0, 8)
+	stranded, approx := runOracle(t, cases, 0, 8, true)
 	stranded.report(t, "greedy: stranded capacity above the optimum")
 	approx.report(t, "greedy: leaves (then nodes) above the optimum")
 	for class, st := range approx {
@@ -651,10 +651,22 @@ func greedyMayMiss(class string) bool {
 		strings.Contains(class, "layers") || strings.Contains(class, "limit@upper")
 }
 
-// runOracle runs cases random comparisons with the given search budget and
-// returns the stranded-capacity gaps and the leaves/nodes gaps of
-// approximate answers, per class.
-func runOracle(t *testing.T, cases, budget int, seed uint64) (stranded, approx gapStats) {
+// TestOracleWithoutSettle runs the oracle with settleGPUNodes off, so that
+// the search it spares for GPU totals over several leaves is still held to
+// the brute force: exact unless the result says it is approximate.
+func TestOracleWithoutSettle(t *testing.T) {
+	cases := 4000
+	if testing.Short() {
+		cases = 800
+	}
+	_, approx := runOracle(t, cases, DefaultSearchBudget, 9, false)
+	approx.report(t, "without settle: leaves or nodes above the optimum (search over budget)")
+}
+
+// runOracle runs cases random comparisons with the given search budget
+// (and settleGPUNodes on or off) and returns the stranded-capacity gaps and
+// the leaves/nodes gaps of approximate answers, per class.
+func runOracle(t *testing.T, cases, budget int, seed uint64, settle bool) (stranded, approx gapStats) {
 	o := oracleRun{t: t, stranded: gapStats{}, approx: gapStats{}}
 	r := rand.New(rand.NewPCG(seed, 11))
 	for k := range cases {
@@ -663,6 +675,9 @@ func runOracle(t *testing.T, cases, budget int, seed uint64) (stranded, approx g
 		req := randomRequest(r, c)
 		p := New(c, Options{})
 		p.budget = budget
+		if !settle {
+			p.settleLeaves = 0
+		}
 		o.check(k, p, s, &req)
 	}
 	t.Logf("budget %d: %d placed (%d over several leaves), %d failed (%d unresolvable), %d rejected as malformed",
@@ -818,4 +833,46 @@ func checkAssignment(t *testing.T, ctx func() string, b *brute, res Result) {
 		}
 	}
 
+}
+
+// TestSettleGPUNodes takes the GPU totals (without a domain limit above
+// the lowest level) whose greedy plan misses its lower bound, which the
+// search alone, with no budget, leaves approximate, and checks that
+// settleGPUNodes settles nearly all of them and that what it settles is
+// the brute force's optimum (exact leaves and nodes, a valid assignment).
+func TestSettleGPUNodes(t *testing.T) {
+	want := 300
+	if testing.Short() {
+		want = 60
+	}
+	o := oracleRun{t: t, stranded: gapStats{}, approx: gapStats{}}
+	r := rand.New(rand.NewPCG(10, 11))
+	missed, unsettled := 0, 0
+	for k := 0; missed < want; k++ {
+		if k > 5000*want {
+			t.Fatalf("only %d greedy misses in %d cases", missed, k)
+		}
+		c := randomCluster(r, 12)
+		s := randomState(r, c)
+		req := randomRequest(r, c)
+		if req.GPUs == 0 || req.MaxDomains > 0 {
+			continue
+		}
+		greedy := New(c, Options{})
+		greedy.budget, greedy.settleLeaves = 0, 0
+		if res, err := greedy.Place(s, &req, nil); err != nil || !res.Approximate {
+			continue
+		}
+		missed++
+		p := New(c, Options{})
+		p.budget, p.settleLeaves = 0, c.NumNodes() // every domain, no search
+		o.check(k, p, s, &req)
+		if res, _ := p.Place(s, &req, nil); res.Approximate {
+			unsettled++
+		}
+	}
+	t.Logf("%d greedy plans above their bound, %d left unsettled", missed, unsettled)
+	if unsettled*10 > missed {
+		t.Errorf("settleGPUNodes left %d of %d greedy misses to the search", unsettled, missed)
+	}
 }

@@ -84,6 +84,10 @@ type Placer struct {
 	// reference turns every shortcut of the failure path off (tests
 	// compare the two): reasons and capacities computed the long way.
 	reference bool
+	// settleLeaves is the most leaves of a domain whose GPU-total plan
+	// settleGPUNodes settles (the budget over settleCellsPerLeaf); tests
+	// set it to 0 to reach the search it spares.
+	settleLeaves int
 }
 
 // DefaultSearchBudget bounds the work of the exact searches of one
@@ -105,6 +109,7 @@ func New(c *topology.Cluster, opts Options) *Placer {
 		p.budget = DefaultSearchBudget
 	}
 	p.budget = min(p.budget, MaxSearchBudget)
+	p.settleLeaves = p.budget / settleCellsPerLeaf
 	p.sc.init(p.lay, p.budget)
 	return p
 }

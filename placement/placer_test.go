@@ -1,6 +1,8 @@
 package placement
 
 import (
+	"slices"
+
 	"fmt"
 	"testing"
 
@@ -101,4 +103,50 @@ func newWith(c *topology.Cluster, st strategy, seed uint64) *Placer {
 
 func (s strategy) String() string {
 	return [...]string{"leaf-pack", "first-fit", "random"}[s]
+}
+
+// TestCapNoSmallerThanDomains checks that a domain cap at least the
+// level's number of domains is planned as no cap: on a cluster where every
+// fifth node has a GPU busy, 167 nodes of 8 GPUs on at most 4 of the 4
+// spines took 14 leaves, marked approximate, where the same request
+// without the cap takes 13.
+func TestCapNoSmallerThanDomains(t *testing.T) {
+	c := topology.Default2000()
+	s := topology.NewState(c)
+	for i := range topology.NodeID(c.NumNodes()) {
+		if i%5 == 0 {
+			if err := s.Allocate([]topology.NodeAlloc{{Node: i, GPUs: 1}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	p := New(c, Options{})
+	free := Request{Nodes: 167, GPUsPerNode: 8}
+	want, err := p.Place(s, &free, nil)
+	if err != nil || !want.Placed || want.Approximate {
+		t.Fatalf("uncapped: %+v, %v", want, err)
+	}
+	wantNodes := slices.Clone(want.Assignment)
+	for _, tc := range []struct {
+		name  string
+		max   int
+		level string
+	}{
+		{"as many as the spines", 4, "spine"},
+		{"more than the spines", 9, "spine"},
+		{"as many as the leaves", c.NumDomains(c.Depth() - 1), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := free
+			req.MaxDomains, req.MaxDomainsLevel = tc.max, tc.level
+			got, err := p.Place(s, &req, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Approximate || got.Leaves(c) != want.Leaves(c) || !slices.Equal(got.Assignment, wantNodes) {
+				t.Errorf("capped at %d %s: %d leaves (approximate %v), uncapped %d; same nodes %v",
+					tc.max, tc.level, got.Leaves(c), got.Approximate, want.Leaves(c), slices.Equal(got.Assignment, wantNodes))
+			}
+		})
+	}
 }

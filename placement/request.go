@@ -62,7 +62,8 @@ type Request struct {
 	// MaxDomains, when positive, caps the number of domains of level
 	// MaxDomainsLevel the request may span (Slurm --switches=k). The
 	// level defaults to the lowest one (leaf switches). It must not lie
-	// below a segment level.
+	// below a segment level. A cap no smaller than the level's number of
+	// domains constrains nothing, and is planned as no cap.
 	MaxDomains      int
 	MaxDomainsLevel string
 	// SegmentSize, when above 1, makes the nodes come in segments of that
