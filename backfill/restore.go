@@ -10,6 +10,7 @@ import (
 	"github.com/phalanx-sched/phalanx/fairshare"
 	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/gang/preempt"
+	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -47,10 +48,13 @@ import (
 // time. When c is not the cluster the snapshot was taken on (its
 // Fingerprint differs), every node is mapped by name: the restore succeeds
 // only if every name maps, and an error says what differs. Onto another
-// cluster, placements are not checked against the nodes and Required
-// domains the requests ask for (a node cabled into another domain may put
-// a running gang across its Required domain; it runs there all the same),
-// and pod changes not yet reported keep their node numbers.
+// cluster, running gangs are not checked against the nodes, Required
+// domains, domain limits, segments and co-location their requests ask for
+// (a node cabled into another domain may put a running gang across its
+// Required domain; it runs there all the same), plans that break them are
+// dropped and planned again, and pod changes not yet reported keep their
+// node numbers. On the same cluster every placement is checked against all
+// of them (gang.Spec.CheckAllocation).
 //
 // cfg may change the queues' limits and pools since the snapshot (the
 // same queue names for the jobs), as an operator does across a restart:
@@ -125,9 +129,10 @@ type restorer struct {
 // placed returns the spec job j's placements are checked against: its
 // gang as recorded (a running gang stays where it runs when cfg's pool
 // for its queue no longer has its nodes), or, onto another cluster than
-// the snapshot's, that gang without node sets and Required levels (a node
-// cabled into another domain may put a running gang across its Required
-// domain; it runs there all the same).
+// the snapshot's, that gang without node sets, Required levels, domain
+// limits, segments and co-location (a node cabled into another domain may
+// put a running gang across its Required domain, or over its limit; it
+// runs there all the same).
 func (r *restorer) placed(j *jobRec) *gang.Spec {
 	if !r.moved {
 		return r.asRecorded[j]
@@ -137,7 +142,10 @@ func (r *restorer) placed(j *jobRec) *gang.Spec {
 	for i := range g.Members {
 		q := &g.Members[i].Request
 		q.Allowed, q.Excluded, q.Required = nil, nil, ""
+		q.MaxDomains, q.MaxDomainsLevel = 0, ""
+		q.SegmentSize, q.SegmentLevel, q.Segments = 0, "", [placement.MaxSegmentLayers]placement.Segment{}
 	}
+	g.Colocate = gang.Colocation{}
 	return &g
 }
 

@@ -66,8 +66,10 @@ func (r *SpecRecord) Spec(c *topology.Cluster, id string) (Spec, error) {
 // node's GPUs for whole or exclusive nodes), GPU totals (an exclusive
 // total: whole nodes holding at least the total), and where the pods run:
 // on nodes the member's request allows (Allowed, not Excluded), within
-// one domain of its Required level. (A domain limit, segments and
-// co-location are not checked.)
+// one domain of its Required level, in at most MaxDomains domains of its
+// limit's level, whole segments in every domain of each segment layer's
+// level, and all members inside one domain of the gang's required
+// co-location level.
 func (g *Spec) CheckRecord(c *topology.Cluster, rec *GangRecord) error {
 	return g.checkRecord(c, rec, true)
 }
@@ -83,6 +85,11 @@ func (g *Spec) checkRecord(c *topology.Cluster, rec *GangRecord, where bool) err
 		if err := g.Members[i].checkRecord(c, &rec.Members[i], where); err != nil {
 			errs = append(errs, fmt.Errorf("gang %s: %w", g.ID, err))
 		}
+	}
+	if where && len(errs) == 0 {
+		// Every pod's node is known (checkRecord).
+		errs = append(errs, g.checkColocation(c, func(i int) int { return len(rec.Members[i].Pods) },
+			func(i, k int) topology.NodeID { n, _ := c.LookupNode(rec.Members[i].Pods[k].Node); return n }))
 	}
 	return errors.Join(errs...)
 }
@@ -142,6 +149,11 @@ func (m *Member) checkPods(c *topology.Cluster, count int, where bool, pod func(
 			return fmt.Errorf("member %s: pod on %s holds %d GPUs, the spec gives it %d", m.Name, c.NodeName(n), gpus, want)
 		}
 	}
+	if where {
+		if err := m.checkDomains(c, count, func(i int) topology.NodeID { n, _ := pod(i); return n }); err != nil {
+			return err
+		}
+	}
 	min := r.Nodes
 	if m.Min > 0 && m.Min < min {
 		min = m.Min
@@ -159,12 +171,110 @@ func (m *Member) checkPods(c *topology.Cluster, count int, where bool, pod func(
 	return nil
 }
 
+// checkDomains checks the domains of the member's count pods, pod i on
+// node(i): at most MaxDomains domains of its level, and in every domain of
+// a segment layer's level a whole number of that layer's segments (which,
+// the layers nesting, is all a partition into the segments needs). It
+// allocates nothing unless it fails.
+func (m *Member) checkDomains(c *topology.Cluster, count int, node func(i int) topology.NodeID) error {
+	r := &m.Request
+	if c.Depth() == 0 {
+		return nil // one domain, the cluster
+	}
+	if r.MaxDomains > 0 {
+		l := levelOrLowest(c, r.MaxDomainsLevel)
+		n := 0
+		eachDomain(c, l, count, node, func(int, int) { n++ })
+		if n > r.MaxDomains {
+			return fmt.Errorf("member %s: pods in %d %s domains, its request allows at most %d", m.Name, n, c.LevelName(l), r.MaxDomains)
+		}
+	}
+	layers := r.Segments
+	if r.SegmentSize > 1 {
+		layers = [placement.MaxSegmentLayers]placement.Segment{{Size: r.SegmentSize, Level: r.SegmentLevel}}
+	}
+	for _, sg := range layers {
+		if sg.Size <= 1 {
+			continue
+		}
+		l := levelOrLowest(c, sg.Level)
+		bad, pods := -1, 0
+		eachDomain(c, l, count, node, func(d, n int) {
+			if bad < 0 && n%sg.Size != 0 {
+				bad, pods = d, n
+			}
+		})
+		if bad >= 0 {
+			return fmt.Errorf("member %s: %d pods in %s %s, not a whole number of its segments of %d", m.Name, pods, c.LevelName(l), c.DomainName(l, bad), sg.Size)
+		}
+	}
+	return nil
+}
+
+// checkColocation checks that the pods of every member (count(i) of
+// member i, pod k on node(i, k)) lie in one domain of the gang's required
+// co-location level, if it has one. It allocates nothing unless it fails.
+func (g *Spec) checkColocation(c *topology.Cluster, count func(i int) int, node func(i, k int) topology.NodeID) error {
+	if !g.Colocate.Required || g.Colocate.Level == "" {
+		return nil
+	}
+	l, _ := c.Level(g.Colocate.Level) // Validate checked the name
+	first := -1
+	for i := range g.Members {
+		for k := range count(i) {
+			d := c.NodeDomain(node(i, k), l)
+			if first < 0 {
+				first = d
+			}
+			if d != first {
+				return fmt.Errorf("gang %s: member %s has a pod in %s %s, outside %s %s where its co-location keeps the gang",
+					g.ID, g.Members[i].Name, g.Colocate.Level, c.DomainName(l, d), g.Colocate.Level, c.DomainName(l, first))
+			}
+		}
+	}
+	return nil
+}
+
+// levelOrLowest returns the level named name, the lowest level for "".
+func levelOrLowest(c *topology.Cluster, name string) int {
+	if name == "" {
+		return c.Depth() - 1
+	}
+	l, _ := c.Level(name) // Validate checked the name
+	return l
+}
+
+// eachDomain calls f(d, n) once for every domain d of level l that holds
+// some of count pods, pod i on node(i), with n the pods in it, in the order
+// of their first pods. It takes a time in count times the domains, and
+// allocates nothing.
+func eachDomain(c *topology.Cluster, l, count int, node func(i int) topology.NodeID, f func(d, n int)) {
+	for i := range count {
+		d := c.NodeDomain(node(i), l)
+		seen := false
+		for j := i - 1; j >= 0 && !seen; j-- { // pods of a domain are often adjacent
+			seen = c.NodeDomain(node(j), l) == d
+		}
+		if seen {
+			continue
+		}
+		n := 1
+		for k := i + 1; k < count; k++ {
+			if c.NodeDomain(node(k), l) == d {
+				n++
+			}
+		}
+		f(d, n)
+	}
+}
+
 // CheckAllocation reports the first way in which a is not a whole
 // placement of g on cluster c: its ID and members (names, order), each
 // member's pods (as many as nodes in its assignment, every node known,
-// within the elastic minimum), GPUs per pod, GPU totals and the nodes
-// and required domain of each member's pods, as CheckRecord checks a
-// record. It allocates nothing when a matches.
+// within the elastic minimum), GPUs per pod, GPU totals, and where each
+// member's pods run (nodes, required domain, domain limit, segments) and
+// the gang's required co-location, as CheckRecord checks a record. It
+// allocates nothing when a matches.
 func (g *Spec) CheckAllocation(c *topology.Cluster, a *Allocation) error {
 	if a.ID != g.ID || len(a.Members) != len(g.Members) {
 		return fmt.Errorf("gang %s: allocation %s has %d members, the spec %d", g.ID, a.ID, len(a.Members), len(g.Members))
@@ -190,5 +300,6 @@ func (g *Spec) CheckAllocation(c *topology.Cluster, a *Allocation) error {
 			return fmt.Errorf("gang %s: %w", g.ID, err)
 		}
 	}
-	return nil
+	return g.checkColocation(c, func(i int) int { return len(a.Members[i].Assignment) },
+		func(i, k int) topology.NodeID { return a.Members[i].Assignment[k].Node })
 }
