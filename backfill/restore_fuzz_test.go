@@ -556,6 +556,73 @@ func TestRestoreOntoRecabledCluster(t *testing.T) {
 	}
 }
 
+// TestRestoreOntoRecabledClusterWhere is TestRestoreOntoRecabledCluster
+// for a job's domain limit, segments and required co-location: onto the
+// recabled cluster the gang that now breaks them is restored and runs to
+// its end; on the snapshot's own cluster a record that breaks them is
+// refused, naming what it breaks.
+func TestRestoreOntoRecabledClusterWhere(t *testing.T) {
+	build := func(moved string) *topology.Cluster {
+		spec := topology.ClusterSpec{Levels: []string{"leaf"}}
+		for _, leaf := range []string{"l0", "l1", "l2"} {
+			for n := range 4 {
+				name := leaf + "-" + string(rune('a'+n))
+				path := leaf
+				if name == moved {
+					path = "l1"
+				}
+				spec.Nodes = append(spec.Nodes, topology.NodeSpec{Name: name, GPUs: 8, Path: []string{path}})
+			}
+		}
+		c, err := topology.Build(spec)
+		require.NoError(t, err)
+		return c
+	}
+	before, after := build(""), build("l0-b")
+	limited := placement.NodesOf(2, 8)
+	limited.MaxDomains = 1
+	segmented := placement.NodesOf(2, 8)
+	segmented.SegmentSize = 2
+	pair := gang.Spec{Colocate: gang.Colocation{Level: "leaf", Required: true}, Members: []gang.Member{
+		{Name: "a", Request: placement.NodesOf(1, 8)}, {Name: "b", Request: placement.NodesOf(1, 8)}}}
+	for _, tc := range []struct {
+		name   string
+		g      gang.Spec
+		member int    // the member whose last pod the corrupt record moves
+		hosts  string // where it runs
+		msg    string
+	}{
+		{"one leaf at most", member(limited), 0, "m=l0-a,l0-b", "pods in 2 leaf domains, its request allows at most 1"},
+		{"segments of two per leaf", member(segmented), 0, "m=l0-a,l0-b", "1 pods in leaf l0, not a whole number of its segments of 2"},
+		{"co-located in a leaf", pair, 1, "a=l0-a b=l0-b", "member b has a pod in leaf l1, outside leaf l0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			e, err := New(before, cfg, flatTree(t, cfg.FairShare, "a"))
+			require.NoError(t, err)
+			require.NoError(t, e.Submit(Job{ID: "r", Account: "a", TimeLimit: time.Hour, Gang: tc.g}, epoch))
+			p, err := e.Schedule(epoch)
+			require.NoError(t, err)
+			require.Len(t, p.Starts, 1)
+			require.NoError(t, e.Started("r", epoch))
+			snap := snapshotCopy(t, e.Snapshot())
+			require.Equal(t, tc.hosts, Hosts(before, &p.Starts[0].Allocation), "the gang's nodes")
+
+			r, err := Restore(after, cfg, snapshotCopy(t, snap))
+			require.NoError(t, err, "onto the recabled cluster")
+			require.NoError(t, r.Finished("r", epoch.Add(30*time.Minute)))
+
+			broken := snapshotCopy(t, snap)
+			pods := broken.Gangs[gangIndex(broken, "r")].Members[tc.member].Pods
+			pods[len(pods)-1].Node = "l1-a"
+			_, err = Restore(before, cfg, broken)
+			if !errors.Is(err, ErrRestore) || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("a record that breaks it on the snapshot's cluster: %v; want %q", err, tc.msg)
+			}
+		})
+	}
+}
+
 // TestRestoreAcceptsTrueEdgeSnapshots: the new checks refuse none of the
 // engine's own snapshots at the edges a review found: a fresh engine whose
 // fair-share tree came charged (its snapshot has no time), a hold whose
