@@ -116,7 +116,7 @@ func (p *Placer) planLeaves(x, a int) (leaves, nodes int) {
 	} else {
 		nodes = p.selNodes()
 	}
-	if lb := p.planNodesBound(x); nodes > lb {
+	if lb := p.planNodesBound(x, a); nodes > lb {
 		if proven, ok := p.settleGPUNodes(x, a, m, lb, nodes); ok {
 			nodes = proven
 		} else if better, ok := p.searchGPULeaves(x, a, m, nodes); ok {
@@ -126,15 +126,16 @@ func (p *Placer) planLeaves(x, a int) (leaves, nodes int) {
 	return m, nodes
 }
 
-// planNodesBound returns the nodes lower bound a leaf plan under x is
-// checked against: the exact one, unless a mask makes it cost a histogram
-// of many leaves, then the one that counts the removed nodes too.
-func (p *Placer) planNodesBound(x int) int {
+// planNodesBound returns the nodes lower bound a plan of gpus GPUs under x
+// is checked against: the exact one, unless a mask makes it cost a
+// histogram of many leaves, then the one that counts the removed nodes
+// too.
+func (p *Placer) planNodesBound(x, gpus int) int {
 	ly := p.lay
 	if p.sc.masked && ly.leafEnd[x]-ly.leafFirst[x] > 64 {
-		return p.quickNodesLowerBound(x)
+		return p.quickNodesLowerBound(x, gpus)
 	}
-	return p.nodesLowerBound(x)
+	return p.nodesLowerBound(x, gpus)
 }
 
 // selNodes returns the nodes the plan in cover.sel takes.

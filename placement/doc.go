@@ -51,10 +51,10 @@
 //     bound first, at most eight in full. Beyond these bounds the greedy
 //     plan is returned and Result.Approximate is set (about 2% of the
 //     random decisions of BenchmarkPlaceRandom at 2,000 GPUs, 4% at
-//     100,000): TestOracleGreedy measures that greedy alone against the
-//     exhaustive search (leaves under segments and limits matched; GPU
-//     totals, settled, matched too, where without settling they were up
-//     to 4 nodes above the minimum).
+//     100,000): TestOracleGreedy measures the greedy plan with settling
+//     but no search budget against the exhaustive search (leaves under
+//     segments and limits matched; so did GPU totals, where without
+//     settling they were up to 4 nodes above the minimum).
 //   - Best effort, Result.Approximate set when not proven: the nodes of a
 //     GPU total under a domain limit above the lowest level (the limited
 //     domains are chosen for their leaves, then the nodes inside them).

@@ -27,7 +27,7 @@ func (p *Placer) minNodes(x, ph, need int) int {
 	for _, ua := range p.planUnits(x, ph, need) {
 		nodes += p.minNodes(int(ua.unit), ph+1, int(ua.amount)*pl.ratio(ph))
 	}
-	if nodes > p.planNodesBound(x) {
+	if nodes > p.planNodesBound(x, need) { // GPU totals: the items are GPUs
 		// The units were chosen for their leaves and their amounts as
 		// their leaves hold them: fewer nodes may exist, unproven.
 		p.sc.approximate = true

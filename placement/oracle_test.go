@@ -835,8 +835,8 @@ func checkAssignment(t *testing.T, ctx func() string, b *brute, res Result) {
 
 }
 
-// TestSettleGPUNodes takes the GPU totals (without a domain limit above
-// the lowest level) whose greedy plan misses its lower bound, which the
+// TestSettleGPUNodes takes the GPU totals (without a domain limit) whose
+// greedy plan misses its lower bound, which the
 // search alone, with no budget, leaves approximate, and checks that
 // settleGPUNodes settles nearly all of them and that what it settles is
 // the brute force's optimum (exact leaves and nodes, a valid assignment).

@@ -174,26 +174,26 @@ func (p *Placer) givenGPUs(a int, st takeStats) int {
 }
 
 // nodesLowerBound returns the fewest candidates of x whose usable GPUs
-// reach the request's GPUs (GPU totals), whatever leaves they lie in.
-func (p *Placer) nodesLowerBound(x int) int { return p.fewestNodes(p.histogram(x)) }
+// reach gpus (GPU totals), whatever leaves they lie in.
+func (p *Placer) nodesLowerBound(x, gpus int) int { return p.fewestNodes(p.histogram(x), gpus) }
 
 // quickNodesLowerBound is nodesLowerBound counting, under a mask, the
 // nodes the mask removed too (from the counters, with no node visited):
 // no more than nodesLowerBound.
-func (p *Placer) quickNodesLowerBound(x int) int {
+func (p *Placer) quickNodesLowerBound(x, gpus int) int {
 	sc, ly := &p.sc, p.lay
 	if !sc.masked || !sc.countable || x == 0 {
-		return p.nodesLowerBound(x)
+		return p.nodesLowerBound(x, gpus)
 	}
 	var h [topology.MaxGPUsPerNode + 1]int32
 	p.counterHistogram(x, h[:ly.maxGPUs+1])
-	return p.fewestNodes(h[:ly.maxGPUs+1])
+	return p.fewestNodes(h[:ly.maxGPUs+1], gpus)
 }
 
-// fewestNodes returns the fewest nodes of histogram h whose GPUs reach the
-// request's GPUs.
-func (p *Placer) fewestNodes(h []int32) int {
-	rest, n := p.sc.pl.gpus, 0
+// fewestNodes returns the fewest nodes of histogram h whose GPUs reach
+// gpus.
+func (p *Placer) fewestNodes(h []int32, gpus int) int {
+	rest, n := gpus, 0
 	for k := p.lay.maxGPUs; k >= 1 && rest > 0; k-- {
 		t := min(int(h[k]), (rest+k-1)/k)
 		n += t

@@ -185,7 +185,7 @@ func (p *Placer) placeLeafPack() bool {
 	ph := sc.pl.firstPhase(p.lay.levelOf(x))
 	sc.tally.on = true
 	p.fill(x, ph, sc.pl.need(ph))
-	if sc.pl.mode == modeGPUs && ph != p.lastPhase() && len(sc.out) > p.planNodesBound(x) {
+	if sc.pl.mode == modeGPUs && ph != p.lastPhase() && len(sc.out) > p.planNodesBound(x, sc.pl.gpus) {
 		// Units chosen for their leaves: fewer nodes are not ruled out.
 		sc.approximate = true
 	}

@@ -1,9 +1,10 @@
 package placement
 
 import (
-	"slices"
-
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/phalanx-sched/phalanx/topology"
@@ -134,7 +135,6 @@ func TestCapNoSmallerThanDomains(t *testing.T) {
 	}{
 		{"as many as the spines", 4, "spine"},
 		{"more than the spines", 9, "spine"},
-		{"as many as the leaves", c.NumDomains(c.Depth() - 1), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := free
@@ -149,4 +149,75 @@ func TestCapNoSmallerThanDomains(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSettleUnderCapBound: under a domain cap above the leaves, a unit's
+// GPU plan is settled for the unit's share of the total, with the lower
+// bound of that share. A review found the bound taken for the whole
+// total (read from the counters, mask and all, on a unit of more than 64
+// leaves): settleGPUNodes then started above the true fewest and panicked
+// on a plan that spread over fewer nodes. The request must place as the
+// search alone places it.
+func TestSettleUnderCapBound(t *testing.T) {
+	spec := topology.ClusterSpec{Levels: []string{"spine", "leaf"}}
+	var excluded []string
+	add := func(spine, leaf string, n, gpus int, exclude bool) {
+		for i := range n {
+			name := fmt.Sprintf("%s-%d", leaf, i)
+			spec.Nodes = append(spec.Nodes, topology.NodeSpec{Name: name, GPUs: gpus, Path: []string{spine, leaf}})
+			if exclude {
+				excluded = append(excluded, name)
+			}
+		}
+	}
+	add("sa", "la01", 16, 1, false)
+	add("sa", "la02", 2, 8, false)
+	add("sa", "la02x", 1, 8, true)
+	for l := 3; l <= 65; l++ {
+		add("sa", fmt.Sprintf("la%02d", l), 1, 8, true)
+	}
+	add("sb", "lb", 3, 8, false)
+	add("sc", "lc", 1, 1, false)
+	c, err := topology.Build(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := c.NewNodeSet()
+	for _, name := range excluded {
+		n, _ := c.LookupNode(name)
+		ex.Set(uint(n))
+	}
+	s := topology.NewState(c)
+	req := Request{GPUs: 40, MaxDomains: 2, MaxDomainsLevel: "spine", Excluded: ex}
+	want, err := New(c, Options{SearchBudget: MaxSearchBudget}).placeWithout(s, &req)
+	if err != nil || !want.Placed {
+		t.Fatalf("search alone: %+v, %v", want, err)
+	}
+	for _, budget := range []int{0, 8320, MaxSearchBudget} {
+		got, err := New(c, Options{SearchBudget: budget}).Place(s, &req, nil)
+		if err != nil || !got.Placed || got.Nodes != want.Nodes || got.Leaves(c) != want.Leaves(c) {
+			t.Errorf("budget %d: %d nodes on %d leaves (%v), the search alone %d on %d", budget, got.Nodes, got.Leaves(c), err, want.Nodes, want.Leaves(c))
+		}
+	}
+}
+
+// TestCapBelowSegmentsStaysBad: a domain cap whose level lies below the
+// segment level is a bad request whatever the cap (a review found a cap
+// no smaller than its level's domains skipping the check).
+func TestCapBelowSegmentsStaysBad(t *testing.T) {
+	c := topology.Default2000()
+	p := New(c, Options{})
+	s := topology.NewState(c)
+	for _, max := range []int{2, c.NumDomains(c.Depth() - 1)} {
+		req := Request{Nodes: 16, GPUsPerNode: 8, SegmentSize: 8, SegmentLevel: "core", MaxDomains: max}
+		if _, err := p.Place(s, &req, nil); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "below the segment level") {
+			t.Errorf("MaxDomains %d below segments per core: %v; want ErrBadRequest", max, err)
+		}
+	}
+}
+
+// placeWithout places r with settleGPUNodes off.
+func (p *Placer) placeWithout(s *topology.State, r *Request) (Result, error) {
+	p.settleLeaves = 0
+	return p.Place(s, r, nil)
 }

@@ -237,12 +237,12 @@ func (pl *plan) resolveLimit(c *topology.Cluster, r *Request) error {
 	if lvl <= pl.required {
 		return nil // one domain at or below the level: at most one of it
 	}
-	if r.MaxDomains >= c.NumDomains(int(lvl)) {
-		return nil // no placement uses more domains of the level than it has
-	}
 	if pl.nlayers > 0 && lvl > pl.layers[0].lvl {
 		return fmt.Errorf("%w: MaxDomainsLevel %s is below the segment level %s", ErrBadRequest,
 			orDefault(r.MaxDomainsLevel, c.LevelName(int(lvl))), c.LevelName(int(pl.layers[0].lvl)))
+	}
+	if r.MaxDomains >= c.NumDomains(int(lvl)) {
+		return nil // no placement uses more domains of the level than it has
 	}
 	pl.limit, pl.limitLvl = r.MaxDomains, lvl
 	return nil

@@ -113,7 +113,7 @@ const maxScored = 8
 func (p *Placer) domainBound(x, ph, need int) choice {
 	c := choice{domain: x, leaves: p.leafLowerBound(x, ph, need), stranded: p.pathFree(x)}
 	if p.sc.pl.mode == modeGPUs {
-		c.nodes = p.quickNodesLowerBound(x)
+		c.nodes = p.quickNodesLowerBound(x, p.sc.pl.gpus)
 	}
 	return c
 }
