@@ -514,23 +514,7 @@ func TestRestoreRefusesUntrueRecords(t *testing.T) {
 // end; on the snapshot's own cluster the same gang across two leaves is
 // refused.
 func TestRestoreOntoRecabledCluster(t *testing.T) {
-	build := func(moved string) *topology.Cluster {
-		spec := topology.ClusterSpec{Levels: []string{"leaf"}}
-		for _, leaf := range []string{"l0", "l1"} {
-			for n := range 4 {
-				name := leaf + "-" + string(rune('a'+n))
-				path := leaf
-				if name == moved {
-					path = "l1"
-				}
-				spec.Nodes = append(spec.Nodes, topology.NodeSpec{Name: name, GPUs: 8, Path: []string{path}})
-			}
-		}
-		c, err := topology.Build(spec)
-		require.NoError(t, err)
-		return c
-	}
-	before, after := build(""), build("l0-b")
+	before, after := recabled(t, 2, ""), recabled(t, 2, "l0-b")
 	cfg := DefaultConfig()
 	e, err := New(before, cfg, flatTree(t, cfg.FairShare, "a"))
 	require.NoError(t, err)
@@ -556,29 +540,33 @@ func TestRestoreOntoRecabledCluster(t *testing.T) {
 	}
 }
 
+// recabled builds a cluster of leaves l0, l1, ... (n of them) of four
+// 8-GPU nodes each (l0-a to l0-d, ...), with node moved cabled into l1.
+func recabled(t *testing.T, n int, moved string) *topology.Cluster {
+	spec := topology.ClusterSpec{Levels: []string{"leaf"}}
+	for l := range n {
+		leaf := fmt.Sprintf("l%d", l)
+		for k := range 4 {
+			name := leaf + "-" + string(rune('a'+k))
+			path := leaf
+			if name == moved {
+				path = "l1"
+			}
+			spec.Nodes = append(spec.Nodes, topology.NodeSpec{Name: name, GPUs: 8, Path: []string{path}})
+		}
+	}
+	c, err := topology.Build(spec)
+	require.NoError(t, err)
+	return c
+}
+
 // TestRestoreOntoRecabledClusterWhere is TestRestoreOntoRecabledCluster
 // for a job's domain limit, segments and required co-location: onto the
 // recabled cluster the gang that now breaks them is restored and runs to
 // its end; on the snapshot's own cluster a record that breaks them is
 // refused, naming what it breaks.
 func TestRestoreOntoRecabledClusterWhere(t *testing.T) {
-	build := func(moved string) *topology.Cluster {
-		spec := topology.ClusterSpec{Levels: []string{"leaf"}}
-		for _, leaf := range []string{"l0", "l1", "l2"} {
-			for n := range 4 {
-				name := leaf + "-" + string(rune('a'+n))
-				path := leaf
-				if name == moved {
-					path = "l1"
-				}
-				spec.Nodes = append(spec.Nodes, topology.NodeSpec{Name: name, GPUs: 8, Path: []string{path}})
-			}
-		}
-		c, err := topology.Build(spec)
-		require.NoError(t, err)
-		return c
-	}
-	before, after := build(""), build("l0-b")
+	before, after := recabled(t, 3, ""), recabled(t, 3, "l0-b")
 	limited := placement.NodesOf(2, 8)
 	limited.MaxDomains = 1
 	segmented := placement.NodesOf(2, 8)
