@@ -351,7 +351,9 @@ func ParseFailurePolicy(s string) (FailurePolicy, bool) {
 // Patience lets a job wait for a tight placement before accepting a looser
 // one (Slurm --switches=k@T): until Wait has passed since submission, every
 // member must fit within MaxDomains domains of Level (default: the lowest
-// level).
+// level). A member whose own domain limit that one does not imply (its
+// limit lies at a lower level, or allows fewer domains) keeps its own
+// limit, which every placement of the job meets.
 type Patience struct {
 	MaxDomains int
 	Level      string

@@ -169,7 +169,26 @@ func (e *Engine) checkFields(j *Job) error {
 	return nil
 }
 
-// checkPatience builds the tight spec of a job with patience.
+// capImplies reports whether at most n domains of level l (a name, ""
+// the lowest) imply at most m domains of level k: l lies at or below k
+// (each domain of k used holds one of l used) and n <= m.
+func (e *Engine) capImplies(n int, l string, m int, k string) bool {
+	lowest := e.c.Depth() - 1
+	li, ki := lowest, lowest
+	if l != "" {
+		li, _ = e.c.Level(l)
+	}
+	if k != "" {
+		ki, _ = e.c.Level(k)
+	}
+	return li >= ki && n <= m
+}
+
+// checkPatience builds the tight spec of a job with patience: each
+// member's cap becomes the patience's, unless the member has a cap that
+// the patience's does not imply (a cap at a higher level, or more
+// domains): such a member keeps its own, which the job's placement must
+// meet whatever its patience.
 func (e *Engine) checkPatience(rec *jobRec) error {
 	j := &rec.job
 	p := j.Patience
@@ -185,7 +204,7 @@ func (e *Engine) checkPatience(rec *jobRec) error {
 	t.Members = slices.Clone(j.Gang.Members)
 	for i := range t.Members {
 		r := &t.Members[i].Request
-		if r.MaxDomains == 0 || r.MaxDomains > p.MaxDomains {
+		if r.MaxDomains == 0 || e.capImplies(p.MaxDomains, p.Level, r.MaxDomains, r.MaxDomainsLevel) {
 			r.MaxDomains, r.MaxDomainsLevel = p.MaxDomains, p.Level
 		}
 	}
