@@ -367,7 +367,7 @@ func (e *Engine) deactivate(j *jobRec, now time.Time) {
 	if j.job.Grow {
 		e.jobs.growers--
 	}
-	j.alloc, j.used, j.end, j.checkpoint = nil, 0, time.Time{}, time.Time{}
+	j.alloc, j.used, j.end, j.checkpoint, j.recabled = nil, 0, time.Time{}, time.Time{}, false
 }
 
 // requeue puts a job whose gang was released back in the queue with its

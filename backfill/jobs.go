@@ -44,6 +44,11 @@ type jobRec struct {
 	// job's reservation: the next cycle that tests the job reports where
 	// it went.
 	moved *Move
+	// recabled: an active job restored onto another cluster, where its
+	// gang runs across domains its request limits (a node cabled
+	// elsewhere); it runs there all the same, and later restores do not
+	// hold its placement to those domains.
+	recabled bool
 	// tight is the job's gang with its patience constraint applied.
 	tight *gang.Spec
 	// limit is job.TimeLimit, here for the walk.

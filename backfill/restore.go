@@ -129,12 +129,13 @@ type restorer struct {
 // placed returns the spec job j's placements are checked against: its
 // gang as recorded (a running gang stays where it runs when cfg's pool
 // for its queue no longer has its nodes), or, onto another cluster than
-// the snapshot's, that gang without node sets, Required levels, domain
-// limits, segments and co-location (a node cabled into another domain may
-// put a running gang across its Required domain, or over its limit; it
-// runs there all the same).
+// the snapshot's, or for a job recabled by an earlier such restore, that
+// gang without node sets, Required levels, domain limits, segments and
+// co-location (a node cabled into another domain may put a running gang
+// across its Required domain, or over its limit; it runs there all the
+// same).
 func (r *restorer) placed(j *jobRec) *gang.Spec {
-	if !r.moved {
+	if !r.moved && !j.recabled {
 		return r.asRecorded[j]
 	}
 	g := *r.asRecorded[j]
@@ -366,6 +367,10 @@ func (r *restorer) job(jr *JobRecord) *jobRec {
 	if jr.Preemptions < 0 || jr.Preemptions > maxRestartCount || jr.Requeues < 0 || jr.Requeues > maxRestartCount {
 		return fail("%d preemptions or %d requeues, not in [0, %d]", jr.Preemptions, jr.Requeues, maxRestartCount)
 	}
+	if jr.Recabled && jr.State != StateStarting && jr.State != StateRunning && jr.State != StatePreempting {
+		return fail("recabled but %s", jr.State)
+	}
+	j.recabled = jr.Recabled
 	if m := jr.Moved; m != nil {
 		if m.Job != jr.ID || m.Cause < CauseUnknown || m.Cause > CauseNodeDrained || !m.To.IsZero() || !encodable(m.From) {
 			return fail("a bad pending move record")
@@ -478,6 +483,9 @@ func (r *restorer) linkActive(j *jobRec) bool {
 	if err := r.placed(j).CheckRecord(e.c, &r.snap.Gangs[i]); err != nil {
 		r.bad("job %s: %v", j.job.ID, err)
 		return false
+	}
+	if r.moved && !j.recabled && r.asRecorded[j].CheckRecord(e.c, &r.snap.Gangs[i]) != nil {
+		j.recabled = true // where the old cabling put it: it runs there
 	}
 	// The ledger's copy of the gang holds only its sizes: give it the
 	// job's spec, whose required domains and co-location keep re-placed

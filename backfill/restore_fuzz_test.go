@@ -488,6 +488,7 @@ func TestRestoreRefusesUntrueRecords(t *testing.T) {
 		}, "with a start or a last charge before its submit"},
 		{"preemptions about to wrap", preempting, func(s *Snapshot) { s.Jobs[jobIndex(s, "d")].Preemptions = math.MaxInt }, "preemptions or"},
 		{"negative requeues", rich, func(s *Snapshot) { s.Jobs[jobIndex(s, "run")].Requeues = -1 }, "-1 requeues"},
+		{"a waiting job recabled", rich, func(s *Snapshot) { s.Jobs[jobIndex(s, "big")].Recabled = true }, "recabled but"},
 		{"run counts that wrap when added", rich, func(s *Snapshot) {
 			counts := []uint32{math.MaxUint32, math.MaxUint32, 1}
 			s.Runtimes = []RuntimeRecord{{Account: "a", Counts: counts}}
@@ -530,6 +531,7 @@ func TestRestoreOntoRecabledCluster(t *testing.T) {
 
 	r, err := Restore(after, cfg, snapshotCopy(t, snap))
 	require.NoError(t, err, "onto the recabled cluster")
+	restoresAgain(t, r, after, cfg)
 	require.NoError(t, r.Finished("r", epoch.Add(30*time.Minute)))
 
 	across := snapshotCopy(t, snap)
@@ -538,6 +540,22 @@ func TestRestoreOntoRecabledCluster(t *testing.T) {
 	if !errors.Is(err, ErrRestore) || !strings.Contains(err.Error(), "pods in two leaf domains") {
 		t.Fatalf("a gang across its required leaf on the snapshot's cluster: %v", err)
 	}
+}
+
+// restoresAgain checks that engine r, restored onto recabled cluster c
+// with its job "r" running across what its request limits, marks the job
+// recabled in its snapshots after a cycle, and that the snapshot restores
+// on c itself (a review found it refused: on its own cluster the job was
+// held to its request again).
+func restoresAgain(t *testing.T, r *Engine, c *topology.Cluster, cfg Config) {
+	t.Helper()
+	_, err := r.Schedule(epoch.Add(time.Minute))
+	require.NoError(t, err)
+	again := snapshotCopy(t, r.Snapshot())
+	require.True(t, again.Jobs[jobIndex(again, "r")].Recabled, "the job's record")
+	back, err := Restore(c, cfg, again)
+	require.NoError(t, err, "the restored engine's snapshot, on its own cluster")
+	require.True(t, back.Snapshot().Jobs[jobIndex(again, "r")].Recabled, "after a second restore")
 }
 
 // recabled builds a cluster of leaves l0, l1, ... (n of them) of four
@@ -598,6 +616,7 @@ func TestRestoreOntoRecabledClusterWhere(t *testing.T) {
 
 			r, err := Restore(after, cfg, snapshotCopy(t, snap))
 			require.NoError(t, err, "onto the recabled cluster")
+			restoresAgain(t, r, after, cfg)
 			require.NoError(t, r.Finished("r", epoch.Add(30*time.Minute)))
 
 			broken := snapshotCopy(t, snap)

@@ -159,6 +159,11 @@ type JobRecord struct {
 	// Moved is set when an event dropped the job's reservation and the
 	// next cycle has not yet reported where it went.
 	Moved *Move `json:"moved,omitempty"`
+	// Recabled is set on an active job restored onto another cluster
+	// where its gang runs across domains its request limits (Required,
+	// MaxDomains, segments, co-location): later restores do not hold its
+	// placement to them.
+	Recabled bool `json:"recabled,omitempty"`
 	// Class and Preemption are the job's (policy "never" left out).
 	Class      int    `json:"class,omitempty"`
 	Preemption string `json:"preemption,omitempty"`
@@ -272,7 +277,7 @@ func (e *Engine) jobRecord(j *jobRec) JobRecord {
 		QOS: jb.QOS, Partition: jb.Partition, Gang: e.submittedGang(j).Record(e.c), Start: j.start, Promised: j.promised,
 		LastCharge: e.jobs.lastCharge(j), HoldExpiry: j.holdExpiry, HoldBlocked: j.holdBlockedSince, Requeues: j.requeues, Ended: j.ended,
 		Class: jb.Class, Grow: jb.Grow, Checkpoint: j.checkpoint, PreemptedAt: j.preemptedAt, PreemptedBy: j.preemptedBy, Preemptions: j.preemptions,
-		Queue: jb.Queue}
+		Queue: jb.Queue, Recabled: j.recabled}
 	if j.moved != nil {
 		mv := *j.moved // the snapshot's own
 		r.Moved = &mv

@@ -28,6 +28,8 @@ type Ledger struct {
 	// call.
 	scope, near *bitset.BitSet
 	req         placement.Request
+	// dc counts pods per domain for Insert's check.
+	dc domainCount
 }
 
 type entry struct {
@@ -282,7 +284,7 @@ func (l *Ledger) Insert(g *Spec, a *Allocation) error {
 	if _, dup := l.byID[g.ID]; dup {
 		return fmt.Errorf("%w: %s", ErrDuplicateID, g.ID)
 	}
-	if err := g.CheckAllocation(l.c, a); err != nil {
+	if err := g.checkAllocation(l.c, a, &l.dc); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadSpec, err)
 	}
 	for i := range a.Members {

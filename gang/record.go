@@ -81,8 +81,9 @@ func (g *Spec) checkRecord(c *topology.Cluster, rec *GangRecord, where bool) err
 		return fmt.Errorf("gang %s: %d members recorded, the spec has %d", g.ID, len(rec.Members), len(g.Members))
 	}
 	var errs []error
+	var dc domainCount
 	for i := range g.Members {
-		if err := g.Members[i].checkRecord(c, &rec.Members[i], where); err != nil {
+		if err := g.Members[i].checkRecord(c, &rec.Members[i], where, &dc); err != nil {
 			errs = append(errs, fmt.Errorf("gang %s: %w", g.ID, err))
 		}
 	}
@@ -94,7 +95,7 @@ func (g *Spec) checkRecord(c *topology.Cluster, rec *GangRecord, where bool) err
 	return errors.Join(errs...)
 }
 
-func (m *Member) checkRecord(c *topology.Cluster, mr *MemberRecord, where bool) error {
+func (m *Member) checkRecord(c *topology.Cluster, mr *MemberRecord, where bool, dc *domainCount) error {
 	r := &m.Request
 	if mr.Name != m.Name {
 		return fmt.Errorf("member %s recorded as %s", m.Name, mr.Name)
@@ -108,7 +109,7 @@ func (m *Member) checkRecord(c *topology.Cluster, mr *MemberRecord, where bool) 
 			return fmt.Errorf("member %s: %w: %q", m.Name, topology.ErrUnknownNode, p.Node)
 		}
 	}
-	return m.checkPods(c, len(mr.Pods), where, func(i int) (topology.NodeID, int) {
+	return m.checkPods(c, len(mr.Pods), where, dc, func(i int) (topology.NodeID, int) {
 		n, _ := c.LookupNode(mr.Pods[i].Node)
 		return n, len(mr.Pods[i].GPUs)
 	})
@@ -118,7 +119,7 @@ func (m *Member) checkRecord(c *topology.Cluster, mr *MemberRecord, where bool) 
 // i on node and holding gpus of pod(i); with where, also their nodes
 // (Allowed, Excluded, the Required domain). It allocates nothing unless
 // it fails.
-func (m *Member) checkPods(c *topology.Cluster, count int, where bool, pod func(i int) (node topology.NodeID, gpus int)) error {
+func (m *Member) checkPods(c *topology.Cluster, count int, where bool, dc *domainCount, pod func(i int) (node topology.NodeID, gpus int)) error {
 	r := &m.Request
 	total := 0
 	required, domain := -1, -1
@@ -150,7 +151,7 @@ func (m *Member) checkPods(c *topology.Cluster, count int, where bool, pod func(
 		}
 	}
 	if where {
-		if err := m.checkDomains(c, count, func(i int) topology.NodeID { n, _ := pod(i); return n }); err != nil {
+		if err := m.checkDomains(c, count, dc, func(i int) topology.NodeID { n, _ := pod(i); return n }); err != nil {
 			return err
 		}
 	}
@@ -175,16 +176,20 @@ func (m *Member) checkPods(c *topology.Cluster, count int, where bool, pod func(
 // node(i): at most MaxDomains domains of its level, and in every domain of
 // a segment layer's level a whole number of that layer's segments (which,
 // the layers nesting, is all a partition into the segments needs). It
-// allocates nothing unless it fails.
-func (m *Member) checkDomains(c *topology.Cluster, count int, node func(i int) topology.NodeID) error {
+// counts with dc, in a time in count, and allocates nothing unless it
+// fails or dc must grow.
+func (m *Member) checkDomains(c *topology.Cluster, count int, dc *domainCount, node func(i int) topology.NodeID) error {
 	r := &m.Request
 	if c.Depth() == 0 {
 		return nil // one domain, the cluster
 	}
 	if r.MaxDomains > 0 {
-		l := levelOrLowest(c, r.MaxDomainsLevel)
+		l, err := levelOrLowest(c, r.MaxDomainsLevel)
+		if err != nil {
+			return fmt.Errorf("member %s: MaxDomainsLevel: %w", m.Name, err)
+		}
 		n := 0
-		eachDomain(c, l, count, node, func(int, int) { n++ })
+		dc.each(c, l, count, node, func(int, int) { n++ })
 		if n > r.MaxDomains {
 			return fmt.Errorf("member %s: pods in %d %s domains, its request allows at most %d", m.Name, n, c.LevelName(l), r.MaxDomains)
 		}
@@ -197,9 +202,12 @@ func (m *Member) checkDomains(c *topology.Cluster, count int, node func(i int) t
 		if sg.Size <= 1 {
 			continue
 		}
-		l := levelOrLowest(c, sg.Level)
+		l, err := levelOrLowest(c, sg.Level)
+		if err != nil {
+			return fmt.Errorf("member %s: segment level: %w", m.Name, err)
+		}
 		bad, pods := -1, 0
-		eachDomain(c, l, count, node, func(d, n int) {
+		dc.each(c, l, count, node, func(d, n int) {
 			if bad < 0 && n%sg.Size != 0 {
 				bad, pods = d, n
 			}
@@ -218,7 +226,10 @@ func (g *Spec) checkColocation(c *topology.Cluster, count func(i int) int, node 
 	if !g.Colocate.Required || g.Colocate.Level == "" {
 		return nil
 	}
-	l, _ := c.Level(g.Colocate.Level) // Validate checked the name
+	l, ok := c.Level(g.Colocate.Level)
+	if !ok {
+		return fmt.Errorf("gang %s: co-location level %q: %w", g.ID, g.Colocate.Level, topology.ErrUnknownLevel)
+	}
 	first := -1
 	for i := range g.Members {
 		for k := range count(i) {
@@ -236,36 +247,45 @@ func (g *Spec) checkColocation(c *topology.Cluster, count func(i int) int, node 
 }
 
 // levelOrLowest returns the level named name, the lowest level for "".
-func levelOrLowest(c *topology.Cluster, name string) int {
+func levelOrLowest(c *topology.Cluster, name string) (int, error) {
 	if name == "" {
-		return c.Depth() - 1
+		return c.Depth() - 1, nil
 	}
-	l, _ := c.Level(name) // Validate checked the name
-	return l
+	l, ok := c.Level(name)
+	if !ok {
+		return 0, fmt.Errorf("%w: %q", topology.ErrUnknownLevel, name)
+	}
+	return l, nil
 }
 
-// eachDomain calls f(d, n) once for every domain d of level l that holds
-// some of count pods, pod i on node(i), with n the pods in it, in the order
-// of their first pods. It takes a time in count times the domains, and
-// allocates nothing.
-func eachDomain(c *topology.Cluster, l, count int, node func(i int) topology.NodeID, f func(d, n int)) {
+// domainCount counts pods per domain of a level: counts[d] for the
+// domains in touched, zero elsewhere between calls. Its buffers grow to
+// the largest level counted and are then reused.
+type domainCount struct {
+	counts  []int32
+	touched []int32
+}
+
+// each calls f(d, n) once for every domain d of level l that holds some
+// of count pods, pod i on node(i), with n the pods in it, in the order of
+// their first pods, in a time in count.
+func (dc *domainCount) each(c *topology.Cluster, l, count int, node func(i int) topology.NodeID, f func(d, n int)) {
+	if n := c.NumDomains(l); len(dc.counts) < n {
+		dc.counts = make([]int32, n)
+	}
+	touched := dc.touched[:0]
 	for i := range count {
 		d := c.NodeDomain(node(i), l)
-		seen := false
-		for j := i - 1; j >= 0 && !seen; j-- { // pods of a domain are often adjacent
-			seen = c.NodeDomain(node(j), l) == d
+		if dc.counts[d] == 0 {
+			touched = append(touched, int32(d))
 		}
-		if seen {
-			continue
-		}
-		n := 1
-		for k := i + 1; k < count; k++ {
-			if c.NodeDomain(node(k), l) == d {
-				n++
-			}
-		}
-		f(d, n)
+		dc.counts[d]++
 	}
+	for _, d := range touched {
+		f(int(d), int(dc.counts[d]))
+		dc.counts[d] = 0
+	}
+	dc.touched = touched
 }
 
 // CheckAllocation reports the first way in which a is not a whole
@@ -274,8 +294,15 @@ func eachDomain(c *topology.Cluster, l, count int, node func(i int) topology.Nod
 // within the elastic minimum), GPUs per pod, GPU totals, and where each
 // member's pods run (nodes, required domain, domain limit, segments) and
 // the gang's required co-location, as CheckRecord checks a record. It
-// allocates nothing when a matches.
+// allocates nothing when a matches, except a count per domain when a
+// member has a domain limit or segments (Ledger.Insert keeps one).
 func (g *Spec) CheckAllocation(c *topology.Cluster, a *Allocation) error {
+	var dc domainCount
+	return g.checkAllocation(c, a, &dc)
+}
+
+// checkAllocation is CheckAllocation counting pods per domain with dc.
+func (g *Spec) checkAllocation(c *topology.Cluster, a *Allocation, dc *domainCount) error {
 	if a.ID != g.ID || len(a.Members) != len(g.Members) {
 		return fmt.Errorf("gang %s: allocation %s has %d members, the spec %d", g.ID, a.ID, len(a.Members), len(g.Members))
 	}
@@ -292,7 +319,7 @@ func (g *Spec) CheckAllocation(c *topology.Cluster, a *Allocation) error {
 				return fmt.Errorf("gang %s member %s: %w: node %d", g.ID, ma.Name, topology.ErrUnknownNode, x.Node)
 			}
 		}
-		err := m.checkPods(c, len(ma.Assignment), true, func(k int) (topology.NodeID, int) {
+		err := m.checkPods(c, len(ma.Assignment), true, dc, func(k int) (topology.NodeID, int) {
 			x := ma.Assignment[k]
 			return x.Node, bits.PopCount(x.GPUs)
 		})

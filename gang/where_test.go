@@ -1,6 +1,7 @@
 package gang
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -123,7 +124,8 @@ func TestCheckWhere(t *testing.T) {
 }
 
 // TestAdmittedPassCheckAllocation admits random gangs with domain limits,
-// segments and co-location on random fills, replaces pods, grows elastic
+// segments (one layer or two, elastic minimums of whole segments) and
+// co-location on random fills, replaces pods, grows and shrinks elastic
 // members and releases gangs,
 // and checks every allocation the ledger holds against its spec after
 // every step: what the ledger makes, its own check accepts.
@@ -136,7 +138,7 @@ func TestAdmittedPassCheckAllocation(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(5, 17))
 	l := NewLedger(c, Options{})
-	admitted, constrained, grown := 0, 0, 0
+	admitted, constrained, grown, shrunk := 0, 0, 0, 0
 	for step := range steps {
 		if l.State().UsedGPUs() > c.TotalGPUs()*9/10 {
 			for _, id := range l.IDs()[:l.Len()/2] {
@@ -155,9 +157,23 @@ func TestAdmittedPassCheckAllocation(t *testing.T) {
 			case 0:
 				q.MaxDomains, q.MaxDomainsLevel = 1+r.IntN(3), levels[r.IntN(len(levels))]
 			case 1:
-				if size := []int{2, 4}[r.IntN(2)]; q.Nodes%size == 0 {
+				size := []int{2, 4}[r.IntN(2)]
+				if q.Nodes%size != 0 {
+					break
+				}
+				if r.IntN(2) == 0 {
 					q.SegmentSize, q.SegmentLevel = size, levels[1+r.IntN(len(levels)-1)]
-					g.Members[i].Min, g.Members[i].Step = 0, 0
+				} else { // two layers: size per spine (or core), 2 per leaf
+					q.Segments[0] = placement.Segment{Size: size, Level: levels[r.IntN(len(levels)-1)]}
+					q.Segments[1] = placement.Segment{Size: 2}
+				}
+				// An elastic minimum of whole segments, or none.
+				g.Members[i].Step = 0
+				if m := &g.Members[i]; m.Min > 0 {
+					m.Min = max(size, m.Min/size*size)
+					if m.Min >= q.Nodes {
+						m.Min = 0
+					}
 				}
 			}
 		}
@@ -170,7 +186,7 @@ func TestAdmittedPassCheckAllocation(t *testing.T) {
 		}
 		if res.Admitted {
 			admitted++
-			if g.Colocate.Required || g.Members[0].Request.MaxDomains > 0 || g.Members[0].Request.SegmentSize > 1 {
+			if q := &g.Members[0].Request; g.Colocate.Required || q.MaxDomains > 0 || q.SegmentStep() > 1 {
 				constrained++
 			}
 			a, _ := l.Get(g.ID)
@@ -180,12 +196,26 @@ func TestAdmittedPassCheckAllocation(t *testing.T) {
 					t.Fatalf("step %d: replace: %v", step, err)
 				}
 			}
-			// An elastic member grows by a step when it can.
-			if mem := &g.Members[m]; mem.Min > 0 && mem.Request.SegmentSize <= 1 && a.Members[m].Pods < mem.Request.Nodes {
-				if _, err := l.GrowMember(g.ID, mem.Name, mem.step(), nil); err != nil {
-					t.Fatalf("step %d: grow: %v", step, err)
+			// An elastic member grows by a step when it can, or gives
+			// up its last pods down to its minimum.
+			if mem := &g.Members[m]; mem.Min > 0 && mem.Request.SegmentStep() <= 1 {
+				switch spare, _ := l.Spare(g.ID, m); {
+				case a.Members[m].Pods < mem.Request.Nodes && r.IntN(2) == 0:
+					if _, err := l.GrowMember(g.ID, mem.Name, mem.step(), nil); err != nil {
+						t.Fatalf("step %d: grow: %v", step, err)
+					}
+					grown++
+				case spare > 0:
+					k := spare / mem.step() * mem.step()
+					ranks := make([]int, 0, k)
+					for i := range k {
+						ranks = append(ranks, a.Members[m].Pods-1-i)
+					}
+					if err := l.ReleasePods(g.ID, mem.Name, ranks...); err != nil {
+						t.Fatalf("step %d: release %v: %v", step, ranks, err)
+					}
+					shrunk++
 				}
-				grown++
 			}
 		}
 		for _, id := range l.IDs() {
@@ -196,8 +226,32 @@ func TestAdmittedPassCheckAllocation(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d admitted, %d with a limit, segments or required co-location on their first member or gang, %d grown", admitted, constrained, grown)
+	t.Logf("%d admitted, %d with a limit, segments or required co-location on their first member or gang, %d grown, %d shrunk", admitted, constrained, grown, shrunk)
 	if constrained < steps/20 {
 		t.Errorf("only %d constrained admissions in %d steps", constrained, steps)
+	}
+}
+
+// TestCheckUnknownLevel: a spec never validated (as SpecRecord.Spec
+// rebuilds it) that names an unknown level gets an error from the checks,
+// not a panic.
+func TestCheckUnknownLevel(t *testing.T) {
+	c := topology.Default2000()
+	as := []topology.NodeAlloc{{Node: 0, GPUs: 0xff}, {Node: 1, GPUs: 0xff}}
+	for _, tc := range []struct {
+		name string
+		g    Spec
+	}{
+		{"domain limit", Spec{Members: []Member{{Name: "w", Request: placement.Request{Nodes: 2, GPUsPerNode: 8, MaxDomains: 1, MaxDomainsLevel: "rack"}}}}},
+		{"segments", Spec{Members: []Member{{Name: "w", Request: placement.Request{Nodes: 2, GPUsPerNode: 8, SegmentSize: 2, SegmentLevel: "rack"}}}}},
+		{"co-location", Spec{Colocate: Colocation{Level: "rack", Required: true}, Members: []Member{{Name: "w", Request: placement.NodesOf(2, 8)}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.g.ID = "g"
+			a := &Allocation{ID: "g", Members: []MemberAllocation{{Name: "w", Pods: 2, Assignment: as}}}
+			if err := tc.g.CheckAllocation(c, a); !errors.Is(err, topology.ErrUnknownLevel) {
+				t.Errorf("CheckAllocation = %v, want ErrUnknownLevel", err)
+			}
+		})
 	}
 }
