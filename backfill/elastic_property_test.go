@@ -141,6 +141,26 @@ func newElasticRun(t *testing.T, seed int) *elasticRun {
 		if r.IntN(8) == 0 {
 			j.Gang.Colocate = gang.Colocation{Level: "spine", Required: true}
 		}
+		// Domain limits, segments and patience, which every start (the
+		// ledger checks each) and every restore hold the gang to.
+		q := &m.Request
+		switch r.IntN(8) {
+		case 0:
+			q.MaxDomains, q.MaxDomainsLevel = 1+r.IntN(3), []string{"", "spine"}[r.IntN(2)]
+		case 1:
+			if q.Nodes%2 == 0 && q.GPUs == 0 {
+				q.SegmentSize, q.SegmentLevel = 2, []string{"", "spine"}[r.IntN(2)]
+				m.Step = 0
+				if m.Min > 0 {
+					m.Min = max(2, m.Min/2*2)
+					if m.Min >= q.Nodes {
+						m.Min = 0
+					}
+				}
+			}
+		case 2:
+			j.Patience = Patience{MaxDomains: 1, Level: []string{"", "spine"}[r.IntN(2)], Wait: 20 * time.Minute}
+		}
 		if preempting {
 			preemptJob(r, j)
 		}
