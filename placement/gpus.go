@@ -296,13 +296,8 @@ func (p *Placer) holdsOn(s []excessRef, m, t, a int) bool {
 	if len(s) < m {
 		return false
 	}
-	ex := p.sc.search.excess
 	for j := 0; j <= p.lay.maxGPUs && a-t*j > 0; j++ {
-		sum := 0
-		for _, r := range s {
-			sum += int(ex[int(r.at)+j])
-		}
-		if sum < a-t*j {
+		if p.sumExcess(s, j) < a-t*j {
 			return false
 		}
 	}
