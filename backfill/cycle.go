@@ -377,7 +377,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.invalidate()
 	c.startClaims()
 	c.initPreempt()
-	c.initQuota()
+	c.initQuota(order)
 	c.keepBook()
 	c.startBacklog()
 	c.startSkips()

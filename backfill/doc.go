@@ -300,6 +300,15 @@
 // 1600 of 1600 GPUs (1200 guaranteed, borrowing limit 400), borrowing
 // limit reached"), and it gives up its reservation or hold.
 //
+// Within a queue, jobs start best effort (Kueue's BestEffortFIFO): a job
+// its quota holds back does not keep smaller jobs of its queue from the
+// room the running jobs free, so one that needs more than any one of them
+// frees can wait for as long as smaller ones keep coming. A queue with
+// QueueSpec.StrictOrder (Kueue's StrictFIFO) starts its jobs in rank
+// order instead while the first of them waits for quota: no job ranked
+// below it in the queue starts (one holding a reservation or a claim
+// aside), and each is told so (WaitQuota, Blocker the job ahead).
+//
 // Every start is checked again on the GPUs actually placed (whole nodes
 // are counted at the largest node's GPUs until then): a job whose queue
 // does not take them waits for quota. An elastic gang (gang.Member.Min)

@@ -139,6 +139,16 @@ func randomOpsEngine(t *testing.T, c *topology.Cluster, depth int, seed uint64, 
 				k++
 			}
 		}
+		if seed%16 == 9 || seed%16 == 13 {
+			// Strict order on every other queue without children.
+			k := 0
+			for i, q := range cfg.Quotas.Queues {
+				if !hasChild(cfg.Quotas.Queues, q.Name) {
+					cfg.Quotas.Queues[i].StrictOrder = k%2 == 0
+					k++
+				}
+			}
+		}
 	}
 	// Priorities by age alone in a third of the seeds: the queue is then
 	// kept in submit order between cycles (fifo.go) unless quotas or a

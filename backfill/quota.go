@@ -49,6 +49,19 @@ type QueueSpec struct {
 	// across a restore applies to the jobs waiting; running ones stay
 	// where they run). Empty: any node.
 	Nodes string `json:"nodes,omitempty"`
+	// StrictOrder starts the queue's jobs in rank order while the first of
+	// them waits for quota (Kueue's StrictFIFO): once the highest-ranked
+	// waiting job of the queue is held back by its quota (a limit, or its
+	// weighted share), no job
+	// ranked below it in the queue starts in that cycle (nor, in the
+	// entitled-first order, goes ahead of it), so the room the running
+	// jobs free goes to it. Jobs with a reservation or a claim are not
+	// held back: their room is counted already. Without it (the default,
+	// Kueue's BestEffortFIFO), a job that needs more room than any one of
+	// the queue's running jobs frees can wait behind every smaller job of
+	// the queue that fits the room freed, for as long as such jobs come.
+	// Only for a queue without children (jobs are submitted to those).
+	StrictOrder bool `json:"strict_order,omitempty"`
 }
 
 // QuotaConfig is the quota tree: queues with guarantees, borrowing and
@@ -61,7 +74,8 @@ type QuotaConfig struct {
 // Validate checks the queues: names unique and non-empty, every parent
 // listed before its children, amounts non-negative (or Unlimited), a
 // maximum at least the guarantee, children's guarantees within their
-// parent's, weights finite and non-negative. The error wraps ErrConfig
+// parent's, weights finite and non-negative, strict order only on queues
+// without children. The error wraps ErrConfig
 // and names the queue.
 func (q *QuotaConfig) Validate() error {
 	seen := make(map[string]int, len(q.Queues))
@@ -89,6 +103,11 @@ func (q *QuotaConfig) Validate() error {
 			}
 		}
 		seen[s.Name] = i
+	}
+	for i := range q.Queues {
+		if p := q.Queues[i].Parent; p != "" && q.Queues[seen[p]].StrictOrder {
+			return fmt.Errorf("%w: queue %q: strict order, but it has children (queue %q); set it on the queues jobs are submitted to", ErrConfig, p, q.Queues[i].Name)
+		}
 	}
 	return nil
 }

@@ -334,6 +334,12 @@ func TestQuotaProperties(t *testing.T) {
 // reservations (depth 4) and hold mode are on, and odd workloads have a
 // backlog once a small job has waited 30 minutes.
 func quotaEngine(t testing.TB, r *rand.Rand, w int, plans bool) (*Engine, []Job, Config) {
+	return quotaEngineWith(t, r, w, plans, nil)
+}
+
+// quotaEngineWith is quotaEngine with tune applied to the config (its
+// queues drawn) before the engine is made.
+func quotaEngineWith(t testing.TB, r *rand.Rand, w int, plans bool, tune func(*Config)) (*Engine, []Job, Config) {
 	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 2, LeavesPerSpine: 2, NodesPerLeaf: 4, GPUsPerNode: 8})
 	if err != nil {
 		t.Fatal(err)
@@ -351,6 +357,9 @@ func quotaEngine(t testing.TB, r *rand.Rand, w int, plans bool) (*Engine, []Job,
 	cfg.Preemption = PreemptionConfig{Enabled: w%3 == 0, ExemptTime: []time.Duration{0, 20 * time.Minute}[r.IntN(2)],
 		Grace: 5 * time.Minute, MinGain: 0, MaxSearches: 16}
 	cfg.Quotas = randomQueues(r, w, c.NumNodes())
+	if tune != nil {
+		tune(&cfg)
+	}
 	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b", "c"))
 	if err != nil {
 		t.Fatalf("workload %d: %v (queues %+v)", w, err, cfg.Quotas)

@@ -54,6 +54,9 @@ func TestQuotaValidate(t *testing.T) {
 		{"bad nodes", []QueueSpec{with(q("a", "", 8), func(s *QueueSpec) { s.Nodes = "n[5-3]" })}, `queue "a": nodes:`},
 		{"children above parent", []QueueSpec{q("lab", "", 32), q("a", "lab", 24), q("b", "lab", 16)},
 			`queue "b": its guarantee of 16 takes the guarantees of "lab"'s queues to 40, above "lab"'s 32`},
+		{"strict leaves", []QueueSpec{q("lab", "", 32), with(q("a", "lab", 16), func(s *QueueSpec) { s.StrictOrder = true }), q("b", "lab", 16)}, ""},
+		{"strict parent", []QueueSpec{with(q("lab", "", 32), func(s *QueueSpec) { s.StrictOrder = true }), q("a", "lab", 16), q("b", "lab", 16)},
+			`queue "lab": strict order, but it has children (queue "a")`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := QuotaConfig{Queues: tc.queues}

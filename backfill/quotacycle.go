@@ -226,18 +226,26 @@ func (e *Engine) checkQueue(j *jobRec, fits bool) error {
 // together, stably) so that the jobs their queues' guarantees cover go
 // first: going down the queue, a job is covered when its queue's use and
 // the GPUs of the covered jobs of its queue before it leave room for it
-// within the guarantee. Jobs that would borrow come after, so that none
+// within the guarantee (in a queue with StrictOrder, only while no job of
+// it without a reservation has been left uncovered). Jobs that would borrow come after, so that none
 // takes, within a cycle, GPUs that another queue's guarantee covers (a
 // job started in the cycle could not be reclaimed in it).
 func (e *Engine) entitledFirst() {
 	s := e.quota
 	clear(s.cum)
+	clear(s.uncovered)
 	s.covered = slices.Grow(s.covered[:0], len(e.order))[:len(e.order)]
 	for i, j := range e.order {
 		q := j.queue
-		s.covered[i] = j.claim == nil && j.unfit == "" && s.used[q]+s.cum[q]+j.gpus <= s.guar[q]
-		if s.covered[i] {
+		free := j.claim == nil && j.unfit == ""
+		s.covered[i] = free && !s.uncovered[q] && s.used[q]+s.cum[q]+j.gpus <= s.guar[q]
+		switch {
+		case s.covered[i]:
 			s.cum[q] += j.gpus
+		case free && j.resv == nil && s.strict[q]:
+			// A queue in strict order keeps its order: no job of it
+			// below this one goes ahead of it.
+			s.uncovered[q] = true
 		}
 	}
 	// Nothing to move unless an uncovered job precedes a covered one
@@ -263,8 +271,8 @@ func (e *Engine) entitledFirst() {
 // initQuota prepares a cycle's quota state: every queue may search for
 // victims to reclaim, and the weighted shares of what is above the
 // guarantees are computed from each queue's demand (its use plus its
-// waiting jobs' GPUs).
-func (c *cycle) initQuota() {
+// waiting jobs' GPUs); order is the cycle's ranking of the waiting jobs.
+func (c *cycle) initQuota(order []*jobRec) {
 	s := c.e.quota
 	if s == nil {
 		return
@@ -272,6 +280,7 @@ func (c *cycle) initQuota() {
 	n := len(s.names)
 	s.fails.reset()
 	clear(s.canUse)
+	clear(s.head)
 	s.naive, c.inServiceBuilt, c.probes = c.naive, false, 0
 	if s.probe == nil {
 		s.probe = c.queueCanUse
@@ -286,6 +295,16 @@ func (c *cycle) initQuota() {
 		if j.claim == nil && j.unfit == "" {
 			s.demand[j.queue] += j.gpus
 			s.minGang[j.queue] = min(s.minGang[j.queue], j.gpus)
+		}
+	}
+	// A queue in strict order starts its first job before any other: its
+	// smallest gang that could start is that one (else two such queues,
+	// each holding the other back by its weighted share for a small job
+	// that waits behind a large one, would start nothing).
+	clear(s.uncovered)
+	for _, j := range order {
+		if q := j.queue; s.strict[q] && !s.uncovered[q] && j.claim == nil && j.unfit == "" {
+			s.minGang[q], s.uncovered[q] = j.gpus, true
 		}
 	}
 	for a := n - 1; a >= 0; a-- {
@@ -473,6 +492,16 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 		c.quotaWait(j, quotaCheck{quotaPool, q}, j.unfit, w)
 		return true
 	}
+	if h := s.head[q]; h != nil && j.resv == nil && j.claim == nil {
+		// Its queue starts its jobs in order, and one ranked above waits
+		// for quota: the room goes to that one first.
+		w.Code, w.Blocker = WaitQuota, h.job.ID
+		w.Detail = s.reason(q, quotaMsg{kind: 4, at: -1, x: h.seq}, func() string {
+			return fmt.Sprintf("%s starts its jobs in rank order (strict order), and job %s, ranked above this one, waits for quota", s.display[q], h.job.ID)
+		})
+		c.dropPromises(j, w.Blocker)
+		return true
+	}
 	mayBorrow := e.mayBorrow(j)
 	qc := s.check(q, g, mayBorrow, false)
 	entitled := s.entitled(q, g)
@@ -546,7 +575,20 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 	}
 	w.Code, w.Detail = WaitQuota, why
 	c.dropPromises(j, w.Blocker)
+	c.noteHead(j, w)
 	return true
+}
+
+// noteHead makes job j, which waits (w), the head of its queue's strict
+// order for the rest of the walk when the queue has StrictOrder, no job
+// heads it yet, and j waits for quota (a limit or its weighted share)
+// without a reservation (a reserved job's room is kept by its promise; a
+// job that reclaims its guarantee holds a claim).
+func (c *cycle) noteHead(j *jobRec, w *Waiting) {
+	s := c.e.quota
+	if q := j.queue; s.strict[q] && s.head[q] == nil && w.Code == WaitQuota && j.resv == nil && j.claim == nil && j.unfit == "" {
+		s.head[q] = j
+	}
 }
 
 // waitsForQuota reports whether waiting job j's queue's quota holds it

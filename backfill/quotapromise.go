@@ -360,7 +360,8 @@ func (e *Engine) plannedGPUs(j *jobRec) int {
 
 // quotaWait makes job j wait for quota with reason why, the queue where
 // check qc binds named (its own when the cluster binds), and gives up
-// its reservation and its hold.
+// its reservation and its hold; j heads its queue's strict order
+// (noteHead).
 func (c *cycle) quotaWait(j *jobRec, qc quotaCheck, why string, w *Waiting) {
 	s := c.e.quota
 	w.Code, w.Detail, w.Blocker = WaitQuota, why, s.names[j.queue]
@@ -368,4 +369,5 @@ func (c *cycle) quotaWait(j *jobRec, qc quotaCheck, why string, w *Waiting) {
 		w.Blocker = s.names[qc.at]
 	}
 	c.dropPromises(j, w.Blocker)
+	c.noteHead(j, w)
 }

@@ -86,10 +86,18 @@ type quotaState struct {
 
 	// Entitled-first order scratch: GPUs covered per queue, whether each
 	// ranked job is covered, the order before.
-	cum      []int
-	covered  []bool
-	orderTmp []*jobRec
-	prioTmp  []uint64
+	cum     []int
+	covered []bool
+	// strict marks the queues with StrictOrder; head is, per queue, the
+	// first job the cycle's walk left waiting for quota (nil: none yet);
+	// uncovered is a mark per queue for a pass over the ranked jobs
+	// (entitledFirst: a job of the queue was left uncovered; initQuota:
+	// the queue's first job was seen).
+	strict    []bool
+	head      []*jobRec
+	uncovered []bool
+	orderTmp  []*jobRec
+	prioTmp   []uint64
 
 	// pools are the nodes each queue's jobs may use (nil: any).
 	pools []*bitset.BitSet
@@ -114,6 +122,7 @@ func newQuotaState(cfg *QuotaConfig, total int) (*quotaState, error) {
 	s.fails.init(n)
 	s.msgs = make([][4]quotaMsg, n)
 	s.cum = make([]int, n)
+	s.strict, s.head, s.uncovered = make([]bool, n), make([]*jobRec, n), make([]bool, n)
 	topSum := 0
 	for i, q := range cfg.Queues {
 		s.names = append(s.names, q.Name)
@@ -132,6 +141,7 @@ func newQuotaState(cfg *QuotaConfig, total int) (*quotaState, error) {
 		s.ceil[i] = min(noLimit, q.Guarantee+orNoLimit(q.BorrowingLimit))
 		s.keep[i] = q.Guarantee - min(q.Guarantee, orNoLimit(q.LendingLimit))
 		s.weight[i] = q.Weight
+		s.strict[i] = q.StrictOrder
 		if s.weight[i] == 0 {
 			s.weight[i] = 1
 		}
