@@ -236,6 +236,9 @@ const (
 	WaitClaimed
 	// WaitQuota: the job's queue has no quota for it now (Config.Quotas);
 	// Detail names the queue and the limit that binds, Blocker the queue.
+	// In a queue with QueueSpec.StrictOrder, a job ranked below one of
+	// its queue that waits for quota waits with it: Blocker is then that
+	// job, and Detail says so.
 	WaitQuota
 )
 
@@ -344,8 +347,10 @@ type Waiting struct {
 	// job's patience (Topology).
 	Until time.Time `json:",omitzero"`
 	// Blocker is the job holding the reservation (Reservation), the
-	// higher-priority job ahead (Priority, strict order), or the job past
-	// its time limit that a due reservation waits for (Reserved).
+	// higher-priority job ahead (Priority, strict order), the job past
+	// its time limit that a due reservation waits for (Reserved), or the
+	// queue whose limit binds or the job ahead in its queue's strict
+	// order (Quota).
 	Blocker string `json:",omitempty"`
 	// Member and Reason give the placement failure (Resources, Gang,
 	// Topology).
