@@ -52,15 +52,22 @@ type QueueSpec struct {
 	// StrictOrder starts the queue's jobs in rank order while the first of
 	// them waits for quota (Kueue's StrictFIFO): once the highest-ranked
 	// waiting job of the queue is held back by its quota (a limit, or its
-	// weighted share), no job
-	// ranked below it in the queue starts in that cycle (nor, in the
-	// entitled-first order, goes ahead of it), so the room the running
-	// jobs free goes to it. Jobs with a reservation or a claim are not
-	// held back: their room is counted already. Without it (the default,
-	// Kueue's BestEffortFIFO), a job that needs more room than any one of
-	// the queue's running jobs frees can wait behind every smaller job of
-	// the queue that fits the room freed, for as long as such jobs come.
-	// Only for a queue without children (jobs are submitted to those).
+	// weighted share), no job ranked below it in the queue starts in that
+	// cycle (nor, in the entitled-first order, goes ahead of it), so the
+	// room the running jobs free goes to it. Jobs with a reservation or a
+	// claim are not held back: their room is counted already. A job that
+	// could not run on the nodes in service even with every other job
+	// ended holds nothing back. The queue's first such job is tested in
+	// every cycle, whatever Config.MaxJobsTested's window, and the jobs
+	// behind it, while its quota holds it back, do not count as a backlog
+	// (Config.BacklogAfter). A first job that needs more than the queue's
+	// weighted share gets while a sibling queue wants more keeps the whole
+	// queue waiting until the sibling's demand falls (its share is computed
+	// from it). Without it (the default, Kueue's BestEffortFIFO), a job
+	// that needs more room than any one of the queue's running jobs frees
+	// can wait behind every smaller job of the queue that fits the room
+	// freed, for as long as such jobs come. Only for a queue without
+	// children (jobs are submitted to those).
 	StrictOrder bool `json:"strict_order,omitempty"`
 }
 

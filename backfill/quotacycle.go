@@ -227,7 +227,7 @@ func (e *Engine) checkQueue(j *jobRec, fits bool) error {
 // first: going down the queue, a job is covered when its queue's use and
 // the GPUs of the covered jobs of its queue before it leave room for it
 // within the guarantee (in a queue with StrictOrder, only while no job of
-// it without a reservation has been left uncovered). Jobs that would borrow come after, so that none
+// it has been left uncovered). Jobs that would borrow come after, so that none
 // takes, within a cycle, GPUs that another queue's guarantee covers (a
 // job started in the cycle could not be reclaimed in it).
 func (e *Engine) entitledFirst() {
@@ -242,9 +242,11 @@ func (e *Engine) entitledFirst() {
 		switch {
 		case s.covered[i]:
 			s.cum[q] += j.gpus
-		case free && j.resv == nil && s.strict[q]:
+		case free && s.strict[q]:
 			// A queue in strict order keeps its order: no job of it
-			// below this one goes ahead of it.
+			// below this one goes ahead of it (one with a reservation
+			// too: it may lose it in the walk, and then heads the
+			// queue).
 			s.uncovered[q] = true
 		}
 	}
@@ -301,10 +303,12 @@ func (c *cycle) initQuota(order []*jobRec) {
 	// smallest gang that could start is that one (else two such queues,
 	// each holding the other back by its weighted share for a small job
 	// that waits behind a large one, would start nothing).
-	clear(s.uncovered)
-	for _, j := range order {
-		if q := j.queue; s.strict[q] && !s.uncovered[q] && j.claim == nil && j.unfit == "" {
-			s.minGang[q], s.uncovered[q] = j.gpus, true
+	clear(s.first)
+	if s.anyStrict {
+		for _, j := range order {
+			if q := j.queue; s.strict[q] && s.first[q] == nil && j.claim == nil && j.unfit == "" && j.resv == nil && c.couldRun(j) {
+				s.first[q], s.minGang[q] = j, j.gpus
+			}
 		}
 	}
 	for a := n - 1; a >= 0; a-- {
@@ -414,19 +418,7 @@ func (s *quotaState) usable(c int) bool {
 // (Engine.inServiceGen).
 func (c *cycle) queueCanUse(q int) *jobRec {
 	e, s := c.e, c.e.quota
-	if !c.inServiceBuilt || c.naive {
-		e.allEnded(&e.inService)
-		c.inServiceBuilt = true
-		c.noFit, c.noFitN = [16]uint64{}, 0
-		if e.inServiceLast == nil || !e.inServiceLast.Equal(e.inService) {
-			e.inServiceGen++
-			if e.inServiceLast == nil {
-				e.inServiceLast = e.inService.Clone()
-			} else if err := e.inService.CopyInto(e.inServiceLast); err != nil {
-				panic(err)
-			}
-		}
-	}
+	c.buildInService()
 	for _, j := range e.jobs.pending {
 		if j.claim != nil || j.unfit != "" || !s.isAncestor(q, j.queue) {
 			continue
@@ -448,6 +440,43 @@ func (c *cycle) queueCanUse(q int) *jobRec {
 		}
 	}
 	return nil
+}
+
+// buildInService makes e.inService the nodes in service with every
+// active job ended, once per cycle (every time on the naive path), and
+// numbers a change of them (Engine.inServiceGen).
+func (c *cycle) buildInService() {
+	e := c.e
+	if c.inServiceBuilt && !c.naive {
+		return
+	}
+	e.allEnded(&e.inService)
+	c.inServiceBuilt = true
+	c.noFit, c.noFitN = [16]uint64{}, 0
+	if e.inServiceLast == nil || !e.inServiceLast.Equal(e.inService) {
+		e.inServiceGen++
+		if e.inServiceLast == nil {
+			e.inServiceLast = e.inService.Clone()
+		} else if err := e.inService.CopyInto(e.inServiceLast); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// couldRun reports whether waiting job j fits the nodes in service once
+// every active job has ended (queueCanUse's probe): a job that could not
+// does not head its queue's strict order, nor is it its first job.
+func (c *cycle) couldRun(j *jobRec) bool {
+	e := c.e
+	c.buildInService()
+	if !c.naive && j.noFitGen == e.inServiceGen {
+		return false
+	}
+	if e.admitOn(e.inService, &j.job.Gang, c.naive) {
+		return true
+	}
+	j.noFitGen = e.inServiceGen
+	return false
 }
 
 // overShare returns the queue on leaf q's path at which g more GPUs would
@@ -579,14 +608,22 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 	return true
 }
 
+// strictFirst reports whether job j is the first job of its queue's
+// strict order this cycle (quotaState.first).
+func (e *Engine) strictFirst(j *jobRec) bool {
+	return e.quota != nil && e.quota.anyStrict && e.quota.first[j.queue] == j
+}
+
 // noteHead makes job j, which waits (w), the head of its queue's strict
 // order for the rest of the walk when the queue has StrictOrder, no job
 // heads it yet, and j waits for quota (a limit or its weighted share)
 // without a reservation (a reserved job's room is kept by its promise; a
-// job that reclaims its guarantee holds a claim).
+// job that reclaims its guarantee holds a claim) and could run on the
+// nodes in service (one that could not would hold its queue back for
+// nothing).
 func (c *cycle) noteHead(j *jobRec, w *Waiting) {
 	s := c.e.quota
-	if q := j.queue; s.strict[q] && s.head[q] == nil && w.Code == WaitQuota && j.resv == nil && j.claim == nil && j.unfit == "" {
+	if q := j.queue; s.strict[q] && s.head[q] == nil && w.Code == WaitQuota && j.resv == nil && j.claim == nil && j.unfit == "" && c.couldRun(j) {
 		s.head[q] = j
 	}
 }
@@ -595,7 +632,9 @@ func (c *cycle) noteHead(j *jobRec, w *Waiting) {
 // back now (false without quotas): the quota check (as quotaGate makes
 // it) refuses even its smallest size (an elastic gang's minimum), at a
 // queue's maximum, borrowing limit or a parent's limit, or because it
-// may not be preempted and asks beyond its queue's guarantee (a job its
+// may not be preempted and asks beyond its queue's guarantee, or j waits
+// behind the first job of its queue's strict order, which the check
+// refuses (a job its
 // guarantee covers that waits for borrowed GPUs to be reclaimed counts
 // as held back too: reclaim ends such waits within the grace). A job
 // holding a claim is not held back: its claim's GPUs are counted in its
@@ -607,7 +646,13 @@ func (c *cycle) waitsForQuota(j *jobRec) bool {
 	if s == nil || j.claim != nil {
 		return false
 	}
-	return j.unfit != "" || s.check(j.queue, j.job.Gang.MinGPUs(e.c), e.mayBorrow(j), false).code != quotaFits
+	if j.unfit != "" || s.check(j.queue, j.job.Gang.MinGPUs(e.c), e.mayBorrow(j), false).code != quotaFits {
+		return true
+	}
+	// Behind the first job of its queue's strict order, which its quota
+	// holds back.
+	f := s.first[j.queue]
+	return f != nil && f != j && f.rank < j.rank && j.resv == nil && s.check(f.queue, f.job.Gang.MinGPUs(e.c), e.mayBorrow(f), false).code != quotaFits
 }
 
 // overQuota fills w for job j, which its queue's quota does not take at

@@ -90,14 +90,20 @@ type quotaState struct {
 	covered []bool
 	// strict marks the queues with StrictOrder; head is, per queue, the
 	// first job the cycle's walk left waiting for quota (nil: none yet);
-	// uncovered is a mark per queue for a pass over the ranked jobs
-	// (entitledFirst: a job of the queue was left uncovered; initQuota:
-	// the queue's first job was seen).
+	// uncovered marks, in entitledFirst's pass, the queues of which a job
+	// was left uncovered.
 	strict    []bool
+	anyStrict bool
 	head      []*jobRec
 	uncovered []bool
-	orderTmp  []*jobRec
-	prioTmp   []uint64
+	// first is, per strict queue, its highest-ranked waiting job without
+	// a reservation or a claim that could run on the nodes in service
+	// (initQuota; nil: none): it is always tested (the MaxJobsTested
+	// window passes it), and the jobs below it count as held back by
+	// quota when its quota holds it back (waitsForQuota).
+	first    []*jobRec
+	orderTmp []*jobRec
+	prioTmp  []uint64
 
 	// pools are the nodes each queue's jobs may use (nil: any).
 	pools []*bitset.BitSet
@@ -122,7 +128,7 @@ func newQuotaState(cfg *QuotaConfig, total int) (*quotaState, error) {
 	s.fails.init(n)
 	s.msgs = make([][4]quotaMsg, n)
 	s.cum = make([]int, n)
-	s.strict, s.head, s.uncovered = make([]bool, n), make([]*jobRec, n), make([]bool, n)
+	s.strict, s.head, s.uncovered, s.first = make([]bool, n), make([]*jobRec, n), make([]bool, n), make([]*jobRec, n)
 	topSum := 0
 	for i, q := range cfg.Queues {
 		s.names = append(s.names, q.Name)
@@ -142,6 +148,7 @@ func newQuotaState(cfg *QuotaConfig, total int) (*quotaState, error) {
 		s.keep[i] = q.Guarantee - min(q.Guarantee, orNoLimit(q.LendingLimit))
 		s.weight[i] = q.Weight
 		s.strict[i] = q.StrictOrder
+		s.anyStrict = s.anyStrict || q.StrictOrder
 		if s.weight[i] == 0 {
 			s.weight[i] = 1
 		}

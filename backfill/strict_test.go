@@ -85,6 +85,70 @@ func TestStrictOrder(t *testing.T) {
 	}
 }
 
+// TestStrictOrderCases: queue q (16 GPUs, strict) runs A on one node;
+// B asks for two, S for one, behind it. In each case S must not start
+// while B waits, and what the case names holds:
+//   - window: MaxJobsTested 1 (a window of one job): B, the queue's first
+//     job, is tested every cycle, so S never gets a window of its own;
+//   - backlog: S has waited past BacklogAfter, held back by strict order
+//     alone: no backlog is named (the queue is at its limit, not the
+//     cluster);
+//   - entitled: q guarantees 16 and may borrow 8 more (B, three nodes,
+//     would borrow; S is covered): S does not go ahead of B in the
+//     entitled-first order;
+//   - drained: B asks for the four nodes of a cluster with one drained:
+//     it could never run, holds nothing back, and S starts.
+func TestStrictOrderCases(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		spec    QueueSpec
+		nodes   int // of B
+		tune    func(*Config)
+		drain   bool
+		sStarts bool
+	}{
+		{name: "window", spec: QueueSpec{Guarantee: 16, Maximum: 16}, nodes: 2, tune: func(c *Config) { c.MaxJobsTested = 1 }},
+		{name: "backlog", spec: QueueSpec{Guarantee: 16, Maximum: 16}, nodes: 2, tune: func(c *Config) { c.BacklogAfter, c.ReservationDepth = 30*time.Minute, 4 }},
+		{name: "entitled", spec: QueueSpec{Guarantee: 16, Maximum: Unlimited, BorrowingLimit: 8}, nodes: 3},
+		{name: "drained", spec: QueueSpec{Guarantee: 32, Maximum: 32}, nodes: 4, drain: true, sStarts: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := tc.spec
+			q.Name, q.LendingLimit, q.StrictOrder = "q", Unlimited, true
+			e, job := quotaRig(t, 4, []QueueSpec{q}, tc.tune)
+			require.NoError(t, e.Submit(job("A", "q", 0, 4, 1, 0, preempt.Requeue, 3*time.Hour), epoch))
+			startAll(t, e, epoch)
+			if tc.drain {
+				require.NoError(t, e.Drain(3, epoch.Add(time.Minute)))
+			}
+			require.NoError(t, e.Submit(job("B", "q", 0, 4, tc.nodes, 0, preempt.Requeue, time.Hour), epoch.Add(time.Minute)))
+			require.NoError(t, e.Submit(job("S", "q", 0, 4, 1, 0, preempt.Requeue, time.Hour), epoch.Add(2*time.Minute)))
+			sAt := time.Duration(-1)
+			for m := 3; m < 60; m++ {
+				now := epoch.Add(time.Duration(m) * time.Minute)
+				p := startAll(t, e, now)
+				require.Empty(t, p.Backlog, "%v: %s", now.Sub(epoch), p.Describe(e.c, epoch))
+				for _, st := range p.Starts {
+					require.NotEqual(t, "B", st.Job)
+					if st.Job == "S" {
+						sAt = now.Sub(epoch)
+					}
+				}
+				if w := waitingOf(p, "S"); w != nil && !tc.sStarts && w.Code != WaitPriority {
+					// (Outside the window S is not tested: WaitPriority.)
+					require.Equal(t, WaitQuota, w.Code, "%v: %s", now.Sub(epoch), p.Describe(e.c, epoch))
+					require.Equal(t, "B", w.Blocker)
+				}
+			}
+			if tc.sStarts {
+				require.Equal(t, 3*time.Minute, sAt, "S starts at once")
+			} else {
+				require.Equal(t, time.Duration(-1), sAt, "S never starts while B waits")
+			}
+		})
+	}
+}
+
 // TestStrictOrderProperties: TestQuotaPropertiesWithPlans' workloads (the
 // same checks of the quotas, whole gangs and the engine's invariants
 // after every event) with StrictOrder on about half the queues without
@@ -92,8 +156,11 @@ func TestStrictOrder(t *testing.T) {
 // waits for quota (its own limits, not the strict order) without a
 // reservation, no job of that queue ranked below it starts, unless it
 // held a reservation or a claim before; and every such job without a
-// reservation that waits is told it waits for that one. Every job ends
-// (the order never holds a queue back for good).
+// reservation that waits is told it waits for that one (or, outside a
+// MaxJobsTested window, that it was not tested); no such job gets a new
+// reservation. Rank is read as the cycle's priority, which the
+// entitled-first order does not change. Every job ends (the order never holds a
+// queue back for good).
 func TestStrictOrderProperties(t *testing.T) {
 	workloads := 300
 	if testing.Short() {
@@ -122,10 +189,20 @@ func TestStrictOrderProperties(t *testing.T) {
 		e.checkEach = true
 		newQuotaWatch(t, d, w, &cfg, e.c.TotalGPUs())
 		quotaCheck := d.afterCycle
-		exempt := map[string]bool{} // reserved or claimed in an earlier plan
+		prevResv, claimed := map[string]bool{}, map[string]bool{}
 		strict := map[string]bool{}
 		for _, q := range cfg.Quotas.Queues {
 			strict[q.Name] = q.StrictOrder
+		}
+		// prio returns job id's priority in this cycle's ranking (the
+		// entitled-first order moves jobs, not their priorities).
+		prio := func(id string) (uint64, bool) {
+			for k, j := range e.order {
+				if j.job.ID == id {
+					return e.prio[k], true
+				}
+			}
+			return 0, false
 		}
 		d.afterCycle = func(p *Plan) {
 			quotaCheck(p)
@@ -133,46 +210,58 @@ func TestStrictOrderProperties(t *testing.T) {
 			for _, rv := range p.Reservations {
 				reserved[rv.Job] = true
 			}
-			head := map[string]*jobRec{} // queue → its head in this plan
+			type headAt struct {
+				id   string
+				prio uint64
+			}
+			head := map[string]headAt{} // queue → its head in this plan
+			below := func(q, id string) (headAt, bool) {
+				h, ok := head[q]
+				if !ok || h.id == id {
+					return h, false
+				}
+				pr, found := prio(id)
+				return h, found && pr < h.prio
+			}
 			for _, wt := range p.Waiting {
 				j := e.jobs.byID[wt.Job]
 				q := j.job.Queue
-				if !strict[q] || reserved[wt.Job] {
+				if !strict[q] {
 					continue
 				}
-				if h := head[q]; h != nil {
-					if j.rank > h.rank && !exempt[wt.Job] && (wt.Code != WaitQuota || wt.Blocker != h.job.ID) && j.unfit == "" {
-						t.Errorf("workload %d at %v: %s (queue %s) is told %v/%s %q, not that it waits for %s", w, p.Time.Sub(epoch), wt.Job, q, wt.Code, wt.Blocker, wt.Detail, h.job.ID)
+				if h, ok := below(q, wt.Job); ok {
+					if !reserved[wt.Job] && !prevResv[wt.Job] && !claimed[wt.Job] && j.unfit == "" && (wt.Code != WaitQuota || wt.Blocker != h.id) && (wt.Code != WaitPriority || cfg.MaxJobsTested == 0) {
+						t.Errorf("workload %d at %v: %s (queue %s) is told %v/%s %q, not that it waits for %s", w, p.Time.Sub(epoch), wt.Job, q, wt.Code, wt.Blocker, wt.Detail, h.id)
 					}
 					blocked++
 					continue
 				}
-				if wt.Code == WaitQuota && e.jobs.byID[wt.Blocker] == nil && j.unfit == "" {
-					head[q] = j
+				if _, ok := head[q]; !ok && !reserved[wt.Job] && wt.Code == WaitQuota && e.jobs.byID[wt.Blocker] == nil && j.unfit == "" && j.noFitGen != e.inServiceGen {
+					head[q] = headAt{wt.Job, wt.Priority}
 					heads++
 				}
 			}
 			for _, st := range p.Starts {
-				j := e.jobs.byID[st.Job]
-				if h := head[j.job.Queue]; h != nil && j.rank > h.rank && !exempt[st.Job] {
-					t.Errorf("workload %d at %v: %s starts in queue %s below %s, which waits for quota", w, p.Time.Sub(epoch), st.Job, j.job.Queue, h.job.ID)
+				q := e.jobs.byID[st.Job].job.Queue
+				if h, ok := below(q, st.Job); ok && !prevResv[st.Job] && !claimed[st.Job] {
+					t.Errorf("workload %d at %v: %s starts in queue %s below %s, which waits for quota", w, p.Time.Sub(epoch), st.Job, q, h.id)
+					t.Log(p.Describe(e.c, epoch))
 				}
+				delete(claimed, st.Job)
 			}
 			for _, rv := range p.Reservations {
-				exempt[rv.Job] = true
+				q := e.jobs.byID[rv.Job].job.Queue
+				if h, ok := below(q, rv.Job); ok && !prevResv[rv.Job] && !claimed[rv.Job] {
+					t.Errorf("workload %d at %v: %s is reserved in queue %s below %s, which waits for quota", w, p.Time.Sub(epoch), rv.Job, q, h.id)
+				}
 			}
+			prevResv = reserved
 			for _, pr := range p.Preemptions {
-				exempt[pr.Preemptor] = true
+				claimed[pr.Preemptor] = true
 			}
 		}
 		d.run(time.Time{})
 		if e.Pending() != 0 || e.Running() != 0 {
-			if p, err := e.Schedule(e.Now()); err == nil {
-				for _, wt := range p.Waiting {
-					t.Logf("%s %s %v %s %q", wt.Job, e.jobs.byID[wt.Job].job.Queue, wt.Code, wt.Blocker, wt.Detail)
-				}
-				t.Logf("%+v", cfg.Quotas.Queues)
-			}
 			t.Fatalf("workload %d: %d pending, %d running at the end", w, e.Pending(), e.Running())
 		}
 	}
