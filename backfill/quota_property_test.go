@@ -534,14 +534,7 @@ func TestQuotaPropertiesWithPlans(t *testing.T) {
 	for w := range workloads {
 		r := rand.New(rand.NewPCG(uint64(w), 23))
 		e, jobs, cfg := quotaEngine(t, r, w, true)
-		dur := map[string]time.Duration{}
-		for i := range jobs {
-			if i%2 == 0 { // no time limit: no planned start, holds
-				dur[jobs[i].ID], jobs[i].TimeLimit = jobs[i].TimeLimit, 0
-			}
-		}
-		d := newDriver(t, e, jobs, dur)
-		d.release = func() time.Duration { return time.Duration(r.IntN(6)) * time.Minute }
+		d := quotaPlanDriver(t, e, jobs, r)
 		e.checkEach = true
 		newQuotaWatch(t, d, w, &cfg, e.c.TotalGPUs())
 		d.run(time.Time{})
@@ -578,6 +571,22 @@ func TestQuotaPropertiesWithPlans(t *testing.T) {
 	if reserved < workloads || holds < workloads || backlogTold == 0 {
 		t.Errorf("too easy: %d reservations, %d holds, %d told of a backlog", reserved, holds, backlogTold)
 	}
+}
+
+// quotaPlanDriver returns the driver of the quota workloads with plans:
+// every other job without a time limit (no planned start: holds; it runs
+// what its limit would have been), victims reported released 0 to 5
+// minutes after their signal (drawn from r).
+func quotaPlanDriver(t testing.TB, e *Engine, jobs []Job, r *rand.Rand) *driver {
+	dur := map[string]time.Duration{}
+	for i := range jobs {
+		if i%2 == 0 {
+			dur[jobs[i].ID], jobs[i].TimeLimit = jobs[i].TimeLimit, 0
+		}
+	}
+	d := newDriver(t, e, jobs, dur)
+	d.release = func() time.Duration { return time.Duration(r.IntN(6)) * time.Minute }
+	return d
 }
 
 // TestQuotaPropertiesLateHost: TestQuotaPropertiesWithPlans' workloads

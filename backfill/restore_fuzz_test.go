@@ -62,14 +62,7 @@ func restoreBases(t testing.TB) []restoreBase {
 	for _, w := range []int{3, 6, 9, 12} {
 		r := rand.New(rand.NewPCG(uint64(w), 19))
 		e, jobs, _ := quotaEngine(t, r, w, true)
-		dur := map[string]time.Duration{}
-		for i := range jobs {
-			if i%2 == 0 {
-				dur[jobs[i].ID], jobs[i].TimeLimit = jobs[i].TimeLimit, 0
-			}
-		}
-		d := newDriver(t, e, jobs, dur)
-		d.release = func() time.Duration { return time.Duration(r.IntN(6)) * time.Minute }
+		d := quotaPlanDriver(t, e, jobs, r)
 		cycles := 0
 		d.afterCycle = func(p *Plan) {
 			for _, mv := range p.Moves {

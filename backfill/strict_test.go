@@ -178,14 +178,7 @@ func TestStrictOrderProperties(t *testing.T) {
 				}
 			}
 		})
-		dur := map[string]time.Duration{}
-		for i := range jobs {
-			if i%2 == 0 {
-				dur[jobs[i].ID], jobs[i].TimeLimit = jobs[i].TimeLimit, 0
-			}
-		}
-		d := newDriver(t, e, jobs, dur)
-		d.release = func() time.Duration { return time.Duration(r.IntN(6)) * time.Minute }
+		d := quotaPlanDriver(t, e, jobs, r)
 		e.checkEach = true
 		newQuotaWatch(t, d, w, &cfg, e.c.TotalGPUs())
 		quotaCheck := d.afterCycle
