@@ -655,7 +655,7 @@ func (c *cycle) walk(order []*jobRec) {
 			if e.cfg.Strict {
 				strictBlocker, blockerAt = j.job.ID, rank
 			}
-		case winLen < len(order) && j.resv == nil && j.moved == nil && !j.dropped && !e.book.isHeld(j) && !e.strictFirst(j) && (rank-winStart+len(order))%len(order) >= winLen:
+		case winLen < len(order) && j.resv == nil && j.moved == nil && !j.dropped && !e.book.isHeld(j) && (rank-winStart+len(order))%len(order) >= winLen && !c.strictTested(j):
 			c.passedWaiting(j)
 			if changes {
 				if c.hitID = c.priorityID(WaitPriority, ""); c.hitID == j.waitID {

@@ -305,9 +305,10 @@
 // room the running jobs free, so one that needs more than any one of them
 // frees can wait for as long as smaller ones keep coming. A queue with
 // QueueSpec.StrictOrder (Kueue's StrictFIFO) starts its jobs in rank
-// order instead while the first of them waits for quota: no job ranked
-// below it in the queue starts (one holding a reservation or a claim
-// aside), and each is told so (WaitQuota, Blocker the job ahead).
+// order instead while one of them waits for quota: no job ranked below it
+// in the queue starts (one holding a reservation or a claim aside), and
+// each is told so (WaitQuota, Blocker the job ahead; WaitPriority outside
+// a MaxJobsTested window).
 //
 // Every start is checked again on the GPUs actually placed (whole nodes
 // are counted at the largest node's GPUs until then): a job whose queue

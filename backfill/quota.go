@@ -49,25 +49,30 @@ type QueueSpec struct {
 	// across a restore applies to the jobs waiting; running ones stay
 	// where they run). Empty: any node.
 	Nodes string `json:"nodes,omitempty"`
-	// StrictOrder starts the queue's jobs in rank order while the first of
-	// them waits for quota (Kueue's StrictFIFO): once the highest-ranked
-	// waiting job of the queue is held back by its quota (a limit, or its
-	// weighted share), no job ranked below it in the queue starts in that
-	// cycle (nor, in the entitled-first order, goes ahead of it), so the
-	// room the running jobs free goes to it. Jobs with a reservation or a
-	// claim are not held back: their room is counted already. A job that
-	// could not run on the nodes in service even with every other job
-	// ended holds nothing back. The queue's first such job is tested in
-	// every cycle, whatever Config.MaxJobsTested's window, and the jobs
-	// behind it, while its quota holds it back, do not count as a backlog
-	// (Config.BacklogAfter). A first job that needs more than the queue's
-	// weighted share gets while a sibling queue wants more keeps the whole
-	// queue waiting until the sibling's demand falls (its share is computed
-	// from it). Without it (the default, Kueue's BestEffortFIFO), a job
-	// that needs more room than any one of the queue's running jobs frees
-	// can wait behind every smaller job of the queue that fits the room
-	// freed, for as long as such jobs come. Only for a queue without
-	// children (jobs are submitted to those).
+	// StrictOrder starts the queue's jobs in rank order while one of them
+	// waits for quota (Kueue's StrictFIFO): once the cycle leaves a job of
+	// the queue waiting for quota (WaitQuota: a limit, its weighted share,
+	// or no room at its planned start), the first such without a
+	// reservation or a claim that could run on the nodes in service with
+	// every other job ended, no job ranked below it in the queue starts or
+	// reserves in that cycle; each is told so (WaitQuota, Blocker that
+	// job), or, outside Config.MaxJobsTested's window, that it was not
+	// tested. The room the running jobs free goes to it. Jobs with a
+	// reservation or a claim are not held back. A job passed over by the
+	// window heads the queue all the same when its limits hold it back,
+	// the queue's first job and the first its limits hold back are always
+	// tested, and the jobs behind the latter do not count as a backlog
+	// (Config.BacklogAfter). In the entitled-first order no job of the
+	// queue goes ahead of one ranked above it: a job its guarantee covers
+	// stays behind the queue's first job even when that one only waits
+	// for GPUs, so another queue's job may take free GPUs first in that
+	// cycle, and the covered job reclaim them. A queue whose first job
+	// needs more than its weighted share while a sibling wants more waits
+	// whole until the sibling's demand falls. Without it (the default,
+	// Kueue's BestEffortFIFO), a job that needs more room than any one of
+	// the queue's running jobs frees can wait behind every smaller job of
+	// the queue that fits the room freed, for as long as such jobs come.
+	// Only for a queue without children (jobs are submitted to those).
 	StrictOrder bool `json:"strict_order,omitempty"`
 }
 

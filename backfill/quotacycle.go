@@ -246,7 +246,9 @@ func (e *Engine) entitledFirst() {
 			// A queue in strict order keeps its order: no job of it
 			// below this one goes ahead of it (one with a reservation
 			// too: it may lose it in the walk, and then heads the
-			// queue).
+			// queue; one its limits do not hold back now may be held
+			// back once a job it would let go first has started, or by
+			// its weighted share).
 			s.uncovered[q] = true
 		}
 	}
@@ -304,10 +306,18 @@ func (c *cycle) initQuota(order []*jobRec) {
 	// each holding the other back by its weighted share for a small job
 	// that waits behind a large one, would start nothing).
 	clear(s.first)
+	clear(s.preHead)
 	if s.anyStrict {
 		for _, j := range order {
-			if q := j.queue; s.strict[q] && s.first[q] == nil && j.claim == nil && j.unfit == "" && j.resv == nil && c.couldRun(j) {
+			q := j.queue
+			if !s.strict[q] || j.claim != nil || j.unfit != "" || j.resv != nil {
+				continue
+			}
+			if s.first[q] == nil && c.couldRun(j) {
 				s.first[q], s.minGang[q] = j, j.gpus
+			}
+			if s.preHead[q] == nil && s.check(q, j.job.Gang.MinGPUs(c.e.c), c.e.mayBorrow(j), false).code != quotaFits && c.couldRun(j) {
+				s.preHead[q] = j
 			}
 		}
 	}
@@ -608,10 +618,27 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 	return true
 }
 
-// strictFirst reports whether job j is the first job of its queue's
-// strict order this cycle (quotaState.first).
-func (e *Engine) strictFirst(j *jobRec) bool {
-	return e.quota != nil && e.quota.anyStrict && e.quota.first[j.queue] == j
+// strictTested reports whether job j, which the MaxJobsTested window
+// passes over, is tested all the same: it is the first job of its
+// queue's strict order, or the first its limits held back when the cycle
+// began (quotaState.first, preHead). Otherwise, when its queue's strict
+// order has no head yet and its limits hold it back now, it becomes the
+// head untested (a job ranked below it, in the window, would otherwise
+// start ahead of it).
+func (c *cycle) strictTested(j *jobRec) bool {
+	e, s := c.e, c.e.quota
+	if s == nil || !s.anyStrict || !s.strict[j.queue] {
+		return false
+	}
+	q := j.queue
+	if s.first[q] == j || s.preHead[q] == j {
+		return true
+	}
+	if s.head[q] == nil && j.resv == nil && j.claim == nil && j.unfit == "" &&
+		s.check(q, j.job.Gang.MinGPUs(e.c), e.mayBorrow(j), false).code != quotaFits && c.couldRun(j) {
+		s.head[q] = j
+	}
+	return false
 }
 
 // noteHead makes job j, which waits (w), the head of its queue's strict
@@ -633,8 +660,8 @@ func (c *cycle) noteHead(j *jobRec, w *Waiting) {
 // it) refuses even its smallest size (an elastic gang's minimum), at a
 // queue's maximum, borrowing limit or a parent's limit, or because it
 // may not be preempted and asks beyond its queue's guarantee, or j waits
-// behind the first job of its queue's strict order, which the check
-// refuses (a job its
+// behind a job of its queue's strict order that the check refuses
+// (quotaState.preHead) (a job its
 // guarantee covers that waits for borrowed GPUs to be reclaimed counts
 // as held back too: reclaim ends such waits within the grace). A job
 // holding a claim is not held back: its claim's GPUs are counted in its
@@ -649,10 +676,10 @@ func (c *cycle) waitsForQuota(j *jobRec) bool {
 	if j.unfit != "" || s.check(j.queue, j.job.Gang.MinGPUs(e.c), e.mayBorrow(j), false).code != quotaFits {
 		return true
 	}
-	// Behind the first job of its queue's strict order, which its quota
-	// holds back.
-	f := s.first[j.queue]
-	return f != nil && f != j && f.rank < j.rank && j.resv == nil && s.check(f.queue, f.job.Gang.MinGPUs(e.c), e.mayBorrow(f), false).code != quotaFits
+	// Behind the first job of its queue's strict order that its limits
+	// hold back.
+	h := s.preHead[j.queue]
+	return h != nil && h != j && h.rank < j.rank && j.resv == nil
 }
 
 // overQuota fills w for job j, which its queue's quota does not take at

@@ -96,12 +96,14 @@ type quotaState struct {
 	anyStrict bool
 	head      []*jobRec
 	uncovered []bool
-	// first is, per strict queue, its highest-ranked waiting job without
-	// a reservation or a claim that could run on the nodes in service
-	// (initQuota; nil: none): it is always tested (the MaxJobsTested
-	// window passes it), and the jobs below it count as held back by
-	// quota when its quota holds it back (waitsForQuota).
+	// first is, per strict queue, its highest-ranked waiting job (in the
+	// walk's order) without a reservation or a claim that could run on
+	// the nodes in service, preHead the first such that its limits hold
+	// back when the cycle begins (initQuota; nil: none). Both are always
+	// tested (the MaxJobsTested window does not pass them), and the jobs
+	// below preHead count as held back by quota (waitsForQuota).
 	first    []*jobRec
+	preHead  []*jobRec
 	orderTmp []*jobRec
 	prioTmp  []uint64
 
@@ -128,7 +130,8 @@ func newQuotaState(cfg *QuotaConfig, total int) (*quotaState, error) {
 	s.fails.init(n)
 	s.msgs = make([][4]quotaMsg, n)
 	s.cum = make([]int, n)
-	s.strict, s.head, s.uncovered, s.first = make([]bool, n), make([]*jobRec, n), make([]bool, n), make([]*jobRec, n)
+	s.strict, s.head, s.uncovered = make([]bool, n), make([]*jobRec, n), make([]bool, n)
+	s.first, s.preHead = make([]*jobRec, n), make([]*jobRec, n)
 	topSum := 0
 	for i, q := range cfg.Queues {
 		s.names = append(s.names, q.Name)

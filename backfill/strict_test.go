@@ -263,3 +263,63 @@ func TestStrictOrderProperties(t *testing.T) {
 		t.Errorf("too easy: %d heads, %d jobs held behind one", heads, blocked)
 	}
 }
+
+// TestStrictOrderHeadsInTheWalk: the head of a strict queue is whichever
+// job the walk first leaves waiting for quota, not only the queue's first
+// job.
+//   - window: q (no guarantee, maximum 16) waits with F (one node), S2
+//     (two) and S3 (one) while o's X fills the cluster; MaxJobsTested 1.
+//     When X ends, F (the first job, always tested) starts and S2 then
+//     waits for q's maximum: S2, passed over by the window, heads the
+//     queue untested, and S3 in the window does not start.
+//   - backlog: q (maximum 24) runs R on node 0; F (two nodes, only 0 and
+//     1) fits q's quota but waits for node 0; S2 (three nodes) waits for
+//     q's maximum and heads the queue; S3 waits behind S2 and names no
+//     backlog (BacklogAfter 30 minutes) in an hour.
+func TestStrictOrderHeadsInTheWalk(t *testing.T) {
+	t.Run("window", func(t *testing.T) {
+		for _, end := range []int{10, 11, 12} {
+			e, job := quotaRig(t, 4, []QueueSpec{
+				{Name: "q", Guarantee: 0, Maximum: 16, BorrowingLimit: Unlimited, LendingLimit: Unlimited, StrictOrder: true},
+				{Name: "o", Guarantee: 32, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+			}, func(c *Config) { c.MaxJobsTested = 1 })
+			require.NoError(t, e.Submit(job("X", "o", 0, 4, 4, 0, preempt.Never, 0), epoch))
+			startAll(t, e, epoch)
+			require.NoError(t, e.Submit(job("F", "q", 0, 4, 1, 0, preempt.Requeue, 0), epoch.Add(time.Minute)))
+			require.NoError(t, e.Submit(job("S2", "q", 0, 4, 2, 0, preempt.Requeue, 0), epoch.Add(time.Minute+time.Second)))
+			require.NoError(t, e.Submit(job("S3", "q", 0, 4, 1, 0, preempt.Requeue, 0), epoch.Add(time.Minute+2*time.Second)))
+			fStarted := false
+			for m := 2; m < 30; m++ {
+				now := epoch.Add(time.Duration(m) * time.Minute)
+				if m == end {
+					require.NoError(t, e.Finished("X", now))
+				}
+				p := startAll(t, e, now)
+				for _, s := range p.Starts {
+					require.NotEqual(t, "S3", s.Job, "X ends at %dm; S3 starts at %dm below S2: %s", end, m, p.Describe(e.c, epoch))
+					fStarted = fStarted || s.Job == "F"
+				}
+			}
+			require.True(t, fStarted, "F starts once X ends at %dm", end)
+		}
+	})
+	t.Run("backlog", func(t *testing.T) {
+		e, job := quotaRig(t, 4, []QueueSpec{
+			{Name: "q", Guarantee: 0, Maximum: 24, BorrowingLimit: Unlimited, LendingLimit: Unlimited, StrictOrder: true},
+		}, func(c *Config) { c.BacklogAfter, c.ReservationDepth = 30*time.Minute, 4 })
+		require.NoError(t, e.Submit(job("R", "q", 0, 1, 1, 0, preempt.Requeue, 0), epoch))
+		startAll(t, e, epoch)
+		require.NoError(t, e.Submit(job("F", "q", 0, 2, 2, 0, preempt.Requeue, time.Hour), epoch.Add(time.Minute)))
+		require.NoError(t, e.Submit(job("S2", "q", 0, 4, 3, 0, preempt.Requeue, time.Hour), epoch.Add(time.Minute+time.Second)))
+		require.NoError(t, e.Submit(job("S3", "q", 1, 4, 1, 0, preempt.Requeue, time.Hour), epoch.Add(time.Minute+2*time.Second)))
+		for m := 2; m < 60; m++ {
+			p := startAll(t, e, epoch.Add(time.Duration(m)*time.Minute))
+			require.Empty(t, p.Starts, "%dm: %s", m, p.Describe(e.c, epoch))
+			require.Empty(t, p.Backlog, "%dm: %s", m, p.Describe(e.c, epoch))
+			w := waitingOf(p, "S3")
+			require.NotNil(t, w)
+			require.Equal(t, WaitQuota, w.Code, p.Describe(e.c, epoch))
+			require.Equal(t, "S2", w.Blocker, p.Describe(e.c, epoch))
+		}
+	})
+}
