@@ -310,13 +310,17 @@ func (c *cycle) initQuota(order []*jobRec) {
 	if s.anyStrict {
 		for _, j := range order {
 			q := j.queue
-			if !s.strict[q] || j.claim != nil || j.unfit != "" || j.resv != nil {
+			if !s.strict[q] || j.claim != nil || j.unfit != "" || j.resv != nil || s.first[q] != nil && s.preHead[q] != nil {
 				continue
 			}
-			if s.first[q] == nil && c.couldRun(j) {
+			held := c.e.heldByLimits(j)
+			if s.first[q] != nil && !held || !c.couldRun(j) {
+				continue
+			}
+			if s.first[q] == nil {
 				s.first[q], s.minGang[q] = j, j.gpus
 			}
-			if s.preHead[q] == nil && s.check(q, j.job.Gang.MinGPUs(c.e.c), c.e.mayBorrow(j), false).code != quotaFits && c.couldRun(j) {
+			if held {
 				s.preHead[q] = j
 			}
 		}
@@ -634,8 +638,7 @@ func (c *cycle) strictTested(j *jobRec) bool {
 	if s.first[q] == j || s.preHead[q] == j {
 		return true
 	}
-	if s.head[q] == nil && j.resv == nil && j.claim == nil && j.unfit == "" &&
-		s.check(q, j.job.Gang.MinGPUs(e.c), e.mayBorrow(j), false).code != quotaFits && c.couldRun(j) {
+	if s.head[q] == nil && j.resv == nil && j.claim == nil && j.unfit == "" && e.heldByLimits(j) && c.couldRun(j) {
 		s.head[q] = j
 	}
 	return false
@@ -673,13 +676,20 @@ func (c *cycle) waitsForQuota(j *jobRec) bool {
 	if s == nil || j.claim != nil {
 		return false
 	}
-	if j.unfit != "" || s.check(j.queue, j.job.Gang.MinGPUs(e.c), e.mayBorrow(j), false).code != quotaFits {
+	if j.unfit != "" || e.heldByLimits(j) {
 		return true
 	}
 	// Behind the first job of its queue's strict order that its limits
 	// hold back.
 	h := s.preHead[j.queue]
 	return h != nil && h != j && h.rank < j.rank && j.resv == nil
+}
+
+// heldByLimits reports whether waiting job j's queue's limits refuse
+// even its smallest size now (the check quotaGate makes, its weighted
+// share aside).
+func (e *Engine) heldByLimits(j *jobRec) bool {
+	return e.quota.check(j.queue, j.job.Gang.MinGPUs(e.c), e.mayBorrow(j), false).code != quotaFits
 }
 
 // overQuota fills w for job j, which its queue's quota does not take at
