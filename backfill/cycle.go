@@ -88,6 +88,10 @@ type cycle struct {
 	e    *Engine
 	now  time.Time
 	plan *Plan
+	// windowed is set when a MaxJobsTested window leaves jobs untested
+	// this cycle; inWindow marks, per rank, the jobs it holds (window.go).
+	windowed bool
+	inWindow []bool
 	// fifo is set when the walk goes through the queue kept in submit
 	// order (fifo.go), from position base on; priorities are then
 	// computed for the jobs reported, not kept per rank.
@@ -383,6 +387,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.startSkips()
 	c.clearRefusals()
 	c.walk(order)
+	e.settleWindow(c.windowed)
 	e.slotOpen = !c.backlog && c.closedKeepsSlot() || c.reoffer
 	e.grow(now, plan)
 	e.report(plan)
@@ -516,22 +521,14 @@ func (c *cycle) keepBook() {
 	e.book.trimFreed()
 }
 
-// window returns the MaxJobsTested window in ranks (start, length) for n
-// waiting jobs and moves the bf_continue cursor.
-func (e *Engine) window(n int) (int, int) {
-	if b := e.cfg.MaxJobsTested; b > 0 && b < n {
-		start := e.cursor % n
-		e.cursor = (start + b) % n
-		return start, b
-	}
-	e.cursor = 0
-	return 0, n
-}
-
 // walk tests the waiting jobs in priority order.
 func (c *cycle) walk(order []*jobRec) {
 	e := c.e
-	winStart, winLen := e.window(len(order))
+	c.windowed = c.window(order)
+	winLen := len(order)
+	if c.windowed {
+		winLen = e.cfg.MaxJobsTested
+	}
 	strictBlocker := ""
 	changes := e.cfg.OnlyChangedWaits
 	// In kept submit order, the strict tail of the last cycle (fifo.go)
@@ -639,6 +636,7 @@ func (c *cycle) walk(order []*jobRec) {
 		c.hitID = 0
 		switch {
 		case e.cfg.Strict && strictBlocker != "":
+			c.stamp(j)
 			if changes {
 				// Most of a strict queue waits behind the same blocker
 				// cycle after cycle: an unchanged reason is told by its
@@ -650,12 +648,13 @@ func (c *cycle) walk(order []*jobRec) {
 			}
 			*w = Waiting{Job: j.job.ID, Code: WaitPriority, Blocker: strictBlocker}
 		case j.claim != nil:
+			c.stamp(j)
 			*w = Waiting{Job: j.job.ID}
 			c.reportClaim(j.claim, w)
 			if e.cfg.Strict {
 				strictBlocker, blockerAt = j.job.ID, rank
 			}
-		case winLen < len(order) && j.resv == nil && j.moved == nil && !j.dropped && !e.book.isHeld(j) && (rank-winStart+len(order))%len(order) >= winLen && !c.strictTested(j):
+		case c.windowed && !c.inWindow[rank] && j.resv == nil && j.moved == nil && !j.dropped && !e.book.isHeld(j) && !c.strictTested(j):
 			c.passedWaiting(j)
 			if changes {
 				if c.hitID = c.priorityID(WaitPriority, ""); c.hitID == j.waitID {
@@ -666,6 +665,7 @@ func (c *cycle) walk(order []*jobRec) {
 			*w = Waiting{Job: j.job.ID, Code: WaitPriority}
 		default:
 			c.plan.Tested++
+			c.stamp(j)
 			if keys != nil {
 				marked = rank
 			}

@@ -583,9 +583,10 @@
 //     of Plan.Preemptions and report its release (Preempted); report
 //     checkpoints (Checkpointed) to keep the work counted as lost honest.
 //   - Call Schedule when something changed (a submit, a finish, a node)
-//     and by NextEvent; with MaxJobsTested, or to let priorities that drift
-//     with time (age, decaying usage) reshuffle reservations, also at a
-//     fixed cadence.
+//     and by NextEvent (with MaxJobsTested, NextEvent asks for cycles at
+//     once after an event until its windows have tested every job that
+//     waited then); to let priorities that drift with time (age, decaying
+//     usage) reshuffle reservations, also at a fixed cadence.
 //   - Save Snapshot (plain JSON-serialisable data) to survive a restart;
 //     Restore checks everything in it before rebuilding. To change the
 //     queues' limits or pools, restore under the new config: what runs

@@ -42,6 +42,7 @@ type host struct {
 	// Optional checks around each cycle.
 	beforeCycle func()
 	afterCycle  func(*Plan)
+	reported    func() // after each event reported
 	stats       struct{ reserved, moves, kept, preemptions, lateMoves, quotaMoves int }
 	// With preemption: release draws when the host reports a victim
 	// released after its signal; startsOf counts each job's starts.
@@ -143,11 +144,14 @@ func (h *host) report(ev event) {
 		err = h.e.Preempted(ev.id, ev.at)
 	default:
 		if err = h.e.Submit(*ev.job, ev.at); errors.Is(err, ErrNeverFits) {
-			err = nil
+			return // refused: the engine did not change
 		}
 	}
 	if err != nil {
 		h.t.Fatalf("event at %v: %v", ev.at.Sub(epoch), err)
+	}
+	if h.reported != nil {
+		h.reported()
 	}
 }
 

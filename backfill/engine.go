@@ -38,8 +38,17 @@ type Engine struct {
 
 	seq            uint64
 	last           time.Time // latest time seen
-	cursor         int       // bf_continue: priority rank to resume at
 	heldGPUSeconds float64
+	// The MaxJobsTested windows (Slurm's bf_continue, by job): tests
+	// counts the walk's tests, each stamped on its job (jobRec.tested);
+	// the current round of windows began after test roundFrom, and the
+	// last event (any call but a cycle or a confirmed start) came after
+	// test eventAt. owed is set while a job that waited at the last
+	// event has not been tested since: NextEvent then asks for a cycle
+	// at once, so that a host that sleeps until NextEvent tests the
+	// whole queue once after every event (window.go).
+	tests, roundFrom, eventAt uint64
+	owed                      bool
 	// slotOpen is set when the last cycle left a reservation slot free
 	// behind a job it passed while every slot was taken
 	// (cycle.resvClosed), or let go of a hold's GPUs after it refused

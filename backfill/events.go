@@ -73,6 +73,9 @@ func (e *Engine) apply(o *op) error {
 		return err
 	}
 	e.last = o.now
+	if o.kind != opSchedule && o.kind != opStarted {
+		e.eventAt, e.owed = e.tests, true // every waiting job is owed a test (window.go)
+	}
 	switch o.kind {
 	case opCancel, opFinished, opFailed:
 		// An active job's GPUs come back before its planned end (the

@@ -66,7 +66,7 @@ func (e *Engine) submitOrdered() bool {
 // enqueue adds j to the waiting queue.
 func (e *Engine) enqueue(j *jobRec) {
 	e.jobs.pending = insertSorted(e.jobs.pending, j)
-	j.noFitGen = 0
+	j.noFitGen, j.tested = 0, 0
 	if j.tight != nil {
 		e.jobs.patient++
 	}

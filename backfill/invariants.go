@@ -72,6 +72,14 @@ func (e *Engine) checkJobs() []error {
 			patient++
 		}
 	}
+	if e.roundFrom > e.tests || e.eventAt > e.tests {
+		bad("the windows' round began after test %d and the last event came after test %d, of %d", e.roundFrom, e.eventAt, e.tests)
+	}
+	for _, j := range pending {
+		if j.tested > e.tests {
+			bad("waiting job %s tested as test %d of %d", j.job.ID, j.tested, e.tests)
+		}
+	}
 	if patient != e.jobs.patient {
 		bad("%d waiting jobs with patience, counted %d", patient, e.jobs.patient)
 	}

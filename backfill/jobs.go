@@ -30,6 +30,9 @@ type jobRec struct {
 	simple bool
 	// dropped is set when this cycle's upkeep dropped its reservation.
 	dropped bool
+	// tested is the number of the walk's latest test of the job while it
+	// waits (Engine.tests; 0: none since it joined the queue).
+	tested uint64
 	// waitID names the content of wait (Engine.waitID), its job and
 	// priority aside; 0 when it names nothing.
 	waitID uint64

@@ -270,19 +270,22 @@ func randomSteps(r *rand.Rand, c *topology.Cluster, n int) []step {
 // TestRestoreReplays: an engine restored from a mid-run snapshot (through
 // JSON) gives byte-identical results to the original for the next 1,000
 // random steps (submits, cycles at jittered times, starts, finishes,
-// failures, cancels, node events), at depth 1, 16 and conservative; and
-// snapshot, restore, snapshot is byte-identical.
+// failures, cancels, node events), at depth 1, 16 and conservative, and
+// at depth 16 with a MaxJobsTested window of 3 jobs (whose rounds the
+// snapshot carries); and snapshot, restore, snapshot is byte-identical.
 func TestRestoreReplays(t *testing.T) {
 	c := opsCluster(t)
 	seeds := uint64(4)
 	if testing.Short() {
 		seeds = 1 // the race detector's run: one seed per depth
 	}
-	for _, depth := range []int{1, 16, Conservative} {
+	for _, v := range []struct{ depth, window int }{{1, 0}, {16, 0}, {Conservative, 0}, {16, 3}} {
+		depth := v.depth
 		for seed := range seeds {
-			t.Run(fmt.Sprintf("depth=%d/seed=%d", depth, seed), func(t *testing.T) {
-				r := rand.New(rand.NewPCG(seed, uint64(depth+5)))
+			t.Run(fmt.Sprintf("depth=%d/window=%d/seed=%d", depth, v.window, seed), func(t *testing.T) {
+				r := rand.New(rand.NewPCG(seed, uint64(depth+5+v.window)))
 				e := opsEngine(t, c, depth)
+				e.cfg.MaxJobsTested = v.window
 				e.checkEach = true
 				e, _ = runSteps(t, e, randomSteps(r, c, 300))
 				restored := roundTrip(t, e)

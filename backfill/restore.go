@@ -197,15 +197,23 @@ func (r *restorer) run() {
 		return
 	}
 	r.notAfter("last cycle", s.LastCycle)
-	if s.Cursor < 0 || !finiteNonNeg(s.HeldGPUSeconds) {
-		r.bad("cursor %d or held GPU-seconds %v out of range", s.Cursor, s.HeldGPUSeconds)
+	if !finiteNonNeg(s.HeldGPUSeconds) {
+		r.bad("held GPU-seconds %v out of range", s.HeldGPUSeconds)
+	}
+	if s.Tests > math.MaxInt64 || s.RoundFrom > s.Tests || s.EventAt > s.Tests {
+		// No engine tests 2^63 jobs; from near 2^64 the count would wrap.
+		r.bad("test counter %d, round from test %d or last event after test %d out of range", s.Tests, s.RoundFrom, s.EventAt)
 	}
 	if s.Seq > math.MaxInt64 {
 		// It counts submissions: no engine reaches 2^63, and from near
 		// 2^64 the next ones would wrap to numbers jobs hold.
 		r.bad("sequence counter %d is beyond any count of submissions", s.Seq)
 	}
-	e.seq, e.cursor, e.lastCycle, e.heldGPUSeconds = s.Seq, s.Cursor, s.LastCycle, s.HeldGPUSeconds
+	e.seq, e.lastCycle, e.heldGPUSeconds = s.Seq, s.LastCycle, s.HeldGPUSeconds
+	e.tests, e.roundFrom, e.eventAt = s.Tests, s.RoundFrom, s.EventAt
+	// A wrong flag costs at most the cycles of one round (the next
+	// cycle sets it anew).
+	e.owed = s.Owed
 	// Only a cycle leaves a slot for the next one; a wrong flag otherwise
 	// costs one early cycle (NextEvent's wake is after the latest time
 	// seen, which a cycle's time is not before).
@@ -387,6 +395,10 @@ func (r *restorer) setState(j *jobRec, jr *JobRecord) *jobRec {
 	if !r.preemptionFits(jr) {
 		return nil
 	}
+	if jr.Tested != 0 && !jr.State.Waiting() {
+		r.bad("job %s is %s, but has a test number (only waiting jobs do)", jr.ID, jr.State)
+		return nil
+	}
 	switch st := jr.State; {
 	case st.Waiting():
 		j.phase = StatePending
@@ -394,6 +406,11 @@ func (r *restorer) setState(j *jobRec, jr *JobRecord) *jobRec {
 			r.bad("job %s is %s but has a start, an end, or requeues that do not match", jr.ID, st)
 			return nil
 		}
+		if jr.Tested > r.snap.Tests {
+			r.bad("job %s was tested as test %d of the snapshot's %d", jr.ID, jr.Tested, r.snap.Tests)
+			return nil
+		}
+		j.tested = jr.Tested
 	case st.Active():
 		j.phase = st
 		if jr.Start.IsZero() || jr.LastCharge.IsZero() || jr.Promised.IsZero() || jr.Moved != nil || !jr.Ended.IsZero() {

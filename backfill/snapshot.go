@@ -28,13 +28,20 @@ const SnapshotVersion = 4
 // durations are Go duration strings. A host saves it and calls Restore
 // after a restart; Snapshot, Restore, Snapshot gives the same bytes.
 type Snapshot struct {
-	Version        int         `json:"version"`
-	Time           time.Time   `json:"time"`
-	Cluster        Fingerprint `json:"cluster"`
-	Seq            uint64      `json:"seq"`
-	Cursor         int         `json:"cursor,omitempty"`
-	LastCycle      time.Time   `json:"last_cycle,omitzero"`
-	HeldGPUSeconds float64     `json:"held_gpu_seconds,omitempty"`
+	Version int         `json:"version"`
+	Time    time.Time   `json:"time"`
+	Cluster Fingerprint `json:"cluster"`
+	Seq     uint64      `json:"seq"`
+	// Tests numbers the cycles' tests of waiting jobs; the MaxJobsTested
+	// windows' round began after test RoundFrom, and the last event came
+	// after test EventAt. Owed is set while a job that waited then has
+	// not been tested since (NextEvent then asks for a cycle at once).
+	Tests          uint64    `json:"tests,omitempty"`
+	RoundFrom      uint64    `json:"round_from,omitempty"`
+	EventAt        uint64    `json:"event_at,omitempty"`
+	Owed           bool      `json:"owed,omitempty"`
+	LastCycle      time.Time `json:"last_cycle,omitzero"`
+	HeldGPUSeconds float64   `json:"held_gpu_seconds,omitempty"`
 	// SlotOpen is set when the last cycle left a reservation slot, or
 	// GPUs a hold let go of after refusing them to a job, for the next
 	// one (NextEvent then asks for a cycle at once).
@@ -176,6 +183,9 @@ type JobRecord struct {
 	Preemptions int       `json:"preemptions,omitempty"`
 	// Queue is the job's queue (Job.Queue).
 	Queue string `json:"queue,omitempty"`
+	// Tested is a waiting job's latest test while it waits, a number of
+	// Snapshot.Tests (0: none).
+	Tested uint64 `json:"tested,omitempty"`
 }
 
 // PatienceRecord is a job's Patience.
@@ -224,7 +234,7 @@ type ClaimRecord struct {
 // changes nothing.
 func (e *Engine) Snapshot() *Snapshot {
 	s := &Snapshot{Version: SnapshotVersion, Time: e.last, Cluster: ClusterFingerprint(e.c), Seq: e.seq,
-		Cursor: e.cursor, LastCycle: e.lastCycle, HeldGPUSeconds: e.heldGPUSeconds, SlotOpen: e.slotOpen,
+		Tests: e.tests, RoundFrom: e.roundFrom, EventAt: e.eventAt, Owed: e.owed, LastCycle: e.lastCycle, HeldGPUSeconds: e.heldGPUSeconds, SlotOpen: e.slotOpen,
 		Gangs: e.ledger.Snapshot().Gangs, Accounts: e.tree.Spec(), Usage: e.tree.UsageRecords()}
 	for n, st := range e.nodes {
 		if st.down() {
@@ -278,6 +288,9 @@ func (e *Engine) jobRecord(j *jobRec) JobRecord {
 		LastCharge: e.jobs.lastCharge(j), HoldExpiry: j.holdExpiry, HoldBlocked: j.holdBlockedSince, Requeues: j.requeues, Ended: j.ended,
 		Class: jb.Class, Grow: jb.Grow, Checkpoint: j.checkpoint, PreemptedAt: j.preemptedAt, PreemptedBy: j.preemptedBy, Preemptions: j.preemptions,
 		Queue: jb.Queue, Recabled: j.recabled}
+	if j.phase == StatePending {
+		r.Tested = j.tested
+	}
 	if j.moved != nil {
 		mv := *j.moved // the snapshot's own
 		r.Moved = &mv

@@ -217,7 +217,11 @@ func FormatJobs(jobs []JobStatus, epoch time.Time) string {
 // small job has waited Config.BacklogAfter (8 hours by default), all of
 // which can change which jobs get reservations; a host that wants that
 // reflected also schedules at its usual cadence. With MaxJobsTested every
-// cycle tests another window of the queue.
+// cycle tests another window of the queue, and NextEvent asks for a cycle
+// at once after an event (any call but Schedule) until the windows have
+// moved over every job that waited when the round began: the queue is
+// tested whole once after each event, in cycles of the window's size,
+// and then a host may sleep.
 func (e *Engine) NextEvent() (time.Time, bool) {
 	var next time.Time
 	consider := func(t time.Time) {
@@ -238,7 +242,7 @@ func (e *Engine) NextEvent() (time.Time, bool) {
 			}
 		}
 	}
-	if e.slotOpen {
+	if e.slotOpen || e.owed && e.cfg.MaxJobsTested > 0 {
 		consider(e.last.Add(time.Nanosecond)) // at once
 	}
 	// Only patience and holds make a waiting job's own time matter
