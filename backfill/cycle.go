@@ -1358,7 +1358,10 @@ func (c *cycle) tryStart(j *jobRec) bool {
 	if !res.Admitted {
 		return c.tryLent(j, spec)
 	}
-	return c.startChecked(j)
+	if c.startChecked(j) {
+		return true
+	}
+	return c.quotaBlocked && c.startOnSmaller(j, spec)
 }
 
 // startCutOnPlan starts job j, whose due reservation r has its planned

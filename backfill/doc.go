@@ -312,7 +312,14 @@
 //
 // Every start is checked again on the GPUs actually placed (whole nodes
 // are counted at the largest node's GPUs until then): a job whose queue
-// does not take them waits for quota. An elastic gang (gang.Member.Min)
+// does not take them waits for quota. On a cluster of several node sizes
+// a job of whole-node pods its quota refuses at that count is judged at
+// its GPUs on the smallest nodes instead (Submit refuses it only when
+// even those do not fit), and a start its quota refuses on the GPUs
+// placed is placed again without the largest node it took, up to eight
+// times, before it waits (best effort: the retries follow the placements,
+// not every combination of nodes; the reason names the fewest GPUs
+// tried). An elastic gang (gang.Member.Min)
 // is held to these limits at the size it starts at, as in Kueue's
 // partial admission: when its queue's quota or weighted share does not
 // take it at full size, it starts at the largest size they take (its

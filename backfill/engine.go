@@ -61,6 +61,13 @@ type Engine struct {
 	leafGPUs    int         // GPUs of the largest lowest-level domain
 	resvMin     int         // Config.ReservationMinGPUs resolved (0: off)
 	minNodeGPUs int         // GPUs of the smallest node
+	// severalSizes: the nodes do not all have the same GPUs
+	// (nodesizes.go).
+	severalSizes bool
+	// sizeNodes (per member, and one more) and sizeAlloc are
+	// startOnSmaller's scratch.
+	sizeNodes []*bitset.BitSet
+	sizeAlloc gang.Allocation
 
 	// The queue kept in submit order (fifo.go).
 	fifo submitOrder
@@ -189,6 +196,7 @@ func New(c *topology.Cluster, cfg Config, tree *fairshare.Tree) (*Engine, error)
 	for n := range c.NumNodes() {
 		e.minNodeGPUs = min(e.minNodeGPUs, c.NodeGPUs(topology.NodeID(n)))
 	}
+	e.severalSizes = severalSizes(c)
 	if c.Depth() == 0 {
 		e.leafGPUs = c.TotalGPUs() // a flat cluster: one domain
 	} else {

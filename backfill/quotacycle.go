@@ -202,6 +202,11 @@ func (e *Engine) checkQueue(j *jobRec, fits bool) error {
 	if min := j.job.Gang.MinGPUs(e.c); min < g {
 		g, size = min, "%d GPUs at its minimum"
 	}
+	if least := e.leastGPUs(&j.job.Gang); least < g {
+		// Whole nodes of several sizes (nodesizes.go): it never fits
+		// only when it would not on the smallest.
+		g, size = least, size+" on the smallest nodes"
+	}
 	what := fmt.Sprintf(size, g)
 	if !fits {
 		return nil
@@ -562,6 +567,18 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 			qc = m
 		}
 	}
+	if qc.code != quotaFits {
+		// Whole nodes of several sizes (nodesizes.go): the job may fit
+		// on smaller nodes than the largest it is counted at. It is
+		// gated at its GPUs on the smallest; the start is checked on the
+		// GPUs placed, and placed on smaller nodes when those do not
+		// fit (startOnSmaller).
+		if least := e.leastGPUs(&j.job.Gang); least < g {
+			if m := s.check(q, least, mayBorrow, false); m.code == quotaFits {
+				g, qc, entitled = least, m, s.entitled(q, least)
+			}
+		}
+	}
 	// A reservation ahead: atStart says why its queue's limits have no
 	// room for it at its planned start either (the reason is given with
 	// the drop).
@@ -689,7 +706,7 @@ func (c *cycle) waitsForQuota(j *jobRec) bool {
 // even its smallest size now (the check quotaGate makes, its weighted
 // share aside).
 func (e *Engine) heldByLimits(j *jobRec) bool {
-	return e.quota.check(j.queue, j.job.Gang.MinGPUs(e.c), e.mayBorrow(j), false).code != quotaFits
+	return e.quota.check(j.queue, e.leastGPUs(&j.job.Gang), e.mayBorrow(j), false).code != quotaFits
 }
 
 // overQuota fills w for job j, which its queue's quota does not take at
@@ -723,7 +740,7 @@ func (c *cycle) overQuota(j *jobRec, qc quotaCheck, g int, w *Waiting) {
 // such a job.
 func (e *Engine) neverWhy(j *jobRec) string {
 	s, q := e.quota, j.queue
-	g := j.job.Gang.MinGPUs(e.c)
+	g := e.leastGPUs(&j.job.Gang)
 	if !e.mayBorrow(j) && g > s.guar[q] {
 		return fmt.Sprintf("%d GPUs; a job that cannot be preempted runs within its queue's guarantee, and %s has %d: it cannot start unless the guarantee is raised", g, s.name(q), s.guar[q])
 	}
@@ -749,9 +766,13 @@ func (c *cycle) quotaBlockedWait(j *jobRec, w *Waiting) {
 		}
 		pc, _, why, _ := e.promiseCheck(j, g, true, c.now)
 		c.quotaWait(j, pc, why, w)
-		return
+	} else {
+		c.overQuota(j, qc, g, w)
 	}
-	c.overQuota(j, qc, g, w)
+	if w.Code == WaitQuota && e.severalSizes && slices.ContainsFunc(j.job.Gang.Members, func(m gang.Member) bool { return wholeNode(&m) }) {
+		// Its size is known only once placed (nodesizes.go).
+		w.Detail += fmt.Sprintf("; placed on the nodes free now, its whole-node pods take %d GPUs (the fewest of the placements tried)", g)
+	}
 }
 
 // dropPromises drops the reservation and the hold of a job that waits
