@@ -79,9 +79,9 @@ type Config struct {
 	// tested, like Slurm's bf_continue: each cycle tests the first jobs
 	// in priority order that the current round of windows has not
 	// tested, and a round ends when every waiting job has been. After an
-	// event NextEvent asks for cycles at once until every job that waited
-	// then has been tested, so that a host that sleeps until NextEvent
-	// reaches them all.
+	// event, or a time NextEvent named, NextEvent asks for cycles at once
+	// until every job that waited then has been tested, so that a host
+	// that sleeps until NextEvent reaches them all.
 	MaxJobsTested int
 	// OnlyChangedWaits makes each plan list, in Plan.Waiting, the waiting
 	// jobs whose Waiting (its priority aside) changed since the engine

@@ -591,9 +591,10 @@
 //     checkpoints (Checkpointed) to keep the work counted as lost honest.
 //   - Call Schedule when something changed (a submit, a finish, a node)
 //     and by NextEvent (with MaxJobsTested, NextEvent asks for cycles at
-//     once after an event until its windows have tested every job that
-//     waited then); to let priorities that drift with time (age, decaying
-//     usage) reshuffle reservations, also at a fixed cadence.
+//     once after an event, or a time it named, until its windows have
+//     tested every job that waited then); to let priorities that drift
+//     with time (age, decaying usage) reshuffle reservations, also at a
+//     fixed cadence.
 //   - Save Snapshot (plain JSON-serialisable data) to survive a restart;
 //     Restore checks everything in it before rebuilding. To change the
 //     queues' limits or pools, restore under the new config: what runs

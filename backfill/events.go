@@ -72,10 +72,19 @@ func (e *Engine) apply(o *op) error {
 	if err := e.resolve(o); err != nil {
 		return err
 	}
-	e.last = o.now
-	if o.kind != opSchedule && o.kind != opStarted {
+	switch {
+	case o.kind != opSchedule && o.kind != opStarted:
 		e.eventAt, e.owed = e.tests, true // every waiting job is owed a test (window.go)
+	case o.kind == opSchedule && !e.owed && e.cfg.MaxJobsTested > 0:
+		// A cycle at or after a time NextEvent named (nothing happened
+		// since the last cycle, or owed would be set): the plan may
+		// change for jobs the windows do not reach (a patience ended, a
+		// hold's GPUs freed), so every waiting job is owed a test.
+		if t, ok := e.nextTimed(); ok && !o.now.Before(t) {
+			e.eventAt, e.owed = e.tests, true
+		}
 	}
+	e.last = o.now
 	switch o.kind {
 	case opCancel, opFinished, opFailed:
 		// An active job's GPUs come back before its planned end (the

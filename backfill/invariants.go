@@ -79,6 +79,11 @@ func (e *Engine) checkJobs() []error {
 		if j.tested > e.tests {
 			bad("waiting job %s tested as test %d of %d", j.job.ID, j.tested, e.tests)
 		}
+		// Nothing is owed once every job that waited at the last event
+		// was tested since, or a cycle without a window tested them all.
+		if !e.owed && e.roundFrom != e.tests && j.tested <= e.eventAt {
+			bad("waiting job %s is owed a test (tested as test %d, the last event after test %d), but none is asked for", j.job.ID, j.tested, e.eventAt)
+		}
 	}
 	if patient != e.jobs.patient {
 		bad("%d waiting jobs with patience, counted %d", patient, e.jobs.patient)

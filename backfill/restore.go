@@ -211,8 +211,8 @@ func (r *restorer) run() {
 	}
 	e.seq, e.lastCycle, e.heldGPUSeconds = s.Seq, s.LastCycle, s.HeldGPUSeconds
 	e.tests, e.roundFrom, e.eventAt = s.Tests, s.RoundFrom, s.EventAt
-	// A wrong flag costs at most the cycles of one round (the next
-	// cycle sets it anew).
+	// A flag that owes nothing while a job is owed a test is refused
+	// (the invariants, checked below).
 	e.owed = s.Owed
 	// Only a cycle leaves a slot for the next one; a wrong flag otherwise
 	// costs one early cycle (NextEvent's wake is after the latest time

@@ -160,6 +160,13 @@ func TestRestoreRefusesCorruptSnapshots(t *testing.T) {
 		{"a replacement without the old pods", func(s *Snapshot) {
 			s.PodChanges = append(s.PodChanges, PodChange{Job: "run", Kind: PodsReplaced, Pods: []gang.Pod{{Member: "m", GPUs: 1}}})
 		}, `pod change 0 (job "run", replaced): malformed`},
+		// The MaxJobsTested windows' counts (window.go).
+		{"a test counter about to wrap", func(s *Snapshot) { s.Tests = math.MaxUint64 }, "test counter 18446744073709551615, round from test 0 or last event after test 0 out of range"},
+		{"a round begun after the last test", func(s *Snapshot) { s.Tests, s.RoundFrom = 4, 5 }, "round from test 5 or last event after test 0 out of range"},
+		{"an event after the last test", func(s *Snapshot) { s.Tests, s.EventAt = 4, 5 }, "last event after test 5 out of range"},
+		{"a waiting job tested after the last test", func(s *Snapshot) { s.Tests, s.Jobs[jobIndex(s, "wait")].Tested = 4, 5 }, "job wait was tested as test 5 of the snapshot's 4"},
+		{"a running job with a test number", func(s *Snapshot) { s.Tests, s.Jobs[jobIndex(s, "run")].Tested = 4, 3 }, "job run is running, but has a test number"},
+		{"nothing owed while a job is", func(s *Snapshot) { s.Tests, s.EventAt, s.Owed = 4, 4, false }, "is owed a test (tested as test 0, the last event after test 4), but none is asked for"},
 	}
 	refuseEach(t, e, good, tests)
 	t.Run("every problem listed", func(t *testing.T) {

@@ -217,12 +217,23 @@ func FormatJobs(jobs []JobStatus, epoch time.Time) string {
 // small job has waited Config.BacklogAfter (8 hours by default), all of
 // which can change which jobs get reservations; a host that wants that
 // reflected also schedules at its usual cadence. With MaxJobsTested every
-// cycle tests another window of the queue, and NextEvent asks for a cycle
-// at once after an event (any call but Schedule) until the windows have
-// moved over every job that waited when the round began: the queue is
-// tested whole once after each event, in cycles of the window's size,
-// and then a host may sleep.
+// cycle tests another window of the queue, and NextEvent asks for cycles
+// at once after an event (any call but Schedule and Started), or a cycle
+// at or after a time it named (without an event between), until every
+// job that waited then has been tested since: a few cycles of the
+// window's size (up to about two rounds of windows, as the jobs tested
+// earlier in the round wait for the next), and then a host may sleep.
 func (e *Engine) NextEvent() (time.Time, bool) {
+	next, _ := e.nextTimed()
+	if e.slotOpen || e.owed && e.cfg.MaxJobsTested > 0 {
+		next = e.last.Add(time.Nanosecond) // at once
+	}
+	return next, !next.IsZero()
+}
+
+// nextTimed is NextEvent but for the cycles it asks for at once: the
+// earliest of the times the plan may change at without an event.
+func (e *Engine) nextTimed() (time.Time, bool) {
 	var next time.Time
 	consider := func(t time.Time) {
 		if t.After(e.last) && (next.IsZero() || t.Before(next)) {
@@ -241,9 +252,6 @@ func (e *Engine) NextEvent() (time.Time, bool) {
 				consider(later(e.lastCycle.Add(time.Duration(left)*time.Second), e.last.Add(time.Nanosecond)))
 			}
 		}
-	}
-	if e.slotOpen || e.owed && e.cfg.MaxJobsTested > 0 {
-		consider(e.last.Add(time.Nanosecond)) // at once
 	}
 	// Only patience and holds make a waiting job's own time matter
 	// (holdEligibility's engine-wide conditions first).

@@ -1,21 +1,28 @@
 package backfill
 
-// The MaxJobsTested windows. A cycle with a window tests, besides the
-// jobs always tested (reservations, holds, claims, strict heads), the
-// first MaxJobsTested jobs in priority order that the current round of
-// windows has not tested; when fewer are left, a new round begins and the
-// window fills from the top of the queue. Rounds go by job, not by rank,
+// The MaxJobsTested windows. A cycle with a window tests the first
+// MaxJobsTested jobs in priority order that the current round of windows
+// has not tested; when fewer are left, a new round begins and the window
+// fills from the top of the queue. The jobs always tested (reservations,
+// holds, claims, strict heads) are tested outside the window too, and
+// count as tested in the round, so that they take a window's place only
+// at the start of a round (and in the fill from the top). Rounds go by
+// job, not by rank,
 // so that jobs starting, arriving or changing places in the order
 // between cycles neither skip a job nor test one twice in a round (the
 // next cycle resumes after the last job tested, as Slurm's bf_continue
 // does). Each test is numbered (Engine.tests) and the number stamped on
 // its job; a round is the tests after Engine.roundFrom.
 //
-// An event (any call but Schedule and Started) makes every waiting job
-// owed a test: NextEvent asks for a cycle at once until every job that
-// waited then has been tested since, so that a host that sleeps until
-// NextEvent does not leave jobs outside the windows untested for good.
-// A cycle without a window tests every job, and owes nothing after it.
+// An event (any call but Schedule and Started), or a cycle at or after a
+// time NextEvent named with no event since the last cycle (a patience or
+// a hold's budget ended: the plan may change for jobs outside the
+// window), makes every waiting job owed a test: NextEvent asks for a cycle
+// at once until every job that waited then has been tested since, so that
+// a host that sleeps until NextEvent does not leave jobs outside the
+// windows untested for good. That takes up to about two rounds of windows
+// (the jobs tested earlier in the current round wait for the next). A
+// cycle without a window tests every job, and owes nothing after it.
 
 // window marks the cycle's window in c.inWindow, per rank of order, and
 // reports whether there is one (false when MaxJobsTested is off or at
