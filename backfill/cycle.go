@@ -133,6 +133,9 @@ type cycle struct {
 	// set once the walk has passed such a job while another held the one
 	// reservation they may hold.
 	smallClosed bool
+	// smallerTried is set when startOnSmaller placed the job again (its
+	// reason then says so).
+	smallerTried bool
 	// quotaBlocked is set by tryStart when the job it placed is over its
 	// queue's quota on the GPUs placed.
 	quotaBlocked bool

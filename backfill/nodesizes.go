@@ -18,33 +18,88 @@ import (
 // (gang.Spec.GPUs), which on a cluster of one node size is exact. On a
 // cluster of several, a job its queue's quota refuses at that count may
 // fit on smaller nodes: Submit refuses it only when it would not fit even
-// on the smallest (Engine.leastGPUs), the quota gate lets it through when
-// that count fits, and a start its quota refuses on the GPUs placed is
-// placed again without the largest node its whole-node pods took, and
-// again, up to maxSmallerTries times (startOnSmaller).
+// on the smallest nodes it may use (leastQuotaGPUs), the quota gate lets
+// it through when that count fits (its weighted share still read at the
+// largest count, which no placement exceeds), and the start is checked on
+// the GPUs placed; a start its quota refuses there is placed again
+// without the largest nodes its whole-node pods took (startOnSmaller). Such a job, when its quota does
+// not take it at the largest count, gets no hold (a hold's target is
+// chosen for when it drains, not for its size). Reservations are not
+// promised their quota room as exactly as on a cluster of one node size.
 
 // maxSmallerTries bounds startOnSmaller's placements for one start.
 const maxSmallerTries = 8
 
-// severalSizes reports whether c's nodes do not all have the same GPUs.
-func severalSizes(c *topology.Cluster) bool {
+// nodeSizes returns c's node sizes, smallest first, and the nodes of
+// each.
+func nodeSizes(c *topology.Cluster) ([]int, []*bitset.BitSet) {
+	var sizes []int
 	for n := range c.NumNodes() {
-		if c.NodeGPUs(topology.NodeID(n)) != c.MaxNodeGPUs() {
-			return true
+		if g := c.NodeGPUs(topology.NodeID(n)); !slices.Contains(sizes, g) {
+			sizes = append(sizes, g)
 		}
 	}
-	return false
+	slices.Sort(sizes)
+	sets := make([]*bitset.BitSet, len(sizes))
+	for i := range sets {
+		sets[i] = bitset.New(uint(c.NumNodes()))
+	}
+	for n := range c.NumNodes() {
+		sets[slices.Index(sizes, c.NodeGPUs(topology.NodeID(n)))].Set(uint(n))
+	}
+	return sizes, sets
 }
 
 // wholeNode reports whether member m's pods take whole nodes.
 func wholeNode(m *gang.Member) bool { return m.Request.GPUs == 0 && m.Request.GPUsPerNode == 0 }
 
+// wholeOnSizes reports whether spec has whole-node pods on a cluster of
+// several node sizes.
+func (e *Engine) wholeOnSizes(spec *gang.Spec) bool {
+	return e.severalSizes && slices.ContainsFunc(spec.Members, func(m gang.Member) bool { return wholeNode(&m) })
+}
+
+// leastQuotaGPUs returns the fewest GPUs spec can take at its minimum
+// size: gang.Spec.MinGPUs, but with each whole-node member's pods on the
+// smallest nodes it may use (its Allowed set, which holds its queue's
+// pool), as many of each size as there are. (Members are counted apart:
+// no placement takes fewer.)
+func (e *Engine) leastQuotaGPUs(spec *gang.Spec) int {
+	n := spec.MinGPUs(e.c)
+	if !e.severalSizes {
+		return n
+	}
+	for i := range spec.Members {
+		m := &spec.Members[i]
+		if !wholeNode(m) {
+			continue
+		}
+		pods := m.Request.Nodes
+		if m.Min > 0 && m.Min < pods {
+			pods = m.Min
+		}
+		n -= pods * e.c.MaxNodeGPUs()
+		for k, size := range e.sizes {
+			have := int(e.sizeSets[k].Count())
+			if a := m.Request.Allowed; a != nil {
+				have = int(e.sizeSets[k].IntersectionCardinality(a))
+			}
+			t := min(have, pods)
+			n += t * size
+			pods -= t
+		}
+		n += pods * e.c.MaxNodeGPUs() // more pods than nodes: never placed
+	}
+	return n
+}
+
 // startOnSmaller starts job j, whose placement on e.alloc its queue's
 // quota refused (quotaBlocked), with fewer GPUs when spec has whole-node
-// members on a cluster of several node sizes: the largest node those
-// members took (larger than the smallest size; the last such in node
-// order) is excluded from them, j placed again, and so on, until its quota
-// takes a placement, none is left to exclude, j no longer fits, or
+// members on a cluster of several node sizes: of the largest node size
+// those members took (larger than the smallest), every node is excluded
+// from them but the nodes they took less one, so that one pod fewer lands
+// on that size; j is placed again, and so on, until its quota takes a
+// placement, its pods are on the smallest nodes, j no longer fits, or
 // maxSmallerTries placements were made. It reports whether j started;
 // when it did not, e.alloc is the placement tried with the fewest GPUs
 // (the reason reads it), the quota flag is set again, and spec is as it
@@ -52,33 +107,47 @@ func wholeNode(m *gang.Member) bool { return m.Request.GPUs == 0 && m.Request.GP
 // combination of nodes.
 func (c *cycle) startOnSmaller(j *jobRec, spec *gang.Spec) bool {
 	e := c.e
-	if !e.severalSizes || len(spec.Members) > 8 || !slices.ContainsFunc(spec.Members, func(m gang.Member) bool { return wholeNode(&m) }) {
+	if len(spec.Members) > 8 || !e.wholeOnSizes(spec) {
 		return false
 	}
 	var saved [8]*bitset.BitSet
-	for len(e.sizeNodes) <= len(spec.Members) {
+	for len(e.sizeNodes) <= len(spec.Members)+1 {
 		e.sizeNodes = append(e.sizeNodes, bitset.New(uint(e.c.NumNodes())))
 	}
 	out := e.sizeNodes[len(spec.Members)].ClearAll() // the nodes excluded so far
+	keep := e.sizeNodes[len(spec.Members)+1]
 	e.alloc.CopyTo(&e.sizeAlloc)
 	placed := c.lastRes
 	for range maxSmallerTries {
-		big, bigGPUs := topology.NodeID(-1), e.minNodeGPUs
+		// The largest size its whole-node pods took, above the smallest:
+		// every node of that size is excluded but those pods' nodes, less
+		// the last (so one pod fewer lands on that size).
+		bigGPUs, last := e.minNodeGPUs, topology.NodeID(-1)
+		keep.ClearAll()
 		for k := range e.alloc.Members {
 			ma := &e.alloc.Members[k]
 			if i := slices.IndexFunc(spec.Members, func(m gang.Member) bool { return m.Name == ma.Name }); i < 0 || !wholeNode(&spec.Members[i]) {
 				continue
 			}
 			for _, x := range ma.Assignment {
-				if g := bits.OnesCount64(x.GPUs); g > bigGPUs || g == bigGPUs && big >= 0 && x.Node > big {
-					big, bigGPUs = x.Node, g
+				switch g := bits.OnesCount64(x.GPUs); {
+				case g > bigGPUs:
+					bigGPUs, last = g, x.Node
+					keep.ClearAll().Set(uint(x.Node))
+				case g == bigGPUs && last >= 0:
+					keep.Set(uint(x.Node))
+					last = max(last, x.Node)
 				}
 			}
 		}
-		if big < 0 {
+		if last < 0 {
 			break // its whole-node pods are on the smallest nodes
 		}
-		out.Set(uint(big))
+		keep.Clear(uint(last))
+		size := e.sizeSets[slices.Index(e.sizes, bigGPUs)]
+		keep.InPlaceSymmetricDifference(size) // size's nodes but the kept ones
+		out.InPlaceUnion(keep)
+		c.smallerTried = true
 		for i := range spec.Members {
 			m := &spec.Members[i]
 			saved[i] = m.Request.Excluded
@@ -104,6 +173,7 @@ func (c *cycle) startOnSmaller(j *jobRec, spec *gang.Spec) bool {
 		}
 		c.lastRes, c.quotaBlocked = res, false
 		if c.startChecked(j) {
+			c.smallerTried = false
 			return true
 		}
 		if e.alloc.GPUs() < e.sizeAlloc.GPUs() {

@@ -202,7 +202,7 @@ func (e *Engine) checkQueue(j *jobRec, fits bool) error {
 	if min := j.job.Gang.MinGPUs(e.c); min < g {
 		g, size = min, "%d GPUs at its minimum"
 	}
-	if least := e.leastGPUs(&j.job.Gang); least < g {
+	if least := e.leastQuotaGPUs(&j.job.Gang); least < g {
 		// Whole nodes of several sizes (nodesizes.go): it never fits
 		// only when it would not on the smallest.
 		g, size = least, size+" on the smallest nodes"
@@ -553,11 +553,12 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 	mayBorrow := e.mayBorrow(j)
 	qc := s.check(q, g, mayBorrow, false)
 	entitled := s.entitled(q, g)
+	shareAt := g
 	if min := j.job.Gang.MinGPUs(e.c); min < g && (qc.code != quotaFits || !entitled && s.overShareAt(q, g)) {
 		// An elastic gang its quota or its share does not take at full
 		// size may start smaller (quotaSpec): it is gated at its minimum.
 		if m := s.check(q, min, mayBorrow, false); m.code == quotaFits {
-			g, qc = min, m
+			g, qc, shareAt = min, m, min
 		} else if qc.code != quotaFits {
 			// Neither fits: the reason says why not even its minimum
 			// does (the decision is the same). The check is not monotone
@@ -573,9 +574,12 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 		// gated at its GPUs on the smallest; the start is checked on the
 		// GPUs placed, and placed on smaller nodes when those do not
 		// fit (startOnSmaller).
-		if least := e.leastGPUs(&j.job.Gang); least < g {
+		// Its weighted share and whether its guarantee covers it are
+		// still read at the larger count (shareAt), which no placement
+		// exceeds.
+		if least := e.leastQuotaGPUs(&j.job.Gang); least < g {
 			if m := s.check(q, least, mayBorrow, false); m.code == quotaFits {
-				g, qc, entitled = least, m, s.entitled(q, least)
+				g, qc = least, m
 			}
 		}
 	}
@@ -617,14 +621,11 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 	case qc.code == quotaFits && entitled:
 		return false
 	case qc.code == quotaFits:
-		a, h := s.overShare(q, g)
+		a, h := s.overShare(q, shareAt)
 		if a < 0 {
 			return false
 		}
-		why = s.reason(q, quotaMsg{kind: 1, at: a, h: h, x: math.Float64bits(s.share[a])}, func() string {
-			return fmt.Sprintf("%s: %d GPUs in use, %d guaranteed; the job would take it past its weighted share of %.0f (weight %g) while %s waits below its own",
-				s.name(a), s.used[a], s.guar[a], s.share[a], s.weight[a], s.name(h))
-		})
+		why = s.shareReason(q, a, h)
 		w.Blocker = s.names[a]
 	default:
 		c.overQuota(j, qc, g, w)
@@ -637,6 +638,15 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 	c.dropPromises(j, w.Blocker)
 	c.noteHead(j, w)
 	return true
+}
+
+// shareReason says that a job of queue q would take queue a past its
+// weighted share while queue h waits below its own.
+func (s *quotaState) shareReason(q, a, h int) string {
+	return s.reason(q, quotaMsg{kind: 1, at: a, h: h, x: math.Float64bits(s.share[a])}, func() string {
+		return fmt.Sprintf("%s: %d GPUs in use, %d guaranteed; the job would take it past its weighted share of %.0f (weight %g) while %s waits below its own",
+			s.name(a), s.used[a], s.guar[a], s.share[a], s.weight[a], s.name(h))
+	})
 }
 
 // strictTested reports whether job j, which the MaxJobsTested window
@@ -706,7 +716,7 @@ func (c *cycle) waitsForQuota(j *jobRec) bool {
 // even its smallest size now (the check quotaGate makes, its weighted
 // share aside).
 func (e *Engine) heldByLimits(j *jobRec) bool {
-	return e.quota.check(j.queue, e.leastGPUs(&j.job.Gang), e.mayBorrow(j), false).code != quotaFits
+	return e.quota.check(j.queue, e.leastQuotaGPUs(&j.job.Gang), e.mayBorrow(j), false).code != quotaFits
 }
 
 // overQuota fills w for job j, which its queue's quota does not take at
@@ -740,7 +750,7 @@ func (c *cycle) overQuota(j *jobRec, qc quotaCheck, g int, w *Waiting) {
 // such a job.
 func (e *Engine) neverWhy(j *jobRec) string {
 	s, q := e.quota, j.queue
-	g := e.leastGPUs(&j.job.Gang)
+	g := e.leastQuotaGPUs(&j.job.Gang)
 	if !e.mayBorrow(j) && g > s.guar[q] {
 		return fmt.Sprintf("%d GPUs; a job that cannot be preempted runs within its queue's guarantee, and %s has %d: it cannot start unless the guarantee is raised", g, s.name(q), s.guar[q])
 	}
@@ -757,6 +767,8 @@ func (c *cycle) quotaBlockedWait(j *jobRec, w *Waiting) {
 	*w = Waiting{Job: j.job.ID}
 	g := e.alloc.GPUs()
 	qc := s.check(j.queue, g, e.mayBorrow(j), true)
+	tried := c.smallerTried
+	c.smallerTried = false
 	if qc.code == quotaFits {
 		// Reservations of others leave no room (promiseCheck).
 		if r := j.resv; r != nil {
@@ -769,7 +781,7 @@ func (c *cycle) quotaBlockedWait(j *jobRec, w *Waiting) {
 	} else {
 		c.overQuota(j, qc, g, w)
 	}
-	if w.Code == WaitQuota && e.severalSizes && slices.ContainsFunc(j.job.Gang.Members, func(m gang.Member) bool { return wholeNode(&m) }) {
+	if w.Code == WaitQuota && tried {
 		// Its size is known only once placed (nodesizes.go).
 		w.Detail += fmt.Sprintf("; placed on the nodes free now, its whole-node pods take %d GPUs (the fewest of the placements tried)", g)
 	}
