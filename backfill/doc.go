@@ -314,15 +314,16 @@
 // are counted at the largest node's GPUs until then): a job whose queue
 // does not take them waits for quota. On a cluster of several node sizes
 // a job of whole-node pods its quota refuses at that count is judged at
-// its GPUs on the smallest nodes it may use instead (Submit refuses it
-// only when even those do not fit; its weighted share is still read at
-// the largest count), and a start its quota refuses on the GPUs placed is
-// placed again with one pod fewer on the largest node size it took, up to
-// eight times, before it waits (best effort: the retries follow the
-// placements, not every combination of nodes; the reason names the
-// fewest GPUs tried). Such a job gets no hold while its quota does not
-// take it at the largest count, and its reservations do not keep their
-// quota room as exactly as on a cluster of one node size. An elastic gang (gang.Member.Min)
+// the fewest GPUs of its placements tried on the empty cluster instead
+// (the first, then one pod fewer on the largest node size taken each
+// time, up to eight more): Submit refuses it only when even those do not
+// fit, and its weighted share is still read at the largest count. A
+// start its quota refuses on the GPUs placed is placed again the same way
+// before it waits (best effort: the placements tried follow one another,
+// not every combination of nodes; the reason names the fewest GPUs
+// tried). Such a job holds no GPUs while its quota does not take it at
+// the largest count, and its reservations do not keep their quota room
+// as exactly as on a cluster of one node size. An elastic gang (gang.Member.Min)
 // is held to these limits at the size it starts at, as in Kueue's
 // partial admission: when its queue's quota or weighted share does not
 // take it at full size, it starts at the largest size they take (its

@@ -17,17 +17,22 @@ import (
 // checks before the placement count such pods at a largest node's GPUs
 // (gang.Spec.GPUs), which on a cluster of one node size is exact. On a
 // cluster of several, a job its queue's quota refuses at that count may
-// fit on smaller nodes: Submit refuses it only when it would not fit even
-// on the smallest nodes it may use (leastQuotaGPUs), the quota gate lets
-// it through when that count fits (its weighted share still read at the
-// largest count, which no placement exceeds), and the start is checked on
-// the GPUs placed; a start its quota refuses there is placed again
-// without the largest nodes its whole-node pods took (startOnSmaller). Such a job, when its quota does
-// not take it at the largest count, gets no hold (a hold's target is
-// chosen for when it drains, not for its size). Reservations are not
-// promised their quota room as exactly as on a cluster of one node size.
+// fit on smaller nodes. At Submit (and Restore) such a job is placed on
+// the empty cluster, then again with one pod fewer on the largest node
+// size taken, and so on (fewerLarge, up to maxSmallerTries placements):
+// the fewest GPUs of those placements (jobRec.minQuota) is what Submit
+// refuses it by, and what the quota gate lets it through at, so that a
+// job accepted has a placement its queue's limits take with nothing else
+// in use. Its weighted share, and whether its guarantee covers it, are
+// still read at the largest count, which no placement exceeds (unless
+// its queue may not go beyond its guarantee at all). The start is checked
+// on the GPUs placed, and a start its quota refuses there is placed again
+// the same way (startOnSmaller). Such a job gets no hold while its quota
+// does not take it at the largest count (a hold's target is chosen for
+// when it drains, not for its size). Reservations are not promised their
+// quota room as exactly as on a cluster of one node size.
 
-// maxSmallerTries bounds startOnSmaller's placements for one start.
+// maxSmallerTries bounds the placements made for one job after the first.
 const maxSmallerTries = 8
 
 // nodeSizes returns c's node sizes, smallest first, and the nodes of
@@ -59,115 +64,144 @@ func (e *Engine) wholeOnSizes(spec *gang.Spec) bool {
 	return e.severalSizes && slices.ContainsFunc(spec.Members, func(m gang.Member) bool { return wholeNode(&m) })
 }
 
-// leastQuotaGPUs returns the fewest GPUs spec can take at its minimum
-// size: gang.Spec.MinGPUs, but with each whole-node member's pods on the
-// smallest nodes it may use (its Allowed set, which holds its queue's
-// pool), as many of each size as there are. (Members are counted apart:
-// no placement takes fewer.)
-func (e *Engine) leastQuotaGPUs(spec *gang.Spec) int {
-	n := spec.MinGPUs(e.c)
-	if !e.severalSizes {
-		return n
+// sizeScratch returns the scratch sets for a gang of n members: one per
+// member, the nodes excluded so far (out) and a working set.
+func (e *Engine) sizeScratch(n int) (per []*bitset.BitSet, out, work *bitset.BitSet) {
+	for len(e.sizeNodes) < n+2 {
+		e.sizeNodes = append(e.sizeNodes, bitset.New(uint(e.c.NumNodes())))
 	}
+	return e.sizeNodes[:n], e.sizeNodes[n], e.sizeNodes[n+1]
+}
+
+// fewerLarge adds to out, from placement a of spec, the nodes to exclude
+// so that one pod fewer of spec's whole-node members lands on the largest
+// node size they took: every node of a larger size, and every node of
+// that size but those they took, less the last in node order. It reports
+// false when they took only nodes of the smallest size (out unchanged).
+func (e *Engine) fewerLarge(spec *gang.Spec, a *gang.Allocation, out, keep *bitset.BitSet) bool {
+	bigGPUs, last := e.minNodeGPUs, topology.NodeID(-1)
+	keep.ClearAll()
+	for k := range a.Members {
+		ma := &a.Members[k]
+		if i := slices.IndexFunc(spec.Members, func(m gang.Member) bool { return m.Name == ma.Name }); i < 0 || !wholeNode(&spec.Members[i]) {
+			continue
+		}
+		for _, x := range ma.Assignment {
+			switch g := bits.OnesCount64(x.GPUs); {
+			case g > bigGPUs:
+				bigGPUs, last = g, x.Node
+				keep.ClearAll().Set(uint(x.Node))
+			case g == bigGPUs && last >= 0:
+				keep.Set(uint(x.Node))
+				last = max(last, x.Node)
+			}
+		}
+	}
+	if last < 0 {
+		return false
+	}
+	keep.Clear(uint(last))
+	k := slices.Index(e.sizes, bigGPUs)
+	keep.InPlaceSymmetricDifference(e.sizeSets[k]) // that size's nodes but the kept ones
+	out.InPlaceUnion(keep)
+	for _, larger := range e.sizeSets[k+1:] {
+		out.InPlaceUnion(larger)
+	}
+	return true
+}
+
+// admitExcluding places spec on state with out excluded from its
+// whole-node members (their own Excluded sets kept), through Check (the
+// state left as it was) or Admit; spec is left as it was.
+func (e *Engine) admitExcluding(state *topology.State, spec *gang.Spec, out *bitset.BitSet, per []*bitset.BitSet, check bool) gang.Admission {
+	var saved [8]*bitset.BitSet
 	for i := range spec.Members {
 		m := &spec.Members[i]
+		saved[i] = m.Request.Excluded
 		if !wholeNode(m) {
 			continue
 		}
-		pods := m.Request.Nodes
-		if m.Min > 0 && m.Min < pods {
-			pods = m.Min
+		out.CopyFull(per[i])
+		if saved[i] != nil {
+			per[i].InPlaceUnion(saved[i])
 		}
-		n -= pods * e.c.MaxNodeGPUs()
-		for k, size := range e.sizes {
-			have := int(e.sizeSets[k].Count())
-			if a := m.Request.Allowed; a != nil {
-				have = int(e.sizeSets[k].IntersectionCardinality(a))
-			}
-			t := min(have, pods)
-			n += t * size
-			pods -= t
-		}
-		n += pods * e.c.MaxNodeGPUs() // more pods than nodes: never placed
+		m.Request.Excluded = per[i]
 	}
-	return n
+	var res gang.Admission
+	var err error
+	if check {
+		res, err = e.adm.Check(state, spec, &e.alloc)
+	} else {
+		res, err = e.adm.Admit(state, spec, &e.alloc)
+	}
+	for i := range spec.Members {
+		spec.Members[i].Request.Excluded = saved[i]
+	}
+	if err != nil {
+		panic(fmt.Sprintf("backfill: checked gang %s refused with nodes excluded: %v", spec.ID, err))
+	}
+	return res
+}
+
+// minQuotaGPUs returns the GPUs job j's quota is judged at before it is
+// placed: gang.Spec.MinGPUs (its whole-node pods at a largest node's
+// GPUs), or, for whole-node pods on a cluster of several node sizes, the
+// fewest GPUs of the placements of its gang at its minimum size tried on
+// the empty cluster (the first, then one pod fewer on the largest size
+// taken each time), when fewer.
+func (e *Engine) minQuotaGPUs(j *jobRec) int {
+	g := j.job.Gang.MinGPUs(e.c)
+	spec := &j.job.Gang
+	if len(spec.Members) > 8 || !e.wholeOnSizes(spec) {
+		return g
+	}
+	if spec.MinGPUs(e.c) < spec.GPUs(e.c) {
+		spec = e.atMinimum(spec)
+	}
+	res, err := e.adm.Check(e.empty, spec, &e.alloc)
+	if err != nil || !res.Admitted {
+		return g // never fits: Submit says so
+	}
+	per, out, keep := e.sizeScratch(len(spec.Members))
+	out.ClearAll()
+	best := e.alloc.GPUs()
+	for range maxSmallerTries {
+		if !e.fewerLarge(spec, &e.alloc, out, keep) {
+			break
+		}
+		if !e.admitExcluding(e.empty, spec, out, per, true).Admitted {
+			break
+		}
+		best = min(best, e.alloc.GPUs())
+	}
+	return min(g, best)
 }
 
 // startOnSmaller starts job j, whose placement on e.alloc its queue's
 // quota refused (quotaBlocked), with fewer GPUs when spec has whole-node
-// members on a cluster of several node sizes: of the largest node size
-// those members took (larger than the smallest), every node is excluded
-// from them but the nodes they took less one, so that one pod fewer lands
-// on that size; j is placed again, and so on, until its quota takes a
-// placement, its pods are on the smallest nodes, j no longer fits, or
-// maxSmallerTries placements were made. It reports whether j started;
-// when it did not, e.alloc is the placement tried with the fewest GPUs
-// (the reason reads it), the quota flag is set again, and spec is as it
-// was. It is best effort: the exclusions follow the placements, not every
-// combination of nodes.
+// members on a cluster of several node sizes: it is placed again with one
+// pod fewer on the largest node size taken (fewerLarge), and so on, until
+// its quota takes a placement, its pods are on the smallest nodes, it no
+// longer fits, or maxSmallerTries placements were made. It reports
+// whether j started; when it did not, e.alloc is the placement tried with
+// the fewest GPUs (the reason reads it), the quota flag is set again, and
+// spec is as it was. It is best effort: the exclusions follow the
+// placements, not every combination of nodes.
 func (c *cycle) startOnSmaller(j *jobRec, spec *gang.Spec) bool {
 	e := c.e
 	if len(spec.Members) > 8 || !e.wholeOnSizes(spec) {
 		return false
 	}
-	var saved [8]*bitset.BitSet
-	for len(e.sizeNodes) <= len(spec.Members)+1 {
-		e.sizeNodes = append(e.sizeNodes, bitset.New(uint(e.c.NumNodes())))
-	}
-	out := e.sizeNodes[len(spec.Members)].ClearAll() // the nodes excluded so far
-	keep := e.sizeNodes[len(spec.Members)+1]
+	per, out, keep := e.sizeScratch(len(spec.Members))
+	out.ClearAll()
 	e.alloc.CopyTo(&e.sizeAlloc)
 	placed := c.lastRes
 	for range maxSmallerTries {
-		// The largest size its whole-node pods took, above the smallest:
-		// every node of that size is excluded but those pods' nodes, less
-		// the last (so one pod fewer lands on that size).
-		bigGPUs, last := e.minNodeGPUs, topology.NodeID(-1)
-		keep.ClearAll()
-		for k := range e.alloc.Members {
-			ma := &e.alloc.Members[k]
-			if i := slices.IndexFunc(spec.Members, func(m gang.Member) bool { return m.Name == ma.Name }); i < 0 || !wholeNode(&spec.Members[i]) {
-				continue
-			}
-			for _, x := range ma.Assignment {
-				switch g := bits.OnesCount64(x.GPUs); {
-				case g > bigGPUs:
-					bigGPUs, last = g, x.Node
-					keep.ClearAll().Set(uint(x.Node))
-				case g == bigGPUs && last >= 0:
-					keep.Set(uint(x.Node))
-					last = max(last, x.Node)
-				}
-			}
-		}
-		if last < 0 {
+		if !e.fewerLarge(spec, &e.alloc, out, keep) {
 			break // its whole-node pods are on the smallest nodes
 		}
-		keep.Clear(uint(last))
-		size := e.sizeSets[slices.Index(e.sizes, bigGPUs)]
-		keep.InPlaceSymmetricDifference(size) // size's nodes but the kept ones
-		out.InPlaceUnion(keep)
 		c.smallerTried = true
-		for i := range spec.Members {
-			m := &spec.Members[i]
-			saved[i] = m.Request.Excluded
-			if !wholeNode(m) {
-				continue
-			}
-			ex := e.sizeNodes[i]
-			out.CopyFull(ex)
-			if saved[i] != nil {
-				ex.InPlaceUnion(saved[i])
-			}
-			m.Request.Excluded = ex
-		}
-		res, err := e.adm.Admit(e.scratch, spec, &e.alloc)
-		for i := range spec.Members {
-			spec.Members[i].Request.Excluded = saved[i]
-		}
-		if err != nil {
-			panic(fmt.Sprintf("backfill: checked job %s refused without its largest nodes: %v", j.job.ID, err))
-		}
+		res := e.admitExcluding(e.scratch, spec, out, per, false)
 		if !res.Admitted {
 			break
 		}

@@ -202,10 +202,10 @@ func (e *Engine) checkQueue(j *jobRec, fits bool) error {
 	if min := j.job.Gang.MinGPUs(e.c); min < g {
 		g, size = min, "%d GPUs at its minimum"
 	}
-	if least := e.leastQuotaGPUs(&j.job.Gang); least < g {
-		// Whole nodes of several sizes (nodesizes.go): it never fits
-		// only when it would not on the smallest.
-		g, size = least, size+" on the smallest nodes"
+	if j.minQuota = e.minQuotaGPUs(j); j.minQuota < g {
+		// Whole nodes of several sizes (nodesizes.go): judged by the
+		// fewest GPUs of its placements tried on the empty cluster.
+		g, size = j.minQuota, size+" on the smallest nodes it can be placed on"
 	}
 	what := fmt.Sprintf(size, g)
 	if !fits {
@@ -576,10 +576,19 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 		// fit (startOnSmaller).
 		// Its weighted share and whether its guarantee covers it are
 		// still read at the larger count (shareAt), which no placement
-		// exceeds.
-		if least := e.leastQuotaGPUs(&j.job.Gang); least < g {
+		// exceeds, unless its queue's limits keep every start it may make
+		// within its guarantee. It holds no GPUs meanwhile (tryHold).
+		if least := j.minQuota; least < g {
 			if m := s.check(q, least, mayBorrow, false); m.code == quotaFits {
 				g, qc = least, m
+				if !mayBorrow || s.ceil[q] <= s.guar[q] {
+					entitled = true
+				}
+				if h := e.book.holdOf(j); h != nil {
+					c.plan.HoldEnds = append(c.plan.HoldEnds, HoldEnd{Job: j.job.ID, Cause: HoldQuota, Held: h.held})
+					c.releaseHold(h)
+					c.invalidate()
+				}
 			}
 		}
 	}
@@ -716,7 +725,7 @@ func (c *cycle) waitsForQuota(j *jobRec) bool {
 // even its smallest size now (the check quotaGate makes, its weighted
 // share aside).
 func (e *Engine) heldByLimits(j *jobRec) bool {
-	return e.quota.check(j.queue, e.leastQuotaGPUs(&j.job.Gang), e.mayBorrow(j), false).code != quotaFits
+	return e.quota.check(j.queue, j.minQuota, e.mayBorrow(j), false).code != quotaFits
 }
 
 // overQuota fills w for job j, which its queue's quota does not take at
@@ -750,7 +759,7 @@ func (c *cycle) overQuota(j *jobRec, qc quotaCheck, g int, w *Waiting) {
 // such a job.
 func (e *Engine) neverWhy(j *jobRec) string {
 	s, q := e.quota, j.queue
-	g := e.leastQuotaGPUs(&j.job.Gang)
+	g := j.minQuota
 	if !e.mayBorrow(j) && g > s.guar[q] {
 		return fmt.Sprintf("%d GPUs; a job that cannot be preempted runs within its queue's guarantee, and %s has %d: it cannot start unless the guarantee is raised", g, s.name(q), s.guar[q])
 	}
