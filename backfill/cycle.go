@@ -133,9 +133,6 @@ type cycle struct {
 	// set once the walk has passed such a job while another held the one
 	// reservation they may hold.
 	smallClosed bool
-	// smallerTried is set when startOnSmaller placed the job again (its
-	// reason then says so).
-	smallerTried bool
 	// quotaBlocked is set by tryStart when the job it placed is over its
 	// queue's quota on the GPUs placed.
 	quotaBlocked bool
@@ -1361,10 +1358,7 @@ func (c *cycle) tryStart(j *jobRec) bool {
 	if !res.Admitted {
 		return c.tryLent(j, spec)
 	}
-	if c.startChecked(j) {
-		return true
-	}
-	return c.quotaBlocked && c.startOnSmaller(j, spec)
+	return c.startChecked(j)
 }
 
 // startCutOnPlan starts job j, whose due reservation r has its planned

@@ -312,18 +312,7 @@
 //
 // Every start is checked again on the GPUs actually placed (whole nodes
 // are counted at the largest node's GPUs until then): a job whose queue
-// does not take them waits for quota. On a cluster of several node sizes
-// a job of whole-node pods its quota refuses at that count is judged at
-// the fewest GPUs of its placements tried on the empty cluster instead
-// (the first, then one pod fewer on the largest node size taken each
-// time, up to eight more): Submit refuses it only when even those do not
-// fit, and its weighted share is still read at the largest count. A
-// start its quota refuses on the GPUs placed is placed again the same way
-// before it waits (best effort: the placements tried follow one another,
-// not every combination of nodes; the reason names the fewest GPUs
-// tried). Such a job holds no GPUs while its quota does not take it at
-// the largest count, and its reservations do not keep their quota room
-// as exactly as on a cluster of one node size. An elastic gang (gang.Member.Min)
+// does not take them waits for quota. An elastic gang (gang.Member.Min)
 // is held to these limits at the size it starts at, as in Kueue's
 // partial admission: when its queue's quota or weighted share does not
 // take it at full size, it starts at the largest size they take (its

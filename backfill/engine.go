@@ -61,16 +61,6 @@ type Engine struct {
 	leafGPUs    int         // GPUs of the largest lowest-level domain
 	resvMin     int         // Config.ReservationMinGPUs resolved (0: off)
 	minNodeGPUs int         // GPUs of the smallest node
-	// severalSizes: the nodes do not all have the same GPUs
-	// (nodesizes.go); sizes are then the node sizes, smallest first, and
-	// sizeSets the nodes of each.
-	severalSizes bool
-	sizes        []int
-	sizeSets     []*bitset.BitSet
-	// sizeNodes (per member, and one more) and sizeAlloc are
-	// startOnSmaller's scratch.
-	sizeNodes []*bitset.BitSet
-	sizeAlloc gang.Allocation
 
 	// The queue kept in submit order (fifo.go).
 	fifo submitOrder
@@ -199,8 +189,6 @@ func New(c *topology.Cluster, cfg Config, tree *fairshare.Tree) (*Engine, error)
 	for n := range c.NumNodes() {
 		e.minNodeGPUs = min(e.minNodeGPUs, c.NodeGPUs(topology.NodeID(n)))
 	}
-	e.sizes, e.sizeSets = nodeSizes(c)
-	e.severalSizes = len(e.sizes) > 1
 	if c.Depth() == 0 {
 		e.leafGPUs = c.TotalGPUs() // a flat cluster: one domain
 	} else {

@@ -225,10 +225,7 @@ func (c *cycle) reportHold(h *hold, w *Waiting) {
 func (c *cycle) tryHold(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 	e := c.e
 	at, capped, ok := e.holdEligibility(j)
-	if !ok || e.quota != nil && e.wholeOnSizes(&j.job.Gang) && e.quota.check(j.queue, j.gpus, e.mayBorrow(j), false).code != quotaFits {
-		// (Whole-node pods its quota takes only on smaller nodes than
-		// the largest, nodesizes.go: a hold's target, chosen for when it
-		// drains, may be larger than its quota takes.)
+	if !ok {
 		return false
 	}
 	if _, planned := e.search(c.now, query{j: j, spec: spec}); planned || !c.fitsWhenIdle(spec) {

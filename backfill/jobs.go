@@ -33,9 +33,6 @@ type jobRec struct {
 	// tested is the number of the walk's latest test of the job while it
 	// waits (Engine.tests; 0: none since it joined the queue).
 	tested uint64
-	// minQuota is the GPUs its queue's quota judges it at before it is
-	// placed (Engine.minQuotaGPUs), set with its queue.
-	minQuota int
 	// waitID names the content of wait (Engine.waitID), its job and
 	// priority aside; 0 when it names nothing.
 	waitID uint64

@@ -12,7 +12,6 @@ import (
 
 	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/gang/preempt"
-	"github.com/phalanx-sched/phalanx/internal/testcluster"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -363,29 +362,14 @@ func addWorkloadSeeds(f *testing.F, r *rand.Rand, steps int) {
 // FuzzQuotaEngine is FuzzEngine under queues: a random queue tree
 // (guarantees, borrowing and lending limits, maxima, weights, flat or
 // nested; randomQueues) drawn from the input's first byte, every job in a
-// queue without children, reclaim and preemption on; inputs whose first
-// byte is 11 modulo 16 run on a cluster of two node sizes. Every
-// invariant, the queues' books included, is checked after every step, and
-// a refused step must change nothing.
+// queue without children, reclaim and preemption on. Every invariant,
+// the queues' books included, is checked after every step, and a refused
+// step must change nothing.
 //
 //	go test ./backfill -run '^$' -fuzz FuzzQuotaEngine -fuzztime 5m -fuzzminimizetime 5s
 func FuzzQuotaEngine(f *testing.F) {
 	addWorkloadSeeds(f, rand.New(rand.NewPCG(5, 6)), 40)
-	for _, w := range []byte{11, 27} {
-		seed := make([]byte, 1+6*40)
-		r := rand.New(rand.NewPCG(uint64(w), 7))
-		for k := range seed {
-			seed[k] = byte(r.IntN(256))
-		}
-		seed[0] = w
-		f.Add(seed)
-	}
-	uniform := opsCluster(f)
-	// Two node sizes (nodesizes.go): the second leaf's nodes have 4 GPUs.
-	sizes, err := testcluster.Parse([]string{"spine", "leaf"}, "", "s0/l0 4\ns0/l1 4 gpus=4")
-	if err != nil {
-		f.Fatal(err)
-	}
+	c := opsCluster(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) < 1 {
 			return
@@ -394,13 +378,9 @@ func FuzzQuotaEngine(f *testing.F) {
 			data = data[:1+6*400]
 		}
 		w := int(data[0])
-		c := uniform
-		if w%16 == 11 {
-			c = sizes
-		}
 		e := opsEngine(t, c, []int{1, 16, Conservative, 0}[w%4])
 		cfg := e.cfg
-		cfg.Quotas = randomQueues(rand.New(rand.NewPCG(uint64(w), 41)), w, c.TotalGPUs()/8)
+		cfg.Quotas = randomQueues(rand.New(rand.NewPCG(uint64(w), 41)), w, c.NumNodes())
 		if w%8 == 7 {
 			// Every queue without children in strict order.
 			for i, q := range cfg.Quotas.Queues {

@@ -37,7 +37,6 @@ type driver struct {
 	release    func() time.Duration
 	runs       map[string]int
 	afterCycle func(p *Plan)
-	refused    func(j *Job, err error) // sees each job Submit refuses (optional)
 }
 
 type event struct {
@@ -144,9 +143,6 @@ func (d *driver) deliver(ev event, now time.Time) {
 				d.t.Fatalf("submit %s: %v", ev.job.ID, err)
 			}
 			d.rejected++
-			if d.refused != nil {
-				d.refused(ev.job, err)
-			}
 		}
 	}
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/gang/preempt"
-	"github.com/phalanx-sched/phalanx/internal/testcluster"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -311,7 +310,14 @@ func TestQuotaProperties(t *testing.T) {
 	for _, w := range append(ws, 7857) {
 		r := rand.New(rand.NewPCG(uint64(w), 19))
 		e, jobs, cfg := quotaEngine(t, r, w, false)
-		qw, d := runQuotaWorkload(t, w, r, e, jobs, &cfg, nil, nil)
+		d := newDriver(t, e, jobs, map[string]time.Duration{})
+		d.release = func() time.Duration { return time.Duration(r.IntN(6)) * time.Minute }
+		e.checkEach = true
+		qw := newQuotaWatch(t, d, w, &cfg, e.c.TotalGPUs())
+		d.run(time.Time{})
+		if e.Pending() != 0 || e.Running() != 0 {
+			t.Fatalf("workload %d: %d pending, %d running at the end", w, e.Pending(), e.Running())
+		}
 		total.reclaims += qw.stats.reclaims
 		total.quotaWaits += qw.stats.quotaWaits
 		total.borrowed += qw.stats.borrowed
@@ -324,82 +330,6 @@ func TestQuotaProperties(t *testing.T) {
 	}
 }
 
-// TestQuotaPropertiesNodeSizes is TestQuotaProperties on a cluster of two
-// node sizes (8 and 4 GPUs) with half the jobs asking for whole nodes,
-// whose GPUs are known only once placed (nodesizes.go): the same checks,
-// every job started and ended, and a whole-node job refused at submit
-// only when its GPUs on the smallest nodes, alone in the cluster, break
-// its queue's limits (or its guarantee, for a job that may not borrow),
-// by the quota oracle. Before Submit and the quota gate counted whole
-// nodes at the smallest size when the largest did not fit, such jobs were
-// refused or waited for good.
-func TestQuotaPropertiesNodeSizes(t *testing.T) {
-	workloads := 300
-	if testing.Short() {
-		workloads = 60
-	}
-	var smaller, whole, rejected int
-	for w := range workloads {
-		r := rand.New(rand.NewPCG(uint64(w), 23))
-		e, jobs, cfg := quotaEngineOn(t, r, w, false, nil, true)
-		qw := quotaOracle(cfg.Quotas.Queues, e.c.TotalGPUs())
-		refused := func(j *Job, err error) {
-			if !wholeNode(&j.Gang.Members[0]) {
-				return
-			}
-			rejected++
-			g := j.Gang.Members[0].Request.Nodes * 4
-			use := make([]int, len(qw.specs))
-			q := slices.IndexFunc(qw.specs, func(s QueueSpec) bool { return s.Name == j.Queue })
-			for a := q; a >= 0; a = slices.IndexFunc(qw.specs, func(s QueueSpec) bool { return s.Name == qw.specs[a].Parent }) {
-				use[a] += g
-			}
-			if len(qw.quotaErrors(use)) == 0 && (j.Preemption != preempt.Never || g <= qw.specs[q].Guarantee) {
-				t.Fatalf("workload %d: job %s (%d whole nodes, queue %s) refused, but %d GPUs on the smallest nodes fit its queue: %v",
-					w, j.ID, j.Gang.Members[0].Request.Nodes, j.Queue, g, err)
-			}
-		}
-		seen := func(p *Plan) {
-			for _, st := range p.Starts {
-				if j := e.jobs.byID[st.Job]; wholeNode(&j.job.Gang.Members[0]) {
-					whole++
-					if st.Allocation.GPUs() < 8*j.job.Gang.Members[0].Request.Nodes {
-						smaller++
-					}
-				}
-			}
-		}
-		runQuotaWorkload(t, w, r, e, jobs, &cfg, refused, seen)
-	}
-	t.Logf("%d whole-node starts, %d of them on fewer GPUs than a largest node's count; %d whole-node jobs refused", whole, smaller, rejected)
-	if smaller == 0 || whole == 0 {
-		t.Errorf("no whole-node start (%d) or none on smaller nodes (%d)", whole, smaller)
-	}
-}
-
-// runQuotaWorkload drives workload w through e under the quota watch
-// (victims released 0 to 5 minutes after their signal, every invariant
-// checked after every call) and checks that every job ended; refused
-// (optional) sees each job Submit refuses, after (optional) each plan.
-func runQuotaWorkload(t *testing.T, w int, r *rand.Rand, e *Engine, jobs []Job, cfg *Config, refused func(*Job, error), after func(*Plan)) (*quotaWatch, *driver) {
-	d := newDriver(t, e, jobs, map[string]time.Duration{})
-	d.release = func() time.Duration { return time.Duration(r.IntN(6)) * time.Minute }
-	d.refused = refused
-	e.checkEach = true
-	qw := newQuotaWatch(t, d, w, cfg, e.c.TotalGPUs())
-	if after != nil {
-		d.afterCycle = func(p *Plan) {
-			qw.check(p)
-			after(p)
-		}
-	}
-	d.run(time.Time{})
-	if e.Pending() != 0 || e.Running() != 0 {
-		t.Fatalf("workload %d: %d pending, %d running at the end", w, e.Pending(), e.Running())
-	}
-	return qw, d
-}
-
 // quotaEngine builds workload w's engine, jobs and config; with plans,
 // reservations (depth 4) and hold mode are on, and odd workloads have a
 // backlog once a small job has waited 30 minutes.
@@ -410,17 +340,7 @@ func quotaEngine(t testing.TB, r *rand.Rand, w int, plans bool) (*Engine, []Job,
 // quotaEngineWith is quotaEngine with tune applied to the config (its
 // queues drawn) before the engine is made.
 func quotaEngineWith(t testing.TB, r *rand.Rand, w int, plans bool, tune func(*Config)) (*Engine, []Job, Config) {
-	return quotaEngineOn(t, r, w, plans, tune, false)
-}
-
-// quotaEngineOn is quotaEngineWith; with sizes, on a cluster whose second
-// and fourth leaves have nodes of 4 GPUs (the others of 8), with half the
-// jobs asking for whole nodes.
-func quotaEngineOn(t testing.TB, r *rand.Rand, w int, plans bool, tune func(*Config), sizes bool) (*Engine, []Job, Config) {
 	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 2, LeavesPerSpine: 2, NodesPerLeaf: 4, GPUsPerNode: 8})
-	if sizes {
-		c, err = testcluster.Parse([]string{"spine", "leaf"}, "", "s0/l0 4\ns0/l1 4 gpus=4\ns1/l2 4\ns1/l3 4 gpus=4")
-	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,7 +356,7 @@ func quotaEngineOn(t testing.TB, r *rand.Rand, w int, plans bool, tune func(*Con
 	cfg.FairShare.HalfLife = time.Hour
 	cfg.Preemption = PreemptionConfig{Enabled: w%3 == 0, ExemptTime: []time.Duration{0, 20 * time.Minute}[r.IntN(2)],
 		Grace: 5 * time.Minute, MinGain: 0, MaxSearches: 16}
-	cfg.Quotas = randomQueues(r, w, c.TotalGPUs()/8)
+	cfg.Quotas = randomQueues(r, w, c.NumNodes())
 	if tune != nil {
 		tune(&cfg)
 	}
@@ -459,10 +379,6 @@ func quotaEngineOn(t testing.TB, r *rand.Rand, w int, plans bool, tune func(*Con
 			Submit:    epoch.Add(time.Duration(q*40+r.IntN(60)) * time.Minute),
 			TimeLimit: time.Duration(30+r.IntN(300)) * time.Minute}
 		j.Gang.Members = []gang.Member{{Name: "m", Request: placement.NodesOf(1+r.IntN(4), 8)}}
-		if sizes {
-			// Whole nodes (of either size) or 4 GPUs a node.
-			j.Gang.Members[0].Request.GPUsPerNode = 4 * r.IntN(2)
-		}
 		switch k := r.IntN(10); {
 		case k < 1:
 			j.Preemption = preempt.Never

@@ -202,11 +202,6 @@ func (e *Engine) checkQueue(j *jobRec, fits bool) error {
 	if min := j.job.Gang.MinGPUs(e.c); min < g {
 		g, size = min, "%d GPUs at its minimum"
 	}
-	if j.minQuota = e.minQuotaGPUs(j); j.minQuota < g {
-		// Whole nodes of several sizes (nodesizes.go): judged by the
-		// fewest GPUs of its placements tried on the empty cluster.
-		g, size = j.minQuota, size+" on the smallest nodes it can be placed on"
-	}
 	what := fmt.Sprintf(size, g)
 	if !fits {
 		return nil
@@ -553,12 +548,11 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 	mayBorrow := e.mayBorrow(j)
 	qc := s.check(q, g, mayBorrow, false)
 	entitled := s.entitled(q, g)
-	shareAt := g
 	if min := j.job.Gang.MinGPUs(e.c); min < g && (qc.code != quotaFits || !entitled && s.overShareAt(q, g)) {
 		// An elastic gang its quota or its share does not take at full
 		// size may start smaller (quotaSpec): it is gated at its minimum.
 		if m := s.check(q, min, mayBorrow, false); m.code == quotaFits {
-			g, qc, shareAt = min, m, min
+			g, qc = min, m
 		} else if qc.code != quotaFits {
 			// Neither fits: the reason says why not even its minimum
 			// does (the decision is the same). The check is not monotone
@@ -566,30 +560,6 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 			// counted leave room): where its full size passes and its
 			// minimum does not, it is decided at full size, as before.
 			qc = m
-		}
-	}
-	if qc.code != quotaFits {
-		// Whole nodes of several sizes (nodesizes.go): the job may fit
-		// on smaller nodes than the largest it is counted at. It is
-		// gated at its GPUs on the smallest; the start is checked on the
-		// GPUs placed, and placed on smaller nodes when those do not
-		// fit (startOnSmaller).
-		// Its weighted share and whether its guarantee covers it are
-		// still read at the larger count (shareAt), which no placement
-		// exceeds, unless its queue's limits keep every start it may make
-		// within its guarantee. It holds no GPUs meanwhile (tryHold).
-		if least := j.minQuota; least < g {
-			if m := s.check(q, least, mayBorrow, false); m.code == quotaFits {
-				g, qc = least, m
-				if !mayBorrow || s.ceil[q] <= s.guar[q] {
-					entitled = true
-				}
-				if h := e.book.holdOf(j); h != nil {
-					c.plan.HoldEnds = append(c.plan.HoldEnds, HoldEnd{Job: j.job.ID, Cause: HoldQuota, Held: h.held})
-					c.releaseHold(h)
-					c.invalidate()
-				}
-			}
 		}
 	}
 	// A reservation ahead: atStart says why its queue's limits have no
@@ -630,11 +600,14 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 	case qc.code == quotaFits && entitled:
 		return false
 	case qc.code == quotaFits:
-		a, h := s.overShare(q, shareAt)
+		a, h := s.overShare(q, g)
 		if a < 0 {
 			return false
 		}
-		why = s.shareReason(q, a, h)
+		why = s.reason(q, quotaMsg{kind: 1, at: a, h: h, x: math.Float64bits(s.share[a])}, func() string {
+			return fmt.Sprintf("%s: %d GPUs in use, %d guaranteed; the job would take it past its weighted share of %.0f (weight %g) while %s waits below its own",
+				s.name(a), s.used[a], s.guar[a], s.share[a], s.weight[a], s.name(h))
+		})
 		w.Blocker = s.names[a]
 	default:
 		c.overQuota(j, qc, g, w)
@@ -647,15 +620,6 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 	c.dropPromises(j, w.Blocker)
 	c.noteHead(j, w)
 	return true
-}
-
-// shareReason says that a job of queue q would take queue a past its
-// weighted share while queue h waits below its own.
-func (s *quotaState) shareReason(q, a, h int) string {
-	return s.reason(q, quotaMsg{kind: 1, at: a, h: h, x: math.Float64bits(s.share[a])}, func() string {
-		return fmt.Sprintf("%s: %d GPUs in use, %d guaranteed; the job would take it past its weighted share of %.0f (weight %g) while %s waits below its own",
-			s.name(a), s.used[a], s.guar[a], s.share[a], s.weight[a], s.name(h))
-	})
 }
 
 // strictTested reports whether job j, which the MaxJobsTested window
@@ -725,7 +689,7 @@ func (c *cycle) waitsForQuota(j *jobRec) bool {
 // even its smallest size now (the check quotaGate makes, its weighted
 // share aside).
 func (e *Engine) heldByLimits(j *jobRec) bool {
-	return e.quota.check(j.queue, j.minQuota, e.mayBorrow(j), false).code != quotaFits
+	return e.quota.check(j.queue, j.job.Gang.MinGPUs(e.c), e.mayBorrow(j), false).code != quotaFits
 }
 
 // overQuota fills w for job j, which its queue's quota does not take at
@@ -759,7 +723,7 @@ func (c *cycle) overQuota(j *jobRec, qc quotaCheck, g int, w *Waiting) {
 // such a job.
 func (e *Engine) neverWhy(j *jobRec) string {
 	s, q := e.quota, j.queue
-	g := j.minQuota
+	g := j.job.Gang.MinGPUs(e.c)
 	if !e.mayBorrow(j) && g > s.guar[q] {
 		return fmt.Sprintf("%d GPUs; a job that cannot be preempted runs within its queue's guarantee, and %s has %d: it cannot start unless the guarantee is raised", g, s.name(q), s.guar[q])
 	}
@@ -776,8 +740,6 @@ func (c *cycle) quotaBlockedWait(j *jobRec, w *Waiting) {
 	*w = Waiting{Job: j.job.ID}
 	g := e.alloc.GPUs()
 	qc := s.check(j.queue, g, e.mayBorrow(j), true)
-	tried := c.smallerTried
-	c.smallerTried = false
 	if qc.code == quotaFits {
 		// Reservations of others leave no room (promiseCheck).
 		if r := j.resv; r != nil {
@@ -787,13 +749,9 @@ func (c *cycle) quotaBlockedWait(j *jobRec, w *Waiting) {
 		}
 		pc, _, why, _ := e.promiseCheck(j, g, true, c.now)
 		c.quotaWait(j, pc, why, w)
-	} else {
-		c.overQuota(j, qc, g, w)
+		return
 	}
-	if w.Code == WaitQuota && tried {
-		// Its size is known only once placed (nodesizes.go).
-		w.Detail += fmt.Sprintf("; placed on the nodes free now, its whole-node pods take %d GPUs (the fewest of the placements tried)", g)
-	}
+	c.overQuota(j, qc, g, w)
 }
 
 // dropPromises drops the reservation and the hold of a job that waits

@@ -59,7 +59,7 @@ type scenario struct {
 //	       [preempt] [exempt=D] [grace=D] [gain=D] [searches=N]
 //	       (input: fairshare text form of the accounts)
 //	submit id=J [account=A] [at=T] [limit=D] nodes=N|gpus=N [gpn=G] [required=L]
-//	       [preferred=L] [exclusive] [excluded=N+N...] [patience=k@D] [fail]
+//	       [preferred=L] [exclusive] [patience=k@D] [fail]
 //	       [class=K] [policy=never|requeue|cancel] [queue=Q]
 //	       [onfail=requeue|fail|replace|shrink] [grow] [min=M] [step=S]  (one member "main")
 //	submit id=J ... (input: one member per line: name nodes=N gpn=G [min=M] [step=S] ...)
@@ -276,7 +276,7 @@ func (sc *scenario) job(d *datadriven.Case) Job {
 				args = append(args, a)
 			}
 		}
-		j.Gang.Members = []gang.Member{{Name: "main", Request: requestArgs(t, d, sc.c, args), Min: d.Int(t, "min", 0), Step: d.Int(t, "step", 0)}}
+		j.Gang.Members = []gang.Member{{Name: "main", Request: requestArgs(t, d, args), Min: d.Int(t, "min", 0), Step: d.Int(t, "step", 0)}}
 		return j
 	}
 	d.Only(t, jobKeys...)
@@ -300,19 +300,18 @@ func (sc *scenario) job(d *datadriven.Case) Job {
 			}
 			args = append(args, datadriven.Arg{Key: k, Val: v})
 		}
-		m.Request = requestArgs(t, d, sc.c, args)
+		m.Request = requestArgs(t, d, args)
 		j.Gang.Members = append(j.Gang.Members, m)
 	}
 	return j
 }
 
-var requestKeys = []string{"nodes", "gpn", "gpus", "required", "preferred", "exclusive", "excluded"}
+var requestKeys = []string{"nodes", "gpn", "gpus", "required", "preferred", "exclusive"}
 
 // requestArgs builds a placement request from nodes=, gpn=, gpus=,
-// required=, preferred=, exclusive and excluded= (node names of cluster c
-// joined by '+'); any other key, or a count that is not an integer, fails
-// the test.
-func requestArgs(t *testing.T, d *datadriven.Case, c *topology.Cluster, args []datadriven.Arg) placement.Request {
+// required=, preferred= and exclusive; any other key, or a count that is
+// not an integer, fails the test.
+func requestArgs(t *testing.T, d *datadriven.Case, args []datadriven.Arg) placement.Request {
 	var r placement.Request
 	for _, a := range args {
 		n, err := strconv.Atoi(a.Val)
@@ -335,10 +334,6 @@ func requestArgs(t *testing.T, d *datadriven.Case, c *topology.Cluster, args []d
 			r.Preferred = a.Val
 		case "exclusive":
 			r.Exclusive = true
-		case "excluded":
-			if r.Excluded, err = c.NodeSet(strings.Split(a.Val, "+")...); err != nil {
-				d.Fatalf(t, "excluded=%q: %v", a.Val, err)
-			}
 		default:
 			d.Fatalf(t, "unknown request argument %q", a.Key)
 		}
@@ -414,9 +409,6 @@ func parseQueues(t *testing.T, d *datadriven.Case) QuotaConfig {
 				continue
 			case "nodes":
 				q.Nodes = v
-				continue
-			case "strict":
-				q.StrictOrder = v != "false"
 				continue
 			}
 			n, err := strconv.ParseFloat(v, 64)
