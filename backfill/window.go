@@ -7,12 +7,11 @@ package backfill
 // holds, claims, strict heads) are tested outside the window too, and
 // count as tested in the round, so that they take a window's place only
 // at the start of a round (and in the fill from the top). Rounds go by
-// job, not by rank,
-// so that jobs starting, arriving or changing places in the order
-// between cycles neither skip a job nor test one twice in a round (the
-// next cycle resumes after the last job tested, as Slurm's bf_continue
-// does). Each test is numbered (Engine.tests) and the number stamped on
-// its job; a round is the tests after Engine.roundFrom.
+// job, not by rank, so that jobs starting, arriving or changing places in
+// the order between cycles neither skip a job nor test one twice in a
+// round (the next cycle resumes after the last job tested, as Slurm's
+// bf_continue does). Each test is numbered (Engine.tests) and the number
+// stamped on its job; a round is the tests after Engine.roundFrom.
 //
 // An event (any call but Schedule and Started), or a cycle at or after a
 // time NextEvent named with no event since the last cycle (a patience or
