@@ -52,7 +52,7 @@ const (
 
 // classWalk reports whether this walk may pass over jobs by their classes
 // (keys, the kept ranking's, nil when the walk marks nothing).
-func (c *cycle) classWalk(keys []keptKey, winLen, n int) bool {
+func (c *cycle) classWalk(keys []keptKey) bool {
 	e := c.e
 	if keys == nil {
 		// A walk that marks no key may change reasons: no class mark
@@ -65,7 +65,7 @@ func (c *cycle) classWalk(keys []keptKey, winLen, n int) bool {
 		// marked keptGone reads an entry (whose serial is not its).
 		c.classes = make([]classEntry, classCap)
 	}
-	return e.pre == nil && !e.cfg.Strict && winLen >= n && c.qwLeft == e.kr.left && !e.mayHold()
+	return e.pre == nil && !e.cfg.Strict && !c.windowed && c.qwLeft == e.kr.left && !e.mayHold()
 }
 
 // forgetClasses empties the class table, so that no job is passed over

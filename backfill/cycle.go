@@ -525,10 +525,6 @@ func (c *cycle) keepBook() {
 func (c *cycle) walk(order []*jobRec) {
 	e := c.e
 	c.windowed = c.window(order)
-	winLen := len(order)
-	if c.windowed {
-		winLen = e.cfg.MaxJobsTested
-	}
 	strictBlocker := ""
 	changes := e.cfg.OnlyChangedWaits
 	// In kept submit order, the strict tail of the last cycle (fifo.go)
@@ -537,8 +533,8 @@ func (c *cycle) walk(order []*jobRec) {
 	// less those walked after the tail's end.
 	tail := c.fifo && e.cfg.Strict && changes
 	blockerAt, skipped, decided, jumped := -1, 0, false, false
-	keys, quiet := c.quietWalk(order, winLen)
-	c.classOn = c.classWalk(keys, winLen, len(order))
+	keys, quiet := c.quietWalk(order)
+	c.classOn = c.classWalk(keys)
 	c.goneOK = keys != nil && c.qwBack == e.kr.back
 	marked := -1 // the rank whose job the walk last tested (markQuiet)
 	for rank := 0; rank < len(order); rank++ {
@@ -770,7 +766,7 @@ func (c *cycle) walk(order []*jobRec) {
 // and no tested-jobs window. In a cycle driven by submissions alone the
 // walk then tests the jobs that joined and the few whose keys are not
 // marked (reservations, uncacheable jobs), and reads no other record.
-func (c *cycle) quietWalk(order []*jobRec, winLen int) ([]keptKey, uint64) {
+func (c *cycle) quietWalk(order []*jobRec) ([]keptKey, uint64) {
 	e := c.e
 	if !c.skips || !e.kr.on || c.fifo || len(e.kr.keys) != len(order) {
 		// A walk that marks nothing may change reasons in the world that
@@ -786,7 +782,7 @@ func (c *cycle) quietWalk(order []*jobRec, winLen int) ([]keptKey, uint64) {
 		c.forgetClasses()
 	}
 	keys := e.kr.keys
-	if e.pre == nil && !e.cfg.Strict && winLen >= len(order) && c.qwLeft == e.kr.left && c.qwHold == e.mayHold() {
+	if e.pre == nil && !e.cfg.Strict && !c.windowed && c.qwLeft == e.kr.left && c.qwHold == e.mayHold() {
 		if w := c.worldNow(); w == c.qwWorld && c.nowNs < c.qwUntil {
 			return keys, w
 		}
