@@ -261,7 +261,8 @@
 // give them is theirs to share (a Kueue cohort's own quota is a parent's
 // guarantee minus its children's). Jobs name a queue without children
 // (Job.Queue). A queue with Nodes is a node pool: its jobs, and those of
-// the queues below it, are placed on those nodes only (a partition); a
+// the queues below it, are placed on those nodes only (a partition;
+// reasons count the other nodes as "outside queue q's pool"); a
 // pool lends its idle nodes to another through a queue on its nodes that
 // borrows its unused quota, and its lending limit is the floor it never
 // lends (examples/hybrid). Limits and pools bind starts: restored under a

@@ -83,8 +83,10 @@ type jobRec struct {
 	// ownAllowed is, for a job of a queue with a node pool, each
 	// member's Allowed set as submitted (job holds them cut to the pool):
 	// a snapshot records these, so that a restore under a changed pool
-	// applies the new one.
+	// applies the new one. ownLabel is each member's AllowedLabel as
+	// submitted (the job holds one that names the pool).
 	ownAllowed []*bitset.BitSet
+	ownLabel   []string
 	// unfit, for a job restored under queues that can never run it (its
 	// queue's pool is too small, or a limit below its size: see
 	// validateJob and Engine.neverWhy), says why. Limits change only at a

@@ -1,6 +1,7 @@
 package backfill
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -183,16 +184,20 @@ func (e *Engine) checkQueue(j *jobRec, fits bool) error {
 		// simple (its shape names the queue, hence the pool). The
 		// member's own sets are kept for snapshots: a restore under
 		// another pool cuts them afresh.
+		// Reasons name the pool (AllowedLabel), or the member's own
+		// nodes and the pool when those cut it.
 		j.ownAllowed = make([]*bitset.BitSet, len(j.job.Gang.Members))
+		j.ownLabel = make([]string, len(j.job.Gang.Members))
 		for i := range j.job.Gang.Members {
 			r := &j.job.Gang.Members[i].Request
-			j.ownAllowed[i] = r.Allowed
+			j.ownAllowed[i], j.ownLabel[i] = r.Allowed, r.AllowedLabel
 			if r.Allowed != nil {
 				if r.Allowed = r.Allowed.Intersection(pool); !r.Allowed.Equal(pool) {
+					r.AllowedLabel = fmt.Sprintf("%s or outside queue %s's pool", cmp.Or(r.AllowedLabel, "outside Allowed"), name)
 					continue
 				}
 			}
-			r.Allowed = pool
+			r.Allowed, r.AllowedLabel = pool, fmt.Sprintf("outside queue %s's pool", name)
 		}
 		j.simple = simpleShape(&j.job.Gang) || pooledShape(&j.job.Gang, pool)
 	}

@@ -320,7 +320,7 @@ func (e *Engine) submittedGang(j *jobRec) *gang.Spec {
 	g := j.job.Gang
 	g.Members = slices.Clone(g.Members)
 	for i := range g.Members {
-		g.Members[i].Request.Allowed = j.ownAllowed[i]
+		g.Members[i].Request.Allowed, g.Members[i].Request.AllowedLabel = j.ownAllowed[i], j.ownLabel[i]
 	}
 	return &g
 }

@@ -199,7 +199,8 @@ func (l *Ledger) ReplacePod(id, member string, rank int, avoid *bitset.BitSet) (
 // p, limited to the ledger's scope set (filled by replaceScope).
 func podRequest(m *Member, p Pod) placement.Request {
 	r := &m.Request
-	req := placement.Request{Nodes: 1, GPUsPerNode: r.GPUsPerNode, Exclusive: r.Exclusive, Excluded: r.Excluded}
+	req := placement.Request{Nodes: 1, GPUsPerNode: r.GPUsPerNode, Exclusive: r.Exclusive, Excluded: r.Excluded,
+		AllowedLabel: "outside the nodes a replacement may use"}
 	if r.GPUs > 0 {
 		req.GPUsPerNode = bits.PopCount(p.GPUs)
 	}

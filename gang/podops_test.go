@@ -177,6 +177,9 @@ func TestReplacePod(t *testing.T) {
 		if err != nil || rep.Replaced || rep.Reason.String() == "" {
 			t.Fatalf("%+v %v", rep, err)
 		}
+		if why := rep.Reason.String(); !strings.Contains(why, "outside the nodes a replacement may use") || strings.Contains(why, "Allowed") {
+			t.Errorf("the reason names the replacement's nodes as a user's Allowed set: %s", why)
+		}
 		if !l.State().Equal(before) {
 			t.Fatal("a failed replacement changed the state")
 		}

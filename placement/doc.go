@@ -74,7 +74,8 @@
 // (TooManyDomains when a placement exists without the domain limit, else
 // RequiredLevel, NoSegments, NoCapacity) with what it needs and the most
 // any domain offers; how many nodes were left out and why (down, drained,
-// outside Allowed, in Excluded, short of free GPUs); and whether the
+// outside Allowed, in Excluded, short of free GPUs; Request.AllowedLabel
+// names Allowed in a caller's words); and whether the
 // request is Unresolvable: it cannot fit even with every node up and
 // every GPU free, so a Kubernetes adapter marks it
 // UnschedulableAndUnresolvable instead of retrying.

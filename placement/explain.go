@@ -33,7 +33,7 @@ func (p *Placer) explain() Reason {
 			r.Code = NoSegments
 		}
 	}
-	r.Excluded = p.exclusions()
+	r.Excluded, r.allowedLabel = p.exclusions(), p.sc.req.AllowedLabel
 	r.Unresolvable = p.unresolvable()
 	return r
 }
@@ -93,7 +93,7 @@ func (p *Placer) explainBlind() Reason {
 	pl := &p.sc.pl
 	r := Reason{Code: NoCapacity, unit: unitDesc{mode: pl.mode, g: pl.perNode, excl: pl.exclusive}}
 	r.Need, r.Have = p.blindNeed(), p.blindCapacity()
-	r.Excluded = p.exclusions()
+	r.Excluded, r.allowedLabel = p.exclusions(), p.sc.req.AllowedLabel
 	p.idealCapacities()
 	r.Unresolvable = int(p.sc.capBase[0]) < r.Need
 	return r

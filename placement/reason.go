@@ -56,7 +56,11 @@ func (e Exclusions) Total() int {
 
 // String lists the nonzero counts, for example "3 down, 40 short of free
 // GPUs".
-func (e Exclusions) String() string {
+func (e Exclusions) String() string { return e.format("") }
+
+// format is String with the nodes outside Allowed described as label
+// (Request.AllowedLabel; "outside Allowed" when empty).
+func (e Exclusions) format(label string) string {
 	var parts []string
 	add := func(n int, what string) {
 		if n > 0 {
@@ -65,7 +69,7 @@ func (e Exclusions) String() string {
 	}
 	add(e.Down, "down")
 	add(e.Drained, "drained")
-	add(e.OutsideAllowed, "outside Allowed")
+	add(e.OutsideAllowed, orDefault(label, "outside Allowed"))
 	add(e.InExcluded, "in Excluded")
 	add(e.ShortOfGPUs, "short of free GPUs")
 	if len(parts) == 0 {
@@ -98,6 +102,8 @@ type Reason struct {
 	Unresolvable bool
 	// unit describes one counted item.
 	unit unitDesc
+	// allowedLabel is the request's AllowedLabel.
+	allowedLabel string
 }
 
 type unitDesc struct {
@@ -158,7 +164,7 @@ func (r Reason) String() string {
 		return r.Code.String()
 	}
 	if n := r.Excluded.Total(); n > 0 {
-		s += fmt.Sprintf(" (%d %s left out: %s)", n, pluralWord("node", n), r.Excluded)
+		s += fmt.Sprintf(" (%d %s left out: %s)", n, pluralWord("node", n), r.Excluded.format(r.allowedLabel))
 	}
 	if r.Unresolvable {
 		s += "; it cannot fit this cluster even with every GPU free"

@@ -30,6 +30,8 @@ type RequestRecord struct {
 	// empty string is an empty set).
 	Allowed  *string `json:"allowed,omitempty"`
 	Excluded *string `json:"excluded,omitempty"`
+	// AllowedLabel is Request.AllowedLabel.
+	AllowedLabel string `json:"allowed_label,omitempty"`
 }
 
 // Record returns r as a record, its node sets named by c.
@@ -40,6 +42,7 @@ func (r *Request) Record(c *topology.Cluster) RequestRecord {
 		MaxDomains: r.MaxDomains, MaxDomainsLevel: r.MaxDomainsLevel,
 		SegmentSize: r.SegmentSize, SegmentLevel: r.SegmentLevel,
 		Allowed: nodeSetRecord(c, r.Allowed), Excluded: nodeSetRecord(c, r.Excluded),
+		AllowedLabel: r.AllowedLabel,
 	}
 	for i := len(r.Segments); i > 0; i-- {
 		if r.Segments[i-1] != (Segment{}) {
@@ -60,6 +63,7 @@ func (rr *RequestRecord) Request(c *topology.Cluster) (Request, error) {
 		Required: rr.Required, Preferred: rr.Preferred,
 		MaxDomains: rr.MaxDomains, MaxDomainsLevel: rr.MaxDomainsLevel,
 		SegmentSize: rr.SegmentSize, SegmentLevel: rr.SegmentLevel,
+		AllowedLabel: rr.AllowedLabel,
 	}
 	if len(rr.Segments) > MaxSegmentLayers {
 		return r, fmt.Errorf("%w: %d segment layers, at most %d", ErrBadRequest, len(rr.Segments), MaxSegmentLayers)

@@ -22,7 +22,7 @@ func TestRequestRecordRoundTrip(t *testing.T) {
 			for _, n := range nodes {
 				s.Set(uint(n))
 			}
-			return &Request{Nodes: 2, GPUsPerNode: 8, Allowed: s, Excluded: c.NewNodeSet()}
+			return &Request{Nodes: 2, GPUsPerNode: 8, Allowed: s, Excluded: c.NewNodeSet(), AllowedLabel: "outside queue q's pool"}
 		}
 	}
 	for _, tc := range []struct {

@@ -85,6 +85,12 @@ type Request struct {
 	// a node feature). Excluded, when non-nil, removes nodes (reserved for
 	// others). Both are node sets of the cluster (topology.Cluster.NewNodeSet).
 	Allowed, Excluded *bitset.BitSet
+	// AllowedLabel is how a Reason describes the nodes outside Allowed
+	// ("12 outside Allowed" when empty), for a caller whose Allowed stands
+	// for something its users know by another name: for example "outside
+	// queue q's pool", or "rejected by the pod's node affinity". It changes
+	// no decision.
+	AllowedLabel string
 }
 
 // WholeNodes returns a request for n whole, exclusive nodes.

@@ -18,7 +18,7 @@ import (
 //	state                                  (input: testcluster state text)
 //	place nodes=N gpn=G | gpus=G  [exclusive] [required=L] [preferred=L]
 //	      [max=K[@L]] [segment=S[@L]] [segments=S@L,S@L...]
-//	      [excluded=n1,n2] [allowed=n1,n2]
+//	      [excluded=n1,n2] [allowed=n1,n2] [label=words_of_AllowedLabel]
 //	allocate                               (commit the last placement)
 func TestScenarios(t *testing.T) {
 	var (
@@ -114,6 +114,8 @@ func parseRequest(t *testing.T, d *datadriven.Case, c *topology.Cluster) Request
 			} else {
 				req.Allowed = set
 			}
+		case "label":
+			req.AllowedLabel = strings.ReplaceAll(a.Val, "_", " ")
 		default:
 			d.Fatalf(t, "unknown argument %q", a.Key)
 		}

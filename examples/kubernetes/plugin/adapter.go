@@ -240,7 +240,9 @@ func (a *engineAdapter) submit(g gangRequest, now time.Time) error {
 					set.Set(uint(id))
 				}
 			}
-			req.Allowed = set
+			// The set is what the profile's other Filter plugins let the
+			// member's pods use (a scout pod measures it): reasons say so.
+			req.Allowed, req.AllowedLabel = set, "rejected by the profile's other filters"
 		}
 		spec.Members = append(spec.Members, gang.Member{Name: m.Name, Request: req})
 	}

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,5 +91,26 @@ func TestAdapterForeignAndGrowth(t *testing.T) {
 	a.foreign["n020"] = 2
 	if !a.active("g") {
 		t.Fatal("the gang must survive restores")
+	}
+}
+
+// TestAdapterNamesTheFilteredNodes: a member's allowed nodes are those the
+// profile's other Filter plugins let its pods use, and the engine's reason
+// for a gang those nodes can never hold says so, not "outside Allowed"
+// (a field the user never wrote).
+func TestAdapterNamesTheFilteredNodes(t *testing.T) {
+	args := Args{}
+	if err := args.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a, err := newEngineAdapter(testNodes(16), &args, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = a.submit(gangRequest{ID: "g", Account: "team", Submit: now, Members: []memberRequest{
+		{Name: "w", Pods: 4, GPUsPerPod: 8, Allowed: []string{"n000", "n001", "n002"}}}}, now)
+	if err == nil || !strings.Contains(err.Error(), "13 rejected by the profile's other filters") || strings.Contains(err.Error(), "Allowed") {
+		t.Fatalf("4 pods on 3 allowed nodes of 16: %v", err)
 	}
 }
