@@ -1,6 +1,7 @@
 package backfill
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +80,18 @@ func TestPoolReasonsNameThePool(t *testing.T) {
 	}
 	check(e, epoch.Add(time.Minute), want)
 
+	// JobSpec gives the member's own words back (its nodes with the pool
+	// applied), so a job submitted again from it is named as the first.
+	spec, _ := e.JobSpec("named")
+	require.Equal(t, "rejected by affinity", spec.Gang.Members[0].Request.AllowedLabel)
+	spec, _ = e.JobSpec("own")
+	spec.ID, spec.Gang.ID = "own-again", ""
+	require.NoError(t, e.Submit(spec, epoch.Add(time.Minute)))
+	want["own-again"] = want["own"]
+	check(e, epoch.Add(90*time.Second), want)
+	require.NoError(t, e.Cancel("own-again", epoch.Add(90*time.Second)))
+	delete(want, "own-again")
+
 	snap := snapshotCopy(t, e.Snapshot())
 	for _, jr := range snap.Jobs {
 		r := jr.Gang.Members[0].Request
@@ -107,6 +120,33 @@ func TestPoolReasonsNameThePool(t *testing.T) {
 	for _, w := range p.Waiting {
 		if msg := w.Message(epoch); !strings.Contains(msg, free[w.Job]) {
 			t.Errorf("without the pool, job %s: %q; want it to contain %q", w.Job, msg, free[w.Job])
+		}
+	}
+}
+
+// TestInheritedPoolReasons: a pool a queue inherits is named after the
+// queues whose Nodes make it, not after the job's own queue.
+func TestInheritedPoolReasons(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8})
+	require.NoError(t, err)
+	q := func(name, parent, nodes string) QueueSpec {
+		return QueueSpec{Name: name, Parent: parent, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited, Nodes: nodes}
+	}
+	cfg := DefaultConfig()
+	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
+		q("team", "", c.NodeName(2)+","+c.NodeName(3)),
+		q("alice", "team", ""),
+		q("bob", "team", c.NodeName(2)),
+	}}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+	require.NoError(t, err)
+	for _, tc := range []struct{ queue, want string }{
+		{"alice", "(2 nodes left out: 2 outside queue team's pool)"},
+		{"bob", "(3 nodes left out: 3 outside the pool of queue team or of queue bob)"},
+	} {
+		err := e.Submit(Job{ID: "big-" + tc.queue, Account: "a", Queue: tc.queue, Gang: member(placement.NodesOf(3, 8))}, epoch)
+		if !errors.Is(err, ErrNeverFits) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("3 nodes in queue %s: %v; want it to contain %q", tc.queue, err, tc.want)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/bits-and-blooms/bitset"
 
@@ -44,12 +45,20 @@ func (e *Engine) initQuotas() error {
 // guarantee above its pool's GPUs could never be met: ErrConfig.
 func (s *quotaState) resolvePools(cfg *QuotaConfig, c *topology.Cluster) error {
 	s.pools = make([]*bitset.BitSet, len(cfg.Queues))
+	s.poolLabel = make([]string, len(cfg.Queues))
+	owners := make([][]string, len(cfg.Queues)) // the queues whose Nodes make each pool
 	for a, q := range cfg.Queues {
 		if p := s.parent[a]; p >= 0 && s.pools[p] != nil {
 			s.pools[a] = s.pools[p].Clone()
+			owners[a], s.poolLabel[a] = owners[p], s.poolLabel[p]
 		}
 		if q.Nodes == "" {
 			continue
+		}
+		owners[a] = append(slices.Clip(owners[a]), q.Name)
+		s.poolLabel[a] = fmt.Sprintf("outside queue %s's pool", q.Name)
+		if len(owners[a]) > 1 {
+			s.poolLabel[a] = "outside the pool of queue " + strings.Join(owners[a], " or of queue ")
 		}
 		names, _ := hostlist.Expand(q.Nodes) // Validate parsed it
 		own := c.NewNodeSet()
@@ -193,11 +202,11 @@ func (e *Engine) checkQueue(j *jobRec, fits bool) error {
 			j.ownAllowed[i], j.ownLabel[i] = r.Allowed, r.AllowedLabel
 			if r.Allowed != nil {
 				if r.Allowed = r.Allowed.Intersection(pool); !r.Allowed.Equal(pool) {
-					r.AllowedLabel = fmt.Sprintf("%s or outside queue %s's pool", cmp.Or(r.AllowedLabel, "outside Allowed"), name)
+					r.AllowedLabel = cmp.Or(r.AllowedLabel, "outside Allowed") + " or " + s.poolLabel[q]
 					continue
 				}
 			}
-			r.Allowed, r.AllowedLabel = pool, fmt.Sprintf("outside queue %s's pool", name)
+			r.Allowed, r.AllowedLabel = pool, s.poolLabel[q]
 		}
 		j.simple = simpleShape(&j.job.Gang) || pooledShape(&j.job.Gang, pool)
 	}

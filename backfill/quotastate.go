@@ -109,6 +109,9 @@ type quotaState struct {
 
 	// pools are the nodes each queue's jobs may use (nil: any).
 	pools []*bitset.BitSet
+	// poolLabel names each pool as reasons count the nodes outside it
+	// (placement.Request.AllowedLabel): the queues whose Nodes make it.
+	poolLabel []string
 
 	// Reclaim scratch: the victims chosen and the candidates by start.
 	pre     *preemptScratch

@@ -296,6 +296,10 @@ type Admitter struct {
 	dry bool
 	// smallest is the GPUs of the cluster's smallest node.
 	smallest int
+	// tried names, per level, the nodes outside the domain a member was
+	// tried in (Request.AllowedLabel): [0] for a member without Allowed,
+	// [1] with.
+	tried [][2]string
 }
 
 // NewAdmitter returns an Admitter for cluster c.
@@ -305,6 +309,10 @@ func NewAdmitter(c *topology.Cluster, opts Options) *Admitter {
 	a.smallest = c.MaxNodeGPUs()
 	for n := range c.NumNodes() {
 		a.smallest = min(a.smallest, c.NodeGPUs(topology.NodeID(n)))
+	}
+	for l := range c.Depth() {
+		name := c.LevelName(l)
+		a.tried = append(a.tried, [2]string{"outside the " + name + " tried", "outside the " + name + " tried or the member's own nodes"})
 	}
 	return a
 }
@@ -527,21 +535,26 @@ func (a *Admitter) release(s *topology.State, ma *MemberAllocation) {
 // placeMember places member m (restricted to domain d of level lvl when
 // lvl >= 0) into ma, largest size first down to its minimum.
 func (a *Admitter) placeMember(s *topology.State, m *Member, ma *MemberAllocation, lvl, d int) (bool, placement.Reason) {
-	lo, hi := 0, a.c.NumNodes()
+	lo, hi, label := 0, a.c.NumNodes(), ""
 	if lvl >= 0 {
 		f, e := a.c.DomainRange(lvl, d)
 		lo, hi = int(f), int(e)
+		label = a.tried[lvl][0]
+		if m.Request.Allowed != nil {
+			label = a.tried[lvl][1]
+		}
 	}
-	return a.placeMemberIn(s, m, ma, lo, hi)
+	return a.placeMemberIn(s, m, ma, lo, hi, label)
 }
 
 // placeMemberIn places member m, restricted to nodes [lo, hi), into ma,
-// largest size first down to its minimum.
-func (a *Admitter) placeMemberIn(s *topology.State, m *Member, ma *MemberAllocation, lo, hi int) (bool, placement.Reason) {
+// largest size first down to its minimum. A restricted request's reason
+// names the nodes outside them as label says (Request.AllowedLabel).
+func (a *Admitter) placeMemberIn(s *topology.State, m *Member, ma *MemberAllocation, lo, hi int, label string) (bool, placement.Reason) {
 	a.req = m.Request
 	if lo > 0 || hi < a.c.NumNodes() {
 		a.restrict(m, lo, hi)
-		a.req.Allowed = a.allow
+		a.req.Allowed, a.req.AllowedLabel = a.allow, label
 	}
 	res, err := a.p.Place(s, &a.req, ma.Assignment)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bits-and-blooms/bitset"
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
 
@@ -188,6 +189,53 @@ func TestColocation(t *testing.T) {
 	res, _ = l.Admit(huge)
 	if !res.Admitted || res.Colocated {
 		t.Fatalf("huge preferred: %s colocated=%v", res, res.Colocated)
+	}
+	require.NoError(t, l.check())
+}
+
+// TestColocationReasonNamesTheDomain: a required co-location that fails
+// in every domain tried reports the last member's reason inside the last
+// domain; the nodes outside that domain are named as such, not as outside
+// the member's Allowed (or its caller's AllowedLabel: a queue's pool).
+func TestColocationReasonNamesTheDomain(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 3, GPUsPerNode: 8})
+	require.NoError(t, err)
+	nodes := func(ids ...int) *bitset.BitSet {
+		s := c.NewNodeSet()
+		for _, id := range ids {
+			s.Set(uint(id))
+		}
+		return s
+	}
+	l := NewLedger(c, Options{})
+	// The second leaf full; the first with one idle node and two half used.
+	for _, f := range []Spec{
+		{ID: "leaf1", Members: []Member{{Name: "w", Request: placement.Request{Nodes: 3, GPUsPerNode: 8, Allowed: nodes(3, 4, 5)}}}},
+		{ID: "halves", Members: []Member{{Name: "w", Request: placement.Request{Nodes: 2, GPUsPerNode: 4, Allowed: nodes(1, 2)}}}},
+	} {
+		if r, _ := l.Admit(&f); !r.Admitted {
+			t.Fatal(r)
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		allowed *bitset.BitSet
+		want    string
+	}{
+		{"no Allowed", nil, "3 outside the leaf tried, "},
+		{"a pool's Allowed", nodes(0, 1, 2, 3, 4, 5), "3 outside the leaf tried or the member's own nodes, "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			member := func(name string) Member {
+				return Member{Name: name, Request: placement.Request{Nodes: 1, GPUsPerNode: 8, Allowed: tc.allowed, AllowedLabel: "outside queue q's pool"}}
+			}
+			g := &Spec{ID: "co", Colocate: Colocation{Level: "leaf", Required: true}, Members: []Member{member("a"), member("b")}}
+			res, err := l.Admit(g)
+			require.NoError(t, err)
+			if why := res.String(); res.Admitted || !strings.Contains(why, tc.want) || strings.Contains(why, "pool") {
+				t.Fatalf("two idle nodes wanted in one leaf, one idle: %s; want it to contain %q", why, tc.want)
+			}
+		})
 	}
 	require.NoError(t, l.check())
 }

@@ -160,7 +160,7 @@ func (a *Admitter) tryDomain(s *topology.State, g *Spec, out *Allocation, pos, l
 		return a.enumerate(s, g, out, pos, lo, hi)
 	}
 	a.pack.steps++
-	if ok, _ := a.placeMemberIn(s, m, ma, lo, hi); !ok {
+	if ok, _ := a.placeMemberIn(s, m, ma, lo, hi, ""); !ok { // the reason is not used
 		return false
 	}
 	return a.allocateAndGo(s, g, out, pos)
