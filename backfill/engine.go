@@ -300,11 +300,10 @@ func (e *Engine) Running() int { return len(e.jobs.running) }
 func (e *Engine) HeldGPUSeconds() float64 { return e.heldGPUSeconds }
 
 // JobSpec returns a copy of job id as submitted (with its Gang.ID set,
-// and a queue's nodes applied to its node sets, but each member's
-// AllowedLabel as submitted, not the one the engine gives it to name the
-// pool), while the engine holds it. Submit keeps its own copy of the job,
-// so neither the caller's Job nor the copy returned here shares memory
-// with the engine's record.
+// and a queue's nodes applied to its node sets and named in their
+// AllowedLabel), while the engine holds it. Submit keeps its own copy of
+// the job, so neither the caller's Job nor the copy returned here shares
+// memory with the engine's record.
 func (e *Engine) JobSpec(id string) (Job, bool) {
 	j, ok := e.jobs.lookup(id, e.last, e.cfg.KeepEnded)
 	if !ok {
@@ -312,9 +311,6 @@ func (e *Engine) JobSpec(id string) (Job, bool) {
 	}
 	job := j.job
 	job.Gang = cloneGang(job.Gang)
-	for i, label := range j.ownLabel {
-		job.Gang.Members[i].Request.AllowedLabel = label
-	}
 	return job, true
 }
 

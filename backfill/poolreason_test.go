@@ -80,10 +80,10 @@ func TestPoolReasonsNameThePool(t *testing.T) {
 	}
 	check(e, epoch.Add(time.Minute), want)
 
-	// JobSpec gives the member's own words back (its nodes with the pool
-	// applied), so a job submitted again from it is named as the first.
+	// JobSpec gives the nodes with the pool applied, and the words that
+	// name them, and a job submitted again from it is named as the first.
 	spec, _ := e.JobSpec("named")
-	require.Equal(t, "rejected by affinity", spec.Gang.Members[0].Request.AllowedLabel)
+	require.Equal(t, "rejected by affinity or outside queue q's pool", spec.Gang.Members[0].Request.AllowedLabel)
 	spec, _ = e.JobSpec("own")
 	spec.ID, spec.Gang.ID = "own-again", ""
 	require.NoError(t, e.Submit(spec, epoch.Add(time.Minute)))
@@ -95,7 +95,8 @@ func TestPoolReasonsNameThePool(t *testing.T) {
 	snap := snapshotCopy(t, e.Snapshot())
 	for _, jr := range snap.Jobs {
 		r := jr.Gang.Members[0].Request
-		wantLabel := map[string]string{"wider": "rejected by affinity", "named": "rejected by affinity"}[jr.ID]
+		wantLabel := map[string]string{"wider": "rejected by affinity", "named": "rejected by affinity",
+			"own-again": "outside Allowed or outside queue q's pool"}[jr.ID] // as submitted from JobSpec
 		require.Equal(t, wantLabel, r.AllowedLabel, "job %s's recorded label is not its own", jr.ID)
 	}
 	r, err := Restore(c, cfg, snapshotCopy(t, snap))

@@ -194,7 +194,8 @@ func (e *Engine) checkQueue(j *jobRec, fits bool) error {
 		// member's own sets are kept for snapshots: a restore under
 		// another pool cuts them afresh.
 		// Reasons name the pool (AllowedLabel), or the member's own
-		// nodes and the pool when those cut it.
+		// nodes and the pool when those cut it (once: a job submitted
+		// again from JobSpec has both already).
 		j.ownAllowed = make([]*bitset.BitSet, len(j.job.Gang.Members))
 		j.ownLabel = make([]string, len(j.job.Gang.Members))
 		for i := range j.job.Gang.Members {
@@ -202,7 +203,9 @@ func (e *Engine) checkQueue(j *jobRec, fits bool) error {
 			j.ownAllowed[i], j.ownLabel[i] = r.Allowed, r.AllowedLabel
 			if r.Allowed != nil {
 				if r.Allowed = r.Allowed.Intersection(pool); !r.Allowed.Equal(pool) {
-					r.AllowedLabel = cmp.Or(r.AllowedLabel, "outside Allowed") + " or " + s.poolLabel[q]
+					if !strings.HasSuffix(r.AllowedLabel, s.poolLabel[q]) { // not a JobSpec's again
+						r.AllowedLabel = cmp.Or(r.AllowedLabel, "outside Allowed") + " or " + s.poolLabel[q]
+					}
 					continue
 				}
 			}

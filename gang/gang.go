@@ -1,6 +1,7 @@
 package gang
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -297,9 +298,18 @@ type Admitter struct {
 	// smallest is the GPUs of the cluster's smallest node.
 	smallest int
 	// tried names, per level, the nodes outside the domain a member was
-	// tried in (Request.AllowedLabel): [0] for a member without Allowed,
-	// [1] with.
-	tried [][2]string
+	// tried in (Request.AllowedLabel) for a member without Allowed;
+	// triedOwn caches the labels for members with Allowed, which also
+	// name its own words (triedLabel).
+	tried    []string
+	triedOwn []triedLabel
+}
+
+// triedLabel is a cached label: the nodes outside a domain of level lvl
+// or outside a member's Allowed, which the member's label own names.
+type triedLabel struct {
+	lvl      int
+	own, out string
 }
 
 // NewAdmitter returns an Admitter for cluster c.
@@ -311,10 +321,31 @@ func NewAdmitter(c *topology.Cluster, opts Options) *Admitter {
 		a.smallest = min(a.smallest, c.NodeGPUs(topology.NodeID(n)))
 	}
 	for l := range c.Depth() {
-		name := c.LevelName(l)
-		a.tried = append(a.tried, [2]string{"outside the " + name + " tried", "outside the " + name + " tried or the member's own nodes"})
+		a.tried = append(a.tried, "outside the "+c.LevelName(l)+" tried")
 	}
 	return a
+}
+
+// triedLabel returns the label of member m's request restricted to a
+// domain of level lvl: the domain, and the member's Allowed in its own
+// words. The labels of members with Allowed are kept (up to 64), so that
+// a caller's few labels, such as its queues' pools, cost no allocation
+// after the first.
+func (a *Admitter) triedLabel(m *Member, lvl int) string {
+	if m.Request.Allowed == nil {
+		return a.tried[lvl]
+	}
+	own := cmp.Or(m.Request.AllowedLabel, "outside Allowed")
+	for _, t := range a.triedOwn {
+		if t.lvl == lvl && t.own == own {
+			return t.out
+		}
+	}
+	out := a.tried[lvl] + " or " + own
+	if len(a.triedOwn) < 64 {
+		a.triedOwn = append(a.triedOwn, triedLabel{lvl: lvl, own: own, out: out})
+	}
+	return out
 }
 
 // colocationNeed returns the fewest free GPUs a domain must have for g to
@@ -535,16 +566,17 @@ func (a *Admitter) release(s *topology.State, ma *MemberAllocation) {
 // placeMember places member m (restricted to domain d of level lvl when
 // lvl >= 0) into ma, largest size first down to its minimum.
 func (a *Admitter) placeMember(s *topology.State, m *Member, ma *MemberAllocation, lvl, d int) (bool, placement.Reason) {
-	lo, hi, label := 0, a.c.NumNodes(), ""
-	if lvl >= 0 {
-		f, e := a.c.DomainRange(lvl, d)
-		lo, hi = int(f), int(e)
-		label = a.tried[lvl][0]
-		if m.Request.Allowed != nil {
-			label = a.tried[lvl][1]
-		}
+	if lvl < 0 {
+		return a.placeMemberIn(s, m, ma, 0, a.c.NumNodes(), "")
 	}
-	return a.placeMemberIn(s, m, ma, lo, hi, label)
+	f, e := a.c.DomainRange(lvl, d)
+	ok, why := a.placeMemberIn(s, m, ma, int(f), int(e), a.triedLabel(m, lvl))
+	if f > 0 || int(e) < a.c.NumNodes() {
+		// Whether the member could ever fit one domain says nothing of
+		// the others, nor of the cluster: no verdict.
+		why.Unresolvable = false
+	}
+	return ok, why
 }
 
 // placeMemberIn places member m, restricted to nodes [lo, hi), into ma,

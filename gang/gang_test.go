@@ -220,22 +220,42 @@ func TestColocationReasonNamesTheDomain(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		allowed *bitset.BitSet
+		label   string
 		want    string
 	}{
-		{"no Allowed", nil, "3 outside the leaf tried, "},
-		{"a pool's Allowed", nodes(0, 1, 2, 3, 4, 5), "3 outside the leaf tried or the member's own nodes, "},
+		{"no Allowed", nil, "", "(6 nodes left out: 3 outside the leaf tried, 3 short of free GPUs)"},
+		{"Allowed", nodes(0, 1, 2, 3, 4), "", "(6 nodes left out: 3 outside the leaf tried or outside Allowed, 3 short of free GPUs)"},
+		{"a pool's Allowed", nodes(0, 1, 2, 3, 4, 5), "outside queue q's pool", "(6 nodes left out: 3 outside the leaf tried or outside queue q's pool, 3 short of free GPUs)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			member := func(name string) Member {
-				return Member{Name: name, Request: placement.Request{Nodes: 1, GPUsPerNode: 8, Allowed: tc.allowed, AllowedLabel: "outside queue q's pool"}}
+				return Member{Name: name, Request: placement.Request{Nodes: 1, GPUsPerNode: 8, Allowed: tc.allowed, AllowedLabel: tc.label}}
 			}
 			g := &Spec{ID: "co", Colocate: Colocation{Level: "leaf", Required: true}, Members: []Member{member("a"), member("b")}}
-			res, err := l.Admit(g)
-			require.NoError(t, err)
-			if why := res.String(); res.Admitted || !strings.Contains(why, tc.want) || strings.Contains(why, "pool") {
-				t.Fatalf("two idle nodes wanted in one leaf, one idle: %s; want it to contain %q", why, tc.want)
+			for range 2 { // the second time from the label cache
+				res, err := l.Admit(g)
+				require.NoError(t, err)
+				if why := res.String(); res.Admitted || !strings.Contains(why, tc.want) || strings.Contains(why, "even with every GPU free") {
+					t.Fatalf("two idle nodes wanted in one leaf, one idle: %s; want it to contain %q, and no verdict", why, tc.want)
+				}
 			}
 		})
+	}
+	require.NoError(t, l.check())
+
+	// The last domain tried (the idle first leaf) can never hold two
+	// nodes of the member's Allowed, but the second leaf can, once its
+	// half-used nodes free up: the reason gives no never-fits verdict.
+	l = NewLedger(c, Options{})
+	if r, _ := l.Admit(&Spec{ID: "halves", Members: []Member{{Name: "w", Request: placement.Request{Nodes: 2, GPUsPerNode: 4, Allowed: nodes(3, 4)}}}}); !r.Admitted {
+		t.Fatal(r)
+	}
+	g := &Spec{ID: "co", Colocate: Colocation{Level: "leaf", Required: true}, Members: []Member{
+		{Name: "m", Request: placement.Request{Nodes: 2, GPUsPerNode: 8, Allowed: nodes(0, 3, 4, 5)}}}}
+	res, err := l.Admit(g)
+	require.NoError(t, err)
+	if why := res.String(); res.Admitted || !strings.Contains(why, "(5 nodes left out: 5 outside the leaf tried or outside Allowed)") || strings.Contains(why, "even with every GPU free") {
+		t.Fatalf("two nodes of one leaf, the second leaf half used: %s; want the first leaf's reason without a verdict", why)
 	}
 	require.NoError(t, l.check())
 }
