@@ -108,3 +108,20 @@ func ExampleOptions() {
 	// budget 1: 44 nodes, 5 leaves, approximate true
 	// budget 0: 44 nodes, 4 leaves, approximate false
 }
+
+// A caller whose Allowed stands for something its users know by another
+// name says so: here a partition of the first 32 nodes, as a batch
+// system might call it, is too small for 40 nodes.
+func ExampleRequest_allowedLabel() {
+	c := topology.Default2000()
+	p := placement.New(c, placement.Options{})
+	partition := c.NewNodeSet()
+	for n := range uint(32) {
+		partition.Set(n)
+	}
+	req := placement.Request{Nodes: 40, GPUsPerNode: 8, Allowed: partition, AllowedLabel: "outside partition gpu-a"}
+	res, _ := p.Place(topology.NewState(c), &req, nil)
+	fmt.Println(res.Reason)
+	// Output:
+	// needs 40 nodes with 8 free GPUs; the cluster has 32 (218 nodes left out: 218 outside partition gpu-a); it cannot fit this cluster even with every GPU free
+}
