@@ -75,11 +75,13 @@ func (e *Engine) apply(o *op) error {
 	switch {
 	case o.kind != opSchedule && o.kind != opStarted:
 		e.eventAt, e.owed = e.tests, true // every waiting job is owed a test (window.go)
-	case o.kind == opSchedule && !e.owed && e.cfg.MaxJobsTested > 0:
-		// A cycle at or after a time NextEvent named (nothing happened
-		// since the last cycle, or owed would be set): the plan may
-		// change for jobs the windows do not reach (a patience ended, a
-		// hold's GPUs freed), so every waiting job is owed a test.
+	case !e.owed && e.cfg.MaxJobsTested > 0:
+		// A cycle, or a start confirmed, at or after a time NextEvent
+		// named (nothing happened since the last cycle, or owed would be
+		// set): the plan may change for jobs the windows do not reach (a
+		// patience ended, a hold's GPUs freed), so every waiting job is
+		// owed a test. (A late Started moves the clock past that time:
+		// the cycle after it would not see it.)
 		if t, ok := e.nextTimed(); ok && !o.now.Before(t) {
 			e.eventAt, e.owed = e.tests, true
 		}

@@ -219,7 +219,8 @@ func FormatJobs(jobs []JobStatus, epoch time.Time) string {
 // reflected also schedules at its usual cadence. With MaxJobsTested every
 // cycle tests another window of the queue, and NextEvent asks for cycles
 // at once after an event (any call but Schedule and Started), or a cycle
-// at or after a time it named (without an event between), until every
+// or a start confirmed (Started) at or after a time it named (without an
+// event between), until every
 // job that waited then has been tested since: a few cycles of the
 // window's size (up to about two rounds of windows, as the jobs tested
 // earlier in the round wait for the next), and then a host may sleep.

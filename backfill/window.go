@@ -13,10 +13,12 @@ package backfill
 // bf_continue does). Each test is numbered (Engine.tests) and the number
 // stamped on its job; a round is the tests after Engine.roundFrom.
 //
-// An event (any call but Schedule and Started), or a cycle at or after a
-// time NextEvent named with no event since the last cycle (a patience or
-// a hold's budget ended: the plan may change for jobs outside the
-// window), makes every waiting job owed a test: NextEvent asks for a cycle
+// An event (any call but Schedule and Started), or a cycle or a Started
+// at or after a time NextEvent named with no event since the last cycle
+// (a patience or a hold's budget ended: the plan may change for jobs
+// outside the window; a late Started moves the clock past that time, so
+// the cycle after it would not see it), makes every waiting job owed a
+// test: NextEvent asks for a cycle
 // at once until every job that waited then has been tested since, so that
 // a host that sleeps until NextEvent does not leave jobs outside the
 // windows untested for good. That takes up to about two rounds of windows
