@@ -1,7 +1,6 @@
 package backfill
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -204,7 +203,7 @@ func (e *Engine) checkQueue(j *jobRec, fits bool) error {
 			if r.Allowed != nil {
 				if r.Allowed = r.Allowed.Intersection(pool); !r.Allowed.Equal(pool) {
 					if !strings.HasSuffix(r.AllowedLabel, s.poolLabel[q]) { // not a JobSpec's again
-						r.AllowedLabel = cmp.Or(r.AllowedLabel, "outside Allowed") + " or " + s.poolLabel[q]
+						r.AllowedLabel = r.AllowedWords() + " or " + s.poolLabel[q]
 					}
 					continue
 				}

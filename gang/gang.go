@@ -1,7 +1,6 @@
 package gang
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -335,7 +334,7 @@ func (a *Admitter) triedLabel(m *Member, lvl int) string {
 	if m.Request.Allowed == nil {
 		return a.tried[lvl]
 	}
-	own := cmp.Or(m.Request.AllowedLabel, "outside Allowed")
+	own := m.Request.AllowedWords()
 	for _, t := range a.triedOwn {
 		if t.lvl == lvl && t.own == own {
 			return t.out

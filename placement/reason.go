@@ -69,7 +69,7 @@ func (e Exclusions) format(label string) string {
 	}
 	add(e.Down, "down")
 	add(e.Drained, "drained")
-	add(e.OutsideAllowed, orDefault(label, "outside Allowed"))
+	add(e.OutsideAllowed, allowedWords(label))
 	add(e.InExcluded, "in Excluded")
 	add(e.ShortOfGPUs, "short of free GPUs")
 	if len(parts) == 0 {

@@ -93,6 +93,14 @@ type Request struct {
 	AllowedLabel string
 }
 
+// AllowedWords returns how a Reason describes the nodes outside Allowed:
+// AllowedLabel, or "outside Allowed" when it is empty. A caller that
+// names Allowed together with something else (a narrower domain, a pool)
+// builds on it.
+func (r *Request) AllowedWords() string { return allowedWords(r.AllowedLabel) }
+
+func allowedWords(label string) string { return orDefault(label, "outside Allowed") }
+
 // WholeNodes returns a request for n whole, exclusive nodes.
 func WholeNodes(n int) Request { return Request{Nodes: n, Exclusive: true} }
 
