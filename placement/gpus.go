@@ -382,6 +382,10 @@ func (p *Placer) runGPUSearch(x, a, m, ub int) (nodes int, found, ok bool) {
 	if (m+1)*(tmax+1) > p.sc.budget {
 		return 0, false, false // the table alone would not fit the budget
 	}
+	if !p.reference && p.selWork(m, tmax) > p.sc.budget {
+		p.earlySkips++
+		return 0, false, false // the greedy plan's leaves alone would not fit
+	}
 	leaves := p.coverLeaves(x, a, m)
 	// The work the search would do: each leaf relaxes every cell once per
 	// node it may give. Give up at once when it exceeds the budget.
@@ -391,6 +395,9 @@ func (p *Placer) runGPUSearch(x, a, m, ub int) (nodes int, found, ok bool) {
 		l := int(la.unit)
 		most := min(int(p.sc.capBase[l]), int(ly.nodeEnd[l]-ly.nodeFirst[l]))
 		work += cells * (min(most, tmax) + 1)
+	}
+	if p.reference && p.selWork(m, tmax) > work+cells {
+		panic("placement: selWork's bound exceeds the search's work")
 	}
 	if work+cells > p.sc.budget {
 		return 0, false, false
@@ -425,6 +432,24 @@ func (p *Placer) runGPUSearch(x, a, m, ub int) (nodes int, found, ok bool) {
 		nodes += p.leafTake(int(la.unit), int(amt)).nodes
 	}
 	return nodes, true, true
+}
+
+// selWork returns a lower bound on the work runGPUSearch would count
+// (table cells included) for m leaves and up to tmax nodes, from the
+// leaves of the greedy plan in cover.sel alone. Each of them is among the
+// leaves coverLeaves lists (it and the plan's other leaves reach the
+// need, so it and the largest others do), and the table has at least as
+// many rows as they make: when the bound exceeds the budget, so does the
+// search, which can give up without listing the leaves.
+func (p *Placer) selWork(m, tmax int) int {
+	ly, sel := p.lay, p.sc.cover.sel
+	cells, work := (min(m, len(sel))+1)*(tmax+1), 0
+	for _, la := range sel {
+		l := int(la.leaf)
+		most := min(int(p.sc.capBase[l]), int(ly.nodeEnd[l]-ly.nodeFirst[l]))
+		work += cells * (min(most, tmax) + 1)
+	}
+	return work + cells
 }
 
 // coverLeaves lists, in search.leaves, the leaves under x that some cover

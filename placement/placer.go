@@ -82,8 +82,14 @@ type Placer struct {
 	budget int
 	sc     scratch
 	// reference turns every shortcut of the failure path off (tests
-	// compare the two): reasons and capacities computed the long way.
+	// compare the two): reasons and capacities computed the long way; and
+	// the search of a GPU total gives up only once it has listed its
+	// leaves (selWork's early bound is skipped, and checked against the
+	// work counted).
 	reference bool
+	// earlySkips counts the searches selWork's bound gave up before they
+	// listed their leaves (tests check that they compare that path).
+	earlySkips int
 	// settleLeaves is the most leaves of a domain whose GPU-total plan
 	// settleGPUNodes settles (the budget over settleCellsPerLeaf); tests
 	// set it to 0 to reach the search it spares.

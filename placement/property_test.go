@@ -2,6 +2,7 @@ package placement
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -95,20 +96,49 @@ func TestShortcutsMatchReference(t *testing.T) {
 			t.Fatalf("%s: %s: shortcuts differ from the reference (-reference +shortcuts):\n%s", name, req.String(), diff)
 		}
 	}
-	reference := func(c *topology.Cluster) *Placer {
-		p := New(c, Options{})
+	reference := func(c *topology.Cluster, opts Options) *Placer {
+		p := New(c, opts)
 		p.reference = true
 		return p
 	}
 	t.Run("small", func(t *testing.T) {
 		for k := range rounds / 40 {
 			c := randomCluster(r, 12)
-			fast, ref := New(c, Options{}), reference(c)
+			fast, ref := New(c, Options{}), reference(c, Options{})
 			for j := range 40 {
 				s := randomState(r, c)
 				req := randomRequest(r, c)
 				check(t, fmt.Sprintf("cluster %d request %d", k, j), fast, ref, s, &req)
 			}
+		}
+	})
+	t.Run("GPU totals over several leaves", func(t *testing.T) {
+		// A search whose greedy plan's leaves alone exceed the budget
+		// gives up before it lists its leaves; the reference lists them
+		// first. Both must decide alike, Approximate included.
+		for _, name := range []string{"default", "fattree:10,10,25,8"} {
+			c, err := testcluster.Generate(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Budgets of 2^10 to 2^14 cells, GPU totals of 9 to 1,200
+			// (log-uniform): searches that run, near their budget, and
+			// searches far beyond it.
+			opts := Options{SearchBudget: 1 << (10 + r.IntN(5))}
+			fast, ref := New(c, opts), reference(c, opts)
+			for j := range rounds / 10 {
+				s := topology.NewState(c)
+				testcluster.Fragment(s, r, 0.2+r.Float64()*0.7)
+				req := Request{GPUs: int(9 * math.Pow(1200.0/9, r.Float64()))}
+				if r.IntN(2) == 0 {
+					req.Preferred = c.LevelName(r.IntN(c.Depth()))
+				}
+				check(t, fmt.Sprintf("%s request %d", name, j), fast, ref, s, &req)
+			}
+			if fast.earlySkips == 0 {
+				t.Fatalf("%s: no search gave up early: that path was not compared", name)
+			}
+			t.Logf("%s: %d searches gave up early", name, fast.earlySkips)
 		}
 	})
 	for _, name := range []string{"default", "fattree:20,25,50,8"} {
@@ -117,7 +147,7 @@ func TestShortcutsMatchReference(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fast, ref := New(c, Options{}), reference(c)
+			fast, ref := New(c, Options{}), reference(c, Options{})
 			failed := 0
 			for j := range rounds / 10 {
 				s := topology.NewState(c)
