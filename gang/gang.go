@@ -572,8 +572,12 @@ func (a *Admitter) placeMember(s *topology.State, m *Member, ma *MemberAllocatio
 	ok, why := a.placeMemberIn(s, m, ma, int(f), int(e), a.triedLabel(m, lvl))
 	if f > 0 || int(e) < a.c.NumNodes() {
 		// Whether the member could ever fit one domain says nothing of
-		// the others, nor of the cluster: no verdict.
+		// the others, nor of the cluster: no verdict. What the reason
+		// counts is that domain's, not the cluster's.
 		why.Unresolvable = false
+		if why.Level == "" && (why.Code == placement.NoCapacity || why.Code == placement.NoSegments) {
+			why.Level = a.c.LevelName(lvl)
+		}
 	}
 	return ok, why
 }

@@ -195,8 +195,10 @@ func TestColocation(t *testing.T) {
 
 // TestColocationReasonNamesTheDomain: a required co-location that fails
 // in every domain tried reports the last member's reason inside the last
-// domain; the nodes outside that domain are named as such, not as outside
-// the member's Allowed (or its caller's AllowedLabel: a queue's pool).
+// domain: its count is that domain's ("the leaf tried has 0", not "the
+// cluster has"), and the nodes outside it are named as such, not as
+// outside the member's Allowed (or its caller's AllowedLabel: a queue's
+// pool).
 func TestColocationReasonNamesTheDomain(t *testing.T) {
 	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 3, GPUsPerNode: 8})
 	require.NoError(t, err)
@@ -223,9 +225,9 @@ func TestColocationReasonNamesTheDomain(t *testing.T) {
 		label   string
 		want    string
 	}{
-		{"no Allowed", nil, "", "(6 nodes left out: 3 outside the leaf tried, 3 short of free GPUs)"},
-		{"Allowed", nodes(0, 1, 2, 3, 4), "", "(6 nodes left out: 3 outside the leaf tried or outside Allowed, 3 short of free GPUs)"},
-		{"a pool's Allowed", nodes(0, 1, 2, 3, 4, 5), "outside queue q's pool", "(6 nodes left out: 3 outside the leaf tried or outside queue q's pool, 3 short of free GPUs)"},
+		{"no Allowed", nil, "", "needs 1 node with 8 free GPUs; the leaf tried has 0 (6 nodes left out: 3 outside the leaf tried, 3 short of free GPUs)"},
+		{"Allowed", nodes(0, 1, 2, 3, 4), "", "needs 1 node with 8 free GPUs; the leaf tried has 0 (6 nodes left out: 3 outside the leaf tried or outside Allowed, 3 short of free GPUs)"},
+		{"a pool's Allowed", nodes(0, 1, 2, 3, 4, 5), "outside queue q's pool", "needs 1 node with 8 free GPUs; the leaf tried has 0 (6 nodes left out: 3 outside the leaf tried or outside queue q's pool, 3 short of free GPUs)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			member := func(name string) Member {
@@ -254,7 +256,7 @@ func TestColocationReasonNamesTheDomain(t *testing.T) {
 		{Name: "m", Request: placement.Request{Nodes: 2, GPUsPerNode: 8, Allowed: nodes(0, 3, 4, 5)}}}}
 	res, err := l.Admit(g)
 	require.NoError(t, err)
-	if why := res.String(); res.Admitted || !strings.Contains(why, "(5 nodes left out: 5 outside the leaf tried or outside Allowed)") || strings.Contains(why, "even with every GPU free") {
+	if why := res.String(); res.Admitted || !strings.Contains(why, "needs 2 nodes with 8 free GPUs; the leaf tried has 1 (5 nodes left out: 5 outside the leaf tried or outside Allowed)") || strings.Contains(why, "even with every GPU free") {
 		t.Fatalf("two nodes of one leaf, the second leaf half used: %s; want the first leaf's reason without a verdict", why)
 	}
 	require.NoError(t, l.check())

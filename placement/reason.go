@@ -86,7 +86,11 @@ func (e Exclusions) format(label string) string {
 type Reason struct {
 	// Code is the kind of failure.
 	Code ReasonCode
-	// Level names the binding level ("" for the whole cluster).
+	// Level names the binding level ("" for the whole cluster). Place
+	// leaves it empty for NoCapacity and NoSegments; a caller that
+	// confined the request to one domain through Allowed (package gang,
+	// for a co-located member) names the domain's level, and Have then
+	// counts the domain tried, not the cluster.
 	Level string
 	// Need and Have count the binding quantity: what the request needs and
 	// the most the best domain offers (for TooManyDomains: the domain
@@ -153,13 +157,13 @@ func (r Reason) String() string {
 	case Placed:
 		return "placed"
 	case NoCapacity:
-		s = fmt.Sprintf("needs %s; the cluster has %d", r.unit.format(r.Need), r.Have)
+		s = fmt.Sprintf("needs %s; %s has %d", r.unit.format(r.Need), r.scope(), r.Have)
 	case RequiredLevel:
 		s = fmt.Sprintf("needs %s under one %s; the best %s has %d", r.unit.format(r.Need), r.Level, r.Level, r.Have)
 	case TooManyDomains:
 		s = fmt.Sprintf("may span at most %d %s; the tightest placement spans %d", r.Need, plural(r.Level, r.Need), r.Have)
 	case NoSegments:
-		s = fmt.Sprintf("needs %s; the cluster has room for %d", r.unit.format(r.Need), r.Have)
+		s = fmt.Sprintf("needs %s; %s has room for %d", r.unit.format(r.Need), r.scope(), r.Have)
 	default:
 		return r.Code.String()
 	}
@@ -170,6 +174,15 @@ func (r Reason) String() string {
 		s += "; it cannot fit this cluster even with every GPU free"
 	}
 	return s
+}
+
+// scope names what Have counts for NoCapacity and NoSegments: the
+// cluster, or the one domain of Level the request was confined to.
+func (r Reason) scope() string {
+	if r.Level == "" {
+		return "the cluster"
+	}
+	return "the " + r.Level + " tried"
 }
 
 func pluralWord(s string, n int) string {
