@@ -1,7 +1,9 @@
 package gang
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/phalanx-sched/phalanx/internal/bits"
 	"github.com/phalanx-sched/phalanx/placement"
@@ -20,9 +22,11 @@ const MaxSearchMembers = 8
 // nodes, exclusive nodes; Required, Allowed and Excluded honoured, no
 // segments and no domain limit) tries every domain of its Required level
 // and, inside it, every way of taking its nodes up to symmetry: nodes of
-// one lowest-level domain with the same free GPUs and the same idleness
-// are interchangeable for every later member, so the search chooses how
-// many to take from each such class, tightest classes first. Any other
+// one lowest-level domain with the same free GPUs and the same idleness,
+// which each later member with an Allowed or Excluded set of its own may
+// use both or neither of, are interchangeable for every later member, so
+// the search chooses how many to take from each such class, tightest
+// classes first. Any other
 // member tries the placer's answer inside each domain of its Required
 // level. Before going deeper the search checks that every remaining member
 // still has a domain with enough candidate nodes and that the free GPUs
@@ -46,6 +50,12 @@ type packSearch struct {
 	atMin  bool
 	frames [MaxSearchMembers]searchFrame
 	keys   []int16 // per node of a leaf being classified
+	// sets lists the members after the one being classified that have
+	// node sets of their own (Allowed or Excluded): nodes alike for the
+	// one classified are interchangeable for them only when each of them
+	// may use both or neither.
+	sets  [MaxSearchMembers]*placement.Request
+	nsets int
 }
 
 // searchFrame holds one member's candidate classes: nodes[bins[b].lo:
@@ -199,12 +209,22 @@ func (a *Admitter) searchPods(m *Member) int {
 func (a *Admitter) enumerate(s *topology.State, g *Spec, out *Allocation, pos, lo, hi int) bool {
 	m := &g.Members[a.order[pos]]
 	f := &a.pack.frames[pos]
+	ps := &a.pack
+	ps.nsets = 0
+	for _, mi := range a.order[pos+1:] {
+		if r := &g.Members[mi].Request; r.Allowed != nil || r.Excluded != nil {
+			ps.sets[ps.nsets] = r
+			ps.nsets++
+		}
+	}
 	a.classify(s, &m.Request, f, lo, hi)
 	return a.compose(s, g, out, pos, 0, a.searchPods(m))
 }
 
 // classify groups the candidates of r in [lo, hi) by lowest-level domain,
-// free GPUs (size, for exclusive requests) and idleness, tightest first.
+// free GPUs (size, for exclusive requests) and idleness, tightest first,
+// and by which of the later members with node sets of their own
+// (pack.sets) may use them.
 func (a *Admitter) classify(s *topology.State, r *placement.Request, f *searchFrame, lo, hi int) {
 	f.bins, f.nodes = f.bins[:0], f.nodes[:0]
 	leafLvl := a.c.Depth() - 1
@@ -222,8 +242,13 @@ func (a *Admitter) classify(s *topology.State, r *placement.Request, f *searchFr
 
 // classifyLeaf appends the classes of nodes [lo, hi), all in one
 // lowest-level domain: a counting sort on the class key (free GPUs, then
-// busy before idle).
+// busy before idle), or, when later members have node sets of their own,
+// a sort on the key and the later members that may use the node.
 func (a *Admitter) classifyLeaf(s *topology.State, r *placement.Request, f *searchFrame, lo, hi int) {
+	if a.pack.nsets > 0 {
+		a.classifyLeafBySets(s, r, f, lo, hi)
+		return
+	}
 	var count [2 * (topology.MaxGPUsPerNode + 1)]int32
 	keys := a.pack.keys[:hi-lo]
 	for i := lo; i < hi; i++ {
@@ -248,6 +273,46 @@ func (a *Admitter) classifyLeaf(s *topology.State, r *placement.Request, f *sear
 			f.nodes[start[k]] = int32(i)
 			start[k]++
 		}
+	}
+}
+
+// classifyLeafBySets is classifyLeaf when later members have node sets
+// of their own: a node's key is its class key shifted by the number of
+// such members, plus one bit per member that may use it; the candidates
+// are sorted by key (then index) and each run of one key is a class.
+func (a *Admitter) classifyLeafBySets(s *topology.State, r *placement.Request, f *searchFrame, lo, hi int) {
+	ps := &a.pack
+	keys := ps.keys[:hi-lo]
+	first := len(f.nodes)
+	for i := lo; i < hi; i++ {
+		k := a.classKey(s, r, i)
+		if k < 0 {
+			continue
+		}
+		// At most 2*65 classes, shifted by at most 7 later members: below
+		// 1<<15.
+		k <<= ps.nsets
+		for b, o := range ps.sets[:ps.nsets] {
+			if o.Allowed == nil || o.Allowed.Test(uint(i)) {
+				if o.Excluded == nil || !o.Excluded.Test(uint(i)) {
+					k += 1 << b
+				}
+			}
+		}
+		keys[i-lo] = k
+		f.nodes = append(f.nodes, int32(i))
+	}
+	nodes := f.nodes[first:]
+	slices.SortFunc(nodes, func(x, y int32) int {
+		return cmp.Or(cmp.Compare(keys[int(x)-lo], keys[int(y)-lo]), cmp.Compare(x, y))
+	})
+	for i := 0; i < len(nodes); {
+		j := i + 1
+		for j < len(nodes) && keys[int(nodes[j])-lo] == keys[int(nodes[i])-lo] {
+			j++
+		}
+		f.bins = append(f.bins, nodeClass{lo: int32(first + i), hi: int32(first + j)})
+		i = j
 	}
 }
 

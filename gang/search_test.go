@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bits-and-blooms/bitset"
+
 	"github.com/phalanx-sched/phalanx/internal/access"
 	"github.com/phalanx-sched/phalanx/internal/testcluster"
 	"github.com/phalanx-sched/phalanx/placement"
@@ -13,7 +15,8 @@ import (
 )
 
 // TestPackingOracle: on random clusters of up to 15 nodes and random
-// gangs of up to 5 members, each required inside one domain, admission
+// gangs of up to 5 members, each required inside one domain (a third
+// with an Allowed set, a fifth with an Excluded set of their own), admission
 // succeeds exactly when an exhaustive search finds a packing, and never
 // stops at its work bound.
 func TestPackingOracle(t *testing.T) {
@@ -182,9 +185,33 @@ func packGang(r *rand.Rand, c *topology.Cluster) *Spec {
 		req := placement.NodesOf(1+r.IntN(3), []int{0, 1, 2, 4, 4, 8}[r.IntN(6)])
 		req.Exclusive = r.IntN(8) == 0
 		req.Required = []string{"leaf", "leaf", "spine"}[r.IntN(3)]
+		// Members with node sets of their own: nodes alike for one member
+		// may not be for another.
+		if r.IntN(3) == 0 {
+			req.Allowed = randomNodeSet(r, c, 0.7)
+		}
+		if r.IntN(5) == 0 {
+			req.Excluded = randomNodeSet(r, c, 0.2)
+		}
 		g.Members = append(g.Members, Member{Name: fmt.Sprintf("m%d", k), Request: req})
 	}
 	return g
+}
+
+// randomNodeSet returns a set of c's nodes, each in it with probability p.
+func randomNodeSet(r *rand.Rand, c *topology.Cluster, p float64) *bitset.BitSet {
+	s := c.NewNodeSet()
+	for n := range c.NumNodes() {
+		if r.Float64() < p {
+			s.Set(uint(n))
+		}
+	}
+	return s
+}
+
+// usable reports whether request r may use node i (Allowed, Excluded).
+func usable(r *placement.Request, i int) bool {
+	return (r.Allowed == nil || r.Allowed.Test(uint(i))) && (r.Excluded == nil || !r.Excluded.Test(uint(i)))
 }
 
 func describeGang(g *Spec) string {
@@ -237,7 +264,7 @@ func fitIn(c *topology.Cluster, free *[16]int8, r *placement.Request, i, hi, _ i
 	exclusive := r.Exclusive || r.GPUsPerNode == 0
 	for ; i < hi; i++ {
 		f := int(free[i])
-		ok := f >= max(r.GPUsPerNode, 1)
+		ok := f >= max(r.GPUsPerNode, 1) && usable(r, i)
 		if exclusive {
 			ok = ok && f == c.NodeGPUs(topology.NodeID(i))
 		}
@@ -276,6 +303,9 @@ func checkGangAllocation(t *testing.T, ctx func() string, before, after *topolog
 		for _, x := range ma.Assignment {
 			if c.NodeDomain(x.Node, lvl) != dom {
 				t.Fatalf("%s\nmember %s spans %ss", ctx(), m.Name, r.Required)
+			}
+			if !usable(r, int(x.Node)) {
+				t.Fatalf("%s\nmember %s on node %d, outside its Allowed or in its Excluded", ctx(), m.Name, x.Node)
 			}
 			n := popcount(x.GPUs)
 			if r.Exclusive || r.GPUsPerNode == 0 {
@@ -411,5 +441,56 @@ func TestSearchOnDefaultCluster(t *testing.T) {
 	}
 	if cut > 0 {
 		t.Errorf("the search stopped at its bound %d times", cut)
+	}
+}
+
+// TestSearchNodeSetsOfLaterMembers: four idle 8-GPU nodes in one leaf; m0
+// wants 2 whole nodes among n0-n2, m1 2 nodes x 2 GPUs among n0, n1 and
+// n3. m0 on n0 and n2, m1 on n1 and n3 fits. The search took nodes of one
+// leaf with the same free GPUs as alike for every later member, so m0
+// always took n0 and n1 and left m1 only n3: the gang was refused without
+// reaching the search's bound (found by a helper's random oracle; the
+// packing oracle now gives members node sets). Nodes are alike only for
+// the later members that may use both or neither. Admission through the
+// search allocates nothing once warm.
+func TestSearchNodeSetsOfLaterMembers(t *testing.T) {
+	spec := topology.ClusterSpec{Levels: []string{"leaf"}}
+	for i := range 4 {
+		spec.Nodes = append(spec.Nodes, topology.NodeSpec{Name: fmt.Sprintf("n%d", i), GPUs: 8, Path: []string{"l0"}})
+	}
+	c, err := topology.Build(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := topology.NewState(c)
+	a0, _ := c.NodeSet("n0", "n1", "n2")
+	a1, _ := c.NodeSet("n0", "n1", "n3")
+	r0 := placement.WholeNodes(2)
+	r0.Allowed, r0.Required = a0, "leaf"
+	r1 := placement.NodesOf(2, 2)
+	r1.Allowed, r1.Required = a1, "leaf"
+	g := &Spec{ID: "g", Members: []Member{{Name: "m0", Request: r0}, {Name: "m1", Request: r1}}}
+	a := NewAdmitter(c, Options{})
+	var out Allocation
+	res, err := a.Admit(s, g, &out)
+	if err != nil || !res.Admitted || !res.Searched || res.SearchCut {
+		t.Fatalf("admitted %v searched %v cut %v: %v %s", res.Admitted, res.Searched, res.SearchCut, err, res)
+	}
+	checkGangAllocation(t, func() string { return describeGang(g) }, topology.NewState(c), s, g, &out)
+	release := func() {
+		for i := range out.Members {
+			if err := s.Release(out.Members[i].Assignment); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	release()
+	if n := testing.AllocsPerRun(20, func() {
+		if res, _ := a.Admit(s, g, &out); !res.Admitted {
+			t.Fatal(res)
+		}
+		release()
+	}); n != 0 {
+		t.Errorf("%v allocations per admission through the search", n)
 	}
 }
