@@ -440,6 +440,9 @@ func (a *Admitter) admit(s *topology.State, g *Spec, out *Allocation) (Admission
 	if !g.Colocate.Required {
 		res = a.tryOrders(s, g, out, -1, -1)
 		res.Orders += orders
+		// Placed anywhere, it may still lie inside one domain (the
+		// attempts inside each domain are greedy for some members).
+		res.Colocated = res.Admitted && a.insideOne(out, lvl)
 		return res, nil
 	}
 	if len(doms) == 0 {
@@ -451,6 +454,23 @@ func (a *Admitter) admit(s *topology.State, g *Spec, out *Allocation) (Admission
 	}
 	res.Orders = orders
 	return res, nil
+}
+
+// insideOne reports whether every pod of out lies inside one domain of
+// level lvl.
+func (a *Admitter) insideOne(out *Allocation, lvl int) bool {
+	dom := -1
+	for i := range out.Members {
+		for _, x := range out.Members[i].Assignment {
+			switch d := a.c.NodeDomain(x.Node, lvl); {
+			case dom < 0:
+				dom = d
+			case d != dom:
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // prepare sizes out for g and computes the most-constrained-first order.

@@ -494,3 +494,65 @@ func TestSearchNodeSetsOfLaterMembers(t *testing.T) {
 		t.Errorf("%v allocations per admission through the search", n)
 	}
 }
+
+// TestColocatedMeansInsideOne: on random clusters and gangs (node counts,
+// GPU totals, Required levels or none) with a preferred co-location at the
+// leaf or spine level, an admitted gang is Colocated exactly when all its
+// pods lie inside one domain of that level. A gang that every attempt
+// inside one domain missed, and the attempt anywhere placed inside one
+// (a greedy member, another member order), was not Colocated (found by a
+// helper's random testing; cases 29150 and 31349 of this seed).
+func TestColocatedMeansInsideOne(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	fallback := 0
+	for k := range 32000 {
+		c := packCluster(r)
+		s := packState(r, c)
+		g := packGang(r, c)
+		for i := range g.Members {
+			if r.IntN(3) == 0 {
+				g.Members[i].Request = placement.TotalGPUs(1 + r.IntN(20))
+			}
+			if r.IntN(2) == 0 {
+				g.Members[i].Request.Required = ""
+			}
+		}
+		level := []string{"leaf", "spine"}[r.IntN(2)]
+		g.Colocate = Colocation{Level: level}
+		var out Allocation
+		a := NewAdmitter(c, Options{})
+		before := s.Clone()
+		res, err := a.Admit(s, g, &out)
+		if err != nil {
+			t.Fatalf("case %d: %v", k, err)
+		}
+		if !res.Admitted {
+			continue
+		}
+		lvl, _ := c.Level(level)
+		dom, one := -1, true
+		for i := range out.Members {
+			for _, x := range out.Members[i].Assignment {
+				if d := c.NodeDomain(x.Node, lvl); dom < 0 {
+					dom = d
+				} else if d != dom {
+					one = false
+				}
+			}
+		}
+		if res.Colocated != one {
+			t.Fatalf("case %d: %s co-located in one %s: Colocated %v, inside one %v", k, describeGang(g), level, res.Colocated, one)
+		}
+		if one {
+			// Refused when required: placed by the attempt anywhere.
+			req := *g
+			req.Colocate.Required = true
+			if r2, _ := NewAdmitter(c, Options{}).Admit(before, &req, &Allocation{}); !r2.Admitted {
+				fallback++
+			}
+		}
+	}
+	if fallback == 0 {
+		t.Fatal("no gang placed anywhere landed inside one domain: that path was not compared")
+	}
+}
