@@ -258,6 +258,25 @@ var lastEncodable = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
 // encodable reports whether t lies in [MinTime, lastEncodable].
 func encodable(t time.Time) bool { return !t.Before(MinTime) && !t.After(lastEncodable) }
 
+// checkPlanned is checkTime for a planned time (a reservation's start or
+// end, a claim's due time), which may lie past MaxTime: planned from a
+// time before it, a time limit or a grace later.
+func checkPlanned(what string, t time.Time) error {
+	if !encodable(t) {
+		return fmt.Errorf("%w: %s %s is outside [%s, %s]", ErrBadTime, what,
+			t.UTC().Format(time.RFC3339Nano), MinTime.Format(time.RFC3339), lastEncodable.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// checkPlannedOrZero is checkPlanned for a time that may be unset (zero).
+func checkPlannedOrZero(what string, t time.Time) error {
+	if t.IsZero() {
+		return nil
+	}
+	return checkPlanned(what, t)
+}
+
 // finiteNonNeg reports whether x is a number from 0 up, not infinite
 // (a snapshot holding one would not encode as JSON).
 func finiteNonNeg(x float64) bool { return x >= 0 && !math.IsInf(x, 1) }
@@ -559,8 +578,8 @@ func (r *restorer) reservations() {
 			r.recorded[j] = StatePending
 			continue
 		}
-		if err := errors.Join(checkTime("reservation start", rr.Start), checkTime("reservation first start", rr.FirstStart),
-			checkTimeOrZero("reservation end", rr.End)); err != nil {
+		if err := errors.Join(checkPlanned("reservation start", rr.Start), checkPlanned("reservation first start", rr.FirstStart),
+			checkPlannedOrZero("reservation end", rr.End)); err != nil {
 			r.bad("the reservation for %s: %v", rr.Job, err)
 			continue
 		}
@@ -694,7 +713,7 @@ func (r *restorer) claim(cr *ClaimRecord) {
 		return
 	}
 	r.notAfter("claim start", cr.Since)
-	if cr.Due.Before(cr.Since) || checkTime("claim due", cr.Due) != nil {
+	if cr.Due.Before(cr.Since) || checkPlanned("claim due", cr.Due) != nil {
 		r.bad("the claim for %s is due at %v, before it began or out of range", cr.Job, cr.Due)
 		return
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -628,7 +629,9 @@ func TestRestoreOntoRecabledClusterWhere(t *testing.T) {
 // fair-share tree came charged (its snapshot has no time), a hold whose
 // estimated start lies past MaxTime (jobs started just before it, run
 // times estimated after it), and a pending move from a reservation
-// planned past MaxTime.
+// planned past MaxTime; and, found by a helper's probe, a reservation
+// planned past MaxTime and a claim due past it (both were refused:
+// "reservation start ... is outside [..., MaxTime)").
 func TestRestoreAcceptsTrueEdgeSnapshots(t *testing.T) {
 	c := opsCluster(t)
 	restores := func(t *testing.T, e *Engine) {
@@ -687,6 +690,43 @@ func TestRestoreAcceptsTrueEdgeSnapshots(t *testing.T) {
 		w := s.Jobs[jobIndex(s, "w")]
 		require.NotNil(t, w.Moved)
 		require.True(t, w.Moved.From.After(MaxTime), "moved from %v", w.Moved.From)
+		restores(t, e)
+	})
+	t.Run("reservation past MaxTime", func(t *testing.T) {
+		cfg := DefaultConfig()
+		e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b"))
+		require.NoError(t, err)
+		now := MaxTime.Add(-time.Hour)
+		require.NoError(t, e.Submit(Job{ID: "busy", Account: "a", TimeLimit: 2 * time.Hour, Gang: member(placement.NodesOf(8, 8))}, now))
+		_, err = e.Schedule(now)
+		require.NoError(t, err)
+		require.NoError(t, e.Started("busy", now))
+		require.NoError(t, e.Submit(Job{ID: "big", Account: "b", TimeLimit: time.Hour, Gang: member(placement.NodesOf(8, 8))}, now))
+		p, err := e.Schedule(now)
+		require.NoError(t, err)
+		require.Len(t, p.Reservations, 1)
+		require.True(t, p.Reservations[0].Start.After(MaxTime), "planned at %v", p.Reservations[0].Start)
+		restores(t, e)
+	})
+	t.Run("claim due past MaxTime", func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.Preemption.Enabled, cfg.Preemption.Grace = true, 10*time.Minute
+		e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b"))
+		require.NoError(t, err)
+		now := MaxTime.Add(-time.Hour)
+		low := Job{ID: "low", Account: "a", Preemption: preempt.Requeue, Gang: member(placement.NodesOf(8, 8))}
+		require.NoError(t, e.Submit(low, now))
+		_, err = e.Schedule(now)
+		require.NoError(t, err)
+		require.NoError(t, e.Started("low", now))
+		now = MaxTime.Add(-time.Minute)
+		require.NoError(t, e.Submit(Job{ID: "hi", Account: "b", Class: 2, Gang: member(placement.NodesOf(8, 8))}, now))
+		p, err := e.Schedule(now)
+		require.NoError(t, err)
+		require.Len(t, p.Preemptions, 1, p.Describe(e.c, epoch))
+		s := e.Snapshot()
+		require.Len(t, s.Claims, 1)
+		require.True(t, s.Claims[0].Due.After(MaxTime), "due at %v", s.Claims[0].Due)
 		restores(t, e)
 	})
 }
