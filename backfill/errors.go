@@ -64,14 +64,6 @@ func checkTime(what string, t time.Time) error {
 	return nil
 }
 
-// checkTimeOrZero is checkTime for a time that may be unset (zero).
-func checkTimeOrZero(what string, t time.Time) error {
-	if t.IsZero() {
-		return nil
-	}
-	return checkTime(what, t)
-}
-
 // checkDuration reports whether d is in [0, MaxTimeLimit].
 func checkDuration(what string, d time.Duration) error {
 	if d < 0 || d > MaxTimeLimit {
