@@ -28,6 +28,11 @@ type reservation struct {
 	// to a new place found by a search (it is settled, like a slipped
 	// one, but no late start moved it).
 	placed bool
+	// quotaHeld is set while the book is kept up when the reservation was
+	// due with its planned GPUs free, but its job's queue's quota had no
+	// room to start it: reservations that slip behind it blame that
+	// (CauseQuotaAhead), not a late start.
+	quotaHeld bool
 	// activeIn is search scratch: the reservation blocks the job of the
 	// search whose generation (walker.gen) it holds.
 	activeIn uint64

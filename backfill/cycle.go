@@ -493,7 +493,7 @@ func (c *cycle) keepBook() {
 	c.due = append(c.due[:0], byStart...)
 	c.slipped = c.slipped[:0]
 	for _, r := range c.due {
-		r.placed = false
+		r.placed, r.quotaHeld = false, false
 	}
 	c.late = c.late[:0]
 	if e.quota != nil && len(c.due) > 0 {
@@ -508,12 +508,15 @@ func (c *cycle) keepBook() {
 			continue
 		}
 		if !r.start.After(c.now) {
-			if k, ok := e.keepTime(r, c.slipped, c.now); ok && !k.at.After(c.now) && allAvailable(e.ledger.State(), &r.alloc) && e.startFits(r.job, &r.alloc, c.now) {
-				c.plan.Tested++
-				c.yieldClaims(r)
-				r.alloc.CopyTo(&e.alloc)
-				c.start(r.job)
-				continue
+			if k, ok := e.keepTime(r, c.slipped, c.now); ok && !k.at.After(c.now) && allAvailable(e.ledger.State(), &r.alloc) {
+				if e.startFits(r.job, &r.alloc, c.now) {
+					c.plan.Tested++
+					c.yieldClaims(r)
+					r.alloc.CopyTo(&e.alloc)
+					c.start(r.job)
+					continue
+				}
+				r.quotaHeld = true // its GPUs are free; its quota is not
 			}
 		}
 		c.upkeep(r)

@@ -369,7 +369,14 @@
 // moves to that job's end, blamed on it (CauseLateStart), also when the
 // job started late later in the same cycle (the reservation then waits
 // for the next cycle to move it); a reservation a late start pushes later
-// for its GPUs is not checked again at its new start. Under quotas, a due reservation whose queue's quota had no room
+// for its GPUs is not checked again at its new start. A due reservation
+// whose planned GPUs are free but whose queue's quota has no room for it
+// holds them on from the cycle's time, as a due one whose job has not
+// started does; a reservation after it on shared GPUs that moves behind
+// it is blamed on that job with CauseQuotaAhead, not on a late start,
+// and, when that job then gives its reservation up for quota in the same
+// cycle, is moved earlier again by a later cycle when it can. Under
+// quotas, a due reservation whose queue's quota had no room
 // for it until a reclaim or preemption in the cycle freed some still
 // starts on its planned GPUs when they are free, and an elastic gang its
 // quota cuts starts on its planned nodes; a due elastic gang (whose

@@ -43,7 +43,7 @@ type host struct {
 	beforeCycle func()
 	afterCycle  func(*Plan)
 	reported    func() // after each event reported
-	stats       struct{ reserved, moves, kept, preemptions, lateMoves, quotaMoves int }
+	stats       struct{ reserved, moves, kept, preemptions, lateMoves, quotaMoves, quotaAhead int }
 	// With preemption: release draws when the host reports a victim
 	// released after its signal; startsOf counts each job's starts.
 	release  func() time.Duration
@@ -340,6 +340,42 @@ func reclaiming(p *Plan, id string) bool {
 	return false
 }
 
+// heldDue reports whether job id held a due reservation in plan p: it is
+// still there, due, or was given up for quota from a due start, or the
+// job started in p (later in the cycle than the book's upkeep, which found
+// its quota without room) on a reservation of the last plan due by then.
+func (h *host) heldDue(p *Plan, id string) bool {
+	for _, st := range p.Starts {
+		if st.Job == id {
+			r, ok := h.reservation(id)
+			return ok && !r.Start.After(p.Time)
+		}
+	}
+	for _, r := range p.Reservations {
+		if r.Job == id && !r.Start.After(p.Time) {
+			return true
+		}
+	}
+	for _, m := range p.Moves {
+		if m.Job == id && m.Cause == CauseQuota && !m.From.After(p.Time) {
+			return true
+		}
+	}
+	return false
+}
+
+// movedLaterIn reports whether job id's reservation moved later in plan p
+// for a cause other than quota (it gave its reservation up: nothing is
+// chained behind it).
+func movedLaterIn(p *Plan, id string) bool {
+	for _, m := range p.Moves {
+		if m.Job == id && m.Cause != CauseQuota {
+			return true
+		}
+	}
+	return false
+}
+
 func movedIn(p *Plan, id string) bool {
 	for _, m := range p.Moves {
 		if m.Job == id {
@@ -358,10 +394,17 @@ func (h *host) checkMoves(p *Plan) {
 		if m.Cause == CauseQuota && h.quotaMoves {
 			continue
 		}
+		if m.Cause == CauseQuotaAhead && h.quotaMoves {
+			if !h.heldDue(p, m.By) {
+				h.t.Fatalf("cycle at %v: %s moved from %v to %v behind %s, held back by its quota, which was not due",
+					p.Time.Sub(epoch), m.Job, m.From.Sub(epoch), m.To.Sub(epoch), m.By)
+			}
+			continue
+		}
 		if m.Cause != CauseLateStart {
 			h.t.Fatalf("cycle at %v: %s moved from %v to %v with cause %v (%s)", p.Time.Sub(epoch), m.Job, m.From.Sub(epoch), m.To.Sub(epoch), m.Cause, m.By)
 		}
-		if movedIn(p, m.By) {
+		if movedLaterIn(p, m.By) {
 			continue // a chain: the reservation before it moved first, with its own cause
 		}
 		if h.quotaMoves && reclaiming(p, m.By) {

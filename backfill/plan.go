@@ -124,9 +124,18 @@ const (
 	// gives up its reservation. Jobs of its queue, or of queues that
 	// share a limit with it, started since its reservation was made.
 	CauseQuota
+	// CauseQuotaAhead: a reservation before it on shared GPUs was due with
+	// its GPUs free, but its job's queue's quota had no room to start it
+	// when the cycle kept the reservations up (By names that job), so that
+	// one holds its GPUs on from the cycle's time and this one moves
+	// behind it. That job may still start later in the cycle (a reclaim or
+	// preemption made room), late; when it instead gives its reservation
+	// up for quota (a CauseQuota move in the same plan), the GPUs come
+	// back, and a later cycle moves this one earlier when it can.
+	CauseQuotaAhead
 )
 
-var causeNames = [...]string{"", "unknown", "late start", "overrun", "node down", "node drained", "quota"}
+var causeNames = [...]string{"", "unknown", "late start", "overrun", "node down", "node drained", "quota", "quota ahead"}
 
 // String returns the cause's stable name.
 func (c Cause) String() string {

@@ -651,9 +651,9 @@ func TestQuotaPropertiesLateHost(t *testing.T) {
 // runLateQuota drives workloads ws with the late host (lateQuotaHost), one
 // subtest each, and fails when they were too easy (fewer reservations than
 // workloads, due reservations kept in under a quarter of them, no late
-// move).
+// move, no move behind a due reservation its quota held back).
 func runLateQuota(t *testing.T, ws []int, elastic bool) {
-	var total struct{ reserved, lateMoves, quotaMoves, kept, cycles int }
+	var total struct{ reserved, lateMoves, quotaMoves, quotaAhead, kept, cycles int }
 	for _, w := range ws {
 		t.Run(fmt.Sprintf("w=%d", w), func(t *testing.T) {
 			h := lateQuotaHost(t, w, elastic)
@@ -664,10 +664,11 @@ func runLateQuota(t *testing.T, ws []int, elastic bool) {
 			total.cycles += h.cycles
 			total.lateMoves += h.stats.lateMoves
 			total.quotaMoves += h.stats.quotaMoves
+			total.quotaAhead += h.stats.quotaAhead
 		})
 	}
 	t.Logf("%+v over %d workloads", total, len(ws))
-	if total.reserved < len(ws) || total.kept < len(ws)/4 || total.lateMoves == 0 {
+	if total.reserved < len(ws) || total.kept < len(ws)/4 || total.lateMoves == 0 || total.quotaAhead == 0 {
 		t.Errorf("too easy: %+v over %d workloads", total, len(ws))
 	}
 }
@@ -773,6 +774,9 @@ func lateQuotaHost(t *testing.T, w int, elastic bool) *host {
 		for _, m := range p.Moves {
 			if m.Cause == CauseLateStart {
 				h.stats.lateMoves++
+			}
+			if m.Cause == CauseQuotaAhead {
+				h.stats.quotaAhead++
 			}
 			if m.Cause != CauseQuota {
 				continue

@@ -1108,3 +1108,42 @@ func TestGuardedReason(t *testing.T) {
 		})
 	}
 }
+
+// TestQuotaAheadBlame: A, of queue q (at most 8 GPUs), is reserved on node
+// 0 from X's end (1h); C, of q, starts on node 1 with a limit that ends
+// before A's start; B is reserved on both nodes from A's end (2h). C runs
+// past its limit, so at a late cycle (1h5m) A's GPUs are free but q has no
+// room for it: A holds node 0 on from the cycle's time, B moves behind it,
+// and A then gives its reservation up for quota. B's move is blamed on A's
+// quota (CauseQuotaAhead), not on a late start of A, which never started
+// (before, "late start A"); the next cycle moves B earlier again.
+func TestQuotaAheadBlame(t *testing.T) {
+	e, job := quotaRig(t, 2, []QueueSpec{
+		{Name: "q", Guarantee: 8, Maximum: 8, BorrowingLimit: 0, LendingLimit: Unlimited},
+		{Name: "o", Guarantee: 8, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+	}, func(cfg *Config) { cfg.ReservationMinGPUs = 0 })
+	at := func(d time.Duration) time.Time { return epoch.Add(d) }
+	require.NoError(t, e.Submit(job("X", "o", 0, 1, 1, 0, preempt.Requeue, time.Hour), epoch))
+	requireStartsOnly(t, e, startAll(t, e, epoch), "X")
+	require.NoError(t, e.Submit(job("A", "q", 0, 1, 1, 0, preempt.Requeue, time.Hour), at(time.Minute)))
+	startAll(t, e, at(time.Minute))
+	require.NoError(t, e.Submit(job("C", "q", 1, 2, 1, 0, preempt.Requeue, 50*time.Minute), at(2*time.Minute)))
+	requireStartsOnly(t, e, startAll(t, e, at(2*time.Minute)), "C")
+	require.NoError(t, e.Submit(job("B", "o", 0, 2, 2, 0, preempt.Requeue, time.Hour), at(3*time.Minute)))
+	p := startAll(t, e, at(3*time.Minute))
+	require.Equal(t, map[string]time.Time{"A": at(time.Hour), "B": at(2 * time.Hour)}, reservedStarts(p), p.Describe(e.c, epoch))
+
+	require.NoError(t, e.Finished("X", at(time.Hour)))
+	p = startAll(t, e, at(65*time.Minute))
+	require.Empty(t, p.Starts, p.Describe(e.c, epoch))
+	require.Equal(t, []Move{
+		{Job: "B", From: at(2 * time.Hour), To: at(2*time.Hour + 5*time.Minute), Cause: CauseQuotaAhead, By: "A"},
+		{Job: "A", From: at(time.Hour), Cause: CauseQuota, By: "q"},
+	}, p.Moves, p.Describe(e.c, epoch))
+	require.Contains(t, p.Describe(e.c, epoch), "moved B from t+2h0m0s to t+2h5m0s: quota ahead A")
+	require.Equal(t, WaitQuota, waitingOf(p, "A").Code, p.Describe(e.c, epoch))
+
+	p = startAll(t, e, at(70*time.Minute))
+	require.Empty(t, p.Moves, p.Describe(e.c, epoch))
+	require.Equal(t, map[string]time.Time{"B": at(70 * time.Minute)}, reservedStarts(p), p.Describe(e.c, epoch))
+}

@@ -453,11 +453,14 @@ func (c *cycle) move(r *reservation, t time.Time, k keep) {
 // what it waits for last: an active job that started late (its end moved
 // past the start) or overran, or a reservation before it on shared GPUs
 // that slipped (a due one whose job has not started, or one moved later),
-// which comes from a late start too.
+// which comes from a late start too, unless that due one's GPUs were
+// free and its job's quota held it back (CauseQuotaAhead).
 func (c *cycle) blame(k keep) (Cause, string) {
 	switch {
 	case k.job == nil:
 		return CauseUnknown, ""
+	case !k.owner && k.job.resv != nil && k.job.resv.quotaHeld:
+		return CauseQuotaAhead, k.job.job.ID
 	case !k.owner:
 		return CauseLateStart, k.job.job.ID
 	case k.job.late():
