@@ -2,6 +2,7 @@ package fairshare
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"strings"
 )
@@ -13,10 +14,14 @@ import (
 // highest first; a leaf takes the next rank; an account is descended into
 // before its next sibling is looked at. The factor is rank/N.
 //
-// Ties (equal level fairshare, compared exactly) are handled as Slurm's
-// Fair Tree documentation describes; Slurm's code differs in not merging
-// tied accounts. Within a sibling group sorted by level fairshare, a run
-// of tied siblings is treated as one:
+// Ties (equal level fairshare up to rounding: each within a relative
+// tieTolerance of the one before it in the sorted group) are handled as
+// Slurm's Fair Tree documentation describes; Slurm's code differs in not
+// merging tied accounts. Equal charges arriving in another order, or
+// decayed in other steps (Tree.Decay), round apart in the last bits; a
+// tie compared exactly turned that into a whole rank. Within a sibling
+// group sorted by level fairshare, a run of tied siblings is treated as
+// one:
 //
 //  1. Tied leaves share a rank, the one the first of them would get; the
 //     ranks after the run continue as if there were no tie (competition
@@ -60,12 +65,16 @@ func (s *View) rankGroup(lo, hi int, inherit int32) {
 	slices.SortFunc(g, s.cmpSiblings)
 	for i := 0; i < len(g); {
 		j := i + 1
-		for j < len(g) && s.level[g[j]] == s.level[g[i]] {
+		for j < len(g) && tied(s.level[g[j-1]], s.level[g[j]]) {
 			j++
 		}
+		if j-i > 1 {
+			// Leaves first, then by name, within the run.
+			slices.SortFunc(g[i:j], s.cmpInRun)
+		}
 		rank := s.nextR
-		tied := i == 0 && inherit > 0
-		if tied {
+		shared := i == 0 && inherit > 0
+		if shared {
 			rank = inherit
 		}
 		// Leaves sort first within a run (rule 1).
@@ -74,7 +83,7 @@ func (s *View) rankGroup(lo, hi int, inherit int32) {
 			s.rank[g[k]] = rank
 			s.nextR--
 		}
-		tied = tied || k > i
+		shared = shared || k > i
 		// Accounts of the run: pool their children (rule 2).
 		top := hi
 		for _, a := range g[k:j] {
@@ -85,7 +94,7 @@ func (s *View) rankGroup(lo, hi int, inherit int32) {
 		}
 		if top > hi {
 			inh := int32(0)
-			if tied {
+			if shared {
 				inh = rank
 			}
 			s.rankGroup(hi, top, inh)
@@ -94,12 +103,36 @@ func (s *View) rankGroup(lo, hi int, inherit int32) {
 	}
 }
 
+// tieTolerance is the relative difference within which two level
+// fairshares tie: far above the rounding of the charges and decays that
+// make them, far below any difference of usage that means something.
+const tieTolerance = 1e-9
+
+// tied reports whether level fairshares a and b tie (equal, both +Inf
+// included, or within tieTolerance of each other).
+func tied(a, b float64) bool {
+	if a == b {
+		return true
+	}
+	if math.IsInf(a, 0) || math.IsInf(b, 0) {
+		return false // one infinite, the other not (or of the other sign)
+	}
+	return math.Abs(a-b) <= tieTolerance*max(math.Abs(a), math.Abs(b))
+}
+
 // cmpSiblings orders a sibling group: level fairshare descending, leaves
-// before accounts, then by name.
+// before accounts, then by name. (rankGroup then orders each run of tied
+// levels by cmpInRun.)
 func (s *View) cmpSiblings(a, b int32) int {
 	if la, lb := s.level[a], s.level[b]; la != lb {
 		return cmp.Compare(lb, la)
 	}
+	return s.cmpInRun(a, b)
+}
+
+// cmpInRun orders a run of tied siblings: leaves before accounts, then by
+// name.
+func (s *View) cmpInRun(a, b int32) int {
 	if al, bl := s.st.isLeaf(a), s.st.isLeaf(b); al != bl {
 		if al {
 			return -1

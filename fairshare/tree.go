@@ -484,7 +484,10 @@ func (t *Tree) SetUsage(recs []UsageRecord) error {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("usage of account %q: %w", r.Account, err))
 		}
-		seen[i], idx[k] = ok, i
+		if ok {
+			seen[i] = true // an unknown account is not the root (i 0)
+		}
+		idx[k] = i
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
