@@ -127,7 +127,9 @@ type cycle struct {
 	// as under EASY backfill.
 	backlog, heldAbove bool
 	// reoffer is set when the walk let go of GPUs of a hold after it
-	// refused a job ranked above its gang for them (releaseHold).
+	// refused a job ranked above its gang for them (releaseHold), or
+	// started a job whose reservation was due off its planned GPUs
+	// (tryStart).
 	reoffer bool
 	// smallClosed is resvClosed for jobs below Config.ReservationMinGPUs:
 	// set once the walk has passed such a job while another held the one
@@ -1357,7 +1359,18 @@ func (c *cycle) tryStart(j *jobRec) bool {
 	if !res.Admitted {
 		return c.tryLent(j, spec)
 	}
-	return c.startChecked(j)
+	due := j.resv != nil && !j.resv.start.After(c.now)
+	if !c.startChecked(j) {
+		return false
+	}
+	if due {
+		// A due reservation held its GPUs from now, and the walk may
+		// have refused them to a job ranked above it; started where it
+		// fits best, it lets go of those it does not use. The next cycle
+		// offers them again in priority order, at once (as releaseHold).
+		c.reoffer = true
+	}
+	return true
 }
 
 // startCutOnPlan starts job j, whose due reservation r has its planned

@@ -510,3 +510,60 @@ func TestHoldTakenOverStartsAtOnce(t *testing.T) {
 	}
 	startsAtOnce(t, e, now, "S")
 }
+
+// TestDueReservationStartedElsewhereReoffers: R (two nodes, reserved on
+// nodes 0-1 from X's end at 2h) is found at 40m to start now on nodes 0-1
+// (X ended; O, on node 0, ran past its limit and is taken to end now), so
+// its reservation moves to now and holds node 1, and H, ranked above R,
+// is refused node 1 and reserved after R. In the walk R starts where it
+// fits best now (nodes 6-7, free since B1 ended) and lets node 1 go.
+// NextEvent then named H's reservation an hour away, though a cycle a
+// second later started H (found by a helper's probe). Now a due
+// reservation started off its planned GPUs asks for a cycle at once, as a
+// hold let go after it refused a job does, and that cycle starts H.
+func TestDueReservationStartedElsewhereReoffers(t *testing.T) {
+	c := opsCluster(t) // 8 nodes of 8 GPUs, two leaves
+	cfg := DefaultConfig()
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+	require.NoError(t, err)
+	on := func(nodes ...int) gang.Spec {
+		s := c.NewNodeSet()
+		for _, n := range nodes {
+			s.Set(uint(n))
+		}
+		r := placement.NodesOf(len(nodes), 8)
+		r.Allowed = s
+		return gang.Spec{Members: []gang.Member{{Name: "m", Request: r}}}
+	}
+	cycle := func(now time.Time) *Plan {
+		p, err := e.Schedule(now)
+		require.NoError(t, err)
+		for _, s := range p.Starts {
+			require.NoError(t, e.Started(s.Job, now))
+		}
+		return p
+	}
+	at := func(d time.Duration) time.Time { return epoch.Add(d) }
+	require.NoError(t, e.Submit(Job{ID: "O", Account: "a", TimeLimit: 30 * time.Minute, Gang: on(0)}, epoch))
+	require.NoError(t, e.Submit(Job{ID: "B", Account: "a", TimeLimit: 2 * time.Hour, Gang: on(2, 3, 4, 5)}, epoch))
+	require.NoError(t, e.Submit(Job{ID: "B1", Account: "a", TimeLimit: 2 * time.Hour, Gang: on(6, 7)}, epoch))
+	require.NoError(t, e.Submit(Job{ID: "X", Account: "a", TimeLimit: 2 * time.Hour, Gang: on(1)}, epoch))
+	require.Len(t, cycle(epoch).Starts, 4)
+	require.NoError(t, e.Submit(Job{ID: "R", Account: "a", QOS: 0.5, TimeLimit: time.Hour,
+		Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: placement.NodesOf(2, 8)}}}}, at(time.Minute)))
+	p := cycle(at(time.Minute))
+	require.Equal(t, map[string]time.Time{"R": at(2 * time.Hour)}, reservedStarts(p), p.Describe(c, epoch))
+
+	require.NoError(t, e.Finished("X", at(40*time.Minute)))
+	require.NoError(t, e.Finished("B1", at(40*time.Minute)))
+	require.NoError(t, e.Submit(Job{ID: "H", Account: "a", QOS: 1, TimeLimit: 10 * time.Minute, Gang: on(1)}, at(40*time.Minute)))
+	p = cycle(at(40 * time.Minute))
+	require.Equal(t, []string{"R"}, startedIDs(p), p.Describe(c, epoch))
+	next, ok := e.NextEvent()
+	require.True(t, ok)
+	require.Equal(t, at(40*time.Minute).Add(time.Nanosecond), next, "node 1, let go, is offered again at once")
+	p = cycle(at(40*time.Minute + time.Second))
+	require.Equal(t, []string{"H"}, startedIDs(p), p.Describe(c, epoch))
+	next, _ = e.NextEvent()
+	require.True(t, next.After(at(40*time.Minute+time.Second)), "no cycle owed: %v", next)
+}

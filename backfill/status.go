@@ -204,9 +204,11 @@ func FormatJobs(jobs []JobStatus, epoch time.Time) string {
 // NextEvent returns the earliest time after the latest one seen at which
 // the plan can change without a new event: at once (the latest time seen
 // plus a nanosecond) when the last cycle left a reservation slot free for
-// the next cycle to offer in priority order (see Schedule), or let go of
-// a hold's GPUs after it refused them to a job (see Hold mode), a
-// reservation's planned start,
+// the next cycle to offer in priority order (see Schedule), let go of
+// a hold's GPUs after it refused them to a job (see Hold mode), or
+// started a job whose reservation was due off its planned GPUs (which
+// the reservation held from the cycle's time, refusing them to jobs
+// ranked above it), a reservation's planned start,
 // a hold's expiry (its budget spent at the rate it holds GPUs now), the
 // end of a waiting job's patience or hold cool-down,
 // an active job's time limit, the end of the exempt time of a running job
