@@ -145,9 +145,9 @@ func (u unitDesc) nodeWords(n int) string {
 	case u.g == 0:
 		return "idle " + node
 	case u.excl:
-		return fmt.Sprintf("idle %s with at least %d GPUs", node, u.g)
+		return fmt.Sprintf("idle %s with at least %d %s", node, u.g, pluralWord("GPU", u.g))
 	}
-	return fmt.Sprintf("%s with %d free GPUs", node, u.g)
+	return fmt.Sprintf("%s with %d free %s", node, u.g, pluralWord("GPU", u.g))
 }
 
 // String renders the reason in a user's words.

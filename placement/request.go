@@ -116,11 +116,11 @@ func (r *Request) String() string {
 	var s string
 	switch {
 	case r.GPUs > 0:
-		s = fmt.Sprintf("%d GPUs", r.GPUs)
+		s = fmt.Sprintf("%d %s", r.GPUs, pluralWord("GPU", r.GPUs))
 	case r.GPUsPerNode == 0:
-		s = fmt.Sprintf("%d whole nodes", r.Nodes)
+		s = fmt.Sprintf("%d whole %s", r.Nodes, pluralWord("node", r.Nodes))
 	default:
-		s = fmt.Sprintf("%d nodes x %d GPUs", r.Nodes, r.GPUsPerNode)
+		s = fmt.Sprintf("%d %s x %d %s", r.Nodes, pluralWord("node", r.Nodes), r.GPUsPerNode, pluralWord("GPU", r.GPUsPerNode))
 	}
 	if r.Exclusive && (r.GPUsPerNode != 0 || r.GPUs > 0) {
 		s += ", exclusive"
@@ -132,7 +132,7 @@ func (r *Request) String() string {
 		s += ", preferred " + r.Preferred
 	}
 	if r.MaxDomains > 0 {
-		s += fmt.Sprintf(", at most %d %s", r.MaxDomains, orDefault(r.MaxDomainsLevel, "lowest-level domains"))
+		s += fmt.Sprintf(", at most %d %s", r.MaxDomains, plural(orDefault(r.MaxDomainsLevel, "lowest-level domain"), r.MaxDomains))
 	}
 	if r.SegmentSize > 1 {
 		s += fmt.Sprintf(", segments of %d per %s", r.SegmentSize, orDefault(r.SegmentLevel, "lowest-level domain"))
