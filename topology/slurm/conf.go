@@ -105,6 +105,11 @@ func ParseConf(fsys fs.FS, name string, opts Options) (topology.ClusterSpec, []t
 	}
 	if col.Len() == 0 && len(lay.names) == 0 {
 		col.Addf(name, 0, topology.ErrInvalidSpec, "no switch holds a node")
+		// The switches left out say why, on their lines (a warning
+		// alone is lost with the error).
+		for _, d := range warn.List() {
+			col.Add(d)
+		}
 	}
 	return finish(&lay, &known, name, &opts, col, warn)
 }

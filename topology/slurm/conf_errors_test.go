@@ -140,7 +140,11 @@ func TestConfErrors(t *testing.T) {
 		{"duplicate slurm.conf nodes", "SwitchName=s0 Nodes=n1\n", Options{Nodes: []string{"n[1-2]", "n2"}}, topology.ErrDuplicate,
 			[]string{"Options.Nodes: ", "listed twice: n2"}},
 		{"only empty switches", "SwitchName=s0\nSwitchName=s1 Switches=s0\n", Options{}, topology.ErrInvalidSpec,
-			[]string{"topology.conf: ", "no switch holds a node"}},
+			[]string{"topology.conf: ", "no switch holds a node", "topology.conf:1:", `switch "s0" has neither`, "topology.conf:2:", `switch "s1"`}},
+		// As in Slurm, "Nodes=n1" is the switch's name: the error names
+		// the line and the switch left out (found by a helper's probe).
+		{"a switch name left empty", "SwitchName= Nodes=n1\n", Options{}, topology.ErrInvalidSpec,
+			[]string{"no switch holds a node", "topology.conf:1:", `switch "Nodes=n1" has neither nodes nor child switches`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -151,10 +155,8 @@ func TestConfErrors(t *testing.T) {
 			if spec.Levels != nil || spec.Nodes != nil || warnings != nil {
 				t.Errorf("a spec or warnings with the error")
 			}
-			want := 1
-			if tt.name == "node in two blocks" {
-				want = 2
-			}
+			want := map[string]int{"node in two blocks": 2, "only empty switches": 3, "a switch name left empty": 2}[tt.name]
+			want = max(want, 1)
 			checkDefects(t, err, want, tt.err, tt.want...)
 			c, _, err2 := LoadConf(confFS(tt.conf), "topology.conf", tt.opts)
 			if c != nil || err2 == nil || err2.Error() != err.Error() {
