@@ -421,8 +421,9 @@ func (s *quotaState) idleKept(p int) int {
 // outcome code binds at a parent a (its maximum or its pool) only because
 // other queues use their guarantees: q would borrow (its use and g are
 // past its guarantee), no queue under a on another side than q's uses
-// more than its guarantee, and the use of those other sides is at least
-// what the check lacks (without it, q's own side would fit).
+// more than its guarantee, and the GPUs those other sides use (in use,
+// not kept idle by a lending limit, which the reason names apart) are at
+// least what the check lacks (without them, q's own side would fit).
 func (s *quotaState) guarded(q, g, code, a int) bool {
 	if code != quotaMaximum && code != quotaPool || a < 0 || a == q || !s.isAncestor(a, q) || s.used[q]+g <= s.guar[q] {
 		return false
@@ -435,7 +436,12 @@ func (s *quotaState) guarded(q, g, code, a int) bool {
 	if code == quotaPool {
 		use, lim = s.eff, s.ceil
 	}
-	others := use[a] - use[side]
+	others := 0
+	for _, c := range s.kids[a] {
+		if c != side {
+			others += s.used[c]
+		}
+	}
 	if others <= 0 || others < use[a]+g-lim[a] {
 		return false
 	}

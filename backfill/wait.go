@@ -431,6 +431,10 @@ func (c *cycle) move(r *reservation, t time.Time, k keep) {
 		cause, by := c.blame(k)
 		c.plan.Moves = append(c.plan.Moves, Move{Job: r.job.job.ID, From: r.start, To: t, Cause: cause, By: by})
 	}
+	// Moved, it no longer holds its GPUs on from now for its quota: a
+	// reservation that slips behind it is blamed on this move's cause
+	// (a chain), not on its quota.
+	r.quotaHeld = false
 	old := r.end
 	r.start, r.end = t, time.Time{}
 	if l := r.job.job.TimeLimit; l > 0 {
