@@ -239,7 +239,7 @@ func (m *Result) countJobs(r *runner, end time.Duration) {
 			bsld += max(1, float64(o.End-o.Submit)/float64(run))
 		case o.Started:
 			m.Running++
-			o.GPUSeconds += float64(o.GPUs) * (end - o.Start).Seconds()
+			o.GPUSeconds += r.runGPUSeconds(i, end)
 			lastEnd = max(lastEnd, end)
 		case o.Submit <= end && !o.Rejected:
 			m.Pending++

@@ -48,7 +48,7 @@ func (r *runner) runPodByPod() error {
 				}
 				o := &r.out[ev.job]
 				o.End, o.Finished = now, true
-				o.GPUSeconds += float64(j.GPUs) * (now - o.Start).Seconds()
+				o.GPUSeconds += float64(r.gpus[ev.job]) * (now - o.Start).Seconds()
 				r.running--
 				r.addBusy(ev.job, -1)
 				r.leave(ev.job)
@@ -82,7 +82,7 @@ func (r *runner) runPodByPod() error {
 				o := &r.out[i]
 				o.Start, o.Started = now, true
 				o.Leaves = r.podLeaves(b, j)
-				r.gpus[i], r.since[i] = j.GPUs, now
+				r.gpus[i], r.since[i] = j.shapeGPUs(), now // bound: whole pods of its shape
 				r.running++
 				r.pending--
 				r.addBusy(i, +1)

@@ -66,7 +66,7 @@ func (r *runner) release(e *backfill.Engine, i int, abs time.Time) error {
 	}
 	o := &r.out[i]
 	r.m.Preemptions++
-	r.m.PreemptedGPUSeconds += float64(r.jobs[i].GPUs) * (r.now - o.Start).Seconds()
+	r.m.PreemptedGPUSeconds += r.runGPUSeconds(i, r.now)
 	o.Preemptions++
 	r.stopRun(i)
 	r.requeue(i)

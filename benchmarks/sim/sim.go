@@ -613,7 +613,7 @@ func (r *runner) restart(i int, now time.Duration, g int) {
 	} else {
 		r.m.Shrinks++
 	}
-	full, old := r.jobs[i].GPUs, r.gpus[i]
+	full, old := r.jobs[i].shapeGPUs(), r.gpus[i]
 	run := now - r.segment[i]
 	kept := time.Duration(0)
 	if c := r.cfg.Checkpoint; c > 0 {
@@ -672,7 +672,9 @@ func (r *runner) applyPlan(e *backfill.Engine, plan *backfill.Plan) error {
 				return err
 			}
 		}
-		d := time.Duration(float64(r.jobs[i].Duration) * float64(r.jobs[i].GPUs) / float64(r.gpus[i]))
+		// Its run time is at full size: the GPUs of its shape (a job of 12
+		// GPUs runs on two whole 8-GPU nodes), not the GPUs it asked for.
+		d := time.Duration(float64(r.jobs[i].Duration) * float64(r.jobs[i].shapeGPUs()) / float64(r.gpus[i]))
 		if l := r.jobs[i].TimeLimit; l > 0 && d > l {
 			d = l // killed at its limit
 		}
@@ -716,7 +718,13 @@ func (r *runner) idle() bool {
 	repair := false
 	for _, e := range r.q {
 		switch e.kind {
-		case evSubmit, evFinish, evRelease:
+		case evFinish:
+			if e.gen == r.gen[e.job] {
+				return false
+			}
+			// A finish cancelled by a restart (a failure under Fail,
+			// requeue, replace or shrink) is no work to come.
+		case evSubmit, evRelease:
 			return false
 		case evRepair:
 			repair = true

@@ -35,6 +35,11 @@ type TraceJob struct {
 	GPUs, Nodes, GPUsPerNode int
 }
 
+// shapeGPUs returns the GPUs job j's gang shape holds (Nodes x
+// GPUsPerNode): its run time is at this size, which may exceed GPUs (a job
+// of 12 GPUs on two whole 8-GPU nodes).
+func (j *TraceJob) shapeGPUs() int { return j.Nodes * j.GPUsPerNode }
+
 // TraceOptions shapes a trace for a cluster.
 type TraceOptions struct {
 	// NodeGPUs is the GPU count of the cluster's nodes (default 8). A job
