@@ -32,9 +32,10 @@
 //   - FairTree (the default): each account's level fairshare is
 //     LF = (shares/siblings' shares) / (usage/parent's usage); the tree is
 //     walked depth first, siblings by LF, and the leaves get ranks N..1,
-//     factor rank/N. Ties (LFs equal up to rounding, within a relative
-//     1e-9, so that the order charges arrive in or Decay steps cannot
-//     split them): tied leaves share a rank; tied accounts are
+//     factor rank/N. Ties (LFs equal up to rounding: in the sorted
+//     siblings, each within a relative 1e-9 of the one before it, so that
+//     the order charges arrive in or Decay steps cannot split them): tied
+//     leaves share a rank; tied accounts are
 //     merged; leaves tied with accounts share their rank with the accounts'
 //     best users (as Slurm documents it; Slurm's code does not merge).
 //     Zero shares give LF 0; no usage gives LF +Inf.

@@ -75,3 +75,22 @@ func TestFailEndsAtLastEvent(t *testing.T) {
 		t.Errorf("the job failed at %v and its node was repaired an hour later, but End is %v", a.End, r.End)
 	}
 }
+
+// TestWholeNodeShape: a job built by hand as whole nodes (GPUsPerNode 0)
+// holds its nodes' GPUs, which its GPUs stand for: it runs its hour under
+// every policy (a review found it finished at once, and pod-by-pod
+// panicking, when its shape was counted as Nodes x GPUsPerNode = 0 GPUs).
+func TestWholeNodeShape(t *testing.T) {
+	jobs := []TraceJob{{ID: "w", Account: "x", Duration: time.Hour, GPUs: 8, Nodes: 1, GPUsPerNode: 0}}
+	for _, p := range []Policy{PodByPod, GangFIFO, GangBackfill, Phalanx} {
+		t.Run(p.String(), func(t *testing.T) {
+			r, err := Run(Config{Cluster: twoNodes(t), Policy: p}, jobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o := r.Outcomes[0]; o.End-o.Start != time.Hour || o.GPUSeconds != 8*3600 {
+				t.Errorf("ran %v on %v GPU-seconds, want 1h and %v", o.End-o.Start, o.GPUSeconds, 8*3600)
+			}
+		})
+	}
+}

@@ -37,8 +37,15 @@ type TraceJob struct {
 
 // shapeGPUs returns the GPUs job j's gang shape holds (Nodes x
 // GPUsPerNode): its run time is at this size, which may exceed GPUs (a job
-// of 12 GPUs on two whole 8-GPU nodes).
-func (j *TraceJob) shapeGPUs() int { return j.Nodes * j.GPUsPerNode }
+// of 12 GPUs on two whole 8-GPU nodes). A shape of whole nodes
+// (GPUsPerNode 0, which only a caller building jobs by hand gives) holds
+// its nodes' GPUs, which the job's GPUs stand for.
+func (j *TraceJob) shapeGPUs() int {
+	if j.GPUsPerNode == 0 {
+		return j.GPUs
+	}
+	return j.Nodes * j.GPUsPerNode
+}
 
 // TraceOptions shapes a trace for a cluster.
 type TraceOptions struct {
