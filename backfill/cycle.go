@@ -126,6 +126,9 @@ type cycle struct {
 	// while no waiting job before it in the walk holds one (heldAbove),
 	// as under EASY backfill.
 	backlog, heldAbove bool
+	// contending is set while a job is tested (wait) when a lower-ranked
+	// gang's hold keeps it waiting within the hysteresis (contendHold).
+	contending bool
 	// reoffer is set when the walk let go of GPUs of a hold after it
 	// refused a job ranked above its gang for them (releaseHold), or
 	// started a job whose reservation was due off its planned GPUs
@@ -731,7 +734,7 @@ func (c *cycle) walk(order []*jobRec) {
 		} else {
 			w.Priority = c.priority(rank, j)
 		}
-		j.wait = *w
+		j.wait, j.exemptRestored = *w, false
 		if w.Hold != nil {
 			// The plan's listing shares w's status: the record keeps its
 			// own, which a caller changing the plan cannot reach.
@@ -1487,7 +1490,7 @@ func (c *cycle) start(j *jobRec) {
 	if e.quota != nil && j.job.TimeLimit > 0 && j.late() {
 		c.late = append(c.late, j) // for the reservations kept up after it (lateQuota)
 	}
-	j.wait, j.waitID = Waiting{}, 0
+	j.wait, j.waitID, j.exemptRestored = Waiting{}, 0, false
 	var st *Start
 	c.plan.Starts, st = extend(c.plan.Starts)
 	alloc := st.Allocation

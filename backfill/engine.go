@@ -386,7 +386,7 @@ func (e *Engine) requeue(j *jobRec) {
 	j.phase = StatePending
 	j.requeues++
 	j.start, j.promised, j.lastCharge = time.Time{}, time.Time{}, time.Time{}
-	j.wait, j.waitID = Waiting{}, 0
+	j.wait, j.waitID, j.exemptRestored = Waiting{}, 0, false
 	e.enqueue(j)
 }
 

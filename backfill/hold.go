@@ -304,6 +304,7 @@ func (c *cycle) contendHold(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 		if h.held > 0 && c.now.Before(giveUp) {
 			w.Blocker, w.Until = h.job.job.ID, giveUp
 			h.refused = true // a lower-ranked hold: it may end later in the walk
+			c.contending = true
 			return true
 		}
 	}

@@ -121,9 +121,14 @@ type jobRec struct {
 	// the nodes in service with every active job ended (0: not known).
 	noFitGen uint64
 	// holdBlockedSince is when a lower-ranked gang's hold first kept the
-	// GPUs it needs (for the hysteresis).
+	// GPUs it needs, in the run of tests that found it so (for the
+	// hysteresis); zero once a test finds it otherwise (wait).
 	holdBlockedSince time.Time
 	wait             Waiting // the last cycle's reason
+	// exemptRestored marks a restored waiting job whose last test before
+	// the snapshot found only victims inside their exempt time
+	// (JobRecord.PreemptExempt), until its next test sets wait.
+	exemptRestored bool
 	// Ended jobs.
 	ended time.Time
 }

@@ -530,6 +530,14 @@ func (e *Engine) released(j *jobRec) {
 	j.victimOf, j.preemptedAt, j.preemptedBy = nil, time.Time{}, ""
 }
 
+// exemptBlocked reports whether waiting job j's last test found that the
+// only victims it could preempt were inside their exempt time (or
+// protected), before a snapshot too.
+func (j *jobRec) exemptBlocked() bool {
+	c := j.wait.Preempt.Code
+	return j.exemptRestored || j.wait.PreemptTried && (c == preempt.Exempt || c == preempt.Protected)
+}
+
 // exemptEnd returns the earliest end after the latest time seen of an
 // exempt time that keeps a waiting job from preempting (its last search
 // said the only victims were exempt), or false.
@@ -539,7 +547,7 @@ func (e *Engine) exemptEnd() (time.Time, bool) {
 	}
 	top, any := 0, false
 	for _, j := range e.jobs.pending {
-		if c := j.wait.Preempt.Code; j.wait.PreemptTried && (c == preempt.Exempt || c == preempt.Protected) && (!any || j.job.Class > top) {
+		if j.exemptBlocked() && (!any || j.job.Class > top) {
 			top, any = j.job.Class, true
 		}
 	}

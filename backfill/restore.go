@@ -388,6 +388,10 @@ func (r *restorer) job(jr *JobRecord) *jobRec {
 		r.bad("%v", err)
 	}
 	j.seq, j.requeues, j.holdExpiry, j.holdBlockedSince = jr.Seq, jr.Requeues, jr.HoldExpiry, jr.HoldBlocked
+	if jr.PreemptExempt && jr.State != StatePending && jr.State != StateReserved && jr.State != StateHeld && jr.State != StateRequeued {
+		return fail("marked as waiting on exempt victims but %s", jr.State)
+	}
+	j.exemptRestored = jr.PreemptExempt
 	j.start, j.promised, j.lastCharge, j.ended = jr.Start, jr.Promised, jr.LastCharge, jr.Ended
 	j.checkpoint, j.preemptedAt, j.preemptedBy, j.preemptions = jr.Checkpoint, jr.PreemptedAt, jr.PreemptedBy, jr.Preemptions
 	j.acct = e.accts.index(job.Account)

@@ -186,6 +186,11 @@ type JobRecord struct {
 	// Tested is a waiting job's latest test while it waits, a number of
 	// Snapshot.Tests (0: none).
 	Tested uint64 `json:"tested,omitempty"`
+	// PreemptExempt marks a waiting job whose last test found that the
+	// only victims it could preempt were inside their exempt time (or
+	// protected): Engine.NextEvent names the end of the first such
+	// exempt time, after a restore too.
+	PreemptExempt bool `json:"preempt_exempt,omitempty"`
 }
 
 // PatienceRecord is a job's Patience.
@@ -289,7 +294,7 @@ func (e *Engine) jobRecord(j *jobRec) JobRecord {
 		Class: jb.Class, Grow: jb.Grow, Checkpoint: j.checkpoint, PreemptedAt: j.preemptedAt, PreemptedBy: j.preemptedBy, Preemptions: j.preemptions,
 		Queue: jb.Queue, Recabled: j.recabled}
 	if j.phase == StatePending {
-		r.Tested = j.tested
+		r.Tested, r.PreemptExempt = j.tested, j.exemptBlocked()
 	}
 	if j.moved != nil {
 		mv := *j.moved // the snapshot's own
