@@ -269,7 +269,10 @@
 // reasons count the other nodes as "outside queue q's pool"); a
 // pool lends its idle nodes to another through a queue on its nodes that
 // borrows its unused quota, and its lending limit is the floor it never
-// lends (examples/hybrid). Limits and pools bind starts: restored under a
+// lends (examples/hybrid), as long as that queue can borrow from no other
+// queue: quotas count GPUs, not nodes, so GPUs another queue lends it
+// are taken on the pool's nodes too, floor included (the other pools of
+// examples/hybrid lend nothing). Limits and pools bind starts: restored under a
 // config that lowered or moved them (Restore), running jobs stay where
 // and as they run, and their queues take nothing more until back within
 // the limits. Reclaim takes only from queues that borrow: a
