@@ -126,7 +126,7 @@ type cycle struct {
 	// while no waiting job before it in the walk holds one (heldAbove),
 	// as under EASY backfill.
 	backlog, heldAbove bool
-	// contending is set while a job is tested (wait) when a lower-ranked
+	// contending is set while a job is tested (test) when a lower-ranked
 	// gang's hold keeps it waiting within the hysteresis (contendHold).
 	contending bool
 	// reoffer is set when the walk let go of GPUs of a hold after it
@@ -840,7 +840,23 @@ func (c *cycle) priorityID(code WaitCode, blocker string) uint64 {
 // and reports true. w's priority is left for the walk to fill when it
 // lists the reason. When the plan lists only changes and the job's
 // reason is unchanged (hitID is its ID), w may be left unwritten.
+//
+// Unless the test ends waiting behind a lower-ranked gang's hold within
+// the hysteresis (contendHold), it clears j's hysteresis clock: the
+// hysteresis counts afresh when such a hold keeps it waiting again (a
+// clock left from an earlier wait, before a start and a requeue, a quota
+// wait or a drain, passed holds on at once).
 func (c *cycle) test(j *jobRec, w *Waiting) bool {
+	c.contending = false
+	waits := c.testJob(j, w)
+	if !c.contending {
+		j.holdBlockedSince = time.Time{}
+	}
+	return waits
+}
+
+// testJob is test without the hysteresis clock's upkeep.
+func (c *cycle) testJob(j *jobRec, w *Waiting) bool {
 	if c.e.quota != nil {
 		*w = Waiting{Job: j.job.ID}
 		if c.quotaGate(j, w) {

@@ -387,6 +387,7 @@ func (e *Engine) requeue(j *jobRec) {
 	j.requeues++
 	j.start, j.promised, j.lastCharge = time.Time{}, time.Time{}, time.Time{}
 	j.wait, j.waitID, j.exemptRestored = Waiting{}, 0, false
+	j.holdBlockedSince = time.Time{} // (test clears it too; a snapshot may hold one)
 	e.enqueue(j)
 }
 

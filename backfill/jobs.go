@@ -122,7 +122,7 @@ type jobRec struct {
 	noFitGen uint64
 	// holdBlockedSince is when a lower-ranked gang's hold first kept the
 	// GPUs it needs, in the run of tests that found it so (for the
-	// hysteresis); zero once a test finds it otherwise (wait).
+	// hysteresis); zero once a test finds it otherwise (cycle.test).
 	holdBlockedSince time.Time
 	wait             Waiting // the last cycle's reason
 	// exemptRestored marks a restored waiting job whose last test before

@@ -647,3 +647,46 @@ func TestNextEventExemptEndAfterRestore(t *testing.T) {
 	require.Len(t, p.Preemptions, 1, p.Describe(c, epoch))
 	require.Equal(t, "V", p.Preemptions[0].Victim)
 }
+
+// TestHysteresisAfterARequeue: Y waits behind X's hold within the
+// hysteresis, then starts elsewhere (nodes 4-5, freed), fails two hours
+// later and is requeued. A test that started Y kept its clock (only a
+// test ending in a wait cleared it), so the requeued Y took X's hold over
+// at once (found by a review). Now every test that does not end waiting
+// behind a lower-ranked hold clears the clock: Y waits the hysteresis
+// again.
+func TestHysteresisAfterARequeue(t *testing.T) {
+	e, pinned := holdEndEngine(t, 100*time.Hour)
+	for _, j := range []Job{pinned("U1", 0, 2, 0), pinned("U2", 2, 4, 0), pinned("U3", 4, 6, 0), pinned("U4", 6, 8, 0)} {
+		require.NoError(t, e.Submit(j, epoch))
+	}
+	startAll(t, e, epoch)
+	require.NoError(t, e.Submit(pinned("X", 0, 4, 0), epoch))
+	p := startAll(t, e, epoch.Add(time.Minute))
+	require.Len(t, p.Holds, 1, p.Describe(e.c, epoch))
+	t1 := epoch.Add(10 * time.Minute)
+	require.NoError(t, e.Finished("U1", t1))
+	startAll(t, e, t1)
+	on := e.c.NewNodeSet()
+	for _, n := range []uint{0, 1, 4, 5} {
+		on.Set(n)
+	}
+	require.NoError(t, e.Submit(Job{ID: "Y", Account: "a", QOS: 1, Gang: member(placement.Request{Nodes: 2, GPUsPerNode: 8, Allowed: on})}, t1))
+	p = startAll(t, e, t1)
+	require.Equal(t, WaitForHold, waitingOf(p, "Y").Code, p.Describe(e.c, epoch))
+	require.Equal(t, t1.Add(30*time.Minute), waitingOf(p, "Y").Until)
+
+	t2 := t1.Add(5 * time.Minute)
+	require.NoError(t, e.Finished("U3", t2))
+	p = startAll(t, e, t2)
+	require.Equal(t, []string{"Y"}, startedIDs(p), p.Describe(e.c, epoch))
+
+	t3 := t1.Add(2 * time.Hour)
+	require.NoError(t, e.Drain(topology.NodeID(4), t3))
+	require.NoError(t, e.Failed("Y", t3, true))
+	p = startAll(t, e, t3)
+	require.Empty(t, p.HoldEnds, p.Describe(e.c, epoch))
+	w := waitingOf(p, "Y")
+	require.Equal(t, WaitForHold, w.Code, p.Describe(e.c, epoch))
+	require.Equal(t, t3.Add(30*time.Minute), w.Until, "the hysteresis counts from now")
+}

@@ -15,18 +15,6 @@ import (
 // reason; a job that may preempt and would not start soon otherwise
 // first looks for victims.
 func (c *cycle) wait(j *jobRec, w *Waiting) {
-	c.contending = false
-	c.waitAs(j, w)
-	if !c.contending {
-		// Not kept waiting by a lower-ranked gang's hold this time: the
-		// hysteresis counts afresh when one keeps it waiting again (a
-		// clock left from an earlier wait passed holds on at once).
-		j.holdBlockedSince = time.Time{}
-	}
-}
-
-// waitAs is wait without the hysteresis clock's upkeep.
-func (c *cycle) waitAs(j *jobRec, w *Waiting) {
 	spec, patient := c.specFor(j)
 	failed := c.lastRes
 	if c.e.quota != nil && c.reclaimGuarantee(j, w) {
