@@ -535,37 +535,55 @@ func TestDueReservationStartedElsewhereReoffers(t *testing.T) {
 		r.Allowed = s
 		return gang.Spec{Members: []gang.Member{{Name: "m", Request: r}}}
 	}
-	cycle := func(now time.Time) *Plan {
-		p, err := e.Schedule(now)
-		require.NoError(t, err)
-		for _, s := range p.Starts {
-			require.NoError(t, e.Started(s.Job, now))
-		}
-		return p
-	}
 	at := func(d time.Duration) time.Time { return epoch.Add(d) }
 	require.NoError(t, e.Submit(Job{ID: "O", Account: "a", TimeLimit: 30 * time.Minute, Gang: on(0)}, epoch))
 	require.NoError(t, e.Submit(Job{ID: "B", Account: "a", TimeLimit: 2 * time.Hour, Gang: on(2, 3, 4, 5)}, epoch))
 	require.NoError(t, e.Submit(Job{ID: "B1", Account: "a", TimeLimit: 2 * time.Hour, Gang: on(6, 7)}, epoch))
 	require.NoError(t, e.Submit(Job{ID: "X", Account: "a", TimeLimit: 2 * time.Hour, Gang: on(1)}, epoch))
-	require.Len(t, cycle(epoch).Starts, 4)
+	require.Len(t, startAll(t, e, epoch).Starts, 4)
 	require.NoError(t, e.Submit(Job{ID: "R", Account: "a", QOS: 0.5, TimeLimit: time.Hour,
 		Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: placement.NodesOf(2, 8)}}}}, at(time.Minute)))
-	p := cycle(at(time.Minute))
+	p := startAll(t, e, at(time.Minute))
 	require.Equal(t, map[string]time.Time{"R": at(2 * time.Hour)}, reservedStarts(p), p.Describe(c, epoch))
 
 	require.NoError(t, e.Finished("X", at(40*time.Minute)))
 	require.NoError(t, e.Finished("B1", at(40*time.Minute)))
 	require.NoError(t, e.Submit(Job{ID: "H", Account: "a", QOS: 1, TimeLimit: 10 * time.Minute, Gang: on(1)}, at(40*time.Minute)))
-	p = cycle(at(40 * time.Minute))
+	p = startAll(t, e, at(40*time.Minute))
 	require.Equal(t, []string{"R"}, startedIDs(p), p.Describe(c, epoch))
 	next, ok := e.NextEvent()
 	require.True(t, ok)
 	require.Equal(t, at(40*time.Minute).Add(time.Nanosecond), next, "node 1, let go, is offered again at once")
-	p = cycle(at(40*time.Minute + time.Second))
+	p = startAll(t, e, at(40*time.Minute+time.Second))
 	require.Equal(t, []string{"H"}, startedIDs(p), p.Describe(c, epoch))
 	next, _ = e.NextEvent()
 	require.True(t, next.After(at(40*time.Minute+time.Second)), "no cycle owed: %v", next)
+}
+
+// pinnedJobs are jobs without a limit on nodes [lo, hi) (holdEndEngine).
+type pinnedJobs []struct {
+	id     string
+	lo, hi int
+}
+
+// xHoldsNodes01 returns holdEndEngine's engine running the jobs us, with
+// X (nodes 0-3, no limit) holding nodes 0-1 (16 GPUs) since U1 (on them)
+// ended at the time it returns.
+func xHoldsNodes01(t *testing.T, us pinnedJobs) (*Engine, time.Time) {
+	t.Helper()
+	e, pinned := holdEndEngine(t, 100*time.Hour)
+	for _, u := range us {
+		require.NoError(t, e.Submit(pinned(u.id, u.lo, u.hi, 0), epoch))
+	}
+	startAll(t, e, epoch)
+	require.NoError(t, e.Submit(pinned("X", 0, 4, 0), epoch))
+	p := startAll(t, e, epoch.Add(time.Minute))
+	require.Len(t, p.Holds, 1, p.Describe(e.c, epoch))
+	t1 := epoch.Add(10 * time.Minute)
+	require.NoError(t, e.Finished("U1", t1))
+	p = startAll(t, e, t1)
+	require.Equal(t, 16, p.Holds[0].GPUs, p.Describe(e.c, epoch))
+	return e, t1
 }
 
 // TestHysteresisCountsAfresh: X holds GPUs of its target (16 of 32);
@@ -578,20 +596,9 @@ func TestDueReservationStartedElsewhereReoffers(t *testing.T) {
 // gang that waited behind no hold the cycle before). The hysteresis now
 // counts afresh: Y waits behind X again, until 30 minutes from then.
 func TestHysteresisCountsAfresh(t *testing.T) {
-	e, pinned := holdEndEngine(t, 100*time.Hour)
-	for _, j := range []Job{pinned("U1", 0, 2, 0), pinned("U2", 2, 4, 0), pinned("U3", 4, 8, 0)} {
-		require.NoError(t, e.Submit(j, epoch))
-	}
-	startAll(t, e, epoch)
-	require.NoError(t, e.Submit(pinned("X", 0, 4, 0), epoch))
-	p := startAll(t, e, epoch.Add(time.Minute))
-	require.Len(t, p.Holds, 1, p.Describe(e.c, epoch))
-	t1 := epoch.Add(10 * time.Minute)
-	require.NoError(t, e.Finished("U1", t1))
-	p = startAll(t, e, t1)
-	require.Equal(t, 16, p.Holds[0].GPUs, p.Describe(e.c, epoch))
+	e, t1 := xHoldsNodes01(t, pinnedJobs{{"U1", 0, 2}, {"U2", 2, 4}, {"U3", 4, 8}})
 	require.NoError(t, e.Submit(Job{ID: "Y", Account: "a", QOS: 1, Gang: member(placement.NodesOf(7, 8))}, t1))
-	p = startAll(t, e, t1)
+	p := startAll(t, e, t1)
 	w := waitingOf(p, "Y")
 	require.Equal(t, WaitForHold, w.Code, p.Describe(e.c, epoch))
 	require.Equal(t, "X", w.Blocker)
@@ -656,23 +663,13 @@ func TestNextEventExemptEndAfterRestore(t *testing.T) {
 // behind a lower-ranked hold clears the clock: Y waits the hysteresis
 // again.
 func TestHysteresisAfterARequeue(t *testing.T) {
-	e, pinned := holdEndEngine(t, 100*time.Hour)
-	for _, j := range []Job{pinned("U1", 0, 2, 0), pinned("U2", 2, 4, 0), pinned("U3", 4, 6, 0), pinned("U4", 6, 8, 0)} {
-		require.NoError(t, e.Submit(j, epoch))
-	}
-	startAll(t, e, epoch)
-	require.NoError(t, e.Submit(pinned("X", 0, 4, 0), epoch))
-	p := startAll(t, e, epoch.Add(time.Minute))
-	require.Len(t, p.Holds, 1, p.Describe(e.c, epoch))
-	t1 := epoch.Add(10 * time.Minute)
-	require.NoError(t, e.Finished("U1", t1))
-	startAll(t, e, t1)
+	e, t1 := xHoldsNodes01(t, pinnedJobs{{"U1", 0, 2}, {"U2", 2, 4}, {"U3", 4, 6}, {"U4", 6, 8}})
 	on := e.c.NewNodeSet()
 	for _, n := range []uint{0, 1, 4, 5} {
 		on.Set(n)
 	}
 	require.NoError(t, e.Submit(Job{ID: "Y", Account: "a", QOS: 1, Gang: member(placement.Request{Nodes: 2, GPUsPerNode: 8, Allowed: on})}, t1))
-	p = startAll(t, e, t1)
+	p := startAll(t, e, t1)
 	require.Equal(t, WaitForHold, waitingOf(p, "Y").Code, p.Describe(e.c, epoch))
 	require.Equal(t, t1.Add(30*time.Minute), waitingOf(p, "Y").Until)
 

@@ -129,7 +129,7 @@ func (m *Member) checkPods(c *topology.Cluster, count int, where bool, dc *domai
 	for i := range count {
 		n, gpus := pod(i)
 		total += gpus
-		if where && (r.Allowed != nil && !r.Allowed.Test(uint(n)) || r.Excluded != nil && r.Excluded.Test(uint(n))) {
+		if where && !mayUse(r, int(n)) {
 			return fmt.Errorf("member %s: a pod on %s, a node its request does not allow", m.Name, c.NodeName(n))
 		}
 		if required >= 0 {

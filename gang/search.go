@@ -293,10 +293,8 @@ func (a *Admitter) classifyLeafBySets(s *topology.State, r *placement.Request, f
 		// 1<<15.
 		k <<= ps.nsets
 		for b, o := range ps.sets[:ps.nsets] {
-			if o.Allowed == nil || o.Allowed.Test(uint(i)) {
-				if o.Excluded == nil || !o.Excluded.Test(uint(i)) {
-					k += 1 << b
-				}
+			if mayUse(o, i) {
+				k += 1 << b
 			}
 		}
 		keys[i-lo] = k
@@ -322,7 +320,7 @@ func (a *Admitter) classKey(s *topology.State, r *placement.Request, i int) int1
 	if s.Status(topology.NodeID(i)) != topology.Up {
 		return -1
 	}
-	if r.Allowed != nil && !r.Allowed.Test(uint(i)) || r.Excluded != nil && r.Excluded.Test(uint(i)) {
+	if !mayUse(r, i) {
 		return -1
 	}
 	free := s.FreeCount(topology.NodeID(i))
@@ -334,6 +332,12 @@ func (a *Admitter) classKey(s *topology.State, r *placement.Request, i int) int1
 		return -1
 	}
 	return int16(2*free + boolInt(idle))
+}
+
+// mayUse reports whether request r may use node i: in its Allowed set
+// (when it has one) and not in its Excluded set.
+func mayUse(r *placement.Request, i int) bool {
+	return (r.Allowed == nil || r.Allowed.Test(uint(i))) && (r.Excluded == nil || !r.Excluded.Test(uint(i)))
 }
 
 func boolInt(b bool) int {

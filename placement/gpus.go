@@ -377,7 +377,6 @@ func (p *Placer) selKids(x int) []int32 {
 // runGPUSearch is searchGPULeaves without the arena bookkeeping.
 func (p *Placer) runGPUSearch(x, a, m, ub int) (nodes int, found, ok bool) {
 	ss, cs := &p.sc.search, &p.sc.cover
-	ly := p.lay
 	tmax := ub - 1
 	if (m+1)*(tmax+1) > p.sc.budget {
 		return 0, false, false // the table alone would not fit the budget
@@ -391,10 +390,7 @@ func (p *Placer) runGPUSearch(x, a, m, ub int) (nodes int, found, ok bool) {
 	// node it may give. Give up at once when it exceeds the budget.
 	cells, work := (min(m, len(leaves))+1)*(tmax+1), 0
 	for _, la := range leaves {
-		// A candidate gives at least one GPU: no more candidates than GPUs.
-		l := int(la.unit)
-		most := min(int(p.sc.capBase[l]), int(ly.nodeEnd[l]-ly.nodeFirst[l]))
-		work += cells * (min(most, tmax) + 1)
+		work += p.leafWork(int(la.unit), tmax, cells)
 	}
 	if p.reference && p.selWork(m, tmax) > work+cells {
 		panic("placement: selWork's bound exceeds the search's work")
@@ -442,14 +438,21 @@ func (p *Placer) runGPUSearch(x, a, m, ub int) (nodes int, found, ok bool) {
 // many rows as they make: when the bound exceeds the budget, so does the
 // search, which can give up without listing the leaves.
 func (p *Placer) selWork(m, tmax int) int {
-	ly, sel := p.lay, p.sc.cover.sel
+	sel := p.sc.cover.sel
 	cells, work := (min(m, len(sel))+1)*(tmax+1), 0
 	for _, la := range sel {
-		l := int(la.leaf)
-		most := min(int(p.sc.capBase[l]), int(ly.nodeEnd[l]-ly.nodeFirst[l]))
-		work += cells * (min(most, tmax) + 1)
+		work += p.leafWork(int(la.leaf), tmax, cells)
 	}
 	return work + cells
+}
+
+// leafWork returns the work the search counts for leaf l: it relaxes
+// every cell once per node it may give, at most tmax (a candidate gives
+// at least one GPU: no more candidates than GPUs).
+func (p *Placer) leafWork(l, tmax, cells int) int {
+	ly := p.lay
+	most := min(int(p.sc.capBase[l]), int(ly.nodeEnd[l]-ly.nodeFirst[l]))
+	return cells * (min(most, tmax) + 1)
 }
 
 // coverLeaves lists, in search.leaves, the leaves under x that some cover
