@@ -219,13 +219,13 @@ func (d *yamlDoc) topologyKey(e yaml.Entry, t *yamlTopology) string {
 			}
 		}
 	case "tree":
-		if e.Value.Kind == yaml.Map && len(e.Value.Keys) == 0 {
-			return "" // an empty tree selects nothing, as in Slurm
+		if emptyOrNull(e.Value) {
+			return "" // an empty tree selects nothing, as in Slurm; null is absent
 		}
 		t.lay = d.tree(e)
 		return "tree"
 	case "block":
-		if e.Value.Kind == yaml.Map && len(e.Value.Keys) == 0 {
+		if emptyOrNull(e.Value) {
 			return ""
 		}
 		t.lay = d.block(e)
@@ -238,6 +238,12 @@ func (d *yamlDoc) topologyKey(e yaml.Entry, t *yamlTopology) string {
 		d.errorf(e.Line, topology.ErrSyntax, "unknown key %s: in topology %q (want cluster_default, tree, block or flat)", e.Key, t.name)
 	}
 	return ""
+}
+
+// emptyOrNull reports whether a tree or block value selects nothing: an
+// empty map, or null (an absent value).
+func emptyOrNull(n *yaml.Node) bool {
+	return n.Kind == yaml.Null || n.Kind == yaml.Map && len(n.Keys) == 0
 }
 
 // str returns a scalar's text; null is the empty string.

@@ -20,6 +20,7 @@ func TestYAMLSlurmForms(t *testing.T) {
 		{"a single block size", "block", "- topology: t\n  block:\n    block_sizes: 4\n    blocks:\n    - block: b1\n      nodes: node[01-04]\n    - block: b2\n      nodes: node[05-08]\n"},
 		{"booleans as Slurm reads them", "tree", "- topology: u\n  cluster_default: no\n  flat: On\n  block: {}\n- topology: t\n  cluster_default: Yes\n  flat: 'f'\n  tree:\n    switches:\n    - switch: s1\n      nodes: node[01-04]\n"},
 		{"null for an absent value", "tree", "- topology: t\n  cluster_default: true\n  tree:\n    switches:\n    - switch: s1\n      nodes: node[01-04]\n      children: ~\n"},
+		{"a null tree or block is absent", "block", "- topology: t\n  tree: ~\n  block:\n    block_sizes: [4]\n    blocks:\n    - {block: b1, nodes: 'node[01-04]'}\n    - {block: b2, nodes: 'node[05-08]'}\n- topology: u\n  block: null\n  flat: true\n"},
 		{"an empty tree selects nothing", "block", "- topology: t\n  tree: {}\n  block:\n    block_sizes: [4]\n    blocks:\n    - {block: b1, nodes: 'node[01-04]'}\n    - {block: b2, nodes: 'node[05-08]'}\n"},
 		{"flow style", "tree", "[{topology: t, tree: {switches: [{switch: s1, nodes: 'node[01-04]'}]}}]\n"},
 		{"block scalars and folded quotes", "tree", "- topology: t\n  tree:\n    switches:\n    - switch: |-\n        s1\n      nodes: \"node[01-\\\n        04]\"\n"},
