@@ -47,7 +47,9 @@ type QueueSpec struct {
 	// (each member's Allowed set is cut to them at Submit, and again at
 	// Restore from the sets it was submitted with, so that a pool changed
 	// across a restore applies to the jobs waiting; running ones stay
-	// where they run). Empty: any node.
+	// where they run). Empty: any node. New refuses a pool whose queues
+	// (this one and those whose pools lie inside it) guarantee more GPUs
+	// between them than its nodes have.
 	Nodes string `json:"nodes,omitempty"`
 	// StrictOrder starts the queue's jobs in rank order while one of them
 	// waits for quota (Kueue's StrictFIFO): once the cycle leaves a job of

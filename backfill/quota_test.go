@@ -72,8 +72,9 @@ func TestQuotaValidate(t *testing.T) {
 	}
 }
 
-// TestQuotaNew: New refuses top guarantees above the cluster and jobs
-// whose queue is wrong or could never hold them.
+// TestQuotaNew: New refuses top guarantees above the cluster, pools whose
+// queues guarantee more than their nodes hold, and jobs whose queue is
+// wrong or could never hold them.
 func TestQuotaNew(t *testing.T) {
 	c := opsCluster(t) // 64 GPUs
 	cfg := DefaultConfig()
@@ -88,6 +89,35 @@ func TestQuotaNew(t *testing.T) {
 	cfg.Quotas.Queues = []QueueSpec{{Name: "a", Guarantee: 24, Maximum: Unlimited, LendingLimit: Unlimited, Nodes: opsNodeNames(c, 2)}}
 	if _, err := New(c, cfg, flatTree(t, cfg.FairShare, "x")); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), `queue "a": guarantee 24 is above the 16 GPUs of its nodes`) {
 		t.Fatalf("New with a guarantee above its pool: %v", err)
+	}
+	two, one := opsNodeNames(c, 2), opsNodeNames(c, 1) // 16 and 8 GPUs
+	for _, tc := range []struct {
+		name   string
+		queues []QueueSpec
+		want   string // "" accepted
+	}{
+		{"siblings on the same nodes, each guaranteeing all of them", []QueueSpec{
+			{Name: "a", Guarantee: 16, Maximum: Unlimited, Nodes: two},
+			{Name: "b", Guarantee: 16, Maximum: Unlimited, Nodes: two}},
+			`queue "a": the queues placed inside its pool guarantee 32 GPUs between them (a 16, b 16), above the 16 GPUs of its nodes`},
+		{"a queue on part of another's nodes", []QueueSpec{
+			{Name: "a", Guarantee: 12, Maximum: Unlimited, Nodes: two},
+			{Name: "b", Guarantee: 8, Maximum: Unlimited, Nodes: one}},
+			`queue "a": the queues placed inside its pool guarantee 20 GPUs between them (a 12, b 8)`},
+		{"a child narrowing its parent's pool (counted in the parent's)", []QueueSpec{
+			{Name: "a", Guarantee: 16, Maximum: Unlimited, Nodes: two},
+			{Name: "a1", Parent: "a", Guarantee: 8, Maximum: Unlimited, Nodes: one},
+			{Name: "a2", Parent: "a", Guarantee: 8, Maximum: Unlimited},
+			{Name: "b", Guarantee: 48, Maximum: Unlimited}}, ""},
+		{"a borrowing queue without a guarantee on a pool's nodes", []QueueSpec{
+			{Name: "serving", Guarantee: 16, Maximum: Unlimited, Nodes: two},
+			{Name: "borrowed", BorrowingLimit: Unlimited, Maximum: Unlimited, Nodes: two}}, ""},
+	} {
+		cfg.Quotas.Queues = tc.queues
+		_, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
+		if tc.want == "" && err != nil || tc.want != "" && (!errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: New: %v, want %q", tc.name, err, tc.want)
+		}
 	}
 	cfg.Quotas.Queues = []QueueSpec{
 		{Name: "lab", Guarantee: 64, Maximum: Unlimited, LendingLimit: Unlimited},

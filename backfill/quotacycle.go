@@ -85,6 +85,38 @@ func (s *quotaState) resolvePools(cfg *QuotaConfig, c *topology.Cluster) error {
 		if q.Guarantee > gpus {
 			return fmt.Errorf("%w: queue %q: guarantee %d is above the %d GPUs of its nodes", ErrConfig, q.Name, q.Guarantee, gpus)
 		}
+		if err := s.checkPoolShared(cfg, a, gpus); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkPoolShared checks that the queues confined to queue a's pool
+// (their pools inside it) guarantee no more than its gpus between them:
+// each such queue counts once, with the queues below it inside its own
+// guarantee. Two sibling pools on the same nodes, each guaranteeing all of
+// them, could never both be given their guarantee.
+func (s *quotaState) checkPoolShared(cfg *QuotaConfig, a, gpus int) error {
+	inside := func(b int) bool { return s.pools[b] != nil && s.pools[a].IsSuperSet(s.pools[b]) }
+	sum := 0
+	var names []string
+	for b := range cfg.Queues {
+		if !inside(b) {
+			continue
+		}
+		counted := false // an ancestor inside the pool covers b's guarantee
+		for p := s.parent[b]; p >= 0 && !counted; p = s.parent[p] {
+			counted = inside(p)
+		}
+		if !counted {
+			sum += cfg.Queues[b].Guarantee
+			names = append(names, fmt.Sprintf("%s %d", cfg.Queues[b].Name, cfg.Queues[b].Guarantee))
+		}
+	}
+	if sum > gpus {
+		return fmt.Errorf("%w: queue %q: the queues placed inside its pool guarantee %d GPUs between them (%s), above the %d GPUs of its nodes",
+			ErrConfig, cfg.Queues[a].Name, sum, strings.Join(names, ", "), gpus)
 	}
 	return nil
 }
