@@ -236,6 +236,9 @@ func (e *Engine) cancel(j *jobRec, now time.Time) {
 	if j.phase.Active() {
 		e.deactivate(j, now)
 	} else {
+		if h := e.book.holdOf(j); h != nil {
+			e.holdEnds = append(e.holdEnds, HoldEnd{Job: j.job.ID, Cause: HoldCancelled, Held: h.held})
+		}
 		e.dropWaiting(j)
 	}
 	e.jobs.endJob(j, StateCancelled, now)

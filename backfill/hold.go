@@ -41,9 +41,11 @@ const (
 	// HoldQuota: the gang's queue has no quota for it now (its reason
 	// says which); it may be held again once it has.
 	HoldQuota
+	// HoldCancelled: the gang was cancelled while held (Engine.Cancel).
+	HoldCancelled
 )
 
-var holdEndNames = [...]string{"", "budget spent", "passed on", "node lost", "planned", "preempting", "quota"}
+var holdEndNames = [...]string{"", "budget spent", "passed on", "node lost", "planned", "preempting", "quota", "cancelled"}
 
 // String returns the cause's stable name.
 func (c HoldEndCause) String() string {

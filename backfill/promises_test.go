@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -134,6 +135,27 @@ func TestNextEventHoldBudget(t *testing.T) {
 	p = startAll(t, e, next)
 	if len(p.HoldEnds) != 1 || p.HoldEnds[0].Cause != HoldBudgetSpent {
 		t.Fatalf("the hold should end, its budget spent:\n%s", p.Describe(e.c, epoch))
+	}
+}
+
+// TestHoldEndCancelled: a held gang cancelled before the next cycle is
+// listed in that cycle's HoldEnds with the GPUs it held, as every hold
+// that ends without its gang starting is.
+func TestHoldEndCancelled(t *testing.T) {
+	e, pinned := holdEndEngine(t, 30*time.Minute)
+	require.NoError(t, e.Submit(pinned("U", 0, 7, 0), epoch))
+	startAll(t, e, epoch)
+	require.NoError(t, e.Submit(Job{ID: "G", Account: "a", Gang: member(placement.NodesOf(8, 8))}, epoch))
+	p := startAll(t, e, epoch.Add(time.Minute))
+	require.Len(t, p.Holds, 1, p.Describe(e.c, epoch))
+	require.NoError(t, e.Cancel("G", epoch.Add(2*time.Minute)))
+	p = startAll(t, e, epoch.Add(3*time.Minute))
+	want := []HoldEnd{{Job: "G", Cause: HoldCancelled, Held: 8}}
+	if !slices.Equal(p.HoldEnds, want) || len(p.Holds) != 0 {
+		t.Fatalf("hold ends %+v, want %+v (and no hold left):\n%s", p.HoldEnds, want, p.Describe(e.c, epoch))
+	}
+	if b, err := HoldCancelled.MarshalText(); err != nil || string(b) != "cancelled" {
+		t.Errorf("HoldCancelled renders %q, %v", b, err)
 	}
 }
 
