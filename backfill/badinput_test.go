@@ -11,6 +11,7 @@ import (
 
 	"github.com/bits-and-blooms/bitset"
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
 
 	"github.com/phalanx-sched/phalanx/fairshare"
 	"github.com/phalanx-sched/phalanx/gang"
@@ -111,6 +112,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"unknown failure policy", submit(with(func(j *Job) { j.OnNodeFailure = 7 })), ErrBadJob, "OnNodeFailure 7"},
 		{"negative patience", submit(with(func(j *Job) { j.Patience.MaxDomains = -1 })), ErrBadJob, "patience of -1 domains"},
 		{"patience level unknown", submit(with(func(j *Job) { j.Patience = Patience{MaxDomains: 1, Level: "rack", Wait: time.Hour} })), ErrBadJob, `patience level "rack"`},
+		{"patience level unknown, no limit", submit(with(func(j *Job) { j.Patience = Patience{Level: "rack", Wait: time.Hour} })), ErrBadJob, `patience level "rack"`},
 		{"node count 2^31", submit(with(func(j *Job) { j.Gang = member(placement.NodesOf(1<<31, 8)) })), ErrBadJob, "asks for 2147483648 nodes"},
 		{"GPU count 2^40", submit(with(func(j *Job) { j.Gang = member(placement.TotalGPUs(1 << 40)) })), ErrBadJob, "asks for 1099511627776 GPUs"},
 		{"more nodes than the cluster", submit(with(func(j *Job) { j.Gang = member(placement.NodesOf(9, 8)) })), ErrBadJob, "the cluster has 8 nodes"},
@@ -366,6 +368,50 @@ func TestNewKeepsItsOwnConfig(t *testing.T) {
 	}
 	if q := e.Config().Quotas.Queues[0]; q.Name != "a" || q.Guarantee != 32 || q.Maximum != Unlimited {
 		t.Errorf("Config after the caller changed its config: %+v", q)
+	}
+}
+
+// TestNewAndTheTree: a refused New leaves the caller's fair-share tree as
+// it was (its config not replaced), and an accepted one starts its clock
+// at the tree's latest charge: a cycle before it is ErrTimeTravel (it
+// panicked reading the tree), one at it plans.
+func TestNewAndTheTree(t *testing.T) {
+	c := opsCluster(t) // 64 GPUs
+	cfg := DefaultConfig()
+	treeCfg := fairshare.DefaultConfig()
+	tree := flatTree(t, treeCfg, "x")
+	cfg.Quotas.Queues = []QueueSpec{{Name: "a", Guarantee: 1000, Maximum: Unlimited}}
+	if _, err := New(c, cfg, tree); !errors.Is(err, ErrConfig) {
+		t.Fatalf("New with a guarantee above the cluster: %v", err)
+	}
+	if got := tree.Config(); got != treeCfg {
+		t.Errorf("a refused New changed the tree's config:\n%+v\nwas\n%+v", got, treeCfg)
+	}
+	cfg.Quotas.Queues = nil
+	charged := epoch.Add(time.Hour)
+	require.NoError(t, tree.Charge("x", 3600, charged))
+	e, err := New(c, cfg, tree)
+	require.NoError(t, err)
+	if got := e.Now(); !got.Equal(charged) {
+		t.Errorf("Now = %v, want the tree's latest charge %v", got, charged)
+	}
+	if _, err := e.Schedule(epoch); !errors.Is(err, ErrTimeTravel) {
+		t.Errorf("a cycle before the tree's latest charge: %v, want ErrTimeTravel", err)
+	}
+	require.NoError(t, e.Submit(Job{ID: "j", Account: "x", Gang: member(placement.NodesOf(1, 8))}, charged))
+	if p, err := e.Schedule(charged); err != nil || len(p.Starts) != 1 {
+		t.Errorf("a cycle at the tree's latest charge: %v, %v", p, err)
+	}
+	// Validate agrees with New: FairShare.ClusterGPUs 0 is the
+	// cluster's GPU count, also with a job-size weight.
+	cfg.FairShare.Weights.JobSize = 1000
+	_, errNew := New(c, cfg, flatTree(t, fairshare.DefaultConfig(), "x"))
+	if err := cfg.Validate(); err != nil || errNew != nil {
+		t.Errorf("a job-size weight without ClusterGPUs: Validate %v, New %v; want both to accept it", err, errNew)
+	}
+	cfg.FairShare.ClusterGPUs = -1
+	if err := cfg.Validate(); !errors.Is(err, ErrConfig) {
+		t.Errorf("ClusterGPUs -1: Validate %v", err)
 	}
 }
 

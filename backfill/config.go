@@ -298,7 +298,11 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%w: %v", ErrConfig, err)
 		}
 	}
-	if err := c.FairShare.Validate(); err != nil {
+	fs := c.FairShare
+	if fs.ClusterGPUs == 0 {
+		fs.ClusterGPUs = 1 // New sets the cluster's GPU count: any positive count validates alike
+	}
+	if err := fs.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return c.Quotas.Validate()

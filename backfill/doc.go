@@ -223,7 +223,9 @@
 //
 // A claim ends when its job starts, is cancelled, or a node under it
 // fails or is drained (its job searches again at the next cycle; the
-// victims already signalled go on preempting and are released as usual).
+// victims already signalled go on preempting and are released as usual,
+// and until then that search counts their GPUs as its job's at no cost:
+// a new claim that takes them does not signal them again).
 // Should a victim be released so late that a reservation the claim shares
 // GPUs with is due first (its time limit after the grace's end), the
 // reservation starts and the claim is dropped.

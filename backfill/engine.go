@@ -151,7 +151,9 @@ type Engine struct {
 
 // New returns an engine for cluster c with config cfg and fair-share tree
 // tree (its accounts are the jobs' accounts; the engine charges usage to
-// it as jobs run). The engine owns the tree from now on.
+// it as jobs run). The engine owns the tree from now on; its clock starts
+// at the tree's latest update (fairshare.Tree.Latest): an event before it
+// is ErrTimeTravel. A refused New leaves the tree as it was.
 func New(c *topology.Cluster, cfg Config, tree *fairshare.Tree) (*Engine, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: no cluster", ErrBadArgument)
@@ -165,9 +167,6 @@ func New(c *topology.Cluster, cfg Config, tree *fairshare.Tree) (*Engine, error)
 	cfg.Quotas.Queues = slices.Clone(cfg.Quotas.Queues) // the engine's own
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	if err := tree.SetConfig(cfg.FairShare); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	e := &Engine{
 		c:        c,
@@ -209,6 +208,19 @@ func New(c *topology.Cluster, cfg Config, tree *fairshare.Tree) (*Engine, error)
 	}
 	if err := e.initQuotas(); err != nil {
 		return nil, err
+	}
+	if at, ok := tree.Latest(); ok {
+		// The tree cannot be read before its latest update: neither can
+		// the engine's clock start before it.
+		if err := checkTime("the fair-share tree's latest update", at); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		e.last = at
+	}
+	// Last, as nothing can fail after it: a refused New leaves the tree
+	// as it was.
+	if err := tree.SetConfig(cfg.FairShare); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return e, nil
 }

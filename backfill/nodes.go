@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -11,7 +12,8 @@ import (
 type NodeEvent struct {
 	Job string
 	// Requeued is true when the job went back to the queue, false when
-	// it failed for good or keeps running.
+	// it failed for good, keeps running, or (a job being preempted, of
+	// policy preempt.Cancel) was cancelled.
 	Requeued bool
 	// Replaced and Shrunk say that the job keeps running (OnNodeFailure
 	// Replace or Shrink): its pods on the node were re-placed on other
@@ -23,7 +25,9 @@ type NodeEvent struct {
 // a member on it is released whole and requeued or failed per its
 // OnNodeFailure policy, or, with Replace or Shrink, keeps running with its
 // pods on the node re-placed or given up (the events say which, in job
-// order; the next plan's PodChanges lists the pods); reservations
+// order; the next plan's PodChanges lists the pods); a job being
+// preempted is released as Preempted would release it, requeued or
+// cancelled per its preemption policy; reservations
 // on the node are dropped, their jobs re-planned in priority order at the
 // next cycle (Plan.Moves says where they went), and a hold on it is
 // dropped. A node already down is ErrTransition.
@@ -104,6 +108,16 @@ func (e *Engine) failNode(n topology.NodeID, now time.Time) []NodeEvent {
 	for _, j := range hit {
 		ev := NodeEvent{Job: j.job.ID}
 		switch p := j.job.OnNodeFailure; {
+		case j.phase == StatePreempting:
+			// The host was told to end it: it ends as its preemption
+			// policy says (as Preempted would), whatever OnNodeFailure.
+			e.deactivate(j, now)
+			if j.job.Preemption == preempt.Cancel {
+				e.jobs.endJob(j, StateCancelled, now)
+			} else {
+				e.requeue(j)
+				ev.Requeued = true
+			}
 		case p >= Replace && e.keepOnFailure(j, n, now, &ev):
 		case p == Fail:
 			e.deactivate(j, now)

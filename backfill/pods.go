@@ -205,7 +205,8 @@ func (e *Engine) replaceOne(j *jobRec, member string, rank int, avoid *bitset.Bi
 // promisedNodes returns the nodes (e.avoid) with a GPU that active job j,
 // were it to run on to its end from now, could take from another job's
 // promise: every hold target and claim, and every reservation whose
-// window overlaps j's run (every reservation, for a job without a limit).
+// window overlaps j's run (every reservation, for a job without a limit
+// or past it: its end is not known).
 func (e *Engine) promisedNodes(j *jobRec, now time.Time) *bitset.BitSet {
 	if e.avoid == nil {
 		e.avoid = e.c.NewNodeSet()
@@ -214,8 +215,12 @@ func (e *Engine) promisedNodes(j *jobRec, now time.Time) *bitset.BitSet {
 	mark := func(a *gang.Allocation) {
 		forEntries(a, func(x topology.NodeAlloc) { e.avoid.Set(uint(x.Node)) })
 	}
+	end := j.end
+	if !end.After(now) {
+		end = time.Time{} // past its limit: it may run on as long as it likes
+	}
 	for _, r := range e.book.resv {
-		if !r.end.IsZero() && !r.end.After(now) || !j.end.IsZero() && !r.start.Before(j.end) {
+		if !r.end.IsZero() && !r.end.After(now) || !end.IsZero() && !r.start.Before(end) {
 			continue
 		}
 		mark(&r.alloc)

@@ -309,11 +309,14 @@ func (p *preemptScratch) candidates(e *Engine, j *jobRec, now time.Time, reclaim
 	p.promised = 0
 	exempt := e.cfg.Preemption.ExemptTime
 	for _, r := range e.jobs.running {
-		if r.phase != StateRunning {
-			continue
-		}
 		class, inExempt := r.job.Class, now.Sub(r.start) < exempt
 		switch {
+		case ownVictim(r, j):
+			// Signalled for j already, its claim since dropped (a drain):
+			// its GPUs are j's again at no further cost.
+			class, inExempt = 0, false
+		case r.phase != StateRunning:
+			continue
 		case reclaim:
 			if r.queue == j.queue || !e.quota.mayTake(j.queue, r.queue) {
 				continue
@@ -329,8 +332,12 @@ func (p *preemptScratch) candidates(e *Engine, j *jobRec, now time.Time, reclaim
 		}
 		p.spans = append(p.spans, span)
 		p.jobs = append(p.jobs, r)
+		cost := lostWork(r, now)
+		if ownVictim(r, j) {
+			cost = 0
+		}
 		p.cands = append(p.cands, preempt.Candidate{ID: r.job.ID, Alloc: r.alloc, Class: class,
-			Policy: r.job.Preemption, Exempt: inExempt, Cost: lostWork(r, now)})
+			Policy: r.job.Preemption, Exempt: inExempt, Cost: cost})
 	}
 	// The trimmed allocations point into flat, complete only now.
 	k := 0
@@ -380,6 +387,14 @@ func (p *preemptScratch) trim(a *gang.Allocation) ([2]int32, bool) {
 	return [2]int32{start, end}, end > start
 }
 
+// ownVictim reports whether job r is preempting for j without a claim:
+// signalled for j, whose claim a drain or a failure dropped. Such a
+// victim is a candidate of j's searches at no cost, and a claim that
+// takes it again does not signal it again.
+func ownVictim(r, j *jobRec) bool {
+	return r.phase == StatePreempting && r.preemptedBy == j.job.ID && r.victimOf == nil
+}
+
 // lostWork is the work active job j loses if stopped at now, in
 // GPU-seconds: its GPUs times the time since it started or last
 // checkpointed, at most preempt.MaxCost.
@@ -409,8 +424,16 @@ func (c *cycle) claimFor(j *jobRec, p *preemptScratch, victims []int, reclaim bo
 		c.plan.HoldEnds = append(c.plan.HoldEnds, HoldEnd{Job: j.job.ID, Cause: HoldPreempting, Held: h.held})
 		e.book.dropHold(h)
 	}
+	var due time.Time // the latest deadline of its victims, as told to the host
 	for _, i := range victims {
 		vj := p.jobs[i]
+		if ownVictim(vj, j) { // signalled already: it joins the claim
+			vj.victimOf = cl
+			cl.victims = append(cl.victims, vj)
+			due = later(due, vj.preemptedAt.Add(e.cfg.Preemption.Grace))
+			continue
+		}
+		due = later(due, cl.due)
 		reason := why(vj)
 		vj.phase, vj.preemptedAt, vj.preemptedBy, vj.victimOf = StatePreempting, c.now, j.job.ID, cl
 		vj.preemptions++
@@ -419,6 +442,9 @@ func (c *cycle) claimFor(j *jobRec, p *preemptScratch, victims []int, reclaim bo
 		c.plan.Preemptions = append(c.plan.Preemptions, Preemption{Victim: vj.job.ID, Preemptor: j.job.ID,
 			Policy: vj.job.Preemption, Deadline: cl.due, GPUs: vj.used, LostGPUSeconds: lostWork(vj, c.now),
 			Reason: reason})
+	}
+	if !due.IsZero() {
+		cl.due = later(due, c.now) // a victim signalled already keeps its deadline (if not past)
 	}
 	sortJobs(cl.victims)
 	e.book.addClaim(cl)

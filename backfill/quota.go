@@ -11,6 +11,12 @@ import (
 // limit.
 const Unlimited = -1
 
+// The range of a queue's weight other than 0 (QueueSpec.Weight).
+const (
+	MinQueueWeight = 1e-6
+	MaxQueueWeight = 1e6
+)
+
 // QueueSpec is one queue of the quota tree (Config.Quotas). Jobs name a
 // queue without children (Job.Queue); a queue with children groups them
 // as a cohort does. All amounts are GPUs, at most 2^31-1 (or Unlimited).
@@ -40,7 +46,9 @@ type QueueSpec struct {
 	// zero: a QueueSpec with only a name can run nothing.
 	Maximum int `json:"maximum"`
 	// Weight shares what is above the guarantees among sibling queues
-	// that want more (KAI's over-quota weight); 0 means 1.
+	// that want more (KAI's over-quota weight); 0 means 1. Only ratios
+	// count: a weight is 0 or within [MinQueueWeight, MaxQueueWeight],
+	// so that the siblings' sum neither overflows nor underflows.
 	Weight float64 `json:"weight,omitempty"`
 	// Nodes, a Slurm hostlist, makes the queue a node pool: its jobs,
 	// and those of the queues below it, are placed on these nodes only
@@ -88,7 +96,7 @@ type QuotaConfig struct {
 // Validate checks the queues: names unique and non-empty, every parent
 // listed before its children, amounts non-negative (or Unlimited), a
 // maximum at least the guarantee, children's guarantees within their
-// parent's, weights finite and non-negative, strict order only on queues
+// parent's, weights 0 or in range, strict order only on queues
 // without children. The error wraps ErrConfig
 // and names the queue.
 func (q *QuotaConfig) Validate() error {
@@ -141,10 +149,10 @@ func (s *QueueSpec) check(bad func(string, ...any) error) error {
 			s.BorrowingLimit, s.LendingLimit, s.Maximum, noLimit)
 	case s.Maximum != Unlimited && s.Maximum < s.Guarantee:
 		return bad("maximum %d is below its guarantee %d", s.Maximum, s.Guarantee)
-	case math.IsNaN(s.Weight) || math.IsInf(s.Weight, 0) || s.Weight < 0:
-		return bad("weight %v is not a finite non-negative number", s.Weight)
+	case !(s.Weight == 0 || s.Weight >= MinQueueWeight && s.Weight <= MaxQueueWeight):
+		return bad("weight %v is neither 0 nor within [%v, %v]", s.Weight, MinQueueWeight, MaxQueueWeight)
 	}
-	if _, err := hostlist.Expand(s.Nodes); err != nil {
+	if _, err := hostlist.Count(s.Nodes); err != nil {
 		return bad("nodes: %v", err)
 	}
 	return nil

@@ -96,9 +96,9 @@ func Restore(c *topology.Cluster, cfg Config, snap *Snapshot) (*Engine, error) {
 	}
 	for _, u := range snap.Usage {
 		// A charge after the snapshot's time would put the fair-share
-		// tree ahead of every later call's clock. (A fresh engine's
-		// snapshot has no time: its tree may come charged, as New took
-		// it.)
+		// tree ahead of every later call's clock. (A snapshot without a
+		// time, of a fresh engine, may have usage: the clock starts at
+		// the latest.)
 		if !snap.Time.IsZero() && u.At.After(snap.Time) {
 			r.bad("usage of account %s at %s is after the snapshot's time %s", u.Account, u.At.UTC().Format(time.RFC3339Nano), snap.Time.UTC().Format(time.RFC3339Nano))
 		}
@@ -219,6 +219,9 @@ func (r *restorer) run() {
 	// seen, which a cycle's time is not before).
 	e.slotOpen = s.SlotOpen && !s.LastCycle.IsZero()
 	e.last = s.Time
+	if at, ok := e.tree.Latest(); ok && at.After(e.last) {
+		e.last = at // a snapshot without a time, whose tree was charged
+	}
 	r.nodes()
 	ledger, err := gang.Restore(e.c, gang.Snapshot{Gangs: s.Gangs}, gang.Options{})
 	if err != nil {

@@ -423,6 +423,18 @@ func TestRestoreRefusesUntrueRecords(t *testing.T) {
 		return engine(func(t *testing.T) *Engine { return reservedEngine(t, req) })
 	}
 	rich, preempting := engine(richEngine), engine(preemptingEngine)
+	stepped := engine(func(t *testing.T) *Engine { // "el" runs 4 pods of a Step-2 member of 6
+		x, err := New(opsCluster(t), DefaultConfig(), flatTree(t, DefaultConfig().FairShare, "a"))
+		require.NoError(t, err)
+		require.NoError(t, x.Submit(Job{ID: "blk", Account: "a", TimeLimit: time.Hour, Gang: member(placement.NodesOf(4, 8))}, epoch))
+		require.NoError(t, x.Submit(Job{ID: "el", Account: "a", TimeLimit: 4 * time.Hour, Grow: true,
+			Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: placement.NodesOf(6, 8), Min: 2, Step: 2}}}}, epoch))
+		scheduleStarted(t, x, epoch)
+		a, ok := x.Allocation("el")
+		require.True(t, ok)
+		require.Equal(t, 4, a.Members[0].Pods)
+		return x
+	})
 	tests := []struct {
 		name    string
 		base    func(*testing.T) (*topology.Cluster, Config, *Snapshot)
@@ -483,6 +495,10 @@ func TestRestoreRefusesUntrueRecords(t *testing.T) {
 		{"preemptions about to wrap", preempting, func(s *Snapshot) { s.Jobs[jobIndex(s, "d")].Preemptions = math.MaxInt }, "preemptions or"},
 		{"negative requeues", rich, func(s *Snapshot) { s.Jobs[jobIndex(s, "run")].Requeues = -1 }, "-1 requeues"},
 		{"a waiting job recabled", rich, func(s *Snapshot) { s.Jobs[jobIndex(s, "big")].Recabled = true }, "recabled but"},
+		{"an elastic gang off its step", stepped, func(s *Snapshot) {
+			m := &s.Gangs[gangIndex(s, "el")].Members[0]
+			m.Pods = m.Pods[:3] // as a host that rebuilt the record from the pods it found would
+		}, "in steps of 2"},
 		{"run counts that wrap when added", rich, func(s *Snapshot) {
 			counts := []uint32{math.MaxUint32, math.MaxUint32, 1}
 			s.Runtimes = []RuntimeRecord{{Account: "a", Counts: counts}}
@@ -645,9 +661,18 @@ func TestRestoreAcceptsTrueEdgeSnapshots(t *testing.T) {
 		require.NoError(t, tree.Charge("a", 3600, epoch))
 		e, err := New(c, cfg, tree)
 		require.NoError(t, err)
-		require.True(t, e.Snapshot().Time.IsZero())
+		require.True(t, e.Snapshot().Time.Equal(epoch), "a fresh engine's clock starts at its tree's latest charge")
 		require.NotEmpty(t, e.Snapshot().Usage)
 		restores(t, e)
+		// Without a time (as written before New started the clock at
+		// the tree's), the restored clock starts there too: a cycle
+		// before it is refused, where it panicked reading the tree.
+		s := snapshotCopy(t, e.Snapshot())
+		s.Time = time.Time{}
+		r, err := Restore(e.c, e.cfg, s)
+		require.NoError(t, err)
+		_, err = r.Schedule(epoch.Add(-time.Hour))
+		require.ErrorIs(t, err, ErrTimeTravel)
 	})
 	t.Run("hold estimated past MaxTime", func(t *testing.T) {
 		cfg := DefaultConfig()

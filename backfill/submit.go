@@ -192,13 +192,13 @@ func (e *Engine) capImplies(n int, l string, m int, k string) bool {
 func (e *Engine) checkPatience(rec *jobRec) error {
 	j := &rec.job
 	p := j.Patience
-	if p.MaxDomains == 0 {
-		return nil
-	}
-	if p.Level != "" {
+	if p.Level != "" { // checked even unused, as a request's MaxDomainsLevel is
 		if _, ok := e.c.Level(p.Level); !ok {
 			return fmt.Errorf("%w: job %s: patience level %q: %w", ErrBadJob, j.ID, p.Level, topology.ErrUnknownLevel)
 		}
+	}
+	if p.MaxDomains == 0 {
+		return nil
 	}
 	t := j.Gang
 	t.Members = slices.Clone(j.Gang.Members)

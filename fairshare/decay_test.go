@@ -78,6 +78,43 @@ func TestChargesAtSameInstantAdd(t *testing.T) {
 	}
 }
 
+// TestLatest: a fresh tree has been told no time; Latest then follows
+// the latest charge (a late one does not move it back), Decay and
+// SetUsage, and is the instant before which reads fail.
+func TestLatest(t *testing.T) {
+	fresh, err := NewTree(testConfig(Classic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at, ok := fresh.Latest(); ok {
+		t.Fatalf("a fresh tree's Latest = %v, true", at)
+	}
+	tr := slurmExample(t, testConfig(Classic)) // charged at t0
+	steps := []struct {
+		name string
+		do   func() error
+		want time.Time
+	}{
+		{"charge", func() error { return tr.Charge("u3", 10, t0.Add(time.Hour)) }, t0.Add(time.Hour)},
+		{"a late charge", func() error { return tr.Charge("u3", 10, t0) }, t0.Add(time.Hour)},
+		{"decay", func() error { return tr.Decay(t0.Add(2 * time.Hour)) }, t0.Add(2 * time.Hour)},
+		{"set usage", func() error {
+			return tr.SetUsage([]UsageRecord{{Account: "u3", GPUSeconds: 1, At: t0.Add(3 * time.Hour)}})
+		}, t0.Add(3 * time.Hour)},
+	}
+	for _, st := range steps {
+		if err := st.do(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if at, ok := tr.Latest(); !ok || !at.Equal(st.want) {
+			t.Errorf("after %s: Latest = %v, %v; want %v", st.name, at, ok, st.want)
+		}
+		if _, err := tr.Usage("u3", st.want.Add(-1)); !errors.Is(err, ErrTimeTravel) {
+			t.Errorf("after %s: a read just before Latest: %v, want ErrTimeTravel", st.name, err)
+		}
+	}
+}
+
 // TestDecayIndependentOfReads is acceptance point 3: usage and factor at
 // t do not depend on how often they were read, or decayed into storage,
 // between t0 and t, nor on charges being interleaved with those reads.

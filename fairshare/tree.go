@@ -173,6 +173,16 @@ func NewTree(cfg Config) (*Tree, error) {
 // Config returns the tree's configuration.
 func (t *Tree) Config() Config { return t.cfg }
 
+// Latest returns the latest instant the tree has been told about (by
+// Charge, Decay or SetUsage), before which reads fail with ErrTimeTravel,
+// and false if it has been told none.
+func (t *Tree) Latest() (time.Time, bool) {
+	if t.latest == noTime {
+		return time.Time{}, false
+	}
+	return time.Unix(0, t.latest).UTC(), true
+}
+
 // SetConfig replaces the configuration after validating it. Stored usage
 // is kept; a new HalfLife applies from each account's last update on, so
 // call Decay first to settle the time before the change at the old rate.

@@ -152,6 +152,9 @@ func (g *Spec) minGPUsAt(wholeNode int) int {
 // unique member names, valid requests and minimums, a known co-location
 // level.
 func (g *Spec) Validate(c *topology.Cluster) error {
+	if g == nil {
+		return fmt.Errorf("%w: no spec (nil)", ErrBadSpec)
+	}
 	if g.ID == "" {
 		return fmt.Errorf("%w: no ID", ErrBadSpec)
 	}
@@ -402,11 +405,14 @@ func (a *Admitter) Check(s *topology.State, g *Spec, out *Allocation) (Admission
 }
 
 func (a *Admitter) admit(s *topology.State, g *Spec, out *Allocation) (Admission, error) {
-	if s.Cluster() != a.c {
+	if s == nil || s.Cluster() != a.c {
 		return Admission{}, topology.ErrOtherCluster
 	}
 	if err := g.Validate(a.c); err != nil {
 		return Admission{}, err
+	}
+	if out == nil {
+		return Admission{}, fmt.Errorf("%w: gang %s: no allocation to write (nil)", ErrBadSpec, g.ID)
 	}
 	a.prepare(g, out)
 	if g.Colocate.Level == "" {

@@ -107,6 +107,9 @@ func (l *Ledger) IDs() []string {
 // its own copy of g (members and node sets): changing g afterwards
 // changes nothing in the ledger.
 func (l *Ledger) Admit(g *Spec) (Admission, error) {
+	if g == nil {
+		return Admission{}, g.Validate(l.c)
+	}
 	if _, dup := l.byID[g.ID]; dup {
 		return Admission{}, fmt.Errorf("%w: %s", ErrDuplicateID, g.ID)
 	}
@@ -280,6 +283,9 @@ func (l *Ledger) Describe() string {
 func (l *Ledger) Insert(g *Spec, a *Allocation) error {
 	if err := g.Validate(l.c); err != nil {
 		return err
+	}
+	if a == nil {
+		return fmt.Errorf("%w: gang %s: no allocation (nil)", ErrBadSpec, g.ID)
 	}
 	if _, dup := l.byID[g.ID]; dup {
 		return fmt.Errorf("%w: %s", ErrDuplicateID, g.ID)

@@ -395,8 +395,8 @@ func canGrow(m *Member, ma *MemberAllocation, n int) string {
 		return fmt.Sprintf("the member comes in segments of %d nodes", m.Request.SegmentStep())
 	case n%m.step() != 0:
 		return fmt.Sprintf("the member comes in steps of %d pods; %d is not a multiple", m.step(), n)
-	case ma.Pods+n > m.Request.Nodes:
-		return fmt.Sprintf("%d pods would be above the member's maximum of %d", ma.Pods+n, m.Request.Nodes)
+	case n > m.Request.Nodes-ma.Pods:
+		return fmt.Sprintf("growing by %d would take it above its maximum of %d pods (it has %d)", n, m.Request.Nodes, ma.Pods)
 	}
 	return ""
 }

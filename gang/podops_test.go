@@ -3,6 +3,7 @@ package gang
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -452,8 +453,11 @@ func TestGrowMember(t *testing.T) {
 	if want := []topology.NodeID{10, 11, 8, 9, 12, 13}; added != 4 || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("added %d, pods on %v; want 4 on %v (its leaf, then the other leaf of its spine)", added, got, want)
 	}
-	if _, err := l.GrowMember("e", "w", 1, nil); !errors.Is(err, ErrAboveMax) || !strings.Contains(err.Error(), "7 pods would be above the member's maximum of 6") {
+	if _, err := l.GrowMember("e", "w", 1, nil); !errors.Is(err, ErrAboveMax) || !strings.Contains(err.Error(), "growing by 1 would take it above its maximum of 6 pods (it has 6)") {
 		t.Fatalf("growth above the maximum: %v", err)
+	}
+	if n, err := l.GrowMember("e", "w", math.MaxInt, nil); n != 0 || !errors.Is(err, ErrAboveMax) {
+		t.Fatalf("growth by MaxInt (it wrapped): %d, %v", n, err)
 	}
 	if _, err := l.GrowMember("e", "x", 1, nil); !errors.Is(err, ErrUnknownPod) {
 		t.Fatalf("unknown member: %v", err)
@@ -657,6 +661,25 @@ func TestInsertRefuses(t *testing.T) {
 		{"GPUs per pod", func(g *Spec, a *Allocation) { a.Members[0].Assignment[1].GPUs = 0xff }, ErrBadSpec, "holds 8 GPUs, the spec gives it 4"},
 		{"unknown node", func(g *Spec, a *Allocation) { a.Members[0].Assignment[2].Node = 9999 }, topology.ErrUnknownNode, "gang g member w"},
 		{"other gang", func(g *Spec, a *Allocation) { a.ID = "h" }, ErrBadSpec, "gang g: allocation h has 1 members, the spec 1"},
+		{"two pods on one node", func(g *Spec, a *Allocation) {
+			a.Members[0].Assignment[2] = topology.NodeAlloc{Node: 10, GPUs: 0xf0}
+		}, ErrBadSpec, "member w: two pods on node"},
+		{"two of 40 pods on one node", func(g *Spec, a *Allocation) {
+			g.Members[0].Request = placement.NodesOf(40, 4)
+			a.Members[0].Pods, a.Members[0].Assignment = 40, nil
+			for n := range 40 {
+				a.Members[0].Assignment = append(a.Members[0].Assignment, topology.NodeAlloc{Node: topology.NodeID(20 + n), GPUs: 0x0f})
+			}
+			a.Members[0].Assignment[39] = topology.NodeAlloc{Node: 25, GPUs: 0xf0}
+		}, ErrBadSpec, "member w: two pods on node"},
+		{"a pod of a GPU total without a GPU", func(g *Spec, a *Allocation) {
+			g.Members[0].Request = placement.TotalGPUs(8)
+			a.Members[0].Assignment[1].GPUs, a.Members[0].Assignment[2].GPUs = 0xf0, 0
+		}, ErrBadSpec, "holds no GPU"},
+		{"an elastic member off its step", func(g *Spec, a *Allocation) {
+			g.Members[0].Request = placement.NodesOf(4, 4)
+			g.Members[0].Min, g.Members[0].Step = 2, 2
+		}, ErrBadSpec, "member w: 3 pods recorded, the spec grows and shrinks it in steps of 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := NewLedger(c, Options{})
@@ -672,6 +695,31 @@ func TestInsertRefuses(t *testing.T) {
 			}
 		})
 	}
+	t.Run("nil", func(t *testing.T) {
+		l := NewLedger(c, Options{})
+		if err := l.Insert(nil, alloc()); !errors.Is(err, ErrBadSpec) {
+			t.Errorf("Insert(nil spec): %v", err)
+		}
+		if err := l.Insert(spec(), nil); !errors.Is(err, ErrBadSpec) {
+			t.Errorf("Insert(nil allocation): %v", err)
+		}
+		if _, err := l.Admit(nil); !errors.Is(err, ErrBadSpec) {
+			t.Errorf("Admit(nil): %v", err)
+		}
+		if err := l.SetSpec(nil); !errors.Is(err, ErrBadSpec) {
+			t.Errorf("SetSpec(nil): %v", err)
+		}
+		adm := NewAdmitter(c, Options{})
+		if _, err := adm.Admit(nil, spec(), &Allocation{}); !errors.Is(err, topology.ErrOtherCluster) {
+			t.Errorf("Admitter.Admit on a nil state: %v", err)
+		}
+		if _, err := adm.Admit(l.State(), spec(), nil); !errors.Is(err, ErrBadSpec) {
+			t.Errorf("Admitter.Admit into a nil allocation: %v", err)
+		}
+		if l.Len() != 0 {
+			t.Error("a refused call changed the ledger")
+		}
+	})
 	t.Run("whole", func(t *testing.T) {
 		l := NewLedger(c, Options{})
 		if err := l.Insert(spec(), alloc()); err != nil {

@@ -126,9 +126,15 @@ func (m *Member) checkPods(c *topology.Cluster, count int, where bool, dc *domai
 	if where && r.Required != "" {
 		required, _ = c.Level(r.Required) // Validate checked the name
 	}
+	if n, ok := dc.twice(c, count, func(i int) topology.NodeID { n, _ := pod(i); return n }); ok {
+		return fmt.Errorf("member %s: two pods on node %s", m.Name, c.NodeName(n))
+	}
 	for i := range count {
 		n, gpus := pod(i)
 		total += gpus
+		if gpus <= 0 {
+			return fmt.Errorf("member %s: a pod on %s holds no GPU", m.Name, c.NodeName(n))
+		}
 		if where && !mayUse(r, int(n)) {
 			return fmt.Errorf("member %s: a pod on %s, a node its request does not allow", m.Name, c.NodeName(n))
 		}
@@ -168,6 +174,8 @@ func (m *Member) checkPods(c *topology.Cluster, count int, where bool, dc *domai
 		return fmt.Errorf("member %s: %d GPUs recorded, the spec asks for %d", m.Name, total, r.GPUs)
 	case r.GPUs == 0 && (count < min || count > r.Nodes):
 		return fmt.Errorf("member %s: %d pods recorded, the spec asks for %d to %d", m.Name, count, min, r.Nodes)
+	case r.GPUs == 0 && count%m.step() != 0:
+		return fmt.Errorf("member %s: %d pods recorded, the spec grows and shrinks it in steps of %d", m.Name, count, m.step())
 	}
 	return nil
 }
@@ -264,6 +272,42 @@ func levelOrLowest(c *topology.Cluster, name string) (int, error) {
 type domainCount struct {
 	counts  []int32
 	touched []int32
+	nodes   []uint64 // a bit per node, all clear between calls (twice)
+}
+
+// twice returns a node that two of count pods, pod i on node(i), share.
+// Up to 16 pods it compares them pairwise; above, it marks nodes in a
+// bitset it keeps (and clears again), allocated on first use.
+func (dc *domainCount) twice(c *topology.Cluster, count int, node func(i int) topology.NodeID) (topology.NodeID, bool) {
+	if count <= 16 {
+		for i := 1; i < count; i++ {
+			n := node(i)
+			for k := range i {
+				if node(k) == n {
+					return n, true
+				}
+			}
+		}
+		return 0, false
+	}
+	if w := (c.NumNodes() + 63) / 64; len(dc.nodes) < w {
+		dc.nodes = make([]uint64, w)
+	}
+	dup, found := topology.NodeID(0), false
+	marked := count
+	for i := range count {
+		n := node(i)
+		if dc.nodes[n/64]&(1<<(n%64)) != 0 {
+			dup, found, marked = n, true, i
+			break
+		}
+		dc.nodes[n/64] |= 1 << (n % 64)
+	}
+	for i := range marked {
+		n := node(i)
+		dc.nodes[n/64] &^= 1 << (n % 64)
+	}
+	return dup, found
 }
 
 // each calls f(d, n) once for every domain d of level l that holds some

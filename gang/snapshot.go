@@ -272,6 +272,9 @@ func Restore(c *topology.Cluster, snap Snapshot, opts Options) (*Ledger, error) 
 // where the gang runs). Errors wrap ErrUnknownGang or ErrBadSpec and name
 // the gang; on error nothing changes. g is copied.
 func (l *Ledger) SetSpec(g *Spec) error {
+	if g == nil {
+		return g.Validate(l.c)
+	}
 	if _, ok := l.byID[g.ID]; !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownGang, g.ID)
 	}

@@ -214,6 +214,10 @@ func checkNodes(spec *ClusterSpec) (map[string]int32, error) {
 		if n.Name == "" {
 			return nil, fmt.Errorf("%w: node %d has no name%s", ErrInvalidSpec, i, specWhere(n))
 		}
+		if !hostlist.Writable(n.Name) {
+			// Node sets are written as hostlists (snapshots, reasons).
+			return nil, fmt.Errorf("%w: node name %q holds a character a hostlist cannot (',', '[', ']', white space or a control character)%s", ErrInvalidSpec, n.Name, specWhere(n))
+		}
 		if j, dup := byName[n.Name]; dup {
 			return nil, fmt.Errorf("%w: node %q defined twice%s%s", ErrDuplicate, n.Name, specWhere(&spec.Nodes[j]), specWhere(n))
 		}

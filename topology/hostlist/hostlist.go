@@ -16,6 +16,12 @@ var ErrSyntax = errors.New("hostlist: syntax error")
 // ErrSyntax error, so a typo such as "n[0-99999999]" cannot exhaust memory.
 const MaxNames = 1 << 20
 
+// MaxBytes bounds the text one expression may expand to, counted as each
+// element's names times the element's length (at least each name's): a
+// short expression of long names ("<256 letters>[0-1048575]") cannot
+// allocate gigabytes either.
+const MaxBytes = 64 << 20
+
 // maxHostlistDigits bounds the digits of one number in a bracket, so that
 // every bound fits a uint64 with room for arithmetic.
 const maxHostlistDigits = 18
@@ -57,7 +63,7 @@ type hostPart struct {
 // bracket "n[1-" (which Slurm silently misreads), a stray "]", nested
 // brackets, an empty element ("a,,b", a leading or trailing comma), a
 // number of more than 18 digits, white space or control characters, and
-// an expression of more than MaxNames names.
+// an expression of more than MaxNames names or MaxBytes of them.
 func Expand(expr string) ([]string, error) {
 	elems, total, err := parseHostlist(expr)
 	if err != nil || elems == nil {
@@ -84,15 +90,20 @@ func parseHostlist(expr string) ([][]hostPart, int, error) {
 		return nil, 0, nil
 	}
 	var elems [][]hostPart
-	total := 0
+	total, bytes := 0, 0
 	for start := 0; ; {
 		parts, end, err := parseHostlistElement(expr, start)
 		if err != nil {
 			return nil, 0, err
 		}
-		total += hostlistElementSize(parts)
+		size := hostlistElementSize(parts)
+		total += size
 		if total > MaxNames {
 			return nil, 0, fmt.Errorf("%w: %q expands to more than %d names", ErrSyntax, expr, MaxNames)
+		}
+		bytes += size * (end - start) // at most MaxNames times the expression's length: no overflow
+		if bytes > MaxBytes {
+			return nil, 0, fmt.Errorf("%w: %q expands to more than %d bytes of names", ErrSyntax, expr, MaxBytes)
 		}
 		elems = append(elems, parts)
 		if end == len(expr) {
@@ -374,7 +385,7 @@ type hostName struct {
 // digits, and one that a hostlist cannot write (see hostlistWritable):
 // such names are written as they are.
 func splitHostName(name string) (hostName, bool) {
-	if !hostlistWritable(name) {
+	if !Writable(name) {
 		return hostName{}, false
 	}
 	end := len(name)
@@ -401,10 +412,10 @@ func splitHostName(name string) (hostName, bool) {
 
 func isHostDigit(c byte) bool { return c >= '0' && c <= '9' }
 
-// hostlistWritable reports whether Expand can give name back from a
-// hostlist element: a name that is not empty and holds no ',', '[', ']',
-// white space or control character.
-func hostlistWritable(name string) bool {
+// Writable reports whether a hostlist can hold name, so that Expand gives
+// it back from what Compress writes: a name that is not empty and holds no
+// ',', '[', ']', white space or control character.
+func Writable(name string) bool {
 	if name == "" {
 		return false
 	}

@@ -89,6 +89,7 @@ func TestExpandErrors(t *testing.T) {
 		{"too large total", "a[1-1048576],b", "more than 1048576 names"},
 		{"absurd range", "n[0-999999999999999999]", "more than 1048576 names"},
 		{"absurd product", "a[0-999999999999999999]b[0-999999999999999999]c[0-999999999999999999]", "more than 1048576 names"},
+		{"long names, many of them", strings.Repeat("x", 256) + "[0-1048575]", "more than 67108864 bytes of names"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -345,6 +346,11 @@ func TestCompressRoundTripWithAnyNames(t *testing.T) {
 			names = append(names, "")
 		}
 		slices.Sort(names)
+		for _, n := range names {
+			if Writable(n) != writable(n) {
+				t.Fatalf("Writable(%q) = %v", n, Writable(n))
+			}
+		}
 		expr := Compress(names)
 		// Build the expected result: unwritable names as they are, runs
 		// of writable names compressed on their own.
