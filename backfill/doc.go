@@ -48,10 +48,12 @@
 // A job past its time limit is expected to end at once: a reservation that
 // waits for it stays as it is (its Waiting says which job it waits for)
 // and Plan.Overruns lists the job every cycle until it ends. A due
-// reservation holds its planned GPUs from the cycle's time; when its job,
-// tested at its rank, starts elsewhere (it fits better on GPUs free now),
-// the GPUs it let go are offered again at once (NextEvent), in priority
-// order.
+// reservation holds its planned GPUs from the cycle's time. When a job,
+// tested at its rank, starts off its reservation (elsewhere: it fits
+// better on GPUs free now, or before its planned start), or gives it up
+// (its queue's quota, a preemption), after the walk left waiting a job
+// whose run would overlap the reservation, the planned GPUs it let go
+// that are free are offered again at once (NextEvent), in priority order.
 //
 // Jobs without a time limit (the usual case on Kubernetes) never use GPUs a
 // reservation needs.

@@ -252,10 +252,41 @@ func (c *cycle) passedWaiting(j *jobRec) {
 	}
 }
 
+// leftWaiting records that the walk left job j waiting (it was tested
+// and did not start): the reservations that overlap its run, were it to
+// start now, were kept from it (letGo).
+func (c *cycle) leftWaiting(j *jobRec) {
+	if c.refusedTo.Equal(MaxTime) {
+		return
+	}
+	to := MaxTime
+	if l := j.job.TimeLimit; l > 0 {
+		to = c.now.Add(l)
+	}
+	if to.After(c.refusedTo) {
+		c.refusedTo = to
+	}
+}
+
+// letGo records that the walk lets go of reservation r (its job starts,
+// or it is dropped) after it left waiting a job whose run would overlap
+// it (leftWaiting), and that some of its GPUs are free now (not taken by
+// its job starting): those were kept from that job, which was tested
+// before and may start on them now, so the next cycle offers them again
+// in priority order, at once (as releaseHold does for a hold's). In
+// this cycle, jobs walked after take them.
+func (c *cycle) letGo(r *reservation) {
+	if r.start.Before(c.refusedTo) && c.countFree(&r.alloc) > 0 {
+		c.reoffer = true
+	}
+}
+
 // passedRun is passedWaiting for a run of jobs passed over unread (by
 // their stamps or classes); a job that left the queue is not waiting.
-// The jobs are read only when one of them could close something.
+// The jobs are read only when one of them could close something. The run
+// counts as jobs without a limit left waiting (leftWaiting), unread.
 func (c *cycle) passedRun(jobs []*jobRec) {
+	c.refusedTo = MaxTime
 	if c.slotsFull() {
 		c.resvClosed = true
 		return
