@@ -84,10 +84,11 @@
 // gains a planned start becomes its reservation when the walk reaches
 // the gang, in priority order (reservation slots go in that order). A
 // job ranked above the gang and tested before was refused for the hold's
-// GPUs, and jobs ranked below take them in this cycle: when a hold ends
-// or moves in a cycle after it refused a job (a planned start, a
-// higher-ranked gang taking it over, its queue's quota), the next cycle
-// is due at once (NextEvent) to offer its GPUs again in priority order;
+// GPUs (whatever it got instead: a reason, a reservation, a hold), and
+// jobs ranked below take them in this cycle: when a hold ends or moves
+// in a cycle after it refused a job (a planned start, a higher-ranked
+// gang taking it over, its queue's quota), the next cycle is due at once
+// (NextEvent) to offer its GPUs again in priority order;
 // so is it when a gang gets a hold whose target is all free (one it took
 // over had kept it), and the gang starts there.
 // Plan.Holds, Plan.HoldEnds and the reasons (Held with the counts, nodes

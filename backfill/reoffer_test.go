@@ -86,3 +86,44 @@ func TestReservationStartedEarlyNoReoffer(t *testing.T) {
 	require.True(t, ok)
 	require.True(t, next.After(now.Add(time.Nanosecond)), "NextEvent %v: no cycle owed at once", next.Sub(epoch))
 }
+
+// TestHoldPlannedAfterReservedJobReoffers: S, ranked above the held
+// gang G, is refused the hold's free GPUs (nodes 0-2, U ended) and
+// reserved on node 7 after M; when the walk reaches G, its hold becomes
+// a reservation (HoldPlanned, from L's end at 2h), which S's run does not
+// overlap. Only a job left with a reason marked the hold as having
+// refused it, so NextEvent named S's reservation an hour away, though a
+// second cycle at the same time started S (found by a reviewer's probe).
+// Now every job the hold's GPUs refused marks it, and the next cycle,
+// due at once, starts S.
+func TestHoldPlannedAfterReservedJobReoffers(t *testing.T) {
+	e, pinned := holdEndEngine(t, 4*time.Hour)
+	for _, j := range []Job{pinned("U", 0, 3, 0), pinned("L", 3, 7, 2*time.Hour), pinned("M", 7, 8, time.Hour)} {
+		require.NoError(t, e.Submit(j, epoch))
+	}
+	startAll(t, e, epoch)
+	require.NoError(t, e.Submit(pinned("G", 0, 7, 0), epoch.Add(time.Minute)))
+	p := startAll(t, e, epoch.Add(time.Minute))
+	require.Len(t, p.Holds, 1, p.Describe(e.c, epoch))
+	now := epoch.Add(10 * time.Minute)
+	require.NoError(t, e.Finished("U", now))
+	require.NoError(t, e.Submit(Job{ID: "S", Account: "a", QOS: 1, TimeLimit: 30 * time.Minute, Gang: member(placement.NodesOf(1, 8))}, now))
+	p = startAll(t, e, now)
+	if len(p.Starts) != 0 || len(p.HoldEnds) != 1 || p.HoldEnds[0].Cause != HoldPlanned ||
+		!equalMaps(reservedStarts(p), map[string]time.Time{"S": epoch.Add(time.Hour), "G": epoch.Add(2 * time.Hour)}) {
+		t.Fatalf("want S reserved after M, G's hold become its reservation:\n%s", p.Describe(e.c, epoch))
+	}
+	startsAtOnce(t, e, now, "S")
+}
+
+func equalMaps(a, b map[string]time.Time) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !w.Equal(v) {
+			return false
+		}
+	}
+	return true
+}
