@@ -52,8 +52,9 @@ type hold struct {
 	spent  float64   // GPU-seconds held idle so far
 	budget float64   // GPU-seconds it may hold
 	eta    time.Time // estimated start of the gang on its target
-	// refused is set when this cycle refused a job for the hold's GPUs
-	// (clearRefusals clears it).
+	// refused is set when this cycle refused a job for the hold's GPUs,
+	// whatever the job got instead (classify, refusedBy, contendHold;
+	// clearRefusals clears it).
 	refused bool
 }
 

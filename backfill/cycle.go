@@ -38,7 +38,10 @@ import (
 //     - start the job now if its gang can be admitted on the free GPUs
 //     minus those reserved for other jobs in a window overlapping its own
 //     (now to now + time limit; forever without a limit) and minus held
-//     GPUs: backfill that never delays a reservation;
+//     GPUs: backfill that never delays a reservation; a job that starts
+//     off a reservation of its own lets go of the free GPUs of it,
+//     which, when they were kept from a job tested before, the next
+//     cycle offers again, at once (NextEvent);
 //     - else, a job with a reservation keeps it, unless it may preempt
 //     (below) and its reservation starts later than now + Grace +
 //     MinGain;
@@ -130,10 +133,16 @@ type cycle struct {
 	// gang's hold keeps it waiting within the hysteresis (contendHold).
 	contending bool
 	// reoffer is set when the walk let go of GPUs of a hold after it
-	// refused a job ranked above its gang for them (releaseHold), or
-	// started a job whose reservation was due off its planned GPUs
-	// (tryStart).
+	// refused a job ranked above its gang for them (releaseHold), or of
+	// a reservation after it left waiting a job whose run would overlap
+	// it (letGo): the next cycle offers them again, at once.
 	reoffer bool
+	// refusedTo is the latest end of the run, were it to start now, of
+	// the jobs the walk has left waiting so far (MaxTime for one without
+	// a limit, or a run of jobs passed over unread; zero for none): the
+	// reservations starting before it were kept from one of them
+	// (windowOverlaps).
+	refusedTo time.Time
 	// smallClosed is resvClosed for jobs below Config.ReservationMinGPUs:
 	// set once the walk has passed such a job while another held the one
 	// reservation they may hold.
@@ -383,6 +392,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.e, c.now, c.plan, c.naive = e, now, plan, e.naive
 	c.fifo, c.base = e.fifo.on, e.fifo.head
 	c.offsValid, c.resvClosed, c.smallClosed, c.reoffer, c.quotaRefused = false, false, false, false, 0
+	c.refusedTo = time.Time{}
 	c.invalidate()
 	c.startClaims()
 	c.initPreempt()
@@ -682,6 +692,9 @@ func (c *cycle) walk(order []*jobRec) {
 				panic(fmt.Sprintf("backfill: job %s at rank %d passed over by its class, but its test started it or changed its reason", j.job.ID, rank))
 			}
 			c.settleMove(j)
+			if !started {
+				c.leftWaiting(j)
+			}
 			if !started && j.resv == nil && j.claim == nil {
 				c.passedWaiting(j)
 			}
@@ -1378,18 +1391,9 @@ func (c *cycle) tryStart(j *jobRec) bool {
 	if !res.Admitted {
 		return c.tryLent(j, spec)
 	}
-	due := j.resv != nil && !j.resv.start.After(c.now)
-	if !c.startChecked(j) {
-		return false
-	}
-	if due {
-		// A due reservation held its GPUs from now, and the walk may
-		// have refused them to a job ranked above it; started where it
-		// fits best, it lets go of those it does not use. The next cycle
-		// offers them again in priority order, at once (as releaseHold).
-		c.reoffer = true
-	}
-	return true
+	// (Started off its reservation, it lets go of the GPUs of it it
+	// does not use: start.)
+	return c.startChecked(j)
 }
 
 // startCutOnPlan starts job j, whose due reservation r has its planned
@@ -1484,6 +1488,10 @@ func (c *cycle) start(j *jobRec) {
 		if r.start.Before(c.now) {
 			j.promised = r.start
 		}
+		// Started where it fits now (not on its planned GPUs, or on
+		// part of them, or before its planned start), it lets go of
+		// the planned GPUs it does not take (letGo).
+		c.letGo(r)
 		e.book.remove(r)
 		c.invalidate()
 	}

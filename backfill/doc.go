@@ -48,10 +48,12 @@
 // A job past its time limit is expected to end at once: a reservation that
 // waits for it stays as it is (its Waiting says which job it waits for)
 // and Plan.Overruns lists the job every cycle until it ends. A due
-// reservation holds its planned GPUs from the cycle's time; when its job,
-// tested at its rank, starts elsewhere (it fits better on GPUs free now),
-// the GPUs it let go are offered again at once (NextEvent), in priority
-// order.
+// reservation holds its planned GPUs from the cycle's time. When a job,
+// tested at its rank, starts off its reservation (elsewhere: it fits
+// better on GPUs free now, or before its planned start), or gives it up
+// (its queue's quota, a preemption), after the walk left waiting a job
+// whose run would overlap the reservation, the planned GPUs it let go
+// that are free are offered again at once (NextEvent), in priority order.
 //
 // Jobs without a time limit (the usual case on Kubernetes) never use GPUs a
 // reservation needs.
@@ -82,10 +84,11 @@
 // gains a planned start becomes its reservation when the walk reaches
 // the gang, in priority order (reservation slots go in that order). A
 // job ranked above the gang and tested before was refused for the hold's
-// GPUs, and jobs ranked below take them in this cycle: when a hold ends
-// or moves in a cycle after it refused a job (a planned start, a
-// higher-ranked gang taking it over, its queue's quota), the next cycle
-// is due at once (NextEvent) to offer its GPUs again in priority order;
+// GPUs (whatever it got instead: a reason, a reservation, a hold), and
+// jobs ranked below take them in this cycle: when a hold ends or moves
+// in a cycle after it refused a job (a planned start, a higher-ranked
+// gang taking it over, its queue's quota), the next cycle is due at once
+// (NextEvent) to offer its GPUs again in priority order;
 // so is it when a gang gets a hold whose target is all free (one it took
 // over had kept it), and the gang starts there.
 // Plan.Holds, Plan.HoldEnds and the reasons (Held with the counts, nodes

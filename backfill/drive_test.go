@@ -59,6 +59,12 @@ type host struct {
 	// claim takes the GPUs the victim search finds, which may leave its
 	// planned ones to others).
 	quotaMoves bool
+	// twice, when set, runs a second cycle at the same time after every
+	// cycle whose NextEvent is not at once (no event between): it must
+	// start nothing and leave every reservation as it was; each one that
+	// does not is listed in again.
+	twice bool
+	again []string
 	// waits is each waiting job's reason as the plans told it: the last
 	// plan's list, or with Config.OnlyChangedWaits the latest listing of
 	// each job that has not started since (an unchanged reason is not
@@ -122,9 +128,49 @@ func (h *host) run() {
 			h.report(heap.Pop(&h.events).(event))
 		}
 		h.cycle(at)
+		if h.twice {
+			h.cycleAgain(at)
+		}
 	}
 	if h.e.Pending() != 0 || h.e.Running() != 0 {
 		h.t.Fatalf("stuck: %d waiting, %d running, no event left", h.e.Pending(), h.e.Running())
+	}
+}
+
+// cycleAgain runs a second cycle at time at unless NextEvent asked for
+// one at once, and lists in again what it changed: a start, or a
+// reservation made, moved or gone (twice).
+func (h *host) cycleAgain(at time.Time) {
+	if next, ok := h.e.NextEvent(); ok && next.Equal(at.Add(time.Nanosecond)) {
+		return
+	}
+	before := h.last
+	h.cycle(at)
+	p := h.last
+	resv := func(p *Plan) map[string]string {
+		m := map[string]string{}
+		for _, r := range p.Reservations {
+			m[r.Job] = fmt.Sprintf("%v on %v", r.Start.Sub(epoch), r.Allocation.Members)
+		}
+		return m
+	}
+	was, is := resv(before), resv(p)
+	var what []string
+	for _, s := range p.Starts {
+		what = append(what, "start "+s.Job)
+	}
+	for id, r := range is {
+		if was[id] != r {
+			what = append(what, fmt.Sprintf("reserve %s at %s (was %q)", id, r, was[id]))
+		}
+	}
+	for id := range was {
+		if _, ok := is[id]; !ok {
+			what = append(what, "unreserve "+id)
+		}
+	}
+	if len(what) > 0 {
+		h.again = append(h.again, fmt.Sprintf("at %v: %v\n%s", at.Sub(epoch), what, p.Describe(h.e.c, epoch)))
 	}
 }
 

@@ -418,6 +418,7 @@ func (c *cycle) claimFor(j *jobRec, p *preemptScratch, victims []int, reclaim bo
 	v.Allocation.CopyTo(&cl.alloc)
 	cl.alloc.ID = j.job.ID
 	if r := j.resv; r != nil {
+		c.letGo(r) // (the claim keeps the GPUs it takes: counted free, they ask a cycle at once for nothing)
 		e.book.remove(r)
 	}
 	if h := e.book.holdOf(j); h != nil {

@@ -808,6 +808,7 @@ func (c *cycle) dropPromises(j *jobRec, by string) {
 	e := c.e
 	if r := j.resv; r != nil {
 		c.plan.Moves = append(c.plan.Moves, Move{Job: j.job.ID, From: r.start, Cause: CauseQuota, By: by})
+		c.letGo(r)
 		e.book.remove(r)
 		c.invalidate()
 	}

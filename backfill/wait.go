@@ -13,22 +13,65 @@ import (
 // wait decides what a job that cannot start now gets: its hold, its
 // reservation (kept up by upkeep), a new reservation, a hold, or a
 // reason; a job that may preempt and would not start soon otherwise
-// first looks for victims.
+// first looks for victims. A job left with anything but a reason
+// (classify) marks the holds whose GPUs refused it (refusedBy), as
+// classify does.
 func (c *cycle) wait(j *jobRec, w *Waiting) {
+	if !c.waitFor(j, w) {
+		spec, _ := c.specFor(j)
+		c.refusedBy(j, spec)
+	}
+}
+
+// refusedBy marks every hold but job j's own whose target the placement
+// j would have on the GPUs free now, every reservation, hold and claim
+// aside, takes GPUs of (as classify does for the hold it blames): the
+// hold refused j, tested before its gang, and when the walk lets it go
+// the next cycle offers its GPUs again at once (releaseHold). Without
+// holds to mark, nothing is placed.
+func (c *cycle) refusedBy(j *jobRec, spec *gang.Spec) {
+	e := c.e
+	own, unmarked := e.book.holdOf(j), false
+	for _, h := range e.book.holds {
+		if h != own && !h.refused {
+			unmarked = true
+			break
+		}
+	}
+	if !unmarked {
+		return
+	}
+	s := e.ledger.State()
+	if !c.naive && (s.FreeGPUs() < e.leastGPUs(spec) || !mayFit(s, spec)) {
+		return
+	}
+	if res, _ := e.adm.Check(s, spec, &e.alloc); !res.Admitted {
+		return
+	}
+	for _, h := range e.book.holds {
+		if h != own && intersects(&e.alloc, &h.target) {
+			h.refused = true
+		}
+	}
+}
+
+// waitFor is wait but for the holds' marks; it reports whether the job
+// was left with a reason (classify, which marks the hold it blames).
+func (c *cycle) waitFor(j *jobRec, w *Waiting) bool {
 	spec, patient := c.specFor(j)
 	failed := c.lastRes
 	if c.e.quota != nil && c.reclaimGuarantee(j, w) {
-		return
+		return false
 	}
 	if h := c.e.book.holdOf(j); h != nil && c.keepHold(h, spec, w) {
 		if c.mayPreempt(j, w) {
 			c.preempt(j, spec, time.Time{}, w)
 		}
-		return
+		return false
 	}
 	if r := j.resv; r != nil {
 		if c.far(r.start) && c.mayPreempt(j, w) && c.preempt(j, spec, r.start, w) {
-			return
+			return false
 		}
 		w.Code, w.Until = WaitReserved, r.start
 		if !r.start.After(c.now) {
@@ -36,24 +79,25 @@ func (c *cycle) wait(j *jobRec, w *Waiting) {
 				w.Blocker = o.job.ID
 			}
 		}
-		return
+		return false
 	}
 	if patient && c.fitsLoosely(j, failed, w) {
-		return
+		return false
 	}
 	if j.resv != nil {
-		return // keepHold made it a reservation
+		return false // keepHold made it a reservation
 	}
 	if c.reserveOrPreempt(j, spec, w) {
-		return
+		return false
 	}
 	if c.tryHold(j, spec, w) {
-		return
+		return false
 	}
 	c.classify(spec, failed, w)
 	if w.Code == WaitResources || w.Code == WaitGang {
 		w.NoSlot = c.noSlot(j)
 	}
+	return true
 }
 
 // noSlot says why job j, which holds no reservation, was refused a slot
@@ -252,10 +296,41 @@ func (c *cycle) passedWaiting(j *jobRec) {
 	}
 }
 
+// leftWaiting records that the walk left job j waiting (it was tested
+// and did not start): the reservations that overlap its run, were it to
+// start now, were kept from it (letGo).
+func (c *cycle) leftWaiting(j *jobRec) {
+	if c.refusedTo.Equal(MaxTime) {
+		return
+	}
+	to := MaxTime
+	if l := j.job.TimeLimit; l > 0 {
+		to = c.now.Add(l)
+	}
+	if to.After(c.refusedTo) {
+		c.refusedTo = to
+	}
+}
+
+// letGo records that the walk lets go of reservation r (its job starts,
+// or it is dropped) after it left waiting a job whose run would overlap
+// it (leftWaiting), and that some of its GPUs are free now (not taken by
+// its job starting): those were kept from that job, which was tested
+// before and may start on them now, so the next cycle offers them again
+// in priority order, at once (as releaseHold does for a hold's). In
+// this cycle, jobs walked after take them.
+func (c *cycle) letGo(r *reservation) {
+	if r.start.Before(c.refusedTo) && c.countFree(&r.alloc) > 0 {
+		c.reoffer = true
+	}
+}
+
 // passedRun is passedWaiting for a run of jobs passed over unread (by
 // their stamps or classes); a job that left the queue is not waiting.
-// The jobs are read only when one of them could close something.
+// The jobs are read only when one of them could close something. The run
+// counts as jobs without a limit left waiting (leftWaiting), unread.
 func (c *cycle) passedRun(jobs []*jobRec) {
+	c.refusedTo = MaxTime
 	if c.slotsFull() {
 		c.resvClosed = true
 		return
