@@ -33,7 +33,11 @@
 //     An admitted pod rejected on its own node tears the gang down so that it
 //     is placed again.
 //   - Reserve and Permit hold every pod of the gang until all are reserved,
-//     then let them through to binding together.
+//     then let them through to binding together. A pod of a group without a
+//     slot (its gang was torn down after the pod's PreFilter, or the pod was
+//     deleted) is refused, never let through alone. The UIDs of deleted pods
+//     are remembered (the last 16,384), so a hook called for a deleted pod
+//     never brings it back into its group.
 //   - Unreserve: before Permit let the pod through, the gang did not
 //     assemble: it is torn down. After, the pod's bind failed: the first
 //     failure retries on the same node (the gang keeps its GPUs); a later one
