@@ -381,11 +381,14 @@ func (a *engineAdapter) schedule(now time.Time) (cycleResult, error) {
 // setForeign makes the engine count foreign GPUs per node (node name to GPU
 // count; nodes not listed have none). The engine has no call for GPUs it did
 // not place, so they enter as running one-pod gangs through Snapshot and
-// Restore; it is done only when the counts changed. A node whose foreign
-// count exceeds its free GPUs gets what is free (the rest is already booked
-// for a gang, whose pod there will fail its Filter and re-place the gang).
+// Restore. A node whose foreign count exceeds its free GPUs gets what is
+// free (the rest is already booked for a gang, whose pod there will fail its
+// Filter and re-place the gang), and a node that is down gets none; the
+// engine is rebuilt only when what it would count now differs from what it
+// counts (foreignSettled), so a count that cannot be applied costs nothing
+// until GPUs free up or the node comes back.
 func (a *engineAdapter) setForeign(want map[string]int, now time.Time) error {
-	if equalCounts(want, a.foreign) {
+	if a.foreignSettled(want) {
 		return nil
 	}
 	now = a.clock(now)
@@ -429,7 +432,7 @@ func (a *engineAdapter) setForeign(want map[string]int, now time.Time) error {
 				Request: placement.RequestRecord{Nodes: 1, GPUsPerNode: len(gpus)}}}}})
 		snap.Gangs = append(snap.Gangs, gang.GangRecord{ID: id, Members: []gang.MemberRecord{
 			{Name: "pods", Want: 1, Pods: []gang.PodRecord{{Node: node, GPUs: gpus}}}}})
-		applied[node] = want[node]
+		applied[node] = len(gpus)
 	}
 	sort.Slice(snap.Gangs, func(i, j int) bool { return snap.Gangs[i].ID < snap.Gangs[j].ID })
 	e, err := backfill.Restore(a.cluster, a.cfg, snap)
@@ -438,6 +441,64 @@ func (a *engineAdapter) setForeign(want map[string]int, now time.Time) error {
 	}
 	a.eng, a.foreign = e, applied
 	return nil
+}
+
+// foreignSettled reports whether the engine already counts, on every node,
+// what setForeign would apply for want: the count asked for, or what is
+// free of other gangs when that is less, and nothing on a node that is down.
+func (a *engineAdapter) foreignSettled(want map[string]int) bool {
+	var s *topology.State
+	for node, n := range want {
+		if n <= 0 {
+			continue
+		}
+		have := a.foreignHeld(node)
+		if have == n {
+			continue
+		}
+		id, ok := a.cluster.LookupNode(node)
+		if !ok {
+			continue // a node the engine does not know: nothing to apply
+		}
+		if st, _ := a.eng.NodeState(id); st == backfill.NodeDown || st == backfill.NodeDownDrained {
+			if have != 0 {
+				return false
+			}
+			continue
+		}
+		if s == nil {
+			s = a.copyState()
+		}
+		if min(n, have+s.FreeCount(id)) != have {
+			return false
+		}
+	}
+	for node := range a.foreign {
+		if want[node] <= 0 && a.foreignHeld(node) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// foreignHeld returns the GPUs the engine's foreign job on node holds (0 when
+// it is not active, for example ended by a NodeDown).
+func (a *engineAdapter) foreignHeld(node string) int {
+	id := foreignPrefix + node
+	if !a.active(id) {
+		return 0
+	}
+	alloc, ok := a.eng.Allocation(id)
+	if !ok {
+		return 0
+	}
+	n := 0
+	for _, m := range alloc.Members {
+		for _, na := range m.Assignment {
+			n += bits.OnesCount64(na.GPUs)
+		}
+	}
+	return n
 }
 
 // freeGPUs picks up to n GPU indices of node that no gang holds; none on a
@@ -553,24 +614,6 @@ func (a *engineAdapter) addHeld(id string, held []uint64) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-func equalCounts(x, y map[string]int) bool {
-	nx, ny := 0, 0
-	for _, v := range x {
-		if v > 0 {
-			nx++
-		}
-	}
-	for k, v := range y {
-		if v > 0 {
-			ny++
-			if x[k] != v {
-				return false
-			}
-		}
-	}
-	return nx == ny
 }
 
 func sortedKeys(m map[string]int) []string {

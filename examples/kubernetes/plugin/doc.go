@@ -78,7 +78,10 @@
 //
 // GPUs of bound pods that no running gang of this plugin owns (other
 // schedulers, DaemonSets, pods of gangs that ended while they still run)
-// are used GPUs for the engine: they enter it as running one-pod gangs.
+// are used GPUs for the engine: they enter it as running one-pod gangs. A
+// node's foreign GPUs that are held by a gang, or that are on a node that is
+// down, are counted once they are free or the node is back; the engine is
+// rebuilt only when what it counts differs from that.
 //
 // # Concurrency
 //

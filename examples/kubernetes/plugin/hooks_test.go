@@ -80,3 +80,25 @@ func incPods(g *groupState) []string {
 	}
 	return out
 }
+
+// TestForeignOnDownNodeNoRebuild: a foreign GPU pod bound to a node that is
+// not Ready cannot be counted (the node is down), and the cycle does not
+// rebuild the engine (Snapshot and Restore of every job) again and again
+// for it while nothing changes.
+func TestForeignOnDownNodeNoRebuild(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	nodes := testNodes(4)
+	nodes[3].Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionUnknown}}
+	h.addNodes(nodes...)
+	h.c.onPod(foreignPod("stuck", "n003", 8))
+	h.cycle()
+	first := h.c.eng.eng
+	h.cycle()
+	h.cycle()
+	if h.c.eng.eng != first {
+		t.Fatal("nothing changed, yet a cycle rebuilt the engine")
+	}
+	if free := h.c.eng.freeGPUCount(); free != 24 {
+		t.Fatalf("free GPUs %d, want 24 (3 Ready nodes)", free)
+	}
+}
