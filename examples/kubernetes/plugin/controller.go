@@ -28,6 +28,7 @@ type controller struct {
 	bound   map[string]boundPod    // every bound, live GPU pod by UID
 	nodes   map[string]*v1.Node
 	nodeGen map[string]string // node -> labels and GPUs, to spot changes
+	leftOut map[string]string // nodes left out of the cluster model -> why
 	deleted map[string]bool   // nodes deleted from the API
 	minPG   map[string]int    // PodGroup objects: "ns/name" -> minMember
 	changed bool              // set by an observation that the next cycle must see
@@ -56,6 +57,7 @@ type actor interface {
 	activate(pods map[string]*v1.Pod)
 	reject(uid, msg string)
 	evict(ns, name, uid string)
+	nodeWarning(n *v1.Node, msg string)
 }
 
 // Stats counts what the plugin did (for tests, logs and the benchmark).
@@ -70,7 +72,7 @@ type Stats struct {
 func newController(args Args, profile string, acts actor, status *statusWriter) *controller {
 	return &controller{args: args, profile: profile, groups: map[string]*groupState{},
 		jobs: map[string]*groupState{}, podKey: map[string]string{}, bound: map[string]boundPod{},
-		nodes: map[string]*v1.Node{}, nodeGen: map[string]string{}, deleted: map[string]bool{},
+		nodes: map[string]*v1.Node{}, nodeGen: map[string]string{}, leftOut: map[string]string{}, deleted: map[string]bool{},
 		minPG: map[string]int{}, podsGone: map[string]bool{}, wake: make(chan struct{}, 1), now: time.Now, status: status, acts: acts}
 }
 

@@ -50,8 +50,10 @@
 //     fails; it joins no new gang until then.
 //   - PostBind of the gang's last pod reports Started.
 //   - Pod deletion or termination of every pod of a running gang reports
-//     Finished; a node that is not Ready (or deleted) is NodeDown: the gangs
-//     on it end and their pods are deleted (a gang with a dead rank is dead).
+//     Finished; a node that is not Ready (or deleted), or serves no GPUs
+//     (none allocatable while its capacity has some: its device plugin is
+//     down), is NodeDown: the gangs on it end and their pods are deleted (a
+//     gang with a dead rank is dead).
 //   - The engine's reason for a waiting gang becomes the message of its pods'
 //     PodScheduled condition.
 //
@@ -73,6 +75,20 @@
 // member's assignment, the core's pod of rank i (gang.Pod.Rank: ranks follow
 // node order, so consecutive ranks share a leaf). A pod moved after a failed
 // bind keeps its rank.
+//
+// # Nodes
+//
+// The engine's cluster is built from the GPU nodes' labels and allocatable
+// GPU counts through topology/kube, and rebuilt (Snapshot and Restore) when
+// a node is added or its labels, GPU capacity or allocatable count change.
+// A node that cannot enter the cluster model on its own (a missing or empty
+// topology label, a bad GPU count) is left out, and a node already in it
+// keeps its former labels and GPUs; either way the plugin logs it and
+// records a Warning event (reason PhalanxNodeLeftOut) on the node, once per
+// reason, and looks at the node again when it changes. When the engine
+// cannot move onto the rebuilt cluster (a node shrank under GPUs a gang
+// holds), the other changed nodes join alone and that node is tried again
+// every cycle.
 //
 // # Pods Phalanx did not place
 //

@@ -456,6 +456,12 @@ func (a *frameworkActor) reject(uid, msg string) {
 	}
 }
 
+func (a *frameworkActor) nodeWarning(n *v1.Node, msg string) {
+	if r := a.h.EventRecorder(); r != nil {
+		r.Eventf(n, nil, v1.EventTypeWarning, "PhalanxNodeLeftOut", "Scheduling", "%s", msg)
+	}
+}
+
 func (a *frameworkActor) evict(ns, name, uid string) {
 	u := types.UID(uid)
 	opts := metav1.DeleteOptions{GracePeriodSeconds: a.grace, Preconditions: &metav1.Preconditions{UID: &u}}
