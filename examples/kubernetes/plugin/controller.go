@@ -217,7 +217,7 @@ func (c *controller) evictOrphan(ps *podState) {
 	if !ps.orphan {
 		return
 	}
-	ps.orphan = false
+	ps.orphan, ps.evicting = false, true
 	c.evictLater = append(c.evictLater, ps)
 	c.changed = true
 }

@@ -94,6 +94,7 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 		case len(inc.replace) > 0:
 			c.replacePods(logger, g, now, &acts)
 		}
+		c.deletePartial(logger, g, &acts)
 	}
 	if err := c.eng.setForeign(c.foreignUsage(), now); err != nil {
 		logger.Error(err, "Phalanx: counting GPUs of pods it did not place")
@@ -346,6 +347,7 @@ func (c *controller) teardown(g *groupState, now time.Time, acts *actions) {
 			acts.reject = append(acts.reject, rejection{uid, "phalanx: gang torn down: " + inc.broken})
 		}
 		if inc.bound[uid] && !inc.gone[uid] {
+			inc.pods[uid].evicting = true
 			acts.evict = append(acts.evict, inc.pods[uid])
 			c.stats.Evictions++
 		} else if ps := inc.pods[uid]; inc.passed[uid] && !inc.gone[uid] && ps != nil {
@@ -359,16 +361,56 @@ func (c *controller) teardown(g *groupState, now time.Time, acts *actions) {
 	c.stats.Teardowns++
 }
 
+// deletePartial deletes the bound pods of a group without a job when they
+// are fewer than its minMember while a pod of the group is pending: a
+// partial gang that the plugin cannot complete (it submits pending pods
+// only), as a scheduler restart leaves one that was binding. As after a
+// teardown, no part of a gang runs without the rest; the pending pods and
+// the pods recreated for the deleted ones form the next gang. Bound pods
+// that reach minMember are a whole gang and are left alone.
+func (c *controller) deletePartial(logger klog.Logger, g *groupState, acts *actions) {
+	if g.inc != nil || g.minMember == 0 {
+		return
+	}
+	var bound []*podState
+	pending := false
+	for _, p := range g.pods {
+		switch {
+		case p.node == "":
+			pending = pending || !p.orphan
+		case !p.evicting:
+			bound = append(bound, p)
+		}
+	}
+	if !pending || len(bound) == 0 || len(bound) >= g.minMember {
+		return
+	}
+	orderPods(bound)
+	logger.Info("Phalanx: deleting the bound pods of a partial gang (bound before a restart?)", "group", g.key,
+		"bound", len(bound), "minMember", g.minMember)
+	for _, p := range bound {
+		p.evicting = true
+		acts.evict = append(acts.evict, p)
+		c.stats.Evictions++
+	}
+}
+
 // prepare moves a group towards a job: it waits for min-member pods, sends
 // one scout per pod shape whose allowed nodes are unknown or stale, and
 // submits the gang once every shape is measured. A waiting gang whose pods
-// changed is withdrawn and submitted again with its original submit time.
+// changed, or that has fewer pods than a raised minMember, is withdrawn and
+// submitted again with its original submit time. Pods created after the
+// group's gang was submitted wait until every pod of that gang is gone: a
+// group has one gang at a time.
 func (c *controller) prepare(g *groupState, now time.Time, acts *actions) {
 	if inc := g.inc; inc != nil {
 		if inc.admitted {
+			if hasLatePods(g) {
+				g.reason = "pods created after the group's gang " + inc.job + " was submitted wait until every pod of that gang is gone (a group runs one gang at a time)"
+			}
 			return
 		}
-		if !c.podsChanged(g) && !allowedChanged(g) {
+		if !c.podsChanged(g) && !allowedChanged(g) && len(inc.pods) >= g.minMember {
 			c.refreshScouts(g, now, acts)
 			return
 		}
@@ -395,6 +437,17 @@ func (c *controller) prepare(g *groupState, now time.Time, acts *actions) {
 		return
 	}
 	c.submit(g, shapes, now)
+}
+
+// hasLatePods reports whether group g has pending pods that its admitted
+// gang does not hold.
+func hasLatePods(g *groupState) bool {
+	for _, p := range g.pending() {
+		if g.inc.pods[p.uid] == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // podsChanged reports whether a waiting gang's pods are no longer the

@@ -15,7 +15,16 @@
 // minMember pending pods, they are submitted as one gang (account: the
 // namespace; submit time: the earliest pod's creation, kept across
 // resubmissions), one member per pod shape, each pod one node with its
-// nvidia.com/gpu count. Topology comes from node labels through a
+// nvidia.com/gpu count. A gang waiting in the engine when minMember rises
+// above its pod count is withdrawn until enough pods are pending. A group
+// runs one gang at a time: pods created after its gang was submitted (a
+// group with more pods than minMember, created in batches) wait, with that
+// reason, until every pod of that gang is gone. A group without a job whose
+// bound pods are fewer than its minMember while another of its pods is
+// pending (a gang that was binding when the scheduler restarted) cannot be
+// completed: its bound pods are deleted, as after a teardown (so is a
+// running gang that lost a pod whose replacement is pending at a restart:
+// the plugin cannot tell the two apart). Topology comes from node labels through a
 // topology/kube preset (Args.Topology). Pods of a group without GPUs are not
 // supported.
 //
