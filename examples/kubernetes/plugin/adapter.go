@@ -82,6 +82,10 @@ type engineAdapter struct {
 	nodes    map[string]*v1.Node // every GPU node ever seen, by name
 	accounts map[string]bool
 	foreign  map[string]int // applied foreign GPUs per node
+	// degraded is the nodes kube.Load reported Down for their GPUs alone
+	// (allocatable GPUs missing or zero while the capacity has some: the
+	// device plugin is not serving them); setNode keeps them down.
+	degraded map[string]bool
 	last     time.Time
 }
 
@@ -127,10 +131,11 @@ func newEngineAdapter(nodes []*v1.Node, args *Args, now time.Time) (*engineAdapt
 	for _, n := range nodes {
 		a.nodes[n.Name] = n
 	}
-	c, err := a.buildCluster()
+	c, degraded, err := a.buildCluster()
 	if err != nil {
 		return nil, err
 	}
+	a.degraded = degraded
 	tree, err := fairshare.BuildTree(fairshare.TreeSpec{Accounts: []fairshare.AccountSpec{
 		{Name: foreignAccount, Shares: 1}}}, cfg.FairShare)
 	if err != nil {
@@ -146,8 +151,12 @@ func newEngineAdapter(nodes []*v1.Node, args *Args, now time.Time) (*engineAdapt
 }
 
 // buildCluster loads the known GPU nodes through topology/kube, in name order
-// so that the same nodes always give the same cluster.
-func (a *engineAdapter) buildCluster() (*topology.Cluster, error) {
+// so that the same nodes always give the same cluster. It also returns the
+// nodes kube.Load reports Down for their GPUs (allocatable missing or zero,
+// capacity not): the nodes are loaded as Ready and uncordoned, since the
+// controller applies readiness and cordons itself (setNode) and a node's
+// copy here is only as recent as its last GPU or label change.
+func (a *engineAdapter) buildCluster() (*topology.Cluster, map[string]bool, error) {
 	names := make([]string, 0, len(a.nodes))
 	for n := range a.nodes {
 		names = append(names, n)
@@ -155,17 +164,49 @@ func (a *engineAdapter) buildCluster() (*topology.Cluster, error) {
 	sort.Strings(names)
 	list := v1.NodeList{TypeMeta: metaList()}
 	for _, n := range names {
-		list.Items = append(list.Items, *a.nodes[n])
+		list.Items = append(list.Items, loadCopy(a.nodes[n]))
 	}
-	data, err := json.Marshal(&list)
+	c, st, err := loadNodes(&list, a.opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	opts := a.opts
+	degraded := map[string]bool{}
+	for _, n := range st.Down {
+		degraded[n] = true
+	}
+	return c, degraded, nil
+}
+
+// loadCopy returns node n as buildCluster loads it: Ready and not cordoned.
+func loadCopy(n *v1.Node) v1.Node {
+	cp := *n
+	cp.Spec.Unschedulable = false
+	cp.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}
+	return cp
+}
+
+// loadNodes runs kube.Load on a node list.
+func loadNodes(list *v1.NodeList, opts kube.Options) (*topology.Cluster, kube.Status, error) {
+	data, err := json.Marshal(list)
+	if err != nil {
+		return nil, kube.Status{}, err
+	}
 	opts.SkipNodesWithoutGPUs = true
 	opts.Source = "kubernetes nodes"
-	c, _, err := kube.Load(bytes.NewReader(data), opts)
-	return c, err
+	return kube.Load(bytes.NewReader(data), opts)
+}
+
+// nodeDefect returns why node n cannot enter the cluster model on its own
+// (a missing or empty topology label, a bad GPU count), or nil: topology/kube
+// reads it alone, as buildCluster reads every node.
+func nodeDefect(args *Args, n *v1.Node) error {
+	opts, err := topologyOptions(args)
+	if err != nil {
+		return err
+	}
+	list := v1.NodeList{TypeMeta: metaList(), Items: []v1.Node{loadCopy(n)}}
+	_, _, err = loadNodes(&list, opts)
+	return err
 }
 
 // hasGPUs reports whether the node has GPUs the cluster model counts.
@@ -196,7 +237,7 @@ func (a *engineAdapter) addNodes(nodes []*v1.Node) error {
 	for _, n := range nodes {
 		a.nodes[n.Name] = n
 	}
-	c, err := a.buildCluster()
+	c, degraded, err := a.buildCluster()
 	if err != nil {
 		a.nodes = old
 		return err
@@ -206,7 +247,7 @@ func (a *engineAdapter) addNodes(nodes []*v1.Node) error {
 		a.nodes = old
 		return err
 	}
-	a.cluster, a.eng = c, e
+	a.cluster, a.eng, a.degraded = c, e, degraded
 	return nil
 }
 
@@ -311,13 +352,14 @@ func (a *engineAdapter) held(id string) bool {
 }
 
 // setNode brings the engine's view of a node in line with Kubernetes: down
-// when not Ready (or deleted), drained when cordoned. It returns the jobs a
-// node failure ended.
+// when not Ready (or deleted) or serving no GPUs (degraded), drained when
+// cordoned. It returns the jobs a node failure ended.
 func (a *engineAdapter) setNode(name string, down, drained bool, now time.Time) ([]string, error) {
 	id, ok := a.cluster.LookupNode(name)
 	if !ok {
 		return nil, nil
 	}
+	down = down || a.degraded[name]
 	st, _ := a.eng.NodeState(id)
 	now = a.clock(now)
 	isDown := st == backfill.NodeDown || st == backfill.NodeDownDrained
@@ -381,11 +423,14 @@ func (a *engineAdapter) schedule(now time.Time) (cycleResult, error) {
 // setForeign makes the engine count foreign GPUs per node (node name to GPU
 // count; nodes not listed have none). The engine has no call for GPUs it did
 // not place, so they enter as running one-pod gangs through Snapshot and
-// Restore; it is done only when the counts changed. A node whose foreign
-// count exceeds its free GPUs gets what is free (the rest is already booked
-// for a gang, whose pod there will fail its Filter and re-place the gang).
+// Restore. A node whose foreign count exceeds its free GPUs gets what is
+// free (the rest is already booked for a gang, whose pod there will fail its
+// Filter and re-place the gang), and a node that is down gets none; the
+// engine is rebuilt only when what it would count now differs from what it
+// counts (foreignSettled), so a count that cannot be applied costs nothing
+// until GPUs free up or the node comes back.
 func (a *engineAdapter) setForeign(want map[string]int, now time.Time) error {
-	if equalCounts(want, a.foreign) {
+	if a.foreignSettled(want) {
 		return nil
 	}
 	now = a.clock(now)
@@ -429,7 +474,7 @@ func (a *engineAdapter) setForeign(want map[string]int, now time.Time) error {
 				Request: placement.RequestRecord{Nodes: 1, GPUsPerNode: len(gpus)}}}}})
 		snap.Gangs = append(snap.Gangs, gang.GangRecord{ID: id, Members: []gang.MemberRecord{
 			{Name: "pods", Want: 1, Pods: []gang.PodRecord{{Node: node, GPUs: gpus}}}}})
-		applied[node] = want[node]
+		applied[node] = len(gpus)
 	}
 	sort.Slice(snap.Gangs, func(i, j int) bool { return snap.Gangs[i].ID < snap.Gangs[j].ID })
 	e, err := backfill.Restore(a.cluster, a.cfg, snap)
@@ -438,6 +483,64 @@ func (a *engineAdapter) setForeign(want map[string]int, now time.Time) error {
 	}
 	a.eng, a.foreign = e, applied
 	return nil
+}
+
+// foreignSettled reports whether the engine already counts, on every node,
+// what setForeign would apply for want: the count asked for, or what is
+// free of other gangs when that is less, and nothing on a node that is down.
+func (a *engineAdapter) foreignSettled(want map[string]int) bool {
+	var s *topology.State
+	for node, n := range want {
+		if n <= 0 {
+			continue
+		}
+		have := a.foreignHeld(node)
+		if have == n {
+			continue
+		}
+		id, ok := a.cluster.LookupNode(node)
+		if !ok {
+			continue // a node the engine does not know: nothing to apply
+		}
+		if st, _ := a.eng.NodeState(id); st == backfill.NodeDown || st == backfill.NodeDownDrained {
+			if have != 0 {
+				return false
+			}
+			continue
+		}
+		if s == nil {
+			s = a.copyState()
+		}
+		if min(n, have+s.FreeCount(id)) != have {
+			return false
+		}
+	}
+	for node := range a.foreign {
+		if want[node] <= 0 && a.foreignHeld(node) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// foreignHeld returns the GPUs the engine's foreign job on node holds (0 when
+// it is not active, for example ended by a NodeDown).
+func (a *engineAdapter) foreignHeld(node string) int {
+	id := foreignPrefix + node
+	if !a.active(id) {
+		return 0
+	}
+	alloc, ok := a.eng.Allocation(id)
+	if !ok {
+		return 0
+	}
+	n := 0
+	for _, m := range alloc.Members {
+		for _, na := range m.Assignment {
+			n += bits.OnesCount64(na.GPUs)
+		}
+	}
+	return n
 }
 
 // freeGPUs picks up to n GPU indices of node that no gang holds; none on a
@@ -491,6 +594,19 @@ func (a *engineAdapter) jobNodes(id string) []string {
 		out = append(out, a.cluster.NodeName(pod.Node))
 	}
 	return out
+}
+
+// nodeStatus returns the engine's GPU count of node name and whether it is
+// down or drained; ok is false for a node outside the cluster (for tests).
+func (a *engineAdapter) nodeStatus(name string) (gpus int, down, drained, ok bool) {
+	id, ok := a.cluster.LookupNode(name)
+	if !ok {
+		return 0, false, false, false
+	}
+	st, _ := a.eng.NodeState(id)
+	down = st == backfill.NodeDown || st == backfill.NodeDownDrained
+	drained = st == backfill.NodeDrained || st == backfill.NodeDownDrained
+	return a.cluster.NodeGPUs(id), down, drained, true
 }
 
 // totalGPUs returns the cluster's GPUs.
@@ -553,24 +669,6 @@ func (a *engineAdapter) addHeld(id string, held []uint64) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-func equalCounts(x, y map[string]int) bool {
-	nx, ny := 0, 0
-	for _, v := range x {
-		if v > 0 {
-			nx++
-		}
-	}
-	for k, v := range y {
-		if v > 0 {
-			ny++
-			if x[k] != v {
-				return false
-			}
-		}
-	}
-	return nx == ny
 }
 
 func sortedKeys(m map[string]int) []string {

@@ -114,3 +114,47 @@ func TestAdapterNamesTheFilteredNodes(t *testing.T) {
 		t.Fatalf("4 pods on 3 allowed nodes of 16: %v", err)
 	}
 }
+
+// TestAdapterForeignAppliedOnceFree: a foreign pod bound onto GPUs a gang
+// holds (another scheduler raced it) gets what is free; once the gang is
+// gone, the rest of its GPUs are counted too, with no change in the counts
+// asked for.
+func TestAdapterForeignAppliedOnceFree(t *testing.T) {
+	args := Args{}
+	if err := args.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a, err := newEngineAdapter(testNodes(1), &args, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.submit(gangRequest{ID: "g", Account: "team", Submit: now, Members: []memberRequest{
+		{Name: "w", Pods: 1, GPUsPerPod: 4}}}, now); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := a.schedule(now.Add(time.Second)); err != nil || len(res.Starts) != 1 {
+		t.Fatalf("the gang must start: %+v %v", res, err)
+	}
+	if err := a.setForeign(map[string]int{"n000": 6}, now.Add(2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.check(); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.foreign["n000"]; got != 4 {
+		t.Fatalf("foreign GPUs applied on n000: %d, want the 4 the gang leaves free", got)
+	}
+	if err := a.cancel("g", now.Add(3*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.setForeign(map[string]int{"n000": 6}, now.Add(4*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.check(); err != nil {
+		t.Fatal(err)
+	}
+	if free := a.freeGPUCount(); free != 2 || a.foreign["n000"] != 6 {
+		t.Fatalf("n000 has 6 GPUs used by a foreign pod: the engine counts %d free, %d foreign; want 2 and 6", free, a.foreign["n000"])
+	}
+}

@@ -28,6 +28,7 @@ type controller struct {
 	bound   map[string]boundPod    // every bound, live GPU pod by UID
 	nodes   map[string]*v1.Node
 	nodeGen map[string]string // node -> labels and GPUs, to spot changes
+	leftOut map[string]string // nodes left out of the cluster model -> why
 	deleted map[string]bool   // nodes deleted from the API
 	minPG   map[string]int    // PodGroup objects: "ns/name" -> minMember
 	changed bool              // set by an observation that the next cycle must see
@@ -37,6 +38,11 @@ type controller struct {
 	// evictLater is the orphans (podState.orphan) seen bound, to delete in
 	// the next cycle.
 	evictLater []*podState
+	// podsGone remembers the UIDs of pods deleted or terminated (the last
+	// maxGoneUIDs of them, oldest first in goneOrder), so that a hook the
+	// framework still calls for such a pod never brings it back.
+	podsGone  map[string]bool
+	goneOrder []string
 
 	wake   chan struct{}
 	synced func() bool
@@ -51,6 +57,7 @@ type actor interface {
 	activate(pods map[string]*v1.Pod)
 	reject(uid, msg string)
 	evict(ns, name, uid string)
+	nodeWarning(n *v1.Node, msg string)
 }
 
 // Stats counts what the plugin did (for tests, logs and the benchmark).
@@ -65,8 +72,8 @@ type Stats struct {
 func newController(args Args, profile string, acts actor, status *statusWriter) *controller {
 	return &controller{args: args, profile: profile, groups: map[string]*groupState{},
 		jobs: map[string]*groupState{}, podKey: map[string]string{}, bound: map[string]boundPod{},
-		nodes: map[string]*v1.Node{}, nodeGen: map[string]string{}, deleted: map[string]bool{},
-		minPG: map[string]int{}, wake: make(chan struct{}, 1), now: time.Now, status: status, acts: acts}
+		nodes: map[string]*v1.Node{}, nodeGen: map[string]string{}, leftOut: map[string]string{}, deleted: map[string]bool{},
+		minPG: map[string]int{}, podsGone: map[string]bool{}, wake: make(chan struct{}, 1), now: time.Now, status: status, acts: acts}
 }
 
 // poke wakes the loop; it never blocks.
@@ -115,12 +122,30 @@ func (c *controller) onPod(obj any) {
 	}
 }
 
+// maxGoneUIDs bounds the deleted or terminated pods remembered: a hook for
+// such a pod comes within seconds of its deletion.
+const maxGoneUIDs = 16384
+
 // observePod records a live pod: as a GPU user when bound, and as a member of
 // its group when this profile schedules it. Idempotent. Only pods from the
 // API (fromAPI) say whether a pod is bound: the framework hands its hooks
 // the assumed pod, whose nodeName is set before any bind.
+//
+// A pod already deleted or terminated (forgetPod) is not recorded again:
+// for a hook, a pod of a group gets a stand-in group with no slot and no
+// state, which every hook refuses.
 func (c *controller) observePod(p *v1.Pod, fromAPI bool) *groupState {
 	uid := string(p.UID)
+	if c.podsGone[uid] {
+		if fromAPI || p.Spec.SchedulerName != c.profile {
+			return nil
+		}
+		key := groupKey(p, c.args.GPUResource)
+		if key == "" {
+			return nil
+		}
+		return &groupState{key: key, ns: p.Namespace, reason: "the pod was deleted or has terminated"}
+	}
 	gpus := podGPUs(p, c.args.GPUResource)
 	if fromAPI && p.Spec.NodeName != "" && gpus > 0 {
 		if _, ok := c.bound[uid]; !ok {
@@ -192,7 +217,7 @@ func (c *controller) evictOrphan(ps *podState) {
 	if !ps.orphan {
 		return
 	}
-	ps.orphan = false
+	ps.orphan, ps.evicting = false, true
 	c.evictLater = append(c.evictLater, ps)
 	c.changed = true
 }
@@ -216,6 +241,14 @@ func (c *controller) minMemberOf(key string, p *v1.Pod) int {
 // once it is gone, and its gang may be finished or broken.
 func (c *controller) forgetPod(p *v1.Pod) {
 	uid := string(p.UID)
+	if !c.podsGone[uid] {
+		c.podsGone[uid] = true
+		c.goneOrder = append(c.goneOrder, uid)
+		if len(c.goneOrder) > maxGoneUIDs {
+			delete(c.podsGone, c.goneOrder[0])
+			c.goneOrder = c.goneOrder[1:]
+		}
+	}
 	if _, ok := c.bound[uid]; ok {
 		delete(c.bound, uid)
 		c.changed = true

@@ -18,6 +18,13 @@ type actions struct {
 	reject   []rejection
 	evict    []*podState
 	status   []statusUpdate
+	warnings []nodeWarning
+}
+
+// nodeWarning is a Warning event to record on a node.
+type nodeWarning struct {
+	node *v1.Node
+	msg  string
 }
 
 type rejection struct{ uid, msg string }
@@ -42,6 +49,9 @@ func (a *actions) apply(act actor, sw *statusWriter) {
 	if len(a.activate) > 0 {
 		act.activate(a.activate)
 	}
+	for _, w := range a.warnings {
+		act.nodeWarning(w.node, w.msg)
+	}
 	if sw != nil {
 		sw.enqueue(a.status)
 	}
@@ -58,7 +68,7 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 	defer c.mu.Unlock()
 	var acts actions
 	now := c.now()
-	if c.eng == nil && !c.start(logger, now) {
+	if c.eng == nil && !c.start(logger, now, &acts) {
 		return acts, time.Second
 	}
 	c.stats.Cycles++
@@ -84,6 +94,7 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 		case len(inc.replace) > 0:
 			c.replacePods(logger, g, now, &acts)
 		}
+		c.deletePartial(logger, g, &acts)
 	}
 	if err := c.eng.setForeign(c.foreignUsage(), now); err != nil {
 		logger.Error(err, "Phalanx: counting GPUs of pods it did not place")
@@ -121,19 +132,33 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 }
 
 // start builds the engine once the informers have synced and GPU nodes exist.
-func (c *controller) start(logger klog.Logger, now time.Time) bool {
+// A node that cannot enter the cluster model (nodeDefect) is left out, with
+// a warning, and the engine starts on the others.
+func (c *controller) start(logger klog.Logger, now time.Time, acts *actions) bool {
 	if c.synced != nil && !c.synced() {
 		return false
 	}
 	var gpuNodes []*v1.Node
-	for _, n := range c.nodes {
-		if !c.deleted[n.Name] && hasGPUs(n, c.args.GPUResource) {
-			gpuNodes = append(gpuNodes, n)
-			c.nodeGen[n.Name] = nodeGeneration(n, c.args.GPUResource)
+	leftOut := 0
+	for _, name := range sortedNodeNames(c.nodes) {
+		n := c.nodes[name]
+		if c.deleted[name] || !hasGPUs(n, c.args.GPUResource) {
+			continue
 		}
+		c.nodeGen[name] = nodeGeneration(n, c.args.GPUResource)
+		if err := nodeDefect(&c.args, n); err != nil {
+			c.leaveOut(logger, n, err, acts)
+			leftOut++
+			continue
+		}
+		gpuNodes = append(gpuNodes, n)
+		delete(c.leftOut, name)
 	}
 	if len(gpuNodes) == 0 {
 		c.err = "no node has " + c.args.GPUResource
+		if leftOut > 0 {
+			c.err = fmt.Sprintf("every node with %s (%d) is left out of the cluster model: see the nodes' PhalanxNodeLeftOut events", c.args.GPUResource, leftOut)
+		}
 		return false
 	}
 	eng, err := newEngineAdapter(gpuNodes, &c.args, now)
@@ -147,7 +172,9 @@ func (c *controller) start(logger klog.Logger, now time.Time) bool {
 	return true
 }
 
-// nodeGeneration summarises what of a node shapes the cluster model.
+// nodeGeneration summarises what of a node shapes the cluster model: its
+// labels and its GPU capacity and allocatable count (kube.Load counts the
+// allocatable GPUs, and reports a node with none allocatable Down).
 func nodeGeneration(n *v1.Node, resource string) string {
 	keys := make([]string, 0, len(n.Labels))
 	for k, v := range n.Labels {
@@ -155,25 +182,63 @@ func nodeGeneration(n *v1.Node, resource string) string {
 	}
 	sort.Strings(keys)
 	q := n.Status.Capacity[v1.ResourceName(resource)]
-	return q.String() + "|" + strings.Join(keys, ",")
+	a, ok := n.Status.Allocatable[v1.ResourceName(resource)]
+	alloc := "-"
+	if ok {
+		alloc = a.String()
+	}
+	return q.String() + "/" + alloc + "|" + strings.Join(keys, ",")
 }
 
-// syncNodes adds new or relabelled GPU nodes to the cluster and applies
-// readiness and cordons; a node failure ends the gangs on it.
+// syncNodes adds new, relabelled or resized GPU nodes to the cluster and
+// applies readiness, cordons and GPU health; a node failure ends the gangs
+// on it. A node that cannot enter the cluster model (nodeDefect) is left
+// out with a warning (a node already in it keeps its former labels and
+// GPUs) and looked at again when it changes. When the rebuild fails as a
+// whole (the engine refuses to move onto the new cluster, as when a node
+// shrank under GPUs a gang holds), each node is tried alone: the others
+// join, and the ones that fail are tried again in the next cycle.
 func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions) {
 	var changed []*v1.Node
-	for name, n := range c.nodes {
+	gens := map[string]string{}
+	for _, name := range sortedNodeNames(c.nodes) {
+		n := c.nodes[name]
 		if c.deleted[name] || !hasGPUs(n, c.args.GPUResource) {
 			continue
 		}
-		if gen := nodeGeneration(n, c.args.GPUResource); gen != c.nodeGen[name] {
-			changed = append(changed, n)
-			c.nodeGen[name] = gen
+		gen := nodeGeneration(n, c.args.GPUResource)
+		if gen == c.nodeGen[name] {
+			continue
 		}
+		if err := nodeDefect(&c.args, n); err != nil {
+			c.nodeGen[name] = gen // looked at again when the node changes
+			c.leaveOut(logger, n, err, acts)
+			continue
+		}
+		changed = append(changed, n)
+		gens[name] = gen
+	}
+	joined := func(n *v1.Node) {
+		c.nodeGen[n.Name] = gens[n.Name]
+		delete(c.leftOut, n.Name)
 	}
 	if len(changed) > 0 {
-		if err := c.eng.addNodes(changed); err != nil {
-			logger.Error(err, "Phalanx: rebuilding the cluster with new nodes")
+		err := c.eng.addNodes(changed)
+		switch {
+		case err == nil:
+			for _, n := range changed {
+				joined(n)
+			}
+		case len(changed) == 1:
+			c.leaveOut(logger, changed[0], err, acts)
+		default:
+			for _, n := range changed {
+				if err := c.eng.addNodes([]*v1.Node{n}); err != nil {
+					c.leaveOut(logger, n, err, acts)
+				} else {
+					joined(n)
+				}
+			}
 		}
 	}
 	for _, name := range sortedNodeNames(c.nodes) {
@@ -186,12 +251,32 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions)
 		if err != nil {
 			logger.Error(err, "Phalanx: node state", "node", name)
 		}
+		why := "is not ready"
+		if !down {
+			why = "serves no " + c.args.GPUResource + " (none allocatable)"
+		}
 		for _, job := range ended {
 			if g := c.jobs[job]; g != nil && g.inc != nil {
-				g.inc.broken = "node " + name + " is not ready"
+				g.inc.broken = "node " + name + " " + why
 			}
 		}
 	}
+}
+
+// leaveOut records that node n is left out of the engine's cluster (or, when
+// the engine knows it, kept as it was) because of err: logged, and a
+// Warning event on the node, once per distinct reason.
+func (c *controller) leaveOut(logger klog.Logger, n *v1.Node, err error, acts *actions) {
+	msg := "Phalanx leaves this node out of its cluster model: " + err.Error()
+	if c.eng != nil && c.eng.knows(n.Name) {
+		msg = "Phalanx keeps its former view of this node (labels, GPUs): " + err.Error()
+	}
+	if c.leftOut[n.Name] == msg {
+		return
+	}
+	c.leftOut[n.Name] = msg
+	logger.Error(err, "Phalanx: a node cannot enter the cluster model", "node", n.Name)
+	acts.warnings = append(acts.warnings, nodeWarning{node: n, msg: msg})
 }
 
 func sortedNodeNames(m map[string]*v1.Node) []string {
@@ -262,6 +347,7 @@ func (c *controller) teardown(g *groupState, now time.Time, acts *actions) {
 			acts.reject = append(acts.reject, rejection{uid, "phalanx: gang torn down: " + inc.broken})
 		}
 		if inc.bound[uid] && !inc.gone[uid] {
+			inc.pods[uid].evicting = true
 			acts.evict = append(acts.evict, inc.pods[uid])
 			c.stats.Evictions++
 		} else if ps := inc.pods[uid]; inc.passed[uid] && !inc.gone[uid] && ps != nil {
@@ -275,16 +361,56 @@ func (c *controller) teardown(g *groupState, now time.Time, acts *actions) {
 	c.stats.Teardowns++
 }
 
+// deletePartial deletes the bound pods of a group without a job when they
+// are fewer than its minMember while a pod of the group is pending: a
+// partial gang that the plugin cannot complete (it submits pending pods
+// only), as a scheduler restart leaves one that was binding. As after a
+// teardown, no part of a gang runs without the rest; the pending pods and
+// the pods recreated for the deleted ones form the next gang. Bound pods
+// that reach minMember are a whole gang and are left alone.
+func (c *controller) deletePartial(logger klog.Logger, g *groupState, acts *actions) {
+	if g.inc != nil || g.minMember == 0 {
+		return
+	}
+	var bound []*podState
+	pending := false
+	for _, p := range g.pods {
+		switch {
+		case p.node == "":
+			pending = pending || !p.orphan
+		case !p.evicting:
+			bound = append(bound, p)
+		}
+	}
+	if !pending || len(bound) == 0 || len(bound) >= g.minMember {
+		return
+	}
+	orderPods(bound)
+	logger.Info("Phalanx: deleting the bound pods of a partial gang (bound before a restart?)", "group", g.key,
+		"bound", len(bound), "minMember", g.minMember)
+	for _, p := range bound {
+		p.evicting = true
+		acts.evict = append(acts.evict, p)
+		c.stats.Evictions++
+	}
+}
+
 // prepare moves a group towards a job: it waits for min-member pods, sends
 // one scout per pod shape whose allowed nodes are unknown or stale, and
 // submits the gang once every shape is measured. A waiting gang whose pods
-// changed is withdrawn and submitted again with its original submit time.
+// changed, or that has fewer pods than a raised minMember, is withdrawn and
+// submitted again with its original submit time. Pods created after the
+// group's gang was submitted wait until every pod of that gang is gone: a
+// group has one gang at a time.
 func (c *controller) prepare(g *groupState, now time.Time, acts *actions) {
 	if inc := g.inc; inc != nil {
 		if inc.admitted {
+			if hasLatePods(g) {
+				g.reason = "pods created after the group's gang " + inc.job + " was submitted wait until every pod of that gang is gone (a group runs one gang at a time)"
+			}
 			return
 		}
-		if !c.podsChanged(g) && !allowedChanged(g) {
+		if !c.podsChanged(g) && !allowedChanged(g) && len(inc.pods) >= g.minMember {
 			c.refreshScouts(g, now, acts)
 			return
 		}
@@ -311,6 +437,17 @@ func (c *controller) prepare(g *groupState, now time.Time, acts *actions) {
 		return
 	}
 	c.submit(g, shapes, now)
+}
+
+// hasLatePods reports whether group g has pending pods that its admitted
+// gang does not hold.
+func hasLatePods(g *groupState) bool {
+	for _, p := range g.pending() {
+		if g.inc.pods[p.uid] == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // podsChanged reports whether a waiting gang's pods are no longer the

@@ -15,7 +15,16 @@
 // minMember pending pods, they are submitted as one gang (account: the
 // namespace; submit time: the earliest pod's creation, kept across
 // resubmissions), one member per pod shape, each pod one node with its
-// nvidia.com/gpu count. Topology comes from node labels through a
+// nvidia.com/gpu count. A gang waiting in the engine when minMember rises
+// above its pod count is withdrawn until enough pods are pending. A group
+// runs one gang at a time: pods created after its gang was submitted (a
+// group with more pods than minMember, created in batches) wait, with that
+// reason, until every pod of that gang is gone. A group without a job whose
+// bound pods are fewer than its minMember while another of its pods is
+// pending (a gang that was binding when the scheduler restarted) cannot be
+// completed: its bound pods are deleted, as after a teardown (so is a
+// running gang that lost a pod whose replacement is pending at a restart:
+// the plugin cannot tell the two apart). Topology comes from node labels through a
 // topology/kube preset (Args.Topology). Pods of a group without GPUs are not
 // supported.
 //
@@ -33,7 +42,11 @@
 //     An admitted pod rejected on its own node tears the gang down so that it
 //     is placed again.
 //   - Reserve and Permit hold every pod of the gang until all are reserved,
-//     then let them through to binding together.
+//     then let them through to binding together. A pod of a group without a
+//     slot (its gang was torn down after the pod's PreFilter, or the pod was
+//     deleted) is refused, never let through alone. The UIDs of deleted pods
+//     are remembered (the last 16,384), so a hook called for a deleted pod
+//     never brings it back into its group.
 //   - Unreserve: before Permit let the pod through, the gang did not
 //     assemble: it is torn down. After, the pod's bind failed: the first
 //     failure retries on the same node (the gang keeps its GPUs); a later one
@@ -46,8 +59,10 @@
 //     fails; it joins no new gang until then.
 //   - PostBind of the gang's last pod reports Started.
 //   - Pod deletion or termination of every pod of a running gang reports
-//     Finished; a node that is not Ready (or deleted) is NodeDown: the gangs
-//     on it end and their pods are deleted (a gang with a dead rank is dead).
+//     Finished; a node that is not Ready (or deleted), or serves no GPUs
+//     (none allocatable while its capacity has some: its device plugin is
+//     down), is NodeDown: the gangs on it end and their pods are deleted (a
+//     gang with a dead rank is dead).
 //   - The engine's reason for a waiting gang becomes the message of its pods'
 //     PodScheduled condition.
 //
@@ -70,11 +85,28 @@
 // node order, so consecutive ranks share a leaf). A pod moved after a failed
 // bind keeps its rank.
 //
+// # Nodes
+//
+// The engine's cluster is built from the GPU nodes' labels and allocatable
+// GPU counts through topology/kube, and rebuilt (Snapshot and Restore) when
+// a node is added or its labels, GPU capacity or allocatable count change.
+// A node that cannot enter the cluster model on its own (a missing or empty
+// topology label, a bad GPU count) is left out, and a node already in it
+// keeps its former labels and GPUs; either way the plugin logs it and
+// records a Warning event (reason PhalanxNodeLeftOut) on the node, once per
+// reason, and looks at the node again when it changes. When the engine
+// cannot move onto the rebuilt cluster (a node shrank under GPUs a gang
+// holds), the other changed nodes join alone and that node is tried again
+// every cycle.
+//
 // # Pods Phalanx did not place
 //
 // GPUs of bound pods that no running gang of this plugin owns (other
 // schedulers, DaemonSets, pods of gangs that ended while they still run)
-// are used GPUs for the engine: they enter it as running one-pod gangs.
+// are used GPUs for the engine: they enter it as running one-pod gangs. A
+// node's foreign GPUs that are held by a gang, or that are on a node that is
+// down, are counted once they are free or the node is back; the engine is
+// rebuilt only when what it counts differs from that.
 //
 // # Concurrency
 //

@@ -304,14 +304,32 @@ func (c *controller) scouted(pod *v1.Pod, nodes []string) {
 	c.poke()
 }
 
-// Reserve records that a pod holds its node in the scheduler's cache.
+// Reserve records that a pod holds its node in the scheduler's cache. A pod
+// of a group without a slot (its gang was torn down after the pod's
+// PreFilter, or the pod is deleted) is refused.
 func (p *Plugin) Reserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) *fwk.Status {
 	p.c.mu.Lock()
 	defer p.c.mu.Unlock()
-	if g, node, _ := p.c.lookup(pod); g != nil && node != "" {
-		g.inc.reserved[string(pod.UID)] = true
+	g, node, _ := p.c.lookup(pod)
+	switch {
+	case g == nil:
+		return nil
+	case node == "":
+		return noSlot(g)
 	}
+	g.inc.reserved[string(pod.UID)] = true
 	return nil
+}
+
+// noSlot refuses a pod of a group that reached Reserve or Permit without a
+// slot: its gang was torn down (or withdrawn) after the pod's PreFilter, or
+// the pod is deleted. Letting it through would bind it alone.
+func noSlot(g *groupState) *fwk.Status {
+	msg := "phalanx: the pod's gang is not admitted"
+	if g.reason != "" {
+		msg += ": " + g.reason
+	}
+	return fwk.NewStatus(fwk.Unschedulable, msg)
 }
 
 // Unreserve: a pod of an admitted gang was rejected after Reserve. Before
@@ -352,13 +370,19 @@ func (p *Plugin) Unreserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, nod
 }
 
 // Permit holds each pod of a gang until every pod is reserved, then lets the
-// whole gang through to binding at once.
+// whole gang through to binding at once. A pod of a group without a slot is
+// refused, as in Reserve.
 func (p *Plugin) Permit(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ string) (*fwk.Status, time.Duration) {
 	p.c.mu.Lock()
 	g, slot, _ := p.c.lookup(pod)
-	if g == nil || slot == "" {
+	switch {
+	case g == nil:
 		p.c.mu.Unlock()
 		return nil, 0
+	case slot == "":
+		st := noSlot(g)
+		p.c.mu.Unlock()
+		return st, 0
 	}
 	inc := g.inc
 	if inc.broken != "" {
@@ -429,6 +453,12 @@ func (a *frameworkActor) activate(pods map[string]*v1.Pod) {
 func (a *frameworkActor) reject(uid, msg string) {
 	if wp := a.h.GetWaitingPod(types.UID(uid)); wp != nil {
 		wp.Reject(Name, msg)
+	}
+}
+
+func (a *frameworkActor) nodeWarning(n *v1.Node, msg string) {
+	if r := a.h.EventRecorder(); r != nil {
+		r.Eventf(n, nil, v1.EventTypeWarning, "PhalanxNodeLeftOut", "Scheduling", "%s", msg)
 	}
 }
 

@@ -19,6 +19,8 @@ type podState struct {
 	// pod is deleted (no part of a torn-down gang runs); if it fails, the
 	// pod is pending again. An orphan joins no new gang meanwhile.
 	orphan bool
+	// evicting marks a bound pod whose deletion the plugin asked for.
+	evicting bool
 }
 
 // allowedSet is the nodes where the profile's other Filter plugins accept a

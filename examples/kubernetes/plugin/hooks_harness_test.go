@@ -1,0 +1,204 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// This file drives the controller without a cluster: the informer handlers
+// are called directly, the engine cycle runs on demand with a fake clock,
+// and the plugin's hooks are called as the framework would call them. It
+// is for races and restarts that the scenarios on a real API server cannot
+// time.
+
+// recordingActor records what the cycles asked of the framework and the
+// API server.
+type recordingActor struct {
+	activated map[string]int // "ns/name" -> times activated
+	rejected  []string       // "uid: message"
+	evicted   []string       // "ns/name"
+	warnings  []string       // "node: message"
+}
+
+func (a *recordingActor) activate(p map[string]*v1.Pod) {
+	for k := range p {
+		a.activated[k]++
+	}
+}
+func (a *recordingActor) reject(uid, msg string)     { a.rejected = append(a.rejected, uid+": "+msg) }
+func (a *recordingActor) evict(ns, name, uid string) { a.evicted = append(a.evicted, ns+"/"+name) }
+func (a *recordingActor) nodeWarning(n *v1.Node, msg string) {
+	a.warnings = append(a.warnings, n.Name+": "+msg)
+}
+
+// allowAllPod is a waiting pod whose Allow does nothing.
+type allowAllPod struct{ fwk.WaitingPod }
+
+func (allowAllPod) Allow(string) {}
+
+// waitingHandle is a framework handle that only knows waiting pods.
+type waitingHandle struct{ fwk.Handle }
+
+func (waitingHandle) GetWaitingPod(types.UID) fwk.WaitingPod { return allowAllPod{} }
+
+// hookEnv is a controller and its plugin on a fake clock.
+type hookEnv struct {
+	t   *testing.T
+	c   *controller
+	p   *Plugin
+	a   *recordingActor
+	now time.Time
+}
+
+func newHookEnv(t *testing.T, args Args) *hookEnv {
+	t.Helper()
+	if err := args.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	a := &recordingActor{activated: map[string]int{}}
+	c := newController(args, "phalanx-scheduler", a, nil)
+	h := &hookEnv{t: t, c: c, a: a, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	c.now = func() time.Time { return h.now }
+	h.p = &Plugin{h: waitingHandle{}, c: c}
+	return h
+}
+
+// addNodes delivers node add events.
+func (h *hookEnv) addNodes(nodes ...*v1.Node) {
+	for _, n := range nodes {
+		h.c.onNode(n, false)
+	}
+}
+
+// groupPod is a pending pod of this profile in group group (none when ""),
+// with the min-member annotation when min > 0; its UID is "uid-"+name.
+func groupPod(group string, name string, gpus int64, min int) *v1.Pod {
+	p := pod(name, map[string]string{}, map[string]string{}, gpus)
+	if group != "" {
+		p.Labels[LabelPodGroup] = group
+	}
+	if min > 0 {
+		p.Annotations[AnnotationMinMember] = fmt.Sprint(min)
+	}
+	p.UID = types.UID("uid-" + name)
+	p.Spec.SchedulerName = "phalanx-scheduler"
+	p.CreationTimestamp = metav1.NewTime(time.Date(2025, 12, 31, 0, 0, 0, 0, time.UTC))
+	return p
+}
+
+// foreignPod is a pod of the default scheduler bound to node.
+func foreignPod(name, node string, gpus int64) *v1.Pod {
+	p := groupPod("", name, gpus, 0)
+	p.Spec.SchedulerName = "default-scheduler"
+	p.Spec.NodeName = node
+	return p
+}
+
+// groupPods creates n pods w-0... of group g (minMember n) and delivers
+// their add events.
+func (h *hookEnv) groupPods(n int, gpus int64) []*v1.Pod {
+	ps := make([]*v1.Pod, n)
+	for i := range ps {
+		ps[i] = groupPod("g", fmt.Sprintf("w-%d", i), gpus, n)
+		h.c.onPod(ps[i])
+	}
+	return ps
+}
+
+// cycle advances the clock by a second, runs one engine cycle and applies
+// its actions.
+func (h *hookEnv) cycle() actions {
+	h.now = h.now.Add(time.Second)
+	acts, _ := h.c.cycle(klog.Background())
+	acts.apply(h.a, nil)
+	return acts
+}
+
+// answerScouts answers every scout in flight with all known, undeleted
+// nodes (no other Filter plugin rejects anything).
+func (h *hookEnv) answerScouts() {
+	h.c.mu.Lock()
+	var todo []*v1.Pod
+	for _, g := range h.c.groups {
+		for _, uid := range g.scout {
+			if ps := g.pods[uid]; ps != nil && ps.pod != nil {
+				todo = append(todo, ps.pod)
+			}
+		}
+	}
+	var names []string
+	for n := range h.c.nodes {
+		if !h.c.deleted[n] {
+			names = append(names, n)
+		}
+	}
+	h.c.mu.Unlock()
+	sort.Strings(names)
+	for _, p := range todo {
+		h.c.scouted(p, names)
+	}
+}
+
+// admit runs the cycles that take group pods from pending to admitted
+// (scouts answered), and fails the test unless every pod has a slot.
+func (h *hookEnv) admit(pods []*v1.Pod) map[string]string {
+	h.t.Helper()
+	h.cycle()
+	h.answerScouts()
+	h.cycle()
+	slots := map[string]string{}
+	for _, p := range pods {
+		s := h.slot(p)
+		if s == "" {
+			h.c.mu.Lock()
+			reason := h.c.groups[groupKey(p, h.c.args.GPUResource)].reason
+			h.c.mu.Unlock()
+			h.t.Fatalf("pod %s not admitted: %s", p.Name, reason)
+		}
+		slots[p.Name] = s
+	}
+	return slots
+}
+
+// slot returns the node PreFilter restricts the pod to ("" when none).
+func (h *hookEnv) slot(p *v1.Pod) string {
+	r, st := h.p.PreFilter(context.Background(), nil, p, nil)
+	if !st.IsSuccess() || r == nil {
+		return ""
+	}
+	for n := range r.NodeNames {
+		return n
+	}
+	return ""
+}
+
+// reserveAndPermit runs Reserve and Permit for each pod on its slot.
+func (h *hookEnv) reserveAndPermit(pods []*v1.Pod) {
+	h.t.Helper()
+	for _, p := range pods {
+		n := h.slot(p)
+		if n == "" {
+			h.t.Fatalf("pod %s has no slot", p.Name)
+		}
+		h.p.Reserve(context.Background(), nil, p, n)
+		h.p.Permit(context.Background(), nil, p, n)
+	}
+}
+
+// bind runs PostBind and delivers the bound pod's update event.
+func (h *hookEnv) bind(p *v1.Pod, node string) *v1.Pod {
+	b := p.DeepCopy()
+	b.Spec.NodeName = node
+	h.p.PostBind(context.Background(), nil, p, node)
+	h.c.onPod(b)
+	return b
+}

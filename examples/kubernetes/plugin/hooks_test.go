@@ -1,0 +1,234 @@
+package plugin
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// TestDeletedPodNotRecreatedByHooks: a pod deleted while it waits at Permit
+// (the informer's delete event comes first, then the framework rejects the
+// waiting pod and calls Unreserve) stays deleted: the hooks called for it
+// afterwards create no state for it, so the gang formed once the Job
+// controller recreates the pod (a new UID) holds the new pod and not the
+// deleted one, and the deleted pod itself is refused by Reserve and Permit.
+func TestDeletedPodNotRecreatedByHooks(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	h.addNodes(testNodes(8)...)
+	ps := h.groupPods(4, 8)
+	h.admit(ps)
+	h.reserveAndPermit(ps[:3]) // w-0..w-2 wait at Permit
+	node := h.slot(ps[2])
+	h.c.podHandlers().DeleteFunc(ps[2])
+	h.p.Unreserve(context.Background(), nil, ps[2], node)
+	if st := h.p.Reserve(context.Background(), nil, ps[2], node); st.IsSuccess() {
+		t.Fatal("Reserve accepted a deleted pod")
+	}
+	if st, _ := h.p.Permit(context.Background(), nil, ps[2], node); st.IsSuccess() || st.Code() == fwk.Wait {
+		t.Fatalf("Permit let a deleted pod wait or pass: %v", st)
+	}
+	h.cycle() // teardown
+	if s := h.c.Stats(); s.Teardowns != 1 {
+		t.Fatalf("teardowns %d, want 1", s.Teardowns)
+	}
+	repl := groupPod("g", "w-2", 8, 4)
+	repl.UID = "uid-w-2-new"
+	h.c.onPod(repl)
+	h.admit([]*v1.Pod{ps[0], ps[1], repl, ps[3]})
+	g := h.c.groups["ns/g"]
+	if g.inc == nil || !g.inc.admitted || len(g.inc.pods) != 4 || g.inc.pods["uid-w-2"] != nil || g.inc.pods["uid-w-2-new"] == nil {
+		t.Fatalf("want the new gang to hold w-0, w-1, the new w-2 and w-3; it holds %v", incPods(g))
+	}
+	if _, ok := g.pods["uid-w-2"]; ok {
+		t.Fatal("the deleted pod is back in its group")
+	}
+}
+
+// TestTornDownBeforeReserveIsUnschedulable: a gang torn down while one of
+// its pods is between Filter and Reserve in its scheduling cycle (the
+// teardown's reject finds no waiting pod) does not let that pod through:
+// Reserve and Permit find no slot for it and refuse it, so no part of the
+// torn-down gang binds.
+func TestTornDownBeforeReserveIsUnschedulable(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	h.addNodes(testNodes(8)...)
+	ps := h.groupPods(4, 8)
+	node := h.admit(ps)["w-1"] // w-1's cycle: PreFilter and Filter pass on its node
+	h.c.mu.Lock()
+	h.c.groups["ns/g"].inc.broken = "pod w-0 cannot run on its node"
+	h.c.mu.Unlock()
+	h.cycle()
+	if st := h.p.Reserve(context.Background(), nil, ps[1], node); st.IsSuccess() {
+		t.Fatal("Reserve accepted a pod of a torn-down gang")
+	}
+	st, _ := h.p.Permit(context.Background(), nil, ps[1], node)
+	if st.Code() != fwk.Unschedulable || !strings.HasPrefix(st.Message(), "phalanx: the pod's gang is not admitted") {
+		t.Fatalf("Permit of a pod of a torn-down gang: %v, want Unschedulable: not admitted", st)
+	}
+}
+
+func incPods(g *groupState) []string {
+	if g.inc == nil {
+		return nil
+	}
+	var out []string
+	for uid := range g.inc.pods {
+		out = append(out, uid)
+	}
+	return out
+}
+
+// TestForeignOnDownNodeNoRebuild: a foreign GPU pod bound to a node that is
+// not Ready cannot be counted (the node is down), and the cycle does not
+// rebuild the engine (Snapshot and Restore of every job) again and again
+// for it while nothing changes.
+func TestForeignOnDownNodeNoRebuild(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	nodes := testNodes(4)
+	nodes[3].Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionUnknown}}
+	h.addNodes(nodes...)
+	h.c.onPod(foreignPod("stuck", "n003", 8))
+	h.cycle()
+	first := h.c.eng.eng
+	h.cycle()
+	h.cycle()
+	if h.c.eng.eng != first {
+		t.Fatal("nothing changed, yet a cycle rebuilt the engine")
+	}
+	if free := h.c.eng.freeGPUCount(); free != 24 {
+		t.Fatalf("free GPUs %d, want 24 (3 Ready nodes)", free)
+	}
+}
+
+// TestRestartHalfBoundGangDeleted: the scheduler restarts while a gang was
+// half bound (3 of its 4 pods have a node, the 4th is pending). The plugin
+// has no job for the group and cannot complete the partial gang, so it
+// deletes the 3 bound pods, once, as a teardown does: no part of a gang
+// runs without the rest. The pending pod waits with a reason.
+func TestRestartHalfBoundGangDeleted(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	h.addNodes(testNodes(8)...)
+	for i := 0; i < 4; i++ {
+		p := groupPod("g", "w-"+string(rune('0'+i)), 8, 4)
+		if i < 3 {
+			p.Spec.NodeName = nodeName(i)
+		}
+		h.c.onPod(p)
+	}
+	for i := 0; i < 4; i++ {
+		h.cycle()
+		h.answerScouts()
+	}
+	want := []string{"ns/w-0", "ns/w-1", "ns/w-2"}
+	if strings.Join(h.a.evicted, " ") != strings.Join(want, " ") {
+		t.Fatalf("evicted %v, want %v once each", h.a.evicted, want)
+	}
+	if r := h.c.groups["ns/g"].reason; !strings.Contains(r, "waiting for pods") {
+		t.Fatalf("the pending pod's reason %q, want it waiting for pods", r)
+	}
+}
+
+// TestRestartWholeGangKept: after a restart, a group whose bound pods reach
+// its minMember (a running gang) is left alone, even with a pod of the
+// group pending (a pod created after the gang started).
+func TestRestartWholeGangKept(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	h.addNodes(testNodes(8)...)
+	for i := 0; i < 5; i++ {
+		p := groupPod("g", "w-"+string(rune('0'+i)), 8, 4)
+		if i < 4 {
+			p.Spec.NodeName = nodeName(i)
+		}
+		h.c.onPod(p)
+	}
+	for i := 0; i < 3; i++ {
+		h.cycle()
+		h.answerScouts()
+	}
+	if len(h.a.evicted) != 0 {
+		t.Fatalf("evicted %v from a whole running gang", h.a.evicted)
+	}
+}
+
+// TestMinMemberRaisedWhileWaiting: the PodGroup's minMember rises from 4 to
+// 6 while the 4-pod gang waits in the engine: the gang is withdrawn and the
+// group waits for 6 pods; it is not admitted with 4 when GPUs free up.
+func TestMinMemberRaisedWhileWaiting(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	h.addNodes(testNodes(8)...)
+	pg := func(n int64) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"minMember": n}}}
+		u.SetNamespace("ns")
+		u.SetName("g")
+		return u
+	}
+	handlers := h.c.podGroupHandlers()
+	handlers.AddFunc(pg(4))
+	var foreign []*v1.Pod
+	for i := 0; i < 5; i++ { // n000..n004 busy: the gang waits
+		f := foreignPod("foreign-"+string(rune('a'+i)), nodeName(i), 8)
+		foreign = append(foreign, f)
+		h.c.onPod(f)
+	}
+	ps := make([]*v1.Pod, 4)
+	for i := range ps {
+		ps[i] = groupPod("g", "w-"+string(rune('0'+i)), 8, 0)
+		h.c.onPod(ps[i])
+	}
+	h.cycle()
+	h.answerScouts()
+	h.cycle()
+	if g := h.c.groups["ns/g"]; g.inc == nil || g.inc.admitted {
+		t.Fatalf("setup: want the gang queued and waiting: %s", g.reason)
+	}
+	handlers.UpdateFunc(nil, pg(6))
+	h.cycle()
+	for _, f := range foreign {
+		h.c.podHandlers().DeleteFunc(f)
+	}
+	h.cycle()
+	h.answerScouts()
+	h.cycle()
+	g := h.c.groups["ns/g"]
+	if g.inc != nil {
+		t.Fatalf("a gang of %d pods is queued (admitted %v) though minMember is now 6", len(g.inc.pods), g.inc.admitted)
+	}
+	if want := "waiting for pods: 4 of the group's minimum 6 are pending"; g.reason != want {
+		t.Fatalf("reason %q, want %q", g.reason, want)
+	}
+}
+
+// TestLatePodsAboveMinMemberReason: pods of a group created after its gang
+// was submitted (minMember 2, 4 pods created in two batches) wait until every
+// pod of that gang is gone, and their reason says so.
+func TestLatePodsAboveMinMemberReason(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	h.addNodes(testNodes(8)...)
+	ps := make([]*v1.Pod, 4)
+	for i := range ps {
+		ps[i] = groupPod("g", "w-"+string(rune('0'+i)), 8, 2)
+	}
+	h.c.onPod(ps[0])
+	h.c.onPod(ps[1])
+	slots := h.admit(ps[:2])
+	h.reserveAndPermit(ps[:2])
+	for _, p := range ps[:2] {
+		h.bind(p, slots[p.Name])
+	}
+	h.c.onPod(ps[2])
+	h.c.onPod(ps[3])
+	h.cycle()
+	want := "phalanx: pods created after the group's gang ns/g#1 was submitted wait until every pod of that gang is gone (a group runs one gang at a time)"
+	st := h.p.PreEnqueue(context.Background(), ps[2])
+	if st.IsSuccess() || st.Message() != want {
+		t.Fatalf("PreEnqueue of a late pod: %v, want %q", st, want)
+	}
+	for _, p := range ps[:2] {
+		h.c.podHandlers().DeleteFunc(p)
+	}
+	h.admit(ps[2:])
+}

@@ -1,0 +1,164 @@
+package plugin
+
+import (
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func gpuList(n string) v1.ResourceList {
+	return v1.ResourceList{"nvidia.com/gpu": resource.MustParse(n)}
+}
+
+// engineNode returns the engine's GPU count of node name, whether the
+// engine has it down, and whether it knows the node at all.
+func (h *hookEnv) engineNode(name string) (gpus int, down, known bool) {
+	h.c.mu.Lock()
+	defer h.c.mu.Unlock()
+	gpus, down, _, known = h.c.eng.nodeStatus(name)
+	return gpus, down, known
+}
+
+// TestDegradedNodeNotUsed: a node whose device plugin serves no GPUs
+// (allocatable 0, capacity 8) is down for the engine (kube.Load reports it
+// Down), so a gang that fits the other nodes is never placed on it (its pod
+// would fail NodeResourcesFit there and tear the gang down, again and
+// again).
+func TestDegradedNodeNotUsed(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	nodes := testNodes(5)
+	nodes[0].Status.Allocatable = gpuList("0")
+	h.addNodes(nodes...)
+	for pod, node := range h.admit(h.groupPods(4, 8)) {
+		if node == "n000" {
+			t.Fatalf("pod %s placed on n000, whose allocatable nvidia.com/gpu is 0", pod)
+		}
+	}
+	if _, down, _ := h.engineNode("n000"); !down {
+		t.Fatal("n000 is not down in the engine")
+	}
+}
+
+// TestDevicePluginDownAtRuntime: a node's allocatable GPUs drop to 0 at
+// runtime (its device plugin stopped): the engine marks it down; when they
+// come back, up again.
+func TestDevicePluginDownAtRuntime(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	nodes := testNodes(4)
+	h.addNodes(nodes...)
+	h.cycle()
+	n0 := nodes[0].DeepCopy()
+	n0.Status.Allocatable = gpuList("0")
+	h.c.onNode(n0, false)
+	h.cycle()
+	if gpus, down, _ := h.engineNode("n000"); !down || gpus != 8 {
+		t.Fatalf("n000 without allocatable GPUs: %d GPUs, down %v in the engine; want 8, down", gpus, down)
+	}
+	h.c.onNode(nodes[0], false)
+	h.cycle()
+	if gpus, down, _ := h.engineNode("n000"); down || gpus != 8 {
+		t.Fatalf("n000 serving its GPUs again: %d GPUs, down %v in the engine; want 8, up", gpus, down)
+	}
+}
+
+// TestAllocatableDropShrinksNode: one GPU of a node goes unhealthy
+// (allocatable 8 -> 7, capacity stays 8): the engine counts 7.
+func TestAllocatableDropShrinksNode(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	nodes := testNodes(4)
+	h.addNodes(nodes...)
+	h.cycle()
+	n0 := nodes[0].DeepCopy()
+	n0.Status.Allocatable = gpuList("7")
+	h.c.onNode(n0, false)
+	h.cycle()
+	if gpus, down, _ := h.engineNode("n000"); gpus != 7 || down {
+		t.Fatalf("n000 has 7 allocatable GPUs; the engine counts %d (down %v)", gpus, down)
+	}
+}
+
+// TestFailedRebuildRetried: a node's GPUs shrink (8 -> 4) under a running
+// gang while a new node joins in the same cycle. The engine cannot take the
+// smaller node while the gang holds its GPUs, but the new node joins at
+// once, and the smaller node is taken once the gang is gone.
+func TestFailedRebuildRetried(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	nodes := testNodes(5)
+	h.addNodes(nodes[:4]...)
+	ps := h.groupPods(4, 8)
+	slots := h.admit(ps)
+	h.reserveAndPermit(ps)
+	for _, p := range ps {
+		h.bind(p, slots[p.Name])
+	}
+	n0 := nodes[0].DeepCopy()
+	n0.Status.Capacity, n0.Status.Allocatable = gpuList("4"), gpuList("4")
+	h.c.onNode(n0, false)
+	h.c.onNode(nodes[4], false)
+	h.cycle()
+	if _, _, known := h.engineNode("n004"); !known {
+		t.Fatal("n004 joined but the engine does not know it")
+	}
+	if gpus, _, _ := h.engineNode("n000"); gpus != 8 {
+		t.Fatalf("n000 under the running gang: %d GPUs in the engine, want 8 until the gang is gone", gpus)
+	}
+	for _, p := range ps {
+		h.c.podHandlers().DeleteFunc(p)
+	}
+	h.cycle()
+	h.cycle()
+	if gpus, _, _ := h.engineNode("n000"); gpus != 4 {
+		t.Fatalf("n000 after the gang: %d GPUs in the engine, want 4", gpus)
+	}
+}
+
+// TestUnlabelledNodeLeftOutAtStart: one GPU node without the preset's
+// topology labels is left out of the engine's cluster, with a warning
+// naming it, and the plugin starts on the other nodes.
+func TestUnlabelledNodeLeftOutAtStart(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	nodes := testNodes(5)
+	delete(nodes[4].Labels, "cloud.google.com/gce-topology-subblock")
+	h.addNodes(nodes...)
+	h.cycle()
+	if h.c.eng == nil {
+		t.Fatalf("engine not started: %q", h.c.err)
+	}
+	if _, _, known := h.engineNode("n004"); known {
+		t.Fatal("the unlabelled n004 is in the engine")
+	}
+	if len(h.a.warnings) != 1 || !strings.HasPrefix(h.a.warnings[0], "n004: ") || !strings.Contains(h.a.warnings[0], "gce-topology-subblock") {
+		t.Fatalf("warnings %q, want one for n004 naming the missing label", h.a.warnings)
+	}
+	h.cycle()
+	if len(h.a.warnings) != 1 {
+		t.Fatalf("warnings %q: the same node warned about again with nothing changed", h.a.warnings)
+	}
+}
+
+// TestUnlabelledNodeLeftOutAtRuntime: a well-labelled node and an
+// unlabelled one join in the same cycle: the first joins, the second is left
+// out with a warning, and joins once it gets its labels.
+func TestUnlabelledNodeLeftOutAtRuntime(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	nodes := testNodes(6)
+	h.addNodes(nodes[:4]...)
+	h.cycle()
+	bad := nodes[5].DeepCopy()
+	delete(bad.Labels, "cloud.google.com/gce-topology-subblock")
+	h.addNodes(nodes[4], bad)
+	h.cycle()
+	if _, _, known := h.engineNode("n004"); !known {
+		t.Fatal("n004 (well labelled) did not join")
+	}
+	if _, _, known := h.engineNode("n005"); known || len(h.a.warnings) != 1 || !strings.HasPrefix(h.a.warnings[0], "n005: ") {
+		t.Fatalf("n005 known %v, warnings %q; want it left out with one warning", known, h.a.warnings)
+	}
+	h.c.onNode(nodes[5], false)
+	h.cycle()
+	if _, _, known := h.engineNode("n005"); !known {
+		t.Fatal("n005 got its labels but did not join")
+	}
+}
