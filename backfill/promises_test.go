@@ -28,6 +28,14 @@ func holdEndEngine(t *testing.T, budget time.Duration) (*Engine, func(id string,
 	require.NoError(t, err)
 	cfg := DefaultConfig()
 	cfg.Hold.MinGPUs, cfg.Hold.MaxShare, cfg.Hold.MinWait, cfg.Hold.Budget = 16, 1, 0, budget
+	return pinnedEngine(t, c, cfg)
+}
+
+// pinnedEngine returns an engine for c with cfg, ranking by QOS then age
+// and checking its invariants after every event, and pinned, which makes
+// a job of whole 8-GPU nodes allowed only on nodes [lo, hi).
+func pinnedEngine(t *testing.T, c *topology.Cluster, cfg Config) (*Engine, func(id string, lo, hi int, limit time.Duration) Job) {
+	t.Helper()
 	cfg.FairShare.Weights = fairshare.Weights{Age: 1000, QOS: 1e7}
 	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
 	require.NoError(t, err)
@@ -120,6 +128,22 @@ func TestHoldEndedMidCycleReoffers(t *testing.T) {
 // at the rate it holds GPUs (here 8 GPUs on a budget of 30 minutes of a
 // 64-GPU gang: 4 hours), and the cycle then ends it.
 func TestNextEventHoldBudget(t *testing.T) {
+	e := heldOnOneNode(t)
+	next, ok := e.NextEvent()
+	want := epoch.Add(time.Minute + 4*time.Hour)
+	if !ok || !next.Equal(want) {
+		t.Fatalf("NextEvent = %v, %v; want t+%v (the budget spent)", next.Sub(epoch), ok, want.Sub(epoch))
+	}
+	p := startAll(t, e, next)
+	if len(p.HoldEnds) != 1 || p.HoldEnds[0].Cause != HoldBudgetSpent {
+		t.Fatalf("the hold should end, its budget spent:\n%s", p.Describe(e.c, epoch))
+	}
+}
+
+// heldOnOneNode returns a holdEndEngine (a budget of 30 minutes) on
+// which U runs without a limit on 7 of the 8 nodes and G (all 8 nodes)
+// holds the eighth since t+1m.
+func heldOnOneNode(t *testing.T) *Engine {
 	e, pinned := holdEndEngine(t, 30*time.Minute)
 	require.NoError(t, e.Submit(pinned("U", 0, 7, 0), epoch))
 	startAll(t, e, epoch)
@@ -127,29 +151,16 @@ func TestNextEventHoldBudget(t *testing.T) {
 	p := startAll(t, e, epoch.Add(time.Minute))
 	require.Len(t, p.Holds, 1, p.Describe(e.c, epoch))
 	require.Equal(t, 8, p.Holds[0].GPUs, p.Describe(e.c, epoch))
-	next, ok := e.NextEvent()
-	want := epoch.Add(time.Minute + 4*time.Hour)
-	if !ok || !next.Equal(want) {
-		t.Fatalf("NextEvent = %v, %v; want t+%v (the budget spent)", next.Sub(epoch), ok, want.Sub(epoch))
-	}
-	p = startAll(t, e, next)
-	if len(p.HoldEnds) != 1 || p.HoldEnds[0].Cause != HoldBudgetSpent {
-		t.Fatalf("the hold should end, its budget spent:\n%s", p.Describe(e.c, epoch))
-	}
+	return e
 }
 
 // TestHoldEndCancelled: a held gang cancelled before the next cycle is
 // listed in that cycle's HoldEnds with the GPUs it held, as every hold
 // that ends without its gang starting is.
 func TestHoldEndCancelled(t *testing.T) {
-	e, pinned := holdEndEngine(t, 30*time.Minute)
-	require.NoError(t, e.Submit(pinned("U", 0, 7, 0), epoch))
-	startAll(t, e, epoch)
-	require.NoError(t, e.Submit(Job{ID: "G", Account: "a", Gang: member(placement.NodesOf(8, 8))}, epoch))
-	p := startAll(t, e, epoch.Add(time.Minute))
-	require.Len(t, p.Holds, 1, p.Describe(e.c, epoch))
+	e := heldOnOneNode(t)
 	require.NoError(t, e.Cancel("G", epoch.Add(2*time.Minute)))
-	p = startAll(t, e, epoch.Add(3*time.Minute))
+	p := startAll(t, e, epoch.Add(3*time.Minute))
 	want := []HoldEnd{{Job: "G", Cause: HoldCancelled, Held: 8}}
 	if !slices.Equal(p.HoldEnds, want) || len(p.Holds) != 0 {
 		t.Fatalf("hold ends %+v, want %+v (and no hold left):\n%s", p.HoldEnds, want, p.Describe(e.c, epoch))

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/phalanx-sched/phalanx/fairshare"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -24,17 +23,7 @@ func reofferEngine(t *testing.T) (*Engine, func(id string, lo, hi int, limit tim
 	require.NoError(t, err)
 	cfg := DefaultConfig()
 	cfg.Hold.Enabled = false
-	cfg.FairShare.Weights = fairshare.Weights{Age: 1000, QOS: 1e7}
-	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
-	require.NoError(t, err)
-	e.checkEach = true
-	pinned := func(id string, lo, hi int, limit time.Duration) Job {
-		s := c.NewNodeSet()
-		for n := lo; n < hi; n++ {
-			s.Set(uint(n))
-		}
-		return Job{ID: id, Account: "a", TimeLimit: limit, Gang: member(placement.Request{Nodes: hi - lo, GPUsPerNode: 8, Allowed: s})}
-	}
+	e, pinned := pinnedEngine(t, c, cfg)
 	for _, j := range []Job{pinned("A", 0, 1, 5*time.Hour), pinned("B", 1, 2, 3*time.Hour), pinned("D", 3, 4, 5*time.Hour), pinned("C", 4, 8, 5*time.Hour)} {
 		require.NoError(t, e.Submit(j, epoch))
 	}
