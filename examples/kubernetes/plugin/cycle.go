@@ -246,13 +246,22 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions)
 		if !c.eng.knows(name) {
 			continue
 		}
-		down := c.deleted[name] || !nodeReady(n)
+		// A node the engine knows that no longer has the GPU resource at
+		// all (capacity and allocatable 0 or missing) is down too: the
+		// engine keeps its former GPU count, which no pod can use.
+		noGPUs := !c.deleted[name] && !hasGPUs(n, c.args.GPUResource)
+		down := c.deleted[name] || !nodeReady(n) || noGPUs
 		ended, err := c.eng.setNode(name, down, n.Spec.Unschedulable, now)
 		if err != nil {
 			logger.Error(err, "Phalanx: node state", "node", name)
 		}
 		why := "is not ready"
-		if !down {
+		switch {
+		case c.deleted[name]:
+			why = "was deleted"
+		case noGPUs:
+			why = "has no " + c.args.GPUResource + " any more (capacity and allocatable 0)"
+		case nodeReady(n):
 			why = "serves no " + c.args.GPUResource + " (none allocatable)"
 		}
 		for _, job := range ended {

@@ -59,10 +59,11 @@
 //     fails; it joins no new gang until then.
 //   - PostBind of the gang's last pod reports Started.
 //   - Pod deletion or termination of every pod of a running gang reports
-//     Finished; a node that is not Ready (or deleted), or serves no GPUs
+//     Finished; a node that is not Ready (or deleted), serves no GPUs
 //     (none allocatable while its capacity has some: its device plugin is
-//     down), is NodeDown: the gangs on it end and their pods are deleted (a
-//     gang with a dead rank is dead).
+//     down), or, once in the engine's cluster, has no GPUs at all any more
+//     (capacity and allocatable 0 or missing), is NodeDown: the gangs on it
+//     end and their pods are deleted (a gang with a dead rank is dead).
 //   - The engine's reason for a waiting gang becomes the message of its pods'
 //     PodScheduled condition.
 //

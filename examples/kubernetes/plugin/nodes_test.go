@@ -162,3 +162,39 @@ func TestUnlabelledNodeLeftOutAtRuntime(t *testing.T) {
 		t.Fatal("n005 got its labels but did not join")
 	}
 }
+
+// TestGPUResourceRemovedNodeDown: a node the engine knows loses its GPU
+// resource in one update (capacity and allocatable both 0, as when its
+// device plugin is uninstalled): it is down for the engine, and the gang
+// running on it ends (its pods are deleted); when the GPUs come back it is
+// up again with its 8 GPUs.
+func TestGPUResourceRemovedNodeDown(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	nodes := testNodes(4)
+	h.addNodes(nodes...)
+	ps := h.groupPods(1, 8)
+	slots := h.admit(ps)
+	h.reserveAndPermit(ps)
+	h.bind(ps[0], slots["w-0"])
+	var n *v1.Node
+	for _, x := range nodes {
+		if x.Name == slots["w-0"] {
+			n = x
+		}
+	}
+	gone := n.DeepCopy()
+	gone.Status.Capacity, gone.Status.Allocatable = gpuList("0"), gpuList("0")
+	h.c.onNode(gone, false)
+	h.cycle()
+	if gpus, down, _ := h.engineNode(n.Name); !down || gpus != 8 {
+		t.Fatalf("%s serves no GPUs (capacity and allocatable 0): %d GPUs, down %v in the engine; want 8, down", n.Name, gpus, down)
+	}
+	if want := []string{"ns/w-0"}; strings.Join(h.a.evicted, " ") != strings.Join(want, " ") {
+		t.Fatalf("evicted %v, want %v (the gang on the node ended)", h.a.evicted, want)
+	}
+	h.c.onNode(n, false)
+	h.cycle()
+	if gpus, down, _ := h.engineNode(n.Name); down || gpus != 8 {
+		t.Fatalf("%s with its GPUs back: %d GPUs, down %v in the engine; want 8, up", n.Name, gpus, down)
+	}
+}
