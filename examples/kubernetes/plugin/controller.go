@@ -35,6 +35,18 @@ type controller struct {
 	stale   bool              // a node changed: allowed node sets are to be measured again
 	err     string            // the last engine error, shown in reasons
 	stats   Stats
+	// active is set by the first PreFilter call: this replica's scheduler
+	// runs scheduling cycles. Under leader election a standby runs its
+	// informers and this plugin's loop (New starts it) but no scheduling
+	// cycle, so it never sets it. probe is the pending pod that PreEnqueue
+	// lets through while active is unset (leaderProbe), so that a leader
+	// with nothing else to schedule calls PreFilter too.
+	active bool
+	probe  string
+	// restartChecked: the groups found half-bound at the first cycle after
+	// active was set have been handled (deletePartial); the rule is never
+	// applied again.
+	restartChecked bool
 	// evictLater is the orphans (podState.orphan) seen bound, to delete in
 	// the next cycle.
 	evictLater []*podState

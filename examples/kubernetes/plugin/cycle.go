@@ -94,7 +94,15 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 		case len(inc.replace) > 0:
 			c.replacePods(logger, g, now, &acts)
 		}
-		c.deletePartial(logger, g, &acts)
+	}
+	switch {
+	case !c.active:
+		c.leaderProbe(&acts)
+	case !c.restartChecked:
+		c.restartChecked = true
+		for _, g := range c.sortedGroups() {
+			c.deletePartial(logger, g, &acts)
+		}
 	}
 	if err := c.eng.setForeign(c.foreignUsage(), now); err != nil {
 		logger.Error(err, "Phalanx: counting GPUs of pods it did not place")
@@ -117,7 +125,9 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 		return acts, time.Second
 	}
 	c.applyPlan(res, &acts)
-	c.collectStatus(&acts)
+	if c.active {
+		c.collectStatus(&acts) // a standby writes no pod condition
+	}
 	next := idle
 	if !res.Next.IsZero() {
 		next = max(res.Next.Sub(now), 10*time.Millisecond)
@@ -370,16 +380,38 @@ func (c *controller) teardown(g *groupState, now time.Time, acts *actions) {
 	c.stats.Teardowns++
 }
 
-// deletePartial deletes the bound pods of a group without a job when they
-// are fewer than its minMember while a pod of the group is pending: a
-// partial gang that the plugin cannot complete (it submits pending pods
-// only), as a scheduler restart leaves one that was binding. As after a
-// teardown, no part of a gang runs without the rest; the pending pods and
-// the pods recreated for the deleted ones form the next gang. Bound pods
-// that reach minMember are a whole gang and are left alone.
+// deletePartial deletes the bound pods of a group that this replica found
+// half-bound when it began to schedule: called once, in the first cycle
+// after its first PreFilter (c.active), for every group. A group is
+// half-bound when it has no job, fewer bound pods than its minMember and a
+// pending pod: a gang that was binding when the scheduler that placed it
+// stopped, which the plugin cannot complete (it submits pending pods only).
+// As after a teardown, no part of a gang runs without the rest; the pending
+// pods and the pods recreated for the deleted ones form the next gang.
+// Bound pods that reach minMember are a whole gang and are left alone, and
+// so is every group that becomes half-bound later (a running gang whose
+// Indexed Job creates its next index, for example): such a group's pending
+// pods wait until they are minMember, as late pods do.
 func (c *controller) deletePartial(logger klog.Logger, g *groupState, acts *actions) {
-	if g.inc != nil || g.minMember == 0 {
+	bound, ok := halfBound(g)
+	if !ok {
 		return
+	}
+	orderPods(bound)
+	logger.Info("Phalanx: deleting the bound pods of a partial gang found when this scheduler began to schedule", "group", g.key,
+		"bound", len(bound), "minMember", g.minMember)
+	for _, p := range bound {
+		p.evicting = true
+		acts.evict = append(acts.evict, p)
+		c.stats.Evictions++
+	}
+}
+
+// halfBound returns the bound pods of group g (not being deleted) when the
+// group has no job, fewer bound pods than its minMember and a pending pod.
+func halfBound(g *groupState) ([]*podState, bool) {
+	if g.inc != nil || g.minMember == 0 {
+		return nil, false
 	}
 	var bound []*podState
 	pending := false
@@ -392,15 +424,32 @@ func (c *controller) deletePartial(logger klog.Logger, g *groupState, acts *acti
 		}
 	}
 	if !pending || len(bound) == 0 || len(bound) >= g.minMember {
-		return
+		return nil, false
 	}
-	orderPods(bound)
-	logger.Info("Phalanx: deleting the bound pods of a partial gang (bound before a restart?)", "group", g.key,
-		"bound", len(bound), "minMember", g.minMember)
-	for _, p := range bound {
-		p.evicting = true
-		acts.evict = append(acts.evict, p)
-		c.stats.Evictions++
+	return bound, true
+}
+
+// leaderProbe activates one pending pod of this profile (the same one while
+// it stays pending) until this replica runs a PreFilter; PreEnqueue lets
+// that pod through meanwhile. A leader's scheduling cycle then calls
+// PreFilter for it (which refuses it like any pod without a slot) even when
+// nothing else is to be scheduled, so the restart check (deletePartial)
+// and pod conditions are not held back; a standby's queue is not served and
+// the pod stays in it.
+func (c *controller) leaderProbe(acts *actions) {
+	if g := c.groups[c.podKey[c.probe]]; g != nil {
+		if p := g.pods[c.probe]; p != nil && p.node == "" && !p.orphan {
+			acts.activatePod(p)
+			return
+		}
+	}
+	c.probe = ""
+	for _, g := range c.sortedGroups() {
+		if pending := g.pending(); len(pending) > 0 {
+			c.probe = pending[0].uid
+			acts.activatePod(pending[0])
+			return
+		}
 	}
 }
 

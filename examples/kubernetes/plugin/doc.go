@@ -19,14 +19,39 @@
 // above its pod count is withdrawn until enough pods are pending. A group
 // runs one gang at a time: pods created after its gang was submitted (a
 // group with more pods than minMember, created in batches) wait, with that
-// reason, until every pod of that gang is gone. A group without a job whose
-// bound pods are fewer than its minMember while another of its pods is
-// pending (a gang that was binding when the scheduler restarted) cannot be
-// completed: its bound pods are deleted, as after a teardown (so is a
-// running gang that lost a pod whose replacement is pending at a restart:
-// the plugin cannot tell the two apart). Topology comes from node labels through a
-// topology/kube preset (Args.Topology). Pods of a group without GPUs are not
-// supported.
+// reason, until every pod of that gang is gone. After a restart, a group
+// found half-bound is deleted (see Restarts and leader election). Topology
+// comes from node labels through a topology/kube preset (Args.Topology).
+// Pods of a group without GPUs are not supported.
+//
+// # Restarts and leader election
+//
+// The plugin keeps its books in memory: a new scheduler process (a restart,
+// or a standby that takes over) knows no gang. Bound pods of its groups
+// are used GPUs to it, like pods it did not place. It acts on the cluster
+// only once it schedules, which it learns from its first PreFilter call:
+// under leader election a standby runs its informers and this plugin's
+// loop (New starts it) but no scheduling cycle, so it never calls
+// PreFilter, deletes no pod and writes no pod condition. Until then it
+// activates one pending pod of its profile, which PreEnqueue lets through,
+// so that a leader with nothing else to schedule calls PreFilter too (the
+// pod is refused there like any pod without a slot).
+//
+// In the first engine cycle after that first PreFilter, and only then, it
+// looks for half-bound groups: no job, fewer bound pods than minMember and
+// a pending pod (a gang that was binding when the scheduler that placed it
+// stopped). It cannot complete such a gang (it submits pending pods only),
+// so it deletes their bound pods, as after a teardown; the pending pods
+// and the ones recreated for them form the next gang. A running gang that
+// lost a pod whose replacement was already pending at that moment is
+// deleted too: the plugin cannot tell the two apart. A group whose bound
+// pods reach minMember is left alone, and no group is deleted for
+// becoming half-bound later (an Indexed Job that creates its next index as
+// one of its pods completes, for example): its pending pods wait until
+// they are minMember. The plugin never adopts such a gang: its pods stay
+// used GPUs, and pending pods of its group that reach minMember form a new
+// gang while it runs. deploy/scheduler-config.yaml sets
+// delayCacheUntilActive, so that a standby does not even start informers.
 //
 // # Extension points
 //

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
 // This file drives the controller without a cluster: the informer handlers
@@ -179,6 +180,14 @@ func (h *hookEnv) slot(p *v1.Pod) string {
 		return n
 	}
 	return ""
+}
+
+// leads runs PreFilter for p, as this replica's first scheduling cycle
+// does once it leads (the plugin learns that it schedules), and reports
+// the status.
+func (h *hookEnv) leads(p *v1.Pod) *fwk.Status {
+	_, st := h.p.PreFilter(context.Background(), framework.NewCycleState(), p, nil)
+	return st
 }
 
 // reserveAndPermit runs Reserve and Permit for each pod on its slot.

@@ -2,8 +2,10 @@ package plugin
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -106,18 +108,36 @@ func TestForeignOnDownNodeNoRebuild(t *testing.T) {
 
 // TestRestartHalfBoundGangDeleted: the scheduler restarts while a gang was
 // half bound (3 of its 4 pods have a node, the 4th is pending). The plugin
-// has no job for the group and cannot complete the partial gang, so it
-// deletes the 3 bound pods, once, as a teardown does: no part of a gang
-// runs without the rest. The pending pod waits with a reason.
+// has no job for the group and cannot complete the partial gang. Until the
+// replica schedules, it deletes nothing: it activates the pending pod,
+// which PreEnqueue lets through, as a leader probe. Once that pod's
+// PreFilter has run (refused: it has no slot), the next cycle deletes the 3
+// bound pods, once, as a teardown does: no part of a gang runs without the
+// rest. The pending pod waits with a reason.
 func TestRestartHalfBoundGangDeleted(t *testing.T) {
 	h := newHookEnv(t, Args{})
 	h.addNodes(testNodes(8)...)
-	for i := 0; i < 4; i++ {
-		p := groupPod("g", "w-"+string(rune('0'+i)), 8, 4)
+	ps := make([]*v1.Pod, 4)
+	for i := range ps {
+		ps[i] = groupPod("g", "w-"+string(rune('0'+i)), 8, 4)
 		if i < 3 {
-			p.Spec.NodeName = nodeName(i)
+			ps[i].Spec.NodeName = nodeName(i)
 		}
-		h.c.onPod(p)
+		h.c.onPod(ps[i])
+	}
+	h.cycle()
+	h.cycle()
+	if len(h.a.evicted) != 0 || h.a.activated["ns/w-3"] == 0 {
+		t.Fatalf("before any PreFilter: evicted %v, w-3 activated %d times; want nothing evicted and w-3 activated", h.a.evicted, h.a.activated["ns/w-3"])
+	}
+	if st := h.p.PreEnqueue(context.Background(), ps[3]); !st.IsSuccess() {
+		t.Fatalf("PreEnqueue of the leader probe w-3: %v, want it let through", st)
+	}
+	if st := h.p.PreEnqueue(context.Background(), ps[3]); !st.IsSuccess() {
+		t.Fatalf("PreEnqueue of the leader probe w-3: %v, want it let through", st)
+	}
+	if st := h.leads(ps[3]); st.IsSuccess() {
+		t.Fatal("PreFilter let w-3 through without a slot")
 	}
 	for i := 0; i < 4; i++ {
 		h.cycle()
@@ -130,6 +150,9 @@ func TestRestartHalfBoundGangDeleted(t *testing.T) {
 	if r := h.c.groups["ns/g"].reason; !strings.Contains(r, "waiting for pods") {
 		t.Fatalf("the pending pod's reason %q, want it waiting for pods", r)
 	}
+	if st := h.p.PreEnqueue(context.Background(), ps[3]); st.IsSuccess() {
+		t.Fatal("PreEnqueue let w-3 through after the replica scheduled")
+	}
 }
 
 // TestRestartWholeGangKept: after a restart, a group whose bound pods reach
@@ -138,19 +161,96 @@ func TestRestartHalfBoundGangDeleted(t *testing.T) {
 func TestRestartWholeGangKept(t *testing.T) {
 	h := newHookEnv(t, Args{})
 	h.addNodes(testNodes(8)...)
+	var late *v1.Pod
 	for i := 0; i < 5; i++ {
 		p := groupPod("g", "w-"+string(rune('0'+i)), 8, 4)
 		if i < 4 {
 			p.Spec.NodeName = nodeName(i)
 		}
 		h.c.onPod(p)
+		late = p
 	}
+	h.cycle()
+	h.leads(late) // PreFilter of the leader probe
 	for i := 0; i < 3; i++ {
 		h.cycle()
 		h.answerScouts()
 	}
 	if len(h.a.evicted) != 0 {
 		t.Fatalf("evicted %v from a whole running gang", h.a.evicted)
+	}
+}
+
+// TestStandbyDeletesNothing: a standby replica under leader election runs
+// its informers and the plugin's loop but no scheduling cycle (no
+// PreFilter). While the leader binds a 4-pod gang one pod at a time, the
+// standby sees the group half-bound and deletes nothing. When it takes
+// over (its first PreFilter, for another pod), the gang is whole and is
+// left alone.
+func TestStandbyDeletesNothing(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	h.addNodes(testNodes(8)...)
+	ps := h.groupPods(4, 8)
+	for i := 0; i < 3; i++ {
+		h.cycle() // scouts activated on the standby's idle queue: never answered
+	}
+	for i := range ps {
+		b := ps[i].DeepCopy()
+		b.Spec.NodeName = nodeName(i) // the leader's bind, seen by the informer
+		h.c.onPod(b)
+		h.cycle()
+		if len(h.a.evicted) != 0 {
+			t.Fatalf("with %d of 4 pods bound by the leader, the standby deleted %v", i+1, h.a.evicted)
+		}
+	}
+	other := groupPod("", "solo", 8, 0)
+	h.c.onPod(other)
+	h.leads(other) // the standby leads: its first PreFilter
+	h.cycle()
+	h.cycle()
+	if len(h.a.evicted) != 0 {
+		t.Fatalf("the new leader deleted %v of a whole gang", h.a.evicted)
+	}
+}
+
+// TestRestartCheckOnlyOnce: a gang found running whole at a restart stays
+// when it becomes half-bound later: an hour after the restart check, one
+// pod of the Indexed Job succeeds and the Job creates the next index (3
+// pods bound, 1 pending, minMember 4). The running pods are not deleted;
+// the new pod waits for the group's minimum.
+func TestRestartCheckOnlyOnce(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	h.addNodes(testNodes(8)...)
+	var ps []*v1.Pod
+	for i := 0; i < 4; i++ {
+		p := groupPod("g", fmt.Sprintf("w-%d", i), 8, 4)
+		p.Spec.NodeName = nodeName(i)
+		ps = append(ps, p)
+		h.c.onPod(p)
+	}
+	other := groupPod("", "solo", 8, 0)
+	h.c.onPod(other)
+	h.cycle()
+	h.leads(other) // this replica schedules
+	for i := 0; i < 3; i++ {
+		h.cycle()
+		h.answerScouts()
+	}
+	if len(h.a.evicted) != 0 {
+		t.Fatalf("setup: evicted %v", h.a.evicted)
+	}
+	h.now = h.now.Add(time.Hour)
+	done := ps[0].DeepCopy()
+	done.Status.Phase = v1.PodSucceeded
+	h.c.onPod(done)
+	h.c.onPod(groupPod("g", "w-4", 8, 4)) // the Job's next index
+	h.cycle()
+	h.cycle()
+	if len(h.a.evicted) != 0 {
+		t.Fatalf("running pods of a gang that was whole at the restart deleted an hour later: %v", h.a.evicted)
+	}
+	if want := "waiting for pods: 1 of the group's minimum 4 are pending"; h.c.groups["ns/g"].reason != want {
+		t.Fatalf("w-4's reason %q, want %q", h.c.groups["ns/g"].reason, want)
 	}
 }
 

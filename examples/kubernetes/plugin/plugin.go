@@ -163,12 +163,14 @@ func (c *controller) waitStatus(g *groupState) *fwk.Status {
 }
 
 // PreEnqueue holds a group's pods until the engine admits their gang; one
-// pod per shape goes through earlier as a scout (see PostFilter).
+// pod per shape goes through earlier as a scout (see PostFilter), and,
+// until this replica's first PreFilter, one pending pod as the leader probe
+// (leaderProbe).
 func (p *Plugin) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
 	p.c.mu.Lock()
 	defer p.c.mu.Unlock()
 	g, node, scout := p.c.lookup(pod)
-	if g == nil || node != "" || scout {
+	if g == nil || node != "" || scout || (!p.c.active && string(pod.UID) == p.c.probe) {
 		return nil
 	}
 	return p.c.waitStatus(g)
@@ -185,10 +187,15 @@ type marker struct{}
 
 func (marker) Clone() fwk.StateData { return marker{} }
 
-// PreFilter restricts an admitted pod to the node of its rank.
+// PreFilter restricts an admitted pod to the node of its rank. Its first
+// call tells the plugin that this replica schedules (it leads).
 func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	p.c.mu.Lock()
 	defer p.c.mu.Unlock()
+	if !p.c.active {
+		p.c.active = true
+		p.c.poke()
+	}
 	g, node, scout := p.c.lookup(pod)
 	switch {
 	case g == nil:

@@ -12,8 +12,9 @@ import (
 )
 
 // TestDeployConfig checks that deploy/scheduler-config.yaml loads as
-// kube-scheduler loads it, enables Phalanx in the phalanx-scheduler profile
-// and carries args the plugin accepts.
+// kube-scheduler loads it, delays a standby's informers until it leads,
+// enables Phalanx in the phalanx-scheduler profile and carries args the
+// plugin accepts.
 func TestDeployConfig(t *testing.T) {
 	cfg, err := options.LoadConfigFromFile(klog.Background(), "../../deploy/scheduler-config.yaml")
 	if err != nil {
@@ -21,6 +22,9 @@ func TestDeployConfig(t *testing.T) {
 	}
 	if len(cfg.Profiles) != 1 || cfg.Profiles[0].SchedulerName != "phalanx-scheduler" {
 		t.Fatalf("profiles %+v: want one, phalanx-scheduler", cfg.Profiles)
+	}
+	if !cfg.DelayCacheUntilActive {
+		t.Fatal("delayCacheUntilActive is not set: a standby would run informers and Phalanx's engine")
 	}
 	p := cfg.Profiles[0]
 	enabled := false
