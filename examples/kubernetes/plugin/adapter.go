@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -197,16 +198,57 @@ func loadNodes(list *v1.NodeList, opts kube.Options) (*topology.Cluster, kube.St
 }
 
 // nodeDefect returns why node n cannot enter the cluster model on its own
-// (a missing or empty topology label, a bad GPU count), or nil: topology/kube
-// reads it alone, as buildCluster reads every node.
-func nodeDefect(args *Args, n *v1.Node) error {
+// (a missing or empty topology label, a bad GPU count), or nil, and the GPUs
+// the model gives it: topology/kube reads it alone, as buildCluster reads
+// every node.
+func nodeDefect(args *Args, n *v1.Node) (gpus int, err error) {
 	opts, err := topologyOptions(args)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	list := v1.NodeList{TypeMeta: metaList(), Items: []v1.Node{loadCopy(n)}}
-	_, _, err = loadNodes(&list, opts)
-	return err
+	c, _, err := loadNodes(&list, opts)
+	if err != nil {
+		return 0, err
+	}
+	if id, ok := c.LookupNode(n.Name); ok {
+		gpus = c.NodeGPUs(id)
+	}
+	return gpus, nil
+}
+
+// heldGPUs returns, for each of nodes that the engine knows, the GPUs that
+// its active jobs (gangs and foreign GPUs) hold there, as a mask of GPU
+// indices: a cluster in which such a node has fewer GPUs than the highest
+// held index cannot take the engine (Restore refuses it).
+func (a *engineAdapter) heldGPUs(nodes []string) map[string]uint64 {
+	ids := map[topology.NodeID]string{}
+	for _, n := range nodes {
+		if id, ok := a.cluster.LookupNode(n); ok {
+			ids[id] = n
+		}
+	}
+	out := map[string]uint64{}
+	if len(ids) == 0 {
+		return out
+	}
+	for _, st := range a.eng.Jobs() {
+		if !st.State.Active() {
+			continue
+		}
+		alloc, ok := a.eng.Allocation(st.ID)
+		if !ok {
+			continue
+		}
+		for _, m := range alloc.Members {
+			for _, na := range m.Assignment {
+				if name, ok := ids[na.Node]; ok {
+					out[name] |= na.GPUs
+				}
+			}
+		}
+	}
+	return out
 }
 
 // hasGPUs reports whether the node has GPUs the cluster model counts.
@@ -245,11 +287,17 @@ func (a *engineAdapter) addNodes(nodes []*v1.Node) error {
 	e, err := backfill.Restore(c, a.cfg, a.eng.Snapshot())
 	if err != nil {
 		a.nodes = old
-		return err
+		// The cluster's totals, which change with every node that joins,
+		// would make the plugin warn about the same node again.
+		return errors.New(clusterDiff.ReplaceAllString(err.Error(), ""))
 	}
 	a.cluster, a.eng, a.degraded = c, e, degraded
 	return nil
 }
+
+// clusterDiff is the line of a Restore error that compares the clusters'
+// sizes (backfill.Fingerprint.Diff).
+var clusterDiff = regexp.MustCompile(`the cluster differs from the snapshot's: [^\n]*\n?`)
 
 // clock returns now, or the latest time the engine saw if the wall clock went
 // back: the engine refuses times that go backwards.

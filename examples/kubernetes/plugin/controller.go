@@ -79,6 +79,9 @@ type Stats struct {
 	// moves the engine refused (no node fits), after which the pod retries
 	// on its node.
 	Replaced, Kept int
+	// Rebuilds counts the cluster rebuilds tried for node additions and
+	// changes (each moves the engine with Snapshot and Restore).
+	Rebuilds int
 }
 
 func newController(args Args, profile string, acts actor, status *statusWriter) *controller {

@@ -3,6 +3,8 @@ package plugin
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"math/bits"
 	"slices"
 	"sort"
 	"strings"
@@ -156,7 +158,7 @@ func (c *controller) start(logger klog.Logger, now time.Time, acts *actions) boo
 			continue
 		}
 		c.nodeGen[name] = nodeGeneration(n, c.args.GPUResource)
-		if err := nodeDefect(&c.args, n); err != nil {
+		if _, err := nodeDefect(&c.args, n); err != nil {
 			c.leaveOut(logger, n, err, acts)
 			leftOut++
 			continue
@@ -204,13 +206,16 @@ func nodeGeneration(n *v1.Node, resource string) string {
 // applies readiness, cordons and GPU health; a node failure ends the gangs
 // on it. A node that cannot enter the cluster model (nodeDefect) is left
 // out with a warning (a node already in it keeps its former labels and
-// GPUs) and looked at again when it changes. When the rebuild fails as a
-// whole (the engine refuses to move onto the new cluster, as when a node
-// shrank under GPUs a gang holds), each node is tried alone: the others
-// join, and the ones that fail are tried again in the next cycle.
+// GPUs) and looked at again when it changes. A node that shrank below the
+// GPUs that pods hold on it (the engine would refuse the rebuilt cluster)
+// keeps its former GPUs, with a warning, without a rebuild: it is looked at
+// again in every cycle, and rebuilt once the GPUs held there fit. When the
+// rebuild fails as a whole all the same, each node is tried alone: the
+// others join, and the ones that fail are tried again in the next cycle.
 func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions) {
 	var changed []*v1.Node
 	gens := map[string]string{}
+	shrunk := map[string]int{} // known nodes whose GPU count drops -> the new count
 	for _, name := range sortedNodeNames(c.nodes) {
 		n := c.nodes[name]
 		if c.deleted[name] || !hasGPUs(n, c.args.GPUResource) {
@@ -220,19 +225,39 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions)
 		if gen == c.nodeGen[name] {
 			continue
 		}
-		if err := nodeDefect(&c.args, n); err != nil {
+		gpus, err := nodeDefect(&c.args, n)
+		if err != nil {
 			c.nodeGen[name] = gen // looked at again when the node changes
 			c.leaveOut(logger, n, err, acts)
 			continue
 		}
+		if have, _, _, ok := c.eng.nodeStatus(name); ok && gpus < have {
+			shrunk[name] = gpus
+		}
 		changed = append(changed, n)
 		gens[name] = gen
+	}
+	if len(shrunk) > 0 {
+		held := c.eng.heldGPUs(slices.Sorted(maps.Keys(shrunk)))
+		kept := changed[:0]
+		for _, n := range changed {
+			gpus, ok := shrunk[n.Name]
+			if !ok || bits.Len64(held[n.Name]) <= gpus {
+				kept = append(kept, n)
+				continue
+			}
+			have, _, _, _ := c.eng.nodeStatus(n.Name)
+			c.leaveOut(logger, n, fmt.Errorf("it now has %d %s, fewer than the %d Phalanx counts, and pods hold GPUs beyond the first %d: the new count is taken once they are freed",
+				gpus, c.args.GPUResource, have, gpus), acts)
+		}
+		changed = kept
 	}
 	joined := func(n *v1.Node) {
 		c.nodeGen[n.Name] = gens[n.Name]
 		delete(c.leftOut, n.Name)
 	}
 	if len(changed) > 0 {
+		c.stats.Rebuilds++
 		err := c.eng.addNodes(changed)
 		switch {
 		case err == nil:
@@ -243,6 +268,7 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions)
 			c.leaveOut(logger, changed[0], err, acts)
 		default:
 			for _, n := range changed {
+				c.stats.Rebuilds++
 				if err := c.eng.addNodes([]*v1.Node{n}); err != nil {
 					c.leaveOut(logger, n, err, acts)
 				} else {

@@ -120,10 +120,14 @@
 // topology label, a bad GPU count) is left out, and a node already in it
 // keeps its former labels and GPUs; either way the plugin logs it and
 // records a Warning event (reason PhalanxNodeLeftOut) on the node, once per
-// reason, and looks at the node again when it changes. When the engine
-// cannot move onto the rebuilt cluster (a node shrank under GPUs a gang
-// holds), the other changed nodes join alone and that node is tried again
-// every cycle.
+// reason, and looks at the node again when it changes. A node whose GPU
+// count drops below the GPUs that pods hold on it (the engine could not
+// move onto the rebuilt cluster) keeps its former count, with such a
+// warning, and costs no rebuild: each cycle compares its new count with
+// the GPUs held there, and the cluster is rebuilt once they fit. When a
+// rebuild fails for another reason, the changed nodes are tried one by
+// one, the others join, and the ones that fail are tried again in the next
+// cycle. Stats.Rebuilds counts the rebuilds tried.
 //
 // # Pods Phalanx did not place
 //

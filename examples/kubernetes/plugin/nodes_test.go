@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -196,5 +197,79 @@ func TestGPUResourceRemovedNodeDown(t *testing.T) {
 	h.cycle()
 	if gpus, down, _ := h.engineNode(n.Name); down || gpus != 8 {
 		t.Fatalf("%s with its GPUs back: %d GPUs, down %v in the engine; want 8, up", n.Name, gpus, down)
+	}
+}
+
+// TestShrunkUnderGangNoRebuild: 3 nodes of 16 lose a GPU (allocatable 8 ->
+// 7) under the one-pod gangs that hold all 8 of their GPUs. The engine
+// cannot take them while the gangs run: the plugin skips them without
+// trying a cluster rebuild (neither in that cycle nor in later ones), with
+// one warning per node that a later node join does not repeat, and the
+// joining node is taken with one rebuild. Once a node's gang is gone, the
+// node is taken (one rebuild) with its 7 GPUs; the others keep 8.
+func TestShrunkUnderGangNoRebuild(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	nodes := testNodes(17)
+	h.addNodes(nodes[:16]...)
+	var ps []*v1.Pod
+	for i := 0; i < 3; i++ {
+		ps = append(ps, groupPod("", fmt.Sprintf("solo-%d", i), 8, 0))
+		h.c.onPod(ps[i])
+	}
+	slots := h.admit(ps)
+	h.reserveAndPermit(ps)
+	for _, p := range ps {
+		h.bind(p, slots[p.Name])
+	}
+	h.cycle()
+	byName := map[string]*v1.Node{}
+	for _, n := range nodes {
+		byName[n.Name] = n
+	}
+	for _, p := range ps {
+		n := byName[slots[p.Name]].DeepCopy()
+		n.Status.Allocatable = gpuList("7")
+		h.c.onNode(n, false)
+	}
+	rebuilds := h.c.Stats().Rebuilds
+	for i := 0; i < 3; i++ {
+		h.cycle()
+	}
+	if n := h.c.Stats().Rebuilds - rebuilds; n != 0 {
+		t.Fatalf("%d cluster rebuilds tried in 3 cycles for nodes that cannot shrink while gangs hold their GPUs, want 0", n)
+	}
+	if len(h.a.warnings) != 3 {
+		t.Fatalf("warnings %q, want one for each of the 3 shrunk nodes", h.a.warnings)
+	}
+	for _, p := range ps {
+		if gpus, _, _ := h.engineNode(slots[p.Name]); gpus != 8 {
+			t.Fatalf("%s under its gang: %d GPUs in the engine, want 8", slots[p.Name], gpus)
+		}
+	}
+	rebuilds = h.c.Stats().Rebuilds
+	h.c.onNode(nodes[16], false)
+	h.cycle()
+	h.cycle()
+	if n := h.c.Stats().Rebuilds - rebuilds; n != 1 {
+		t.Fatalf("%d cluster rebuilds tried for one node joining, want 1", n)
+	}
+	if _, _, known := h.engineNode(nodes[16].Name); !known {
+		t.Fatalf("%s joined but the engine does not know it", nodes[16].Name)
+	}
+	if len(h.a.warnings) != 3 {
+		t.Fatalf("a node join repeated the warnings: %q", h.a.warnings[3:])
+	}
+	rebuilds = h.c.Stats().Rebuilds
+	h.c.podHandlers().DeleteFunc(ps[0])
+	h.cycle()
+	h.cycle()
+	if n := h.c.Stats().Rebuilds - rebuilds; n != 1 {
+		t.Fatalf("%d cluster rebuilds tried once a node's gang is gone, want 1", n)
+	}
+	if gpus, _, _ := h.engineNode(slots[ps[0].Name]); gpus != 7 {
+		t.Fatalf("%s after its gang: %d GPUs in the engine, want 7", slots[ps[0].Name], gpus)
+	}
+	if gpus, _, _ := h.engineNode(slots[ps[1].Name]); gpus != 8 {
+		t.Fatalf("%s under its gang: %d GPUs in the engine, want 8", slots[ps[1].Name], gpus)
 	}
 }
