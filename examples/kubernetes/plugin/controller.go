@@ -50,6 +50,9 @@ type controller struct {
 	// evictLater is the orphans (podState.orphan) seen bound, to delete in
 	// the next cycle.
 	evictLater []*podState
+	// evictRetry is the pods whose deletion the API server refused (for a
+	// reason other than the pod being gone), to ask again when due.
+	evictRetry []evictRetry
 	// podsGone remembers the UIDs of pods deleted or terminated (the last
 	// maxGoneUIDs of them, oldest first in goneOrder), so that a hook the
 	// framework still calls for such a pod never brings it back.
@@ -395,6 +398,65 @@ func (c *controller) run(ctx context.Context) {
 		}
 		timer.Reset(next)
 	}
+}
+
+// evictRetry is a pod whose deletion failed, and when to try again.
+type evictRetry struct {
+	p   *podState
+	due time.Time
+}
+
+// Eviction retries back off from evictRetryMin, doubling up to evictRetryMax.
+const (
+	evictRetryMin = 5 * time.Second
+	evictRetryMax = 5 * time.Minute
+)
+
+// evictFailed records that the API server refused to delete a pod the
+// plugin evicts (the actor reports it, for any error other than the pod
+// being gone or replaced): the deletion is asked again after a backoff,
+// while the pod lives.
+func (c *controller) evictFailed(uid string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.podsGone[uid] {
+		return
+	}
+	g := c.groups[c.podKey[uid]]
+	if g == nil || g.pods[uid] == nil {
+		return
+	}
+	p := g.pods[uid]
+	delay := evictRetryMax
+	if p.evictFails < 6 {
+		delay = min(evictRetryMin<<p.evictFails, evictRetryMax)
+	}
+	p.evictFails++
+	c.evictRetry = append(c.evictRetry, evictRetry{p: p, due: c.now().Add(delay)})
+	c.poke() // the loop's timer must see the retry
+}
+
+// retryEvictions queues the deletions due again, and returns when the next
+// one is due (zero when none waits).
+func (c *controller) retryEvictions(logger klog.Logger, now time.Time, acts *actions) time.Time {
+	var next time.Time
+	keep := c.evictRetry[:0]
+	for _, r := range c.evictRetry {
+		switch {
+		case c.podsGone[r.p.uid]:
+		case !now.Before(r.due):
+			logger.Info("Phalanx: deleting a pod again (its deletion failed)", "pod", r.p.ns+"/"+r.p.name, "attempt", r.p.evictFails+1)
+			acts.evict = append(acts.evict, r.p)
+			c.stats.Evictions++
+		default:
+			keep = append(keep, r)
+			if next.IsZero() || r.due.Before(next) {
+				next = r.due
+			}
+		}
+	}
+	c.evictRetry = keep
+	return next
 }
 
 // Snapshot of counters (for tests and the benchmark).

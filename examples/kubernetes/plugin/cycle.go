@@ -85,6 +85,7 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 		c.stats.Evictions++
 	}
 	c.evictLater = c.evictLater[:0]
+	retryAt := c.retryEvictions(logger, now, &acts)
 	for _, g := range c.sortedGroups() {
 		switch inc := g.inc; {
 		case inc == nil:
@@ -139,6 +140,9 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 	}
 	if due, ok := c.nextMeasurement(); ok {
 		next = min(next, max(due.Sub(now), 10*time.Millisecond))
+	}
+	if !retryAt.IsZero() {
+		next = min(next, max(retryAt.Sub(now), 10*time.Millisecond))
 	}
 	return acts, next
 }

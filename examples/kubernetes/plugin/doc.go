@@ -145,8 +145,11 @@
 // engine cycle runs in the plugin's own goroutine, woken by events (batched
 // for Args.BatchMilliseconds) and by the engine's next event; it holds the
 // lock for one Schedule call, then activates pods, rejects waiting pods,
-// deletes pods and writes conditions with the lock released. The framework
-// binds asynchronously: Unreserve and PostBind take the same lock.
+// deletes pods and writes conditions with the lock released. A pod
+// deletion that the API server refuses (other than for a pod already gone
+// or replaced) is asked again after a backoff, 5 s doubling up to 5
+// minutes, while the pod lives. The framework binds asynchronously:
+// Unreserve and PostBind take the same lock.
 //
 // # Caller duties
 //

@@ -332,3 +332,56 @@ func TestLatePodsAboveMinMemberReason(t *testing.T) {
 	}
 	h.admit(ps[2:])
 }
+
+// TestEvictionRetried: the API server refuses the deletion of a pod that a
+// teardown evicts (the actor reports it): the plugin asks again once the
+// backoff (5 s, then 10 s) has passed, and again after a second refusal,
+// and stops once the pod is gone.
+func TestEvictionRetried(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	h.addNodes(testNodes(8)...)
+	ps := h.groupPods(2, 8)
+	slots := h.admit(ps)
+	h.reserveAndPermit(ps)
+	for _, p := range ps {
+		h.bind(p, slots[p.Name])
+	}
+	h.c.mu.Lock()
+	h.c.groups["ns/g"].inc.broken = "test: node failure"
+	h.c.mu.Unlock()
+	h.cycle()
+	want := []string{"ns/w-0", "ns/w-1"}
+	if strings.Join(h.a.evicted, " ") != strings.Join(want, " ") {
+		t.Fatalf("evicted %v at the teardown, want %v", h.a.evicted, want)
+	}
+	h.c.evictFailed("uid-w-1") // the API server refused to delete w-1
+	h.cycle()                  // 1 s later: not yet
+	if len(h.a.evicted) != 2 {
+		t.Fatalf("evicted %v: asked again before the backoff", h.a.evicted)
+	}
+	h.now = h.now.Add(4 * time.Second)
+	h.cycle()
+	want = append(want, "ns/w-1")
+	if strings.Join(h.a.evicted, " ") != strings.Join(want, " ") {
+		t.Fatalf("evicted %v 6 s after the failure, want %v", h.a.evicted, want)
+	}
+	h.c.evictFailed("uid-w-1") // refused again: 10 s
+	h.now = h.now.Add(8 * time.Second)
+	h.cycle()
+	if len(h.a.evicted) != 3 {
+		t.Fatalf("evicted %v: asked again before the second backoff", h.a.evicted)
+	}
+	h.now = h.now.Add(2 * time.Second)
+	h.cycle()
+	want = append(want, "ns/w-1")
+	if strings.Join(h.a.evicted, " ") != strings.Join(want, " ") {
+		t.Fatalf("evicted %v 11 s after the second failure, want %v", h.a.evicted, want)
+	}
+	h.c.evictFailed("uid-w-1")
+	h.c.podHandlers().DeleteFunc(ps[1]) // deleted after all
+	h.now = h.now.Add(time.Minute)
+	h.cycle()
+	if len(h.a.evicted) != 4 {
+		t.Fatalf("evicted %v: a pod already gone was deleted again", h.a.evicted)
+	}
+}

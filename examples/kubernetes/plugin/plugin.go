@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -55,7 +56,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	}
 	p := &Plugin{h: h}
 	status := newStatusWriter(h.ClientSet())
-	p.c = newController(args, h.ProfileName(), &frameworkActor{h: h, grace: args.EvictionGracePeriodSeconds}, status)
+	act := &frameworkActor{h: h, grace: args.EvictionGracePeriodSeconds}
+	p.c = newController(args, h.ProfileName(), act, status)
+	act.failed = p.c.evictFailed
 	f := h.SharedInformerFactory()
 	pods, nodes := f.Core().V1().Pods().Informer(), f.Core().V1().Nodes().Informer()
 	if _, err := pods.AddEventHandler(p.c.podHandlers()); err != nil {
@@ -451,6 +454,10 @@ func (p *Plugin) PostBind(_ context.Context, _ fwk.CycleState, pod *v1.Pod, node
 type frameworkActor struct {
 	h     fwk.Handle
 	grace *int64
+	// failed reports a deletion the API server refused, other than for a
+	// pod that is gone or was replaced (NotFound, or a Conflict on the UID
+	// precondition): the controller asks again later.
+	failed func(uid string)
 }
 
 func (a *frameworkActor) activate(pods map[string]*v1.Pod) {
@@ -475,8 +482,13 @@ func (a *frameworkActor) evict(ns, name, uid string) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := a.h.ClientSet().CoreV1().Pods(ns).Delete(ctx, name, opts); err != nil {
-			klog.Background().Error(err, "Phalanx: deleting a pod of a gang that cannot run whole", "pod", ns+"/"+name)
+		err := a.h.ClientSet().CoreV1().Pods(ns).Delete(ctx, name, opts)
+		if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return
+		}
+		klog.Background().Error(err, "Phalanx: deleting a pod of a gang that cannot run whole (asked again later)", "pod", ns+"/"+name)
+		if a.failed != nil {
+			a.failed(uid)
 		}
 	}()
 }

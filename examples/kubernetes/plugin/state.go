@@ -19,8 +19,10 @@ type podState struct {
 	// pod is deleted (no part of a torn-down gang runs); if it fails, the
 	// pod is pending again. An orphan joins no new gang meanwhile.
 	orphan bool
-	// evicting marks a bound pod whose deletion the plugin asked for.
-	evicting bool
+	// evicting marks a bound pod whose deletion the plugin asked for;
+	// evictFails counts the times the API server refused it.
+	evicting   bool
+	evictFails int
 }
 
 // allowedSet is the nodes where the profile's other Filter plugins accept a
