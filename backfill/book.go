@@ -307,6 +307,9 @@ func (b *book) dropClaim(c *claim) {
 	for _, v := range c.victims {
 		v.victimOf = nil
 	}
+	if len(c.victims) > 0 {
+		c.job.orphans = true
+	}
 	b.version++
 	b.free(time.Time{})
 }

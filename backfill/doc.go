@@ -99,7 +99,7 @@
 // is greedy backfill with no reservations, and Strict disables backfill
 // (strict priority order). Every waiting job gets a stable, user-facing
 // reason: Reserved, Held, Priority, Resources, Reservation, Topology,
-// Gang, Hold, ForHold, Preempting or Claimed, with the placement reason
+// Gang, Hold, ForHold, Preempting, Claimed or Quota, with the placement reason
 // attached, why it got no reservation when it was refused a slot
 // (Waiting.NoSlot), and why preemption did not help when it was tried.
 //

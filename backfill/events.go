@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/phalanx-sched/phalanx/gang"
@@ -198,6 +199,9 @@ func (e *Engine) do(o *op) {
 		o.rec.acct = e.accts.index(o.rec.job.Account)
 		e.jobs.byID[o.rec.job.ID] = o.rec
 		e.enqueue(o.rec)
+		// A job of an ended one's ID, submitted as of before that one's
+		// victims were signalled, takes them as Restore would read it.
+		o.rec.orphans = slices.ContainsFunc(e.jobs.running, func(r *jobRec) bool { return orphanOf(r, o.rec) })
 	case opCancel:
 		e.cancel(o.rec, o.now)
 	case opStarted:

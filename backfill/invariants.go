@@ -172,6 +172,11 @@ func (e *Engine) checkClaims() []error {
 		if j.claim != nil && !slices.Contains(e.book.claims, j.claim) {
 			bad("job %s has a claim not in the book", j.job.ID)
 		}
+		// (Exact, as Restore derives it: a stale mark changes which
+		// victim searches run.)
+		if own := slices.ContainsFunc(e.jobs.running, func(r *jobRec) bool { return orphanOf(r, j) }); own != j.orphans {
+			bad("waiting job %s is marked %t for victims preempting for it without a claim; it has %t", j.job.ID, j.orphans, own)
+		}
 	}
 	return errs
 }

@@ -116,6 +116,11 @@ type jobRec struct {
 	victimOf    *claim
 	preemptions int // times preempted
 	// Waiting jobs.
+	// orphans is set while jobs preempt for the job without a claim (a
+	// drain or a failure dropped it; orphanOf): its searches take them
+	// at no cost (ownVictim) and are its own (ownsGPUs). Exact (the
+	// invariants check it), as Restore derives it.
+	orphans    bool
 	holdExpiry time.Time // not held again before this
 	// noFitGen is Engine.inServiceGen when the job was found not to fit
 	// the nodes in service with every active job ended (0: not known).

@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -309,14 +310,15 @@ func (p *preemptScratch) candidates(e *Engine, j *jobRec, now time.Time, reclaim
 	p.promised = 0
 	exempt := e.cfg.Preemption.ExemptTime
 	for _, r := range e.jobs.running {
-		class, inExempt := r.job.Class, now.Sub(r.start) < exempt
-		switch {
-		case ownVictim(r, j):
-			// Signalled for j already, its claim since dropped (a drain):
-			// its GPUs are j's again at no further cost.
-			class, inExempt = 0, false
-		case r.phase != StateRunning:
+		// A job signalled for j already, its claim since dropped (a
+		// drain), is a candidate as a running one would be, at no
+		// further cost and never exempt.
+		own := ownVictim(r, j)
+		if r.phase != StateRunning && !own {
 			continue
+		}
+		class, inExempt := r.job.Class, now.Sub(r.start) < exempt && !own
+		switch {
 		case reclaim:
 			if r.queue == j.queue || !e.quota.mayTake(j.queue, r.queue) {
 				continue
@@ -333,7 +335,7 @@ func (p *preemptScratch) candidates(e *Engine, j *jobRec, now time.Time, reclaim
 		p.spans = append(p.spans, span)
 		p.jobs = append(p.jobs, r)
 		cost := lostWork(r, now)
-		if ownVictim(r, j) {
+		if own {
 			cost = 0
 		}
 		p.cands = append(p.cands, preempt.Candidate{ID: r.job.ID, Alloc: r.alloc, Class: class,
@@ -391,8 +393,14 @@ func (p *preemptScratch) trim(a *gang.Allocation) ([2]int32, bool) {
 // signalled for j, whose claim a drain or a failure dropped. Such a
 // victim is a candidate of j's searches at no cost, and a claim that
 // takes it again does not signal it again.
-func ownVictim(r, j *jobRec) bool {
-	return r.phase == StatePreempting && r.preemptedBy == j.job.ID && r.victimOf == nil
+func ownVictim(r, j *jobRec) bool { return j.orphans && orphanOf(r, j) }
+
+// orphanOf reports whether job r preempts for job j without a claim,
+// signalled no earlier than j's submit time (not for an ended job of j's
+// ID submitted before): what jobRec.orphans marks, as Restore derives
+// it from a snapshot.
+func orphanOf(r, j *jobRec) bool {
+	return r.phase == StatePreempting && r.victimOf == nil && r.preemptedBy == j.job.ID && !r.preemptedAt.Before(j.job.Submit)
 }
 
 // lostWork is the work active job j loses if stopped at now, in
@@ -447,6 +455,7 @@ func (c *cycle) claimFor(j *jobRec, p *preemptScratch, victims []int, reclaim bo
 	if !due.IsZero() {
 		cl.due = later(due, c.now) // a victim signalled already keeps its deadline (if not past)
 	}
+	e.orphanGone(j.job.ID) // the victims left out of the new claim, if any, are orphans still
 	sortJobs(cl.victims)
 	e.book.addClaim(cl)
 	e.setCounted(j, cl.alloc.GPUs())
@@ -545,6 +554,9 @@ func (c *cycle) startClaims() {
 // released takes preempting job j, whose GPUs are being released, out of
 // the claim that waits for it.
 func (e *Engine) released(j *jobRec) {
+	if j.victimOf == nil {
+		defer e.orphanGone(j.preemptedBy)
+	}
 	if cl := j.victimOf; cl != nil {
 		for i, v := range cl.victims {
 			if v == j {
@@ -555,6 +567,15 @@ func (e *Engine) released(j *jobRec) {
 		e.book.version++
 	}
 	j.victimOf, j.preemptedAt, j.preemptedBy = nil, time.Time{}, ""
+}
+
+// orphanGone clears the orphans mark of job id (the preemptor of a
+// victim released without a claim) when none of its victims is left
+// preempting without one.
+func (e *Engine) orphanGone(id string) {
+	if p, ok := e.jobs.byID[id]; ok && p.orphans {
+		p.orphans = slices.ContainsFunc(e.jobs.running, func(r *jobRec) bool { return ownVictim(r, p) })
+	}
 }
 
 // exemptBlocked reports whether waiting job j's last test found that the

@@ -635,7 +635,8 @@ func limitAtLeast(a, b time.Duration) bool { return a == 0 || b != 0 && a >= b }
 
 // ownsGPUs reports whether waiting job j has GPUs of its own that a
 // search for it may use and another job's may not: its reservation's,
-// its hold's, its claim's.
+// its hold's, its claim's, its victims' of a claim since dropped
+// (ownVictim).
 func ownsGPUs(j *jobRec, e *Engine) bool {
-	return j.resv != nil || j.claim != nil || e.book.holdOf(j) != nil
+	return j.resv != nil || j.claim != nil || j.orphans || e.book.holdOf(j) != nil
 }

@@ -697,6 +697,14 @@ func (r *restorer) claims() {
 	for i := range r.snap.Claims {
 		r.claim(&r.snap.Claims[i])
 	}
+	// A job whose victims preempt for it without a claim (a drain
+	// dropped it) takes them again at no cost while it waits
+	// (ownVictim). (Not a job of the same ID submitted since.)
+	for _, v := range e.jobs.running {
+		if j, ok := e.jobs.byID[v.preemptedBy]; ok && orphanOf(v, j) {
+			j.orphans = true
+		}
+	}
 	if err := e.book.check(e.c); err != nil {
 		r.bad("%v", err)
 	}

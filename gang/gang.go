@@ -33,8 +33,8 @@ const maxOrders = 4
 
 // Options configure an Admitter (and the Ledger that owns one).
 type Options struct {
-	// Placement configures the placer that places each member, for
-	// example a topology-blind baseline for comparisons.
+	// Placement configures the placer that places each member (its
+	// search budget).
 	Placement placement.Options
 }
 

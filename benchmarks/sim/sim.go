@@ -23,7 +23,7 @@ type Policy uint8
 
 const (
 	// PodByPod binds pods one at a time with no gang semantics (the stock
-	// Kubernetes scheduler model, gang.PodByPod).
+	// Kubernetes scheduler model, internal/baseline.PodByPod).
 	PodByPod Policy = iota
 	// GangFIFO admits gangs whole, in strict submit order, no backfill.
 	GangFIFO

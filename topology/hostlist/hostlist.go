@@ -17,9 +17,8 @@ var ErrSyntax = errors.New("hostlist: syntax error")
 const MaxNames = 1 << 20
 
 // MaxBytes bounds the text one expression may expand to, counted as each
-// element's names times the element's length (at least each name's): a
-// short expression of long names ("<256 letters>[0-1048575]") cannot
-// allocate gigabytes either.
+// element's names times its longest name: a short expression of long
+// names ("<256 letters>[0-1048575]") cannot allocate gigabytes either.
 const MaxBytes = 64 << 20
 
 // maxHostlistDigits bounds the digits of one number in a bracket, so that
@@ -101,7 +100,7 @@ func parseHostlist(expr string) ([][]hostPart, int, error) {
 		if total > MaxNames {
 			return nil, 0, fmt.Errorf("%w: %q expands to more than %d names", ErrSyntax, expr, MaxNames)
 		}
-		bytes += size * (end - start) // at most MaxNames times the expression's length: no overflow
+		bytes += size * hostlistNameLength(parts) // at most MaxNames times the expression's length: no overflow
 		if bytes > MaxBytes {
 			return nil, 0, fmt.Errorf("%w: %q expands to more than %d bytes of names", ErrSyntax, expr, MaxBytes)
 		}
@@ -230,6 +229,25 @@ func parseHostNumber(expr string, off int, tok, num string) (uint64, error) {
 
 // hostlistElementSize returns the number of names of an element, or
 // MaxNames+1 if it is larger than that.
+// hostlistNameLength returns the length of the longest name the element
+// of parts expands to: its literal text and, for each bracket group, the
+// widest number it writes.
+func hostlistNameLength(parts []hostPart) int {
+	n := 0
+	for _, p := range parts {
+		if p.ranges == nil {
+			n += len(p.literal)
+			continue
+		}
+		widest := 0
+		for _, r := range p.ranges {
+			widest = max(widest, r.width, len(strconv.FormatUint(r.hi, 10)))
+		}
+		n += widest
+	}
+	return n
+}
+
 func hostlistElementSize(parts []hostPart) int {
 	const over = MaxNames + 1
 	size := 1

@@ -255,6 +255,29 @@ func TestCount(t *testing.T) {
 	}
 }
 
+// TestExpandManyRanges: an expression of many ranges in one bracket
+// (every other node of 8,000, as a node set is written) expands back:
+// MaxBytes counts each name's length, not the bracket's (it counted the
+// bracket's and refused what Compress writes), and a long name is still
+// counted whole.
+func TestExpandManyRanges(t *testing.T) {
+	var names []string
+	for n := 0; n < 8000; n += 2 {
+		names = append(names, fmt.Sprintf("node%05d", n))
+	}
+	expr := Compress(names)
+	if back, err := Expand(expr); err != nil || !slices.Equal(back, names) {
+		t.Fatalf("Expand(Compress(every other node of 8,000)), %d bytes: %d names, error %t", len(expr), len(back), err != nil)
+	}
+	long := strings.Repeat("x", 57) + "[0-1048575]" // 64-byte names: at MaxBytes
+	if n, err := Count(long); err != nil || n != MaxNames {
+		t.Errorf("Count(57 letters and a million 7-digit numbers) = %d, %v", n, err)
+	}
+	if _, err := Count("x" + long); err == nil {
+		t.Errorf("Count(58 letters and a million 7-digit numbers): no error, want one above MaxBytes")
+	}
+}
+
 // TestExpandAllocations checks that a bracket element's names share one
 // string: the allocations of Expand do not grow with the number of names.
 func TestExpandAllocations(t *testing.T) {

@@ -110,7 +110,7 @@ var policies = []policy{
 	{"default-2holds", sim.Phalanx, func() backfill.Config { return holds(2) }},
 	{"default-4holds", sim.Phalanx, func() backfill.Config { return holds(4) }},
 	// The default with smaller gangs eligible for a hold (it takes gangs
-	// of a leaf's worth, 125 GPUs on the default cluster): on the ITP
+	// of a leaf's worth, 128 GPUs on the default cluster): on the ITP
 	// traces without limits no gang is that large.
 	{"hold-min17", sim.Phalanx, func() backfill.Config { return holdMin(17) }},
 	{"hold-min64", sim.Phalanx, func() backfill.Config { return holdMin(64) }},
