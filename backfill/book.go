@@ -97,7 +97,10 @@ type book struct {
 	open           []*reservation // those without an end, by start
 	holds          []*hold
 	claims         []*claim
-	naive          bool // re-sort on every use (metamorphic tests)
+	// claimless counts the jobs preempting without a claim (dropClaim):
+	// while none, no job has victims of its own outside a claim.
+	claimless int
+	naive     bool // re-sort on every use (metamorphic tests)
 	// moves counts the changes of a reservation in place (changed).
 	moves uint64
 	// freed counts the changes that can let a reservation start earlier:
@@ -307,6 +310,7 @@ func (b *book) dropClaim(c *claim) {
 	for _, v := range c.victims {
 		v.victimOf = nil
 	}
+	b.claimless += len(c.victims)
 	if len(c.victims) > 0 {
 		c.job.orphans = true
 	}

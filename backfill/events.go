@@ -201,7 +201,7 @@ func (e *Engine) do(o *op) {
 		e.enqueue(o.rec)
 		// A job of an ended one's ID, submitted as of before that one's
 		// victims were signalled, takes them as Restore would read it.
-		o.rec.orphans = slices.ContainsFunc(e.jobs.running, func(r *jobRec) bool { return orphanOf(r, o.rec) })
+		o.rec.orphans = e.book.claimless > 0 && slices.ContainsFunc(e.jobs.running, func(r *jobRec) bool { return orphanOf(r, o.rec) })
 	case opCancel:
 		e.cancel(o.rec, o.now)
 	case opStarted:

@@ -157,8 +157,12 @@ func (e *Engine) checkClaims() []error {
 			}
 		})
 	}
+	claimless := 0
 	for _, j := range e.jobs.running {
 		preempting := j.phase == StatePreempting
+		if preempting && j.victimOf == nil {
+			claimless++
+		}
 		switch {
 		case preempting && (j.preemptedAt.IsZero() || j.preemptedBy == ""):
 			bad("preempting job %s has no preemptor or signal time", j.job.ID)
@@ -167,6 +171,9 @@ func (e *Engine) checkClaims() []error {
 		case j.victimOf != nil && (!slices.Contains(e.book.claims, j.victimOf) || !slices.Contains(j.victimOf.victims, j)):
 			bad("preempting job %s points at a claim that does not list it", j.job.ID)
 		}
+	}
+	if claimless != e.book.claimless {
+		bad("%d jobs preempt without a claim, counted %d", claimless, e.book.claimless)
 	}
 	for _, j := range e.jobs.pending {
 		if j.claim != nil && !slices.Contains(e.book.claims, j.claim) {

@@ -438,6 +438,7 @@ func (c *cycle) claimFor(j *jobRec, p *preemptScratch, victims []int, reclaim bo
 		vj := p.jobs[i]
 		if ownVictim(vj, j) { // signalled already: it joins the claim
 			vj.victimOf = cl
+			e.book.claimless--
 			cl.victims = append(cl.victims, vj)
 			due = later(due, vj.preemptedAt.Add(e.cfg.Preemption.Grace))
 			continue
@@ -555,6 +556,7 @@ func (c *cycle) startClaims() {
 // the claim that waits for it.
 func (e *Engine) released(j *jobRec) {
 	if j.victimOf == nil {
+		e.book.claimless--
 		defer e.orphanGone(j.preemptedBy)
 	}
 	if cl := j.victimOf; cl != nil {

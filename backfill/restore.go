@@ -701,6 +701,9 @@ func (r *restorer) claims() {
 	// dropped it) takes them again at no cost while it waits
 	// (ownVictim). (Not a job of the same ID submitted since.)
 	for _, v := range e.jobs.running {
+		if v.phase == StatePreempting && v.victimOf == nil {
+			e.book.claimless++
+		}
 		if j, ok := e.jobs.byID[v.preemptedBy]; ok && orphanOf(v, j) {
 			j.orphans = true
 		}
@@ -741,6 +744,10 @@ func (r *restorer) claim(cr *ClaimRecord) {
 		v, ok := e.jobs.byID[id]
 		if !ok || v.phase != StatePreempting || v.victimOf != nil || slices.Contains(cl.victims, v) || v.preemptedBy != cr.Job || v.job.Class >= j.job.Class && !cl.reclaim {
 			r.bad("the claim for %s lists %s, which is not a preempting job of a lower class preempted for it (once), or of any class for a reclaim", cr.Job, id)
+			return
+		}
+		if v.preemptedAt.Before(j.job.Submit) {
+			r.bad("the claim for %s lists %s, preempted at %s, before %s was submitted", cr.Job, id, v.preemptedAt.UTC().Format(time.RFC3339Nano), cr.Job)
 			return
 		}
 		cl.victims = append(cl.victims, v)

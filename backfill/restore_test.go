@@ -307,6 +307,10 @@ func TestRestoreRefusesCorruptPreemptions(t *testing.T) {
 			m.Pods, m.Want = m.Pods[:1], 1
 		}, "the claim for urgent: gang urgent: member m: 1 pods recorded, the spec asks for 4 to 4"},
 		{"a claim due before it began", func(s *Snapshot) { s.Claims[0].Due = s.Claims[0].Since.Add(-time.Second) }, "before it began"},
+		{"a victim preempted before its preemptor's submit", func(s *Snapshot) {
+			j := &s.Jobs[jobIndex(s, "urgent")]
+			j.Submit = s.Jobs[jobIndex(s, victim)].PreemptedAt.Add(time.Second)
+		}, "before urgent was submitted"},
 		{"a claim on a protected job's GPUs", func(s *Snapshot) {
 			// c runs in the other leaf: the claim's job asks for no leaf
 			// here, so that the claim is refused for c's GPUs alone.
