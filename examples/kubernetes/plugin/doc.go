@@ -37,21 +37,26 @@
 // so that a leader with nothing else to schedule calls PreFilter too (the
 // pod is refused there like any pod without a slot).
 //
-// In the first engine cycle after that first PreFilter, and only then, it
-// looks for half-bound groups: no job, fewer bound pods than minMember and
-// a pending pod (a gang that was binding when the scheduler that placed it
-// stopped). It cannot complete such a gang (it submits pending pods only),
-// so it deletes their bound pods, as after a teardown; the pending pods
-// and the ones recreated for them form the next gang. A running gang that
-// lost a pod whose replacement was already pending at that moment is
-// deleted too: the plugin cannot tell the two apart. A group whose bound
-// pods reach minMember is left alone, and no group is deleted for
-// becoming half-bound later (an Indexed Job that creates its next index as
-// one of its pods completes, for example): its pending pods wait until
-// they are minMember. The plugin never adopts such a gang: its pods stay
-// used GPUs, and pending pods of its group that reach minMember form a new
-// gang while it runs. deploy/scheduler-config.yaml sets
-// delayCacheUntilActive, so that a standby does not even start informers.
+// At its first engine cycle (its informers have synced) it lists the
+// half-bound groups: no job, fewer bound pods than minMember and a pending
+// pod (a gang that was binding when the scheduler that placed it stopped),
+// with their bound pods. Until it schedules, a group leaves that list as
+// soon as it is not half-bound with those same bound pods (it became whole,
+// lost its pending pods, or a bound pod ended). In the first engine cycle
+// after its first PreFilter, and only then, the groups still listed have
+// their recorded bound pods deleted, as after a teardown: the plugin cannot
+// complete such a gang (it submits pending pods only); the pending pods and
+// the ones recreated for them form the next gang. A running gang that lost
+// a pod whose replacement was already pending at the start is deleted too:
+// the plugin cannot tell the two apart. A group not half-bound at the
+// first engine cycle is never deleted by this rule, even if it is
+// half-bound when the replica begins to schedule (an Indexed Job that
+// creates its next index as one of its pods completes, for example): its
+// pending pods wait until they are minMember. The plugin never adopts such
+// a gang: its pods stay used GPUs, and pending pods of its group that
+// reach minMember form a new gang while it runs.
+// deploy/scheduler-config.yaml sets delayCacheUntilActive, so that a
+// standby does not even start informers.
 //
 // # Extension points
 //

@@ -254,6 +254,97 @@ func TestRestartCheckOnlyOnce(t *testing.T) {
 	}
 }
 
+// TestIdleRestartKeepsWholeGang: a replica starts while a 4-pod Indexed-Job
+// gang runs whole (minMember 4) and nothing is pending, so no PreFilter
+// runs for an hour. Then one pod succeeds and the Job creates the next
+// index, w-4: the replica's first pending pod, activated as the leader
+// probe and let through PreEnqueue. Its PreFilter makes the replica active;
+// the group is half-bound at that moment (3 bound, 1 pending) but was not
+// at the replica's first engine cycle, so no pod is deleted and w-4 waits
+// for the group's minimum.
+func TestIdleRestartKeepsWholeGang(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	h.addNodes(testNodes(8)...)
+	var ps []*v1.Pod
+	for i := 0; i < 4; i++ {
+		p := groupPod("g", fmt.Sprintf("w-%d", i), 8, 4)
+		p.Spec.NodeName = nodeName(i)
+		ps = append(ps, p)
+		h.c.onPod(p)
+	}
+	for i := 0; i < 5; i++ {
+		h.cycle()
+	}
+	h.now = h.now.Add(time.Hour)
+	done := ps[0].DeepCopy()
+	done.Status.Phase = v1.PodSucceeded
+	h.c.onPod(done)
+	next := groupPod("g", "w-4", 8, 4)
+	h.c.onPod(next)
+	h.cycle()
+	if h.a.activated["ns/w-4"] != 1 {
+		t.Fatalf("w-4 activated %d times, want once as the leader probe", h.a.activated["ns/w-4"])
+	}
+	if st := h.p.PreEnqueue(context.Background(), next); !st.IsSuccess() {
+		t.Fatalf("PreEnqueue of the leader probe w-4: %v, want it let through", st)
+	}
+	if st := h.leads(next); st.IsSuccess() {
+		t.Fatal("PreFilter let w-4 through without a slot")
+	}
+	for i := 0; i < 3; i++ {
+		h.cycle()
+	}
+	if len(h.a.evicted) != 0 {
+		t.Fatalf("pods of a gang that was whole at the replica's start deleted when it began to schedule: %v", h.a.evicted)
+	}
+	if want := "waiting for pods: 1 of the group's minimum 4 are pending"; h.c.groups["ns/g"].reason != want {
+		t.Fatalf("w-4's reason %q, want %q", h.c.groups["ns/g"].reason, want)
+	}
+}
+
+// TestHalfBoundAtStartHealed: a standby starts while the leader binds a
+// 4-pod gang (3 bound, w-3 pending): half-bound at its first engine cycle.
+// The leader binds w-3 (the gang is whole: the group leaves the standby's
+// list), then w-0 succeeds and the Job creates w-4 (half-bound again, with
+// other bound pods). When the standby takes over, it deletes nothing.
+func TestHalfBoundAtStartHealed(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	h.addNodes(testNodes(8)...)
+	var ps []*v1.Pod
+	for i := 0; i < 4; i++ {
+		p := groupPod("g", fmt.Sprintf("w-%d", i), 8, 4)
+		if i < 3 {
+			p.Spec.NodeName = nodeName(i)
+		}
+		ps = append(ps, p)
+		h.c.onPod(p)
+	}
+	h.cycle()
+	if got := h.c.halfBoundAtStart["ns/g"]; len(got) != 3 {
+		t.Fatalf("half-bound at the first cycle: %v, want the 3 bound pods of ns/g", h.c.halfBoundAtStart)
+	}
+	b := ps[3].DeepCopy()
+	b.Spec.NodeName = nodeName(3) // the leader's bind
+	h.c.onPod(b)
+	h.cycle()
+	if len(h.c.halfBoundAtStart) != 0 {
+		t.Fatalf("the gang is whole, yet still listed: %v", h.c.halfBoundAtStart)
+	}
+	done := ps[0].DeepCopy()
+	done.Status.Phase = v1.PodSucceeded
+	h.c.onPod(done)
+	next := groupPod("g", "w-4", 8, 4)
+	h.c.onPod(next)
+	h.cycle()
+	h.leads(next) // the standby takes over
+	for i := 0; i < 3; i++ {
+		h.cycle()
+	}
+	if len(h.a.evicted) != 0 {
+		t.Fatalf("deleted %v of a gang that was whole before the replica began to schedule", h.a.evicted)
+	}
+}
+
 // TestMinMemberRaisedWhileWaiting: the PodGroup's minMember rises from 4 to
 // 6 while the 4-pod gang waits in the engine: the gang is withdrawn and the
 // group waits for 6 pods; it is not admitted with 4 when GPUs free up.
