@@ -210,6 +210,9 @@ func (c *controller) observePod(p *v1.Pod, fromAPI bool) *groupState {
 		}
 		return g
 	}
+	if was := ps.schedulable(); ps.pod != nil && was != (len(p.Spec.SchedulingGates) == 0 && p.DeletionTimestamp == nil) {
+		c.changed = true // a gate lifted, or a deletion began: pending() changes
+	}
 	ps.pod = p
 	if p.Spec.NodeName != "" && ps.node == "" {
 		c.changed = true

@@ -518,27 +518,42 @@ func halfBound(g *groupState) ([]*podState, bool) {
 	return bound, true
 }
 
-// leaderProbe activates one pending pod of this profile (the same one while
-// it stays pending) until this replica runs a PreFilter; PreEnqueue lets
-// that pod through meanwhile. A leader's scheduling cycle then calls
+// leaderProbe activates one pending pod of this profile (pending: neither
+// gated nor terminating) until this replica runs a PreFilter; PreEnqueue
+// lets that pod through meanwhile. A leader's scheduling cycle then calls
 // PreFilter for it (which refuses it like any pod without a slot) even when
 // nothing else is to be scheduled, so the restart check (deletePartial)
 // and pod conditions are not held back; a standby's queue is not served and
-// the pod stays in it.
+// the pod stays in it. Each cycle moves on to the next pending pod (groups
+// in key order, pods in rank order, round the list), so that a pod that
+// never reaches this plugin's PreFilter (another plugin's PreEnqueue or
+// PreFilter rejects it) does not hold the replica back.
 func (c *controller) leaderProbe(acts *actions) {
-	if g := c.groups[c.podKey[c.probe]]; g != nil {
-		if p := g.pods[c.probe]; p != nil && p.node == "" && !p.orphan {
-			acts.activatePod(p)
-			return
+	var first, next *podState
+	seen := false
+	for _, g := range c.sortedGroups() {
+		for _, p := range g.pending() {
+			if first == nil {
+				first = p
+			}
+			if seen && next == nil {
+				next = p
+			}
+			if p.uid == c.probe {
+				seen = true
+			}
+		}
+		if next != nil {
+			break
 		}
 	}
+	if next == nil {
+		next = first
+	}
 	c.probe = ""
-	for _, g := range c.sortedGroups() {
-		if pending := g.pending(); len(pending) > 0 {
-			c.probe = pending[0].uid
-			acts.activatePod(pending[0])
-			return
-		}
+	if next != nil {
+		c.probe = next.uid
+		acts.activatePod(next)
 	}
 }
 

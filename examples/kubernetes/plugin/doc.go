@@ -11,8 +11,11 @@
 // minimum comes from the PodGroup object (scheduling.x-k8s.io/v1alpha1,
 // spec.minMember, read without depending on scheduler-plugins) or, when the
 // CRD is not installed, from the pod annotation scheduling.x-k8s.io/min-member.
-// A GPU pod without the label is a group of one. Once the group has
-// minMember pending pods, they are submitted as one gang (account: the
+// A GPU pod without the label is a group of one. A pending pod is an
+// unbound one that the scheduler may try: a pod with a scheduling gate, or
+// being deleted, is not pending until the gate is lifted (it joins no gang
+// and does not count towards minMember). Once the group has minMember
+// pending pods, they are submitted as one gang (account: the
 // namespace; submit time: the earliest pod's creation, kept across
 // resubmissions), one member per pod shape, each pod one node with its
 // nvidia.com/gpu count. A gang waiting in the engine when minMember rises
@@ -35,10 +38,12 @@
 // PreFilter, deletes no pod and writes no pod condition. Until then it
 // activates one pending pod of its profile, which PreEnqueue lets through,
 // so that a leader with nothing else to schedule calls PreFilter too (the
-// pod is refused there like any pod without a slot).
+// pod is refused there like any pod without a slot); each engine cycle it
+// moves on to the next pending pod, so that a pod that another plugin
+// rejects before Phalanx's PreFilter does not hold it back.
 //
 // At its first engine cycle (its informers have synced) it lists the
-// half-bound groups: no job, fewer bound pods than minMember and a pending
+// half-bound groups: no job, fewer bound pods than minMember and an unbound
 // pod (a gang that was binding when the scheduler that placed it stopped),
 // with their bound pods. Until it schedules, a group leaves that list as
 // soon as it is not half-bound with those same bound pods (it became whole,

@@ -3,11 +3,14 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	fwk "k8s.io/kube-scheduler/framework"
 )
@@ -342,6 +345,55 @@ func TestHalfBoundAtStartHealed(t *testing.T) {
 	}
 	if len(h.a.evicted) != 0 {
 		t.Fatalf("deleted %v of a gang that was whole before the replica began to schedule", h.a.evicted)
+	}
+}
+
+// TestLeaderProbeSkipsAndRotates: until the replica's first PreFilter,
+// the leader probe is never a pod the framework will not try (a gated pod,
+// a terminating one), and it moves to the next pending pod each cycle, so
+// that a pod rejected before this plugin's PreFilter (by another plugin)
+// does not hold the replica back. Once the gate is lifted, the pod is
+// pending again: the probe includes it and it counts for its group.
+func TestLeaderProbeSkipsAndRotates(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	h.addNodes(testNodes(8)...)
+	gated := groupPod("a", "gated", 8, 2) // group ns/a sorts first
+	gated.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "kueue.x-k8s.io/admission"}}
+	h.c.onPod(gated)
+	term := groupPod("b", "term", 8, 2)
+	term.DeletionTimestamp = &metav1.Time{Time: h.now}
+	h.c.onPod(term)
+	h.c.onPod(groupPod("c", "x", 8, 2)) // rejected by another plugin: never reaches PreFilter
+	for i := 0; i < 3; i++ {
+		p := groupPod("g", fmt.Sprintf("w-%d", i), 8, 4)
+		p.Spec.NodeName = nodeName(i)
+		h.c.onPod(p)
+	}
+	h.c.onPod(groupPod("g", "w-3", 8, 4))
+	var got []string
+	for i := 0; i < 4; i++ {
+		acts := h.cycle()
+		got = append(got, strings.Join(slices.Sorted(maps.Keys(acts.activate)), ","))
+	}
+	if want := "ns/x ns/w-3 ns/x ns/w-3"; strings.Join(got, " ") != want {
+		t.Fatalf("activated per cycle %q, want %q", got, want)
+	}
+	ungated := gated.DeepCopy()
+	ungated.Spec.SchedulingGates = nil
+	h.c.onPod(ungated)
+	got = got[:0]
+	for i := 0; i < 3; i++ {
+		acts := h.cycle()
+		got = append(got, strings.Join(slices.Sorted(maps.Keys(acts.activate)), ","))
+	}
+	if want := "ns/gated ns/x ns/w-3"; strings.Join(got, " ") != want {
+		t.Fatalf("after the gate lifted, activated per cycle %q, want %q", got, want)
+	}
+	if want := "waiting for pods: 1 of the group's minimum 2 are pending"; h.c.groups["ns/a"].reason != want {
+		t.Fatalf("ungated pod's reason %q, want %q", h.c.groups["ns/a"].reason, want)
+	}
+	if want := "waiting for pods: 0 of the group's minimum 2 are pending"; h.c.groups["ns/b"].reason != want {
+		t.Fatalf("terminating pod's group reason %q, want %q", h.c.groups["ns/b"].reason, want)
 	}
 }
 
