@@ -43,10 +43,16 @@ type controller struct {
 	// with nothing else to schedule calls PreFilter too.
 	active bool
 	probe  string
-	// restartChecked: the groups found half-bound at the first cycle after
-	// active was set have been handled (deletePartial); the rule is never
-	// applied again.
-	restartChecked bool
+	// halfBoundAtStart is the groups found half-bound (halfBound) at this
+	// replica's first engine cycle, with the UIDs of their bound pods,
+	// sorted. Until active is set, a group is dropped from it as soon as it
+	// is not half-bound with exactly those bound pods any more; in the first
+	// cycle after, the groups still on it have those pods deleted
+	// (deletePartial) and the list is cleared for good. restartRecorded:
+	// the list was taken (it is taken once).
+	halfBoundAtStart map[string][]string
+	restartRecorded  bool
+	restartChecked   bool
 	// evictLater is the orphans (podState.orphan) seen bound, to delete in
 	// the next cycle.
 	evictLater []*podState
@@ -203,6 +209,9 @@ func (c *controller) observePod(p *v1.Pod, fromAPI bool) *groupState {
 			ps.pod = p
 		}
 		return g
+	}
+	if was := ps.schedulable(); ps.pod != nil && was != (len(p.Spec.SchedulingGates) == 0 && p.DeletionTimestamp == nil) {
+		c.changed = true // a gate lifted, or a deletion began: pending() changes
 	}
 	ps.pod = p
 	if p.Spec.NodeName != "" && ps.node == "" {

@@ -98,14 +98,20 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 			c.replacePods(logger, g, now, &acts)
 		}
 	}
+	if !c.restartRecorded {
+		c.restartRecorded = true
+		c.recordHalfBound()
+	}
+	c.dropHealedGroups()
 	switch {
 	case !c.active:
 		c.leaderProbe(&acts)
 	case !c.restartChecked:
 		c.restartChecked = true
-		for _, g := range c.sortedGroups() {
-			c.deletePartial(logger, g, &acts)
+		for _, key := range slices.Sorted(maps.Keys(c.halfBoundAtStart)) {
+			c.deletePartial(logger, c.groups[key], &acts)
 		}
+		c.halfBoundAtStart = nil
 	}
 	if err := c.eng.setForeign(c.foreignUsage(), now); err != nil {
 		logger.Error(err, "Phalanx: counting GPUs of pods it did not place")
@@ -410,25 +416,78 @@ func (c *controller) teardown(g *groupState, now time.Time, acts *actions) {
 	c.stats.Teardowns++
 }
 
+// recordHalfBound takes the list of groups half-bound at this replica's
+// first engine cycle (its informers have synced): gangs that were binding
+// when the scheduler that placed them stopped, or running gangs that had
+// lost a pod whose replacement was pending. Only these groups are ever
+// deleted by the restart rule (deletePartial).
+func (c *controller) recordHalfBound() {
+	c.halfBoundAtStart = map[string][]string{}
+	for _, g := range c.sortedGroups() {
+		if uids, ok := halfBoundUIDs(g); ok {
+			c.halfBoundAtStart[g.key] = uids
+		}
+	}
+}
+
+// dropHealedGroups drops from halfBoundAtStart every group that is no longer
+// half-bound with the bound pods recorded at the first cycle: it became
+// whole, lost its pending pods, or its bound pods changed (a pod ended, or
+// another bound). Such a group is not the partial gang found at the start,
+// and the rule leaves it alone even if it is half-bound again later.
+func (c *controller) dropHealedGroups() {
+	for key, want := range c.halfBoundAtStart {
+		g := c.groups[key]
+		if g == nil {
+			delete(c.halfBoundAtStart, key)
+			continue
+		}
+		if uids, ok := halfBoundUIDs(g); !ok || !slices.Equal(uids, want) {
+			delete(c.halfBoundAtStart, key)
+		}
+	}
+}
+
+// halfBoundUIDs returns the sorted UIDs of the bound pods of group g when it
+// is half-bound.
+func halfBoundUIDs(g *groupState) ([]string, bool) {
+	bound, ok := halfBound(g)
+	if !ok {
+		return nil, false
+	}
+	uids := make([]string, len(bound))
+	for i, p := range bound {
+		uids[i] = p.uid
+	}
+	slices.Sort(uids)
+	return uids, true
+}
+
 // deletePartial deletes the bound pods of a group that this replica found
-// half-bound when it began to schedule: called once, in the first cycle
-// after its first PreFilter (c.active), for every group. A group is
-// half-bound when it has no job, fewer bound pods than its minMember and a
-// pending pod: a gang that was binding when the scheduler that placed it
-// stopped, which the plugin cannot complete (it submits pending pods only).
-// As after a teardown, no part of a gang runs without the rest; the pending
-// pods and the pods recreated for the deleted ones form the next gang.
-// Bound pods that reach minMember are a whole gang and are left alone, and
-// so is every group that becomes half-bound later (a running gang whose
-// Indexed Job creates its next index, for example): such a group's pending
-// pods wait until they are minMember, as late pods do.
+// half-bound at its first engine cycle and that stayed half-bound with the
+// same bound pods until it began to schedule: called once, in the first
+// cycle after its first PreFilter (c.active), for each group still on
+// halfBoundAtStart (dropHealedGroups ran just before, so the group's bound
+// pods are the recorded ones). A group is half-bound when it has no job,
+// fewer bound pods than its minMember and a pending pod: a gang that was
+// binding when the scheduler that placed it stopped, which the plugin
+// cannot complete (it submits pending pods only). As after a teardown, no
+// part of a gang runs without the rest; the pending pods and the pods
+// recreated for the deleted ones form the next gang. A group that was not
+// half-bound at the first cycle is never deleted by this rule, even if it
+// is half-bound when the replica begins to schedule (a running gang whose
+// Indexed Job created its next index meanwhile, for example): such a
+// group's pending pods wait until they are minMember, as late pods do.
 func (c *controller) deletePartial(logger klog.Logger, g *groupState, acts *actions) {
+	if g == nil {
+		return
+	}
 	bound, ok := halfBound(g)
 	if !ok {
 		return
 	}
 	orderPods(bound)
-	logger.Info("Phalanx: deleting the bound pods of a partial gang found when this scheduler began to schedule", "group", g.key,
+	logger.Info("Phalanx: deleting the bound pods of a partial gang found when this scheduler started", "group", g.key,
 		"bound", len(bound), "minMember", g.minMember)
 	for _, p := range bound {
 		p.evicting = true
@@ -459,27 +518,42 @@ func halfBound(g *groupState) ([]*podState, bool) {
 	return bound, true
 }
 
-// leaderProbe activates one pending pod of this profile (the same one while
-// it stays pending) until this replica runs a PreFilter; PreEnqueue lets
-// that pod through meanwhile. A leader's scheduling cycle then calls
+// leaderProbe activates one pending pod of this profile (pending: neither
+// gated nor terminating) until this replica runs a PreFilter; PreEnqueue
+// lets that pod through meanwhile. A leader's scheduling cycle then calls
 // PreFilter for it (which refuses it like any pod without a slot) even when
 // nothing else is to be scheduled, so the restart check (deletePartial)
 // and pod conditions are not held back; a standby's queue is not served and
-// the pod stays in it.
+// the pod stays in it. Each cycle moves on to the next pending pod (groups
+// in key order, pods in rank order, round the list), so that a pod that
+// never reaches this plugin's PreFilter (another plugin's PreEnqueue or
+// PreFilter rejects it) does not hold the replica back.
 func (c *controller) leaderProbe(acts *actions) {
-	if g := c.groups[c.podKey[c.probe]]; g != nil {
-		if p := g.pods[c.probe]; p != nil && p.node == "" && !p.orphan {
-			acts.activatePod(p)
-			return
+	var first, next *podState
+	seen := false
+	for _, g := range c.sortedGroups() {
+		for _, p := range g.pending() {
+			if first == nil {
+				first = p
+			}
+			if seen && next == nil {
+				next = p
+			}
+			if p.uid == c.probe {
+				seen = true
+			}
+		}
+		if next != nil {
+			break
 		}
 	}
+	if next == nil {
+		next = first
+	}
 	c.probe = ""
-	for _, g := range c.sortedGroups() {
-		if pending := g.pending(); len(pending) > 0 {
-			c.probe = pending[0].uid
-			acts.activatePod(pending[0])
-			return
-		}
+	if next != nil {
+		c.probe = next.uid
+		acts.activatePod(next)
 	}
 }
 

@@ -11,8 +11,11 @@
 // minimum comes from the PodGroup object (scheduling.x-k8s.io/v1alpha1,
 // spec.minMember, read without depending on scheduler-plugins) or, when the
 // CRD is not installed, from the pod annotation scheduling.x-k8s.io/min-member.
-// A GPU pod without the label is a group of one. Once the group has
-// minMember pending pods, they are submitted as one gang (account: the
+// A GPU pod without the label is a group of one. A pending pod is an
+// unbound one that the scheduler may try: a pod with a scheduling gate, or
+// being deleted, is not pending until the gate is lifted (it joins no gang
+// and does not count towards minMember). Once the group has minMember
+// pending pods, they are submitted as one gang (account: the
 // namespace; submit time: the earliest pod's creation, kept across
 // resubmissions), one member per pod shape, each pod one node with its
 // nvidia.com/gpu count. A gang waiting in the engine when minMember rises
@@ -35,23 +38,30 @@
 // PreFilter, deletes no pod and writes no pod condition. Until then it
 // activates one pending pod of its profile, which PreEnqueue lets through,
 // so that a leader with nothing else to schedule calls PreFilter too (the
-// pod is refused there like any pod without a slot).
+// pod is refused there like any pod without a slot); each engine cycle it
+// moves on to the next pending pod, so that a pod that another plugin
+// rejects before Phalanx's PreFilter does not hold it back.
 //
-// In the first engine cycle after that first PreFilter, and only then, it
-// looks for half-bound groups: no job, fewer bound pods than minMember and
-// a pending pod (a gang that was binding when the scheduler that placed it
-// stopped). It cannot complete such a gang (it submits pending pods only),
-// so it deletes their bound pods, as after a teardown; the pending pods
-// and the ones recreated for them form the next gang. A running gang that
-// lost a pod whose replacement was already pending at that moment is
-// deleted too: the plugin cannot tell the two apart. A group whose bound
-// pods reach minMember is left alone, and no group is deleted for
-// becoming half-bound later (an Indexed Job that creates its next index as
-// one of its pods completes, for example): its pending pods wait until
-// they are minMember. The plugin never adopts such a gang: its pods stay
-// used GPUs, and pending pods of its group that reach minMember form a new
-// gang while it runs. deploy/scheduler-config.yaml sets
-// delayCacheUntilActive, so that a standby does not even start informers.
+// At its first engine cycle (its informers have synced) it lists the
+// half-bound groups: no job, fewer bound pods than minMember and an unbound
+// pod (a gang that was binding when the scheduler that placed it stopped),
+// with their bound pods. Until it schedules, a group leaves that list as
+// soon as it is not half-bound with those same bound pods (it became whole,
+// lost its pending pods, or a bound pod ended). In the first engine cycle
+// after its first PreFilter, and only then, the groups still listed have
+// their recorded bound pods deleted, as after a teardown: the plugin cannot
+// complete such a gang (it submits pending pods only); the pending pods and
+// the ones recreated for them form the next gang. A running gang that lost
+// a pod whose replacement was already pending at the start is deleted too:
+// the plugin cannot tell the two apart. A group not half-bound at the
+// first engine cycle is never deleted by this rule, even if it is
+// half-bound when the replica begins to schedule (an Indexed Job that
+// creates its next index as one of its pods completes, for example): its
+// pending pods wait until they are minMember. The plugin never adopts such
+// a gang: its pods stay used GPUs, and pending pods of its group that
+// reach minMember form a new gang while it runs.
+// deploy/scheduler-config.yaml sets delayCacheUntilActive, so that a
+// standby does not even start informers.
 //
 // # Extension points
 //

@@ -3,11 +3,14 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	fwk "k8s.io/kube-scheduler/framework"
 )
@@ -251,6 +254,146 @@ func TestRestartCheckOnlyOnce(t *testing.T) {
 	}
 	if want := "waiting for pods: 1 of the group's minimum 4 are pending"; h.c.groups["ns/g"].reason != want {
 		t.Fatalf("w-4's reason %q, want %q", h.c.groups["ns/g"].reason, want)
+	}
+}
+
+// TestIdleRestartKeepsWholeGang: a replica starts while a 4-pod Indexed-Job
+// gang runs whole (minMember 4) and nothing is pending, so no PreFilter
+// runs for an hour. Then one pod succeeds and the Job creates the next
+// index, w-4: the replica's first pending pod, activated as the leader
+// probe and let through PreEnqueue. Its PreFilter makes the replica active;
+// the group is half-bound at that moment (3 bound, 1 pending) but was not
+// at the replica's first engine cycle, so no pod is deleted and w-4 waits
+// for the group's minimum.
+func TestIdleRestartKeepsWholeGang(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	h.addNodes(testNodes(8)...)
+	var ps []*v1.Pod
+	for i := 0; i < 4; i++ {
+		p := groupPod("g", fmt.Sprintf("w-%d", i), 8, 4)
+		p.Spec.NodeName = nodeName(i)
+		ps = append(ps, p)
+		h.c.onPod(p)
+	}
+	for i := 0; i < 5; i++ {
+		h.cycle()
+	}
+	h.now = h.now.Add(time.Hour)
+	done := ps[0].DeepCopy()
+	done.Status.Phase = v1.PodSucceeded
+	h.c.onPod(done)
+	next := groupPod("g", "w-4", 8, 4)
+	h.c.onPod(next)
+	h.cycle()
+	if h.a.activated["ns/w-4"] != 1 {
+		t.Fatalf("w-4 activated %d times, want once as the leader probe", h.a.activated["ns/w-4"])
+	}
+	if st := h.p.PreEnqueue(context.Background(), next); !st.IsSuccess() {
+		t.Fatalf("PreEnqueue of the leader probe w-4: %v, want it let through", st)
+	}
+	if st := h.leads(next); st.IsSuccess() {
+		t.Fatal("PreFilter let w-4 through without a slot")
+	}
+	for i := 0; i < 3; i++ {
+		h.cycle()
+	}
+	if len(h.a.evicted) != 0 {
+		t.Fatalf("pods of a gang that was whole at the replica's start deleted when it began to schedule: %v", h.a.evicted)
+	}
+	if want := "waiting for pods: 1 of the group's minimum 4 are pending"; h.c.groups["ns/g"].reason != want {
+		t.Fatalf("w-4's reason %q, want %q", h.c.groups["ns/g"].reason, want)
+	}
+}
+
+// TestHalfBoundAtStartHealed: a standby starts while the leader binds a
+// 4-pod gang (3 bound, w-3 pending): half-bound at its first engine cycle.
+// The leader binds w-3 (the gang is whole: the group leaves the standby's
+// list), then w-0 succeeds and the Job creates w-4 (half-bound again, with
+// other bound pods). When the standby takes over, it deletes nothing.
+func TestHalfBoundAtStartHealed(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	h.addNodes(testNodes(8)...)
+	var ps []*v1.Pod
+	for i := 0; i < 4; i++ {
+		p := groupPod("g", fmt.Sprintf("w-%d", i), 8, 4)
+		if i < 3 {
+			p.Spec.NodeName = nodeName(i)
+		}
+		ps = append(ps, p)
+		h.c.onPod(p)
+	}
+	h.cycle()
+	if got := h.c.halfBoundAtStart["ns/g"]; len(got) != 3 {
+		t.Fatalf("half-bound at the first cycle: %v, want the 3 bound pods of ns/g", h.c.halfBoundAtStart)
+	}
+	b := ps[3].DeepCopy()
+	b.Spec.NodeName = nodeName(3) // the leader's bind
+	h.c.onPod(b)
+	h.cycle()
+	if len(h.c.halfBoundAtStart) != 0 {
+		t.Fatalf("the gang is whole, yet still listed: %v", h.c.halfBoundAtStart)
+	}
+	done := ps[0].DeepCopy()
+	done.Status.Phase = v1.PodSucceeded
+	h.c.onPod(done)
+	next := groupPod("g", "w-4", 8, 4)
+	h.c.onPod(next)
+	h.cycle()
+	h.leads(next) // the standby takes over
+	for i := 0; i < 3; i++ {
+		h.cycle()
+	}
+	if len(h.a.evicted) != 0 {
+		t.Fatalf("deleted %v of a gang that was whole before the replica began to schedule", h.a.evicted)
+	}
+}
+
+// TestLeaderProbeSkipsAndRotates: until the replica's first PreFilter,
+// the leader probe is never a pod the framework will not try (a gated pod,
+// a terminating one), and it moves to the next pending pod each cycle, so
+// that a pod rejected before this plugin's PreFilter (by another plugin)
+// does not hold the replica back. Once the gate is lifted, the pod is
+// pending again: the probe includes it and it counts for its group.
+func TestLeaderProbeSkipsAndRotates(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	h.addNodes(testNodes(8)...)
+	gated := groupPod("a", "gated", 8, 2) // group ns/a sorts first
+	gated.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "kueue.x-k8s.io/admission"}}
+	h.c.onPod(gated)
+	term := groupPod("b", "term", 8, 2)
+	term.DeletionTimestamp = &metav1.Time{Time: h.now}
+	h.c.onPod(term)
+	h.c.onPod(groupPod("c", "x", 8, 2)) // rejected by another plugin: never reaches PreFilter
+	for i := 0; i < 3; i++ {
+		p := groupPod("g", fmt.Sprintf("w-%d", i), 8, 4)
+		p.Spec.NodeName = nodeName(i)
+		h.c.onPod(p)
+	}
+	h.c.onPod(groupPod("g", "w-3", 8, 4))
+	var got []string
+	for i := 0; i < 4; i++ {
+		acts := h.cycle()
+		got = append(got, strings.Join(slices.Sorted(maps.Keys(acts.activate)), ","))
+	}
+	if want := "ns/x ns/w-3 ns/x ns/w-3"; strings.Join(got, " ") != want {
+		t.Fatalf("activated per cycle %q, want %q", got, want)
+	}
+	ungated := gated.DeepCopy()
+	ungated.Spec.SchedulingGates = nil
+	h.c.onPod(ungated)
+	got = got[:0]
+	for i := 0; i < 3; i++ {
+		acts := h.cycle()
+		got = append(got, strings.Join(slices.Sorted(maps.Keys(acts.activate)), ","))
+	}
+	if want := "ns/gated ns/x ns/w-3"; strings.Join(got, " ") != want {
+		t.Fatalf("after the gate lifted, activated per cycle %q, want %q", got, want)
+	}
+	if want := "waiting for pods: 1 of the group's minimum 2 are pending"; h.c.groups["ns/a"].reason != want {
+		t.Fatalf("ungated pod's reason %q, want %q", h.c.groups["ns/a"].reason, want)
+	}
+	if want := "waiting for pods: 0 of the group's minimum 2 are pending"; h.c.groups["ns/b"].reason != want {
+		t.Fatalf("terminating pod's group reason %q, want %q", h.c.groups["ns/b"].reason, want)
 	}
 }
 

@@ -118,11 +118,12 @@ func (inc *incarnation) boundCount() int {
 	return n
 }
 
-// pending returns the group's live pods that are not bound.
+// pending returns the group's live pods that are not bound and that the
+// scheduler may try (schedulable): the pods a gang is made of.
 func (g *groupState) pending() []*podState {
 	var out []*podState
 	for _, p := range g.pods {
-		if p.node == "" && !p.orphan {
+		if p.node == "" && !p.orphan && p.schedulable() {
 			out = append(out, p)
 		}
 	}
@@ -134,4 +135,12 @@ func (g *groupState) pending() []*podState {
 type boundPod struct {
 	node string
 	gpus int
+}
+
+// schedulable reports whether the scheduler may try the pod: it has no
+// scheduling gate (the framework holds a gated pod before any PreEnqueue)
+// and is not being deleted. A gated or terminating pod is in no gang, is
+// never a scout or the leader probe, and does not count towards minMember.
+func (p *podState) schedulable() bool {
+	return p.pod == nil || (len(p.pod.Spec.SchedulingGates) == 0 && p.pod.DeletionTimestamp == nil)
 }
