@@ -2,7 +2,6 @@ package backfill
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/phalanx-sched/phalanx/gang"
@@ -201,7 +200,7 @@ func (e *Engine) do(o *op) {
 		e.enqueue(o.rec)
 		// A job of an ended one's ID, submitted as of before that one's
 		// victims were signalled, takes them as Restore would read it.
-		o.rec.orphans = e.book.claimless > 0 && slices.ContainsFunc(e.jobs.running, func(r *jobRec) bool { return orphanOf(r, o.rec) })
+		o.rec.orphans = e.hasOrphans(o.rec)
 	case opCancel:
 		e.cancel(o.rec, o.now)
 	case opStarted:

@@ -181,7 +181,7 @@ func (e *Engine) checkClaims() []error {
 		}
 		// (Exact, as Restore derives it: a stale mark changes which
 		// victim searches run.)
-		if own := slices.ContainsFunc(e.jobs.running, func(r *jobRec) bool { return orphanOf(r, j) }); own != j.orphans {
+		if own := slices.ContainsFunc(e.jobs.running, func(r *jobRec) bool { return orphanOf(r, j) }); own != j.orphans { // (not hasOrphans: it trusts the count)
 			bad("waiting job %s is marked %t for victims preempting for it without a claim; it has %t", j.job.ID, j.orphans, own)
 		}
 	}

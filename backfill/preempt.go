@@ -403,6 +403,13 @@ func orphanOf(r, j *jobRec) bool {
 	return r.phase == StatePreempting && r.victimOf == nil && r.preemptedBy == j.job.ID && !r.preemptedAt.Before(j.job.Submit)
 }
 
+// hasOrphans reports whether some job preempts for j without a claim
+// (orphanOf): the value of j.orphans, which the engine keeps and the
+// invariants check (none while no job preempts without a claim).
+func (e *Engine) hasOrphans(j *jobRec) bool {
+	return e.book.claimless > 0 && slices.ContainsFunc(e.jobs.running, func(r *jobRec) bool { return orphanOf(r, j) })
+}
+
 // lostWork is the work active job j loses if stopped at now, in
 // GPU-seconds: its GPUs times the time since it started or last
 // checkpointed, at most preempt.MaxCost.
@@ -576,7 +583,7 @@ func (e *Engine) released(j *jobRec) {
 // preempting without one.
 func (e *Engine) orphanGone(id string) {
 	if p, ok := e.jobs.byID[id]; ok && p.orphans {
-		p.orphans = slices.ContainsFunc(e.jobs.running, func(r *jobRec) bool { return ownVictim(r, p) })
+		p.orphans = e.hasOrphans(p)
 	}
 }
 

@@ -41,18 +41,51 @@ func (c *cycle) refusedBy(j *jobRec, spec *gang.Spec) {
 	if !unmarked {
 		return
 	}
-	s := e.ledger.State()
-	if !c.naive && (s.FreeGPUs() < e.leastGPUs(spec) || !mayFit(s, spec)) {
-		return
-	}
-	if res, _ := e.adm.Check(s, spec, &e.alloc); !res.Admitted {
+	if !c.placeFree(spec) {
 		return
 	}
 	for _, h := range e.book.holds {
-		if h != own && intersects(&e.alloc, &h.target) {
+		if h != own && c.hitsFree(&h.target) {
 			h.refused = true
 		}
 	}
+	c.clearFree()
+}
+
+// placeFree places spec on the GPUs free now, every reservation, hold and
+// claim aside, into e.alloc, and marks its GPUs per node in e.nodeMask
+// for hitsFree (clearFree clears them); false when it does not fit.
+func (c *cycle) placeFree(spec *gang.Spec) bool {
+	e := c.e
+	s := e.ledger.State()
+	if !c.naive && (s.FreeGPUs() < e.leastGPUs(spec) || !mayFit(s, spec)) {
+		return false
+	}
+	if res, _ := e.adm.Check(s, spec, &e.alloc); !res.Admitted {
+		return false
+	}
+	forEntries(&e.alloc, func(x topology.NodeAlloc) { e.nodeMask[x.Node] |= x.GPUs })
+	return true
+}
+
+// hitsFree reports whether a takes a GPU of placeFree's placement, in one
+// pass over a's entries.
+func (c *cycle) hitsFree(a *gang.Allocation) bool {
+	m := c.e.nodeMask
+	for i := range a.Members {
+		for _, x := range a.Members[i].Assignment {
+			if m[x.Node]&x.GPUs != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// clearFree clears placeFree's marks.
+func (c *cycle) clearFree() {
+	m := c.e.nodeMask
+	forEntries(&c.e.alloc, func(x topology.NodeAlloc) { m[x.Node] = 0 })
 }
 
 // waitFor is wait but for the holds' marks; it reports whether the job
@@ -602,44 +635,25 @@ func (c *cycle) classify(spec *gang.Spec, failed gang.Admission, w *Waiting) {
 		return
 	}
 	// Would it fit without the reservations and holds of others?
-	s := e.ledger.State()
-	if !c.naive && (s.FreeGPUs() < e.leastGPUs(spec) || !mayFit(s, spec)) {
+	if !c.placeFree(spec) {
 		return
 	}
-	res, _ := e.adm.Check(s, spec, &e.alloc)
-	if !res.Admitted {
-		return
-	}
-	// The placement's GPUs per node, to test each blocker against in
-	// one pass over its entries.
-	m := e.nodeMask
-	forEntries(&e.alloc, func(x topology.NodeAlloc) { m[x.Node] |= x.GPUs })
-	defer forEntries(&e.alloc, func(x topology.NodeAlloc) { m[x.Node] = 0 })
-	hits := func(a *gang.Allocation) bool {
-		for i := range a.Members {
-			for _, x := range a.Members[i].Assignment {
-				if m[x.Node]&x.GPUs != 0 {
-					return true
-				}
-			}
-		}
-		return false
-	}
+	defer c.clearFree()
 	for _, r := range c.blockedRes {
-		if hits(&r.alloc) {
+		if c.hitsFree(&r.alloc) {
 			w.Code, w.Blocker, w.Until = WaitReservation, r.job.job.ID, r.start
 			return
 		}
 	}
 	for _, h := range e.book.holds {
-		if h != c.ownHold && hits(&h.target) {
+		if h != c.ownHold && c.hitsFree(&h.target) {
 			w.Code, w.Blocker, w.Until = WaitHold, h.job.job.ID, h.since
 			h.refused = true
 			return
 		}
 	}
 	for _, cl := range e.book.claims {
-		if hits(&cl.alloc) {
+		if c.hitsFree(&cl.alloc) {
 			w.Code, w.Blocker, w.Until = WaitClaimed, cl.job.job.ID, cl.since
 			return
 		}

@@ -290,22 +290,21 @@ func (dc *domainCount) twice(c *topology.Cluster, count int, node func(i int) to
 		}
 		return 0, false
 	}
-	if w := (c.NumNodes() + 63) / 64; len(dc.nodes) < w {
+	if w := bits.Words(c.NumNodes()); len(dc.nodes) < w {
 		dc.nodes = make([]uint64, w)
 	}
 	dup, found := topology.NodeID(0), false
 	marked := count
 	for i := range count {
-		n := node(i)
-		if dc.nodes[n/64]&(1<<(n%64)) != 0 {
-			dup, found, marked = n, true, i
+		n := int(node(i))
+		if bits.Test(dc.nodes, n) {
+			dup, found, marked = topology.NodeID(n), true, i
 			break
 		}
-		dc.nodes[n/64] |= 1 << (n % 64)
+		bits.Set(dc.nodes, n)
 	}
 	for i := range marked {
-		n := node(i)
-		dc.nodes[n/64] &^= 1 << (n % 64)
+		bits.Clear(dc.nodes, int(node(i)))
 	}
 	return dup, found
 }

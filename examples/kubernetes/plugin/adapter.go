@@ -410,8 +410,7 @@ func (a *engineAdapter) setNode(name string, down, drained bool, now time.Time) 
 	down = down || a.degraded[name]
 	st, _ := a.eng.NodeState(id)
 	now = a.clock(now)
-	isDown := st == backfill.NodeDown || st == backfill.NodeDownDrained
-	isDrained := st == backfill.NodeDrained || st == backfill.NodeDownDrained
+	isDown, isDrained := downDrained(st)
 	var ended []string
 	if down && !isDown {
 		evs, err := a.eng.NodeDown(id, now)
@@ -550,7 +549,7 @@ func (a *engineAdapter) foreignSettled(want map[string]int) bool {
 		if !ok {
 			continue // a node the engine does not know: nothing to apply
 		}
-		if st, _ := a.eng.NodeState(id); st == backfill.NodeDown || st == backfill.NodeDownDrained {
+		if st, _ := a.eng.NodeState(id); nodeIsDown(st) {
 			if have != 0 {
 				return false
 			}
@@ -582,13 +581,7 @@ func (a *engineAdapter) foreignHeld(node string) int {
 	if !ok {
 		return 0
 	}
-	n := 0
-	for _, m := range alloc.Members {
-		for _, na := range m.Assignment {
-			n += bits.OnesCount64(na.GPUs)
-		}
-	}
-	return n
+	return alloc.GPUs()
 }
 
 // freeGPUs picks up to n GPU indices of node that no gang holds; none on a
@@ -598,7 +591,7 @@ func (a *engineAdapter) freeGPUs(node string, used uint64, n int) []int {
 	if !ok || n <= 0 {
 		return nil
 	}
-	if st, _ := a.eng.NodeState(id); st == backfill.NodeDown || st == backfill.NodeDownDrained {
+	if st, _ := a.eng.NodeState(id); nodeIsDown(st) {
 		return nil
 	}
 	total := a.cluster.NodeGPUs(id)
@@ -652,9 +645,16 @@ func (a *engineAdapter) nodeStatus(name string) (gpus int, down, drained, ok boo
 		return 0, false, false, false
 	}
 	st, _ := a.eng.NodeState(id)
-	down = st == backfill.NodeDown || st == backfill.NodeDownDrained
-	drained = st == backfill.NodeDrained || st == backfill.NodeDownDrained
+	down, drained = downDrained(st)
 	return a.cluster.NodeGPUs(id), down, drained, true
+}
+
+// nodeIsDown says whether a node in engine state st is down.
+func nodeIsDown(st backfill.NodeState) bool { d, _ := downDrained(st); return d }
+
+// downDrained says whether a node in engine state st is down, and drained.
+func downDrained(st backfill.NodeState) (down, drained bool) {
+	return st == backfill.NodeDown || st == backfill.NodeDownDrained, st == backfill.NodeDrained || st == backfill.NodeDownDrained
 }
 
 // totalGPUs returns the cluster's GPUs.

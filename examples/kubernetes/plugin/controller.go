@@ -210,7 +210,7 @@ func (c *controller) observePod(p *v1.Pod, fromAPI bool) *groupState {
 		}
 		return g
 	}
-	if was := ps.schedulable(); ps.pod != nil && was != (len(p.Spec.SchedulingGates) == 0 && p.DeletionTimestamp == nil) {
+	if was := ps.schedulable(); ps.pod != nil && was != podSchedulable(p) {
 		c.changed = true // a gate lifted, or a deletion began: pending() changes
 	}
 	ps.pod = p

@@ -96,6 +96,33 @@ func groupPod(group string, name string, gpus int64, min int) *v1.Pod {
 	return p
 }
 
+// gangOfFour adds to the controller the four pods w-0 .. w-3 of group g
+// (8 GPUs each, minMember 4), the first bound of them on nodes n000, n001
+// ..., the others pending, and returns them.
+func (h *hookEnv) gangOfFour(bound int) []*v1.Pod {
+	ps := make([]*v1.Pod, 4)
+	for i := range ps {
+		ps[i] = groupPod("g", fmt.Sprintf("w-%d", i), 8, 4)
+		if i < bound {
+			ps[i].Spec.NodeName = nodeName(i)
+		}
+		h.c.onPod(ps[i])
+	}
+	return ps
+}
+
+// nextIndex ends pod done (succeeded) and adds the Indexed Job's next pod
+// of group g, w-4, pending, as a Job with more completions than
+// parallelism does; it returns w-4.
+func (h *hookEnv) nextIndex(done *v1.Pod) *v1.Pod {
+	ended := done.DeepCopy()
+	ended.Status.Phase = v1.PodSucceeded
+	h.c.onPod(ended)
+	next := groupPod("g", "w-4", 8, 4)
+	h.c.onPod(next)
+	return next
+}
+
 // foreignPod is a pod of the default scheduler bound to node.
 func foreignPod(name, node string, gpus int64) *v1.Pod {
 	p := groupPod("", name, gpus, 0)

@@ -120,14 +120,7 @@ func TestForeignOnDownNodeNoRebuild(t *testing.T) {
 func TestRestartHalfBoundGangDeleted(t *testing.T) {
 	h := newHookEnv(t, Args{})
 	h.addNodes(testNodes(8)...)
-	ps := make([]*v1.Pod, 4)
-	for i := range ps {
-		ps[i] = groupPod("g", "w-"+string(rune('0'+i)), 8, 4)
-		if i < 3 {
-			ps[i].Spec.NodeName = nodeName(i)
-		}
-		h.c.onPod(ps[i])
-	}
+	ps := h.gangOfFour(3)
 	h.cycle()
 	h.cycle()
 	if len(h.a.evicted) != 0 || h.a.activated["ns/w-3"] == 0 {
@@ -224,13 +217,7 @@ func TestStandbyDeletesNothing(t *testing.T) {
 func TestRestartCheckOnlyOnce(t *testing.T) {
 	h := newHookEnv(t, Args{})
 	h.addNodes(testNodes(8)...)
-	var ps []*v1.Pod
-	for i := 0; i < 4; i++ {
-		p := groupPod("g", fmt.Sprintf("w-%d", i), 8, 4)
-		p.Spec.NodeName = nodeName(i)
-		ps = append(ps, p)
-		h.c.onPod(p)
-	}
+	ps := h.gangOfFour(4)
 	other := groupPod("", "solo", 8, 0)
 	h.c.onPod(other)
 	h.cycle()
@@ -243,10 +230,7 @@ func TestRestartCheckOnlyOnce(t *testing.T) {
 		t.Fatalf("setup: evicted %v", h.a.evicted)
 	}
 	h.now = h.now.Add(time.Hour)
-	done := ps[0].DeepCopy()
-	done.Status.Phase = v1.PodSucceeded
-	h.c.onPod(done)
-	h.c.onPod(groupPod("g", "w-4", 8, 4)) // the Job's next index
+	h.nextIndex(ps[0])
 	h.cycle()
 	h.cycle()
 	if len(h.a.evicted) != 0 {
@@ -268,22 +252,12 @@ func TestRestartCheckOnlyOnce(t *testing.T) {
 func TestIdleRestartKeepsWholeGang(t *testing.T) {
 	h := newHookEnv(t, Args{})
 	h.addNodes(testNodes(8)...)
-	var ps []*v1.Pod
-	for i := 0; i < 4; i++ {
-		p := groupPod("g", fmt.Sprintf("w-%d", i), 8, 4)
-		p.Spec.NodeName = nodeName(i)
-		ps = append(ps, p)
-		h.c.onPod(p)
-	}
+	ps := h.gangOfFour(4)
 	for i := 0; i < 5; i++ {
 		h.cycle()
 	}
 	h.now = h.now.Add(time.Hour)
-	done := ps[0].DeepCopy()
-	done.Status.Phase = v1.PodSucceeded
-	h.c.onPod(done)
-	next := groupPod("g", "w-4", 8, 4)
-	h.c.onPod(next)
+	next := h.nextIndex(ps[0])
 	h.cycle()
 	if h.a.activated["ns/w-4"] != 1 {
 		t.Fatalf("w-4 activated %d times, want once as the leader probe", h.a.activated["ns/w-4"])
@@ -313,15 +287,7 @@ func TestIdleRestartKeepsWholeGang(t *testing.T) {
 func TestHalfBoundAtStartHealed(t *testing.T) {
 	h := newHookEnv(t, Args{})
 	h.addNodes(testNodes(8)...)
-	var ps []*v1.Pod
-	for i := 0; i < 4; i++ {
-		p := groupPod("g", fmt.Sprintf("w-%d", i), 8, 4)
-		if i < 3 {
-			p.Spec.NodeName = nodeName(i)
-		}
-		ps = append(ps, p)
-		h.c.onPod(p)
-	}
+	ps := h.gangOfFour(3)
 	h.cycle()
 	if got := h.c.halfBoundAtStart["ns/g"]; len(got) != 3 {
 		t.Fatalf("half-bound at the first cycle: %v, want the 3 bound pods of ns/g", h.c.halfBoundAtStart)
@@ -333,11 +299,7 @@ func TestHalfBoundAtStartHealed(t *testing.T) {
 	if len(h.c.halfBoundAtStart) != 0 {
 		t.Fatalf("the gang is whole, yet still listed: %v", h.c.halfBoundAtStart)
 	}
-	done := ps[0].DeepCopy()
-	done.Status.Phase = v1.PodSucceeded
-	h.c.onPod(done)
-	next := groupPod("g", "w-4", 8, 4)
-	h.c.onPod(next)
+	next := h.nextIndex(ps[0])
 	h.cycle()
 	h.leads(next) // the standby takes over
 	for i := 0; i < 3; i++ {

@@ -141,6 +141,10 @@ type boundPod struct {
 // scheduling gate (the framework holds a gated pod before any PreEnqueue)
 // and is not being deleted. A gated or terminating pod is in no gang, is
 // never a scout or the leader probe, and does not count towards minMember.
-func (p *podState) schedulable() bool {
-	return p.pod == nil || (len(p.pod.Spec.SchedulingGates) == 0 && p.pod.DeletionTimestamp == nil)
+func (p *podState) schedulable() bool { return p.pod == nil || podSchedulable(p.pod) }
+
+// podSchedulable reports whether pod p has no scheduling gate and is not
+// being deleted (podState.schedulable).
+func podSchedulable(p *v1.Pod) bool {
+	return len(p.Spec.SchedulingGates) == 0 && p.DeletionTimestamp == nil
 }
