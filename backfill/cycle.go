@@ -137,6 +137,9 @@ type cycle struct {
 	// a reservation after it left waiting a job whose run would overlap
 	// it (letGo): the next cycle offers them again, at once.
 	reoffer bool
+	// holdKept is set once a hold is kept or taken in the walk
+	// (markHoldKept).
+	holdKept bool
 	// refusedTo is the latest end of the run, were it to start now, of
 	// the jobs the walk has left waiting so far (MaxTime for one without
 	// a limit, or a run of jobs passed over unread; zero for none): the
@@ -392,7 +395,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.e, c.now, c.plan, c.naive = e, now, plan, e.naive
 	c.fifo, c.base = e.fifo.on, e.fifo.head
 	c.offsValid, c.resvClosed, c.smallClosed, c.reoffer, c.quotaRefused = false, false, false, false, 0
-	c.refusedTo = time.Time{}
+	c.refusedTo, c.holdKept = time.Time{}, false
 	c.invalidate()
 	c.startClaims()
 	c.initPreempt()
@@ -1496,6 +1499,7 @@ func (c *cycle) start(j *jobRec) {
 		c.invalidate()
 	}
 	if h := e.book.holdOf(j); h != nil {
+		c.freeGoneHeld()
 		e.book.dropHold(h)
 		c.invalidate()
 	}

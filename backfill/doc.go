@@ -90,7 +90,12 @@
 // gang taking it over, its queue's quota), the next cycle is due at once
 // (NextEvent) to offer its GPUs again in priority order;
 // so is it when a gang gets a hold whose target is all free (one it took
-// over had kept it), and the gang starts there.
+// over had kept it), and the gang starts there; and when, after a gang
+// kept or took a hold, the walk lets go of a lower-ranked hold's GPUs
+// (it ends, moves, or its gang starts): the holder saw them held for
+// good, and the next cycle searches its start and target again. A gang
+// that takes a hold over first searches again for a planned start, on
+// the GPUs the hold it took over no longer keeps.
 // Plan.Holds, Plan.HoldEnds and the reasons (Held with the counts, nodes
 // and budget left; ForHold with when or why not yet; Hold for jobs
 // blocked by another's hold) say what happens.

@@ -139,7 +139,8 @@ func (h *host) run() {
 
 // cycleAgain runs a second cycle at time at unless NextEvent asked for
 // one at once, and lists in again what it changed: a start, or a
-// reservation made, moved or gone (twice).
+// reservation made, moved or gone (twice), marked "(holds)" when either
+// cycle's plan had a hold or ended one.
 func (h *host) cycleAgain(at time.Time) {
 	if next, ok := h.e.NextEvent(); ok && next.Equal(at.Add(time.Nanosecond)) {
 		return
@@ -170,7 +171,10 @@ func (h *host) cycleAgain(at time.Time) {
 		}
 	}
 	if len(what) > 0 {
-		h.again = append(h.again, fmt.Sprintf("at %v: %v\n%s", at.Sub(epoch), what, p.Describe(h.e.c, epoch)))
+		if len(before.Holds)+len(before.HoldEnds)+len(p.Holds)+len(p.HoldEnds) > 0 {
+			what = append(what, "(holds)")
+		}
+		h.again = append(h.again, fmt.Sprintf("at %v: %v\nthe first cycle:\n%s\nthe second:\n%s", at.Sub(epoch), what, before.Describe(h.e.c, epoch), p.Describe(h.e.c, epoch)))
 	}
 }
 

@@ -135,6 +135,7 @@ func (c *cycle) releaseHold(h *hold) {
 	if h.refused {
 		c.reoffer = true
 	}
+	c.freeGoneHeld()
 	c.e.book.dropHold(h)
 }
 
@@ -165,8 +166,26 @@ func (c *cycle) keepHold(h *hold, spec *gang.Spec, w *Waiting) bool {
 	}
 	c.retarget(h, spec)
 	h.held = c.countFree(&h.target)
+	c.markHoldKept()
 	c.reportHold(h, w)
 	return true
+}
+
+// markHoldKept records that a gang keeps or takes a hold in the walk,
+// without a planned start: its searches (for a reservation, for a
+// target) saw the GPUs of the holds after it in the walk as held for
+// good. A lower-ranked hold that the walk lets go of, retargets or starts
+// its gang on changes what they saw (freeGoneHeld), and the next cycle,
+// due at once, searches again.
+func (c *cycle) markHoldKept() { c.holdKept = true }
+
+// freeGoneHeld records that GPUs held for a gang ranked below a hold
+// kept in the walk (markHoldKept) are no longer held, or run its gang: the
+// next cycle offers them again, at once.
+func (c *cycle) freeGoneHeld() {
+	if c.holdKept {
+		c.reoffer = true
+	}
 }
 
 // retarget moves hold h to where its gang is now estimated to fit
@@ -185,6 +204,7 @@ func (c *cycle) retarget(h *hold, spec *gang.Spec) {
 	if h.refused {
 		c.reoffer = true // GPUs of its old target go back
 	}
+	c.freeGoneHeld()
 	e.alloc.CopyTo(&h.target)
 	h.eta = t
 	e.book.changed()
@@ -314,7 +334,39 @@ func (c *cycle) contendHold(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 		c.plan.HoldEnds = append(c.plan.HoldEnds, HoldEnd{Job: h.job.job.ID, Cause: HoldPassedOn, By: j.job.ID, Held: h.held})
 		c.releaseHold(h)
 	}
+	if c.reservePassedOn(j, spec, w) {
+		return true
+	}
 	c.newHold(j, t, w)
+	return true
+}
+
+// reservePassedOn gives job j, which has just made the holds in its way
+// give way (contendHold), a reservation when one can be planned now that
+// their GPUs are no longer held for others: tryHold's search saw them
+// held, and a hold kept for j would become a reservation only at the next
+// cycle (keepHold), after lower-ranked jobs had been walked past GPUs it
+// would let go, so a second cycle at the same time would start them. The
+// hold's target in e.alloc is kept when j gets none.
+func (c *cycle) reservePassedOn(j *jobRec, spec *gang.Spec, w *Waiting) bool {
+	e := c.e
+	c.invalidate()
+	if j.dropped || !c.mayReserveFor(j) || c.countFree(&e.alloc) == e.alloc.GPUs() {
+		return false // (its whole target free, it starts at the next cycle, at once: newHold)
+	}
+	e.alloc.CopyTo(&e.plannedAlloc)
+	t, ok := e.search(c.now, query{j: j, spec: spec})
+	if ok && !e.promiseFits(j, e.plannedGPUs(j), t) {
+		ok = false
+		c.keepRefusedSlot() // (it holds on, as keepHold's gang does)
+	}
+	if !ok {
+		e.plannedAlloc.CopyTo(&e.alloc)
+		return false
+	}
+	before := e.cacheKey(c.now)
+	c.reserveAt(j, t, w)
+	e.prof.reserved(j, before, e.cacheKey(c.now))
 	return true
 }
 
@@ -331,6 +383,7 @@ func (c *cycle) newHold(j *jobRec, eta time.Time, w *Waiting) {
 		// starts there at the next cycle, which is due at once.
 		c.reoffer = true
 	}
+	c.markHoldKept()
 	c.invalidate()
 	c.reportHold(h, w)
 }

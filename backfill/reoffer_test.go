@@ -129,7 +129,13 @@ func equalMaps(a, b map[string]time.Time) bool {
 // change reservations (a kept reservation not searched again after starts
 // earlier in the walk, which a second cycle moves earlier; a slot) are
 // counted, not refused: 13 of about 13,400 cycles in short mode; so
-// are, for now, the starts in hold mode (8 of 200 seeds).
+// are the starts in hold mode that follow such a move with no hold in
+// either cycle (1 of 200 seeds). Those with holds are refused: 8 of 200
+// seeds started one before a hold that made a lower-ranked one give way
+// searched for a reservation again (reservePassedOn), and before the
+// walk letting go of lower-ranked holds' GPUs (released, retargeted,
+// or started on) after a hold kept above asked for a cycle at once
+// (freeGoneHeld).
 func TestSecondCycleStartsNothing(t *testing.T) {
 	workloads := 200
 	if testing.Short() {
@@ -161,11 +167,11 @@ func TestSecondCycleStartsNothing(t *testing.T) {
 	for _, a := range again {
 		switch {
 		case !strings.Contains(a, ": [start "): // (starts come first)
-		case strings.HasPrefix(a, "hold "):
-			// Not yet: in hold mode, 8 of 200 seeds still start a job
-			// in a second cycle (not investigated).
+		case strings.HasPrefix(a, "hold ") && !strings.Contains(a, "(holds)]"):
+			// A kept reservation moved earlier, as above, in a
+			// workload of hold mode with no hold in either cycle.
 			if held++; held <= 3 {
-				t.Logf("hold mode: a second cycle at the same time started a job, NextEvent not at once: %s", a)
+				t.Logf("hold mode, no hold: a second cycle at the same time started a job, NextEvent not at once: %s", a)
 			}
 		default:
 			if starts++; starts <= 5 {
@@ -173,5 +179,5 @@ func TestSecondCycleStartsNothing(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d cycles; %d second cycles changed reservations or started a job; %d started one without holds, %d in hold mode", cycles, len(again), starts, held)
+	t.Logf("%d cycles; %d second cycles changed reservations or started a job; %d started one, %d in hold mode with no hold", cycles, len(again), starts, held)
 }
