@@ -668,10 +668,6 @@ func (c *cycle) walk(order []*jobRec) {
 			if e.cfg.Strict {
 				strictBlocker, blockerAt = j.job.ID, rank
 			}
-		case j.yieldTo != nil && c.yieldFirst(j, w):
-			// Released for a preemptor that still waits without a
-			// claim: it goes first on the GPUs this job left.
-			c.passedWaiting(j)
 		case c.windowed && !c.inWindow[rank] && j.resv == nil && j.moved == nil && !j.dropped && !e.book.isHeld(j) && !c.strictTested(j):
 			c.passedWaiting(j)
 			if changes {
@@ -681,6 +677,10 @@ func (c *cycle) walk(order []*jobRec) {
 				}
 			}
 			*w = Waiting{Job: j.job.ID, Code: WaitPriority}
+		case j.yieldTo != nil && c.yieldFirst(j, w):
+			// Released for a preemptor that still waits without a
+			// claim: it goes first on the GPUs this job left.
+			c.passedWaiting(j)
 		default:
 			c.plan.Tested++
 			c.stamp(j)

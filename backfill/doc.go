@@ -233,8 +233,9 @@
 // a new claim that takes them does not signal them again). A victim
 // released before that cycle (Preempted, Failed with requeue, a node
 // failure) leaves GPUs no claim keeps; requeued, it yields to its
-// preemptor: the first walk that reaches it, while the preemptor still
-// waits without a claim, passes it over (WaitPriority, Blocker the
+// preemptor: the first walk that would test it (one whose MaxJobsTested
+// window leaves it out does not), while the preemptor still waits
+// without a claim, passes it over (WaitPriority, Blocker the
 // preemptor, with a Detail), so that the preemptor has its test with
 // those GPUs free (it starts on them, or claims them with other victims,
 // or cannot use them), and the next cycle is due at once (NextEvent), in

@@ -124,10 +124,10 @@ type jobRec struct {
 	// yieldTo is set on a job requeued when it was released preempting
 	// for yieldTo without a claim (orphanOf: a drain or a failure dropped
 	// the claim before the release), while yieldTo waited without one:
-	// the next walk that reaches the job passes it over while yieldTo
+	// the next walk that would test the job passes it over while yieldTo
 	// still waits without a claim (cycle.yieldFirst), so that the GPUs
 	// it left go to its preemptor first, not back to it. The walk
-	// clears it when it reaches the job; a job ending clears it too.
+	// clears it then; a start or the job's end clears it too.
 	yieldTo    *jobRec
 	holdExpiry time.Time // not held again before this
 	// noFitGen is Engine.inServiceGen when the job was found not to fit

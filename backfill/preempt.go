@@ -589,7 +589,7 @@ func (e *Engine) released(j *jobRec) {
 	j.victimOf, j.preemptedAt, j.preemptedBy = nil, time.Time{}, ""
 }
 
-// yieldFirst reports whether the walk, reaching waiting job j, which
+// yieldFirst reports whether the walk, about to test waiting job j, which
 // yields to the preemptor it was released for without a claim
 // (jobRec.yieldTo), passes it over, and then fills w: while that
 // preemptor still waits without a claim, j is not tested in this cycle
@@ -597,7 +597,7 @@ func (e *Engine) released(j *jobRec) {
 // cycle is due at once (NextEvent), by when the preemptor has had its
 // test with the GPUs j left free: it started on them, or a claim keeps
 // them, or it could not use them, and j is tested as any job. The yield
-// lasts for one walk that reaches j: it is cleared either way.
+// lasts for one walk that would test j: it is cleared either way.
 func (c *cycle) yieldFirst(j *jobRec, w *Waiting) bool {
 	p := j.yieldTo
 	j.yieldTo = nil

@@ -191,11 +191,11 @@ type JobRecord struct {
 	// protected): Engine.NextEvent names the end of the first such
 	// exempt time, after a restore too.
 	PreemptExempt bool `json:"preempt_exempt,omitempty"`
-	// YieldTo is set on a requeued job released, without a claim, for
-	// the job it names (its preemptor, whose claim a drain or a node
-	// failure dropped) since a cycle last tested it: the next cycle
-	// that reaches it passes it over while that job waits without a
-	// claim, so that the GPUs it left go to that job first.
+	// YieldTo names, on a requeued job released without a claim (a
+	// drain or a node failure dropped its preemptor's), the job it was
+	// preempted for, until a cycle would test it: that cycle passes it
+	// over while the named job waits without a claim, so that the GPUs
+	// it left go to that job first.
 	YieldTo string `json:"yield_to,omitempty"`
 }
 
