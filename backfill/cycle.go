@@ -680,6 +680,10 @@ func (c *cycle) walk(order []*jobRec) {
 				}
 			}
 			*w = Waiting{Job: j.job.ID, Code: WaitPriority}
+		case j.yieldTo != nil && c.yieldFirst(j, w):
+			// Released for a preemptor that still waits without a
+			// claim: it goes first on the GPUs this job left.
+			c.passedWaiting(j)
 		default:
 			c.plan.Tested++
 			c.stamp(j)

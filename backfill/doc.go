@@ -225,7 +225,9 @@
 // No thrashing: a victim's class is below its preemptor's, so it can
 // never preempt it in turn, nor any job of its own class; every
 // preemptor -> victim chain descends in class and cannot cycle. A requeued
-// victim cannot take back the GPUs it left (they are claimed), and once
+// victim cannot take back the GPUs it left (they are claimed, or, when a
+// drain or a failure dropped the claim, its preemptor goes first on
+// them: below), and once
 // it runs again it may be preempted again only after its exempt time:
 // a job is preempted at most once per ExemptTime of running.
 //
@@ -233,7 +235,19 @@
 // fails or is drained (its job searches again at the next cycle; the
 // victims already signalled go on preempting and are released as usual,
 // and until then that search counts their GPUs as its job's at no cost:
-// a new claim that takes them does not signal them again).
+// a new claim that takes them does not signal them again). A victim
+// released before that cycle (Preempted, Failed with requeue, a node
+// failure) leaves GPUs no claim keeps; requeued, it yields to its
+// preemptor: the first walk that would test it (one whose MaxJobsTested
+// window leaves it out does not), while the preemptor still waits
+// without a claim, passes it over (WaitPriority, Blocker the
+// preemptor, with a Detail), so that the preemptor has its test with
+// those GPUs free (it starts on them, or claims them with other victims,
+// or cannot use them), and the next cycle is due at once (NextEvent), in
+// which the victim is tested as any job. Without it, a victim that
+// outranks its preemptor (an older job, fair share, a reclaim across
+// queues) restarted on the GPUs it left and was preempted again, or
+// another gang was.
 // Should a victim be released so late that a reservation the claim shares
 // GPUs with is due first (its time limit after the grace's end), the
 // reservation starts and the claim is dropped.

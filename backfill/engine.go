@@ -355,6 +355,7 @@ func (e *Engine) fsJob(j *jobRec) fairshare.QueuedJob {
 func (e *Engine) activate(j *jobRec, now time.Time) {
 	j.phase = StateStarting
 	j.lastCharge = now
+	j.yieldTo = nil // (the walk clears it when it reaches j: kept for a start it did not test, the invariants would fail)
 	j.alloc, _ = e.ledger.Get(j.job.ID)
 	j.used = j.alloc.GPUs()
 	e.prof.setEnd(j, now)

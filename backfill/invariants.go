@@ -170,6 +170,8 @@ func (e *Engine) checkClaims() []error {
 			bad("job %s, %s, has a preemptor", j.job.ID, j.phase)
 		case j.victimOf != nil && (!slices.Contains(e.book.claims, j.victimOf) || !slices.Contains(j.victimOf.victims, j)):
 			bad("preempting job %s points at a claim that does not list it", j.job.ID)
+		case j.yieldTo != nil:
+			bad("job %s, %s, yields to %s as a requeued job", j.job.ID, j.phase, j.yieldTo.job.ID)
 		}
 	}
 	if claimless != e.book.claimless {
@@ -178,6 +180,11 @@ func (e *Engine) checkClaims() []error {
 	for _, j := range e.jobs.pending {
 		if j.claim != nil && !slices.Contains(e.book.claims, j.claim) {
 			bad("job %s has a claim not in the book", j.job.ID)
+		}
+		// A job yields to its preemptor (released for it without a
+		// claim) only requeued, until a walk would test it.
+		if p := j.yieldTo; p != nil && (j.requeues == 0 || p == j || e.jobs.byID[p.job.ID] != p && p.phase == StatePending) {
+			bad("waiting job %s yields to %s, but was never requeued, or that is itself or not the engine's job of its ID", j.job.ID, p.job.ID)
 		}
 		// (Exact, as Restore derives it: a stale mark changes which
 		// victim searches run.)

@@ -120,7 +120,15 @@ type jobRec struct {
 	// drain or a failure dropped it; orphanOf): its searches take them
 	// at no cost (ownVictim) and are its own (ownsGPUs). Exact (the
 	// invariants check it), as Restore derives it.
-	orphans    bool
+	orphans bool
+	// yieldTo is set on a job requeued when it was released preempting
+	// for yieldTo without a claim (orphanOf: a drain or a failure dropped
+	// the claim before the release), while yieldTo waited without one:
+	// the next walk that would test the job passes it over while yieldTo
+	// still waits without a claim (cycle.yieldFirst), so that the GPUs
+	// it left go to its preemptor first, not back to it. The walk
+	// clears it then; a start or the job's end clears it too.
+	yieldTo    *jobRec
 	holdExpiry time.Time // not held again before this
 	// noFitGen is Engine.inServiceGen when the job was found not to fit
 	// the nodes in service with every active job ended (0: not known).
@@ -288,7 +296,7 @@ func (t *jobTable) forget(now time.Time, keep time.Duration) {
 // endJob moves j, no longer waiting or active, to its final state.
 func (t *jobTable) endJob(j *jobRec, final JobState, now time.Time) {
 	j.phase, j.ended = final, now
-	j.alloc, j.resv = nil, nil
+	j.alloc, j.resv, j.yieldTo = nil, nil, nil
 	t.ended = append(t.ended, j)
 }
 

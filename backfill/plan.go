@@ -213,7 +213,11 @@ const (
 	// mode); Hold says how many, where, and the budget left.
 	WaitHeld
 	// WaitPriority: a higher-priority job goes first (strict order, named in
-	// Blocker), or the job was not tested this cycle.
+	// Blocker), or the job was not tested this cycle. With Detail, Blocker
+	// is the job this one was preempted for, which goes first on the GPUs
+	// this one left: the preemptor's claim was dropped (a drain or a node
+	// failure) and this job released before a cycle gave it another, so
+	// that no claim keeps them (the next cycle is due at once).
 	WaitPriority
 	// WaitResources: the job does not fit the free GPUs now, and no
 	// reservation was made for it (NoSlot says why, when a slot was
@@ -431,6 +435,9 @@ func (w *Waiting) message(epoch time.Time) string {
 	case WaitForHold:
 		return w.forHold(at)
 	case WaitPriority:
+		if w.Blocker != "" && w.Detail != "" {
+			return "waiting for job " + w.Blocker + ", " + w.Detail
+		}
 		if w.Blocker != "" {
 			return "waiting for higher-priority job " + w.Blocker
 		}

@@ -561,10 +561,21 @@ func (c *cycle) startClaims() {
 
 // released takes preempting job j, whose GPUs are being released, out of
 // the claim that waits for it.
+//
+// A job released without a claim (an orphan: a drain or a failure
+// dropped its preemptor's claim, and no cycle took it into a new one
+// since) while its preemptor waits without a claim yields to it
+// (jobRec.yieldTo): no claim keeps the GPUs it leaves, and requeued, it
+// could start on them again ahead of the preemptor (which it may
+// outrank: an older job, fair share, a reclaim across queues), to be
+// preempted again at the next cycle.
 func (e *Engine) released(j *jobRec) {
 	if j.victimOf == nil {
 		e.book.claimless--
 		defer e.orphanGone(j.preemptedBy)
+		if p, ok := e.jobs.byID[j.preemptedBy]; ok && orphanOf(j, p) && p.phase == StatePending && p.claim == nil {
+			j.yieldTo = p // (cleared by endJob unless j is requeued)
+		}
 	}
 	if cl := j.victimOf; cl != nil {
 		for i, v := range cl.victims {
@@ -577,6 +588,31 @@ func (e *Engine) released(j *jobRec) {
 	}
 	j.victimOf, j.preemptedAt, j.preemptedBy = nil, time.Time{}, ""
 }
+
+// yieldFirst reports whether the walk, about to test waiting job j, which
+// yields to the preemptor it was released for without a claim
+// (jobRec.yieldTo), passes it over, and then fills w: while that
+// preemptor still waits without a claim, j is not tested in this cycle
+// (it waits with WaitPriority, Blocker the preemptor), and the next
+// cycle is due at once (NextEvent), by when the preemptor has had its
+// test with the GPUs j left free: it started on them, or a claim keeps
+// them, or it could not use them, and j is tested as any job. The yield
+// lasts for one walk that would test j: it is cleared either way.
+func (c *cycle) yieldFirst(j *jobRec, w *Waiting) bool {
+	p := j.yieldTo
+	j.yieldTo = nil
+	if p.phase != StatePending || p.claim != nil || p.unfit != "" {
+		return false
+	}
+	c.reoffer = true
+	*w = Waiting{Job: j.job.ID, Code: WaitPriority, Blocker: p.job.ID,
+		Detail: yieldDetail}
+	return true
+}
+
+// yieldDetail is the Detail of a job passed over for its preemptor
+// (yieldFirst); Waiting.Message follows the preemptor's ID with it.
+const yieldDetail = "for which it was preempted: that job goes first on the GPUs this one left (tested again at the next cycle)"
 
 // orphanGone clears the orphans mark of job id (the preemptor of a
 // victim released without a claim) when none of its victims is left

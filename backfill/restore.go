@@ -233,6 +233,7 @@ func (r *restorer) run() {
 	r.reservations()
 	r.holds()
 	r.claims()
+	r.yields()
 	if len(r.errs) > 0 {
 		return
 	}
@@ -710,6 +711,26 @@ func (r *restorer) claims() {
 	}
 	if err := e.book.check(e.c); err != nil {
 		r.bad("%v", err)
+	}
+}
+
+// yields links each requeued job that yields to its preemptor
+// (JobRecord.YieldTo) to it: a waiting job that was requeued, naming
+// another job the snapshot holds.
+func (r *restorer) yields() {
+	e := r.e
+	for i := range r.snap.Jobs {
+		jr := &r.snap.Jobs[i]
+		if jr.YieldTo == "" {
+			continue
+		}
+		j, ok := e.jobs.byID[jr.ID]
+		p, known := e.jobs.byID[jr.YieldTo]
+		if !ok || j.phase != StatePending || j.requeues == 0 || !known || p == j {
+			r.bad("job %s yields to %q, but it is not a requeued waiting job, or that names no other job", jr.ID, jr.YieldTo)
+			continue
+		}
+		j.yieldTo = p
 	}
 }
 

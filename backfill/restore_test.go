@@ -311,6 +311,16 @@ func TestRestoreRefusesCorruptPreemptions(t *testing.T) {
 			j := &s.Jobs[jobIndex(s, "urgent")]
 			j.Submit = s.Jobs[jobIndex(s, victim)].PreemptedAt.Add(time.Second)
 		}, "before urgent was submitted"},
+		{"a running job that yields", func(s *Snapshot) { s.Jobs[jobIndex(s, "d")].YieldTo = "urgent" }, "job d yields to \"urgent\", but it is not a requeued waiting job"},
+		{"a job never requeued that yields", func(s *Snapshot) { s.Jobs[jobIndex(s, "urgent")].YieldTo = "d" }, "job urgent yields to \"d\""},
+		{"a job that yields to an unknown one", func(s *Snapshot) {
+			j := &s.Jobs[jobIndex(s, "urgent")]
+			j.State, j.Requeues, j.YieldTo = StateRequeued, 1, "nobody"
+		}, "that names no other job"},
+		{"a job that yields to itself", func(s *Snapshot) {
+			j := &s.Jobs[jobIndex(s, "urgent")]
+			j.State, j.Requeues, j.YieldTo = StateRequeued, 1, "urgent"
+		}, "job urgent yields to \"urgent\""},
 		{"a claim on a protected job's GPUs", func(s *Snapshot) {
 			// c runs in the other leaf: the claim's job asks for no leaf
 			// here, so that the claim is refused for c's GPUs alone.

@@ -191,6 +191,12 @@ type JobRecord struct {
 	// protected): Engine.NextEvent names the end of the first such
 	// exempt time, after a restore too.
 	PreemptExempt bool `json:"preempt_exempt,omitempty"`
+	// YieldTo names, on a requeued job released without a claim (a
+	// drain or a node failure dropped its preemptor's), the job it was
+	// preempted for, until a cycle would test it: that cycle passes it
+	// over while the named job waits without a claim, so that the GPUs
+	// it left go to that job first.
+	YieldTo string `json:"yield_to,omitempty"`
 }
 
 // PatienceRecord is a job's Patience.
@@ -295,6 +301,10 @@ func (e *Engine) jobRecord(j *jobRec) JobRecord {
 		Queue: jb.Queue, Recabled: j.recabled}
 	if j.phase == StatePending {
 		r.Tested, r.PreemptExempt = j.tested, j.exemptBlocked()
+		if p := j.yieldTo; p != nil && e.jobs.byID[p.job.ID] == p {
+			// (A preemptor forgotten since it ended never waits again.)
+			r.YieldTo = p.job.ID
+		}
 	}
 	if j.moved != nil {
 		mv := *j.moved // the snapshot's own
