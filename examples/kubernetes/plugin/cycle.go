@@ -408,7 +408,7 @@ func (c *controller) teardown(g *groupState, now time.Time, acts *actions) {
 			c.err = err.Error()
 		}
 	}
-	for uid := range inc.pods {
+	for _, uid := range slices.Sorted(maps.Keys(inc.pods)) { // pods in one order: deletions too
 		if inc.reserved[uid] || inc.passed[uid] {
 			acts.reject = append(acts.reject, rejection{uid, "phalanx: gang torn down: " + inc.broken})
 		}
