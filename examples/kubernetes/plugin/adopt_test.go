@@ -64,6 +64,7 @@ func TestRestartAdoptsRunningGang(t *testing.T) {
 		if want := []string{"n000", "n001", "n002", "n003"}; !slices.Equal(nodes, want) {
 			t.Fatalf("adopted on %v, want %v", nodes, want)
 		}
+
 		if got := activeJobs(h); !slices.Equal(got, []string{"ns/g#1"}) {
 			t.Fatalf("active jobs %v, want only ns/g#1", got)
 		}
@@ -81,6 +82,18 @@ func TestRestartAdoptsRunningGang(t *testing.T) {
 			t.Fatalf("adopted %d, submitted %d; want 1 and 0", s.Adopted, s.Submits)
 		}
 		checkBooks(t, h)
+		// The engine holds it as it holds a gang the plugin started: the
+		// same node-failure policy, preemption policy and class.
+		solo := groupPod("", "solo", 8, 0)
+		h.c.onPod(solo)
+		h.leads(solo)
+		h.admit([]*v1.Pod{solo})
+		own, _ := h.c.eng.eng.JobSpec("ns/pod:solo#1")
+		adopted, _ := h.c.eng.eng.JobSpec("ns/g#1")
+		if adopted.OnNodeFailure != own.OnNodeFailure || adopted.Preemption != own.Preemption || adopted.Class != own.Class || adopted.Account != "ns" {
+			t.Fatalf("adopted job: on node failure %v, preemption %v, class %d, account %q; a job the plugin submits: %v, %v, %d",
+				adopted.OnNodeFailure, adopted.Preemption, adopted.Class, adopted.Account, own.OnNodeFailure, own.Preemption, own.Class)
+		}
 	})
 
 	t.Run("no second incarnation while it runs", func(t *testing.T) {
