@@ -893,8 +893,8 @@ func (a *engineAdapter) adoptRecords(r adoptRequest, used map[string]uint64, now
 			held := used[node] | take[node]
 			gpus := a.freeGPUs(node, held, m.GPUsPerPod)
 			if len(gpus) < m.GPUsPerPod {
-				return backfill.JobRecord{}, g, fmt.Errorf("node %s has %d %s, %d of them held by other gangs: its pods there ask for more",
-					node, a.cluster.NodeGPUs(id), a.opts.GPUResource, bits.OnesCount64(used[node]))
+				return backfill.JobRecord{}, g, fmt.Errorf("node %s has %d %s, %d of them held by other gangs or its other pods there: its pod there asks for %d more",
+					node, a.cluster.NodeGPUs(id), a.opts.GPUResource, bits.OnesCount64(held), m.GPUsPerPod)
 			}
 			for _, k := range gpus {
 				take[node] |= 1 << uint(k)

@@ -242,6 +242,29 @@ func TestRestartAdoptsRunningGang(t *testing.T) {
 		checkBooks(t, h)
 	})
 
+	t.Run("two pods of one shape on one node left foreign", func(t *testing.T) {
+		h := newHookEnv(t, Args{})
+		h.addNodes(testNodes(8)...)
+		for i := 0; i < 2; i++ {
+			p := groupPod("g", fmt.Sprintf("w-%d", i), 4, 2)
+			p.Spec.NodeName = "n000" // not a placement of Phalanx: one pod of a member per node
+			h.c.onPod(p)
+		}
+		h.leads(groupPod("", "solo", 8, 0))
+		h.cycle()
+		h.cycle()
+		if got := activeJobs(h); len(got) != 0 {
+			t.Fatalf("active jobs %v, want none", got)
+		}
+		if len(h.a.podWarns) != 1 || !strings.Contains(h.a.podWarns[0], "two of its pods of one shape run on node n000") {
+			t.Fatalf("pod warnings %v, want one naming n000", h.a.podWarns)
+		}
+		if fu := h.c.foreignUsage(); fu["n000"] != 8 {
+			t.Fatalf("foreign GPUs %v, want the group's 8 on n000", fu)
+		}
+		checkBooks(t, h)
+	})
+
 	t.Run("GPUs conflicting left foreign with an event", func(t *testing.T) {
 		h := newHookEnv(t, Args{})
 		h.addNodes(testNodes(8)...)
@@ -259,7 +282,7 @@ func TestRestartAdoptsRunningGang(t *testing.T) {
 		if got := activeJobs(h); !slices.Equal(got, []string{"ns/a#1"}) {
 			t.Fatalf("active jobs %v, want ns/a#1 adopted and ns/b left out", got)
 		}
-		if len(h.a.podWarns) != 1 || !strings.HasPrefix(h.a.podWarns[0], "ns/b-0: ") || !strings.Contains(h.a.podWarns[0], "node n000 has 8 nvidia.com/gpu, 6 of them held by other gangs") {
+		if len(h.a.podWarns) != 1 || !strings.HasPrefix(h.a.podWarns[0], "ns/b-0: ") || !strings.Contains(h.a.podWarns[0], "node n000 has 8 nvidia.com/gpu, 6 of them held by other gangs or its other pods there: its pod there asks for 6 more") {
 			t.Fatalf("pod warnings %v, want one on b-0 naming n000's GPUs", h.a.podWarns)
 		}
 		if fu := h.c.foreignUsage(); fu["n000"] != 6 || fu["n001"] != 6 {
