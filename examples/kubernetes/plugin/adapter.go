@@ -729,3 +729,203 @@ func sortedKeys(m map[string]int) []string {
 	sort.Strings(out)
 	return out
 }
+
+// adoptRequest is a gang that runs without a job in the engine: its pods
+// were bound before this scheduler started (by the process it replaces).
+// Each member's nodes are its pods' nodes in rank order.
+type adoptRequest struct {
+	ID      string
+	Account string
+	Submit  time.Time
+	Members []adoptMember
+}
+
+// adoptMember is one member of an adoptRequest: one pod per node.
+type adoptMember struct {
+	Name       string
+	GPUsPerPod int
+	Nodes      []string
+}
+
+// adopt enters running gangs into the engine as running jobs on their
+// pods' nodes (the engine has no call for a job it did not start, so they
+// enter through Snapshot and Restore, as foreign GPUs do). Each gang gets,
+// on each of its nodes, GPU indices that no other gang holds (Kubernetes
+// does not say which GPUs a pod got; the engine only needs them to be
+// distinct). It returns, for each request, nil when adopted or why not: a
+// node outside the cluster model or down, two pods of one member on one
+// node, or more GPUs than the node has free of other gangs. The foreign
+// GPUs are dropped from the engine: the adopted pods were among them, and
+// the next setForeign counts the others again.
+func (a *engineAdapter) adopt(reqs []adoptRequest, now time.Time) []error {
+	errs := make([]error, len(reqs))
+	if len(reqs) == 0 {
+		return errs
+	}
+	now = a.clock(now)
+	for _, r := range reqs {
+		if !a.accounts[r.Account] {
+			if err := a.eng.AddAccount("", r.Account, 1); err != nil && !errors.Is(err, fairshare.ErrDuplicateAccount) {
+				for i := range errs {
+					errs[i] = err
+				}
+				return errs
+			}
+			a.accounts[r.Account] = true
+		}
+	}
+	used := a.gangGPUs()
+	type adopted struct {
+		job  backfill.JobRecord
+		gang gang.GangRecord
+	}
+	var ok []int
+	recs := make([]adopted, len(reqs))
+	for i, r := range reqs {
+		job, g, err := a.adoptRecords(r, used, now)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		recs[i] = adopted{job, g}
+		ok = append(ok, i)
+	}
+	if len(ok) == 0 {
+		return errs
+	}
+	base := a.eng.Snapshot()
+	if now.After(base.Time) {
+		base.Time = now
+	}
+	jobs := base.Jobs[:0]
+	for _, j := range base.Jobs {
+		if !strings.HasPrefix(j.ID, foreignPrefix) {
+			jobs = append(jobs, j)
+		}
+	}
+	gangs := base.Gangs[:0]
+	for _, g := range base.Gangs {
+		if !strings.HasPrefix(g.ID, foreignPrefix) {
+			gangs = append(gangs, g)
+		}
+	}
+	base.Jobs, base.Gangs = jobs, gangs
+	restore := func(idx []int) (*backfill.Engine, error) {
+		snap := *base
+		snap.Jobs = append([]backfill.JobRecord(nil), base.Jobs...)
+		snap.Gangs = append([]gang.GangRecord(nil), base.Gangs...)
+		for _, i := range idx {
+			snap.Seq++
+			job := recs[i].job
+			job.Seq = snap.Seq
+			snap.Jobs = append(snap.Jobs, job)
+			snap.Gangs = append(snap.Gangs, recs[i].gang)
+		}
+		sort.Slice(snap.Gangs, func(i, j int) bool { return snap.Gangs[i].ID < snap.Gangs[j].ID })
+		return backfill.Restore(a.cluster, a.cfg, &snap)
+	}
+	e, err := restore(ok)
+	if err != nil {
+		// One gang the engine refuses must not keep the others out: try
+		// them one at a time, each on top of those accepted before it.
+		var accepted []int
+		e = nil
+		for _, i := range ok {
+			next, err := restore(append(accepted, i))
+			if err != nil {
+				errs[i] = errors.New(clusterDiff.ReplaceAllString(err.Error(), ""))
+				continue
+			}
+			accepted, e = append(accepted, i), next
+		}
+		if e == nil {
+			return errs
+		}
+	}
+	a.eng, a.foreign = e, map[string]int{}
+	return errs
+}
+
+// gangGPUs returns, per node name, the GPUs that the engine's active jobs
+// other than foreign ones hold.
+func (a *engineAdapter) gangGPUs() map[string]uint64 {
+	out := map[string]uint64{}
+	for _, st := range a.eng.Jobs() {
+		if !st.State.Active() || strings.HasPrefix(st.ID, foreignPrefix) {
+			continue
+		}
+		alloc, ok := a.eng.Allocation(st.ID)
+		if !ok {
+			continue
+		}
+		for pod := range alloc.Pods() {
+			out[a.cluster.NodeName(pod.Node)] |= pod.GPUs
+		}
+	}
+	return out
+}
+
+// adoptRecords checks an adoptRequest against the engine (nodes known and
+// up, one pod of a member per node, GPUs free of the gangs in used) and
+// returns its job and gang records, taking its GPUs in used.
+func (a *engineAdapter) adoptRecords(r adoptRequest, used map[string]uint64, now time.Time) (backfill.JobRecord, gang.GangRecord, error) {
+	spec := gang.Spec{ID: r.ID}
+	g := gang.GangRecord{ID: r.ID}
+	take := map[string]uint64{}
+	for _, m := range r.Members {
+		if m.GPUsPerPod <= 0 {
+			return backfill.JobRecord{}, g, fmt.Errorf("its pods of shape %s ask for no GPUs", m.Name)
+		}
+		mr := gang.MemberRecord{Name: m.Name, Want: len(m.Nodes)}
+		seen := map[string]bool{}
+		for _, node := range m.Nodes {
+			id, ok := a.cluster.LookupNode(node)
+			if !ok {
+				return backfill.JobRecord{}, g, fmt.Errorf("node %s is not in Phalanx's cluster model", node)
+			}
+			if st, _ := a.eng.NodeState(id); nodeIsDown(st) {
+				return backfill.JobRecord{}, g, fmt.Errorf("node %s is down", node)
+			}
+			if seen[node] {
+				return backfill.JobRecord{}, g, fmt.Errorf("two of its pods of one shape run on node %s (Phalanx places each on its own node)", node)
+			}
+			seen[node] = true
+			held := used[node] | take[node]
+			gpus := a.freeGPUs(node, held, m.GPUsPerPod)
+			if len(gpus) < m.GPUsPerPod {
+				return backfill.JobRecord{}, g, fmt.Errorf("node %s has %d %s, %d of them held by other gangs or its other pods there: its pod there asks for %d more",
+					node, a.cluster.NodeGPUs(id), a.opts.GPUResource, bits.OnesCount64(held), m.GPUsPerPod)
+			}
+			for _, k := range gpus {
+				take[node] |= 1 << uint(k)
+			}
+			mr.Pods = append(mr.Pods, gang.PodRecord{Node: node, GPUs: gpus})
+		}
+		g.Members = append(g.Members, mr)
+		spec.Members = append(spec.Members, gang.Member{Name: m.Name, Request: placement.NodesOf(len(m.Nodes), m.GPUsPerPod)})
+	}
+	for node, m := range take {
+		used[node] |= m
+	}
+	submit := r.Submit
+	if submit.After(now) || submit.Before(backfill.MinTime) {
+		submit = now
+	}
+	job := backfill.JobRecord{ID: r.ID, Account: r.Account, State: backfill.StateRunning,
+		Submit: submit, Start: now, LastCharge: now, Promised: now,
+		OnNodeFailure: backfill.Fail.String(), Gang: spec.Record(a.cluster)}
+	return job, g, nil
+}
+
+// memberNodes returns, for active job id, each member's nodes by rank.
+func (a *engineAdapter) memberNodes(id string) map[string][]string {
+	alloc, ok := a.eng.Allocation(id)
+	if !ok {
+		return nil
+	}
+	out := map[string][]string{}
+	for pod := range alloc.Pods() {
+		out[pod.Member] = append(out[pod.Member], a.cluster.NodeName(pod.Node))
+	}
+	return out
+}

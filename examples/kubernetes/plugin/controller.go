@@ -53,6 +53,10 @@ type controller struct {
 	halfBoundAtStart map[string][]string
 	restartRecorded  bool
 	restartChecked   bool
+	// notAdopted is the groups whose running pods could not be adopted as a
+	// gang (adoptRunning), with why; warned is set once a Warning event
+	// said so (only once this replica schedules).
+	notAdopted map[string]adoptNote
 	// evictLater is the orphans (podState.orphan) seen bound, to delete in
 	// the next cycle.
 	evictLater []*podState
@@ -79,6 +83,7 @@ type actor interface {
 	reject(uid, msg string)
 	evict(ns, name, uid string)
 	nodeWarning(n *v1.Node, msg string)
+	podWarning(p *v1.Pod, msg string)
 }
 
 // Stats counts what the plugin did (for tests, logs and the benchmark).
@@ -91,13 +96,17 @@ type Stats struct {
 	// Rebuilds counts the cluster rebuilds tried for node additions and
 	// changes (each moves the engine with Snapshot and Restore).
 	Rebuilds int
+	// Adopted counts the running gangs found bound (after a restart, or
+	// bound by the leader while this replica stood by) and entered into
+	// the engine as running jobs.
+	Adopted int
 }
 
 func newController(args Args, profile string, acts actor, status *statusWriter) *controller {
 	return &controller{args: args, profile: profile, groups: map[string]*groupState{},
 		jobs: map[string]*groupState{}, podKey: map[string]string{}, bound: map[string]boundPod{},
 		nodes: map[string]*v1.Node{}, nodeGen: map[string]string{}, leftOut: map[string]string{}, deleted: map[string]bool{},
-		minPG: map[string]int{}, podsGone: map[string]bool{}, wake: make(chan struct{}, 1), now: time.Now, status: status, acts: acts}
+		minPG: map[string]int{}, notAdopted: map[string]adoptNote{}, podsGone: map[string]bool{}, wake: make(chan struct{}, 1), now: time.Now, status: status, acts: acts}
 }
 
 // poke wakes the loop; it never blocks.

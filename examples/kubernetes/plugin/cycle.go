@@ -21,6 +21,13 @@ type actions struct {
 	evict    []*podState
 	status   []statusUpdate
 	warnings []nodeWarning
+	podWarns []podWarning
+}
+
+// podWarning is a Warning event to record on a pod.
+type podWarning struct {
+	pod *v1.Pod
+	msg string
 }
 
 // nodeWarning is a Warning event to record on a node.
@@ -53,6 +60,9 @@ func (a *actions) apply(act actor, sw *statusWriter) {
 	}
 	for _, w := range a.warnings {
 		act.nodeWarning(w.node, w.msg)
+	}
+	for _, w := range a.podWarns {
+		act.podWarning(w.pod, w.msg)
 	}
 	if sw != nil {
 		sw.enqueue(a.status)
@@ -113,6 +123,7 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 		}
 		c.halfBoundAtStart = nil
 	}
+	c.adoptRunning(logger, now, &acts)
 	if err := c.eng.setForeign(c.foreignUsage(), now); err != nil {
 		logger.Error(err, "Phalanx: counting GPUs of pods it did not place")
 	}
@@ -397,7 +408,7 @@ func (c *controller) teardown(g *groupState, now time.Time, acts *actions) {
 			c.err = err.Error()
 		}
 	}
-	for uid := range inc.pods {
+	for _, uid := range slices.Sorted(maps.Keys(inc.pods)) { // pods in one order: deletions too
 		if inc.reserved[uid] || inc.passed[uid] {
 			acts.reject = append(acts.reject, rejection{uid, "phalanx: gang torn down: " + inc.broken})
 		}

@@ -23,15 +23,34 @@
 // runs one gang at a time: pods created after its gang was submitted (a
 // group with more pods than minMember, created in batches) wait, with that
 // reason, until every pod of that gang is gone. After a restart, a group
-// found half-bound is deleted (see Restarts and leader election). Topology
+// found running is adopted as a running gang, and a group found half-bound
+// is deleted (see Restarts and leader election). Topology
 // comes from node labels through a topology/kube preset (Args.Topology).
 // Pods of a group without GPUs are not supported.
 //
 // # Restarts and leader election
 //
 // The plugin keeps its books in memory: a new scheduler process (a restart,
-// or a standby that takes over) knows no gang. Bound pods of its groups
-// are used GPUs to it, like pods it did not place. It acts on the cluster
+// or a standby that takes over) starts with no job in its engine. In every
+// engine cycle, from its first, it adopts each group with no job whose
+// bound pods (not being deleted by the plugin) are at least minMember: a
+// gang that the process before it started. The gang enters the engine as
+// a running job on its pods' nodes (one member per pod shape, the pods in
+// rank order, GPU indices the engine picks among those no other gang holds:
+// Kubernetes does not say which GPUs a pod got), with the namespace as its
+// account, the earliest pod's creation as its submit time and the adoption
+// as its start. From then on it is booked as a gang the plugin started: it
+// counts towards its namespace's fair share, the group runs no other gang
+// while it runs (pods created later wait, with that reason, until every pod
+// of it is gone), it finishes when all its pods are gone, and a node
+// failure under it ends it and deletes its pods. A standby adopts too, as
+// the leader binds, so it holds the leader's gangs when it takes over. A
+// gang the engine cannot take (a pod on a node that is outside the cluster
+// model or down, two pods of one shape on one node, more GPUs on a node
+// than other gangs leave free) is not adopted: its pods stay used GPUs,
+// like pods Phalanx did not place; the plugin logs why and, once it
+// schedules, records a Warning event (reason PhalanxNotAdopted) on the
+// gang's first pod, once per reason. It acts on the cluster
 // only once it schedules, which it learns from its first PreFilter call:
 // under leader election a standby runs its informers and this plugin's
 // loop (New starts it) but no scheduling cycle, so it never calls
@@ -57,9 +76,10 @@
 // first engine cycle is never deleted by this rule, even if it is
 // half-bound when the replica begins to schedule (an Indexed Job that
 // creates its next index as one of its pods completes, for example): its
-// pending pods wait until they are minMember. The plugin never adopts such
-// a gang: its pods stay used GPUs, and pending pods of its group that
-// reach minMember form a new gang while it runs.
+// pending pods wait until they are minMember, or, when the group was
+// adopted as a running gang, until every pod of that gang is gone. A group
+// whose bound pods are fewer than its minMember and that has no pending
+// pod is neither deleted nor adopted: its pods stay used GPUs.
 // deploy/scheduler-config.yaml sets delayCacheUntilActive, so that a
 // standby does not even start informers.
 //
@@ -142,7 +162,8 @@
 // # Pods Phalanx did not place
 //
 // GPUs of bound pods that no running gang of this plugin owns (other
-// schedulers, DaemonSets, pods of gangs that ended while they still run)
+// schedulers, DaemonSets, pods of gangs that ended while they still run,
+// running pods of this profile that could not be adopted after a restart)
 // are used GPUs for the engine: they enter it as running one-pod gangs. A
 // node's foreign GPUs that are held by a gang, or that are on a node that is
 // down, are counted once they are free or the node is back; the engine is

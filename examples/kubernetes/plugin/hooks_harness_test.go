@@ -28,6 +28,7 @@ type recordingActor struct {
 	rejected  []string       // "uid: message"
 	evicted   []string       // "ns/name"
 	warnings  []string       // "node: message"
+	podWarns  []string       // "ns/name: message"
 }
 
 func (a *recordingActor) activate(p map[string]*v1.Pod) {
@@ -39,6 +40,9 @@ func (a *recordingActor) reject(uid, msg string)     { a.rejected = append(a.rej
 func (a *recordingActor) evict(ns, name, uid string) { a.evicted = append(a.evicted, ns+"/"+name) }
 func (a *recordingActor) nodeWarning(n *v1.Node, msg string) {
 	a.warnings = append(a.warnings, n.Name+": "+msg)
+}
+func (a *recordingActor) podWarning(p *v1.Pod, msg string) {
+	a.podWarns = append(a.podWarns, p.Namespace+"/"+p.Name+": "+msg)
 }
 
 // allowAllPod is a waiting pod whose Allow does nothing.

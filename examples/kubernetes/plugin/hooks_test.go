@@ -213,7 +213,8 @@ func TestStandbyDeletesNothing(t *testing.T) {
 // when it becomes half-bound later: an hour after the restart check, one
 // pod of the Indexed Job succeeds and the Job creates the next index (3
 // pods bound, 1 pending, minMember 4). The running pods are not deleted;
-// the new pod waits for the group's minimum.
+// the new pod waits until the adopted gang is gone, as pods created after
+// a gang the plugin started do.
 func TestRestartCheckOnlyOnce(t *testing.T) {
 	h := newHookEnv(t, Args{})
 	h.addNodes(testNodes(8)...)
@@ -236,7 +237,7 @@ func TestRestartCheckOnlyOnce(t *testing.T) {
 	if len(h.a.evicted) != 0 {
 		t.Fatalf("running pods of a gang that was whole at the restart deleted an hour later: %v", h.a.evicted)
 	}
-	if want := "waiting for pods: 1 of the group's minimum 4 are pending"; h.c.groups["ns/g"].reason != want {
+	if want := "pods created after the group's gang ns/g#1 was submitted wait until every pod of that gang is gone (a group runs one gang at a time)"; h.c.groups["ns/g"].reason != want {
 		t.Fatalf("w-4's reason %q, want %q", h.c.groups["ns/g"].reason, want)
 	}
 }
@@ -247,8 +248,8 @@ func TestRestartCheckOnlyOnce(t *testing.T) {
 // index, w-4: the replica's first pending pod, activated as the leader
 // probe and let through PreEnqueue. Its PreFilter makes the replica active;
 // the group is half-bound at that moment (3 bound, 1 pending) but was not
-// at the replica's first engine cycle, so no pod is deleted and w-4 waits
-// for the group's minimum.
+// at the replica's first engine cycle (it was adopted as a running gang),
+// so no pod is deleted and w-4 waits until that gang is gone.
 func TestIdleRestartKeepsWholeGang(t *testing.T) {
 	h := newHookEnv(t, Args{})
 	h.addNodes(testNodes(8)...)
@@ -274,7 +275,7 @@ func TestIdleRestartKeepsWholeGang(t *testing.T) {
 	if len(h.a.evicted) != 0 {
 		t.Fatalf("pods of a gang that was whole at the replica's start deleted when it began to schedule: %v", h.a.evicted)
 	}
-	if want := "waiting for pods: 1 of the group's minimum 4 are pending"; h.c.groups["ns/g"].reason != want {
+	if want := "pods created after the group's gang ns/g#1 was submitted wait until every pod of that gang is gone (a group runs one gang at a time)"; h.c.groups["ns/g"].reason != want {
 		t.Fatalf("w-4's reason %q, want %q", h.c.groups["ns/g"].reason, want)
 	}
 }

@@ -476,6 +476,12 @@ func (a *frameworkActor) nodeWarning(n *v1.Node, msg string) {
 	}
 }
 
+func (a *frameworkActor) podWarning(p *v1.Pod, msg string) {
+	if r := a.h.EventRecorder(); r != nil {
+		r.Eventf(p, nil, v1.EventTypeWarning, "PhalanxNotAdopted", "Scheduling", "%s", msg)
+	}
+}
+
 func (a *frameworkActor) evict(ns, name, uid string) {
 	u := types.UID(uid)
 	opts := metav1.DeleteOptions{GracePeriodSeconds: a.grace, Preconditions: &metav1.Preconditions{UID: &u}}

@@ -1,0 +1,142 @@
+package plugin
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// adoptNote is why a group's running pods were not adopted, and whether a
+// Warning event said so.
+type adoptNote struct {
+	msg    string
+	warned bool
+}
+
+// runningUnowned returns the bound pods of group g (not being deleted by
+// the plugin) in rank order when g has no job and at least minMember of
+// them: a gang that runs without a job in the engine, bound before this
+// scheduler started (or, on a standby, by the leader). A group with fewer
+// bound pods is not one (halfBound handles those with a pending pod).
+func runningUnowned(g *groupState) ([]*podState, bool) {
+	if g.inc != nil || g.minMember == 0 {
+		return nil, false
+	}
+	var bound []*podState
+	for _, p := range g.pods {
+		if p.node != "" && !p.evicting && !p.orphan {
+			bound = append(bound, p)
+		}
+	}
+	if len(bound) == 0 || len(bound) < g.minMember {
+		return nil, false
+	}
+	orderPods(bound)
+	return bound, true
+}
+
+// adoptRunning enters every running gang without a job (runningUnowned)
+// into the engine as a running job on its pods' nodes, which the plugin
+// then books as any gang it started: it holds the group (pods created
+// later wait until every pod of it is gone), counts towards its
+// namespace's fair share, is NodeDown's to end, and finishes when all its
+// pods are gone. It runs in every cycle: at the first one (a restart, or
+// a standby whose informers synced), and for gangs the leader binds while
+// this replica stands by. A gang the engine cannot take (a node left out
+// of the cluster model or down, two pods of one shape on one node, more
+// GPUs than its nodes have free of other gangs) stays as it was, its GPUs
+// counted as used by pods Phalanx did not place; a log line says why and,
+// once this replica schedules, a Warning event (PhalanxNotAdopted) on the
+// gang's first pod, once per reason.
+func (c *controller) adoptRunning(logger klog.Logger, now time.Time, acts *actions) {
+	var reqs []adoptRequest
+	var groups []*groupState
+	var pods [][]*podState
+	seen := map[string]bool{}
+	for _, g := range c.sortedGroups() {
+		bound, ok := runningUnowned(g)
+		if !ok {
+			continue
+		}
+		seen[g.key] = true
+		req := adoptRequest{ID: fmt.Sprintf("%s#%d", g.key, g.gen+1), Account: g.ns, Submit: g.submit}
+		byShape := map[string]int{}
+		for _, p := range bound {
+			i, ok := byShape[p.shape]
+			if !ok {
+				i = len(req.Members)
+				byShape[p.shape] = i
+				req.Members = append(req.Members, adoptMember{Name: p.shape, GPUsPerPod: p.gpus})
+			}
+			req.Members[i].Nodes = append(req.Members[i].Nodes, p.node)
+		}
+		reqs, groups, pods = append(reqs, req), append(groups, g), append(pods, bound)
+	}
+	for key := range c.notAdopted {
+		if !seen[key] {
+			delete(c.notAdopted, key)
+		}
+	}
+	if len(reqs) == 0 {
+		return
+	}
+	errs := c.eng.adopt(reqs, now)
+	for i, g := range groups {
+		if err := errs[i]; err != nil {
+			c.notAdopted[g.key] = c.noteNotAdopted(logger, g, pods[i], err, acts)
+			continue
+		}
+		delete(c.notAdopted, g.key)
+		c.adopted(logger, g, reqs[i].ID, pods[i])
+	}
+}
+
+// noteNotAdopted logs why group g's running pods were not adopted when the
+// reason is new, and queues a Warning event on its first pod once this
+// replica schedules (a standby writes nothing to the API).
+func (c *controller) noteNotAdopted(logger klog.Logger, g *groupState, bound []*podState, err error, acts *actions) adoptNote {
+	msg := fmt.Sprintf("Phalanx does not adopt the %d running pods of group %s as a gang (their GPUs stay counted as used by pods it did not place): %v",
+		len(bound), g.key, err)
+	note := c.notAdopted[g.key]
+	if note.msg != msg {
+		logger.Error(err, "Phalanx: a running gang cannot enter the engine", "group", g.key, "pods", len(bound))
+		note = adoptNote{msg: msg}
+	}
+	if !note.warned && c.active {
+		for _, p := range bound {
+			if p.pod != nil {
+				acts.podWarns = append(acts.podWarns, podWarning{pod: p.pod, msg: msg})
+				note.warned = true
+				break
+			}
+		}
+	}
+	return note
+}
+
+// adopted books group g's running pods as the engine's running job id.
+func (c *controller) adopted(logger klog.Logger, g *groupState, id string, bound []*podState) {
+	inc := newIncarnation(id)
+	inc.admitted, inc.running = true, true
+	for _, p := range bound {
+		inc.pods[p.uid] = p
+		inc.shapes[p.shape] = append(inc.shapes[p.shape], p.uid)
+		inc.bound[p.uid] = true
+		inc.slots[p.uid] = p.node
+	}
+	nodes := c.eng.memberNodes(id)
+	for shape, uids := range inc.shapes {
+		for r, uid := range uids {
+			if r < len(nodes[shape]) && nodes[shape][r] == inc.slots[uid] {
+				inc.ranks[uid] = r
+			}
+		}
+	}
+	g.gen++
+	g.inc, g.reason = inc, ""
+	g.scout, g.scoutSince = map[string]string{}, map[string]time.Time{}
+	c.jobs[id] = g
+	c.stats.Adopted++
+	logger.Info("Phalanx: adopted a running gang found bound", "job", id, "pods", len(bound))
+}

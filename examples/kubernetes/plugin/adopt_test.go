@@ -1,0 +1,293 @@
+package plugin
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// restarted is a fresh plugin (a restarted scheduler, or a standby taking
+// over) on 8 nodes of 8 GPUs whose informers deliver the 4 pods of group g
+// (minMember 4) already bound to n000 .. n003, as the plugin that placed
+// them left them, and runs its first engine cycle.
+func restarted(t *testing.T) (*hookEnv, []*v1.Pod) {
+	h := newHookEnv(t, Args{})
+	h.addNodes(testNodes(8)...)
+	ps := h.gangOfFour(4)
+	h.cycle()
+	return h, ps
+}
+
+// activeJobs returns the engine's active jobs other than foreign GPUs.
+func activeJobs(h *hookEnv) []string {
+	var out []string
+	for _, st := range h.c.eng.eng.Jobs() {
+		if st.State.Active() && !strings.HasPrefix(st.ID, foreignPrefix) {
+			out = append(out, st.ID)
+		}
+	}
+	return out
+}
+
+// checkBooks fails the test unless the engine's books are consistent.
+func checkBooks(t *testing.T, h *hookEnv) {
+	t.Helper()
+	if err := h.c.eng.check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRestartAdoptsRunningGang: a scheduler that starts while a gang of its
+// profile runs whole (every pod bound, as the process it replaces bound
+// them) adopts it as a running job of the engine, on the pods' nodes: the
+// group runs one gang at a time (pods created later wait until every pod of
+// it is gone), the gang counts towards its namespace's fair share, ends when
+// its pods are gone (its GPUs free, a new gang of the group may form), and
+// ends with its node. A gang the engine cannot take stays GPUs used by
+// pods Phalanx did not place, with a Warning event once the replica
+// schedules.
+func TestRestartAdoptsRunningGang(t *testing.T) {
+	t.Run("running gang adopted", func(t *testing.T) {
+		h, _ := restarted(t)
+		h.c.onPod(foreignPod("other", "n004", 4))
+		h.cycle()
+		st, ok := h.c.eng.eng.Job("ns/g#1")
+		if !ok || st.State.String() != "running" || st.Account != "ns" || st.GPUs != 32 {
+			t.Fatalf("the engine's job ns/g#1: %+v (known %v), want running, account ns, 32 GPUs", st, ok)
+		}
+		nodes := h.c.eng.jobNodes("ns/g#1")
+		slices.Sort(nodes)
+		if want := []string{"n000", "n001", "n002", "n003"}; !slices.Equal(nodes, want) {
+			t.Fatalf("adopted on %v, want %v", nodes, want)
+		}
+
+		if got := activeJobs(h); !slices.Equal(got, []string{"ns/g#1"}) {
+			t.Fatalf("active jobs %v, want only ns/g#1", got)
+		}
+		g := h.c.groups["ns/g"]
+		if g.inc == nil || !g.inc.running || g.inc.job != "ns/g#1" || len(g.inc.pods) != 4 {
+			t.Fatalf("the group's incarnation: %+v, want the running job ns/g#1 of 4 pods", g.inc)
+		}
+		if fu := h.c.foreignUsage(); len(fu) != 1 || fu["n004"] != 4 {
+			t.Fatalf("foreign GPUs %v, want only the other pod's 4 on n004", fu)
+		}
+		if free := h.c.eng.freeGPUCount(); free != 28 {
+			t.Fatalf("free GPUs %d, want 28 (64, 32 adopted, 4 foreign)", free)
+		}
+		if s := h.c.Stats(); s.Adopted != 1 || s.Submits != 0 {
+			t.Fatalf("adopted %d, submitted %d; want 1 and 0", s.Adopted, s.Submits)
+		}
+		checkBooks(t, h)
+		// The engine holds it as it holds a gang the plugin started: the
+		// same node-failure policy, preemption policy and class.
+		solo := groupPod("", "solo", 8, 0)
+		h.c.onPod(solo)
+		h.leads(solo)
+		h.admit([]*v1.Pod{solo})
+		own, _ := h.c.eng.eng.JobSpec("ns/pod:solo#1")
+		adopted, _ := h.c.eng.eng.JobSpec("ns/g#1")
+		if adopted.OnNodeFailure != own.OnNodeFailure || adopted.Preemption != own.Preemption || adopted.Class != own.Class || adopted.Account != "ns" {
+			t.Fatalf("adopted job: on node failure %v, preemption %v, class %d, account %q; a job the plugin submits: %v, %v, %d",
+				adopted.OnNodeFailure, adopted.Preemption, adopted.Class, adopted.Account, own.OnNodeFailure, own.Preemption, own.Class)
+		}
+	})
+
+	t.Run("no second incarnation while it runs", func(t *testing.T) {
+		h, _ := restarted(t)
+		var late []*v1.Pod
+		for i := 4; i < 8; i++ {
+			p := groupPod("g", fmt.Sprintf("w-%d", i), 8, 4) // recreated or more pods than minMember
+			h.c.onPod(p)
+			late = append(late, p)
+		}
+		h.leads(late[0])
+		for i := 0; i < 4; i++ {
+			h.cycle()
+			h.answerScouts()
+		}
+		for _, p := range late {
+			if s := h.slot(p); s != "" {
+				t.Fatalf("pod %s of the running group got node %s: a second gang formed", p.Name, s)
+			}
+		}
+		if s := h.c.Stats(); s.Submits != 0 || s.Admissions != 0 {
+			t.Fatalf("submits %d, admissions %d while the group's gang runs; want none", s.Submits, s.Admissions)
+		}
+		if got := activeJobs(h); !slices.Equal(got, []string{"ns/g#1"}) {
+			t.Fatalf("active jobs %v, want only ns/g#1", got)
+		}
+		if r := h.c.groups["ns/g"].reason; !strings.Contains(r, "wait until every pod of that gang is gone") {
+			t.Fatalf("the late pods' reason %q, want them waiting for the running gang", r)
+		}
+	})
+
+	t.Run("its end finishes the job", func(t *testing.T) {
+		h, ps := restarted(t)
+		for i, p := range ps {
+			if i%2 == 0 {
+				h.c.podHandlers().DeleteFunc(p)
+			} else {
+				done := p.DeepCopy()
+				done.Status.Phase = v1.PodSucceeded
+				h.c.onPod(done)
+			}
+		}
+		h.cycle()
+		if s := h.c.Stats(); s.Finished != 1 {
+			t.Fatalf("finished %d, want the adopted gang reported finished", s.Finished)
+		}
+		if st, ok := h.c.eng.eng.Job("ns/g#1"); ok && !st.State.Ended() {
+			t.Fatalf("the adopted job is %s after its pods ended", st.State)
+		}
+		if free := h.c.eng.freeGPUCount(); free != 64 {
+			t.Fatalf("free GPUs %d, want 64", free)
+		}
+		next := make([]*v1.Pod, 4)
+		for i := range next {
+			next[i] = groupPod("g", fmt.Sprintf("w-%d", i+4), 8, 4)
+			h.c.onPod(next[i])
+		}
+		h.leads(next[0])
+		h.admit(next)
+		if g := h.c.groups["ns/g"]; g.inc == nil || g.inc.pods["uid-w-4"] == nil || len(g.inc.pods) != 4 {
+			t.Fatalf("the group's next gang holds %v, want w-4 .. w-7", incPods(g))
+		}
+		checkBooks(t, h)
+	})
+
+	t.Run("fair share counts it", func(t *testing.T) {
+		h, _ := restarted(t)
+		h.now = h.now.Add(time.Hour)
+		h.cycle()
+		v, err := h.c.eng.eng.FairShare()
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, ok := v.Account("ns")
+		if !ok || a.Usage <= 0 {
+			t.Fatalf("namespace ns's fair-share account: %+v (known %v), want usage for an hour of 32 GPUs", a, ok)
+		}
+		if f, ok := v.Account(foreignAccount); ok && f.Usage > 0 {
+			t.Fatalf("foreign usage %v, want none (no foreign pods)", f.Usage)
+		}
+	})
+
+	t.Run("its node going down ends it", func(t *testing.T) {
+		h, _ := restarted(t)
+		h.leads(groupPod("", "solo", 8, 0))
+		n := testNodes(8)[1]
+		n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse}}
+		h.addNodes(n)
+		h.cycle()
+		slices.Sort(h.a.evicted)
+		if want := []string{"ns/w-0", "ns/w-1", "ns/w-2", "ns/w-3"}; !slices.Equal(h.a.evicted, want) {
+			t.Fatalf("evicted %v, want the adopted gang's pods %v", h.a.evicted, want)
+		}
+		if got := activeJobs(h); len(got) != 0 {
+			t.Fatalf("active jobs %v after the node failure, want none", got)
+		}
+	})
+
+	t.Run("standby adopts what the leader bound", func(t *testing.T) {
+		h := newHookEnv(t, Args{})
+		h.addNodes(testNodes(8)...)
+		ps := h.groupPods(4, 8)
+		h.cycle()
+		for i := range ps {
+			b := ps[i].DeepCopy()
+			b.Spec.NodeName = nodeName(i + 2) // the leader's bind, seen by the informer
+			h.c.onPod(b)
+			h.cycle()
+		}
+		nodes := h.c.eng.jobNodes("ns/g#1")
+		slices.Sort(nodes)
+		if want := []string{"n002", "n003", "n004", "n005"}; !slices.Equal(nodes, want) {
+			t.Fatalf("the standby's job ns/g#1 on %v, want %v", nodes, want)
+		}
+		checkBooks(t, h)
+	})
+
+	t.Run("node unknown left foreign with an event", func(t *testing.T) {
+		h := newHookEnv(t, Args{})
+		h.addNodes(testNodes(8)...)
+		for i := 0; i < 4; i++ {
+			p := groupPod("g", fmt.Sprintf("w-%d", i), 8, 4)
+			p.Spec.NodeName = nodeName(i + 6) // n008 and n009 are no nodes of the cluster
+			h.c.onPod(p)
+		}
+		h.cycle()
+		h.cycle()
+		if len(h.a.podWarns) != 0 {
+			t.Fatalf("warnings %v before the replica schedules, want none", h.a.podWarns)
+		}
+		h.leads(groupPod("", "solo", 8, 0))
+		h.cycle()
+		h.cycle()
+		if len(h.a.podWarns) != 1 || !strings.HasPrefix(h.a.podWarns[0], "ns/w-0: ") || !strings.Contains(h.a.podWarns[0], "node n008 is not in Phalanx's cluster model") {
+			t.Fatalf("pod warnings %v, want one on w-0 naming n008", h.a.podWarns)
+		}
+		if g := h.c.groups["ns/g"]; g.inc != nil {
+			t.Fatalf("the group has job %s, want none", g.inc.job)
+		}
+		if fu := h.c.foreignUsage(); fu["n006"] != 8 || fu["n007"] != 8 || fu["n008"] != 8 {
+			t.Fatalf("foreign GPUs %v, want the group's pods counted", fu)
+		}
+		if free := h.c.eng.freeGPUCount(); free != 48 {
+			t.Fatalf("free GPUs %d, want 48 (n006, n007 used)", free)
+		}
+		checkBooks(t, h)
+	})
+
+	t.Run("two pods of one shape on one node left foreign", func(t *testing.T) {
+		h := newHookEnv(t, Args{})
+		h.addNodes(testNodes(8)...)
+		for i := 0; i < 2; i++ {
+			p := groupPod("g", fmt.Sprintf("w-%d", i), 4, 2)
+			p.Spec.NodeName = "n000" // not a placement of Phalanx: one pod of a member per node
+			h.c.onPod(p)
+		}
+		h.leads(groupPod("", "solo", 8, 0))
+		h.cycle()
+		h.cycle()
+		if got := activeJobs(h); len(got) != 0 {
+			t.Fatalf("active jobs %v, want none", got)
+		}
+		if len(h.a.podWarns) != 1 || !strings.Contains(h.a.podWarns[0], "two of its pods of one shape run on node n000") {
+			t.Fatalf("pod warnings %v, want one naming n000", h.a.podWarns)
+		}
+		if fu := h.c.foreignUsage(); fu["n000"] != 8 {
+			t.Fatalf("foreign GPUs %v, want the group's 8 on n000", fu)
+		}
+		checkBooks(t, h)
+	})
+
+	t.Run("GPUs conflicting left foreign with an event", func(t *testing.T) {
+		h := newHookEnv(t, Args{})
+		h.addNodes(testNodes(8)...)
+		for _, grp := range []string{"a", "b"} {
+			for i := 0; i < 2; i++ {
+				p := groupPod(grp, fmt.Sprintf("%s-%d", grp, i), 6, 2)
+				p.Spec.NodeName = nodeName(i) // both groups on n000 and n001: 12 of 8 GPUs
+				h.c.onPod(p)
+			}
+		}
+		h.leads(groupPod("", "solo", 8, 0))
+		for i := 0; i < 3; i++ {
+			h.cycle()
+		}
+		if got := activeJobs(h); !slices.Equal(got, []string{"ns/a#1"}) {
+			t.Fatalf("active jobs %v, want ns/a#1 adopted and ns/b left out", got)
+		}
+		if len(h.a.podWarns) != 1 || !strings.HasPrefix(h.a.podWarns[0], "ns/b-0: ") || !strings.Contains(h.a.podWarns[0], "node n000 has 8 nvidia.com/gpu, 6 of them held by other gangs or its other pods there: its pod there asks for 6 more") {
+			t.Fatalf("pod warnings %v, want one on b-0 naming n000's GPUs", h.a.podWarns)
+		}
+		if fu := h.c.foreignUsage(); fu["n000"] != 6 || fu["n001"] != 6 {
+			t.Fatalf("foreign GPUs %v, want group b's 6 on n000 and n001", fu)
+		}
+		checkBooks(t, h)
+	})
+}
