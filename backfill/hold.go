@@ -28,7 +28,9 @@ const (
 	// HoldBudgetSpent: it kept GPUs idle for its whole budget
 	// (HoldConfig.Budget); the gang is not held again for as long.
 	HoldBudgetSpent HoldEndCause = iota + 1
-	// HoldPassedOn: a higher-ranked gang (By) took it over.
+	// HoldPassedOn: a higher-ranked gang (By) took it over: By holds its
+	// GPUs now, or, with them no longer held, By got a reservation
+	// (a planned start) instead.
 	HoldPassedOn
 	// HoldNodeLost: a node of its target failed or was drained (By).
 	HoldNodeLost
