@@ -47,6 +47,12 @@ type groupState struct {
 	reason     string               // why its pods wait, for their condition
 	neverFits  bool
 	retry      time.Time // when a gang that never fits is tried again
+	// seenWhole is set while the group has bound pods once this replica
+	// saw at least minMember of them bound without a job (runningUnowned:
+	// adopted or not): a running gang, never a partial one to delete
+	// (settlePartials), even when it is half-bound later (an Indexed Job
+	// creating its next index as a pod completes).
+	seenWhole bool
 }
 
 // incarnation is one engine job for a group: the pods it was submitted
