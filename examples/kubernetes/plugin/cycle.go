@@ -526,7 +526,10 @@ func (c *controller) deletePartial(logger klog.Logger, g *groupState, acts *acti
 }
 
 // halfBound returns the bound pods of group g (not being deleted) when the
-// group has no job, fewer bound pods than its minMember and a pending pod.
+// group has no job, fewer bound pods than its minMember and a pending pod
+// (podState.pending, as groupState.pending counts them: a gated or
+// terminating pod is not pending, so bound pods beside such pods only are
+// no gang being bound).
 func halfBound(g *groupState) ([]*podState, bool) {
 	if g.inc != nil || g.minMember == 0 {
 		return nil, false
@@ -536,7 +539,7 @@ func halfBound(g *groupState) ([]*podState, bool) {
 	for _, p := range g.pods {
 		switch {
 		case p.node == "":
-			pending = pending || !p.orphan
+			pending = pending || p.pending()
 		case !p.evicting:
 			bound = append(bound, p)
 		}

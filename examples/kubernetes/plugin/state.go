@@ -129,13 +129,18 @@ func (inc *incarnation) boundCount() int {
 func (g *groupState) pending() []*podState {
 	var out []*podState
 	for _, p := range g.pods {
-		if p.node == "" && !p.orphan && p.schedulable() {
+		if p.pending() {
 			out = append(out, p)
 		}
 	}
 	orderPods(out)
 	return out
 }
+
+// pending reports whether the pod is one a gang is made of: not bound, not
+// an orphan, and schedulable (no scheduling gate, not being deleted).
+// groupState.pending and halfBound both count pods with it.
+func (p *podState) pending() bool { return p.node == "" && !p.orphan && p.schedulable() }
 
 // boundPod is a bound, non-terminal pod that holds GPUs.
 type boundPod struct {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestTakeoverDeletesHalfBoundGang: a standby starts (its first engine
@@ -105,4 +106,68 @@ func TestTakeoverDeletesHalfBoundGang(t *testing.T) {
 			t.Fatalf("evicted %v of a gang this replica saw running whole", h.a.evicted)
 		}
 	})
+}
+
+// TestHalfBoundCountsPendingPodsOnly: a group is half-bound only when one
+// of its unbound pods is pending as pending() counts it (the pods a gang
+// is made of): a gated pod (scheduling gates) or one being deleted is not
+// schedulable, so 2 bound pods beside 2 such pods are not a gang being
+// bound, and the replica that takes over does not delete them. Once a gate
+// is lifted within partialSettle of the takeover, the group is half-bound
+// and its bound pods are deleted after partialSettle.
+func TestHalfBoundCountsPendingPodsOnly(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		unbound func(p *v1.Pod, now time.Time)
+		lift    bool // the gates are lifted 10 s after the takeover
+		want    []string
+	}{
+		{name: "schedulable", unbound: func(*v1.Pod, time.Time) {}, want: []string{"ns/w-0", "ns/w-1"}},
+		{name: "gated", unbound: func(p *v1.Pod, _ time.Time) {
+			p.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "kueue.x-k8s.io/admission"}}
+		}},
+		{name: "terminating", unbound: func(p *v1.Pod, now time.Time) {
+			p.DeletionTimestamp = &metav1.Time{Time: now}
+		}},
+		{name: "gate lifted after the takeover", unbound: func(p *v1.Pod, _ time.Time) {
+			p.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "kueue.x-k8s.io/admission"}}
+		}, lift: true, want: []string{"ns/w-0", "ns/w-1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHookEnv(t, Args{})
+			h.addNodes(testNodes(8)...)
+			ps := make([]*v1.Pod, 4)
+			for i := range ps {
+				ps[i] = groupPod("g", fmt.Sprintf("w-%d", i), 8, 4)
+				if i < 2 {
+					ps[i].Spec.NodeName = nodeName(i)
+				} else {
+					tc.unbound(ps[i], h.now)
+				}
+				h.c.onPod(ps[i])
+			}
+			h.cycle()
+			pending := len(h.c.groups["ns/g"].pending())
+			if _, half := halfBound(h.c.groups["ns/g"]); half != (pending > 0) {
+				t.Errorf("half-bound %v with %d pending pods (pending())", half, pending)
+			}
+			other := groupPod("", "solo", 8, 0)
+			h.c.onPod(other)
+			h.leads(other)
+			for step := 1; step <= 150; step++ {
+				if tc.lift && step == 10 {
+					for _, p := range ps[2:] {
+						lifted := p.DeepCopy()
+						lifted.Spec.SchedulingGates = nil
+						h.c.onPod(lifted)
+					}
+				}
+				h.cycle()
+			}
+			slices.Sort(h.a.evicted)
+			if !slices.Equal(h.a.evicted, tc.want) {
+				t.Fatalf("evicted %v, want %v", h.a.evicted, tc.want)
+			}
+		})
+	}
 }
