@@ -161,7 +161,12 @@
 // count drops below the GPUs that pods hold on it (the engine could not
 // move onto the rebuilt cluster) keeps its former count, with such a
 // warning, and costs no rebuild: each cycle compares its new count with
-// the GPUs held there, and the cluster is rebuilt once they fit. When a
+// the GPUs held there, and the cluster is rebuilt once they fit. GPUs of
+// pods Phalanx did not place count by number there, not by the indices
+// the engine gave them (Kubernetes does not say which GPUs a pod got): a
+// rebuild packs them onto the lowest indices the gangs leave free, so a
+// long-running foreign pod does not keep a shrunk node at its former
+// count. When a
 // rebuild fails for another reason, the changed nodes are tried one by
 // one, the others join, and the ones that fail are tried again in the next
 // cycle. Stats.Rebuilds counts the rebuilds tried.
