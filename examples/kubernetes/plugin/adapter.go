@@ -218,8 +218,10 @@ func nodeDefect(args *Args, n *v1.Node) (gpus int, err error) {
 }
 
 // heldGPUs returns, for each of nodes that the engine knows, the GPUs that
-// its active jobs (gangs and foreign GPUs) hold there, as a mask of GPU
-// indices: a cluster in which such a node has fewer GPUs than the highest
+// its active jobs hold there as a rebuilt cluster would hold them (addNodes
+// packs foreign GPUs first), as a mask of GPU indices: the gangs' own
+// indices, and the foreign count on the lowest indices the gangs leave
+// free. A cluster in which such a node has fewer GPUs than the highest
 // held index cannot take the engine (Restore refuses it).
 func (a *engineAdapter) heldGPUs(nodes []string) map[string]uint64 {
 	ids := map[topology.NodeID]string{}
@@ -232,6 +234,7 @@ func (a *engineAdapter) heldGPUs(nodes []string) map[string]uint64 {
 	if len(ids) == 0 {
 		return out
 	}
+	foreign := map[string]int{}
 	for _, st := range a.eng.Jobs() {
 		if !st.State.Active() {
 			continue
@@ -242,13 +245,73 @@ func (a *engineAdapter) heldGPUs(nodes []string) map[string]uint64 {
 		}
 		for _, m := range alloc.Members {
 			for _, na := range m.Assignment {
-				if name, ok := ids[na.Node]; ok {
+				name, ok := ids[na.Node]
+				switch {
+				case !ok:
+				case strings.HasPrefix(st.ID, foreignPrefix):
+					foreign[name] += bits.OnesCount64(na.GPUs)
+				default:
 					out[name] |= na.GPUs
 				}
 			}
 		}
 	}
+	for name, n := range foreign {
+		for _, k := range lowestFree(out[name], n) {
+			out[name] |= 1 << uint(k)
+		}
+	}
 	return out
+}
+
+// lowestFree returns the n lowest GPU indices not in used.
+func lowestFree(used uint64, n int) []int {
+	var out []int
+	for free := ^used; free != 0 && len(out) < n; free &^= 1 << uint(bits.TrailingZeros64(free)) {
+		out = append(out, bits.TrailingZeros64(free))
+	}
+	return out
+}
+
+// packForeign moves the foreign GPUs of snap on nodes to the lowest indices
+// that the other gangs there leave free, keeping their counts. Which GPUs a
+// pod the plugin did not place holds is the engine's pick (setForeign's,
+// among the GPUs free then), not Kubernetes' word: packed, they do not
+// keep a node that shrank at its former size once what is held fits
+// (heldGPUs counts them so).
+func packForeign(snap *backfill.Snapshot, nodes map[string]bool) {
+	used := map[string]uint64{}
+	for _, g := range snap.Gangs {
+		if strings.HasPrefix(g.ID, foreignPrefix) {
+			continue
+		}
+		for _, m := range g.Members {
+			for _, p := range m.Pods {
+				for _, k := range p.GPUs {
+					used[p.Node] |= 1 << uint(k)
+				}
+			}
+		}
+	}
+	for gi := range snap.Gangs {
+		g := &snap.Gangs[gi]
+		if !strings.HasPrefix(g.ID, foreignPrefix) {
+			continue
+		}
+		for mi := range g.Members {
+			for pi := range g.Members[mi].Pods {
+				p := &g.Members[mi].Pods[pi]
+				if !nodes[p.Node] {
+					continue
+				}
+				gpus := lowestFree(used[p.Node], len(p.GPUs))
+				for _, k := range gpus {
+					used[p.Node] |= 1 << uint(k)
+				}
+				p.GPUs = gpus
+			}
+		}
+	}
 }
 
 // hasGPUs reports whether the node has GPUs the cluster model counts.
@@ -268,8 +331,10 @@ func (a *engineAdapter) knows(node string) bool {
 }
 
 // addNodes rebuilds the cluster with new or relabelled nodes and moves the
-// engine onto it with Snapshot and Restore (which maps nodes by name). Nodes
-// are never removed from the cluster: a deleted node stays, down.
+// engine onto it with Snapshot and Restore (which maps nodes by name), the
+// foreign GPUs on those nodes packed onto their lowest free indices
+// (packForeign). Nodes are never removed from the cluster: a deleted node
+// stays, down.
 func (a *engineAdapter) addNodes(nodes []*v1.Node) error {
 	old := a.nodes
 	a.nodes = make(map[string]*v1.Node, len(old)+len(nodes))
@@ -284,7 +349,13 @@ func (a *engineAdapter) addNodes(nodes []*v1.Node) error {
 		a.nodes = old
 		return err
 	}
-	e, err := backfill.Restore(c, a.cfg, a.eng.Snapshot())
+	snap := a.eng.Snapshot()
+	changed := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		changed[n.Name] = true
+	}
+	packForeign(snap, changed)
+	e, err := backfill.Restore(c, a.cfg, snap)
 	if err != nil {
 		a.nodes = old
 		// The cluster's totals, which change with every node that joins,

@@ -36,6 +36,16 @@ func runningUnowned(g *groupState) ([]*podState, bool) {
 	return bound, true
 }
 
+// hasBound reports whether group g has a bound pod.
+func hasBound(g *groupState) bool {
+	for _, p := range g.pods {
+		if p.node != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // adoptRunning enters every running gang without a job (runningUnowned)
 // into the engine as a running job on its pods' nodes, which the plugin
 // then books as any gang it started: it holds the group (pods created
@@ -48,7 +58,8 @@ func runningUnowned(g *groupState) ([]*podState, bool) {
 // GPUs than its nodes have free of other gangs) stays as it was, its GPUs
 // counted as used by pods Phalanx did not place; a log line says why and,
 // once this replica schedules, a Warning event (PhalanxNotAdopted) on the
-// gang's first pod, once per reason.
+// gang's first pod, once per reason. Either way the group is marked
+// seenWhole until it has no bound pod.
 func (c *controller) adoptRunning(logger klog.Logger, now time.Time, acts *actions) {
 	var reqs []adoptRequest
 	var groups []*groupState
@@ -57,8 +68,12 @@ func (c *controller) adoptRunning(logger klog.Logger, now time.Time, acts *actio
 	for _, g := range c.sortedGroups() {
 		bound, ok := runningUnowned(g)
 		if !ok {
+			if !hasBound(g) {
+				g.seenWhole = false
+			}
 			continue
 		}
+		g.seenWhole = true
 		seen[g.key] = true
 		req := adoptRequest{ID: fmt.Sprintf("%s#%d", g.key, g.gen+1), Account: g.ns, Submit: g.submit}
 		byShape := map[string]int{}

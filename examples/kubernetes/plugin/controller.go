@@ -43,16 +43,14 @@ type controller struct {
 	// with nothing else to schedule calls PreFilter too.
 	active bool
 	probe  string
-	// halfBoundAtStart is the groups found half-bound (halfBound) at this
-	// replica's first engine cycle, with the UIDs of their bound pods,
-	// sorted. Until active is set, a group is dropped from it as soon as it
-	// is not half-bound with exactly those bound pods any more; in the first
-	// cycle after, the groups still on it have those pods deleted
-	// (deletePartial) and the list is cleared for good. restartRecorded:
-	// the list was taken (it is taken once).
-	halfBoundAtStart map[string][]string
-	restartRecorded  bool
-	restartChecked   bool
+	// partial is the half-bound groups (halfBound) this replica means to
+	// delete once it schedules, with the UIDs of their bound pods, sorted,
+	// and since when they have been those (settlePartials): a group joins
+	// it while half-bound within partialSettle of activeSince (the first
+	// engine cycle after the first PreFilter), and its bound pods are
+	// deleted once they have stayed the same for partialSettle.
+	partial     map[string]partialGroup
+	activeSince time.Time
 	// notAdopted is the groups whose running pods could not be adopted as a
 	// gang (adoptRunning), with why; warned is set once a Warning event
 	// said so (only once this replica schedules).
@@ -106,7 +104,7 @@ func newController(args Args, profile string, acts actor, status *statusWriter) 
 	return &controller{args: args, profile: profile, groups: map[string]*groupState{},
 		jobs: map[string]*groupState{}, podKey: map[string]string{}, bound: map[string]boundPod{},
 		nodes: map[string]*v1.Node{}, nodeGen: map[string]string{}, leftOut: map[string]string{}, deleted: map[string]bool{},
-		minPG: map[string]int{}, notAdopted: map[string]adoptNote{}, podsGone: map[string]bool{}, wake: make(chan struct{}, 1), now: time.Now, status: status, acts: acts}
+		minPG: map[string]int{}, partial: map[string]partialGroup{}, notAdopted: map[string]adoptNote{}, podsGone: map[string]bool{}, wake: make(chan struct{}, 1), now: time.Now, status: status, acts: acts}
 }
 
 // poke wakes the loop; it never blocks.

@@ -108,20 +108,11 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 			c.replacePods(logger, g, now, &acts)
 		}
 	}
-	if !c.restartRecorded {
-		c.restartRecorded = true
-		c.recordHalfBound()
-	}
-	c.dropHealedGroups()
-	switch {
-	case !c.active:
+	var partialAt time.Time
+	if c.active {
+		partialAt = c.settlePartials(logger, now, &acts)
+	} else {
 		c.leaderProbe(&acts)
-	case !c.restartChecked:
-		c.restartChecked = true
-		for _, key := range slices.Sorted(maps.Keys(c.halfBoundAtStart)) {
-			c.deletePartial(logger, c.groups[key], &acts)
-		}
-		c.halfBoundAtStart = nil
 	}
 	c.adoptRunning(logger, now, &acts)
 	if err := c.eng.setForeign(c.foreignUsage(), now); err != nil {
@@ -158,8 +149,10 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 	if due, ok := c.nextMeasurement(); ok {
 		next = min(next, max(due.Sub(now), 10*time.Millisecond))
 	}
-	if !retryAt.IsZero() {
-		next = min(next, max(retryAt.Sub(now), 10*time.Millisecond))
+	for _, at := range []time.Time{retryAt, partialAt} {
+		if !at.IsZero() {
+			next = min(next, max(at.Sub(now), 10*time.Millisecond))
+		}
 	}
 	return acts, next
 }
@@ -427,36 +420,68 @@ func (c *controller) teardown(g *groupState, now time.Time, acts *actions) {
 	c.stats.Teardowns++
 }
 
-// recordHalfBound takes the list of groups half-bound at this replica's
-// first engine cycle (its informers have synced): gangs that were binding
-// when the scheduler that placed them stopped, or running gangs that had
-// lost a pod whose replacement was pending. Only these groups are ever
-// deleted by the restart rule (deletePartial).
-func (c *controller) recordHalfBound() {
-	c.halfBoundAtStart = map[string][]string{}
-	for _, g := range c.sortedGroups() {
-		if uids, ok := halfBoundUIDs(g); ok {
-			c.halfBoundAtStart[g.key] = uids
-		}
-	}
+// partialSettle is how long the bound pods of a half-bound group must stay
+// the same, once this replica schedules, before settlePartials deletes
+// them: binds that the previous leader had sent may still land after the
+// takeover, within the API server's default request timeout (60 s).
+const partialSettle = 60 * time.Second
+
+// partialGroup is a half-bound group settlePartials watches: the sorted
+// UIDs of its bound pods, and since when they have been those.
+type partialGroup struct {
+	uids  []string
+	since time.Time
 }
 
-// dropHealedGroups drops from halfBoundAtStart every group that is no longer
-// half-bound with the bound pods recorded at the first cycle: it became
-// whole, lost its pending pods, or its bound pods changed (a pod ended, or
-// another bound). Such a group is not the partial gang found at the start,
-// and the rule leaves it alone even if it is half-bound again later.
-func (c *controller) dropHealedGroups() {
-	for key, want := range c.halfBoundAtStart {
-		g := c.groups[key]
-		if g == nil {
-			delete(c.halfBoundAtStart, key)
-			continue
-		}
-		if uids, ok := halfBoundUIDs(g); !ok || !slices.Equal(uids, want) {
-			delete(c.halfBoundAtStart, key)
+// settlePartials deletes the partial gangs that no scheduler is binding any
+// more, once this replica schedules (c.active): a group half-bound
+// (halfBound) at its first engine cycle after its first PreFilter, or that
+// becomes half-bound within partialSettle of it (a bind from the previous
+// leader landing after the takeover), has its bound pods deleted
+// (deletePartial) once they have stayed the same for partialSettle. A bind
+// landing meanwhile restarts the wait; a group that becomes whole (then
+// adopted), loses its pending pods or its bound pods leaves the watch. A
+// group this replica saw running whole (groupState.seenWhole: a gang it
+// could not adopt, whose Indexed Job then created its next index) is not a
+// partial gang and is never deleted by this rule, nor is a group first
+// half-bound later than partialSettle after activation (only this replica
+// binds then, and its gangs have jobs). A standby deletes nothing: the
+// leader may be binding. It returns when the next deletion is due (zero
+// when none is watched).
+func (c *controller) settlePartials(logger klog.Logger, now time.Time, acts *actions) time.Time {
+	if c.activeSince.IsZero() {
+		c.activeSince = now
+	}
+	open := now.Before(c.activeSince.Add(partialSettle))
+	var next time.Time
+	for key := range c.partial {
+		if c.groups[key] == nil {
+			delete(c.partial, key)
 		}
 	}
+	for _, g := range c.sortedGroups() {
+		uids, ok := halfBoundUIDs(g)
+		p, watched := c.partial[g.key]
+		switch {
+		case !ok || g.seenWhole:
+			delete(c.partial, g.key)
+			continue
+		case !watched && !open:
+			continue
+		case !watched || !slices.Equal(p.uids, uids):
+			p = partialGroup{uids: uids, since: now}
+			c.partial[g.key] = p
+		}
+		if due := p.since.Add(partialSettle); now.Before(due) {
+			if next.IsZero() || due.Before(next) {
+				next = due
+			}
+			continue
+		}
+		delete(c.partial, g.key)
+		c.deletePartial(logger, g, acts)
+	}
+	return next
 }
 
 // halfBoundUIDs returns the sorted UIDs of the bound pods of group g when it
@@ -474,21 +499,14 @@ func halfBoundUIDs(g *groupState) ([]string, bool) {
 	return uids, true
 }
 
-// deletePartial deletes the bound pods of a group that this replica found
-// half-bound at its first engine cycle and that stayed half-bound with the
-// same bound pods until it began to schedule: called once, in the first
-// cycle after its first PreFilter (c.active), for each group still on
-// halfBoundAtStart (dropHealedGroups ran just before, so the group's bound
-// pods are the recorded ones). A group is half-bound when it has no job,
-// fewer bound pods than its minMember and a pending pod: a gang that was
-// binding when the scheduler that placed it stopped, which the plugin
-// cannot complete (it submits pending pods only). As after a teardown, no
-// part of a gang runs without the rest; the pending pods and the pods
-// recreated for the deleted ones form the next gang. A group that was not
-// half-bound at the first cycle is never deleted by this rule, even if it
-// is half-bound when the replica begins to schedule (a running gang whose
-// Indexed Job created its next index meanwhile, for example): such a
-// group's pending pods wait until they are minMember, as late pods do.
+// deletePartial deletes the bound pods of a half-bound group that stayed
+// the same for partialSettle once this replica scheduled (settlePartials).
+// A group is half-bound when it has no job, fewer bound pods than its
+// minMember and a pending pod: a gang that was binding when the scheduler
+// that placed it stopped, which the plugin cannot complete (it submits
+// pending pods only). As after a teardown, no part of a gang runs without
+// the rest; the pending pods and the pods recreated for the deleted ones
+// form the next gang.
 func (c *controller) deletePartial(logger klog.Logger, g *groupState, acts *actions) {
 	if g == nil {
 		return
@@ -498,7 +516,7 @@ func (c *controller) deletePartial(logger klog.Logger, g *groupState, acts *acti
 		return
 	}
 	orderPods(bound)
-	logger.Info("Phalanx: deleting the bound pods of a partial gang found when this scheduler started", "group", g.key,
+	logger.Info("Phalanx: deleting the bound pods of a partial gang that no scheduler is binding", "group", g.key,
 		"bound", len(bound), "minMember", g.minMember)
 	for _, p := range bound {
 		p.evicting = true
@@ -508,7 +526,10 @@ func (c *controller) deletePartial(logger klog.Logger, g *groupState, acts *acti
 }
 
 // halfBound returns the bound pods of group g (not being deleted) when the
-// group has no job, fewer bound pods than its minMember and a pending pod.
+// group has no job, fewer bound pods than its minMember and a pending pod
+// (podState.pending, as groupState.pending counts them: a gated or
+// terminating pod is not pending, so bound pods beside such pods only are
+// no gang being bound).
 func halfBound(g *groupState) ([]*podState, bool) {
 	if g.inc != nil || g.minMember == 0 {
 		return nil, false
@@ -518,7 +539,7 @@ func halfBound(g *groupState) ([]*podState, bool) {
 	for _, p := range g.pods {
 		switch {
 		case p.node == "":
-			pending = pending || !p.orphan
+			pending = pending || p.pending()
 		case !p.evicting:
 			bound = append(bound, p)
 		}
@@ -533,9 +554,9 @@ func halfBound(g *groupState) ([]*podState, bool) {
 // gated nor terminating) until this replica runs a PreFilter; PreEnqueue
 // lets that pod through meanwhile. A leader's scheduling cycle then calls
 // PreFilter for it (which refuses it like any pod without a slot) even when
-// nothing else is to be scheduled, so the restart check (deletePartial)
-// and pod conditions are not held back; a standby's queue is not served and
-// the pod stays in it. Each cycle moves on to the next pending pod (groups
+// nothing else is to be scheduled, so the deletion of partial gangs
+// (settlePartials) and pod conditions are not held back; a standby's queue
+// is not served and the pod stays in it. Each cycle moves on to the next pending pod (groups
 // in key order, pods in rank order, round the list), so that a pod that
 // never reaches this plugin's PreFilter (another plugin's PreEnqueue or
 // PreFilter rejects it) does not hold the replica back.

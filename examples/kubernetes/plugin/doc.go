@@ -61,25 +61,32 @@
 // moves on to the next pending pod, so that a pod that another plugin
 // rejects before Phalanx's PreFilter does not hold it back.
 //
-// At its first engine cycle (its informers have synced) it lists the
-// half-bound groups: no job, fewer bound pods than minMember and an unbound
-// pod (a gang that was binding when the scheduler that placed it stopped),
-// with their bound pods. Until it schedules, a group leaves that list as
-// soon as it is not half-bound with those same bound pods (it became whole,
-// lost its pending pods, or a bound pod ended). In the first engine cycle
-// after its first PreFilter, and only then, the groups still listed have
-// their recorded bound pods deleted, as after a teardown: the plugin cannot
-// complete such a gang (it submits pending pods only); the pending pods and
-// the ones recreated for them form the next gang. A running gang that lost
-// a pod whose replacement was already pending at the start is deleted too:
-// the plugin cannot tell the two apart. A group not half-bound at the
-// first engine cycle is never deleted by this rule, even if it is
-// half-bound when the replica begins to schedule (an Indexed Job that
-// creates its next index as one of its pods completes, for example): its
-// pending pods wait until they are minMember, or, when the group was
-// adopted as a running gang, until every pod of that gang is gone. A group
-// whose bound pods are fewer than its minMember and that has no pending
-// pod is neither deleted nor adopted: its pods stay used GPUs.
+// Once it schedules (the first engine cycle after its first PreFilter), it
+// deletes the partial gangs that no scheduler is binding any more. A group
+// is half-bound when it has no job, fewer bound pods than minMember and a
+// pending pod (pending as above: bound pods beside gated or terminating pods
+// only are not half-bound): a gang that was binding when the scheduler that
+// placed it stopped, or when the leader died (a standby that started before
+// the failure saw the leader begin to bind it). Each group half-bound then,
+// or that becomes half-bound within partialSettle (60 s) of it, has its
+// bound pods deleted, as after a teardown, once they have stayed the same
+// for partialSettle: binds the previous leader had sent may still land after
+// the takeover (within the API server's request timeout), and each one that
+// lands restarts the wait; a gang they complete is adopted instead. The
+// plugin cannot complete such a gang (it submits pending pods only); the
+// pending pods and the ones recreated for the deleted ones form the next
+// gang. A running gang that lost a pod whose replacement is pending when the
+// replica begins to schedule is deleted too, unless the replica saw it
+// running whole (at least minMember bound: adopted, or not adoptable) while
+// it has bound pods: an Indexed Job that creates its next index as one of
+// its pods completes keeps running, and its pending pods wait until they are
+// minMember, or, when the group was adopted as a running gang, until every
+// pod of that gang is gone. A group first half-bound later than
+// partialSettle after the replica began to schedule is never deleted by this
+// rule (only this replica binds then, and its gangs have jobs). A standby
+// deletes nothing: the leader may be binding. A group whose bound pods are
+// fewer than its minMember and that has no pending pod is neither deleted
+// nor adopted: its pods stay used GPUs.
 // deploy/scheduler-config.yaml sets delayCacheUntilActive, so that a
 // standby does not even start informers.
 //
@@ -154,7 +161,12 @@
 // count drops below the GPUs that pods hold on it (the engine could not
 // move onto the rebuilt cluster) keeps its former count, with such a
 // warning, and costs no rebuild: each cycle compares its new count with
-// the GPUs held there, and the cluster is rebuilt once they fit. When a
+// the GPUs held there, and the cluster is rebuilt once they fit. GPUs of
+// pods Phalanx did not place count by number there, not by the indices
+// the engine gave them (Kubernetes does not say which GPUs a pod got): a
+// rebuild packs them onto the lowest indices the gangs leave free, so a
+// long-running foreign pod does not keep a shrunk node at its former
+// count. When a
 // rebuild fails for another reason, the changed nodes are tried one by
 // one, the others join, and the ones that fail are tried again in the next
 // cycle. Stats.Rebuilds counts the rebuilds tried.

@@ -114,9 +114,11 @@ func TestForeignOnDownNodeNoRebuild(t *testing.T) {
 // has no job for the group and cannot complete the partial gang. Until the
 // replica schedules, it deletes nothing: it activates the pending pod,
 // which PreEnqueue lets through, as a leader probe. Once that pod's
-// PreFilter has run (refused: it has no slot), the next cycle deletes the 3
-// bound pods, once, as a teardown does: no part of a gang runs without the
-// rest. The pending pod waits with a reason.
+// PreFilter has run (refused: it has no slot) and the bound pods have
+// stayed the same for partialSettle (binds of the previous process may
+// still land), the 3 bound pods are deleted, once, as a teardown does: no
+// part of a gang runs without the rest. The pending pod waits with a
+// reason.
 func TestRestartHalfBoundGangDeleted(t *testing.T) {
 	h := newHookEnv(t, Args{})
 	h.addNodes(testNodes(8)...)
@@ -134,6 +136,12 @@ func TestRestartHalfBoundGangDeleted(t *testing.T) {
 	}
 	if st := h.leads(ps[3]); st.IsSuccess() {
 		t.Fatal("PreFilter let w-3 through without a slot")
+	}
+	h.cycle()
+	h.now = h.now.Add(partialSettle - 2*time.Second)
+	h.cycle()
+	if len(h.a.evicted) != 0 {
+		t.Fatalf("evicted %v before the bound pods stayed the same for %v since the replica schedules", h.a.evicted, partialSettle)
 	}
 	for i := 0; i < 4; i++ {
 		h.cycle()
@@ -171,6 +179,7 @@ func TestRestartWholeGangKept(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		h.cycle()
 		h.answerScouts()
+		h.now = h.now.Add(partialSettle)
 	}
 	if len(h.a.evicted) != 0 {
 		t.Fatalf("evicted %v from a whole running gang", h.a.evicted)
@@ -203,6 +212,7 @@ func TestStandbyDeletesNothing(t *testing.T) {
 	h.c.onPod(other)
 	h.leads(other) // the standby leads: its first PreFilter
 	h.cycle()
+	h.now = h.now.Add(partialSettle)
 	h.cycle()
 	if len(h.a.evicted) != 0 {
 		t.Fatalf("the new leader deleted %v of a whole gang", h.a.evicted)
@@ -233,6 +243,7 @@ func TestRestartCheckOnlyOnce(t *testing.T) {
 	h.now = h.now.Add(time.Hour)
 	h.nextIndex(ps[0])
 	h.cycle()
+	h.now = h.now.Add(partialSettle)
 	h.cycle()
 	if len(h.a.evicted) != 0 {
 		t.Fatalf("running pods of a gang that was whole at the restart deleted an hour later: %v", h.a.evicted)
@@ -247,9 +258,9 @@ func TestRestartCheckOnlyOnce(t *testing.T) {
 // runs for an hour. Then one pod succeeds and the Job creates the next
 // index, w-4: the replica's first pending pod, activated as the leader
 // probe and let through PreEnqueue. Its PreFilter makes the replica active;
-// the group is half-bound at that moment (3 bound, 1 pending) but was not
-// at the replica's first engine cycle (it was adopted as a running gang),
-// so no pod is deleted and w-4 waits until that gang is gone.
+// the group is half-bound at that moment (3 bound, 1 pending) but was
+// adopted as a running gang (it has a job), so no pod is deleted, even
+// after partialSettle, and w-4 waits until that gang is gone.
 func TestIdleRestartKeepsWholeGang(t *testing.T) {
 	h := newHookEnv(t, Args{})
 	h.addNodes(testNodes(8)...)
@@ -271,6 +282,7 @@ func TestIdleRestartKeepsWholeGang(t *testing.T) {
 	}
 	for i := 0; i < 3; i++ {
 		h.cycle()
+		h.now = h.now.Add(partialSettle)
 	}
 	if len(h.a.evicted) != 0 {
 		t.Fatalf("pods of a gang that was whole at the replica's start deleted when it began to schedule: %v", h.a.evicted)
@@ -282,29 +294,28 @@ func TestIdleRestartKeepsWholeGang(t *testing.T) {
 
 // TestHalfBoundAtStartHealed: a standby starts while the leader binds a
 // 4-pod gang (3 bound, w-3 pending): half-bound at its first engine cycle.
-// The leader binds w-3 (the gang is whole: the group leaves the standby's
-// list), then w-0 succeeds and the Job creates w-4 (half-bound again, with
-// other bound pods). When the standby takes over, it deletes nothing.
+// The leader binds w-3 (the gang is whole: the standby adopts it as a
+// running gang), then w-0 succeeds and the Job creates w-4 (half-bound
+// again, with other bound pods). When the standby takes over, it deletes
+// nothing.
 func TestHalfBoundAtStartHealed(t *testing.T) {
 	h := newHookEnv(t, Args{})
 	h.addNodes(testNodes(8)...)
 	ps := h.gangOfFour(3)
 	h.cycle()
-	if got := h.c.halfBoundAtStart["ns/g"]; len(got) != 3 {
-		t.Fatalf("half-bound at the first cycle: %v, want the 3 bound pods of ns/g", h.c.halfBoundAtStart)
-	}
 	b := ps[3].DeepCopy()
 	b.Spec.NodeName = nodeName(3) // the leader's bind
 	h.c.onPod(b)
 	h.cycle()
-	if len(h.c.halfBoundAtStart) != 0 {
-		t.Fatalf("the gang is whole, yet still listed: %v", h.c.halfBoundAtStart)
+	if g := h.c.groups["ns/g"]; g.inc == nil || !g.inc.running {
+		t.Fatal("the gang is whole, yet not adopted as a running gang")
 	}
 	next := h.nextIndex(ps[0])
 	h.cycle()
 	h.leads(next) // the standby takes over
 	for i := 0; i < 3; i++ {
 		h.cycle()
+		h.now = h.now.Add(partialSettle)
 	}
 	if len(h.a.evicted) != 0 {
 		t.Fatalf("deleted %v of a gang that was whole before the replica began to schedule", h.a.evicted)

@@ -273,3 +273,73 @@ func TestShrunkUnderGangNoRebuild(t *testing.T) {
 		t.Fatalf("%s under its gang: %d GPUs in the engine, want 8", slots[ps[1].Name], gpus)
 	}
 }
+
+// TestShrunkUnderForeignPodRejoins: a one-pod gang of 6 GPUs and a
+// foreign pod of 2 GPUs share a node of 8 (the engine counts the foreign
+// GPUs on the indices the gang left free, 6 and 7). The node loses a GPU
+// (allocatable 8 -> 7) before or after the gang ends. Once the gang is
+// gone the foreign pod's 2 GPUs fit the 7 left, so the node takes its new
+// count, the foreign GPUs still counted: which GPUs a pod of another
+// scheduler holds is the engine's pick, not Kubernetes' word, so they
+// must not keep the node at its former size for as long as the foreign
+// pod runs.
+func TestShrunkUnderForeignPodRejoins(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		shrinkFirst   bool
+		wantUnderGang int // the engine's count of the node while the gang runs
+	}{
+		{name: "shrunk after the gang ended"},
+		{name: "shrunk under the gang", shrinkFirst: true, wantUnderGang: 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHookEnv(t, Args{})
+			nodes := testNodes(4)
+			h.addNodes(nodes...)
+			solo := groupPod("", "solo", 6, 0)
+			h.c.onPod(solo)
+			node := h.admit([]*v1.Pod{solo})["solo"]
+			h.reserveAndPermit([]*v1.Pod{solo})
+			h.bind(solo, node)
+			h.c.onPod(foreignPod("daemon", node, 2))
+			h.cycle()
+			h.cycle()
+			var n *v1.Node
+			for _, x := range nodes {
+				if x.Name == node {
+					n = x.DeepCopy()
+				}
+			}
+			n.Status.Allocatable = gpuList("7")
+			if tc.shrinkFirst {
+				h.c.onNode(n, false)
+				h.cycle()
+				h.cycle()
+				if gpus, _, _ := h.engineNode(node); gpus != tc.wantUnderGang {
+					t.Fatalf("%s under the gang and the foreign pod (8 GPUs held): %d GPUs in the engine, want %d", node, gpus, tc.wantUnderGang)
+				}
+			}
+			h.c.podHandlers().DeleteFunc(solo)
+			h.cycle()
+			if !tc.shrinkFirst {
+				h.c.onNode(n, false)
+			}
+			for i := 0; i < 3; i++ {
+				h.cycle()
+			}
+			if gpus, down, _ := h.engineNode(node); gpus != 7 || down {
+				t.Fatalf("%s with 7 allocatable GPUs, 2 held by a foreign pod: %d GPUs in the engine (down %v), want 7", node, gpus, down)
+			}
+			h.c.mu.Lock()
+			held := h.c.eng.foreignHeld(node)
+			h.c.mu.Unlock()
+			if held != 2 {
+				t.Fatalf("foreign GPUs counted on %s: %d, want 2", node, held)
+			}
+			if free := h.c.eng.freeGPUCount(); free != 24+5 {
+				t.Fatalf("free GPUs %d, want 29 (3 idle nodes, 5 of 7 on %s)", free, node)
+			}
+			checkBooks(t, h)
+		})
+	}
+}

@@ -47,6 +47,12 @@ type groupState struct {
 	reason     string               // why its pods wait, for their condition
 	neverFits  bool
 	retry      time.Time // when a gang that never fits is tried again
+	// seenWhole is set while the group has bound pods once this replica
+	// saw at least minMember of them bound without a job (runningUnowned:
+	// adopted or not): a running gang, never a partial one to delete
+	// (settlePartials), even when it is half-bound later (an Indexed Job
+	// creating its next index as a pod completes).
+	seenWhole bool
 }
 
 // incarnation is one engine job for a group: the pods it was submitted
@@ -123,13 +129,18 @@ func (inc *incarnation) boundCount() int {
 func (g *groupState) pending() []*podState {
 	var out []*podState
 	for _, p := range g.pods {
-		if p.node == "" && !p.orphan && p.schedulable() {
+		if p.pending() {
 			out = append(out, p)
 		}
 	}
 	orderPods(out)
 	return out
 }
+
+// pending reports whether the pod is one a gang is made of: not bound, not
+// an orphan, and schedulable (no scheduling gate, not being deleted).
+// groupState.pending and halfBound both count pods with it.
+func (p *podState) pending() bool { return p.node == "" && !p.orphan && p.schedulable() }
 
 // boundPod is a bound, non-terminal pod that holds GPUs.
 type boundPod struct {
