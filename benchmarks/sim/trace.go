@@ -164,7 +164,7 @@ func ReadTrace(r io.Reader, opt TraceOptions) ([]TraceJob, int, error) {
 	var jobs []TraceJob
 	dropped := 0
 	seen := map[string]int{}
-	for line := 2; ; line++ {
+	for {
 		rec, err := cr.Read()
 		if err == io.EOF {
 			break
@@ -172,6 +172,9 @@ func ReadTrace(r io.Reader, opt TraceOptions) ([]TraceJob, int, error) {
 		if err != nil {
 			return nil, 0, fmt.Errorf("%s: %w: %v", opt.Source, ErrTrace, err)
 		}
+		// The record's line in the file: the reader skips blank lines,
+		// and a quoted field may span several.
+		line, _ := cr.FieldPos(0)
 		field := func(name string) string {
 			if i, ok := col[name]; ok && i < len(rec) {
 				return strings.TrimSpace(rec[i])
