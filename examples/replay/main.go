@@ -43,6 +43,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -110,7 +111,41 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.trace == "" {
 		return o, fmt.Errorf("-trace is required")
 	}
-	return o, nil
+	return o, checkFlags(fs, o)
+}
+
+// checkFlags refuses values the run would otherwise take silently for
+// others: an argument after the flags (flag parsing stops there, so
+// "-preempt false -urgent 0.1" dropped -urgent), a load factor that is
+// not a positive number (0 ran at load 1), a share outside [0, 1], and a
+// negative count or duration (taken as 0).
+func checkFlags(fs *flag.FlagSet, o options) error {
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q: flags must come first (a bool flag takes -flag=false)", fs.Arg(0))
+	}
+	if !(o.load > 0) || math.IsInf(o.load, 0) {
+		return fmt.Errorf("-load %v: want a positive factor", o.load)
+	}
+	for _, f := range []struct {
+		name  string
+		share float64
+	}{{"-no-limits", o.noLimits}, {"-urgent", o.urgent}} {
+		if !(f.share >= 0 && f.share <= 1) {
+			return fmt.Errorf("%s %v: want a share in [0, 1]", f.name, f.share)
+		}
+	}
+	if o.maxJobs < 0 {
+		return fmt.Errorf("-max-jobs %d: want 0 (all) or more", o.maxJobs)
+	}
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"-node-mtbf", o.mtbf}, {"-repair", o.repair}, {"-checkpoint", o.checkpoint}, {"-release", o.release}} {
+		if f.d < 0 {
+			return fmt.Errorf("%s %v: want a duration of 0 or more", f.name, f.d)
+		}
+	}
+	return nil
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
