@@ -41,7 +41,7 @@ func main() {
 func config(n int) (topology.FatTreeConfig, error) {
 	const perLeaf, perSpine = 25, 1000
 	leaves := n / perLeaf
-	if n%perLeaf != 0 || leaves == 0 {
+	if n%perLeaf != 0 || leaves <= 0 { // a negative count divided by zero spines below
 		return topology.FatTreeConfig{}, fmt.Errorf("-nodes %d is not a positive multiple of %d", n, perLeaf)
 	}
 	spines := (leaves + perSpine - 1) / perSpine
