@@ -131,7 +131,10 @@ func placeTable(w io.Writer, rs []result) {
 	cells := map[key]map[string]string{}
 	var keys []key
 	for _, r := range rs {
-		k := key{part(r, "inv"), strings.Join(r.parts[2:], "/")}
+		k := key{inv: part(r, "inv")}
+		if len(r.parts) > 2 { // inv=..., state=..., then the request
+			k.req = strings.Join(r.parts[2:], "/")
+		}
 		if cells[k] == nil {
 			cells[k] = map[string]string{}
 			keys = append(keys, k)

@@ -31,3 +31,27 @@ func TestParseName(t *testing.T) {
 		})
 	}
 }
+
+// TestPlaceTable: Place lines with fewer name parts than inv, state and
+// request (another version of the suite) make rows, not a panic.
+func TestPlaceTable(t *testing.T) {
+	for _, tt := range []struct {
+		name, input, want string
+	}{
+		{"whole name", "BenchmarkPlace/inv=2k/state=empty/req=8gpus-2 100 300 ns/op 1 leaves/op 1 placed", "| 2k | req=8gpus | 300 ns (1 leaves) |"},
+		{"no request", "BenchmarkPlace/inv=2k/state=empty-2 100 300 ns/op 1 leaves/op 1 placed", "| 2k |  | 300 ns (1 leaves) |"},
+		{"no parts", "BenchmarkPlace-2 100 300 ns/op", "|  |  | 300 ns (no fit) |"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rs, err := parse(strings.NewReader(tt.input))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			write(&b, rs)
+			if !strings.Contains(b.String(), tt.want) {
+				t.Fatalf("table lacks %q:\n%s", tt.want, b.String())
+			}
+		})
+	}
+}
