@@ -38,6 +38,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -211,7 +212,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "frontier: -no-limits wants a share in [0, 1]")
 		os.Exit(2)
 	}
-	for _, t := range traces(strings.Split(*names, ","), *seeds, *traceSeeds, *data, *noLimits) {
+	ts, err := traces(strings.Split(*names, ","), *seeds, *traceSeeds, *data, *noLimits)
+	if err == nil {
+		_, err = selectPolicies(*only) // before the first trace's runs
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "frontier:", err)
+		os.Exit(2)
+	}
+	for _, t := range ts {
 		if err := frontier(os.Stdout, t, *only, *check, *noLimits); err != nil {
 			fmt.Fprintln(os.Stderr, "frontier:", err)
 			pprof.StopCPUProfile()
@@ -232,7 +241,7 @@ func readTrace(path string, load, noLimits float64) func(uint64) ([]sim.TraceJob
 	}
 }
 
-func traces(names []string, seeds, traceSeeds int, data string, noLimits float64) []trace {
+func traces(names []string, seeds, traceSeeds int, data string, noLimits float64) ([]trace, error) {
 	var out []trace
 	for _, n := range names {
 		switch n {
@@ -255,9 +264,11 @@ func traces(names []string, seeds, traceSeeds int, data string, noLimits float64
 				p := filepath.Join(data, fmt.Sprintf("traces/itp/itp_cluster0%d.csv", i+1))
 				out = append(out, trace{fmt.Sprintf("itp%d@%g", i+1, load), readTrace(p, load, noLimits), traceSeeds, 16})
 			}
+		default:
+			return nil, fmt.Errorf("-traces: unknown trace %q (known: synthetic, philly3, philly4, itp)", n)
 		}
 	}
-	return out
+	return out, nil
 }
 
 func frontier(w io.Writer, t trace, only string, check bool, noLimits float64) error {
@@ -427,6 +438,9 @@ func selectPolicies(only string) ([]policy, error) {
 	}
 	for _, name := range strings.Split(only, ",") {
 		if !strings.Contains(name, "=") {
+			if name != "all" && !slices.ContainsFunc(policies, func(p policy) bool { return p.name == name }) {
+				return nil, fmt.Errorf("-policies: unknown policy %q", name)
+			}
 			continue
 		}
 		c := backfill.DefaultConfig()
