@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,4 +103,35 @@ func TestMetricsAtTheEdges(t *testing.T) {
 			t.Errorf("%d finished, end %v, makespan %v; want 0, 2h, 2h", r.Finished, r.End, r.Makespan)
 		}
 	})
+}
+
+// TestTableLargeWaits: the ">64 p95/max" cell is "-" only when no job of
+// more than 64 GPUs was submitted, as in the waits table; large jobs that
+// never waited show 0s/0s.
+func TestTableLargeWaits(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 8, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		jobs []TraceJob
+		want string
+	}{
+		{"no large job", []TraceJob{{ID: "a", Account: "x", Duration: time.Hour, GPUs: 8, Nodes: 1, GPUsPerNode: 8}}, " - "},
+		{"a large job that never waited", []TraceJob{{ID: "a", Account: "x", Duration: time.Hour, GPUs: 128, Nodes: 16, GPUsPerNode: 8}}, " 0s/0s "},
+		{"a large job that waited an hour", []TraceJob{{ID: "a", Account: "x", Duration: time.Hour, GPUs: 128, Nodes: 16, GPUsPerNode: 8},
+			{ID: "b", Account: "x", Duration: time.Hour, GPUs: 128, Nodes: 16, GPUsPerNode: 8}}, " 1.0h/1.0h "},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := Run(Config{Cluster: c, Policy: GangBackfill}, tt.jobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			row := strings.Split(Table([]*Result{r}), "\n")[2]
+			if !strings.Contains(row, tt.want) {
+				t.Fatalf("row %q lacks %q", row, tt.want)
+			}
+		})
+	}
 }
