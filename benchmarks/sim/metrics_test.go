@@ -135,3 +135,40 @@ func TestTableLargeWaits(t *testing.T) {
 		})
 	}
 }
+
+// TestRunRefusesBadJobs: jobs Run would simulate wrongly are refused,
+// under every policy: out of submit order (the makespan of jobs run from
+// 0 to 2h was 1h), a negative duration (pod by pod: -8 GPU-hours busy, a
+// mean JCT of -1h), a shape of no node.
+func TestRunRefusesBadJobs(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 1, NodesPerLeaf: 2, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := func(id string, submit, dur time.Duration) TraceJob {
+		return TraceJob{ID: id, Account: "x", Submit: submit, Duration: dur, GPUs: 8, Nodes: 1, GPUsPerNode: 8}
+	}
+	noNode := job("a", 0, time.Hour)
+	noNode.Nodes = 0
+	negLimit := job("a", 0, time.Hour)
+	negLimit.TimeLimit = -time.Hour
+	for _, tt := range []struct {
+		name string
+		jobs []TraceJob
+		err  string
+	}{
+		{"out of submit order", []TraceJob{job("b", time.Hour, time.Hour), job("a", 0, time.Hour)}, "job a submitted at 0s, before job b at 1h0m0s"},
+		{"negative duration", []TraceJob{job("a", time.Hour, -time.Hour)}, "job a: negative duration"},
+		{"negative limit", []TraceJob{negLimit}, "job a: negative duration"},
+		{"no node", []TraceJob{noNode}, "job a: 8 GPUs on 0 nodes"},
+	} {
+		for _, p := range Policies {
+			t.Run(tt.name+"/"+p.String(), func(t *testing.T) {
+				r, err := Run(Config{Cluster: c, Policy: p}, tt.jobs)
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("Run = %v, %v; want an error with %q", r, err, tt.err)
+				}
+			})
+		}
+	}
+}
