@@ -46,6 +46,9 @@ func run(p sim.Policy, jobs []sim.TraceJob) (*sim.Result, error) {
 }
 
 func stream(w io.Writer, seeds int) error {
+	if seeds < 1 { // no row: an empty table
+		return fmt.Errorf("-seeds %d: want at least 1", seeds)
+	}
 	fmt.Fprintln(w, "stream: 6 small jobs a minute (1-8 GPUs, 1-2 h, no limits) for 12 h, a gang at t+3h; default-2k")
 	fmt.Fprintf(w, "%-6s %-5s %12s %12s %8s %12s %12s %8s %10s\n", "gang", "seed", "FIFO wait", "default wait", "ratio", "FIFO smalls", "def. smalls", "ratio", "GPU-h held")
 	for _, g := range []int{512, 1200, 1600} {
