@@ -228,6 +228,14 @@ func runConfigs(o options) ([]sim.Config, error) {
 	if o.report != "" {
 		base.UsagePoints = report.UsagePoints
 	}
+	var placements []baseline.Placement // checked whichever policies run
+	for _, pn := range strings.Split(o.placements, ",") {
+		pl, ok := baseline.ParsePlacement(strings.TrimSpace(pn))
+		if !ok {
+			return nil, fmt.Errorf("unknown placement %q", pn)
+		}
+		placements = append(placements, pl)
+	}
 	var configs []sim.Config
 	for _, n := range names {
 		p, err := sim.ParsePolicy(strings.TrimSpace(n))
@@ -243,11 +251,7 @@ func runConfigs(o options) ([]sim.Config, error) {
 			configs = append(configs, cfg)
 			continue
 		}
-		for _, pn := range strings.Split(o.placements, ",") {
-			pl, ok := baseline.ParsePlacement(strings.TrimSpace(pn))
-			if !ok {
-				return nil, fmt.Errorf("unknown placement %q", pn)
-			}
+		for _, pl := range placements {
 			cfg.Placement = pl
 			configs = append(configs, cfg)
 		}

@@ -73,6 +73,7 @@ func TestReplay(t *testing.T) {
 		{"negative node-mtbf", []string{"-node-mtbf", "-1h"}, "-node-mtbf -1h0m0s"},
 		{"negative repair", []string{"-node-mtbf", "100h", "-repair", "-1h"}, "-repair -1h0m0s"},
 		{"negative checkpoint", []string{"-checkpoint", "-1h"}, "-checkpoint -1h0m0s"},
+		{"unknown placement without phalanx", []string{"-placements", "leaf-pack,bogus"}, `unknown placement "bogus"`},
 	} {
 		t.Run("bad flag/"+tt.name, func(t *testing.T) {
 			var out, errs strings.Builder
