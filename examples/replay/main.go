@@ -47,6 +47,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -311,9 +312,17 @@ func loadTopology(o options) (*topology.Cluster, string, error) {
 	case o.topo == "nvl72":
 		return topology.NVL72Default(), "nvl72-2016", nil
 	case strings.HasPrefix(o.topo, "fattree:"):
+		// Four counts and nothing else (Sscanf took "fattree:1,1,2,8,9"
+		// or "fattree:1,1,2,8x" for fattree:1,1,2,8).
 		var f topology.FatTreeConfig
-		if _, err := fmt.Sscanf(o.topo, "fattree:%d,%d,%d,%d", &f.Spines, &f.LeavesPerSpine, &f.NodesPerLeaf, &f.GPUsPerNode); err != nil {
-			return nil, "", fmt.Errorf("topology %q: want fattree:spines,leaves,nodes,gpus", o.topo)
+		counts := strings.Split(strings.TrimPrefix(o.topo, "fattree:"), ",")
+		ptrs := []*int{&f.Spines, &f.LeavesPerSpine, &f.NodesPerLeaf, &f.GPUsPerNode}
+		for i, c := range counts {
+			n, err := strconv.Atoi(c)
+			if err != nil || len(counts) != len(ptrs) {
+				return nil, "", fmt.Errorf("topology %q: want fattree:spines,leaves,nodes,gpus", o.topo)
+			}
+			*ptrs[i] = n
 		}
 		c, err := topology.FatTree(f)
 		return c, o.topo, err

@@ -73,6 +73,9 @@ func TestReplay(t *testing.T) {
 		{"negative node-mtbf", []string{"-node-mtbf", "-1h"}, "-node-mtbf -1h0m0s"},
 		{"negative repair", []string{"-node-mtbf", "100h", "-repair", "-1h"}, "-repair -1h0m0s"},
 		{"negative checkpoint", []string{"-checkpoint", "-1h"}, "-checkpoint -1h0m0s"},
+		{"fattree with a fifth count", []string{"-topology", "fattree:1,1,2,8,9"}, `topology "fattree:1,1,2,8,9": want fattree:spines,leaves,nodes,gpus`},
+		{"fattree with trailing text", []string{"-topology", "fattree:1,1,2,8x"}, `topology "fattree:1,1,2,8x": want`},
+		{"fattree with three counts", []string{"-topology", "fattree:1,2,8"}, `topology "fattree:1,2,8": want`},
 		{"unknown placement without phalanx", []string{"-placements", "leaf-pack,bogus"}, `unknown placement "bogus"`},
 	} {
 		t.Run("bad flag/"+tt.name, func(t *testing.T) {
