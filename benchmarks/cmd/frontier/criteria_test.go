@@ -294,9 +294,10 @@ func TestJobWaits(t *testing.T) {
 	}
 }
 
-// TestUnknownNames: a trace or policy name that frontier does not know is
-// an error naming it, not a table without its rows.
-func TestUnknownNames(t *testing.T) {
+// TestNames: a trace or policy name that frontier does not know, or a
+// key's value out of range, is an error naming it, not a table without
+// its rows or with another policy's.
+func TestNames(t *testing.T) {
 	for _, tt := range []struct {
 		name, traces, policies, err string
 	}{
@@ -305,6 +306,8 @@ func TestUnknownNames(t *testing.T) {
 		{"empty trace", "synthetic,", "default", `unknown trace ""`},
 		{"misspelt policy", "synthetic", "greedy,defualt", `unknown policy "defualt"`},
 		{"empty policy", "synthetic", "greedy,", `unknown policy ""`},
+		{"largest age", "synthetic", "age=11767033", ""},
+		{"age weight wraps around", "synthetic", "age=11767034", "policy age=11767034: age 11767034 per day: over 11767033"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := traces(strings.Split(tt.traces, ","), 1, 1, "data", 0)

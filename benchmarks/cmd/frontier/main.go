@@ -35,6 +35,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -480,6 +481,9 @@ func setField(c *backfill.Config, key, value string) error {
 		case "fs":
 			c.FairShare.Weights.FairShare = uint32(n)
 		case "age":
+			if n > math.MaxUint32/365 { // the weight would wrap around
+				return fmt.Errorf("age %d per day: over %d", n, math.MaxUint32/365)
+			}
 			c.FairShare.Weights.Age = uint32(n) * 365
 		case "depth":
 			c.ReservationDepth = int(n)
