@@ -172,3 +172,41 @@ func TestRunRefusesBadJobs(t *testing.T) {
 		}
 	}
 }
+
+// TestRejectedOnUnequalNodes: a gang that no set of nodes can hold is
+// rejected under every policy (it never queues, and no wait counts it),
+// although it asks for no more nodes, nor GPUs per node, than the
+// cluster has: two pods of 8 GPUs on an 8-GPU and a 4-GPU node. Pod by
+// pod queued it for ever: a wait to the end of the run, one job waiting.
+func TestRejectedOnUnequalNodes(t *testing.T) {
+	c, err := topology.Build(topology.ClusterSpec{Levels: []string{"leaf"}, Nodes: []topology.NodeSpec{
+		{Name: "a", GPUs: 8, Path: []string{"l"}}, {Name: "b", GPUs: 4, Path: []string{"l"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name     string
+		gang     TraceJob
+		rejected int
+	}{
+		{"two pods of 8", TraceJob{ID: "gang", Account: "x", Duration: time.Hour, GPUs: 16, Nodes: 2, GPUsPerNode: 8}, 1},
+		{"two pods of 4", TraceJob{ID: "gang", Account: "x", Duration: time.Hour, GPUs: 8, Nodes: 2, GPUsPerNode: 4}, 0},
+		{"one pod of 8", TraceJob{ID: "gang", Account: "x", Duration: time.Hour, GPUs: 8, Nodes: 1, GPUsPerNode: 8}, 0},
+	} {
+		for _, p := range Policies {
+			t.Run(tt.name+"/"+p.String(), func(t *testing.T) {
+				jobs := []TraceJob{{ID: "small", Account: "x", Duration: time.Hour, GPUs: 1, Nodes: 1, GPUsPerNode: 1}, tt.gang}
+				r, err := Run(Config{Cluster: c, Policy: p}, jobs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Rejected != tt.rejected || r.Finished != 2-tt.rejected || r.Pending != 0 {
+					t.Fatalf("%d rejected, %d finished, %d waiting; want %d, %d, 0", r.Rejected, r.Finished, r.Pending, tt.rejected, 2-tt.rejected)
+				}
+				if tt.rejected > 0 && (r.LongestWait != 0 || r.IdleWhileQueuedGPUSeconds != 0) {
+					t.Fatalf("longest wait %v, idle while queued %v GPU-s; want 0, 0", r.LongestWait, r.IdleWhileQueuedGPUSeconds)
+				}
+			})
+		}
+	}
+}
