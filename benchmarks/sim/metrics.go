@@ -349,9 +349,11 @@ func Table(results []*Result) string {
 	fmt.Fprintf(&b, "%-14s %-10s %6s %6s %7s %7s %7s %8s %6s %-11s %8s %7s %6s %6s %8s %8s %s\n",
 		"policy", "placement", "util", "preDr", "idleQ", "hold", "deadlk", "meanJCT", "bsld", ">64 p95/max", "longest", "1-leaf", "leaves", "share", "cyc-p50", "cyc-p99", "done/run/wait/rej")
 	for _, r := range results {
-		large := "-"
-		if r.LargeWaitMax > 0 || r.LargeWaitP95 > 0 {
-			large = short(r.LargeWaitP95) + "/" + short(r.LargeWaitMax)
+		large := "-" // no job of more than 64 GPUs (as in the waits table)
+		for i, w := range r.Waits {
+			if i < len(SizeClasses) && SizeClasses[i].Min > 64 && w.Jobs > 0 {
+				large = short(r.LargeWaitP95) + "/" + short(r.LargeWaitMax)
+			}
 		}
 		fmt.Fprintf(&b, "%-14s %-10s %5.1f%% %5.1f%% %6.0fh %6.0fh %6.0fh %8s %6.1f %-11s %8s %6.1f%% %6.2f %6.3f %8s %8s %d/%d/%d/%d\n",
 			r.Policy, r.Placement, 100*r.Utilisation, 100*r.UtilisationBeforeDrain, r.IdleWhileQueuedGPUSeconds/3600, r.HeldForHoldGPUSeconds/3600,

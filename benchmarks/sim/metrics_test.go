@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,4 +103,110 @@ func TestMetricsAtTheEdges(t *testing.T) {
 			t.Errorf("%d finished, end %v, makespan %v; want 0, 2h, 2h", r.Finished, r.End, r.Makespan)
 		}
 	})
+}
+
+// TestTableLargeWaits: the ">64 p95/max" cell is "-" only when no job of
+// more than 64 GPUs was submitted, as in the waits table; large jobs that
+// never waited show 0s/0s.
+func TestTableLargeWaits(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 8, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		jobs []TraceJob
+		want string
+	}{
+		{"no large job", []TraceJob{{ID: "a", Account: "x", Duration: time.Hour, GPUs: 8, Nodes: 1, GPUsPerNode: 8}}, " - "},
+		{"a large job that never waited", []TraceJob{{ID: "a", Account: "x", Duration: time.Hour, GPUs: 128, Nodes: 16, GPUsPerNode: 8}}, " 0s/0s "},
+		{"a large job that waited an hour", []TraceJob{{ID: "a", Account: "x", Duration: time.Hour, GPUs: 128, Nodes: 16, GPUsPerNode: 8},
+			{ID: "b", Account: "x", Duration: time.Hour, GPUs: 128, Nodes: 16, GPUsPerNode: 8}}, " 1.0h/1.0h "},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := Run(Config{Cluster: c, Policy: GangBackfill}, tt.jobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			row := strings.Split(Table([]*Result{r}), "\n")[2]
+			if !strings.Contains(row, tt.want) {
+				t.Fatalf("row %q lacks %q", row, tt.want)
+			}
+		})
+	}
+}
+
+// TestRunRefusesBadJobs: jobs Run would simulate wrongly are refused,
+// under every policy: out of submit order (the makespan of jobs run from
+// 0 to 2h was 1h), a negative duration (pod by pod: -8 GPU-hours busy, a
+// mean JCT of -1h), a shape of no node.
+func TestRunRefusesBadJobs(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 1, NodesPerLeaf: 2, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := func(id string, submit, dur time.Duration) TraceJob {
+		return TraceJob{ID: id, Account: "x", Submit: submit, Duration: dur, GPUs: 8, Nodes: 1, GPUsPerNode: 8}
+	}
+	noNode := job("a", 0, time.Hour)
+	noNode.Nodes = 0
+	negLimit := job("a", 0, time.Hour)
+	negLimit.TimeLimit = -time.Hour
+	for _, tt := range []struct {
+		name string
+		jobs []TraceJob
+		err  string
+	}{
+		{"out of submit order", []TraceJob{job("b", time.Hour, time.Hour), job("a", 0, time.Hour)}, "job a submitted at 0s, before job b at 1h0m0s"},
+		{"negative duration", []TraceJob{job("a", time.Hour, -time.Hour)}, "job a: negative duration"},
+		{"negative limit", []TraceJob{negLimit}, "job a: negative duration"},
+		{"no node", []TraceJob{noNode}, "job a: 8 GPUs on 0 nodes"},
+	} {
+		for _, p := range Policies {
+			t.Run(tt.name+"/"+p.String(), func(t *testing.T) {
+				r, err := Run(Config{Cluster: c, Policy: p}, tt.jobs)
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("Run = %v, %v; want an error with %q", r, err, tt.err)
+				}
+			})
+		}
+	}
+}
+
+// TestRejectedOnUnequalNodes: a gang that no set of nodes can hold is
+// rejected under every policy (it never queues, and no wait counts it),
+// although it asks for no more nodes, nor GPUs per node, than the
+// cluster has: two pods of 8 GPUs on an 8-GPU and a 4-GPU node. Pod by
+// pod queued it for ever: a wait to the end of the run, one job waiting.
+func TestRejectedOnUnequalNodes(t *testing.T) {
+	c, err := topology.Build(topology.ClusterSpec{Levels: []string{"leaf"}, Nodes: []topology.NodeSpec{
+		{Name: "a", GPUs: 8, Path: []string{"l"}}, {Name: "b", GPUs: 4, Path: []string{"l"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name     string
+		gang     TraceJob
+		rejected int
+	}{
+		{"two pods of 8", TraceJob{ID: "gang", Account: "x", Duration: time.Hour, GPUs: 16, Nodes: 2, GPUsPerNode: 8}, 1},
+		{"two pods of 4", TraceJob{ID: "gang", Account: "x", Duration: time.Hour, GPUs: 8, Nodes: 2, GPUsPerNode: 4}, 0},
+		{"one pod of 8", TraceJob{ID: "gang", Account: "x", Duration: time.Hour, GPUs: 8, Nodes: 1, GPUsPerNode: 8}, 0},
+	} {
+		for _, p := range Policies {
+			t.Run(tt.name+"/"+p.String(), func(t *testing.T) {
+				jobs := []TraceJob{{ID: "small", Account: "x", Duration: time.Hour, GPUs: 1, Nodes: 1, GPUsPerNode: 1}, tt.gang}
+				r, err := Run(Config{Cluster: c, Policy: p}, jobs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Rejected != tt.rejected || r.Finished != 2-tt.rejected || r.Pending != 0 {
+					t.Fatalf("%d rejected, %d finished, %d waiting; want %d, %d, 0", r.Rejected, r.Finished, r.Pending, tt.rejected, 2-tt.rejected)
+				}
+				if tt.rejected > 0 && (r.LongestWait != 0 || r.IdleWhileQueuedGPUSeconds != 0) {
+					t.Fatalf("longest wait %v, idle while queued %v GPU-s; want 0, 0", r.LongestWait, r.IdleWhileQueuedGPUSeconds)
+				}
+			})
+		}
+	}
 }

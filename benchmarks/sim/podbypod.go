@@ -19,6 +19,7 @@ func (r *runner) runPodByPod() error {
 	b := baseline.NewPodByPod(s)
 	var waiting, active []int
 	accounts := map[string]bool{}
+	fit := nodesWith(r.cfg.Cluster)
 	for r.q.Len() > 0 {
 		now := r.q[0].at
 		if r.stop(now) {
@@ -32,7 +33,7 @@ func (r *runner) runPodByPod() error {
 			case evSubmit:
 				j := r.jobs[ev.job]
 				accounts[j.Account] = true
-				if j.Nodes > r.cfg.Cluster.NumNodes() || j.GPUsPerNode > r.cfg.Cluster.MaxNodeGPUs() {
+				if !podsFit(fit, j) {
 					r.reject(ev.job)
 					continue
 				}
@@ -109,4 +110,25 @@ func (r *runner) runPodByPod() error {
 func (r *runner) podLeaves(b *baseline.PodByPod, j TraceJob) int {
 	a := b.Allocation(j.ID)
 	return r.leaves(&a)
+}
+
+// nodesWith returns, for each GPU count g, how many nodes of c have at
+// least g GPUs.
+func nodesWith(c *topology.Cluster) []int {
+	fit := make([]int, c.MaxNodeGPUs()+1)
+	for n := range c.NumNodes() {
+		for g := range c.NodeGPUs(topology.NodeID(n)) + 1 {
+			fit[g]++
+		}
+	}
+	return fit
+}
+
+// podsFit reports whether job j's pods can ever all be bound: its Nodes
+// pods on as many nodes of GPUsPerNode GPUs or more (fit: nodesWith). On
+// a cluster of unequal nodes a gang may ask for no more nodes, nor GPUs
+// per node, than the cluster has, and still never fit; the engine
+// rejects it, and so must pod by pod rather than queue it for ever.
+func podsFit(fit []int, j TraceJob) bool {
+	return j.GPUsPerNode < len(fit) && j.Nodes <= fit[j.GPUsPerNode]
 }

@@ -228,6 +228,9 @@ func Run(cfg Config, jobs []TraceJob) (*Result, error) {
 	if cfg.Cluster == nil || len(jobs) == 0 {
 		return nil, errors.New("sim: no cluster or no jobs")
 	}
+	if err := checkJobs(jobs); err != nil {
+		return nil, err
+	}
 	r := &runner{cfg: cfg, jobs: jobs, out: make([]Outcome, len(jobs)), gen: make([]int, len(jobs)),
 		m: newResult(cfg), leafLvl: cfg.Cluster.Depth() - 1, rng: rand.New(rand.NewPCG(cfg.Seed, 0x51)),
 		work: newWork(cfg.Cluster.TotalGPUs(), jobs), nextAt: -1,
@@ -259,6 +262,25 @@ func Run(cfg Config, jobs []TraceJob) (*Result, error) {
 	}
 	r.m.finish(r)
 	return r.m, nil
+}
+
+// checkJobs refuses jobs Run would simulate wrongly rather than refuse:
+// out of submit order (the makespan, the horizon and Usage count from the
+// first job's submit), a negative duration or limit (negative busy time),
+// or a shape of no node or GPU.
+func checkJobs(jobs []TraceJob) error {
+	for i := range jobs {
+		j := &jobs[i]
+		switch {
+		case i > 0 && j.Submit < jobs[i-1].Submit:
+			return fmt.Errorf("sim: job %s submitted at %v, before job %s at %v: jobs must be sorted by submit time", j.ID, j.Submit, jobs[i-1].ID, jobs[i-1].Submit)
+		case j.Duration < 0 || j.TimeLimit < 0:
+			return fmt.Errorf("sim: job %s: negative duration %v or time limit %v", j.ID, j.Duration, j.TimeLimit)
+		case j.GPUs < 1 || j.Nodes < 1 || j.GPUsPerNode < 0:
+			return fmt.Errorf("sim: job %s: %d GPUs on %d nodes of %d: want at least one GPU and one node", j.ID, j.GPUs, j.Nodes, j.GPUsPerNode)
+		}
+	}
+	return nil
 }
 
 func (r *runner) expo(mean time.Duration) time.Duration {

@@ -50,6 +50,16 @@ func TestReadTrace(t *testing.T) {
 		{"duplicate id", "job_id,user,submit_s,duration_s,gpus\n1,2,3,3,1\n1,2,3,3,1\n", "job_id 1 already on line 2"},
 		{"shape too small", "job_id,user,submit_s,duration_s,gpus,nodes,gpus_per_node\n1,2,3,3,9,1,8\n", "does not hold 9 GPUs"},
 		{"empty", "job_id,user,submit_s,duration_s,gpus\n", "no jobs"},
+		// The reader skips blank lines: the error still names the line
+		// in the file.
+		{"after a blank line", "job_id,user,submit_s,duration_s,gpus\n1,2,3,3,1\n\n2,2,x,3,1\n", `trace:4: sim: bad trace: column submit_s: "x"`},
+		{"duplicate after a blank line", "job_id,user,submit_s,duration_s,gpus\n1,2,3,3,1\n\n\n1,2,3,3,1\n", "trace:5: sim: bad trace: job_id 1 already on line 2"},
+		// Times that a time.Duration cannot hold (it wrapped around: a
+		// negative or tiny duration, a submit time in the past).
+		{"huge duration", "job_id,user,submit_s,duration_s,gpus\n1,2,3,10000000000000,1\n", "trace:2: sim: bad trace: job 1: column duration_s: 10000000000000 seconds is out of range"},
+		{"huge submit", "job_id,user,submit_s,duration_s,gpus\n1,2,9000000000000000000,3,1\n", "trace:2: sim: bad trace: job 1: column submit_s:"},
+		{"huge limit", "job_id,user,submit_s,duration_s,gpus,time_limit_s\n1,2,3,3,1,9300000000\n", "trace:2: sim: bad trace: job 1: column time_limit_s: 9300000000 seconds"},
+		{"after a quoted newline", "job_id,user,submit_s,duration_s,gpus\n1,\"a\nb\",3,3,1\n2,2,x,3,1\n", `trace:4: sim: bad trace: column submit_s: "x"`},
 	}
 	for _, b := range bad {
 		t.Run(b.name, func(t *testing.T) {

@@ -164,7 +164,7 @@ func ReadTrace(r io.Reader, opt TraceOptions) ([]TraceJob, int, error) {
 	var jobs []TraceJob
 	dropped := 0
 	seen := map[string]int{}
-	for line := 2; ; line++ {
+	for {
 		rec, err := cr.Read()
 		if err == io.EOF {
 			break
@@ -172,6 +172,9 @@ func ReadTrace(r io.Reader, opt TraceOptions) ([]TraceJob, int, error) {
 		if err != nil {
 			return nil, 0, fmt.Errorf("%s: %w: %v", opt.Source, ErrTrace, err)
 		}
+		// The record's line in the file: the reader skips blank lines,
+		// and a quoted field may span several.
+		line, _ := cr.FieldPos(0)
 		field := func(name string) string {
 			if i, ok := col[name]; ok && i < len(rec) {
 				return strings.TrimSpace(rec[i])
@@ -233,6 +236,16 @@ func ReadTrace(r io.Reader, opt TraceOptions) ([]TraceJob, int, error) {
 		if gpus < 1 || dur < 1 {
 			return nil, 0, fmt.Errorf("%s:%d: %w: job %s needs gpus >= 1 and duration_s >= 1", opt.Source, line, ErrTrace, j.ID)
 		}
+		// A time.Duration holds about 292 years: a number of seconds
+		// beyond it would wrap around.
+		for _, x := range []struct {
+			name string
+			secs float64
+		}{{"submit_s", float64(sub) / opt.LoadFactor}, {"duration_s", float64(dur)}, {"time_limit_s", float64(lim)}} {
+			if x.secs >= maxTraceSeconds {
+				return nil, 0, fmt.Errorf("%s:%d: %w: job %s: column %s: %.0f seconds is out of range", opt.Source, line, ErrTrace, j.ID, x.name, x.secs)
+			}
+		}
 		if opt.MaxGPUs > 0 && int(gpus) > opt.MaxGPUs {
 			dropped++
 			continue
@@ -269,6 +282,10 @@ func ReadTrace(r io.Reader, opt TraceOptions) ([]TraceJob, int, error) {
 	sortBySubmit(jobs)
 	return jobs, dropped, nil
 }
+
+// maxTraceSeconds bounds the times of a trace (after the load factor):
+// the seconds a time.Duration holds.
+const maxTraceSeconds = float64(math.MaxInt64 / int64(time.Second))
 
 func sortBySubmit(jobs []TraceJob) {
 	slices.SortStableFunc(jobs, func(a, b TraceJob) int { return cmp.Compare(a.Submit, b.Submit) })

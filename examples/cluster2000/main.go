@@ -40,7 +40,10 @@ import (
 
 func main() {
 	noLimits := flag.Bool("no-limits", false, "replay the synthetic workload with no time limits (as on Kubernetes)")
-	flag.Parse()
+	if err := parseArgs(flag.CommandLine, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "cluster2000:", err)
+		os.Exit(2)
+	}
 	if err := run(os.Stdout, 1000, *noLimits); err != nil {
 		fmt.Fprintln(os.Stderr, "cluster2000:", err)
 		os.Exit(1)
@@ -279,4 +282,17 @@ func popcount(m uint64) int {
 		n++
 	}
 	return n
+}
+
+// parseArgs parses args into fs and refuses an argument left after the
+// flags: parsing stops at the first one, so that in "cluster2000 -no-limits true" the
+// flags after the argument were silently dropped.
+func parseArgs(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q: flags must come first (a bool flag takes -flag=false)", fs.Arg(0))
+	}
+	return nil
 }

@@ -43,9 +43,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -110,7 +112,41 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.trace == "" {
 		return o, fmt.Errorf("-trace is required")
 	}
-	return o, nil
+	return o, checkFlags(fs, o)
+}
+
+// checkFlags refuses values the run would otherwise take silently for
+// others: an argument after the flags (flag parsing stops there, so
+// "-preempt false -urgent 0.1" dropped -urgent), a load factor that is
+// not a positive number (0 ran at load 1), a share outside [0, 1], and a
+// negative count or duration (taken as 0).
+func checkFlags(fs *flag.FlagSet, o options) error {
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q: flags must come first (a bool flag takes -flag=false)", fs.Arg(0))
+	}
+	if !(o.load > 0) || math.IsInf(o.load, 0) {
+		return fmt.Errorf("-load %v: want a positive factor", o.load)
+	}
+	for _, f := range []struct {
+		name  string
+		share float64
+	}{{"-no-limits", o.noLimits}, {"-urgent", o.urgent}} {
+		if !(f.share >= 0 && f.share <= 1) {
+			return fmt.Errorf("%s %v: want a share in [0, 1]", f.name, f.share)
+		}
+	}
+	if o.maxJobs < 0 {
+		return fmt.Errorf("-max-jobs %d: want 0 (all) or more", o.maxJobs)
+	}
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"-node-mtbf", o.mtbf}, {"-repair", o.repair}, {"-checkpoint", o.checkpoint}, {"-release", o.release}} {
+		if f.d < 0 {
+			return fmt.Errorf("%s %v: want a duration of 0 or more", f.name, f.d)
+		}
+	}
+	return nil
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -193,6 +229,14 @@ func runConfigs(o options) ([]sim.Config, error) {
 	if o.report != "" {
 		base.UsagePoints = report.UsagePoints
 	}
+	var placements []baseline.Placement // checked whichever policies run
+	for _, pn := range strings.Split(o.placements, ",") {
+		pl, ok := baseline.ParsePlacement(strings.TrimSpace(pn))
+		if !ok {
+			return nil, fmt.Errorf("unknown placement %q", pn)
+		}
+		placements = append(placements, pl)
+	}
 	var configs []sim.Config
 	for _, n := range names {
 		p, err := sim.ParsePolicy(strings.TrimSpace(n))
@@ -208,11 +252,7 @@ func runConfigs(o options) ([]sim.Config, error) {
 			configs = append(configs, cfg)
 			continue
 		}
-		for _, pn := range strings.Split(o.placements, ",") {
-			pl, ok := baseline.ParsePlacement(strings.TrimSpace(pn))
-			if !ok {
-				return nil, fmt.Errorf("unknown placement %q", pn)
-			}
+		for _, pl := range placements {
 			cfg.Placement = pl
 			configs = append(configs, cfg)
 		}
@@ -272,9 +312,17 @@ func loadTopology(o options) (*topology.Cluster, string, error) {
 	case o.topo == "nvl72":
 		return topology.NVL72Default(), "nvl72-2016", nil
 	case strings.HasPrefix(o.topo, "fattree:"):
+		// Four counts and nothing else (Sscanf took "fattree:1,1,2,8,9"
+		// or "fattree:1,1,2,8x" for fattree:1,1,2,8).
 		var f topology.FatTreeConfig
-		if _, err := fmt.Sscanf(o.topo, "fattree:%d,%d,%d,%d", &f.Spines, &f.LeavesPerSpine, &f.NodesPerLeaf, &f.GPUsPerNode); err != nil {
-			return nil, "", fmt.Errorf("topology %q: want fattree:spines,leaves,nodes,gpus", o.topo)
+		counts := strings.Split(strings.TrimPrefix(o.topo, "fattree:"), ",")
+		ptrs := []*int{&f.Spines, &f.LeavesPerSpine, &f.NodesPerLeaf, &f.GPUsPerNode}
+		for i, c := range counts {
+			n, err := strconv.Atoi(c)
+			if err != nil || len(counts) != len(ptrs) {
+				return nil, "", fmt.Errorf("topology %q: want fattree:spines,leaves,nodes,gpus", o.topo)
+			}
+			*ptrs[i] = n
 		}
 		c, err := topology.FatTree(f)
 		return c, o.topo, err

@@ -54,6 +54,38 @@ func TestReplay(t *testing.T) {
 			}
 		})
 	}
+	// Bad flags are refused, naming the flag, instead of running with
+	// another value.
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"load 0", []string{"-load", "0"}, "-load 0: want a positive factor"},
+		{"negative load", []string{"-load", "-2"}, "-load -2: want a positive factor"},
+		{"load NaN", []string{"-load", "NaN"}, "-load NaN"},
+		{"infinite load", []string{"-load", "+Inf"}, "-load +Inf"},
+		{"argument stops the flags", []string{"-preempt", "false", "-urgent", "0.3"}, `unexpected argument "false"`},
+		{"stray argument", []string{"phalanx"}, `unexpected argument "phalanx"`},
+		{"negative urgent share", []string{"-urgent", "-0.5"}, "-urgent -0.5: want a share in [0, 1]"},
+		{"no-limits above 1", []string{"-no-limits", "2"}, "-no-limits 2: want a share in [0, 1]"},
+		{"negative max-jobs", []string{"-max-jobs", "-5"}, "-max-jobs -5"},
+		{"negative node-mtbf", []string{"-node-mtbf", "-1h"}, "-node-mtbf -1h0m0s"},
+		{"negative repair", []string{"-node-mtbf", "100h", "-repair", "-1h"}, "-repair -1h0m0s"},
+		{"negative checkpoint", []string{"-checkpoint", "-1h"}, "-checkpoint -1h0m0s"},
+		{"fattree with a fifth count", []string{"-topology", "fattree:1,1,2,8,9"}, `topology "fattree:1,1,2,8,9": want fattree:spines,leaves,nodes,gpus`},
+		{"fattree with trailing text", []string{"-topology", "fattree:1,1,2,8x"}, `topology "fattree:1,1,2,8x": want`},
+		{"fattree with three counts", []string{"-topology", "fattree:1,2,8"}, `topology "fattree:1,2,8": want`},
+		{"unknown placement without phalanx", []string{"-placements", "leaf-pack,bogus"}, `unknown placement "bogus"`},
+	} {
+		t.Run("bad flag/"+tt.name, func(t *testing.T) {
+			var out, errs strings.Builder
+			err := run(append([]string{"-trace", trace, "-policies", "gang-fifo", "-quiet"}, tt.args...), &out, &errs)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("run = %v, want an error with %q; output:\n%s", err, tt.want, out.String())
+			}
+		})
+	}
 	t.Run("bad files name the line", func(t *testing.T) {
 		bad := filepath.Join(dir, "bad.csv")
 		_ = os.WriteFile(bad, []byte("job_id,user,submit_s,duration_s,gpus\n0,0,0,60,1\n1,0,x,60,1\n"), 0o644)

@@ -44,8 +44,8 @@ func parse(r io.Reader) ([]result, error) {
 			continue
 		}
 		name := f[0]
-		if i := strings.LastIndex(name, "-"); i > 0 {
-			name = name[:i] // the GOMAXPROCS suffix
+		if i := strings.LastIndex(name, "-"); i > 0 && isDigits(name[i+1:]) {
+			name = name[:i] // the GOMAXPROCS suffix (go test adds none when it is 1)
 		}
 		parts := strings.Split(name, "/")
 		res := result{bench: strings.TrimPrefix(parts[0], "Benchmark"), parts: parts[1:], metrics: map[string]float64{}}
@@ -59,6 +59,11 @@ func parse(r io.Reader) ([]result, error) {
 		out = append(out, res)
 	}
 	return out, sc.Err()
+}
+
+// isDigits reports whether s is a non-empty run of decimal digits.
+func isDigits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 // dur renders ns/op compactly.
@@ -126,7 +131,10 @@ func placeTable(w io.Writer, rs []result) {
 	cells := map[key]map[string]string{}
 	var keys []key
 	for _, r := range rs {
-		k := key{part(r, "inv"), strings.Join(r.parts[2:], "/")}
+		k := key{inv: part(r, "inv")}
+		if len(r.parts) > 2 { // inv=..., state=..., then the request
+			k.req = strings.Join(r.parts[2:], "/")
+		}
 		if cells[k] == nil {
 			cells[k] = map[string]string{}
 			keys = append(keys, k)

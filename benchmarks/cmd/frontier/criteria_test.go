@@ -293,3 +293,30 @@ func TestJobWaits(t *testing.T) {
 		t.Errorf("large waits p95 %v, max %v; want 2h, 2h", p95, mx)
 	}
 }
+
+// TestNames: a trace or policy name that frontier does not know, or a
+// key's value out of range, is an error naming it, not a table without
+// its rows or with another policy's.
+func TestNames(t *testing.T) {
+	for _, tt := range []struct {
+		name, traces, policies, err string
+	}{
+		{"known", "synthetic,philly3,philly4,itp", "greedy,default,all,fs=500+rmin=9", ""},
+		{"unknown trace", "synthetic,philly", "default", `unknown trace "philly"`},
+		{"empty trace", "synthetic,", "default", `unknown trace ""`},
+		{"misspelt policy", "synthetic", "greedy,defualt", `unknown policy "defualt"`},
+		{"empty policy", "synthetic", "greedy,", `unknown policy ""`},
+		{"largest age", "synthetic", "age=11767033", ""},
+		{"age weight wraps around", "synthetic", "age=11767034", "policy age=11767034: age 11767034 per day: over 11767033"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := traces(strings.Split(tt.traces, ","), 1, 1, "data", 0)
+			if err == nil {
+				_, err = selectPolicies(tt.policies)
+			}
+			if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
+				t.Fatalf("error %v, want %q", err, tt.err)
+			}
+		})
+	}
+}

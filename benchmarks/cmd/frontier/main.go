@@ -35,9 +35,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -191,7 +193,10 @@ func main() {
 	flag.BoolVar(&perSeed, "per-seed", false, "also print each seed's row (named policy/seed)")
 	flag.Uint64Var(&firstSeed, "first-seed", 1, "the first seed of every workload: seeds run from it on, so that -first-seed 4 -trace-seeds 3 is a check held out from the default seeds 1 to 3")
 	check := flag.Bool("criteria", false, "under each trace, the acceptance criterion of issue 18 (with -no-limits 0) or 13 (with -no-limits 1), figure by figure, when the rows it reads were run, and the seeds on which the default's waits are lower, higher or equal to easy-age's (fifo's)")
-	flag.Parse()
+	if err := parseArgs(flag.CommandLine, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "frontier:", err)
+		os.Exit(2)
+	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err == nil {
@@ -211,7 +216,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "frontier: -no-limits wants a share in [0, 1]")
 		os.Exit(2)
 	}
-	for _, t := range traces(strings.Split(*names, ","), *seeds, *traceSeeds, *data, *noLimits) {
+	ts, err := traces(strings.Split(*names, ","), *seeds, *traceSeeds, *data, *noLimits)
+	if err == nil {
+		_, err = selectPolicies(*only) // before the first trace's runs
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "frontier:", err)
+		os.Exit(2)
+	}
+	for _, t := range ts {
 		if err := frontier(os.Stdout, t, *only, *check, *noLimits); err != nil {
 			fmt.Fprintln(os.Stderr, "frontier:", err)
 			pprof.StopCPUProfile()
@@ -232,7 +245,7 @@ func readTrace(path string, load, noLimits float64) func(uint64) ([]sim.TraceJob
 	}
 }
 
-func traces(names []string, seeds, traceSeeds int, data string, noLimits float64) []trace {
+func traces(names []string, seeds, traceSeeds int, data string, noLimits float64) ([]trace, error) {
 	var out []trace
 	for _, n := range names {
 		switch n {
@@ -255,9 +268,11 @@ func traces(names []string, seeds, traceSeeds int, data string, noLimits float64
 				p := filepath.Join(data, fmt.Sprintf("traces/itp/itp_cluster0%d.csv", i+1))
 				out = append(out, trace{fmt.Sprintf("itp%d@%g", i+1, load), readTrace(p, load, noLimits), traceSeeds, 16})
 			}
+		default:
+			return nil, fmt.Errorf("-traces: unknown trace %q (known: synthetic, philly3, philly4, itp)", n)
 		}
 	}
-	return out
+	return out, nil
 }
 
 func frontier(w io.Writer, t trace, only string, check bool, noLimits float64) error {
@@ -427,6 +442,9 @@ func selectPolicies(only string) ([]policy, error) {
 	}
 	for _, name := range strings.Split(only, ",") {
 		if !strings.Contains(name, "=") {
+			if name != "all" && !slices.ContainsFunc(policies, func(p policy) bool { return p.name == name }) {
+				return nil, fmt.Errorf("-policies: unknown policy %q", name)
+			}
 			continue
 		}
 		c := backfill.DefaultConfig()
@@ -463,6 +481,9 @@ func setField(c *backfill.Config, key, value string) error {
 		case "fs":
 			c.FairShare.Weights.FairShare = uint32(n)
 		case "age":
+			if n > math.MaxUint32/365 { // the weight would wrap around
+				return fmt.Errorf("age %d per day: over %d", n, math.MaxUint32/365)
+			}
 			c.FairShare.Weights.Age = uint32(n) * 365
 		case "depth":
 			c.ReservationDepth = int(n)
@@ -500,6 +521,19 @@ func setField(c *backfill.Config, key, value string) error {
 		c.FairShare.StarvationBound = d
 	default:
 		return fmt.Errorf("unknown key %q", key)
+	}
+	return nil
+}
+
+// parseArgs parses args into fs and refuses an argument left after the
+// flags: parsing stops at the first one, so that in "frontier -per-seed false -seeds 1" the
+// flags after the argument were silently dropped.
+func parseArgs(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q: flags must come first (a bool flag takes -flag=false)", fs.Arg(0))
 	}
 	return nil
 }

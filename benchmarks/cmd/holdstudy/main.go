@@ -26,7 +26,10 @@ import (
 
 func main() {
 	seeds := flag.Int("seeds", 3, "stream seeds")
-	flag.Parse()
+	if err := parseArgs(flag.CommandLine, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "holdstudy:", err)
+		os.Exit(2)
+	}
 	if err := stream(os.Stdout, *seeds); err != nil {
 		fmt.Fprintln(os.Stderr, "holdstudy:", err)
 		os.Exit(1)
@@ -43,6 +46,9 @@ func run(p sim.Policy, jobs []sim.TraceJob) (*sim.Result, error) {
 }
 
 func stream(w io.Writer, seeds int) error {
+	if seeds < 1 { // no row: an empty table
+		return fmt.Errorf("-seeds %d: want at least 1", seeds)
+	}
 	fmt.Fprintln(w, "stream: 6 small jobs a minute (1-8 GPUs, 1-2 h, no limits) for 12 h, a gang at t+3h; default-2k")
 	fmt.Fprintf(w, "%-6s %-5s %12s %12s %8s %12s %12s %8s %10s\n", "gang", "seed", "FIFO wait", "default wait", "ratio", "FIFO smalls", "def. smalls", "ratio", "GPU-h held")
 	for _, g := range []int{512, 1200, 1600} {
@@ -80,6 +86,19 @@ func synthetic(w io.Writer) error {
 			fmt.Fprintf(w, "%-5d %-14s %6.1f%% %8.1f%% %11.0f %9.0f %11s %11s %7.3f\n", seed, p, 100*r.Utilisation, 100*r.UtilisationBeforeDrain, r.IdleWhileQueuedGPUSeconds/3600,
 				r.HeldForHoldGPUSeconds/3600, r.LargeWaitP95.Round(time.Minute), r.LargeWaitMax.Round(time.Minute), r.WorstShare)
 		}
+	}
+	return nil
+}
+
+// parseArgs parses args into fs and refuses an argument left after the
+// flags: parsing stops at the first one, so that in "holdstudy extra -seeds 1" the
+// flags after the argument were silently dropped.
+func parseArgs(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q: flags must come first (a bool flag takes -flag=false)", fs.Arg(0))
 	}
 	return nil
 }

@@ -29,7 +29,10 @@ import (
 func main() {
 	nodes := flag.Int("nodes", 1_000_000, "nodes of the cluster (a multiple of 25)")
 	what := flag.String("what", "build", "build, load or fattree")
-	flag.Parse()
+	if err := parseArgs(flag.CommandLine, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "topoload:", err)
+		os.Exit(2)
+	}
 	if err := run(*nodes, *what); err != nil {
 		fmt.Fprintln(os.Stderr, "topoload:", err)
 		os.Exit(1)
@@ -41,7 +44,7 @@ func main() {
 func config(n int) (topology.FatTreeConfig, error) {
 	const perLeaf, perSpine = 25, 1000
 	leaves := n / perLeaf
-	if n%perLeaf != 0 || leaves == 0 {
+	if n%perLeaf != 0 || leaves <= 0 { // a negative count divided by zero spines below
 		return topology.FatTreeConfig{}, fmt.Errorf("-nodes %d is not a positive multiple of %d", n, perLeaf)
 	}
 	spines := (leaves + perSpine - 1) / perSpine
@@ -94,5 +97,18 @@ func run(n int, what string) error {
 	fmt.Printf("%s: %d nodes, %d GPUs, %d domains in %.2f s; allocated %d MiB in %d allocations; peak RSS of the process %d MiB\n",
 		what, c.NumNodes(), c.TotalGPUs(), domains, elapsed.Seconds(),
 		(after.TotalAlloc-before.TotalAlloc)>>20, after.Mallocs-before.Mallocs, ru.Maxrss>>10)
+	return nil
+}
+
+// parseArgs parses args into fs and refuses an argument left after the
+// flags: parsing stops at the first one, so that in "topoload -nodes 25 extra -what x" the
+// flags after the argument were silently dropped.
+func parseArgs(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q: flags must come first (a bool flag takes -flag=false)", fs.Arg(0))
+	}
 	return nil
 }

@@ -159,15 +159,19 @@ func waitFigure(runs []run) figure {
 	}
 	var classes []class
 	maxWait := time.Hour
+	// A class shows when any run waited in it: the runs may reject
+	// different jobs (pod by pod queues a gang no set of nodes can
+	// hold, which the engine rejects).
 	for _, sc := range sim.SizeClasses {
-		waits, _ := classWaits(runs[0].res, sc.Min, sc.Max)
-		if len(waits) == 0 {
-			continue
-		}
-		classes = append(classes, class{sc.Name, sc.Min, sc.Max, len(waits)})
+		jobs := 0
 		for _, r := range runs {
-			w, _ := classWaits(r.res, sc.Min, sc.Max)
-			maxWait = max(maxWait, w[len(w)-1])
+			if w, _ := classWaits(r.res, sc.Min, sc.Max); len(w) > 0 {
+				jobs = max(jobs, len(w))
+				maxWait = max(maxWait, w[len(w)-1])
+			}
+		}
+		if jobs > 0 {
+			classes = append(classes, class{sc.Name, sc.Min, sc.Max, jobs})
 		}
 	}
 	const w, cols, panelH = ColumnWidth, 3, 300
@@ -186,6 +190,9 @@ func waitFigure(runs []run) figure {
 		notStarted := 0
 		for _, r := range runs {
 			waits, ns := classWaits(r.res, cl.lo, cl.hi)
+			if len(waits) == 0 {
+				continue // no line: this run has no such job
+			}
 			notStarted = max(notStarted, ns)
 			xs, ys := cdfSeries(waits, right)
 			series = append(series, svgplot.Series{Name: r.label, Color: r.color, X: xs, Y: ys})

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -269,5 +270,49 @@ func TestDocsFigures(t *testing.T) {
 		if got := svgSeries(t, string(svg)); len(got) != 1 || got[0][2] != 4 {
 			t.Errorf("%s: %v, want one SVG with 4 series", name, got)
 		}
+	}
+}
+
+// TestWaitClassesDiffer: runs that wait in different size classes (one
+// rejected a 16-GPU gang that the other ran; here the second result is
+// the first with the gang marked rejected) make a report, in either
+// order, with the class drawn for the run that has it, instead of
+// panicking (index out of range) or leaving the class out.
+func TestWaitClassesDiffer(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 1, NodesPerLeaf: 2, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := []sim.TraceJob{
+		{ID: "small", Account: "x", Duration: time.Minute, GPUs: 1, Nodes: 1, GPUsPerNode: 1},
+		{ID: "gang", Account: "x", Duration: time.Minute, GPUs: 16, Nodes: 2, GPUsPerNode: 8},
+	}
+	ran, err := sim.Run(sim.Config{Cluster: c, ClusterName: "two", Trace: "t", Policy: sim.GangFIFO, UsagePoints: UsagePoints}, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rejected := *ran
+	rejected.Policy, rejected.Outcomes = "rejecting", slices.Clone(ran.Outcomes)
+	rejected.Outcomes[1] = sim.Outcome{ID: "gang", Account: "x", GPUs: 16, Nodes: 2, Rejected: true}
+	for _, tt := range []struct {
+		name    string
+		results []*sim.Result
+	}{
+		{"rejecting run first", []*sim.Result{&rejected, ran}},
+		{"rejecting run second", []*sim.Result{ran, &rejected}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if _, err := Write(dir, Input{Title: "t", Command: "c", Results: tt.results}); err != nil {
+				t.Fatal(err)
+			}
+			page, err := os.ReadFile(filepath.Join(dir, "index.html"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "9-64 GPUs: 1 jobs"; !strings.Contains(string(page), want) {
+				t.Fatalf("the wait figure lacks %q", want)
+			}
+		})
 	}
 }
