@@ -39,6 +39,9 @@ type reservation struct {
 	// counted is countAt scratch: the GPUs it counted for the
 	// reservation, which uncount takes out again.
 	counted int
+	// inWalk is cycle scratch: it was made in this cycle's walk, after
+	// the reservations searched before it (keepBook clears it).
+	inWalk bool
 }
 
 // hold is one hold of hold mode: the free GPUs of a target placement kept

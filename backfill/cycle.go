@@ -137,6 +137,12 @@ type cycle struct {
 	// a reservation after it left waiting a job whose run would overlap
 	// it (letGo): the next cycle offers them again, at once.
 	reoffer bool
+	// walking is set while the walk runs (reservations made then are
+	// reservation.inWalk).
+	walking bool
+	// earlyEnd is the earliest end, at its limit, of a run the walk
+	// started (startedInWalk); zero for none.
+	earlyEnd time.Time
 	// holdKept is set once a hold is kept or taken in the walk
 	// (markHoldKept).
 	holdKept bool
@@ -396,6 +402,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.fifo, c.base = e.fifo.on, e.fifo.head
 	c.offsValid, c.resvClosed, c.smallClosed, c.reoffer, c.quotaRefused = false, false, false, false, 0
 	c.refusedTo, c.holdKept = time.Time{}, false
+	c.earlyEnd, c.walking = time.Time{}, false
 	c.invalidate()
 	c.startClaims()
 	c.initPreempt()
@@ -406,6 +413,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.clearRefusals()
 	c.walk(order)
 	e.settleWindow(c.windowed)
+	c.reofferEarlyWindows()
 	e.slotOpen = !c.backlog && c.closedKeepsSlot() || c.reoffer
 	e.grow(now, plan)
 	e.report(plan)
@@ -537,6 +545,7 @@ func (c *cycle) keepBook() {
 				r.quotaHeld = true // its GPUs are free; its quota is not
 			}
 		}
+		r.inWalk = false
 		c.upkeep(r)
 	}
 	e.book.trimFreed()
@@ -545,6 +554,7 @@ func (c *cycle) keepBook() {
 // walk tests the waiting jobs in priority order.
 func (c *cycle) walk(order []*jobRec) {
 	e := c.e
+	c.walking = true
 	c.windowed = c.window(order)
 	strictBlocker := ""
 	changes := e.cfg.OnlyChangedWaits
@@ -1495,6 +1505,7 @@ func (c *cycle) start(j *jobRec) {
 		if r.start.Before(c.now) {
 			j.promised = r.start
 		}
+
 		// Started where it fits now (not on its planned GPUs, or on
 		// part of them, or before its planned start), it lets go of
 		// the planned GPUs it does not take (letGo).
@@ -1508,6 +1519,7 @@ func (c *cycle) start(j *jobRec) {
 		c.invalidate()
 	}
 	if j.job.TimeLimit > 0 {
+		c.startedInWalk(j)
 		// Its end is a new candidate time, at which a kept reservation
 		// may start earlier than at any time its last search saw, so
 		// upkeep searches again. (It was counted only when the job ran on

@@ -54,6 +54,12 @@
 // (its queue's quota, a preemption), after the walk left waiting a job
 // whose run would overlap the reservation, the planned GPUs it let go
 // that are free are offered again at once (NextEvent), in priority order.
+// Reservations are kept up before the walk: when the walk starts a job
+// whose run would end (at its limit) before the start of such a
+// reservation, which holds GPUs free now and overlaps the run of a job
+// the walk left waiting, the next cycle is due at once too, and searches
+// that reservation again: it may move earlier, onto the started job's
+// GPUs, and leave the waiting job those it kept.
 //
 // Jobs without a time limit (the usual case on Kubernetes) never use GPUs a
 // reservation needs.

@@ -125,17 +125,19 @@ func equalMaps(a, b map[string]time.Time) bool {
 // TestLateCycleGuarantee's workloads (depths 1, 16 and conservative) and
 // TestHoldProperties' (hold mode). Before reservations and holds let go
 // in the walk asked for a cycle at once after they refused a job, 2 such
-// second cycles of 30 workloads each started one. The second cycles that
-// change reservations (a kept reservation not searched again after starts
-// earlier in the walk, which a second cycle moves earlier; a slot) are
-// counted, not refused: 13 of about 13,400 cycles in short mode; so
-// are the starts in hold mode that follow such a move with no hold in
-// either cycle (1 of 200 seeds). Those with holds are refused: 8 of 200
-// seeds started one before a hold that made a lower-ranked one give way
+// second cycles of 30 workloads each started one. In hold mode 8 of 200
+// seeds started one before a gang that made a lower-ranked hold give way
 // searched for a reservation again (reservePassedOn), and before the
-// walk letting go of lower-ranked holds' GPUs (released, retargeted,
-// or started on) after a hold kept above asked for a cycle at once
-// (freeGoneHeld).
+// walk letting go of lower-ranked holds' GPUs (released, retargeted, or
+// started on) after a hold kept above asked for a cycle at once
+// (freeGoneHeld); 1 more (seed 181, no hold in either cycle) before a
+// start in the walk that ends before a reservation kept up before the
+// walk, on GPUs free now and overlapping a waiting job's run, asked for
+// one (reofferEarlyWindows). The second cycles that change reservations
+// only (a kept reservation not searched again after starts earlier in
+// the walk, which a second cycle moves earlier, with no job left waiting
+// for its GPUs; a slot) are counted, not refused: 51 of about 89,100
+// cycles.
 func TestSecondCycleStartsNothing(t *testing.T) {
 	workloads := 200
 	if testing.Short() {
@@ -163,21 +165,13 @@ func TestSecondCycleStartsNothing(t *testing.T) {
 			again = append(again, fmt.Sprintf("hold seed %d %s", seed, a))
 		}
 	}
-	starts, held := 0, 0
+	starts := 0
 	for _, a := range again {
-		switch {
-		case !strings.Contains(a, ": [start "): // (starts come first)
-		case strings.HasPrefix(a, "hold ") && !strings.Contains(a, "(holds)]"):
-			// A kept reservation moved earlier, as above, in a
-			// workload of hold mode with no hold in either cycle.
-			if held++; held <= 3 {
-				t.Logf("hold mode, no hold: a second cycle at the same time started a job, NextEvent not at once: %s", a)
-			}
-		default:
+		if strings.Contains(a, ": [start ") { // (starts come first)
 			if starts++; starts <= 5 {
 				t.Errorf("a second cycle at the same time started a job, NextEvent not at once: %s", a)
 			}
 		}
 	}
-	t.Logf("%d cycles; %d second cycles changed reservations or started a job; %d started one, %d in hold mode with no hold", cycles, len(again), starts, held)
+	t.Logf("%d cycles; %d second cycles changed reservations or started a job; %d started one", cycles, len(again), starts)
 }

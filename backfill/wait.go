@@ -358,6 +358,39 @@ func (c *cycle) letGo(r *reservation) {
 	}
 }
 
+// startedInWalk records the end, at its limit, of job j's run, started
+// in the walk: a new candidate time for the reservations searched before
+// the walk (upkeep), which could move earlier onto its GPUs then
+// (reofferEarlyWindows).
+func (c *cycle) startedInWalk(j *jobRec) {
+	if !c.walking {
+		return
+	}
+	if end := c.now.Add(j.job.TimeLimit); c.earlyEnd.IsZero() || end.Before(c.earlyEnd) {
+		c.earlyEnd = end
+	}
+}
+
+// reofferEarlyWindows asks for a cycle at once when the walk started a
+// job whose run would end (at its limit) before the start of a
+// reservation kept up before the walk (upkeep) that overlaps the run of
+// a job the walk left waiting, were it to start now (leftWaiting), on
+// GPUs free now: the next cycle's upkeep searches that reservation again
+// (the end is a new candidate time, Engine.book.free), may move it
+// earlier onto the started job's GPUs, and let the waiting job start on
+// those it keeps now (as letGo does for a reservation let go).
+func (c *cycle) reofferEarlyWindows() {
+	if c.earlyEnd.IsZero() || c.reoffer {
+		return
+	}
+	for _, r := range c.e.book.resv {
+		if !r.inWalk && r.start.After(c.earlyEnd) && r.start.Before(c.refusedTo) && c.countFree(&r.alloc) > 0 {
+			c.reoffer = true
+			return
+		}
+	}
+}
+
 // passedRun is passedWaiting for a run of jobs passed over unread (by
 // their stamps or classes); a job that left the queue is not waiting.
 // The jobs are read only when one of them could close something. The run
@@ -391,7 +424,7 @@ func (c *cycle) passedRun(jobs []*jobRec) {
 func (c *cycle) reserveAt(j *jobRec, t time.Time, w *Waiting) {
 	e := c.e
 	_, patient := c.specFor(j)
-	r := &reservation{job: j, start: t, firstStart: t, checked: e.book.freed, patient: patient}
+	r := &reservation{job: j, start: t, firstStart: t, checked: e.book.freed, patient: patient, inWalk: c.walking}
 	if l := j.job.TimeLimit; l > 0 {
 		r.end = t.Add(l)
 	}
