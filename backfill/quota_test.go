@@ -1243,3 +1243,51 @@ func TestGuardedClauseCountsUseNotKept(t *testing.T) {
 	requireQuotaWait(t, e, p, "W", "16 of them kept idle by queues that lend no more")
 	require.NotContains(t, waitingOf(p, "W").Detail, "use their guarantees", p.Describe(e.c, epoch))
 }
+
+// TestQuotaShareCappedByPool: a queue confined to a node pool is given
+// no weighted share above its pool's GPUs, which it could never use.
+// Queues a (a pool of 2 of the 8 nodes) and b (any node), equal weights,
+// no guarantees, eight 1-node jobs each, a's first: a fills its pool and
+// b takes the other 6 nodes. Before, a's share was half the cluster (32
+// GPUs); a, at 16 with jobs waiting for its own nodes, counted as a
+// sibling waiting below its share, and b waited at 32 with 16 GPUs outside
+// a's pool idle ("... past its weighted share of 32 (weight 1) while queue
+// a waits below its own"). A parent's share is capped by its children's.
+func TestQuotaShareCappedByPool(t *testing.T) {
+	c := opsCluster(t) // 8 nodes of 8 GPUs
+	U := Unlimited
+	q := func(name, parent, nodes string) QueueSpec {
+		return QueueSpec{Name: name, Parent: parent, BorrowingLimit: U, LendingLimit: U, Maximum: U, Nodes: nodes}
+	}
+	two := opsNodeNames(c, 2)
+	for _, tc := range []struct {
+		name   string
+		queues []QueueSpec
+		a      string // the queue a's jobs are submitted to
+	}{
+		{"a pool", []QueueSpec{q("a", "", two), q("b", "", "")}, "a"},
+		{"a parent whose child has a pool", []QueueSpec{q("p", "", ""), q("a", "p", two), q("b", "", "")}, "a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Quotas.Queues = tc.queues
+			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
+			require.NoError(t, err)
+			for i := range 8 {
+				require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("a%d", i), Account: "x", Queue: tc.a, TimeLimit: time.Hour,
+					Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch))
+			}
+			for i := range 8 {
+				require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("b%d", i), Account: "x", Queue: "b", TimeLimit: time.Hour,
+					Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch.Add(time.Minute)))
+			}
+			p := startAll(t, e, epoch.Add(time.Minute))
+			require.Equal(t, c.TotalGPUs(), e.UsedGPUs(), "GPUs outside a's pool left idle:\n%s", p.Describe(c, epoch))
+			for _, s := range e.Queues() {
+				if s.Name == "a" || s.Name == "p" {
+					require.Equal(t, 16.0, s.Share, "queue %s", s.Name)
+				}
+			}
+		})
+	}
+}
