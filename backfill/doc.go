@@ -318,7 +318,8 @@
 // no child. A job that may not be preempted (Job.Preemption never) runs
 // only within its queue's guarantee, when any queue has one: what is
 // borrowed can always be taken back. Among queues that want more than
-// their guarantees, what is above is shared by weight (water filling
+// their guarantees, what is above (less the guarantees others keep
+// idle from lending) is shared by weight (water filling
 // over each queue's use plus its waiting jobs' GPUs, capped by its
 // limits and its pool's GPUs): a job that would take its queue beyond its share waits while
 // a sibling waits below its own, one of whose waiting jobs could use GPUs

@@ -1291,3 +1291,43 @@ func TestQuotaShareCappedByPool(t *testing.T) {
 		})
 	}
 }
+
+// TestQuotaShareLessKept: the guarantee a queue keeps idle from lending
+// (its lending limit) is no one's weighted share. Queue k keeps its 32
+// GPUs (lending limit 0) and runs nothing; a and b, equal weights, no
+// guarantees, eight 1-node jobs each, a's first, share the 32 others: 16
+// each. Before, a and b were each given half of all 64 GPUs, and a took
+// all 32 that could be lent while b, below its share, got none.
+func TestQuotaShareLessKept(t *testing.T) {
+	c := opsCluster(t) // 64 GPUs
+	U := Unlimited
+	for _, tc := range []struct {
+		name   string
+		queues []QueueSpec
+	}{
+		{"a queue keeps its guarantee", []QueueSpec{{Name: "k", Guarantee: 32, Maximum: U},
+			{Name: "a", BorrowingLimit: U, LendingLimit: U, Maximum: U}, {Name: "b", BorrowingLimit: U, LendingLimit: U, Maximum: U}}},
+		{"a parent's child keeps its guarantee", []QueueSpec{{Name: "p", Guarantee: 32, LendingLimit: U, Maximum: U}, {Name: "k", Parent: "p", Guarantee: 32, Maximum: U},
+			{Name: "a", BorrowingLimit: U, LendingLimit: U, Maximum: U}, {Name: "b", BorrowingLimit: U, LendingLimit: U, Maximum: U}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Quotas.Queues = tc.queues
+			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
+			require.NoError(t, err)
+			for i, q := range []string{"a", "b"} {
+				for k := range 8 {
+					require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("%s%d", q, k), Account: "x", Queue: q, TimeLimit: time.Hour,
+						Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch.Add(time.Duration(i)*time.Minute)))
+				}
+			}
+			p := startAll(t, e, epoch.Add(time.Minute))
+			for _, s := range e.Queues() {
+				if s.Name == "a" || s.Name == "b" {
+					require.Equal(t, 16, s.Used, "queue %s:\n%s", s.Name, p.Describe(c, epoch))
+					require.Equal(t, 16.0, s.Share, "queue %s", s.Name)
+				}
+			}
+		})
+	}
+}

@@ -396,10 +396,11 @@ func (c *cycle) initQuota(order []*jobRec) {
 
 // shares divides the cluster among the top queues and each queue's share
 // among its children, top down: each child gets its demand up to its
-// guarantee, and what is left goes to the children that want more, by
-// weight, none beyond its demand, maximum, borrowing limit or the GPUs of
-// its pool (water filling): a queue confined to a pool that its jobs fill
-// holds no GPUs outside it back from the others.
+// guarantee, and what is left (less the guarantees kept idle from
+// lending) goes to the children that want more, by weight, none beyond
+// its demand, maximum, borrowing limit or the GPUs of its pool (water
+// filling): a queue confined to a pool that its jobs fill holds no GPUs
+// outside it back from the others.
 func (s *quotaState) shares() {
 	n := len(s.names)
 	s.fill(n, float64(s.total))
@@ -417,7 +418,9 @@ func (s *quotaState) fill(p int, capacity float64) {
 	for _, c := range kids {
 		base := min(s.demand[c], s.guar[c])
 		s.share[c] = float64(base)
-		rest -= float64(base)
+		// The guarantee it keeps from lending stays idle for it (eff0:
+		// its children's, with nothing in use): no one else's share.
+		rest -= float64(max(base, s.eff0[c], s.keep[c]))
 		s.want[c] = float64(max(0, min(s.demand[c], s.max[c], s.ceil[c], s.poolGPUs[c])-base))
 	}
 	for rest > 1e-9 {
