@@ -292,8 +292,8 @@
 // the queues below it, are placed on those nodes only (a partition;
 // reasons count the other nodes as "outside queue q's pool"); a
 // pool lends its idle nodes to another through a queue on its nodes that
-// borrows its unused quota, and its lending limit is the floor it never
-// lends (examples/hybrid), as long as that queue can borrow from no other
+// borrows its unused quota, and the part of its guarantee above its
+// lending limit is the floor it never lends (examples/hybrid), as long as that queue can borrow from no other
 // queue: quotas count GPUs, not nodes, so GPUs another queue lends it
 // are taken on the pool's nodes too, floor included (the other pools of
 // examples/hybrid lend nothing). Limits and pools bind starts: restored under a
