@@ -298,8 +298,8 @@
 // the queues below it, are placed on those nodes only (a partition;
 // reasons count the other nodes as "outside queue q's pool"); a
 // pool lends its idle nodes to another through a queue on its nodes that
-// borrows its unused quota, and its lending limit is the floor it never
-// lends (examples/hybrid), as long as that queue can borrow from no other
+// borrows its unused quota, and the part of its guarantee above its
+// lending limit is the floor it never lends (examples/hybrid), as long as that queue can borrow from no other
 // queue: quotas count GPUs, not nodes, so GPUs another queue lends it
 // are taken on the pool's nodes too, floor included (the other pools of
 // examples/hybrid lend nothing). Limits and pools bind starts: restored under a
@@ -324,9 +324,10 @@
 // no child. A job that may not be preempted (Job.Preemption never) runs
 // only within its queue's guarantee, when any queue has one: what is
 // borrowed can always be taken back. Among queues that want more than
-// their guarantees, what is above is shared by weight (water filling
+// their guarantees, what is above (less the guarantees others keep
+// idle from lending) is shared by weight (water filling
 // over each queue's use plus its waiting jobs' GPUs, capped by its
-// limits): a job that would take its queue beyond its share waits while
+// limits and its pool's GPUs): a job that would take its queue beyond its share waits while
 // a sibling waits below its own, one of whose waiting jobs could use GPUs
 // as they free up (it fits the nodes in service once every active job
 // has ended; a sibling whose jobs cannot, such as a gang required in one

@@ -1243,3 +1243,91 @@ func TestGuardedClauseCountsUseNotKept(t *testing.T) {
 	requireQuotaWait(t, e, p, "W", "16 of them kept idle by queues that lend no more")
 	require.NotContains(t, waitingOf(p, "W").Detail, "use their guarantees", p.Describe(e.c, epoch))
 }
+
+// TestQuotaShareCappedByPool: a queue confined to a node pool is given
+// no weighted share above its pool's GPUs, which it could never use.
+// Queues a (a pool of 2 of the 8 nodes) and b (any node), equal weights,
+// no guarantees, eight 1-node jobs each, a's first: a fills its pool and
+// b takes the other 6 nodes. Before, a's share was half the cluster (32
+// GPUs); a, at 16 with jobs waiting for its own nodes, counted as a
+// sibling waiting below its share, and b waited at 32 with 16 GPUs outside
+// a's pool idle ("... past its weighted share of 32 (weight 1) while queue
+// a waits below its own"). A parent's share is capped by its children's.
+func TestQuotaShareCappedByPool(t *testing.T) {
+	c := opsCluster(t) // 8 nodes of 8 GPUs
+	U := Unlimited
+	q := func(name, parent, nodes string) QueueSpec {
+		return QueueSpec{Name: name, Parent: parent, BorrowingLimit: U, LendingLimit: U, Maximum: U, Nodes: nodes}
+	}
+	two := opsNodeNames(c, 2)
+	for _, tc := range []struct {
+		name   string
+		queues []QueueSpec
+		a      string // the queue a's jobs are submitted to
+	}{
+		{"a pool", []QueueSpec{q("a", "", two), q("b", "", "")}, "a"},
+		{"a parent whose child has a pool", []QueueSpec{q("p", "", ""), q("a", "p", two), q("b", "", "")}, "a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Quotas.Queues = tc.queues
+			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
+			require.NoError(t, err)
+			for i := range 8 {
+				require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("a%d", i), Account: "x", Queue: tc.a, TimeLimit: time.Hour,
+					Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch))
+			}
+			for i := range 8 {
+				require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("b%d", i), Account: "x", Queue: "b", TimeLimit: time.Hour,
+					Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch.Add(time.Minute)))
+			}
+			p := startAll(t, e, epoch.Add(time.Minute))
+			require.Equal(t, c.TotalGPUs(), e.UsedGPUs(), "GPUs outside a's pool left idle:\n%s", p.Describe(c, epoch))
+			for _, s := range e.Queues() {
+				if s.Name == "a" || s.Name == "p" {
+					require.Equal(t, 16.0, s.Share, "queue %s", s.Name)
+				}
+			}
+		})
+	}
+}
+
+// TestQuotaShareLessKept: the guarantee a queue keeps idle from lending
+// (its lending limit) is no one's weighted share. Queue k keeps its 32
+// GPUs (lending limit 0) and runs nothing; a and b, equal weights, no
+// guarantees, eight 1-node jobs each, a's first, share the 32 others: 16
+// each. Before, a and b were each given half of all 64 GPUs, and a took
+// all 32 that could be lent while b, below its share, got none.
+func TestQuotaShareLessKept(t *testing.T) {
+	c := opsCluster(t) // 64 GPUs
+	U := Unlimited
+	for _, tc := range []struct {
+		name   string
+		queues []QueueSpec
+	}{
+		{"a queue keeps its guarantee", []QueueSpec{{Name: "k", Guarantee: 32, Maximum: U},
+			{Name: "a", BorrowingLimit: U, LendingLimit: U, Maximum: U}, {Name: "b", BorrowingLimit: U, LendingLimit: U, Maximum: U}}},
+		{"a parent's child keeps its guarantee", []QueueSpec{{Name: "p", Guarantee: 32, LendingLimit: U, Maximum: U}, {Name: "k", Parent: "p", Guarantee: 32, Maximum: U},
+			{Name: "a", BorrowingLimit: U, LendingLimit: U, Maximum: U}, {Name: "b", BorrowingLimit: U, LendingLimit: U, Maximum: U}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Quotas.Queues = tc.queues
+			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
+			require.NoError(t, err)
+			for i, q := range []string{"a", "b"} {
+				for k := range 8 {
+					require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("%s%d", q, k), Account: "x", Queue: q, TimeLimit: time.Hour,
+						Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch.Add(time.Duration(i)*time.Minute)))
+				}
+			}
+			p := startAll(t, e, epoch.Add(time.Minute))
+			for _, s := range e.Queues() {
+				if s.Name == "a" || s.Name == "b" {
+					require.Equal(t, 16, s.Used, "queue %s:\n%s", s.Name, p.Describe(c, epoch))
+					require.Equal(t, 16.0, s.Share, "queue %s", s.Name)
+				}
+			}
+		})
+	}
+}

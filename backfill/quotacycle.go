@@ -74,7 +74,9 @@ func (s *quotaState) resolvePools(cfg *QuotaConfig, c *topology.Cluster) error {
 			s.pools[a].InPlaceIntersection(own)
 		}
 	}
+	s.poolGPUs = make([]int, len(cfg.Queues))
 	for a, q := range cfg.Queues {
+		s.poolGPUs[a] = noLimit
 		if s.pools[a] == nil {
 			continue
 		}
@@ -82,11 +84,21 @@ func (s *quotaState) resolvePools(cfg *QuotaConfig, c *topology.Cluster) error {
 		for n, ok := s.pools[a].NextSet(0); ok; n, ok = s.pools[a].NextSet(n + 1) {
 			gpus += c.NodeGPUs(topology.NodeID(n))
 		}
+		s.poolGPUs[a] = gpus
 		if q.Guarantee > gpus {
 			return fmt.Errorf("%w: queue %q: guarantee %d is above the %d GPUs of its nodes", ErrConfig, q.Name, q.Guarantee, gpus)
 		}
 		if err := s.checkPoolShared(cfg, a, gpus); err != nil {
 			return err
+		}
+	}
+	for a := len(cfg.Queues) - 1; a >= 0; a-- { // children first
+		if !s.leaf[a] {
+			sum := 0
+			for _, k := range s.kids[a] {
+				sum = min(noLimit, sum+s.poolGPUs[k])
+			}
+			s.poolGPUs[a] = min(s.poolGPUs[a], sum)
 		}
 	}
 	return nil
@@ -384,9 +396,11 @@ func (c *cycle) initQuota(order []*jobRec) {
 
 // shares divides the cluster among the top queues and each queue's share
 // among its children, top down: each child gets its demand up to its
-// guarantee, and what is left goes to the children that want more, by
-// weight, none beyond its demand, maximum or borrowing limit (water
-// filling).
+// guarantee, and what is left (less the guarantees kept idle from
+// lending) goes to the children that want more, by weight, none beyond
+// its demand, maximum, borrowing limit or the GPUs of its pool (water
+// filling): a queue confined to a pool that its jobs fill holds no GPUs
+// outside it back from the others.
 func (s *quotaState) shares() {
 	n := len(s.names)
 	s.fill(n, float64(s.total))
@@ -404,8 +418,10 @@ func (s *quotaState) fill(p int, capacity float64) {
 	for _, c := range kids {
 		base := min(s.demand[c], s.guar[c])
 		s.share[c] = float64(base)
-		rest -= float64(base)
-		s.want[c] = float64(min(s.demand[c], s.max[c], s.ceil[c]) - base)
+		// The guarantee it keeps from lending stays idle for it (eff0:
+		// its children's, with nothing in use): no one else's share.
+		rest -= float64(max(base, s.eff0[c], s.keep[c]))
+		s.want[c] = float64(max(0, min(s.demand[c], s.max[c], s.ceil[c], s.poolGPUs[c])-base))
 	}
 	for rest > 1e-9 {
 		wsum := 0.0

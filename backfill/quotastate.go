@@ -109,6 +109,10 @@ type quotaState struct {
 
 	// pools are the nodes each queue's jobs may use (nil: any).
 	pools []*bitset.BitSet
+	// poolGPUs is the most each queue's subtree can use for its pools:
+	// its pool's GPUs, at most the sum of its children's (noLimit: any
+	// node). A weighted share above it could never be used (fill).
+	poolGPUs []int
 	// poolLabel names each pool as reasons count the nodes outside it
 	// (placement.Request.AllowedLabel): the queues whose Nodes make it.
 	poolLabel []string

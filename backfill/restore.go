@@ -81,6 +81,11 @@ func Restore(c *topology.Cluster, cfg Config, snap *Snapshot) (*Engine, error) {
 	if snap.Version < 2 || snap.Version > SnapshotVersion {
 		return nil, fmt.Errorf("%w: snapshot format version %d, this engine reads 2 to %d", ErrRestore, snap.Version, SnapshotVersion)
 	}
+	if cfg.FairShare.ClusterGPUs == 0 {
+		// As New reads it (the cluster's GPUs), before the tree checks
+		// the config: a job-size weight needs a positive count.
+		cfg.FairShare.ClusterGPUs = c.TotalGPUs()
+	}
 	tree, err := fairshare.BuildTree(snap.Accounts, cfg.FairShare)
 	if err != nil {
 		return nil, fmt.Errorf("%w: accounts: %w", ErrRestore, err)

@@ -380,3 +380,31 @@ func TestRestoredEngineActsAlike(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoreDefaultClusterGPUs: a config that leaves
+// FairShare.ClusterGPUs at 0 (the cluster's GPU count, as New reads it)
+// with a job-size weight restores as it was made. Restore built the
+// fair-share tree from the config before New filled the count in, and the
+// tree refused it (ClusterGPUs must be positive with a job-size weight).
+func TestRestoreDefaultClusterGPUs(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		jobSize uint32
+	}{
+		{"job size unweighted", 0},
+		{"job size weighted", 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := opsCluster(t)
+			cfg := DefaultConfig()
+			cfg.FairShare.Weights.JobSize = tc.jobSize
+			e, err := New(c, cfg, flatTree(t, DefaultConfig().FairShare, "a"))
+			require.NoError(t, err)
+			require.NoError(t, e.Submit(Job{ID: "j", Account: "a", TimeLimit: time.Hour, Gang: member(placement.NodesOf(1, 8))}, epoch))
+			startAll(t, e, epoch)
+			r, err := Restore(c, cfg, snapshotCopy(t, e.Snapshot()))
+			require.NoError(t, err)
+			require.Equal(t, c.TotalGPUs(), r.Config().FairShare.ClusterGPUs)
+		})
+	}
+}
