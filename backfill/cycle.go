@@ -412,6 +412,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.startSkips()
 	c.clearRefusals()
 	c.walk(order)
+	c.walking = false
 	e.settleWindow(c.windowed)
 	c.reofferEarlyWindows()
 	e.slotOpen = !c.backlog && c.closedKeepsSlot() || c.reoffer

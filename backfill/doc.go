@@ -245,15 +245,18 @@
 // released before that cycle (Preempted, Failed with requeue, a node
 // failure) leaves GPUs no claim keeps; requeued, it yields to its
 // preemptor: the first walk that would test it (one whose MaxJobsTested
-// window leaves it out does not), while the preemptor still waits
-// without a claim, passes it over (WaitPriority, Blocker the
-// preemptor, with a Detail), so that the preemptor has its test with
-// those GPUs free (it starts on them, or claims them with other victims,
-// or cannot use them), and the next cycle is due at once (NextEvent), in
-// which the victim is tested as any job. Without it, a victim that
-// outranks its preemptor (an older job, fair share, a reclaim across
-// queues) restarted on the GPUs it left and was preempted again, or
-// another gang was.
+// window leaves it out does not) passes it over (WaitPriority, Blocker
+// the preemptor, with a Detail) while the preemptor still waits without
+// a claim, ranks below it and fits the GPUs free now (every reservation,
+// hold and claim aside), so that the preemptor has its test with those
+// GPUs free (it starts on them, or claims them with other victims), and
+// the next cycle is due at once (NextEvent), in which the victim is
+// tested as any job. Without it, a victim that outranks its preemptor
+// (an older job, fair share, a reclaim across queues) restarted on the
+// GPUs it left and was preempted again, or another gang was. A job
+// ranked between the two is tested before the preemptor and may still
+// take those GPUs (the preemptor then looks for victims again); a
+// preemptor that does not fit them does not keep the victim from them.
 // Should a victim be released so late that a reservation the claim shares
 // GPUs with is due first (its time limit after the grace's end), the
 // reservation starts and the claim is dropped.

@@ -184,7 +184,7 @@ func (e *Engine) checkClaims() []error {
 		// A job yields to its preemptor (released for it without a
 		// claim) only requeued, until a walk would test it.
 		if p := j.yieldTo; p != nil && (j.requeues == 0 || p == j || e.jobs.byID[p.job.ID] != p && p.phase == StatePending) {
-			bad("waiting job %s yields to %s, but was never requeued, or that is itself or not the engine's job of its ID", j.job.ID, p.job.ID)
+			bad("waiting job %s yields to %s, but was never requeued, or that is itself, or a waiting job not the engine's of its ID", j.job.ID, p.job.ID)
 		}
 		// (Exact, as Restore derives it: a stale mark changes which
 		// victim searches run.)

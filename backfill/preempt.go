@@ -591,19 +591,28 @@ func (e *Engine) released(j *jobRec) {
 
 // yieldFirst reports whether the walk, about to test waiting job j, which
 // yields to the preemptor it was released for without a claim
-// (jobRec.yieldTo), passes it over, and then fills w: while that
-// preemptor still waits without a claim, j is not tested in this cycle
-// (it waits with WaitPriority, Blocker the preemptor), and the next
-// cycle is due at once (NextEvent), by when the preemptor has had its
-// test with the GPUs j left free: it started on them, or a claim keeps
-// them, or it could not use them, and j is tested as any job. The yield
-// lasts for one walk that would test j: it is cleared either way.
+// (jobRec.yieldTo), passes it over, and then fills w. It does while that
+// preemptor still waits without a claim, ranks below j (one ranked above
+// had its test already) and fits the GPUs free now, every reservation,
+// hold and claim aside (placeFree): j is not tested in this cycle (it
+// waits with WaitPriority, Blocker the preemptor), and the next cycle is
+// due at once (NextEvent), by when the preemptor has had its test with
+// the GPUs j left free. A preemptor that could not use them does not
+// keep j from them: j is tested as any job (passed over for nothing, it
+// lost them to a job ranked below it, for its limit). A job ranked
+// between the two may still take them. The yield lasts for one walk
+// that would test j: it is cleared either way.
 func (c *cycle) yieldFirst(j *jobRec, w *Waiting) bool {
 	p := j.yieldTo
 	j.yieldTo = nil
-	if p.phase != StatePending || p.claim != nil || p.unfit != "" {
+	if p.phase != StatePending || p.claim != nil || p.unfit != "" || !c.ranksAbove(j, p) {
 		return false
 	}
+	spec, _ := c.specFor(p)
+	if !c.placeFree(spec) {
+		return false
+	}
+	c.clearFree()
 	c.reoffer = true
 	*w = Waiting{Job: j.job.ID, Code: WaitPriority, Blocker: p.job.ID,
 		Detail: yieldDetail}

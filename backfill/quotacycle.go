@@ -400,7 +400,9 @@ func (c *cycle) initQuota(order []*jobRec) {
 // lending) goes to the children that want more, by weight, none beyond
 // its demand, maximum, borrowing limit or the GPUs of its pool (water
 // filling): a queue confined to a pool that its jobs fill holds no GPUs
-// outside it back from the others.
+// outside it back from the others. Each queue is capped by its own pool:
+// siblings on one pool are each capped by all of it, so together they
+// may still be given more than it holds (a known limit).
 func (s *quotaState) shares() {
 	n := len(s.names)
 	s.fill(n, float64(s.total))
