@@ -29,6 +29,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/phalanx-sched/phalanx/internal/cli"
+
 	"github.com/phalanx-sched/phalanx/backfill"
 	"github.com/phalanx-sched/phalanx/benchmarks/sim"
 	"github.com/phalanx-sched/phalanx/fairshare"
@@ -40,7 +42,7 @@ import (
 
 func main() {
 	noLimits := flag.Bool("no-limits", false, "replay the synthetic workload with no time limits (as on Kubernetes)")
-	if err := parseArgs(flag.CommandLine, os.Args[1:]); err != nil {
+	if err := cli.Parse(flag.CommandLine, os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "cluster2000:", err)
 		os.Exit(2)
 	}
@@ -282,17 +284,4 @@ func popcount(m uint64) int {
 		n++
 	}
 	return n
-}
-
-// parseArgs parses args into fs and refuses an argument left after the
-// flags: parsing stops at the first one, so that in "cluster2000 -no-limits true" the
-// flags after the argument were silently dropped.
-func parseArgs(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q: flags must come first (a bool flag takes -flag=false)", fs.Arg(0))
-	}
-	return nil
 }

@@ -52,6 +52,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/phalanx-sched/phalanx/internal/cli"
+
 	"github.com/phalanx-sched/phalanx/backfill"
 	"github.com/phalanx-sched/phalanx/benchmarks/sim"
 	"github.com/phalanx-sched/phalanx/examples/replay/internal/report"
@@ -121,8 +123,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 // not a positive number (0 ran at load 1), a share outside [0, 1], and a
 // negative count or duration (taken as 0).
 func checkFlags(fs *flag.FlagSet, o options) error {
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q: flags must come first (a bool flag takes -flag=false)", fs.Arg(0))
+	if err := cli.NoArgs(fs); err != nil {
+		return err
 	}
 	if !(o.load > 0) || math.IsInf(o.load, 0) {
 		return fmt.Errorf("-load %v: want a positive factor", o.load)

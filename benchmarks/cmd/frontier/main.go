@@ -44,6 +44,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/phalanx-sched/phalanx/internal/cli"
+
 	"github.com/phalanx-sched/phalanx/backfill"
 	"github.com/phalanx-sched/phalanx/benchmarks/sim"
 	"github.com/phalanx-sched/phalanx/fairshare"
@@ -193,7 +195,7 @@ func main() {
 	flag.BoolVar(&perSeed, "per-seed", false, "also print each seed's row (named policy/seed)")
 	flag.Uint64Var(&firstSeed, "first-seed", 1, "the first seed of every workload: seeds run from it on, so that -first-seed 4 -trace-seeds 3 is a check held out from the default seeds 1 to 3")
 	check := flag.Bool("criteria", false, "under each trace, the acceptance criterion of issue 18 (with -no-limits 0) or 13 (with -no-limits 1), figure by figure, when the rows it reads were run, and the seeds on which the default's waits are lower, higher or equal to easy-age's (fifo's)")
-	if err := parseArgs(flag.CommandLine, os.Args[1:]); err != nil {
+	if err := cli.Parse(flag.CommandLine, os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "frontier:", err)
 		os.Exit(2)
 	}
@@ -521,19 +523,6 @@ func setField(c *backfill.Config, key, value string) error {
 		c.FairShare.StarvationBound = d
 	default:
 		return fmt.Errorf("unknown key %q", key)
-	}
-	return nil
-}
-
-// parseArgs parses args into fs and refuses an argument left after the
-// flags: parsing stops at the first one, so that in "frontier -per-seed false -seeds 1" the
-// flags after the argument were silently dropped.
-func parseArgs(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q: flags must come first (a bool flag takes -flag=false)", fs.Arg(0))
 	}
 	return nil
 }

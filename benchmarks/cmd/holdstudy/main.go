@@ -20,13 +20,15 @@ import (
 	"os"
 	"time"
 
+	"github.com/phalanx-sched/phalanx/internal/cli"
+
 	"github.com/phalanx-sched/phalanx/benchmarks/sim"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
 func main() {
 	seeds := flag.Int("seeds", 3, "stream seeds")
-	if err := parseArgs(flag.CommandLine, os.Args[1:]); err != nil {
+	if err := cli.Parse(flag.CommandLine, os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "holdstudy:", err)
 		os.Exit(2)
 	}
@@ -86,19 +88,6 @@ func synthetic(w io.Writer) error {
 			fmt.Fprintf(w, "%-5d %-14s %6.1f%% %8.1f%% %11.0f %9.0f %11s %11s %7.3f\n", seed, p, 100*r.Utilisation, 100*r.UtilisationBeforeDrain, r.IdleWhileQueuedGPUSeconds/3600,
 				r.HeldForHoldGPUSeconds/3600, r.LargeWaitP95.Round(time.Minute), r.LargeWaitMax.Round(time.Minute), r.WorstShare)
 		}
-	}
-	return nil
-}
-
-// parseArgs parses args into fs and refuses an argument left after the
-// flags: parsing stops at the first one, so that in "holdstudy extra -seeds 1" the
-// flags after the argument were silently dropped.
-func parseArgs(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q: flags must come first (a bool flag takes -flag=false)", fs.Arg(0))
 	}
 	return nil
 }

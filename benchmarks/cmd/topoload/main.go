@@ -21,6 +21,8 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/phalanx-sched/phalanx/internal/cli"
+
 	"github.com/phalanx-sched/phalanx/internal/testcluster"
 	"github.com/phalanx-sched/phalanx/topology"
 	"github.com/phalanx-sched/phalanx/topology/slurm"
@@ -29,7 +31,7 @@ import (
 func main() {
 	nodes := flag.Int("nodes", 1_000_000, "nodes of the cluster (a multiple of 25)")
 	what := flag.String("what", "build", "build, load or fattree")
-	if err := parseArgs(flag.CommandLine, os.Args[1:]); err != nil {
+	if err := cli.Parse(flag.CommandLine, os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "topoload:", err)
 		os.Exit(2)
 	}
@@ -97,18 +99,5 @@ func run(n int, what string) error {
 	fmt.Printf("%s: %d nodes, %d GPUs, %d domains in %.2f s; allocated %d MiB in %d allocations; peak RSS of the process %d MiB\n",
 		what, c.NumNodes(), c.TotalGPUs(), domains, elapsed.Seconds(),
 		(after.TotalAlloc-before.TotalAlloc)>>20, after.Mallocs-before.Mallocs, ru.Maxrss>>10)
-	return nil
-}
-
-// parseArgs parses args into fs and refuses an argument left after the
-// flags: parsing stops at the first one, so that in "topoload -nodes 25 extra -what x" the
-// flags after the argument were silently dropped.
-func parseArgs(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q: flags must come first (a bool flag takes -flag=false)", fs.Arg(0))
-	}
 	return nil
 }

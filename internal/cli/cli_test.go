@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"flag"
@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// TestParseArgs: an argument among the flags is an error naming it, not
-// the end of the flags (a bool flag given "false" as a separate word
-// dropped every flag after it).
-func TestParseArgs(t *testing.T) {
+// TestParse: an argument among the flags is an error naming it, not the
+// end of the flags (a bool flag given "false" as a separate word dropped
+// every flag after it).
+func TestParse(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		args []string
@@ -28,9 +28,9 @@ func TestParseArgs(t *testing.T) {
 			fs.SetOutput(io.Discard)
 			fs.Bool("b", false, "")
 			n := fs.Int("n", 0, "")
-			err := parseArgs(fs, tt.args)
+			err := Parse(fs, tt.args)
 			if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
-				t.Fatalf("parseArgs = %v, want %q", err, tt.err)
+				t.Fatalf("Parse = %v, want %q", err, tt.err)
 			}
 			if *n != tt.n {
 				t.Fatalf("-n %d, want %d", *n, tt.n)
