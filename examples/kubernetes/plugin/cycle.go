@@ -442,15 +442,22 @@ type partialGroup struct {
 // landing meanwhile restarts the wait; a group that becomes whole (then
 // adopted), loses its pending pods or its bound pods leaves the watch. A
 // group this replica saw running whole (groupState.seenWhole: a gang it
-// could not adopt, whose Indexed Job then created its next index) is not a
-// partial gang and is never deleted by this rule, nor is a group first
-// half-bound later than partialSettle after activation (only this replica
+// could not adopt, whose Indexed Job then created its next index), or that
+// has bound pods and no pending pod at the first active cycle (lostPods,
+// then marked seenWhole: a running gang that lost a pod, whose replacement
+// comes later), is not a partial gang and is never deleted by this rule,
+// nor is a group first half-bound later than partialSettle after activation (only this replica
 // binds then, and its gangs have jobs). A standby deletes nothing: the
 // leader may be binding. It returns when the next deletion is due (zero
 // when none is watched).
 func (c *controller) settlePartials(logger klog.Logger, now time.Time, acts *actions) time.Time {
 	if c.activeSince.IsZero() {
 		c.activeSince = now
+		for _, g := range c.groups {
+			if lostPods(g) {
+				g.seenWhole = true
+			}
+		}
 	}
 	open := now.Before(c.activeSince.Add(partialSettle))
 	var next time.Time
@@ -482,6 +489,28 @@ func (c *controller) settlePartials(logger klog.Logger, now time.Time, acts *act
 		c.deletePartial(logger, g, acts)
 	}
 	return next
+}
+
+// lostPods reports whether group g has no job, bound pods (not being
+// deleted) fewer than its minMember, and no pending pod: a running gang
+// that lost pods (or a gang whose unbound pods went), not a gang being
+// bound, whose unbound pods are pending. At the first active cycle such a
+// group is marked seenWhole (settlePartials), so that a replacement created
+// later, which makes it half-bound, does not get its running pods deleted.
+func lostPods(g *groupState) bool {
+	if g.inc != nil || g.minMember == 0 {
+		return false
+	}
+	bound := 0
+	for _, p := range g.pods {
+		switch {
+		case p.pending():
+			return false
+		case p.node != "" && !p.evicting:
+			bound++
+		}
+	}
+	return bound > 0 && bound < g.minMember
 }
 
 // halfBoundUIDs returns the sorted UIDs of the bound pods of group g when it

@@ -75,18 +75,24 @@
 // lands restarts the wait; a gang they complete is adopted instead. The
 // plugin cannot complete such a gang (it submits pending pods only); the
 // pending pods and the ones recreated for the deleted ones form the next
-// gang. A running gang that lost a pod whose replacement is pending when the
-// replica begins to schedule is deleted too, unless the replica saw it
-// running whole (at least minMember bound: adopted, or not adoptable) while
-// it has bound pods: an Indexed Job that creates its next index as one of
-// its pods completes keeps running, and its pending pods wait until they are
-// minMember, or, when the group was adopted as a running gang, until every
-// pod of that gang is gone. A group first half-bound later than
-// partialSettle after the replica began to schedule is never deleted by this
-// rule (only this replica binds then, and its gangs have jobs). A standby
-// deletes nothing: the leader may be binding. A group whose bound pods are
-// fewer than its minMember and that has no pending pod is neither deleted
-// nor adopted: its pods stay used GPUs.
+// gang. A group with bound pods and no pending pod when the replica begins
+// to schedule is a running gang that lost pods (its replacements not yet
+// created, or gated), not a gang being bound, whose unbound pods are
+// pending: it is never deleted by this rule while it has bound pods, even
+// when a replacement created within partialSettle makes it half-bound;
+// nor is a group the replica saw running whole (at least minMember bound:
+// adopted, or not adoptable): an Indexed Job that creates its next index
+// as one of its pods completes keeps running, and its pending pods wait
+// until they are minMember, or, when the group was adopted as a running
+// gang, until every pod of that gang is gone. A running gang that lost a
+// pod whose replacement is already pending when the replica begins to
+// schedule cannot be told from a gang being bound, and is deleted too,
+// unless the replica saw it running whole. A group first half-bound later
+// than partialSettle after the replica began to schedule is never deleted
+// by this rule (only this replica binds then, and its gangs have jobs). A
+// standby deletes nothing: the leader may be binding. A group whose bound
+// pods are fewer than its minMember and that has no pending pod is neither
+// deleted nor adopted: its pods stay used GPUs.
 // deploy/scheduler-config.yaml sets delayCacheUntilActive, so that a
 // standby does not even start informers.
 //

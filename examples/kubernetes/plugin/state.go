@@ -49,9 +49,11 @@ type groupState struct {
 	retry      time.Time // when a gang that never fits is tried again
 	// seenWhole is set while the group has bound pods once this replica
 	// saw at least minMember of them bound without a job (runningUnowned:
-	// adopted or not): a running gang, never a partial one to delete
-	// (settlePartials), even when it is half-bound later (an Indexed Job
-	// creating its next index as a pod completes).
+	// adopted or not), or, at its first active cycle, bound pods and no
+	// pending pod (lostPods: a running gang that lost a pod): a running
+	// gang, never a partial one to delete (settlePartials), even when it
+	// is half-bound later (an Indexed Job creating its next index as a pod
+	// completes, a replacement for the lost pod).
 	seenWhole bool
 }
 
