@@ -291,3 +291,58 @@ func TestRestartAdoptsRunningGang(t *testing.T) {
 		checkBooks(t, h)
 	})
 }
+
+// TestStandbyNodeFailureDeletesNoPod: a standby (no PreFilter yet) adopts
+// the gang the leader binds; when a node under it fails, the standby ends
+// the job but deletes no pod (the leader does, if it lives). Its pods are
+// then a group without a job, examined as after a restart: on activation,
+// with the node still down, the gang is not adopted and its pods stay used
+// GPUs; once the node is back, it is adopted again.
+func TestStandbyNodeFailureDeletesNoPod(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	h.addNodes(testNodes(8)...)
+	ps := h.groupPods(4, 8)
+	h.cycle()
+	for i := range ps {
+		b := ps[i].DeepCopy()
+		b.Spec.NodeName = nodeName(i) // the leader's bind, seen by the informer
+		h.c.onPod(b)
+		h.cycle()
+	}
+	if got := activeJobs(h); !slices.Equal(got, []string{"ns/g#1"}) {
+		t.Fatalf("active jobs %v, want the adopted ns/g#1", got)
+	}
+	n := testNodes(8)[1]
+	n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse}}
+	h.addNodes(n)
+	for i := 0; i < 3; i++ {
+		h.cycle()
+	}
+	if len(h.a.evicted) != 0 {
+		t.Fatalf("a standby evicted %v", h.a.evicted)
+	}
+	if got := activeJobs(h); len(got) != 0 {
+		t.Fatalf("active jobs %v after the node failure, want none", got)
+	}
+	solo := groupPod("", "solo", 8, 0)
+	h.c.onPod(solo)
+	h.leads(solo)
+	for i := 0; i < 70; i++ {
+		h.cycle()
+	}
+	if len(h.a.evicted) != 0 {
+		t.Fatalf("evicted %v once active, want the pods left as after a restart", h.a.evicted)
+	}
+	if g := h.c.groups["ns/g"]; g.inc != nil {
+		t.Fatalf("the group has job %s on a down node", g.inc.job)
+	}
+	if fu := h.c.foreignUsage(); fu["n000"] != 8 || fu["n002"] != 8 {
+		t.Fatalf("foreign GPUs %v, want the group's pods counted", fu)
+	}
+	h.addNodes(testNodes(8)[1]) // Ready again
+	h.cycle()
+	if g := h.c.groups["ns/g"]; g.inc == nil || !g.inc.running || len(g.inc.pods) != 4 {
+		t.Fatal("the gang is not adopted again once its node is back")
+	}
+	checkBooks(t, h)
+}

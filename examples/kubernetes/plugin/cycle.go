@@ -388,6 +388,13 @@ func (c *controller) finish(logger klog.Logger, g *groupState, now time.Time) {
 // is bound, failed otherwise), pods waiting at Permit are rejected, and bound
 // pods are deleted when the gang cannot run whole (a node failure, a bind
 // that kept failing). Pods not yet bound stay and form the next gang.
+//
+// A standby (!c.active: its jobs are gangs it adopted as the leader bound
+// them, torn down by a node failure) deletes no pod: the leader does, if it
+// lives. The group is left without a job, its bound pods examined in every
+// cycle as after a restart: adopted again once whole on live nodes
+// (adoptRunning), else their GPUs counted as used by pods Phalanx did not
+// place, and never deleted by settlePartials (they were seen running whole).
 func (c *controller) teardown(g *groupState, now time.Time, acts *actions) {
 	inc := g.inc
 	if c.eng.held(inc.job) {
@@ -404,6 +411,9 @@ func (c *controller) teardown(g *groupState, now time.Time, acts *actions) {
 	for _, uid := range slices.Sorted(maps.Keys(inc.pods)) { // pods in one order: deletions too
 		if inc.reserved[uid] || inc.passed[uid] {
 			acts.reject = append(acts.reject, rejection{uid, "phalanx: gang torn down: " + inc.broken})
+		}
+		if !c.active {
+			continue // a standby deletes no pod
 		}
 		if inc.bound[uid] && !inc.gone[uid] {
 			inc.pods[uid].evicting = true

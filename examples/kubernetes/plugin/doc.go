@@ -44,7 +44,12 @@
 // while it runs (pods created later wait, with that reason, until every pod
 // of it is gone), it finishes when all its pods are gone, and a node
 // failure under it ends it and deletes its pods. A standby adopts too, as
-// the leader binds, so it holds the leader's gangs when it takes over. A
+// the leader binds, so it holds the leader's gangs when it takes over; a
+// node failure under such a gang ends its job on the standby, which
+// deletes no pod (the leader does, if it lives): the group is then without
+// a job, and examined in every cycle as after a restart (adopted again once
+// its pods run whole on live nodes, else left as used GPUs, and never
+// deleted as a partial gang: it was seen running whole). A
 // gang the engine cannot take (a pod on a node that is outside the cluster
 // model or down, two pods of one shape on one node, more GPUs on a node
 // than other gangs leave free) is not adopted: its pods stay used GPUs,
