@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // restarted is a fresh plugin (a restarted scheduler, or a standby taking
@@ -343,6 +344,45 @@ func TestStandbyNodeFailureDeletesNoPod(t *testing.T) {
 	h.cycle()
 	if g := h.c.groups["ns/g"]; g.inc == nil || !g.inc.running || len(g.inc.pods) != 4 {
 		t.Fatal("the gang is not adopted again once its node is back")
+	}
+	checkBooks(t, h)
+}
+
+// TestTerminatingPodsNotAdopted: a scheduler that restarts while the 4 pods
+// of a gang are terminating (bound, being deleted) and their 4 replacements
+// are pending does not adopt the terminating pods as a running gang (their
+// GPUs count as used until they are gone), nor deletes them as a partial
+// gang: the replacements form the group's next gang.
+func TestTerminatingPodsNotAdopted(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	h.addNodes(testNodes(8)...)
+	for i := 0; i < 4; i++ {
+		p := groupPod("g", fmt.Sprintf("w-%d", i), 8, 4)
+		p.Spec.NodeName = nodeName(i)
+		p.DeletionTimestamp = &metav1.Time{Time: h.now}
+		h.c.onPod(p)
+	}
+	next := make([]*v1.Pod, 4)
+	for i := range next {
+		next[i] = groupPod("g", fmt.Sprintf("w-%d", i+4), 8, 4)
+		h.c.onPod(next[i])
+	}
+	h.cycle()
+	if got := activeJobs(h); len(got) != 0 {
+		t.Fatalf("active jobs %v: terminating pods adopted as a running gang", got)
+	}
+	if _, half := halfBound(h.c.groups["ns/g"]); half {
+		t.Fatal("terminating pods beside pending ones are half-bound")
+	}
+	h.leads(next[0])
+	slots := h.admit(next)
+	for _, n := range slots {
+		if n < nodeName(4) {
+			t.Fatalf("the next gang got %v, on the terminating pods' nodes", slots)
+		}
+	}
+	if len(h.a.evicted) != 0 {
+		t.Fatalf("evicted %v, want none", h.a.evicted)
 	}
 	checkBooks(t, h)
 }

@@ -502,7 +502,8 @@ func (c *controller) settlePartials(logger klog.Logger, now time.Time, acts *act
 }
 
 // lostPods reports whether group g has no job, bound pods (not being
-// deleted) fewer than its minMember, and no pending pod: a running gang
+// deleted, as halfBound counts them) fewer than its minMember, and no
+// pending pod: a running gang
 // that lost pods (or a gang whose unbound pods went), not a gang being
 // bound, whose unbound pods are pending. At the first active cycle such a
 // group is marked seenWhole (settlePartials), so that a replacement created
@@ -516,7 +517,7 @@ func lostPods(g *groupState) bool {
 		switch {
 		case p.pending():
 			return false
-		case p.node != "" && !p.evicting:
+		case p.node != "" && !p.evicting && !p.terminating():
 			bound++
 		}
 	}
@@ -564,11 +565,13 @@ func (c *controller) deletePartial(logger klog.Logger, g *groupState, acts *acti
 	}
 }
 
-// halfBound returns the bound pods of group g (not being deleted) when the
-// group has no job, fewer bound pods than its minMember and a pending pod
+// halfBound returns the bound pods of group g (not being deleted, by the
+// plugin or by anyone: podState.terminating) when the group has no job,
+// fewer such bound pods than its minMember and a pending pod
 // (podState.pending, as groupState.pending counts them: a gated or
 // terminating pod is not pending, so bound pods beside such pods only are
-// no gang being bound).
+// no gang being bound). Terminating bound pods are going anyway: they are
+// neither counted nor deleted.
 func halfBound(g *groupState) ([]*podState, bool) {
 	if g.inc != nil || g.minMember == 0 {
 		return nil, false
@@ -579,7 +582,7 @@ func halfBound(g *groupState) ([]*podState, bool) {
 		switch {
 		case p.node == "":
 			pending = pending || p.pending()
-		case !p.evicting:
+		case !p.evicting && !p.terminating():
 			bound = append(bound, p)
 		}
 	}

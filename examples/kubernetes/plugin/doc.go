@@ -33,8 +33,9 @@
 // The plugin keeps its books in memory: a new scheduler process (a restart,
 // or a standby that takes over) starts with no job in its engine. In every
 // engine cycle, from its first, it adopts each group with no job whose
-// bound pods (not being deleted by the plugin) are at least minMember: a
-// gang that the process before it started. The gang enters the engine as
+// bound pods (not being deleted, by the plugin or anyone: a terminating
+// pod is not adopted, its GPUs stay used until it is gone) are at least
+// minMember: a gang that the process before it started. The gang enters the engine as
 // a running job on its pods' nodes (one member per pod shape, the pods in
 // rank order, GPU indices the engine picks among those no other gang holds:
 // Kubernetes does not say which GPUs a pod got), with the namespace as its
@@ -68,8 +69,8 @@
 //
 // Once it schedules (the first engine cycle after its first PreFilter), it
 // deletes the partial gangs that no scheduler is binding any more. A group
-// is half-bound when it has no job, fewer bound pods than minMember and a
-// pending pod (pending as above: bound pods beside gated or terminating pods
+// is half-bound when it has no job, fewer bound pods (terminating ones not
+// counted, nor deleted) than minMember and a pending pod (pending as above: bound pods beside gated or terminating pods
 // only are not half-bound): a gang that was binding when the scheduler that
 // placed it stopped, or when the leader died (a standby that started before
 // the failure saw the leader begin to bind it). Each group half-bound then,

@@ -144,6 +144,12 @@ func (g *groupState) pending() []*podState {
 // groupState.pending and halfBound both count pods with it.
 func (p *podState) pending() bool { return p.node == "" && !p.orphan && p.schedulable() }
 
+// terminating reports whether the pod is being deleted (a deletion
+// timestamp, whoever asked): a bound one is neither adopted
+// (runningUnowned) nor counted or deleted as part of a half-bound group
+// (halfBound).
+func (p *podState) terminating() bool { return p.pod != nil && p.pod.DeletionTimestamp != nil }
+
 // boundPod is a bound, non-terminal pod that holds GPUs.
 type boundPod struct {
 	node string
