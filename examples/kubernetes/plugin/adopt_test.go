@@ -352,8 +352,27 @@ func TestStandbyNodeFailureDeletesNoPod(t *testing.T) {
 // of a gang are terminating (bound, being deleted) and their 4 replacements
 // are pending does not adopt the terminating pods as a running gang (their
 // GPUs count as used until they are gone), nor deletes them as a partial
-// gang: the replacements form the group's next gang.
+// gang: the replacements form the group's next gang. Two terminating pods
+// beside two pending ones are no half-bound group either: they are going
+// anyway, and are not deleted.
 func TestTerminatingPodsNotAdopted(t *testing.T) {
+	t.Run("beside pending pods not a partial gang", func(t *testing.T) {
+		h := newHookEnv(t, Args{})
+		h.addNodes(testNodes(8)...)
+		ps := h.gangOfFour(2)
+		for _, p := range ps[:2] {
+			p.DeletionTimestamp = &metav1.Time{Time: h.now}
+			h.c.onPod(p)
+		}
+		h.cycle()
+		h.leads(ps[2])
+		for step := 0; step < 150; step++ {
+			h.cycle()
+		}
+		if len(h.a.evicted) != 0 {
+			t.Fatalf("evicted %v, terminating pods deleted as a partial gang", h.a.evicted)
+		}
+	})
 	h := newHookEnv(t, Args{})
 	h.addNodes(testNodes(8)...)
 	for i := 0; i < 4; i++ {
