@@ -456,10 +456,10 @@ type partialGroup struct {
 // has bound pods and no pending pod at the first active cycle (lostPods,
 // then marked seenWhole: a running gang that lost a pod, whose replacement
 // comes later), is not a partial gang and is never deleted by this rule,
-// nor is a group first half-bound later than partialSettle after activation (only this replica
-// binds then, and its gangs have jobs). A standby deletes nothing: the
-// leader may be binding. It returns when the next deletion is due (zero
-// when none is watched).
+// nor is a group first half-bound later than partialSettle after
+// activation (only this replica binds then, and its gangs have jobs). A
+// standby deletes nothing: the leader may be binding. It returns when the
+// next deletion is due (zero when none is watched).
 func (c *controller) settlePartials(logger klog.Logger, now time.Time, acts *actions) time.Time {
 	if c.activeSince.IsZero() {
 		c.activeSince = now
@@ -503,11 +503,11 @@ func (c *controller) settlePartials(logger klog.Logger, now time.Time, acts *act
 
 // lostPods reports whether group g has no job, bound pods (not being
 // deleted, as halfBound counts them) fewer than its minMember, and no
-// pending pod: a running gang
-// that lost pods (or a gang whose unbound pods went), not a gang being
-// bound, whose unbound pods are pending. At the first active cycle such a
-// group is marked seenWhole (settlePartials), so that a replacement created
-// later, which makes it half-bound, does not get its running pods deleted.
+// pending pod: a running gang that lost pods (or a gang whose unbound pods
+// went), not a gang being bound, whose unbound pods are pending. At the
+// first active cycle such a group is marked seenWhole (settlePartials), so
+// that a replacement created later, which makes it half-bound, does not
+// get its running pods deleted.
 func lostPods(g *groupState) bool {
 	if g.inc != nil || g.minMember == 0 {
 		return false
