@@ -14,18 +14,20 @@ type adoptNote struct {
 	warned bool
 }
 
-// runningUnowned returns the bound pods of group g (not being deleted by
-// the plugin) in rank order when g has no job and at least minMember of
-// them: a gang that runs without a job in the engine, bound before this
-// scheduler started (or, on a standby, by the leader). A group with fewer
-// bound pods is not one (halfBound handles those with a pending pod).
+// runningUnowned returns the bound pods of group g (not being deleted, by
+// the plugin or by anyone: podState.terminating) in rank order when g has
+// no job and at least minMember of them: a gang that runs without a job in
+// the engine, bound before this scheduler started (or, on a standby, by
+// the leader). A group with fewer bound pods is not one (halfBound handles
+// those with a pending pod). Terminating pods are not adopted: their GPUs
+// count as used by pods Phalanx did not place until they are gone.
 func runningUnowned(g *groupState) ([]*podState, bool) {
 	if g.inc != nil || g.minMember == 0 {
 		return nil, false
 	}
 	var bound []*podState
 	for _, p := range g.pods {
-		if p.node != "" && !p.evicting && !p.orphan {
+		if p.node != "" && !p.evicting && !p.orphan && !p.terminating() {
 			bound = append(bound, p)
 		}
 	}

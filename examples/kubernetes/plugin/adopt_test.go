@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // restarted is a fresh plugin (a restarted scheduler, or a standby taking
@@ -290,4 +291,117 @@ func TestRestartAdoptsRunningGang(t *testing.T) {
 		}
 		checkBooks(t, h)
 	})
+}
+
+// TestStandbyNodeFailureDeletesNoPod: a standby (no PreFilter yet) adopts
+// the gang the leader binds; when a node under it fails, the standby ends
+// the job but deletes no pod (the leader does, if it lives). Its pods are
+// then a group without a job, examined as after a restart: on activation,
+// with the node still down, the gang is not adopted and its pods stay used
+// GPUs; once the node is back, it is adopted again.
+func TestStandbyNodeFailureDeletesNoPod(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	h.addNodes(testNodes(8)...)
+	ps := h.groupPods(4, 8)
+	h.cycle()
+	for i := range ps {
+		b := ps[i].DeepCopy()
+		b.Spec.NodeName = nodeName(i) // the leader's bind, seen by the informer
+		h.c.onPod(b)
+		h.cycle()
+	}
+	if got := activeJobs(h); !slices.Equal(got, []string{"ns/g#1"}) {
+		t.Fatalf("active jobs %v, want the adopted ns/g#1", got)
+	}
+	n := testNodes(8)[1]
+	n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse}}
+	h.addNodes(n)
+	for i := 0; i < 3; i++ {
+		h.cycle()
+	}
+	if len(h.a.evicted) != 0 {
+		t.Fatalf("a standby evicted %v", h.a.evicted)
+	}
+	if got := activeJobs(h); len(got) != 0 {
+		t.Fatalf("active jobs %v after the node failure, want none", got)
+	}
+	solo := groupPod("", "solo", 8, 0)
+	h.c.onPod(solo)
+	h.leads(solo)
+	for i := 0; i < 70; i++ {
+		h.cycle()
+	}
+	if len(h.a.evicted) != 0 {
+		t.Fatalf("evicted %v once active, want the pods left as after a restart", h.a.evicted)
+	}
+	if g := h.c.groups["ns/g"]; g.inc != nil {
+		t.Fatalf("the group has job %s on a down node", g.inc.job)
+	}
+	if fu := h.c.foreignUsage(); fu["n000"] != 8 || fu["n002"] != 8 {
+		t.Fatalf("foreign GPUs %v, want the group's pods counted", fu)
+	}
+	h.addNodes(testNodes(8)[1]) // Ready again
+	h.cycle()
+	if g := h.c.groups["ns/g"]; g.inc == nil || !g.inc.running || len(g.inc.pods) != 4 {
+		t.Fatal("the gang is not adopted again once its node is back")
+	}
+	checkBooks(t, h)
+}
+
+// TestTerminatingPodsNotAdopted: a scheduler that restarts while the 4 pods
+// of a gang are terminating (bound, being deleted) and their 4 replacements
+// are pending does not adopt the terminating pods as a running gang (their
+// GPUs count as used until they are gone), nor deletes them as a partial
+// gang: the replacements form the group's next gang. Two terminating pods
+// beside two pending ones are no half-bound group either: they are going
+// anyway, and are not deleted.
+func TestTerminatingPodsNotAdopted(t *testing.T) {
+	t.Run("beside pending pods not a partial gang", func(t *testing.T) {
+		h := newHookEnv(t, Args{})
+		h.addNodes(testNodes(8)...)
+		ps := h.gangOfFour(2)
+		for _, p := range ps[:2] {
+			p.DeletionTimestamp = &metav1.Time{Time: h.now}
+			h.c.onPod(p)
+		}
+		h.cycle()
+		h.leads(ps[2])
+		for step := 0; step < 150; step++ {
+			h.cycle()
+		}
+		if len(h.a.evicted) != 0 {
+			t.Fatalf("evicted %v, terminating pods deleted as a partial gang", h.a.evicted)
+		}
+	})
+	h := newHookEnv(t, Args{})
+	h.addNodes(testNodes(8)...)
+	for i := 0; i < 4; i++ {
+		p := groupPod("g", fmt.Sprintf("w-%d", i), 8, 4)
+		p.Spec.NodeName = nodeName(i)
+		p.DeletionTimestamp = &metav1.Time{Time: h.now}
+		h.c.onPod(p)
+	}
+	next := make([]*v1.Pod, 4)
+	for i := range next {
+		next[i] = groupPod("g", fmt.Sprintf("w-%d", i+4), 8, 4)
+		h.c.onPod(next[i])
+	}
+	h.cycle()
+	if got := activeJobs(h); len(got) != 0 {
+		t.Fatalf("active jobs %v: terminating pods adopted as a running gang", got)
+	}
+	if _, half := halfBound(h.c.groups["ns/g"]); half {
+		t.Fatal("terminating pods beside pending ones are half-bound")
+	}
+	h.leads(next[0])
+	slots := h.admit(next)
+	for _, n := range slots {
+		if n < nodeName(4) {
+			t.Fatalf("the next gang got %v, on the terminating pods' nodes", slots)
+		}
+	}
+	if len(h.a.evicted) != 0 {
+		t.Fatalf("evicted %v, want none", h.a.evicted)
+	}
+	checkBooks(t, h)
 }

@@ -388,6 +388,13 @@ func (c *controller) finish(logger klog.Logger, g *groupState, now time.Time) {
 // is bound, failed otherwise), pods waiting at Permit are rejected, and bound
 // pods are deleted when the gang cannot run whole (a node failure, a bind
 // that kept failing). Pods not yet bound stay and form the next gang.
+//
+// A standby (!c.active: its jobs are gangs it adopted as the leader bound
+// them, torn down by a node failure) deletes no pod: the leader does, if it
+// lives. The group is left without a job, its bound pods examined in every
+// cycle as after a restart: adopted again once whole on live nodes
+// (adoptRunning), else their GPUs counted as used by pods Phalanx did not
+// place, and never deleted by settlePartials (they were seen running whole).
 func (c *controller) teardown(g *groupState, now time.Time, acts *actions) {
 	inc := g.inc
 	if c.eng.held(inc.job) {
@@ -404,6 +411,9 @@ func (c *controller) teardown(g *groupState, now time.Time, acts *actions) {
 	for _, uid := range slices.Sorted(maps.Keys(inc.pods)) { // pods in one order: deletions too
 		if inc.reserved[uid] || inc.passed[uid] {
 			acts.reject = append(acts.reject, rejection{uid, "phalanx: gang torn down: " + inc.broken})
+		}
+		if !c.active {
+			continue // a standby deletes no pod
 		}
 		if inc.bound[uid] && !inc.gone[uid] {
 			inc.pods[uid].evicting = true
@@ -442,15 +452,22 @@ type partialGroup struct {
 // landing meanwhile restarts the wait; a group that becomes whole (then
 // adopted), loses its pending pods or its bound pods leaves the watch. A
 // group this replica saw running whole (groupState.seenWhole: a gang it
-// could not adopt, whose Indexed Job then created its next index) is not a
-// partial gang and is never deleted by this rule, nor is a group first
-// half-bound later than partialSettle after activation (only this replica
-// binds then, and its gangs have jobs). A standby deletes nothing: the
-// leader may be binding. It returns when the next deletion is due (zero
-// when none is watched).
+// could not adopt, whose Indexed Job then created its next index), or that
+// has bound pods and no pending pod at the first active cycle (lostPods,
+// then marked seenWhole: a running gang that lost a pod, whose replacement
+// comes later), is not a partial gang and is never deleted by this rule,
+// nor is a group first half-bound later than partialSettle after
+// activation (only this replica binds then, and its gangs have jobs). A
+// standby deletes nothing: the leader may be binding. It returns when the
+// next deletion is due (zero when none is watched).
 func (c *controller) settlePartials(logger klog.Logger, now time.Time, acts *actions) time.Time {
 	if c.activeSince.IsZero() {
 		c.activeSince = now
+		for _, g := range c.groups {
+			if lostPods(g) {
+				g.seenWhole = true
+			}
+		}
 	}
 	open := now.Before(c.activeSince.Add(partialSettle))
 	var next time.Time
@@ -482,6 +499,29 @@ func (c *controller) settlePartials(logger klog.Logger, now time.Time, acts *act
 		c.deletePartial(logger, g, acts)
 	}
 	return next
+}
+
+// lostPods reports whether group g has no job, bound pods (not being
+// deleted, as halfBound counts them) fewer than its minMember, and no
+// pending pod: a running gang that lost pods (or a gang whose unbound pods
+// went), not a gang being bound, whose unbound pods are pending. At the
+// first active cycle such a group is marked seenWhole (settlePartials), so
+// that a replacement created later, which makes it half-bound, does not
+// get its running pods deleted.
+func lostPods(g *groupState) bool {
+	if g.inc != nil || g.minMember == 0 {
+		return false
+	}
+	bound := 0
+	for _, p := range g.pods {
+		switch {
+		case p.pending():
+			return false
+		case p.node != "" && !p.evicting && !p.terminating():
+			bound++
+		}
+	}
+	return bound > 0 && bound < g.minMember
 }
 
 // halfBoundUIDs returns the sorted UIDs of the bound pods of group g when it
@@ -525,11 +565,13 @@ func (c *controller) deletePartial(logger klog.Logger, g *groupState, acts *acti
 	}
 }
 
-// halfBound returns the bound pods of group g (not being deleted) when the
-// group has no job, fewer bound pods than its minMember and a pending pod
+// halfBound returns the bound pods of group g (not being deleted, by the
+// plugin or by anyone: podState.terminating) when the group has no job,
+// fewer such bound pods than its minMember and a pending pod
 // (podState.pending, as groupState.pending counts them: a gated or
 // terminating pod is not pending, so bound pods beside such pods only are
-// no gang being bound).
+// no gang being bound). Terminating bound pods are going anyway: they are
+// neither counted nor deleted.
 func halfBound(g *groupState) ([]*podState, bool) {
 	if g.inc != nil || g.minMember == 0 {
 		return nil, false
@@ -540,7 +582,7 @@ func halfBound(g *groupState) ([]*podState, bool) {
 		switch {
 		case p.node == "":
 			pending = pending || p.pending()
-		case !p.evicting:
+		case !p.evicting && !p.terminating():
 			bound = append(bound, p)
 		}
 	}

@@ -33,8 +33,9 @@
 // The plugin keeps its books in memory: a new scheduler process (a restart,
 // or a standby that takes over) starts with no job in its engine. In every
 // engine cycle, from its first, it adopts each group with no job whose
-// bound pods (not being deleted by the plugin) are at least minMember: a
-// gang that the process before it started. The gang enters the engine as
+// bound pods (not being deleted, by the plugin or anyone: a terminating
+// pod is not adopted, its GPUs stay used until it is gone) are at least
+// minMember: a gang that the process before it started. The gang enters the engine as
 // a running job on its pods' nodes (one member per pod shape, the pods in
 // rank order, GPU indices the engine picks among those no other gang holds:
 // Kubernetes does not say which GPUs a pod got), with the namespace as its
@@ -44,7 +45,12 @@
 // while it runs (pods created later wait, with that reason, until every pod
 // of it is gone), it finishes when all its pods are gone, and a node
 // failure under it ends it and deletes its pods. A standby adopts too, as
-// the leader binds, so it holds the leader's gangs when it takes over. A
+// the leader binds, so it holds the leader's gangs when it takes over; a
+// node failure under such a gang ends its job on the standby, which
+// deletes no pod (the leader does, if it lives): the group is then without
+// a job, and examined in every cycle as after a restart (adopted again once
+// its pods run whole on live nodes, else left as used GPUs, and never
+// deleted as a partial gang: it was seen running whole). A
 // gang the engine cannot take (a pod on a node that is outside the cluster
 // model or down, two pods of one shape on one node, more GPUs on a node
 // than other gangs leave free) is not adopted: its pods stay used GPUs,
@@ -63,8 +69,8 @@
 //
 // Once it schedules (the first engine cycle after its first PreFilter), it
 // deletes the partial gangs that no scheduler is binding any more. A group
-// is half-bound when it has no job, fewer bound pods than minMember and a
-// pending pod (pending as above: bound pods beside gated or terminating pods
+// is half-bound when it has no job, fewer bound pods (terminating ones not
+// counted, nor deleted) than minMember and a pending pod (pending as above: bound pods beside gated or terminating pods
 // only are not half-bound): a gang that was binding when the scheduler that
 // placed it stopped, or when the leader died (a standby that started before
 // the failure saw the leader begin to bind it). Each group half-bound then,
@@ -75,18 +81,24 @@
 // lands restarts the wait; a gang they complete is adopted instead. The
 // plugin cannot complete such a gang (it submits pending pods only); the
 // pending pods and the ones recreated for the deleted ones form the next
-// gang. A running gang that lost a pod whose replacement is pending when the
-// replica begins to schedule is deleted too, unless the replica saw it
-// running whole (at least minMember bound: adopted, or not adoptable) while
-// it has bound pods: an Indexed Job that creates its next index as one of
-// its pods completes keeps running, and its pending pods wait until they are
-// minMember, or, when the group was adopted as a running gang, until every
-// pod of that gang is gone. A group first half-bound later than
-// partialSettle after the replica began to schedule is never deleted by this
-// rule (only this replica binds then, and its gangs have jobs). A standby
-// deletes nothing: the leader may be binding. A group whose bound pods are
-// fewer than its minMember and that has no pending pod is neither deleted
-// nor adopted: its pods stay used GPUs.
+// gang. A group with bound pods and no pending pod when the replica begins
+// to schedule is a running gang that lost pods (its replacements not yet
+// created, or gated), not a gang being bound, whose unbound pods are
+// pending: it is never deleted by this rule while it has bound pods, even
+// when a replacement created within partialSettle makes it half-bound;
+// nor is a group the replica saw running whole (at least minMember bound:
+// adopted, or not adoptable): an Indexed Job that creates its next index
+// as one of its pods completes keeps running, and its pending pods wait
+// until they are minMember, or, when the group was adopted as a running
+// gang, until every pod of that gang is gone. A running gang that lost a
+// pod whose replacement is already pending when the replica begins to
+// schedule cannot be told from a gang being bound, and is deleted too,
+// unless the replica saw it running whole. A group first half-bound later
+// than partialSettle after the replica began to schedule is never deleted
+// by this rule (only this replica binds then, and its gangs have jobs). A
+// standby deletes nothing: the leader may be binding. A group whose bound
+// pods are fewer than its minMember and that has no pending pod is neither
+// deleted nor adopted: its pods stay used GPUs.
 // deploy/scheduler-config.yaml sets delayCacheUntilActive, so that a
 // standby does not even start informers.
 //

@@ -49,9 +49,11 @@ type groupState struct {
 	retry      time.Time // when a gang that never fits is tried again
 	// seenWhole is set while the group has bound pods once this replica
 	// saw at least minMember of them bound without a job (runningUnowned:
-	// adopted or not): a running gang, never a partial one to delete
-	// (settlePartials), even when it is half-bound later (an Indexed Job
-	// creating its next index as a pod completes).
+	// adopted or not), or, at its first active cycle, bound pods and no
+	// pending pod (lostPods: a running gang that lost a pod): a running
+	// gang, never a partial one to delete (settlePartials), even when it
+	// is half-bound later (an Indexed Job creating its next index as a pod
+	// completes, a replacement for the lost pod).
 	seenWhole bool
 }
 
@@ -141,6 +143,12 @@ func (g *groupState) pending() []*podState {
 // an orphan, and schedulable (no scheduling gate, not being deleted).
 // groupState.pending and halfBound both count pods with it.
 func (p *podState) pending() bool { return p.node == "" && !p.orphan && p.schedulable() }
+
+// terminating reports whether the pod is being deleted (a deletion
+// timestamp, whoever asked): a bound one is neither adopted
+// (runningUnowned) nor counted or deleted as part of a half-bound group
+// (halfBound).
+func (p *podState) terminating() bool { return p.pod != nil && p.pod.DeletionTimestamp != nil }
 
 // boundPod is a bound, non-terminal pod that holds GPUs.
 type boundPod struct {
