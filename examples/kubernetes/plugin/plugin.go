@@ -61,15 +61,22 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	act.failed = p.c.evictFailed
 	f := h.SharedInformerFactory()
 	pods, nodes := f.Core().V1().Pods().Informer(), f.Core().V1().Nodes().Informer()
-	if _, err := pods.AddEventHandler(p.c.podHandlers()); err != nil {
+	// The first cycle waits until the plugin's own handlers have been
+	// given every object the informers listed (the registrations'
+	// HasSynced), not only until the informers have listed them: else it
+	// could see part of the pods, nodes or PodGroups (a gang adopted with
+	// some of its pods, the rest counted as foreign GPUs).
+	rp, err := pods.AddEventHandler(p.c.podHandlers())
+	if err != nil {
 		return nil, err
 	}
-	if _, err := nodes.AddEventHandler(p.c.nodeHandlers()); err != nil {
+	rn, err := nodes.AddEventHandler(p.c.nodeHandlers())
+	if err != nil {
 		return nil, err
 	}
-	synced := []cache.InformerSynced{pods.HasSynced, nodes.HasSynced}
+	synced := []cache.InformerSynced{rp.HasSynced, rn.HasSynced}
 	if pg := p.podGroupInformer(ctx); pg != nil {
-		synced = append(synced, pg.HasSynced)
+		synced = append(synced, pg)
 	}
 	p.c.synced = func() bool {
 		for _, s := range synced {
@@ -85,8 +92,10 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 }
 
 // podGroupInformer watches scheduler-plugins PodGroups when the API server
-// serves them; without the CRD, groups take min-member from pod annotations.
-func (p *Plugin) podGroupInformer(ctx context.Context) cache.SharedIndexInformer {
+// serves them, and returns when the plugin's handler has been given every
+// PodGroup listed (nil without the CRD: groups then take min-member from
+// pod annotations).
+func (p *Plugin) podGroupInformer(ctx context.Context) cache.InformerSynced {
 	logger := klog.FromContext(ctx)
 	cfg := p.h.KubeConfig()
 	if cfg == nil {
@@ -104,11 +113,12 @@ func (p *Plugin) podGroupInformer(ctx context.Context) cache.SharedIndexInformer
 	}
 	f := dynamicinformer.NewDynamicSharedInformerFactory(dc, 0)
 	inf := f.ForResource(podGroupGVR).Informer()
-	if _, err := inf.AddEventHandler(p.c.podGroupHandlers()); err != nil {
+	reg, err := inf.AddEventHandler(p.c.podGroupHandlers())
+	if err != nil {
 		return nil
 	}
 	f.Start(ctx.Done())
-	return inf
+	return reg.HasSynced
 }
 
 // Name returns the plugin's name.
