@@ -135,7 +135,7 @@ func (c *controller) noteNotAdopted(logger klog.Logger, g *groupState, bound []*
 // adopted books group g's running pods as the engine's running job id.
 func (c *controller) adopted(logger klog.Logger, g *groupState, id string, bound []*podState) {
 	inc := newIncarnation(id)
-	inc.admitted, inc.running = true, true
+	inc.admitted, inc.running, inc.adopted = true, true, true
 	for _, p := range bound {
 		inc.pods[p.uid] = p
 		inc.shapes[p.shape] = append(inc.shapes[p.shape], p.uid)

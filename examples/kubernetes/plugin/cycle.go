@@ -641,7 +641,13 @@ func (c *controller) leaderProbe(acts *actions) {
 func (c *controller) prepare(g *groupState, now time.Time, acts *actions) {
 	if inc := g.inc; inc != nil {
 		if inc.admitted {
-			if hasLatePods(g) {
+			switch {
+			case !hasLatePods(g):
+			case inc.adopted:
+				// Its pods were not submitted: those it has not are
+				// not late, but they still wait for it.
+				g.reason = "pods not among those of the group's gang " + inc.job + ", found running and adopted, wait until every pod of that gang is gone (a group runs one gang at a time)"
+			default:
 				g.reason = "pods created after the group's gang " + inc.job + " was submitted wait until every pod of that gang is gone (a group runs one gang at a time)"
 			}
 			return

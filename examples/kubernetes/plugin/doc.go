@@ -23,8 +23,10 @@
 // runs one gang at a time: pods created after its gang was submitted (a
 // group with more pods than minMember, created in batches) wait, with that
 // reason, until every pod of that gang is gone. After a restart, a group
-// found running is adopted as a running gang, and a group found half-bound
-// is deleted (see Restarts and leader election). Topology
+// found running is adopted as a running gang (its pods that were not
+// running then wait for it as late pods do, told that it was found
+// running and adopted), and a group found half-bound is deleted (see
+// Restarts and leader election). Topology
 // comes from node labels through a topology/kube preset (Args.Topology).
 // Pods of a group without GPUs are not supported.
 //

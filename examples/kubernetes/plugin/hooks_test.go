@@ -248,7 +248,7 @@ func TestRestartCheckOnlyOnce(t *testing.T) {
 	if len(h.a.evicted) != 0 {
 		t.Fatalf("running pods of a gang that was whole at the restart deleted an hour later: %v", h.a.evicted)
 	}
-	if want := "pods created after the group's gang ns/g#1 was submitted wait until every pod of that gang is gone (a group runs one gang at a time)"; h.c.groups["ns/g"].reason != want {
+	if want := "pods not among those of the group's gang ns/g#1, found running and adopted, wait until every pod of that gang is gone (a group runs one gang at a time)"; h.c.groups["ns/g"].reason != want {
 		t.Fatalf("w-4's reason %q, want %q", h.c.groups["ns/g"].reason, want)
 	}
 }
@@ -287,7 +287,7 @@ func TestIdleRestartKeepsWholeGang(t *testing.T) {
 	if len(h.a.evicted) != 0 {
 		t.Fatalf("pods of a gang that was whole at the replica's start deleted when it began to schedule: %v", h.a.evicted)
 	}
-	if want := "pods created after the group's gang ns/g#1 was submitted wait until every pod of that gang is gone (a group runs one gang at a time)"; h.c.groups["ns/g"].reason != want {
+	if want := "pods not among those of the group's gang ns/g#1, found running and adopted, wait until every pod of that gang is gone (a group runs one gang at a time)"; h.c.groups["ns/g"].reason != want {
 		t.Fatalf("w-4's reason %q, want %q", h.c.groups["ns/g"].reason, want)
 	}
 }

@@ -66,6 +66,9 @@ type incarnation struct {
 	allowed  map[string][]string  // shape -> the allowed nodes submitted
 	admitted bool
 	running  bool
+	// adopted is set on a gang found running without a job and entered
+	// into the engine as it ran (adoptRunning), not submitted.
+	adopted  bool
 	slots    map[string]string // UID -> node
 	ranks    map[string]int    // UID -> the pod's rank in its member (gang.Pod.Rank)
 	replace  map[string]bool   // pods whose bind failed, to be moved by the engine
