@@ -148,18 +148,8 @@ func (c *cycle) releaseHold(h *hold) {
 // go), and it holds the free GPUs of its target. It reports whether j
 // still holds.
 func (c *cycle) keepHold(h *hold, spec *gang.Spec, w *Waiting) bool {
-	e := c.e
 	if c.mayReserveFor(h.job) {
-		// (Not while the reservations planned beside it leave its
-		// queue's quota no room for it then, promiseCheck: it holds on,
-		// and keeps for the cycle the slot it would have taken, as a
-		// job refused a reservation does.)
-		t, ok := e.search(c.now, query{j: h.job, spec: spec})
-		if ok && !e.promiseFits(h.job, e.plannedGPUs(h.job), t) {
-			ok = false
-			c.keepRefusedSlot()
-		}
-		if ok {
+		if t, ok := c.plannedStart(h.job, spec); ok {
 			c.plan.HoldEnds = append(c.plan.HoldEnds, HoldEnd{Job: h.job.job.ID, Cause: HoldPlanned, Held: h.held})
 			c.releaseHold(h)
 			c.reserveAt(h.job, t, w)
@@ -171,6 +161,22 @@ func (c *cycle) keepHold(h *hold, spec *gang.Spec, w *Waiting) bool {
 	c.markHoldKept()
 	c.reportHold(h, w)
 	return true
+}
+
+// plannedStart searches a planned start for job j, held or taking a hold
+// over (keepHold, reservePassedOn), its
+// placement in e.alloc; none while the reservations planned beside it
+// would leave its queue's quota no room for it then (promiseFits): it
+// then holds on, and keeps for the cycle the slot it would have taken,
+// as a job refused a reservation does.
+func (c *cycle) plannedStart(j *jobRec, spec *gang.Spec) (time.Time, bool) {
+	e := c.e
+	t, ok := e.search(c.now, query{j: j, spec: spec})
+	if ok && !e.promiseFits(j, e.plannedGPUs(j), t) {
+		c.keepRefusedSlot()
+		return time.Time{}, false
+	}
+	return t, ok
 }
 
 // markHoldKept records that a gang keeps or takes a hold in the walk,
@@ -357,11 +363,7 @@ func (c *cycle) reservePassedOn(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 		return false // (its whole target free, it starts at the next cycle, at once: newHold)
 	}
 	e.alloc.CopyTo(&e.plannedAlloc)
-	t, ok := e.search(c.now, query{j: j, spec: spec})
-	if ok && !e.promiseFits(j, e.plannedGPUs(j), t) {
-		ok = false
-		c.keepRefusedSlot() // (it holds on, as keepHold's gang does)
-	}
+	t, ok := c.plannedStart(j, spec)
 	if !ok {
 		e.plannedAlloc.CopyTo(&e.alloc)
 		return false

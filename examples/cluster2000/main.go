@@ -29,13 +29,12 @@ import (
 	"slices"
 	"time"
 
-	"github.com/phalanx-sched/phalanx/internal/cli"
-
 	"github.com/phalanx-sched/phalanx/backfill"
 	"github.com/phalanx-sched/phalanx/benchmarks/sim"
 	"github.com/phalanx-sched/phalanx/fairshare"
 	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/internal/baseline"
+	"github.com/phalanx-sched/phalanx/internal/cli"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )

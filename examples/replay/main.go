@@ -52,12 +52,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/phalanx-sched/phalanx/internal/cli"
-
 	"github.com/phalanx-sched/phalanx/backfill"
 	"github.com/phalanx-sched/phalanx/benchmarks/sim"
 	"github.com/phalanx-sched/phalanx/examples/replay/internal/report"
 	"github.com/phalanx-sched/phalanx/internal/baseline"
+	"github.com/phalanx-sched/phalanx/internal/cli"
 	"github.com/phalanx-sched/phalanx/topology"
 	"github.com/phalanx-sched/phalanx/topology/kube"
 	"github.com/phalanx-sched/phalanx/topology/slurm"

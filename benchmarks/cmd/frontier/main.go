@@ -44,11 +44,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/phalanx-sched/phalanx/internal/cli"
-
 	"github.com/phalanx-sched/phalanx/backfill"
 	"github.com/phalanx-sched/phalanx/benchmarks/sim"
 	"github.com/phalanx-sched/phalanx/fairshare"
+	"github.com/phalanx-sched/phalanx/internal/cli"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 

@@ -20,9 +20,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/phalanx-sched/phalanx/internal/cli"
-
 	"github.com/phalanx-sched/phalanx/benchmarks/sim"
+	"github.com/phalanx-sched/phalanx/internal/cli"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 

@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/phalanx-sched/phalanx/internal/cli"
-
 	"github.com/phalanx-sched/phalanx/internal/testcluster"
 	"github.com/phalanx-sched/phalanx/topology"
 	"github.com/phalanx-sched/phalanx/topology/slurm"

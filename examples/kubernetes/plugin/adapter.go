@@ -230,32 +230,10 @@ func (a *engineAdapter) heldGPUs(nodes []string) map[string]uint64 {
 			ids[id] = n
 		}
 	}
-	out := map[string]uint64{}
 	if len(ids) == 0 {
-		return out
+		return map[string]uint64{}
 	}
-	foreign := map[string]int{}
-	for _, st := range a.eng.Jobs() {
-		if !st.State.Active() {
-			continue
-		}
-		alloc, ok := a.eng.Allocation(st.ID)
-		if !ok {
-			continue
-		}
-		for _, m := range alloc.Members {
-			for _, na := range m.Assignment {
-				name, ok := ids[na.Node]
-				switch {
-				case !ok:
-				case strings.HasPrefix(st.ID, foreignPrefix):
-					foreign[name] += bits.OnesCount64(na.GPUs)
-				default:
-					out[name] |= na.GPUs
-				}
-			}
-		}
-	}
+	out, foreign := a.activeGPUs(ids)
 	for name, n := range foreign {
 		for _, k := range lowestFree(out[name], n) {
 			out[name] |= 1 << uint(k)
@@ -665,18 +643,10 @@ func (a *engineAdapter) freeGPUs(node string, used uint64, n int) []int {
 	if st, _ := a.eng.NodeState(id); nodeIsDown(st) {
 		return nil
 	}
-	total := a.cluster.NodeGPUs(id)
-	free := ^used
-	if total < 64 {
-		free &= (1 << uint(total)) - 1
+	if total := a.cluster.NodeGPUs(id); total < 64 {
+		used |= ^uint64(0) << uint(total) // indices past the node's GPUs
 	}
-	var out []int
-	for free != 0 && len(out) < n {
-		k := bits.TrailingZeros64(free)
-		out = append(out, k)
-		free &^= 1 << uint(k)
-	}
-	return out
+	return lowestFree(used, n)
 }
 
 // freeGPUCount returns the free GPUs on the engine's schedulable nodes (for
@@ -845,7 +815,7 @@ func (a *engineAdapter) adopt(reqs []adoptRequest, now time.Time) []error {
 			a.accounts[r.Account] = true
 		}
 	}
-	used := a.gangGPUs()
+	used, _ := a.activeGPUs(nil)
 	type adopted struct {
 		job  backfill.JobRecord
 		gang gang.GangRecord
@@ -917,12 +887,13 @@ func (a *engineAdapter) adopt(reqs []adoptRequest, now time.Time) []error {
 	return errs
 }
 
-// gangGPUs returns, per node name, the GPUs that the engine's active jobs
-// other than foreign ones hold.
-func (a *engineAdapter) gangGPUs() map[string]uint64 {
-	out := map[string]uint64{}
+// activeGPUs returns, per node name (of the nodes in only; every node when
+// only is nil), the GPUs that the engine's active gangs hold there, as a
+// mask of GPU indices, and the number that foreign GPUs hold.
+func (a *engineAdapter) activeGPUs(only map[topology.NodeID]string) (map[string]uint64, map[string]int) {
+	gangs, foreign := map[string]uint64{}, map[string]int{}
 	for _, st := range a.eng.Jobs() {
-		if !st.State.Active() || strings.HasPrefix(st.ID, foreignPrefix) {
+		if !st.State.Active() {
 			continue
 		}
 		alloc, ok := a.eng.Allocation(st.ID)
@@ -930,10 +901,21 @@ func (a *engineAdapter) gangGPUs() map[string]uint64 {
 			continue
 		}
 		for pod := range alloc.Pods() {
-			out[a.cluster.NodeName(pod.Node)] |= pod.GPUs
+			name, ok := only[pod.Node]
+			switch {
+			case only == nil:
+				name = a.cluster.NodeName(pod.Node)
+			case !ok:
+				continue
+			}
+			if strings.HasPrefix(st.ID, foreignPrefix) {
+				foreign[name] += bits.OnesCount64(pod.GPUs)
+			} else {
+				gangs[name] |= pod.GPUs
+			}
 		}
 	}
-	return out
+	return gangs, foreign
 }
 
 // adoptRecords checks an adoptRequest against the engine (nodes known and
