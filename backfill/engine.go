@@ -420,13 +420,15 @@ func (e *Engine) dropWaiting(j *jobRec) {
 	}
 }
 
-// charge bills active job j's GPUs from its last charge to now.
+// charge bills active job j's GPUs from its last charge to now, decayed
+// within the interval (fairshare.DecayedSeconds), so a job's usage does
+// not depend on how often the host runs cycles.
 func (e *Engine) charge(j *jobRec, now time.Time) {
 	last := e.jobs.lastCharge(j)
 	if !now.After(last) {
 		return
 	}
-	secs := now.Sub(last).Seconds()
+	secs := fairshare.DecayedSeconds(now.Sub(last), e.tree.Config().HalfLife)
 	if err := e.tree.Charge(j.job.Account, float64(j.used)*secs, now); err != nil {
 		panic(fmt.Sprintf("backfill: charging %s: %v", j.job.ID, err))
 	}
@@ -445,7 +447,8 @@ func (e *Engine) chargeAll(now time.Time) {
 	slices.SortFunc(fresh, func(x, y *jobRec) int { return cmp.Compare(x.seq, y.seq) })
 	fresh = slices.Compact(fresh)
 	after := now.After(t.chargedAt)
-	secs := now.Sub(t.chargedAt).Seconds()
+	hl := e.tree.Config().HalfLife
+	secs := fairshare.DecayedSeconds(now.Sub(t.chargedAt), hl)
 	k := 0
 	for i := range t.bill {
 		b := &t.bill[i]
@@ -457,7 +460,7 @@ func (e *Engine) chargeAll(now time.Time) {
 			// Its own last charge, the same value the per-job
 			// computation gives.
 			last := t.lastCharge(fresh[k])
-			s, ok = now.Sub(last).Seconds(), now.After(last)
+			s, ok = fairshare.DecayedSeconds(now.Sub(last), hl), now.After(last)
 			k++
 		}
 		if !ok {

@@ -377,3 +377,85 @@ func TestUsageBounded(t *testing.T) {
 		t.Errorf("shares of MaxShares: %v", err)
 	}
 }
+
+// TestDecayedSeconds: the usage of one GPU used for d is the integral of
+// the decay over d (checked against a fine Riemann sum), d itself without
+// a half-life, nothing for d <= 0; and charging an interval in pieces,
+// each piece's DecayedSeconds at its end, gives the usage of charging it
+// whole, however it is cut.
+func TestDecayedSeconds(t *testing.T) {
+	hl := time.Hour
+	for _, tc := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"a second", time.Second},
+		{"a half-life", time.Hour},
+		{"four half-lives", 4 * time.Hour},
+		{"twenty half-lives", 20 * time.Hour},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const steps = 200000
+			dt := tc.d.Seconds() / steps
+			var sum float64
+			for i := range steps {
+				age := (float64(i) + 0.5) * dt // midpoint, seconds before the end
+				sum += dt * math.Exp2(-age/hl.Seconds())
+			}
+			if got := DecayedSeconds(tc.d, hl); !relClose(got, sum, 1e-6) {
+				t.Errorf("DecayedSeconds(%v, %v) = %v, integral %v", tc.d, hl, got, sum)
+			}
+			if got := DecayedSeconds(tc.d, 0); got != tc.d.Seconds() {
+				t.Errorf("without a half-life: %v, want %v", got, tc.d.Seconds())
+			}
+		})
+	}
+	if got, limit := DecayedSeconds(365*24*time.Hour, hl), hl.Seconds()/math.Ln2; !relClose(got, limit, 1e-12) {
+		t.Errorf("a GPU used for a year counts %v, want the limit half-life/ln 2 = %v", got, limit)
+	}
+	for _, d := range []time.Duration{0, -time.Second} {
+		if got := DecayedSeconds(d, hl); got != 0 {
+			t.Errorf("DecayedSeconds(%v) = %v, want 0", d, got)
+		}
+	}
+
+	t.Run("independent of how the interval is cut", func(t *testing.T) {
+		start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		end := start.Add(4 * time.Hour)
+		newTree := func() *Tree {
+			cfg := DefaultConfig()
+			cfg.HalfLife = hl
+			tr, err := NewTree(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.AddAccount(RootName, "a", 1); err != nil {
+				t.Fatal(err)
+			}
+			return tr
+		}
+		whole := newTree()
+		if err := whole.Charge("a", 8*DecayedSeconds(end.Sub(start), hl), end); err != nil {
+			t.Fatal(err)
+		}
+		want := mustUsage(t, whole, "a", end)
+		rng := rand.New(rand.NewPCG(1, 2))
+		for trial := range 20 {
+			tr := newTree()
+			last := start
+			for last.Before(end) {
+				at := last.Add(time.Duration(rng.Int64N(int64(time.Hour))) + time.Nanosecond)
+				if at.After(end) {
+					at = end
+				}
+				if err := tr.Charge("a", 8*DecayedSeconds(at.Sub(last), hl), at); err != nil {
+					t.Fatal(err)
+				}
+				last = at
+			}
+			if got := mustUsage(t, tr, "a", end); !relClose(got, want, 1e-9) {
+				t.Errorf("trial %d: usage %v, whole interval %v", trial, got, want)
+			}
+		}
+	})
+}

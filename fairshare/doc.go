@@ -58,7 +58,7 @@
 //	tree, err := fairshare.BuildTree(spec, fairshare.DefaultConfig())
 //
 //	// Each scheduling cycle, at now:
-//	tree.Charge("alice", gpus*elapsed.Seconds(), now) // per running job
+//	tree.Charge("alice", gpus*fairshare.DecayedSeconds(elapsed, tree.Config().HalfLife), now)
 //	snap, err = tree.View(now, snap)              // reuses snap
 //	ranked, err = snap.Prioritize(pending, ranked[:0]) // reuses ranked
 //	for _, r := range ranked {
@@ -74,9 +74,13 @@
 // # Caller duties
 //
 //   - Pass time in: every method that needs the time takes it. Charge usage
-//     as it accrues (for example GPUs x seconds since the last charge, each
-//     cycle, for every running job); a charge earlier than an account's
-//     last update is accepted and decayed from its own instant.
+//     as it accrues: GPUs x DecayedSeconds(time since the last charge,
+//     HalfLife) for every running job, at each cycle or at its end. That
+//     value counts the decay within the interval, so the usage does not
+//     depend on how often a job is charged; GPUs x elapsed seconds counts
+//     the whole interval at full weight and bills more the less often it
+//     is charged. A charge earlier than an account's last update is
+//     accepted and decayed from its own instant.
 //   - Never read before the latest update: Usage, Factor, View,
 //     Prioritize and Decay at an instant earlier than the latest charge or
 //     decay fail with ErrTimeTravel.

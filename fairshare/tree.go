@@ -280,6 +280,30 @@ func decayFactor(from, to int64, halfLife time.Duration) float64 {
 	return math.Exp2(-elapsed / float64(halfLife))
 }
 
+// DecayedSeconds returns what one GPU used without pause for d counts as
+// usage at the end of d with the given half-life: the integral of
+// 2^-(s/halfLife) over the d seconds before that end, which is
+// halfLife/ln 2 x (1 - 2^-(d/halfLife)) seconds, or d's seconds when
+// halfLife is zero (no decay). It is 0 for d <= 0.
+//
+// Billing a running job its GPUs x DecayedSeconds(since its last charge)
+// at each charge makes its usage independent of how often it is charged:
+// the value charged for an interval equals the value charged for its two
+// halves, the first decayed across the second (up to rounding). Charging
+// GPUs x elapsed seconds instead counts the whole interval at full weight
+// at its end, so a host that charges rarely bills more.
+func DecayedSeconds(d, halfLife time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	secs := d.Seconds()
+	if halfLife == 0 {
+		return secs
+	}
+	hl := halfLife.Seconds()
+	return -hl / math.Ln2 * math.Expm1(-math.Ln2*secs/hl)
+}
+
 // valueAt returns the record's value decayed to instant now >= r.at.
 func (r usageRec) valueAt(now int64, halfLife time.Duration) float64 {
 	if r.value == 0 {
