@@ -125,6 +125,9 @@ type Engine struct {
 	// number (jobRec.noFitGen) and is not tried again until it changes.
 	inService, inServiceLast *topology.State
 	inServiceGen             uint64
+	// statusGen counts the changes of a node's status (syncStatus): the
+	// quota shares count the GPUs in service again when it moves.
+	statusGen uint64
 
 	// waits interns the reasons plans list when they list only changes
 	// (waitID); waitSeq is the last ID given, evict picks the entry a

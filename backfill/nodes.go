@@ -158,6 +158,7 @@ func (e *Engine) syncStatus(n topology.NodeID) {
 		panic(fmt.Sprintf("backfill: node %s: %v", e.c.NodeName(topology.NodeID(n)), err))
 	}
 	e.prof.version++ // the profile's cached states copy the status
+	e.statusGen++
 }
 
 func containsJob(list []*jobRec, j *jobRec) bool {

@@ -187,9 +187,9 @@ type QueueStatus struct {
 	// Waiting is the GPUs its subtree's waiting jobs ask for (claims
 	// excluded: they are in Used).
 	Waiting int `json:"waiting"`
-	// Share is its weighted share of the cluster at the last cycle: its
-	// demand up to its guarantee, plus its part of what is above the
-	// guarantees.
+	// Share is its weighted share of the GPUs in service (on nodes
+	// neither down nor drained) at the last cycle: its demand up to its
+	// guarantee, plus its part of what is above the guarantees.
 	Share float64 `json:"share"`
 }
 

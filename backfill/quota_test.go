@@ -515,13 +515,14 @@ func TestQuotaShareProbeKept(t *testing.T) {
 }
 
 // shareProbeEngine is an engine on opsCluster with nodes 3 and 7
-// drained, queues a and b with no guarantee, bigs gangs of unsimpleGang
-// waiting in a and ten 1-node jobs in b.
+// drained, queues a (weight 2: a share of 32 of the 48 GPUs in service,
+// room for one of its gangs) and b with no guarantee, bigs gangs of
+// unsimpleGang waiting in a and ten 1-node jobs in b.
 func shareProbeEngine(tb testing.TB, bigs int) *Engine {
 	c := opsCluster(tb)
 	cfg := DefaultConfig()
 	cfg.Hold.Enabled = false
-	cfg.Quotas.Queues = []QueueSpec{{Name: "a", BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: Unlimited},
+	cfg.Quotas.Queues = []QueueSpec{{Name: "a", Weight: 2, BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: Unlimited},
 		{Name: "b", BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: Unlimited}}
 	e, err := New(c, cfg, flatTree(tb, cfg.FairShare, "x"))
 	if err != nil {
@@ -1329,5 +1330,89 @@ func TestQuotaShareLessKept(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestQuotaShareInService: weighted shares divide the GPUs in service,
+// not the cluster's. Half the nodes are drained (or down); a and b, equal
+// weights, no guarantees, eight 1-node jobs each, a's first: each takes
+// 16 of the 32 GPUs in service, its share. Before, each was given half of
+// all 64 GPUs; a took all 32 in service while b, below its share of 32,
+// got none. When the nodes return, the shares are 32 each again and b's
+// waiting jobs take them.
+func TestQuotaShareInService(t *testing.T) {
+	c := opsCluster(t) // 8 nodes of 8 GPUs
+	U := Unlimited
+	for _, out := range []string{"drained", "down"} {
+		t.Run(out, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Quotas.Queues = []QueueSpec{{Name: "a", BorrowingLimit: U, LendingLimit: U, Maximum: U},
+				{Name: "b", BorrowingLimit: U, LendingLimit: U, Maximum: U}}
+			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
+			require.NoError(t, err)
+			for n := topology.NodeID(4); n < 8; n++ {
+				if out == "drained" {
+					require.NoError(t, e.Drain(n, epoch))
+				} else {
+					_, err := e.NodeDown(n, epoch)
+					require.NoError(t, err)
+				}
+			}
+			for i, q := range []string{"a", "b"} {
+				for k := range 8 {
+					require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("%s%d", q, k), Account: "x", Queue: q, TimeLimit: time.Hour,
+						Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch.Add(time.Duration(i)*time.Minute)))
+				}
+			}
+			check := func(now time.Time, want int) {
+				t.Helper()
+				p := startAll(t, e, now)
+				for _, s := range e.Queues() {
+					require.Equal(t, want, s.Used, "queue %s:\n%s", s.Name, p.Describe(c, epoch))
+					require.Equal(t, float64(want), s.Share, "queue %s", s.Name)
+				}
+			}
+			check(epoch.Add(time.Minute), 16)
+			for n := topology.NodeID(4); n < 8; n++ {
+				if out == "drained" {
+					require.NoError(t, e.Resume(n, epoch.Add(2*time.Minute)))
+				} else {
+					require.NoError(t, e.NodeUp(n, epoch.Add(2*time.Minute)))
+				}
+			}
+			check(epoch.Add(2*time.Minute), 32)
+		})
+	}
+}
+
+// TestQuotaShareCappedByPoolInService: a queue's share is capped by the
+// GPUs of its pool in service. Queue a is confined to nodes 0-3, two of
+// them drained; b may use any node; equal weights, eight 1-node jobs
+// each. a runs on its 16 GPUs in service and b on the other 32. Before,
+// a's cap counted its drained nodes (32): the 48 GPUs in service were
+// shared 24 and 24, a waited below its share with jobs that fit its
+// nodes, and b was held to 24 GPUs with a node idle.
+func TestQuotaShareCappedByPoolInService(t *testing.T) {
+	c := opsCluster(t)
+	U := Unlimited
+	cfg := DefaultConfig()
+	cfg.Quotas.Queues = []QueueSpec{{Name: "a", BorrowingLimit: U, LendingLimit: U, Maximum: U, Nodes: opsNodeNames(c, 4)},
+		{Name: "b", BorrowingLimit: U, LendingLimit: U, Maximum: U}}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
+	require.NoError(t, err)
+	for _, n := range []topology.NodeID{2, 3} {
+		require.NoError(t, e.Drain(n, epoch))
+	}
+	for i, q := range []string{"a", "b"} {
+		for k := range 8 {
+			require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("%s%d", q, k), Account: "x", Queue: q, TimeLimit: time.Hour,
+				Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch.Add(time.Duration(i)*time.Minute)))
+		}
+	}
+	p := startAll(t, e, epoch.Add(time.Minute))
+	require.Equal(t, 48, e.UsedGPUs(), "GPUs in service left idle:\n%s", p.Describe(c, epoch))
+	for _, s := range e.Queues() {
+		want := map[string]float64{"a": 16, "b": 32}[s.Name]
+		require.Equal(t, want, s.Share, "queue %s", s.Name)
 	}
 }

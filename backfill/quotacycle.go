@@ -76,15 +76,10 @@ func (s *quotaState) resolvePools(cfg *QuotaConfig, c *topology.Cluster) error {
 	}
 	s.poolGPUs = make([]int, len(cfg.Queues))
 	for a, q := range cfg.Queues {
-		s.poolGPUs[a] = noLimit
 		if s.pools[a] == nil {
 			continue
 		}
-		gpus := 0
-		for n, ok := s.pools[a].NextSet(0); ok; n, ok = s.pools[a].NextSet(n + 1) {
-			gpus += c.NodeGPUs(topology.NodeID(n))
-		}
-		s.poolGPUs[a] = gpus
+		gpus := s.poolCount(c, a, nil)
 		if q.Guarantee > gpus {
 			return fmt.Errorf("%w: queue %q: guarantee %d is above the %d GPUs of its nodes", ErrConfig, q.Name, q.Guarantee, gpus)
 		}
@@ -92,7 +87,48 @@ func (s *quotaState) resolvePools(cfg *QuotaConfig, c *topology.Cluster) error {
 			return err
 		}
 	}
-	for a := len(cfg.Queues) - 1; a >= 0; a-- { // children first
+	return nil
+}
+
+// poolCount returns the GPUs of queue a's pool, counting only the nodes
+// in service when nodes (the engine's node states) is not nil.
+func (s *quotaState) poolCount(c *topology.Cluster, a int, nodes []NodeState) int {
+	gpus := 0
+	for n, ok := s.pools[a].NextSet(0); ok; n, ok = s.pools[a].NextSet(n + 1) {
+		if nodes == nil || !nodes[n].down() && !nodes[n].drained() {
+			gpus += c.NodeGPUs(topology.NodeID(n))
+		}
+	}
+	return gpus
+}
+
+// countInService counts, when a node has changed status since the last
+// count (Engine.statusGen), the GPUs in service (on nodes neither down
+// nor drained): the cluster's, which the top queues' weighted shares
+// divide (inService), and each queue's pool's, which caps its share
+// (poolGPUs: at most the sum of its children's; noLimit for a queue
+// without a pool). Shares of GPUs out of service could never be used:
+// with half the nodes drained, two equal queues each had a share of half
+// the cluster, all that was left, so one took it all and the other,
+// below its share, held none of it back.
+func (s *quotaState) countInService(e *Engine) {
+	if s.inServiceKnown && s.inServiceGen == e.statusGen {
+		return
+	}
+	s.inServiceKnown, s.inServiceGen = true, e.statusGen
+	s.inService = 0
+	for n, st := range e.nodes {
+		if !st.down() && !st.drained() {
+			s.inService += e.c.NodeGPUs(topology.NodeID(n))
+		}
+	}
+	for a := range s.poolGPUs {
+		s.poolGPUs[a] = noLimit
+		if s.pools[a] != nil {
+			s.poolGPUs[a] = s.poolCount(e.c, a, e.nodes)
+		}
+	}
+	for a := len(s.poolGPUs) - 1; a >= 0; a-- { // children first
 		if !s.leaf[a] {
 			sum := 0
 			for _, k := range s.kids[a] {
@@ -101,7 +137,6 @@ func (s *quotaState) resolvePools(cfg *QuotaConfig, c *topology.Cluster) error {
 			s.poolGPUs[a] = min(s.poolGPUs[a], sum)
 		}
 	}
-	return nil
 }
 
 // checkPoolShared checks that the queues confined to queue a's pool
@@ -391,10 +426,11 @@ func (c *cycle) initQuota(order []*jobRec) {
 			s.minGang[p] = min(s.minGang[p], s.minGang[a])
 		}
 	}
+	s.countInService(c.e)
 	s.shares()
 }
 
-// shares divides the cluster among the top queues and each queue's share
+// shares divides the GPUs in service among the top queues and each queue's share
 // among its children, top down: each child gets its demand up to its
 // guarantee, and what is left (less the guarantees kept idle from
 // lending) goes to the children that want more, by weight, none beyond
@@ -405,7 +441,7 @@ func (c *cycle) initQuota(order []*jobRec) {
 // may still be given more than it holds (a known limit).
 func (s *quotaState) shares() {
 	n := len(s.names)
-	s.fill(n, float64(s.total))
+	s.fill(n, float64(s.inService))
 	for a := range n {
 		if !s.leaf[a] {
 			s.fill(a, s.share[a])

@@ -110,9 +110,15 @@ type quotaState struct {
 	// pools are the nodes each queue's jobs may use (nil: any).
 	pools []*bitset.BitSet
 	// poolGPUs is the most each queue's subtree can use for its pools:
-	// its pool's GPUs, at most the sum of its children's (noLimit: any
-	// node). A weighted share above it could never be used (fill).
-	poolGPUs []int
+	// its pool's GPUs in service, at most the sum of its children's
+	// (noLimit: any node). A weighted share above it could never be used
+	// (fill). inService is the cluster's GPUs in service. Both are
+	// counted by countInService, as of Engine.statusGen inServiceGen
+	// (inServiceKnown: counted once).
+	poolGPUs       []int
+	inService      int
+	inServiceGen   uint64
+	inServiceKnown bool
 	// poolLabel names each pool as reasons count the nodes outside it
 	// (placement.Request.AllowedLabel): the queues whose Nodes make it.
 	poolLabel []string
