@@ -23,7 +23,11 @@ type Result struct {
 	Finished int `json:"finished"`
 	Running  int `json:"running"`
 	Pending  int `json:"pending"`
-	Accounts int `json:"accounts"`
+	// Unsubmitted counts the jobs submitted after the run's end (a
+	// Horizon cut the trace): Jobs is Rejected + Finished + Running +
+	// Pending + Unsubmitted.
+	Unsubmitted int `json:"unsubmitted"`
+	Accounts    int `json:"accounts"`
 
 	// Makespan runs from the first submit to the last finish, or to the
 	// end of the run when a job is still running or waiting then.
@@ -241,7 +245,9 @@ func (m *Result) countJobs(r *runner, end time.Duration) {
 			m.Running++
 			o.GPUSeconds += r.runGPUSeconds(i, end)
 			lastEnd = max(lastEnd, end)
-		case o.Submit <= end && !o.Rejected:
+		case o.Submit > end:
+			m.Unsubmitted++
+		case !o.Rejected:
 			m.Pending++
 			lastEnd = max(lastEnd, end)
 		}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +62,11 @@ func TestMetricsAtTheEdges(t *testing.T) {
 		}
 		return r
 	}
+	t.Run("negative horizon", func(t *testing.T) {
+		if _, err := Run(Config{Cluster: c, Policy: GangBackfill, Horizon: -time.Hour}, []TraceJob{job("a", 0, time.Hour, 1)}); err == nil {
+			t.Error("a negative Horizon ran")
+		}
+	})
 	t.Run("horizon", func(t *testing.T) {
 		// a runs 2h-12h on one node; b (both nodes) waits behind it. The
 		// run stops 5 hours after the first submit, at 7h: a ran 5 of
@@ -76,6 +82,18 @@ func TestMetricsAtTheEdges(t *testing.T) {
 		}
 	})
 	for _, policy := range []Policy{GangBackfill, PodByPod} {
+		t.Run("jobs after the horizon/"+policy.String(), func(t *testing.T) {
+			// a runs 0-1h, b 1h-2h (both done at the 3h horizon), w waits
+			// behind l (running from 2h), c comes at 4h: after the end,
+			// counted as not submitted. Every job is in one count.
+			r := run(t, Config{Policy: policy, Horizon: 3 * time.Hour},
+				job("a", 0, time.Hour, 1), job("b", time.Hour, time.Hour, 1), job("l", 2*time.Hour, 5*time.Hour, 2),
+				job("w", 2*time.Hour+time.Minute, time.Hour, 2), job("c", 4*time.Hour, time.Hour, 1))
+			got := []int{r.Jobs, r.Finished, r.Running, r.Pending, r.Rejected, r.Unsubmitted}
+			if want := []int{5, 2, 1, 1, 0, 1}; !slices.Equal(got, want) {
+				t.Errorf("jobs, finished, running, pending, rejected, unsubmitted = %v, want %v", got, want)
+			}
+		})
 		t.Run("rejected/"+policy.String(), func(t *testing.T) {
 			// big asks for 3 nodes of the 2: it is rejected at once, never
 			// waits, and no wait counts it.

@@ -231,6 +231,9 @@ func Run(cfg Config, jobs []TraceJob) (*Result, error) {
 	if err := checkJobs(jobs); err != nil {
 		return nil, err
 	}
+	if cfg.Horizon < 0 {
+		return nil, fmt.Errorf("sim: negative Horizon %v (0: run to the end)", cfg.Horizon)
+	}
 	r := &runner{cfg: cfg, jobs: jobs, out: make([]Outcome, len(jobs)), gen: make([]int, len(jobs)),
 		m: newResult(cfg), leafLvl: cfg.Cluster.Depth() - 1, rng: rand.New(rand.NewPCG(cfg.Seed, 0x51)),
 		work: newWork(cfg.Cluster.TotalGPUs(), jobs), nextAt: -1,
