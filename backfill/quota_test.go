@@ -1416,3 +1416,50 @@ func TestQuotaShareCappedByPoolInService(t *testing.T) {
 		require.Equal(t, want, s.Share, "queue %s", s.Name)
 	}
 }
+
+// TestQuotaShareSiblingsOnOnePool: siblings on one pool share its GPUs
+// between them. Queues a and b are confined to nodes 0-1 (16 GPUs), c may
+// use any node; equal weights, eight 1-node jobs each, a's first. a and
+// b together have a share of 16 (8 each), c of the 48 others, and every
+// GPU is used. Before, a and b were each capped by the whole pool (16
+// each, 32 together, of which they could use 16), so c was held at 32
+// while b waited below its share: 48 of the 64 GPUs were used. With a
+// third sibling d on nodes 1-2, overlapping the pool (its jobs submitted
+// before c's), the three share the 24 GPUs of the union.
+func TestQuotaShareSiblingsOnOnePool(t *testing.T) {
+	c := opsCluster(t)
+	U := Unlimited
+	two := opsNodeNames(c, 2)
+	q := func(name, nodes string) QueueSpec {
+		return QueueSpec{Name: name, BorrowingLimit: U, LendingLimit: U, Maximum: U, Nodes: nodes}
+	}
+	for _, tc := range []struct {
+		name   string
+		queues []QueueSpec
+		shares map[string]float64
+	}{
+		{"two on one pool", []QueueSpec{q("a", two), q("b", two), q("c", "")},
+			map[string]float64{"a": 8, "b": 8, "c": 48}},
+		{"a third overlapping", []QueueSpec{q("a", two), q("b", two),
+			q("d", c.NodeName(1)+","+c.NodeName(2)), q("c", "")},
+			map[string]float64{"a": 8, "b": 8, "c": 40, "d": 8}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Quotas.Queues = tc.queues
+			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
+			require.NoError(t, err)
+			for i, spec := range tc.queues {
+				for k := range 8 {
+					require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("%s%d", spec.Name, k), Account: "x", Queue: spec.Name, TimeLimit: time.Hour,
+						Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch.Add(time.Duration(i)*time.Minute)))
+				}
+			}
+			p := startAll(t, e, epoch.Add(5*time.Minute))
+			require.Equal(t, c.TotalGPUs(), e.UsedGPUs(), "GPUs left idle:\n%s", p.Describe(c, epoch))
+			for _, s := range e.Queues() {
+				require.InDelta(t, tc.shares[s.Name], s.Share, 1e-9, "queue %s", s.Name)
+			}
+		})
+	}
+}

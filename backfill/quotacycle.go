@@ -87,14 +87,69 @@ func (s *quotaState) resolvePools(cfg *QuotaConfig, c *topology.Cluster) error {
 			return err
 		}
 	}
+	s.groupSiblings()
 	return nil
+}
+
+// groupSiblings puts siblings whose pools overlap (directly or through
+// another sibling) in one group, whose weighted shares together are
+// capped by the GPUs of their pools' union (groupGPUs, counted by
+// countInService): two queues on one pool could each be given all of it
+// while the two could never use more than it holds, and a sibling
+// without a pool was held back by the part they could not use. A queue
+// without a pool, or alone in its group, is in none (group -1).
+func (s *quotaState) groupSiblings() {
+	n := len(s.pools)
+	s.group = make([]int, n)
+	s.kidGroups = make([][]int, n+1)
+	for a := range s.group {
+		s.group[a] = -1
+	}
+	for p := range s.kids {
+		kids := s.kids[p]
+		for i, a := range kids {
+			if s.pools[a] == nil || s.group[a] >= 0 {
+				continue
+			}
+			// a's component: the siblings reached through overlaps.
+			members, union := []int{a}, s.pools[a].Clone()
+			for grew := true; grew; {
+				grew = false
+				for _, b := range kids[i+1:] {
+					if s.pools[b] != nil && !slices.Contains(members, b) && union.IntersectionCardinality(s.pools[b]) > 0 {
+						members = append(members, b)
+						union.InPlaceUnion(s.pools[b])
+						grew = true
+					}
+				}
+			}
+			if len(members) < 2 {
+				continue
+			}
+			g := len(s.groupPool)
+			for _, b := range members {
+				s.group[b] = g
+			}
+			s.groupPool = append(s.groupPool, union)
+			s.kidGroups[p] = append(s.kidGroups[p], g)
+		}
+	}
+	s.groupGPUs = make([]int, len(s.groupPool))
+	s.groupLeft = make([]float64, len(s.groupPool))
+	s.groupW = make([]float64, len(s.groupPool))
 }
 
 // poolCount returns the GPUs of queue a's pool, counting only the nodes
 // in service when nodes (the engine's node states) is not nil.
 func (s *quotaState) poolCount(c *topology.Cluster, a int, nodes []NodeState) int {
+	return countGPUs(c, s.pools[a], nodes)
+}
+
+// countGPUs returns the GPUs of node set set, counting only the nodes in
+// service when nodes (the engine's node states) is not nil.
+func countGPUs(c *topology.Cluster, set *bitset.BitSet, nodes []NodeState) int {
 	gpus := 0
-	for n, ok := s.pools[a].NextSet(0); ok; n, ok = s.pools[a].NextSet(n + 1) {
+	for n, ok := set.NextSet(0); ok; n, ok = set.NextSet(n + 1) {
 		if nodes == nil || !nodes[n].down() && !nodes[n].drained() {
 			gpus += c.NodeGPUs(topology.NodeID(n))
 		}
@@ -136,6 +191,9 @@ func (s *quotaState) countInService(e *Engine) {
 			}
 			s.poolGPUs[a] = min(s.poolGPUs[a], sum)
 		}
+	}
+	for g, pool := range s.groupPool {
+		s.groupGPUs[g] = countGPUs(e.c, pool, e.nodes)
 	}
 }
 
@@ -430,15 +488,17 @@ func (c *cycle) initQuota(order []*jobRec) {
 	s.shares()
 }
 
-// shares divides the GPUs in service among the top queues and each queue's share
-// among its children, top down: each child gets its demand up to its
-// guarantee, and what is left (less the guarantees kept idle from
-// lending) goes to the children that want more, by weight, none beyond
-// its demand, maximum, borrowing limit or the GPUs of its pool (water
-// filling): a queue confined to a pool that its jobs fill holds no GPUs
-// outside it back from the others. Each queue is capped by its own pool:
-// siblings on one pool are each capped by all of it, so together they
-// may still be given more than it holds (a known limit).
+// shares divides the GPUs in service among the top queues and each
+// queue's share among its children, top down: each child gets its
+// demand up to its guarantee, and what is left (less the guarantees kept
+// idle from lending) goes to the children that want more, by weight,
+// none beyond its demand, maximum, borrowing limit or the GPUs of its
+// pool, and siblings on overlapping pools together none beyond the GPUs
+// of their union (water filling): a queue confined to a pool that its
+// jobs fill holds no GPUs outside it back from the others. The union of
+// a group of siblings is one cap: three siblings on pools that overlap
+// pairwise but not all at once may together be given more than two of
+// them can use (each still within its own pool).
 func (s *quotaState) shares() {
 	n := len(s.names)
 	s.fill(n, float64(s.inService))
@@ -449,10 +509,15 @@ func (s *quotaState) shares() {
 	}
 }
 
-// fill shares capacity among the children of parent slot p.
+// fill shares capacity among the children of parent slot p, each
+// group of siblings on overlapping pools together within the GPUs of
+// their union (groupSiblings).
 func (s *quotaState) fill(p int, capacity float64) {
-	kids := s.kids[p]
+	kids, groups := s.kids[p], s.kidGroups[p]
 	rest := capacity
+	for _, g := range groups {
+		s.groupLeft[g] = float64(s.groupGPUs[g])
+	}
 	for _, c := range kids {
 		base := min(s.demand[c], s.guar[c])
 		s.share[c] = float64(base)
@@ -460,32 +525,64 @@ func (s *quotaState) fill(p int, capacity float64) {
 		// its children's, with nothing in use): no one else's share.
 		rest -= float64(max(base, s.eff0[c], s.keep[c]))
 		s.want[c] = float64(max(0, min(s.demand[c], s.max[c], s.ceil[c], s.poolGPUs[c])-base))
+		if g := s.group[c]; g >= 0 {
+			s.groupLeft[g] -= float64(base)
+		}
+	}
+	// Water filling: every child that wants more and whose group has
+	// room gets unit x its weight, unit as large as the rest, a group's
+	// room or a child's want allows; the rest goes round again.
+	active := func(c int) bool {
+		g := s.group[c]
+		return s.want[c] > 1e-9 && (g < 0 || s.groupLeft[g] > 1e-9)
+	}
+	give := func(c int, x float64) {
+		s.share[c] += x
+		s.want[c] -= x
+		rest -= x
+		if g := s.group[c]; g >= 0 {
+			s.groupLeft[g] -= x
+		}
 	}
 	for rest > 1e-9 {
 		wsum := 0.0
+		for _, g := range groups {
+			s.groupW[g] = 0
+		}
 		for _, c := range kids {
-			if s.want[c] > 1e-9 {
+			if active(c) {
 				wsum += s.weight[c]
+				if g := s.group[c]; g >= 0 {
+					s.groupW[g] += s.weight[c]
+				}
 			}
 		}
 		if wsum == 0 {
 			break
 		}
-		unit, capped := rest/wsum, false
+		unit, byGroup := rest/wsum, false
+		for _, g := range groups {
+			if s.groupW[g] > 0 && s.groupLeft[g] < unit*s.groupW[g] {
+				unit, byGroup = s.groupLeft[g]/s.groupW[g], true
+			}
+		}
+		capped := false
 		for _, c := range kids {
-			if w := s.want[c]; w > 1e-9 && w <= unit*s.weight[c] {
-				s.share[c] += w
-				rest -= w
+			if w := s.want[c]; active(c) && w <= unit*s.weight[c] {
+				give(c, w)
 				s.want[c], capped = 0, true
 			}
 		}
-		if !capped {
-			for _, c := range kids {
-				if s.want[c] > 1e-9 {
-					s.share[c] += unit * s.weight[c]
-				}
+		if capped {
+			continue
+		}
+		for _, c := range kids {
+			if active(c) {
+				give(c, unit*s.weight[c])
 			}
-			rest = 0
+		}
+		if !byGroup {
+			break
 		}
 	}
 }

@@ -115,10 +115,20 @@ type quotaState struct {
 	// (fill). inService is the cluster's GPUs in service. Both are
 	// counted by countInService, as of Engine.statusGen inServiceGen
 	// (inServiceKnown: counted once).
-	poolGPUs       []int
-	inService      int
-	inServiceGen   uint64
-	inServiceKnown bool
+	poolGPUs []int
+	// group numbers the group of siblings on overlapping pools each
+	// queue is in (-1: none), kidGroups the groups among each parent
+	// slot's children; groupPool is each group's pools' union and
+	// groupGPUs its GPUs in service, which its members' weighted shares
+	// share (fill; groupLeft and groupW are its scratch).
+	group             []int
+	kidGroups         [][]int
+	groupPool         []*bitset.BitSet
+	groupGPUs         []int
+	groupLeft, groupW []float64
+	inService         int
+	inServiceGen      uint64
+	inServiceKnown    bool
 	// poolLabel names each pool as reasons count the nodes outside it
 	// (placement.Request.AllowedLabel): the queues whose Nodes make it.
 	poolLabel []string
