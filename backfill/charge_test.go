@@ -1,6 +1,7 @@
 package backfill
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -85,4 +86,47 @@ func every(d time.Duration) []time.Duration {
 		out = append(out, at)
 	}
 	return out
+}
+
+// TestFairShareCountsUnbilledUsage: FairShare counts the usage of the
+// active jobs since their last charge, and asking for it changes
+// nothing. A runs 8 GPUs from the start; no cycle runs until a submit at
+// 2 h, when the view shows A's two hours. Before, it showed none until the
+// next cycle billed them. An engine asked at every step and one never
+// asked make the same plans and end with the same usage.
+func TestFairShareCountsUnbilledUsage(t *testing.T) {
+	hl := time.Hour
+	run := func(ask bool) (string, float64) {
+		cfg := DefaultConfig()
+		cfg.FairShare.HalfLife = hl
+		e, err := New(opsCluster(t), cfg, flatTree(t, cfg.FairShare, "a", "b"))
+		require.NoError(t, err)
+		var plans strings.Builder
+		look := func(want float64) {
+			if !ask {
+				return
+			}
+			v, err := e.FairShare()
+			require.NoError(t, err)
+			a, _ := v.Account("a")
+			require.InEpsilon(t, want, a.Usage, 1e-9, "a's usage at %v", v.Time())
+		}
+		require.NoError(t, e.Submit(Job{ID: "A", Account: "a", TimeLimit: 5 * time.Hour, Gang: member(placement.NodesOf(1, 8))}, epoch))
+		plans.WriteString(startAll(t, e, epoch).Describe(e.c, epoch))
+		require.NoError(t, e.Submit(Job{ID: "B", Account: "b", TimeLimit: 5 * time.Hour, Gang: member(placement.NodesOf(8, 8))}, epoch.Add(2*time.Hour)))
+		look(8 * fairshare.DecayedSeconds(2*time.Hour, hl))
+		plans.WriteString(startAll(t, e, epoch.Add(2*time.Hour)).Describe(e.c, epoch))
+		look(8 * fairshare.DecayedSeconds(2*time.Hour, hl))
+		require.NoError(t, e.Finished("A", epoch.Add(3*time.Hour)))
+		look(8 * fairshare.DecayedSeconds(3*time.Hour, hl))
+		plans.WriteString(startAll(t, e, epoch.Add(3*time.Hour)).Describe(e.c, epoch))
+		v, err := e.FairShare()
+		require.NoError(t, err)
+		a, _ := v.Account("a")
+		return plans.String(), a.Usage
+	}
+	askedPlans, askedUsage := run(true)
+	plans, usage := run(false)
+	require.Equal(t, plans, askedPlans)
+	require.Equal(t, usage, askedUsage, "usage differs when FairShare was asked")
 }

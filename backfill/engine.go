@@ -259,10 +259,26 @@ func (e *Engine) CopyState(dst *topology.State) error {
 func (e *Engine) UsedGPUs() int { return e.ledger.State().UsedGPUs() }
 
 // FairShare returns the fair-share view (every account's shares, usage
-// and factor) at the latest time the engine has seen; it is read-only data
-// and stays valid as the engine goes on.
+// and factor) at the latest time the engine has seen, the usage of the
+// active jobs since their last charge included (the engine bills them at
+// its cycles; the view counts it on a copy, so asking changes nothing);
+// it is read-only data and stays valid as the engine goes on.
 func (e *Engine) FairShare() (*fairshare.View, error) {
-	v, err := e.tree.View(e.last, nil)
+	tree := e.tree
+	for _, j := range e.jobs.running {
+		last := e.jobs.lastCharge(j)
+		if !e.last.After(last) || j.used == 0 {
+			continue
+		}
+		if tree == e.tree {
+			tree = e.tree.Clone()
+		}
+		secs := fairshare.DecayedSeconds(e.last.Sub(last), tree.Config().HalfLife)
+		if err := tree.Charge(j.job.Account, float64(j.used)*secs, e.last); err != nil {
+			return nil, fmt.Errorf("%w: fair-share view at %v: job %s: %w", ErrBadTime, e.last, j.job.ID, err)
+		}
+	}
+	v, err := tree.View(e.last, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: fair-share view at %v: %w", ErrBadTime, e.last, err)
 	}
