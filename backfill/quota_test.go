@@ -1463,3 +1463,41 @@ func TestQuotaShareSiblingsOnOnePool(t *testing.T) {
 		})
 	}
 }
+
+// TestQuotaShareCoversKeptGuarantee: a parent's weighted share covers
+// the guarantee a child keeps idle from lending as well as its other
+// children's demand. Parent p guarantees 32 GPUs; its child k keeps its
+// 16 (lending limit 0) and runs nothing; its children a and b, no
+// guarantees, have two 8-GPU jobs each (a's first), and c, a top queue,
+// eight. a and b each run 16 (p borrows 16 above its guarantee, as its
+// weight gives it against c). Before, p's share was its demand within
+// its guarantee (32), k's kept 16 took half of it, a and b were given 8
+// each, and a was held to 8 ("past its weighted share of 8 while queue b
+// waits below its own") while b, tested after a had stopped, ran 16.
+func TestQuotaShareCoversKeptGuarantee(t *testing.T) {
+	c := opsCluster(t)
+	U := Unlimited
+	cfg := DefaultConfig()
+	cfg.Quotas.Queues = []QueueSpec{
+		{Name: "p", Guarantee: 32, BorrowingLimit: U, LendingLimit: U, Maximum: U},
+		{Name: "k", Parent: "p", Guarantee: 16, Maximum: U},
+		{Name: "a", Parent: "p", BorrowingLimit: U, LendingLimit: U, Maximum: U},
+		{Name: "b", Parent: "p", BorrowingLimit: U, LendingLimit: U, Maximum: U},
+		{Name: "c", BorrowingLimit: U, LendingLimit: U, Maximum: U},
+	}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
+	require.NoError(t, err)
+	for i, q := range []string{"a", "b", "c"} {
+		jobs := map[string]int{"a": 2, "b": 2, "c": 8}[q]
+		for k := range jobs {
+			require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("%s%d", q, k), Account: "x", Queue: q, TimeLimit: time.Hour,
+				Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch.Add(time.Duration(i)*time.Minute)))
+		}
+	}
+	p := startAll(t, e, epoch.Add(5*time.Minute))
+	want := map[string]int{"p": 32, "k": 0, "a": 16, "b": 16, "c": 16}
+	for _, s := range e.Queues() {
+		require.Equal(t, want[s.Name], s.Used, "queue %s:\n%s", s.Name, p.Describe(c, epoch))
+		require.InDelta(t, float64(want[s.Name]), s.Share, 1e-9, "queue %s's share", s.Name)
+	}
+}

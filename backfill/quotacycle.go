@@ -478,9 +478,16 @@ func (c *cycle) initQuota(order []*jobRec) {
 			}
 		}
 	}
+	for a := range n {
+		s.need[a] = 0
+		if s.leaf[a] {
+			s.need[a] = s.demand[a]
+		}
+	}
 	for a := n - 1; a >= 0; a-- {
 		if p := s.parent[a]; p >= 0 {
 			s.demand[p] += s.demand[a]
+			s.need[p] += max(s.need[a], s.keep[a])
 			s.minGang[p] = min(s.minGang[p], s.minGang[a])
 		}
 	}
@@ -504,7 +511,8 @@ func (s *quotaState) shares() {
 	s.fill(n, float64(s.inService))
 	for a := range n {
 		if !s.leaf[a] {
-			s.fill(a, s.share[a])
+			// What it was given for its children's kept guarantees too.
+			s.fill(a, s.share[a]+float64(s.need[a]-s.demand[a]))
 		}
 	}
 }
@@ -519,12 +527,16 @@ func (s *quotaState) fill(p int, capacity float64) {
 		s.groupLeft[g] = float64(s.groupGPUs[g])
 	}
 	for _, c := range kids {
-		base := min(s.demand[c], s.guar[c])
+		// A parent's need counts its children's kept guarantees: its
+		// share covers them and its other children's demand (with its
+		// demand only, a child's kept guarantee took the share meant for
+		// a sibling's jobs).
+		base := min(s.need[c], s.guar[c])
 		s.share[c] = float64(base)
 		// The guarantee it keeps from lending stays idle for it (eff0:
 		// its children's, with nothing in use): no one else's share.
 		rest -= float64(max(base, s.eff0[c], s.keep[c]))
-		s.want[c] = float64(max(0, min(s.demand[c], s.max[c], s.ceil[c], s.poolGPUs[c])-base))
+		s.want[c] = float64(max(0, min(s.need[c], s.max[c], s.ceil[c], s.poolGPUs[c])-base))
 		if g := s.group[c]; g >= 0 {
 			s.groupLeft[g] -= float64(base)
 		}
@@ -584,6 +596,11 @@ func (s *quotaState) fill(p int, capacity float64) {
 		if !byGroup {
 			break
 		}
+	}
+	// A parent's share is for its jobs: what it was given for its
+	// children's guarantees kept idle is not (shares passes it down).
+	for _, c := range kids {
+		s.share[c] = max(0, s.share[c]-float64(s.need[c]-s.demand[c]))
 	}
 }
 

@@ -64,7 +64,13 @@ type quotaState struct {
 	// Per cycle: demand (use plus waiting GPUs), the smallest waiting
 	// gang, the weighted share of each queue (want is scratch), and the
 	// reclaim searches that failed (claimFails).
-	demand  []int
+	demand []int
+	// need is what a queue's subtree takes from its parent's share to
+	// meet its demand: a leaf's demand; a parent's, the sum of its
+	// children's need or the guarantee each keeps from lending when that
+	// is more (as lift counts use), so that the share it passes down
+	// covers its children's kept guarantees as well as their demand.
+	need    []int
 	share   []float64
 	want    []float64
 	minGang []int
@@ -146,7 +152,7 @@ func newQuotaState(cfg *QuotaConfig, total int) (*quotaState, error) {
 	s := &quotaState{index: make(map[string]int, n), total: total, kids: make([][]int, n+1)}
 	ints := func() []int { return make([]int, n) }
 	s.parent, s.guar, s.ceil, s.keep, s.max = ints(), ints(), ints(), ints(), ints()
-	s.used, s.eff, s.demand, s.minGang = ints(), ints(), ints(), ints()
+	s.used, s.eff, s.demand, s.minGang, s.need = ints(), ints(), ints(), ints(), ints()
 	s.graceMax, s.graceCeil = ints(), ints()
 	s.share, s.want, s.weight = make([]float64, n), make([]float64, n), make([]float64, n)
 	s.leaf, s.canUse, s.witness = make([]bool, n), make([]int8, n), make([]*jobRec, n)
