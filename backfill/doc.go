@@ -5,8 +5,11 @@
 // reservations moved and why, which jobs overran their limits, and why
 // every other job waits.
 //
-// A cycle orders waiting jobs by multifactor priority (package fairshare),
-// starts every due reservation on its planned GPUs, starts every job whose
+// A cycle orders waiting jobs by multifactor priority (package fairshare;
+// each active job's GPUs are billed to its account at every cycle and at
+// its end, decayed within each interval as fairshare.DecayedSeconds says,
+// so an account's usage does not depend on how often the host runs
+// cycles), starts every due reservation on its planned GPUs, starts every job whose
 // gang can be admitted now without touching GPUs reserved for others
 // during its run (backfill), and gives waiting jobs, up to
 // Config.ReservationDepth of them, a reservation: the earliest time in the
