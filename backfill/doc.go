@@ -332,9 +332,10 @@
 // borrowed can always be taken back. Among queues that want more than
 // their guarantees, what is above (less the guarantees others keep
 // idle from lending) is shared by weight (water filling of the GPUs in
-// service, on nodes neither down nor drained, over each queue's use plus
-// its waiting jobs' GPUs, capped by its limits and its pool's GPUs in
-// service): a job that would take its queue beyond its share waits while
+// service, on nodes that are up and those jobs still hold on drained
+// nodes, over each queue's use plus its waiting jobs' GPUs, capped by its
+// limits and its pool's GPUs in service, siblings on overlapping pools
+// together by their union's): a job that would take its queue beyond its share waits while
 // a sibling waits below its own, one of whose waiting jobs could use GPUs
 // as they free up (it fits the nodes in service once every active job
 // has ended; a sibling whose jobs cannot, such as a gang required in one

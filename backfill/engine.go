@@ -275,7 +275,7 @@ func (e *Engine) FairShare() (*fairshare.View, error) {
 		}
 		secs := fairshare.DecayedSeconds(e.last.Sub(last), tree.Config().HalfLife)
 		if err := tree.Charge(j.job.Account, float64(j.used)*secs, e.last); err != nil {
-			return nil, fmt.Errorf("%w: fair-share view at %v: job %s: %w", ErrBadTime, e.last, j.job.ID, err)
+			return nil, fmt.Errorf("fair-share view at %v: job %s: %w", e.last, j.job.ID, err)
 		}
 	}
 	v, err := tree.View(e.last, nil)

@@ -187,9 +187,12 @@ type QueueStatus struct {
 	// Waiting is the GPUs its subtree's waiting jobs ask for (claims
 	// excluded: they are in Used).
 	Waiting int `json:"waiting"`
-	// Share is its weighted share of the GPUs in service (on nodes
-	// neither down nor drained) at the last cycle: its demand up to its
-	// guarantee, plus its part of what is above the guarantees.
+	// Share is its weighted share of the GPUs in service (on nodes that
+	// are up, and those jobs still hold on drained nodes) at the last
+	// cycle: its demand up to its guarantee, plus its part of what is
+	// above the guarantees. A parent's share is for its children's jobs:
+	// it was also given room for the guarantees its children keep idle
+	// from lending, which is not in Share.
 	Share float64 `json:"share"`
 }
 

@@ -173,14 +173,23 @@ func TestQuotaNew(t *testing.T) {
 // quota allocates no more than the same cycle in which they wait for GPUs
 // without quotas (reasons are cached per queue and use).
 func TestQuotaCycleAllocs(t *testing.T) {
-	var allocs [2]float64
-	for k, quotas := range []bool{false, true} {
+	var allocs [3]float64
+	for k, quotas := range []bool{false, true, true} {
 		c := opsCluster(t)
 		cfg := DefaultConfig()
 		cfg.Hold.Enabled = false
 		if quotas {
 			cfg.Quotas.Queues = []QueueSpec{{Name: "a", Maximum: 64, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
 				{Name: "b", Maximum: 64, BorrowingLimit: Unlimited, LendingLimit: Unlimited}}
+		}
+		pools := k == 2 // a and b on overlapping pools (a group), a drained node running a job
+		if pools {
+			var names []string
+			for n := range c.NumNodes() {
+				names = append(names, c.NodeName(topology.NodeID(n)))
+			}
+			cfg.Quotas.Queues[0].Nodes = topology.CompressHostlist(names[:6])
+			cfg.Quotas.Queues[1].Nodes = topology.CompressHostlist(names[2:])
 		}
 		e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
 		if err != nil {
@@ -197,8 +206,22 @@ func TestQuotaCycleAllocs(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := e.Schedule(epoch); err != nil {
+		first, err := e.Schedule(epoch)
+		if err != nil {
 			t.Fatal(err)
+		}
+		if pools {
+			for _, st := range first.Starts {
+				if err := e.Started(st.Job, epoch); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := e.Drain(1, epoch); err != nil {
+				t.Fatal(err)
+			}
+			if e.UsedGPUs() == 0 || e.quota.group[0] < 0 || e.quota.group[0] != e.quota.group[1] {
+				t.Fatalf("%d GPUs used, groups %v: want jobs running and a and b in one group", e.UsedGPUs(), e.quota.group)
+			}
 		}
 		for i := range 50 {
 			// In queue a at its maximum, or in b, whose jobs would take
@@ -220,9 +243,9 @@ func TestQuotaCycleAllocs(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("allocations per cycle: %v without quotas, %v with every job waiting for quota", allocs[0], allocs[1])
-	if allocs[1] > allocs[0] {
-		t.Errorf("a cycle with quotas allocates %v times, %v without", allocs[1], allocs[0])
+	t.Logf("allocations per cycle: %v without quotas, %v with every job waiting for quota, %v with pools and a drained node", allocs[0], allocs[1], allocs[2])
+	if allocs[1] > allocs[0] || allocs[2] > allocs[0] {
+		t.Errorf("a cycle with quotas allocates %v times (%v with pools and a drained node), %v without", allocs[1], allocs[2], allocs[0])
 	}
 }
 
@@ -1499,5 +1522,148 @@ func TestQuotaShareCoversKeptGuarantee(t *testing.T) {
 	for _, s := range e.Queues() {
 		require.Equal(t, want[s.Name], s.Used, "queue %s:\n%s", s.Name, p.Describe(c, epoch))
 		require.InDelta(t, float64(want[s.Name]), s.Share, 1e-9, "queue %s's share", s.Name)
+	}
+}
+
+// TestQuotaShareKeptGuaranteeWithMaximum: TestQuotaShareCoversKeptGuarantee
+// with p's Maximum at 32, what a and b use there: a maximum bounds use,
+// and k's guarantee kept idle is not use, so the shares are the same.
+// With p's need (use plus kept) capped by its maximum, p's share fell to
+// 16 and a was held to 8 while b ran 16 (a review's input).
+func TestQuotaShareKeptGuaranteeWithMaximum(t *testing.T) {
+	c := opsCluster(t)
+	U := Unlimited
+	cfg := DefaultConfig()
+	cfg.Quotas.Queues = []QueueSpec{
+		{Name: "p", Guarantee: 32, BorrowingLimit: U, LendingLimit: U, Maximum: 32},
+		{Name: "k", Parent: "p", Guarantee: 16, Maximum: U},
+		{Name: "a", Parent: "p", BorrowingLimit: U, LendingLimit: U, Maximum: U},
+		{Name: "b", Parent: "p", BorrowingLimit: U, LendingLimit: U, Maximum: U},
+		{Name: "c", BorrowingLimit: U, LendingLimit: U, Maximum: U},
+	}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
+	require.NoError(t, err)
+	for i, q := range []string{"a", "b", "c"} {
+		jobs := map[string]int{"a": 2, "b": 2, "c": 8}[q]
+		for k := range jobs {
+			require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("%s%d", q, k), Account: "x", Queue: q, TimeLimit: time.Hour,
+				Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch.Add(time.Duration(i)*time.Minute)))
+		}
+	}
+	p := startAll(t, e, epoch.Add(5*time.Minute))
+	want := map[string]int{"p": 32, "k": 0, "a": 16, "b": 16, "c": 16}
+	for _, s := range e.Queues() {
+		require.Equal(t, want[s.Name], s.Used, "queue %s:\n%s", s.Name, p.Describe(c, epoch))
+		require.InDelta(t, float64(want[s.Name]), s.Share, 1e-9, "queue %s's share", s.Name)
+	}
+}
+
+// TestQuotaShareParentOfSiblingsOnOnePool: TestQuotaShareSiblingsOnOnePool's
+// a and b one level down, under a parent p without a pool: p is capped
+// by the 16 GPUs a and b can use together, and c runs on the other 48.
+// With p's cap the sum of its children's (32), c was held at 32 while p
+// waited below its share: 16 GPUs idle (a review's input).
+func TestQuotaShareParentOfSiblingsOnOnePool(t *testing.T) {
+	c := opsCluster(t)
+	U := Unlimited
+	two := opsNodeNames(c, 2)
+	cfg := DefaultConfig()
+	cfg.Quotas.Queues = []QueueSpec{
+		{Name: "p", BorrowingLimit: U, LendingLimit: U, Maximum: U},
+		{Name: "a", Parent: "p", BorrowingLimit: U, LendingLimit: U, Maximum: U, Nodes: two},
+		{Name: "b", Parent: "p", BorrowingLimit: U, LendingLimit: U, Maximum: U, Nodes: two},
+		{Name: "c", BorrowingLimit: U, LendingLimit: U, Maximum: U},
+	}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
+	require.NoError(t, err)
+	for i, q := range []string{"a", "b", "c"} {
+		for k := range 8 {
+			require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("%s%d", q, k), Account: "x", Queue: q, TimeLimit: time.Hour,
+				Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch.Add(time.Duration(i)*time.Minute)))
+		}
+	}
+	p := startAll(t, e, epoch.Add(5*time.Minute))
+	require.Equal(t, c.TotalGPUs(), e.UsedGPUs(), "GPUs left idle:\n%s", p.Describe(c, epoch))
+}
+
+// TestQuotaShareDrainedNodesStillRunning: the GPUs that jobs still hold
+// on drained nodes count as in service. a runs two 1-node jobs, whose
+// nodes are then drained (the jobs run on); a then waits with four more
+// jobs, b with six: equal weights, 32 each of the 64. With the drained
+// nodes left out, the 48 others were shared 24 and 24 while a's 16 on
+// the drained nodes counted in its use: a was held at 24 and b ran 40 (a
+// review's input).
+func TestQuotaShareDrainedNodesStillRunning(t *testing.T) {
+	c := opsCluster(t)
+	U := Unlimited
+	cfg := DefaultConfig()
+	cfg.Quotas.Queues = []QueueSpec{{Name: "a", BorrowingLimit: U, LendingLimit: U, Maximum: U},
+		{Name: "b", BorrowingLimit: U, LendingLimit: U, Maximum: U}}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
+	require.NoError(t, err)
+	for k := range 2 {
+		require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("r%d", k), Account: "x", Queue: "a", TimeLimit: 5 * time.Hour,
+			Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch))
+	}
+	p := startAll(t, e, epoch)
+	require.Len(t, p.Starts, 2)
+	for _, s := range p.Starts {
+		for n := range c.NumNodes() {
+			if s.Allocation.OnNode(topology.NodeID(n)) {
+				require.NoError(t, e.Drain(topology.NodeID(n), epoch.Add(time.Minute)))
+			}
+		}
+	}
+	for i, q := range []string{"a", "b"} {
+		jobs := map[string]int{"a": 4, "b": 6}[q]
+		for k := range jobs {
+			require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("%s%d", q, k), Account: "x", Queue: q, TimeLimit: time.Hour,
+				Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch.Add(2*time.Minute+time.Duration(i)*time.Second)))
+		}
+	}
+	p = startAll(t, e, epoch.Add(5*time.Minute))
+	for _, s := range e.Queues() {
+		require.Equal(t, 32, s.Used, "queue %s:\n%s", s.Name, p.Describe(c, epoch))
+	}
+}
+
+// TestQuotaShareDrainedPoolStillRunning: the same for a pool. a is
+// confined to nodes 0-3; its two jobs run on nodes 0-1, which are then
+// drained; a waits with two more jobs (they fit nodes 2-3), b, with no
+// pool, with eight: 32 each. With a's cap counting only nodes 2-3 (16),
+// all of it taken by its jobs on the drained nodes, b took nodes 2-3 too
+// (a review's input).
+func TestQuotaShareDrainedPoolStillRunning(t *testing.T) {
+	c := opsCluster(t)
+	U := Unlimited
+	cfg := DefaultConfig()
+	cfg.Quotas.Queues = []QueueSpec{{Name: "a", BorrowingLimit: U, LendingLimit: U, Maximum: U, Nodes: opsNodeNames(c, 4)},
+		{Name: "b", BorrowingLimit: U, LendingLimit: U, Maximum: U}}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
+	require.NoError(t, err)
+	for k := range 2 {
+		require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("r%d", k), Account: "x", Queue: "a", TimeLimit: 5 * time.Hour,
+			Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch))
+	}
+	p := startAll(t, e, epoch)
+	require.Len(t, p.Starts, 2)
+	for _, s := range p.Starts {
+		for n := range c.NumNodes() {
+			if s.Allocation.OnNode(topology.NodeID(n)) {
+				require.NoError(t, e.Drain(topology.NodeID(n), epoch.Add(time.Minute)))
+			}
+		}
+	}
+	for i, q := range []string{"a", "b"} {
+		jobs := map[string]int{"a": 2, "b": 8}[q]
+		for k := range jobs {
+			require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("%s%d", q, k), Account: "x", Queue: q, TimeLimit: time.Hour,
+				Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch.Add(2*time.Minute+time.Duration(i)*time.Second)))
+		}
+	}
+	p = startAll(t, e, epoch.Add(5*time.Minute))
+	want := map[string]int{"a": 32, "b": 32}
+	for _, s := range e.Queues() {
+		require.Equal(t, want[s.Name], s.Used, "queue %s:\n%s", s.Name, p.Describe(c, epoch))
 	}
 }

@@ -135,6 +135,8 @@ func (s *quotaState) groupSiblings() {
 		}
 	}
 	s.groupGPUs = make([]int, len(s.groupPool))
+	s.groupUp = make([]int, len(s.groupPool))
+	s.poolUp = make([]int, n)
 	s.groupLeft = make([]float64, len(s.groupPool))
 	s.groupW = make([]float64, len(s.groupPool))
 }
@@ -157,43 +159,88 @@ func countGPUs(c *topology.Cluster, set *bitset.BitSet, nodes []NodeState) int {
 	return gpus
 }
 
-// countInService counts, when a node has changed status since the last
-// count (Engine.statusGen), the GPUs in service (on nodes neither down
-// nor drained): the cluster's, which the top queues' weighted shares
-// divide (inService), and each queue's pool's, which caps its share
-// (poolGPUs: at most the sum of its children's; noLimit for a queue
-// without a pool). Shares of GPUs out of service could never be used:
-// with half the nodes drained, two equal queues each had a share of half
-// the cluster, all that was left, so one took it all and the other,
-// below its share, held none of it back.
+// countInService counts the GPUs in service: on nodes that are up, and,
+// on drained nodes, those their running jobs still hold (drained nodes
+// take no new work; what runs there counts in its queue's use until it
+// ends). It counts the cluster's, which the top queues' weighted shares
+// divide (inService), each queue's pool's, which caps its share
+// (poolGPUs; noLimit for a queue without a pool), and each group's
+// (groupGPUs). A parent is capped by its children's caps, a group of
+// them counted once, by its union. Shares of GPUs out of service could
+// never be used: with half the nodes drained, two equal queues each had
+// a share of half the cluster, all that was left, so one took it all and
+// the other, below its share, held none of it back. The nodes that are
+// up are counted again only when a node has changed status
+// (Engine.statusGen); the drained ones every cycle.
 func (s *quotaState) countInService(e *Engine) {
-	if s.inServiceKnown && s.inServiceGen == e.statusGen {
-		return
-	}
-	s.inServiceKnown, s.inServiceGen = true, e.statusGen
-	s.inService = 0
-	for n, st := range e.nodes {
-		if !st.down() && !st.drained() {
-			s.inService += e.c.NodeGPUs(topology.NodeID(n))
+	if !s.inServiceKnown || s.inServiceGen != e.statusGen {
+		s.inServiceKnown, s.inServiceGen = true, e.statusGen
+		s.upGPUs = 0
+		s.drainedUp = s.drainedUp[:0]
+		for n, st := range e.nodes {
+			switch {
+			case !st.down() && !st.drained():
+				s.upGPUs += e.c.NodeGPUs(topology.NodeID(n))
+			case !st.down():
+				s.drainedUp = append(s.drainedUp, int32(n))
+			}
+		}
+		for a := range s.poolUp {
+			if s.pools[a] != nil {
+				s.poolUp[a] = s.poolCount(e.c, a, e.nodes)
+			}
+		}
+		for g, pool := range s.groupPool {
+			s.groupUp[g] = countGPUs(e.c, pool, e.nodes)
 		}
 	}
+	s.inService = s.upGPUs
 	for a := range s.poolGPUs {
 		s.poolGPUs[a] = noLimit
 		if s.pools[a] != nil {
-			s.poolGPUs[a] = s.poolCount(e.c, a, e.nodes)
+			s.poolGPUs[a] = s.poolUp[a]
+		}
+	}
+	copy(s.groupGPUs, s.groupUp)
+	st := e.ledger.State()
+	for _, n := range s.drainedUp {
+		id := topology.NodeID(n)
+		used := e.c.NodeGPUs(id) - st.FreeCount(id)
+		if used == 0 {
+			continue
+		}
+		s.inService += used
+		for a, pool := range s.pools {
+			if pool != nil && pool.Test(uint(n)) {
+				s.poolGPUs[a] += used
+			}
+		}
+		for g, pool := range s.groupPool {
+			if pool.Test(uint(n)) {
+				s.groupGPUs[g] += used
+			}
 		}
 	}
 	for a := len(s.poolGPUs) - 1; a >= 0; a-- { // children first
-		if !s.leaf[a] {
-			sum := 0
-			for _, k := range s.kids[a] {
+		if s.leaf[a] {
+			continue
+		}
+		sum := 0
+		for _, k := range s.kids[a] {
+			if s.group[k] < 0 {
 				sum = min(noLimit, sum+s.poolGPUs[k])
 			}
-			s.poolGPUs[a] = min(s.poolGPUs[a], sum)
 		}
-	}
-	for g, pool := range s.groupPool {
-		s.groupGPUs[g] = countGPUs(e.c, pool, e.nodes)
+		for _, g := range s.kidGroups[a] {
+			members := 0
+			for _, k := range s.kids[a] {
+				if s.group[k] == g {
+					members = min(noLimit, members+s.poolGPUs[k])
+				}
+			}
+			sum = min(noLimit, sum+min(s.groupGPUs[g], members))
+		}
+		s.poolGPUs[a] = min(s.poolGPUs[a], sum)
 	}
 }
 
@@ -496,8 +543,9 @@ func (c *cycle) initQuota(order []*jobRec) {
 }
 
 // shares divides the GPUs in service among the top queues and each
-// queue's share among its children, top down: each child gets its
-// demand up to its guarantee, and what is left (less the guarantees kept
+// queue's share among its children, top down: each child gets its need
+// (its demand, and for a parent its children's guarantees kept idle from
+// lending) up to its guarantee, and what is left (less the guarantees kept
 // idle from lending) goes to the children that want more, by weight,
 // none beyond its demand, maximum, borrowing limit or the GPUs of its
 // pool, and siblings on overlapping pools together none beyond the GPUs
@@ -536,9 +584,14 @@ func (s *quotaState) fill(p int, capacity float64) {
 		// The guarantee it keeps from lending stays idle for it (eff0:
 		// its children's, with nothing in use): no one else's share.
 		rest -= float64(max(base, s.eff0[c], s.keep[c]))
-		s.want[c] = float64(max(0, min(s.need[c], s.max[c], s.ceil[c], s.poolGPUs[c])-base))
+		// Its maximum and its pool bound its use, not its children's
+		// guarantees kept idle (kept), which only its borrowing limit
+		// (ceil, on its effective use) bounds too; nor do kept GPUs take
+		// room in its group's pools.
+		kept := s.need[c] - s.demand[c]
+		s.want[c] = float64(max(0, min(s.need[c], s.ceil[c], min(s.demand[c], s.max[c], s.poolGPUs[c])+kept)-base))
 		if g := s.group[c]; g >= 0 {
-			s.groupLeft[g] -= float64(base)
+			s.groupLeft[g] -= float64(max(0, base-kept))
 		}
 	}
 	// Water filling: every child that wants more and whose group has

@@ -116,11 +116,12 @@ type quotaState struct {
 	// pools are the nodes each queue's jobs may use (nil: any).
 	pools []*bitset.BitSet
 	// poolGPUs is the most each queue's subtree can use for its pools:
-	// its pool's GPUs in service, at most the sum of its children's
-	// (noLimit: any node). A weighted share above it could never be used
-	// (fill). inService is the cluster's GPUs in service. Both are
-	// counted by countInService, as of Engine.statusGen inServiceGen
-	// (inServiceKnown: counted once).
+	// its pool's GPUs in service, at most its children's caps (a group
+	// of them counted once, by its union's; noLimit: any node). A
+	// weighted share above it could never be used (fill). inService is
+	// the cluster's GPUs in service. Both are counted by countInService
+	// each cycle (the nodes that are up as of Engine.statusGen
+	// inServiceGen; inServiceKnown: counted once).
 	poolGPUs []int
 	// group numbers the group of siblings on overlapping pools each
 	// queue is in (-1: none), kidGroups the groups among each parent
@@ -135,6 +136,14 @@ type quotaState struct {
 	inService         int
 	inServiceGen      uint64
 	inServiceKnown    bool
+	// upGPUs, poolUp and groupUp count the GPUs on nodes that are up
+	// (the cluster's, each pool's, each group's), as of inServiceGen;
+	// drainedUp lists the drained nodes that are not down, whose GPUs in
+	// use countInService adds every cycle.
+	upGPUs    int
+	poolUp    []int
+	groupUp   []int
+	drainedUp []int32
 	// poolLabel names each pool as reasons count the nodes outside it
 	// (placement.Request.AllowedLabel): the queues whose Nodes make it.
 	poolLabel []string
