@@ -56,13 +56,13 @@ func TestFillMaxMinFair(t *testing.T) {
 		capacity := float64(rng.IntN(200))
 		s.fill(n, capacity)
 
-		cap := func(i int) float64 { return float64(min(s.demand[i], s.poolGPUs[i])) }
+		capOf := func(i int) float64 { return float64(min(s.demand[i], s.poolGPUs[i])) }
 		total := 0.0
 		used := make([]float64, groups)
 		for i := range n {
 			x := s.share[i]
-			if x < -eps || x > cap(i)+eps {
-				t.Fatalf("trial %d: queue %d's share %v outside [0, %v]", trial, i, x, cap(i))
+			if x < -eps || x > capOf(i)+eps {
+				t.Fatalf("trial %d: queue %d's share %v outside [0, %v]", trial, i, x, capOf(i))
 			}
 			total += x
 			if g := s.group[i]; g >= 0 {
@@ -79,7 +79,7 @@ func TestFillMaxMinFair(t *testing.T) {
 		}
 		per := func(i int) float64 { return s.share[i] / s.weight[i] }
 		for i := range n {
-			if s.share[i] >= cap(i)-eps {
+			if s.share[i] >= capOf(i)-eps {
 				continue
 			}
 			// A bottleneck: the capacity used up, i's share per weight
@@ -104,7 +104,7 @@ func TestFillMaxMinFair(t *testing.T) {
 			}
 			if !bottleneck {
 				t.Fatalf("trial %d: queue %d (weight %v, cap %v, group %d) has %v, below its cap, in no bottleneck: shares %v, caps %v, groups %v of %v GPUs, capacity %v",
-					trial, i, s.weight[i], cap(i), s.group[i], s.share[i], s.share, s.poolGPUs, used, s.groupGPUs, capacity)
+					trial, i, s.weight[i], capOf(i), s.group[i], s.share[i], s.share, s.poolGPUs, used, s.groupGPUs, capacity)
 			}
 		}
 	}
