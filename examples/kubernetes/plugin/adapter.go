@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math/bits"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -643,6 +644,15 @@ func (a *engineAdapter) freeGPUs(node string, used uint64, n int) []int {
 	if st, _ := a.eng.NodeState(id); nodeIsDown(st) {
 		return nil
 	}
+	return a.pickGPUs(id, used, n)
+}
+
+// pickGPUs picks up to n GPU indices of node id that are not in used,
+// whether the node is up or down.
+func (a *engineAdapter) pickGPUs(id topology.NodeID, used uint64, n int) []int {
+	if n <= 0 {
+		return nil
+	}
 	if total := a.cluster.NodeGPUs(id); total < 64 {
 		used |= ^uint64(0) << uint(total) // indices past the node's GPUs
 	}
@@ -794,14 +804,26 @@ type adoptMember struct {
 // on each of its nodes, GPU indices that no other gang holds (Kubernetes
 // does not say which GPUs a pod got; the engine only needs them to be
 // distinct). It returns, for each request, nil when adopted or why not: a
-// node outside the cluster model or down, two pods of one member on one
-// node, or more GPUs than the node has free of other gangs. The foreign
-// GPUs are dropped from the engine: the adopted pods were among them, and
-// the next setForeign counts the others again.
-func (a *engineAdapter) adopt(reqs []adoptRequest, now time.Time) []error {
-	errs := make([]error, len(reqs))
+// node outside the cluster model, a node down (unless downOK), two pods
+// of one member on one node, or more GPUs than the node has free of other
+// gangs. The foreign GPUs are dropped from the engine: the adopted pods
+// were among them, and the next setForeign counts the others again.
+//
+// With downOK, a gang with pods on nodes the engine holds down is adopted
+// all the same, and the node failure is then applied to the engine as
+// setNode applies a live one: the engine cannot hold a running job on a
+// down node (Restore refuses it), so those nodes are restored up with the
+// adopted gangs on them and taken down again at once (Engine.NodeDown),
+// before any Schedule could use them. The engine then ends or keeps each
+// such gang per its OnNodeFailure policy, as for a gang that was running
+// when the node failed; failed returns, for each job a node failure hit,
+// the node (the first in name order when several). err is set when a node
+// could not be taken down again (the next syncNodes tries: Kubernetes
+// still says it is down).
+func (a *engineAdapter) adopt(reqs []adoptRequest, now time.Time, downOK bool) (errs []error, failed map[string]string, err error) {
+	errs = make([]error, len(reqs))
 	if len(reqs) == 0 {
-		return errs
+		return errs, nil, nil
 	}
 	now = a.clock(now)
 	for _, r := range reqs {
@@ -810,7 +832,7 @@ func (a *engineAdapter) adopt(reqs []adoptRequest, now time.Time) []error {
 				for i := range errs {
 					errs[i] = err
 				}
-				return errs
+				return errs, nil, nil
 			}
 			a.accounts[r.Account] = true
 		}
@@ -819,20 +841,21 @@ func (a *engineAdapter) adopt(reqs []adoptRequest, now time.Time) []error {
 	type adopted struct {
 		job  backfill.JobRecord
 		gang gang.GangRecord
+		down []string // its nodes that the engine holds down
 	}
 	var ok []int
 	recs := make([]adopted, len(reqs))
 	for i, r := range reqs {
-		job, g, err := a.adoptRecords(r, used, now)
+		job, g, down, err := a.adoptRecords(r, used, now, downOK)
 		if err != nil {
 			errs[i] = err
 			continue
 		}
-		recs[i] = adopted{job, g}
+		recs[i] = adopted{job, g, down}
 		ok = append(ok, i)
 	}
 	if len(ok) == 0 {
-		return errs
+		return errs, nil, nil
 	}
 	base := a.eng.Snapshot()
 	if now.After(base.Time) {
@@ -851,10 +874,26 @@ func (a *engineAdapter) adopt(reqs []adoptRequest, now time.Time) []error {
 		}
 	}
 	base.Jobs, base.Gangs = jobs, gangs
+	// downOf returns the down nodes that the gangs idx run on, sorted.
+	downOf := func(idx []int) []string {
+		var out []string
+		for _, i := range idx {
+			out = append(out, recs[i].down...)
+		}
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
 	restore := func(idx []int) (*backfill.Engine, error) {
 		snap := *base
 		snap.Jobs = append([]backfill.JobRecord(nil), base.Jobs...)
 		snap.Gangs = append([]gang.GangRecord(nil), base.Gangs...)
+		if up := downOf(idx); len(up) > 0 {
+			// Restored up, with the gangs on them: taken down again below.
+			snap.Down = slices.DeleteFunc(slices.Clone(base.Down), func(n string) bool {
+				_, found := slices.BinarySearch(up, n)
+				return found
+			})
+		}
 		for _, i := range idx {
 			snap.Seq++
 			job := recs[i].job
@@ -865,12 +904,12 @@ func (a *engineAdapter) adopt(reqs []adoptRequest, now time.Time) []error {
 		sort.Slice(snap.Gangs, func(i, j int) bool { return snap.Gangs[i].ID < snap.Gangs[j].ID })
 		return backfill.Restore(a.cluster, a.cfg, &snap)
 	}
-	e, err := restore(ok)
-	if err != nil {
+	accepted := ok
+	e, rerr := restore(ok)
+	if rerr != nil {
 		// One gang the engine refuses must not keep the others out: try
 		// them one at a time, each on top of those accepted before it.
-		var accepted []int
-		e = nil
+		accepted, e = nil, nil
 		for _, i := range ok {
 			next, err := restore(append(accepted, i))
 			if err != nil {
@@ -880,11 +919,27 @@ func (a *engineAdapter) adopt(reqs []adoptRequest, now time.Time) []error {
 			accepted, e = append(accepted, i), next
 		}
 		if e == nil {
-			return errs
+			return errs, nil, nil
 		}
 	}
 	a.eng, a.foreign = e, map[string]int{}
-	return errs
+	for _, node := range downOf(accepted) {
+		id, _ := a.cluster.LookupNode(node) // adoptRecords looked it up
+		evs, derr := a.eng.NodeDown(id, now)
+		if derr != nil {
+			err = errors.Join(err, fmt.Errorf("node %s: taking it down again after adopting the gangs on it: %w", node, derr))
+			continue
+		}
+		for _, ev := range evs {
+			if failed == nil {
+				failed = map[string]string{}
+			}
+			if _, seen := failed[ev.Job]; !seen {
+				failed[ev.Job] = node
+			}
+		}
+	}
+	return errs, failed, err
 }
 
 // activeGPUs returns, per node name (of the nodes in only; every node when
@@ -919,34 +974,39 @@ func (a *engineAdapter) activeGPUs(only map[topology.NodeID]string) (map[string]
 }
 
 // adoptRecords checks an adoptRequest against the engine (nodes known and
-// up, one pod of a member per node, GPUs free of the gangs in used) and
-// returns its job and gang records, taking its GPUs in used.
-func (a *engineAdapter) adoptRecords(r adoptRequest, used map[string]uint64, now time.Time) (backfill.JobRecord, gang.GangRecord, error) {
+// up, or down when downOK, one pod of a member per node, GPUs free of the
+// gangs in used) and returns its job and gang records and the nodes of it
+// that the engine holds down, sorted, taking its GPUs in used.
+func (a *engineAdapter) adoptRecords(r adoptRequest, used map[string]uint64, now time.Time, downOK bool) (backfill.JobRecord, gang.GangRecord, []string, error) {
 	spec := gang.Spec{ID: r.ID}
 	g := gang.GangRecord{ID: r.ID}
 	take := map[string]uint64{}
+	var down []string
 	for _, m := range r.Members {
 		if m.GPUsPerPod <= 0 {
-			return backfill.JobRecord{}, g, fmt.Errorf("its pods of shape %s ask for no GPUs", m.Name)
+			return backfill.JobRecord{}, g, nil, fmt.Errorf("its pods of shape %s ask for no GPUs", m.Name)
 		}
 		mr := gang.MemberRecord{Name: m.Name, Want: len(m.Nodes)}
 		seen := map[string]bool{}
 		for _, node := range m.Nodes {
 			id, ok := a.cluster.LookupNode(node)
 			if !ok {
-				return backfill.JobRecord{}, g, fmt.Errorf("node %s is not in Phalanx's cluster model", node)
+				return backfill.JobRecord{}, g, nil, fmt.Errorf("node %s is not in Phalanx's cluster model", node)
 			}
 			if st, _ := a.eng.NodeState(id); nodeIsDown(st) {
-				return backfill.JobRecord{}, g, fmt.Errorf("node %s is down", node)
+				if !downOK {
+					return backfill.JobRecord{}, g, nil, fmt.Errorf("node %s is down", node)
+				}
+				down = append(down, node)
 			}
 			if seen[node] {
-				return backfill.JobRecord{}, g, fmt.Errorf("two of its pods of one shape run on node %s (Phalanx places each on its own node)", node)
+				return backfill.JobRecord{}, g, nil, fmt.Errorf("two of its pods of one shape run on node %s (Phalanx places each on its own node)", node)
 			}
 			seen[node] = true
 			held := used[node] | take[node]
-			gpus := a.freeGPUs(node, held, m.GPUsPerPod)
+			gpus := a.pickGPUs(id, held, m.GPUsPerPod) // on a down node too: no active gang holds its GPUs
 			if len(gpus) < m.GPUsPerPod {
-				return backfill.JobRecord{}, g, fmt.Errorf("node %s has %d %s, %d of them held by other gangs or its other pods there: its pod there asks for %d more",
+				return backfill.JobRecord{}, g, nil, fmt.Errorf("node %s has %d %s, %d of them held by other gangs or its other pods there: its pod there asks for %d more",
 					node, a.cluster.NodeGPUs(id), a.opts.GPUResource, bits.OnesCount64(held), m.GPUsPerPod)
 			}
 			for _, k := range gpus {
@@ -967,7 +1027,8 @@ func (a *engineAdapter) adoptRecords(r adoptRequest, used map[string]uint64, now
 	job := backfill.JobRecord{ID: r.ID, Account: r.Account, State: backfill.StateRunning,
 		Submit: submit, Start: now, LastCharge: now, Promised: now,
 		OnNodeFailure: backfill.Fail.String(), Gang: spec.Record(a.cluster)}
-	return job, g, nil
+	slices.Sort(down)
+	return job, g, slices.Compact(down), nil
 }
 
 // memberNodes returns, for active job id, each member's nodes by rank.

@@ -55,13 +55,16 @@ func hasBound(g *groupState) bool {
 // namespace's fair share, is NodeDown's to end, and finishes when all its
 // pods are gone. It runs in every cycle: at the first one (a restart, or
 // a standby whose informers synced), and for gangs the leader binds while
-// this replica stands by. A gang the engine cannot take (a node left out
-// of the cluster model or down, two pods of one shape on one node, more
-// GPUs than its nodes have free of other gangs) stays as it was, its GPUs
-// counted as used by pods Phalanx did not place; a log line says why and,
-// once this replica schedules, a Warning event (PhalanxNotAdopted) on the
-// gang's first pod, once per reason. Either way the group is marked
-// seenWhole until it has no bound pod.
+// this replica stands by. A gang with a pod on a node that is down is
+// adopted once this replica schedules and at once ended by that node's
+// failure, as a gang running when the node failed is (see the comment in
+// the body); a standby leaves it as it is. A gang the engine cannot take
+// (a node left out of the cluster model, or down on a standby, two pods
+// of one shape on one node, more GPUs than its nodes have free of other
+// gangs) stays as it was, its GPUs counted as used by pods Phalanx did not
+// place; a log line says why and, once this replica schedules, a Warning
+// event (PhalanxNotAdopted) on the gang's first pod, once per reason.
+// Either way the group is marked seenWhole until it has no bound pod.
 func (c *controller) adoptRunning(logger klog.Logger, now time.Time, acts *actions) {
 	var reqs []adoptRequest
 	var groups []*groupState
@@ -98,7 +101,25 @@ func (c *controller) adoptRunning(logger klog.Logger, now time.Time, acts *actio
 	if len(reqs) == 0 {
 		return
 	}
-	errs := c.eng.adopt(reqs, now)
+	// A gang with a pod on a node that is down (not Ready, deleted,
+	// serving no GPUs: syncNodes has applied that to the engine) is
+	// adopted like any other once this replica schedules, and the node's
+	// failure is then applied to it as to a gang that was running when
+	// the node failed (engineAdapter.adopt with downOK takes the node down
+	// again under it): the engine ends it per its OnNodeFailure policy,
+	// and it is torn down here and now, its pods deleted as syncNodes and
+	// teardown delete them. Left out, such a gang would stay GPUs held
+	// outside the engine until its node came back, never requeued nor
+	// failed. A standby (!c.active) does not adopt it: its teardown would
+	// delete no pod, and the group, left without a job, would be adopted
+	// and torn down again in every cycle; not adopting it leaves the same
+	// state at once (no job, its pods' GPUs counted as used by pods
+	// Phalanx did not place), as a standby's live node failure does, and
+	// the replica adopts and ends it at its first cycle once it schedules.
+	errs, failed, err := c.eng.adopt(reqs, now, c.active)
+	if err != nil {
+		c.err = err.Error() // the next syncNodes takes the node down again
+	}
 	for i, g := range groups {
 		if err := errs[i]; err != nil {
 			c.notAdopted[g.key] = c.noteNotAdopted(logger, g, pods[i], err, acts)
@@ -106,6 +127,18 @@ func (c *controller) adoptRunning(logger klog.Logger, now time.Time, acts *actio
 		}
 		delete(c.notAdopted, g.key)
 		c.adopted(logger, g, reqs[i].ID, pods[i])
+	}
+	for _, g := range groups {
+		node, ok := "", false
+		if g.inc != nil {
+			node, ok = failed[g.inc.job]
+		}
+		if !ok {
+			continue
+		}
+		c.nodeFailed(node, []string{g.inc.job})
+		logger.Info("Phalanx: tearing a gang down", "job", g.inc.job, "reason", g.inc.broken+" (found running on it and adopted)")
+		c.teardown(g, now, acts)
 	}
 }
 

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -296,9 +297,13 @@ func TestRestartAdoptsRunningGang(t *testing.T) {
 // TestStandbyNodeFailureDeletesNoPod: a standby (no PreFilter yet) adopts
 // the gang the leader binds; when a node under it fails, the standby ends
 // the job but deletes no pod (the leader does, if it lives). Its pods are
-// then a group without a job, examined as after a restart: on activation,
-// with the node still down, the gang is not adopted and its pods stay used
-// GPUs; once the node is back, it is adopted again.
+// then a group without a job, examined as after a restart: while the
+// replica stands by, the gang is neither adopted again nor deleted (its
+// pods stay used GPUs), and it is adopted again once the node is back. If
+// the node is still down when the replica begins to schedule (the leader
+// died before it deleted the pods), the gang is adopted and ended by the
+// node's failure, its pods deleted, as the leader would have
+// (TestAdoptGangWithPodOnDownNode).
 func TestStandbyNodeFailureDeletesNoPod(t *testing.T) {
 	h := newHookEnv(t, Args{})
 	h.addNodes(testNodes(8)...)
@@ -313,10 +318,10 @@ func TestStandbyNodeFailureDeletesNoPod(t *testing.T) {
 	if got := activeJobs(h); !slices.Equal(got, []string{"ns/g#1"}) {
 		t.Fatalf("active jobs %v, want the adopted ns/g#1", got)
 	}
-	n := testNodes(8)[1]
-	n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse}}
-	h.addNodes(n)
-	for i := 0; i < 3; i++ {
+	down := testNodes(8)[1]
+	down.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse}}
+	h.addNodes(down)
+	for i := 0; i < 70; i++ {
 		h.cycle()
 	}
 	if len(h.a.evicted) != 0 {
@@ -325,17 +330,11 @@ func TestStandbyNodeFailureDeletesNoPod(t *testing.T) {
 	if got := activeJobs(h); len(got) != 0 {
 		t.Fatalf("active jobs %v after the node failure, want none", got)
 	}
-	solo := groupPod("", "solo", 8, 0)
-	h.c.onPod(solo)
-	h.leads(solo)
-	for i := 0; i < 70; i++ {
-		h.cycle()
-	}
-	if len(h.a.evicted) != 0 {
-		t.Fatalf("evicted %v once active, want the pods left as after a restart", h.a.evicted)
-	}
 	if g := h.c.groups["ns/g"]; g.inc != nil {
 		t.Fatalf("the group has job %s on a down node", g.inc.job)
+	}
+	if s := h.c.Stats(); s.Adopted != 1 || s.Teardowns != 1 {
+		t.Fatalf("adopted %d, torn down %d; want 1 and 1 (not adopted again while its node is down)", s.Adopted, s.Teardowns)
 	}
 	if fu := h.c.foreignUsage(); fu["n000"] != 8 || fu["n002"] != 8 {
 		t.Fatalf("foreign GPUs %v, want the group's pods counted", fu)
@@ -344,6 +343,26 @@ func TestStandbyNodeFailureDeletesNoPod(t *testing.T) {
 	h.cycle()
 	if g := h.c.groups["ns/g"]; g.inc == nil || !g.inc.running || len(g.inc.pods) != 4 {
 		t.Fatal("the gang is not adopted again once its node is back")
+	}
+	checkBooks(t, h)
+
+	h.addNodes(down) // down again, and the leader dies before deleting the pods
+	h.cycle()
+	if len(h.a.evicted) != 0 || len(activeJobs(h)) != 0 {
+		t.Fatalf("a standby evicted %v, active jobs %v", h.a.evicted, activeJobs(h))
+	}
+	solo := groupPod("", "solo", 8, 0)
+	h.c.onPod(solo)
+	h.leads(solo)
+	for i := 0; i < 70; i++ {
+		h.cycle()
+	}
+	slices.Sort(h.a.evicted)
+	if want := []string{"ns/w-0", "ns/w-1", "ns/w-2", "ns/w-3"}; !slices.Equal(h.a.evicted, want) {
+		t.Fatalf("evicted %v once it schedules with the node still down, want the gang's pods %v", h.a.evicted, want)
+	}
+	if g := h.c.groups["ns/g"]; g.inc != nil {
+		t.Fatalf("the group has job %s after its node failure", g.inc.job)
 	}
 	checkBooks(t, h)
 }
@@ -402,6 +421,128 @@ func TestTerminatingPodsNotAdopted(t *testing.T) {
 	}
 	if len(h.a.evicted) != 0 {
 		t.Fatalf("evicted %v, want none", h.a.evicted)
+	}
+	checkBooks(t, h)
+}
+
+// downAtRestart is a fresh plugin on 8 nodes of 8 GPUs, node n001 not
+// Ready, whose informers deliver the 4 pods of group g (minMember 4)
+// bound to n000 .. n003 (w-1 on the down node), the 2 pods of group h
+// (minMember 2, 8 GPUs each) bound to n005 and n006, and a pod of another
+// scheduler with 4 GPUs on n004; it runs the first engine cycle, as a
+// replica that does not schedule yet.
+func downAtRestart(t *testing.T) *hookEnv {
+	h := newHookEnv(t, Args{})
+	nodes := testNodes(8)
+	nodes[1].Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse}}
+	h.addNodes(nodes...)
+	h.gangOfFour(4)
+	for i := 0; i < 2; i++ {
+		p := groupPod("h", fmt.Sprintf("h-%d", i), 8, 2)
+		p.Spec.NodeName = nodeName(i + 5)
+		h.c.onPod(p)
+	}
+	h.c.onPod(foreignPod("other", "n004", 4))
+	h.cycle()
+	return h
+}
+
+// TestAdoptGangWithPodOnDownNode: a scheduler that starts (a restart, or a
+// standby taking over) while a gang of its profile runs with a pod on a
+// node that is down adopts it like any other running gang and applies the
+// node's failure to it as it does to a gang it runs when the node fails:
+// the engine fails the job (the adopted job's OnNodeFailure), its pods
+// are deleted (all of them, as for a live failure: a gang with a dead rank
+// is dead), its GPUs are not left held outside the engine, and the
+// group's next gang may form. A healthy gang and another scheduler's pod
+// beside it are left alone. A standby adopts it only once it schedules
+// (its teardown would delete nothing): until then the gang stays as it
+// was, neither adopted nor deleted, and not adopted and torn down again
+// in every cycle.
+func TestAdoptGangWithPodOnDownNode(t *testing.T) {
+	// live is the same cluster with the node failing under the adopted
+	// gang while the plugin schedules: what the restart must match.
+	live := newHookEnv(t, Args{})
+	live.addNodes(testNodes(8)...)
+	live.gangOfFour(4)
+	for i := 0; i < 2; i++ {
+		p := groupPod("h", fmt.Sprintf("h-%d", i), 8, 2)
+		p.Spec.NodeName = nodeName(i + 5)
+		live.c.onPod(p)
+	}
+	live.c.onPod(foreignPod("other", "n004", 4))
+	live.cycle()
+	live.leads(groupPod("", "solo", 8, 0))
+	live.cycle()
+	n1 := testNodes(8)[1]
+	n1.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse}}
+	live.addNodes(n1)
+	live.cycle()
+	slices.Sort(live.a.evicted)
+	if want := []string{"ns/w-0", "ns/w-1", "ns/w-2", "ns/w-3"}; !slices.Equal(live.a.evicted, want) {
+		t.Fatalf("live node failure: evicted %v, want %v", live.a.evicted, want)
+	}
+
+	h := downAtRestart(t)
+	if len(h.a.evicted) != 0 || h.c.groups["ns/g"].inc != nil {
+		t.Fatalf("before it schedules: evicted %v, job %v; want none (a standby deletes nothing)", h.a.evicted, h.c.groups["ns/g"].inc)
+	}
+	for i := 0; i < 3; i++ {
+		h.cycle()
+	}
+	if s := h.c.Stats(); s.Adopted != 1 || s.Teardowns != 0 {
+		t.Fatalf("as a standby: adopted %d, torn down %d; want only group h adopted, nothing torn down", s.Adopted, s.Teardowns)
+	}
+
+	h.leads(groupPod("", "solo", 8, 0))
+	h.cycle()
+	slices.Sort(h.a.evicted)
+	if !slices.Equal(h.a.evicted, live.a.evicted) {
+		t.Fatalf("evicted %v once it schedules, want %v as for a live node failure", h.a.evicted, live.a.evicted)
+	}
+	// The engine ended the job (it keeps no ended job: KeepEnded 0).
+	if h.c.eng.held("ns/g#1") || live.c.eng.held("ns/g#1") {
+		t.Fatalf("the engine holds ns/g#1: %v after the restart, %v after the live failure; want neither", h.c.eng.held("ns/g#1"), live.c.eng.held("ns/g#1"))
+	}
+	if got := activeJobs(h); !slices.Equal(got, []string{"ns/h#1"}) {
+		t.Fatalf("active jobs %v, want only the healthy gang ns/h#1", got)
+	}
+	g := h.c.groups["ns/g"]
+	if g.inc != nil || g.reason != live.c.groups["ns/g"].reason {
+		t.Fatalf("group g: job %v, reason %q; want no job and %q", g.inc, g.reason, live.c.groups["ns/g"].reason)
+	}
+	if s, ls := h.c.Stats(), live.c.Stats(); s.Adopted != 2 || s.Teardowns != 1 || s.Evictions != ls.Evictions {
+		t.Fatalf("adopted %d, torn down %d, evictions %d; want 2, 1, %d", s.Adopted, s.Teardowns, s.Evictions, ls.Evictions)
+	}
+	checkBooks(t, h)
+	for i := 0; i < 5; i++ { // its pods are being deleted: not adopted again
+		h.cycle()
+	}
+	if s := h.c.Stats(); s.Adopted != 2 || s.Teardowns != 1 || len(h.a.evicted) != 4 {
+		t.Fatalf("later cycles: adopted %d, torn down %d, evicted %v; want no second adoption", s.Adopted, s.Teardowns, h.a.evicted)
+	}
+
+	// The pods go: their GPUs are free, none held outside the engine.
+	for i := 0; i < 4; i++ {
+		h.c.podHandlers().DeleteFunc(groupPod("g", fmt.Sprintf("w-%d", i), 8, 4))
+	}
+	h.cycle()
+	if fu := h.c.foreignUsage(); len(fu) != 1 || fu["n004"] != 4 {
+		t.Fatalf("foreign GPUs %v, want only the other scheduler's 4 on n004", fu)
+	}
+	if free := h.c.eng.freeGPUCount(); free != 36 {
+		t.Fatalf("free GPUs %d, want 36 (64, n001 down, 16 of gang h, 4 foreign)", free)
+	}
+	checkBooks(t, h)
+	next := make([]*v1.Pod, 4)
+	for i := range next {
+		next[i] = groupPod("g", fmt.Sprintf("w-%d", i+4), 8, 4)
+		h.c.onPod(next[i])
+	}
+	for node := range maps.Values(h.admit(next)) {
+		if node == "n001" {
+			t.Fatal("the group's next gang was placed on the down node n001")
+		}
 	}
 	checkBooks(t, h)
 }

@@ -305,19 +305,34 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions)
 		if err != nil {
 			logger.Error(err, "Phalanx: node state", "node", name)
 		}
-		why := "is not ready"
-		switch {
-		case c.deleted[name]:
-			why = "was deleted"
-		case noGPUs:
-			why = "has no " + c.args.GPUResource + " any more (capacity and allocatable 0)"
-		case nodeReady(n):
-			why = "serves no " + c.args.GPUResource + " (none allocatable)"
-		}
-		for _, job := range ended {
-			if g := c.jobs[job]; g != nil && g.inc != nil {
-				g.inc.broken = "node " + name + " " + why
-			}
+		c.nodeFailed(name, ended)
+	}
+}
+
+// nodeFailed marks the gangs of jobs, which a failure of node name ended
+// in the engine, broken, naming the node and why it is down: the cycle
+// tears them down (teardown). syncNodes calls it for a node that fails
+// under running gangs, adoptRunning for the gangs it adopts on a node
+// already down.
+func (c *controller) nodeFailed(name string, jobs []string) {
+	if len(jobs) == 0 {
+		return
+	}
+	n := c.nodes[name]
+	why := "is not ready"
+	switch {
+	case n == nil:
+		why = "is down"
+	case c.deleted[name]:
+		why = "was deleted"
+	case !hasGPUs(n, c.args.GPUResource):
+		why = "has no " + c.args.GPUResource + " any more (capacity and allocatable 0)"
+	case nodeReady(n):
+		why = "serves no " + c.args.GPUResource + " (none allocatable)"
+	}
+	for _, job := range jobs {
+		if g := c.jobs[job]; g != nil && g.inc != nil {
+			g.inc.broken = "node " + name + " " + why
 		}
 	}
 }

@@ -52,9 +52,15 @@
 // deletes no pod (the leader does, if it lives): the group is then without
 // a job, and examined in every cycle as after a restart (adopted again once
 // its pods run whole on live nodes, else left as used GPUs, and never
-// deleted as a partial gang: it was seen running whole). A
+// deleted as a partial gang: it was seen running whole). A gang with a
+// pod on a node that is down (not Ready, deleted, serving no GPUs) is
+// adopted like any other once the replica schedules, and the node's
+// failure is then applied to it as to a gang that ran when the node
+// failed: the engine fails the job and its pods are deleted. A standby,
+// whose teardown would delete none, leaves such a gang as it is (its pods
+// used GPUs) until it schedules. A
 // gang the engine cannot take (a pod on a node that is outside the cluster
-// model or down, two pods of one shape on one node, more GPUs on a node
+// model, two pods of one shape on one node, more GPUs on a node
 // than other gangs leave free) is not adopted: its pods stay used GPUs,
 // like pods Phalanx did not place; the plugin logs why and, once it
 // schedules, records a Warning event (reason PhalanxNotAdopted) on the
