@@ -321,21 +321,27 @@ func TestQuotaRestoreAcrossQueues(t *testing.T) {
 		name string
 		cfg  func(*Config)
 		snap func(*Snapshot)
-		// claims: the claims kept; reason: b0's ("": none asserted).
+		// claims: the claims kept; reason: b0's ("": none asserted);
+		// used: the queues' use (a's six running gangs, the victims
+		// counting for nobody, and b's claim, but for the jobs in no
+		// queue).
 		claims int
 		reason string
+		used   [2]int
 	}{
-		{"no queues", func(c *Config) { c.Quotas = QuotaConfig{} }, nil, 0, ""},
+		{"no queues", func(c *Config) { c.Quotas = QuotaConfig{} }, nil, 0, "", [2]int{}},
 		{"reclaim without queues", func(c *Config) { c.Quotas = QuotaConfig{} }, func(s *Snapshot) {
 			for i := range s.Jobs {
 				s.Jobs[i].Queue = ""
 			}
-		}, 0, ""},
-		{"unknown queue of a running job", nil, setQueue("a5", "zz"), 1, ""},
+		}, 0, "", [2]int{}},
+		{"unknown queue of a running job", nil, setQueue("a5", "zz"), 1, "", [2]int{40, 16}},
 		{"unknown queue of a claiming job", nil, setQueue("b0", "zz"), 0,
-			`queue "zz" is not in the config (Config.Quotas): it cannot start unless it is submitted again to a queue`},
+			`queue "zz" is not in the config (Config.Quotas): it cannot start unless it is submitted again to a queue`, [2]int{48, 0}},
 		{"no queue under queues", nil, setQueue("b0", ""), 0,
-			"the job has no queue, and queues are configured now (Config.Quotas): it cannot start unless it is submitted again to a queue"},
+			"the job has no queue, and queues are configured now (Config.Quotas): it cannot start unless it is submitted again to a queue", [2]int{48, 0}},
+		{"both queues renamed", func(c *Config) { c.Quotas.Queues[0].Name, c.Quotas.Queues[1].Name = "a2", "b2" }, nil, 0,
+			`queue "b" is not in the config (Config.Quotas): it cannot start unless it is submitted again to a queue`, [2]int{0, 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			snap := snapshotCopy(t, good)
@@ -374,19 +380,8 @@ func TestQuotaRestoreAcrossQueues(t *testing.T) {
 			if st, _ := r.Job("a5"); st.State != StateRunning {
 				t.Fatalf("a5 is %s", st.State)
 			}
-			if qs := r.Queues(); qs != nil {
-				// a's six running gangs (the victims count for nobody),
-				// but a5 when it is in no queue; b's claim but b0's when
-				// b0 is in no queue.
-				wantA, wantB := 48, 16
-				if tc.claims == 1 {
-					wantA = 40
-				} else {
-					wantB = 0
-				}
-				if qs[0].Used != wantA || qs[1].Used != wantB || qs[1].Waiting != 0 {
-					t.Fatalf("queues %+v, want a using %d, b %d and nothing waiting", qs, wantA, wantB)
-				}
+			if qs := r.Queues(); qs != nil && (qs[0].Used != tc.used[0] || qs[1].Used != tc.used[1] || qs[1].Waiting != 0) {
+				t.Fatalf("queues %+v, want them using %v and nothing waiting", qs, tc.used)
 			}
 			for m := 1; m <= 3; m++ {
 				now := epoch.Add(time.Hour + time.Duration(m)*time.Minute)

@@ -1333,7 +1333,7 @@ func (e *Engine) recountQuotas() error {
 	for _, cl := range e.book.claims {
 		e.setCounted(cl.job, cl.alloc.GPUs())
 		for _, v := range cl.victims {
-			if cl.reclaim && v.queue >= 0 && v.queue == cl.job.queue {
+			if cl.reclaim && v.queue == cl.job.queue {
 				return fmt.Errorf("the reclaim claim for %s lists %s, of its own queue", cl.job.job.ID, v.job.ID)
 			}
 		}

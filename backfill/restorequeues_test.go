@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,6 +59,11 @@ func TestQuotaRestoreAcrossQueueChanges(t *testing.T) {
 	}{
 		{"queue renamed", ab, config(queue("a2", ""), queue("b", "")), `queue "a" is not in the config (Config.Quotas): it cannot start unless it is submitted again to a queue`},
 		{"queue removed", ab, config(queue("b", "")), `queue "a" is not in the config (Config.Quotas): it cannot start unless it is submitted again to a queue`},
+		{"queue removed, strict order", ab, func() Config {
+			cfg := config(queue("b", ""))
+			cfg.Quotas.Queues[0].StrictOrder = true
+			return cfg
+		}(), `queue "a" is not in the config (Config.Quotas): it cannot start unless it is submitted again to a queue`},
 		{"queue given children", ab, config(queue("a", ""), queue("a1", "a"), queue("b", "")),
 			`queue "a" has queues below it now, and a job runs only in a queue without children: it cannot start unless it is submitted again to one of them`},
 		{"quotas turned on", config(), ab, "the job has no queue, and queues are configured now (Config.Quotas): it cannot start unless it is submitted again to a queue"},
@@ -308,4 +314,52 @@ func TestQuotaRestoreOrphanDoesNotGrow(t *testing.T) {
 	p, err := r.Schedule(epoch.Add(4 * time.Minute))
 	require.NoError(t, err)
 	require.NotEmpty(t, p.PodChanges)
+}
+
+// TestQuotaRestoreOrphanWindowed: under a window of one job tested per
+// cycle (MaxJobsTested) and a queue in strict order, a waiting job whose
+// queue was removed is passed over in some cycles (the strict order's
+// head is looked for among such jobs: strictTested) and told why it can
+// never start in the others; it never starts, nor holds back b's jobs.
+func TestQuotaRestoreOrphanWindowed(t *testing.T) {
+	c := opsCluster(t)
+	queue := func(name string) QueueSpec {
+		return QueueSpec{Name: name, BorrowingLimit: Unlimited, LendingLimit: Unlimited, Maximum: Unlimited, StrictOrder: true}
+	}
+	cfg := DefaultConfig()
+	cfg.Hold.Enabled = false
+	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{queue("a"), queue("b")}}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
+	require.NoError(t, err)
+	job := func(id, q string, nodes int) Job {
+		return Job{ID: id, Account: "x", Queue: q, TimeLimit: time.Hour, Gang: member(placement.NodesOf(nodes, 8))}
+	}
+	require.NoError(t, e.Submit(job("r", "a", 2), epoch))
+	startAll(t, e, epoch)
+	require.NoError(t, e.Submit(job("w", "a", 8), epoch))
+	require.NoError(t, e.Submit(job("x1", "b", 7), epoch))
+	require.NoError(t, e.Submit(job("x2", "b", 7), epoch))
+	to := cfg
+	to.Quotas.Queues = to.Quotas.Queues[1:]
+	to.MaxJobsTested = 1
+	r, err := Restore(c, to, snapshotCopy(t, e.Snapshot()))
+	require.NoError(t, err)
+	r.checkEach = true
+	told := 0
+	for m := 1; m <= 6; m++ {
+		p, err := r.Schedule(epoch.Add(time.Duration(m) * time.Minute))
+		require.NoError(t, err)
+		require.Empty(t, p.Starts)
+		if got := reason(t, p, "w"); strings.Contains(got, `queue "a" is not in the config`) {
+			told++
+		}
+		require.NoError(t, r.check())
+		requireRoundTrip(t, r, to)
+	}
+	require.NotZero(t, told, "w was never told why")
+	require.NoError(t, r.Finished("r", epoch.Add(7*time.Minute)))
+	p, err := r.Schedule(epoch.Add(7 * time.Minute))
+	require.NoError(t, err)
+	require.Len(t, p.Starts, 1, "%s", p.Describe(r.c, epoch))
+	require.Equal(t, byte('x'), p.Starts[0].Job[0])
 }
