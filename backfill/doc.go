@@ -644,9 +644,10 @@
 //     fixed cadence.
 //   - Save Snapshot (plain JSON-serialisable data) to survive a restart;
 //     Restore checks everything in it before rebuilding. To change the
-//     queues' limits or pools, restore under the new config: what runs
-//     stays, and the new limits and pools bind every start after it
-//     (Restore says how).
+//     queues' limits or pools, rename or remove queues, or turn quotas
+//     on or off, restore under the new config: what runs stays, and the
+//     new queues bind every start after it; a waiting job whose queue is
+//     gone waits, told to be submitted again (Restore says how).
 //
 // # Concurrency
 //

@@ -593,10 +593,14 @@ func (e *Engine) resized(j *jobRec) {
 // quotaRoom is how many of want more pods of member m job j's queue has
 // quota for at now (want without quotas): growth never takes a queue
 // beyond its maximum, its borrowing limit or what others lend, nor the
-// room the reservations it would run beside need (promiseFits).
+// room the reservations it would run beside need (promiseFits). A job in
+// no queue (restored after its queue was removed) grows by none.
 func (e *Engine) quotaRoom(j *jobRec, m *gang.Member, want int, now time.Time) int {
 	if e.quota == nil {
 		return want
+	}
+	if j.queue < 0 {
+		return 0 // in no queue (restored after its queue was removed): it takes no more
 	}
 	per := m.Request.GPUsPerNode
 	if per == 0 {

@@ -302,9 +302,12 @@ func (p *preemptScratch) addMask(a *gang.Allocation) { p.touched = markGPUs(p.ma
 // out), each with its allocation minus the masked GPUs; a job left with
 // none is no candidate (stopping it frees nothing j may use). With
 // quotas, only jobs of j's queue or of queues that borrow from j's side
-// are candidates (quotaState.mayTake). For a reclaim, the candidates are
-// the running jobs of those queues but j's own, of every class (class 0
-// for the search, which j searches as class 1) and never exempt.
+// are candidates (quotaState.mayTake), and jobs in no queue (restored
+// after their queue was removed: they take no queue's guarantee). For a
+// reclaim, the candidates are the running jobs of those queues but j's
+// own, of every class (class 0 for the search, which j searches as class
+// 1) and never exempt; a job in no queue counts in no queue's use, so
+// stopping it gives back no quota: it is no reclaim candidate.
 func (p *preemptScratch) candidates(e *Engine, j *jobRec, now time.Time, reclaim bool) {
 	p.cands, p.jobs, p.spans, p.flat = p.cands[:0], p.jobs[:0], p.spans[:0], p.flat[:0]
 	p.promised = 0
@@ -324,7 +327,7 @@ func (p *preemptScratch) candidates(e *Engine, j *jobRec, now time.Time, reclaim
 				continue
 			}
 			class, inExempt = 0, false
-		case r.job.Class >= j.job.Class, e.quota != nil && !e.quota.mayTake(j.queue, r.queue):
+		case r.job.Class >= j.job.Class, e.quota != nil && r.queue >= 0 && !e.quota.mayTake(j.queue, r.queue):
 			continue
 		}
 		span, ok := p.trim(r.alloc)

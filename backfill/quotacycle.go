@@ -353,17 +353,33 @@ func (s *quotaState) overShareAt(q, g int) bool {
 // checkQueue checks a submitted job's queue and sets its index: a queue
 // without children when there are queues, none otherwise; a gang larger
 // than its queue could ever hold never fits.
+//
+// Restored (fits false) under queues changed since the snapshot, a job
+// is kept: without queues its queue is dropped (it runs as any job does
+// without quotas); under queues, a job whose queue is not one without
+// children (renamed, removed, or given children), or that has none, is
+// in no queue (index -1) and marked unfit, its reason naming the queue:
+// running, it runs on, counted in no queue; waiting, it waits for quota
+// (as any unfit job) until it is cancelled or a config lets it run.
 func (e *Engine) checkQueue(j *jobRec, fits bool) error {
 	s := e.quota
 	name := j.job.Queue
 	j.queue = -1
 	if s == nil {
+		if name != "" && !fits {
+			j.job.Queue = ""
+			return nil
+		}
 		if name != "" {
 			return fmt.Errorf("%w: job %s: queue %q, but there are no queues (Config.Quotas)", ErrBadJob, j.job.ID, name)
 		}
 		return nil
 	}
 	q, ok := s.index[name]
+	if (!ok || !s.leaf[q]) && !fits {
+		j.unfit = noQueueWhy(name, ok)
+		return nil
+	}
 	if !ok || !s.leaf[q] {
 		return fmt.Errorf("%w: job %s: queue %q is not a queue without children", ErrBadJob, j.job.ID, name)
 	}
@@ -420,6 +436,18 @@ func (e *Engine) checkQueue(j *jobRec, fits bool) error {
 			ErrNeverFits, j.job.ID, what, name, s.name(qc.at))
 	}
 	return nil
+}
+
+// noQueueWhy says why a job restored with queue name, which the queues
+// now have only as a parent (known) or not at all, can never start.
+func noQueueWhy(name string, known bool) string {
+	switch {
+	case name == "":
+		return "the job has no queue, and queues are configured now (Config.Quotas): it cannot start unless it is submitted again to a queue"
+	case known:
+		return fmt.Sprintf("queue %q has queues below it now, and a job runs only in a queue without children: it cannot start unless it is submitted again to one of them", name)
+	}
+	return fmt.Sprintf("queue %q is not in the config (Config.Quotas): it cannot start unless it is submitted again to a queue", name)
 }
 
 // entitledFirst reorders the ranked queue (e.order and e.prio
@@ -510,7 +538,7 @@ func (c *cycle) initQuota(order []*jobRec) {
 	if s.anyStrict {
 		for _, j := range order {
 			q := j.queue
-			if !s.strict[q] || j.claim != nil || j.unfit != "" || j.resv != nil || s.first[q] != nil && s.preHead[q] != nil {
+			if j.unfit != "" || !s.strict[q] || j.claim != nil || j.resv != nil || s.first[q] != nil && s.preHead[q] != nil {
 				continue
 			}
 			held := c.e.heldByLimits(j)
@@ -900,7 +928,7 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 // start ahead of it).
 func (c *cycle) strictTested(j *jobRec) bool {
 	e, s := c.e, c.e.quota
-	if s == nil || !s.anyStrict || !s.strict[j.queue] {
+	if s == nil || !s.anyStrict || j.queue < 0 || !s.strict[j.queue] {
 		return false
 	}
 	q := j.queue
@@ -922,7 +950,7 @@ func (c *cycle) strictTested(j *jobRec) bool {
 // nothing).
 func (c *cycle) noteHead(j *jobRec, w *Waiting) {
 	s := c.e.quota
-	if q := j.queue; s.strict[q] && s.head[q] == nil && w.Code == WaitQuota && j.resv == nil && j.claim == nil && j.unfit == "" && c.couldRun(j) {
+	if q := j.queue; q >= 0 && s.strict[q] && s.head[q] == nil && w.Code == WaitQuota && j.resv == nil && j.claim == nil && j.unfit == "" && c.couldRun(j) {
 		s.head[q] = j
 	}
 }
@@ -1335,9 +1363,19 @@ func (s *quotaState) limits() []error {
 }
 
 // recountQuotas counts, after a restore, every active job's GPUs and
-// every claim's for their queues, and checks the limits.
+// every claim's for their queues, and checks the limits; without queues
+// it drops the claims that reclaim a queue's guarantee.
 func (e *Engine) recountQuotas() error {
 	if e.quota == nil {
+		// Quotas turned off since the snapshot: a claim that reclaims a
+		// queue's guarantee has no guarantee left to reclaim. It is
+		// dropped as one a lowered limit refuses (below); its victims
+		// still stop.
+		for _, cl := range slices.Clone(e.book.claims) {
+			if cl.reclaim {
+				e.book.dropClaim(cl)
+			}
+		}
 		return nil
 	}
 	for _, j := range e.jobs.running {

@@ -364,7 +364,10 @@ func (e *Engine) plannedGPUs(j *jobRec) int {
 // (noteHead).
 func (c *cycle) quotaWait(j *jobRec, qc quotaCheck, why string, w *Waiting) {
 	s := c.e.quota
-	w.Code, w.Detail, w.Blocker = WaitQuota, why, s.names[j.queue]
+	w.Code, w.Detail, w.Blocker = WaitQuota, why, j.job.Queue // in no queue (-1): the one it names
+	if j.queue >= 0 {
+		w.Blocker = s.names[j.queue]
+	}
 	if qc.at >= 0 {
 		w.Blocker = s.names[qc.at]
 	}

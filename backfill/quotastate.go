@@ -252,8 +252,12 @@ func (s *quotaState) rebuild() {
 	}
 }
 
-// add counts delta more GPUs for leaf queue q (negative: fewer).
+// add counts delta more GPUs for leaf queue q (negative: fewer); for no
+// queue (q -1: a job restored after its queue was removed), nothing.
 func (s *quotaState) add(q, delta int) {
+	if q < 0 {
+		return
+	}
 	s.gen++
 	s.usedAll += delta
 	d := delta

@@ -37,8 +37,7 @@ import (
 // reservation it could overlap, or sits on GPUs held by jobs other than
 // its victims; a victim that is not preempting, is of a class not below
 // its preemptor's or is listed twice; a preempting job without a preemptor
-// or signal time, or whose policy is never; a job whose queue is not a
-// queue of cfg without children; a reclaim claim without queues, or with a
+// or signal time, or whose policy is never; a reclaim claim with a
 // victim of its own queue; hold ends
 // without a job or a known cause, or with negative GPUs; pod changes
 // without a job, a kind or a time, or with pods off the cluster's nodes or
@@ -71,6 +70,23 @@ import (
 // holds and reclaims nothing and counts in no queue's demand, until it is
 // cancelled or a config lets it run. A job c itself cannot fit is
 // refused, as before.
+//
+// cfg may also rename or remove queues, give a queue children, and turn
+// quotas on or off. Without queues (Config.Quotas empty) every job's
+// queue is dropped: jobs run and wait as without quotas, and a claim
+// that reclaims a queue's guarantee is dropped (its victims still stop).
+// Under queues, a job whose queue is not a queue of cfg without children
+// (renamed, removed or given children), or that has no queue (quotas
+// turned on), keeps its queue's name but is in no queue: running, it
+// runs on where it runs, counted in no queue's use (no queue's limits
+// see it, no reclaim takes it back, it grows by none, and a job of a
+// higher class may preempt it); waiting (or once requeued), it waits
+// for quota, its reason naming the queue (`queue "old" is not in the
+// config (Config.Quotas): it cannot start unless it is submitted again
+// to a queue`), and, as a job the new queues can never run, reserves,
+// holds and reclaims nothing (its reservation, hold or claim is dropped,
+// a claim's victims still stopping) and counts in no queue's demand,
+// until it is cancelled or a config lets it run.
 func Restore(c *topology.Cluster, cfg Config, snap *Snapshot) (*Engine, error) {
 	if snap == nil {
 		return nil, fmt.Errorf("%w: no snapshot", ErrRestore)
@@ -157,11 +173,15 @@ func (r *restorer) placed(j *jobRec) *gang.Spec {
 
 // stale reports whether a plan of waiting job j (a reservation, hold or
 // claim), true to the job as recorded, puts it where it may not start:
-// outside cfg's pool for its queue, or, onto another cluster, outside its
+// outside cfg's pool for its queue, or in no queue of cfg's, or, onto
+// another cluster, outside its
 // node sets or across its Required domain (placed did not check them; a
 // start there would be refused). The plan is dropped (a claim's victims
 // still stop) and the next cycle plans again.
 func (r *restorer) stale(j *jobRec, a *gang.Allocation) bool {
+	if r.e.quota != nil && j.queue < 0 {
+		return true // in no queue (its queue was removed): it never starts
+	}
 	return j.job.Gang.CheckAllocation(r.e.c, a) != nil
 }
 
@@ -759,10 +779,6 @@ func (r *restorer) claim(cr *ClaimRecord) {
 	r.notAfter("claim start", cr.Since)
 	if cr.Due.Before(cr.Since) || checkPlanned("claim due", cr.Due) != nil {
 		r.bad("the claim for %s is due at %v, before it began or out of range", cr.Job, cr.Due)
-		return
-	}
-	if cr.Reclaim && e.quota == nil {
-		r.bad("the claim for %s reclaims a queue's guarantee, but there are no queues", cr.Job)
 		return
 	}
 	cl := &claim{job: j, since: cr.Since, due: cr.Due, alloc: a, reclaim: cr.Reclaim}
