@@ -89,7 +89,8 @@ type jobRec struct {
 	ownLabel   []string
 	// unfit, for a job restored under queues that can never run it (its
 	// queue's pool is too small, or a limit below its size: see
-	// validateJob and Engine.neverWhy), says why. Limits change only at a
+	// validateJob and Engine.neverWhy; or it is in no queue of the
+	// config: checkQueue), says why. Limits change only at a
 	// restore, so it holds for the job's life there: waiting, it waits
 	// for quota, never tried, reserved, held or given a claim, and counts
 	// in no queue's demand.
@@ -97,7 +98,8 @@ type jobRec struct {
 	seq   uint64
 	gpus  int
 	acct  int // index in the engine's accounts
-	// queue is the job's queue's index (-1 without quotas); counted the
+	// queue is the job's queue's index (-1 without quotas, or for a job
+	// restored into no queue of the config: see unfit); counted the
 	// GPUs counted for it there (an active job's, a claim's).
 	queue, counted int
 	requeues       int // a waiting job with requeues is requeued

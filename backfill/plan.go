@@ -248,7 +248,9 @@ const (
 	// Blocker, which preempted jobs to start there (since Until).
 	WaitClaimed
 	// WaitQuota: the job's queue has no quota for it now (Config.Quotas);
-	// Detail names the queue and the limit that binds, Blocker the queue.
+	// Detail names the queue and the limit that binds, Blocker the queue
+	// (for a job restored into no queue, its queue's recorded name, which
+	// the config no longer has, or "").
 	// In a queue with QueueSpec.StrictOrder, a job ranked below one of
 	// its queue that waits for quota waits with it: Blocker is then that
 	// job, and Detail says so.

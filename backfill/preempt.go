@@ -306,8 +306,8 @@ func (p *preemptScratch) addMask(a *gang.Allocation) { p.touched = markGPUs(p.ma
 // after their queue was removed: they take no queue's guarantee). For a
 // reclaim, the candidates are the running jobs of those queues but j's
 // own, of every class (class 0 for the search, which j searches as class
-// 1) and never exempt; a job in no queue counts in no queue's use, so
-// stopping it gives back no quota: it is no reclaim candidate.
+// 1) and never exempt, and the jobs in no queue: they hold GPUs no
+// guarantee covers (stopping one gives back no quota, but the GPUs).
 func (p *preemptScratch) candidates(e *Engine, j *jobRec, now time.Time, reclaim bool) {
 	p.cands, p.jobs, p.spans, p.flat = p.cands[:0], p.jobs[:0], p.spans[:0], p.flat[:0]
 	p.promised = 0
@@ -323,7 +323,9 @@ func (p *preemptScratch) candidates(e *Engine, j *jobRec, now time.Time, reclaim
 		class, inExempt := r.job.Class, now.Sub(r.start) < exempt && !own
 		switch {
 		case reclaim:
-			if r.queue == j.queue || !e.quota.mayTake(j.queue, r.queue) {
+			// A job in no queue (its queue gone since a restore) holds
+			// GPUs no guarantee covers: a reclaim may take them back.
+			if r.queue >= 0 && (r.queue == j.queue || !e.quota.mayTake(j.queue, r.queue)) {
 				continue
 			}
 			class, inExempt = 0, false

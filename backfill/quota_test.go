@@ -389,12 +389,16 @@ func TestQuotaRestoreAcrossQueues(t *testing.T) {
 				t.Fatalf("%d claims kept, want %d", len(r.book.claims), tc.claims)
 			}
 			preempting := 0
+			queueOf := map[string]string{}
+			for _, jr := range snap.Jobs {
+				queueOf[jr.ID] = jr.Queue
+			}
 			for _, j := range r.Jobs() {
 				if j.State == StatePreempting {
 					preempting++
 				}
-				if rc.Quotas.Queues == nil && j.Queue != "" {
-					t.Errorf("job %s keeps queue %q without queues", j.ID, j.Queue)
+				if j.Queue != queueOf[j.ID] {
+					t.Errorf("job %s restored with queue %q, snapshot's %q (a config with its queue again could not place it)", j.ID, j.Queue, queueOf[j.ID])
 				}
 			}
 			if preempting != 2 {

@@ -355,8 +355,8 @@ func (s *quotaState) overShareAt(q, g int) bool {
 // than its queue could ever hold never fits.
 //
 // Restored (fits false) under queues changed since the snapshot, a job
-// is kept: without queues its queue is dropped (it runs as any job does
-// without quotas); under queues, a job whose queue is not one without
+// is kept: without queues it runs as any job does without quotas, its
+// queue's name kept for a later config with queues; under queues, a job whose queue is not one without
 // children (renamed, removed, or given children), or that has none, is
 // in no queue (index -1) and marked unfit, its reason naming the queue:
 // running, it runs on, counted in no queue; waiting, it waits for quota
@@ -366,11 +366,9 @@ func (e *Engine) checkQueue(j *jobRec, fits bool) error {
 	name := j.job.Queue
 	j.queue = -1
 	if s == nil {
-		if name != "" && !fits {
-			j.job.Queue = ""
-			return nil
-		}
-		if name != "" {
+		// Restored, the name is kept (and written to snapshots): a
+		// config with queues again places the job in its queue.
+		if name != "" && fits {
 			return fmt.Errorf("%w: job %s: queue %q, but there are no queues (Config.Quotas)", ErrBadJob, j.job.ID, name)
 		}
 		return nil
@@ -1180,6 +1178,9 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, g int, w *Waiting) bool {
 	why := fmt.Sprintf("reclaimed for job %s of queue %s, below its guarantee (%d of %d GPUs in use, the job needs %d)",
 		j.job.ID, s.names[q], s.used[q], s.guar[q], g)
 	c.claimFor(j, p, s.victims, true, w, func(vj *jobRec) string {
+		if vj.queue < 0 {
+			return fmt.Sprintf("%s: the job is in no queue of the config, and no guarantee covers it", why)
+		}
 		return fmt.Sprintf("%s: queue %s borrows", why, s.names[vj.queue])
 	})
 	return true

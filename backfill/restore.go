@@ -72,15 +72,16 @@ import (
 // refused, as before.
 //
 // cfg may also rename or remove queues, give a queue children, and turn
-// quotas on or off. Without queues (Config.Quotas empty) every job's
-// queue is dropped: jobs run and wait as without quotas, and a claim
+// quotas on or off. Without queues (Config.Quotas empty) jobs run and
+// wait as without quotas, each keeping its queue's name (for a config
+// with queues again, which places it there), and a claim
 // that reclaims a queue's guarantee is dropped (its victims still stop).
 // Under queues, a job whose queue is not a queue of cfg without children
 // (renamed, removed or given children), or that has no queue (quotas
 // turned on), keeps its queue's name but is in no queue: running, it
 // runs on where it runs, counted in no queue's use (no queue's limits
-// see it, no reclaim takes it back, it grows by none, and a job of a
-// higher class may preempt it); waiting (or once requeued), it waits
+// see it, it grows by none, and a reclaim of a queue's guarantee or a
+// job of a higher class may preempt it: no guarantee covers it); waiting (or once requeued), it waits
 // for quota, its reason naming the queue (`queue "old" is not in the
 // config (Config.Quotas): it cannot start unless it is submitted again
 // to a queue`), and, as a job the new queues can never run, reserves,
@@ -607,21 +608,22 @@ func (r *restorer) reservations() {
 			r.bad("the reservation for %s: %v", rr.Job, err)
 			continue
 		}
-		if r.stale(j, &a) {
-			r.recorded[j] = StatePending
-			continue
-		}
 		if err := errors.Join(checkPlanned("reservation start", rr.Start), checkPlanned("reservation first start", rr.FirstStart),
 			checkPlannedOrZero("reservation end", rr.End)); err != nil {
 			r.bad("the reservation for %s: %v", rr.Job, err)
 			continue
 		}
-		// checked: never, so that the first cycle searches it again.
-		res := &reservation{job: j, start: rr.Start, end: rr.End, firstStart: rr.FirstStart, alloc: a, checked: ^uint64(0)}
 		if l := j.job.TimeLimit; l == 0 && !rr.End.IsZero() || l > 0 && rr.End.Before(rr.Start.Add(l)) {
 			r.bad("the reservation for %s ends at %v, not a time limit after its start", rr.Job, rr.End)
 			continue
 		}
+		// Checked whole first: a record dropped as stale is still checked.
+		if r.stale(j, &a) {
+			r.recorded[j] = StatePending
+			continue
+		}
+		// checked: never, so that the first cycle searches it again.
+		res := &reservation{job: j, start: rr.Start, end: rr.End, firstStart: rr.FirstStart, alloc: a, checked: ^uint64(0)}
 		e.book.add(res)
 	}
 	for _, j := range e.jobs.pending {
@@ -701,10 +703,6 @@ func (r *restorer) hold(h HoldRecord) {
 		r.bad("the hold for %s: %v", h.Job, err)
 		return
 	}
-	if r.stale(j, &a) {
-		r.recorded[j] = StatePending
-		return
-	}
 	if h.Held < 0 || h.Held > a.GPUs() || !finiteNonNeg(h.SpentGPUs) || !finiteNonNeg(h.BudgetGPUs) || h.BudgetGPUs == 0 {
 		r.bad("the hold for %s holds %d of %d GPUs, or has spent %v of a budget of %v GPU-seconds", h.Job, h.Held, a.GPUs(), h.SpentGPUs, h.BudgetGPUs)
 		return
@@ -713,6 +711,11 @@ func (r *restorer) hold(h HoldRecord) {
 	if !encodable(h.EstimatedStart) {
 		r.bad("the hold for %s: estimated start %s is outside [%s, %s]", h.Job, h.EstimatedStart.UTC().Format(time.RFC3339Nano),
 			MinTime.Format(time.RFC3339), lastEncodable.Format(time.RFC3339))
+	}
+	// Checked whole first: a record dropped as stale is still checked.
+	if r.stale(j, &a) {
+		r.recorded[j] = StatePending
+		return
 	}
 	e.book.addHold(&hold{job: j, since: h.Since, target: a, held: h.Held, spent: h.SpentGPUs, budget: h.BudgetGPUs, eta: h.EstimatedStart})
 }
@@ -790,6 +793,12 @@ func (r *restorer) claim(cr *ClaimRecord) {
 		}
 		if v.preemptedAt.Before(j.job.Submit) {
 			r.bad("the claim for %s lists %s, preempted at %s, before %s was submitted", cr.Job, id, v.preemptedAt.UTC().Format(time.RFC3339Nano), cr.Job)
+			return
+		}
+		if cl.reclaim && j.job.Queue != "" && v.job.Queue == j.job.Queue {
+			// Checked on the names recorded, whatever cfg's queues: a
+			// claim dropped as stale below is still checked.
+			r.bad("the reclaim claim for %s lists %s, of its own queue %q", cr.Job, id, j.job.Queue)
 			return
 		}
 		cl.victims = append(cl.victims, v)

@@ -103,10 +103,11 @@ func TestQuotaRestoreAcrossQueueChanges(t *testing.T) {
 			require.Equal(t, ran, now, "the running gang moved")
 			st, _ := r.Job("w")
 			if tc.reason == "" {
-				// Quotas off: every queue is dropped; w keeps its
-				// reservation and starts once the GPUs are free.
+				// Quotas off: every job runs as without quotas, its
+				// queue's name kept; w keeps its reservation and starts
+				// once the GPUs are free.
 				for _, j := range r.Jobs() {
-					require.Empty(t, j.Queue, j.ID)
+					require.NotEmpty(t, j.Queue, j.ID)
 				}
 				require.Equal(t, StateReserved, st.State)
 				p, err = r.Schedule(epoch.Add(2 * time.Minute))
@@ -240,7 +241,7 @@ func TestQuotaRestoreAcrossQueueChangesReclaim(t *testing.T) {
 		requireRoundTrip(t, r, cfg)
 		qs := r.Queues()
 		require.Equal(t, 0, qs[0].Used, "a2 counts the old queue's gangs")
-		require.Equal(t, 16, qs[1].Used, "b does not count its claim")
+		require.Equal(t, 16, qs[1].Used, "b counts its claim")
 		now := epoch.Add(time.Hour + time.Minute)
 		for _, id := range vs {
 			require.NoError(t, r.Preempted(id, now))
@@ -263,7 +264,7 @@ func TestQuotaRestoreAcrossQueueChangesReclaim(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, p.Preemptions, 1, "%s", p.Describe(r.c, epoch))
 		require.Equal(t, "hi", p.Preemptions[0].Preemptor)
-		require.Equal(t, byte('a'), p.Preemptions[0].Victim[0], "not a gang of no queue")
+		require.Equal(t, byte('a'), p.Preemptions[0].Victim[0], "a gang of no queue is the victim")
 		require.NoError(t, r.check())
 		requireRoundTrip(t, r, cfg)
 		for _, id := range vs {
