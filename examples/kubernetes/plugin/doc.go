@@ -50,15 +50,21 @@
 // the leader binds, so it holds the leader's gangs when it takes over; a
 // node failure under such a gang ends its job on the standby, which
 // deletes no pod (the leader does, if it lives): the group is then without
-// a job, and examined in every cycle as after a restart (adopted again once
-// its pods run whole on live nodes, else left as used GPUs, and never
-// deleted as a partial gang: it was seen running whole). A gang with a
-// pod on a node that is down (not Ready, deleted, serving no GPUs) is
-// adopted like any other once the replica schedules, and the node's
-// failure is then applied to it as to a gang that ran when the node
-// failed: the engine fails the job and its pods are deleted. A standby,
-// whose teardown would delete none, leaves such a gang as it is (its pods
-// used GPUs) until it schedules. A
+// a job, and examined in every cycle while the replica stands by, as
+// after a restart (adopted again once its pods run whole on live nodes,
+// else left as used GPUs, and never deleted as a partial gang: it was
+// seen running whole). A gang with a pod on a node that is in the cluster
+// model but down (not Ready, or its GPUs not allocatable) is adopted like
+// any other once the replica schedules, and the node's failure is then
+// applied to it as to a gang that ran when the node failed: the engine
+// fails the job and its pods are deleted. A standby, whose teardown would
+// delete none, leaves such a gang as it is (its pods used GPUs) until it
+// schedules. Two cases are not covered: a node deleted, or left with no
+// GPU resource, before the process started is outside the model (below);
+// and a pod on a node down for longer than its toleration (about five
+// minutes) is terminating, so its gang, with fewer than minMember pods
+// that are not, is not offered for adoption, and its other pods stay
+// used GPUs until they end or an operator deletes them. A
 // gang the engine cannot take (a pod on a node that is outside the cluster
 // model, two pods of one shape on one node, more GPUs on a node
 // than other gangs leave free) is not adopted: its pods stay used GPUs,
