@@ -568,7 +568,8 @@ func (c *cycle) initQuota(order []*jobRec) {
 	s.shares()
 }
 
-// shares divides the GPUs in service among the top queues and each
+// shares divides the GPUs in service (less those jobs in no queue hold:
+// noQueueUsed) among the top queues and each
 // queue's share among its children, top down: each child gets its need
 // (its demand, and for a parent its children's guarantees kept idle from
 // lending) up to its guarantee, and what is left (less the guarantees kept
@@ -582,7 +583,7 @@ func (c *cycle) initQuota(order []*jobRec) {
 // them can use (each still within its own pool).
 func (s *quotaState) shares() {
 	n := len(s.names)
-	s.fill(n, float64(s.inService))
+	s.fill(n, float64(max(0, s.inService-s.noQueueUsed)))
 	for a := range n {
 		if !s.leaf[a] {
 			// What it was given for its children's kept guarantees too.
@@ -1323,7 +1324,7 @@ func (e *Engine) checkQuotas() []error {
 	}
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	used, eff, top := slices.Clone(s.used), slices.Clone(s.eff), s.top
+	used, eff, top, noQueue := slices.Clone(s.used), slices.Clone(s.eff), s.top, 0
 	clear(s.used)
 	for _, j := range e.jobs.byID {
 		want := 0
@@ -1339,6 +1340,12 @@ func (e *Engine) checkQuotas() []error {
 		for a := j.queue; a >= 0 && want > 0; a = s.parent[a] {
 			s.used[a] += want
 		}
+		if j.queue < 0 {
+			noQueue += want
+		}
+	}
+	if noQueue != s.noQueueUsed {
+		bad("jobs in no queue hold %d GPUs, counted %d", noQueue, s.noQueueUsed)
 	}
 	s.rebuild()
 	if !slices.Equal(used, s.used) || !slices.Equal(eff, s.eff) || top != s.top {

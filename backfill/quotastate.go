@@ -140,10 +140,13 @@ type quotaState struct {
 	// (the cluster's, each pool's, each group's), as of inServiceGen;
 	// drainedUp lists the drained nodes that are not down, whose GPUs in
 	// use countInService adds every cycle.
-	upGPUs    int
-	poolUp    []int
-	groupUp   []int
-	drainedUp []int32
+	upGPUs int
+	// noQueueUsed counts the GPUs active jobs in no queue hold (restored
+	// after their queue went: add): in service, but no queue's to share.
+	noQueueUsed int
+	poolUp      []int
+	groupUp     []int
+	drainedUp   []int32
 	// poolLabel names each pool as reasons count the nodes outside it
 	// (placement.Request.AllowedLabel): the queues whose Nodes make it.
 	poolLabel []string
@@ -256,6 +259,7 @@ func (s *quotaState) rebuild() {
 // queue (q -1: a job restored after its queue was removed), nothing.
 func (s *quotaState) add(q, delta int) {
 	if q < 0 {
+		s.noQueueUsed += delta // a job in no queue (restored after its queue went)
 		return
 	}
 	s.gen++

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/placement"
 )
@@ -392,5 +394,47 @@ func TestRestoreRequeuedOrphanKeepsMark(t *testing.T) {
 	}
 	if err := r.check(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRestoreOrphansOutOfShares: the GPUs jobs in no queue hold are no
+// queue's to share. Queue c runs four 1-node gangs without time limits
+// (32 of 64 GPUs); it is removed at a restart, and a and b, equal
+// weights, no guarantees, wait with eight 1-node jobs each (a's first).
+// Each is given 16 of the 32 free GPUs and runs 16. Before, the shares
+// divided all 64 (32 each): a took the 32 free, b none.
+func TestRestoreOrphansOutOfShares(t *testing.T) {
+	c := opsCluster(t)
+	U := Unlimited
+	cfg := DefaultConfig()
+	cfg.Hold.Enabled = false
+	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
+		{Name: "a", BorrowingLimit: U, LendingLimit: U, Maximum: U},
+		{Name: "b", BorrowingLimit: U, LendingLimit: U, Maximum: U},
+		{Name: "c", BorrowingLimit: U, LendingLimit: U, Maximum: U}}}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
+	require.NoError(t, err)
+	for i := range 4 {
+		require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("c%d", i), Account: "x", Queue: "c", Preemption: preempt.Requeue,
+			Gang: member(placement.NodesOf(1, 8))}, epoch))
+	}
+	startAll(t, e, epoch)
+	to := cfg
+	to.Quotas.Queues = slices.Clone(cfg.Quotas.Queues[:2])
+	r, err := Restore(c, to, snapshotCopy(t, e.Snapshot()))
+	require.NoError(t, err)
+	r.checkEach = true
+	now := epoch.Add(time.Minute)
+	for i, q := range []string{"a", "b"} {
+		for k := range 8 {
+			require.NoError(t, r.Submit(Job{ID: fmt.Sprintf("%s%d", q, k), Account: "x", Queue: q, TimeLimit: time.Hour,
+				Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, now.Add(time.Duration(i)*time.Second)))
+		}
+	}
+	p := startAll(t, r, now.Add(time.Minute))
+	require.NoError(t, r.check())
+	for _, s := range r.Queues() {
+		require.Equal(t, 16, s.Used, "queue %s:\n%s", s.Name, p.Describe(c, epoch))
+		require.InDelta(t, 16.0, s.Share, 1e-9, "queue %s's share", s.Name)
 	}
 }
