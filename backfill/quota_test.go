@@ -1441,12 +1441,7 @@ func TestQuotaShareLessKept(t *testing.T) {
 			cfg.Quotas.Queues = tc.queues
 			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
 			require.NoError(t, err)
-			for i, q := range []string{"a", "b"} {
-				for k := range 8 {
-					require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("%s%d", q, k), Account: "x", Queue: q, TimeLimit: time.Hour,
-						Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch.Add(time.Duration(i)*time.Minute)))
-				}
-			}
+			submitNodeJobs(t, e, epoch, time.Minute, []string{"a", "b"})
 			p := startAll(t, e, epoch.Add(time.Minute))
 			for _, s := range e.Queues() {
 				if s.Name == "a" || s.Name == "b" {
@@ -1483,12 +1478,7 @@ func TestQuotaShareInService(t *testing.T) {
 					require.NoError(t, err)
 				}
 			}
-			for i, q := range []string{"a", "b"} {
-				for k := range 8 {
-					require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("%s%d", q, k), Account: "x", Queue: q, TimeLimit: time.Hour,
-						Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch.Add(time.Duration(i)*time.Minute)))
-				}
-			}
+			submitNodeJobs(t, e, epoch, time.Minute, []string{"a", "b"})
 			check := func(now time.Time, want int) {
 				t.Helper()
 				p := startAll(t, e, now)
@@ -1528,12 +1518,7 @@ func TestQuotaShareCappedByPoolInService(t *testing.T) {
 	for _, n := range []topology.NodeID{2, 3} {
 		require.NoError(t, e.Drain(n, epoch))
 	}
-	for i, q := range []string{"a", "b"} {
-		for k := range 8 {
-			require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("%s%d", q, k), Account: "x", Queue: q, TimeLimit: time.Hour,
-				Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch.Add(time.Duration(i)*time.Minute)))
-		}
-	}
+	submitNodeJobs(t, e, epoch, time.Minute, []string{"a", "b"})
 	p := startAll(t, e, epoch.Add(time.Minute))
 	require.Equal(t, 48, e.UsedGPUs(), "GPUs in service left idle:\n%s", p.Describe(c, epoch))
 	for _, s := range e.Queues() {
@@ -1574,12 +1559,11 @@ func TestQuotaShareSiblingsOnOnePool(t *testing.T) {
 			cfg.Quotas.Queues = tc.queues
 			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
 			require.NoError(t, err)
-			for i, spec := range tc.queues {
-				for k := range 8 {
-					require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("%s%d", spec.Name, k), Account: "x", Queue: spec.Name, TimeLimit: time.Hour,
-						Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch.Add(time.Duration(i)*time.Minute)))
-				}
+			var names []string
+			for _, spec := range tc.queues {
+				names = append(names, spec.Name)
 			}
+			submitNodeJobs(t, e, epoch, time.Minute, names)
 			p := startAll(t, e, epoch.Add(5*time.Minute))
 			require.Equal(t, c.TotalGPUs(), e.UsedGPUs(), "GPUs left idle:\n%s", p.Describe(c, epoch))
 			for _, s := range e.Queues() {
@@ -1599,64 +1583,36 @@ func TestQuotaShareSiblingsOnOnePool(t *testing.T) {
 // its guarantee (32), k's kept 16 took half of it, a and b were given 8
 // each, and a was held to 8 ("past its weighted share of 8 while queue b
 // waits below its own") while b, tested after a had stopped, ran 16.
+// With p's Maximum at 32, what a and b use there, the shares are the
+// same: a maximum bounds use, and k's guarantee kept idle is not use.
+// With p's need (use plus kept) capped by its maximum, p's share fell to
+// 16 and a was held to 8 while b ran 16 (a review's input).
 func TestQuotaShareCoversKeptGuarantee(t *testing.T) {
 	c := opsCluster(t)
 	U := Unlimited
-	cfg := DefaultConfig()
-	cfg.Quotas.Queues = []QueueSpec{
-		{Name: "p", Guarantee: 32, BorrowingLimit: U, LendingLimit: U, Maximum: U},
-		{Name: "k", Parent: "p", Guarantee: 16, Maximum: U},
-		{Name: "a", Parent: "p", BorrowingLimit: U, LendingLimit: U, Maximum: U},
-		{Name: "b", Parent: "p", BorrowingLimit: U, LendingLimit: U, Maximum: U},
-		{Name: "c", BorrowingLimit: U, LendingLimit: U, Maximum: U},
-	}
-	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
-	require.NoError(t, err)
-	for i, q := range []string{"a", "b", "c"} {
-		jobs := map[string]int{"a": 2, "b": 2, "c": 8}[q]
-		for k := range jobs {
-			require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("%s%d", q, k), Account: "x", Queue: q, TimeLimit: time.Hour,
-				Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch.Add(time.Duration(i)*time.Minute)))
-		}
-	}
-	p := startAll(t, e, epoch.Add(5*time.Minute))
-	want := map[string]int{"p": 32, "k": 0, "a": 16, "b": 16, "c": 16}
-	for _, s := range e.Queues() {
-		require.Equal(t, want[s.Name], s.Used, "queue %s:\n%s", s.Name, p.Describe(c, epoch))
-		require.InDelta(t, float64(want[s.Name]), s.Share, 1e-9, "queue %s's share", s.Name)
-	}
-}
-
-// TestQuotaShareKeptGuaranteeWithMaximum: TestQuotaShareCoversKeptGuarantee
-// with p's Maximum at 32, what a and b use there: a maximum bounds use,
-// and k's guarantee kept idle is not use, so the shares are the same.
-// With p's need (use plus kept) capped by its maximum, p's share fell to
-// 16 and a was held to 8 while b ran 16 (a review's input).
-func TestQuotaShareKeptGuaranteeWithMaximum(t *testing.T) {
-	c := opsCluster(t)
-	U := Unlimited
-	cfg := DefaultConfig()
-	cfg.Quotas.Queues = []QueueSpec{
-		{Name: "p", Guarantee: 32, BorrowingLimit: U, LendingLimit: U, Maximum: 32},
-		{Name: "k", Parent: "p", Guarantee: 16, Maximum: U},
-		{Name: "a", Parent: "p", BorrowingLimit: U, LendingLimit: U, Maximum: U},
-		{Name: "b", Parent: "p", BorrowingLimit: U, LendingLimit: U, Maximum: U},
-		{Name: "c", BorrowingLimit: U, LendingLimit: U, Maximum: U},
-	}
-	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
-	require.NoError(t, err)
-	for i, q := range []string{"a", "b", "c"} {
-		jobs := map[string]int{"a": 2, "b": 2, "c": 8}[q]
-		for k := range jobs {
-			require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("%s%d", q, k), Account: "x", Queue: q, TimeLimit: time.Hour,
-				Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch.Add(time.Duration(i)*time.Minute)))
-		}
-	}
-	p := startAll(t, e, epoch.Add(5*time.Minute))
-	want := map[string]int{"p": 32, "k": 0, "a": 16, "b": 16, "c": 16}
-	for _, s := range e.Queues() {
-		require.Equal(t, want[s.Name], s.Used, "queue %s:\n%s", s.Name, p.Describe(c, epoch))
-		require.InDelta(t, float64(want[s.Name]), s.Share, 1e-9, "queue %s's share", s.Name)
+	for _, tc := range []struct {
+		name string
+		max  int // p's Maximum
+	}{{"no maximum", U}, {"p's maximum at what a and b use", 32}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Quotas.Queues = []QueueSpec{
+				{Name: "p", Guarantee: 32, BorrowingLimit: U, LendingLimit: U, Maximum: tc.max},
+				{Name: "k", Parent: "p", Guarantee: 16, Maximum: U},
+				{Name: "a", Parent: "p", BorrowingLimit: U, LendingLimit: U, Maximum: U},
+				{Name: "b", Parent: "p", BorrowingLimit: U, LendingLimit: U, Maximum: U},
+				{Name: "c", BorrowingLimit: U, LendingLimit: U, Maximum: U},
+			}
+			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
+			require.NoError(t, err)
+			submitNodeJobs(t, e, epoch, time.Minute, []string{"a", "b", "c"}, 2, 2, 8)
+			p := startAll(t, e, epoch.Add(5*time.Minute))
+			want := map[string]int{"p": 32, "k": 0, "a": 16, "b": 16, "c": 16}
+			for _, s := range e.Queues() {
+				require.Equal(t, want[s.Name], s.Used, "queue %s:\n%s", s.Name, p.Describe(c, epoch))
+				require.InDelta(t, float64(want[s.Name]), s.Share, 1e-9, "queue %s's share", s.Name)
+			}
+		})
 	}
 }
 
@@ -1678,12 +1634,7 @@ func TestQuotaShareParentOfSiblingsOnOnePool(t *testing.T) {
 	}
 	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
 	require.NoError(t, err)
-	for i, q := range []string{"a", "b", "c"} {
-		for k := range 8 {
-			require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("%s%d", q, k), Account: "x", Queue: q, TimeLimit: time.Hour,
-				Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch.Add(time.Duration(i)*time.Minute)))
-		}
-	}
+	submitNodeJobs(t, e, epoch, time.Minute, []string{"a", "b", "c"})
 	p := startAll(t, e, epoch.Add(5*time.Minute))
 	require.Equal(t, c.TotalGPUs(), e.UsedGPUs(), "GPUs left idle:\n%s", p.Describe(c, epoch))
 }
@@ -1716,13 +1667,7 @@ func TestQuotaShareDrainedNodesStillRunning(t *testing.T) {
 			}
 		}
 	}
-	for i, q := range []string{"a", "b"} {
-		jobs := map[string]int{"a": 4, "b": 6}[q]
-		for k := range jobs {
-			require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("%s%d", q, k), Account: "x", Queue: q, TimeLimit: time.Hour,
-				Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch.Add(2*time.Minute+time.Duration(i)*time.Second)))
-		}
-	}
+	submitNodeJobs(t, e, epoch.Add(2*time.Minute), time.Second, []string{"a", "b"}, 4, 6)
 	p = startAll(t, e, epoch.Add(5*time.Minute))
 	for _, s := range e.Queues() {
 		require.Equal(t, 32, s.Used, "queue %s:\n%s", s.Name, p.Describe(c, epoch))
@@ -1756,16 +1701,28 @@ func TestQuotaShareDrainedPoolStillRunning(t *testing.T) {
 			}
 		}
 	}
-	for i, q := range []string{"a", "b"} {
-		jobs := map[string]int{"a": 2, "b": 8}[q]
-		for k := range jobs {
-			require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("%s%d", q, k), Account: "x", Queue: q, TimeLimit: time.Hour,
-				Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch.Add(2*time.Minute+time.Duration(i)*time.Second)))
-		}
-	}
+	submitNodeJobs(t, e, epoch.Add(2*time.Minute), time.Second, []string{"a", "b"}, 2, 8)
 	p = startAll(t, e, epoch.Add(5*time.Minute))
 	want := map[string]int{"a": 32, "b": 32}
 	for _, s := range e.Queues() {
 		require.Equal(t, want[s.Name], s.Used, "queue %s:\n%s", s.Name, p.Describe(c, epoch))
+	}
+}
+
+// submitNodeJobs submits, for each of queues in order, counts[i] jobs
+// (8 each without counts) of one whole node of 8 GPUs, an hour's limit,
+// preemptible with requeue, IDs the queue's name and 0, 1, ...: queue
+// i's at first + i x step.
+func submitNodeJobs(t testing.TB, e *Engine, first time.Time, step time.Duration, queues []string, counts ...int) {
+	t.Helper()
+	for i, q := range queues {
+		n := 8
+		if counts != nil {
+			n = counts[i]
+		}
+		for k := range n {
+			require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("%s%d", q, k), Account: "x", Queue: q, TimeLimit: time.Hour,
+				Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, first.Add(time.Duration(i)*step)))
+		}
 	}
 }

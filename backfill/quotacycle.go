@@ -79,7 +79,7 @@ func (s *quotaState) resolvePools(cfg *QuotaConfig, c *topology.Cluster) error {
 		if s.pools[a] == nil {
 			continue
 		}
-		gpus := s.poolCount(c, a, nil)
+		gpus := countGPUs(c, s.pools[a], nil)
 		if q.Guarantee > gpus {
 			return fmt.Errorf("%w: queue %q: guarantee %d is above the %d GPUs of its nodes", ErrConfig, q.Name, q.Guarantee, gpus)
 		}
@@ -141,12 +141,6 @@ func (s *quotaState) groupSiblings() {
 	s.groupW = make([]float64, len(s.groupPool))
 }
 
-// poolCount returns the GPUs of queue a's pool, counting only the nodes
-// in service when nodes (the engine's node states) is not nil.
-func (s *quotaState) poolCount(c *topology.Cluster, a int, nodes []NodeState) int {
-	return countGPUs(c, s.pools[a], nodes)
-}
-
 // countGPUs returns the GPUs of node set set, counting only the nodes in
 // service when nodes (the engine's node states) is not nil.
 func countGPUs(c *topology.Cluster, set *bitset.BitSet, nodes []NodeState) int {
@@ -187,7 +181,7 @@ func (s *quotaState) countInService(e *Engine) {
 		}
 		for a := range s.poolUp {
 			if s.pools[a] != nil {
-				s.poolUp[a] = s.poolCount(e.c, a, e.nodes)
+				s.poolUp[a] = countGPUs(e.c, s.pools[a], e.nodes)
 			}
 		}
 		for g, pool := range s.groupPool {

@@ -425,12 +425,7 @@ func TestRestoreOrphansOutOfShares(t *testing.T) {
 	require.NoError(t, err)
 	r.checkEach = true
 	now := epoch.Add(time.Minute)
-	for i, q := range []string{"a", "b"} {
-		for k := range 8 {
-			require.NoError(t, r.Submit(Job{ID: fmt.Sprintf("%s%d", q, k), Account: "x", Queue: q, TimeLimit: time.Hour,
-				Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, now.Add(time.Duration(i)*time.Second)))
-		}
-	}
+	submitNodeJobs(t, r, now, time.Second, []string{"a", "b"})
 	p := startAll(t, r, now.Add(time.Minute))
 	require.NoError(t, r.check())
 	for _, s := range r.Queues() {
