@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -214,6 +215,9 @@ func (s *quotaState) countInService(e *Engine) {
 				s.groupGPUs[g] += used
 			}
 		}
+	}
+	if s.noQueueUsed > 0 {
+		s.leaveOutNoQueue(e)
 	}
 	for a := len(s.poolGPUs) - 1; a >= 0; a-- { // children first
 		if s.leaf[a] {
@@ -560,6 +564,46 @@ func (c *cycle) initQuota(order []*jobRec) {
 	}
 	s.countInService(c.e)
 	s.shares()
+}
+
+// leaveOutNoQueue takes the GPUs that jobs in no queue hold (restored
+// after their queue went; noQueueUsed) out of the pools and groups their
+// nodes are in, as shares leaves them out of the cluster's: a queue on a
+// pool that such a job half fills could use only the other half, and a
+// share of the whole held GPUs back from its siblings that it could never
+// use. Called only while such jobs hold GPUs (after a restore that
+// removed a queue), so it may walk the active jobs.
+func (s *quotaState) leaveOutNoQueue(e *Engine) {
+	take := func(a *gang.Allocation) {
+		for i := range a.Members {
+			for _, x := range a.Members[i].Assignment {
+				if e.nodes[x.Node].down() {
+					continue // not in service: not in its pools' counts either
+				}
+				n, used := uint(x.Node), bits.OnesCount64(x.GPUs)
+				for q, pool := range s.pools {
+					if pool != nil && pool.Test(n) {
+						s.poolGPUs[q] -= used
+					}
+				}
+				for g, pool := range s.groupPool {
+					if pool.Test(n) {
+						s.groupGPUs[g] -= used
+					}
+				}
+			}
+		}
+	}
+	for _, j := range e.jobs.running {
+		if j.queue < 0 && j.alloc != nil {
+			take(j.alloc)
+		}
+	}
+	for _, j := range e.jobs.pending {
+		if j.queue < 0 && j.claim != nil {
+			take(&j.claim.alloc)
+		}
+	}
 }
 
 // shares divides the GPUs in service (less those jobs in no queue hold:

@@ -142,7 +142,9 @@ type quotaState struct {
 	// use countInService adds every cycle.
 	upGPUs int
 	// noQueueUsed counts the GPUs active jobs in no queue hold (restored
-	// after their queue went: add): in service, but no queue's to share.
+	// after their queue went: add): in service, but no queue's to share
+	// (out of the cluster's GPUs in shares, out of their pools' and
+	// groups' in leaveOutNoQueue).
 	noQueueUsed int
 	poolUp      []int
 	groupUp     []int

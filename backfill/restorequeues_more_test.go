@@ -433,3 +433,58 @@ func TestRestoreOrphansOutOfShares(t *testing.T) {
 		require.InDelta(t, 16.0, s.Share, 1e-9, "queue %s's share", s.Name)
 	}
 }
+
+// TestRestoreOrphansOutOfPools: the GPUs jobs in no queue hold are out of
+// the pools they are in too, not only out of the cluster's shares. Queue
+// c, on nodes 0-1, runs two 1-node gangs (16 GPUs) and is removed at a
+// restart; a is confined to nodes 0-3 (half of which c's orphans fill),
+// b may use any node; equal weights, eight 1-node jobs each, a's first.
+// a can use 16 GPUs, so its share is 16 and b's the 32 other free ones:
+// every GPU is used. Before, a's pool counted all 32 of its GPUs, a was
+// given 24, held 8 back from b that it could never use, and 8 stood
+// idle. With a second queue d on a's pool (a group of siblings), the
+// group's union loses the orphans' GPUs the same way.
+func TestRestoreOrphansOutOfPools(t *testing.T) {
+	c := opsCluster(t)
+	U := Unlimited
+	q := func(name, nodes string) QueueSpec {
+		return QueueSpec{Name: name, BorrowingLimit: U, LendingLimit: U, Maximum: U, Nodes: nodes}
+	}
+	four, two := opsNodeNames(c, 4), opsNodeNames(c, 2)
+	for _, tc := range []struct {
+		name   string
+		queues []QueueSpec
+		shares map[string]float64
+	}{
+		{"one queue on the pool", []QueueSpec{q("a", four), q("b", "")}, map[string]float64{"a": 16, "b": 32}},
+		{"a group on the pool", []QueueSpec{q("a", four), q("d", four), q("b", "")}, map[string]float64{"a": 8, "d": 8, "b": 32}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Hold.Enabled = false
+			cfg.Quotas.Queues = append(slices.Clone(tc.queues), q("c", two))
+			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
+			require.NoError(t, err)
+			submitNodeJobs(t, e, epoch, time.Second, []string{"c"}, 2)
+			startAll(t, e, epoch)
+			to := cfg
+			to.Quotas.Queues = tc.queues
+			r, err := Restore(c, to, snapshotCopy(t, e.Snapshot()))
+			require.NoError(t, err)
+			r.checkEach = true
+			now := epoch.Add(time.Minute)
+			var names []string
+			for _, s := range tc.queues {
+				names = append(names, s.Name)
+			}
+			submitNodeJobs(t, r, now, time.Second, names)
+			p := startAll(t, r, now.Add(time.Minute))
+			require.NoError(t, r.check())
+			require.Equal(t, 64, r.UsedGPUs(), "GPUs left idle:\n%s", p.Describe(c, epoch))
+			for _, s := range r.Queues() {
+				require.InDelta(t, tc.shares[s.Name], s.Share, 1e-9, "queue %s's share", s.Name)
+				require.Equal(t, int(tc.shares[s.Name]), s.Used, "queue %s's use", s.Name)
+			}
+		})
+	}
+}
