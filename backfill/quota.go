@@ -185,8 +185,14 @@ type QueueStatus struct {
 	// borrows from other queues' unused quota.
 	Borrowed int `json:"borrowed"`
 	// Waiting is the GPUs its subtree's waiting jobs ask for (claims
-	// excluded: they are in Used).
+	// excluded: they are in Used), other than those of NeverFits: the
+	// demand its share is weighed against.
 	Waiting int `json:"waiting"`
+	// NeverFits is the GPUs its subtree's waiting jobs ask for that can
+	// never start under the current config: jobs restored under lowered
+	// limits or a narrowed pool (their reasons say what would let them
+	// run). They are not in Waiting and ask for no share.
+	NeverFits int `json:"neverFits,omitempty"`
 	// Share is its weighted share of the GPUs in service (on nodes that
 	// are up, and those jobs still hold on drained nodes) at the last
 	// cycle: its demand up to its guarantee, plus its part of what is
@@ -213,7 +219,11 @@ func (e *Engine) Queues() []QueueStatus {
 			continue
 		}
 		for a := j.queue; a >= 0; a = s.parent[a] {
-			out[a].Waiting += j.gpus
+			if j.unfit != "" {
+				out[a].NeverFits += j.gpus
+			} else {
+				out[a].Waiting += j.gpus
+			}
 		}
 	}
 	return out

@@ -327,6 +327,15 @@ func TestRestoreUnderChangedConfig(t *testing.T) {
 		require.Equal(t, []string{free}, nodesOf(r, "one"))
 		require.Contains(t, reason(t, p, "w"), "queue q's nodes cannot run it even with every GPU free")
 		require.Empty(t, p.Reservations, "a job that can never run in its pool was reserved")
+		// Queues: w's GPUs are apart from what q waits for.
+		spec, ok := r.JobSpec("w")
+		require.True(t, ok)
+		wGPUs := spec.Gang.MinGPUs(r.c)
+		require.Positive(t, wGPUs)
+		qs := r.Queues()[0]
+		require.Equal(t, "q", qs.Name)
+		require.Equal(t, 0, qs.Waiting, "a job that can never run counted as waiting")
+		require.Equal(t, wGPUs, qs.NeverFits)
 	})
 
 	t.Run("widened pool", func(t *testing.T) {
