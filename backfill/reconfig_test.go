@@ -377,6 +377,36 @@ func TestRestoreUnderChangedConfig(t *testing.T) {
 		require.Equal(t, "one", p.Starts[0].Job)
 	})
 
+	t.Run("a job the new pool cannot run asks for no wake", func(t *testing.T) {
+		// Hold mode, no time limits: big (all four nodes) waits until it
+		// may be held, an hour after its submit time. The pool shrinks to
+		// two nodes before that: big can never run in it, so its
+		// eligibility is no time the plan could change at, and NextEvent
+		// asks for no cycle then (it did, once per such job).
+		cfg := config("", Unlimited)
+		cfg.Hold = HoldConfig{Enabled: true, MinGPUs: 16, MinWait: time.Hour, MaxShare: 1, Budget: time.Hour, Hysteresis: 20 * time.Minute, MaxHolds: 1}
+		e := engine(cfg)
+		for _, id := range []string{"a", "b", "c"} {
+			j := job(id, 1)
+			j.Queue, j.TimeLimit = "o", 0
+			require.NoError(t, e.Submit(j, epoch))
+		}
+		startAll(t, e, epoch)
+		big := job("big", 4)
+		big.TimeLimit = 0
+		require.NoError(t, e.Submit(big, epoch))
+		schedule(e, epoch.Add(time.Minute))
+		at, ok := e.NextEvent()
+		require.True(t, ok)
+		require.Equal(t, epoch.Add(time.Hour), at, "big's eligibility for a hold")
+		narrowed := config(name(0)+","+name(1), Unlimited)
+		narrowed.Hold = cfg.Hold
+		r := restore(e, narrowed)
+		schedule(r, epoch.Add(2*time.Minute))
+		at, ok = r.NextEvent()
+		require.False(t, ok, "a wake at %v for a job that can never run", at)
+	})
+
 	t.Run("a held job the new pool cannot run", func(t *testing.T) {
 		// Hold mode, no time limits: big (all four nodes) is held while
 		// three one-node jobs run. The pool shrinks to two nodes: the

@@ -263,6 +263,9 @@ func (e *Engine) nextTimed() (time.Time, bool) {
 		queue = e.jobs.pending
 	}
 	for _, j := range queue {
+		if j.unfit != "" {
+			continue // it can never start under this config: no time changes its plan
+		}
 		if j.tight != nil {
 			consider(j.job.Submit.Add(j.job.Patience.Wait))
 		}
