@@ -331,6 +331,11 @@ func (c *cycle) contendHold(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 	}
 	giveUp := j.holdBlockedSince.Add(e.cfg.Hold.Hysteresis)
 	for _, h := range rivals {
+		// What it holds now: a lower-ranked hold is walked after j, so
+		// h.held is still the last cycle's count, and GPUs freed since
+		// in its target are held too (with that count, a hold that had
+		// held nothing passed on at once and let them go).
+		h.held = c.countFree(&h.target)
 		if h.held > 0 && c.now.Before(giveUp) {
 			w.Blocker, w.Until = h.job.job.ID, giveUp
 			h.refused = true // a lower-ranked hold: it may end later in the walk

@@ -522,9 +522,10 @@ func TestQuotaPromiseGuarantees(t *testing.T) {
 }
 
 // TestHoldTakenOverStartsAtOnce: an eligible gang ranked above a holder
-// that holds nothing yet takes its hold over; when the target it gets is
-// all free (the old hold kept it), the next cycle is due at once, and the
-// gang starts there.
+// takes its hold over once it has waited the hysteresis behind it; when
+// the target it gets is all free (the old hold kept it), the next cycle
+// is due at once, and the gang starts there. (U ends and G holds its 24
+// GPUs before S arrives: S waits behind them for the 30 minutes.)
 func TestHoldTakenOverStartsAtOnce(t *testing.T) {
 	e, pinned := holdEndEngine(t, 4*time.Hour)
 	e.cfg.Hold.MinGPUs = 8 // S, one node, is eligible too
@@ -536,8 +537,15 @@ func TestHoldTakenOverStartsAtOnce(t *testing.T) {
 	startAll(t, e, epoch.Add(time.Minute))
 	now := epoch.Add(10 * time.Minute)
 	require.NoError(t, e.Finished("U", now))
+	startAll(t, e, now)
+	now = now.Add(time.Minute)
 	require.NoError(t, e.Submit(Job{ID: "S", Account: "a", QOS: 1, Gang: member(placement.NodesOf(1, 8))}, now))
 	p := startAll(t, e, now)
+	w := waitingOf(p, "S")
+	require.Equal(t, WaitForHold, w.Code, p.Describe(e.c, epoch))
+	require.Equal(t, now.Add(30*time.Minute), w.Until, "S waits the hysteresis behind G's 24 GPUs")
+	now = w.Until
+	p = startAll(t, e, now)
 	if len(p.Holds) != 1 || p.Holds[0].Job != "S" || p.Holds[0].GPUs != 8 {
 		t.Fatalf("S should take G's hold over, on a free node:\n%s", p.Describe(e.c, epoch))
 	}
@@ -652,6 +660,36 @@ func TestHysteresisCountsAfresh(t *testing.T) {
 	require.Equal(t, WaitForHold, w.Code, p.Describe(e.c, epoch))
 	require.Equal(t, "X", w.Blocker)
 	require.Equal(t, t3.Add(30*time.Minute), w.Until, "the hysteresis counts from now")
+}
+
+// TestHysteresisCountsHeldNow: X holds nodes 0-3 while all are busy
+// (nothing held yet). U1 (nodes 0-1) ends and Y, ranked above X, arrives
+// in the same cycle: Y is walked before X, so the count of what X held
+// was the previous cycle's, 0, and X's hold passed on to Y at once,
+// letting go of the 16 GPUs it now held (found in a review). Y now reads
+// what X's target holds free now and waits out the hysteresis behind it.
+func TestHysteresisCountsHeldNow(t *testing.T) {
+	e, pinned := holdEndEngine(t, 100*time.Hour)
+	for _, u := range (pinnedJobs{{"U1", 0, 2}, {"U2", 2, 4}, {"U3", 4, 8}}) {
+		require.NoError(t, e.Submit(pinned(u.id, u.lo, u.hi, 0), epoch))
+	}
+	startAll(t, e, epoch)
+	require.NoError(t, e.Submit(pinned("X", 0, 4, 0), epoch))
+	p := startAll(t, e, epoch.Add(time.Minute))
+	require.Len(t, p.Holds, 1, p.Describe(e.c, epoch))
+	require.Equal(t, 0, p.Holds[0].GPUs, "X holds nothing yet")
+	t1 := epoch.Add(10 * time.Minute)
+	require.NoError(t, e.Finished("U1", t1))
+	require.NoError(t, e.Submit(Job{ID: "Y", Account: "a", QOS: 1, Gang: member(placement.NodesOf(7, 8))}, t1))
+	p = startAll(t, e, t1)
+	require.Empty(t, p.HoldEnds, p.Describe(e.c, epoch))
+	w := waitingOf(p, "Y")
+	require.Equal(t, WaitForHold, w.Code, p.Describe(e.c, epoch))
+	require.Equal(t, "X", w.Blocker)
+	require.Equal(t, t1.Add(30*time.Minute), w.Until, "it waits out the hysteresis")
+	require.Len(t, p.Holds, 1)
+	require.Equal(t, "X", p.Holds[0].Job)
+	require.Equal(t, 16, p.Holds[0].GPUs)
 }
 
 // TestNextEventExemptEndAfterRestore: P (class 1) may preempt only V,
