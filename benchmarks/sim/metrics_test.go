@@ -86,12 +86,17 @@ func TestMetricsAtTheEdges(t *testing.T) {
 			// a runs 0-1h, b 1h-2h (both done at the 3h horizon), w waits
 			// behind l (running from 2h), c comes at 4h: after the end,
 			// counted as not submitted. Every job is in one count.
+			// c's account, y, is the trace's too: Accounts counts the
+			// trace's accounts under every policy (pod by pod counted only
+			// those submitted by the horizon).
+			late := job("c", 4*time.Hour, time.Hour, 1)
+			late.Account = "y"
 			r := run(t, Config{Policy: policy, Horizon: 3 * time.Hour},
 				job("a", 0, time.Hour, 1), job("b", time.Hour, time.Hour, 1), job("l", 2*time.Hour, 5*time.Hour, 2),
-				job("w", 2*time.Hour+time.Minute, time.Hour, 2), job("c", 4*time.Hour, time.Hour, 1))
-			got := []int{r.Jobs, r.Finished, r.Running, r.Pending, r.Rejected, r.Unsubmitted}
-			if want := []int{5, 2, 1, 1, 0, 1}; !slices.Equal(got, want) {
-				t.Errorf("jobs, finished, running, pending, rejected, unsubmitted = %v, want %v", got, want)
+				job("w", 2*time.Hour+time.Minute, time.Hour, 2), late)
+			got := []int{r.Jobs, r.Finished, r.Running, r.Pending, r.Rejected, r.Unsubmitted, r.Accounts}
+			if want := []int{5, 2, 1, 1, 0, 1, 2}; !slices.Equal(got, want) {
+				t.Errorf("jobs, finished, running, pending, rejected, unsubmitted, accounts = %v, want %v", got, want)
 			}
 		})
 		t.Run("rejected/"+policy.String(), func(t *testing.T) {

@@ -18,7 +18,10 @@ func (r *runner) runPodByPod() error {
 	s := topology.NewState(r.cfg.Cluster)
 	b := baseline.NewPodByPod(s)
 	var waiting, active []int
-	accounts := map[string]bool{}
+	accounts := map[string]bool{} // the trace's, as newEngine counts them
+	for _, j := range r.jobs {
+		accounts[j.Account] = true
+	}
 	fit := nodesWith(r.cfg.Cluster)
 	for r.q.Len() > 0 {
 		now := r.q[0].at
@@ -32,7 +35,6 @@ func (r *runner) runPodByPod() error {
 			switch ev.kind {
 			case evSubmit:
 				j := r.jobs[ev.job]
-				accounts[j.Account] = true
 				if !podsFit(fit, j) {
 					r.reject(ev.job)
 					continue
