@@ -125,7 +125,9 @@ func (c *controller) adoptRunning(logger klog.Logger, now time.Time, acts *actio
 	// the replica adopts and ends it at its first cycle once it schedules.
 	errs, failed, err := c.eng.adopt(reqs, now, c.active)
 	if err != nil {
-		c.err = err.Error() // the next syncNodes takes the node down again
+		// The gangs on the node are not adopted (errs): tried again in
+		// the next cycle. The engine still holds the node down.
+		c.err = err.Error()
 	}
 	for i, g := range groups {
 		if err := errs[i]; err != nil {
