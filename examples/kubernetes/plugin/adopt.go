@@ -68,7 +68,9 @@ func hasBound(g *groupState) bool {
 // place; a log line says why and, once this replica schedules, a Warning
 // event (PhalanxNotAdopted) on the gang's first pod, once per reason.
 // Either way the group is marked seenWhole until it has no bound pod.
-func (c *controller) adoptRunning(logger klog.Logger, now time.Time, acts *actions) {
+// It returns when a deletion held back by deadGang is due (zero when none
+// is).
+func (c *controller) adoptRunning(logger klog.Logger, now time.Time, acts *actions) (deadAt time.Time) {
 	var reqs []adoptRequest
 	var groups []*groupState
 	var pods [][]*podState
@@ -84,7 +86,9 @@ func (c *controller) adoptRunning(logger klog.Logger, now time.Time, acts *actio
 		g.seenWhole = true
 		seen[g.key] = true
 		if node, why := c.deadNode(bound); node != "" {
-			c.deadGang(logger, g, bound, node, why, acts)
+			if due := c.deadGang(logger, g, bound, node, why, now, acts); !due.IsZero() && (deadAt.IsZero() || due.Before(deadAt)) {
+				deadAt = due
+			}
 			continue
 		}
 		req := adoptRequest{ID: fmt.Sprintf("%s#%d", g.key, g.gen+1), Account: g.ns, Submit: g.submit}
@@ -106,7 +110,7 @@ func (c *controller) adoptRunning(logger klog.Logger, now time.Time, acts *actio
 		}
 	}
 	if len(reqs) == 0 {
-		return
+		return deadAt
 	}
 	// A gang with a pod on a node that is down (not Ready, deleted,
 	// serving no GPUs: syncNodes has applied that to the engine) is
@@ -149,6 +153,7 @@ func (c *controller) adoptRunning(logger klog.Logger, now time.Time, acts *actio
 		logger.Info("Phalanx: tearing a gang down", "job", g.inc.job, "reason", g.inc.broken+" (found running on it and adopted)")
 		c.teardown(g, now, acts)
 	}
+	return deadAt
 }
 
 // deadNode returns the first node, in rank order, of the bound pods of a
@@ -183,12 +188,21 @@ func (c *controller) deadNode(bound []*podState) (node, why string) {
 // Warning event (PhalanxNotAdopted) on its first pod say why. A standby
 // deletes nothing (the leader may be binding or deleting): the gang stays
 // as it is, its GPUs counted as used by pods Phalanx did not place, noted
-// as not adopted (logged), until the replica schedules.
-func (c *controller) deadGang(logger klog.Logger, g *groupState, bound []*podState, node, why string, acts *actions) {
+// as not adopted (logged), until the replica schedules. Nor does a replica
+// in its first partialSettle of scheduling: a node the previous leader
+// bound onto just before the takeover may reach this replica's node
+// informer later than its pods; deadGang returns when the deletion is
+// due (zero once done, or on a standby).
+func (c *controller) deadGang(logger klog.Logger, g *groupState, bound []*podState, node, why string, now time.Time, acts *actions) time.Time {
 	if !c.active {
 		c.notAdopted[g.key] = c.noteNotAdopted(logger, g, bound,
 			fmt.Errorf("node %s %s, outside Phalanx's cluster model: its pods are deleted once this replica schedules", node, why), acts)
-		return
+		return time.Time{}
+	}
+	if due := c.activeSince.Add(partialSettle); now.Before(due) {
+		c.notAdopted[g.key] = c.noteNotAdopted(logger, g, bound,
+			fmt.Errorf("node %s %s, outside Phalanx's cluster model: its pods are deleted at %s unless the node serves GPUs by then", node, why, due.UTC().Format(time.RFC3339)), acts)
+		return due
 	}
 	delete(c.notAdopted, g.key)
 	msg := fmt.Sprintf("Phalanx deletes the %d running pods of group %s: node %s, where one of them is bound, %s, so the gang cannot run whole and Phalanx cannot adopt it; their GPUs return to the pool once they are gone",
@@ -205,6 +219,7 @@ func (c *controller) deadGang(logger klog.Logger, g *groupState, bound []*podSta
 		acts.evict = append(acts.evict, p)
 		c.stats.Evictions++
 	}
+	return time.Time{}
 }
 
 // noteNotAdopted logs why group g's running pods were not adopted when the

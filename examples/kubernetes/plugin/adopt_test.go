@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 )
 
 // restarted is a fresh plugin (a restarted scheduler, or a standby taking
@@ -599,19 +600,37 @@ func TestDeleteGangOnNodeOutsideModel(t *testing.T) {
 			}
 
 			h.leads(groupPod("", "solo", 8, 0))
+			// Within partialSettle of scheduling it waits (the node may
+			// reach the informer late) and says when it deletes.
+			h.now = h.now.Add(time.Second)
+			acts, wait := h.c.cycle(klog.Background())
+			acts.apply(h.a, nil)
+			if len(h.a.evicted) != 0 {
+				t.Fatalf("evicted %v in the first cycle it schedules, want nothing before partialSettle", h.a.evicted)
+			}
+			if wait > partialSettle {
+				t.Fatalf("next cycle in %v, want within partialSettle (%v) for the deletion", wait, partialSettle)
+			}
+			h.now = h.now.Add(partialSettle - 2*time.Second)
+			h.cycle()
+			if len(h.a.evicted) != 0 {
+				t.Fatalf("evicted %v before partialSettle, want nothing", h.a.evicted)
+			}
+			h.now = h.now.Add(time.Second)
 			h.cycle()
 			slices.Sort(h.a.evicted)
 			if want := []string{"ns/w-0", "ns/w-1", "ns/w-2", "ns/w-3"}; !slices.Equal(h.a.evicted, want) {
 				t.Fatalf("evicted %v once it schedules, want the gang's pods %v", h.a.evicted, want)
 			}
-			if len(h.a.podWarns) != 1 || !strings.HasPrefix(h.a.podWarns[0], "ns/w-0: Phalanx deletes the 4 running pods of group ns/g") ||
-				!strings.Contains(h.a.podWarns[0], tc.why) {
-				t.Fatalf("pod warnings %v, want one on w-0 saying %q", h.a.podWarns, tc.why)
+			warns := len(h.a.podWarns)
+			if warns == 0 || !strings.HasPrefix(h.a.podWarns[warns-1], "ns/w-0: Phalanx deletes the 4 running pods of group ns/g") ||
+				!strings.Contains(h.a.podWarns[warns-1], tc.why) {
+				t.Fatalf("pod warnings %v, want the last on w-0 saying %q", h.a.podWarns, tc.why)
 			}
 			for i := 0; i < 3; i++ {
 				h.cycle()
 			}
-			if len(h.a.evicted) != 4 || len(h.a.podWarns) != 1 {
+			if len(h.a.evicted) != 4 || len(h.a.podWarns) != warns {
 				t.Fatalf("later cycles: evicted %v, warned %v; want the pods deleted and the event recorded once", h.a.evicted, h.a.podWarns)
 			}
 			if s := h.c.Stats(); s.Adopted != 0 || s.Evictions != 4 {
@@ -640,4 +659,40 @@ func TestDeleteGangOnNodeOutsideModel(t *testing.T) {
 			checkBooks(t, h)
 		})
 	}
+}
+
+// TestDeadNodeSettles: a node the previous leader bound onto may reach
+// this replica's node informer after the pods. A gang with a pod on a
+// node the replica does not know is not deleted in its first
+// partialSettle of scheduling: the node appears meanwhile, and the gang
+// is adopted whole, no pod deleted.
+func TestDeadNodeSettles(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	h.addNodes(testNodes(4)...)
+	for i := 0; i < 4; i++ {
+		p := groupPod("g", fmt.Sprintf("w-%d", i), 8, 4)
+		p.Spec.NodeName = nodeName(i)
+		if i == 3 {
+			p.Spec.NodeName = "n004"
+		}
+		h.c.onPod(p)
+	}
+	h.leads(groupPod("", "solo", 8, 0))
+	h.cycle()
+	h.now = h.now.Add(partialSettle / 2)
+	h.cycle()
+	if len(h.a.evicted) != 0 || len(activeJobs(h)) != 0 {
+		t.Fatalf("before the node appears: evicted %v, jobs %v; want neither", h.a.evicted, activeJobs(h))
+	}
+	h.addNodes(testNodes(5)[4])
+	h.cycle()
+	h.now = h.now.Add(partialSettle)
+	h.cycle()
+	if len(h.a.evicted) != 0 {
+		t.Fatalf("evicted %v once the node appeared, want nothing", h.a.evicted)
+	}
+	if got := activeJobs(h); len(got) != 1 {
+		t.Fatalf("active jobs %v once the node appeared, want the gang adopted", got)
+	}
+	checkBooks(t, h)
 }

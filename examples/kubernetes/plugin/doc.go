@@ -63,8 +63,10 @@
 // because it serves no GPUs (deleted, or with no GPU resource at all,
 // before the process started: a node in the model that does so is down,
 // as above) cannot be adopted, nor ended by the engine: once
-// the replica schedules, all its bound pods are deleted, as a partial
-// gang's are (below), with a Warning event (reason PhalanxNotAdopted) on
+// the replica has scheduled for a minute (a node the previous leader
+// bound onto just before the takeover may reach the node informer after
+// its pods; if it appears meanwhile, the gang is adopted), all its bound
+// pods are deleted, as a partial gang's are (below), with a Warning event (reason PhalanxNotAdopted) on
 // its first pod naming the node, and the GPUs they hold on live nodes
 // return to the pool once they are gone. A standby leaves such a gang as
 // it is (its pods used GPUs) until it schedules. One case is not covered:
