@@ -817,9 +817,12 @@ type adoptMember struct {
 // before any Schedule could use them. The engine then ends or keeps each
 // such gang per its OnNodeFailure policy, as for a gang that was running
 // when the node failed; failed returns, for each job a node failure hit,
-// the node (the first in name order when several). err is set when a node
-// could not be taken down again (the next syncNodes tries: Kubernetes
-// still says it is down).
+// the node (the first in name order when several). The nodes are taken
+// down on the restored engine before it replaces the adapter's (takeDown),
+// so that the change is whole or nothing: when a node cannot be taken
+// down again, err says so, the gangs on down nodes are not adopted (their
+// errs say why) and only the others are, or, when they cannot be either,
+// the engine is left as it was; the nodes stay down in it either way.
 func (a *engineAdapter) adopt(reqs []adoptRequest, now time.Time, downOK bool) (errs []error, failed map[string]string, err error) {
 	errs = make([]error, len(reqs))
 	if len(reqs) == 0 {
@@ -922,13 +925,50 @@ func (a *engineAdapter) adopt(reqs []adoptRequest, now time.Time, downOK bool) (
 			return errs, nil, nil
 		}
 	}
+	// The down nodes are taken down again on the candidate engine, before
+	// it is installed, so that the engine installed never holds them up:
+	// a Schedule would place gangs there. If one cannot be, the gangs on
+	// down nodes are not adopted and the others are restored alone (on
+	// none of them); failing that, nothing changes.
+	failed, err = a.takeDown(e, downOf(accepted), now)
+	if err != nil {
+		var rest []int
+		for _, i := range accepted {
+			if len(recs[i].down) > 0 {
+				errs[i] = err
+			} else {
+				rest = append(rest, i)
+			}
+		}
+		if len(rest) == 0 {
+			return errs, nil, err
+		}
+		if e, rerr = restore(rest); rerr != nil {
+			for _, i := range rest {
+				errs[i] = errors.New(clusterDiff.ReplaceAllString(rerr.Error(), ""))
+			}
+			return errs, nil, err
+		}
+		failed = nil
+	}
 	a.eng, a.foreign = e, map[string]int{}
-	for _, node := range downOf(accepted) {
-		id, _ := a.cluster.LookupNode(node) // adoptRecords looked it up
-		evs, derr := a.eng.NodeDown(id, now)
-		if derr != nil {
-			err = errors.Join(err, fmt.Errorf("node %s: taking it down again after adopting the gangs on it: %w", node, derr))
-			continue
+	return errs, failed, err
+}
+
+// takeDown takes nodes down on engine e, a candidate not yet installed
+// (adopt), at now, and returns, for each job a node failure ended, the
+// node (the first of nodes, in their order, when several). It stops at the
+// first node that cannot be taken down, with an error naming it.
+func (a *engineAdapter) takeDown(e *backfill.Engine, nodes []string, now time.Time) (map[string]string, error) {
+	var failed map[string]string
+	for _, node := range nodes {
+		id, ok := a.cluster.LookupNode(node)
+		if !ok {
+			return nil, fmt.Errorf("node %s: taking it down again after adopting the gangs on it: not in the cluster model", node)
+		}
+		evs, err := e.NodeDown(id, now)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: taking it down again after adopting the gangs on it: %w", node, err)
 		}
 		for _, ev := range evs {
 			if failed == nil {
@@ -939,7 +979,7 @@ func (a *engineAdapter) adopt(reqs []adoptRequest, now time.Time, downOK bool) (
 			}
 		}
 	}
-	return errs, failed, err
+	return failed, nil
 }
 
 // activeGPUs returns, per node name (of the nodes in only; every node when

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -156,5 +157,84 @@ func TestAdapterForeignAppliedOnceFree(t *testing.T) {
 	}
 	if free := a.freeGPUCount(); free != 2 || a.foreign["n000"] != 6 {
 		t.Fatalf("n000 has 6 GPUs used by a foreign pod: the engine counts %d free, %d foreign; want 2 and 6", free, a.foreign["n000"])
+	}
+}
+
+// TestAdapterAdoptDownNodeWholeOrNothing: adopt with downOK of a gang g on
+// n000 and the down node n001, beside a gang h on n002, installs an engine
+// in which n001 is already down: g is ended by the node's failure and the
+// cycle that follows places a new gang on n000 and n003 only. When n001
+// cannot be taken down again (Engine.NodeDown fails: here the engine's
+// clock was moved past the adapter's by calls made on it directly, so
+// NodeDown at the adapter's time is refused), nothing of g is installed:
+// g is not adopted (its error names n001), h alone is, n001 stays down,
+// and the cycle that follows places nothing on n001. Installing the
+// candidate engine before taking the node down (the old order) left g
+// running on n001 with the node up, for Schedule to use.
+func TestAdapterAdoptDownNodeWholeOrNothing(t *testing.T) {
+	args := Args{}
+	if err := args.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		downFail bool // NodeDown of n001 fails
+	}{
+		{"node taken down before install", false},
+		{"node down fails, nothing of its gangs installed", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			a, err := newEngineAdapter(testNodes(4), &args, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.setNode("n001", true, false, now); err != nil {
+				t.Fatal(err)
+			}
+			later := now.Add(time.Hour)
+			if tc.downFail {
+				id, _ := a.cluster.LookupNode("n003")
+				if err := a.eng.Drain(id, later); err != nil {
+					t.Fatal(err)
+				}
+				if err := a.eng.Resume(id, later); err != nil {
+					t.Fatal(err)
+				}
+			}
+			reqs := []adoptRequest{
+				{ID: "g", Account: "team", Submit: now, Members: []adoptMember{{Name: "w", GPUsPerPod: 8, Nodes: []string{"n000", "n001"}}}},
+				{ID: "h", Account: "team", Submit: now, Members: []adoptMember{{Name: "w", GPUsPerPod: 8, Nodes: []string{"n002"}}}},
+			}
+			errs, failed, err := a.adopt(reqs, now.Add(time.Second), true)
+			if _, down, _, _ := a.nodeStatus("n001"); !down {
+				t.Fatal("the installed engine holds n001 up")
+			}
+			if a.held("g") || !a.active("h") {
+				t.Fatalf("the installed engine: g held %v, h active %v; want g gone and h running", a.held("g"), a.active("h"))
+			}
+			if tc.downFail {
+				if err == nil || !strings.Contains(err.Error(), "node n001") || errs[0] == nil || !strings.Contains(errs[0].Error(), "node n001") || errs[1] != nil || len(failed) != 0 {
+					t.Fatalf("adopt: errs %v, failed %v, err %v; want g refused naming n001, h adopted, no failure", errs, failed, err)
+				}
+			} else if err != nil || errs[0] != nil || errs[1] != nil || failed["g"] != "n001" || len(failed) != 1 {
+				t.Fatalf("adopt: errs %v, failed %v, err %v; want both adopted and g failed by n001", errs, failed, err)
+			}
+			if err := a.check(); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.submit(gangRequest{ID: "next", Account: "team", Submit: now, Members: []memberRequest{
+				{Name: "w", Pods: 2, GPUsPerPod: 8}}}, later); err != nil {
+				t.Fatal(err)
+			}
+			res, err := a.schedule(later.Add(time.Second))
+			if err != nil || len(res.Starts) != 1 {
+				t.Fatalf("the next gang must start on n000 and n003: %+v %v", res, err)
+			}
+			nodes := slices.Sorted(slices.Values(res.Starts[0].Members["w"]))
+			if want := []string{"n000", "n003"}; !slices.Equal(nodes, want) {
+				t.Fatalf("the next gang placed on %v, want %v (n001 down, n002 held by h)", nodes, want)
+			}
+		})
 	}
 }

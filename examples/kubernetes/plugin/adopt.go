@@ -58,14 +58,19 @@ func hasBound(g *groupState) bool {
 // this replica stands by. A gang with a pod on a node that is down is
 // adopted once this replica schedules and at once ended by that node's
 // failure, as a gang running when the node failed is (see the comment in
-// the body); a standby leaves it as it is. A gang the engine cannot take
-// (a node left out of the cluster model, or down on a standby, two pods
-// of one shape on one node, more GPUs than its nodes have free of other
-// gangs) stays as it was, its GPUs counted as used by pods Phalanx did not
+// the body); a standby leaves it as it is. A gang with a pod on a node
+// outside the cluster model that serves no GPUs (deleted, or without the
+// GPU resource: deadNode) has its pods deleted once this replica
+// schedules (deadGang); a standby leaves it as it is. A gang the engine
+// cannot take (a node left out of the cluster model for a defect of its
+// own, or down on a standby, two pods of one shape on one node, more GPUs
+// than its nodes have free of other gangs) stays as it was, its GPUs counted as used by pods Phalanx did not
 // place; a log line says why and, once this replica schedules, a Warning
 // event (PhalanxNotAdopted) on the gang's first pod, once per reason.
 // Either way the group is marked seenWhole until it has no bound pod.
-func (c *controller) adoptRunning(logger klog.Logger, now time.Time, acts *actions) {
+// It returns when a deletion held back by deadGang is due (zero when none
+// is).
+func (c *controller) adoptRunning(logger klog.Logger, now time.Time, acts *actions) (deadAt time.Time) {
 	var reqs []adoptRequest
 	var groups []*groupState
 	var pods [][]*podState
@@ -80,6 +85,12 @@ func (c *controller) adoptRunning(logger klog.Logger, now time.Time, acts *actio
 		}
 		g.seenWhole = true
 		seen[g.key] = true
+		if node, why := c.deadNode(bound); node != "" {
+			if due := c.deadGang(logger, g, bound, node, why, now, acts); !due.IsZero() && (deadAt.IsZero() || due.Before(deadAt)) {
+				deadAt = due
+			}
+			continue
+		}
 		req := adoptRequest{ID: fmt.Sprintf("%s#%d", g.key, g.gen+1), Account: g.ns, Submit: g.submit}
 		byShape := map[string]int{}
 		for _, p := range bound {
@@ -99,7 +110,7 @@ func (c *controller) adoptRunning(logger klog.Logger, now time.Time, acts *actio
 		}
 	}
 	if len(reqs) == 0 {
-		return
+		return deadAt
 	}
 	// A gang with a pod on a node that is down (not Ready, deleted,
 	// serving no GPUs: syncNodes has applied that to the engine) is
@@ -118,7 +129,9 @@ func (c *controller) adoptRunning(logger klog.Logger, now time.Time, acts *actio
 	// the replica adopts and ends it at its first cycle once it schedules.
 	errs, failed, err := c.eng.adopt(reqs, now, c.active)
 	if err != nil {
-		c.err = err.Error() // the next syncNodes takes the node down again
+		// The gangs on the node are not adopted (errs): tried again in
+		// the next cycle. The engine still holds the node down.
+		c.err = err.Error()
 	}
 	for i, g := range groups {
 		if err := errs[i]; err != nil {
@@ -140,6 +153,73 @@ func (c *controller) adoptRunning(logger klog.Logger, now time.Time, acts *actio
 		logger.Info("Phalanx: tearing a gang down", "job", g.inc.job, "reason", g.inc.broken+" (found running on it and adopted)")
 		c.teardown(g, now, acts)
 	}
+	return deadAt
+}
+
+// deadNode returns the first node, in rank order, of the bound pods of a
+// group that is outside the engine's cluster model because it serves no
+// GPUs at all: deleted (no Node object, or its deletion seen) or without
+// the GPU resource (capacity and allocatable 0 or missing), and why. A
+// node the engine knows is not one (down there, syncNodes and adopt with
+// downOK end its gangs), nor is a node left out of the model for a defect
+// of its own (a bad topology label or GPU count): its pods may run.
+func (c *controller) deadNode(bound []*podState) (node, why string) {
+	for _, p := range bound {
+		if c.eng.knows(p.node) {
+			continue
+		}
+		switch n := c.nodes[p.node]; {
+		case n == nil || c.deleted[p.node]:
+			return p.node, "does not exist (deleted)"
+		case !hasGPUs(n, c.args.GPUResource):
+			return p.node, "has no " + c.args.GPUResource + " (capacity and allocatable 0 or missing)"
+		}
+	}
+	return "", ""
+}
+
+// deadGang handles group g, running without a job with a pod on node,
+// which deadNode found serving no GPUs (why): the gang cannot run whole,
+// and the engine, which does not know the node, cannot adopt it and end
+// it as it ends a gang on a down node. Once this replica schedules, its
+// bound pods are deleted, as deletePartial deletes a partial gang's (no
+// part of a gang runs without the rest), so that the GPUs its pods hold
+// on live nodes return to the pool once they are gone: a log line and a
+// Warning event (PhalanxNotAdopted) on its first pod say why. A standby
+// deletes nothing (the leader may be binding or deleting): the gang stays
+// as it is, its GPUs counted as used by pods Phalanx did not place, noted
+// as not adopted (logged), until the replica schedules. Nor does a replica
+// in its first partialSettle of scheduling: a node the previous leader
+// bound onto just before the takeover may reach this replica's node
+// informer later than its pods; deadGang returns when the deletion is
+// due (zero once done, or on a standby).
+func (c *controller) deadGang(logger klog.Logger, g *groupState, bound []*podState, node, why string, now time.Time, acts *actions) time.Time {
+	if !c.active {
+		c.notAdopted[g.key] = c.noteNotAdopted(logger, g, bound,
+			fmt.Errorf("node %s %s, outside Phalanx's cluster model: its pods are deleted once this replica schedules", node, why), acts)
+		return time.Time{}
+	}
+	if due := c.activeSince.Add(partialSettle); now.Before(due) {
+		c.notAdopted[g.key] = c.noteNotAdopted(logger, g, bound,
+			fmt.Errorf("node %s %s, outside Phalanx's cluster model: its pods are deleted at %s unless the node serves GPUs by then", node, why, due.UTC().Format(time.RFC3339)), acts)
+		return due
+	}
+	delete(c.notAdopted, g.key)
+	msg := fmt.Sprintf("Phalanx deletes the %d running pods of group %s: node %s, where one of them is bound, %s, so the gang cannot run whole and Phalanx cannot adopt it; their GPUs return to the pool once they are gone",
+		len(bound), g.key, node, why)
+	logger.Info("Phalanx: deleting the pods of a running gang with a pod on a node outside the cluster model", "group", g.key,
+		"node", node, "reason", why, "pods", len(bound))
+	warned := false
+	for _, p := range bound {
+		if p.pod != nil && !warned {
+			acts.podWarns = append(acts.podWarns, podWarning{pod: p.pod, msg: msg})
+			warned = true
+		}
+		p.evicting = true
+		acts.evict = append(acts.evict, p)
+		c.stats.Evictions++
+	}
+	return time.Time{}
 }
 
 // noteNotAdopted logs why group g's running pods were not adopted when the

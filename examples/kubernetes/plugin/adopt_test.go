@@ -9,7 +9,9 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 )
 
 // restarted is a fresh plugin (a restarted scheduler, or a standby taking
@@ -213,12 +215,16 @@ func TestRestartAdoptsRunningGang(t *testing.T) {
 		checkBooks(t, h)
 	})
 
-	t.Run("node unknown left foreign with an event", func(t *testing.T) {
+	t.Run("node left out left foreign with an event", func(t *testing.T) {
 		h := newHookEnv(t, Args{})
-		h.addNodes(testNodes(8)...)
+		nodes := testNodes(10)
+		for _, n := range nodes[8:] { // n008, n009: GPUs, but no topology label
+			delete(n.Labels, "cloud.google.com/gce-topology-subblock")
+		}
+		h.addNodes(nodes...)
 		for i := 0; i < 4; i++ {
 			p := groupPod("g", fmt.Sprintf("w-%d", i), 8, 4)
-			p.Spec.NodeName = nodeName(i + 6) // n008 and n009 are no nodes of the cluster
+			p.Spec.NodeName = nodeName(i + 6) // n008 and n009 are left out of the cluster model
 			h.c.onPod(p)
 		}
 		h.cycle()
@@ -543,6 +549,150 @@ func TestAdoptGangWithPodOnDownNode(t *testing.T) {
 		if node == "n001" {
 			t.Fatal("the group's next gang was placed on the down node n001")
 		}
+	}
+	checkBooks(t, h)
+}
+
+// TestDeleteGangOnNodeOutsideModel: a scheduler that starts while a gang
+// of its profile runs with a pod on a node that serves no GPUs and is
+// outside the engine's cluster model (deleted: no Node object; or a node
+// without the GPU resource at all) cannot adopt it, nor end it through the
+// engine. While the replica stands by, the gang stays as it was: no pod
+// deleted, no event, its pods' GPUs counted as used. Once it schedules,
+// every bound pod of the gang is deleted (as a partial gang's are: no part
+// of a gang runs without the rest), with one Warning event on its first
+// pod naming the node, and only once; when the pods are gone their GPUs
+// are free and the group's next gang is placed on the nodes they held.
+func TestDeleteGangOnNodeOutsideModel(t *testing.T) {
+	noGPU := testNodes(5)[4]
+	noGPU.Status.Capacity = v1.ResourceList{v1.ResourceCPU: resource.MustParse("8")}
+	noGPU.Status.Allocatable = noGPU.Status.Capacity
+	for _, tc := range []struct {
+		name  string
+		nodes []*v1.Node // n004 among them or not
+		why   string     // in the event
+	}{
+		{"deleted node", testNodes(4), "node n004, where one of them is bound, does not exist (deleted)"},
+		{"node without GPU resource", append(testNodes(4), noGPU), "node n004, where one of them is bound, has no nvidia.com/gpu"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHookEnv(t, Args{})
+			h.addNodes(tc.nodes...)
+			for i := 0; i < 4; i++ {
+				p := groupPod("g", fmt.Sprintf("w-%d", i), 8, 4)
+				p.Spec.NodeName = nodeName(i)
+				if i == 3 {
+					p.Spec.NodeName = "n004"
+				}
+				h.c.onPod(p)
+			}
+			for i := 0; i < 3; i++ {
+				h.cycle()
+			}
+			if len(h.a.evicted) != 0 || len(h.a.podWarns) != 0 {
+				t.Fatalf("a standby evicted %v, warned %v; want nothing", h.a.evicted, h.a.podWarns)
+			}
+			if got := activeJobs(h); len(got) != 0 {
+				t.Fatalf("active jobs %v, want none", got)
+			}
+			if free := h.c.eng.freeGPUCount(); free != 8 {
+				t.Fatalf("free GPUs %d while the replica stands by, want 8 (n000 .. n002 used by the gang)", free)
+			}
+
+			h.leads(groupPod("", "solo", 8, 0))
+			// Within partialSettle of scheduling it waits (the node may
+			// reach the informer late) and says when it deletes.
+			h.now = h.now.Add(time.Second)
+			acts, wait := h.c.cycle(klog.Background())
+			acts.apply(h.a, nil)
+			if len(h.a.evicted) != 0 {
+				t.Fatalf("evicted %v in the first cycle it schedules, want nothing before partialSettle", h.a.evicted)
+			}
+			if wait > partialSettle {
+				t.Fatalf("next cycle in %v, want within partialSettle (%v) for the deletion", wait, partialSettle)
+			}
+			h.now = h.now.Add(partialSettle - 2*time.Second)
+			h.cycle()
+			if len(h.a.evicted) != 0 {
+				t.Fatalf("evicted %v before partialSettle, want nothing", h.a.evicted)
+			}
+			h.now = h.now.Add(time.Second)
+			h.cycle()
+			slices.Sort(h.a.evicted)
+			if want := []string{"ns/w-0", "ns/w-1", "ns/w-2", "ns/w-3"}; !slices.Equal(h.a.evicted, want) {
+				t.Fatalf("evicted %v once it schedules, want the gang's pods %v", h.a.evicted, want)
+			}
+			warns := len(h.a.podWarns)
+			if warns == 0 || !strings.HasPrefix(h.a.podWarns[warns-1], "ns/w-0: Phalanx deletes the 4 running pods of group ns/g") ||
+				!strings.Contains(h.a.podWarns[warns-1], tc.why) {
+				t.Fatalf("pod warnings %v, want the last on w-0 saying %q", h.a.podWarns, tc.why)
+			}
+			for i := 0; i < 3; i++ {
+				h.cycle()
+			}
+			if len(h.a.evicted) != 4 || len(h.a.podWarns) != warns {
+				t.Fatalf("later cycles: evicted %v, warned %v; want the pods deleted and the event recorded once", h.a.evicted, h.a.podWarns)
+			}
+			if s := h.c.Stats(); s.Adopted != 0 || s.Evictions != 4 {
+				t.Fatalf("adopted %d, evictions %d; want 0 and 4", s.Adopted, s.Evictions)
+			}
+
+			for i := 0; i < 4; i++ {
+				h.c.podHandlers().DeleteFunc(groupPod("g", fmt.Sprintf("w-%d", i), 8, 4))
+			}
+			h.cycle()
+			if fu := h.c.foreignUsage(); len(fu) != 0 {
+				t.Fatalf("foreign GPUs %v once the pods are gone, want none", fu)
+			}
+			if free := h.c.eng.freeGPUCount(); free != 32 {
+				t.Fatalf("free GPUs %d once the pods are gone, want 32", free)
+			}
+			next := make([]*v1.Pod, 4)
+			for i := range next {
+				next[i] = groupPod("g", fmt.Sprintf("w-%d", i+4), 8, 4)
+				h.c.onPod(next[i])
+			}
+			nodes := slices.Sorted(maps.Values(h.admit(next)))
+			if want := []string{"n000", "n001", "n002", "n003"}; !slices.Equal(nodes, want) {
+				t.Fatalf("the group's next gang placed on %v, want %v", nodes, want)
+			}
+			checkBooks(t, h)
+		})
+	}
+}
+
+// TestDeadNodeSettles: a node the previous leader bound onto may reach
+// this replica's node informer after the pods. A gang with a pod on a
+// node the replica does not know is not deleted in its first
+// partialSettle of scheduling: the node appears meanwhile, and the gang
+// is adopted whole, no pod deleted.
+func TestDeadNodeSettles(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	h.addNodes(testNodes(4)...)
+	for i := 0; i < 4; i++ {
+		p := groupPod("g", fmt.Sprintf("w-%d", i), 8, 4)
+		p.Spec.NodeName = nodeName(i)
+		if i == 3 {
+			p.Spec.NodeName = "n004"
+		}
+		h.c.onPod(p)
+	}
+	h.leads(groupPod("", "solo", 8, 0))
+	h.cycle()
+	h.now = h.now.Add(partialSettle / 2)
+	h.cycle()
+	if len(h.a.evicted) != 0 || len(activeJobs(h)) != 0 {
+		t.Fatalf("before the node appears: evicted %v, jobs %v; want neither", h.a.evicted, activeJobs(h))
+	}
+	h.addNodes(testNodes(5)[4])
+	h.cycle()
+	h.now = h.now.Add(partialSettle)
+	h.cycle()
+	if len(h.a.evicted) != 0 {
+		t.Fatalf("evicted %v once the node appeared, want nothing", h.a.evicted)
+	}
+	if got := activeJobs(h); len(got) != 1 {
+		t.Fatalf("active jobs %v once the node appeared, want the gang adopted", got)
 	}
 	checkBooks(t, h)
 }

@@ -114,7 +114,7 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 	} else {
 		c.leaderProbe(&acts)
 	}
-	c.adoptRunning(logger, now, &acts)
+	deadAt := c.adoptRunning(logger, now, &acts)
 	if err := c.eng.setForeign(c.foreignUsage(), now); err != nil {
 		logger.Error(err, "Phalanx: counting GPUs of pods it did not place")
 	}
@@ -149,7 +149,7 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 	if due, ok := c.nextMeasurement(); ok {
 		next = min(next, max(due.Sub(now), 10*time.Millisecond))
 	}
-	for _, at := range []time.Time{retryAt, partialAt} {
+	for _, at := range []time.Time{retryAt, partialAt, deadAt} {
 		if !at.IsZero() {
 			next = min(next, max(at.Sub(now), 10*time.Millisecond))
 		}

@@ -25,8 +25,8 @@
 // reason, until every pod of that gang is gone. After a restart, a group
 // found running is adopted as a running gang (its pods that were not
 // running then wait for it as late pods do, told that it was found
-// running and adopted), and a group found half-bound is deleted (see
-// Restarts and leader election). Topology
+// running and adopted), and a group found half-bound, or running with a
+// pod on a deleted node, is deleted (see Restarts and leader election). Topology
 // comes from node labels through a topology/kube preset (Args.Topology).
 // Pods of a group without GPUs are not supported.
 //
@@ -59,14 +59,24 @@
 // applied to it as to a gang that ran when the node failed: the engine
 // fails the job and its pods are deleted. A standby, whose teardown would
 // delete none, leaves such a gang as it is (its pods used GPUs) until it
-// schedules. Two cases are not covered: a node deleted, or left with no
-// GPU resource, before the process started is outside the model (below);
-// and a pod on a node down for longer than its toleration (about five
+// schedules. A gang with a pod on a node that is outside the model
+// because it serves no GPUs (deleted, or with no GPU resource at all,
+// before the process started: a node in the model that does so is down,
+// as above) cannot be adopted, nor ended by the engine: once
+// the replica has scheduled for a minute (a node the previous leader
+// bound onto just before the takeover may reach the node informer after
+// its pods; if it appears meanwhile, the gang is adopted), all its bound
+// pods are deleted, as a partial gang's are (below), with a Warning event (reason PhalanxNotAdopted) on
+// its first pod naming the node, and the GPUs they hold on live nodes
+// return to the pool once they are gone. A standby leaves such a gang as
+// it is (its pods used GPUs) until it schedules. One case is not covered:
+// a pod on a node down for longer than its toleration (about five
 // minutes) is terminating, so its gang, with fewer than minMember pods
 // that are not, is not offered for adoption, and its other pods stay
 // used GPUs until they end or an operator deletes them. A
-// gang the engine cannot take (a pod on a node that is outside the cluster
-// model, two pods of one shape on one node, more GPUs on a node
+// gang the engine cannot take (a pod on a node left out of the cluster
+// model for a defect of its own, such as a missing topology label: see
+// Nodes; two pods of one shape on one node, more GPUs on a node
 // than other gangs leave free) is not adopted: its pods stay used GPUs,
 // like pods Phalanx did not place; the plugin logs why and, once it
 // schedules, records a Warning event (reason PhalanxNotAdopted) on the

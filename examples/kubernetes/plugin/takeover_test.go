@@ -86,11 +86,15 @@ func TestTakeoverDeletesHalfBoundGang(t *testing.T) {
 
 	t.Run("a gang seen running whole is left alone", func(t *testing.T) {
 		h := newHookEnv(t, Args{})
-		h.addNodes(testNodes(8)...)
+		nodes := testNodes(10)
+		for _, n := range nodes[8:] { // n008, n009: GPUs, but no topology label
+			delete(n.Labels, "cloud.google.com/gce-topology-subblock")
+		}
+		h.addNodes(nodes...)
 		var ps []*v1.Pod
 		for i := 0; i < 4; i++ {
 			p := groupPod("g", fmt.Sprintf("w-%d", i), 8, 4)
-			p.Spec.NodeName = nodeName(i + 6) // n008, n009: not in the cluster model, so not adopted
+			p.Spec.NodeName = nodeName(i + 6) // n008, n009: left out of the cluster model, so not adopted
 			h.c.onPod(p)
 			ps = append(ps, p)
 		}
