@@ -595,7 +595,9 @@ func (s *quotaState) leaveOutNoQueue(e *Engine) {
 		}
 	}
 	for _, j := range e.jobs.running {
-		if j.queue < 0 && j.alloc != nil {
+		// A job being preempted counts for no queue (noQueueUsed): its
+		// GPUs are its claimer's, counted in that queue's use.
+		if j.queue < 0 && j.alloc != nil && j.phase != StatePreempting {
 			take(j.alloc)
 		}
 	}
