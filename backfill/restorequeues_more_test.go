@@ -13,6 +13,7 @@ import (
 
 	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
 )
 
 // TestRestoreQueueChangesRandom: random quota workloads restored mid-run
@@ -552,4 +553,47 @@ func TestRestoreOrphanVictimInItsClaim(t *testing.T) {
 			require.InDelta(t, 12.0, s.Share, 1e-9, "a's share while its claim waits for the victim:\n%s", p.Describe(c, epoch))
 		}
 	}
+}
+
+// TestRestoreOutsidePoolInCap: a queue's gangs restored under a narrowed
+// pool run on outside it, counted in its use; its pool's cap must count
+// them too, or its share is capped below what it already uses. a ran two
+// 1-node gangs on nodes 4-5 and is narrowed to nodes 0-1 at a restart; b
+// is on nodes 2-7. a waits with two more, b with eight: a can run 32
+// (16 on, 16 on its pool), b the 32 free of its pool, every GPU. With
+// the cap at a's pool alone, a's share was 16, all it used, and while b
+// waited below its own a's jobs waited and nodes 0-1 stood idle.
+func TestRestoreOutsidePoolInCap(t *testing.T) {
+	c := opsCluster(t)
+	U := Unlimited
+	nodes := func(lo, hi int) string {
+		var names []string
+		for n := lo; n < hi; n++ {
+			names = append(names, c.NodeName(topology.NodeID(n)))
+		}
+		return topology.CompressHostlist(names)
+	}
+	q := func(name, nodes string) QueueSpec {
+		return QueueSpec{Name: name, BorrowingLimit: U, LendingLimit: U, Maximum: U, Nodes: nodes}
+	}
+	cfg := DefaultConfig()
+	cfg.Hold.Enabled = false
+	cfg.Quotas.Queues = []QueueSpec{q("a", nodes(4, 6)), q("b", nodes(2, 8))}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
+	require.NoError(t, err)
+	for i := range 2 {
+		require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("old%d", i), Account: "x", Queue: "a", TimeLimit: 2 * time.Hour,
+			Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch))
+	}
+	startAll(t, e, epoch)
+	to := cfg
+	to.Quotas.Queues = []QueueSpec{q("a", nodes(0, 2)), q("b", nodes(2, 8))}
+	r, err := Restore(c, to, snapshotCopy(t, e.Snapshot()))
+	require.NoError(t, err)
+	r.checkEach = true
+	now := epoch.Add(time.Minute)
+	submitNodeJobs(t, r, now, time.Second, []string{"a", "b"}, 2, 8)
+	p := startAll(t, r, now.Add(time.Minute))
+	require.NoError(t, r.check())
+	require.Equal(t, 64, r.UsedGPUs(), "GPUs left idle:\n%s", p.Describe(c, epoch))
 }
