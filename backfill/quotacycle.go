@@ -219,6 +219,9 @@ func (s *quotaState) countInService(e *Engine) {
 	if s.noQueueUsed > 0 {
 		s.leaveOutNoQueue(e)
 	}
+	if s.outsidePool {
+		s.addOutsidePool(e)
+	}
 	for a := len(s.poolGPUs) - 1; a >= 0; a-- { // children first
 		if s.leaf[a] {
 			continue
@@ -595,7 +598,9 @@ func (s *quotaState) leaveOutNoQueue(e *Engine) {
 		}
 	}
 	for _, j := range e.jobs.running {
-		if j.queue < 0 && j.alloc != nil {
+		// A job being preempted counts for no queue (noQueueUsed): its
+		// GPUs are its claimer's, counted in that queue's use.
+		if j.queue < 0 && j.alloc != nil && j.phase != StatePreempting {
 			take(j.alloc)
 		}
 	}
@@ -604,6 +609,40 @@ func (s *quotaState) leaveOutNoQueue(e *Engine) {
 			take(&j.claim.alloc)
 		}
 	}
+}
+
+// addOutsidePool adds to the caps of each queue on a job's path (and of
+// its group) the GPUs the job holds outside that queue's pool (or the
+// group's union): gangs restored under a narrowed pool run on where they
+// are, counted in their queue's use, and a cap of the pool alone gave
+// the queue a share below what it already used, holding its pool's free
+// GPUs back from its own jobs while they stood idle. Set by a restore
+// (recountQuotas), it clears itself once no such job is left.
+func (s *quotaState) addOutsidePool(e *Engine) {
+	found := false
+	for _, j := range e.jobs.running {
+		if j.queue < 0 || j.alloc == nil || j.phase == StatePreempting {
+			continue // its GPUs are no queue's, or its claimer's
+		}
+		for i := range j.alloc.Members {
+			for _, x := range j.alloc.Members[i].Assignment {
+				if e.nodes[x.Node].down() {
+					continue
+				}
+				n, used := uint(x.Node), bits.OnesCount64(x.GPUs)
+				for a := j.queue; a >= 0; a = s.parent[a] {
+					if pool := s.pools[a]; pool != nil && !pool.Test(n) {
+						s.poolGPUs[a] += used
+						found = true
+					}
+					if g := s.group[a]; g >= 0 && !s.groupPool[g].Test(n) {
+						s.groupGPUs[g] += used
+					}
+				}
+			}
+		}
+	}
+	s.outsidePool = found
 }
 
 // shares divides the GPUs in service (less those jobs in no queue hold:
@@ -1429,6 +1468,7 @@ func (e *Engine) recountQuotas() error {
 			e.setCounted(j, j.used)
 		}
 	}
+	e.quota.outsidePool = true // gangs may run outside a narrowed pool: the next count looks
 	for _, cl := range e.book.claims {
 		e.setCounted(cl.job, cl.alloc.GPUs())
 		for _, v := range cl.victims {

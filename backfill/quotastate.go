@@ -146,6 +146,9 @@ type quotaState struct {
 	// (out of the cluster's GPUs in shares, out of their pools' and
 	// groups' in leaveOutNoQueue).
 	noQueueUsed int
+	// outsidePool is set while active jobs may hold GPUs outside their
+	// queue's pool (restored under a narrowed one): addOutsidePool.
+	outsidePool bool
 	poolUp      []int
 	groupUp     []int
 	drainedUp   []int32

@@ -13,6 +13,7 @@ import (
 
 	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
 )
 
 // TestRestoreQueueChangesRandom: random quota workloads restored mid-run
@@ -487,4 +488,112 @@ func TestRestoreOrphansOutOfPools(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRestoreOrphanVictimInItsClaim: a gang of no queue that a reclaim
+// preempts counts in no queue's use any more (its GPUs are in the claim,
+// counted for the claimer's queue), so it is out of noQueueUsed: it must
+// not be taken out of its pools' caps either, or the claimer's queue
+// loses the claimed GPUs twice. c fills the cluster with eight 1-node
+// gangs and is removed at a restart; a (guarantee 8, on nodes 0-3)
+// reclaims one of them for a0, and another on a's pool ends while the
+// victim is still being preempted. a's pool can then run 16 GPUs (the
+// claim's 8 and the node freed), so with b, equal weights, a's share is
+// 12 (its guarantee and half of the 8 above it), as it is once the
+// victim has gone.
+func TestRestoreOrphanVictimInItsClaim(t *testing.T) {
+	c := opsCluster(t)
+	U := Unlimited
+	four := opsNodeNames(c, 4)
+	cfg := DefaultConfig()
+	cfg.Hold.Enabled = false
+	cfg.Quotas.Queues = []QueueSpec{
+		{Name: "a", Guarantee: 8, BorrowingLimit: U, LendingLimit: U, Maximum: U, Nodes: four},
+		{Name: "b", BorrowingLimit: U, LendingLimit: U, Maximum: U},
+		{Name: "c", BorrowingLimit: U, LendingLimit: U, Maximum: U}}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
+	require.NoError(t, err)
+	submitNodeJobs(t, e, epoch, time.Second, []string{"c"})
+	startAll(t, e, epoch)
+	require.Equal(t, 64, e.UsedGPUs())
+	to := cfg
+	to.Quotas.Queues = slices.Clone(cfg.Quotas.Queues[:2])
+	r, err := Restore(c, to, snapshotCopy(t, e.Snapshot()))
+	require.NoError(t, err)
+	r.checkEach = true
+	now := epoch.Add(time.Hour)
+	submitNodeJobs(t, r, now, time.Second, []string{"a"}, 1)
+	p := startAll(t, r, now)
+	require.Len(t, p.Preemptions, 1, p.Describe(c, epoch))
+	victim := p.Preemptions[0].Victim
+	// Another gang of no queue on a's pool ends.
+	var ended string
+	for i := range 8 {
+		id := fmt.Sprintf("c%d", i)
+		a, ok := r.Allocation(id)
+		if ok && id != victim && a.Members[0].Assignment[0].Node < 4 {
+			ended = id
+			break
+		}
+	}
+	require.NotEmpty(t, ended)
+	now = now.Add(time.Minute)
+	require.NoError(t, r.Finished(ended, now))
+	for _, q := range []string{"a", "b"} {
+		for k := range 4 {
+			require.NoError(t, r.Submit(Job{ID: fmt.Sprintf("%s-more%d", q, k), Account: "x", Queue: q, TimeLimit: time.Hour,
+				Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, now))
+		}
+	}
+	p, err = r.Schedule(now)
+	require.NoError(t, err)
+	require.NoError(t, r.check())
+	for _, s := range r.Queues() {
+		if s.Name == "a" {
+			require.InDelta(t, 12.0, s.Share, 1e-9, "a's share while its claim waits for the victim:\n%s", p.Describe(c, epoch))
+		}
+	}
+}
+
+// TestRestoreOutsidePoolInCap: a queue's gangs restored under a narrowed
+// pool run on outside it, counted in its use; its pool's cap must count
+// them too, or its share is capped below what it already uses. a ran two
+// 1-node gangs on nodes 4-5 and is narrowed to nodes 0-1 at a restart; b
+// is on nodes 2-7. a waits with two more, b with eight: a can run 32
+// (16 on, 16 on its pool), b the 32 free of its pool, every GPU. With
+// the cap at a's pool alone, a's share was 16, all it used, and while b
+// waited below its own a's jobs waited and nodes 0-1 stood idle.
+func TestRestoreOutsidePoolInCap(t *testing.T) {
+	c := opsCluster(t)
+	U := Unlimited
+	nodes := func(lo, hi int) string {
+		var names []string
+		for n := lo; n < hi; n++ {
+			names = append(names, c.NodeName(topology.NodeID(n)))
+		}
+		return topology.CompressHostlist(names)
+	}
+	q := func(name, nodes string) QueueSpec {
+		return QueueSpec{Name: name, BorrowingLimit: U, LendingLimit: U, Maximum: U, Nodes: nodes}
+	}
+	cfg := DefaultConfig()
+	cfg.Hold.Enabled = false
+	cfg.Quotas.Queues = []QueueSpec{q("a", nodes(4, 6)), q("b", nodes(2, 8))}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
+	require.NoError(t, err)
+	for i := range 2 {
+		require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("old%d", i), Account: "x", Queue: "a", TimeLimit: 2 * time.Hour,
+			Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch))
+	}
+	startAll(t, e, epoch)
+	to := cfg
+	to.Quotas.Queues = []QueueSpec{q("a", nodes(0, 2)), q("b", nodes(2, 8))}
+	r, err := Restore(c, to, snapshotCopy(t, e.Snapshot()))
+	require.NoError(t, err)
+	r.checkEach = true
+	now := epoch.Add(time.Minute)
+	submitNodeJobs(t, r, now, time.Second, []string{"a", "b"}, 2, 8)
+	p := startAll(t, r, now.Add(time.Minute))
+	require.NoError(t, r.check())
+	require.Equal(t, 64, r.UsedGPUs(), "GPUs left idle:\n%s", p.Describe(c, epoch))
 }
