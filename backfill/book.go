@@ -51,7 +51,7 @@ type hold struct {
 	job    *jobRec
 	since  time.Time
 	target gang.Allocation
-	held   int       // GPUs of the target free (and so held) at the last cycle
+	held   int       // GPUs of the target free (and so held) when last counted: this cycle's once its job or a higher-ranked contender was walked (contendHold), else the last cycle's
 	spent  float64   // GPU-seconds held idle so far
 	budget float64   // GPU-seconds it may hold
 	eta    time.Time // estimated start of the gang on its target

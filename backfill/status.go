@@ -210,7 +210,8 @@ func FormatJobs(jobs []JobStatus, epoch time.Time) string {
 // the reservation held from the cycle's time, refusing them to jobs
 // ranked above it), a reservation's planned start,
 // a hold's expiry (its budget spent at the rate it holds GPUs now), the
-// end of a waiting job's patience or hold cool-down,
+// end of a waiting job's patience or hold cool-down (not of a job that can
+// never start under the current config, which no time changes),
 // an active job's time limit, the end of the exempt time of a running job
 // that a waiting job would preempt if it could. A host can sleep until then (or until an
 // event: a submit, a finish, a node) instead of polling. It reports false
