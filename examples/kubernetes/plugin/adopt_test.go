@@ -696,3 +696,50 @@ func TestDeadNodeSettles(t *testing.T) {
 	}
 	checkBooks(t, h)
 }
+
+// TestDeadGangLosesPodWhileSettling: the pod on the deleted node goes
+// while the replica waits its partialSettle (PodGC force-deletes the pods
+// of a node that has been gone some 40 s, sooner than partialSettle), and
+// the Indexed Job recreates it, pending. The gang is still one that cannot
+// run whole (its member on the deleted node is gone): its other bound pods
+// are deleted when the wait ends, not left running without the rest (the
+// group, seen whole, is no partial gang for settlePartials either, and its
+// pending pod alone can never form the next gang).
+func TestDeadGangLosesPodWhileSettling(t *testing.T) {
+	for _, replacement := range []bool{false, true} {
+		t.Run(fmt.Sprintf("replacement=%v", replacement), func(t *testing.T) {
+			h := newHookEnv(t, Args{})
+			h.addNodes(testNodes(4)...)
+			for i := 0; i < 4; i++ {
+				p := groupPod("g", fmt.Sprintf("w-%d", i), 8, 4)
+				p.Spec.NodeName = nodeName(i)
+				if i == 3 {
+					p.Spec.NodeName = "n004"
+				}
+				h.c.onPod(p)
+			}
+			h.cycle() // a standby
+			h.leads(groupPod("", "solo", 8, 0))
+			h.cycle()
+			h.now = h.now.Add(partialSettle / 2)
+			gone := groupPod("g", "w-3", 8, 4)
+			gone.Spec.NodeName = "n004"
+			h.c.podHandlers().DeleteFunc(gone) // PodGC
+			if replacement {
+				h.c.onPod(groupPod("g", "w-5", 8, 4))
+			}
+			h.cycle()
+			h.now = h.now.Add(partialSettle)
+			for i := 0; i < 3; i++ {
+				h.cycle()
+			}
+			slices.Sort(h.a.evicted)
+			if want := []string{"ns/w-0", "ns/w-1", "ns/w-2"}; !slices.Equal(h.a.evicted, want) {
+				t.Fatalf("evicted %v once partialSettle passed, want the gang's remaining pods %v", h.a.evicted, want)
+			}
+			if s := h.c.Stats(); s.Evictions != 3 {
+				t.Fatalf("evictions %d, want 3", s.Evictions)
+			}
+		})
+	}
+}
