@@ -68,8 +68,9 @@ func hasBound(g *groupState) bool {
 // failure, as a gang running when the node failed is (see the comment in
 // the body); a standby leaves it as it is. A gang with a pod on a node
 // outside the cluster model that serves no GPUs (deleted, or without the
-// GPU resource: deadNode) has its pods deleted once this replica
-// schedules (deadGang); a standby leaves it as it is. A gang the engine
+// GPU resource: deadNode) has its pods deleted once this replica has
+// scheduled for partialSettle (deadGang); a standby leaves it as it is.
+// A gang the engine
 // cannot take (a node left out of the cluster model for a defect of its
 // own, or down on a standby, two pods of one shape on one node, more GPUs
 // than its nodes have free of other gangs) stays as it was, its GPUs counted as used by pods Phalanx did not
