@@ -706,8 +706,12 @@ func TestDeadNodeSettles(t *testing.T) {
 // group, seen whole, is no partial gang for settlePartials either, and its
 // pending pod alone can never form the next gang).
 func TestDeadGangLosesPodWhileSettling(t *testing.T) {
-	for _, replacement := range []bool{false, true} {
-		t.Run(fmt.Sprintf("replacement=%v", replacement), func(t *testing.T) {
+	for _, tc := range []struct {
+		replacement bool // the Job recreates the pod, pending
+		standby     bool // the pod goes while the replica stands by
+	}{{false, false}, {true, false}, {true, true}} {
+		replacement := tc.replacement
+		t.Run(fmt.Sprintf("replacement=%v,standby=%v", tc.replacement, tc.standby), func(t *testing.T) {
 			h := newHookEnv(t, Args{})
 			h.addNodes(testNodes(4)...)
 			for i := 0; i < 4; i++ {
@@ -719,16 +723,31 @@ func TestDeadGangLosesPodWhileSettling(t *testing.T) {
 				h.c.onPod(p)
 			}
 			h.cycle() // a standby
+			gc := func() {
+				gone := groupPod("g", "w-3", 8, 4)
+				gone.Spec.NodeName = "n004"
+				h.c.podHandlers().DeleteFunc(gone) // PodGC
+				if replacement {
+					h.c.onPod(groupPod("g", "w-5", 8, 4))
+				}
+				h.cycle()
+			}
+			if tc.standby {
+				gc()
+				h.cycle()
+				if len(h.a.evicted) != 0 {
+					t.Fatalf("a standby evicted %v, want nothing", h.a.evicted)
+				}
+			}
 			h.leads(groupPod("", "solo", 8, 0))
 			h.cycle()
 			h.now = h.now.Add(partialSettle / 2)
-			gone := groupPod("g", "w-3", 8, 4)
-			gone.Spec.NodeName = "n004"
-			h.c.podHandlers().DeleteFunc(gone) // PodGC
-			if replacement {
-				h.c.onPod(groupPod("g", "w-5", 8, 4))
+			if !tc.standby {
+				gc()
 			}
-			h.cycle()
+			if len(h.a.evicted) != 0 {
+				t.Fatalf("evicted %v within partialSettle, want nothing", h.a.evicted)
+			}
 			h.now = h.now.Add(partialSettle)
 			for i := 0; i < 3; i++ {
 				h.cycle()
