@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -25,17 +26,24 @@ func runningUnowned(g *groupState) ([]*podState, bool) {
 	if g.inc != nil || g.minMember == 0 {
 		return nil, false
 	}
+	bound := liveBound(g)
+	if len(bound) == 0 || len(bound) < g.minMember {
+		return nil, false
+	}
+	return bound, true
+}
+
+// liveBound returns the bound pods of group g that are not being deleted
+// (by the plugin or by anyone) nor orphans, in rank order.
+func liveBound(g *groupState) []*podState {
 	var bound []*podState
 	for _, p := range g.pods {
 		if p.node != "" && !p.evicting && !p.orphan && !p.terminating() {
 			bound = append(bound, p)
 		}
 	}
-	if len(bound) == 0 || len(bound) < g.minMember {
-		return nil, false
-	}
 	orderPods(bound)
-	return bound, true
+	return bound
 }
 
 // hasBound reports whether group g has a bound pod.
@@ -60,8 +68,9 @@ func hasBound(g *groupState) bool {
 // failure, as a gang running when the node failed is (see the comment in
 // the body); a standby leaves it as it is. A gang with a pod on a node
 // outside the cluster model that serves no GPUs (deleted, or without the
-// GPU resource: deadNode) has its pods deleted once this replica
-// schedules (deadGang); a standby leaves it as it is. A gang the engine
+// GPU resource: deadNode) has its pods deleted once this replica has
+// scheduled for partialSettle (deadGang); a standby leaves it as it is.
+// A gang the engine
 // cannot take (a node left out of the cluster model for a defect of its
 // own, or down on a standby, two pods of one shape on one node, more GPUs
 // than its nodes have free of other gangs) stays as it was, its GPUs counted as used by pods Phalanx did not
@@ -81,6 +90,25 @@ func (c *controller) adoptRunning(logger klog.Logger, now time.Time, acts *actio
 			if !hasBound(g) {
 				g.seenWhole = false
 			}
+			// A gang deadGang held back that lost pods since (the pod on
+			// the deleted node, which PodGC force-deletes sooner than
+			// partialSettle) still cannot run whole: its other bound pods
+			// are deleted all the same when due.
+			d, held := c.dead[g.key]
+			if !held || g.inc != nil {
+				delete(c.dead, g.key)
+				continue
+			}
+			node, bound := d.node, slices.DeleteFunc(liveBound(g), func(p *podState) bool { return !d.uids[p.uid] })
+			why := c.deadWhy(node)
+			if why == "" || len(bound) == 0 {
+				delete(c.dead, g.key)
+				continue
+			}
+			seen[g.key] = true
+			if due := c.deadGang(logger, g, bound, node, why, now, acts); !due.IsZero() && (deadAt.IsZero() || due.Before(deadAt)) {
+				deadAt = due
+			}
 			continue
 		}
 		g.seenWhole = true
@@ -91,6 +119,7 @@ func (c *controller) adoptRunning(logger klog.Logger, now time.Time, acts *actio
 			}
 			continue
 		}
+		delete(c.dead, g.key)
 		req := adoptRequest{ID: fmt.Sprintf("%s#%d", g.key, g.gen+1), Account: g.ns, Submit: g.submit}
 		byShape := map[string]int{}
 		for _, p := range bound {
@@ -107,6 +136,11 @@ func (c *controller) adoptRunning(logger klog.Logger, now time.Time, acts *actio
 	for key := range c.notAdopted {
 		if !seen[key] {
 			delete(c.notAdopted, key)
+		}
+	}
+	for key := range c.dead {
+		if !seen[key] {
+			delete(c.dead, key)
 		}
 	}
 	if len(reqs) == 0 {
@@ -165,17 +199,26 @@ func (c *controller) adoptRunning(logger klog.Logger, now time.Time, acts *actio
 // of its own (a bad topology label or GPU count): its pods may run.
 func (c *controller) deadNode(bound []*podState) (node, why string) {
 	for _, p := range bound {
-		if c.eng.knows(p.node) {
-			continue
-		}
-		switch n := c.nodes[p.node]; {
-		case n == nil || c.deleted[p.node]:
-			return p.node, "does not exist (deleted)"
-		case !hasGPUs(n, c.args.GPUResource):
-			return p.node, "has no " + c.args.GPUResource + " (capacity and allocatable 0 or missing)"
+		if why := c.deadWhy(p.node); why != "" {
+			return p.node, why
 		}
 	}
 	return "", ""
+}
+
+// deadWhy returns why node is outside the engine's cluster model serving
+// no GPUs (deadNode), or "" when it is not.
+func (c *controller) deadWhy(node string) string {
+	if c.eng.knows(node) {
+		return ""
+	}
+	switch n := c.nodes[node]; {
+	case n == nil || c.deleted[node]:
+		return "does not exist (deleted)"
+	case !hasGPUs(n, c.args.GPUResource):
+		return "has no " + c.args.GPUResource + " (capacity and allocatable 0 or missing)"
+	}
+	return ""
 }
 
 // deadGang handles group g, running without a job with a pod on node,
@@ -192,8 +235,18 @@ func (c *controller) deadNode(bound []*podState) (node, why string) {
 // in its first partialSettle of scheduling: a node the previous leader
 // bound onto just before the takeover may reach this replica's node
 // informer later than its pods; deadGang returns when the deletion is
-// due (zero once done, or on a standby).
+// due (zero once done, or on a standby). A gang held back is remembered
+// (controller.dead): if it loses pods meanwhile (PodGC force-deletes the
+// pods of a deleted node after some 40 s), its other bound pods are still
+// deleted when due, as long as the node stays outside the model.
 func (c *controller) deadGang(logger klog.Logger, g *groupState, bound []*podState, node, why string, now time.Time, acts *actions) time.Time {
+	if d, ok := c.dead[g.key]; !ok || d.node != node {
+		d = deadGroup{node: node, uids: map[string]bool{}}
+		for _, p := range bound {
+			d.uids[p.uid] = true
+		}
+		c.dead[g.key] = d
+	}
 	if !c.active {
 		c.notAdopted[g.key] = c.noteNotAdopted(logger, g, bound,
 			fmt.Errorf("node %s %s, outside Phalanx's cluster model: its pods are deleted once this replica schedules", node, why), acts)
@@ -205,6 +258,7 @@ func (c *controller) deadGang(logger klog.Logger, g *groupState, bound []*podSta
 		return due
 	}
 	delete(c.notAdopted, g.key)
+	delete(c.dead, g.key)
 	msg := fmt.Sprintf("Phalanx deletes the %d running pods of group %s: node %s, where one of them is bound, %s, so the gang cannot run whole and Phalanx cannot adopt it; their GPUs return to the pool once they are gone",
 		len(bound), g.key, node, why)
 	logger.Info("Phalanx: deleting the pods of a running gang with a pod on a node outside the cluster model", "group", g.key,
@@ -220,6 +274,13 @@ func (c *controller) deadGang(logger klog.Logger, g *groupState, bound []*podSta
 		c.stats.Evictions++
 	}
 	return time.Time{}
+}
+
+// deadGroup is a gang deadGang holds back: the node outside the model
+// that it runs on, and the UIDs of its bound pods then.
+type deadGroup struct {
+	node string
+	uids map[string]bool
 }
 
 // noteNotAdopted logs why group g's running pods were not adopted when the

@@ -696,3 +696,69 @@ func TestDeadNodeSettles(t *testing.T) {
 	}
 	checkBooks(t, h)
 }
+
+// TestDeadGangLosesPodWhileSettling: the pod on the deleted node goes
+// while the replica waits its partialSettle (PodGC force-deletes the pods
+// of a node that has been gone some 40 s, sooner than partialSettle), and
+// the Indexed Job recreates it, pending. The gang is still one that cannot
+// run whole (its member on the deleted node is gone): its other bound pods
+// are deleted when the wait ends, not left running without the rest (the
+// group, seen whole, is no partial gang for settlePartials either, and its
+// pending pod alone can never form the next gang).
+func TestDeadGangLosesPodWhileSettling(t *testing.T) {
+	for _, tc := range []struct {
+		replacement bool // the Job recreates the pod, pending
+		standby     bool // the pod goes while the replica stands by
+	}{{false, false}, {true, false}, {true, true}} {
+		replacement := tc.replacement
+		t.Run(fmt.Sprintf("replacement=%v,standby=%v", tc.replacement, tc.standby), func(t *testing.T) {
+			h := newHookEnv(t, Args{})
+			h.addNodes(testNodes(4)...)
+			for i := 0; i < 4; i++ {
+				p := groupPod("g", fmt.Sprintf("w-%d", i), 8, 4)
+				p.Spec.NodeName = nodeName(i)
+				if i == 3 {
+					p.Spec.NodeName = "n004"
+				}
+				h.c.onPod(p)
+			}
+			h.cycle() // a standby
+			gc := func() {
+				gone := groupPod("g", "w-3", 8, 4)
+				gone.Spec.NodeName = "n004"
+				h.c.podHandlers().DeleteFunc(gone) // PodGC
+				if replacement {
+					h.c.onPod(groupPod("g", "w-5", 8, 4))
+				}
+				h.cycle()
+			}
+			if tc.standby {
+				gc()
+				h.cycle()
+				if len(h.a.evicted) != 0 {
+					t.Fatalf("a standby evicted %v, want nothing", h.a.evicted)
+				}
+			}
+			h.leads(groupPod("", "solo", 8, 0))
+			h.cycle()
+			h.now = h.now.Add(partialSettle / 2)
+			if !tc.standby {
+				gc()
+			}
+			if len(h.a.evicted) != 0 {
+				t.Fatalf("evicted %v within partialSettle, want nothing", h.a.evicted)
+			}
+			h.now = h.now.Add(partialSettle)
+			for i := 0; i < 3; i++ {
+				h.cycle()
+			}
+			slices.Sort(h.a.evicted)
+			if want := []string{"ns/w-0", "ns/w-1", "ns/w-2"}; !slices.Equal(h.a.evicted, want) {
+				t.Fatalf("evicted %v once partialSettle passed, want the gang's remaining pods %v", h.a.evicted, want)
+			}
+			if s := h.c.Stats(); s.Evictions != 3 {
+				t.Fatalf("evictions %d, want 3", s.Evictions)
+			}
+		})
+	}
+}

@@ -55,6 +55,12 @@ type controller struct {
 	// gang (adoptRunning), with why; warned is set once a Warning event
 	// said so (only once this replica schedules).
 	notAdopted map[string]adoptNote
+	// dead is the groups whose pods deadGang holds back from deletion (on
+	// a standby, or within partialSettle of activeSince), with the node
+	// outside the model that they run on and their bound pods: those are
+	// deleted when due even if the gang has lost pods meanwhile, while the
+	// node stays so.
+	dead map[string]deadGroup
 	// evictLater is the orphans (podState.orphan) seen bound, to delete in
 	// the next cycle.
 	evictLater []*podState
@@ -104,7 +110,7 @@ func newController(args Args, profile string, acts actor, status *statusWriter) 
 	return &controller{args: args, profile: profile, groups: map[string]*groupState{},
 		jobs: map[string]*groupState{}, podKey: map[string]string{}, bound: map[string]boundPod{},
 		nodes: map[string]*v1.Node{}, nodeGen: map[string]string{}, leftOut: map[string]string{}, deleted: map[string]bool{},
-		minPG: map[string]int{}, partial: map[string]partialGroup{}, notAdopted: map[string]adoptNote{}, podsGone: map[string]bool{}, wake: make(chan struct{}, 1), now: time.Now, status: status, acts: acts}
+		minPG: map[string]int{}, partial: map[string]partialGroup{}, notAdopted: map[string]adoptNote{}, dead: map[string]deadGroup{}, podsGone: map[string]bool{}, wake: make(chan struct{}, 1), now: time.Now, status: status, acts: acts}
 }
 
 // poke wakes the loop; it never blocks.

@@ -67,7 +67,9 @@
 // bound onto just before the takeover may reach the node informer after
 // its pods; if it appears meanwhile, the gang is adopted), all its bound
 // pods are deleted, as a partial gang's are (below), with a Warning event (reason PhalanxNotAdopted) on
-// its first pod naming the node, and the GPUs they hold on live nodes
+// its first pod naming the node (those still bound of them if the gang
+// lost pods meanwhile, such as the one on the deleted node, which PodGC
+// force-deletes after some 40 s), and the GPUs they hold on live nodes
 // return to the pool once they are gone. A standby leaves such a gang as
 // it is (its pods used GPUs) until it schedules. One case is not covered:
 // a pod on a node down for longer than its toleration (about five
