@@ -1515,6 +1515,14 @@ func (c *cycle) start(j *jobRec) {
 		c.invalidate()
 	}
 	if h := e.book.holdOf(j); h != nil {
+		// The GPUs of its target it does not take (free after its
+		// start) are no longer held: a job ranked above it refused them
+		// in this walk (waiting out the hysteresis behind it, or blocked
+		// by it) gets them offered again at once, as when a hold it
+		// refused jobs for ends.
+		if h.refused && c.countFree(&h.target) > 0 {
+			c.reoffer = true
+		}
 		c.freeGoneHeld()
 		e.book.dropHold(h)
 		c.invalidate()

@@ -133,7 +133,11 @@ func equalMaps(a, b map[string]time.Time) bool {
 // (freeGoneHeld); 1 more (seed 181, no hold in either cycle) before a
 // start in the walk that ends before a reservation kept up before the
 // walk, on GPUs free now and overlapping a waiting job's run, asked for
-// one (reofferEarlyWindows). The second cycles that change reservations
+// one (reofferEarlyWindows); 1 more (hold seed 45) once a gang ranked
+// above a hold waited out the hysteresis behind the GPUs it held in that
+// cycle, and the hold's gang then started on part of its target, leaving
+// the rest free: a start of a hold's gang that leaves GPUs of its target
+// free after it refused a job now asks for a cycle at once. The second cycles that change reservations
 // only (a kept reservation not searched again after starts earlier in
 // the walk, which a second cycle moves earlier, with no job left waiting
 // for its GPUs; a slot) are counted, not refused: 51 of about 89,100
