@@ -577,23 +577,15 @@ func (c *cycle) initQuota(order []*jobRec) {
 // use. Called only while such jobs hold GPUs (after a restore that
 // removed a queue), so it may walk the active jobs.
 func (s *quotaState) leaveOutNoQueue(e *Engine) {
-	take := func(a *gang.Allocation) {
-		for i := range a.Members {
-			for _, x := range a.Members[i].Assignment {
-				if e.nodes[x.Node].down() {
-					continue // not in service: not in its pools' counts either
-				}
-				n, used := uint(x.Node), bits.OnesCount64(x.GPUs)
-				for q, pool := range s.pools {
-					if pool != nil && pool.Test(n) {
-						s.poolGPUs[q] -= used
-					}
-				}
-				for g, pool := range s.groupPool {
-					if pool.Test(n) {
-						s.groupGPUs[g] -= used
-					}
-				}
+	take := func(n uint, used int) {
+		for q, pool := range s.pools {
+			if pool != nil && pool.Test(n) {
+				s.poolGPUs[q] -= used
+			}
+		}
+		for g, pool := range s.groupPool {
+			if pool.Test(n) {
+				s.groupGPUs[g] -= used
 			}
 		}
 	}
@@ -601,12 +593,12 @@ func (s *quotaState) leaveOutNoQueue(e *Engine) {
 		// A job being preempted counts for no queue (noQueueUsed): its
 		// GPUs are its claimer's, counted in that queue's use.
 		if j.queue < 0 && j.alloc != nil && j.phase != StatePreempting {
-			take(j.alloc)
+			e.eachInService(j.alloc, take)
 		}
 	}
 	for _, j := range e.jobs.pending {
 		if j.queue < 0 && j.claim != nil {
-			take(&j.claim.alloc)
+			e.eachInService(&j.claim.alloc, take)
 		}
 	}
 }
@@ -619,30 +611,38 @@ func (s *quotaState) leaveOutNoQueue(e *Engine) {
 // GPUs back from its own jobs while they stood idle. Set by a restore
 // (recountQuotas), it clears itself once no such job is left.
 func (s *quotaState) addOutsidePool(e *Engine) {
-	found := false
+	found, q := false, -1
+	add := func(n uint, used int) {
+		for a := q; a >= 0; a = s.parent[a] {
+			if pool := s.pools[a]; pool != nil && !pool.Test(n) {
+				s.poolGPUs[a] += used
+				found = true
+			}
+			if g := s.group[a]; g >= 0 && !s.groupPool[g].Test(n) {
+				s.groupGPUs[g] += used
+			}
+		}
+	}
 	for _, j := range e.jobs.running {
 		if j.queue < 0 || j.alloc == nil || j.phase == StatePreempting {
 			continue // its GPUs are no queue's, or its claimer's
 		}
-		for i := range j.alloc.Members {
-			for _, x := range j.alloc.Members[i].Assignment {
-				if e.nodes[x.Node].down() {
-					continue
-				}
-				n, used := uint(x.Node), bits.OnesCount64(x.GPUs)
-				for a := j.queue; a >= 0; a = s.parent[a] {
-					if pool := s.pools[a]; pool != nil && !pool.Test(n) {
-						s.poolGPUs[a] += used
-						found = true
-					}
-					if g := s.group[a]; g >= 0 && !s.groupPool[g].Test(n) {
-						s.groupGPUs[g] += used
-					}
-				}
+		q = j.queue
+		e.eachInService(j.alloc, add)
+	}
+	s.outsidePool = found
+}
+
+// eachInService calls f with each node of allocation a that is not down
+// (in service) and the GPUs a holds there.
+func (e *Engine) eachInService(a *gang.Allocation, f func(n uint, used int)) {
+	for i := range a.Members {
+		for _, x := range a.Members[i].Assignment {
+			if !e.nodes[x.Node].down() {
+				f(uint(x.Node), bits.OnesCount64(x.GPUs))
 			}
 		}
 	}
-	s.outsidePool = found
 }
 
 // shares divides the GPUs in service (less those jobs in no queue hold:

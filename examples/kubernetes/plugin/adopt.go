@@ -269,9 +269,7 @@ func (c *controller) deadGang(logger klog.Logger, g *groupState, bound []*podSta
 			acts.podWarns = append(acts.podWarns, podWarning{pod: p.pod, msg: msg})
 			warned = true
 		}
-		p.evicting = true
-		acts.evict = append(acts.evict, p)
-		c.stats.Evictions++
+		c.evict(p, acts)
 	}
 	return time.Time{}
 }

@@ -431,9 +431,7 @@ func (c *controller) teardown(g *groupState, now time.Time, acts *actions) {
 			continue // a standby deletes no pod
 		}
 		if inc.bound[uid] && !inc.gone[uid] {
-			inc.pods[uid].evicting = true
-			acts.evict = append(acts.evict, inc.pods[uid])
-			c.stats.Evictions++
+			c.evict(inc.pods[uid], acts)
 		} else if ps := inc.pods[uid]; inc.passed[uid] && !inc.gone[uid] && ps != nil {
 			ps.orphan = true // its bind is in flight: deleted if it binds
 		}
@@ -574,10 +572,16 @@ func (c *controller) deletePartial(logger klog.Logger, g *groupState, acts *acti
 	logger.Info("Phalanx: deleting the bound pods of a partial gang that no scheduler is binding", "group", g.key,
 		"bound", len(bound), "minMember", g.minMember)
 	for _, p := range bound {
-		p.evicting = true
-		acts.evict = append(acts.evict, p)
-		c.stats.Evictions++
+		c.evict(p, acts)
 	}
+}
+
+// evict marks pod p as being deleted by the plugin and queues its
+// deletion (counted in Stats.Evictions).
+func (c *controller) evict(p *podState, acts *actions) {
+	p.evicting = true
+	acts.evict = append(acts.evict, p)
+	c.stats.Evictions++
 }
 
 // halfBound returns the bound pods of group g (not being deleted, by the
