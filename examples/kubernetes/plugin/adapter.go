@@ -86,7 +86,10 @@ type engineAdapter struct {
 	foreign  map[string]int // applied foreign GPUs per node
 	// degraded is the nodes kube.Load reported Down for their GPUs alone
 	// (allocatable GPUs missing or zero while the capacity has some: the
-	// device plugin is not serving them); setNode keeps them down.
+	// device plugin is not serving them); setNode keeps them drained, not
+	// down: a device plugin that restarts (a DaemonSet rollout) sets its
+	// node's allocatable GPUs to 0 for a moment, and the pods running
+	// there keep their GPUs (the kubelet kills none of them).
 	degraded map[string]bool
 	last     time.Time
 }
@@ -450,14 +453,15 @@ func (a *engineAdapter) held(id string) bool {
 }
 
 // setNode brings the engine's view of a node in line with Kubernetes: down
-// when not Ready (or deleted) or serving no GPUs (degraded), drained when
-// cordoned. It returns the jobs a node failure ended.
+// when not Ready (or deleted), drained when cordoned or serving no GPUs
+// while it has some (degraded: new gangs cannot get them, the gangs
+// running there go on). It returns the jobs a node failure ended.
 func (a *engineAdapter) setNode(name string, down, drained bool, now time.Time) ([]string, error) {
 	id, ok := a.cluster.LookupNode(name)
 	if !ok {
 		return nil, nil
 	}
-	down = down || a.degraded[name]
+	drained = drained || a.degraded[name]
 	st, _ := a.eng.NodeState(id)
 	now = a.clock(now)
 	isDown, isDrained := downDrained(st)

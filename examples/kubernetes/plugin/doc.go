@@ -54,7 +54,7 @@
 // after a restart (adopted again once its pods run whole on live nodes,
 // else left as used GPUs, and never deleted as a partial gang: it was
 // seen running whole). A gang with a pod on a node that is in the cluster
-// model but down (not Ready, or its GPUs not allocatable) is adopted like
+// model but down (not Ready) is adopted like
 // any other once the replica schedules, and the node's failure is then
 // applied to it as to a gang that ran when the node failed: the engine
 // fails the job and its pods are deleted. A standby, whose teardown would
@@ -159,11 +159,17 @@
 //     fails; it joins no new gang until then.
 //   - PostBind of the gang's last pod reports Started.
 //   - Pod deletion or termination of every pod of a running gang reports
-//     Finished; a node that is not Ready (or deleted), serves no GPUs
-//     (none allocatable while its capacity has some: its device plugin is
-//     down), or, once in the engine's cluster, has no GPUs at all any more
-//     (capacity and allocatable 0 or missing), is NodeDown: the gangs on it
-//     end and their pods are deleted (a gang with a dead rank is dead).
+//     Finished; a node that is not Ready (or deleted), or, once in the
+//     engine's cluster, has no GPUs at all any more (capacity and
+//     allocatable 0 or missing), is NodeDown: the gangs on it end and their
+//     pods are deleted (a gang with a dead rank is dead). A node that
+//     serves no GPUs while its capacity has some (none allocatable: its
+//     device plugin is down or restarting, as in a DaemonSet rollout) is
+//     drained, as a cordoned node is: no gang is placed there, and the
+//     gangs running there go on, as their pods do (the kubelet kills
+//     none); once its GPUs are allocatable again it takes gangs again, and
+//     once its capacity is gone too (the kubelet drops a resource whose
+//     plugin stays away), it is down.
 //   - The engine's reason for a waiting gang becomes the message of its pods'
 //     PodScheduled condition.
 //

@@ -16,17 +16,22 @@ func gpuList(n string) v1.ResourceList {
 // engineNode returns the engine's GPU count of node name, whether the
 // engine has it down, and whether it knows the node at all.
 func (h *hookEnv) engineNode(name string) (gpus int, down, known bool) {
-	h.c.mu.Lock()
-	defer h.c.mu.Unlock()
-	gpus, down, _, known = h.c.eng.nodeStatus(name)
+	gpus, down, _, known = h.engineNodeState(name)
 	return gpus, down, known
 }
 
+// engineNodeState is engineNode with the node's drained state.
+func (h *hookEnv) engineNodeState(name string) (gpus int, down, drained, known bool) {
+	h.c.mu.Lock()
+	defer h.c.mu.Unlock()
+	return h.c.eng.nodeStatus(name)
+}
+
 // TestDegradedNodeNotUsed: a node whose device plugin serves no GPUs
-// (allocatable 0, capacity 8) is down for the engine (kube.Load reports it
-// Down), so a gang that fits the other nodes is never placed on it (its pod
-// would fail NodeResourcesFit there and tear the gang down, again and
-// again).
+// (allocatable 0, capacity 8) is drained for the engine (kube.Load reports
+// it Down for its GPUs alone), so a gang that fits the other nodes is never
+// placed on it (its pod would fail NodeResourcesFit there and tear the
+// gang down, again and again).
 func TestDegradedNodeNotUsed(t *testing.T) {
 	h := newHookEnv(t, Args{})
 	nodes := testNodes(5)
@@ -37,31 +42,55 @@ func TestDegradedNodeNotUsed(t *testing.T) {
 			t.Fatalf("pod %s placed on n000, whose allocatable nvidia.com/gpu is 0", pod)
 		}
 	}
-	if _, down, _ := h.engineNode("n000"); !down {
-		t.Fatal("n000 is not down in the engine")
+	if _, down, drained, _ := h.engineNodeState("n000"); down || !drained {
+		t.Fatalf("n000 down %v, drained %v in the engine; want drained", down, drained)
 	}
 }
 
-// TestDevicePluginDownAtRuntime: a node's allocatable GPUs drop to 0 at
-// runtime (its device plugin stopped): the engine marks it down; when they
-// come back, up again.
-func TestDevicePluginDownAtRuntime(t *testing.T) {
+// TestDevicePluginRestartUnderGang: a node's allocatable GPUs drop to 0 and
+// come back (its device plugin restarts, as in a DaemonSet rollout; the
+// capacity stays and the node stays Ready) under a running gang. The
+// node is drained meanwhile, no gang placed there, and the running gang
+// goes on, its pods untouched, as the kubelet leaves them; it takes gangs
+// again once it serves its GPUs. Before, the node was down for the
+// engine: the gang ended and its four pods were deleted.
+func TestDevicePluginRestartUnderGang(t *testing.T) {
 	h := newHookEnv(t, Args{})
-	nodes := testNodes(4)
+	nodes := testNodes(8)
 	h.addNodes(nodes...)
+	h.leads(groupPod("", "solo", 8, 0))
+	ps := h.groupPods(4, 8)
 	h.cycle()
-	n0 := nodes[0].DeepCopy()
-	n0.Status.Allocatable = gpuList("0")
-	h.c.onNode(n0, false)
-	h.cycle()
-	if gpus, down, _ := h.engineNode("n000"); !down || gpus != 8 {
-		t.Fatalf("n000 without allocatable GPUs: %d GPUs, down %v in the engine; want 8, down", gpus, down)
+	for i := range ps {
+		b := ps[i].DeepCopy()
+		b.Spec.NodeName = nodeName(i)
+		h.c.onPod(b)
+		h.cycle()
 	}
-	h.c.onNode(nodes[0], false)
-	h.cycle()
-	if gpus, down, _ := h.engineNode("n000"); down || gpus != 8 {
-		t.Fatalf("n000 serving its GPUs again: %d GPUs, down %v in the engine; want 8, up", gpus, down)
+	if got := activeJobs(h); len(got) != 1 {
+		t.Fatalf("active jobs %v, want the gang", got)
 	}
+	n1 := nodes[1].DeepCopy()
+	n1.Status.Allocatable = gpuList("0")
+	h.c.onNode(n1, false)
+	for i := 0; i < 5; i++ {
+		h.cycle()
+	}
+	if len(h.a.evicted) != 0 || len(activeJobs(h)) != 1 {
+		t.Fatalf("device plugin restarting on n001: evicted %v, active jobs %v; want nothing deleted, the gang running", h.a.evicted, activeJobs(h))
+	}
+	if gpus, down, drained, _ := h.engineNodeState("n001"); down || !drained || gpus != 8 {
+		t.Fatalf("n001 without allocatable GPUs: %d GPUs, down %v, drained %v in the engine; want 8, drained", gpus, down, drained)
+	}
+	h.c.onNode(nodes[1], false)
+	h.cycle()
+	if gpus, down, drained, _ := h.engineNodeState("n001"); down || drained || gpus != 8 {
+		t.Fatalf("n001 serving its GPUs again: %d GPUs, down %v, drained %v in the engine; want 8, up", gpus, down, drained)
+	}
+	if len(h.a.evicted) != 0 || len(activeJobs(h)) != 1 {
+		t.Fatalf("after the restart: evicted %v, active jobs %v; want nothing deleted, the gang running", h.a.evicted, activeJobs(h))
+	}
+	checkBooks(t, h)
 }
 
 // TestAllocatableDropShrinksNode: one GPU of a node goes unhealthy
