@@ -376,3 +376,62 @@ func TestBacklogKeepsSkips(t *testing.T) {
 		}
 	}
 }
+
+// TestBacklogNotFromScatteredGPUs: a job of a whole node's GPUs that has
+// waited past BacklogAfter while a twentieth of the cluster's GPUs or more
+// stand free waits for a node to be wholly free (the free GPUs scattered
+// one per node), not for a deep queue: it makes no backlog. Once the free
+// GPUs are taken, it does; and a job smaller than a node makes one
+// whatever is free. Eight nodes of 8 GPUs, each running a 7-GPU job (8
+// GPUs free, one in eight).
+func TestBacklogNotFromScatteredGPUs(t *testing.T) {
+	c := opsCluster(t)
+	for _, tc := range []struct {
+		name string
+		fill bool // the scattered GPUs taken by single-GPU jobs
+		size int  // GPUs of the waiting job
+		want string
+	}{
+		{"whole node, GPUs free", false, 8, ""},
+		{"whole node, none free", true, 8, "w"},
+		{"smaller than a node, GPUs free", false, 4, "w"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Hold.Enabled = false
+			cfg.BacklogAfter = 30 * time.Minute
+			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.checkEach = true
+			for n := range 8 {
+				if err := e.Submit(Job{ID: fmt.Sprintf("r%d", n), Account: "a", TimeLimit: 10 * time.Hour,
+					Gang: member(placement.NodesOf(1, 7))}, epoch); err != nil {
+					t.Fatal(err)
+				}
+			}
+			startAll(t, e, epoch)
+			if tc.fill {
+				for n := range 8 {
+					if err := e.Submit(Job{ID: fmt.Sprintf("f%d", n), Account: "a", TimeLimit: 10 * time.Hour,
+						Gang: member(placement.NodesOf(1, 1))}, epoch); err != nil {
+						t.Fatal(err)
+					}
+				}
+				startAll(t, e, epoch)
+			}
+			if err := e.Submit(Job{ID: "w", Account: "a", TimeLimit: time.Hour, Gang: member(placement.NodesOf(1, tc.size))}, epoch); err != nil {
+				t.Fatal(err)
+			}
+			startAll(t, e, epoch.Add(time.Minute))
+			p := startAll(t, e, epoch.Add(time.Hour))
+			if free := e.ledger.State().FreeGPUs(); free != map[bool]int{false: 8, true: 0}[tc.fill] {
+				t.Fatalf("%d GPUs free, want the scattered 8 (or none once filled)", free)
+			}
+			if p.Backlog != tc.want {
+				t.Errorf("Plan.Backlog = %q, want %q:\n%s", p.Backlog, tc.want, p.Describe(c, epoch))
+			}
+		})
+	}
+}

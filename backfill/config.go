@@ -45,7 +45,10 @@ type Config struct {
 	// submit time (not counting one its queue's quota check refuses
 	// before the walk, at a maximum, a borrowing limit or a parent's
 	// limit, or beyond its guarantee while it may not be preempted: a
-	// queue at its limit is no backlog of the cluster), a job
+	// queue at its limit is no backlog of the cluster; nor one of a
+	// node's worth of GPUs or more while a twentieth of the cluster's GPUs
+	// or more are free on schedulable nodes: it waits for a node to be
+	// wholly free, the free GPUs scattered, not for a deep queue), a job
 	// may take a new reservation only while no waiting job ranked above
 	// it holds one, whatever the depth. Reservations held by jobs ranked
 	// lower are kept until their jobs start, whether taken before the
@@ -66,7 +69,8 @@ type Config struct {
 	// after the first job left holding a reservation, as it does without
 	// one; the cycle a backlog begins or ends in tests every job again.
 	// Like ReservationAnyAfter it changes with time alone (NextEvent does
-	// not wake for it), and with quotas also as the queues' use changes.
+	// not wake for it), with the GPUs free, and with quotas also as the
+	// queues' use changes.
 	// Plan.Backlog names the job whose wait makes a backlog.
 	BacklogAfter time.Duration
 	// Strict disables backfill: jobs start in priority order only, and

@@ -1029,23 +1029,39 @@ func (c *cycle) setStamp(j *jobRec) {
 // startBacklog sets backlog (Config.BacklogAfter): whether some waiting
 // job below ReservationMinGPUs (any, with that rule off) has waited
 // BacklogAfter, other than one its queue's quota holds back
-// (waitsForQuota, read from the quota state before the walk), and
-// names the first such job found in Plan.Backlog. It reads the
-// queue and the quota state alone, not the jobs' last reasons, which a
-// restored engine does not have.
+// (waitsForQuota, read from the quota state before the walk) and, while
+// at least backlogRoom of the cluster's GPUs are free on schedulable
+// nodes, one of a node's worth of GPUs or more, and names the first such
+// job found in Plan.Backlog. It reads the queue, the free GPUs and the
+// quota state alone, not the jobs' last reasons, which a restored engine
+// does not have.
 func (c *cycle) startBacklog() {
 	e := c.e
 	c.backlog, c.heldAbove = false, false
 	if !e.backlogRule() {
 		return
 	}
+	// A job of a whole node's GPUs that waits while GPUs stand free waits
+	// for a node to be wholly free (the free GPUs are scattered): the
+	// queue is not deep, and planning as EASY would only take the gangs'
+	// reservations away (benchmarks/README.md, "Why seed 4 of Philly at
+	// load 3 moved").
+	roomy := e.ledger.State().FreeGPUs()*backlogRoom >= e.c.TotalGPUs()
 	for _, j := range e.jobs.pending {
+		if roomy && j.gpus >= e.c.MaxNodeGPUs() {
+			continue
+		}
 		if (e.resvMin == 0 || !e.large(j)) && c.now.Sub(j.job.Submit) >= e.cfg.BacklogAfter && !c.waitsForQuota(j) {
 			c.backlog, c.plan.Backlog = true, j.job.ID
 			return
 		}
 	}
 }
+
+// backlogRoom is the share of the cluster's GPUs, one in backlogRoom,
+// that must be free on schedulable nodes for a waiting job of a node's
+// worth of GPUs or more not to make a backlog (startBacklog).
+const backlogRoom = 20
 
 // backlogState returns what a backlog (Config.BacklogAfter) makes of
 // the job the walk is at: 0 without one; during one, 1 while no job

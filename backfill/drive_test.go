@@ -393,12 +393,19 @@ func reclaiming(p *Plan, id string) bool {
 // heldDue reports whether job id held a due reservation in plan p: it is
 // still there, due, or was given up for quota from a due start, or the
 // job started in p (later in the cycle than the book's upkeep, which found
-// its quota without room) on a reservation of the last plan due by then.
+// its quota without room) on a reservation of the last plan due by then,
+// or, from such a reservation, began a reclaim in p (it waits for its
+// victims: CauseQuotaAhead's "a reclaim made room", its start to come).
 func (h *host) heldDue(p *Plan, id string) bool {
 	for _, st := range p.Starts {
 		if st.Job == id {
 			r, ok := h.reservation(id)
 			return ok && !r.Start.After(p.Time)
+		}
+	}
+	if reclaiming(p, id) {
+		if r, ok := h.reservation(id); ok && !r.Start.After(p.Time) {
+			return true
 		}
 	}
 	for _, r := range p.Reservations {
@@ -446,8 +453,8 @@ func (h *host) checkMoves(p *Plan) {
 		}
 		if m.Cause == CauseQuotaAhead && h.quotaMoves {
 			if !h.heldDue(p, m.By) {
-				h.t.Fatalf("cycle at %v: %s moved from %v to %v behind %s, held back by its quota, which was not due",
-					p.Time.Sub(epoch), m.Job, m.From.Sub(epoch), m.To.Sub(epoch), m.By)
+				h.t.Fatalf("cycle at %v: %s moved from %v to %v behind %s, held back by its quota, which was not due\n%s",
+					p.Time.Sub(epoch), m.Job, m.From.Sub(epoch), m.To.Sub(epoch), m.By, p.Describe(h.e.c, epoch))
 			}
 			continue
 		}
