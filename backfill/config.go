@@ -217,7 +217,9 @@ type HoldConfig struct {
 // for the first 4 jobs of the queue (DefaultDepth), of which jobs that fit
 // on one node hold at most one until they have waited a day
 // (ReservationMinGPUs, ReservationAnyAfter), and one reservation only
-// (EASY) while some such job has waited 8 hours (BacklogAfter), a
+// (EASY) while some such job has waited 8 hours (BacklogAfter; a job of
+// a whole node's GPUs only while fewer than a twentieth of the GPUs are
+// free), a
 // queue ordered mostly by age with fair share as a bounded adjustment
 // (DefaultPriority), and
 // hold mode for
@@ -252,7 +254,10 @@ type HoldConfig struct {
 // wait longer at worst (the longest wait of any job on Philly at load 3
 // is 9h50m against 6h58m); the backlog rule acts on Philly at load 3 too,
 // where gangs wait longer than with four slots throughout (p95 2h24m
-// against 1h58m); on ITP cluster 4 the longest gang wait is 19 minutes
+// against 1h58m; less since a job of a whole node's GPUs waiting while
+// GPUs stand free makes no backlog: 1h46m on three trace seeds,
+// benchmarks/README.md "Why seed 4 of Philly at load 3 moved"); on ITP
+// cluster 4 the longest gang wait is 19 minutes
 // longer than under EASY (there an age-ordered queue drains as fast as
 // its idle GPUs allow, and the slots of the first hours keep more of them
 // idle); and the tables move with the fair-share weight and with the
