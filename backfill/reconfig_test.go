@@ -305,6 +305,23 @@ func TestRestoreUnderChangedConfig(t *testing.T) {
 		return p
 	}
 
+	// bigWaits returns an engine under cfg running three one-node jobs of
+	// queue o without time limits, with big (all four nodes, no limit)
+	// submitted behind them.
+	bigWaits := func(cfg Config) *Engine {
+		e := engine(cfg)
+		for _, id := range []string{"a", "b", "c"} {
+			j := job(id, 1)
+			j.Queue, j.TimeLimit = "o", 0
+			require.NoError(t, e.Submit(j, epoch))
+		}
+		startAll(t, e, epoch)
+		big := job("big", 4)
+		big.TimeLimit = 0
+		require.NoError(t, e.Submit(big, epoch))
+		return e
+	}
+
 	t.Run("narrowed pool", func(t *testing.T) {
 		// r runs on three nodes; w (all four) is reserved at r's end. The
 		// pool shrinks to the fourth node: r runs on, w can never run in
@@ -385,16 +402,7 @@ func TestRestoreUnderChangedConfig(t *testing.T) {
 		// asks for no cycle then (it did, once per such job).
 		cfg := config("", Unlimited)
 		cfg.Hold = HoldConfig{Enabled: true, MinGPUs: 16, MinWait: time.Hour, MaxShare: 1, Budget: time.Hour, Hysteresis: 20 * time.Minute, MaxHolds: 1}
-		e := engine(cfg)
-		for _, id := range []string{"a", "b", "c"} {
-			j := job(id, 1)
-			j.Queue, j.TimeLimit = "o", 0
-			require.NoError(t, e.Submit(j, epoch))
-		}
-		startAll(t, e, epoch)
-		big := job("big", 4)
-		big.TimeLimit = 0
-		require.NoError(t, e.Submit(big, epoch))
+		e := bigWaits(cfg)
 		schedule(e, epoch.Add(time.Minute))
 		at, ok := e.NextEvent()
 		require.True(t, ok)
@@ -414,16 +422,7 @@ func TestRestoreUnderChangedConfig(t *testing.T) {
 		// job that can never run in its pool.
 		cfg := config("", Unlimited)
 		cfg.Hold = HoldConfig{Enabled: true, MinGPUs: 16, MaxShare: 1, Budget: time.Hour, Hysteresis: 20 * time.Minute, MaxHolds: 2}
-		e := engine(cfg)
-		for _, id := range []string{"a", "b", "c"} {
-			j := job(id, 1)
-			j.Queue, j.TimeLimit = "o", 0
-			require.NoError(t, e.Submit(j, epoch))
-		}
-		startAll(t, e, epoch)
-		big := job("big", 4)
-		big.TimeLimit = 0
-		require.NoError(t, e.Submit(big, epoch))
+		e := bigWaits(cfg)
 		p := schedule(e, epoch.Add(time.Minute))
 		require.Equal(t, StateHeld, state(e, "big"))
 		require.NotEmpty(t, p.Holds)

@@ -578,14 +578,7 @@ func TestDeleteGangOnNodeOutsideModel(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHookEnv(t, Args{})
 			h.addNodes(tc.nodes...)
-			for i := 0; i < 4; i++ {
-				p := groupPod("g", fmt.Sprintf("w-%d", i), 8, 4)
-				p.Spec.NodeName = nodeName(i)
-				if i == 3 {
-					p.Spec.NodeName = "n004"
-				}
-				h.c.onPod(p)
-			}
+			boundOnN004(h)
 			for i := 0; i < 3; i++ {
 				h.cycle()
 			}
@@ -669,14 +662,7 @@ func TestDeleteGangOnNodeOutsideModel(t *testing.T) {
 func TestDeadNodeSettles(t *testing.T) {
 	h := newHookEnv(t, Args{})
 	h.addNodes(testNodes(4)...)
-	for i := 0; i < 4; i++ {
-		p := groupPod("g", fmt.Sprintf("w-%d", i), 8, 4)
-		p.Spec.NodeName = nodeName(i)
-		if i == 3 {
-			p.Spec.NodeName = "n004"
-		}
-		h.c.onPod(p)
-	}
+	boundOnN004(h)
 	h.leads(groupPod("", "solo", 8, 0))
 	h.cycle()
 	h.now = h.now.Add(partialSettle / 2)
@@ -714,14 +700,7 @@ func TestDeadGangLosesPodWhileSettling(t *testing.T) {
 		t.Run(fmt.Sprintf("replacement=%v,standby=%v", tc.replacement, tc.standby), func(t *testing.T) {
 			h := newHookEnv(t, Args{})
 			h.addNodes(testNodes(4)...)
-			for i := 0; i < 4; i++ {
-				p := groupPod("g", fmt.Sprintf("w-%d", i), 8, 4)
-				p.Spec.NodeName = nodeName(i)
-				if i == 3 {
-					p.Spec.NodeName = "n004"
-				}
-				h.c.onPod(p)
-			}
+			boundOnN004(h)
 			h.cycle() // a standby
 			gc := func() {
 				gone := groupPod("g", "w-3", 8, 4)
@@ -760,5 +739,18 @@ func TestDeadGangLosesPodWhileSettling(t *testing.T) {
 				t.Fatalf("evictions %d, want 3", s.Evictions)
 			}
 		})
+	}
+}
+
+// boundOnN004 gives h a group g of four 8-GPU pods bound to n000 .. n002
+// and n004 (a node the tests leave out of the cluster or delete).
+func boundOnN004(h *hookEnv) {
+	for i := 0; i < 4; i++ {
+		p := groupPod("g", fmt.Sprintf("w-%d", i), 8, 4)
+		p.Spec.NodeName = nodeName(i)
+		if i == 3 {
+			p.Spec.NodeName = "n004"
+		}
+		h.c.onPod(p)
 	}
 }
