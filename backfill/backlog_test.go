@@ -383,23 +383,32 @@ func TestBacklogKeepsSkips(t *testing.T) {
 // one per node), not for a deep queue: it makes no backlog. Once the free
 // GPUs are taken, it does; and a job smaller than a node makes one
 // whatever is free. Eight nodes of 8 GPUs, each running a 7-GPU job (8
-// GPUs free, one in eight).
+// GPUs free, one in eight). The share is Config.BacklogFreeShare (the
+// default's twentieth): at one in eight exactly the job makes none, above
+// it (a seventh) or with the rule off (0) it makes one.
 func TestBacklogNotFromScatteredGPUs(t *testing.T) {
 	c := opsCluster(t)
 	for _, tc := range []struct {
-		name string
-		fill bool // the scattered GPUs taken by single-GPU jobs
-		size int  // GPUs of the waiting job
-		want string
+		name  string
+		fill  bool    // the scattered GPUs taken by single-GPU jobs
+		size  int     // GPUs of the waiting job
+		share float64 // Config.BacklogFreeShare (-1: the default's)
+		want  string
 	}{
-		{"whole node, GPUs free", false, 8, ""},
-		{"whole node, none free", true, 8, "w"},
-		{"smaller than a node, GPUs free", false, 4, "w"},
+		{"whole node, GPUs free", false, 8, -1, ""},
+		{"whole node, none free", true, 8, -1, "w"},
+		{"smaller than a node, GPUs free", false, 4, -1, "w"},
+		{"whole node, GPUs free, rule off", false, 8, 0, "w"},
+		{"whole node, an eighth free, the share an eighth", false, 8, 1.0 / 8, ""},
+		{"whole node, an eighth free, the share a seventh", false, 8, 1.0 / 7, "w"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.Hold.Enabled = false
 			cfg.BacklogAfter = 30 * time.Minute
+			if tc.share >= 0 {
+				cfg.BacklogFreeShare = tc.share
+			}
 			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
 			if err != nil {
 				t.Fatal(err)

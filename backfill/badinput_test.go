@@ -163,6 +163,14 @@ func TestBadConfigAndArguments(t *testing.T) {
 			return err
 		}, ErrConfig, "Hold.MaxShare NaN"},
 		{"hold share above 1", func() error { _, err := New(c, cfgWith(func(c *Config) { c.Hold.MaxShare = 1.5 }), tree()); return err }, ErrConfig, "Hold.MaxShare 1.5"},
+		{"NaN backlog free share", func() error {
+			_, err := New(c, cfgWith(func(c *Config) { c.BacklogFreeShare = math.NaN() }), tree())
+			return err
+		}, ErrConfig, "BacklogFreeShare NaN"},
+		{"negative backlog free share", func() error {
+			_, err := New(c, cfgWith(func(c *Config) { c.BacklogFreeShare = -0.1 }), tree())
+			return err
+		}, ErrConfig, "BacklogFreeShare -0.1"},
 		{"negative hold budget", func() error { _, err := New(c, cfgWith(func(c *Config) { c.Hold.Budget = -1 }), tree()); return err }, ErrConfig, "Hold.Budget"},
 		{"no holds allowed", func() error { _, err := New(c, cfgWith(func(c *Config) { c.Hold.MaxHolds = 0 }), tree()); return err }, ErrConfig, "Hold.MaxHolds 0"},
 		{"negative depth", func() error {

@@ -46,9 +46,8 @@ type Config struct {
 	// before the walk, at a maximum, a borrowing limit or a parent's
 	// limit, or beyond its guarantee while it may not be preempted: a
 	// queue at its limit is no backlog of the cluster; nor one of a
-	// node's worth of GPUs or more while a twentieth of the cluster's GPUs
-	// or more are free on schedulable nodes: it waits for a node to be
-	// wholly free, the free GPUs scattered, not for a deep queue), a job
+	// node's worth of GPUs or more while BacklogFreeShare of the
+	// cluster's GPUs are free), a job
 	// may take a new reservation only while no waiting job ranked above
 	// it holds one, whatever the depth. Reservations held by jobs ranked
 	// lower are kept until their jobs start, whether taken before the
@@ -73,6 +72,16 @@ type Config struct {
 	// queues' use changes.
 	// Plan.Backlog names the job whose wait makes a backlog.
 	BacklogAfter time.Duration
+	// BacklogFreeShare keeps a waiting job of a node's worth of GPUs or
+	// more (Cluster.MaxNodeGPUs) from making a backlog (BacklogAfter)
+	// while at least this share of the cluster's GPUs is free on
+	// schedulable nodes: such a job waits for a node to be wholly free,
+	// the free GPUs scattered over nodes that run other jobs, not for a
+	// deep queue, and planning as EASY would only take the gangs'
+	// reservations away (benchmarks/README.md, "Why seed 4 of Philly at
+	// load 3 moved"). 0: such jobs make a backlog as any other does;
+	// DefaultConfig: 0.05, a twentieth. In [0, 1].
+	BacklogFreeShare float64
 	// Strict disables backfill: jobs start in priority order only, and
 	// the first job that cannot start blocks every job behind it (a job
 	// waiting for its queue's quota blocks nobody).
@@ -219,7 +228,7 @@ type HoldConfig struct {
 // (ReservationMinGPUs, ReservationAnyAfter), and one reservation only
 // (EASY) while some such job has waited 8 hours (BacklogAfter; a job of
 // a whole node's GPUs only while fewer than a twentieth of the GPUs are
-// free), a
+// free, BacklogFreeShare), a
 // queue ordered mostly by age with fair share as a bounded adjustment
 // (DefaultPriority), and
 // hold mode for
@@ -268,6 +277,7 @@ func DefaultConfig() Config {
 		ReservationMinGPUs:  MultiNode,
 		ReservationAnyAfter: 24 * time.Hour,
 		BacklogAfter:        8 * time.Hour,
+		BacklogFreeShare:    0.05,
 		FairShare:           DefaultPriority(),
 		Hold: HoldConfig{Enabled: true, MinWait: 55 * time.Minute, MaxShare: 0.5, CapWait: 70 * time.Minute, Budget: 4 * time.Hour,
 			Hysteresis: 30 * time.Minute, MaxHolds: 1},
@@ -288,6 +298,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: MaxJobsTested %d is negative", ErrConfig, c.MaxJobsTested)
 	case math.IsNaN(c.Hold.MaxShare) || c.Hold.MaxShare < 0 || c.Hold.MaxShare > 1:
 		return fmt.Errorf("%w: Hold.MaxShare %v not in [0, 1]", ErrConfig, c.Hold.MaxShare)
+	case math.IsNaN(c.BacklogFreeShare) || c.BacklogFreeShare < 0 || c.BacklogFreeShare > 1:
+		return fmt.Errorf("%w: BacklogFreeShare %v not in [0, 1]", ErrConfig, c.BacklogFreeShare)
 	case c.Hold.MinGPUs < 0:
 		return fmt.Errorf("%w: Hold.MinGPUs %d is negative", ErrConfig, c.Hold.MinGPUs)
 	case c.Hold.Enabled && (c.Hold.Budget <= 0 || c.Hold.MaxHolds <= 0):

@@ -1030,8 +1030,8 @@ func (c *cycle) setStamp(j *jobRec) {
 // job below ReservationMinGPUs (any, with that rule off) has waited
 // BacklogAfter, other than one its queue's quota holds back
 // (waitsForQuota, read from the quota state before the walk) and, while
-// at least backlogRoom of the cluster's GPUs are free on schedulable
-// nodes, one of a node's worth of GPUs or more, and names the first such
+// at least Config.BacklogFreeShare of the cluster's GPUs are free on
+// schedulable nodes, one of a node's worth of GPUs or more, and names the first such
 // job found in Plan.Backlog. It reads the queue, the free GPUs and the
 // quota state alone, not the jobs' last reasons, which a restored engine
 // does not have.
@@ -1046,7 +1046,8 @@ func (c *cycle) startBacklog() {
 	// queue is not deep, and planning as EASY would only take the gangs'
 	// reservations away (benchmarks/README.md, "Why seed 4 of Philly at
 	// load 3 moved").
-	roomy := e.ledger.State().FreeGPUs()*backlogRoom >= e.c.TotalGPUs()
+	share := e.cfg.BacklogFreeShare
+	roomy := share > 0 && float64(e.ledger.State().FreeGPUs()) >= share*float64(e.c.TotalGPUs())-1e-9
 	for _, j := range e.jobs.pending {
 		if roomy && j.gpus >= e.c.MaxNodeGPUs() {
 			continue
@@ -1057,11 +1058,6 @@ func (c *cycle) startBacklog() {
 		}
 	}
 }
-
-// backlogRoom is the share of the cluster's GPUs, one in backlogRoom,
-// that must be free on schedulable nodes for a waiting job of a node's
-// worth of GPUs or more not to make a backlog (startBacklog).
-const backlogRoom = 20
 
 // backlogState returns what a backlog (Config.BacklogAfter) makes of
 // the job the walk is at: 0 without one; during one, 1 while no job

@@ -307,6 +307,8 @@ func TestNames(t *testing.T) {
 		{"misspelt policy", "synthetic", "greedy,defualt", `unknown policy "defualt"`},
 		{"empty policy", "synthetic", "greedy,", `unknown policy ""`},
 		{"largest age", "synthetic", "age=11767033", ""},
+		{"backlog free share", "synthetic", "backlogfree=0.1", ""},
+		{"backlog free share above 1", "synthetic", "backlogfree=2", "BacklogFreeShare 2 not in [0, 1]"},
 		{"age weight wraps around", "synthetic", "age=11767034", "policy age=11767034: age 11767034 per day: over 11767033"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -430,7 +430,7 @@ func largeWaits(r *sim.Result, large int) (time.Duration, time.Duration) {
 // pairs joined by "+", with keys fs (fair-share weight), age (age weight
 // per day), depth (reservation depth), rmin (ReservationMinGPUs), holds
 // (hold mode off with 0), holdmin (Hold.MinGPUs), holdshare
-// (Hold.MaxShare), and the durations rwait (ReservationAnyAfter),
+// (Hold.MaxShare), backlogfree (BacklogFreeShare), and the durations rwait (ReservationAnyAfter),
 // backlog (BacklogAfter), holdwait, capwait, budget, hysteresis and starve (the fair-share
 // starvation bound). For example
 // fs=500+rmin=9+rwait=24h.
@@ -466,12 +466,16 @@ func selectPolicies(only string) ([]policy, error) {
 // setField sets the field of c that key names to value.
 func setField(c *backfill.Config, key, value string) error {
 	switch key {
-	case "holdshare":
+	case "holdshare", "backlogfree":
 		f, err := strconv.ParseFloat(value, 64)
 		if err != nil {
 			return err
 		}
-		c.Hold.MaxShare = f
+		if key == "backlogfree" {
+			c.BacklogFreeShare = f
+		} else {
+			c.Hold.MaxShare = f
+		}
 		return nil
 	case "fs", "age", "depth", "holds", "rmin", "holdmin":
 		n, err := strconv.ParseUint(value, 10, 32)
