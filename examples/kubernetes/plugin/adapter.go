@@ -221,27 +221,27 @@ func nodeDefect(args *Args, n *v1.Node) (gpus int, err error) {
 	return gpus, nil
 }
 
-// heldGPUs returns, for each of nodes that the engine knows, the GPUs that
-// its active jobs hold there as a rebuilt cluster would hold them (addNodes
-// packs foreign GPUs first), as a mask of GPU indices: the gangs' own
-// indices, and the foreign count on the lowest indices the gangs leave
-// free. A cluster in which such a node has fewer GPUs than the highest
-// held index cannot take the engine (Restore refuses it).
-func (a *engineAdapter) heldGPUs(nodes []string) map[string]uint64 {
+// heldGPUs returns, for each of nodes that the engine knows, the number of
+// GPUs that its active jobs (gangs and foreign pods) hold there. A rebuilt
+// cluster holds them on the node's lowest indices (addNodes packs them), so
+// a node that now has at least that many GPUs can take its new count.
+func (a *engineAdapter) heldGPUs(nodes []string) map[string]int {
 	ids := map[topology.NodeID]string{}
 	for _, n := range nodes {
 		if id, ok := a.cluster.LookupNode(n); ok {
 			ids[id] = n
 		}
 	}
+	out := map[string]int{}
 	if len(ids) == 0 {
-		return map[string]uint64{}
+		return out
 	}
-	out, foreign := a.activeGPUs(ids)
+	gangs, foreign := a.activeGPUs(ids)
+	for name, mask := range gangs {
+		out[name] += bits.OnesCount64(mask)
+	}
 	for name, n := range foreign {
-		for _, k := range lowestFree(out[name], n) {
-			out[name] |= 1 << uint(k)
-		}
+		out[name] += n
 	}
 	return out
 }
@@ -255,42 +255,34 @@ func lowestFree(used uint64, n int) []int {
 	return out
 }
 
-// packForeign moves the foreign GPUs of snap on nodes to the lowest indices
-// that the other gangs there leave free, keeping their counts. Which GPUs a
-// pod the plugin did not place holds is the engine's pick (setForeign's,
-// among the GPUs free then), not Kubernetes' word: packed, they do not
-// keep a node that shrank at its former size once what is held fits
-// (heldGPUs counts them so).
-func packForeign(snap *backfill.Snapshot, nodes map[string]bool) {
+// packGPUs moves the GPUs that the pods of snap hold on nodes onto the
+// nodes' lowest indices, keeping each pod's count: the gangs' first, in
+// the snapshot's order, then the foreign pods'. Which GPUs a pod holds is
+// the engine's pick (the placement's, adoption's or setForeign's), not
+// Kubernetes' word (the device plugin chooses the devices), so the indices
+// can be renumbered; packed, the pods on a node that lost GPUs do not keep
+// it at its former size once what they hold fits its new count (heldGPUs
+// counts them so).
+func packGPUs(snap *backfill.Snapshot, nodes map[string]bool) {
 	used := map[string]uint64{}
-	for _, g := range snap.Gangs {
-		if strings.HasPrefix(g.ID, foreignPrefix) {
-			continue
-		}
-		for _, m := range g.Members {
-			for _, p := range m.Pods {
-				for _, k := range p.GPUs {
-					used[p.Node] |= 1 << uint(k)
-				}
+	for _, foreign := range []bool{false, true} {
+		for gi := range snap.Gangs {
+			g := &snap.Gangs[gi]
+			if strings.HasPrefix(g.ID, foreignPrefix) != foreign {
+				continue
 			}
-		}
-	}
-	for gi := range snap.Gangs {
-		g := &snap.Gangs[gi]
-		if !strings.HasPrefix(g.ID, foreignPrefix) {
-			continue
-		}
-		for mi := range g.Members {
-			for pi := range g.Members[mi].Pods {
-				p := &g.Members[mi].Pods[pi]
-				if !nodes[p.Node] {
-					continue
+			for mi := range g.Members {
+				for pi := range g.Members[mi].Pods {
+					p := &g.Members[mi].Pods[pi]
+					if !nodes[p.Node] {
+						continue
+					}
+					gpus := lowestFree(used[p.Node], len(p.GPUs))
+					for _, k := range gpus {
+						used[p.Node] |= 1 << uint(k)
+					}
+					p.GPUs = gpus
 				}
-				gpus := lowestFree(used[p.Node], len(p.GPUs))
-				for _, k := range gpus {
-					used[p.Node] |= 1 << uint(k)
-				}
-				p.GPUs = gpus
 			}
 		}
 	}
@@ -314,8 +306,7 @@ func (a *engineAdapter) knows(node string) bool {
 
 // addNodes rebuilds the cluster with new or relabelled nodes and moves the
 // engine onto it with Snapshot and Restore (which maps nodes by name), the
-// foreign GPUs on those nodes packed onto their lowest free indices
-// (packForeign). Nodes are never removed from the cluster: a deleted node
+// GPUs held on those nodes packed onto their lowest indices (packGPUs). Nodes are never removed from the cluster: a deleted node
 // stays, down.
 func (a *engineAdapter) addNodes(nodes []*v1.Node) error {
 	old := a.nodes
@@ -336,7 +327,7 @@ func (a *engineAdapter) addNodes(nodes []*v1.Node) error {
 	for _, n := range nodes {
 		changed[n.Name] = true
 	}
-	packForeign(snap, changed)
+	packGPUs(snap, changed)
 	e, err := backfill.Restore(c, a.cfg, snap)
 	if err != nil {
 		a.nodes = old

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/bits"
 	"slices"
 	"sort"
 	"strings"
@@ -221,7 +220,8 @@ func nodeGeneration(n *v1.Node, resource string) string {
 // on it. A node that cannot enter the cluster model (nodeDefect) is left
 // out with a warning (a node already in it keeps its former labels and
 // GPUs) and looked at again when it changes. A node that shrank below the
-// GPUs that pods hold on it (the engine would refuse the rebuilt cluster)
+// number of GPUs that pods hold on it (the engine would refuse the rebuilt
+// cluster; addNodes packs what is held onto the lowest indices)
 // keeps its former GPUs, with a warning, without a rebuild: it is looked at
 // again in every cycle, and rebuilt once the GPUs held there fit. When the
 // rebuild fails as a whole all the same, each node is tried alone: the
@@ -256,13 +256,13 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions)
 		kept := changed[:0]
 		for _, n := range changed {
 			gpus, ok := shrunk[n.Name]
-			if !ok || bits.Len64(held[n.Name]) <= gpus {
+			if !ok || held[n.Name] <= gpus {
 				kept = append(kept, n)
 				continue
 			}
 			have, _, _, _ := c.eng.nodeStatus(n.Name)
-			c.leaveOut(logger, n, fmt.Errorf("it now has %d %s, fewer than the %d Phalanx counts, and pods hold GPUs beyond the first %d: the new count is taken once they are freed",
-				gpus, c.args.GPUResource, have, gpus), acts)
+			c.leaveOut(logger, n, fmt.Errorf("it now has %d %s, fewer than the %d Phalanx counts, and pods hold %d there: the new count is taken once they fit",
+				gpus, c.args.GPUResource, have, held[n.Name]), acts)
 		}
 		changed = kept
 	}

@@ -205,12 +205,13 @@
 // count drops below the GPUs that pods hold on it (the engine could not
 // move onto the rebuilt cluster) keeps its former count, with such a
 // warning, and costs no rebuild: each cycle compares its new count with
-// the GPUs held there, and the cluster is rebuilt once they fit. GPUs of
-// pods Phalanx did not place count by number there, not by the indices
-// the engine gave them (Kubernetes does not say which GPUs a pod got): a
-// rebuild packs them onto the lowest indices the gangs leave free, so a
-// long-running foreign pod does not keep a shrunk node at its former
-// count. When a
+// the GPUs held there, and the cluster is rebuilt once they fit. The GPUs
+// held count by number, not by the indices the engine gave them
+// (Kubernetes does not say which GPUs a pod got; the device plugin picks
+// the devices): a rebuild packs them, gangs' and other pods' alike, onto
+// the node's lowest indices, so a node that loses a GPU (one marked
+// unhealthy) takes its new count as soon as what its pods hold fits it,
+// whichever indices they had. When a
 // rebuild fails for another reason, the changed nodes are tried one by
 // one, the others join, and the ones that fail are tried again in the next
 // cycle. Stats.Rebuilds counts the rebuilds tried.

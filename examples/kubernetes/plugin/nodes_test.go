@@ -372,3 +372,94 @@ func TestShrunkUnderForeignPodRejoins(t *testing.T) {
 		})
 	}
 }
+
+// TestShrunkUnderGangHighIndices: two one-pod gangs of 4 GPUs share a node
+// of 8, one on GPU indices 0-3 and the other on 4-7 (the engine's pick:
+// Kubernetes does not say which GPUs a pod got). The one on the low
+// indices ends and the node loses a GPU (allocatable 8 -> 7, a GPU marked
+// unhealthy), before or after the gang ends. The 4 GPUs still held fit the
+// 7 left, so the engine takes the new count, with 3 free: kept at 8 while
+// the other gang runs (its index 7 past the new count), it offered 4 free
+// GPUs where the kubelet admits 3, and placed a 4-GPU pod there that the
+// kubelet refuses.
+func TestShrunkUnderGangHighIndices(t *testing.T) {
+	for _, shrinkFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shrunk before the gang ended %v", shrinkFirst), func(t *testing.T) {
+			h := newHookEnv(t, Args{})
+			nodes := testNodes(1)
+			h.addNodes(nodes...)
+			node := nodes[0].Name
+			var ps []*v1.Pod
+			for _, name := range []string{"a", "b"} {
+				p := groupPod("", name, 4, 0)
+				h.c.onPod(p)
+				if got := h.admit([]*v1.Pod{p})[name]; got != node {
+					t.Fatalf("%s admitted on %q, want %s", name, got, node)
+				}
+				h.reserveAndPermit([]*v1.Pod{p})
+				ps = append(ps, h.bind(p, node))
+				h.cycle()
+			}
+			// The pod whose gang holds index 0 ends; the other holds 7.
+			low := -1
+			h.c.mu.Lock()
+			for _, st := range h.c.eng.eng.Jobs() {
+				alloc, ok := h.c.eng.eng.Allocation(st.ID)
+				if !ok || !st.State.Active() {
+					continue
+				}
+				for pod := range alloc.Pods() {
+					if pod.GPUs&1 != 0 {
+						for i, p := range ps {
+							if strings.Contains(st.ID, p.Name) {
+								low = i
+							}
+						}
+					}
+				}
+			}
+			h.c.mu.Unlock()
+			if low < 0 {
+				t.Fatal("no gang holds GPU index 0 of the node")
+			}
+			shrunk := nodes[0].DeepCopy()
+			shrunk.Status.Allocatable = gpuList("7")
+			if shrinkFirst {
+				h.c.onNode(shrunk, false)
+				h.cycle()
+				if gpus, _, _ := h.engineNode(node); gpus != 8 {
+					t.Fatalf("%s under 8 held GPUs: %d GPUs in the engine, want 8 (its former count)", node, gpus)
+				}
+			}
+			h.c.podHandlers().DeleteFunc(ps[low])
+			h.cycle()
+			if !shrinkFirst {
+				h.c.onNode(shrunk, false)
+			}
+			h.cycle()
+			h.cycle()
+			if gpus, down, _ := h.engineNode(node); gpus != 7 || down {
+				t.Fatalf("%s with 7 allocatable GPUs, 4 held: %d GPUs in the engine (down %v), want 7", node, gpus, down)
+			}
+			if free := h.c.eng.freeGPUCount(); free != 3 {
+				t.Fatalf("free GPUs %d, want 3", free)
+			}
+			checkBooks(t, h)
+			c := groupPod("", "c", 4, 0)
+			h.c.onPod(c)
+			h.cycle()
+			h.answerScouts()
+			h.cycle()
+			if slot := h.slot(c); slot != "" {
+				t.Fatalf("a 4-GPU pod admitted on %s, which has 3 GPUs free", slot)
+			}
+			h.c.mu.Lock()
+			reason := h.c.groups[groupKey(c, h.c.args.GPUResource)].reason
+			h.c.mu.Unlock()
+			if !strings.Contains(reason, "1 short of free GPUs") {
+				t.Fatalf("the 4-GPU pod waits for %q, want its node short of free GPUs", reason)
+			}
+			checkBooks(t, h)
+		})
+	}
+}
