@@ -544,7 +544,10 @@ func victimList(vs []*jobRec) string {
 
 // startClaims starts every preemptor whose victims have all released
 // their GPUs, on its claim. A claim whose GPUs are not all free (which
-// the invariants rule out) is dropped and its job waits as any other.
+// the invariants rule out), or that shares GPUs with a due reservation
+// (its victims were released later than its job's time limit after
+// their grace: the reservation goes first, and keepBook starts it), is
+// dropped and its job waits as any other.
 func (c *cycle) startClaims() {
 	e := c.e
 	c.claimBuf = append(c.claimBuf[:0], e.book.claims...)
@@ -552,7 +555,7 @@ func (c *cycle) startClaims() {
 		if len(cl.victims) > 0 {
 			continue
 		}
-		if !allAvailable(e.ledger.State(), &cl.alloc) {
+		if !allAvailable(e.ledger.State(), &cl.alloc) || c.dueOn(cl) {
 			e.book.dropClaim(cl)
 			c.invalidate()
 			continue
@@ -562,6 +565,17 @@ func (c *cycle) startClaims() {
 		c.start(cl.job)
 	}
 	clear(c.claimBuf)
+}
+
+// dueOn reports whether claim cl shares GPUs with a due reservation
+// (planned start at or before the cycle).
+func (c *cycle) dueOn(cl *claim) bool {
+	for _, r := range c.e.book.resv {
+		if !r.start.After(c.now) && intersects(&cl.alloc, &r.alloc) {
+			return true
+		}
+	}
+	return false
 }
 
 // released takes preempting job j, whose GPUs are being released, out of
