@@ -8,6 +8,7 @@ import (
 
 	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
 )
 
 // TestLateReleaseDueReservationFirst: v (class 0, 10h limit) and f (2h)
@@ -81,6 +82,89 @@ func TestLateReleaseDueReservationFirst(t *testing.T) {
 			require.Equal(t, StateReserved, st.State)
 			require.Equal(t, epoch.Add(tc.rPlanned), st.PlannedStart)
 			require.Empty(t, p.Moves, "no reservation moves later")
+		})
+	}
+}
+
+// TestReleasedThenClaimDroppedYields: f (never) runs on one node of leaf
+// 0, v (requeue, a leaf, 4h) on leaf 1; u (class 1, 6 nodes) preempts v
+// and claims l0's nodes 1-2 and leaf 1. Before the next cycle the host
+// reports, in either order, v's release and the failure of node 1, a
+// claim node (events batched between cycles). The doc (Preemption: no
+// thrashing): "A requeued victim cannot take back the GPUs it left (they
+// are claimed, or, when a drain or a failure dropped the claim, its
+// preemptor goes first on them)". u fits the GPUs free then (nodes 2-3
+// and leaf 1) and starts; v waits, yielding to it. Before the fix, with
+// the release reported first (v left its claim while the claim still
+// stood, so it was not marked to yield) v, older, started again on leaf 1
+// and u got a reservation 4 hours later: v's 10.7 GPU-hours were lost for
+// nothing. A restore between the two events changes nothing.
+func TestReleasedThenClaimDroppedYields(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		releaseLast bool
+		restore     bool // snapshot and restore between the two events
+	}{
+		{name: "released, then the claim's node fails"},
+		{name: "released, restored, then the claim's node fails", restore: true},
+		{name: "the claim's node fails, then released", releaseLast: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := opsCluster(t)
+			cfg := DefaultConfig()
+			cfg.ReservationDepth = 1
+			cfg.Hold.Enabled = false
+			cfg.Preemption = PreemptionConfig{Enabled: true, Grace: 5 * time.Minute, MinGain: 30 * time.Minute}
+			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+			require.NoError(t, err)
+			e.checkEach = true
+			pinned := func(id string, lo, hi int) Job {
+				r := placement.NodesOf(hi-lo, 8)
+				r.Allowed = c.NewNodeSet()
+				for n := lo; n < hi; n++ {
+					r.Allowed.Set(uint(n))
+				}
+				return Job{ID: id, Account: "a", Gang: member(r), TimeLimit: 4 * time.Hour}
+			}
+			f, v := pinned("f", 0, 1), pinned("v", 4, 8)
+			v.Preemption = preempt.Requeue
+			require.NoError(t, e.Submit(f, epoch))
+			require.NoError(t, e.Submit(v, epoch))
+			require.Len(t, startAll(t, e, epoch).Starts, 2)
+			u := Job{ID: "u", Account: "a", Gang: member(placement.NodesOf(6, 8)), TimeLimit: time.Hour, Class: 1}
+			require.NoError(t, e.Submit(u, epoch.Add(20*time.Minute)))
+			p := startAll(t, e, epoch.Add(20*time.Minute))
+			require.Len(t, p.Preemptions, 1)
+			require.Len(t, e.book.claims, 1)
+			var down topology.NodeID = -1 // a claimed node of leaf 0, where v never ran
+			for pod := range e.book.claims[0].alloc.Pods() {
+				if pod.Node < 4 && down < 0 {
+					down = pod.Node
+				}
+			}
+			require.GreaterOrEqual(t, int(down), 1)
+
+			release := func(at time.Time) { require.NoError(t, e.Preempted("v", at)) }
+			fail := func(at time.Time) {
+				_, err := e.NodeDown(down, at)
+				require.NoError(t, err)
+			}
+			first, second := release, fail
+			if tc.releaseLast {
+				first, second = fail, release
+			}
+			first(epoch.Add(22 * time.Minute))
+			if tc.restore {
+				e = roundTrip(t, e)
+			}
+			second(epoch.Add(23 * time.Minute))
+			p = startAll(t, e, epoch.Add(24*time.Minute))
+			require.Len(t, p.Starts, 1, p.Describe(c, epoch))
+			require.Equal(t, "u", p.Starts[0].Job, p.Describe(c, epoch))
+			w := waitingOf(p, "v")
+			require.NotNil(t, w)
+			require.Equal(t, WaitPriority, w.Code)
+			require.Equal(t, "u", w.Blocker)
 		})
 	}
 }

@@ -587,7 +587,10 @@ func (c *cycle) dueOn(cl *claim) bool {
 // (jobRec.yieldTo): no claim keeps the GPUs it leaves, and requeued, it
 // could start on them again ahead of the preemptor (which it may
 // outrank: an older job, fair share, a reclaim across queues), to be
-// preempted again at the next cycle.
+// preempted again at the next cycle. A job released from a claim yields
+// to its preemptor too, which changes nothing while the claim stands
+// (yieldFirst): a drain or a failure may drop the claim before the next
+// walk, which must not let the job take back the GPUs it left.
 func (e *Engine) released(j *jobRec) {
 	if j.victimOf == nil {
 		e.book.claimless--
@@ -597,6 +600,7 @@ func (e *Engine) released(j *jobRec) {
 		}
 	}
 	if cl := j.victimOf; cl != nil {
+		j.yieldTo = cl.job // (cleared by endJob unless j is requeued)
 		for i, v := range cl.victims {
 			if v == j {
 				cl.victims = append(cl.victims[:i], cl.victims[i+1:]...)
