@@ -1,11 +1,14 @@
 package backfill
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
@@ -165,6 +168,97 @@ func TestReleasedThenClaimDroppedYields(t *testing.T) {
 			require.NotNil(t, w)
 			require.Equal(t, WaitPriority, w.Code)
 			require.Equal(t, "u", w.Blocker)
+		})
+	}
+}
+
+// TestRepeatedCallsChangeNothing: a host that repeats a call in the
+// middle of a preemption or after an elastic job shrank gets the error
+// the doc names, and the engine is as it was (its snapshot unchanged).
+// u (class 1) preempts v and claims its nodes; e (elastic, min 2 of 4
+// pods, Shrink) lost a pod to a failure of node 0.
+func TestRepeatedCallsChangeNothing(t *testing.T) {
+	setup := func(t *testing.T) *Engine {
+		c := opsCluster(t)
+		cfg := DefaultConfig()
+		cfg.Hold.Enabled = false
+		cfg.Preemption = PreemptionConfig{Enabled: true, Grace: 5 * time.Minute, MinGain: 30 * time.Minute}
+		e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+		require.NoError(t, err)
+		e.checkEach = true
+		pinned := func(id string, lo, hi int) Job {
+			r := placement.NodesOf(hi-lo, 8)
+			r.Allowed = c.NewNodeSet()
+			for n := lo; n < hi; n++ {
+				r.Allowed.Set(uint(n))
+			}
+			return Job{ID: id, Account: "a", Gang: member(r), TimeLimit: 4 * time.Hour}
+		}
+		el := pinned("e", 0, 4)
+		el.Gang.Members[0].Min, el.OnNodeFailure = 2, Shrink
+		v := pinned("v", 4, 8)
+		v.Preemption = preempt.Requeue
+		require.NoError(t, e.Submit(el, epoch))
+		require.NoError(t, e.Submit(v, epoch))
+		require.Len(t, startAll(t, e, epoch).Starts, 2)
+		evs, err := e.NodeDown(0, epoch.Add(time.Minute))
+		require.NoError(t, err)
+		require.Equal(t, []NodeEvent{{Job: "e", Shrunk: true}}, evs)
+		u := Job{ID: "u", Account: "a", Gang: member(placement.NodesOf(4, 8)), TimeLimit: time.Hour, Class: 1}
+		require.NoError(t, e.Submit(u, epoch.Add(20*time.Minute)))
+		p := startAll(t, e, epoch.Add(20*time.Minute))
+		require.Len(t, p.Preemptions, 1)
+		require.Equal(t, "v", p.Preemptions[0].Victim)
+		return e
+	}
+	at := epoch.Add(22 * time.Minute)
+	for _, tc := range []struct {
+		name  string
+		first func(e *Engine) error // applied once and accepted
+		again func(e *Engine) error // the repeat, refused
+		want  error
+	}{
+		{"Preempted twice",
+			func(e *Engine) error { return e.Preempted("v", at) },
+			func(e *Engine) error { return e.Preempted("v", at) }, ErrTransition},
+		{"Started twice for the preemptor",
+			func(e *Engine) error {
+				if err := e.Preempted("v", at); err != nil {
+					return err
+				}
+				p, err := e.Schedule(at)
+				if err != nil || len(p.Starts) != 1 || p.Starts[0].Job != "u" {
+					return fmt.Errorf("u should start: %v %v", p, err)
+				}
+				return e.Started("u", at)
+			},
+			func(e *Engine) error { return e.Started("u", at) }, ErrTransition},
+		{"Started for the preemptor still waiting for its victim",
+			func(e *Engine) error { return nil },
+			func(e *Engine) error { return e.Started("u", at) }, ErrTransition},
+		{"Started for the victim",
+			func(e *Engine) error { return nil },
+			func(e *Engine) error { return e.Started("v", at) }, ErrTransition},
+		{"NodeDown twice under the shrunk job",
+			func(e *Engine) error { return nil },
+			func(e *Engine) error { _, err := e.NodeDown(0, at); return err }, ErrTransition},
+		{"ReleasePod of the shrunk job at its minimum",
+			func(e *Engine) error { return e.ReleasePod("e", "m", 0, at) },
+			func(e *Engine) error { return e.ReleasePod("e", "m", 0, at) }, gang.ErrBelowMin},
+		{"ReplacePod of the victim",
+			func(e *Engine) error { return nil },
+			func(e *Engine) error { _, err := e.ReplacePod("v", "m", 0, at); return err }, ErrTransition},
+		{"Cancel twice for the preemptor",
+			func(e *Engine) error { return e.Cancel("u", at) },
+			func(e *Engine) error { return e.Cancel("u", at) }, ErrTransition},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := setup(t)
+			require.NoError(t, tc.first(e))
+			before := e.Snapshot()
+			err := tc.again(e)
+			require.ErrorIs(t, err, tc.want)
+			require.Empty(t, cmp.Diff(before, e.Snapshot()), "a refused call changed the engine")
 		})
 	}
 }
