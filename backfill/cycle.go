@@ -20,7 +20,8 @@ import (
 //  1. Charge fair-share usage for running jobs up to now; account the GPUs
 //     held by hold mode since the last cycle; extend due reservations;
 //     start every preemptor whose victims have all released their GPUs,
-//     on its claim.
+//     on its claim (a claim sharing GPUs with a due reservation, its
+//     victims released that late, is dropped: the reservation goes first).
 //  2. Order waiting jobs by multifactor priority (package fairshare);
 //     with queues, the jobs their queues' guarantees cover go first
 //     (stably), those that would borrow after them.
