@@ -288,6 +288,45 @@ func packGPUs(snap *backfill.Snapshot, nodes map[string]bool) {
 	}
 }
 
+// dropPlansPast drops from snap the reservations, holds and claims of
+// waiting jobs that name a GPU that cluster c does not have (a node that
+// lost GPUs: Restore refuses such a plan, and the rebuild with it), and
+// records their jobs as plain waiting ones: the next cycle plans them
+// again on the GPUs there are.
+func dropPlansPast(snap *backfill.Snapshot, c *topology.Cluster) {
+	past := func(g *gang.GangRecord) bool {
+		for _, m := range g.Members {
+			for _, p := range m.Pods {
+				id, ok := c.LookupNode(p.Node)
+				if ok && slices.ContainsFunc(p.GPUs, func(k int) bool { return k >= c.NodeGPUs(id) }) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	dropped := map[string]bool{}
+	snap.Reservations = slices.DeleteFunc(snap.Reservations, func(r backfill.ReservationRecord) bool {
+		dropped[r.Job] = dropped[r.Job] || past(&r.Placement)
+		return past(&r.Placement)
+	})
+	snap.Holds = slices.DeleteFunc(snap.Holds, func(h backfill.HoldRecord) bool {
+		dropped[h.Job] = dropped[h.Job] || past(&h.Target)
+		return past(&h.Target)
+	})
+	snap.Claims = slices.DeleteFunc(snap.Claims, func(cl backfill.ClaimRecord) bool {
+		return past(&cl.Placement) // preemption is off: there are none
+	})
+	for i := range snap.Jobs {
+		if j := &snap.Jobs[i]; dropped[j.ID] && (j.State == backfill.StateReserved || j.State == backfill.StateHeld) {
+			j.State = backfill.StatePending
+			if j.Requeues > 0 {
+				j.State = backfill.StateRequeued
+			}
+		}
+	}
+}
+
 // hasGPUs reports whether the node has GPUs the cluster model counts.
 func hasGPUs(n *v1.Node, resource string) bool {
 	for _, l := range []v1.ResourceList{n.Status.Allocatable, n.Status.Capacity} {
@@ -328,6 +367,7 @@ func (a *engineAdapter) addNodes(nodes []*v1.Node) error {
 		changed[n.Name] = true
 	}
 	packGPUs(snap, changed)
+	dropPlansPast(snap, c)
 	e, err := backfill.Restore(c, a.cfg, snap)
 	if err != nil {
 		a.nodes = old

@@ -211,7 +211,10 @@
 // the devices): a rebuild packs them, gangs' and other pods' alike, onto
 // the node's lowest indices, so a node that loses a GPU (one marked
 // unhealthy) takes its new count as soon as what its pods hold fits it,
-// whichever indices they had. When a
+// whichever indices they had. A waiting gang's plan (a reservation or a
+// hold) on a GPU index the node no longer has does not keep it at its
+// former count either: the plan is dropped and the gang planned again.
+// When a
 // rebuild fails for another reason, the changed nodes are tried one by
 // one, the others join, and the ones that fail are tried again in the next
 // cycle. Stats.Rebuilds counts the rebuilds tried.
