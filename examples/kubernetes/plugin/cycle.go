@@ -87,7 +87,7 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 		logger.Error(nil, "Phalanx: engine call failed", "err", c.err)
 		c.err = ""
 	}
-	c.syncNodes(logger, now, &acts)
+	kept := c.syncNodes(logger, now, &acts)
 	for _, p := range c.evictLater {
 		logger.Info("Phalanx: deleting a pod that bound after its gang was torn down", "pod", p.ns+"/"+p.name)
 		acts.evict = append(acts.evict, p)
@@ -116,6 +116,13 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 	deadAt := c.adoptRunning(logger, now, &acts)
 	if err := c.eng.setForeign(c.foreignUsage(), now); err != nil {
 		logger.Error(err, "Phalanx: counting GPUs of pods it did not place")
+	}
+	if kept {
+		// The gangs that finished or were torn down above, and the
+		// foreign pods gone, freed GPUs of the nodes kept at their former
+		// count: those that fit their new count now take it before
+		// Schedule could offer GPUs the kubelet no longer has.
+		c.syncNodes(logger, now, &acts)
 	}
 	if c.stale {
 		for _, g := range c.groups {
@@ -226,7 +233,10 @@ func nodeGeneration(n *v1.Node, resource string) string {
 // again in every cycle, and rebuilt once the GPUs held there fit. When the
 // rebuild fails as a whole all the same, each node is tried alone: the
 // others join, and the ones that fail are tried again in the next cycle.
-func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions) {
+// It reports whether a node was kept at its former count for the GPUs held
+// there: cycle calls it again once the gangs that ended and the foreign
+// pods gone have freed theirs, before Schedule.
+func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions) (kept bool) {
 	var changed []*v1.Node
 	gens := map[string]string{}
 	shrunk := map[string]int{} // known nodes whose GPU count drops -> the new count
@@ -253,18 +263,19 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions)
 	}
 	if len(shrunk) > 0 {
 		held := c.eng.heldGPUs(slices.Sorted(maps.Keys(shrunk)))
-		kept := changed[:0]
+		fit := changed[:0]
 		for _, n := range changed {
 			gpus, ok := shrunk[n.Name]
 			if !ok || held[n.Name] <= gpus {
-				kept = append(kept, n)
+				fit = append(fit, n)
 				continue
 			}
+			kept = true
 			have, _, _, _ := c.eng.nodeStatus(n.Name)
 			c.leaveOut(logger, n, fmt.Errorf("it now has %d %s, fewer than the %d Phalanx counts, and pods hold %d there: the new count is taken once they fit",
 				gpus, c.args.GPUResource, have, held[n.Name]), acts)
 		}
-		changed = kept
+		changed = fit
 	}
 	joined := func(n *v1.Node) {
 		c.nodeGen[n.Name] = gens[n.Name]
@@ -307,6 +318,7 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions)
 		}
 		c.nodeFailed(name, ended)
 	}
+	return kept
 }
 
 // nodeFailed marks the gangs of jobs, which a failure of node name ended

@@ -205,7 +205,10 @@
 // count drops below the GPUs that pods hold on it (the engine could not
 // move onto the rebuilt cluster) keeps its former count, with such a
 // warning, and costs no rebuild: each cycle compares its new count with
-// the GPUs held there, and the cluster is rebuilt once they fit. The GPUs
+// the GPUs held there, and the cluster is rebuilt once they fit (again
+// after the gangs that ended and the foreign pods gone in that cycle freed
+// theirs, before Schedule: the GPUs they freed are never offered at the
+// former count). The GPUs
 // held count by number, not by the indices the engine gave them
 // (Kubernetes does not say which GPUs a pod got; the device plugin picks
 // the devices): a rebuild packs them, gangs' and other pods' alike, onto
