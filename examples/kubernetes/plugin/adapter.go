@@ -346,8 +346,12 @@ func (a *engineAdapter) knows(node string) bool {
 // addNodes rebuilds the cluster with new or relabelled nodes and moves the
 // engine onto it with Snapshot and Restore (which maps nodes by name), the
 // GPUs held on those nodes packed onto their lowest indices (packGPUs). Nodes are never removed from the cluster: a deleted node
-// stays, down.
-func (a *engineAdapter) addNodes(nodes []*v1.Node) error {
+// stays, down. When Restore refuses the rebuilt cluster with the waiting
+// jobs and takes it without them (a node that lost GPUs leaves a waiting
+// gang no room anywhere: Restore refuses a job that can never fit), they
+// are withdrawn and returned: the caller submits them again (and learns
+// which can never fit).
+func (a *engineAdapter) addNodes(nodes []*v1.Node) (withdrawn []string, err error) {
 	old := a.nodes
 	a.nodes = make(map[string]*v1.Node, len(old)+len(nodes))
 	for k, v := range old {
@@ -359,7 +363,7 @@ func (a *engineAdapter) addNodes(nodes []*v1.Node) error {
 	c, degraded, err := a.buildCluster()
 	if err != nil {
 		a.nodes = old
-		return err
+		return nil, err
 	}
 	snap := a.eng.Snapshot()
 	changed := make(map[string]bool, len(nodes))
@@ -370,13 +374,39 @@ func (a *engineAdapter) addNodes(nodes []*v1.Node) error {
 	dropPlansPast(snap, c)
 	e, err := backfill.Restore(c, a.cfg, snap)
 	if err != nil {
+		if w := dropWaiting(snap); len(w) > 0 {
+			if e2, err2 := backfill.Restore(c, a.cfg, snap); err2 == nil {
+				e, err, withdrawn = e2, nil, w
+			}
+		}
+	}
+	if err != nil {
 		a.nodes = old
 		// The cluster's totals, which change with every node that joins,
 		// would make the plugin warn about the same node again.
-		return errors.New(clusterDiff.ReplaceAllString(err.Error(), ""))
+		return nil, errors.New(clusterDiff.ReplaceAllString(err.Error(), ""))
 	}
 	a.cluster, a.eng, a.degraded = c, e, degraded
-	return nil
+	return withdrawn, nil
+}
+
+// dropWaiting removes the waiting jobs from snap, with their plans and
+// unreported hold ends, and returns their IDs in the engine's order.
+func dropWaiting(snap *backfill.Snapshot) []string {
+	var ids []string
+	waiting := map[string]bool{}
+	snap.Jobs = slices.DeleteFunc(snap.Jobs, func(j backfill.JobRecord) bool {
+		if j.State.Waiting() {
+			ids = append(ids, j.ID)
+			waiting[j.ID] = true
+		}
+		return waiting[j.ID]
+	})
+	snap.Reservations = slices.DeleteFunc(snap.Reservations, func(r backfill.ReservationRecord) bool { return waiting[r.Job] })
+	snap.Holds = slices.DeleteFunc(snap.Holds, func(h backfill.HoldRecord) bool { return waiting[h.Job] })
+	snap.HoldEnds = slices.DeleteFunc(snap.HoldEnds, func(h backfill.HoldEnd) bool { return waiting[h.Job] })
+	snap.Claims = slices.DeleteFunc(snap.Claims, func(cl backfill.ClaimRecord) bool { return waiting[cl.Job] })
+	return ids
 }
 
 // clusterDiff is the line of a Restore error that compares the clusters'

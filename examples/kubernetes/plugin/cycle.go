@@ -283,7 +283,7 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions)
 	}
 	if len(changed) > 0 {
 		c.stats.Rebuilds++
-		err := c.eng.addNodes(changed)
+		withdrawn, err := c.eng.addNodes(changed)
 		switch {
 		case err == nil:
 			for _, n := range changed {
@@ -294,13 +294,16 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions)
 		default:
 			for _, n := range changed {
 				c.stats.Rebuilds++
-				if err := c.eng.addNodes([]*v1.Node{n}); err != nil {
+				w, err := c.eng.addNodes([]*v1.Node{n})
+				if err != nil {
 					c.leaveOut(logger, n, err, acts)
 				} else {
 					joined(n)
 				}
+				withdrawn = append(withdrawn, w...)
 			}
 		}
+		c.withdrawn(logger, withdrawn)
 	}
 	for _, name := range sortedNodeNames(c.nodes) {
 		n := c.nodes[name]
@@ -319,6 +322,22 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions)
 		c.nodeFailed(name, ended)
 	}
 	return kept
+}
+
+// withdrawn forgets the waiting gangs of jobs, which a rebuild of the
+// cluster withdrew from the engine (addNodes: the rebuilt cluster did not
+// take them), so that prepare submits their groups again in this cycle:
+// those that can never fit the cluster now wait as such (errNeverFits).
+func (c *controller) withdrawn(logger klog.Logger, jobs []string) {
+	for _, job := range jobs {
+		g := c.jobs[job]
+		delete(c.jobs, job)
+		if g == nil || g.inc == nil || g.inc.job != job {
+			continue
+		}
+		logger.Info("Phalanx: a waiting gang was withdrawn by a cluster rebuild; it is submitted again", "job", job)
+		g.inc = nil
+	}
 }
 
 // nodeFailed marks the gangs of jobs, which a failure of node name ended

@@ -217,6 +217,11 @@
 // whichever indices they had. A waiting gang's plan (a reservation or a
 // hold) on a GPU index the node no longer has does not keep it at its
 // former count either: the plan is dropped and the gang planned again.
+// Nor does a waiting gang that the new count leaves no room for anywhere
+// (the engine refuses a cluster that a waiting gang can never fit): the
+// waiting gangs are withdrawn, the node takes its new count, and they are
+// submitted again in the same cycle, a gang that can never fit waiting
+// with that reason (measured again after Args.AllowedTTLSeconds).
 // When a
 // rebuild fails for another reason, the changed nodes are tried one by
 // one, the others join, and the ones that fail are tried again in the next
