@@ -326,8 +326,9 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions)
 
 // withdrawn forgets the waiting gangs of jobs, which a rebuild of the
 // cluster withdrew from the engine (addNodes: the rebuilt cluster did not
-// take them), so that prepare submits their groups again in this cycle:
-// those that can never fit the cluster now wait as such (errNeverFits).
+// take them), so that prepare submits their groups again (once their
+// shapes are measured again): those that can never fit the cluster now
+// wait as such (errNeverFits).
 func (c *controller) withdrawn(logger klog.Logger, jobs []string) {
 	for _, job := range jobs {
 		g := c.jobs[job]
