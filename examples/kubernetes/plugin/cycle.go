@@ -247,6 +247,12 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions)
 		}
 		gen := nodeGeneration(n, c.args.GPUResource)
 		if gen == c.nodeGen[name] {
+			if c.shrunk[name] {
+				// Back to what the engine counts (its GPU healthy
+				// again): a later shrink is a new one, warned again.
+				delete(c.shrunk, name)
+				delete(c.leftOut, name)
+			}
 			continue
 		}
 		gpus, err := nodeDefect(&c.args, n)
@@ -270,7 +276,7 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions)
 				fit = append(fit, n)
 				continue
 			}
-			kept = true
+			kept, c.shrunk[n.Name] = true, true
 			have, _, _, _ := c.eng.nodeStatus(n.Name)
 			c.leaveOut(logger, n, fmt.Errorf("it now has %d %s, fewer than the %d Phalanx counts, and pods hold %d there: the new count is taken once they fit",
 				gpus, c.args.GPUResource, have, held[n.Name]), acts)
@@ -280,6 +286,7 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions)
 	joined := func(n *v1.Node) {
 		c.nodeGen[n.Name] = gens[n.Name]
 		delete(c.leftOut, n.Name)
+		delete(c.shrunk, n.Name)
 	}
 	if len(changed) > 0 {
 		c.stats.Rebuilds++

@@ -208,7 +208,8 @@
 // GPUs held there, and the cluster is rebuilt once they fit (again after
 // the gangs that ended and the foreign pods gone in that cycle freed
 // theirs, before Schedule: the GPUs they freed are never offered at the
-// former count). The GPUs held count by number, not by the indices the
+// former count; a node that gets its GPUs back meanwhile is in line again,
+// and a later drop is warned about again). The GPUs held count by number, not by the indices the
 // engine gave them (Kubernetes does not say which GPUs a pod got; the
 // device plugin picks the devices): a rebuild packs them, gangs' and other
 // pods' alike, onto the node's lowest indices, so a node that loses a GPU

@@ -424,3 +424,45 @@ func TestPackedOntoHeldGPUs(t *testing.T) {
 		})
 	}
 }
+
+// TestShrunkAgainWarnedAgain: a node loses a GPU (allocatable 8 -> 7)
+// under a pod holding all 8, is kept at 8 with a warning, and gets its GPU
+// back while the pod runs. Later, under another pod holding 8, it loses a
+// GPU again: a new episode, warned again (each cycle after, nothing more).
+func TestShrunkAgainWarnedAgain(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	nodes := testNodes(1)
+	h.addNodes(nodes...)
+	run := func(name string) *v1.Pod {
+		p := groupPod("", name, 8, 0)
+		h.c.onPod(p)
+		h.admit([]*v1.Pod{p})
+		h.reserveAndPermit([]*v1.Pod{p})
+		p = h.bind(p, "n000")
+		h.cycle()
+		return p
+	}
+	a := run("a")
+	shrunk := nodes[0].DeepCopy()
+	shrunk.Status.Allocatable = gpuList("7")
+	h.c.onNode(shrunk, false)
+	h.cycle()
+	if len(h.a.warnings) != 1 {
+		t.Fatalf("warnings %q, want one for the first shrink", h.a.warnings)
+	}
+	h.c.onNode(nodes[0], false)
+	h.cycle()
+	h.c.podHandlers().DeleteFunc(a)
+	h.cycle()
+	run("b")
+	h.c.onNode(shrunk.DeepCopy(), false)
+	for i := 0; i < 3; i++ {
+		h.cycle()
+	}
+	if len(h.a.warnings) != 2 {
+		t.Fatalf("warnings %q, want a second one for the second shrink, and no more", h.a.warnings)
+	}
+	if gpus, _, _ := h.engineNode("n000"); gpus != 8 {
+		t.Fatalf("n000 under a pod holding 8: %d GPUs in the engine, want 8 (its former count)", gpus)
+	}
+}
