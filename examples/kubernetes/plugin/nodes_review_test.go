@@ -77,7 +77,8 @@ func TestShrunkNodeFreedInOneCycle(t *testing.T) {
 // the node takes its new count. The plan on GPU index 7 must not keep it
 // at 8 (Restore refuses a plan on a GPU the node no longer has): the
 // engine would start the waiting pod there once the 4-GPU pod ends, and
-// the kubelet has 7.
+// the kubelet has 7. Nor must it take the waiting gang out of the queue
+// (withdrawn, as a gang that can no longer fit is): only its plan goes.
 func TestShrunkUnderHeldPlan(t *testing.T) {
 	h := newHookEnv(t, Args{})
 	nodes := testNodes(2)
@@ -108,6 +109,12 @@ func TestShrunkUnderHeldPlan(t *testing.T) {
 	h.cycle()
 	if gpus, _, _ := h.engineNode("n000"); gpus != 7 {
 		t.Fatalf("n000 with 7 allocatable GPUs, 4 held: %d GPUs in the engine, want 7", gpus)
+	}
+	h.c.mu.Lock()
+	queued := h.c.eng.held("ns/pod:waiting#1")
+	h.c.mu.Unlock()
+	if !queued {
+		t.Fatal("the waiting pod's gang ns/pod:waiting#1 left the engine's queue: only its plan had to go")
 	}
 	checkBooks(t, h)
 	rebuilds := h.c.Stats().Rebuilds
