@@ -473,3 +473,42 @@ func TestShrunkAgainWarnedAgain(t *testing.T) {
 		t.Fatalf("n000 under a pod holding 8: %d GPUs in the engine, want 8 (its former count)", gpus)
 	}
 }
+
+// TestAdoptedGangUnderNodeChanges: a gang adopted after a restart (four
+// 8-GPU pods on n000 .. n003, GPU indices the engine picked) lives through
+// node changes as a gang the plugin placed does: n001 moved to another
+// leaf (a rebuild that packs its pods' GPUs) and n000 losing a GPU
+// (allocatable 8 -> 7: kept at 8 while the gang holds it). Books whole
+// after each step; once the gang's pods are gone, n000 counts 7 at once.
+func TestAdoptedGangUnderNodeChanges(t *testing.T) {
+	h, ps := restarted(t)
+	if got := activeJobs(h); len(got) != 1 {
+		t.Fatalf("active jobs %v, want the adopted gang", got)
+	}
+	nodes := testNodes(8)
+	moved := nodes[1].DeepCopy()
+	moved.Labels["cloud.google.com/gce-topology-subblock"] = "leaf05"
+	h.c.onNode(moved, false)
+	h.cycle()
+	checkBooks(t, h)
+	shrunk := nodes[0].DeepCopy()
+	shrunk.Status.Allocatable = gpuList("7")
+	h.c.onNode(shrunk, false)
+	h.cycle()
+	if gpus, _, _ := h.engineNode("n000"); gpus != 8 || len(activeJobs(h)) != 1 || len(h.a.evicted) != 0 {
+		t.Fatalf("n000 under the adopted gang: %d GPUs, active jobs %v, evicted %v; want 8, the gang running, nothing deleted",
+			gpus, activeJobs(h), h.a.evicted)
+	}
+	checkBooks(t, h)
+	for _, p := range ps {
+		h.c.podHandlers().DeleteFunc(p)
+	}
+	h.cycle()
+	if gpus, _, _ := h.engineNode("n000"); gpus != 7 || len(activeJobs(h)) != 0 {
+		t.Fatalf("the adopted gang gone: n000 %d GPUs, active jobs %v; want 7, none", gpus, activeJobs(h))
+	}
+	if free := h.c.eng.freeGPUCount(); free != 7*8+7 {
+		t.Fatalf("free GPUs %d, want 63", free)
+	}
+	checkBooks(t, h)
+}
