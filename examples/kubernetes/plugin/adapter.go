@@ -288,6 +288,45 @@ func packGPUs(snap *backfill.Snapshot, nodes map[string]bool) {
 	}
 }
 
+// dropPlansPast drops from snap the reservations, holds and claims of
+// waiting jobs that name a GPU that cluster c does not have (a node that
+// lost GPUs: Restore refuses such a plan, and the rebuild with it), and
+// records their jobs as plain waiting ones: the next cycle plans them
+// again on the GPUs there are.
+func dropPlansPast(snap *backfill.Snapshot, c *topology.Cluster) {
+	past := func(g *gang.GangRecord) bool {
+		for _, m := range g.Members {
+			for _, p := range m.Pods {
+				id, ok := c.LookupNode(p.Node)
+				if ok && slices.ContainsFunc(p.GPUs, func(k int) bool { return k >= c.NodeGPUs(id) }) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	dropped := map[string]bool{}
+	snap.Reservations = slices.DeleteFunc(snap.Reservations, func(r backfill.ReservationRecord) bool {
+		dropped[r.Job] = dropped[r.Job] || past(&r.Placement)
+		return past(&r.Placement)
+	})
+	snap.Holds = slices.DeleteFunc(snap.Holds, func(h backfill.HoldRecord) bool {
+		dropped[h.Job] = dropped[h.Job] || past(&h.Target)
+		return past(&h.Target)
+	})
+	snap.Claims = slices.DeleteFunc(snap.Claims, func(cl backfill.ClaimRecord) bool {
+		return past(&cl.Placement) // preemption is off: there are none
+	})
+	for i := range snap.Jobs {
+		if j := &snap.Jobs[i]; dropped[j.ID] && (j.State == backfill.StateReserved || j.State == backfill.StateHeld) {
+			j.State = backfill.StatePending
+			if j.Requeues > 0 {
+				j.State = backfill.StateRequeued
+			}
+		}
+	}
+}
+
 // hasGPUs reports whether the node has GPUs the cluster model counts.
 func hasGPUs(n *v1.Node, resource string) bool {
 	for _, l := range []v1.ResourceList{n.Status.Allocatable, n.Status.Capacity} {
@@ -307,8 +346,12 @@ func (a *engineAdapter) knows(node string) bool {
 // addNodes rebuilds the cluster with new or relabelled nodes and moves the
 // engine onto it with Snapshot and Restore (which maps nodes by name), the
 // GPUs held on those nodes packed onto their lowest indices (packGPUs). Nodes are never removed from the cluster: a deleted node
-// stays, down.
-func (a *engineAdapter) addNodes(nodes []*v1.Node) error {
+// stays, down. When Restore refuses the rebuilt cluster with the waiting
+// jobs and takes it without them (a node that lost GPUs leaves a waiting
+// gang no room anywhere: Restore refuses a job that can never fit), they
+// are withdrawn and returned: the caller submits them again (and learns
+// which can never fit).
+func (a *engineAdapter) addNodes(nodes []*v1.Node) (withdrawn []string, err error) {
 	old := a.nodes
 	a.nodes = make(map[string]*v1.Node, len(old)+len(nodes))
 	for k, v := range old {
@@ -320,7 +363,7 @@ func (a *engineAdapter) addNodes(nodes []*v1.Node) error {
 	c, degraded, err := a.buildCluster()
 	if err != nil {
 		a.nodes = old
-		return err
+		return nil, err
 	}
 	snap := a.eng.Snapshot()
 	changed := make(map[string]bool, len(nodes))
@@ -328,15 +371,42 @@ func (a *engineAdapter) addNodes(nodes []*v1.Node) error {
 		changed[n.Name] = true
 	}
 	packGPUs(snap, changed)
+	dropPlansPast(snap, c)
 	e, err := backfill.Restore(c, a.cfg, snap)
+	if err != nil {
+		if w := dropWaiting(snap); len(w) > 0 {
+			if e2, err2 := backfill.Restore(c, a.cfg, snap); err2 == nil {
+				e, err, withdrawn = e2, nil, w
+			}
+		}
+	}
 	if err != nil {
 		a.nodes = old
 		// The cluster's totals, which change with every node that joins,
 		// would make the plugin warn about the same node again.
-		return errors.New(clusterDiff.ReplaceAllString(err.Error(), ""))
+		return nil, errors.New(clusterDiff.ReplaceAllString(err.Error(), ""))
 	}
 	a.cluster, a.eng, a.degraded = c, e, degraded
-	return nil
+	return withdrawn, nil
+}
+
+// dropWaiting removes the waiting jobs from snap, with their plans and
+// unreported hold ends, and returns their IDs in the engine's order.
+func dropWaiting(snap *backfill.Snapshot) []string {
+	var ids []string
+	waiting := map[string]bool{}
+	snap.Jobs = slices.DeleteFunc(snap.Jobs, func(j backfill.JobRecord) bool {
+		if j.State.Waiting() {
+			ids = append(ids, j.ID)
+			waiting[j.ID] = true
+		}
+		return waiting[j.ID]
+	})
+	snap.Reservations = slices.DeleteFunc(snap.Reservations, func(r backfill.ReservationRecord) bool { return waiting[r.Job] })
+	snap.Holds = slices.DeleteFunc(snap.Holds, func(h backfill.HoldRecord) bool { return waiting[h.Job] })
+	snap.HoldEnds = slices.DeleteFunc(snap.HoldEnds, func(h backfill.HoldEnd) bool { return waiting[h.Job] })
+	snap.Claims = slices.DeleteFunc(snap.Claims, func(cl backfill.ClaimRecord) bool { return waiting[cl.Job] })
+	return ids
 }
 
 // clusterDiff is the line of a Restore error that compares the clusters'

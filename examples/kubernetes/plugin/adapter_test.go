@@ -75,7 +75,7 @@ func TestAdapterForeignAndGrowth(t *testing.T) {
 		}
 	}
 	check("gang started", 128-4-120)
-	if err := a.addNodes(nodes[16:]); err != nil {
+	if _, err := a.addNodes(nodes[16:]); err != nil {
 		t.Fatal(err)
 	}
 	check("16 nodes added", 256-4-120)

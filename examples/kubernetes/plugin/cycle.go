@@ -87,7 +87,7 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 		logger.Error(nil, "Phalanx: engine call failed", "err", c.err)
 		c.err = ""
 	}
-	c.syncNodes(logger, now, &acts)
+	kept := c.syncNodes(logger, now, &acts)
 	for _, p := range c.evictLater {
 		logger.Info("Phalanx: deleting a pod that bound after its gang was torn down", "pod", p.ns+"/"+p.name)
 		acts.evict = append(acts.evict, p)
@@ -116,6 +116,13 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 	deadAt := c.adoptRunning(logger, now, &acts)
 	if err := c.eng.setForeign(c.foreignUsage(), now); err != nil {
 		logger.Error(err, "Phalanx: counting GPUs of pods it did not place")
+	}
+	if kept {
+		// The gangs that finished or were torn down above, and the
+		// foreign pods gone, freed GPUs of the nodes kept at their former
+		// count: those that fit their new count now take it before
+		// Schedule could offer GPUs the kubelet no longer has.
+		c.syncNodes(logger, now, &acts)
 	}
 	if c.stale {
 		for _, g := range c.groups {
@@ -226,7 +233,10 @@ func nodeGeneration(n *v1.Node, resource string) string {
 // again in every cycle, and rebuilt once the GPUs held there fit. When the
 // rebuild fails as a whole all the same, each node is tried alone: the
 // others join, and the ones that fail are tried again in the next cycle.
-func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions) {
+// It reports whether a node was kept at its former count for the GPUs held
+// there: cycle calls it again once the gangs that ended and the foreign
+// pods gone have freed theirs, before Schedule.
+func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions) (kept bool) {
 	var changed []*v1.Node
 	gens := map[string]string{}
 	shrunk := map[string]int{} // known nodes whose GPU count drops -> the new count
@@ -237,6 +247,12 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions)
 		}
 		gen := nodeGeneration(n, c.args.GPUResource)
 		if gen == c.nodeGen[name] {
+			if c.shrunk[name] {
+				// Back to what the engine counts (its GPU healthy
+				// again): a later shrink is a new one, warned again.
+				delete(c.shrunk, name)
+				delete(c.leftOut, name)
+			}
 			continue
 		}
 		gpus, err := nodeDefect(&c.args, n)
@@ -253,26 +269,28 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions)
 	}
 	if len(shrunk) > 0 {
 		held := c.eng.heldGPUs(slices.Sorted(maps.Keys(shrunk)))
-		kept := changed[:0]
+		fit := changed[:0]
 		for _, n := range changed {
 			gpus, ok := shrunk[n.Name]
 			if !ok || held[n.Name] <= gpus {
-				kept = append(kept, n)
+				fit = append(fit, n)
 				continue
 			}
+			kept, c.shrunk[n.Name] = true, true
 			have, _, _, _ := c.eng.nodeStatus(n.Name)
 			c.leaveOut(logger, n, fmt.Errorf("it now has %d %s, fewer than the %d Phalanx counts, and pods hold %d there: the new count is taken once they fit",
 				gpus, c.args.GPUResource, have, held[n.Name]), acts)
 		}
-		changed = kept
+		changed = fit
 	}
 	joined := func(n *v1.Node) {
 		c.nodeGen[n.Name] = gens[n.Name]
 		delete(c.leftOut, n.Name)
+		delete(c.shrunk, n.Name)
 	}
 	if len(changed) > 0 {
 		c.stats.Rebuilds++
-		err := c.eng.addNodes(changed)
+		withdrawn, err := c.eng.addNodes(changed)
 		switch {
 		case err == nil:
 			for _, n := range changed {
@@ -283,13 +301,16 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions)
 		default:
 			for _, n := range changed {
 				c.stats.Rebuilds++
-				if err := c.eng.addNodes([]*v1.Node{n}); err != nil {
+				w, err := c.eng.addNodes([]*v1.Node{n})
+				if err != nil {
 					c.leaveOut(logger, n, err, acts)
 				} else {
 					joined(n)
 				}
+				withdrawn = append(withdrawn, w...)
 			}
 		}
+		c.withdrawn(logger, withdrawn)
 	}
 	for _, name := range sortedNodeNames(c.nodes) {
 		n := c.nodes[name]
@@ -306,6 +327,24 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions)
 			logger.Error(err, "Phalanx: node state", "node", name)
 		}
 		c.nodeFailed(name, ended)
+	}
+	return kept
+}
+
+// withdrawn forgets the waiting gangs of jobs, which a rebuild of the
+// cluster withdrew from the engine (addNodes: the rebuilt cluster did not
+// take them), so that prepare submits their groups again (once their
+// shapes are measured again): those that can never fit the cluster now
+// wait as such (errNeverFits).
+func (c *controller) withdrawn(logger klog.Logger, jobs []string) {
+	for _, job := range jobs {
+		g := c.jobs[job]
+		delete(c.jobs, job)
+		if g == nil || g.inc == nil || g.inc.job != job {
+			continue
+		}
+		logger.Info("Phalanx: a waiting gang was withdrawn by a cluster rebuild; it is submitted again", "job", job)
+		g.inc = nil
 	}
 }
 
