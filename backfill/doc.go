@@ -248,8 +248,9 @@
 // a new claim that takes them does not signal them again). A victim
 // released before that cycle (Preempted, Failed with requeue, a node
 // failure; before the claim ended or after) leaves GPUs no claim keeps;
-// requeued, it yields to its preemptor: the first walk that would test it (one whose MaxJobsTested
-// window leaves it out does not) passes it over (WaitPriority, Blocker
+// requeued, it yields to its preemptor: the first walk that would test it
+// (one whose MaxJobsTested window leaves it out does not, nor one while
+// the claim stands) passes it over (WaitPriority, Blocker
 // the preemptor, with a Detail) while the preemptor still waits without
 // a claim, ranks below it and fits the GPUs free now (every reservation,
 // hold and claim aside), so that the preemptor has its test with those

@@ -124,12 +124,13 @@ type jobRec struct {
 	// invariants check it), as Restore derives it.
 	orphans bool
 	// yieldTo is set on a job requeued when it was released preempting
-	// for yieldTo without a claim (orphanOf: a drain or a failure dropped
-	// the claim before the release), while yieldTo waited without one:
-	// the next walk that would test the job passes it over while yieldTo
-	// still waits without a claim (cycle.yieldFirst), so that the GPUs
-	// it left go to its preemptor first, not back to it. The walk
-	// clears it then; a start or the job's end clears it too.
+	// for yieldTo, from its claim or without one (orphanOf: a drain or a
+	// failure dropped the claim before the release) while yieldTo waited
+	// without one: the next walk that would test the job passes it over
+	// while yieldTo still waits without a claim (cycle.yieldFirst), so
+	// that the GPUs it left go to its preemptor first, not back to it.
+	// The first such walk after yieldTo's claim is gone clears it; a
+	// start or the job's end clears it too.
 	yieldTo    *jobRec
 	holdExpiry time.Time // not held again before this
 	// noFitGen is Engine.inServiceGen when the job was found not to fit

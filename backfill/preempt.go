@@ -624,11 +624,18 @@ func (e *Engine) released(j *jobRec) {
 // keep j from them: j is tested as any job (passed over for nothing, it
 // lost them to a job ranked below it, for its limit). A job ranked
 // between the two may still take them. The yield lasts for one walk
-// that would test j: it is cleared either way.
+// that would test j while the preemptor holds no claim (one while its
+// claim stands keeps it, for a drain or a failure may drop the claim
+// later): it is cleared then either way.
 func (c *cycle) yieldFirst(j *jobRec, w *Waiting) bool {
 	p := j.yieldTo
+	if p.phase == StatePending && p.claim != nil {
+		// Its claim keeps the GPUs j left: the yield waits for it to
+		// end (its job starting, or a drain or a failure dropping it).
+		return false
+	}
 	j.yieldTo = nil
-	if p.phase != StatePending || p.claim != nil || p.unfit != "" || !c.ranksAbove(j, p) {
+	if p.phase != StatePending || p.unfit != "" || !c.ranksAbove(j, p) {
 		return false
 	}
 	spec, _ := c.specFor(p)
