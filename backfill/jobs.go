@@ -131,7 +131,11 @@ type jobRec struct {
 	// that the GPUs it left go to its preemptor first, not back to it.
 	// The first such walk after yieldTo's claim is gone clears it; a
 	// start or the job's end clears it too.
-	yieldTo    *jobRec
+	yieldTo *jobRec
+	// yieldRuns is yieldTo's requeues when the yield was set: a
+	// preemptor requeued since has started since, and the yield is
+	// stale (it no longer "still waits").
+	yieldRuns  int
 	holdExpiry time.Time // not held again before this
 	// noFitGen is Engine.inServiceGen when the job was found not to fit
 	// the nodes in service with every active job ended (0: not known).

@@ -596,11 +596,11 @@ func (e *Engine) released(j *jobRec) {
 		e.book.claimless--
 		defer e.orphanGone(j.preemptedBy)
 		if p, ok := e.jobs.byID[j.preemptedBy]; ok && orphanOf(j, p) && p.phase == StatePending && p.claim == nil {
-			j.yieldTo = p // (cleared by endJob unless j is requeued)
+			j.yieldTo, j.yieldRuns = p, p.requeues // (cleared by endJob unless j is requeued)
 		}
 	}
 	if cl := j.victimOf; cl != nil {
-		j.yieldTo = cl.job // (cleared by endJob unless j is requeued)
+		j.yieldTo, j.yieldRuns = cl.job, cl.job.requeues // (cleared by endJob unless j is requeued)
 		for i, v := range cl.victims {
 			if v == j {
 				cl.victims = append(cl.victims[:i], cl.victims[i+1:]...)
@@ -635,7 +635,7 @@ func (c *cycle) yieldFirst(j *jobRec, w *Waiting) bool {
 		return false
 	}
 	j.yieldTo = nil
-	if p.phase != StatePending || p.unfit != "" || !c.ranksAbove(j, p) {
+	if p.phase != StatePending || p.requeues != j.yieldRuns || p.unfit != "" || !c.ranksAbove(j, p) {
 		return false
 	}
 	spec, _ := c.specFor(p)

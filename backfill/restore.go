@@ -758,7 +758,7 @@ func (r *restorer) yields() {
 			r.bad("job %s yields to %q, but it is not a requeued waiting job, or that names no other job", jr.ID, jr.YieldTo)
 			continue
 		}
-		j.yieldTo = p
+		j.yieldTo, j.yieldRuns = p, p.requeues
 	}
 }
 

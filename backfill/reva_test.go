@@ -76,3 +76,73 @@ func TestReleasedTestedThenClaimDroppedYields(t *testing.T) {
 		})
 	}
 }
+
+// TestYieldNotToRequeuedPreemptor: v (requeue, nodes 4-7) is preempted by
+// u (class 1, nodes 4-7); then a1-a3 (older, pinned to node 0 under f,
+// which has no limit) come and wait for good. MaxJobsTested is 1. v is released
+// and the cycle starts u on its claim; its window tests a1, not v. u then
+// fails and is requeued before the next cycles. The doc: a released
+// victim yields "while the preemptor still waits without a claim"; u ran
+// since, so v (older) is tested as any job when its window comes, and
+// starts on nodes 4-7.
+func TestYieldNotToRequeuedPreemptor(t *testing.T) {
+	c := opsCluster(t)
+	cfg := DefaultConfig()
+	cfg.ReservationDepth = 1
+	cfg.MaxJobsTested = 1
+	cfg.Hold.Enabled = false
+	cfg.Preemption = PreemptionConfig{Enabled: true, Grace: 5 * time.Minute, MinGain: 30 * time.Minute}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+	require.NoError(t, err)
+	e.checkEach = true
+	pinned := func(id string, lo, hi int, limit time.Duration) Job {
+		r := placement.NodesOf(hi-lo, 8)
+		r.Allowed = c.NewNodeSet()
+		for n := lo; n < hi; n++ {
+			r.Allowed.Set(uint(n))
+		}
+		return Job{ID: id, Account: "a", Gang: member(r), TimeLimit: limit}
+	}
+	f, v := pinned("f", 0, 1, 0), pinned("v", 4, 8, 4*time.Hour)
+	v.Preemption = preempt.Requeue
+	require.NoError(t, e.Submit(f, epoch))
+	require.NoError(t, e.Submit(v, epoch))
+	startAll(t, e, epoch)
+	startAll(t, e, epoch)
+	require.Len(t, e.jobs.running, 2)
+	u := pinned("u", 4, 8, time.Hour)
+	u.Class = 1
+	require.NoError(t, e.Submit(u, epoch.Add(20*time.Minute)))
+	var p *Plan
+	for i := 0; i < 4 && len(e.book.claims) == 0; i++ {
+		p = startAll(t, e, epoch.Add(20*time.Minute))
+	}
+	require.Len(t, e.book.claims, 1, p.Describe(c, epoch))
+	for _, id := range []string{"a1", "a2", "a3"} {
+		a := pinned(id, 0, 1, time.Hour)
+		a.Submit = epoch.Add(-time.Hour)
+		require.NoError(t, e.Submit(a, epoch.Add(21*time.Minute)))
+	}
+
+	require.NoError(t, e.Preempted("v", epoch.Add(22*time.Minute)))
+	p = startAll(t, e, epoch.Add(22*time.Minute))
+	require.Len(t, p.Starts, 1, p.Describe(c, epoch))
+	require.Equal(t, "u", p.Starts[0].Job)
+	vr, _ := e.jobs.byID["v"]
+	if vr.yieldTo == nil {
+		t.Skip("v was tested in the cycle u started: nothing stale to show", p.Describe(c, epoch))
+	}
+	require.NoError(t, e.Failed("u", epoch.Add(30*time.Minute), true))
+	for i := 0; i < 4; i++ {
+		p = startAll(t, e, epoch.Add(30*time.Minute))
+		if w := waitingOf(p, "v"); w != nil && w.Blocker == "u" {
+			t.Fatalf("v yields to u, which started at t+22m and was requeued since\n%s", p.Describe(c, epoch))
+		}
+		for _, s := range p.Starts {
+			if s.Job == "v" {
+				return
+			}
+		}
+	}
+	t.Fatalf("v never started\n%s", p.Describe(c, epoch))
+}

@@ -301,8 +301,9 @@ func (e *Engine) jobRecord(j *jobRec) JobRecord {
 		Queue: jb.Queue, Recabled: j.recabled}
 	if j.phase == StatePending {
 		r.Tested, r.PreemptExempt = j.tested, j.exemptBlocked()
-		if p := j.yieldTo; p != nil && e.jobs.byID[p.job.ID] == p {
-			// (A preemptor forgotten since it ended never waits again.)
+		if p := j.yieldTo; p != nil && e.jobs.byID[p.job.ID] == p && p.requeues == j.yieldRuns {
+			// (A preemptor forgotten since it ended never waits again;
+			// one requeued since started since: the yield is stale.)
 			r.YieldTo = p.job.ID
 		}
 	}
