@@ -401,6 +401,9 @@ func TestBacklogNotFromScatteredGPUs(t *testing.T) {
 		{"whole node, GPUs free, rule off", false, 8, 0, "w"},
 		{"whole node, an eighth free, the share an eighth", false, 8, 1.0 / 8, ""},
 		{"whole node, an eighth free, the share a seventh", false, 8, 1.0 / 7, "w"},
+		// A tiny share is no share of 0 GPUs: the rule's tolerance
+		// must not make a cluster with nothing free roomy.
+		{"whole node, none free, a tiny share", true, 8, 1e-12, "w"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()

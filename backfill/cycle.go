@@ -1048,7 +1048,10 @@ func (c *cycle) startBacklog() {
 	// reservations away (benchmarks/README.md, "Why seed 4 of Philly at
 	// load 3 moved").
 	share := e.cfg.BacklogFreeShare
-	roomy := share > 0 && float64(e.ledger.State().FreeGPUs()) >= share*float64(e.c.TotalGPUs())-1e-9
+	// (A relative tolerance, for a share such as 0.05 whose product
+	// rounds just above a whole count: an absolute one made a tiny share
+	// of a small cluster roomy with no GPU free.)
+	roomy := share > 0 && float64(e.ledger.State().FreeGPUs()) >= share*float64(e.c.TotalGPUs())*(1-1e-12)
 	for _, j := range e.jobs.pending {
 		if roomy && j.gpus >= e.c.MaxNodeGPUs() {
 			continue

@@ -146,3 +146,37 @@ func TestYieldNotToRequeuedPreemptor(t *testing.T) {
 	}
 	t.Fatalf("v never started\n%s", p.Describe(c, epoch))
 }
+
+// TestLateReleaseDueReservationWaitsForOverrun: as
+// TestLateReleaseDueReservationFirst, but f overruns its 2h limit, so
+// when v is released at t+11h, r (due at t+10h) cannot start: what
+// happens to u's claim and to the leaf v left? (Observation.)
+func TestLateReleaseDueReservationWaitsForOverrun(t *testing.T) {
+	c := opsCluster(t)
+	cfg := DefaultConfig()
+	cfg.ReservationDepth = 4
+	cfg.Hold.Enabled = false
+	cfg.Preemption = PreemptionConfig{Enabled: true, Grace: 5 * time.Minute, MinGain: 30 * time.Minute}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+	require.NoError(t, err)
+	e.checkEach = true
+	leaf := func(id string, limit time.Duration, class int, pol preempt.Policy) Job {
+		r := placement.NodesOf(4, 8)
+		r.Required = "leaf"
+		return Job{ID: id, Account: "a", Gang: member(r), TimeLimit: limit, Class: class, Preemption: pol}
+	}
+	require.NoError(t, e.Submit(leaf("v", 10*time.Hour, 0, preempt.Requeue), epoch))
+	require.NoError(t, e.Submit(leaf("f", 2*time.Hour, 0, preempt.Never), epoch))
+	require.Len(t, startAll(t, e, epoch).Starts, 2)
+	require.NoError(t, e.Submit(Job{ID: "r", Account: "a", Gang: member(placement.NodesOf(8, 8)), TimeLimit: time.Hour}, epoch.Add(time.Minute)))
+	startAll(t, e, epoch.Add(time.Minute))
+	require.NoError(t, e.Submit(leaf("u", 30*time.Minute, 1, preempt.Never), epoch.Add(2*time.Minute)))
+	p := startAll(t, e, epoch.Add(2*time.Minute))
+	require.Len(t, p.Preemptions, 1)
+	at := epoch.Add(11 * time.Hour)
+	require.NoError(t, e.Preempted("v", at))
+	for i := 0; i < 3; i++ {
+		p = startAll(t, e, at.Add(time.Duration(i)*time.Minute))
+		t.Logf("%s", p.Describe(c, epoch))
+	}
+}
