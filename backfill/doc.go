@@ -264,7 +264,9 @@
 // preemptor that does not fit them does not keep the victim from them.
 // Should a victim be released so late that a reservation the claim shares
 // GPUs with is due first (its time limit after the grace's end), the
-// reservation starts and the claim is dropped.
+// claim is dropped and the reservation goes first: it starts, or, its
+// GPUs not all free (a job on them past its limit), holds them as a due
+// reservation does, and its job searches again.
 //
 // # Applying a preemption
 //

@@ -182,7 +182,8 @@ func (e *Engine) checkClaims() []error {
 			bad("job %s has a claim not in the book", j.job.ID)
 		}
 		// A job yields to its preemptor (released for it without a
-		// claim) only requeued, until a walk would test it.
+		// claim) only requeued, until a walk would test it with its
+		// preemptor's claim gone.
 		if p := j.yieldTo; p != nil && (j.requeues == 0 || p == j || e.jobs.byID[p.job.ID] != p && p.phase == StatePending) {
 			bad("waiting job %s yields to %s, but was never requeued, or that is itself, or a waiting job not the engine's of its ID", j.job.ID, p.job.ID)
 		}

@@ -546,8 +546,9 @@ func victimList(vs []*jobRec) string {
 // their GPUs, on its claim. A claim whose GPUs are not all free (which
 // the invariants rule out), or that shares GPUs with a due reservation
 // (its victims were released later than its job's time limit after
-// their grace: the reservation goes first, and keepBook starts it), is
-// dropped and its job waits as any other.
+// their grace: the reservation goes first, and keepBook starts it, or
+// keeps its GPUs while a job on its other GPUs overran), is dropped and
+// its job waits as any other.
 func (c *cycle) startClaims() {
 	e := c.e
 	c.claimBuf = append(c.claimBuf[:0], e.book.claims...)
