@@ -133,8 +133,11 @@ func TestYieldNotToRequeuedPreemptor(t *testing.T) {
 		t.Skip("v was tested in the cycle u started: nothing stale to show", p.Describe(c, epoch))
 	}
 	require.NoError(t, e.Failed("u", epoch.Add(30*time.Minute), true))
+	r := roundTrip(t, e) // must decide as e does
 	for i := 0; i < 4; i++ {
 		p = startAll(t, e, epoch.Add(30*time.Minute))
+		pr := startAll(t, r, epoch.Add(30*time.Minute))
+		require.Equal(t, p.Describe(c, epoch), pr.Describe(c, epoch), "restored engine decides otherwise")
 		if w := waitingOf(p, "v"); w != nil && w.Blocker == "u" {
 			t.Fatalf("v yields to u, which started at t+22m and was requeued since\n%s", p.Describe(c, epoch))
 		}
@@ -150,7 +153,9 @@ func TestYieldNotToRequeuedPreemptor(t *testing.T) {
 // TestLateReleaseDueReservationWaitsForOverrun: as
 // TestLateReleaseDueReservationFirst, but f overruns its 2h limit, so
 // when v is released at t+11h, r (due at t+10h) cannot start: what
-// happens to u's claim and to the leaf v left? (Observation.)
+// happens to u's claim and to the leaf v left? The claim is dropped, r
+// stays due on its GPUs (none starts there while f overruns), and u is
+// planned after r: the doc said r starts.
 func TestLateReleaseDueReservationWaitsForOverrun(t *testing.T) {
 	c := opsCluster(t)
 	cfg := DefaultConfig()
@@ -175,8 +180,13 @@ func TestLateReleaseDueReservationWaitsForOverrun(t *testing.T) {
 	require.Len(t, p.Preemptions, 1)
 	at := epoch.Add(11 * time.Hour)
 	require.NoError(t, e.Preempted("v", at))
-	for i := 0; i < 3; i++ {
-		p = startAll(t, e, at.Add(time.Duration(i)*time.Minute))
-		t.Logf("%s", p.Describe(c, epoch))
-	}
+	p = startAll(t, e, at)
+	require.Empty(t, p.Starts, p.Describe(c, epoch))
+	require.Empty(t, e.book.claims, "u's claim is dropped")
+	st, _ := e.Job("r")
+	require.Equal(t, StateReserved, st.State)
+	require.Equal(t, epoch.Add(10*time.Hour), st.PlannedStart, "r stays due, waiting for f")
+	st, _ = e.Job("u")
+	require.Equal(t, StateReserved, st.State)
+	require.Equal(t, epoch.Add(12*time.Hour), st.PlannedStart, "u is planned after r")
 }
