@@ -263,6 +263,8 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions)
 		}
 		if have, _, _, ok := c.eng.nodeStatus(name); ok && gpus < have {
 			shrunk[name] = gpus
+		} else {
+			delete(c.shrunk, name) // not kept for the GPUs held: not drained for it
 		}
 		changed = append(changed, n)
 		gens[name] = gen
@@ -322,7 +324,10 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions)
 		// engine keeps its former GPU count, which no pod can use.
 		noGPUs := !c.deleted[name] && !hasGPUs(n, c.args.GPUResource)
 		down := c.deleted[name] || !nodeReady(n) || noGPUs
-		ended, err := c.eng.setNode(name, down, n.Spec.Unschedulable, now)
+		// A node kept at its former count has no GPU for a new pod: the
+		// pods there hold more than the kubelet has. It is drained until
+		// it takes its new count (its gangs run on).
+		ended, err := c.eng.setNode(name, down, n.Spec.Unschedulable || c.shrunk[name], now)
 		if err != nil {
 			logger.Error(err, "Phalanx: node state", "node", name)
 		}

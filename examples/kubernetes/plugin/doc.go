@@ -204,7 +204,8 @@
 // reason, and looks at the node again when it changes. A node whose GPU
 // count drops below the GPUs that pods hold on it (the engine could not
 // move onto the rebuilt cluster) keeps its former count, with such a
-// warning, and costs no rebuild: each cycle compares its new count with the
+// warning, drained meanwhile (its kubelet has no GPU for a new pod; its
+// gangs run on), and costs no rebuild: each cycle compares its new count with the
 // GPUs held there, and the cluster is rebuilt once they fit (again after
 // the gangs that ended and the foreign pods gone in that cycle freed
 // theirs, before Schedule: the GPUs they freed are never offered at the

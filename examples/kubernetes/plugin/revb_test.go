@@ -1,0 +1,36 @@
+package plugin
+
+import (
+	"testing"
+)
+
+// TestKeptNodeOffersNoGPU: a node of 8 GPUs loses two (allocatable 8 -> 6)
+// while a pod holds 7 of them: the engine keeps it at 8 (the 7 held do not
+// fit 6). The kubelet has no GPU left to give there (7 held of 6), but the
+// engine, counting 8, has one free: a 1-GPU pod must not be admitted on
+// it (the other node is full).
+func TestKeptNodeOffersNoGPU(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	nodes := testNodes(2)
+	h.addNodes(nodes...)
+	h.c.onPod(foreignPod("other", "n001", 8))
+	h.c.onPod(foreignPod("holder", "n000", 7))
+	h.cycle()
+	shrunk := nodes[0].DeepCopy()
+	shrunk.Status.Allocatable = gpuList("6")
+	h.c.onNode(shrunk, false)
+	h.cycle()
+	if gpus, _, _ := h.engineNode("n000"); gpus != 8 {
+		t.Fatalf("n000 under 7 held GPUs: %d GPUs in the engine, want 8 (its former count)", gpus)
+	}
+	one := groupPod("", "one", 1, 0)
+	h.c.onPod(one)
+	for i := 0; i < 3; i++ {
+		h.cycle()
+		h.answerScouts()
+	}
+	if slot := admittedOn(h, one); slot != "" {
+		t.Fatalf("a 1-GPU pod admitted on %s, whose kubelet has 6 GPUs with 7 held", slot)
+	}
+	checkBooks(t, h)
+}
