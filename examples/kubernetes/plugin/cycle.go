@@ -280,8 +280,10 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions)
 			}
 			kept, c.shrunk[n.Name] = true, true
 			have, _, _, _ := c.eng.nodeStatus(n.Name)
-			c.leaveOut(logger, n, fmt.Errorf("it now has %d %s, fewer than the %d Phalanx counts, and pods hold %d there: the new count is taken once they fit",
-				gpus, c.args.GPUResource, have, held[n.Name]), acts)
+			// Not the number held (it changes as pods come and go): one
+			// warning for one drop.
+			c.leaveOut(logger, n, fmt.Errorf("it now has %d %s, fewer than the %d Phalanx counts, and pods hold more than that there: the new count is taken once they fit",
+				gpus, c.args.GPUResource, have), acts)
 		}
 		changed = fit
 	}

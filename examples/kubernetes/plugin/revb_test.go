@@ -34,3 +34,34 @@ func TestKeptNodeOffersNoGPU(t *testing.T) {
 	}
 	checkBooks(t, h)
 }
+
+// TestKeptNodeWarnedOnce: a node loses five GPUs (allocatable 8 -> 3)
+// under three foreign pods of 2 GPUs each (6 held): kept at 8, with a
+// warning. One pod ends (4 held, still more than 3): the same episode,
+// the same reason, no second warning.
+func TestKeptNodeWarnedOnce(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	nodes := testNodes(1)
+	h.addNodes(nodes...)
+	a := foreignPod("a", "n000", 2)
+	h.c.onPod(a)
+	h.c.onPod(foreignPod("b", "n000", 2))
+	h.c.onPod(foreignPod("c", "n000", 2))
+	h.cycle()
+	shrunk := nodes[0].DeepCopy()
+	shrunk.Status.Allocatable = gpuList("3")
+	h.c.onNode(shrunk, false)
+	h.cycle()
+	if len(h.a.warnings) != 1 {
+		t.Fatalf("warnings %q, want one for the shrink", h.a.warnings)
+	}
+	h.c.podHandlers().DeleteFunc(a)
+	h.cycle()
+	h.cycle()
+	if gpus, _, _ := h.engineNode("n000"); gpus != 8 {
+		t.Fatalf("n000 under 4 held GPUs of 3: %d GPUs in the engine, want 8", gpus)
+	}
+	if len(h.a.warnings) != 1 {
+		t.Fatalf("warnings %q: one shrink warned about again as a pod ended", h.a.warnings)
+	}
+}
