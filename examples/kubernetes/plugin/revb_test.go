@@ -65,3 +65,44 @@ func TestKeptNodeWarnedOnce(t *testing.T) {
 		t.Fatalf("warnings %q: one shrink warned about again as a pod ended", h.a.warnings)
 	}
 }
+
+// TestShrunkWithdrawsOnlyWhatNeverFits: two gangs wait on two nodes of 8
+// GPUs (n000 with a 4-GPU pod of another scheduler, n001 full): one of
+// an 8-GPU pod, one of two 8-GPU pods. n000 loses a GPU (8 -> 7, 4 held):
+// the gang of two can never fit now (Restore refuses it), the 8-GPU pod
+// still fits n001. Only the gang that can never fit is to leave the
+// engine's queue: the other keeps its place, its job and its plan there
+// (as TestShrunkUnderHeldPlan asks of a gang whose plan alone is gone).
+func TestShrunkWithdrawsOnlyWhatNeverFits(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	nodes := testNodes(2)
+	h.addNodes(nodes...)
+	h.c.onPod(foreignPod("four", "n000", 4))
+	h.c.onPod(foreignPod("other", "n001", 8))
+	h.cycle()
+	one := groupPod("", "one", 8, 0)
+	h.c.onPod(one)
+	h.groupPods(2, 8)
+	h.cycle()
+	h.answerScouts()
+	h.cycle()
+	held := func(job string) bool {
+		h.c.mu.Lock()
+		defer h.c.mu.Unlock()
+		return h.c.eng.held(job)
+	}
+	if !held("ns/pod:one#1") {
+		t.Fatal("the 8-GPU pod's gang ns/pod:one#1 is not queued: the test sets up nothing")
+	}
+	shrunk := nodes[0].DeepCopy()
+	shrunk.Status.Allocatable = gpuList("7")
+	h.c.onNode(shrunk, false)
+	h.cycle()
+	if gpus, _, _ := h.engineNode("n000"); gpus != 7 {
+		t.Fatalf("n000 with 7 allocatable GPUs, 4 held: %d GPUs in the engine, want 7", gpus)
+	}
+	if !held("ns/pod:one#1") {
+		t.Fatal("the 8-GPU pod's gang ns/pod:one#1, which still fits n001, was withdrawn from the engine's queue")
+	}
+	checkBooks(t, h)
+}
