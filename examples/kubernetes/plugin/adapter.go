@@ -347,10 +347,11 @@ func (a *engineAdapter) knows(node string) bool {
 // engine onto it with Snapshot and Restore (which maps nodes by name), the
 // GPUs held on those nodes packed onto their lowest indices (packGPUs). Nodes are never removed from the cluster: a deleted node
 // stays, down. When Restore refuses the rebuilt cluster with the waiting
-// jobs and takes it without them (a node that lost GPUs leaves a waiting
-// gang no room anywhere: Restore refuses a job that can never fit), they
-// are withdrawn and returned: the caller submits them again (and learns
-// which can never fit).
+// jobs (a node that lost GPUs leaves a waiting gang no room anywhere:
+// Restore refuses a job that can never fit) and takes it without those
+// that a fresh engine on it refuses (refusedBy), or else without any
+// waiting job, the jobs left out are withdrawn and returned: the caller
+// submits them again (and learns which can never fit).
 func (a *engineAdapter) addNodes(nodes []*v1.Node) (withdrawn []string, err error) {
 	old := a.nodes
 	a.nodes = make(map[string]*v1.Node, len(old)+len(nodes))
@@ -374,9 +375,21 @@ func (a *engineAdapter) addNodes(nodes []*v1.Node) (withdrawn []string, err erro
 	dropPlansPast(snap, c)
 	e, err := backfill.Restore(c, a.cfg, snap)
 	if err != nil {
-		if w := dropWaiting(snap); len(w) > 0 {
+		// First only the waiting jobs that the rebuilt cluster cannot
+		// take (those a fresh engine on it refuses): the others keep
+		// their place in the queue and their plans. Then all of them.
+		var w []string
+		if nf := a.refusedBy(c, snap); len(nf) > 0 {
+			w = dropWaiting(snap, func(id string) bool { return nf[id] })
 			if e2, err2 := backfill.Restore(c, a.cfg, snap); err2 == nil {
 				e, err, withdrawn = e2, nil, w
+			}
+		}
+		if err != nil {
+			if rest := dropWaiting(snap, func(string) bool { return true }); len(rest) > 0 {
+				if e2, err2 := backfill.Restore(c, a.cfg, snap); err2 == nil {
+					e, err, withdrawn = e2, nil, append(w, rest...)
+				}
 			}
 		}
 	}
@@ -390,13 +403,52 @@ func (a *engineAdapter) addNodes(nodes []*v1.Node) (withdrawn []string, err erro
 	return withdrawn, nil
 }
 
-// dropWaiting removes the waiting jobs from snap, with their plans and
-// unreported hold ends, and returns their IDs in the engine's order.
-func dropWaiting(snap *backfill.Snapshot) []string {
+// refusedBy returns the waiting jobs of snap that a fresh engine on
+// cluster c refuses (one that can never fit c), or nil when that cannot be
+// told.
+func (a *engineAdapter) refusedBy(c *topology.Cluster, snap *backfill.Snapshot) map[string]bool {
+	cfg := a.cfg
+	if cfg.FairShare.ClusterGPUs == 0 {
+		cfg.FairShare.ClusterGPUs = c.TotalGPUs() // as Restore reads it
+	}
+	tree, err := fairshare.BuildTree(snap.Accounts, cfg.FairShare)
+	if err != nil {
+		return nil
+	}
+	probe, err := backfill.New(c, a.cfg, tree)
+	if err != nil {
+		return nil
+	}
+	now := snap.Time
+	for _, j := range snap.Jobs {
+		if j.State.Waiting() && j.Submit.After(now) {
+			now = j.Submit
+		}
+	}
+	out := map[string]bool{}
+	for _, j := range snap.Jobs {
+		if !j.State.Waiting() {
+			continue
+		}
+		spec, err := j.Gang.Spec(c, j.ID)
+		if err == nil {
+			err = probe.Submit(backfill.Job{ID: j.ID, Account: j.Account, Gang: spec, Submit: j.Submit, OnNodeFailure: backfill.Fail}, now)
+		}
+		if err != nil {
+			out[j.ID] = true
+		}
+	}
+	return out
+}
+
+// dropWaiting removes the waiting jobs that drop names from snap, with
+// their plans and unreported hold ends, and returns their IDs in the
+// engine's order.
+func dropWaiting(snap *backfill.Snapshot, drop func(id string) bool) []string {
 	var ids []string
 	waiting := map[string]bool{}
 	snap.Jobs = slices.DeleteFunc(snap.Jobs, func(j backfill.JobRecord) bool {
-		if j.State.Waiting() {
+		if j.State.Waiting() && drop(j.ID) {
 			ids = append(ids, j.ID)
 			waiting[j.ID] = true
 		}

@@ -263,6 +263,8 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions)
 		}
 		if have, _, _, ok := c.eng.nodeStatus(name); ok && gpus < have {
 			shrunk[name] = gpus
+		} else {
+			delete(c.shrunk, name) // not kept for the GPUs held: not drained for it
 		}
 		changed = append(changed, n)
 		gens[name] = gen
@@ -278,8 +280,10 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions)
 			}
 			kept, c.shrunk[n.Name] = true, true
 			have, _, _, _ := c.eng.nodeStatus(n.Name)
-			c.leaveOut(logger, n, fmt.Errorf("it now has %d %s, fewer than the %d Phalanx counts, and pods hold %d there: the new count is taken once they fit",
-				gpus, c.args.GPUResource, have, held[n.Name]), acts)
+			// Not the number held (it changes as pods come and go): one
+			// warning for one drop.
+			c.leaveOut(logger, n, fmt.Errorf("it now has %d %s, fewer than the %d Phalanx counts, and pods hold more than that there: the new count is taken once they fit",
+				gpus, c.args.GPUResource, have), acts)
 		}
 		changed = fit
 	}
@@ -322,7 +326,10 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions)
 		// engine keeps its former GPU count, which no pod can use.
 		noGPUs := !c.deleted[name] && !hasGPUs(n, c.args.GPUResource)
 		down := c.deleted[name] || !nodeReady(n) || noGPUs
-		ended, err := c.eng.setNode(name, down, n.Spec.Unschedulable, now)
+		// A node kept at its former count has no GPU for a new pod: the
+		// pods there hold more than the kubelet has. It is drained until
+		// it takes its new count (its gangs run on).
+		ended, err := c.eng.setNode(name, down, n.Spec.Unschedulable || c.shrunk[name], now)
 		if err != nil {
 			logger.Error(err, "Phalanx: node state", "node", name)
 		}

@@ -204,7 +204,8 @@
 // reason, and looks at the node again when it changes. A node whose GPU
 // count drops below the GPUs that pods hold on it (the engine could not
 // move onto the rebuilt cluster) keeps its former count, with such a
-// warning, and costs no rebuild: each cycle compares its new count with the
+// warning, drained meanwhile (its kubelet has no GPU for a new pod; its
+// gangs run on), and costs no rebuild: each cycle compares its new count with the
 // GPUs held there, and the cluster is rebuilt once they fit (again after
 // the gangs that ended and the foreign pods gone in that cycle freed
 // theirs, before Schedule: the GPUs they freed are never offered at the
@@ -218,11 +219,13 @@
 // or a hold) on a GPU index the node no longer has does not keep it at its
 // former count either: the plan is dropped and the gang planned again. Nor
 // does a waiting gang that the new count leaves no room for anywhere (the
-// engine refuses a cluster that a waiting gang can never fit): the waiting
-// gangs are withdrawn, the node takes its new count, and they are submitted
-// again once their pod shapes are measured again (as after any node
-// change), a gang that can never fit waiting with that reason (and tried
-// again after Args.AllowedTTLSeconds). When a rebuild
+// engine refuses a cluster that a waiting gang can never fit): the gangs
+// that can never fit it are withdrawn (every waiting gang, should the
+// engine refuse it still), the node takes its new count, and they are
+// submitted again once their pod shapes are measured again (as after any
+// node change), a gang that can never fit waiting with that reason (and
+// tried again after Args.AllowedTTLSeconds); the other waiting gangs keep
+// their place in the queue. When a rebuild
 // fails for another reason, the changed nodes are tried one by one, the
 // others join, and the ones that fail are tried again in the next cycle.
 // Stats.Rebuilds counts the rebuilds tried.
