@@ -205,30 +205,30 @@
 // count drops below the GPUs that pods hold on it (the engine could not
 // move onto the rebuilt cluster) keeps its former count, with such a
 // warning, drained meanwhile (its kubelet has no GPU for a new pod; its
-// gangs run on), and costs no rebuild: each cycle compares its new count with the
-// GPUs held there, and the cluster is rebuilt once they fit (again after
-// the gangs that ended and the foreign pods gone in that cycle freed
+// gangs run on), and costs no rebuild: each cycle compares its new count
+// with the GPUs held there, and the cluster is rebuilt once they fit (again
+// after the gangs that ended and the foreign pods gone in that cycle freed
 // theirs, before Schedule: the GPUs they freed are never offered at the
 // former count; a node that gets its GPUs back meanwhile is in line again,
-// and a later drop is warned about again). The GPUs held count by number, not by the indices the
-// engine gave them (Kubernetes does not say which GPUs a pod got; the
-// device plugin picks the devices): a rebuild packs them, gangs' and other
-// pods' alike, onto the node's lowest indices, so a node that loses a GPU
-// (one marked unhealthy) takes its new count as soon as what its pods hold
-// fits it, whichever indices they had. A waiting gang's plan (a reservation
-// or a hold) on a GPU index the node no longer has does not keep it at its
-// former count either: the plan is dropped and the gang planned again. Nor
-// does a waiting gang that the new count leaves no room for anywhere (the
-// engine refuses a cluster that a waiting gang can never fit): the gangs
-// that can never fit it are withdrawn (every waiting gang, should the
-// engine refuse it still), the node takes its new count, and they are
-// submitted again once their pod shapes are measured again (as after any
-// node change), a gang that can never fit waiting with that reason (and
-// tried again after Args.AllowedTTLSeconds); the other waiting gangs keep
-// their place in the queue. When a rebuild
-// fails for another reason, the changed nodes are tried one by one, the
-// others join, and the ones that fail are tried again in the next cycle.
-// Stats.Rebuilds counts the rebuilds tried.
+// and a later drop is warned about again). The GPUs held count by number,
+// not by the indices the engine gave them (Kubernetes does not say which
+// GPUs a pod got; the device plugin picks the devices): a rebuild packs
+// them, gangs' and other pods' alike, onto the node's lowest indices, so a
+// node that loses a GPU (one marked unhealthy) takes its new count as soon
+// as what its pods hold fits it, whichever indices they had. A waiting
+// gang's plan (a reservation or a hold) on a GPU index the node no longer
+// has does not keep it at its former count either: the plan is dropped and
+// the gang planned again. Nor does a waiting gang that the new count leaves
+// no room for anywhere (the engine refuses a cluster that a waiting gang
+// can never fit): the gangs that can never fit it are withdrawn (every
+// waiting gang, should the engine refuse it still), the node takes its new
+// count, and they are submitted again once their pod shapes are measured
+// again (as after any node change), a gang that can never fit waiting with
+// that reason (and tried again after Args.AllowedTTLSeconds); the other
+// waiting gangs keep their place in the queue. When a rebuild fails for
+// another reason, the changed nodes are tried one by one, the others join,
+// and the ones that fail are tried again in the next cycle. Stats.Rebuilds
+// counts the rebuilds tried.
 //
 // # Pods Phalanx did not place
 //
