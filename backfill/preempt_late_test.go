@@ -14,6 +14,42 @@ import (
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
+// preemptOps returns opsCluster and an engine on it with preemption on (5
+// minutes' grace, 30 minutes' minimum gain), hold mode off, the
+// reservation depth and MaxJobsTested given, and its invariants checked
+// after every call.
+func preemptOps(t *testing.T, depth, tested int) (*topology.Cluster, *Engine) {
+	t.Helper()
+	c := opsCluster(t)
+	cfg := DefaultConfig()
+	cfg.ReservationDepth, cfg.MaxJobsTested = depth, tested
+	cfg.Hold.Enabled = false
+	cfg.Preemption = PreemptionConfig{Enabled: true, Grace: 5 * time.Minute, MinGain: 30 * time.Minute}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+	require.NoError(t, err)
+	e.checkEach = true
+	return c, e
+}
+
+// pinnedJob is job id of account a on the whole nodes [lo, hi) of c
+// (allowed on those alone), with the limit given.
+func pinnedJob(c *topology.Cluster, id string, lo, hi int, limit time.Duration) Job {
+	r := placement.NodesOf(hi-lo, 8)
+	r.Allowed = c.NewNodeSet()
+	for n := lo; n < hi; n++ {
+		r.Allowed.Set(uint(n))
+	}
+	return Job{ID: id, Account: "a", Gang: member(r), TimeLimit: limit}
+}
+
+// leafJob is job id of account a on the 4 whole nodes of one leaf
+// (required), of the limit, class and preemption policy given.
+func leafJob(id string, limit time.Duration, class int, pol preempt.Policy) Job {
+	r := placement.NodesOf(4, 8)
+	r.Required = "leaf"
+	return Job{ID: id, Account: "a", Gang: member(r), TimeLimit: limit, Class: class, Preemption: pol}
+}
+
 // TestLateReleaseDueReservationFirst: v (class 0, 10h limit) and f (2h)
 // run on a leaf each; r (all 8 nodes, 1h) is reserved at t+10h, v's end;
 // u (class 1, a leaf, 30m) preempts v at t+2m and claims its leaf, which
@@ -38,27 +74,15 @@ func TestLateReleaseDueReservationFirst(t *testing.T) {
 		{name: "released after the reservation is due", release: 11 * time.Hour, starts: "r"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := opsCluster(t)
-			cfg := DefaultConfig()
-			cfg.ReservationDepth = 4
-			cfg.Hold.Enabled = false
-			cfg.Preemption = PreemptionConfig{Enabled: true, Grace: 5 * time.Minute, MinGain: 30 * time.Minute}
-			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
-			require.NoError(t, err)
-			e.checkEach = true
-			leaf := func(id string, limit time.Duration, class int, pol preempt.Policy) Job {
-				r := placement.NodesOf(4, 8)
-				r.Required = "leaf"
-				return Job{ID: id, Account: "a", Gang: member(r), TimeLimit: limit, Class: class, Preemption: pol}
-			}
-			require.NoError(t, e.Submit(leaf("v", 10*time.Hour, 0, preempt.Requeue), epoch))
-			require.NoError(t, e.Submit(leaf("f", 2*time.Hour, 0, preempt.Never), epoch))
+			c, e := preemptOps(t, 4, 0)
+			require.NoError(t, e.Submit(leafJob("v", 10*time.Hour, 0, preempt.Requeue), epoch))
+			require.NoError(t, e.Submit(leafJob("f", 2*time.Hour, 0, preempt.Never), epoch))
 			require.Len(t, startAll(t, e, epoch).Starts, 2)
 			require.NoError(t, e.Submit(Job{ID: "r", Account: "a", Gang: member(placement.NodesOf(8, 8)), TimeLimit: time.Hour}, epoch.Add(time.Minute)))
 			p := startAll(t, e, epoch.Add(time.Minute))
 			require.Len(t, p.Reservations, 1)
 			require.Equal(t, epoch.Add(10*time.Hour), p.Reservations[0].Start)
-			require.NoError(t, e.Submit(leaf("u", 30*time.Minute, 1, preempt.Never), epoch.Add(2*time.Minute)))
+			require.NoError(t, e.Submit(leafJob("u", 30*time.Minute, 1, preempt.Never), epoch.Add(2*time.Minute)))
 			p = startAll(t, e, epoch.Add(2*time.Minute))
 			require.Len(t, p.Preemptions, 1)
 			require.Equal(t, "v", p.Preemptions[0].Victim)
@@ -113,23 +137,8 @@ func TestReleasedThenClaimDroppedYields(t *testing.T) {
 		{name: "the claim's node fails, then released", releaseLast: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := opsCluster(t)
-			cfg := DefaultConfig()
-			cfg.ReservationDepth = 1
-			cfg.Hold.Enabled = false
-			cfg.Preemption = PreemptionConfig{Enabled: true, Grace: 5 * time.Minute, MinGain: 30 * time.Minute}
-			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
-			require.NoError(t, err)
-			e.checkEach = true
-			pinned := func(id string, lo, hi int) Job {
-				r := placement.NodesOf(hi-lo, 8)
-				r.Allowed = c.NewNodeSet()
-				for n := lo; n < hi; n++ {
-					r.Allowed.Set(uint(n))
-				}
-				return Job{ID: id, Account: "a", Gang: member(r), TimeLimit: 4 * time.Hour}
-			}
-			f, v := pinned("f", 0, 1), pinned("v", 4, 8)
+			c, e := preemptOps(t, 1, 0)
+			f, v := pinnedJob(c, "f", 0, 1, 4*time.Hour), pinnedJob(c, "v", 4, 8, 4*time.Hour)
 			v.Preemption = preempt.Requeue
 			require.NoError(t, e.Submit(f, epoch))
 			require.NoError(t, e.Submit(v, epoch))
@@ -179,24 +188,10 @@ func TestReleasedThenClaimDroppedYields(t *testing.T) {
 // pods, Shrink) lost a pod to a failure of node 0.
 func TestRepeatedCallsChangeNothing(t *testing.T) {
 	setup := func(t *testing.T) *Engine {
-		c := opsCluster(t)
-		cfg := DefaultConfig()
-		cfg.Hold.Enabled = false
-		cfg.Preemption = PreemptionConfig{Enabled: true, Grace: 5 * time.Minute, MinGain: 30 * time.Minute}
-		e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
-		require.NoError(t, err)
-		e.checkEach = true
-		pinned := func(id string, lo, hi int) Job {
-			r := placement.NodesOf(hi-lo, 8)
-			r.Allowed = c.NewNodeSet()
-			for n := lo; n < hi; n++ {
-				r.Allowed.Set(uint(n))
-			}
-			return Job{ID: id, Account: "a", Gang: member(r), TimeLimit: 4 * time.Hour}
-		}
-		el := pinned("e", 0, 4)
+		c, e := preemptOps(t, DefaultDepth, 0)
+		el := pinnedJob(c, "e", 0, 4, 4*time.Hour)
 		el.Gang.Members[0].Min, el.OnNodeFailure = 2, Shrink
-		v := pinned("v", 4, 8)
+		v := pinnedJob(c, "v", 4, 8, 4*time.Hour)
 		v.Preemption = preempt.Requeue
 		require.NoError(t, e.Submit(el, epoch))
 		require.NoError(t, e.Submit(v, epoch))

@@ -24,23 +24,8 @@ import (
 func TestReleasedTestedThenClaimDroppedYields(t *testing.T) {
 	for _, restore := range []bool{false, true} {
 		t.Run(map[bool]string{false: "plain", true: "restored after the first release"}[restore], func(t *testing.T) {
-			c := opsCluster(t)
-			cfg := DefaultConfig()
-			cfg.ReservationDepth = 1
-			cfg.Hold.Enabled = false
-			cfg.Preemption = PreemptionConfig{Enabled: true, Grace: 5 * time.Minute, MinGain: 30 * time.Minute}
-			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
-			require.NoError(t, err)
-			e.checkEach = true
-			pinned := func(id string, lo, hi int) Job {
-				r := placement.NodesOf(hi-lo, 8)
-				r.Allowed = c.NewNodeSet()
-				for n := lo; n < hi; n++ {
-					r.Allowed.Set(uint(n))
-				}
-				return Job{ID: id, Account: "a", Gang: member(r), TimeLimit: 4 * time.Hour}
-			}
-			f, v1, v2 := pinned("f", 0, 1), pinned("v1", 4, 6), pinned("v2", 6, 8)
+			c, e := preemptOps(t, 1, 0)
+			f, v1, v2 := pinnedJob(c, "f", 0, 1, 4*time.Hour), pinnedJob(c, "v1", 4, 6, 4*time.Hour), pinnedJob(c, "v2", 6, 8, 4*time.Hour)
 			v1.Preemption, v2.Preemption = preempt.Requeue, preempt.Requeue
 			for _, j := range []Job{f, v1, v2} {
 				require.NoError(t, e.Submit(j, epoch))
@@ -86,31 +71,15 @@ func TestReleasedTestedThenClaimDroppedYields(t *testing.T) {
 // since, so v (older) is tested as any job when its window comes, and
 // starts on nodes 4-7.
 func TestYieldNotToRequeuedPreemptor(t *testing.T) {
-	c := opsCluster(t)
-	cfg := DefaultConfig()
-	cfg.ReservationDepth = 1
-	cfg.MaxJobsTested = 1
-	cfg.Hold.Enabled = false
-	cfg.Preemption = PreemptionConfig{Enabled: true, Grace: 5 * time.Minute, MinGain: 30 * time.Minute}
-	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
-	require.NoError(t, err)
-	e.checkEach = true
-	pinned := func(id string, lo, hi int, limit time.Duration) Job {
-		r := placement.NodesOf(hi-lo, 8)
-		r.Allowed = c.NewNodeSet()
-		for n := lo; n < hi; n++ {
-			r.Allowed.Set(uint(n))
-		}
-		return Job{ID: id, Account: "a", Gang: member(r), TimeLimit: limit}
-	}
-	f, v := pinned("f", 0, 1, 0), pinned("v", 4, 8, 4*time.Hour)
+	c, e := preemptOps(t, 1, 1)
+	f, v := pinnedJob(c, "f", 0, 1, 0), pinnedJob(c, "v", 4, 8, 4*time.Hour)
 	v.Preemption = preempt.Requeue
 	require.NoError(t, e.Submit(f, epoch))
 	require.NoError(t, e.Submit(v, epoch))
 	startAll(t, e, epoch)
 	startAll(t, e, epoch)
 	require.Len(t, e.jobs.running, 2)
-	u := pinned("u", 4, 8, time.Hour)
+	u := pinnedJob(c, "u", 4, 8, time.Hour)
 	u.Class = 1
 	require.NoError(t, e.Submit(u, epoch.Add(20*time.Minute)))
 	var p *Plan
@@ -119,7 +88,7 @@ func TestYieldNotToRequeuedPreemptor(t *testing.T) {
 	}
 	require.Len(t, e.book.claims, 1, p.Describe(c, epoch))
 	for _, id := range []string{"a1", "a2", "a3"} {
-		a := pinned(id, 0, 1, time.Hour)
+		a := pinnedJob(c, id, 0, 1, time.Hour)
 		a.Submit = epoch.Add(-time.Hour)
 		require.NoError(t, e.Submit(a, epoch.Add(21*time.Minute)))
 	}
@@ -157,25 +126,13 @@ func TestYieldNotToRequeuedPreemptor(t *testing.T) {
 // stays due on its GPUs (none starts there while f overruns), and u is
 // planned after r: the doc said r starts.
 func TestLateReleaseDueReservationWaitsForOverrun(t *testing.T) {
-	c := opsCluster(t)
-	cfg := DefaultConfig()
-	cfg.ReservationDepth = 4
-	cfg.Hold.Enabled = false
-	cfg.Preemption = PreemptionConfig{Enabled: true, Grace: 5 * time.Minute, MinGain: 30 * time.Minute}
-	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
-	require.NoError(t, err)
-	e.checkEach = true
-	leaf := func(id string, limit time.Duration, class int, pol preempt.Policy) Job {
-		r := placement.NodesOf(4, 8)
-		r.Required = "leaf"
-		return Job{ID: id, Account: "a", Gang: member(r), TimeLimit: limit, Class: class, Preemption: pol}
-	}
-	require.NoError(t, e.Submit(leaf("v", 10*time.Hour, 0, preempt.Requeue), epoch))
-	require.NoError(t, e.Submit(leaf("f", 2*time.Hour, 0, preempt.Never), epoch))
+	c, e := preemptOps(t, 4, 0)
+	require.NoError(t, e.Submit(leafJob("v", 10*time.Hour, 0, preempt.Requeue), epoch))
+	require.NoError(t, e.Submit(leafJob("f", 2*time.Hour, 0, preempt.Never), epoch))
 	require.Len(t, startAll(t, e, epoch).Starts, 2)
 	require.NoError(t, e.Submit(Job{ID: "r", Account: "a", Gang: member(placement.NodesOf(8, 8)), TimeLimit: time.Hour}, epoch.Add(time.Minute)))
 	startAll(t, e, epoch.Add(time.Minute))
-	require.NoError(t, e.Submit(leaf("u", 30*time.Minute, 1, preempt.Never), epoch.Add(2*time.Minute)))
+	require.NoError(t, e.Submit(leafJob("u", 30*time.Minute, 1, preempt.Never), epoch.Add(2*time.Minute)))
 	p := startAll(t, e, epoch.Add(2*time.Minute))
 	require.Len(t, p.Preemptions, 1)
 	at := epoch.Add(11 * time.Hour)
