@@ -242,3 +242,11 @@ func (h *hookEnv) bind(p *v1.Pod, node string) *v1.Pod {
 	h.c.onPod(b)
 	return b
 }
+
+// setAllocatable reports node n with its allocatable GPUs set to gpus (a
+// GPU lost or back, the capacity unchanged) to the controller.
+func (h *hookEnv) setAllocatable(n *v1.Node, gpus string) {
+	c := n.DeepCopy()
+	c.Status.Allocatable = gpuList(gpus)
+	h.c.onNode(c, false)
+}

@@ -40,9 +40,7 @@ func TestShrunkNodeFreedInOneCycle(t *testing.T) {
 				holder = h.bind(holder, "n000")
 				h.cycle()
 			}
-			shrunk := nodes[0].DeepCopy()
-			shrunk.Status.Allocatable = gpuList("7")
-			h.c.onNode(shrunk, false)
+			h.setAllocatable(nodes[0], "7")
 			h.cycle()
 			if gpus, _, _ := h.engineNode("n000"); gpus != 8 {
 				t.Fatalf("n000 under 8 held GPUs: %d GPUs in the engine, want 8 (its former count)", gpus)
@@ -102,9 +100,7 @@ func TestShrunkUnderHeldPlan(t *testing.T) {
 	if len(snap.Holds)+len(snap.Reservations) == 0 {
 		t.Fatal("no hold or reservation for the waiting pod: the test sets up nothing")
 	}
-	shrunk := nodes[0].DeepCopy()
-	shrunk.Status.Allocatable = gpuList("7")
-	h.c.onNode(shrunk, false)
+	h.setAllocatable(nodes[0], "7")
 	h.cycle()
 	h.cycle()
 	if gpus, _, _ := h.engineNode("n000"); gpus != 7 {
@@ -163,9 +159,7 @@ func TestShrunkUnderWaitingGangThatNoLongerFits(t *testing.T) {
 		defer h.c.mu.Unlock()
 		return h.c.groups[groupKey(ps[0], h.c.args.GPUResource)].reason
 	}
-	shrunk := nodes[0].DeepCopy()
-	shrunk.Status.Allocatable = gpuList("7")
-	h.c.onNode(shrunk, false)
+	h.setAllocatable(nodes[0], "7")
 	rebuilds := h.c.Stats().Rebuilds
 	for i := 0; i < 3; i++ {
 		h.cycle()
@@ -450,9 +444,7 @@ func TestShrunkAgainWarnedAgain(t *testing.T) {
 		return p
 	}
 	a := run("a")
-	shrunk := nodes[0].DeepCopy()
-	shrunk.Status.Allocatable = gpuList("7")
-	h.c.onNode(shrunk, false)
+	h.setAllocatable(nodes[0], "7")
 	h.cycle()
 	if len(h.a.warnings) != 1 {
 		t.Fatalf("warnings %q, want one for the first shrink", h.a.warnings)
@@ -462,7 +454,7 @@ func TestShrunkAgainWarnedAgain(t *testing.T) {
 	h.c.podHandlers().DeleteFunc(a)
 	h.cycle()
 	run("b")
-	h.c.onNode(shrunk.DeepCopy(), false)
+	h.setAllocatable(nodes[0], "7")
 	for i := 0; i < 3; i++ {
 		h.cycle()
 	}
@@ -491,9 +483,7 @@ func TestAdoptedGangUnderNodeChanges(t *testing.T) {
 	h.c.onNode(moved, false)
 	h.cycle()
 	checkBooks(t, h)
-	shrunk := nodes[0].DeepCopy()
-	shrunk.Status.Allocatable = gpuList("7")
-	h.c.onNode(shrunk, false)
+	h.setAllocatable(nodes[0], "7")
 	h.cycle()
 	if gpus, _, _ := h.engineNode("n000"); gpus != 8 || len(activeJobs(h)) != 1 || len(h.a.evicted) != 0 {
 		t.Fatalf("n000 under the adopted gang: %d GPUs, active jobs %v, evicted %v; want 8, the gang running, nothing deleted",

@@ -16,9 +16,7 @@ func TestKeptNodeOffersNoGPU(t *testing.T) {
 	h.c.onPod(foreignPod("other", "n001", 8))
 	h.c.onPod(foreignPod("holder", "n000", 7))
 	h.cycle()
-	shrunk := nodes[0].DeepCopy()
-	shrunk.Status.Allocatable = gpuList("6")
-	h.c.onNode(shrunk, false)
+	h.setAllocatable(nodes[0], "6")
 	h.cycle()
 	if gpus, _, _ := h.engineNode("n000"); gpus != 8 {
 		t.Fatalf("n000 under 7 held GPUs: %d GPUs in the engine, want 8 (its former count)", gpus)
@@ -48,9 +46,7 @@ func TestKeptNodeWarnedOnce(t *testing.T) {
 	h.c.onPod(foreignPod("b", "n000", 2))
 	h.c.onPod(foreignPod("c", "n000", 2))
 	h.cycle()
-	shrunk := nodes[0].DeepCopy()
-	shrunk.Status.Allocatable = gpuList("3")
-	h.c.onNode(shrunk, false)
+	h.setAllocatable(nodes[0], "3")
 	h.cycle()
 	if len(h.a.warnings) != 1 {
 		t.Fatalf("warnings %q, want one for the shrink", h.a.warnings)
@@ -94,9 +90,7 @@ func TestShrunkWithdrawsOnlyWhatNeverFits(t *testing.T) {
 	if !held("ns/pod:one#1") {
 		t.Fatal("the 8-GPU pod's gang ns/pod:one#1 is not queued: the test sets up nothing")
 	}
-	shrunk := nodes[0].DeepCopy()
-	shrunk.Status.Allocatable = gpuList("7")
-	h.c.onNode(shrunk, false)
+	h.setAllocatable(nodes[0], "7")
 	h.cycle()
 	if gpus, _, _ := h.engineNode("n000"); gpus != 7 {
 		t.Fatalf("n000 with 7 allocatable GPUs, 4 held: %d GPUs in the engine, want 7", gpus)
