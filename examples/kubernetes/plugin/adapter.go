@@ -900,11 +900,17 @@ func sortedKeys(m map[string]int) []string {
 
 // adoptRequest is a gang that runs without a job in the engine: its pods
 // were bound before this scheduler started (by the process it replaces).
-// Each member's nodes are its pods' nodes in rank order.
+// Each member's nodes are its pods' nodes in rank order. Start is when its
+// first pod started running (the kubelet's status.startTime; zero when no
+// pod reports one): the engine's job starts then, not at the adoption, so
+// that what it reads of the job's run so far (the work a preemption would
+// lose, the run time it learns when the job ends, when the job is
+// estimated to end) is the gang's.
 type adoptRequest struct {
 	ID      string
 	Account string
 	Submit  time.Time
+	Start   time.Time
 	Members []adoptMember
 }
 
@@ -1181,8 +1187,19 @@ func (a *engineAdapter) adoptRecords(r adoptRequest, used map[string]uint64, now
 	if submit.After(now) || submit.Before(backfill.MinTime) {
 		submit = now
 	}
+	// The gang's start, within [submit, now] (a clock skewed against the
+	// pods' creation times moves it to the nearer end). Its usage is
+	// charged from the adoption: what it used before was the previous
+	// scheduler's to charge.
+	start := r.Start
+	if start.IsZero() || start.After(now) {
+		start = now
+	}
+	if start.Before(submit) {
+		start = submit
+	}
 	job := backfill.JobRecord{ID: r.ID, Account: r.Account, State: backfill.StateRunning,
-		Submit: submit, Start: now, LastCharge: now, Promised: now,
+		Submit: submit, Start: start, LastCharge: now, Promised: start,
 		OnNodeFailure: backfill.Fail.String(), Gang: spec.Record(a.cluster)}
 	slices.Sort(down)
 	return job, g, slices.Compact(down), nil

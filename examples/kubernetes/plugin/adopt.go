@@ -123,6 +123,9 @@ func (c *controller) adoptRunning(logger klog.Logger, now time.Time, acts *actio
 		req := adoptRequest{ID: fmt.Sprintf("%s#%d", g.key, g.gen+1), Account: g.ns, Submit: g.submit}
 		byShape := map[string]int{}
 		for _, p := range bound {
+			if st := podStart(p); !st.IsZero() && (req.Start.IsZero() || st.Before(req.Start)) {
+				req.Start = st
+			}
 			i, ok := byShape[p.shape]
 			if !ok {
 				i = len(req.Members)
@@ -328,4 +331,13 @@ func (c *controller) adopted(logger klog.Logger, g *groupState, id string, bound
 	c.jobs[id] = g
 	c.stats.Adopted++
 	logger.Info("Phalanx: adopted a running gang found bound", "job", id, "pods", len(bound))
+}
+
+// podStart returns when pod p started running (the kubelet's
+// status.startTime), zero when it does not say.
+func podStart(p *podState) time.Time {
+	if p.pod == nil || p.pod.Status.StartTime == nil {
+		return time.Time{}
+	}
+	return p.pod.Status.StartTime.Time
 }

@@ -754,3 +754,53 @@ func boundOnN004(h *hookEnv) {
 		h.c.onPod(p)
 	}
 }
+
+// TestAdoptedGangKeepsItsStart: an adopted gang's job starts when its
+// first pod started running (status.startTime), not at the adoption, so
+// that the engine reads the run so far as the gang's; the time is kept
+// within the group's submit (its pods' creation) and the adoption, and a
+// gang whose pods report no start starts at the adoption, as before.
+func TestAdoptedGangKeepsItsStart(t *testing.T) {
+	h0 := newHookEnv(t, Args{}).now                          // the fake clock before the first cycle
+	adoption := h0.Add(time.Second)                          // the first cycle's time
+	created := time.Date(2025, 12, 31, 0, 0, 0, 0, time.UTC) // groupPod's creation time
+	at := func(d time.Duration) *metav1.Time {
+		v := metav1.NewTime(h0.Add(d))
+		return &v
+	}
+	before := metav1.NewTime(created.Add(-time.Hour))
+	for _, tc := range []struct {
+		name   string
+		starts []*metav1.Time // per pod; nil: none reported
+		want   time.Time
+	}{
+		{"earliest pod start", []*metav1.Time{at(-2 * time.Hour), at(-3 * time.Hour), nil, at(-150 * time.Minute)}, h0.Add(-3 * time.Hour)},
+		{"no start reported", make([]*metav1.Time, 4), adoption},
+		{"before the pods were created", []*metav1.Time{&before, nil, nil, nil}, created},
+		{"after the adoption", []*metav1.Time{at(time.Hour), nil, nil, nil}, adoption},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHookEnv(t, Args{})
+			h.addNodes(testNodes(8)...)
+			for i := range 4 {
+				p := groupPod("g", fmt.Sprintf("w-%d", i), 8, 4)
+				p.Spec.NodeName = nodeName(i)
+				p.Status.Phase = v1.PodRunning
+				p.Status.StartTime = tc.starts[i]
+				h.c.onPod(p)
+			}
+			h.cycle()
+			if !h.now.Equal(adoption) {
+				t.Fatalf("the first cycle ran at %v, want %v", h.now, adoption)
+			}
+			st, ok := h.c.eng.eng.Job("ns/g#1")
+			if !ok || st.State.String() != "running" {
+				t.Fatalf("the engine's job ns/g#1: %+v (known %v), want running", st, ok)
+			}
+			if !st.Start.Equal(tc.want) {
+				t.Fatalf("adopted job starts at %v, want %v", st.Start, tc.want)
+			}
+			checkBooks(t, h)
+		})
+	}
+}

@@ -41,8 +41,12 @@
 // a running job on its pods' nodes (one member per pod shape, the pods in
 // rank order, GPU indices the engine picks among those no other gang holds:
 // Kubernetes does not say which GPUs a pod got), with the namespace as its
-// account, the earliest pod's creation as its submit time and the adoption
-// as its start. From then on it is booked as a gang the plugin started: it
+// account, the earliest pod's creation as its submit time and the earliest
+// pod's status.startTime as its start (the adoption when no pod reports
+// one; kept between the submit and the adoption), so that what the engine
+// reads of the run so far (when the job is estimated to end, the run time
+// it learns for the namespace when the job ends) is the gang's; its
+// usage is charged from the adoption. From then on it is booked as a gang the plugin started: it
 // counts towards its namespace's fair share, the group runs no other gang
 // while it runs (pods created later wait, with that reason, until every pod
 // of it is gone), it finishes when all its pods are gone, and a node
