@@ -122,6 +122,20 @@ func (e *Engine) accountHolds(now time.Time, plan *Plan) {
 	}
 }
 
+// endHoldBetween records hold h, ended by an event at now between two
+// cycles (its gang cancelled, a node of its target lost), as end: it held
+// its GPUs idle since the last cycle, and is charged for them as the next
+// cycle's accountHolds would have charged it, so that HeldGPUSeconds
+// counts every second held.
+func (e *Engine) endHoldBetween(h *hold, end HoldEnd, now time.Time) {
+	if !e.lastCycle.IsZero() && now.After(e.lastCycle) {
+		spent := float64(h.held) * now.Sub(e.lastCycle).Seconds()
+		h.spent += spent
+		e.heldGPUSeconds += spent
+	}
+	e.holdEnds = append(e.holdEnds, end)
+}
+
 // clearRefusals starts the cycle with no hold marked as having refused a
 // job (releaseHold).
 func (c *cycle) clearRefusals() {
