@@ -76,14 +76,7 @@ func (c *HoldEndCause) UnmarshalText(b []byte) error {
 // never be kept up).
 func (e *Engine) holdEligibility(j *jobRec) (at time.Time, capped, ok bool) {
 	h := &e.cfg.Hold
-	if !e.mayHold() {
-		return time.Time{}, false, false
-	}
-	min := h.MinGPUs
-	if min == 0 {
-		min = e.leafGPUs
-	}
-	if j.gpus < min {
+	if !e.mayHold() || !e.holdAllowed(j) {
 		return time.Time{}, false, false
 	}
 	wait := h.MinWait
@@ -91,6 +84,18 @@ func (e *Engine) holdEligibility(j *jobRec) (at time.Time, capped, ok bool) {
 		wait, capped = max(wait, h.CapWait), true
 	}
 	return later(j.job.Submit.Add(wait), j.holdExpiry), capped, true
+}
+
+// holdAllowed reports whether the config lets job j be held at all: hold
+// mode on, no strict order, and j of at least Hold.MinGPUs (a leaf's
+// worth when 0).
+func (e *Engine) holdAllowed(j *jobRec) bool {
+	h := &e.cfg.Hold
+	min := h.MinGPUs
+	if min == 0 {
+		min = e.leafGPUs
+	}
+	return h.Enabled && !e.cfg.Strict && j.gpus >= min
 }
 
 // mayHold reports whether any job may get a hold (holdEligibility): the
