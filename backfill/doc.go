@@ -96,8 +96,8 @@
 // GPUs (whatever it got instead: a reason, a reservation, a hold), and
 // jobs ranked below take them in this cycle: when a hold ends or moves
 // in a cycle after it refused a job (a planned start, a higher-ranked
-// gang taking it over, its queue's quota, its gang starting on part of
-// its target), the next cycle is due at once
+// gang taking it over, its queue's quota, its gang preempting instead,
+// its gang starting on part of its target), the next cycle is due at once
 // (NextEvent) to offer its GPUs again in priority order;
 // so is it when a gang gets a hold whose target is all free (one it took
 // over had kept it), and the gang starts there; and when, after a gang

@@ -240,7 +240,7 @@ func (e *Engine) cancel(j *jobRec, now time.Time) {
 		e.deactivate(j, now)
 	} else {
 		if h := e.book.holdOf(j); h != nil {
-			e.holdEnds = append(e.holdEnds, HoldEnd{Job: j.job.ID, Cause: HoldCancelled, Held: h.held})
+			e.endHoldBetween(h, HoldEnd{Job: j.job.ID, Cause: HoldCancelled, Held: h.held}, now)
 		}
 		e.dropWaiting(j)
 	}

@@ -76,14 +76,7 @@ func (c *HoldEndCause) UnmarshalText(b []byte) error {
 // never be kept up).
 func (e *Engine) holdEligibility(j *jobRec) (at time.Time, capped, ok bool) {
 	h := &e.cfg.Hold
-	if !e.mayHold() {
-		return time.Time{}, false, false
-	}
-	min := h.MinGPUs
-	if min == 0 {
-		min = e.leafGPUs
-	}
-	if j.gpus < min {
+	if !e.mayHold() || !e.holdAllowed(j) {
 		return time.Time{}, false, false
 	}
 	wait := h.MinWait
@@ -91,6 +84,18 @@ func (e *Engine) holdEligibility(j *jobRec) (at time.Time, capped, ok bool) {
 		wait, capped = max(wait, h.CapWait), true
 	}
 	return later(j.job.Submit.Add(wait), j.holdExpiry), capped, true
+}
+
+// holdAllowed reports whether the config lets job j be held at all: hold
+// mode on, no strict order, and j of at least Hold.MinGPUs (a leaf's
+// worth when 0).
+func (e *Engine) holdAllowed(j *jobRec) bool {
+	h := &e.cfg.Hold
+	min := h.MinGPUs
+	if min == 0 {
+		min = e.leafGPUs
+	}
+	return h.Enabled && !e.cfg.Strict && j.gpus >= min
 }
 
 // mayHold reports whether any job may get a hold (holdEligibility): the
@@ -120,6 +125,20 @@ func (e *Engine) accountHolds(now time.Time, plan *Plan) {
 			e.book.dropHold(h)
 		}
 	}
+}
+
+// endHoldBetween records hold h, ended by an event at now between two
+// cycles (its gang cancelled, a node of its target lost), as end: it held
+// its GPUs idle since the last cycle, and is charged for them as the next
+// cycle's accountHolds would have charged it, so that HeldGPUSeconds
+// counts every second held.
+func (e *Engine) endHoldBetween(h *hold, end HoldEnd, now time.Time) {
+	if !e.lastCycle.IsZero() && now.After(e.lastCycle) {
+		spent := float64(h.held) * now.Sub(e.lastCycle).Seconds()
+		h.spent += spent
+		e.heldGPUSeconds += spent
+	}
+	e.holdEnds = append(e.holdEnds, end)
 }
 
 // clearRefusals starts the cycle with no hold marked as having refused a

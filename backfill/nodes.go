@@ -68,12 +68,12 @@ func (e *Engine) nodeEvent(o *op) {
 	case opNodeDown:
 		o.events = e.failNode(n, o.now)
 		st = nodeState(true, st.drained())
-		e.dropOn(n, CauseNodeDown, e.c.NodeName(n))
+		e.dropOn(n, CauseNodeDown, e.c.NodeName(n), o.now)
 	case opNodeUp:
 		st = nodeState(false, st.drained())
 	case opDrain:
 		st = nodeState(st.down(), true)
-		e.dropOn(n, CauseNodeDrained, e.c.NodeName(n))
+		e.dropOn(n, CauseNodeDrained, e.c.NodeName(n), o.now)
 	case opResume:
 		st = nodeState(st.down(), false)
 	}
@@ -84,13 +84,13 @@ func (e *Engine) nodeEvent(o *op) {
 // dropOn drops the reservations on node n (their jobs are re-planned in
 // priority order at the next cycle, which reports the move with cause)
 // and a hold on it.
-func (e *Engine) dropOn(n topology.NodeID, cause Cause, node string) {
+func (e *Engine) dropOn(n topology.NodeID, cause Cause, node string, now time.Time) {
 	e.book.dropOn(n, func(r *reservation) {
 		if r.job.moved == nil {
 			r.job.moved = &Move{Job: r.job.job.ID, From: r.start, Cause: cause, By: node}
 		}
 	}, func(h *hold) {
-		e.holdEnds = append(e.holdEnds, HoldEnd{Job: h.job.job.ID, Cause: HoldNodeLost, By: node, Held: h.held})
+		e.endHoldBetween(h, HoldEnd{Job: h.job.job.ID, Cause: HoldNodeLost, By: node, Held: h.held}, now)
 	})
 }
 

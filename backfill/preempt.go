@@ -443,7 +443,10 @@ func (c *cycle) claimFor(j *jobRec, p *preemptScratch, victims []int, reclaim bo
 	}
 	if h := e.book.holdOf(j); h != nil {
 		c.plan.HoldEnds = append(c.plan.HoldEnds, HoldEnd{Job: j.job.ID, Cause: HoldPreempting, Held: h.held})
-		e.book.dropHold(h)
+		// As any hold that ends in the walk: a job refused for its GPUs
+		// (those the claim does not take are free now) has them offered
+		// again at once (releaseHold).
+		c.releaseHold(h)
 	}
 	var due time.Time // the latest deadline of its victims, as told to the host
 	for _, i := range victims {

@@ -62,7 +62,10 @@ import (
 // it runs but takes nothing more until its use is back within the limit;
 // a reservation, hold or claim that a queue's new pool does not contain,
 // and a claim of a queue above a lowered limit, is dropped (a claim's
-// victims still stop) and planned again; a waiting job
+// victims still stop) and planned again, as is a hold cfg's hold mode
+// does not allow (hold mode off, strict order, its gang below
+// Hold.MinGPUs, or beyond Hold.MaxHolds: the first MaxHolds holds of the
+// snapshot are kept); a waiting job
 // that fits c on the nodes it was submitted with but that the new queues
 // can never run (Submit would refuse it now with ErrNeverFits: its
 // queue's pool is too small, or its size, an elastic gang's minimum, is
@@ -712,8 +715,11 @@ func (r *restorer) hold(h HoldRecord) {
 		r.bad("the hold for %s: estimated start %s is outside [%s, %s]", h.Job, h.EstimatedStart.UTC().Format(time.RFC3339Nano),
 			MinTime.Format(time.RFC3339), lastEncodable.Format(time.RFC3339))
 	}
-	// Checked whole first: a record dropped as stale is still checked.
-	if r.stale(j, &a) {
+	// Checked whole first: a record dropped as stale, or as one cfg's
+	// hold mode does not allow (off, strict order, a gang below MinGPUs,
+	// more than MaxHolds holds: those after the first MaxHolds of the
+	// snapshot), is still checked.
+	if r.stale(j, &a) || !e.holdAllowed(j) || len(e.book.holds) >= e.cfg.Hold.MaxHolds {
 		r.recorded[j] = StatePending
 		return
 	}

@@ -1,0 +1,51 @@
+package backfill
+
+import (
+	"testing"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRestoreUnderHoldConfig: a snapshot taken with two holds, restored
+// under a config whose hold mode allows fewer (hold mode off, strict
+// order, MaxHolds 1, MinGPUs above the gangs' size): the restored engine
+// keeps no hold the config does not allow. It kept every one: with hold
+// mode off the GPUs stayed idle for gangs no longer held, a small job
+// waiting on them, and with MaxHolds 1 two holds went on.
+func TestRestoreUnderHoldConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		set    func(*Config)
+		holds  int
+		starts int // small's start on GPUs no longer held (strict order: it waits behind g1)
+	}{
+		{"hold mode off", func(c *Config) { c.Hold.Enabled = false }, 0, 1},
+		{"strict", func(c *Config) { c.Strict = true }, 0, 0},
+		{"one hold at most", func(c *Config) { c.Hold.MaxHolds = 1 }, 1, 1},
+		{"gangs below MinGPUs", func(c *Config) { c.Hold.MinGPUs = 32 }, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := heldPair(t, 2)
+			cfg := e.cfg
+			tc.set(&cfg)
+			r, err := Restore(e.c, cfg, snapshotCopy(t, e.Snapshot()))
+			require.NoError(t, err)
+			r.checkEach = true
+			require.NoError(t, r.check())
+			held := 0
+			for _, id := range []string{"g1", "g2"} {
+				if st, _ := r.Job(id); st.State == StateHeld {
+					held++
+				}
+			}
+			require.Equal(t, tc.holds, held, "held jobs after the restore")
+			now := epoch.Add(4 * time.Minute)
+			require.NoError(t, r.Submit(Job{ID: "small", Account: "a", Gang: member(placement.NodesOf(1, 8))}, now))
+			p := startAll(t, r, now)
+			require.Len(t, p.Holds, tc.holds, p.Describe(r.c, epoch))
+			require.Len(t, p.Starts, tc.starts, "small on GPUs no longer held:\n%s", p.Describe(r.c, epoch))
+		})
+	}
+}
