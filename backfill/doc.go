@@ -464,7 +464,9 @@
 // (Plan.Preemptions, with PreemptionConfig.Grace; exempt times do not apply),
 // the job's placement is claimed for it, and it starts at the first cycle
 // after they are released: within one cycle plus the grace when the host
-// releases them in time. A search that would repeat one that failed in
+// releases them in time. A search that finds no set says why in the
+// job's reason ("reclaim did not help: no borrowed GPUs in any domain
+// that could hold it: ...", Waiting.PreemptReclaim). A search that would repeat one that failed in
 // the cycle is skipped: after one for a job of g GPUs and time limit l
 // whose victims left no quota room, the queue's jobs of g GPUs or more
 // with a limit of at least l (none counts as the longest); after one that

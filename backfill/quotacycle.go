@@ -1231,7 +1231,7 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, g int, w *Waiting) bool {
 		if !x.quota && x.shape != 0 && x.shape == j.shapeID && g == j.gpus {
 			// The answer of a search for its shape (not the queue's
 			// last failure, given past the cap).
-			w.PreemptTried, w.Preempt, w.PreemptPromised = true, x.why, x.promised
+			w.PreemptTried, w.Preempt, w.PreemptPromised, w.PreemptReclaim = true, x.why, x.promised, true
 		}
 		if e.checkEach && s.fails.n[q] < maxClaimFails {
 			c.checkSkippedReclaim(j, spec, g)
@@ -1245,7 +1245,7 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, g int, w *Waiting) bool {
 	if v := &p.verdict; !v.Found {
 		x := s.fails.add(q, g, j, e, false, spec == j.tight || g < j.gpus)
 		x.why, x.promised = v.Reason, p.promised
-		w.PreemptTried, w.Preempt, w.PreemptPromised = true, v.Reason, p.promised
+		w.PreemptTried, w.Preempt, w.PreemptPromised, w.PreemptReclaim = true, v.Reason, p.promised, true
 		return false
 	}
 	s.victims = append(s.victims[:0], p.verdict.Victims...)
