@@ -441,7 +441,8 @@
 //
 // The walk of a cycle tests first, in priority order, the jobs their
 // queues' guarantees cover (going down the queue, a queue's use plus its
-// covered jobs before stays within its guarantee), then the others: a
+// covered jobs before stays within its guarantee; an elastic gang is
+// covered at its minimum when its full size is not), then the others: a
 // job that borrows never takes, within a cycle, GPUs that another
 // queue's guarantee covers (a job started in the cycle could not be
 // reclaimed in it).

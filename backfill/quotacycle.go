@@ -453,7 +453,8 @@ func noQueueWhy(name string, known bool) string {
 // together, stably) so that the jobs their queues' guarantees cover go
 // first: going down the queue, a job is covered when its queue's use and
 // the GPUs of the covered jobs of its queue before it leave room for it
-// within the guarantee (in a queue with StrictOrder, only while no job of
+// within the guarantee (an elastic gang's minimum, when its full size
+// does not fit: reclaim covers that; in a queue with StrictOrder, only while no job of
 // it has been left uncovered). Jobs that would borrow come after, so that none
 // takes, within a cycle, GPUs that another queue's guarantee covers (a
 // job started in the cycle could not be reclaimed in it).
@@ -465,10 +466,20 @@ func (e *Engine) entitledFirst() {
 	for i, j := range e.order {
 		q := j.queue
 		free := j.claim == nil && j.unfit == ""
-		s.covered[i] = free && !s.uncovered[q] && s.used[q]+s.cum[q]+j.gpus <= s.guar[q]
+		g, room := j.gpus, 0
+		if free { // a job in no queue (q < 0) is not
+			room = s.guar[q] - s.used[q] - s.cum[q]
+		}
+		if free && !s.uncovered[q] && g > room {
+			// An elastic gang whose minimum the guarantee covers is
+			// covered at it, as reclaim counts it (reclaimGPUs): a
+			// borrower tested first would take GPUs it then reclaims.
+			g = min(g, j.job.Gang.MinGPUs(e.c))
+		}
+		s.covered[i] = free && !s.uncovered[q] && g <= room
 		switch {
 		case s.covered[i]:
-			s.cum[q] += j.gpus
+			s.cum[q] += g
 		case free && s.strict[q]:
 			// A queue in strict order keeps its order: no job of it
 			// below this one goes ahead of it (one with a reservation
