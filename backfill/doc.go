@@ -441,7 +441,8 @@
 //
 // The walk of a cycle tests first, in priority order, the jobs their
 // queues' guarantees cover (going down the queue, a queue's use plus its
-// covered jobs before stays within its guarantee), then the others: a
+// covered jobs before stays within its guarantee; an elastic gang is
+// covered at its minimum when its full size is not), then the others: a
 // job that borrows never takes, within a cycle, GPUs that another
 // queue's guarantee covers (a job started in the cycle could not be
 // reclaimed in it).
@@ -464,7 +465,9 @@
 // (Plan.Preemptions, with PreemptionConfig.Grace; exempt times do not apply),
 // the job's placement is claimed for it, and it starts at the first cycle
 // after they are released: within one cycle plus the grace when the host
-// releases them in time. A search that would repeat one that failed in
+// releases them in time. A search that finds no set says why in the
+// job's reason ("reclaim did not help: no borrowed GPUs in any domain
+// that could hold it: ...", Waiting.PreemptReclaim). A search that would repeat one that failed in
 // the cycle is skipped: after one for a job of g GPUs and time limit l
 // whose victims left no quota room, the queue's jobs of g GPUs or more
 // with a limit of at least l (none counts as the longest); after one that

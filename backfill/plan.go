@@ -392,6 +392,11 @@ type Waiting struct {
 	// as PreemptDetail.
 	PreemptTried bool                `json:",omitempty"`
 	Preempt      preempt.Explanation `json:"-"`
+	// PreemptReclaim says that the search was a reclaim of the job's
+	// queue's guarantee, among the gangs of queues that borrow, whatever
+	// their class: Preempt's classes are then not the jobs' (the reason
+	// names the borrowers).
+	PreemptReclaim bool `json:",omitempty"`
 	// PreemptPromised counts the lower-class running jobs the search left
 	// out because every GPU they hold is promised to a reservation or a
 	// hold of another job.
@@ -402,13 +407,40 @@ type Waiting struct {
 // epoch when it is not zero; a failed preemption attempt follows it.
 func (w *Waiting) Message(epoch time.Time) string {
 	m := w.message(epoch)
-	if w.PreemptTried {
+	if w.PreemptTried && w.PreemptReclaim {
+		m += "; reclaim did not help: " + reclaimWords(w.Preempt)
+		if w.PreemptPromised > 0 {
+			m += fmt.Sprintf(" (%s of borrowing queues left out: every GPU they hold is promised to a reservation or a hold)", jobCount(w.PreemptPromised))
+		}
+	} else if w.PreemptTried {
 		m += "; preemption did not help: " + w.Preempt.String()
 		if w.PreemptPromised > 0 {
 			m += fmt.Sprintf(" (%s of a lower class left out: every GPU they hold is promised to a reservation or a hold)", jobCount(w.PreemptPromised))
 		}
 	}
 	return m
+}
+
+// reclaimWords renders a failed reclaim search's explanation: its
+// candidates are the gangs of queues that borrow (searched as one class
+// below the job's), not gangs of a lower class.
+func reclaimWords(r preempt.Explanation) string {
+	switch {
+	case r.Code == preempt.NoVictims:
+		return fmt.Sprintf("no borrowed GPUs in any domain that could hold it: with every gang of a borrowing queue stopped (%s), %s", gangCount(r.Lower), r.Admission)
+	case r.Code == preempt.SearchBound:
+		return fmt.Sprintf("no victim set found in %d trial admissions, though stopping every gang of a borrowing queue would make room", r.Work)
+	case r.Code == preempt.NotPreemptible:
+		return fmt.Sprintf("the only gangs of borrowing queues that would make room cannot be preempted (%s with policy never)", gangCount(r.Never))
+	}
+	return r.String()
+}
+
+func gangCount(n int) string {
+	if n == 1 {
+		return "1 gang"
+	}
+	return fmt.Sprintf("%d gangs", n)
 }
 
 func jobCount(n int) string {
@@ -507,6 +539,9 @@ func (w Waiting) MarshalJSON() ([]byte, error) {
 	out.Detail = w.detail()
 	if w.PreemptTried {
 		out.PreemptDetail = w.Preempt.String()
+		if w.PreemptReclaim {
+			out.PreemptDetail = reclaimWords(w.Preempt)
+		}
 	}
 	return json.Marshal(out)
 }

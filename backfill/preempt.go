@@ -93,7 +93,7 @@ func (c *cycle) mayPreempt(j *jobRec, w *Waiting) bool {
 		return false // the budget is spent: no record is read either
 	}
 	if x := c.failedBefore(j); x != nil {
-		w.PreemptTried, w.Preempt, w.PreemptPromised = true, x.why, x.promised
+		w.PreemptTried, w.Preempt, w.PreemptPromised, w.PreemptReclaim = true, x.why, x.promised, false
 		if e.checkEach {
 			c.checkSkippedSearch(j)
 		}
@@ -179,7 +179,7 @@ func (c *cycle) preempt(j *jobRec, spec *gang.Spec, planned time.Time, w *Waitin
 			x.why, x.promised = v.Reason, p.promised
 			c.preemptFails = append(c.preemptFails, x)
 		}
-		w.PreemptTried, w.Preempt, w.PreemptPromised = true, v.Reason, p.promised
+		w.PreemptTried, w.Preempt, w.PreemptPromised, w.PreemptReclaim = true, v.Reason, p.promised, false
 		return false
 	}
 	if v.Reason.Code == preempt.Fits {

@@ -453,7 +453,8 @@ func noQueueWhy(name string, known bool) string {
 // together, stably) so that the jobs their queues' guarantees cover go
 // first: going down the queue, a job is covered when its queue's use and
 // the GPUs of the covered jobs of its queue before it leave room for it
-// within the guarantee (in a queue with StrictOrder, only while no job of
+// within the guarantee (an elastic gang's minimum, when its full size
+// does not fit: reclaim covers that; in a queue with StrictOrder, only while no job of
 // it has been left uncovered). Jobs that would borrow come after, so that none
 // takes, within a cycle, GPUs that another queue's guarantee covers (a
 // job started in the cycle could not be reclaimed in it).
@@ -465,10 +466,20 @@ func (e *Engine) entitledFirst() {
 	for i, j := range e.order {
 		q := j.queue
 		free := j.claim == nil && j.unfit == ""
-		s.covered[i] = free && !s.uncovered[q] && s.used[q]+s.cum[q]+j.gpus <= s.guar[q]
+		g, room := j.gpus, 0
+		if free { // a job in no queue (q < 0) is not
+			room = s.guar[q] - s.used[q] - s.cum[q]
+		}
+		if free && !s.uncovered[q] && g > room {
+			// An elastic gang whose minimum the guarantee covers is
+			// covered at it, as reclaim counts it (reclaimGPUs): a
+			// borrower tested first would take GPUs it then reclaims.
+			g = min(g, j.job.Gang.MinGPUs(e.c))
+		}
+		s.covered[i] = free && !s.uncovered[q] && g <= room
 		switch {
 		case s.covered[i]:
-			s.cum[q] += j.gpus
+			s.cum[q] += g
 		case free && s.strict[q]:
 			// A queue in strict order keeps its order: no job of it
 			// below this one goes ahead of it (one with a reservation
@@ -1231,7 +1242,7 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, g int, w *Waiting) bool {
 		if !x.quota && x.shape != 0 && x.shape == j.shapeID && g == j.gpus {
 			// The answer of a search for its shape (not the queue's
 			// last failure, given past the cap).
-			w.PreemptTried, w.Preempt, w.PreemptPromised = true, x.why, x.promised
+			w.PreemptTried, w.Preempt, w.PreemptPromised, w.PreemptReclaim = true, x.why, x.promised, true
 		}
 		if e.checkEach && s.fails.n[q] < maxClaimFails {
 			c.checkSkippedReclaim(j, spec, g)
@@ -1245,7 +1256,7 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, g int, w *Waiting) bool {
 	if v := &p.verdict; !v.Found {
 		x := s.fails.add(q, g, j, e, false, spec == j.tight || g < j.gpus)
 		x.why, x.promised = v.Reason, p.promised
-		w.PreemptTried, w.Preempt, w.PreemptPromised = true, v.Reason, p.promised
+		w.PreemptTried, w.Preempt, w.PreemptPromised, w.PreemptReclaim = true, v.Reason, p.promised, true
 		return false
 	}
 	s.victims = append(s.victims[:0], p.verdict.Victims...)

@@ -71,10 +71,14 @@ import (
 // passed over), blamed on it (CauseLateStart). A job that starts late in
 // the walk, after keepBook kept such a reservation up, takes that room
 // too: the gate does not give the reservation up for it (lateTaker), and
-// the next cycle moves it. A reservation a late
-// start pushes later for its GPUs is not checked again at its new start
-// (such a check, with lateQuota in place, was never decisive over 10,000
-// workloads of TestQuotaPropertiesLateHost, and was removed).
+// the next cycle moves it. A reservation a late start pushes later to
+// a fresh placement is checked there (upkeep): where its queue's quota
+// has no room for it beside the reservations of others (one the late
+// start pushed into its window), it moves instead to the time it can
+// keep its planned GPUs. One pushed later on its planned GPUs is not
+// checked again at its new start (such a check, with lateQuota in place,
+// was never decisive over 10,000 workloads of
+// TestQuotaPropertiesLateHost, and was removed).
 // A due reservation that keepBook passed over because its queue's quota
 // had no room, and that has room later in the cycle (a reclaim or a
 // preemption freed some), starts on its planned GPUs when they are free

@@ -494,6 +494,15 @@ func (c *cycle) upkeep(r *reservation) {
 		found = false
 		r.checked = math.MaxUint64
 	}
+	if found && t.After(r.start) && keepable && k.at.After(t) && !e.promiseFits(j, e.plannedGPUs(j), t) {
+		// Later, on the fresh placement, its queue's quota would have no
+		// room for it beside the reservations of others it would run
+		// with (one a late start pushed into its window): it moves to
+		// the time it can keep its planned GPUs instead, and the next
+		// cycle searches again.
+		found = false
+		r.checked = math.MaxUint64
+	}
 	switch {
 	case found:
 		// Its new place is settled like a slipped one's: a reservation

@@ -137,6 +137,9 @@ func waitHash(w *Waiting) uint64 {
 	mix(uint64(w.PreemptPromised))
 	if p := &w.Preempt; w.PreemptTried {
 		mix(1 + uint64(p.Code))
+		if w.PreemptReclaim {
+			mix(1)
+		}
 		mix(uint64(p.Lower) ^ uint64(p.Exempt)<<20 ^ uint64(p.Never)<<40)
 		mix(uint64(p.Work))
 	}
