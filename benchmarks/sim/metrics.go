@@ -126,7 +126,9 @@ type Result struct {
 	// Shrinks those that kept running on fewer pods (backfill.Shrink),
 	// and FailureLostGPUSeconds the work failures destroyed: the GPUs
 	// times the time run, since the start for a whole-gang restart, since
-	// the last checkpoint (Config.Checkpoint) for a replacement.
+	// the last checkpoint (Config.Checkpoint) for a replacement. Each
+	// GPU-second counts once: a whole-gang restart of a run that lost
+	// work to a replacement or shrink before adds the rest of the run.
 	FailureRestarts       int     `json:"failure_restarts,omitempty"`
 	Replacements          int     `json:"replacements,omitempty"`
 	Shrinks               int     `json:"shrinks,omitempty"`
