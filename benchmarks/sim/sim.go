@@ -316,7 +316,7 @@ func (r *runner) progress() {
 // and leaves the queue; -1 when it stops) at r.now.
 func (r *runner) addBusy(i, sign int) {
 	if sign > 0 { // it leaves the queue, at full size
-		r.work.queued(r.jobs[i].Account, -r.jobs[i].GPUs)
+		r.work.queued(r.jobs[i].Account, -r.jobs[i].shapeGPUs())
 		// Both integrals run up to r.now (account was called for it).
 		r.busyAtStart, r.activeAtStart = r.m.BusyGPUSeconds, r.work.activeSecs
 	}
@@ -386,7 +386,7 @@ func (r *runner) reservedFree(e *backfill.Engine, plan *backfill.Plan) error {
 func (r *runner) enqueue(i int) {
 	r.pending++
 	r.work.job(r.jobs[i].Account, +1)
-	r.work.queued(r.jobs[i].Account, r.jobs[i].GPUs)
+	r.work.queued(r.jobs[i].Account, r.jobs[i].shapeGPUs())
 }
 
 // leave counts job i as gone from the system (finished or failed).
@@ -683,7 +683,7 @@ func (r *runner) stopRun(i int) {
 func (r *runner) requeue(i int) {
 	r.out[i].Started = false
 	r.pending++
-	r.work.queued(r.jobs[i].Account, r.jobs[i].GPUs)
+	r.work.queued(r.jobs[i].Account, r.jobs[i].shapeGPUs())
 }
 
 // applyPlan starts a plan's jobs (confirming them when preemption is on,

@@ -533,3 +533,41 @@ func TestFailureLostCountsEachGPUSecondOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestQueuedAtShapeGPUs: a queued job asks for the GPUs of its gang shape,
+// which it holds once it runs: a 12-GPU job on two whole 8-GPU nodes asks
+// for 16. Two 8-GPU nodes; r (1 GPU, 1 h) runs from 0, big (12 GPUs as 2
+// x 8) comes at 1 s and waits for both nodes until 1 h. While it waits,
+// 15 GPUs are idle and it could use all 15: 15 x 3,599 GPU-s idle while
+// queued (the queue counted 12, 12 x 3,599), and under phalanx as many
+// free on its reservation (which is part of the idle time). While it
+// waits its account asks for 16 GPUs, and once it runs for the 16 it
+// holds.
+func TestQueuedAtShapeGPUs(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 1, NodesPerLeaf: 2, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := []TraceJob{
+		{ID: "r", Account: "x", Duration: time.Hour, TimeLimit: time.Hour, GPUs: 1, Nodes: 1, GPUsPerNode: 1},
+		{ID: "big", Account: "y", Submit: time.Second, Duration: time.Hour, TimeLimit: time.Hour, GPUs: 12, Nodes: 2, GPUsPerNode: 8},
+	}
+	for _, tc := range []struct {
+		policy     Policy
+		idle, resv float64
+	}{{GangBackfill, 15 * 3599, 0}, {Phalanx, 15 * 3599, 15 * 3599}, {PodByPod, 15 * 3599, 0}} {
+		t.Run(tc.policy.String(), func(t *testing.T) {
+			r, err := Run(Config{Cluster: c, Policy: tc.policy}, jobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkConservation(t, r)
+			if o := r.Outcomes[1]; o.Start != time.Hour {
+				t.Fatalf("big started at %v, want 1h", o.Start)
+			}
+			if r.IdleWhileQueuedGPUSeconds != tc.idle || r.ReservedFreeGPUSeconds != tc.resv {
+				t.Errorf("idle while queued %v GPU-s, free on reservations %v; want %v, %v", r.IdleWhileQueuedGPUSeconds, r.ReservedFreeGPUSeconds, tc.idle, tc.resv)
+			}
+		})
+	}
+}
