@@ -62,7 +62,9 @@ type Result struct {
 	BusyGPUSeconds float64       `json:"busy_gpu_seconds"`
 	// IdleWhileQueuedGPUSeconds is the work-conserving gap: GPU-seconds
 	// left idle while jobs were queued, counting at each instant at most
-	// the GPUs the queued jobs ask for (min(free GPUs, queued GPUs)).
+	// the GPUs the queued jobs ask for (min(free GPUs, queued GPUs)): the
+	// GPUs of their gang shapes, which they hold once they run (a job of
+	// 12 GPUs on two whole 8-GPU nodes asks for 16).
 	IdleWhileQueuedGPUSeconds float64 `json:"idle_while_queued_gpu_seconds"`
 	// DeadlockGPUSeconds counts GPUs held by jobs that cannot run (bound
 	// pods of incomplete pod-by-pod jobs).
@@ -126,7 +128,9 @@ type Result struct {
 	// Shrinks those that kept running on fewer pods (backfill.Shrink),
 	// and FailureLostGPUSeconds the work failures destroyed: the GPUs
 	// times the time run, since the start for a whole-gang restart, since
-	// the last checkpoint (Config.Checkpoint) for a replacement.
+	// the last checkpoint (Config.Checkpoint) for a replacement. Each
+	// GPU-second counts once: a whole-gang restart of a run that lost
+	// work to a replacement or shrink before adds the rest of the run.
 	FailureRestarts       int     `json:"failure_restarts,omitempty"`
 	Replacements          int     `json:"replacements,omitempty"`
 	Shrinks               int     `json:"shrinks,omitempty"`

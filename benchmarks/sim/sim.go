@@ -209,6 +209,10 @@ type runner struct {
 	gpus  []int
 	spent []float64
 	since []time.Duration
+	// Per job, the GPU time of its current run already counted lost to
+	// failures (replacements and shrinks), so that a whole-gang restart
+	// of that run counts the rest of it only.
+	lostRun []float64
 	// At the last start so far: the busy GPU-seconds and the active
 	// seconds (Result.UtilisationBeforeDrain).
 	busyAtStart, activeAtStart float64
@@ -238,7 +242,8 @@ func Run(cfg Config, jobs []TraceJob) (*Result, error) {
 		m: newResult(cfg), leafLvl: cfg.Cluster.Depth() - 1, rng: rand.New(rand.NewPCG(cfg.Seed, 0x51)),
 		work: newWork(cfg.Cluster.TotalGPUs(), jobs), nextAt: -1,
 		segment: make([]time.Duration, len(jobs)), saved: make([]time.Duration, len(jobs)),
-		gpus: make([]int, len(jobs)), spent: make([]float64, len(jobs)), since: make([]time.Duration, len(jobs))}
+		gpus: make([]int, len(jobs)), spent: make([]float64, len(jobs)), since: make([]time.Duration, len(jobs)),
+		lostRun: make([]float64, len(jobs))}
 	for i, j := range jobs {
 		r.out[i] = Outcome{ID: j.ID, Account: j.Account, GPUs: j.GPUs, Nodes: j.Nodes, Submit: j.Submit}
 		heap.Push(&r.q, event{at: j.Submit, kind: evSubmit, job: i})
@@ -311,7 +316,7 @@ func (r *runner) progress() {
 // and leaves the queue; -1 when it stops) at r.now.
 func (r *runner) addBusy(i, sign int) {
 	if sign > 0 { // it leaves the queue, at full size
-		r.work.queued(r.jobs[i].Account, -r.jobs[i].GPUs)
+		r.work.queued(r.jobs[i].Account, -r.jobs[i].shapeGPUs())
 		// Both integrals run up to r.now (account was called for it).
 		r.busyAtStart, r.activeAtStart = r.m.BusyGPUSeconds, r.work.activeSecs
 	}
@@ -381,7 +386,7 @@ func (r *runner) reservedFree(e *backfill.Engine, plan *backfill.Plan) error {
 func (r *runner) enqueue(i int) {
 	r.pending++
 	r.work.job(r.jobs[i].Account, +1)
-	r.work.queued(r.jobs[i].Account, r.jobs[i].GPUs)
+	r.work.queued(r.jobs[i].Account, r.jobs[i].shapeGPUs())
 }
 
 // leave counts job i as gone from the system (finished or failed).
@@ -611,7 +616,9 @@ func (r *runner) failNode(e *backfill.Engine, n int, abs time.Time) error {
 			continue
 		}
 		r.m.FailureRestarts++
-		r.m.FailureLostGPUSeconds += r.runGPUSeconds(i, now)
+		// The whole run is lost, part of it already at replacements or
+		// shrinks.
+		r.m.FailureLostGPUSeconds += r.runGPUSeconds(i, now) - r.lostRun[i]
 		r.stopRun(i)
 		if x.Requeued {
 			r.out[i].Requeues++
@@ -644,7 +651,9 @@ func (r *runner) restart(i int, now time.Duration, g int) {
 	if c := r.cfg.Checkpoint; c > 0 {
 		kept = run / c * c
 	}
-	r.m.FailureLostGPUSeconds += float64(old) * (run - kept).Seconds()
+	lost := float64(old) * (run - kept).Seconds()
+	r.m.FailureLostGPUSeconds += lost
+	r.lostRun[i] += lost
 	r.saved[i] += time.Duration(float64(kept) * float64(old) / float64(full))
 	r.segment[i] = now
 	if g != old {
@@ -674,7 +683,7 @@ func (r *runner) stopRun(i int) {
 func (r *runner) requeue(i int) {
 	r.out[i].Started = false
 	r.pending++
-	r.work.queued(r.jobs[i].Account, r.jobs[i].GPUs)
+	r.work.queued(r.jobs[i].Account, r.jobs[i].shapeGPUs())
 }
 
 // applyPlan starts a plan's jobs (confirming them when preemption is on,
@@ -688,6 +697,7 @@ func (r *runner) applyPlan(e *backfill.Engine, plan *backfill.Plan) error {
 		o.Start, o.Started = now, true
 		r.segment[i], r.saved[i] = now, 0
 		r.gpus[i], r.spent[i], r.since[i] = s.Allocation.GPUs(), 0, now // an elastic job may start smaller
+		r.lostRun[i] = 0
 		o.Leaves = r.leaves(&s.Allocation)
 		r.running++
 		r.pending--

@@ -496,3 +496,78 @@ func TestFailurePolicies(t *testing.T) {
 		t.Errorf("checkpoints lost %.0f GPU-s, without %.0f", ckpt.FailureLostGPUSeconds, replace.FailureLostGPUSeconds)
 	}
 }
+
+// TestFailureLostCountsEachGPUSecondOnce: the GPU time a job loses to
+// failures is at most the GPU time it ran. On three 8-GPU nodes, one
+// 8-GPU job of 1,000 h; nodes fail (mean 10 h) and stay down. With seed
+// 2 its node fails at about 4.5 h and its pods move to a spare node
+// (replaced, from scratch or from its last hourly checkpoint); that node
+// fails at about 11.7 h with no spare left, and the job is requeued and
+// never runs again. Requeued, it starts over from scratch: every
+// GPU-second it ran is lost, 8 x 11.7 h, which is its busy time. The
+// replacement's loss is part of that run; it was counted again (lost
+// 8 x (4.5 + 11.7) h, more than the job ever ran).
+func TestFailureLostCountsEachGPUSecondOnce(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 1, NodesPerLeaf: 3, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := []TraceJob{{ID: "a", Account: "x", Duration: 1000 * time.Hour, GPUs: 8, Nodes: 1, GPUsPerNode: 8}}
+	for _, ckpt := range []time.Duration{0, time.Hour} {
+		for _, p := range []backfill.FailurePolicy{backfill.Replace, backfill.Shrink} {
+			t.Run(fmt.Sprintf("%v/checkpoint=%v", p, ckpt), func(t *testing.T) {
+				r, err := Run(Config{Cluster: c, Policy: GangBackfill, Seed: 2, NodeMTBF: 10 * time.Hour, Repair: 10000 * time.Hour,
+					OnNodeFailure: p, Checkpoint: ckpt, Horizon: 200 * time.Hour}, jobs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkConservation(t, r)
+				o := r.Outcomes[0]
+				if r.Replacements != 1 || r.FailureRestarts != 1 || o.Started || o.Requeues != 1 {
+					t.Fatalf("%d replaced, %d restarts, outcome %+v; want one replacement, then a requeue", r.Replacements, r.FailureRestarts, o)
+				}
+				if math.Abs(r.FailureLostGPUSeconds-r.BusyGPUSeconds) > 1e-6 {
+					t.Errorf("lost %.0f GPU-s to failures, ran %.0f (every GPU-second it ran was lost)", r.FailureLostGPUSeconds, r.BusyGPUSeconds)
+				}
+			})
+		}
+	}
+}
+
+// TestQueuedAtShapeGPUs: a queued job asks for the GPUs of its gang shape,
+// which it holds once it runs: a 12-GPU job on two whole 8-GPU nodes asks
+// for 16. Two 8-GPU nodes; r (1 GPU, 1 h) runs from 0, big (12 GPUs as 2
+// x 8) comes at 1 s and waits for both nodes until 1 h. While it waits,
+// 15 GPUs are idle and it could use all 15: 15 x 3,599 GPU-s idle while
+// queued (the queue counted 12, 12 x 3,599), and under phalanx as many
+// free on its reservation (which is part of the idle time). While it
+// waits its account asks for 16 GPUs, and once it runs for the 16 it
+// holds.
+func TestQueuedAtShapeGPUs(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 1, NodesPerLeaf: 2, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := []TraceJob{
+		{ID: "r", Account: "x", Duration: time.Hour, TimeLimit: time.Hour, GPUs: 1, Nodes: 1, GPUsPerNode: 1},
+		{ID: "big", Account: "y", Submit: time.Second, Duration: time.Hour, TimeLimit: time.Hour, GPUs: 12, Nodes: 2, GPUsPerNode: 8},
+	}
+	for _, tc := range []struct {
+		policy     Policy
+		idle, resv float64
+	}{{GangBackfill, 15 * 3599, 0}, {Phalanx, 15 * 3599, 15 * 3599}, {PodByPod, 15 * 3599, 0}} {
+		t.Run(tc.policy.String(), func(t *testing.T) {
+			r, err := Run(Config{Cluster: c, Policy: tc.policy}, jobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkConservation(t, r)
+			if o := r.Outcomes[1]; o.Start != time.Hour {
+				t.Fatalf("big started at %v, want 1h", o.Start)
+			}
+			if r.IdleWhileQueuedGPUSeconds != tc.idle || r.ReservedFreeGPUSeconds != tc.resv {
+				t.Errorf("idle while queued %v GPU-s, free on reservations %v; want %v, %v", r.IdleWhileQueuedGPUSeconds, r.ReservedFreeGPUSeconds, tc.idle, tc.resv)
+			}
+		})
+	}
+}

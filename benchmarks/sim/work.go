@@ -13,13 +13,13 @@ import (
 type work struct {
 	total      int // the cluster's GPUs
 	down       int // GPUs on failed nodes
-	queuedGPUs int // GPUs asked by jobs submitted and not started
+	queuedGPUs int // GPUs asked by jobs submitted and not started (their shapes')
 	busy       int // GPUs of running jobs
 	acctIndex  map[string]int
 	acctNames  []string
 	acctBusy   []int
 	acctJobs   []int // running and queued jobs per account
-	acctQueued []int // GPUs asked by queued jobs, per account
+	acctQueued []int // GPUs asked by queued jobs (their shapes'), per account
 	byDemand   []int // scratch: accounts with work, by demand
 	withWork   int   // accounts with work
 	last       time.Duration
