@@ -135,6 +135,8 @@ type usageRec struct {
 }
 
 // noTime is the latest instant of a tree that has been told no time yet.
+// It is also a valid instant (time.Unix(0, math.MinInt64)), so Tree.told,
+// not this value, says whether the tree has been told one.
 const noTime = math.MinInt64
 
 // Tree is an account tree with raw shares and decayed usage per account,
@@ -154,6 +156,7 @@ type Tree struct {
 	shared atomic.Bool // st is referenced by a view or clone
 	own    []usageRec  // parallel to st.nodes
 	latest int64       // latest instant charged or decayed, or noTime
+	told   bool        // latest holds an instant the tree was told
 }
 
 // NewTree returns a tree holding only the root, configured by cfg, or an
@@ -177,7 +180,7 @@ func (t *Tree) Config() Config { return t.cfg }
 // Charge, Decay or SetUsage), before which reads fail with ErrTimeTravel,
 // and false if it has been told none.
 func (t *Tree) Latest() (time.Time, bool) {
-	if t.latest == noTime {
+	if !t.told {
 		return time.Time{}, false
 	}
 	return time.Unix(0, t.latest).UTC(), true
@@ -351,7 +354,7 @@ func (t *Tree) Charge(account string, gpuSeconds float64, at time.Time) error {
 		return fmt.Errorf("%w: %v GPU-seconds to account %q would take its usage past MaxUsage", ErrBadCharge, gpuSeconds, account)
 	}
 	*r = next
-	t.latest = max(t.latest, ns)
+	t.latest, t.told = max(t.latest, ns), true
 	return nil
 }
 
@@ -385,7 +388,7 @@ func (t *Tree) Decay(now time.Time) error {
 		r.value = r.valueAt(ns, t.cfg.HalfLife)
 		r.at = ns
 	}
-	t.latest = ns
+	t.latest, t.told = ns, true
 	return nil
 }
 
@@ -451,6 +454,7 @@ func (t *Tree) Clone() *Tree {
 		st:     t.st,
 		own:    slices.Clone(t.own),
 		latest: t.latest,
+		told:   t.told,
 	}
 	c.shared.Store(true)
 	return c
@@ -528,7 +532,7 @@ func (t *Tree) SetUsage(recs []UsageRecord) error {
 	}
 	for k, r := range recs {
 		t.own[idx[k]] = usageRec{value: r.GPUSeconds, at: ns[k]}
-		t.latest = max(t.latest, ns[k])
+		t.latest, t.told = max(t.latest, ns[k]), true
 	}
 	return nil
 }
