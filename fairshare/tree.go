@@ -232,11 +232,15 @@ func (t *Tree) AddAccount(parent, name string, shares float64) error {
 }
 
 // SetShares changes the raw shares of an account. Errors wrap
-// ErrUnknownAccount or ErrBadShares and name the account.
+// ErrUnknownAccount, ErrBadName (RootName: the root has no shares) or
+// ErrBadShares and name the account.
 func (t *Tree) SetShares(account string, shares float64) error {
 	i, ok := t.st.index[account]
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownAccount, account)
+	}
+	if i == 0 {
+		return fmt.Errorf("%w: %q is the root, which has no shares", ErrBadName, account)
 	}
 	if err := checkShares(account, shares); err != nil {
 		return err
