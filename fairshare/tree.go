@@ -135,6 +135,8 @@ type usageRec struct {
 }
 
 // noTime is the latest instant of a tree that has been told no time yet.
+// It is also a valid instant (time.Unix(0, math.MinInt64)), so Tree.told,
+// not this value, says whether the tree has been told one.
 const noTime = math.MinInt64
 
 // Tree is an account tree with raw shares and decayed usage per account,
@@ -154,6 +156,7 @@ type Tree struct {
 	shared atomic.Bool // st is referenced by a view or clone
 	own    []usageRec  // parallel to st.nodes
 	latest int64       // latest instant charged or decayed, or noTime
+	told   bool        // latest holds an instant the tree was told
 }
 
 // NewTree returns a tree holding only the root, configured by cfg, or an
@@ -177,7 +180,7 @@ func (t *Tree) Config() Config { return t.cfg }
 // Charge, Decay or SetUsage), before which reads fail with ErrTimeTravel,
 // and false if it has been told none.
 func (t *Tree) Latest() (time.Time, bool) {
-	if t.latest == noTime {
+	if !t.told {
 		return time.Time{}, false
 	}
 	return time.Unix(0, t.latest).UTC(), true
@@ -229,11 +232,15 @@ func (t *Tree) AddAccount(parent, name string, shares float64) error {
 }
 
 // SetShares changes the raw shares of an account. Errors wrap
-// ErrUnknownAccount or ErrBadShares and name the account.
+// ErrUnknownAccount, ErrBadName (RootName: the root has no shares) or
+// ErrBadShares and name the account.
 func (t *Tree) SetShares(account string, shares float64) error {
 	i, ok := t.st.index[account]
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownAccount, account)
+	}
+	if i == 0 {
+		return fmt.Errorf("%w: %q is the root, which has no shares", ErrBadName, account)
 	}
 	if err := checkShares(account, shares); err != nil {
 		return err
@@ -351,7 +358,7 @@ func (t *Tree) Charge(account string, gpuSeconds float64, at time.Time) error {
 		return fmt.Errorf("%w: %v GPU-seconds to account %q would take its usage past MaxUsage", ErrBadCharge, gpuSeconds, account)
 	}
 	*r = next
-	t.latest = max(t.latest, ns)
+	t.latest, t.told = max(t.latest, ns), true
 	return nil
 }
 
@@ -385,7 +392,7 @@ func (t *Tree) Decay(now time.Time) error {
 		r.value = r.valueAt(ns, t.cfg.HalfLife)
 		r.at = ns
 	}
-	t.latest = ns
+	t.latest, t.told = ns, true
 	return nil
 }
 
@@ -451,6 +458,7 @@ func (t *Tree) Clone() *Tree {
 		st:     t.st,
 		own:    slices.Clone(t.own),
 		latest: t.latest,
+		told:   t.told,
 	}
 	c.shared.Store(true)
 	return c
@@ -528,7 +536,7 @@ func (t *Tree) SetUsage(recs []UsageRecord) error {
 	}
 	for k, r := range recs {
 		t.own[idx[k]] = usageRec{value: r.GPUSeconds, at: ns[k]}
-		t.latest = max(t.latest, ns[k])
+		t.latest, t.told = max(t.latest, ns[k]), true
 	}
 	return nil
 }
