@@ -37,8 +37,9 @@ const (
 	// HoldPlanned: a planned start became possible: the gang got a
 	// reservation instead.
 	HoldPlanned
-	// HoldPreempting: the gang preempted lower-class jobs for GPUs
-	// instead (Plan.Preemptions).
+	// HoldPreempting: the gang preempted jobs for GPUs instead
+	// (Plan.Preemptions): lower-class jobs, or, reclaiming its queue's
+	// guarantee, gangs of queues that borrow, whatever their class.
 	HoldPreempting
 	// HoldQuota: the gang's queue has no quota for it now (its reason
 	// says which); it may be held again once it has.

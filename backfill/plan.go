@@ -388,8 +388,10 @@ type Waiting struct {
 	// this cycle (its class is above some running job's, and it could
 	// not start soon otherwise) and that no victim set helped; Preempt
 	// says why (no lower-class victims in any domain that could hold it,
-	// victims inside their exempt time, or protected). JSON renders it
-	// as PreemptDetail.
+	// victims inside their exempt time, or protected). It reports too
+	// that a reclaim of its queue's guarantee found no set
+	// (PreemptReclaim), whatever the classes. JSON renders it as
+	// PreemptDetail.
 	PreemptTried bool                `json:",omitempty"`
 	Preempt      preempt.Explanation `json:"-"`
 	// PreemptReclaim says that the search was a reclaim of the job's
@@ -397,9 +399,10 @@ type Waiting struct {
 	// their class: Preempt's classes are then not the jobs' (the reason
 	// names the borrowers).
 	PreemptReclaim bool `json:",omitempty"`
-	// PreemptPromised counts the lower-class running jobs the search left
-	// out because every GPU they hold is promised to a reservation or a
-	// hold of another job.
+	// PreemptPromised counts the lower-class running jobs (for a
+	// reclaim, the jobs of borrowing queues) the search left out because
+	// every GPU they hold is promised to a reservation or a hold of
+	// another job.
 	PreemptPromised int `json:",omitempty"`
 }
 

@@ -65,7 +65,8 @@ import (
 // victims still stop) and planned again, as is a hold cfg's hold mode
 // does not allow (hold mode off, strict order, its gang below
 // Hold.MinGPUs, or beyond Hold.MaxHolds: the first MaxHolds holds of the
-// snapshot are kept); a waiting job
+// snapshot are kept; a dropped hold is charged, in HeldGPUSeconds, for
+// the GPUs it held from the last cycle to the snapshot); a waiting job
 // that fits c on the nodes it was submitted with but that the new queues
 // can never run (Submit would refuse it now with ErrNeverFits: its
 // queue's pool is too small, or its size, an elastic gang's minimum, is
@@ -720,6 +721,11 @@ func (r *restorer) hold(h HoldRecord) {
 	// more than MaxHolds holds: those after the first MaxHolds of the
 	// snapshot), is still checked.
 	if r.stale(j, &a) || !e.holdAllowed(j) || len(e.book.holds) >= e.cfg.Hold.MaxHolds {
+		// It held its GPUs idle from the last cycle to the snapshot:
+		// charged as a hold an event ends then is (endHoldBetween).
+		if !e.lastCycle.IsZero() && e.last.After(e.lastCycle) {
+			e.heldGPUSeconds += float64(h.Held) * e.last.Sub(e.lastCycle).Seconds()
+		}
 		r.recorded[j] = StatePending
 		return
 	}
