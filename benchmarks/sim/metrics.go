@@ -138,7 +138,9 @@ type Result struct {
 	// With Config.Preemption: Preemptions counts the jobs preempted (a
 	// job preempted twice counts twice), PreemptedGPUSeconds the GPU time
 	// they lost (their GPUs times the time from their start to their
-	// release: the simulated jobs do not checkpoint), and UrgentWaits and
+	// release: a preempted job restarts from scratch; less what failures
+	// had already lost of that run, which FailureLostGPUSeconds counts),
+	// and UrgentWaits and
 	// OtherWaits are the waits of the urgent jobs and of the others
 	// (start, the last one for a preempted job, minus submit).
 	Preemptions         int        `json:"preemptions,omitempty"`

@@ -66,7 +66,9 @@ func (r *runner) release(e *backfill.Engine, i int, abs time.Time) error {
 	}
 	o := &r.out[i]
 	r.m.Preemptions++
-	r.m.PreemptedGPUSeconds += r.runGPUSeconds(i, r.now)
+	// The whole run is lost, part of it already at replacements or
+	// shrinks (counted in FailureLostGPUSeconds).
+	r.m.PreemptedGPUSeconds += r.runGPUSeconds(i, r.now) - r.lostRun[i]
 	o.Preemptions++
 	r.stopRun(i)
 	r.requeue(i)
