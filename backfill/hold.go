@@ -46,9 +46,16 @@ const (
 	HoldQuota
 	// HoldCancelled: the gang was cancelled while held (Engine.Cancel).
 	HoldCancelled
+	// HoldRestored: Restore dropped it: the config restored with does not
+	// allow it (hold mode off, strict order, the gang below
+	// HoldConfig.MinGPUs, or past HoldConfig.MaxHolds), or its target
+	// puts the gang where it may no longer start (outside its queue's
+	// pool, in no queue, or, onto another cluster, outside its node sets
+	// or across its Required domain). The gang is planned again.
+	HoldRestored
 )
 
-var holdEndNames = [...]string{"", "budget spent", "passed on", "node lost", "planned", "preempting", "quota", "cancelled"}
+var holdEndNames = [...]string{"", "budget spent", "passed on", "node lost", "planned", "preempting", "quota", "cancelled", "restored"}
 
 // String returns the cause's stable name.
 func (c HoldEndCause) String() string {

@@ -41,13 +41,18 @@ func TestRestoreDroppedHoldIsCharged(t *testing.T) {
 }
 
 // TestRestoreDroppedHoldIsReported: Plan.HoldEnds lists "the holds that
-// ended since the last cycle without their gang starting"; the holds
-// Restore drops (config, or stale) are not listed by the next plan.
-// Not fixed: no HoldEndCause says "dropped at a restore" (a new cause is
-// an API decision).
+// ended since the last cycle without their gang starting"; the next plan
+// lists the holds Restore dropped, with cause HoldRestored and the GPUs
+// they held, and the plan after it does not list them again.
 func TestRestoreDroppedHoldIsReported(t *testing.T) {
-	t.Skip("defect not fixed: a hold Restore drops is not listed in the next plan's HoldEnds (see above)")
 	r, at := heldPairRestored(t)
 	p := startAll(t, r, at.Add(time.Minute))
 	require.Len(t, p.HoldEnds, 2, p.Describe(r.c, epoch))
+	for _, he := range p.HoldEnds {
+		require.Equal(t, HoldRestored, he.Cause, p.Describe(r.c, epoch))
+		require.Equal(t, 8, he.Held, p.Describe(r.c, epoch))
+	}
+	require.ElementsMatch(t, []string{"g1", "g2"}, []string{p.HoldEnds[0].Job, p.HoldEnds[1].Job})
+	p2 := startAll(t, r, at.Add(2*time.Minute))
+	require.Empty(t, p2.HoldEnds, p2.Describe(r.c, epoch))
 }

@@ -66,7 +66,8 @@ import (
 // does not allow (hold mode off, strict order, its gang below
 // Hold.MinGPUs, or beyond Hold.MaxHolds: the first MaxHolds holds of the
 // snapshot are kept; a dropped hold is charged, in HeldGPUSeconds, for
-// the GPUs it held from the last cycle to the snapshot); a waiting job
+// the GPUs it held from the last cycle to the snapshot, and the next
+// plan lists it in HoldEnds with cause HoldRestored); a waiting job
 // that fits c on the nodes it was submitted with but that the new queues
 // can never run (Submit would refuse it now with ErrNeverFits: its
 // queue's pool is too small, or its size, an elastic gang's minimum, is
@@ -150,6 +151,9 @@ type restorer struct {
 	asRecorded map[*jobRec]*gang.Spec
 	// moved: the cluster is not the snapshot's (nodes mapped by name).
 	moved bool
+	// droppedHolds are the holds the restore dropped (HoldRestored), for
+	// the next plan's HoldEnds.
+	droppedHolds []HoldEnd
 }
 
 // placed returns the spec job j's placements are checked against: its
@@ -657,7 +661,7 @@ func (r *restorer) holds() {
 			r.bad("hold end %d (job %q, cause %d, %d GPUs held): malformed", i, he.Job, he.Cause, he.Held)
 		}
 	}
-	e.holdEnds = slices.Clone(r.snap.HoldEnds)
+	e.holdEnds = append(slices.Clone(r.snap.HoldEnds), r.droppedHolds...)
 	r.podChanges()
 	var sum [runtimeBins]uint64 // in 64 bits: the accounts' counts add up without wrapping
 	for _, rt := range r.snap.Runtimes {
@@ -726,6 +730,8 @@ func (r *restorer) hold(h HoldRecord) {
 		if !e.lastCycle.IsZero() && e.last.After(e.lastCycle) {
 			e.heldGPUSeconds += float64(h.Held) * e.last.Sub(e.lastCycle).Seconds()
 		}
+		// The next plan lists it among the holds that ended (holds).
+		r.droppedHolds = append(r.droppedHolds, HoldEnd{Job: h.Job, Cause: HoldRestored, Held: h.Held})
 		r.recorded[j] = StatePending
 		return
 	}

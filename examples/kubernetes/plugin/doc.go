@@ -42,7 +42,7 @@
 // rank order, GPU indices the engine picks among those no other gang holds:
 // Kubernetes does not say which GPUs a pod got), with the namespace as its
 // account, the earliest pod's creation as its submit time and the earliest
-// pod's status.startTime as its start (the adoption when no pod reports
+// status.startTime of its pods as its start (the adoption when no pod reports
 // one; kept between the submit and the adoption), so that what the engine
 // reads of the run so far (when the job is estimated to end, the run time
 // it learns for the namespace when the job ends) is the gang's; its
