@@ -72,10 +72,13 @@ import (
 // the walk, after keepBook kept such a reservation up, takes that room
 // too: the gate does not give the reservation up for it (lateTaker), and
 // the next cycle moves it. A reservation a late start pushes later to
-// a fresh placement is checked there (upkeep): where its queue's quota
-// has no room for it beside the reservations of others (one the late
-// start pushed into its window), it moves instead to the time it can
-// keep its planned GPUs. One pushed later on its planned GPUs is not
+// a fresh placement, before the time it could keep its planned GPUs, is
+// checked there (upkeep): where its queue's quota has no room for it
+// beside the reservations of others (one the late start pushed into its
+// window), it moves instead to the time it can keep its planned GPUs.
+// One that cannot keep them (a job without a time limit holds one) moves
+// to the fresh placement unchecked (no workload of 10,000 of each of the
+// two late-host quota property tests reached that case). One pushed later on its planned GPUs is not
 // checked again at its new start (such a check, with lateQuota in place,
 // was never decisive over 10,000 workloads of
 // TestQuotaPropertiesLateHost, and was removed).
