@@ -4,8 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/stretchr/testify/require"
+
+	"github.com/phalanx-sched/phalanx/placement"
 )
 
 // heldPair returns an engine on opsCluster (two leaves of four 8-GPU

@@ -4,9 +4,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/placement"
-	"github.com/stretchr/testify/require"
 )
 
 // TestHoldEndedForPreemptionReoffers: gang G (class 1, three nodes of a

@@ -4,8 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/stretchr/testify/require"
+
+	"github.com/phalanx-sched/phalanx/placement"
 )
 
 // TestRestoreUnderHoldConfig: a snapshot taken with two holds, restored
