@@ -50,3 +50,55 @@ func TestRestoreUnderHoldConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoredHoldTakesTheNewBudget: a hold kept across a restore has the
+// budget of the config restored with (Hold.Budget times its gang's GPUs),
+// as a hold taken under it would: with the budget lowered below what the
+// holds have spent, both end at the next cycle (HoldBudgetSpent, told in
+// HoldEnds) and their GPUs go to a waiting job; under the config the
+// snapshot was taken with, the budgets and holds are as before. It kept
+// the snapshot's budget: both holds went on past the new bound.
+func TestRestoredHoldTakesTheNewBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		budget time.Duration // 0: the snapshot's config
+		holds  int
+	}{
+		{"same config", 0, 2},
+		{"budget lowered below the spending", time.Minute, 0},
+		{"budget raised", 100 * time.Hour, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := heldPair(t, 2)
+			now := epoch.Add(time.Hour)
+			p := startAll(t, e, now) // an hour of holding spent
+			require.Len(t, p.Holds, 2, p.Describe(e.c, epoch))
+			cfg := e.cfg
+			if tc.budget > 0 {
+				cfg.Hold.Budget = tc.budget
+			}
+			r, err := Restore(e.c, cfg, snapshotCopy(t, e.Snapshot()))
+			require.NoError(t, err)
+			r.checkEach = true
+			require.NoError(t, r.check())
+			for _, id := range []string{"g1", "g2"} {
+				st, _ := r.Job(id)
+				require.Equal(t, StateHeld, st.State, id)
+			}
+			for _, h := range r.Snapshot().Holds {
+				require.InDelta(t, cfg.Hold.Budget.Seconds()*24, h.BudgetGPUs, 1e-6, h.Job)
+			}
+			later := now.Add(time.Minute)
+			require.NoError(t, r.Submit(Job{ID: "small", Account: "a", Gang: member(placement.NodesOf(1, 8))}, later))
+			p = startAll(t, r, later)
+			require.Len(t, p.Holds, tc.holds, p.Describe(r.c, epoch))
+			if tc.holds == 0 {
+				require.Len(t, p.HoldEnds, 2, p.Describe(r.c, epoch))
+				for _, he := range p.HoldEnds {
+					require.Equal(t, HoldBudgetSpent, he.Cause, p.Describe(r.c, epoch))
+				}
+				require.Len(t, p.Starts, 1, "small on GPUs no longer held:\n%s", p.Describe(r.c, epoch))
+			}
+		})
+	}
+}

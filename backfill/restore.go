@@ -67,7 +67,9 @@ import (
 // Hold.MinGPUs, or beyond Hold.MaxHolds: the first MaxHolds holds of the
 // snapshot are kept; a dropped hold is charged, in HeldGPUSeconds, for
 // the GPUs it held from the last cycle to the snapshot, and the next
-// plan lists it in HoldEnds with cause HoldRestored); a waiting job
+// plan lists it in HoldEnds with cause HoldRestored), and a hold kept has
+// cfg's budget (Hold.Budget times its gang's GPUs; one whose spending has
+// reached it ends at the next cycle, HoldBudgetSpent); a waiting job
 // that fits c on the nodes it was submitted with but that the new queues
 // can never run (Submit would refuse it now with ErrNeverFits: its
 // queue's pool is too small, or its size, an elastic gang's minimum, is
@@ -735,7 +737,11 @@ func (r *restorer) hold(h HoldRecord) {
 		r.recorded[j] = StatePending
 		return
 	}
-	e.book.addHold(&hold{job: j, since: h.Since, target: a, held: h.Held, spent: h.SpentGPUs, budget: h.BudgetGPUs, eta: h.EstimatedStart})
+	// Its budget is cfg's (the same as the snapshot's under the config
+	// it was taken with): a hold whose spending has reached a lowered
+	// budget ends at the next cycle (HoldBudgetSpent), as any hold does.
+	budget := e.cfg.Hold.Budget.Seconds() * float64(j.gpus)
+	e.book.addHold(&hold{job: j, since: h.Since, target: a, held: h.Held, spent: h.SpentGPUs, budget: budget, eta: h.EstimatedStart})
 }
 
 // claims restores the claims and links their victims.
