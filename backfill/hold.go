@@ -51,7 +51,8 @@ const (
 	// HoldConfig.MinGPUs, or past HoldConfig.MaxHolds), or its target
 	// puts the gang where it may no longer start (outside its queue's
 	// pool, in no queue, or, onto another cluster, outside its node sets
-	// or across its Required domain). The gang is planned again.
+	// or across its Required domain), or a node of its target is down or
+	// drained in the snapshot. The gang is planned again.
 	HoldRestored
 )
 

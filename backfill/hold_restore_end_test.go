@@ -57,3 +57,42 @@ func TestRestoreDroppedHoldIsReported(t *testing.T) {
 	p2 := startAll(t, r, at.Add(2*time.Minute))
 	require.Empty(t, p2.HoldEnds, p2.Describe(r.c, epoch))
 }
+
+// TestRestoredHoldOnLostNodeDropped: a snapshot whose hold targets a node
+// that the snapshot lists down or drained (NodeDown and Drain drop such a
+// hold; a host that edits its snapshot, marking a node lost, may leave
+// one): the restore drops the hold and the next plan lists it in HoldEnds
+// (HoldRestored). It kept the hold, and the next cycle moved it to
+// another target with no end told.
+func TestRestoredHoldOnLostNodeDropped(t *testing.T) {
+	for _, down := range []bool{true, false} {
+		t.Run(map[bool]string{true: "down", false: "drained"}[down], func(t *testing.T) {
+			e := heldPair(t, 2)
+			snap := snapshotCopy(t, e.Snapshot())
+			require.Len(t, snap.Holds, 2)
+			alloc, err := e.allocationOf(&snap.Holds[0].Target)
+			require.NoError(t, err)
+			node := e.c.NodeName(alloc.Members[0].Assignment[0].Node)
+			if down {
+				snap.Down = append(snap.Down, node)
+			} else {
+				snap.Drained = append(snap.Drained, node)
+			}
+			r, err := Restore(e.c, e.cfg, snap)
+			require.NoError(t, err)
+			r.checkEach = true
+			require.NoError(t, r.check())
+			st, _ := r.Job(snap.Holds[0].Job)
+			require.Equal(t, StatePending, st.State)
+			p := startAll(t, r, epoch.Add(4*time.Minute))
+			var ends []HoldEnd
+			for _, he := range p.HoldEnds {
+				if he.Job == snap.Holds[0].Job {
+					ends = append(ends, he)
+				}
+			}
+			require.Len(t, ends, 1, p.Describe(r.c, epoch))
+			require.Equal(t, HoldRestored, ends[0].Cause, p.Describe(r.c, epoch))
+		})
+	}
+}

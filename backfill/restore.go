@@ -65,11 +65,13 @@ import (
 // victims still stop) and planned again, as is a hold cfg's hold mode
 // does not allow (hold mode off, strict order, its gang below
 // Hold.MinGPUs, or beyond Hold.MaxHolds: the first MaxHolds holds of the
-// snapshot are kept; a dropped hold is charged, in HeldGPUSeconds, for
-// the GPUs it held from the last cycle to the snapshot, and the next
-// plan lists it in HoldEnds with cause HoldRestored), and a hold kept has
-// cfg's budget (Hold.Budget times its gang's GPUs; one whose spending has
-// reached it ends at the next cycle, HoldBudgetSpent); a waiting job
+// snapshot are kept) or one on a node the snapshot lists down or drained
+// (as NodeDown and Drain drop it). A dropped hold is charged, in
+// HeldGPUSeconds, for the GPUs it held from the last cycle to the
+// snapshot, and the next plan lists it in HoldEnds with cause
+// HoldRestored; a hold kept has cfg's budget (Hold.Budget times its
+// gang's GPUs; one whose spending has reached it ends at the next cycle,
+// HoldBudgetSpent). A waiting job
 // that fits c on the nodes it was submitted with but that the new queues
 // can never run (Submit would refuse it now with ErrNeverFits: its
 // queue's pool is too small, or its size, an elastic gang's minimum, is
@@ -722,11 +724,13 @@ func (r *restorer) hold(h HoldRecord) {
 		r.bad("the hold for %s: estimated start %s is outside [%s, %s]", h.Job, h.EstimatedStart.UTC().Format(time.RFC3339Nano),
 			MinTime.Format(time.RFC3339), lastEncodable.Format(time.RFC3339))
 	}
-	// Checked whole first: a record dropped as stale, or as one cfg's
-	// hold mode does not allow (off, strict order, a gang below MinGPUs,
-	// more than MaxHolds holds: those after the first MaxHolds of the
-	// snapshot), is still checked.
-	if r.stale(j, &a) || !e.holdAllowed(j) || len(e.book.holds) >= e.cfg.Hold.MaxHolds {
+	// Checked whole first: a record dropped as stale, on a node down or
+	// drained (NodeDown and Drain drop such a hold; a snapshot edited by
+	// its host may still have one), or as one cfg's hold mode does not
+	// allow (off, strict order, a gang below MinGPUs, more than MaxHolds
+	// holds: those after the first MaxHolds of the snapshot), is still
+	// checked.
+	if r.stale(j, &a) || r.onLostNode(&a) || !e.holdAllowed(j) || len(e.book.holds) >= e.cfg.Hold.MaxHolds {
 		// It held its GPUs idle from the last cycle to the snapshot:
 		// charged as a hold an event ends then is (endHoldBetween).
 		if !e.lastCycle.IsZero() && e.last.After(e.lastCycle) {
@@ -742,6 +746,19 @@ func (r *restorer) hold(h HoldRecord) {
 	// budget ends at the next cycle (HoldBudgetSpent), as any hold does.
 	budget := e.cfg.Hold.Budget.Seconds() * float64(j.gpus)
 	e.book.addHold(&hold{job: j, since: h.Since, target: a, held: h.Held, spent: h.SpentGPUs, budget: budget, eta: h.EstimatedStart})
+}
+
+// onLostNode reports whether placement a has a pod on a node that is
+// down or drained.
+func (r *restorer) onLostNode(a *gang.Allocation) bool {
+	for _, m := range a.Members {
+		for _, x := range m.Assignment {
+			if st := r.e.nodes[x.Node]; st.down() || st.drained() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // claims restores the claims and links their victims.
