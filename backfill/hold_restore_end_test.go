@@ -96,3 +96,65 @@ func TestRestoredHoldOnLostNodeDropped(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoredReservationOnLostNodeMoves: a snapshot whose reservation is
+// on a node that the snapshot lists down or drained (NodeDown and Drain
+// drop such a reservation, and the next plan reports the move, when it
+// starts later, with the node's cause): the restore drops it the same
+// way. Eight 8-GPU nodes: a runs on 6 until t+2h, b on 1 until t+5h, one
+// node free; big (7 nodes) is reserved at t+2h on the free node and a's.
+// With the free node lost, big can start only at t+5h, and the next plan
+// reports its move from t+2h to t+5h by that node (as the engine's own
+// NodeDown or Drain reports it).
+func TestRestoredReservationOnLostNodeMoves(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		down  bool
+		cause Cause
+	}{{"down", true, CauseNodeDown}, {"drained", false, CauseNodeDrained}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := opsCluster(t)
+			cfg := DefaultConfig()
+			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b"))
+			require.NoError(t, err)
+			e.checkEach = true
+			require.NoError(t, e.Submit(Job{ID: "a", Account: "a", TimeLimit: 2 * time.Hour, Gang: member(placement.NodesOf(6, 8))}, epoch))
+			require.NoError(t, e.Submit(Job{ID: "b", Account: "a", TimeLimit: 5 * time.Hour, Gang: member(placement.NodesOf(1, 8))}, epoch))
+			startAll(t, e, epoch)
+			require.NoError(t, e.Submit(Job{ID: "big", Account: "b", TimeLimit: time.Hour, Gang: member(placement.NodesOf(7, 8))}, epoch))
+			p := startAll(t, e, epoch.Add(time.Minute))
+			require.Len(t, p.Reservations, 1, p.Describe(c, epoch))
+			require.Equal(t, epoch.Add(2*time.Hour), p.Reservations[0].Start, p.Describe(c, epoch))
+			used := map[string]bool{}
+			for _, id := range []string{"a", "b"} {
+				al, ok := e.Allocation(id)
+				require.True(t, ok, id)
+				for pod := range al.Pods() {
+					used[c.NodeName(pod.Node)] = true
+				}
+			}
+			free := ""
+			for _, x := range p.Reservations[0].Allocation.Members[0].Assignment {
+				if n := c.NodeName(x.Node); !used[n] {
+					free = n
+				}
+			}
+			require.NotEmpty(t, free, p.Describe(c, epoch))
+			s := snapshotCopy(t, e.Snapshot())
+			if tc.down {
+				s.Down = append(s.Down, free)
+			} else {
+				s.Drained = append(s.Drained, free)
+			}
+			r, err := Restore(c, cfg, s)
+			require.NoError(t, err)
+			r.checkEach = true
+			require.NoError(t, r.check())
+			st, _ := r.Job("big")
+			require.Equal(t, StatePending, st.State)
+			p = startAll(t, r, epoch.Add(2*time.Minute))
+			want := Move{Job: "big", From: epoch.Add(2 * time.Hour), To: epoch.Add(5 * time.Hour), Cause: tc.cause, By: free}
+			require.Equal(t, []Move{want}, p.Moves, p.Describe(c, epoch))
+		})
+	}
+}

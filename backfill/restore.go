@@ -66,9 +66,10 @@ import (
 // does not allow (hold mode off, strict order, its gang below
 // Hold.MinGPUs, or beyond Hold.MaxHolds: the first MaxHolds holds of the
 // snapshot are kept) or one on a node the snapshot lists down or drained
-// (as NodeDown and Drain drop it). A dropped hold is charged, in
-// HeldGPUSeconds, for the GPUs it held from the last cycle to the
-// snapshot, and the next plan lists it in HoldEnds with cause
+// (as NodeDown and Drain drop it; so is a reservation there, the next
+// plan reporting its move with the node as theirs do). A dropped hold is
+// charged, in HeldGPUSeconds, for the GPUs it held from the last cycle
+// to the snapshot, and the next plan lists it in HoldEnds with cause
 // HoldRestored; a hold kept has cfg's budget (Hold.Budget times its
 // gang's GPUs; one whose spending has reached it ends at the next cycle,
 // HoldBudgetSpent). A waiting job
@@ -120,7 +121,7 @@ func Restore(c *topology.Cluster, cfg Config, snap *Snapshot) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &restorer{e: e, snap: snap, recorded: make(map[*jobRec]JobState), asRecorded: make(map[*jobRec]*gang.Spec),
+	r := &restorer{e: e, snap: snap, recorded: make(map[*jobRec]JobState), asRecorded: make(map[*jobRec]*gang.Spec), resvDropped: make(map[*jobRec]bool),
 		moved: snap.Cluster.Diff(ClusterFingerprint(c)) != ""}
 	if err := tree.SetUsage(snap.Usage); err != nil {
 		r.bad("usage: %v", err)
@@ -158,6 +159,9 @@ type restorer struct {
 	// droppedHolds are the holds the restore dropped (HoldRestored), for
 	// the next plan's HoldEnds.
 	droppedHolds []HoldEnd
+	// resvDropped marks the jobs whose reservation the restore dropped
+	// for a lost node.
+	resvDropped map[*jobRec]bool
 }
 
 // placed returns the spec job j's placements are checked against: its
@@ -607,7 +611,7 @@ func (r *restorer) reservations() {
 		case !ok || j.phase != StatePending:
 			r.bad("a reservation for %s, which is not waiting", rr.Job)
 			continue
-		case j.resv != nil:
+		case j.resv != nil || r.resvDropped[j]:
 			r.bad("job %s has two reservations", rr.Job)
 			continue
 		}
@@ -631,6 +635,18 @@ func (r *restorer) reservations() {
 		}
 		// Checked whole first: a record dropped as stale is still checked.
 		if r.stale(j, &a) {
+			r.recorded[j] = StatePending
+			continue
+		}
+		if node, cause, lost := r.lostNode(&a); lost {
+			// On a node down or drained: dropped as NodeDown and Drain
+			// drop it, the next plan reporting the move with the node
+			// (still counted: a second reservation for the job is
+			// refused).
+			if j.moved == nil {
+				j.moved = &Move{Job: j.job.ID, From: rr.Start, Cause: cause, By: e.c.NodeName(node)}
+			}
+			r.resvDropped[j] = true
 			r.recorded[j] = StatePending
 			continue
 		}
@@ -751,14 +767,25 @@ func (r *restorer) hold(h HoldRecord) {
 // onLostNode reports whether placement a has a pod on a node that is
 // down or drained.
 func (r *restorer) onLostNode(a *gang.Allocation) bool {
+	_, _, lost := r.lostNode(a)
+	return lost
+}
+
+// lostNode returns the first node of placement a that is down or
+// drained, with the cause a move off it has (CauseNodeDown before
+// CauseNodeDrained for a node both down and drained).
+func (r *restorer) lostNode(a *gang.Allocation) (topology.NodeID, Cause, bool) {
 	for _, m := range a.Members {
 		for _, x := range m.Assignment {
-			if st := r.e.nodes[x.Node]; st.down() || st.drained() {
-				return true
+			switch st := r.e.nodes[x.Node]; {
+			case st.down():
+				return x.Node, CauseNodeDown, true
+			case st.drained():
+				return x.Node, CauseNodeDrained, true
 			}
 		}
 	}
-	return false
+	return 0, 0, false
 }
 
 // claims restores the claims and links their victims.
