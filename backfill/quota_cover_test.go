@@ -28,12 +28,7 @@ import (
 // is now checked at its start, and where the quota has no room the
 // reservation keeps its planned GPUs to the time it can (upkeep).
 func TestElasticMinimumCoveredGoesFirst(t *testing.T) {
-	e, job := quotaRig(t, 6, []QueueSpec{
-		{Name: "training", Guarantee: 24, Maximum: Unlimited, Nodes: "node[00000-00002]"},
-		{Name: "serving", Guarantee: 24, LendingLimit: 16, Maximum: Unlimited, Nodes: "node[00003-00005]"},
-		{Name: "borrowed", BorrowingLimit: Unlimited, Maximum: Unlimited, Nodes: "node[00003-00005]"},
-	}, func(cfg *Config) { cfg.Preemption.Grace = 2 * time.Minute })
-	at := func(m int) time.Time { return epoch.Add(time.Duration(m) * time.Minute) }
+	e, job, at := hybridRig(t)
 	require.NoError(t, e.Submit(job("S0", "serving", 3, 5, 2, 0, preempt.Never, 0), at(0)))
 	require.Equal(t, []string{"S0"}, startedIDs(startAll(t, e, at(0))))
 	require.NoError(t, e.Submit(job("B", "borrowed", 3, 6, 1, 0, preempt.Requeue, 0), at(1)))
@@ -58,12 +53,7 @@ func TestElasticMinimumCoveredGoesFirst(t *testing.T) {
 // every lower-class gang stopped (1 gang)", though B is of X's class
 // and no class preemption was tried (preemption is off).
 func TestReclaimFailureReasonNamesBorrowers(t *testing.T) {
-	e, job := quotaRig(t, 6, []QueueSpec{
-		{Name: "training", Guarantee: 24, Maximum: Unlimited, Nodes: "node[00000-00002]"},
-		{Name: "serving", Guarantee: 24, LendingLimit: 16, Maximum: Unlimited, Nodes: "node[00003-00005]"},
-		{Name: "borrowed", BorrowingLimit: Unlimited, Maximum: Unlimited, Nodes: "node[00003-00005]"},
-	}, func(cfg *Config) { cfg.Preemption.Grace = 2 * time.Minute })
-	at := func(m int) time.Time { return epoch.Add(time.Duration(m) * time.Minute) }
+	e, job, at := hybridRig(t)
 	half := func(id, q string, node int, p preempt.Policy) Job {
 		j := job(id, q, node, node+1, 1, 0, p, 0)
 		j.Gang.Members[0].Request.GPUsPerNode = 4
@@ -85,4 +75,20 @@ func TestReclaimFailureReasonNamesBorrowers(t *testing.T) {
 	m := w.Message(time.Time{})
 	require.NotContains(t, m, "lower-class", m)
 	require.Contains(t, m, "reclaim did not help: no borrowed GPUs in any domain that could hold it: with every gang of a borrowing queue stopped (1 gang), member m: needs 1 node with 8 free GPUs", m)
+}
+
+// hybridRig returns quotaRig's engine on six nodes with a two-minute
+// preemption grace and three queues: training (guaranteed 24 GPUs on
+// nodes 0-2), serving (guaranteed 24 on nodes 3-5, lending up to 16) and
+// borrowed (no guarantee, borrowing freely on nodes 3-5); its job maker;
+// and at, the time m minutes after epoch.
+func hybridRig(t *testing.T) (*Engine, func(id, queue string, lo, hi, nodes, min int, p preempt.Policy, limit time.Duration) Job, func(m int) time.Time) {
+	t.Helper()
+	e, job := quotaRig(t, 6, []QueueSpec{
+		{Name: "training", Guarantee: 24, Maximum: Unlimited, Nodes: "node[00000-00002]"},
+		{Name: "serving", Guarantee: 24, LendingLimit: 16, Maximum: Unlimited, Nodes: "node[00003-00005]"},
+		{Name: "borrowed", BorrowingLimit: Unlimited, Maximum: Unlimited, Nodes: "node[00003-00005]"},
+	}, func(cfg *Config) { cfg.Preemption.Grace = 2 * time.Minute })
+	at := func(m int) time.Time { return epoch.Add(time.Duration(m) * time.Minute) }
+	return e, job, at
 }
