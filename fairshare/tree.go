@@ -291,7 +291,9 @@ func decayFactor(from, to int64, halfLife time.Duration) float64 {
 // usage at the end of d with the given half-life: the integral of
 // 2^-(s/halfLife) over the d seconds before that end, which is
 // halfLife/ln 2 x (1 - 2^-(d/halfLife)) seconds, or d's seconds when
-// halfLife is zero (no decay). It is 0 for d <= 0.
+// halfLife is zero (no decay). A negative halfLife, which Config.Validate
+// refuses, is taken as zero too: no decay, never more than d's seconds.
+// It is 0 for d <= 0.
 //
 // Billing a running job its GPUs x DecayedSeconds(since its last charge)
 // at each charge makes its usage independent of how often it is charged:
@@ -304,7 +306,7 @@ func DecayedSeconds(d, halfLife time.Duration) float64 {
 		return 0
 	}
 	secs := d.Seconds()
-	if halfLife == 0 {
+	if halfLife <= 0 {
 		return secs
 	}
 	hl := halfLife.Seconds()
