@@ -27,8 +27,11 @@ var (
 	// that would take an account's usage past MaxUsage (and a usage
 	// record outside [0, MaxUsage]).
 	ErrBadCharge = errors.New("fairshare: bad charge")
-	// ErrBadTime marks an instant outside the years 1678 to 2262 (the range
-	// of int64 nanoseconds since 1970), including the zero time.Time.
+	// ErrBadTime marks an instant that int64 nanoseconds since 1970 cannot
+	// hold: before time.Unix(0, math.MinInt64), 1677-09-21
+	// 00:12:43.145224192 UTC, or after time.Unix(0, math.MaxInt64),
+	// 2262-04-11 23:47:16.854775807 UTC (both ends are accepted); the zero
+	// time.Time (year 1) among them.
 	ErrBadTime = errors.New("fairshare: time out of range")
 	// ErrTimeTravel marks a read or decay at an instant earlier than the
 	// latest instant the tree has been told about.
