@@ -35,7 +35,8 @@
 // Metrics: utilisation over the active window and before its final drain
 // (Result.UtilisationBeforeDrain), GPU-hours idle while jobs were queued,
 // GPU-hours held by jobs that cannot run (deadlock),
-// GPU-hours held by hold mode, waits per size class, mean completion time,
+// GPU-hours held by hold mode, waits per size class (p50 and p95 by
+// nearest rank, no interpolation), mean completion time,
 // makespan, topology quality of multi-node jobs, per-account share against
 // entitlement, and the scheduler's CPU time per cycle (the one quantity
 // measured with the wall clock; everything else is deterministic for a

@@ -22,7 +22,10 @@ type Result struct {
 	Rejected int `json:"rejected"`
 	Finished int `json:"finished"`
 	Running  int `json:"running"`
-	Pending  int `json:"pending"`
+	// Pending counts the jobs submitted and neither running nor finished
+	// at the end: those never started and those stopped and requeued (by
+	// a node failure or a preemption) and not started again.
+	Pending int `json:"pending"`
 	// Unsubmitted counts the jobs submitted after the run's end (a
 	// Horizon cut the trace): Jobs is Rejected + Finished + Running +
 	// Pending + Unsubmitted.
@@ -45,6 +48,9 @@ type Result struct {
 	// a gap before a late submit, do not count against it). The final
 	// drain does: after the last start the window runs on until the last
 	// job ends, however few GPUs are busy; see UtilisationBeforeDrain.
+	// Capacity is every installed GPU (ClusterGPUs) at every instant,
+	// those on failed nodes (Config.NodeMTBF) included: GPUs down count
+	// against Utilisation, while IdleWhileQueuedGPUSeconds leaves them out.
 	Utilisation float64 `json:"utilisation"`
 	// UtilisationBeforeDrain is Utilisation up to the last start: busy
 	// GPU-seconds over capacity over the active window before the Drain.
@@ -64,7 +70,9 @@ type Result struct {
 	// left idle while jobs were queued, counting at each instant at most
 	// the GPUs the queued jobs ask for (min(free GPUs, queued GPUs)): the
 	// GPUs of their gang shapes, which they hold once they run (a job of
-	// 12 GPUs on two whole 8-GPU nodes asks for 16).
+	// 12 GPUs on two whole 8-GPU nodes asks for 16). Free GPUs are the
+	// cluster's less those busy and those on failed nodes: GPUs down are
+	// not idle here, though Utilisation's capacity counts them.
 	IdleWhileQueuedGPUSeconds float64 `json:"idle_while_queued_gpu_seconds"`
 	// DeadlockGPUSeconds counts GPUs held by jobs that cannot run (bound
 	// pods of incomplete pod-by-pod jobs).
@@ -89,11 +97,13 @@ type Result struct {
 	// max(1, (wait + run) / max(run, 10 s)). A job failed by a node
 	// failure (backfill.Fail) counts as finished when it stops.
 	MeanBoundedSlowdown float64 `json:"mean_bounded_slowdown"`
-	// LongestWait is the longest wait of any job (starvation); jobs that
-	// never started count up to the end of the run.
+	// LongestWait is the longest wait of any job (starvation); jobs not
+	// started at the end (Pending, requeued ones included) count from
+	// their submit up to the end of the run.
 	LongestWait time.Duration `json:"longest_wait_ns"`
-	// LargeWaitP95 and LargeWaitMax are the p95 and max wait of jobs of
-	// more than 64 GPUs.
+	// LargeWaitP95 and LargeWaitMax are the p95 (nearest rank: the
+	// ceil(0.95 n)-th smallest of the n waits, no interpolation) and max
+	// wait of jobs of more than 64 GPUs, counted as ClassWait's.
 	LargeWaitP95 time.Duration `json:"large_wait_p95_ns"`
 	LargeWaitMax time.Duration `json:"large_wait_max_ns"`
 
@@ -116,6 +126,9 @@ type Result struct {
 	// while contended.
 	WorstShare float64 `json:"worst_share_gap"`
 
+	// Cycles counts the scheduling cycles; CycleP50 and CycleP99 are the
+	// nearest-rank quantiles (as quantile) of their CPU times, and
+	// CycleTotal their sum.
 	Cycles     int           `json:"cycles"`
 	CycleP50   time.Duration `json:"cycle_p50_ns"`
 	CycleP99   time.Duration `json:"cycle_p99_ns"`
@@ -155,8 +168,13 @@ type Result struct {
 }
 
 // ClassWait is the wait (start minus submit) of the jobs of one size
-// class. Jobs that never started count with their wait up to the end of
-// the run (a lower bound), and are counted in NotStarted.
+// class. Jobs not started at the end count with their wait up to the end
+// of the run (a lower bound), and are counted in NotStarted: those that
+// never started and those stopped and requeued (by a node failure or a
+// preemption) and not started again, whose wait then runs from their
+// submit to the end, their earlier runs included. P50 and P95 are
+// nearest-rank quantiles: the ceil(q n)-th smallest of the n waits, no
+// interpolation (the p95 of 10 waits is the 10th, the max).
 type ClassWait struct {
 	Class      string        `json:"class"`
 	Jobs       int           `json:"jobs"`
@@ -339,6 +357,9 @@ func (m *Result) placementQuality(r *runner) {
 	}
 }
 
+// quantile returns the nearest-rank q-quantile of sorted (ascending, not
+// empty): its ceil(q n)-th smallest of n values (the first for q = 0),
+// with no interpolation between neighbours.
 func quantile(sorted []time.Duration, q float64) time.Duration {
 	i := int(math.Ceil(q*float64(len(sorted)))) - 1
 	return sorted[max(0, min(i, len(sorted)-1))]
@@ -454,7 +475,8 @@ func short(d time.Duration) string {
 	return fmt.Sprintf("%.1fd", d.Hours()/24)
 }
 
-// Quantiles returns the p95 and the max of waits (sorted in place).
+// Quantiles returns the p95 (nearest rank, as ClassWait's) and the max
+// of waits (sorted in place).
 func Quantiles(waits []time.Duration) (p95, max time.Duration) {
 	if len(waits) == 0 {
 		return 0, 0

@@ -120,7 +120,10 @@ type Outcome struct {
 	// Nodes is the node count of the job's gang shape.
 	Nodes  int
 	Submit time.Duration
-	// Start and End are zero when the job did not start or finish.
+	// Start and End are zero when the job did not start or finish. A job
+	// stopped and requeued (by a node failure or a preemption) has
+	// Started false until it starts again, and Start keeps its last
+	// start meanwhile.
 	Start, End time.Duration
 	Started    bool
 	Finished   bool
