@@ -33,14 +33,8 @@ func TestBadTimeBoundaries(t *testing.T) {
 		{"2262-12-31", time.Date(2262, 12, 31, 0, 0, 0, 0, time.UTC), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr, err := NewTree(DefaultConfig())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := tr.AddAccount("", "a", 1); err != nil {
-				t.Fatal(err)
-			}
-			err = tr.Charge("a", 1, tc.at)
+			tr := flatTree(t, DefaultConfig())
+			err := tr.Charge("a", 1, tc.at)
 			if tc.ok && err != nil {
 				t.Errorf("Charge at %v: %v, want accepted", tc.at, err)
 			}
