@@ -1648,27 +1648,9 @@ func TestQuotaShareParentOfSiblingsOnOnePool(t *testing.T) {
 // review's input).
 func TestQuotaShareDrainedNodesStillRunning(t *testing.T) {
 	c := opsCluster(t)
-	U := Unlimited
-	cfg := DefaultConfig()
-	cfg.Quotas.Queues = []QueueSpec{{Name: "a", BorrowingLimit: U, LendingLimit: U, Maximum: U},
-		{Name: "b", BorrowingLimit: U, LendingLimit: U, Maximum: U}}
-	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
-	require.NoError(t, err)
-	for k := range 2 {
-		require.NoError(t, e.Submit(Job{ID: fmt.Sprintf("r%d", k), Account: "x", Queue: "a", TimeLimit: 5 * time.Hour,
-			Preemption: preempt.Requeue, Gang: member(placement.NodesOf(1, 8))}, epoch))
-	}
-	p := startAll(t, e, epoch)
-	require.Len(t, p.Starts, 2)
-	for _, s := range p.Starts {
-		for n := range c.NumNodes() {
-			if s.Allocation.OnNode(topology.NodeID(n)) {
-				require.NoError(t, e.Drain(topology.NodeID(n), epoch.Add(time.Minute)))
-			}
-		}
-	}
+	e := twoRunningThenDrained(t, c, "")
 	submitNodeJobs(t, e, epoch.Add(2*time.Minute), time.Second, []string{"a", "b"}, 4, 6)
-	p = startAll(t, e, epoch.Add(5*time.Minute))
+	p := startAll(t, e, epoch.Add(5*time.Minute))
 	for _, s := range e.Queues() {
 		require.Equal(t, 32, s.Used, "queue %s:\n%s", s.Name, p.Describe(c, epoch))
 	}
@@ -1682,9 +1664,25 @@ func TestQuotaShareDrainedNodesStillRunning(t *testing.T) {
 // (a review's input).
 func TestQuotaShareDrainedPoolStillRunning(t *testing.T) {
 	c := opsCluster(t)
+	e := twoRunningThenDrained(t, c, opsNodeNames(c, 4))
+	submitNodeJobs(t, e, epoch.Add(2*time.Minute), time.Second, []string{"a", "b"}, 2, 8)
+	p := startAll(t, e, epoch.Add(5*time.Minute))
+	want := map[string]int{"a": 32, "b": 32}
+	for _, s := range e.Queues() {
+		require.Equal(t, want[s.Name], s.Used, "queue %s:\n%s", s.Name, p.Describe(c, epoch))
+	}
+}
+
+// twoRunningThenDrained returns an engine on c with two queues, a (on
+// the nodes aNodes names; all when empty) and b, both free to borrow and
+// lend, no maximum; a's two 1-node jobs r0 and r1 (8 GPUs, 5 hours'
+// limit, preemptible with requeue), submitted and started at epoch; and
+// their nodes drained a minute later, the jobs running on.
+func twoRunningThenDrained(t *testing.T, c *topology.Cluster, aNodes string) *Engine {
+	t.Helper()
 	U := Unlimited
 	cfg := DefaultConfig()
-	cfg.Quotas.Queues = []QueueSpec{{Name: "a", BorrowingLimit: U, LendingLimit: U, Maximum: U, Nodes: opsNodeNames(c, 4)},
+	cfg.Quotas.Queues = []QueueSpec{{Name: "a", BorrowingLimit: U, LendingLimit: U, Maximum: U, Nodes: aNodes},
 		{Name: "b", BorrowingLimit: U, LendingLimit: U, Maximum: U}}
 	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "x"))
 	require.NoError(t, err)
@@ -1701,12 +1699,7 @@ func TestQuotaShareDrainedPoolStillRunning(t *testing.T) {
 			}
 		}
 	}
-	submitNodeJobs(t, e, epoch.Add(2*time.Minute), time.Second, []string{"a", "b"}, 2, 8)
-	p = startAll(t, e, epoch.Add(5*time.Minute))
-	want := map[string]int{"a": 32, "b": 32}
-	for _, s := range e.Queues() {
-		require.Equal(t, want[s.Name], s.Used, "queue %s:\n%s", s.Name, p.Describe(c, epoch))
-	}
+	return e
 }
 
 // submitNodeJobs submits, for each of queues in order, counts[i] jobs
