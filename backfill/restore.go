@@ -67,7 +67,9 @@ import (
 // Hold.MinGPUs, or beyond Hold.MaxHolds: the first MaxHolds holds of the
 // snapshot are kept) or one on a node the snapshot lists down or drained
 // (as NodeDown and Drain drop it; so is a reservation there, the next
-// plan reporting its move with the node as theirs do). A dropped hold is
+// plan reporting its move with the node as theirs do, and a claim with
+// GPUs there, its victims still stopping and their preemptor going
+// first on the GPUs they leave). A dropped hold is
 // charged, in HeldGPUSeconds, for the GPUs it held from the last cycle
 // to the snapshot, and the next plan lists it in HoldEnds with cause
 // HoldRestored; a hold kept has cfg's budget (Hold.Budget times its
@@ -871,7 +873,10 @@ func (r *restorer) claim(cr *ClaimRecord) {
 		}
 		cl.victims = append(cl.victims, v)
 	}
-	if r.stale(j, &a) {
+	// Dropped as stale, or on a node down or drained (as NodeDown and
+	// Drain drop it): its victims still stop, their preemptor going first
+	// on the GPUs they leave (orphanOf), and the next cycle plans it again.
+	if r.stale(j, &a) || r.onLostNode(&a) {
 		return
 	}
 	for _, v := range cl.victims {
