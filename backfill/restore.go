@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"time"
 
@@ -74,7 +75,10 @@ import (
 // to the snapshot, and the next plan lists it in HoldEnds with cause
 // HoldRestored; a hold kept has cfg's budget (Hold.Budget times its
 // gang's GPUs; one whose spending has reached it ends at the next cycle,
-// HoldBudgetSpent). A waiting job
+// HoldBudgetSpent). A hold's count of GPUs held above the GPUs of its
+// target that no running gang holds (a host booked pods on GPUs it had
+// counted) is cut to them, kept or dropped: it is charged, and its end
+// reported, for those alone. A waiting job
 // that fits c on the nodes it was submitted with but that the new queues
 // can never run (Submit would refuse it now with ErrNeverFits: its
 // queue's pool is too small, or its size, an elastic gang's minimum, is
@@ -737,6 +741,12 @@ func (r *restorer) hold(h HoldRecord) {
 		r.bad("the hold for %s holds %d of %d GPUs, or has spent %v of a budget of %v GPU-seconds", h.Job, h.Held, a.GPUs(), h.SpentGPUs, h.BudgetGPUs)
 		return
 	}
+	// A hold holds only the free GPUs of its target: a count above them
+	// (a host that booked pods on GPUs the hold had counted, as the
+	// Kubernetes plugin's adoption does) is cut to them, so that neither
+	// the next cycle's charge and budget nor a report of its end counts
+	// GPUs a running gang holds.
+	h.Held = min(h.Held, r.freeOf(&a))
 	r.notAfter("hold start", h.Since)
 	if !encodable(h.EstimatedStart) {
 		r.bad("the hold for %s: estimated start %s is outside [%s, %s]", h.Job, h.EstimatedStart.UTC().Format(time.RFC3339Nano),
@@ -764,6 +774,18 @@ func (r *restorer) hold(h HoldRecord) {
 	// budget ends at the next cycle (HoldBudgetSpent), as any hold does.
 	budget := e.cfg.Hold.Budget.Seconds() * float64(j.gpus)
 	e.book.addHold(&hold{job: j, since: h.Since, target: a, held: h.Held, spent: h.SpentGPUs, budget: budget, eta: h.EstimatedStart})
+}
+
+// freeOf returns the GPUs of placement a that no running gang holds.
+func (r *restorer) freeOf(a *gang.Allocation) int {
+	s := r.e.ledger.State()
+	n := 0
+	for _, m := range a.Members {
+		for _, x := range m.Assignment {
+			n += bits.OnesCount64(x.GPUs & s.Free(x.Node))
+		}
+	}
+	return n
 }
 
 // onLostNode reports whether placement a has a pod on a node that is
