@@ -70,7 +70,10 @@ import (
 // (as NodeDown and Drain drop it; so is a reservation there, the next
 // plan reporting its move with the node as theirs do, and a claim with
 // GPUs there, its victims still stopping and their preemptor going
-// first on the GPUs they leave). A dropped hold is
+// first on the GPUs they leave). Every reservation is dropped under a cfg
+// that makes none (ReservationDepth 0, or Strict); under a lower depth
+// they are kept, as those of a backlog are, until their jobs start. A
+// dropped hold is
 // charged, in HeldGPUSeconds, for the GPUs it held from the last cycle
 // to the snapshot, and the next plan lists it in HoldEnds with cause
 // HoldRestored; a hold kept has cfg's budget (Hold.Budget times its
@@ -639,8 +642,11 @@ func (r *restorer) reservations() {
 			r.bad("the reservation for %s ends at %v, not a time limit after its start", rr.Job, rr.End)
 			continue
 		}
-		// Checked whole first: a record dropped as stale is still checked.
-		if r.stale(j, &a) {
+		// Checked whole first: a record dropped as stale, or under a cfg
+		// that gives no job a reservation (ReservationDepth 0, or
+		// Strict: the cycle would never have made it, nor ever drop
+		// it), is still checked.
+		if r.stale(j, &a) || e.cfg.Strict || e.cfg.ReservationDepth == 0 {
 			r.recorded[j] = StatePending
 			continue
 		}
