@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"time"
 
@@ -67,12 +68,20 @@ import (
 // Hold.MinGPUs, or beyond Hold.MaxHolds: the first MaxHolds holds of the
 // snapshot are kept) or one on a node the snapshot lists down or drained
 // (as NodeDown and Drain drop it; so is a reservation there, the next
-// plan reporting its move with the node as theirs do). A dropped hold is
+// plan reporting its move with the node as theirs do, and a claim with
+// GPUs there, its victims still stopping and their preemptor going
+// first on the GPUs they leave). Every reservation is dropped under a cfg
+// that makes none (ReservationDepth 0, or Strict); under a lower depth
+// they are kept, as those of a backlog are, until their jobs start. A
+// dropped hold is
 // charged, in HeldGPUSeconds, for the GPUs it held from the last cycle
 // to the snapshot, and the next plan lists it in HoldEnds with cause
 // HoldRestored; a hold kept has cfg's budget (Hold.Budget times its
 // gang's GPUs; one whose spending has reached it ends at the next cycle,
-// HoldBudgetSpent). A waiting job
+// HoldBudgetSpent). A hold's count of GPUs held above the GPUs of its
+// target that no running gang holds (a host booked pods on GPUs it had
+// counted) is cut to them, kept or dropped: it is charged, and its end
+// reported, for those alone. A waiting job
 // that fits c on the nodes it was submitted with but that the new queues
 // can never run (Submit would refuse it now with ErrNeverFits: its
 // queue's pool is too small, or its size, an elastic gang's minimum, is
@@ -633,8 +642,11 @@ func (r *restorer) reservations() {
 			r.bad("the reservation for %s ends at %v, not a time limit after its start", rr.Job, rr.End)
 			continue
 		}
-		// Checked whole first: a record dropped as stale is still checked.
-		if r.stale(j, &a) {
+		// Checked whole first: a record dropped as stale, or under a cfg
+		// that gives no job a reservation (ReservationDepth 0, or
+		// Strict: the cycle would never have made it, nor ever drop
+		// it), is still checked.
+		if r.stale(j, &a) || e.cfg.Strict || e.cfg.ReservationDepth == 0 {
 			r.recorded[j] = StatePending
 			continue
 		}
@@ -735,6 +747,12 @@ func (r *restorer) hold(h HoldRecord) {
 		r.bad("the hold for %s holds %d of %d GPUs, or has spent %v of a budget of %v GPU-seconds", h.Job, h.Held, a.GPUs(), h.SpentGPUs, h.BudgetGPUs)
 		return
 	}
+	// A hold holds only the free GPUs of its target: a count above them
+	// (a host that booked pods on GPUs the hold had counted, as the
+	// Kubernetes plugin's adoption does) is cut to them, so that neither
+	// the next cycle's charge and budget nor a report of its end counts
+	// GPUs a running gang holds.
+	h.Held = min(h.Held, r.freeOf(&a))
 	r.notAfter("hold start", h.Since)
 	if !encodable(h.EstimatedStart) {
 		r.bad("the hold for %s: estimated start %s is outside [%s, %s]", h.Job, h.EstimatedStart.UTC().Format(time.RFC3339Nano),
@@ -762,6 +780,18 @@ func (r *restorer) hold(h HoldRecord) {
 	// budget ends at the next cycle (HoldBudgetSpent), as any hold does.
 	budget := e.cfg.Hold.Budget.Seconds() * float64(j.gpus)
 	e.book.addHold(&hold{job: j, since: h.Since, target: a, held: h.Held, spent: h.SpentGPUs, budget: budget, eta: h.EstimatedStart})
+}
+
+// freeOf returns the GPUs of placement a that no running gang holds.
+func (r *restorer) freeOf(a *gang.Allocation) int {
+	s := r.e.ledger.State()
+	n := 0
+	for _, m := range a.Members {
+		for _, x := range m.Assignment {
+			n += bits.OnesCount64(x.GPUs & s.Free(x.Node))
+		}
+	}
+	return n
 }
 
 // onLostNode reports whether placement a has a pod on a node that is
@@ -871,7 +901,10 @@ func (r *restorer) claim(cr *ClaimRecord) {
 		}
 		cl.victims = append(cl.victims, v)
 	}
-	if r.stale(j, &a) {
+	// Dropped as stale, or on a node down or drained (as NodeDown and
+	// Drain drop it): its victims still stop, their preemptor going first
+	// on the GPUs they leave (orphanOf), and the next cycle plans it again.
+	if r.stale(j, &a) || r.onLostNode(&a) {
 		return
 	}
 	for _, v := range cl.victims {
