@@ -89,7 +89,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.topo, "topology", "default", "generator (default, nvl72, fattree:S,L,N,G) or file (.conf, .yaml, .json)")
 	fs.StringVar(&o.policies, "policies", "all", "comma-separated policies: pod-by-pod, gang-fifo, gang-backfill, phalanx, or all")
 	fs.StringVar(&o.placements, "placements", "leaf-pack", "placements for the phalanx policy: leaf-pack, first-fit, random (comma-separated)")
-	fs.StringVar(&o.kubeLevels, "kube-levels", "gke", "label preset for Kubernetes nodes: gke, aws, clique, zone")
+	fs.StringVar(&o.kubeLevels, "kube-levels", "gke", "label preset for Kubernetes nodes: gke, aws, aws4 (four-layer EC2 types: p6-b200, p6-b300), clique, zone")
 	fs.StringVar(&o.report, "report", "", "also write an HTML report with plots to this directory (index.html)")
 	fs.Float64Var(&o.load, "load", 1, "load factor: submit times are divided by it")
 	fs.Float64Var(&o.noLimits, "no-limits", 0, "share of jobs without a time limit (0: every job has one; 1: none, as on Kubernetes)")
@@ -356,6 +356,8 @@ func loadKube(o options, name string) (*topology.Cluster, string, error) {
 		opts = kube.PresetGKE()
 	case "aws":
 		opts = kube.PresetAWS()
+	case "aws4":
+		opts = kube.PresetAWSFourLayers()
 	case "clique":
 		opts = kube.PresetNVLinkClique()
 	case "zone":

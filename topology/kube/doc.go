@@ -25,9 +25,9 @@
 // The package does no I/O beyond reading the io.Reader it is given. Apply
 // Status.Down and Status.Drained to the free state: the cluster itself has
 // every node up. Choose Levels to match the cluster's labels (presets:
-// PresetGKE, PresetAWS, PresetNVLinkClique, PresetZone); nodes without
-// GPUs are a defect unless SkipNodesWithoutGPUs or NodeSelector leaves
-// them out. A load reports every defect (up to Options.MaxDefects) in one
+// PresetGKE, PresetAWS, PresetAWSFourLayers, PresetNVLinkClique,
+// PresetZone); nodes without GPUs are a defect unless
+// SkipNodesWithoutGPUs or NodeSelector leaves them out. A load reports every defect (up to Options.MaxDefects) in one
 // *topology.Defects error and never returns a partial cluster; warnings
 // (no node has a Ready condition, every node is down) come in
 // Status.Warnings.

@@ -29,9 +29,15 @@ const (
 	LabelAWSLayer1 = "topology.k8s.aws/network-node-layer-1"
 	// LabelAWSLayer2 is the middle EC2 network node of an EKS node.
 	LabelAWSLayer2 = "topology.k8s.aws/network-node-layer-2"
-	// LabelAWSLayer3 is the EC2 network node an EKS node connects to
-	// directly (the lowest layer).
+	// LabelAWSLayer3 is the third EC2 network node of an EKS node: the
+	// one it connects to directly (the lowest layer) on instance types
+	// whose topology has three layers, most of them; on four-layer
+	// types (p6-b200, p6-b300) LabelAWSLayer4 is below it.
 	LabelAWSLayer3 = "topology.k8s.aws/network-node-layer-3"
+	// LabelAWSLayer4 is the EC2 network node an EKS node connects to
+	// directly on instance types whose topology has four layers
+	// (p6-b200, p6-b300); nodes of other types do not carry it.
+	LabelAWSLayer4 = "topology.k8s.aws/network-node-layer-4"
 	// LabelNVLinkClique is set by NVIDIA GPU Feature Discovery on
 	// nodes of a multi-node NVLink system (such as GB200 NVL72): nodes
 	// with equal values share one NVLink fabric. The value is
@@ -95,14 +101,32 @@ func PresetGKE() Options {
 	}
 }
 
-// PresetAWS returns options for EKS clusters: levels layer1, layer2
-// and layer3 from the topology.k8s.aws/network-node-layer-* labels (EC2
-// instance topology), top to bottom; layer3 is the network node the
-// instances attach to.
+// PresetAWS returns options for EKS clusters of instance types whose EC2
+// instance topology has three layers (most of them, p5 among them):
+// levels layer1, layer2 and layer3 from the
+// topology.k8s.aws/network-node-layer-* labels, top to bottom; layer3 is
+// the network node the instances attach to. For four-layer types
+// (p6-b200, p6-b300) use PresetAWSFourLayers: this preset ignores their
+// bottom layer, so nodes on different layer-4 network nodes would share
+// one lowest domain as if they were as close as nodes on one.
 func PresetAWS() Options {
 	return Options{
 		Levels:     []string{LabelAWSLayer1, LabelAWSLayer2, LabelAWSLayer3},
 		LevelNames: []string{"layer1", "layer2", "layer3"},
+	}
+}
+
+// PresetAWSFourLayers returns options for EKS clusters of instance types
+// whose EC2 instance topology has four layers (p6-b200, p6-b300): levels
+// layer1 to layer4 from the topology.k8s.aws/network-node-layer-*
+// labels, top to bottom; layer4 is the network node the instances attach
+// to. Every selected node must carry all four labels; in a cluster that
+// also has three-layer types, load each kind apart with a NodeSelector on
+// node.kubernetes.io/instance-type, or use PresetAWS for all.
+func PresetAWSFourLayers() Options {
+	return Options{
+		Levels:     []string{LabelAWSLayer1, LabelAWSLayer2, LabelAWSLayer3, LabelAWSLayer4},
+		LevelNames: []string{"layer1", "layer2", "layer3", "layer4"},
 	}
 }
 
