@@ -92,6 +92,9 @@ type engineAdapter struct {
 	// there keep their GPUs (the kubelet kills none of them).
 	degraded map[string]bool
 	last     time.Time
+	// restore rebuilds the engine for addNodes: backfill.Restore (a test
+	// replaces it to make a rebuild fail).
+	restore func(*topology.Cluster, backfill.Config, *backfill.Snapshot) (*backfill.Engine, error)
 }
 
 // topologyOptions returns the topology/kube options for the args' preset.
@@ -132,7 +135,7 @@ func newEngineAdapter(nodes []*v1.Node, args *Args, now time.Time) (*engineAdapt
 	// (Engine.Preempted), so preemption must stay off (it is by default).
 	cfg.Preemption.Enabled = false
 	a := &engineAdapter{opts: opts, cfg: cfg, nodes: map[string]*v1.Node{},
-		accounts: map[string]bool{}, foreign: map[string]int{}}
+		accounts: map[string]bool{}, foreign: map[string]int{}, restore: backfill.Restore}
 	for _, n := range nodes {
 		a.nodes[n.Name] = n
 	}
@@ -373,7 +376,7 @@ func (a *engineAdapter) addNodes(nodes []*v1.Node) (withdrawn []string, err erro
 	}
 	packGPUs(snap, changed)
 	dropPlansPast(snap, c)
-	e, err := backfill.Restore(c, a.cfg, snap)
+	e, err := a.restore(c, a.cfg, snap)
 	if err != nil {
 		// First only the waiting jobs that the rebuilt cluster cannot
 		// take (those a fresh engine on it refuses): the others keep
@@ -381,13 +384,13 @@ func (a *engineAdapter) addNodes(nodes []*v1.Node) (withdrawn []string, err erro
 		var w []string
 		if nf := a.refusedBy(c, snap); len(nf) > 0 {
 			w = dropWaiting(snap, func(id string) bool { return nf[id] })
-			if e2, err2 := backfill.Restore(c, a.cfg, snap); err2 == nil {
+			if e2, err2 := a.restore(c, a.cfg, snap); err2 == nil {
 				e, err, withdrawn = e2, nil, w
 			}
 		}
 		if err != nil {
 			if rest := dropWaiting(snap, func(string) bool { return true }); len(rest) > 0 {
-				if e2, err2 := backfill.Restore(c, a.cfg, snap); err2 == nil {
+				if e2, err2 := a.restore(c, a.cfg, snap); err2 == nil {
 					e, err, withdrawn = e2, nil, append(w, rest...)
 				}
 			}
