@@ -95,7 +95,23 @@
 // so that a leader with nothing else to schedule calls PreFilter too (the
 // pod is refused there like any pod without a slot); each engine cycle it
 // moves on to the next pending pod, so that a pod that another plugin
-// rejects before Phalanx's PreFilter does not hold it back.
+// rejects before Phalanx's PreFilter does not hold it back. Nothing else
+// tells the plugin that its replica leads (kube-scheduler builds the
+// plugins before the election and gives them no sign of its outcome), so
+// a leader with no pod of its profile that reaches Phalanx's PreFilter
+// (none pending, or every pending one held back by another plugin's
+// PreEnqueue or rejected by its PreFilter) goes on as a standby, for as
+// long as that lasts: a node failure under a running gang ends its job
+// but deletes none of its pods (those on live nodes run on as a part of
+// the gang, their GPUs counted as used by pods Phalanx did not place,
+// until a pod of the profile is pending: typically the replacement a
+// Job creates once the pod on the failed node is evicted, some five
+// minutes later; then the replica schedules and the group is handled as
+// after a restart); a gang found with a pod on a node outside the model
+// is not deleted, nor is a gang found on a down node adopted and ended,
+// nor a partial gang deleted; and no PodScheduled condition and no
+// PhalanxNotAdopted event is written (PhalanxNodeLeftOut events on nodes
+// are: a standby whose informers run records them too).
 //
 // Once it schedules (the first engine cycle after its first PreFilter), it
 // deletes the partial gangs that no scheduler is binding any more. A group
