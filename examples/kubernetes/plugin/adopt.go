@@ -164,7 +164,7 @@ func (c *controller) adoptRunning(logger klog.Logger, now time.Time, acts *actio
 	// state at once (no job, its pods' GPUs counted as used by pods
 	// Phalanx did not place), as a standby's live node failure does, and
 	// the replica adopts and ends it at its first cycle once it schedules.
-	errs, failed, err := c.eng.adopt(reqs, now, c.active)
+	errs, failed, err := c.eng.adopt(reqs, c.foreignUsage(), now, c.active)
 	if err != nil {
 		// The gangs on the node are not adopted (errs): tried again in
 		// the next cycle. The engine still holds the node down.
