@@ -11,7 +11,10 @@
 // minimum comes from the PodGroup object (scheduling.x-k8s.io/v1alpha1,
 // spec.minMember, read without depending on scheduler-plugins) or, when the
 // CRD is not installed, from the pod annotation scheduling.x-k8s.io/min-member.
-// A GPU pod without the label is a group of one. A pending pod is an
+// A GPU pod without the label is a group of one. Pod labels can change:
+// a pod that is not bound and not in its group's gang moves to the group
+// its labels now name; one that is bound, or in its group's gang (waiting
+// or admitted), stays in the group it had. A pending pod is an
 // unbound one that the scheduler may try: a pod with a scheduling gate, or
 // being deleted, is not pending until the gate is lifted (it joins no gang
 // and does not count towards minMember). Once the group has minMember
