@@ -31,7 +31,12 @@
 // running and adopted), and a group found half-bound, or running with a
 // pod on a deleted node, is deleted (see Restarts and leader election). Topology
 // comes from node labels through a topology/kube preset (Args.Topology).
-// Pods of a group without GPUs are not supported.
+// Pods of a group without GPUs are not supported: such a pod (an MPI
+// launcher labelled with its workers' group) is a member of its gang that
+// asks for no GPU count, which the engine reads as a whole GPU node held
+// exclusively (placement.Request with GPUsPerNode 0), and a gang with
+// such a pod found running after a restart is not adopted (a Warning
+// says its pods ask for no GPUs). Leave the label off such pods.
 //
 // # Restarts and leader election
 //
