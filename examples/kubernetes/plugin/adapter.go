@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/bits"
 	"regexp"
 	"slices"
@@ -92,6 +93,9 @@ type engineAdapter struct {
 	// there keep their GPUs (the kubelet kills none of them).
 	degraded map[string]bool
 	last     time.Time
+	// restore rebuilds the engine (addNodes, setForeign, adopt):
+	// backfill.Restore; a test replaces it to count or fail rebuilds.
+	restore func(*topology.Cluster, backfill.Config, *backfill.Snapshot) (*backfill.Engine, error)
 }
 
 // topologyOptions returns the topology/kube options for the args' preset.
@@ -132,7 +136,7 @@ func newEngineAdapter(nodes []*v1.Node, args *Args, now time.Time) (*engineAdapt
 	// (Engine.Preempted), so preemption must stay off (it is by default).
 	cfg.Preemption.Enabled = false
 	a := &engineAdapter{opts: opts, cfg: cfg, nodes: map[string]*v1.Node{},
-		accounts: map[string]bool{}, foreign: map[string]int{}}
+		accounts: map[string]bool{}, foreign: map[string]int{}, restore: backfill.Restore}
 	for _, n := range nodes {
 		a.nodes[n.Name] = n
 	}
@@ -373,7 +377,7 @@ func (a *engineAdapter) addNodes(nodes []*v1.Node) (withdrawn []string, err erro
 	}
 	packGPUs(snap, changed)
 	dropPlansPast(snap, c)
-	e, err := backfill.Restore(c, a.cfg, snap)
+	e, err := a.restore(c, a.cfg, snap)
 	if err != nil {
 		// First only the waiting jobs that the rebuilt cluster cannot
 		// take (those a fresh engine on it refuses): the others keep
@@ -381,13 +385,13 @@ func (a *engineAdapter) addNodes(nodes []*v1.Node) (withdrawn []string, err erro
 		var w []string
 		if nf := a.refusedBy(c, snap); len(nf) > 0 {
 			w = dropWaiting(snap, func(id string) bool { return nf[id] })
-			if e2, err2 := backfill.Restore(c, a.cfg, snap); err2 == nil {
+			if e2, err2 := a.restore(c, a.cfg, snap); err2 == nil {
 				e, err, withdrawn = e2, nil, w
 			}
 		}
 		if err != nil {
 			if rest := dropWaiting(snap, func(string) bool { return true }); len(rest) > 0 {
-				if e2, err2 := backfill.Restore(c, a.cfg, snap); err2 == nil {
+				if e2, err2 := a.restore(c, a.cfg, snap); err2 == nil {
 					e, err, withdrawn = e2, nil, append(w, rest...)
 				}
 			}
@@ -652,6 +656,20 @@ func (a *engineAdapter) setForeign(want map[string]int, now time.Time) error {
 	if now.After(snap.Time) {
 		snap.Time = now // the engine may not have seen a time yet
 	}
+	applied := a.withForeign(snap, want)
+	e, err := a.restore(a.cluster, a.cfg, snap)
+	if err != nil {
+		return err
+	}
+	a.eng, a.foreign = e, applied
+	return nil
+}
+
+// withForeign replaces the foreign jobs of snap with those of want (as
+// setForeign applies it: on each node, what is free of the gangs of snap,
+// none on a node the engine does not know or holds down), sorts its gangs
+// as Restore wants them, and returns what it applied per node.
+func (a *engineAdapter) withForeign(snap *backfill.Snapshot, want map[string]int) map[string]int {
 	jobs := snap.Jobs[:0]
 	for _, j := range snap.Jobs {
 		if !strings.HasPrefix(j.ID, foreignPrefix) {
@@ -691,12 +709,7 @@ func (a *engineAdapter) setForeign(want map[string]int, now time.Time) error {
 		applied[node] = len(gpus)
 	}
 	sort.Slice(snap.Gangs, func(i, j int) bool { return snap.Gangs[i].ID < snap.Gangs[j].ID })
-	e, err := backfill.Restore(a.cluster, a.cfg, snap)
-	if err != nil {
-		return err
-	}
-	a.eng, a.foreign = e, applied
-	return nil
+	return applied
 }
 
 // foreignSettled reports whether the engine already counts, on every node,
@@ -929,8 +942,10 @@ type adoptMember struct {
 // distinct). It returns, for each request, nil when adopted or why not: a
 // node outside the cluster model, a node down (unless downOK), two pods
 // of one member on one node, or more GPUs than the node has free of other
-// gangs. The foreign GPUs are dropped from the engine: the adopted pods
-// were among them, and the next setForeign counts the others again.
+// gangs. foreign is the foreign GPUs per node before the adoption (the
+// adopted pods among them): the engine is restored, in the same pass,
+// with those that are not the adopted gangs' pods, as setForeign would
+// apply them, so that the next setForeign has nothing to change.
 //
 // With downOK, a gang with pods on nodes the engine holds down is adopted
 // all the same, and the node failure is then applied to the engine as
@@ -946,7 +961,7 @@ type adoptMember struct {
 // down again, err says so, the gangs on down nodes are not adopted (their
 // errs say why) and only the others are, or, when they cannot be either,
 // the engine is left as it was; the nodes stay down in it either way.
-func (a *engineAdapter) adopt(reqs []adoptRequest, now time.Time, downOK bool) (errs []error, failed map[string]string, err error) {
+func (a *engineAdapter) adopt(reqs []adoptRequest, foreign map[string]int, now time.Time, downOK bool) (errs []error, failed map[string]string, err error) {
 	errs = make([]error, len(reqs))
 	if len(reqs) == 0 {
 		return errs, nil, nil
@@ -987,19 +1002,7 @@ func (a *engineAdapter) adopt(reqs []adoptRequest, now time.Time, downOK bool) (
 	if now.After(base.Time) {
 		base.Time = now
 	}
-	jobs := base.Jobs[:0]
-	for _, j := range base.Jobs {
-		if !strings.HasPrefix(j.ID, foreignPrefix) {
-			jobs = append(jobs, j)
-		}
-	}
-	gangs := base.Gangs[:0]
-	for _, g := range base.Gangs {
-		if !strings.HasPrefix(g.ID, foreignPrefix) {
-			gangs = append(gangs, g)
-		}
-	}
-	base.Jobs, base.Gangs = jobs, gangs
+	a.withForeign(base, nil) // the foreign jobs are added again for each try
 	// downOf returns the down nodes that the gangs idx run on, sorted.
 	downOf := func(idx []int) []string {
 		var out []string
@@ -1009,7 +1012,9 @@ func (a *engineAdapter) adopt(reqs []adoptRequest, now time.Time, downOK bool) (
 		slices.Sort(out)
 		return slices.Compact(out)
 	}
-	restore := func(idx []int) (*backfill.Engine, error) {
+	// restore restores base with the gangs idx adopted and the foreign
+	// GPUs that are not theirs, and returns the foreign GPUs it applied.
+	restore := func(idx []int) (*backfill.Engine, map[string]int, error) {
 		snap := *base
 		snap.Jobs = append([]backfill.JobRecord(nil), base.Jobs...)
 		snap.Gangs = append([]gang.GangRecord(nil), base.Gangs...)
@@ -1027,22 +1032,32 @@ func (a *engineAdapter) adopt(reqs []adoptRequest, now time.Time, downOK bool) (
 			snap.Jobs = append(snap.Jobs, job)
 			snap.Gangs = append(snap.Gangs, recs[i].gang)
 		}
-		sort.Slice(snap.Gangs, func(i, j int) bool { return snap.Gangs[i].ID < snap.Gangs[j].ID })
-		return backfill.Restore(a.cluster, a.cfg, &snap)
+		want := make(map[string]int, len(foreign))
+		maps.Copy(want, foreign)
+		for _, i := range idx {
+			for _, m := range reqs[i].Members {
+				for _, node := range m.Nodes {
+					want[node] -= m.GPUsPerPod
+				}
+			}
+		}
+		applied := a.withForeign(&snap, want)
+		e, err := a.restore(a.cluster, a.cfg, &snap)
+		return e, applied, err
 	}
 	accepted := ok
-	e, rerr := restore(ok)
+	e, applied, rerr := restore(ok)
 	if rerr != nil {
 		// One gang the engine refuses must not keep the others out: try
 		// them one at a time, each on top of those accepted before it.
 		accepted, e = nil, nil
 		for _, i := range ok {
-			next, err := restore(append(accepted, i))
+			next, nextApplied, err := restore(append(accepted, i))
 			if err != nil {
 				errs[i] = errors.New(clusterDiff.ReplaceAllString(err.Error(), ""))
 				continue
 			}
-			accepted, e = append(accepted, i), next
+			accepted, e, applied = append(accepted, i), next, nextApplied
 		}
 		if e == nil {
 			return errs, nil, nil
@@ -1066,7 +1081,7 @@ func (a *engineAdapter) adopt(reqs []adoptRequest, now time.Time, downOK bool) (
 		if len(rest) == 0 {
 			return errs, nil, err
 		}
-		if e, rerr = restore(rest); rerr != nil {
+		if e, applied, rerr = restore(rest); rerr != nil {
 			for _, i := range rest {
 				errs[i] = errors.New(clusterDiff.ReplaceAllString(rerr.Error(), ""))
 			}
@@ -1074,7 +1089,7 @@ func (a *engineAdapter) adopt(reqs []adoptRequest, now time.Time, downOK bool) (
 		}
 		failed = nil
 	}
-	a.eng, a.foreign = e, map[string]int{}
+	a.eng, a.foreign = e, applied
 	return errs, failed, err
 }
 

@@ -206,7 +206,7 @@ func TestAdapterAdoptDownNodeWholeOrNothing(t *testing.T) {
 				{ID: "g", Account: "team", Submit: now, Members: []adoptMember{{Name: "w", GPUsPerPod: 8, Nodes: []string{"n000", "n001"}}}},
 				{ID: "h", Account: "team", Submit: now, Members: []adoptMember{{Name: "w", GPUsPerPod: 8, Nodes: []string{"n002"}}}},
 			}
-			errs, failed, err := a.adopt(reqs, now.Add(time.Second), true)
+			errs, failed, err := a.adopt(reqs, nil, now.Add(time.Second), true)
 			if _, down, _, _ := a.nodeStatus("n001"); !down {
 				t.Fatal("the installed engine holds n001 up")
 			}

@@ -164,7 +164,7 @@ func (c *controller) adoptRunning(logger klog.Logger, now time.Time, acts *actio
 	// state at once (no job, its pods' GPUs counted as used by pods
 	// Phalanx did not place), as a standby's live node failure does, and
 	// the replica adopts and ends it at its first cycle once it schedules.
-	errs, failed, err := c.eng.adopt(reqs, now, c.active)
+	errs, failed, err := c.eng.adopt(reqs, c.foreignUsage(), now, c.active)
 	if err != nil {
 		// The gangs on the node are not adopted (errs): tried again in
 		// the next cycle. The engine still holds the node down.
@@ -172,7 +172,7 @@ func (c *controller) adoptRunning(logger klog.Logger, now time.Time, acts *actio
 	}
 	for i, g := range groups {
 		if err := errs[i]; err != nil {
-			c.notAdopted[g.key] = c.noteNotAdopted(logger, g, pods[i], err, acts)
+			c.notAdopted[g.key] = c.noteNotAdopted(logger, g, pods[i], err, true, acts)
 			continue
 		}
 		delete(c.notAdopted, g.key)
@@ -237,8 +237,9 @@ func (c *controller) deadWhy(node string) string {
 // as not adopted (logged), until the replica schedules. Nor does a replica
 // in its first partialSettle of scheduling: a node the previous leader
 // bound onto just before the takeover may reach this replica's node
-// informer later than its pods; deadGang returns when the deletion is
-// due (zero once done, or on a standby). A gang held back is remembered
+// informer later than its pods; deadGang logs when the deletion is due
+// (no event: the deletion records the gang's one Warning) and returns it
+// (zero once done, or on a standby). A gang held back is remembered
 // (controller.dead): if it loses pods meanwhile (PodGC force-deletes the
 // pods of a deleted node after some 40 s), its other bound pods are still
 // deleted when due, as long as the node stays outside the model.
@@ -252,12 +253,12 @@ func (c *controller) deadGang(logger klog.Logger, g *groupState, bound []*podSta
 	}
 	if !c.active {
 		c.notAdopted[g.key] = c.noteNotAdopted(logger, g, bound,
-			fmt.Errorf("node %s %s, outside Phalanx's cluster model: its pods are deleted once this replica schedules", node, why), acts)
+			fmt.Errorf("node %s %s, outside Phalanx's cluster model: its pods are deleted once this replica schedules", node, why), false, acts)
 		return time.Time{}
 	}
 	if due := c.activeSince.Add(partialSettle); now.Before(due) {
 		c.notAdopted[g.key] = c.noteNotAdopted(logger, g, bound,
-			fmt.Errorf("node %s %s, outside Phalanx's cluster model: its pods are deleted at %s unless the node serves GPUs by then", node, why, due.UTC().Format(time.RFC3339)), acts)
+			fmt.Errorf("node %s %s, outside Phalanx's cluster model: its pods are deleted at %s unless the node serves GPUs by then", node, why, due.UTC().Format(time.RFC3339)), false, acts)
 		return due
 	}
 	delete(c.notAdopted, g.key)
@@ -285,9 +286,12 @@ type deadGroup struct {
 }
 
 // noteNotAdopted logs why group g's running pods were not adopted when the
-// reason is new, and queues a Warning event on its first pod once this
-// replica schedules (a standby writes nothing to the API).
-func (c *controller) noteNotAdopted(logger klog.Logger, g *groupState, bound []*podState, err error, acts *actions) adoptNote {
+// reason is new, and, with warn, queues a Warning event on its first pod
+// once this replica schedules (a standby writes nothing to the API).
+// deadGang asks for no event while it holds a gang's deletion back: the
+// deletion records the gang's one event, and a gang whose node appears
+// meanwhile is adopted with none.
+func (c *controller) noteNotAdopted(logger klog.Logger, g *groupState, bound []*podState, err error, warn bool, acts *actions) adoptNote {
 	msg := fmt.Sprintf("Phalanx does not adopt the %d running pods of group %s as a gang (their GPUs stay counted as used by pods it did not place): %v",
 		len(bound), g.key, err)
 	note := c.notAdopted[g.key]
@@ -295,7 +299,7 @@ func (c *controller) noteNotAdopted(logger klog.Logger, g *groupState, bound []*
 		logger.Error(err, "Phalanx: a running gang cannot enter the engine", "group", g.key, "pods", len(bound))
 		note = adoptNote{msg: msg}
 	}
-	if !note.warned && c.active {
+	if warn && !note.warned && c.active {
 		for _, p := range bound {
 			if p.pod != nil {
 				acts.podWarns = append(acts.podWarns, podWarning{pod: p.pod, msg: msg})

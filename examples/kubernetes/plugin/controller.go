@@ -198,6 +198,7 @@ func (c *controller) observePod(p *v1.Pod, fromAPI bool) *groupState {
 	if key == "" {
 		return nil
 	}
+	key = c.regroup(uid, key)
 	g := c.groups[key]
 	if g == nil {
 		g = &groupState{key: key, ns: p.Namespace, pods: map[string]*podState{},
@@ -239,6 +240,48 @@ func (c *controller) observePod(p *v1.Pod, fromAPI bool) *groupState {
 		c.evictOrphan(ps)
 	}
 	return g
+}
+
+// regroup returns the group of the pod with uid, whose labels now put it
+// in group key. Pod labels can change: a pod that is not bound and not in
+// its group's gang leaves its former group for key; one that is bound or
+// in its gang stays where it was (a gang's pods are fixed), and its former
+// group is returned.
+func (c *controller) regroup(uid, key string) string {
+	old, ok := c.podKey[uid]
+	if !ok || old == key {
+		return key
+	}
+	og := c.groups[old]
+	ps := og.podOf(uid)
+	if ps == nil {
+		return key
+	}
+	if ps.node != "" || (og.inc != nil && og.inc.pods[uid] != nil) {
+		return old
+	}
+	delete(og.pods, uid)
+	for shape, scout := range og.scout {
+		if scout == uid {
+			delete(og.scout, shape)
+			delete(og.scoutSince, shape)
+		}
+	}
+	delete(c.podKey, uid)
+	if len(og.pods) == 0 && og.inc == nil {
+		delete(c.groups, old)
+	}
+	c.changed = true
+	return key
+}
+
+// podOf returns the state of the pod with uid in group g (nil for a nil
+// group).
+func (g *groupState) podOf(uid string) *podState {
+	if g == nil {
+		return nil
+	}
+	return g.pods[uid]
 }
 
 // orphanOf returns pod's state in group g when it is an orphan, else nil.

@@ -87,7 +87,7 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 		logger.Error(nil, "Phalanx: engine call failed", "err", c.err)
 		c.err = ""
 	}
-	kept := c.syncNodes(logger, now, &acts)
+	kept := c.syncNodes(logger, now, &acts, nil)
 	for _, p := range c.evictLater {
 		logger.Info("Phalanx: deleting a pod that bound after its gang was torn down", "pod", p.ns+"/"+p.name)
 		acts.evict = append(acts.evict, p)
@@ -121,8 +121,10 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 		// The gangs that finished or were torn down above, and the
 		// foreign pods gone, freed GPUs of the nodes kept at their former
 		// count: those that fit their new count now take it before
-		// Schedule could offer GPUs the kubelet no longer has.
-		c.syncNodes(logger, now, &acts)
+		// Schedule could offer GPUs the kubelet no longer has. Only
+		// they are looked at again: a node whose rebuild failed above is
+		// tried again in the next cycle, not twice in this one.
+		c.syncNodes(logger, now, &acts, maps.Clone(c.shrunk))
 	}
 	if c.stale {
 		for _, g := range c.groups {
@@ -235,14 +237,16 @@ func nodeGeneration(n *v1.Node, resource string) string {
 // others join, and the ones that fail are tried again in the next cycle.
 // It reports whether a node was kept at its former count for the GPUs held
 // there: cycle calls it again once the gangs that ended and the foreign
-// pods gone have freed theirs, before Schedule.
-func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions) (kept bool) {
+// pods gone have freed theirs, before Schedule, with only those nodes
+// (only; nil looks at every node) to be rebuilt: a node whose rebuild
+// failed is tried once per cycle.
+func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions, only map[string]bool) (kept bool) {
 	var changed []*v1.Node
 	gens := map[string]string{}
 	shrunk := map[string]int{} // known nodes whose GPU count drops -> the new count
 	for _, name := range sortedNodeNames(c.nodes) {
 		n := c.nodes[name]
-		if c.deleted[name] || !hasGPUs(n, c.args.GPUResource) {
+		if c.deleted[name] || !hasGPUs(n, c.args.GPUResource) || (only != nil && !only[name]) {
 			continue
 		}
 		gen := nodeGeneration(n, c.args.GPUResource)

@@ -11,7 +11,10 @@
 // minimum comes from the PodGroup object (scheduling.x-k8s.io/v1alpha1,
 // spec.minMember, read without depending on scheduler-plugins) or, when the
 // CRD is not installed, from the pod annotation scheduling.x-k8s.io/min-member.
-// A GPU pod without the label is a group of one. A pending pod is an
+// A GPU pod without the label is a group of one. Pod labels can change:
+// a pod that is not bound and not in its group's gang moves to the group
+// its labels now name; one that is bound, or in its group's gang (waiting
+// or admitted), stays in the group it had. A pending pod is an
 // unbound one that the scheduler may try: a pod with a scheduling gate, or
 // being deleted, is not pending until the gate is lifted (it joins no gang
 // and does not count towards minMember). Once the group has minMember
@@ -28,7 +31,12 @@
 // running and adopted), and a group found half-bound, or running with a
 // pod on a deleted node, is deleted (see Restarts and leader election). Topology
 // comes from node labels through a topology/kube preset (Args.Topology).
-// Pods of a group without GPUs are not supported.
+// Pods of a group without GPUs are not supported: such a pod (an MPI
+// launcher labelled with its workers' group) is a member of its gang that
+// asks for no GPU count, which the engine reads as a whole GPU node held
+// exclusively (placement.Request with GPUsPerNode 0), and a gang with
+// such a pod found running after a restart is not adopted (a Warning
+// says its pods ask for no GPUs). Leave the label off such pods.
 //
 // # Restarts and leader election
 //
@@ -95,7 +103,23 @@
 // so that a leader with nothing else to schedule calls PreFilter too (the
 // pod is refused there like any pod without a slot); each engine cycle it
 // moves on to the next pending pod, so that a pod that another plugin
-// rejects before Phalanx's PreFilter does not hold it back.
+// rejects before Phalanx's PreFilter does not hold it back. Nothing else
+// tells the plugin that its replica leads (kube-scheduler builds the
+// plugins before the election and gives them no sign of its outcome), so
+// a leader with no pod of its profile that reaches Phalanx's PreFilter
+// (none pending, or every pending one held back by another plugin's
+// PreEnqueue or rejected by its PreFilter) goes on as a standby, for as
+// long as that lasts: a node failure under a running gang ends its job
+// but deletes none of its pods (those on live nodes run on as a part of
+// the gang, their GPUs counted as used by pods Phalanx did not place,
+// until a pod of the profile is pending: typically the replacement a
+// Job creates once the pod on the failed node is evicted, some five
+// minutes later; then the replica schedules and the group is handled as
+// after a restart); a gang found with a pod on a node outside the model
+// is not deleted, nor is a gang found on a down node adopted and ended,
+// nor a partial gang deleted; and no PodScheduled condition and no
+// PhalanxNotAdopted event is written (PhalanxNodeLeftOut events on nodes
+// are: a standby whose informers run records them too).
 //
 // Once it schedules (the first engine cycle after its first PreFilter), it
 // deletes the partial gangs that no scheduler is binding any more. A group
