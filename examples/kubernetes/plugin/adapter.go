@@ -106,6 +106,8 @@ func topologyOptions(a *Args) (kube.Options, error) {
 		o = kube.PresetGKE()
 	case "aws":
 		o = kube.PresetAWS()
+	case "aws4":
+		o = kube.PresetAWSFourLayers()
 	case "nvlink":
 		o = kube.PresetNVLinkClique()
 	case "zone":
@@ -117,7 +119,7 @@ func topologyOptions(a *Args) (kube.Options, error) {
 		o.Levels = a.Levels
 	case "flat":
 	default:
-		return o, fmt.Errorf("phalanx args: unknown topology %q (gke, aws, nvlink, zone, labels, flat)", a.Topology)
+		return o, fmt.Errorf("phalanx args: unknown topology %q (gke, aws, aws4, nvlink, zone, labels, flat)", a.Topology)
 	}
 	o.GPUResource = a.GPUResource
 	return o, o.Validate()

@@ -10,8 +10,9 @@ import (
 // is optional.
 type Args struct {
 	// Topology names the node-label preset that builds the cluster's
-	// topology: "gke", "aws", "nvlink", "zone", "labels" (with Levels) or
-	// "flat"; "gke" when empty.
+	// topology: "gke", "aws" (EC2 types with three network layers), "aws4"
+	// (four layers: p6-b200, p6-b300; see topology/kube.PresetAWSFourLayers),
+	// "nvlink", "zone", "labels" (with Levels) or "flat"; "gke" when empty.
 	Topology string `json:"topology,omitempty"`
 	// Levels lists node label keys top to bottom for Topology "labels".
 	Levels []string `json:"levels,omitempty"`
