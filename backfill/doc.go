@@ -544,7 +544,8 @@
 //	Schedule      running (a preemption's victim)      preempting
 //	Started       starting                             running
 //	Finished      starting, running, preempting        finished
-//	Failed        starting, running, preempting        failed, or requeued (with requeue)
+//	Failed        starting, running, preempting        failed, or requeued (with requeue; cancelled
+//	                                                   if preempting with policy cancel)
 //	NodeDown      starting, running, preempting, with  requeued or failed, or (unchanged) with
 //	              a member on the node                 pods replaced or removed (OnNodeFailure)
 //	Preempted     preempting                           requeued or cancelled (Job.Preemption)
@@ -560,7 +561,9 @@
 // starting to running (the limit then runs from the confirmation); a
 // second Started is refused, so the limit never restarts. Finished ends an
 // active job; Failed ends it or, with requeue, returns it to
-// the queue as requeued, with its original submit time; NodeDown does the
+// the queue as requeued, with its original submit time (a job being
+// preempted of policy cancel is cancelled instead, as Preempted would
+// end it); NodeDown does the
 // same to every active job with a member on the node, per the job's
 // OnNodeFailure. Cancel ends a job in any waiting or active state. Ended
 // jobs (finished, failed, cancelled) are remembered for Config.KeepEnded:
