@@ -530,7 +530,12 @@
 // placement uses (PodsRemoved, PodChange.For names the job) and it starts
 // now, before any preemption is considered: a job whose reservation a
 // failure pushed back can so start on time, and a preemptor takes lent
-// pods rather than stop a gang. Lent pods are not counted in
+// pods rather than stop a gang. A preemptor that needs more than the
+// lent pods counts them free in its victim search too (a lender may still
+// be a victim, for its other pods): it stops only the gangs it needs
+// besides them, and when it claims, the lenders not stopped give up the
+// lent pods its claim uses at once (PodsRemoved, For the preemptor,
+// beside Plan.Preemptions). Lent pods are not counted in
 // the availability profile: a reservation is never planned on them.
 //
 // # States
