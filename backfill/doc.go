@@ -535,7 +535,9 @@
 // be a victim, for its other pods): it stops only the gangs it needs
 // besides them, and when it claims, the lenders not stopped give up the
 // lent pods its claim uses at once (PodsRemoved, For the preemptor,
-// beside Plan.Preemptions). Lent pods are not counted in
+// beside Plan.Preemptions); one that the lent pods alone would hold but
+// its queue's quota refused there searches with them counted taken.
+// Lent pods are not counted in
 // the availability profile: a reservation is never planned on them.
 //
 // # States

@@ -135,7 +135,7 @@ func (c *cycle) failedBefore(j *jobRec) *claimFail {
 // (tests, checkEach): it must find no victims.
 func (c *cycle) checkSkippedSearch(j *jobRec) {
 	spec, _ := c.specFor(j)
-	if p := c.e.pre; c.findVictims(p, j, spec, false) && p.verdict.Found {
+	if p := c.e.pre; c.classSearch(p, j, spec) && p.verdict.Found {
 		panic(fmt.Sprintf("backfill: the victim search skipped for %s as a repeat of a failed one finds victims", j.job.ID))
 	}
 }
@@ -146,8 +146,28 @@ func (c *cycle) checkSkippedSearch(j *jobRec) {
 // 1), or a preemption by class. A reclaim with no candidate runs none and
 // reports false.
 func (c *cycle) findVictims(p *preemptScratch, j *jobRec, spec *gang.Spec, reclaim bool) bool {
+	return c.searchVictims(p, j, spec, reclaim, !reclaim)
+}
+
+// classSearch runs the victim search by class for waiting job j placed
+// with spec (findVictims), the pods growing jobs lend j counted free;
+// when those alone hold j (its start on them was refused: its queue's
+// quota does not take it there), it searches again with them counted
+// taken, so that j may still preempt victims of its own queue. It
+// reports true, as findVictims does.
+func (c *cycle) classSearch(p *preemptScratch, j *jobRec, spec *gang.Spec) bool {
+	c.findVictims(p, j, spec, false)
+	if v := &p.verdict; v.Found && v.Reason.Code == preempt.Fits && len(p.lentTouched) > 0 {
+		c.searchVictims(p, j, spec, false, false)
+	}
+	return true
+}
+
+// searchVictims is findVictims, with lend saying whether the pods
+// growing jobs lend j count free (prepare).
+func (c *cycle) searchVictims(p *preemptScratch, j *jobRec, spec *gang.Spec, reclaim, lend bool) bool {
 	e := c.e
-	p.prepare(e, j, c.now, !reclaim)
+	p.prepare(e, j, c.now, lend)
 	p.candidates(e, j, c.now, reclaim)
 	class := j.job.Class
 	if reclaim {
@@ -179,7 +199,7 @@ func (c *cycle) far(t time.Time) bool {
 func (c *cycle) preempt(j *jobRec, spec *gang.Spec, planned time.Time, w *Waiting) bool {
 	e := c.e
 	p := e.pre
-	c.findVictims(p, j, spec, false)
+	c.classSearch(p, j, spec)
 	v := &p.verdict
 	if !v.Found {
 		if !ownsGPUs(j, e) {
