@@ -530,7 +530,14 @@
 // placement uses (PodsRemoved, PodChange.For names the job) and it starts
 // now, before any preemption is considered: a job whose reservation a
 // failure pushed back can so start on time, and a preemptor takes lent
-// pods rather than stop a gang. Lent pods are not counted in
+// pods rather than stop a gang. A preemptor that needs more than the
+// lent pods counts them free in its victim search too (a lender may still
+// be a victim, for its other pods): it stops only the gangs it needs
+// besides them, and when it claims, the lenders not stopped give up the
+// lent pods its claim uses at once (PodsRemoved, For the preemptor,
+// beside Plan.Preemptions); one that the lent pods alone would hold but
+// its queue's quota refused there searches with them counted taken.
+// Lent pods are not counted in
 // the availability profile: a reservation is never planned on them.
 //
 // # States
@@ -544,7 +551,8 @@
 //	Schedule      running (a preemption's victim)      preempting
 //	Started       starting                             running
 //	Finished      starting, running, preempting        finished
-//	Failed        starting, running, preempting        failed, or requeued (with requeue)
+//	Failed        starting, running, preempting        failed, or requeued (with requeue; cancelled
+//	                                                   if preempting with policy cancel)
 //	NodeDown      starting, running, preempting, with  requeued or failed, or (unchanged) with
 //	              a member on the node                 pods replaced or removed (OnNodeFailure)
 //	Preempted     preempting                           requeued or cancelled (Job.Preemption)
@@ -560,7 +568,9 @@
 // starting to running (the limit then runs from the confirmation); a
 // second Started is refused, so the limit never restarts. Finished ends an
 // active job; Failed ends it or, with requeue, returns it to
-// the queue as requeued, with its original submit time; NodeDown does the
+// the queue as requeued, with its original submit time (a job being
+// preempted of policy cancel is cancelled instead, as Preempted would
+// end it); NodeDown does the
 // same to every active job with a member on the node, per the job's
 // OnNodeFailure. Cancel ends a job in any waiting or active state. Ended
 // jobs (finished, failed, cancelled) are remembered for Config.KeepEnded:

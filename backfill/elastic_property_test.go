@@ -369,29 +369,35 @@ func (x *elasticRun) checkPlan(p *Plan) {
 }
 
 // checkLent checks pods lent by a growing job: the job took them (a
-// start of the plan), each lent pod shares a GPU with its allocation but
-// those that complete a step, and the lender kept its minimum (checkJob).
+// start of the plan, or a claim it waits on for its victims), each lent
+// pod shares a GPU with its allocation but those that complete a step,
+// and the lender kept its minimum (checkJob).
 func (x *elasticRun) checkLent(p *Plan, pc *PodChange) {
-	for _, s := range p.Starts {
-		if s.Job != pc.For {
-			continue
+	var took *gang.Allocation
+	for i := range p.Starts {
+		if p.Starts[i].Job == pc.For {
+			took = &p.Starts[i].Allocation
 		}
-		unused := map[int]int{} // per member: lent pods the taker does not use
-		for _, q := range pc.Pods {
-			shared := false
-			forEntries(&s.Allocation, func(a topology.NodeAlloc) { shared = shared || a.Node == q.Node && a.GPUs&q.GPUs != 0 })
-			if !shared {
-				unused[q.MemberIndex]++
-			}
-		}
-		for mi, n := range unused {
-			if step := x.specs[pc.Job].Gang.Members[mi].Step; n >= max(step, 1) {
-				x.t.Fatalf("seed %d: %s lent %d pods that %s does not use (step %d)", x.seed, pc.Job, n, pc.For, step)
-			}
-		}
-		return
 	}
-	x.t.Fatalf("seed %d: %s lent pods to %s, which did not start", x.seed, pc.Job, pc.For)
+	if j := x.e.jobs.byID[pc.For]; took == nil && j != nil && j.claim != nil {
+		took = &j.claim.alloc
+	}
+	if took == nil {
+		x.t.Fatalf("seed %d: %s lent pods to %s, which neither started nor claimed them", x.seed, pc.Job, pc.For)
+	}
+	unused := map[int]int{} // per member: lent pods the taker does not use
+	for _, q := range pc.Pods {
+		shared := false
+		forEntries(took, func(a topology.NodeAlloc) { shared = shared || a.Node == q.Node && a.GPUs&q.GPUs != 0 })
+		if !shared {
+			unused[q.MemberIndex]++
+		}
+	}
+	for mi, n := range unused {
+		if step := x.specs[pc.Job].Gang.Members[mi].Step; n >= max(step, 1) {
+			x.t.Fatalf("seed %d: %s lent %d pods that %s does not use (step %d)", x.seed, pc.Job, n, pc.For, step)
+		}
+	}
 }
 
 // checkJob checks active job id's allocation: sizes within bounds, its

@@ -211,10 +211,17 @@ func (e *Engine) do(o *op) {
 		e.deactivate(o.rec, o.now)
 		e.jobs.endJob(o.rec, StateFinished, o.now)
 	case opFailed:
+		// A victim the host was told to end ends as its preemption
+		// policy says when the host would requeue it (as Preempted and
+		// NodeDown end it): the engine's decision to cancel it stands.
+		cancel := o.requeue && o.rec.phase == StatePreempting && o.rec.job.Preemption == preempt.Cancel
 		e.deactivate(o.rec, o.now)
-		if o.requeue {
+		switch {
+		case cancel:
+			e.jobs.endJob(o.rec, StateCancelled, o.now)
+		case o.requeue:
 			e.requeue(o.rec)
-		} else {
+		default:
 			e.jobs.endJob(o.rec, StateFailed, o.now)
 		}
 	case opSchedule:
@@ -312,8 +319,10 @@ func (e *Engine) Checkpointed(id string, now time.Time) error {
 }
 
 // Failed reports that active job id failed at time now. With requeue it
-// goes back to the queue with its original submit time; otherwise it ends
-// as failed.
+// goes back to the queue with its original submit time, but for a job
+// being preempted of policy preempt.Cancel, which is cancelled (the
+// engine's decision stands, as with Preempted); otherwise it ends as
+// failed.
 func (e *Engine) Failed(id string, now time.Time, requeue bool) error {
 	return e.apply(&op{kind: opFailed, now: now, id: id, requeue: requeue})
 }

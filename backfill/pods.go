@@ -62,7 +62,9 @@ type PodChange struct {
 	Time time.Time `json:"time"`
 	By   string    `json:"by,omitempty"`
 	// For names the waiting job that took the pods removed from a job
-	// that grew (lent pods; By is empty then).
+	// that grew (lent pods; By is empty then): it starts on them in the
+	// same plan, or, a preemptor, claims them while its victims release
+	// their GPUs (Plan.Preemptions).
 	For string `json:"for,omitempty"`
 	// Pods and Old: see the kinds. A pod's Rank is its rank after the
 	// change for new pods, before it for removed and old ones.
@@ -332,7 +334,19 @@ func lends(j *jobRec, now time.Time) bool {
 // job of a higher class (shrinking l is then the cheaper way in than
 // stopping a gang).
 func (e *Engine) lendsTo(l, j *jobRec, now time.Time) bool {
-	return lends(l, now) && (j.resv != nil || e.pre != nil && l.job.Class < j.job.Class)
+	return e.lendsAs(l, lentState{class: j.job.Class, resv: j.resv != nil}, now)
+}
+
+// lentState is what lendsTo reads of the waiting job: its class and
+// whether it holds a reservation.
+type lentState struct {
+	class int
+	resv  bool
+}
+
+// lendsAs is lendsTo for a waiting job as to says it is.
+func (e *Engine) lendsAs(l *jobRec, to lentState, now time.Time) bool {
+	return lends(l, now) && (to.resv || e.pre != nil && l.job.Class < to.class)
 }
 
 // lentFrom returns the first rank of member allocation ma that m lends
@@ -464,15 +478,59 @@ func (e *Engine) lentQuotaFits(j *jobRec, now time.Time) bool {
 	return fits
 }
 
+// lentVictimsOK reports whether j's queue takes a claim on a (its
+// victim search's placement, victims the indexes of p's candidates)
+// once the victims are stopped and the lenders not among them have given
+// back the lent pods a uses (their queues count less by then), and the
+// victims take no other queue below its guarantee (classVictimsOK).
+func (e *Engine) lentVictimsOK(p *preemptScratch, j *jobRec, a *gang.Allocation, victims []int, now time.Time) bool {
+	s := e.quota
+	back := e.lentBack[:0]
+	if len(p.lentTouched) > 0 {
+		m := e.nodeMask
+		forEntries(a, func(x topology.NodeAlloc) { m[x.Node] |= x.GPUs })
+		for _, l := range e.jobs.running {
+			if !e.lendsTo(l, j, now) || p.isVictim(victims, l) {
+				continue
+			}
+			g := 0
+			for mi := range l.alloc.Members {
+				ma := &l.alloc.Members[mi]
+				for _, r := range e.lentRanks(l, mi) {
+					g += bits.OnesCount64(ma.Assignment[r].GPUs)
+				}
+			}
+			if g > 0 {
+				s.add(l.queue, -g)
+				back = append(back, lentBack{l.queue, g})
+			}
+		}
+		forEntries(a, func(x topology.NodeAlloc) { m[x.Node] = 0 })
+	}
+	ok := s.classVictimsOK(p, victims, j.queue, j.gpus, e.mayBorrow(j))
+	for _, b := range back {
+		s.add(b.queue, b.gpus)
+	}
+	e.lentBack = back
+	return ok
+}
+
 // lentBack is GPUs a lender's queue would count less (lentQuotaFits).
 type lentBack struct{ queue, gpus int }
 
 func (e *Engine) takeLent(to *jobRec, a *gang.Allocation, now time.Time, plan *Plan) {
+	e.takeLentAs(to, lentState{class: to.job.Class, resv: to.resv != nil}, a, now, plan)
+}
+
+// takeLentAs is takeLent for a job that lenders lend to as st says
+// (claimFor: its reservation gone by then). Jobs that are not starting
+// or running (victims) lend nothing.
+func (e *Engine) takeLentAs(to *jobRec, st lentState, a *gang.Allocation, now time.Time, plan *Plan) {
 	m := e.nodeMask
 	forEntries(a, func(x topology.NodeAlloc) { m[x.Node] |= x.GPUs })
 	defer forEntries(a, func(x topology.NodeAlloc) { m[x.Node] = 0 })
 	for _, l := range e.jobs.running {
-		if !e.lendsTo(l, to, now) {
+		if !e.lendsAs(l, st, now) {
 			continue
 		}
 		var pc *PodChange

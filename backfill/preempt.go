@@ -32,8 +32,15 @@ type preemptScratch struct {
 	own        []uint64
 	ownTouched []topology.NodeID
 	opened     bool
-	cands      []preempt.Candidate
-	jobs       []*jobRec // the job of each candidate
+	// lent is, per node, the GPUs of the pods growing jobs lend the
+	// searching job (Engine.lendsTo), free in state while a search by
+	// class runs (lentTouched: its nodes); they are left out of their
+	// lenders' allocations as candidates, and a claim that uses them
+	// takes them from the lenders (claimFor).
+	lent        []uint64
+	lentTouched []topology.NodeID
+	cands       []preempt.Candidate
+	jobs        []*jobRec // the job of each candidate
 	// spans[i] is candidate i's entries in flat when its allocation was
 	// trimmed by the mask (start -1: it was not).
 	spans   [][2]int32
@@ -51,7 +58,8 @@ func newPreemptScratch(c *topology.Cluster) (*preemptScratch, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &preemptScratch{s: s, state: topology.NewState(c), mask: make([]uint64, c.NumNodes()), own: make([]uint64, c.NumNodes())}, nil
+	return &preemptScratch{s: s, state: topology.NewState(c), mask: make([]uint64, c.NumNodes()), own: make([]uint64, c.NumNodes()),
+		lent: make([]uint64, c.NumNodes())}, nil
 }
 
 // initPreempt resets the cycle's search budget and finds the lowest class
@@ -127,7 +135,7 @@ func (c *cycle) failedBefore(j *jobRec) *claimFail {
 // (tests, checkEach): it must find no victims.
 func (c *cycle) checkSkippedSearch(j *jobRec) {
 	spec, _ := c.specFor(j)
-	if p := c.e.pre; c.findVictims(p, j, spec, false) && p.verdict.Found {
+	if p := c.e.pre; c.classSearch(p, j, spec) && p.verdict.Found {
 		panic(fmt.Sprintf("backfill: the victim search skipped for %s as a repeat of a failed one finds victims", j.job.ID))
 	}
 }
@@ -138,8 +146,28 @@ func (c *cycle) checkSkippedSearch(j *jobRec) {
 // 1), or a preemption by class. A reclaim with no candidate runs none and
 // reports false.
 func (c *cycle) findVictims(p *preemptScratch, j *jobRec, spec *gang.Spec, reclaim bool) bool {
+	return c.searchVictims(p, j, spec, reclaim, !reclaim)
+}
+
+// classSearch runs the victim search by class for waiting job j placed
+// with spec (findVictims), the pods growing jobs lend j counted free;
+// when those alone hold j (its start on them was refused: its queue's
+// quota does not take it there), it searches again with them counted
+// taken, so that j may still preempt victims of its own queue. It
+// reports true, as findVictims does.
+func (c *cycle) classSearch(p *preemptScratch, j *jobRec, spec *gang.Spec) bool {
+	c.findVictims(p, j, spec, false)
+	if v := &p.verdict; v.Found && v.Reason.Code == preempt.Fits && len(p.lentTouched) > 0 {
+		c.searchVictims(p, j, spec, false, false)
+	}
+	return true
+}
+
+// searchVictims is findVictims, with lend saying whether the pods
+// growing jobs lend j count free (prepare).
+func (c *cycle) searchVictims(p *preemptScratch, j *jobRec, spec *gang.Spec, reclaim, lend bool) bool {
 	e := c.e
-	p.prepare(e, j, c.now)
+	p.prepare(e, j, c.now, lend)
 	p.candidates(e, j, c.now, reclaim)
 	class := j.job.Class
 	if reclaim {
@@ -171,7 +199,7 @@ func (c *cycle) far(t time.Time) bool {
 func (c *cycle) preempt(j *jobRec, spec *gang.Spec, planned time.Time, w *Waiting) bool {
 	e := c.e
 	p := e.pre
-	c.findVictims(p, j, spec, false)
+	c.classSearch(p, j, spec)
 	v := &p.verdict
 	if !v.Found {
 		if !ownsGPUs(j, e) {
@@ -187,7 +215,7 @@ func (c *cycle) preempt(j *jobRec, spec *gang.Spec, planned time.Time, w *Waitin
 		// it failed on, so this cannot happen; waiting is the safe answer.
 		return false
 	}
-	if s := e.quota; s != nil && !s.classVictimsOK(p, v.Victims, j.queue, j.gpus, e.mayBorrow(j)) {
+	if s := e.quota; s != nil && !e.lentVictimsOK(p, j, &v.Allocation, v.Victims, c.now) {
 		// The victims free GPUs, but j's queue has no quota for a claim
 		// (it passed the cycle's check only because no GPUs were free),
 		// or they would take another queue below its guarantee.
@@ -211,7 +239,10 @@ func (c *cycle) preempt(j *jobRec, spec *gang.Spec, planned time.Time, w *Waitin
 // now + Grace; for ever without a limit). If the host reports the victims
 // released after their grace, j starts late and the engine blames a
 // reservation that moves for it on j's late start, as for any other.
-func (p *preemptScratch) prepare(e *Engine, j *jobRec, now time.Time) {
+// With lend (a search by class), the pods growing jobs lend j count
+// free, as tryLent counts them, so that the search stops only the gangs
+// j needs besides them (p.lent marks them).
+func (p *preemptScratch) prepare(e *Engine, j *jobRec, now time.Time, lend bool) {
 	if err := e.ledger.State().CopyInto(p.state); err != nil {
 		panic(err)
 	}
@@ -219,6 +250,13 @@ func (p *preemptScratch) prepare(e *Engine, j *jobRec, now time.Time) {
 		p.mask[n] = 0
 	}
 	p.touched = p.touched[:0]
+	for _, n := range p.lentTouched {
+		p.lent[n] = 0
+	}
+	p.lentTouched = p.lentTouched[:0]
+	if lend && e.jobs.growers > 0 {
+		p.releaseLent(e, j, now)
+	}
 	lim := j.job.TimeLimit
 	horizon := now.Add(e.cfg.Preemption.Grace + lim)
 	// A due reservation's planned GPUs stay open to its own search
@@ -258,6 +296,44 @@ func (p *preemptScratch) prepare(e *Engine, j *jobRec, now time.Time) {
 	for _, cl := range e.book.claims {
 		block(p.state, &cl.alloc)
 	}
+}
+
+// releaseLent frees in p.state the pods that active jobs lend j
+// (Engine.lendsTo: their elastic members' ranks from their minimum on)
+// and marks them in p.lent.
+func (p *preemptScratch) releaseLent(e *Engine, j *jobRec, now time.Time) {
+	for _, l := range e.jobs.running {
+		if !e.lendsTo(l, j, now) {
+			continue
+		}
+		for mi := range l.alloc.Members {
+			ma := &l.alloc.Members[mi]
+			r := lentFrom(&l.job.Gang.Members[mi], ma)
+			if r < 0 {
+				continue
+			}
+			if err := p.state.Release(ma.Assignment[r:]); err != nil {
+				panic(fmt.Sprintf("backfill: lent pods of %s not held: %v", l.job.ID, err))
+			}
+			for _, x := range ma.Assignment[r:] {
+				if p.lent[x.Node] == 0 {
+					p.lentTouched = append(p.lentTouched, x.Node)
+				}
+				p.lent[x.Node] |= x.GPUs
+			}
+		}
+	}
+}
+
+// isVictim reports whether job l is among victims (indexes of p's
+// candidates).
+func (p *preemptScratch) isVictim(victims []int, l *jobRec) bool {
+	for _, i := range victims {
+		if p.jobs[i] == l {
+			return true
+		}
+	}
+	return false
 }
 
 // setOwn marks a's GPUs in p.own.
@@ -369,14 +445,14 @@ func (p *preemptScratch) candidates(e *Engine, j *jobRec, now time.Time, reclaim
 	}
 }
 
-// trim appends to flat a's entries minus the masked GPUs when the mask
-// touches a, returning their span ({-1, -1} when it does not); false
-// when nothing is left.
+// trim appends to flat a's entries minus the masked and the lent GPUs
+// when they touch a, returning their span ({-1, -1} when they do not);
+// false when nothing is left.
 func (p *preemptScratch) trim(a *gang.Allocation) ([2]int32, bool) {
 	hit := false
 	for i := range a.Members {
 		for _, x := range a.Members[i].Assignment {
-			hit = hit || p.mask[x.Node]&x.GPUs != 0
+			hit = hit || (p.mask[x.Node]|p.lent[x.Node])&x.GPUs != 0
 		}
 	}
 	if !hit {
@@ -385,7 +461,7 @@ func (p *preemptScratch) trim(a *gang.Allocation) ([2]int32, bool) {
 	start := int32(len(p.flat))
 	for i := range a.Members {
 		for _, x := range a.Members[i].Assignment {
-			if m := x.GPUs &^ p.mask[x.Node]; m != 0 {
+			if m := x.GPUs &^ (p.mask[x.Node] | p.lent[x.Node]); m != 0 {
 				p.flat = append(p.flat, topology.NodeAlloc{Node: x.Node, GPUs: m})
 			}
 		}
@@ -434,6 +510,7 @@ func lostWork(j *jobRec, now time.Time) int64 {
 func (c *cycle) claimFor(j *jobRec, p *preemptScratch, victims []int, reclaim bool, w *Waiting, why func(vj *jobRec) string) {
 	e := c.e
 	v := &p.verdict
+	lentTo := lentState{class: j.job.Class, resv: j.resv != nil} // whom the lenders lend to, before j's reservation goes
 	cl := &claim{job: j, since: c.now, due: c.now.Add(e.cfg.Preemption.Grace), reclaim: reclaim}
 	v.Allocation.CopyTo(&cl.alloc)
 	cl.alloc.ID = j.job.ID
@@ -470,6 +547,11 @@ func (c *cycle) claimFor(j *jobRec, p *preemptScratch, victims []int, reclaim bo
 	}
 	if !due.IsZero() {
 		cl.due = later(due, c.now) // a victim signalled already keeps its deadline (if not past)
+	}
+	if !reclaim && len(p.lentTouched) > 0 {
+		// The search counted lent pods free (prepare): the lenders not
+		// preempted give up those the claim uses now, for j.
+		e.takeLentAs(j, lentTo, &cl.alloc, c.now, c.plan)
 	}
 	e.orphanGone(j.job.ID) // the victims left out of the new claim, if any, are orphans still
 	sortJobs(cl.victims)
