@@ -532,7 +532,10 @@ func (w *Waiting) detail() string {
 }
 
 // MarshalJSON renders the waiting job with its reason's text in Detail
-// and a failed preemption's in PreemptDetail.
+// and a failed preemption's in PreemptDetail. The rendering is one way:
+// Reason and Preempt are written as text only, so a Waiting decoded from
+// it has neither (read Detail and PreemptDetail from the JSON; its
+// Message renders Detail but not the preemption's words).
 func (w Waiting) MarshalJSON() ([]byte, error) {
 	type plain Waiting
 	out := struct {
