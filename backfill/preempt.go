@@ -569,7 +569,8 @@ func (c *cycle) claimFor(j *jobRec, p *preemptScratch, victims []int, reclaim bo
 // of a due reservation whose search had its planned GPUs open (prepare):
 // each to where it keeps its GPUs after the claim and the reservations
 // moved before it, blamed on the late start of the claim's job
-// (CauseLateStart), as when a reservation slips behind a due one.
+// (CauseLateStart), or, behind a reservation moved before it, of that
+// reservation's job, as when a reservation slips behind a due one.
 func (c *cycle) clearClaim(cl *claim) {
 	e := c.e
 	cr := &c.claimResv
@@ -587,6 +588,9 @@ func (c *cycle) clearClaim(cl *claim) {
 		if k, ok := e.keepTime(r, prior, c.now); ok && k.at.After(later(r.start, c.now)) {
 			r.alloc.CopyTo(&e.alloc)
 			c.move(r, k.at, k)
+			// It slipped behind the claim, though the upkeep may have
+			// placed it anew: one that slips behind it blames its job.
+			r.placed = false
 			prior = append(prior, r)
 		}
 	}

@@ -3,6 +3,7 @@ package gang
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/bits-and-blooms/bitset"
@@ -105,25 +106,43 @@ func (m *Member) stepProblem() string {
 }
 
 // GPUs returns the GPUs the gang asks for at full size (whole-node members
-// count the GPUs of a largest node of c).
+// count the GPUs of a largest node of c), or math.MaxInt when that is more
+// than an int holds (a valid spec may ask for more than any cluster has).
 func (g *Spec) GPUs(c *topology.Cluster) int {
 	n := 0
 	for i := range g.Members {
 		r := &g.Members[i].Request
 		switch {
 		case r.GPUs > 0:
-			n += r.GPUs
+			n = addSat(n, r.GPUs)
 		case r.GPUsPerNode == 0:
-			n += r.Nodes * c.MaxNodeGPUs()
+			n = addSat(n, mulSat(r.Nodes, c.MaxNodeGPUs()))
 		default:
-			n += r.Nodes * r.GPUsPerNode
+			n = addSat(n, mulSat(r.Nodes, r.GPUsPerNode))
 		}
 	}
 	return n
 }
 
+// mulSat returns a*b for a, b >= 0, or math.MaxInt when it overflows.
+func mulSat(a, b int) int {
+	if b != 0 && a > math.MaxInt/b {
+		return math.MaxInt
+	}
+	return a * b
+}
+
+// addSat returns a+b for a, b >= 0, or math.MaxInt when it overflows.
+func addSat(a, b int) int {
+	if a > math.MaxInt-b {
+		return math.MaxInt
+	}
+	return a + b
+}
+
 // MinGPUs returns the GPUs the gang needs at its minimum size (whole-node
-// members count the GPUs of a largest node of c).
+// members count the GPUs of a largest node of c), or math.MaxInt when that
+// is more than an int holds.
 func (g *Spec) MinGPUs(c *topology.Cluster) int { return g.minGPUsAt(c.MaxNodeGPUs()) }
 
 // minGPUsAt is MinGPUs with a whole-node pod counted at wholeNode GPUs.
@@ -138,11 +157,11 @@ func (g *Spec) minGPUsAt(wholeNode int) int {
 		}
 		switch {
 		case r.GPUs > 0:
-			n += r.GPUs
+			n = addSat(n, r.GPUs)
 		case r.GPUsPerNode == 0:
-			n += pods * wholeNode
+			n = addSat(n, mulSat(pods, wholeNode))
 		default:
-			n += pods * r.GPUsPerNode
+			n = addSat(n, mulSat(pods, r.GPUsPerNode))
 		}
 	}
 	return n
@@ -513,7 +532,7 @@ func memberGPUs(r *placement.Request, maxG int) int {
 	if r.GPUs > 0 {
 		return r.GPUs
 	}
-	return r.Nodes * perNode(r, maxG)
+	return mulSat(r.Nodes, perNode(r, maxG))
 }
 
 func perNode(r *placement.Request, maxG int) int {

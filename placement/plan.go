@@ -95,9 +95,15 @@ func (pl *plan) resolve(c *topology.Cluster, r *Request) error {
 
 // resolveShape checks the counts and sets the mode.
 func (pl *plan) resolveShape(r *Request) error {
+	for _, f := range [...]struct {
+		name string
+		v    int
+	}{{"Nodes", r.Nodes}, {"GPUs", r.GPUs}, {"GPUsPerNode", r.GPUsPerNode}, {"MaxDomains", r.MaxDomains}, {"SegmentSize", r.SegmentSize}} {
+		if f.v < 0 {
+			return fmt.Errorf("%w: negative count: %s is %d", ErrBadRequest, f.name, f.v)
+		}
+	}
 	switch {
-	case r.Nodes < 0 || r.GPUs < 0 || r.GPUsPerNode < 0 || r.MaxDomains < 0 || r.SegmentSize < 0:
-		return fmt.Errorf("%w: negative count in %s", ErrBadRequest, r)
 	case r.Nodes > 0 && r.GPUs > 0:
 		return fmt.Errorf("%w: give Nodes or GPUs, not both", ErrBadRequest)
 	case r.Nodes == 0 && r.GPUs == 0:

@@ -3,6 +3,7 @@ package preempt
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/bits-and-blooms/bitset"
@@ -321,7 +322,7 @@ func (s *Searcher) needGPUs(g *gang.Spec) (int, int) {
 		m := &g.Members[i]
 		r := &m.Request
 		if r.GPUs > 0 {
-			n += r.GPUs
+			n = addSat(n, r.GPUs)
 			continue
 		}
 		pods := r.Nodes
@@ -332,7 +333,7 @@ func (s *Searcher) needGPUs(g *gang.Spec) (int, int) {
 		if per == 0 {
 			per = s.minNodeGPUs
 		}
-		n += pods * per
+		n = addSat(n, mulSat(pods, per))
 	}
 	level := -1
 	if g.Colocate.Required && g.Colocate.Level != "" {
@@ -341,6 +342,23 @@ func (s *Searcher) needGPUs(g *gang.Spec) (int, int) {
 		level, _ = s.c.Level(g.Members[0].Request.Required)
 	}
 	return n, level
+}
+
+// mulSat returns a*b for a, b >= 0, or math.MaxInt when it overflows: a
+// valid gang may ask for more GPUs than an int holds.
+func mulSat(a, b int) int {
+	if b != 0 && a > math.MaxInt/b {
+		return math.MaxInt
+	}
+	return a * b
+}
+
+// addSat returns a+b for a, b >= 0, or math.MaxInt when it overflows.
+func addSat(a, b int) int {
+	if a > math.MaxInt-b {
+		return math.MaxInt
+	}
+	return a + b
 }
 
 // podShape finds the lead member: the one asking for the most GPUs, when
@@ -356,7 +374,7 @@ func (s *Searcher) podShape(g *gang.Spec) {
 			if per == 0 {
 				per = s.c.MaxNodeGPUs()
 			}
-			n = r.Nodes * per
+			n = mulSat(r.Nodes, per)
 		}
 		if n > best {
 			best, s.lead = n, i
