@@ -199,11 +199,24 @@ func provenGang(r *rand.Rand, c *topology.Cluster) *Spec {
 // members that the greedy pass and the search miss, but that fits, was
 // refused forever.
 func TestProvenFailure(t *testing.T) {
-	cases := 4000
-	if testing.Short() {
-		cases = 800
+	for _, tt := range []struct {
+		name string
+		used bool // some GPUs in use
+		seed uint64
+	}{
+		{"empty cluster", false, 1},
+		{"partly used", true, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) { checkProven(t, tt.used, tt.seed) })
 	}
-	r := rand.New(rand.NewPCG(1, 2))
+}
+
+func checkProven(t *testing.T, used bool, seed uint64) {
+	cases := 2500
+	if testing.Short() {
+		cases = 500
+	}
+	r := rand.New(rand.NewPCG(seed, 2))
 	var tried, fits, refused, proven, unproven int
 	for k := 0; tried < cases; k++ {
 		c := packCluster(r)
@@ -216,7 +229,7 @@ func TestProvenFailure(t *testing.T) {
 		}
 		tried++
 		s := topology.NewState(c)
-		if r.IntN(2) == 0 {
+		if used {
 			s = packState(r, c)
 		}
 		b := &bruteG{c: c, g: g, memo: map[string]bool{}}
@@ -265,7 +278,7 @@ func TestProvenFailure(t *testing.T) {
 	}
 	t.Logf("%d gangs, %d fit, %d refused: %d proven, %d that cannot fit left unproven, %d that fit missed",
 		tried, fits, refused, proven, unproven, refused-proven-unproven)
-	if fits < tried/4 || proven < tried/10 || refused-proven-unproven == 0 {
-		t.Errorf("unbalanced cases: %d fit, %d proven, %d missed", fits, proven, refused-proven-unproven)
+	if fits < tried/4 || proven < tried/10 {
+		t.Errorf("unbalanced cases: %d fit, %d proven", fits, proven)
 	}
 }
