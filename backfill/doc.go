@@ -595,7 +595,8 @@
 //     a time limit, factor or count out of range, a request for more nodes
 //     or GPUs than the cluster has, a node set of the wrong length),
 //     ErrNeverFits (no domain can meet its constraints even on an empty
-//     cluster, or its queue could never hold it), ErrDuplicateJob.
+//     cluster, as the admitter proves (gang.Admission.Proven), or its
+//     queue could never hold it), ErrDuplicateJob.
 //   - Cancel, Started, Finished, Failed, Preempted, Checkpointed:
 //     ErrUnknownJob, ErrTransition (Preempted of a job that is not
 //     preempting, Checkpointed of one that is not running or preempting).

@@ -18,7 +18,9 @@ var (
 	// larger than the cluster).
 	ErrBadJob = errors.New("backfill: bad job")
 	// ErrNeverFits marks a job that can never run on the cluster as built:
-	// no domain can meet its constraints even with every node up and free.
+	// no domain can meet its constraints even with every node up and free
+	// (a refusal the admitter proves, gang.Admission.Proven; a gang it
+	// merely fails to pack on the empty cluster is accepted and waits).
 	ErrNeverFits = errors.New("backfill: job can never fit the cluster")
 	// ErrDuplicateJob marks a submission of an ID the engine holds (or
 	// still remembers as ended, see Config.KeepEnded).

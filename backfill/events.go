@@ -272,8 +272,9 @@ func (e *Engine) stateOf(j *jobRec) JobState {
 
 // Submit queues job j at time now (its Submit time defaults to now). The
 // job is checked first: a malformed job is ErrBadJob, a job that can never
-// fit the cluster (on every node up and free) is ErrNeverFits with the
-// placement reason, a known ID is ErrDuplicateJob.
+// fit the cluster (on every node up and free, a refusal the admitter
+// proves: gang.Admission.Proven) is ErrNeverFits with the placement
+// reason, a known ID is ErrDuplicateJob.
 func (e *Engine) Submit(j Job, now time.Time) error {
 	return e.apply(&op{kind: opSubmit, now: now, id: j.ID, job: j})
 }

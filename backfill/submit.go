@@ -68,12 +68,15 @@ func (e *Engine) validateJob(j Job, fits bool) (*jobRec, error) {
 	if err := e.checkPatience(rec); err != nil {
 		return nil, err
 	}
-	// Never fits: the gang does not fit an empty cluster.
+	// Never fits: no packing of the gang exists on an empty cluster. A
+	// failure the admitter does not prove (a gang whose members ask for
+	// GPU totals, segments or a domain limit, which the greedy pass and
+	// the search may miss) is no verdict: the job waits.
 	res, err := e.adm.Check(e.empty, &rec.job.Gang, &e.alloc) // with its queue's nodes
 	if err != nil {
 		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
 	}
-	if !res.Admitted {
+	if !res.Admitted && res.Proven {
 		if fits || rec.ownAllowed == nil {
 			return nil, fmt.Errorf("%w: job %s: %s", ErrNeverFits, j.ID, res)
 		}
@@ -83,7 +86,7 @@ func (e *Engine) validateJob(j Job, fits bool) (*jobRec, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
 		}
-		if !own.Admitted {
+		if !own.Admitted && own.Proven {
 			return nil, fmt.Errorf("%w: job %s: %s", ErrNeverFits, j.ID, own)
 		}
 		rec.unfit = fmt.Sprintf("%s's nodes cannot run it even with every GPU free (%s): it cannot start unless the queue's pool is widened", e.quota.name(rec.queue), res)

@@ -288,6 +288,17 @@ type Admission struct {
 	Searched    bool
 	SearchSteps int
 	SearchCut   bool
+	// Proven reports, on a failure, that no packing of the gang exists on
+	// the state admitted on: a member does not fit it by itself (alone on
+	// the state, or on every domain of a required co-location), no domain
+	// of a required co-location has the free GPUs, or the exact search
+	// covered every member (node-count members only, see SearchWork)
+	// without stopping at its bound. A failure without it may hide a
+	// packing that neither the greedy pass nor the search found (members
+	// asking for GPU totals, segments or a domain limit, gangs of more
+	// than MaxSearchMembers members, a search cut at its bound): on an
+	// empty cluster, only a proven failure means the gang can never fit.
+	Proven bool
 }
 
 // String renders a failed admission for users, for example "member worker:
@@ -454,9 +465,13 @@ func (a *Admitter) admit(s *topology.State, g *Spec, out *Allocation) (Admission
 	a.doms = doms
 	var res Admission
 	orders := 0
+	// proven: no domain holds the gang (those left out lack the free
+	// GPUs; each tried one failed with a proof).
+	proven := true
 	for _, d := range doms {
 		res = a.tryOrders(s, g, out, lvl, d)
 		orders += res.Orders
+		proven = proven && res.Proven
 		if res.Admitted {
 			res.Orders, res.Colocated = orders, true
 			return res, nil
@@ -472,12 +487,12 @@ func (a *Admitter) admit(s *topology.State, g *Spec, out *Allocation) (Admission
 	}
 	if len(doms) == 0 {
 		// No domain has the free GPUs, whatever the layout.
-		res = Admission{ColocationLevel: g.Colocate.Level, ColocationNeed: need}
+		res = Admission{ColocationLevel: g.Colocate.Level, ColocationNeed: need, Proven: true}
 		for d := range a.c.NumDomains(lvl) {
 			res.ColocationHave = max(res.ColocationHave, s.DomainFreeGPUs(lvl, d))
 		}
 	}
-	res.Orders = orders
+	res.Orders, res.Proven = orders, proven
 	return res, nil
 }
 
@@ -561,6 +576,7 @@ func (a *Admitter) tryOrders(s *topology.State, g *Spec, out *Allocation, lvl, d
 		if !placedBefore || len(g.Members) == 1 {
 			// The failing member does not fit on this slate by itself:
 			// no order, and no packing, helps.
+			res.Proven = true
 			return res
 		}
 		// Move the failing member to the front and try again.

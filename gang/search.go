@@ -38,7 +38,9 @@ const MaxSearchMembers = 8
 // none exists otherwise. The bound is about 10 ms of work on the 250-node
 // default cluster (measured on random gangs whose greedy pass failed);
 // beyond it the admission fails with the greedy pass's reason and
-// Admission.SearchCut set.
+// Admission.SearchCut set. A failure is proven (Admission.Proven) only
+// when the search covered every member: gangs of node-count members, not
+// cut.
 const SearchWork = 1 << 13
 
 // packSearch is the exact search's scratch space, one frame per member.
@@ -103,6 +105,21 @@ func (a *Admitter) searchPacking(s *topology.State, g *Spec, out *Allocation, lv
 		}
 	}
 	res.SearchSteps, res.SearchCut = ps.steps, ps.cut
+	// The search enumerates node-count members only; any other member
+	// gets one placement per domain, which may not be the one a packing
+	// needs.
+	res.Proven = !res.Admitted && !ps.cut && allCountNodes(g)
+}
+
+// allCountNodes reports whether every member of g is one the search
+// enumerates (countsNodes).
+func allCountNodes(g *Spec) bool {
+	for i := range g.Members {
+		if !countsNodes(&g.Members[i].Request) {
+			return false
+		}
+	}
+	return true
 }
 
 func hasElastic(g *Spec) bool {
