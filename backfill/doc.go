@@ -536,7 +536,9 @@
 // besides them, and when it claims, the lenders not stopped give up the
 // lent pods its claim uses at once (PodsRemoved, For the preemptor,
 // beside Plan.Preemptions); one that the lent pods alone would hold but
-// its queue's quota refused there searches with them counted taken.
+// its queue's quota refused there, or whose queue's quota does not take
+// the claim with them (a lender's queue that keeps its guarantee idle
+// frees no room by giving them back), searches with them counted taken.
 // Lent pods are not counted in
 // the availability profile: a reservation is never planned on them.
 //

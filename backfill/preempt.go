@@ -152,12 +152,19 @@ func (c *cycle) findVictims(p *preemptScratch, j *jobRec, spec *gang.Spec, recla
 // classSearch runs the victim search by class for waiting job j placed
 // with spec (findVictims), the pods growing jobs lend j counted free;
 // when those alone hold j (its start on them was refused: its queue's
-// quota does not take it there), it searches again with them counted
-// taken, so that j may still preempt victims of its own queue. It
-// reports true, as findVictims does.
+// quota does not take it there), or its queue's quota does not take the
+// claim the search found (lentVictimsOK: a lender's queue that keeps its
+// guarantee idle frees no room by giving its pods back, where stopping
+// more of j's own queue would), it searches again with them counted
+// taken, so that j may still preempt the victims it would without them.
+// It reports true, as findVictims does.
 func (c *cycle) classSearch(p *preemptScratch, j *jobRec, spec *gang.Spec) bool {
 	c.findVictims(p, j, spec, false)
-	if v := &p.verdict; v.Found && v.Reason.Code == preempt.Fits && len(p.lentTouched) > 0 {
+	v := &p.verdict
+	if !v.Found || len(p.lentTouched) == 0 {
+		return true
+	}
+	if v.Reason.Code == preempt.Fits || c.e.quota != nil && !c.e.lentVictimsOK(p, j, &v.Allocation, v.Victims, c.now) {
 		c.searchVictims(p, j, spec, false, false)
 	}
 	return true
