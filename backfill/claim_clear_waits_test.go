@@ -86,26 +86,7 @@ func TestClaimClearWaitsAgree(t *testing.T) {
 	} {
 		changes := tc.changes
 		t.Run(tc.name, func(t *testing.T) {
-			c, _, err := slurm.LoadConf(fstest.MapFS{"topology.conf": {Data: []byte(blockConf)}}, "topology.conf", slurm.Options{DefaultGPUs: 8})
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := os.ReadFile("testdata/claim_clear_blame.json")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var in struct {
-				Config   Config
-				Snapshot Snapshot
-			}
-			if err := json.Unmarshal(b, &in); err != nil {
-				t.Fatal(err)
-			}
-			in.Config.OnlyChangedWaits = changes
-			e, err := Restore(c, in.Config, &in.Snapshot)
-			if err != nil {
-				t.Fatal(err)
-			}
+			e, in := claimClearReplay(t, changes)
 			if tc.told {
 				for id, at := range told {
 					j := e.jobs.byID[id]
@@ -157,4 +138,89 @@ func waitingJobs(e *Engine) int {
 		}
 	}
 	return n
+}
+
+// TestRestateVisitedBlocked drives restateVisited alone, after the
+// replay's first cycle (j129's reservation moved to 20:44:47): a job the
+// walk passed, told j129's reservation blocks it until the old start
+// (WaitReservation), is told the new start, as is j129 itself; listed in
+// place, or, counted unchanged under Config.OnlyChangedWaits, listed now
+// at its rank.
+func TestRestateVisitedBlocked(t *testing.T) {
+	old := time.Date(2026, 12, 7, 20, 39, 47, 0, time.UTC)
+	for _, changes := range []bool{false, true} {
+		t.Run(map[bool]string{false: "all waits", true: "only changed waits"}[changes], func(t *testing.T) {
+			e, in := claimClearReplay(t, changes)
+			p, err := e.Schedule(in.Snapshot.Time)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, blocked, cur := e.jobs.byID["j129"], e.jobs.byID["j84"], e.jobs.byID["j101"]
+			if res.resv == nil || !res.resv.start.After(old) || blocked.resv != nil {
+				t.Fatalf("replay changed: j129's reservation %+v, j84's %+v", res.resv, blocked.resv)
+			}
+			res.wait = Waiting{Job: "j129", Code: WaitReserved, Until: old}
+			blocked.wait = Waiting{Job: "j84", Code: WaitReservation, Blocker: "j129", Until: old}
+			plan := &Plan{Time: p.Time, Waiting: []Waiting{res.wait}}
+			if changes {
+				res.waitID, blocked.waitID = e.waitID(&res.wait, nil), e.waitID(&blocked.wait, nil)
+				plan.Unchanged = 1 // j84
+			} else {
+				plan.Waiting = append(plan.Waiting, blocked.wait, Waiting{Job: "j101"}) // j101: under test
+			}
+			blockedID := blocked.waitID
+			c := &e.cyc
+			c.e, c.now, c.plan, c.walking = e, p.Time, plan, true
+			c.walkOrder, c.walkRank = []*jobRec{res, blocked, cur}, 2
+			c.restateVisited([]*reservation{res.resv})
+			c.walking, c.walkOrder = false, nil
+
+			want := res.resv.start
+			if changes {
+				if plan.Unchanged != 0 || blocked.waitID == blockedID {
+					t.Errorf("j84 counted unchanged %d, its reason's ID %d (was %d)", plan.Unchanged, blocked.waitID, blockedID)
+				}
+				if len(plan.Waiting) != 2 {
+					t.Fatalf("plan lists %+v; want j129 and j84", plan.Waiting)
+				}
+			} else if len(plan.Waiting) != 3 || plan.Waiting[2].Job != "j101" {
+				t.Fatalf("plan lists %+v; want j129, j84 and j101 under test", plan.Waiting)
+			}
+			for i, j := range []*jobRec{res, blocked} {
+				if w := plan.Waiting[i]; w.Job != j.job.ID || !w.Until.Equal(want) || !j.wait.Until.Equal(want) {
+					t.Errorf("%s listed %+v, recorded %+v; want until %v", j.job.ID, w, j.wait, want)
+				}
+			}
+		})
+	}
+}
+
+// claimClearReplay restores the engine of testdata/claim_clear_blame.json,
+// listing only changed reasons or all of them.
+func claimClearReplay(t *testing.T, changes bool) (*Engine, struct {
+	Config   Config
+	Snapshot Snapshot
+}) {
+	t.Helper()
+	var in struct {
+		Config   Config
+		Snapshot Snapshot
+	}
+	c, _, err := slurm.LoadConf(fstest.MapFS{"topology.conf": {Data: []byte(blockConf)}}, "topology.conf", slurm.Options{DefaultGPUs: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("testdata/claim_clear_blame.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &in); err != nil {
+		t.Fatal(err)
+	}
+	in.Config.OnlyChangedWaits = changes
+	e, err := Restore(c, in.Config, &in.Snapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, in
 }
