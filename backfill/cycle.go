@@ -139,8 +139,12 @@ type cycle struct {
 	// it (letGo): the next cycle offers them again, at once.
 	reoffer bool
 	// walking is set while the walk runs (reservations made then are
-	// reservation.inWalk).
-	walking bool
+	// reservation.inWalk); walkOrder is the order it goes through and
+	// walkRank the rank of the job it tests: the jobs before it were
+	// told their reasons (restateVisited).
+	walking   bool
+	walkOrder []*jobRec
+	walkRank  int
 	// earlyEnd is the earliest end, at its limit, of a run the walk
 	// started (startedInWalk); zero for none.
 	earlyEnd time.Time
@@ -413,7 +417,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.startSkips()
 	c.clearRefusals()
 	c.walk(order)
-	c.walking = false
+	c.walking, c.walkOrder = false, nil
 	e.settleWindow(c.windowed)
 	c.reofferEarlyWindows()
 	e.slotOpen = !c.backlog && c.closedKeepsSlot() || c.reoffer
@@ -570,6 +574,7 @@ func (c *cycle) walk(order []*jobRec) {
 	c.classOn = c.classWalk(keys)
 	c.goneOK = keys != nil && c.qwBack == e.kr.back
 	marked := -1 // the rank whose job the walk last tested (markQuiet)
+	c.walkOrder = order
 	for rank := 0; rank < len(order); rank++ {
 		if marked >= 0 {
 			c.markQuiet(keys, order, marked)
@@ -641,6 +646,7 @@ func (c *cycle) walk(order []*jobRec) {
 			}
 		}
 		j := order[rank]
+		c.walkRank = rank
 		if j.phase != StatePending || c.fifo && j.pos != c.base+rank {
 			if keys != nil {
 				// A job that left is not passed over as waiting, and
@@ -654,8 +660,11 @@ func (c *cycle) walk(order []*jobRec) {
 		}
 		// w is built in place at the end of the plan's list, and taken
 		// off again if the job starts (the cycle adds to the list nowhere
-		// else); when the plan lists only changes, it is built in the
-		// cycle's buffer and listed if it changed.
+		// else; a claim that moves reservations corrects the reasons
+		// listed before it in place: restateVisited); when the plan lists
+		// only changes, it is built in the cycle's buffer and listed if it
+		// changed (restateVisited lists there the reasons of jobs passed
+		// before it that a claim changed).
 		var w *Waiting
 		if changes {
 			w = &c.waitBuf

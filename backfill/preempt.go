@@ -601,10 +601,75 @@ func (c *cycle) clearClaim(cl *claim) {
 			prior = append(prior, r)
 		}
 	}
+	if c.walking && len(prior) > 1 {
+		c.restateVisited(prior[1:])
+	}
 	clear(prior)
 	c.clearPrior = prior[:0]
 	clear(c.clearAll)
 	cr.job = nil
+}
+
+// restateVisited tells the jobs the walk passed before the one under test
+// the new starts of the reservations clearClaim moved (moved): a job
+// reserved on one, or waiting for one (WaitReservation), was told its old
+// start. Its reason is corrected in its record and in the plan: in place
+// where the plan lists it, else (counted unchanged, Config.OnlyChangedWaits)
+// listed now at its rank, as a changed reason. Claims that move
+// reservations are rare; the walk's jobs so far are read only then.
+func (c *cycle) restateVisited(moved []*reservation) {
+	e := c.e
+	changes := e.cfg.OnlyChangedWaits
+	ws := c.plan.Waiting
+	if !changes && len(ws) > 0 {
+		ws = ws[:len(ws)-1] // the last is the reason of the job under test
+	}
+	at := 0 // the plan lists the walk's reasons in rank order
+	for rank, j := range c.walkOrder[:c.walkRank] {
+		listed := at < len(ws) && ws[at].Job == j.job.ID
+		if listed {
+			at++
+		}
+		if j.phase != StatePending {
+			continue
+		}
+		w := j.wait
+		switch r := j.resv; {
+		case w.Code == WaitReserved && r != nil && slices.Contains(moved, r):
+			w.Until = r.start
+			if r.start.After(c.now) {
+				w.Blocker = "" // no longer due: it waits for no overrun
+			}
+		case w.Code == WaitReservation:
+			b, ok := e.jobs.byID[w.Blocker]
+			if !ok || b.resv == nil || !slices.Contains(moved, b.resv) {
+				continue
+			}
+			w.Until = b.resv.start
+		default:
+			continue
+		}
+		if w.Until.Equal(j.wait.Until) && w.Blocker == j.wait.Blocker {
+			continue
+		}
+		switch {
+		case listed:
+			ws[at-1].Until, ws[at-1].Blocker = w.Until, w.Blocker
+		case changes:
+			// Counted unchanged: listed now, with its priority.
+			w.Priority = c.priority(rank, j)
+			ws = slices.Insert(ws, at, w)
+			at++
+			c.plan.Unchanged--
+		}
+		if changes {
+			j.waitID = e.waitID(&w, j)
+		}
+		j.wait = w
+	}
+	if changes {
+		c.plan.Waiting = ws
+	}
 }
 
 // reportClaim fills w for a job waiting for its victims.

@@ -769,6 +769,7 @@ func lateQuotaHost(t *testing.T, w int, elastic bool) *host {
 	cw := newClaimWatch(e, jobs)
 	h.afterCycle = func(p *Plan) {
 		qw.check(p)
+		checkWaitsAgree(t, e, p)
 		cw.observe(p)
 		defer cw.forget(p)
 		for _, m := range p.Moves {
