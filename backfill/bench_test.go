@@ -150,7 +150,7 @@ func BenchmarkPlanResize(b *testing.B) {
 				}
 				grow := func() {
 					plan.PodChanges = plan.PodChanges[:0]
-					e.growJob(j, now, plan)
+					e.growJob(j, now, plan, -1)
 				}
 				b.ReportAllocs()
 				for b.Loop() {

@@ -77,6 +77,15 @@ type claim struct {
 	// borrow (victims of any class); otherwise its victims are of a
 	// lower class.
 	reclaim bool
+	// lent are the lenders that gave up lent pods for the claim, and how
+	// many: dropped without starting, it gives them back (jobRec.owed).
+	lent []lentPods
+}
+
+// lentPods is a lender and the pods it gave up for a claim.
+type lentPods struct {
+	job  *jobRec
+	pods int
 }
 
 // book is the reservation book: the reservations, in the order they were
@@ -307,6 +316,12 @@ func (b *book) dropClaim(c *claim) {
 	}
 	b.claims = slices.Delete(b.claims, i, i+1)
 	c.job.claim = nil
+	for _, l := range c.lent { // dropped without starting (start clears lent first)
+		if l.job.phase == StateStarting || l.job.phase == StateRunning {
+			l.job.owed += l.pods
+		}
+	}
+	c.lent = nil
 	if b.dropped != nil {
 		b.dropped(c)
 	}

@@ -1518,12 +1518,13 @@ func (c *cycle) start(j *jobRec) {
 	if err := e.ledger.Insert(&j.job.Gang, &e.alloc); err != nil {
 		panic(fmt.Sprintf("backfill: admitted job %s refused by the ledger: %v", j.job.ID, err))
 	}
-	j.promised = c.now
+	j.promised, j.owed = c.now, 0 // (owed pods of an earlier run: a new start owes nothing)
 	if cl := j.claim; cl != nil {
 		// It was due when its victims' grace ended.
 		if cl.due.Before(c.now) {
 			j.promised = cl.due
 		}
+		cl.lent = nil // used: its lenders are owed nothing
 		e.book.dropClaim(cl)
 		c.invalidate()
 	}

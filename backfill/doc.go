@@ -519,7 +519,13 @@
 // overlapping its run, so growth never delays a reservation
 // (PodsAdded, at the next ranks). A job that cannot start at full size
 // starts at the largest size that fits, at least its minimum, as
-// admission does; growth then brings it up.
+// admission does; growth then brings it up. A job whose lent pods a
+// preemptor's claim took (below) grows back by as many, at the end of
+// any cycle and by the same rules, once that claim is dropped without
+// starting (its preemptor cancelled, a drain or failure under it): the
+// claim took them for nothing. A snapshot keeps both facts (the claim's
+// lenders, ClaimRecord.Lent; the pods owed, JobRecord.OwedPods), so a
+// restored engine gives them back as the original would.
 //
 // The pods of such a job above its minimum are lent, not owned (from the
 // cycle after its start). A waiting job that does not fit now and holds a

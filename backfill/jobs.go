@@ -43,6 +43,10 @@ type jobRec struct {
 	// the jobs it preempted release their GPUs.
 	claim *claim
 	resv  *reservation // a waiting job's reservation
+	// owed counts the lent pods an active elastic job gave up for claims
+	// dropped without starting (claim.lent): grow gives them back at the
+	// end of any cycle, not only when every waiting job is reserved.
+	owed int
 	// moved is set when an event (a node failure or drain) dropped the
 	// job's reservation: the next cycle that tests the job reports where
 	// it went.

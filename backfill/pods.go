@@ -252,34 +252,51 @@ func (e *Engine) takePodChanges(plan *Plan) {
 // grow adds pods to the running jobs that accept them (Job.Grow, elastic
 // members below the pods they ask for), in submission order, when nothing
 // waits for GPUs without a planned start: every waiting job holds a
-// reservation and there is no hold and no claim. New pods keep off every
-// node with a GPU promised to a reservation whose window overlaps the
-// job's run (every reservation, for a job without a limit), so no
-// reservation moves for a growth. The changes go into plan.PodChanges.
+// reservation and there is no hold and no claim. A job that gave up lent
+// pods for a claim dropped without starting (jobRec.owed) grows back by
+// as many at the end of any cycle: the claim took them from it for
+// nothing. New pods keep off every node with a GPU promised to a
+// reservation whose window overlaps the job's run (every reservation, for
+// a job without a limit), a hold or a claim, so no promise moves for a
+// growth. The changes go into plan.PodChanges.
 func (e *Engine) grow(now time.Time, plan *Plan) {
-	if len(e.book.holds) > 0 || len(e.book.claims) > 0 {
-		return
-	}
+	all := len(e.book.holds) == 0 && len(e.book.claims) == 0
 	for _, j := range e.jobs.pending {
-		if j.resv == nil && j.unfit == "" {
-			return
+		if all && j.resv == nil && j.unfit == "" {
+			all = false
 		}
 	}
 	for _, j := range e.jobs.running {
-		if j.job.Grow && (j.phase == StateStarting || j.phase == StateRunning) {
-			e.growJob(j, now, plan)
+		if !j.job.Grow || j.phase != StateStarting && j.phase != StateRunning {
+			continue
+		}
+		switch {
+		case all:
+			j.owed = max(j.owed-e.growJob(j, now, plan, -1), 0)
+		case j.owed > 0:
+			j.owed -= e.growJob(j, now, plan, j.owed)
 		}
 	}
 }
 
-// growJob grows each elastic member of active job j as far as it fits.
-func (e *Engine) growJob(j *jobRec, now time.Time, plan *Plan) {
+// growJob grows each elastic member of active job j as far as it fits,
+// by at most limit pods in all (limit < 0: no limit), and returns the
+// pods added.
+func (e *Engine) growJob(j *jobRec, now time.Time, plan *Plan, limit int) int {
 	id := j.job.ID
 	var avoid *bitset.BitSet
 	start := len(plan.PodChanges)
+	grown := 0
 	for mi := range j.alloc.Members {
 		m, ma := &j.job.Gang.Members[mi], &j.alloc.Members[mi]
 		if m.Min <= 0 || m.Request.GPUs > 0 || m.Request.SegmentStep() > 1 || ma.Pods >= m.Request.Nodes {
+			continue
+		}
+		want := m.Request.Nodes - ma.Pods
+		if limit >= 0 {
+			want = min(want, (limit-grown)/stepOf(m)*stepOf(m))
+		}
+		if want <= 0 {
 			continue
 		}
 		if avoid == nil {
@@ -288,13 +305,14 @@ func (e *Engine) growJob(j *jobRec, now time.Time, plan *Plan) {
 			e.jobs.setOwner(j.alloc, nil)
 		}
 		first := ma.Pods
-		added, err := e.ledger.GrowMember(id, ma.Name, e.quotaRoom(j, m, m.Request.Nodes-ma.Pods, now), avoid)
+		added, err := e.ledger.GrowMember(id, ma.Name, e.quotaRoom(j, m, want, now), avoid)
 		if err != nil {
 			panic(fmt.Sprintf("backfill: growing %s: %v", id, err))
 		}
 		if added == 0 {
 			continue
 		}
+		grown += added
 		e.setCounted(j, j.alloc.GPUs())
 		if len(plan.PodChanges) == start {
 			var pc *PodChange
@@ -312,6 +330,7 @@ func (e *Engine) growJob(j *jobRec, now time.Time, plan *Plan) {
 		e.resized(j)
 		e.prof.version++
 	}
+	return grown
 }
 
 // lends reports whether active job j lends the pods of its elastic

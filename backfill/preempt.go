@@ -558,7 +558,11 @@ func (c *cycle) claimFor(j *jobRec, p *preemptScratch, victims []int, reclaim bo
 	if !reclaim && len(p.lentTouched) > 0 {
 		// The search counted lent pods free (prepare): the lenders not
 		// preempted give up those the claim uses now, for j.
+		mark := len(c.plan.PodChanges)
 		e.takeLentAs(j, lentTo, &cl.alloc, c.now, c.plan)
+		for _, pc := range c.plan.PodChanges[mark:] {
+			cl.lent = append(cl.lent, lentPods{job: e.jobs.byID[pc.Job], pods: len(pc.Pods)})
+		}
 	}
 	e.orphanGone(j.job.ID) // the victims left out of the new claim, if any, are orphans still
 	sortJobs(cl.victims)

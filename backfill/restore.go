@@ -457,6 +457,12 @@ func (r *restorer) job(jr *JobRecord) *jobRec {
 		return fail("recabled but %s", jr.State)
 	}
 	j.recabled = jr.Recabled
+	if jr.OwedPods != 0 {
+		if jr.OwedPods < 0 || !jr.Grow || jr.State != StateStarting && jr.State != StateRunning || jr.OwedPods > gangPods(&job.Gang) {
+			return fail("owed %d lent pods, but it is not an active growing job with as many pods", jr.OwedPods)
+		}
+		j.owed = jr.OwedPods
+	}
 	if m := jr.Moved; m != nil {
 		if m.Job != jr.ID || m.Cause < CauseUnknown || m.Cause > CauseNodeDrained || !m.To.IsZero() || !encodable(m.From) {
 			return fail("a bad pending move record")
@@ -782,6 +788,15 @@ func (r *restorer) hold(h HoldRecord) {
 	e.book.addHold(&hold{job: j, since: h.Since, target: a, held: h.Held, spent: h.SpentGPUs, budget: budget, eta: h.EstimatedStart})
 }
 
+// gangPods returns the pods of g's members at full size.
+func gangPods(g *gang.Spec) int {
+	n := 0
+	for i := range g.Members {
+		n += g.Members[i].Request.Nodes
+	}
+	return n
+}
+
 // freeOf returns the GPUs of placement a that no running gang holds.
 func (r *restorer) freeOf(a *gang.Allocation) int {
 	s := r.e.ledger.State()
@@ -901,10 +916,24 @@ func (r *restorer) claim(cr *ClaimRecord) {
 		}
 		cl.victims = append(cl.victims, v)
 	}
+	for _, lr := range cr.Lent {
+		l, ok := e.jobs.byID[lr.Job]
+		if !ok || l == j || !l.job.Grow || l.phase != StateStarting && l.phase != StateRunning || lr.Pods <= 0 || lr.Pods > gangPods(&l.job.Gang) ||
+			slices.ContainsFunc(cl.lent, func(x lentPods) bool { return x.job == l }) {
+			r.bad("the claim for %s lists %d pods lent by %s, which is not another active growing job with as many pods (once)", cr.Job, lr.Pods, lr.Job)
+			return
+		}
+		cl.lent = append(cl.lent, lentPods{job: l, pods: lr.Pods})
+	}
 	// Dropped as stale, or on a node down or drained (as NodeDown and
 	// Drain drop it): its victims still stop, their preemptor going first
-	// on the GPUs they leave (orphanOf), and the next cycle plans it again.
+	// on the GPUs they leave (orphanOf), and the next cycle plans it again;
+	// the pods lenders gave up for it are owed back (as dropClaim owes
+	// them).
 	if r.stale(j, &a) || r.onLostNode(&a) {
+		for _, l := range cl.lent {
+			l.job.owed += l.pods
+		}
 		return
 	}
 	for _, v := range cl.victims {

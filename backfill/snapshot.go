@@ -197,6 +197,10 @@ type JobRecord struct {
 	// over while the named job waits without a claim, so that the GPUs
 	// it left go to that job first.
 	YieldTo string `json:"yield_to,omitempty"`
+	// OwedPods is, on an active job that grows (Grow), the lent pods it
+	// gave up for preemption claims dropped without starting: it grows
+	// back by as many at the end of any cycle.
+	OwedPods int `json:"owed_pods,omitempty"`
 }
 
 // PatienceRecord is a job's Patience.
@@ -239,6 +243,16 @@ type ClaimRecord struct {
 	// Reclaim marks a claim that gets its job's queue's guarantee back
 	// from queues that borrow: its victims may be of any class.
 	Reclaim bool `json:"reclaim,omitempty"`
+	// Lent lists the active jobs that gave up lent pods for the claim:
+	// dropped without starting, the claim owes them back
+	// (JobRecord.OwedPods).
+	Lent []LentRecord `json:"lent,omitempty"`
+}
+
+// LentRecord is a job that gave up lent pods for a claim, and how many.
+type LentRecord struct {
+	Job  string `json:"job"`
+	Pods int    `json:"pods"`
 }
 
 // Snapshot exports the engine as of the latest time it has seen. It
@@ -280,6 +294,11 @@ func (e *Engine) Snapshot() *Snapshot {
 		for _, v := range cl.victims {
 			cr.Victims = append(cr.Victims, v.job.ID)
 		}
+		for _, l := range cl.lent {
+			if l.job.phase == StateStarting || l.job.phase == StateRunning { // as dropClaim reads them
+				cr.Lent = append(cr.Lent, LentRecord{Job: l.job.job.ID, Pods: l.pods})
+			}
+		}
 		s.Claims = append(s.Claims, cr)
 	}
 	for i, name := range e.accts.names {
@@ -299,6 +318,9 @@ func (e *Engine) jobRecord(j *jobRec) JobRecord {
 		LastCharge: e.jobs.lastCharge(j), HoldExpiry: j.holdExpiry, HoldBlocked: j.holdBlockedSince, Requeues: j.requeues, Ended: j.ended,
 		Class: jb.Class, Grow: jb.Grow, Checkpoint: j.checkpoint, PreemptedAt: j.preemptedAt, PreemptedBy: j.preemptedBy, Preemptions: j.preemptions,
 		Queue: jb.Queue, Recabled: j.recabled}
+	if owesBack(j) {
+		r.OwedPods = j.owed
+	}
 	if j.phase == StatePending {
 		r.Tested, r.PreemptExempt = j.tested, j.exemptBlocked()
 		if p := j.yieldTo; p != nil && e.jobs.byID[p.job.ID] == p && p.requeues == j.yieldRuns {
@@ -324,6 +346,12 @@ func (e *Engine) jobRecord(j *jobRec) JobRecord {
 		r.OnNodeFailure = jb.OnNodeFailure.String()
 	}
 	return r
+}
+
+// owesBack reports whether job j has lent pods owed back that it can
+// still grow by (an active job that grows: grow reads no other).
+func owesBack(j *jobRec) bool {
+	return j.owed > 0 && j.job.Grow && (j.phase == StateStarting || j.phase == StateRunning)
 }
 
 // submittedGang returns job j's gang with its members' node sets as
