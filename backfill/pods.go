@@ -260,11 +260,17 @@ func (e *Engine) takePodChanges(plan *Plan) {
 // a job without a limit), a hold or a claim, so no promise moves for a
 // growth. The changes go into plan.PodChanges.
 func (e *Engine) grow(now time.Time, plan *Plan) {
+	if e.jobs.growers == 0 {
+		return
+	}
+	// all: every waiting job is reserved or unfit, and no hold or claim
+	// is kept (the rule for any growth; owed pods grow back regardless).
 	all := len(e.book.holds) == 0 && len(e.book.claims) == 0
 	for _, j := range e.jobs.pending {
-		if all && j.resv == nil && j.unfit == "" {
-			all = false
+		if !all {
+			break
 		}
+		all = j.resv != nil || j.unfit != ""
 	}
 	for _, j := range e.jobs.running {
 		if !j.job.Grow || j.phase != StateStarting && j.phase != StateRunning {
