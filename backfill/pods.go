@@ -478,9 +478,19 @@ func (e *Engine) lentQuotaFits(j *jobRec, now time.Time) bool {
 	m := e.nodeMask
 	forEntries(&e.alloc, func(x topology.NodeAlloc) { m[x.Node] |= x.GPUs })
 	defer forEntries(&e.alloc, func(x topology.NodeAlloc) { m[x.Node] = 0 })
-	back := e.lentBack[:0]
+	e.lendOut(j, nil, nil, now)
+	fits := s.check(j.queue, e.alloc.GPUs(), e.mayBorrow(j), true).code == quotaFits && e.promiseFits(j, e.alloc.GPUs(), now)
+	e.lendIn()
+	return fits
+}
+
+// lendOut counts less in their queues' use the GPUs of the lent pods that
+// the lenders to j (lendsTo; not among victims of p) would give back for
+// the GPUs e.nodeMask marks, noting them in e.lentBack for lendIn.
+func (e *Engine) lendOut(j *jobRec, p *preemptScratch, victims []int, now time.Time) {
+	s, back := e.quota, e.lentBack[:0]
 	for _, l := range e.jobs.running {
-		if !e.lendsTo(l, j, now) {
+		if !e.lendsTo(l, j, now) || p != nil && p.isVictim(victims, l) {
 			continue
 		}
 		g := 0
@@ -495,12 +505,15 @@ func (e *Engine) lentQuotaFits(j *jobRec, now time.Time) bool {
 			back = append(back, lentBack{l.queue, g})
 		}
 	}
-	fits := s.check(j.queue, e.alloc.GPUs(), e.mayBorrow(j), true).code == quotaFits && e.promiseFits(j, e.alloc.GPUs(), now)
-	for _, b := range back {
-		s.add(b.queue, b.gpus)
-	}
 	e.lentBack = back
-	return fits
+}
+
+// lendIn counts again what lendOut counted less.
+func (e *Engine) lendIn() {
+	for _, b := range e.lentBack {
+		e.quota.add(b.queue, b.gpus)
+	}
+	e.lentBack = e.lentBack[:0]
 }
 
 // lentVictimsOK reports whether j's queue takes a claim on a (its
@@ -509,34 +522,15 @@ func (e *Engine) lentQuotaFits(j *jobRec, now time.Time) bool {
 // back the lent pods a uses (their queues count less by then), and the
 // victims take no other queue below its guarantee (classVictimsOK).
 func (e *Engine) lentVictimsOK(p *preemptScratch, j *jobRec, a *gang.Allocation, victims []int, now time.Time) bool {
-	s := e.quota
-	back := e.lentBack[:0]
+	e.lentBack = e.lentBack[:0]
 	if len(p.lentTouched) > 0 {
 		m := e.nodeMask
 		forEntries(a, func(x topology.NodeAlloc) { m[x.Node] |= x.GPUs })
-		for _, l := range e.jobs.running {
-			if !e.lendsTo(l, j, now) || p.isVictim(victims, l) {
-				continue
-			}
-			g := 0
-			for mi := range l.alloc.Members {
-				ma := &l.alloc.Members[mi]
-				for _, r := range e.lentRanks(l, mi) {
-					g += bits.OnesCount64(ma.Assignment[r].GPUs)
-				}
-			}
-			if g > 0 {
-				s.add(l.queue, -g)
-				back = append(back, lentBack{l.queue, g})
-			}
-		}
+		e.lendOut(j, p, victims, now)
 		forEntries(a, func(x topology.NodeAlloc) { m[x.Node] = 0 })
 	}
-	ok := s.classVictimsOK(p, victims, j.queue, j.gpus, e.mayBorrow(j))
-	for _, b := range back {
-		s.add(b.queue, b.gpus)
-	}
-	e.lentBack = back
+	ok := e.quota.classVictimsOK(p, victims, j.queue, j.gpus, e.mayBorrow(j))
+	e.lendIn()
 	return ok
 }
 

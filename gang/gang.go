@@ -3,12 +3,12 @@ package gang
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/bits-and-blooms/bitset"
 
 	"github.com/phalanx-sched/phalanx/internal/bits"
+	"github.com/phalanx-sched/phalanx/internal/sat"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -114,30 +114,14 @@ func (g *Spec) GPUs(c *topology.Cluster) int {
 		r := &g.Members[i].Request
 		switch {
 		case r.GPUs > 0:
-			n = addSat(n, r.GPUs)
+			n = sat.Add(n, r.GPUs)
 		case r.GPUsPerNode == 0:
-			n = addSat(n, mulSat(r.Nodes, c.MaxNodeGPUs()))
+			n = sat.Add(n, sat.Mul(r.Nodes, c.MaxNodeGPUs()))
 		default:
-			n = addSat(n, mulSat(r.Nodes, r.GPUsPerNode))
+			n = sat.Add(n, sat.Mul(r.Nodes, r.GPUsPerNode))
 		}
 	}
 	return n
-}
-
-// mulSat returns a*b for a, b >= 0, or math.MaxInt when it overflows.
-func mulSat(a, b int) int {
-	if b != 0 && a > math.MaxInt/b {
-		return math.MaxInt
-	}
-	return a * b
-}
-
-// addSat returns a+b for a, b >= 0, or math.MaxInt when it overflows.
-func addSat(a, b int) int {
-	if a > math.MaxInt-b {
-		return math.MaxInt
-	}
-	return a + b
 }
 
 // MinGPUs returns the GPUs the gang needs at its minimum size (whole-node
@@ -157,11 +141,11 @@ func (g *Spec) minGPUsAt(wholeNode int) int {
 		}
 		switch {
 		case r.GPUs > 0:
-			n = addSat(n, r.GPUs)
+			n = sat.Add(n, r.GPUs)
 		case r.GPUsPerNode == 0:
-			n = addSat(n, mulSat(pods, wholeNode))
+			n = sat.Add(n, sat.Mul(pods, wholeNode))
 		default:
-			n = addSat(n, mulSat(pods, r.GPUsPerNode))
+			n = sat.Add(n, sat.Mul(pods, r.GPUsPerNode))
 		}
 	}
 	return n
@@ -547,7 +531,7 @@ func memberGPUs(r *placement.Request, maxG int) int {
 	if r.GPUs > 0 {
 		return r.GPUs
 	}
-	return mulSat(r.Nodes, perNode(r, maxG))
+	return sat.Mul(r.Nodes, perNode(r, maxG))
 }
 
 func perNode(r *placement.Request, maxG int) int {

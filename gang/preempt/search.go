@@ -3,13 +3,13 @@ package preempt
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/bits-and-blooms/bitset"
 
 	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/internal/access"
+	"github.com/phalanx-sched/phalanx/internal/sat"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -322,7 +322,7 @@ func (s *Searcher) needGPUs(g *gang.Spec) (int, int) {
 		m := &g.Members[i]
 		r := &m.Request
 		if r.GPUs > 0 {
-			n = addSat(n, r.GPUs)
+			n = sat.Add(n, r.GPUs)
 			continue
 		}
 		pods := r.Nodes
@@ -333,7 +333,7 @@ func (s *Searcher) needGPUs(g *gang.Spec) (int, int) {
 		if per == 0 {
 			per = s.minNodeGPUs
 		}
-		n = addSat(n, mulSat(pods, per))
+		n = sat.Add(n, sat.Mul(pods, per))
 	}
 	level := -1
 	if g.Colocate.Required && g.Colocate.Level != "" {
@@ -342,23 +342,6 @@ func (s *Searcher) needGPUs(g *gang.Spec) (int, int) {
 		level, _ = s.c.Level(g.Members[0].Request.Required)
 	}
 	return n, level
-}
-
-// mulSat returns a*b for a, b >= 0, or math.MaxInt when it overflows: a
-// valid gang may ask for more GPUs than an int holds.
-func mulSat(a, b int) int {
-	if b != 0 && a > math.MaxInt/b {
-		return math.MaxInt
-	}
-	return a * b
-}
-
-// addSat returns a+b for a, b >= 0, or math.MaxInt when it overflows.
-func addSat(a, b int) int {
-	if a > math.MaxInt-b {
-		return math.MaxInt
-	}
-	return a + b
 }
 
 // podShape finds the lead member: the one asking for the most GPUs, when
@@ -374,7 +357,7 @@ func (s *Searcher) podShape(g *gang.Spec) {
 			if per == 0 {
 				per = s.c.MaxNodeGPUs()
 			}
-			n = mulSat(r.Nodes, per)
+			n = sat.Mul(r.Nodes, per)
 		}
 		if n > best {
 			best, s.lead = n, i
