@@ -8,8 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/phalanx-sched/phalanx/gang"
-	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/placement"
 )
 
@@ -47,16 +45,7 @@ func lenderRegrows(t *testing.T, restart string) {
 		{"claim started, backlog without reservations", false, 3, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, e := preemptOps(t, 1, 0)
-			v := pinnedJob(c, "v", 0, 2, 10*time.Hour)
-			v.Preemption = preempt.Requeue
-			require.NoError(t, e.Submit(v, epoch))
-			require.Len(t, startAll(t, e, epoch).Starts, 1)
-			g := Job{ID: "g", Account: "a", TimeLimit: 10 * time.Hour, Grow: true, Preemption: preempt.Requeue,
-				Gang: gang.Spec{Members: []gang.Member{{Name: "m", Min: 2, Request: placement.NodesOf(6, 8)}}}}
-			require.NoError(t, e.Submit(g, epoch))
-			require.Len(t, startAll(t, e, epoch).Starts, 1)
-			startAll(t, e, epoch.Add(time.Minute)) // g lends from the cycle after its start
+			c, e := lendingScene(t, 1, 0)
 
 			at := epoch.Add(20 * time.Minute)
 			u := Job{ID: "u", Account: "a", TimeLimit: 30 * time.Minute, Class: 1, Gang: member(placement.NodesOf(6, 8))}
@@ -108,16 +97,7 @@ func lenderRegrows(t *testing.T, restart string) {
 // than its gang has, are each refused with ErrRestore; the snapshot as
 // taken restores.
 func TestRestoreOwedAndLentChecked(t *testing.T) {
-	c, e := preemptOps(t, 1, 0)
-	v := pinnedJob(c, "v", 0, 2, 10*time.Hour)
-	v.Preemption = preempt.Requeue
-	require.NoError(t, e.Submit(v, epoch))
-	startAll(t, e, epoch)
-	g := Job{ID: "g", Account: "a", TimeLimit: 10 * time.Hour, Grow: true, Preemption: preempt.Requeue,
-		Gang: gang.Spec{Members: []gang.Member{{Name: "m", Min: 2, Request: placement.NodesOf(6, 8)}}}}
-	require.NoError(t, e.Submit(g, epoch))
-	startAll(t, e, epoch)
-	startAll(t, e, epoch.Add(time.Minute))
+	c, e := lendingScene(t, 1, 0)
 	at := epoch.Add(20 * time.Minute)
 	require.NoError(t, e.Submit(Job{ID: "u", Account: "a", TimeLimit: 30 * time.Minute, Class: 1, Gang: member(placement.NodesOf(6, 8))}, at))
 	require.Len(t, startAll(t, e, at).Preemptions, 1)

@@ -113,15 +113,7 @@ func TestRestoredReservationOnLostNodeMoves(t *testing.T) {
 		cause Cause
 	}{{"down", true, CauseNodeDown}, {"drained", false, CauseNodeDrained}} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := opsCluster(t)
-			cfg := DefaultConfig()
-			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b"))
-			require.NoError(t, err)
-			e.checkEach = true
-			require.NoError(t, e.Submit(Job{ID: "a", Account: "a", TimeLimit: 2 * time.Hour, Gang: member(placement.NodesOf(6, 8))}, epoch))
-			require.NoError(t, e.Submit(Job{ID: "b", Account: "a", TimeLimit: 5 * time.Hour, Gang: member(placement.NodesOf(1, 8))}, epoch))
-			startAll(t, e, epoch)
-			require.NoError(t, e.Submit(Job{ID: "big", Account: "b", TimeLimit: time.Hour, Gang: member(placement.NodesOf(7, 8))}, epoch))
+			c, e := bigBehindScene(t)
 			p := startAll(t, e, epoch.Add(time.Minute))
 			require.Len(t, p.Reservations, 1, p.Describe(c, epoch))
 			require.Equal(t, epoch.Add(2*time.Hour), p.Reservations[0].Start, p.Describe(c, epoch))
@@ -146,7 +138,7 @@ func TestRestoredReservationOnLostNodeMoves(t *testing.T) {
 			} else {
 				s.Drained = append(s.Drained, free)
 			}
-			r, err := Restore(c, cfg, s)
+			r, err := Restore(c, DefaultConfig(), s)
 			require.NoError(t, err)
 			r.checkEach = true
 			require.NoError(t, r.check())

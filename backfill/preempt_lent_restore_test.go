@@ -6,8 +6,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/phalanx-sched/phalanx/gang"
-	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/placement"
 )
 
@@ -29,16 +27,7 @@ func TestLentClaimRoundTrip(t *testing.T) {
 		{"lender stopped with v", 8, []string{"g", "v"}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, e := preemptOps(t, 4, 0)
-			v := pinnedJob(c, "v", 0, 2, 10*time.Hour)
-			v.Preemption = preempt.Requeue
-			require.NoError(t, e.Submit(v, epoch))
-			startAll(t, e, epoch)
-			g := Job{ID: "g", Account: "a", TimeLimit: 10 * time.Hour, Grow: true, Preemption: preempt.Requeue,
-				Gang: gang.Spec{Members: []gang.Member{{Name: "m", Min: 2, Request: placement.NodesOf(6, 8)}}}}
-			require.NoError(t, e.Submit(g, epoch))
-			startAll(t, e, epoch)
-			startAll(t, e, epoch.Add(time.Minute)) // g lends from the cycle after its start
+			c, e := lendingScene(t, 4, 0)
 
 			at := epoch.Add(20 * time.Minute)
 			u := Job{ID: "u", Account: "a", TimeLimit: 30 * time.Minute, Class: 1, Gang: member(placement.NodesOf(tc.uNodes, 8))}

@@ -13,6 +13,26 @@ import (
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
+// lendingScene builds the lending scene several tests share: on
+// preemptOps' cluster (reservation depth given), v (class 0, requeued
+// when preempted) runs pinned to nodes 0-1 and g (elastic: 6 nodes,
+// minimum 2, growing, requeued, of class gClass) runs on nodes 2-7; one
+// more cycle a minute later makes g lend its 4 pods above its minimum.
+func lendingScene(t *testing.T, depth, gClass int) (*topology.Cluster, *Engine) {
+	t.Helper()
+	c, e := preemptOps(t, depth, 0)
+	v := pinnedJob(c, "v", 0, 2, 10*time.Hour)
+	v.Preemption = preempt.Requeue
+	require.NoError(t, e.Submit(v, epoch))
+	require.Len(t, startAll(t, e, epoch).Starts, 1)
+	g := Job{ID: "g", Account: "a", TimeLimit: 10 * time.Hour, Grow: true, Class: gClass, Preemption: preempt.Requeue,
+		Gang: gang.Spec{Members: []gang.Member{{Name: "m", Min: 2, Request: placement.NodesOf(6, 8)}}}}
+	require.NoError(t, e.Submit(g, epoch))
+	require.Len(t, startAll(t, e, epoch).Starts, 1)
+	startAll(t, e, epoch.Add(time.Minute)) // g lends from the cycle after its start
+	return c, e
+}
+
 // TestPreemptorCombinesLentPodsWithVictims: v (class 0, 2 nodes pinned
 // to nodes 0-1) runs, and g (class 0, elastic: 6 nodes, minimum 2,
 // growing) runs on nodes 2-7, lending its 4 pods above its minimum. u
@@ -37,16 +57,7 @@ func TestPreemptorCombinesLentPodsWithVictims(t *testing.T) {
 		{"lender of the preemptor's class: no preemption", 1, nil, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, e := preemptOps(t, 4, 0)
-			v := pinnedJob(c, "v", 0, 2, 10*time.Hour)
-			v.Preemption = preempt.Requeue
-			require.NoError(t, e.Submit(v, epoch))
-			require.Len(t, startAll(t, e, epoch).Starts, 1)
-			g := Job{ID: "g", Account: "a", TimeLimit: 10 * time.Hour, Grow: true, Class: tc.gClass, Preemption: preempt.Requeue,
-				Gang: gang.Spec{Members: []gang.Member{{Name: "m", Min: 2, Request: placement.NodesOf(6, 8)}}}}
-			require.NoError(t, e.Submit(g, epoch))
-			require.Len(t, startAll(t, e, epoch).Starts, 1)
-			startAll(t, e, epoch.Add(time.Minute)) // g lends from the cycle after its start
+			c, e := lendingScene(t, 4, tc.gClass)
 
 			at := epoch.Add(20 * time.Minute)
 			u := Job{ID: "u", Account: "a", TimeLimit: 30 * time.Minute, Class: 1, Gang: member(placement.NodesOf(6, 8))}

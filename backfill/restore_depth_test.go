@@ -7,7 +7,26 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
 )
+
+// bigBehindScene builds the scene two restore tests share: on
+// opsCluster's eight 8-GPU nodes (default config, accounts a and b), a
+// runs on 6 nodes until t+2h and b on 1 until t+5h, one node free, and
+// big (7 nodes, 1h) is submitted and waits.
+func bigBehindScene(t *testing.T) (*topology.Cluster, *Engine) {
+	t.Helper()
+	c := opsCluster(t)
+	cfg := DefaultConfig()
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b"))
+	require.NoError(t, err)
+	e.checkEach = true
+	require.NoError(t, e.Submit(Job{ID: "a", Account: "a", TimeLimit: 2 * time.Hour, Gang: member(placement.NodesOf(6, 8))}, epoch))
+	require.NoError(t, e.Submit(Job{ID: "b", Account: "a", TimeLimit: 5 * time.Hour, Gang: member(placement.NodesOf(1, 8))}, epoch))
+	startAll(t, e, epoch)
+	require.NoError(t, e.Submit(Job{ID: "big", Account: "b", TimeLimit: time.Hour, Gang: member(placement.NodesOf(7, 8))}, epoch))
+	return c, e
+}
 
 // TestRestoreUnderNoReservations: a snapshot with reservations restored
 // under a config that makes none (ReservationDepth 0, greedy backfill,
@@ -31,15 +50,7 @@ func TestRestoreUnderNoReservations(t *testing.T) {
 		{"strict", func(c *Config) { c.Strict = true }, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := opsCluster(t)
-			cfg := DefaultConfig()
-			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b"))
-			require.NoError(t, err)
-			e.checkEach = true
-			require.NoError(t, e.Submit(Job{ID: "a", Account: "a", TimeLimit: 2 * time.Hour, Gang: member(placement.NodesOf(6, 8))}, epoch))
-			require.NoError(t, e.Submit(Job{ID: "b", Account: "a", TimeLimit: 5 * time.Hour, Gang: member(placement.NodesOf(1, 8))}, epoch))
-			startAll(t, e, epoch)
-			require.NoError(t, e.Submit(Job{ID: "big", Account: "b", TimeLimit: time.Hour, Gang: member(placement.NodesOf(7, 8))}, epoch))
+			c, e := bigBehindScene(t)
 			require.NoError(t, e.Submit(Job{ID: "small", Account: "b", TimeLimit: 3 * time.Hour, Gang: member(placement.NodesOf(1, 8))}, epoch))
 			p := startAll(t, e, epoch.Add(time.Minute))
 			require.Len(t, p.Reservations, 2, p.Describe(c, epoch))
@@ -53,7 +64,7 @@ func TestRestoreUnderNoReservations(t *testing.T) {
 					bare.Jobs[i].State = StatePending
 				}
 			}
-			cfg2 := cfg
+			cfg2 := DefaultConfig()
 			tc.cfg(&cfg2)
 			o, err := Restore(c, cfg2, bare)
 			require.NoError(t, err)
