@@ -109,6 +109,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"infinite partition", submit(with(func(j *Job) { j.Partition = math.Inf(1) })), ErrBadJob, "partition factor +Inf"},
 		{"submit time after now", submit(with(func(j *Job) { j.Submit = at.Add(time.Minute) })), ErrBadJob, "is after now"},
 		{"submit time out of range", submit(with(func(j *Job) { j.Submit = time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC) })), ErrBadJob, "submit time 1900"},
+		{"submit time out of range is a bad time too", submit(with(func(j *Job) { j.Submit = time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC) })), ErrBadTime, "submit time 1900"},
 		{"unknown failure policy", submit(with(func(j *Job) { j.OnNodeFailure = 7 })), ErrBadJob, "OnNodeFailure 7"},
 		{"negative patience", submit(with(func(j *Job) { j.Patience.MaxDomains = -1 })), ErrBadJob, "patience of -1 domains"},
 		{"patience level unknown", submit(with(func(j *Job) { j.Patience = Patience{MaxDomains: 1, Level: "rack", Wait: time.Hour} })), ErrBadJob, `patience level "rack"`},

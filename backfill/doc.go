@@ -601,7 +601,8 @@
 //   - Submit: ErrBadJob (malformed: no ID, a bad gang, an unknown account,
 //     a queue that is not one without children, or one without quotas,
 //     a time limit, factor or count out of range, a request for more nodes
-//     or GPUs than the cluster has, a node set of the wrong length),
+//     or GPUs than the cluster has, a node set of the wrong length; a
+//     Job.Submit time out of range is ErrBadTime as well),
 //     ErrNeverFits (no domain can meet its constraints even on an empty
 //     cluster, as the admitter proves (gang.Admission.Proven), or its
 //     queue could never hold it), ErrDuplicateJob.

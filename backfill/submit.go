@@ -152,7 +152,7 @@ func (e *Engine) checkFields(j *Job) error {
 		return bad("unknown Preemption policy %d", j.Preemption)
 	}
 	if err := checkTime("submit time", j.Submit); err != nil {
-		return bad("%v", err)
+		return fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err) // both sentinels: errors.Is finds either
 	}
 	if err := checkDuration("time limit", j.TimeLimit); err != nil {
 		return bad("%v", err)
