@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"time"
 )
@@ -67,14 +68,17 @@ func (o *outcome) servedShare() float64 {
 	return 1 - float64(late)/float64(n)
 }
 
-// percentile returns the p-th percentile of ds (0 when empty).
+// percentile returns the nearest-rank p-quantile of ds, as the
+// simulator's tables report it: the ceil(p n)-th smallest of its n values
+// (the smallest for p = 0; 0 when ds is empty), no interpolation.
 func percentile(ds []time.Duration, p float64) time.Duration {
 	if len(ds) == 0 {
 		return 0
 	}
 	s := slices.Clone(ds)
 	slices.Sort(s)
-	return s[min(len(s)-1, int(p*float64(len(s))))]
+	i := int(math.Ceil(p*float64(len(s)))) - 1
+	return s[max(0, min(i, len(s)-1))]
 }
 
 func mean(ds []time.Duration) time.Duration {
