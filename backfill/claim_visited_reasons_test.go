@@ -158,10 +158,10 @@ func (rw *reasonWatch) check(p *Plan) {
 //
 // The replay of testdata/claim_clear_blame.json (six cycles) has a claim
 // (j143's reclaim) move j129's and j78's reservations after the walk
-// told eleven jobs WaitQuota; in the last case j129 and j78 were told,
-// the cycle before, the starts the claim moves them back to (the walk
-// had moved them earlier and listed them): they are not listed, their
-// reasons unchanged. Workloads 1494 and 2748 of lateQuotaHost's late host
+// told twelve jobs ranked above j143 WaitQuota; in the last case j129
+// and j78 were told, the cycle before, the reasons the claim brings them
+// back to (the walk had moved their reservations earlier and listed
+// them): they are not listed, their reasons unchanged. Workloads 1494 and 2748 of lateQuotaHost's late host
 // under preemption (the only two of its first 6,000 workloads whose
 // claims move reservations) run to their end.
 func TestClaimVisitedReasons(t *testing.T) {

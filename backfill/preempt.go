@@ -623,6 +623,16 @@ func (c *cycle) clearClaim(cl *claim) {
 // changed that is now the reason it was told before (the same ID:
 // jobRec.toldID) is taken off the list and counted unchanged. Claims that
 // move reservations are rare; the walk's jobs so far are read only then.
+//
+// Other reasons are left as the walk's tests gave them. A reason's NoSlot
+// counts slots, and a moved reservation keeps its slot. A quota reason
+// (WaitQuota) counts the reservations whose window overlaps the job's,
+// which a move later can take out of it; but the claim changes the
+// queues' use too (its victims' out, its job's in), which no reason told
+// before it follows either, as none follows a start later in the walk:
+// telling them anew is a test, left to the next cycle (the claim's job
+// letting go of its reservation asks for one at once when GPUs of it are
+// free: letGo).
 func (c *cycle) restateVisited(moved []*reservation) {
 	e := c.e
 	changes := e.cfg.OnlyChangedWaits
