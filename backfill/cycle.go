@@ -768,7 +768,7 @@ func (c *cycle) walk(order []*jobRec) {
 				c.plan.Unchanged++
 				continue
 			}
-			j.waitID = id
+			j.toldID, j.waitID = j.waitID, id
 			// A priority is computed only for the reasons listed.
 			w.Priority = c.priority(rank, j)
 			c.plan.Waiting = append(c.plan.Waiting, *w)

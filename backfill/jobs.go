@@ -149,6 +149,11 @@ type jobRec struct {
 	// hysteresis); zero once a test finds it otherwise (cycle.test).
 	holdBlockedSince time.Time
 	wait             Waiting // the last cycle's reason
+	// toldID is, once the walk lists a changed reason under
+	// Config.OnlyChangedWaits, waitID before it: the ID of the reason the
+	// job was told before, to which a claim moving reservations may
+	// bring it back (restateVisited).
+	toldID uint64
 	// exemptRestored marks a restored waiting job whose last test before
 	// the snapshot found only victims inside their exempt time
 	// (JobRecord.PreemptExempt), until its next test sets wait.

@@ -619,8 +619,20 @@ func (c *cycle) clearClaim(cl *claim) {
 // reserved on one, or waiting for one (WaitReservation), was told its old
 // start. Its reason is corrected in its record and in the plan: in place
 // where the plan lists it, else (counted unchanged, Config.OnlyChangedWaits)
-// listed now at its rank, as a changed reason. Claims that move
-// reservations are rare; the walk's jobs so far are read only then.
+// listed now at its rank, as a changed reason; one the walk listed as
+// changed that is now the reason it was told before (the same ID:
+// jobRec.toldID) is taken off the list and counted unchanged. Claims that
+// move reservations are rare; the walk's jobs so far are read only then.
+//
+// Other reasons are left as the walk's tests gave them. A reason's NoSlot
+// counts slots, and a moved reservation keeps its slot. A quota reason
+// (WaitQuota) counts the reservations whose window overlaps the job's,
+// which a move later can take out of it; but the claim changes the
+// queues' use too (its victims' out, its job's in), which no reason told
+// before it follows either, as none follows a start later in the walk:
+// telling them anew is a test, left to the next cycle (the claim's job
+// letting go of its reservation asks for one at once when GPUs of it are
+// free: letGo).
 func (c *cycle) restateVisited(moved []*reservation) {
 	e := c.e
 	changes := e.cfg.OnlyChangedWaits
@@ -656,7 +668,17 @@ func (c *cycle) restateVisited(moved []*reservation) {
 		if w.Until.Equal(j.wait.Until) && w.Blocker == j.wait.Blocker {
 			continue
 		}
+		var id uint64
+		if changes {
+			id = e.waitID(&w, j)
+		}
 		switch {
+		case listed && changes && id == j.toldID:
+			// Listed by the walk as changed, and back to the reason it
+			// was told before: counted unchanged.
+			ws = slices.Delete(ws, at-1, at)
+			at--
+			c.plan.Unchanged++
 		case listed:
 			ws[at-1].Until, ws[at-1].Blocker = w.Until, w.Blocker
 		case changes:
@@ -665,9 +687,10 @@ func (c *cycle) restateVisited(moved []*reservation) {
 			ws = slices.Insert(ws, at, w)
 			at++
 			c.plan.Unchanged--
+			j.toldID = j.waitID
 		}
 		if changes {
-			j.waitID = e.waitID(&w, j)
+			j.waitID = id
 		}
 		j.wait = w
 	}
