@@ -1051,8 +1051,9 @@ func (c *cycle) startBacklog() {
 	if !e.backlogRule() {
 		return
 	}
-	// A job of a whole node's GPUs that waits while GPUs stand free waits
-	// for a node to be wholly free (the free GPUs are scattered): the
+	// A job of a whole node's GPUs, or of whole nodes (of a pool of
+	// smaller nodes too), that waits while GPUs stand free waits for a
+	// node to be wholly free (the free GPUs are scattered): the
 	// queue is not deep, and planning as EASY would only take the gangs'
 	// reservations away (benchmarks/README.md, "Why seed 4 of Philly at
 	// load 3 moved").
@@ -1062,7 +1063,7 @@ func (c *cycle) startBacklog() {
 	// of a small cluster roomy with no GPU free.)
 	roomy := share > 0 && float64(e.ledger.State().FreeGPUs()) >= share*float64(e.c.TotalGPUs())*(1-1e-12)
 	for _, j := range e.jobs.pending {
-		if roomy && j.gpus >= e.c.MaxNodeGPUs() {
+		if roomy && (j.gpus >= e.c.MaxNodeGPUs() || j.wholeG != nil) {
 			continue
 		}
 		if (e.resvMin == 0 || !e.large(j)) && c.now.Sub(j.job.Submit) >= e.cfg.BacklogAfter && !c.waitsForQuota(j) {

@@ -362,8 +362,10 @@
 // a MaxJobsTested window).
 //
 // Every start is checked again on the GPUs actually placed (whole nodes
-// are counted at the largest node's GPUs until then): a job whose queue
-// does not take them waits for quota. An elastic gang (gang.Member.Min)
+// are counted until then at the GPUs of the largest node the job may use:
+// its queue's pool, its own node sets; gang.Member.WholeNodeGPUs): a job
+// whose queue does not take them waits for quota, and a running job is
+// charged the GPUs it holds. An elastic gang (gang.Member.Min)
 // is held to these limits at the size it starts at, as in Kueue's
 // partial admission: when its queue's quota or weighted share does not
 // take it at full size, it starts at the largest size they take (its

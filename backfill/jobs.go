@@ -100,8 +100,15 @@ type jobRec struct {
 	// in no queue's demand.
 	unfit string
 	seq   uint64
-	gpus  int
-	acct  int // index in the engine's accounts
+	// gpus and minGPUs are the GPUs the job asks for at full size and at
+	// its minimum (sizeJob): a whole-node pod counts the GPUs of a
+	// largest node its member may use (its queue's pool, its own node
+	// sets), which wholeG keeps per member (nil when no member asks for
+	// whole nodes). Bounds until it starts: an active job's count is what
+	// it holds (used, counted).
+	gpus, minGPUs int
+	wholeG        []int
+	acct          int // index in the engine's accounts
 	// queue is the job's queue's index (-1 without quotas, or for a job
 	// restored into no queue of the config: see unfit); counted the
 	// GPUs counted for it there (an active job's, a claim's).
@@ -160,6 +167,16 @@ type jobRec struct {
 	exemptRestored bool
 	// Ended jobs.
 	ended time.Time
+}
+
+// podGPUs returns the most GPUs a pod of job j's member i (one asking for
+// nodes) takes: its GPUsPerNode, or for whole nodes a largest node's of
+// those the member may use.
+func (j *jobRec) podGPUs(i int) int {
+	if per := j.job.Gang.Members[i].Request.GPUsPerNode; per > 0 || j.wholeG == nil {
+		return per
+	}
+	return j.wholeG[i]
 }
 
 // late reports whether an active job started later than it was due.

@@ -311,7 +311,7 @@ func (e *Engine) growJob(j *jobRec, now time.Time, plan *Plan, limit int) int {
 			e.jobs.setOwner(j.alloc, nil)
 		}
 		first := ma.Pods
-		added, err := e.ledger.GrowMember(id, ma.Name, e.quotaRoom(j, m, want, now), avoid)
+		added, err := e.ledger.GrowMember(id, ma.Name, e.quotaRoom(j, mi, want, now), avoid)
 		if err != nil {
 			panic(fmt.Sprintf("backfill: growing %s: %v", id, err))
 		}
@@ -667,23 +667,20 @@ func (e *Engine) resized(j *jobRec) {
 	e.setCounted(j, j.used)
 }
 
-// quotaRoom is how many of want more pods of member m job j's queue has
+// quotaRoom is how many of want more pods of member mi job j's queue has
 // quota for at now (want without quotas): growth never takes a queue
 // beyond its maximum, its borrowing limit or what others lend, nor the
 // room the reservations it would run beside need (promiseFits). A job in
 // no queue (restored after its queue was removed) grows by none.
-func (e *Engine) quotaRoom(j *jobRec, m *gang.Member, want int, now time.Time) int {
+func (e *Engine) quotaRoom(j *jobRec, mi, want int, now time.Time) int {
 	if e.quota == nil {
 		return want
 	}
 	if j.queue < 0 {
 		return 0 // in no queue (restored after its queue was removed): it takes no more
 	}
-	per := m.Request.GPUsPerNode
-	if per == 0 {
-		per = e.c.MaxNodeGPUs() // whole nodes: at most this many each
-	}
-	step := stepOf(m) // want is a multiple of it: so stays the answer
+	per := j.podGPUs(mi)                    // whole nodes: at most a largest usable node's each
+	step := stepOf(&j.job.Gang.Members[mi]) // want is a multiple of it: so stays the answer
 	for want > 0 && (e.quota.check(j.queue, want*per, e.mayBorrow(j), true).code != quotaFits || !e.promiseFits(j, want*per, now)) {
 		want -= step
 	}

@@ -300,8 +300,8 @@ func (e *Engine) quotaFits(j *jobRec, a *gang.Allocation) bool {
 // weighted share take the gang at full size (or there are no quotas),
 // otherwise a copy (in the engine's scratch) with its elastic members
 // cut, the last first and a step at a time, to the largest size they
-// take, never below their minimum. Whole-node pods count a largest node's
-// GPUs, as growth does (quotaRoom).
+// take, never below their minimum. Whole-node pods count the GPUs of a
+// largest node their member may use, as growth does (quotaRoom).
 func (c *cycle) quotaSpec(j *jobRec, spec *gang.Spec) *gang.Spec {
 	e, s := c.e, c.e.quota
 	if s == nil {
@@ -312,7 +312,7 @@ func (c *cycle) quotaSpec(j *jobRec, spec *gang.Spec) *gang.Spec {
 	// Reservations' room (promiseFits) only for a gang it could cut: any
 	// other start is checked on the GPUs placed (tryStart), and a check
 	// here would cost every tested job a pass over the reservations.
-	elastic := j.job.Gang.MinGPUs(e.c) < g
+	elastic := j.minGPUs < g
 	takes := func(g int) bool {
 		return s.check(q, g, mayBorrow, true).code == quotaFits && (s.entitled(q, g) || !s.overShareAt(q, g)) &&
 			(!elastic || e.promiseFits(j, g, c.now))
@@ -327,10 +327,7 @@ func (c *cycle) quotaSpec(j *jobRec, spec *gang.Spec) *gang.Spec {
 		if m.Min <= 0 || m.Min >= m.Request.Nodes {
 			continue
 		}
-		per := m.Request.GPUsPerNode
-		if per == 0 {
-			per = e.c.MaxNodeGPUs()
-		}
+		per := j.podGPUs(i)
 		for step := stepOf(m); m.Request.Nodes-step >= m.Min; {
 			m.Request.Nodes -= step
 			g -= step * per
@@ -410,11 +407,12 @@ func (e *Engine) checkQueue(j *jobRec, fits bool) error {
 			r.Allowed, r.AllowedLabel = pool, s.poolLabel[q]
 		}
 		j.simple = simpleShape(&j.job.Gang) || pooledShape(&j.job.Gang, pool)
+		e.sizeJob(j) // whole nodes: the pool's largest
 	}
 	// An elastic gang is judged at its minimum: it starts at what its
 	// queue's quota takes (quotaSpec).
 	g, size := j.gpus, "%d GPUs"
-	if min := j.job.Gang.MinGPUs(e.c); min < g {
+	if min := j.minGPUs; min < g {
 		g, size = min, "%d GPUs at its minimum"
 	}
 	what := fmt.Sprintf(size, g)
@@ -474,7 +472,7 @@ func (e *Engine) entitledFirst() {
 			// An elastic gang whose minimum the guarantee covers is
 			// covered at it, as reclaim counts it (reclaimGPUs): a
 			// borrower tested first would take GPUs it then reclaims.
-			g = min(g, j.job.Gang.MinGPUs(e.c))
+			g = min(g, j.minGPUs)
 		}
 		s.covered[i] = free && !s.uncovered[q] && g <= room
 		switch {
@@ -932,7 +930,7 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 	mayBorrow := e.mayBorrow(j)
 	qc := s.check(q, g, mayBorrow, false)
 	entitled := s.entitled(q, g)
-	if min := j.job.Gang.MinGPUs(e.c); min < g && (qc.code != quotaFits || !entitled && s.overShareAt(q, g)) {
+	if min := j.minGPUs; min < g && (qc.code != quotaFits || !entitled && s.overShareAt(q, g)) {
 		// An elastic gang its quota or its share does not take at full
 		// size may start smaller (quotaSpec): it is gated at its minimum.
 		if m := s.check(q, min, mayBorrow, false); m.code == quotaFits {
@@ -953,7 +951,7 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 	atStartWhy := ""
 	if r := j.resv; r != nil && r.start.After(c.now) && qc.code != quotaFits {
 		var fits bool
-		if atStart, _, atStartWhy, fits = e.promiseCheck(j, min(g, j.job.Gang.MinGPUs(e.c)), true, r.start); fits {
+		if atStart, _, atStartWhy, fits = e.promiseCheck(j, min(g, j.minGPUs), true, r.start); fits {
 			// Not due, and its queue's limits have room for it at its planned
 			// start (an elastic gang at its minimum, as it was reserved), once
 			// the jobs started in front of it that end before it have ended
@@ -1073,7 +1071,7 @@ func (c *cycle) waitsForQuota(j *jobRec) bool {
 // even its smallest size now (the check quotaGate makes, its weighted
 // share aside).
 func (e *Engine) heldByLimits(j *jobRec) bool {
-	return e.quota.check(j.queue, j.job.Gang.MinGPUs(e.c), e.mayBorrow(j), false).code != quotaFits
+	return e.quota.check(j.queue, j.minGPUs, e.mayBorrow(j), false).code != quotaFits
 }
 
 // overQuota fills w for job j, which its queue's quota does not take at
@@ -1107,7 +1105,7 @@ func (c *cycle) overQuota(j *jobRec, qc quotaCheck, g int, w *Waiting) {
 // such a job.
 func (e *Engine) neverWhy(j *jobRec) string {
 	s, q := e.quota, j.queue
-	g := j.job.Gang.MinGPUs(e.c)
+	g := j.minGPUs
 	if !e.mayBorrow(j) && g > s.guar[q] {
 		return fmt.Sprintf("%d GPUs; a job that cannot be preempted runs within its queue's guarantee, and %s has %d: it cannot start unless the guarantee is raised", g, s.name(q), s.guar[q])
 	}
@@ -1182,7 +1180,7 @@ func (e *Engine) reclaimGPUs(j *jobRec) int {
 	if s.entitled(j.queue, j.gpus) {
 		return j.gpus
 	}
-	if m := j.job.Gang.MinGPUs(e.c); m < j.gpus && s.entitled(j.queue, m) {
+	if m := j.minGPUs; m < j.gpus && s.entitled(j.queue, m) {
 		return m
 	}
 	return 0

@@ -153,7 +153,7 @@ func (e *Engine) countAt(j *jobRec, g int, from time.Time, ended bool) bool {
 		s.add(o.queue, -o.counted)
 	}
 	rs := e.promised[:0]
-	all := j.resv == nil || j.resv.start.After(from) || g > j.job.Gang.MinGPUs(e.c)
+	all := j.resv == nil || j.resv.start.After(from) || g > j.minGPUs
 	ahead := all || from.After(e.last)
 	// Its own queue's first: within its guarantee at from (the counts of
 	// then, its queue's reservations in them)? Else the reservations of
@@ -215,7 +215,7 @@ func (e *Engine) countedGPUs(r *reservation, all bool) int {
 // placement's, or an elastic gang's minimum when smaller (its quota room
 // is kept at that size).
 func (e *Engine) minGPUsOf(r *reservation) int {
-	return min(r.alloc.GPUs(), r.job.job.Gang.MinGPUs(e.c))
+	return min(r.alloc.GPUs(), r.job.minGPUs)
 }
 
 // uncount undoes countAt. The counts after both are the counts before
@@ -362,7 +362,7 @@ func (e *Engine) startFits(j *jobRec, a *gang.Allocation, now time.Time) bool {
 // smaller (it starts cut to what its quota takes then, as the gate let it
 // by at its minimum).
 func (e *Engine) plannedGPUs(j *jobRec) int {
-	return min(e.alloc.GPUs(), j.job.Gang.MinGPUs(e.c))
+	return min(e.alloc.GPUs(), j.minGPUs)
 }
 
 // quotaWait makes job j wait for quota with reason why, the queue where

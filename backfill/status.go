@@ -19,7 +19,10 @@ type JobStatus struct {
 	ID      string   `json:"id"`
 	Account string   `json:"account"`
 	State   JobState `json:"state"`
-	// GPUs is what the job asks for at full size.
+	// GPUs is what the job asks for at full size, a whole-node pod
+	// counted at the GPUs of the largest node it may use (its queue's
+	// pool, its own node sets): what its queue's quota is checked against
+	// before it starts. An active job is charged the GPUs of its Nodes.
 	GPUs int `json:"gpus"`
 	// TimeLimit is the job's limit (zero: none); JSON writes it as a Go
 	// duration string.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/gang/preempt"
+	"github.com/phalanx-sched/phalanx/internal/sat"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -57,13 +58,20 @@ func (e *Engine) validateJob(j Job, fits bool) (*jobRec, error) {
 	if err := j.Gang.Validate(e.c); err != nil {
 		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
 	}
-	rec := &jobRec{job: j, limit: j.TimeLimit, gpus: j.Gang.GPUs(e.c), phase: StatePending, simple: simpleShape(&j.Gang), idKey: idPrefix(j.ID)}
+	rec := &jobRec{job: j, limit: j.TimeLimit, phase: StatePending, simple: simpleShape(&j.Gang), idKey: idPrefix(j.ID)}
+	e.sizeJob(rec)
 	var err error
 	if rec.prep, err = e.tree.Prepare(e.fsJob(rec)); err != nil {
 		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
 	}
+	asked := rec.gpus
 	if err := e.checkQueue(rec, fits); err != nil {
 		return nil, err
+	}
+	if rec.gpus != asked { // its queue's pool left its whole nodes smaller
+		if rec.prep, err = e.tree.Prepare(e.fsJob(rec)); err != nil {
+			return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)
+		}
 	}
 	if err := e.checkPatience(rec); err != nil {
 		return nil, err
@@ -106,6 +114,35 @@ func (e *Engine) validateJob(j Job, fits bool) (*jobRec, error) {
 		rec.shapeID = e.shapes.id(hash, &shapeFields{req: m.Request, min: m.Min, step: m.Step, class: rec.job.Class, queue: rec.queue})
 	}
 	return rec, nil
+}
+
+// sizeJob sets job j's gpus, minGPUs and wholeG from its gang as it is
+// (gang.Spec.GPUs and MinGPUs, each whole-node member's largest usable
+// node counted once).
+func (e *Engine) sizeJob(j *jobRec) {
+	members := j.job.Gang.Members
+	j.gpus, j.minGPUs, j.wholeG = 0, 0, nil
+	for i := range members {
+		m := &members[i]
+		r := &m.Request
+		per := r.GPUsPerNode
+		if r.GPUs == 0 && per == 0 {
+			if j.wholeG == nil {
+				j.wholeG = make([]int, len(members))
+			}
+			per = m.WholeNodeGPUs(e.c)
+			j.wholeG[i] = per
+		}
+		full, least := r.GPUs, r.GPUs
+		if r.GPUs == 0 {
+			pods := r.Nodes
+			if m.Min > 0 && m.Min < pods {
+				pods = m.Min
+			}
+			full, least = sat.Mul(r.Nodes, per), sat.Mul(pods, per)
+		}
+		j.gpus, j.minGPUs = sat.Add(j.gpus, full), sat.Add(j.minGPUs, least)
+	}
 }
 
 // pooledShape reports whether g is simple but for its node set, which is

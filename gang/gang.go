@@ -105,18 +105,51 @@ func (m *Member) stepProblem() string {
 	return ""
 }
 
+// WholeNodeGPUs returns the GPUs of a largest node of c that member m may
+// use: one in its Allowed set (any node when Allowed is nil) and not in
+// Excluded, 0 when there is none. A whole-node pod of m (GPUsPerNode 0)
+// takes at most that many. Without node sets it is c.MaxNodeGPUs();
+// otherwise time is linear in the nodes m may use (it stops at a node of
+// c.MaxNodeGPUs()). It allocates nothing.
+func (m *Member) WholeNodeGPUs(c *topology.Cluster) int {
+	r := &m.Request
+	top := c.MaxNodeGPUs()
+	if r.Allowed == nil && r.Excluded == nil {
+		return top
+	}
+	g := 0
+	usable := func(n uint) bool { return r.Excluded == nil || !r.Excluded.Test(n) }
+	if r.Allowed != nil {
+		for n, ok := r.Allowed.NextSet(0); ok && int(n) < c.NumNodes() && g < top; n, ok = r.Allowed.NextSet(n + 1) {
+			if usable(n) {
+				g = max(g, c.NodeGPUs(topology.NodeID(n)))
+			}
+		}
+		return g
+	}
+	for n := 0; n < c.NumNodes() && g < top; n++ {
+		if usable(uint(n)) {
+			g = max(g, c.NodeGPUs(topology.NodeID(n)))
+		}
+	}
+	return g
+}
+
 // GPUs returns the GPUs the gang asks for at full size (whole-node members
-// count the GPUs of a largest node of c), or math.MaxInt when that is more
-// than an int holds (a valid spec may ask for more than any cluster has).
+// count the GPUs of a largest node each may use: Member.WholeNodeGPUs), or
+// math.MaxInt when that is more than an int holds (a valid spec may ask
+// for more than any cluster has). Time is linear in the nodes of the
+// whole-node members' node sets.
 func (g *Spec) GPUs(c *topology.Cluster) int {
 	n := 0
 	for i := range g.Members {
-		r := &g.Members[i].Request
+		m := &g.Members[i]
+		r := &m.Request
 		switch {
 		case r.GPUs > 0:
 			n = sat.Add(n, r.GPUs)
 		case r.GPUsPerNode == 0:
-			n = sat.Add(n, sat.Mul(r.Nodes, c.MaxNodeGPUs()))
+			n = sat.Add(n, sat.Mul(r.Nodes, m.WholeNodeGPUs(c)))
 		default:
 			n = sat.Add(n, sat.Mul(r.Nodes, r.GPUsPerNode))
 		}
@@ -125,28 +158,50 @@ func (g *Spec) GPUs(c *topology.Cluster) int {
 }
 
 // MinGPUs returns the GPUs the gang needs at its minimum size (whole-node
-// members count the GPUs of a largest node of c), or math.MaxInt when that
-// is more than an int holds.
-func (g *Spec) MinGPUs(c *topology.Cluster) int { return g.minGPUsAt(c.MaxNodeGPUs()) }
-
-// minGPUsAt is MinGPUs with a whole-node pod counted at wholeNode GPUs.
-func (g *Spec) minGPUsAt(wholeNode int) int {
+// members count the GPUs of a largest node each may use:
+// Member.WholeNodeGPUs), or math.MaxInt when that is more than an int
+// holds. Time is as GPUs's.
+func (g *Spec) MinGPUs(c *topology.Cluster) int {
 	n := 0
 	for i := range g.Members {
 		m := &g.Members[i]
-		r := &m.Request
-		pods := r.Nodes
-		if m.Min > 0 && m.Min < pods {
-			pods = m.Min
+		whole := 0
+		if m.Request.GPUs == 0 && m.Request.GPUsPerNode == 0 {
+			whole = m.WholeNodeGPUs(c)
 		}
-		switch {
-		case r.GPUs > 0:
-			n = sat.Add(n, r.GPUs)
-		case r.GPUsPerNode == 0:
-			n = sat.Add(n, sat.Mul(pods, wholeNode))
-		default:
-			n = sat.Add(n, sat.Mul(pods, r.GPUsPerNode))
-		}
+		n = sat.Add(n, m.minGPUsAt(whole))
+	}
+	return n
+}
+
+// minPods returns m's pods at its minimum size (its Nodes without Min).
+func (m *Member) minPods() int {
+	pods := m.Request.Nodes
+	if m.Min > 0 && m.Min < pods {
+		pods = m.Min
+	}
+	return pods
+}
+
+// minGPUsAt returns the GPUs m needs at its minimum size, a whole-node
+// pod counted at wholeNode GPUs.
+func (m *Member) minGPUsAt(wholeNode int) int {
+	r := &m.Request
+	switch {
+	case r.GPUs > 0:
+		return r.GPUs
+	case r.GPUsPerNode == 0:
+		return sat.Mul(m.minPods(), wholeNode)
+	}
+	return sat.Mul(m.minPods(), r.GPUsPerNode)
+}
+
+// minGPUsAt is MinGPUs with every whole-node pod counted at wholeNode
+// GPUs.
+func (g *Spec) minGPUsAt(wholeNode int) int {
+	n := 0
+	for i := range g.Members {
+		n = sat.Add(n, g.Members[i].minGPUsAt(wholeNode))
 	}
 	return n
 }

@@ -1,0 +1,173 @@
+package backfill
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/gang/preempt"
+	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// mixedCluster is two 8-GPU nodes (n0, n1) and two 4-GPU nodes (n2, n3)
+// on one leaf each pair.
+func mixedCluster(t *testing.T) *topology.Cluster {
+	t.Helper()
+	spec := topology.ClusterSpec{Levels: []string{"leaf"}}
+	for i, g := range []int{8, 8, 4, 4} {
+		spec.Nodes = append(spec.Nodes, topology.NodeSpec{Name: "n" + string(rune('0'+i)), GPUs: g, Path: []string{"l" + string(rune('0'+i/2))}})
+	}
+	c, err := topology.Build(spec)
+	require.NoError(t, err)
+	return c
+}
+
+// TestWholeNodeQuotaCountsUsableNodes: a whole-node pod is counted at the
+// largest node its job may use (its queue's pool, its own Allowed set),
+// not at the cluster's largest node. Queue small, bound to the two 4-GPU
+// nodes n[2-3] with a guarantee and maximum of 8 GPUs, takes a job of two
+// whole nodes: Submit refused it ("16 GPUs; queue small has 8"), counting
+// each pod at the 8-GPU nodes it can never use. It is accepted, starts on
+// n2 and n3, is charged the 8 GPUs it holds, and a second such job waits
+// for quota with a reason that says how much it needs (8).
+func TestWholeNodeQuotaCountsUsableNodes(t *testing.T) {
+	c := mixedCluster(t)
+	tests := []struct {
+		name  string
+		pool  string // queue small's Nodes
+		nodes []int  // the jobs' own Allowed set (nil: none)
+		min   int    // the member's Min (0: none)
+		gpus  int    // GPUs counted for the job (JobStatus.GPUs)
+		// refused: Submit refuses it (a job that may use a large node
+		// needs the room for it: it runs within the guarantee).
+		refused bool
+	}{
+		{name: "queue pool", pool: "n[2-3]", gpus: 8},
+		{name: "own Allowed set", nodes: []int{2, 3}, gpus: 8},
+		{name: "pool and elastic minimum", pool: "n[2-3]", min: 1, gpus: 8},
+		{name: "Allowed set with one large node", nodes: []int{0, 2, 3}, refused: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
+				{Name: "small", Guarantee: 8, Maximum: 8, Nodes: tt.pool},
+				{Name: "big", Guarantee: 16, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+			}}
+			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+			require.NoError(t, err)
+			e.checkEach = true
+			job := func(id string) Job {
+				req := placement.WholeNodes(2)
+				if tt.nodes != nil {
+					req.Allowed = c.NewNodeSet()
+					for _, n := range tt.nodes {
+						req.Allowed.Set(uint(n))
+					}
+				}
+				// Not preemptible jobs run within the guarantee: the
+				// bound must hold it.
+				return Job{ID: id, Account: "a", Queue: "small", TimeLimit: time.Hour,
+					Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: req, Min: tt.min}}}}
+			}
+			err = e.Submit(job("w1"), epoch)
+			if tt.refused {
+				if !errors.Is(err, ErrNeverFits) || !strings.Contains(err.Error(), "16 GPUs") {
+					t.Fatalf("Submit = %v; want ErrNeverFits for 16 GPUs", err)
+				}
+				return
+			}
+			require.NoError(t, err, "the job fits its queue")
+			st, _ := e.Job("w1")
+			require.Equal(t, tt.gpus, st.GPUs, "GPUs counted for the waiting job")
+			p := startAll(t, e, epoch)
+			require.Len(t, p.Starts, 1, "w1 starts: %v", p.Waiting)
+			st, _ = e.Job("w1")
+			require.Equal(t, "n[2-3]", st.Nodes)
+			require.Equal(t, 8, e.Queues()[0].Used, "queue small is charged the GPUs w1 holds")
+
+			require.NoError(t, e.Submit(job("w2"), epoch.Add(time.Minute)))
+			p, err = e.Schedule(epoch.Add(time.Minute))
+			require.NoError(t, err)
+			require.Empty(t, p.Starts)
+			require.Len(t, p.Waiting, 1)
+			w := p.Waiting[0]
+			require.Equal(t, WaitQuota, w.Code, "w2 waits for quota: %s", w.Message(epoch))
+			if msg := w.Message(epoch); !strings.Contains(msg, "8") || strings.Contains(msg, "16") {
+				t.Errorf("w2's reason %q does not say it needs 8 GPUs", msg)
+			}
+			require.Equal(t, 8, e.Queues()[0].Waiting, "queue small's demand is w2's 8 GPUs")
+
+			// w1 ends: w2 starts there.
+			require.NoError(t, e.Finished("w1", epoch.Add(2*time.Minute)))
+			p = startAll(t, e, epoch.Add(2*time.Minute))
+			require.Len(t, p.Starts, 1)
+			require.Equal(t, "w2", p.Starts[0].Job)
+			require.Equal(t, 8, e.Queues()[0].Used)
+		})
+	}
+}
+
+// TestWholeNodeReclaimOnSmallNodes: a job of two whole nodes in queue
+// small (the two 4-GPU nodes, guaranteed 8 GPUs), which may not be
+// preempted and so runs within its guarantee, reclaims that guarantee
+// from a borrower on those nodes: the reclaim counts it at 8 GPUs, the
+// GPUs it can hold there, not at 16 (two of the cluster's 8-GPU nodes),
+// which no guarantee of 8 covers.
+func TestWholeNodeReclaimOnSmallNodes(t *testing.T) {
+	c := mixedCluster(t)
+	tests := []struct {
+		name  string
+		pool  string // queue small's Nodes
+		nodes []int  // the preemptor's own Allowed set (nil: none)
+	}{
+		{name: "queue pool", pool: "n[2-3]"},
+		{name: "own Allowed set", nodes: []int{2, 3}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Preemption.Grace = time.Minute
+			cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
+				{Name: "small", Guarantee: 8, Maximum: 8, Nodes: tt.pool},
+				{Name: "borrow", BorrowingLimit: Unlimited, Maximum: Unlimited},
+			}}
+			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+			require.NoError(t, err)
+			e.checkEach = true
+			on := func(r placement.Request, nodes ...int) placement.Request {
+				if nodes != nil {
+					r.Allowed = c.NewNodeSet()
+					for _, n := range nodes {
+						r.Allowed.Set(uint(n))
+					}
+				}
+				return r
+			}
+			b := Job{ID: "b", Account: "a", Queue: "borrow", TimeLimit: time.Hour, Preemption: preempt.Requeue,
+				Gang: member(on(placement.NodesOf(2, 4), 2, 3))}
+			require.NoError(t, e.Submit(b, epoch))
+			require.Len(t, startAll(t, e, epoch).Starts, 1)
+
+			x := Job{ID: "x", Account: "a", Queue: "small", TimeLimit: time.Hour, Preemption: preempt.Never,
+				Gang: member(on(placement.WholeNodes(2), tt.nodes...))}
+			require.NoError(t, e.Submit(x, epoch.Add(time.Minute)), "x fits its queue's guarantee")
+			p := startAll(t, e, epoch.Add(time.Minute))
+			require.Len(t, p.Preemptions, 1, p.Describe(c, epoch))
+			require.Equal(t, Preemption{Victim: "b", Preemptor: "x", Policy: preempt.Requeue}, Preemption{Victim: p.Preemptions[0].Victim,
+				Preemptor: p.Preemptions[0].Preemptor, Policy: p.Preemptions[0].Policy})
+			require.NoError(t, e.Preempted("b", epoch.Add(90*time.Second)))
+			p = startAll(t, e, epoch.Add(2*time.Minute))
+			require.Len(t, p.Starts, 1, p.Describe(c, epoch))
+			require.Equal(t, "x", p.Starts[0].Job)
+			st, _ := e.Job("x")
+			require.Equal(t, "n[2-3]", st.Nodes)
+			require.Equal(t, 8, e.Queues()[0].Used, "queue small is charged the GPUs x holds")
+		})
+	}
+}
