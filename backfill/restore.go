@@ -812,7 +812,10 @@ func gangPods(g *gang.Spec) int {
 	return n
 }
 
-// freeOf returns the GPUs of placement a that no running gang holds.
+// freeOf returns the GPUs of placement a that no running gang holds,
+// on nodes down too (unlike cycle.countFree): a hold with GPUs on a node
+// the snapshot lists down is dropped, charged for the count its last
+// cycle made with the node up, as NodeDown charges it (endHoldBetween).
 func (r *restorer) freeOf(a *gang.Allocation) int {
 	s := r.e.ledger.State()
 	n := 0
