@@ -917,7 +917,7 @@ func (r *restorer) claim(cr *ClaimRecord) {
 		r.bad("the claim for %s began at %s, before its submit %s", cr.Job, cr.Since.UTC().Format(time.RFC3339Nano), j.job.Submit.UTC().Format(time.RFC3339Nano))
 	}
 	// A claim is due when its victims' grace ends: a grace after its
-	// start (Preemption.Grace, at most MaxTimeLimit under any config).
+	// start (PreemptionConfig.Grace, at most MaxTimeLimit under any config).
 	if cr.Due.Before(cr.Since) || cr.Due.After(cr.Since.Add(MaxTimeLimit)) || checkPlanned("claim due", cr.Due) != nil {
 		r.bad("the claim for %s is due at %v, before it began, more than MaxTimeLimit (the longest grace) after it, or out of range", cr.Job, cr.Due)
 		return
