@@ -402,7 +402,8 @@ type Waiting struct {
 	// PreemptPromised counts the lower-class running jobs (for a
 	// reclaim, the jobs of borrowing queues) the search left out because
 	// every GPU they hold is promised to a reservation or a hold of
-	// another job.
+	// another job (not a growing job left out because its GPUs not
+	// promised are pods it lends the job, which the search counts free).
 	PreemptPromised int `json:",omitempty"`
 }
 

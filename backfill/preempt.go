@@ -47,7 +47,8 @@ type preemptScratch struct {
 	flat    []topology.NodeAlloc
 	trimmed []gang.Allocation
 	// promised counts the lower-class jobs left out because every GPU
-	// they hold is masked.
+	// they hold is masked (not those left out because their other GPUs
+	// are pods they lend).
 	promised int
 	verdict  preempt.Verdict
 	req      preempt.Preemptor
@@ -417,7 +418,13 @@ func (p *preemptScratch) candidates(e *Engine, j *jobRec, now time.Time, reclaim
 		}
 		span, ok := p.trim(r.alloc)
 		if !ok {
-			p.promised++
+			// Stopping it frees nothing the search may use. Counted
+			// as promised only when every GPU it holds is: a lender
+			// whose other GPUs are pods it lends j (counted free
+			// already) is not.
+			if p.allMasked(r.alloc) {
+				p.promised++
+			}
 			continue
 		}
 		p.spans = append(p.spans, span)
@@ -475,6 +482,19 @@ func (p *preemptScratch) trim(a *gang.Allocation) ([2]int32, bool) {
 	}
 	end := int32(len(p.flat))
 	return [2]int32{start, end}, end > start
+}
+
+// allMasked reports whether every GPU of a is masked (promised to a
+// reservation or a hold of another job).
+func (p *preemptScratch) allMasked(a *gang.Allocation) bool {
+	for i := range a.Members {
+		for _, x := range a.Members[i].Assignment {
+			if x.GPUs&^p.mask[x.Node] != 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // ownVictim reports whether job r is preempting for j without a claim:

@@ -33,14 +33,17 @@ import (
 // pods of a member on one node, or does not match its job's spec as a
 // running gang must; a reservation or hold for a job that is not waiting,
 // a second reservation for one job, reservations sharing GPUs in
-// overlapping windows; a claim for a job that is not waiting (or is
+// overlapping windows; a hold or claim that began before its job's
+// submit; a claim due before it began or more than MaxTimeLimit (the
+// longest grace) after; a claim for a job that is not waiting (or is
 // reserved or held), that shares GPUs with a hold, another claim or a
 // reservation it could overlap, or sits on GPUs held by jobs other than
 // its victims; a victim that is not preempting, is of a class not below
 // its preemptor's or is listed twice; a preempting job without a preemptor
 // or signal time, or whose policy is never; a reclaim claim with a
 // victim of its own queue; hold ends
-// without a job or a known cause, or with negative GPUs; pod changes
+// without a job or a known cause, or with negative GPUs or more than the
+// cluster's (the snapshot's or c's, the larger); pod changes
 // without a job, a kind or a time, or with pods off the cluster's nodes or
 // GPUs; run-time histograms that are unknown, repeated, too long, count
 // more than math.MaxInt32 runs or do not add up; bad or infinite
@@ -697,6 +700,13 @@ func (r *restorer) holds() {
 	for i, he := range r.snap.HoldEnds {
 		if he.Job == "" || he.Cause < HoldBudgetSpent || int(he.Cause) >= len(holdEndNames) || he.Held < 0 {
 			r.bad("hold end %d (job %q, cause %d, %d GPUs held): malformed", i, he.Job, he.Cause, he.Held)
+		} else if most := max(e.c.TotalGPUs(), r.snap.Cluster.GPUs); he.Held > most {
+			// A hold holds free GPUs of the cluster the snapshot was
+			// taken on. (Not bounded by the GPUs of the job the
+			// snapshot names: a held job cancelled and forgotten
+			// before the next cycle leaves its hold end behind, and a
+			// job submitted since may reuse its ID.)
+			r.bad("hold end %d (job %q): %d GPUs held, more than the cluster's %d", i, he.Job, he.Held, most)
 		}
 	}
 	e.holdEnds = append(slices.Clone(r.snap.HoldEnds), r.droppedHolds...)
@@ -760,6 +770,11 @@ func (r *restorer) hold(h HoldRecord) {
 	// GPUs a running gang holds.
 	h.Held = min(h.Held, r.freeOf(&a))
 	r.notAfter("hold start", h.Since)
+	if h.Since.Before(j.job.Submit) {
+		// A cycle holds GPUs for a job it has: never before its submit
+		// (checked on, as notAfter is: every problem listed).
+		r.bad("the hold for %s began at %s, before its submit %s", h.Job, h.Since.UTC().Format(time.RFC3339Nano), j.job.Submit.UTC().Format(time.RFC3339Nano))
+	}
 	if !encodable(h.EstimatedStart) {
 		r.bad("the hold for %s: estimated start %s is outside [%s, %s]", h.Job, h.EstimatedStart.UTC().Format(time.RFC3339Nano),
 			MinTime.Format(time.RFC3339), lastEncodable.Format(time.RFC3339))
@@ -797,7 +812,10 @@ func gangPods(g *gang.Spec) int {
 	return n
 }
 
-// freeOf returns the GPUs of placement a that no running gang holds.
+// freeOf returns the GPUs of placement a that no running gang holds,
+// on nodes down too (unlike cycle.countFree): a hold with GPUs on a node
+// the snapshot lists down is dropped, charged for the count its last
+// cycle made with the node up, as NodeDown charges it (endHoldBetween).
 func (r *restorer) freeOf(a *gang.Allocation) int {
 	s := r.e.ledger.State()
 	n := 0
@@ -893,8 +911,15 @@ func (r *restorer) claim(cr *ClaimRecord) {
 		return
 	}
 	r.notAfter("claim start", cr.Since)
-	if cr.Due.Before(cr.Since) || checkPlanned("claim due", cr.Due) != nil {
-		r.bad("the claim for %s is due at %v, before it began or out of range", cr.Job, cr.Due)
+	if cr.Since.Before(j.job.Submit) {
+		// A cycle preempts for a job it has: never before its submit
+		// (checked on: a victim preempted before it is listed too).
+		r.bad("the claim for %s began at %s, before its submit %s", cr.Job, cr.Since.UTC().Format(time.RFC3339Nano), j.job.Submit.UTC().Format(time.RFC3339Nano))
+	}
+	// A claim is due when its victims' grace ends: a grace after its
+	// start (PreemptionConfig.Grace, at most MaxTimeLimit under any config).
+	if cr.Due.Before(cr.Since) || cr.Due.After(cr.Since.Add(MaxTimeLimit)) || checkPlanned("claim due", cr.Due) != nil {
+		r.bad("the claim for %s is due at %v, before it began, more than MaxTimeLimit (the longest grace) after it, or out of range", cr.Job, cr.Due)
 		return
 	}
 	cl := &claim{job: j, since: cr.Since, due: cr.Due, alloc: a, reclaim: cr.Reclaim}

@@ -36,7 +36,8 @@
 // user's words: no lower-class victims in any domain that could hold it
 // (with the admission reason when every lower-class gang is stopped), the
 // only victims are inside their exempt time, or cannot be preempted
-// (policy Never), or both.
+// (policy Never), or both. After an error Find returns it has code
+// BadInput, with no victims.
 //
 // # The search
 //

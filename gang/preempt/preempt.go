@@ -156,7 +156,7 @@ type Verdict struct {
 	// are no victims.
 	Found bool
 	// Reason says why no victim set helps; otherwise its Code is Found,
-	// or Fits.
+	// or Fits (BadInput when Find returned an error).
 	Reason Explanation
 	// Victims are the chosen gangs as indexes into the candidates passed
 	// to Find, ascending; IDs holds their IDs in the same order.

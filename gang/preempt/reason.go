@@ -32,9 +32,12 @@ const (
 	// its heuristic found none: a search without the exact stage does not
 	// try every set).
 	SearchBound
+	// BadInput: Find refused the request or a candidate (it returned an
+	// error) and searched nothing.
+	BadInput
 )
 
-var codeNames = [...]string{"found", "fits", "no-victims", "exempt", "not-preemptible", "protected", "search-bound"}
+var codeNames = [...]string{"found", "fits", "no-victims", "exempt", "not-preemptible", "protected", "search-bound", "bad-input"}
 
 // String returns a short stable name for the code.
 func (c VerdictCode) String() string {
@@ -86,6 +89,8 @@ func (r Explanation) String() string {
 		return fmt.Sprintf("the only victims are inside their exempt time (%s) or cannot be preempted (%s with policy never)", gangs(r.Exempt), gangs(r.Never))
 	case SearchBound:
 		return fmt.Sprintf("no victim set found in %d trial admissions, though stopping every preemptible lower-class gang would make room", r.Work)
+	case BadInput:
+		return "no search: the request or a candidate was refused"
 	}
 	return r.Code.String()
 }

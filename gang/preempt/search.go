@@ -145,10 +145,26 @@ func (s *Searcher) Options() Options { return s.opt }
 // A malformed request or candidate is an error (ErrBadRequest,
 // ErrBadCandidate) naming the gang at fault; a candidate's allocation is
 // checked against st only when the search releases it. The search's
-// stages are described in the package doc.
+// stages are described in the package doc. After an error out holds no
+// victims, Found is false and Reason.Code is BadInput.
 func (s *Searcher) Find(st *topology.State, req *Preemptor, cands []Candidate, out *Verdict) error {
 	out.reset()
 	defer s.end()
+	if err := s.find(st, req, cands, out); err != nil {
+		// Not the partial outcome of a search cut short (a zero Reason
+		// would read "victims found").
+		out.reset()
+		out.Reason.Code = BadInput
+		if req != nil {
+			out.Reason.Class = req.Class
+		}
+		return err
+	}
+	return nil
+}
+
+// find is Find, its outcome left as it is at an error.
+func (s *Searcher) find(st *topology.State, req *Preemptor, cands []Candidate, out *Verdict) error {
 	if err := s.begin(st, req, cands); err != nil {
 		return err
 	}

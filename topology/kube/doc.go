@@ -24,9 +24,9 @@
 //
 // The package does no I/O beyond reading the io.Reader it is given. Apply
 // Status.Down and Status.Drained to the free state: the cluster itself has
-// every node up. A host that drives a backfill.Engine does not touch a
-// State: it calls Engine.NodeDown and Engine.Drain for those nodes before
-// the first cycle (the engine owns its free state). Choose Levels to match the cluster's labels (presets:
+// every node up. A host that drives a backfill engine does not touch a
+// State: it calls the engine's NodeDown and Drain methods for those nodes
+// before the first cycle (the engine owns its free state). Choose Levels to match the cluster's labels (presets:
 // PresetGKE, PresetAWS, PresetAWSFourLayers, PresetNVLinkClique,
 // PresetZone); nodes without GPUs are a defect unless
 // SkipNodesWithoutGPUs or NodeSelector leaves them out. A load reports every defect (up to Options.MaxDefects) in one
