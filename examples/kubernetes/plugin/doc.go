@@ -255,8 +255,15 @@
 // that reason (and tried again after Args.AllowedTTLSeconds); the other
 // waiting gangs keep their place in the queue. When a rebuild fails for
 // another reason, the changed nodes are tried one by one, the others join,
-// and the ones that fail are tried again in the next cycle. Stats.Rebuilds
-// counts the rebuilds tried.
+// and the ones that fail are tried again in the next cycle. A deleted node
+// stays in the model, down, while a pod is bound there (its gangs ended as
+// above); once none is, the next cycle rebuilds the cluster without it (a
+// waiting gang's plan on it is dropped and the gang planned again; one
+// that the live nodes can never fit is withdrawn and submitted again, as
+// above) and the plugin forgets it, so that a cluster autoscaler's churn
+// does not grow the model: a node re-created under its name joins as a new
+// one. A deleted node outside the model is forgotten at once.
+// Stats.Rebuilds counts the rebuilds tried.
 //
 // # Pods Phalanx did not place
 //
