@@ -29,6 +29,10 @@ type controller struct {
 	nodes   map[string]*v1.Node
 	nodeGen map[string]string // node -> labels and GPUs, to spot changes
 	leftOut map[string]string // nodes left out of the cluster model -> why
+	// unwarned is the nodes of leftOut whose Warning event is held back:
+	// only a replica that schedules (active) records events, as the
+	// leader; a standby's are recorded once it schedules.
+	unwarned map[string]bool
 	shrunk  map[string]bool   // nodes kept at their former GPU count for the GPUs held there
 	deleted map[string]bool   // nodes deleted from the API
 	minPG   map[string]int    // PodGroup objects: "ns/name" -> minMember
@@ -110,7 +114,7 @@ type Stats struct {
 func newController(args Args, profile string, acts actor, status *statusWriter) *controller {
 	return &controller{args: args, profile: profile, groups: map[string]*groupState{},
 		jobs: map[string]*groupState{}, podKey: map[string]string{}, bound: map[string]boundPod{},
-		nodes: map[string]*v1.Node{}, nodeGen: map[string]string{}, leftOut: map[string]string{}, shrunk: map[string]bool{}, deleted: map[string]bool{},
+		nodes: map[string]*v1.Node{}, nodeGen: map[string]string{}, leftOut: map[string]string{}, unwarned: map[string]bool{}, shrunk: map[string]bool{}, deleted: map[string]bool{},
 		minPG: map[string]int{}, partial: map[string]partialGroup{}, notAdopted: map[string]adoptNote{}, dead: map[string]deadGroup{}, podsGone: map[string]bool{}, wake: make(chan struct{}, 1), now: time.Now, status: status, acts: acts}
 }
 

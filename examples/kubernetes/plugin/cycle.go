@@ -80,6 +80,7 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 	var acts actions
 	now := c.now()
 	if c.eng == nil && !c.start(logger, now, &acts) {
+		c.warnLeftOut(&acts)
 		return acts, time.Second
 	}
 	c.stats.Cycles++
@@ -88,6 +89,7 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 		c.err = ""
 	}
 	kept := c.syncNodes(logger, now, &acts, nil)
+	c.warnLeftOut(&acts)
 	for _, p := range c.evictLater {
 		logger.Info("Phalanx: deleting a pod that bound after its gang was torn down", "pod", p.ns+"/"+p.name)
 		acts.evict = append(acts.evict, p)
@@ -407,6 +409,7 @@ func (c *controller) forgetNode(name string) {
 	delete(c.deleted, name)
 	delete(c.nodeGen, name)
 	delete(c.leftOut, name)
+	delete(c.unwarned, name)
 	delete(c.shrunk, name)
 }
 
@@ -468,7 +471,27 @@ func (c *controller) leaveOut(logger klog.Logger, n *v1.Node, err error, acts *a
 	}
 	c.leftOut[n.Name] = msg
 	logger.Error(err, "Phalanx: a node cannot enter the cluster model", "node", n.Name)
+	if !c.active {
+		c.unwarned[n.Name] = true // recorded once this replica schedules
+		return
+	}
+	delete(c.unwarned, n.Name)
 	acts.warnings = append(acts.warnings, nodeWarning{node: n, msg: msg})
+}
+
+// warnLeftOut records the Warning events that leaveOut held back while
+// this replica stood by, for the nodes still left out (or kept at their
+// former view) for the reason last logged, once it schedules.
+func (c *controller) warnLeftOut(acts *actions) {
+	if !c.active {
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.unwarned)) {
+		delete(c.unwarned, name)
+		if msg, n := c.leftOut[name], c.nodes[name]; msg != "" && n != nil && !c.deleted[name] {
+			acts.warnings = append(acts.warnings, nodeWarning{node: n, msg: msg})
+		}
+	}
 }
 
 func sortedNodeNames(m map[string]*v1.Node) []string {

@@ -118,8 +118,8 @@
 // after a restart); a gang found with a pod on a node outside the model
 // is not deleted, nor is a gang found on a down node adopted and ended,
 // nor a partial gang deleted; and no PodScheduled condition and no
-// PhalanxNotAdopted event is written (PhalanxNodeLeftOut events on nodes
-// are: a standby whose informers run records them too).
+// event is written (neither PhalanxNotAdopted nor PhalanxNodeLeftOut: the
+// node warnings a standby held back are recorded once it schedules).
 //
 // Once it schedules (the first engine cycle after its first PreFilter), it
 // deletes the partial gangs that no scheduler is binding any more. A group
@@ -229,7 +229,7 @@
 // topology label, a bad GPU count) is left out, and a node already in it
 // keeps its former labels and GPUs; either way the plugin logs it and
 // records a Warning event (reason PhalanxNodeLeftOut) on the node, once per
-// reason, and looks at the node again when it changes. A node whose GPU
+// reason (once the replica schedules: a standby records none), and looks at the node again when it changes. A node whose GPU
 // count drops below the GPUs that pods hold on it (the engine could not
 // move onto the rebuilt cluster) keeps its former count, with such a
 // warning, drained meanwhile (its kubelet has no GPU for a new pod; its
