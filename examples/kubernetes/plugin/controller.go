@@ -33,13 +33,13 @@ type controller struct {
 	// only a replica that schedules (active) records events, as the
 	// leader; a standby's are recorded once it schedules.
 	unwarned map[string]bool
-	shrunk  map[string]bool   // nodes kept at their former GPU count for the GPUs held there
-	deleted map[string]bool   // nodes deleted from the API
-	minPG   map[string]int    // PodGroup objects: "ns/name" -> minMember
-	changed bool              // set by an observation that the next cycle must see
-	stale   bool              // a node changed: allowed node sets are to be measured again
-	err     string            // the last engine error, shown in reasons
-	stats   Stats
+	shrunk   map[string]bool // nodes kept at their former GPU count for the GPUs held there
+	deleted  map[string]bool // nodes deleted from the API
+	minPG    map[string]int  // PodGroup objects: "ns/name" -> minMember
+	changed  bool            // set by an observation that the next cycle must see
+	stale    bool            // a node changed: allowed node sets are to be measured again
+	err      string          // the last engine error, shown in reasons
+	stats    Stats
 	// active is set by the first PreFilter call: this replica's scheduler
 	// runs scheduling cycles. Under leader election a standby runs its
 	// informers and this plugin's loop (New starts it) but no scheduling
