@@ -326,7 +326,8 @@ func (c *controller) minMemberOf(key string, p *v1.Pod) int {
 }
 
 // forgetPod records that a pod is deleted or terminated: its GPUs are free
-// once it is gone, and its gang may be finished or broken.
+// once it is gone, and its gang may be finished, broken (admitted, not yet
+// running) or, still waiting, to be submitted again without it (prepare).
 func (c *controller) forgetPod(p *v1.Pod) {
 	uid := string(p.UID)
 	if !c.podsGone[uid] {
@@ -354,7 +355,11 @@ func (c *controller) forgetPod(p *v1.Pod) {
 	c.changed = true
 	if inc := g.inc; inc != nil && inc.pods[uid] != nil {
 		inc.gone[uid] = true
-		if !inc.running && inc.broken == "" {
+		// A gang still waiting in the engine (not admitted) has nothing
+		// bound, reserved or promised: prepare withdraws it and submits
+		// its pods again, keeping the allowed node sets measured for its
+		// shapes. An admitted one that is not whole yet is torn down.
+		if inc.admitted && !inc.running && inc.broken == "" {
 			inc.broken = "pod " + p.Name + " was deleted before its gang was bound"
 		}
 	}

@@ -22,7 +22,11 @@
 // namespace; submit time: the earliest pod's creation, kept across
 // resubmissions), one member per pod shape, each pod one node with its
 // nvidia.com/gpu count. A gang waiting in the engine when minMember rises
-// above its pod count is withdrawn until enough pods are pending. A group
+// above its pod count is withdrawn until enough pods are pending; one that
+// loses a pod while it waits is submitted again without it (its shapes'
+// measured allowed node sets kept: see PostFilter), or withdrawn until
+// enough pods are pending; one that loses a pod once admitted, before it
+// runs whole, is torn down. A group
 // runs one gang at a time: pods created after its gang was submitted (a
 // group with more pods than minMember, created in batches) wait, with that
 // reason, until every pod of that gang is gone. After a restart, a group
