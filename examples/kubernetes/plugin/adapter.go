@@ -840,6 +840,9 @@ func (a *engineAdapter) withForeign(snap *backfill.Snapshot, want map[string]int
 		snap.Seq++
 		snap.Jobs = append(snap.Jobs, backfill.JobRecord{ID: id, Account: foreignAccount,
 			State: backfill.StateRunning, Seq: snap.Seq, Submit: snap.Time, Start: snap.Time, LastCharge: snap.Time, Promised: snap.Time,
+			// Ended by a failure of its node, never requeued: the engine
+			// would start it on another node, where no pod runs.
+			OnNodeFailure: backfill.Fail.String(),
 			Gang: gang.SpecRecord{Members: []gang.MemberSpecRecord{{Name: "pods",
 				Request: placement.RequestRecord{Nodes: 1, GPUsPerNode: len(gpus)}}}}})
 		snap.Gangs = append(snap.Gangs, gang.GangRecord{ID: id, Members: []gang.MemberRecord{
