@@ -25,6 +25,7 @@ import (
 	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
+	"github.com/phalanx-sched/phalanx/topology/hostlist"
 	"github.com/phalanx-sched/phalanx/topology/kube"
 )
 
@@ -300,11 +301,20 @@ func packGPUs(snap *backfill.Snapshot, nodes map[string]bool) {
 // records their jobs as plain waiting ones: the next cycle plans them
 // again on the GPUs there are.
 func dropPlansPast(snap *backfill.Snapshot, c *topology.Cluster) {
+	dropPlans(snap, func(p *gang.PodRecord) bool {
+		id, ok := c.LookupNode(p.Node)
+		return ok && slices.ContainsFunc(p.GPUs, func(k int) bool { return k >= c.NodeGPUs(id) })
+	})
+}
+
+// dropPlans drops from snap the reservations, holds and claims of waiting
+// jobs with a pod that bad reports, and records their jobs as plain
+// waiting ones: the next cycle plans them again.
+func dropPlans(snap *backfill.Snapshot, bad func(*gang.PodRecord) bool) {
 	past := func(g *gang.GangRecord) bool {
 		for _, m := range g.Members {
-			for _, p := range m.Pods {
-				id, ok := c.LookupNode(p.Node)
-				if ok && slices.ContainsFunc(p.GPUs, func(k int) bool { return k >= c.NodeGPUs(id) }) {
+			for i := range m.Pods {
+				if bad(&m.Pods[i]) {
 					return true
 				}
 			}
@@ -351,8 +361,8 @@ func (a *engineAdapter) knows(node string) bool {
 
 // addNodes rebuilds the cluster with new or relabelled nodes and moves the
 // engine onto it with Snapshot and Restore (which maps nodes by name), the
-// GPUs held on those nodes packed onto their lowest indices (packGPUs). Nodes are never removed from the cluster: a deleted node
-// stays, down. When Restore refuses the rebuilt cluster with the waiting
+// GPUs held on those nodes packed onto their lowest indices (packGPUs). A deleted node stays, down, until removeNodes takes it
+// out. When Restore refuses the rebuilt cluster with the waiting
 // jobs (a node that lost GPUs leaves a waiting gang no room anywhere:
 // Restore refuses a job that can never fit) and takes it without those
 // that a fresh engine on it refuses (refusedBy), or else without any
@@ -379,7 +389,21 @@ func (a *engineAdapter) addNodes(nodes []*v1.Node) (withdrawn []string, err erro
 	}
 	packGPUs(snap, changed)
 	dropPlansPast(snap, c)
-	e, err := a.restore(c, a.cfg, snap)
+	e, withdrawn, err := a.restoreOnto(c, snap)
+	if err != nil {
+		a.nodes = old
+		return nil, err
+	}
+	a.cluster, a.eng, a.degraded = c, e, degraded
+	return withdrawn, nil
+}
+
+// restoreOnto restores snap onto the rebuilt cluster c. When Restore
+// refuses it with the waiting jobs, it tries again without those that a
+// fresh engine on c refuses (refusedBy), then without any waiting job,
+// and returns the jobs left out (withdrawn).
+func (a *engineAdapter) restoreOnto(c *topology.Cluster, snap *backfill.Snapshot) (e *backfill.Engine, withdrawn []string, err error) {
+	e, err = a.restore(c, a.cfg, snap)
 	if err != nil {
 		// First only the waiting jobs that the rebuilt cluster cannot
 		// take (those a fresh engine on it refuses): the others keep
@@ -400,13 +424,125 @@ func (a *engineAdapter) addNodes(nodes []*v1.Node) (withdrawn []string, err erro
 		}
 	}
 	if err != nil {
-		a.nodes = old
 		// The cluster's totals, which change with every node that joins,
 		// would make the plugin warn about the same node again.
-		return nil, errors.New(clusterDiff.ReplaceAllString(err.Error(), ""))
+		return nil, nil, errors.New(clusterDiff.ReplaceAllString(err.Error(), ""))
 	}
+	return e, withdrawn, nil
+}
+
+// removeNodes rebuilds the cluster without gone, nodes deleted from the
+// API that no active job holds GPUs on (the caller checks it: the engine
+// took them down, ending the gangs there, and no bound pod is left on
+// them), and moves the engine onto it with Snapshot and Restore, so that
+// the cluster is the live nodes' and does not grow with every node a
+// cluster autoscaler ever made. The snapshot's records that name those
+// nodes go with them: the down and drained lists, the nodes of the
+// members' allowed and excluded sets (the nodes are gone), and the plans
+// (reservations, holds) of waiting jobs on them, which are planned again
+// in the next cycle, as after a node failure. Pod changes not yet
+// reported name nodes by number: they are renumbered onto the rebuilt
+// cluster, and a node one of them names is not removed (err). The waiting
+// jobs that cannot fit the smaller cluster are withdrawn and returned, as
+// addNodes does. Nothing changes when err is not nil.
+func (a *engineAdapter) removeNodes(gone []string) (withdrawn []string, err error) {
+	drop := make(map[string]bool, len(gone))
+	for _, n := range gone {
+		drop[n] = true
+	}
+	old := a.nodes
+	a.nodes = make(map[string]*v1.Node, len(old))
+	for k, v := range old {
+		if !drop[k] {
+			a.nodes[k] = v
+		}
+	}
+	if len(a.nodes) == 0 {
+		a.nodes = old
+		return nil, errors.New("removing the deleted nodes would leave no node")
+	}
+	c, degraded, err := a.buildCluster()
+	if err != nil {
+		a.nodes = old
+		return nil, err
+	}
+	snap := a.eng.Snapshot()
+	if err := renumberPodChanges(snap, a.cluster, c); err != nil {
+		a.nodes = old
+		return nil, err
+	}
+	notGone := func(n string) bool { return drop[n] }
+	snap.Down = slices.DeleteFunc(snap.Down, notGone)
+	snap.Drained = slices.DeleteFunc(snap.Drained, notGone)
+	dropPlans(snap, func(p *gang.PodRecord) bool { return drop[p.Node] })
+	for i := range snap.Jobs {
+		for mi := range snap.Jobs[i].Gang.Members {
+			r := &snap.Jobs[i].Gang.Members[mi].Request
+			if r.Allowed, err = withoutNodes(r.Allowed, drop); err == nil {
+				r.Excluded, err = withoutNodes(r.Excluded, drop)
+			}
+			if err != nil {
+				a.nodes = old
+				return nil, fmt.Errorf("job %s: %w", snap.Jobs[i].ID, err)
+			}
+		}
+	}
+	e, withdrawn, err := a.restoreOnto(c, snap)
+	if err != nil {
+		a.nodes = old
+		return nil, err
+	}
+	// a.foreign keeps its entries: setForeign drops a foreign job that is
+	// not wanted any more.
 	a.cluster, a.eng, a.degraded = c, e, degraded
 	return withdrawn, nil
+}
+
+// renumberPodChanges moves the node numbers of snap's pod changes, which
+// Restore keeps as they are, from cluster from onto cluster to, by name.
+// It fails, changing nothing, when a node they name is not in to.
+func renumberPodChanges(snap *backfill.Snapshot, from, to *topology.Cluster) error {
+	ids := map[topology.NodeID]topology.NodeID{}
+	for _, pc := range snap.PodChanges {
+		for _, p := range slices.Concat(pc.Pods, pc.Old) {
+			if _, done := ids[p.Node]; done || int(p.Node) < 0 || int(p.Node) >= from.NumNodes() {
+				continue
+			}
+			name := from.NodeName(p.Node)
+			id, ok := to.LookupNode(name)
+			if !ok {
+				return fmt.Errorf("node %s: a change to the pods of job %s not yet reported names it", name, pc.Job)
+			}
+			ids[p.Node] = id
+		}
+	}
+	for i := range snap.PodChanges {
+		pc := &snap.PodChanges[i]
+		pc.Pods, pc.Old = slices.Clone(pc.Pods), slices.Clone(pc.Old)
+		for _, pods := range [][]gang.Pod{pc.Pods, pc.Old} {
+			for k := range pods {
+				if id, ok := ids[pods[k].Node]; ok {
+					pods[k].Node = id
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// withoutNodes returns the hostlist h without the nodes of drop (nil for
+// nil: no such set).
+func withoutNodes(h *string, drop map[string]bool) (*string, error) {
+	if h == nil || *h == "" {
+		return h, nil
+	}
+	names, err := hostlist.Expand(*h)
+	if err != nil {
+		return nil, err
+	}
+	kept := slices.DeleteFunc(names, func(n string) bool { return drop[n] })
+	out := hostlist.Compress(kept)
+	return &out, nil
 }
 
 // refusedBy returns the waiting jobs of snap that a fresh engine on
@@ -704,6 +840,9 @@ func (a *engineAdapter) withForeign(snap *backfill.Snapshot, want map[string]int
 		snap.Seq++
 		snap.Jobs = append(snap.Jobs, backfill.JobRecord{ID: id, Account: foreignAccount,
 			State: backfill.StateRunning, Seq: snap.Seq, Submit: snap.Time, Start: snap.Time, LastCharge: snap.Time, Promised: snap.Time,
+			// Ended by a failure of its node, never requeued: the engine
+			// would start it on another node, where no pod runs.
+			OnNodeFailure: backfill.Fail.String(),
 			Gang: gang.SpecRecord{Members: []gang.MemberSpecRecord{{Name: "pods",
 				Request: placement.RequestRecord{Nodes: 1, GPUsPerNode: len(gpus)}}}}})
 		snap.Gangs = append(snap.Gangs, gang.GangRecord{ID: id, Members: []gang.MemberRecord{

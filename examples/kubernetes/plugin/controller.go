@@ -29,13 +29,17 @@ type controller struct {
 	nodes   map[string]*v1.Node
 	nodeGen map[string]string // node -> labels and GPUs, to spot changes
 	leftOut map[string]string // nodes left out of the cluster model -> why
-	shrunk  map[string]bool   // nodes kept at their former GPU count for the GPUs held there
-	deleted map[string]bool   // nodes deleted from the API
-	minPG   map[string]int    // PodGroup objects: "ns/name" -> minMember
-	changed bool              // set by an observation that the next cycle must see
-	stale   bool              // a node changed: allowed node sets are to be measured again
-	err     string            // the last engine error, shown in reasons
-	stats   Stats
+	// unwarned is the nodes of leftOut whose Warning event is held back:
+	// only a replica that schedules (active) records events, as the
+	// leader; a standby's are recorded once it schedules.
+	unwarned map[string]bool
+	shrunk   map[string]bool // nodes kept at their former GPU count for the GPUs held there
+	deleted  map[string]bool // nodes deleted from the API
+	minPG    map[string]int  // PodGroup objects: "ns/name" -> minMember
+	changed  bool            // set by an observation that the next cycle must see
+	stale    bool            // a node changed: allowed node sets are to be measured again
+	err      string          // the last engine error, shown in reasons
+	stats    Stats
 	// active is set by the first PreFilter call: this replica's scheduler
 	// runs scheduling cycles. Under leader election a standby runs its
 	// informers and this plugin's loop (New starts it) but no scheduling
@@ -110,7 +114,7 @@ type Stats struct {
 func newController(args Args, profile string, acts actor, status *statusWriter) *controller {
 	return &controller{args: args, profile: profile, groups: map[string]*groupState{},
 		jobs: map[string]*groupState{}, podKey: map[string]string{}, bound: map[string]boundPod{},
-		nodes: map[string]*v1.Node{}, nodeGen: map[string]string{}, leftOut: map[string]string{}, shrunk: map[string]bool{}, deleted: map[string]bool{},
+		nodes: map[string]*v1.Node{}, nodeGen: map[string]string{}, leftOut: map[string]string{}, unwarned: map[string]bool{}, shrunk: map[string]bool{}, deleted: map[string]bool{},
 		minPG: map[string]int{}, partial: map[string]partialGroup{}, notAdopted: map[string]adoptNote{}, dead: map[string]deadGroup{}, podsGone: map[string]bool{}, wake: make(chan struct{}, 1), now: time.Now, status: status, acts: acts}
 }
 
@@ -322,7 +326,8 @@ func (c *controller) minMemberOf(key string, p *v1.Pod) int {
 }
 
 // forgetPod records that a pod is deleted or terminated: its GPUs are free
-// once it is gone, and its gang may be finished or broken.
+// once it is gone, and its gang may be finished, broken (admitted, not yet
+// running) or, still waiting, to be submitted again without it (prepare).
 func (c *controller) forgetPod(p *v1.Pod) {
 	uid := string(p.UID)
 	if !c.podsGone[uid] {
@@ -350,7 +355,11 @@ func (c *controller) forgetPod(p *v1.Pod) {
 	c.changed = true
 	if inc := g.inc; inc != nil && inc.pods[uid] != nil {
 		inc.gone[uid] = true
-		if !inc.running && inc.broken == "" {
+		// A gang still waiting in the engine (not admitted) has nothing
+		// bound, reserved or promised: prepare withdraws it and submits
+		// its pods again, keeping the allowed node sets measured for its
+		// shapes. An admitted one that is not whole yet is torn down.
+		if inc.admitted && !inc.running && inc.broken == "" {
 			inc.broken = "pod " + p.Name + " was deleted before its gang was bound"
 		}
 	}

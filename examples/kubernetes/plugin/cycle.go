@@ -80,6 +80,7 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 	var acts actions
 	now := c.now()
 	if c.eng == nil && !c.start(logger, now, &acts) {
+		c.warnLeftOut(&acts)
 		return acts, time.Second
 	}
 	c.stats.Cycles++
@@ -88,6 +89,7 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 		c.err = ""
 	}
 	kept := c.syncNodes(logger, now, &acts, nil)
+	c.warnLeftOut(&acts)
 	for _, p := range c.evictLater {
 		logger.Info("Phalanx: deleting a pod that bound after its gang was torn down", "pod", p.ns+"/"+p.name)
 		acts.evict = append(acts.evict, p)
@@ -241,6 +243,9 @@ func nodeGeneration(n *v1.Node, resource string) string {
 // (only; nil looks at every node) to be rebuilt: a node whose rebuild
 // failed is tried once per cycle.
 func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions, only map[string]bool) (kept bool) {
+	if only == nil {
+		c.forgetDeleted(logger)
+	}
 	var changed []*v1.Node
 	gens := map[string]string{}
 	shrunk := map[string]int{} // known nodes whose GPU count drops -> the new count
@@ -342,6 +347,72 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions,
 	return kept
 }
 
+// forgetDeleted forgets the nodes deleted from the API on which no bound
+// pod is left (a cluster autoscaler adds and deletes nodes with fresh names
+// all day: the books and the engine's cluster must not grow with them). A
+// node the engine knows goes once the engine holds it down (syncNodes took
+// it down in an earlier cycle, ending the gangs there as a node failure
+// does) and no active job holds GPUs there: the cluster is rebuilt without
+// it (engineAdapter.removeNodes; the waiting gangs it leaves no room for
+// are withdrawn and submitted again). One the engine does not know (no
+// GPUs, or left out of the model) is forgotten at once. A node that comes
+// back under its name later is a new node. When the rebuild fails, the
+// nodes stay, down, and are tried again in the next cycle.
+func (c *controller) forgetDeleted(logger klog.Logger) {
+	podsOn := map[string]bool{}
+	for _, b := range c.bound {
+		podsOn[b.node] = true
+	}
+	for _, g := range c.groups {
+		for _, p := range g.pods {
+			if p.node != "" {
+				podsOn[p.node] = true
+			}
+		}
+	}
+	var gone []string
+	for _, name := range sortedNodeNames(c.nodes) {
+		if !c.deleted[name] || podsOn[name] {
+			continue
+		}
+		if !c.eng.knows(name) {
+			c.forgetNode(name)
+			continue
+		}
+		if _, down, _, _ := c.eng.nodeStatus(name); down {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	held := c.eng.heldGPUs(gone)
+	gone = slices.DeleteFunc(gone, func(n string) bool { return held[n] > 0 })
+	if len(gone) == 0 {
+		return
+	}
+	c.stats.Rebuilds++
+	withdrawn, err := c.eng.removeNodes(gone)
+	if err != nil {
+		logger.Error(err, "Phalanx: removing deleted nodes from the cluster model", "nodes", gone)
+		return
+	}
+	for _, name := range gone {
+		c.forgetNode(name)
+	}
+	c.withdrawn(logger, withdrawn)
+}
+
+// forgetNode drops node name from the controller's node books.
+func (c *controller) forgetNode(name string) {
+	delete(c.nodes, name)
+	delete(c.deleted, name)
+	delete(c.nodeGen, name)
+	delete(c.leftOut, name)
+	delete(c.unwarned, name)
+	delete(c.shrunk, name)
+}
+
 // withdrawn forgets the waiting gangs of jobs, which a rebuild of the
 // cluster withdrew from the engine (addNodes: the rebuilt cluster did not
 // take them), so that prepare submits their groups again (once their
@@ -400,7 +471,27 @@ func (c *controller) leaveOut(logger klog.Logger, n *v1.Node, err error, acts *a
 	}
 	c.leftOut[n.Name] = msg
 	logger.Error(err, "Phalanx: a node cannot enter the cluster model", "node", n.Name)
+	if !c.active {
+		c.unwarned[n.Name] = true // recorded once this replica schedules
+		return
+	}
+	delete(c.unwarned, n.Name)
 	acts.warnings = append(acts.warnings, nodeWarning{node: n, msg: msg})
+}
+
+// warnLeftOut records the Warning events that leaveOut held back while
+// this replica stood by, for the nodes still left out (or kept at their
+// former view) for the reason last logged, once it schedules.
+func (c *controller) warnLeftOut(acts *actions) {
+	if !c.active {
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.unwarned)) {
+		delete(c.unwarned, name)
+		if msg, n := c.leftOut[name], c.nodes[name]; msg != "" && n != nil && !c.deleted[name] {
+			acts.warnings = append(acts.warnings, nodeWarning{node: n, msg: msg})
+		}
+	}
 }
 
 func sortedNodeNames(m map[string]*v1.Node) []string {

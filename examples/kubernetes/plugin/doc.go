@@ -22,7 +22,11 @@
 // namespace; submit time: the earliest pod's creation, kept across
 // resubmissions), one member per pod shape, each pod one node with its
 // nvidia.com/gpu count. A gang waiting in the engine when minMember rises
-// above its pod count is withdrawn until enough pods are pending. A group
+// above its pod count is withdrawn until enough pods are pending; one that
+// loses a pod while it waits is submitted again without it (its shapes'
+// measured allowed node sets kept: see PostFilter), or withdrawn until
+// enough pods are pending; one that loses a pod once admitted, before it
+// runs whole, is torn down. A group
 // runs one gang at a time: pods created after its gang was submitted (a
 // group with more pods than minMember, created in batches) wait, with that
 // reason, until every pod of that gang is gone. After a restart, a group
@@ -118,8 +122,8 @@
 // after a restart); a gang found with a pod on a node outside the model
 // is not deleted, nor is a gang found on a down node adopted and ended,
 // nor a partial gang deleted; and no PodScheduled condition and no
-// PhalanxNotAdopted event is written (PhalanxNodeLeftOut events on nodes
-// are: a standby whose informers run records them too).
+// event is written (neither PhalanxNotAdopted nor PhalanxNodeLeftOut: the
+// node warnings a standby held back are recorded once it schedules).
 //
 // Once it schedules (the first engine cycle after its first PreFilter), it
 // deletes the partial gangs that no scheduler is binding any more. A group
@@ -229,7 +233,7 @@
 // topology label, a bad GPU count) is left out, and a node already in it
 // keeps its former labels and GPUs; either way the plugin logs it and
 // records a Warning event (reason PhalanxNodeLeftOut) on the node, once per
-// reason, and looks at the node again when it changes. A node whose GPU
+// reason (once the replica schedules: a standby records none), and looks at the node again when it changes. A node whose GPU
 // count drops below the GPUs that pods hold on it (the engine could not
 // move onto the rebuilt cluster) keeps its former count, with such a
 // warning, drained meanwhile (its kubelet has no GPU for a new pod; its
@@ -255,8 +259,15 @@
 // that reason (and tried again after Args.AllowedTTLSeconds); the other
 // waiting gangs keep their place in the queue. When a rebuild fails for
 // another reason, the changed nodes are tried one by one, the others join,
-// and the ones that fail are tried again in the next cycle. Stats.Rebuilds
-// counts the rebuilds tried.
+// and the ones that fail are tried again in the next cycle. A deleted node
+// stays in the model, down, while a pod is bound there (its gangs ended as
+// above); once none is, the next cycle rebuilds the cluster without it (a
+// waiting gang's plan on it is dropped and the gang planned again; one
+// that the live nodes can never fit is withdrawn and submitted again, as
+// above) and the plugin forgets it, so that a cluster autoscaler's churn
+// does not grow the model: a node re-created under its name joins as a new
+// one. A deleted node outside the model is forgotten at once.
+// Stats.Rebuilds counts the rebuilds tried.
 //
 // # Pods Phalanx did not place
 //

@@ -39,6 +39,7 @@ func TestKeptNodeOffersNoGPU(t *testing.T) {
 // the same reason, no second warning.
 func TestKeptNodeWarnedOnce(t *testing.T) {
 	h := newHookEnv(t, Args{})
+	h.lead() // only the leader records events
 	nodes := testNodes(1)
 	h.addNodes(nodes...)
 	a := foreignPod("a", "n000", 2)

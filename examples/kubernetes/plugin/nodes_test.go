@@ -149,6 +149,7 @@ func TestFailedRebuildRetried(t *testing.T) {
 // naming it, and the plugin starts on the other nodes.
 func TestUnlabelledNodeLeftOutAtStart(t *testing.T) {
 	h := newHookEnv(t, Args{})
+	h.lead() // only the leader records events
 	nodes := testNodes(5)
 	delete(nodes[4].Labels, "cloud.google.com/gce-topology-subblock")
 	h.addNodes(nodes...)
@@ -173,6 +174,7 @@ func TestUnlabelledNodeLeftOutAtStart(t *testing.T) {
 // out with a warning, and joins once it gets its labels.
 func TestUnlabelledNodeLeftOutAtRuntime(t *testing.T) {
 	h := newHookEnv(t, Args{})
+	h.lead() // only the leader records events
 	nodes := testNodes(6)
 	h.addNodes(nodes[:4]...)
 	h.cycle()
