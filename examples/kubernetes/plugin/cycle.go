@@ -359,6 +359,9 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions,
 // back under its name later is a new node. When the rebuild fails, the
 // nodes stay, down, and are tried again in the next cycle.
 func (c *controller) forgetDeleted(logger klog.Logger) {
+	if len(c.deleted) == 0 {
+		return // most cycles: nothing to read
+	}
 	podsOn := map[string]bool{}
 	for _, b := range c.bound {
 		podsOn[b.node] = true
