@@ -322,14 +322,7 @@ func TestNodeBackWithPodsOnIt(t *testing.T) {
 			h.c.onPod(foreignPod("fill", "n001", 8))
 			h.c.onPod(foreignPod("daemon", "n000", 4))
 			h.cycle()
-			solo := groupPod("", "solo", 4, 0)
-			h.c.onPod(solo)
-			if got := h.admit([]*v1.Pod{solo})["solo"]; got != "n000" {
-				t.Fatalf("solo admitted on %q, want n000", got)
-			}
-			h.reserveAndPermit([]*v1.Pod{solo})
-			solo = h.bind(solo, "n000")
-			h.cycle()
+			solo := runSoloOnN000(t, h, 4)
 			checkBooks(t, h)
 			tc.fail(h, nodes[0])
 			h.cycle()

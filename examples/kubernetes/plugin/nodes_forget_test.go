@@ -92,6 +92,22 @@ func TestDeletedNodesForgotten(t *testing.T) {
 	}
 }
 
+// runSoloOnN000 submits a one-pod gang "solo" of gpus GPUs, checks
+// that it is admitted on n000 (the only node with room), binds it there
+// and runs a cycle; it returns the bound pod.
+func runSoloOnN000(t *testing.T, h *hookEnv, gpus int64) *v1.Pod {
+	t.Helper()
+	solo := groupPod("", "solo", gpus, 0)
+	h.c.onPod(solo)
+	if got := h.admit([]*v1.Pod{solo})["solo"]; got != "n000" {
+		t.Fatalf("solo admitted on %q, want n000", got)
+	}
+	h.reserveAndPermit([]*v1.Pod{solo})
+	solo = h.bind(solo, "n000")
+	h.cycle()
+	return solo
+}
+
 // TestDeletedNodeUnderGang: a one-pod gang runs on n000, which is then
 // deleted. As doc.go says, the gang ends and its pod is deleted; the node
 // stays in the model, down, while the pod is bound there, and once the pod
@@ -104,14 +120,7 @@ func TestDeletedNodeUnderGang(t *testing.T) {
 	h.c.onPod(foreignPod("fill1", "n001", 8))
 	h.c.onPod(foreignPod("fill2", "n002", 8))
 	h.cycle()
-	solo := groupPod("", "solo", 8, 0)
-	h.c.onPod(solo)
-	if got := h.admit([]*v1.Pod{solo})["solo"]; got != "n000" {
-		t.Fatalf("solo admitted on %q, want n000", got)
-	}
-	h.reserveAndPermit([]*v1.Pod{solo})
-	solo = h.bind(solo, "n000")
-	h.cycle()
+	solo := runSoloOnN000(t, h, 8)
 	h.c.nodeHandlers().DeleteFunc(nodes[0].DeepCopy())
 	h.cycle()
 	h.cycle()
