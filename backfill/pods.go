@@ -208,7 +208,10 @@ func (e *Engine) replaceOne(j *jobRec, member string, rank int, avoid *bitset.Bi
 // were it to run on to its end from now, could take from another job's
 // promise: every hold target and claim, and every reservation whose
 // window overlaps j's run (every reservation, for a job without a limit
-// or past it: its end is not known).
+// or past it: its end is not known). A reservation's window runs until
+// its job starts: one due whose planned end has passed (no cycle since
+// moved it with the time, as the next does) still holds its GPUs from
+// now.
 func (e *Engine) promisedNodes(j *jobRec, now time.Time) *bitset.BitSet {
 	if e.avoid == nil {
 		e.avoid = e.c.NewNodeSet()
@@ -222,7 +225,7 @@ func (e *Engine) promisedNodes(j *jobRec, now time.Time) *bitset.BitSet {
 		end = time.Time{} // past its limit: it may run on as long as it likes
 	}
 	for _, r := range e.book.resv {
-		if !r.end.IsZero() && !r.end.After(now) || !end.IsZero() && !r.start.Before(end) {
+		if !end.IsZero() && !r.start.Before(end) {
 			continue
 		}
 		mark(&r.alloc)
