@@ -475,7 +475,9 @@
 // with a limit of at least l (none counts as the longest); after one that
 // found no placement, the jobs of the same shape with such a limit, which
 // are given its reason. A job with a reservation, hold or claim of its own
-// still searches, and so does every job once the cycle has changed a
+// still searches, and so does a job that growing jobs lend other pods
+// than the failed one (lenders lend by class: see below), and every job
+// once the cycle has changed a
 // reservation, hold, claim or queue count since the failure. After 8
 // failures of a queue in a cycle its searches stop until the next. With
 // quotas, preemption by class takes only gangs of the job's own queue or
@@ -484,7 +486,14 @@
 //
 // Reclaim keeps off the GPUs of reservations, holds and claims of other
 // jobs, as preemption does: with reservations on GPUs that borrowers use
-// it may find no set until they start. Over-quota shares are not
+// it may find no set until they start. Like a preemptor's, its search
+// counts free the pods growing jobs lend the job (those of a lower class
+// with preemption on, or any when it holds a reservation: see Node
+// failures and elastic gangs), and the lenders' queues count without the
+// lent pods the placement takes: it stops only the gangs it needs
+// besides them, and its claim takes them from the lenders (PodsRemoved,
+// For the job), which keep their minimum; when that leaves its queue's
+// quota no room, it searches with them counted taken. Over-quota shares are not
 // reclaimed (a queue above its guarantee but below its weighted share
 // waits for others' jobs to end).
 //
@@ -522,7 +531,7 @@
 // (PodsAdded, at the next ranks). A job that cannot start at full size
 // starts at the largest size that fits, at least its minimum, as
 // admission does; growth then brings it up. A job whose lent pods a
-// preemptor's claim took (below) grows back by as many, at the end of
+// preemptor's or a reclaim's claim took (below) grows back by as many, at the end of
 // any cycle and by the same rules, once that claim is dropped without
 // starting (its preemptor cancelled, a drain or failure under it): the
 // claim took them for nothing. A snapshot keeps both facts (the claim's
@@ -539,7 +548,8 @@
 // now, before any preemption is considered: a job whose reservation a
 // failure pushed back can so start on time, and a preemptor takes lent
 // pods rather than stop a gang. A preemptor that needs more than the
-// lent pods counts them free in its victim search too (a lender may still
+// lent pods counts them free in its victim search too, as a reclaim of
+// its queue's guarantee does (a lender may still
 // be a victim, for its other pods): it stops only the gangs it needs
 // besides them, and when it claims, the lenders not stopped give up the
 // lent pods its claim uses at once (PodsRemoved, For the preemptor,

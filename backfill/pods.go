@@ -505,7 +505,7 @@ func (e *Engine) lendOut(j *jobRec, p *preemptScratch, victims []int, now time.T
 		}
 		if g > 0 {
 			s.add(l.queue, -g)
-			back = append(back, lentBack{l.queue, g})
+			back = append(back, lentBack{l, l.queue, g})
 		}
 	}
 	e.lentBack = back
@@ -525,20 +525,32 @@ func (e *Engine) lendIn() {
 // back the lent pods a uses (their queues count less by then), and the
 // victims take no other queue below its guarantee (classVictimsOK).
 func (e *Engine) lentVictimsOK(p *preemptScratch, j *jobRec, a *gang.Allocation, victims []int, now time.Time) bool {
-	e.lentBack = e.lentBack[:0]
-	if len(p.lentTouched) > 0 {
-		m := e.nodeMask
-		forEntries(a, func(x topology.NodeAlloc) { m[x.Node] |= x.GPUs })
-		e.lendOut(j, p, victims, now)
-		forEntries(a, func(x topology.NodeAlloc) { m[x.Node] = 0 })
-	}
+	e.lendOutFor(p, j, a, victims, now)
 	ok := e.quota.classVictimsOK(p, victims, j.queue, j.gpus, e.mayBorrow(j))
 	e.lendIn()
 	return ok
 }
 
+// lendOutFor is lendOut for the lent pods that a (a victim search's
+// placement for j, victims the indexes of p's candidates) uses, when the
+// search counted lent pods free (p.lentTouched); e.lentBack is empty
+// otherwise. lendIn undoes it.
+func (e *Engine) lendOutFor(p *preemptScratch, j *jobRec, a *gang.Allocation, victims []int, now time.Time) {
+	e.lentBack = e.lentBack[:0]
+	if len(p.lentTouched) == 0 {
+		return
+	}
+	m := e.nodeMask
+	forEntries(a, func(x topology.NodeAlloc) { m[x.Node] |= x.GPUs })
+	e.lendOut(j, p, victims, now)
+	forEntries(a, func(x topology.NodeAlloc) { m[x.Node] = 0 })
+}
+
 // lentBack is GPUs a lender's queue would count less (lentQuotaFits).
-type lentBack struct{ queue, gpus int }
+type lentBack struct {
+	job         *jobRec
+	queue, gpus int
+}
 
 func (e *Engine) takeLent(to *jobRec, a *gang.Allocation, now time.Time, plan *Plan) {
 	e.takeLentAs(to, lentState{class: to.job.Class, resv: to.resv != nil}, a, now, plan)

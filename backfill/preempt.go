@@ -33,8 +33,9 @@ type preemptScratch struct {
 	ownTouched []topology.NodeID
 	opened     bool
 	// lent is, per node, the GPUs of the pods growing jobs lend the
-	// searching job (Engine.lendsTo), free in state while a search by
-	// class runs (lentTouched: its nodes); they are left out of their
+	// searching job (Engine.lendsTo), free in state while a search
+	// that counts them free runs (by class, or a reclaim's:
+	// searchVictims; lentTouched: its nodes); they are left out of their
 	// lenders' allocations as candidates, and a claim that uses them
 	// takes them from the lenders (claimFor).
 	lent        []uint64
@@ -141,26 +142,18 @@ func (c *cycle) checkSkippedSearch(j *jobRec) {
 	}
 }
 
-// findVictims runs the victim search for waiting job j placed with spec
-// into p.verdict, keeping off what prepare masks: a reclaim's (gangs of
-// the queues that borrow from j's side, any class, j searching as class
-// 1), or a preemption by class. A reclaim with no candidate runs none and
-// reports false.
-func (c *cycle) findVictims(p *preemptScratch, j *jobRec, spec *gang.Spec, reclaim bool) bool {
-	return c.searchVictims(p, j, spec, reclaim, !reclaim)
-}
-
 // classSearch runs the victim search by class for waiting job j placed
-// with spec (findVictims), the pods growing jobs lend j counted free;
-// when those alone hold j (its start on them was refused: its queue's
-// quota does not take it there), or its queue's quota does not take the
+// with spec into p.verdict, keeping off what prepare masks, the pods
+// growing jobs lend j counted free; when those alone hold j (its start
+// on them was refused: its queue's quota does not take it there), or
+// its queue's quota does not take the
 // claim the search found (lentVictimsOK: a lender's queue that keeps its
 // guarantee idle frees no room by giving its pods back, where stopping
 // more of j's own queue would), it searches again with them counted
 // taken, so that j may still preempt the victims it would without them.
-// It reports true, as findVictims does.
+// It reports true.
 func (c *cycle) classSearch(p *preemptScratch, j *jobRec, spec *gang.Spec) bool {
-	c.findVictims(p, j, spec, false)
+	c.searchVictims(p, j, spec, false, true)
 	v := &p.verdict
 	if !v.Found || len(p.lentTouched) == 0 {
 		return true
@@ -171,8 +164,13 @@ func (c *cycle) classSearch(p *preemptScratch, j *jobRec, spec *gang.Spec) bool 
 	return true
 }
 
-// searchVictims is findVictims, with lend saying whether the pods
-// growing jobs lend j count free (prepare).
+// searchVictims runs the victim search for waiting job j placed with
+// spec into p.verdict, keeping off what prepare masks: a reclaim's
+// (gangs of the queues that borrow from j's side, any class, j searching
+// as class 1; reclaimSearch), or a preemption by class (classSearch).
+// lend says whether the pods growing jobs lend j count free (prepare).
+// A reclaim with no candidate runs none and reports false; otherwise it
+// reports true.
 func (c *cycle) searchVictims(p *preemptScratch, j *jobRec, spec *gang.Spec, reclaim, lend bool) bool {
 	e := c.e
 	p.prepare(e, j, c.now, lend)
@@ -211,7 +209,7 @@ func (c *cycle) preempt(j *jobRec, spec *gang.Spec, planned time.Time, w *Waitin
 	v := &p.verdict
 	if !v.Found {
 		if !ownsGPUs(j, e) {
-			x := failedSearch(j, j.gpus, e, false, spec == j.tight)
+			x := failedSearch(j, j.gpus, e, c.now, false, spec == j.tight)
 			x.why, x.promised = v.Reason, p.promised
 			c.preemptFails = append(c.preemptFails, x)
 		}
@@ -247,9 +245,9 @@ func (c *cycle) preempt(j *jobRec, spec *gang.Spec, planned time.Time, w *Waitin
 // now + Grace; for ever without a limit). If the host reports the victims
 // released after their grace, j starts late and the engine blames a
 // reservation that moves for it on j's late start, as for any other.
-// With lend (a search by class), the pods growing jobs lend j count
-// free, as tryLent counts them, so that the search stops only the gangs
-// j needs besides them (p.lent marks them).
+// With lend, the pods growing jobs lend j count free, as tryLent counts
+// them, so that the search stops only the gangs j needs besides them
+// (p.lent marks them).
 func (p *preemptScratch) prepare(e *Engine, j *jobRec, now time.Time, lend bool) {
 	if err := e.ledger.State().CopyInto(p.state); err != nil {
 		panic(err)
@@ -575,9 +573,10 @@ func (c *cycle) claimFor(j *jobRec, p *preemptScratch, victims []int, reclaim bo
 	if !due.IsZero() {
 		cl.due = later(due, c.now) // a victim signalled already keeps its deadline (if not past)
 	}
-	if !reclaim && len(p.lentTouched) > 0 {
-		// The search counted lent pods free (prepare): the lenders not
-		// preempted give up those the claim uses now, for j.
+	if len(p.lentTouched) > 0 {
+		// The search counted lent pods free (prepare), a preemption's
+		// or a reclaim's: the lenders not preempted give up those the
+		// claim uses now, for j.
 		mark := len(c.plan.PodChanges)
 		e.takeLentAs(j, lentTo, &cl.alloc, c.now, c.plan)
 		for _, pc := range c.plan.PodChanges[mark:] {

@@ -972,7 +972,7 @@ func TestReclaimVictimsOracle(t *testing.T) {
 					}
 				}
 				s.victims = append(s.victims[:0], given...)
-				got := s.enoughVictims(p, q, g)
+				got := s.enoughVictims(p, q, g, nil)
 				for _, i := range given {
 					if !slices.Contains(s.victims, i) {
 						t.Fatalf("tree %d, queue %s, %d GPUs: the topology search's victim %d was dropped: %v", w, s.names[q], g, i, s.victims)

@@ -517,7 +517,7 @@ func TestClaimFails(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var f claimFails
 			f.init(2)
-			f.add(1, failed.gpus, failed, e, tc.fail.quota, tc.fail.tight)
+			f.add(1, failed.gpus, failed, e, epoch, tc.fail.quota, tc.fail.tight)
 			if tc.mutate != nil {
 				tc.mutate(tc.j)
 			}
@@ -542,7 +542,7 @@ func TestClaimFails(t *testing.T) {
 		}
 		var f claimFails
 		f.init(1)
-		f.add(0, failed.gpus, failed, eq, false, false)
+		f.add(0, failed.gpus, failed, eq, epoch, false, false)
 		j := job(16, 5, time.Hour)
 		if f.skip(0, j.gpus, j, eq) == nil {
 			t.Fatal("not ruled out on the same counts")
@@ -557,7 +557,7 @@ func TestClaimFails(t *testing.T) {
 		// a failed search for its full shape does not answer it.
 		var f claimFails
 		f.init(1)
-		f.add(0, failed.gpus, failed, e, false, false)
+		f.add(0, failed.gpus, failed, e, epoch, false, false)
 		j := job(16, 5, time.Hour)
 		if f.skip(0, 8, j, e) != nil {
 			t.Error("a search at the minimum was ruled out by one at full size")
@@ -573,7 +573,7 @@ func TestClaimFails(t *testing.T) {
 			if f.skip(0, 8, job(8, uint64(100+i), 0), e) != nil {
 				t.Fatalf("failure %d: a search of a new shape was ruled out before the cap", i)
 			}
-			f.add(0, 8, job(8, uint64(100+i), 0), e, false, false)
+			f.add(0, 8, job(8, uint64(100+i), 0), e, epoch, false, false)
 		}
 		own := job(8, 1, time.Minute)
 		own.resv = &reservation{job: own}

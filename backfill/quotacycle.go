@@ -1229,8 +1229,10 @@ func (e *Engine) atMinimum(spec *gang.Spec) *gang.Spec {
 // covers, can start: first the gangs whose GPUs let it in with all its
 // topology constraints (package gang/preempt, in its cost order), then,
 // while its queue's quota has no room for it yet, the borrowers' gangs
-// most recently started first. With a set, the victims are preempted for
-// j (a claim) and it reports true; otherwise it notes in w why not. A
+// most recently started first (reclaimSearch: the pods growing jobs lend
+// j count free, and the claim takes those it uses from their lenders,
+// as a preemptor's does). With a set, the victims are preempted for j
+// (a claim) and it reports true; otherwise it notes in w why not. A
 // search that would repeat one that failed in the cycle is skipped
 // (claimFails). g is the GPUs of spec: j's, or its minimum's.
 func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, g int, w *Waiting) bool {
@@ -1248,18 +1250,18 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, g int, w *Waiting) bool {
 		return false
 	}
 	p := s.pre
-	if !c.findVictims(p, j, spec, true) {
+	searched, enough := c.reclaimSearch(p, j, spec, g)
+	if !searched {
 		return false
 	}
 	if v := &p.verdict; !v.Found {
-		x := s.fails.add(q, g, j, e, false, spec == j.tight || g < j.gpus)
+		x := s.fails.add(q, g, j, e, c.now, false, spec == j.tight || g < j.gpus)
 		x.why, x.promised = v.Reason, p.promised
 		w.PreemptTried, w.Preempt, w.PreemptPromised, w.PreemptReclaim = true, v.Reason, p.promised, true
 		return false
 	}
-	s.victims = append(s.victims[:0], p.verdict.Victims...)
-	if !s.enoughVictims(p, q, g) {
-		s.fails.add(q, g, j, e, true, false)
+	if !enough {
+		s.fails.add(q, g, j, e, c.now, true, false)
 		return false
 	}
 	why := fmt.Sprintf("reclaimed for job %s of queue %s, below its guarantee (%d of %d GPUs in use, the job needs %d)",
@@ -1273,23 +1275,51 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, g int, w *Waiting) bool {
 	return true
 }
 
+// reclaimSearch runs the reclaim's victim search for job j placed with
+// spec (g GPUs: spec's) into p.verdict and s.victims, the pods growing
+// jobs lend j counted free (prepare, as classSearch does); when that
+// finds no set that gives j's queue's quota room for g (enoughReclaim),
+// it searches again with them counted taken (a lender's queue that keeps
+// its guarantee idle frees no room by giving its pods back, where
+// stopping more of the borrowers would). It reports whether a search ran
+// (false: no candidate), and whether the victims give the quota room.
+func (c *cycle) reclaimSearch(p *preemptScratch, j *jobRec, spec *gang.Spec, g int) (searched, enough bool) {
+	if !c.searchVictims(p, j, spec, true, true) {
+		return false, false
+	}
+	enough = p.verdict.Found && c.enoughReclaim(p, j, g)
+	if enough || len(p.lentTouched) == 0 {
+		return true, enough
+	}
+	c.searchVictims(p, j, spec, true, false) // the same candidates: it runs
+	return true, p.verdict.Found && c.enoughReclaim(p, j, g)
+}
+
+// enoughReclaim is quotaState.enoughVictims for job j's reclaim of g
+// GPUs on p's verdict, the lenders not among the victims counted without
+// the lent pods the verdict's placement takes (lendOutFor).
+func (c *cycle) enoughReclaim(p *preemptScratch, j *jobRec, g int) bool {
+	e, s := c.e, c.e.quota
+	s.victims = append(s.victims[:0], p.verdict.Victims...)
+	e.lendOutFor(p, j, &p.verdict.Allocation, s.victims, c.now)
+	ok := s.enoughVictims(p, j.queue, g, e.lentBack)
+	e.lendIn()
+	return ok
+}
+
 // checkSkippedReclaim runs the reclaim search that a failed one ruled
 // out for job j (tests, checkEach): it must find no claim.
 func (c *cycle) checkSkippedReclaim(j *jobRec, spec *gang.Spec, g int) {
-	s := c.e.quota
-	p := s.pre
-	if !c.findVictims(p, j, spec, true) || !p.verdict.Found {
-		return
-	}
-	s.victims = append(s.victims[:0], p.verdict.Victims...)
-	if s.enoughVictims(p, j.queue, g) {
-		panic(fmt.Sprintf("backfill: the reclaim search skipped for %s as a repeat of a failed one finds a claim: victims %v", j.job.ID, s.victims))
+	if _, enough := c.reclaimSearch(c.e.quota.pre, j, spec, g); enough {
+		panic(fmt.Sprintf("backfill: the reclaim search skipped for %s as a repeat of a failed one finds a claim: victims %v", j.job.ID, c.e.quota.victims))
 	}
 }
 
 // enoughVictims adds to s.victims (the topology search's), most
 // recently started first, the candidates whose GPUs leaf queue q's quota
-// needs back for g more GPUs: each one that lowers the claim's excess is
+// needs back for g more GPUs (back: the lent pods the claim takes,
+// counted less already, which a lender taken as a victim does not give
+// back twice): each one that lowers the claim's excess is
 // taken, the others are skipped; then, once there is room, each taken
 // one that the later ones made unneeded is spared, the longest-running
 // first. It reports whether the quota then has room for a claim (a
@@ -1305,9 +1335,9 @@ func (c *cycle) checkSkippedReclaim(j *jobRec, spec *gang.Spec, g int) {
 // of a borrowing sibling may leave the parent's count as it was and
 // still take a part of the claim's GPUs out of the guarantee kept
 // (TestReclaimVictimsOracle).
-func (s *quotaState) enoughVictims(p *preemptScratch, q, g int) bool {
+func (s *quotaState) enoughVictims(p *preemptScratch, q, g int, back []lentBack) bool {
 	for _, i := range s.victims {
-		s.add(p.jobs[i].queue, -p.jobs[i].counted)
+		s.add(p.jobs[i].queue, -victimGPUs(p.jobs[i], back))
 	}
 	s.byStart = s.byStart[:0]
 	for i := range p.jobs {
@@ -1327,12 +1357,13 @@ func (s *quotaState) enoughVictims(p *preemptScratch, q, g int) bool {
 			break
 		}
 		r := p.jobs[i]
-		s.add(r.queue, -r.counted)
+		n := victimGPUs(r, back)
+		s.add(r.queue, -n)
 		if nx := s.excess(q, g); nx < x {
 			s.victims = append(s.victims, i)
 			x = nx
 		} else {
-			s.add(r.queue, r.counted)
+			s.add(r.queue, n)
 		}
 	}
 	fits := s.check(q, g, true, true).code == quotaFits
@@ -1341,19 +1372,32 @@ func (s *quotaState) enoughVictims(p *preemptScratch, q, g int) bool {
 		// made unneeded, the longest-running first (most work kept).
 		for k := len(s.victims) - 1; k >= first; k-- {
 			r := p.jobs[s.victims[k]]
-			s.add(r.queue, r.counted)
+			n := victimGPUs(r, back)
+			s.add(r.queue, n)
 			if s.check(q, g, true, true).code == quotaFits {
 				s.victims = slices.Delete(s.victims, k, k+1)
 			} else {
-				s.add(r.queue, -r.counted)
+				s.add(r.queue, -n)
 			}
 		}
 	}
 	for _, i := range s.victims {
-		s.add(p.jobs[i].queue, p.jobs[i].counted)
+		s.add(p.jobs[i].queue, victimGPUs(p.jobs[i], back))
 	}
 	slices.Sort(s.victims)
 	return fits
+}
+
+// victimGPUs is what stopping job r takes off its queue's count: the
+// GPUs it counts, but the lent pods back counted less already.
+func victimGPUs(r *jobRec, back []lentBack) int {
+	n := r.counted
+	for _, b := range back {
+		if b.job == r {
+			n -= b.gpus
+		}
+	}
+	return n
 }
 
 // excess is how many GPUs g more for leaf queue q would put above the

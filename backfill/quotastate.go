@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/bits-and-blooms/bitset"
@@ -576,6 +577,10 @@ const maxClaimFails = 8
 // A job with GPUs of its own (its reservation's, its hold's, its
 // claim's) is not ruled out by another's failure: its search may use
 // them, and the gangs running on them, where another job's may not.
+// Nor is a job that growing jobs lend other pods than they lent the
+// failed one (lendsTo: by class, with preemption on): its search counts
+// its lent pods free, and a claim takes them from their lenders
+// (claimFail.lendLo).
 // After maxClaimFails failures the queue searches no more in the cycle,
 // whatever the job: that bounds a cycle's failed searches.
 //
@@ -601,6 +606,11 @@ type claimFail struct {
 	// search the record answers.
 	why      preempt.Explanation
 	promised int
+	// lendLo and lendHi bound the classes of the jobs that growing jobs
+	// lend the pods they lent the failed one, no more, no fewer (a
+	// search counts them free: lendsTo): no lender's class is at or
+	// above the lower of the two classes and below the higher.
+	lendLo, lendHi int
 }
 
 func (f *claimFails) init(n int) {
@@ -629,23 +639,24 @@ func (f *claimFails) skip(q, g int, j *jobRec, e *Engine) *claimFail {
 	return nil
 }
 
-// add records a failed search for job j (g GPUs) of leaf queue q: for
-// want of quota room, or of a placement for its own shape (tight: for a
-// tighter one). It returns the record, for the search's reason.
-func (f *claimFails) add(q, g int, j *jobRec, e *Engine, quota, tight bool) *claimFail {
+// add records a failed search at now for job j (g GPUs) of leaf queue
+// q: for want of quota room, or of a placement for its own shape (tight:
+// for a tighter one). It returns the record, for the search's reason.
+func (f *claimFails) add(q, g int, j *jobRec, e *Engine, now time.Time, quota, tight bool) *claimFail {
 	x := &f.list[q][f.n[q]]
-	*x = failedSearch(j, g, e, quota, tight)
+	*x = failedSearch(j, g, e, now, quota, tight)
 	f.n[q]++
 	return x
 }
 
 // rulesOut reports whether failure x answers a search for job j (g GPUs)
 // on engine e's book (claimFails): the same book, a time limit at least
-// as long, and as many GPUs or more for a quota failure, the same shape
-// for a placement failure (a search at the job's full size: an elastic
-// gang that reclaims for its minimum searches another shape).
+// as long, the same lent pods (a class lendLo and lendHi bound), and as
+// many GPUs or more for a quota failure, the same shape for a placement
+// failure (a search at the job's full size: an elastic gang that
+// reclaims for its minimum searches another shape).
 func (x *claimFail) rulesOut(j *jobRec, g int, e *Engine) bool {
-	if !x.current(e) || !limitAtLeast(j.job.TimeLimit, x.limit) {
+	if !x.current(e) || !limitAtLeast(j.job.TimeLimit, x.limit) || j.job.Class < x.lendLo || j.job.Class > x.lendHi {
 		return false
 	}
 	return x.quota && g >= x.gpus || !x.quota && x.shape != 0 && x.shape == j.shapeID && g == j.gpus
@@ -666,15 +677,39 @@ func quotaGen(e *Engine) uint64 {
 	return e.quota.gen
 }
 
-// failedSearch returns the record of a search for job j (g GPUs) that
-// failed for want of quota room, or of a placement for its own shape
-// (tight: for a tighter one, which rules out no other).
-func failedSearch(j *jobRec, g int, e *Engine, quota, tight bool) claimFail {
+// failedSearch returns the record of a search at now for job j (g GPUs)
+// that failed for want of quota room, or of a placement for its own
+// shape (tight: for a tighter one, which rules out no other).
+func failedSearch(j *jobRec, g int, e *Engine, now time.Time, quota, tight bool) claimFail {
 	x := claimFail{quota: quota, gpus: g, limit: j.job.TimeLimit, version: e.book.version, quotaAt: quotaGen(e)}
+	x.lendLo, x.lendHi = e.lendClasses(j.job.Class, now)
 	if !quota && !tight {
 		x.shape = j.shapeID
 	}
 	return x
+}
+
+// lendClasses returns the classes lo to hi of the waiting jobs without
+// a reservation that the growing jobs lend pods to at now as they lend
+// them to one of class class (lendsAs): lo is one above the highest
+// class of a lender below class, hi the lowest class of a lender at or
+// above it (the extremes when there is none).
+func (e *Engine) lendClasses(class int, now time.Time) (lo, hi int) {
+	lo, hi = math.MinInt, math.MaxInt
+	if e.pre == nil || e.jobs.growers == 0 {
+		return lo, hi // lenders lend only to reserved jobs
+	}
+	for _, l := range e.jobs.running {
+		if !lends(l, now) {
+			continue
+		}
+		if c := l.job.Class; c < class {
+			lo = max(lo, c+1)
+		} else {
+			hi = min(hi, c)
+		}
+	}
+	return lo, hi
 }
 
 // limitAtLeast reports whether time limit a is at least b (0: none, the
