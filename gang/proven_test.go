@@ -261,8 +261,12 @@ func checkProven(t *testing.T, used bool, seed uint64) {
 			t.Fatalf("%s\nadmitted with Proven set", ctx())
 		case res.Proven && want:
 			t.Fatalf("%s\nrefused as proven (%s), but a packing exists", ctx(), res)
-		case !res.Admitted && !res.Proven && allCountNodes(g) && !res.SearchCut:
-			t.Fatalf("%s\nrefusal of node-count members not proven (%s)", ctx(), res)
+		case !res.Admitted && !res.Proven && allEnumerated(g) && !res.SearchCut:
+			t.Fatalf("%s\nrefusal of node-count and GPU-total members not proven (%s)", ctx(), res)
+		case !res.Admitted && want && !res.SearchCut:
+			// A gang that fits the empty cluster but is refused without
+			// a cut search would wait forever in backfill.
+			t.Fatalf("%s\nrefused (%s) without SearchCut, but a packing exists", ctx(), res)
 		}
 		if want {
 			fits++
@@ -278,6 +282,12 @@ func checkProven(t *testing.T, used bool, seed uint64) {
 	}
 	t.Logf("%d gangs, %d fit, %d refused: %d proven, %d that cannot fit left unproven, %d that fit missed",
 		tried, fits, refused, proven, unproven, refused-proven-unproven)
+	// The search covers GPU totals and domain limits: what it leaves
+	// unproven is a search cut at its bound (91 and 142 of the 2,500
+	// were, when it took the placer's one answer per domain for them).
+	if unproven > tried/100 {
+		t.Errorf("%d refusals of gangs that cannot fit left unproven", unproven)
+	}
 	if fits < tried/4 || proven < tried/10 {
 		t.Errorf("unbalanced cases: %d fit, %d proven", fits, proven)
 	}

@@ -14,33 +14,40 @@ import (
 const MaxSearchMembers = 8
 
 // SearchWork bounds the work of one exact packing search, in steps: one
-// per member placement tried, plus one per 64 nodes it sorts into classes.
+// per member placement tried (and per node a GPU total's split visits),
+// plus one per 64 nodes it sorts into classes.
 //
 // The search runs when the greedy pass of an admission failed after
 // placing some members. It is a depth-first search over the members, most
 // constrained first. A member asking for nodes (Nodes x GPUsPerNode, whole
-// nodes, exclusive nodes; Required, Allowed and Excluded honoured, no
-// segments and no domain limit) tries every domain of its Required level
-// and, inside it, every way of taking its nodes up to symmetry: nodes of
+// nodes, exclusive nodes; Required, Allowed, Excluded and a domain limit
+// honoured, no segments) tries every domain of its Required level and,
+// inside it, every way of taking its nodes up to symmetry: nodes of
 // one lowest-level domain with the same free GPUs and the same idleness,
 // which each later member with an Allowed or Excluded set of its own may
 // use both or neither of, are interchangeable for every later member, so
 // the search chooses how many to take from each such class, tightest
-// classes first. Any other
-// member tries the placer's answer inside each domain of its Required
-// level. Before going deeper the search checks that every remaining member
-// still has a domain with enough candidate nodes and that the free GPUs
-// cover what they ask for. An elastic member is searched at its full size,
-// then, if no packing exists, at its minimum.
+// classes first, within its domain limit (MaxDomains). A member asking
+// for a GPU total tries the placer's answer inside each domain of its
+// Required level, then every other split of the total over the nodes
+// there (how many GPUs each gives, all or none for an exclusive member;
+// up to the same symmetry; within its domain limit): the placer lays a
+// total out on the fewest leaves and nodes, which may be the one layout
+// that leaves no room for the rest. A member with segments tries the
+// placer's answer inside each domain of its Required level. Before going
+// deeper the search checks that every remaining member still has a
+// domain with enough candidate nodes and that the free GPUs cover what
+// they ask for. An elastic member is searched at its full size, then, if
+// no packing exists, at its minimum.
 //
 // Within the bound the search finds a packing whenever one exists for
-// gangs of node-count members (up to MaxSearchMembers), and proves that
-// none exists otherwise. The bound is about 10 ms of work on the 250-node
-// default cluster (measured on random gangs whose greedy pass failed);
-// beyond it the admission fails with the greedy pass's reason and
-// Admission.SearchCut set. A failure is proven (Admission.Proven) only
-// when the search covered every member: gangs of node-count members, not
-// cut.
+// gangs of node-count and GPU-total members without segments (up to
+// MaxSearchMembers), and proves that none exists otherwise. The bound is
+// about 10 ms of work on the 250-node default cluster (measured on random
+// gangs whose greedy pass failed); beyond it the admission fails with the
+// greedy pass's reason and Admission.SearchCut set. A failure is proven
+// (Admission.Proven) only when the search covered every member: gangs
+// without segments, not cut.
 const SearchWork = 1 << 13
 
 // packSearch is the exact search's scratch space, one frame per member.
@@ -66,6 +73,8 @@ type searchFrame struct {
 	bins  []nodeClass
 	nodes []int32
 	take  []int32
+	// tied marks, for a GPU total, the nodes of a class after its first.
+	tied []bool
 }
 
 type nodeClass struct{ lo, hi int32 }
@@ -78,6 +87,7 @@ func (ps *packSearch) init(c *topology.Cluster) {
 		f.bins = make([]nodeClass, 0, n)
 		f.nodes = make([]int32, 0, n)
 		f.take = make([]int32, n)
+		f.tied = make([]bool, n)
 	}
 }
 
@@ -105,17 +115,17 @@ func (a *Admitter) searchPacking(s *topology.State, g *Spec, out *Allocation, lv
 		}
 	}
 	res.SearchSteps, res.SearchCut = ps.steps, ps.cut
-	// The search enumerates node-count members only; any other member
-	// gets one placement per domain, which may not be the one a packing
-	// needs.
-	res.Proven = !res.Admitted && !ps.cut && allCountNodes(g)
+	// The search enumerates node-count and GPU-total members only; a
+	// member with segments gets one placement per domain, which may not
+	// be the one a packing needs.
+	res.Proven = !res.Admitted && !ps.cut && allEnumerated(g)
 }
 
-// allCountNodes reports whether every member of g is one the search
-// enumerates (countsNodes).
-func allCountNodes(g *Spec) bool {
+// allEnumerated reports whether every member of g is one the search
+// enumerates (enumerated).
+func allEnumerated(g *Spec) bool {
 	for i := range g.Members {
-		if !countsNodes(&g.Members[i].Request) {
+		if !enumerated(&g.Members[i].Request) {
 			return false
 		}
 	}
@@ -187,10 +197,122 @@ func (a *Admitter) tryDomain(s *topology.State, g *Spec, out *Allocation, pos, l
 		return a.enumerate(s, g, out, pos, lo, hi)
 	}
 	a.pack.steps++
-	if ok, _ := a.placeMemberIn(s, m, ma, lo, hi, ""); !ok { // the reason is not used
+	pm := m
+	var atMin Member
+	if a.pack.atMin && m.Min > 0 && m.Min < m.Request.Nodes {
+		// Searched at its minimum: placed at it, not at the largest
+		// size that fits (which may leave no room for the rest).
+		atMin = *m
+		atMin.Request.Nodes, atMin.Min = m.Min, 0
+		pm = &atMin
+	}
+	if ok, _ := a.placeMemberIn(s, pm, ma, lo, hi, ""); ok { // the reason is not used
+		if a.allocateAndGo(s, g, out, pos) {
+			return true
+		}
+	}
+	if m.Request.GPUs == 0 || a.pack.cut {
 		return false
 	}
-	return a.allocateAndGo(s, g, out, pos)
+	// A GPU total: the placer's layout (fewest leaves, then nodes) may
+	// not be the one a packing needs; try every other split.
+	return a.enumerateGPUs(s, g, out, pos, lo, hi)
+}
+
+// enumerateGPUs tries every way of laying member a.order[pos]'s GPU total
+// out on the candidates in [lo, hi): how many GPUs each node gives (all
+// or none for an exclusive member), within its domain limit.
+func (a *Admitter) enumerateGPUs(s *topology.State, g *Spec, out *Allocation, pos, lo, hi int) bool {
+	r := &g.Members[a.order[pos]].Request
+	f := &a.pack.frames[pos]
+	a.setLaterSets(g, pos)
+	// The candidates are the nodes with a free GPU (idle ones for an
+	// exclusive member), in classes of nodes alike for every later
+	// member (see classify): within a class, the search gives no node
+	// more GPUs than the one before it.
+	a.req = *r
+	a.req.GPUs, a.req.GPUsPerNode = 0, 1
+	a.classify(s, &a.req, f, lo, hi)
+	for _, b := range f.bins {
+		f.tied[b.lo] = false
+		for k := b.lo + 1; k < b.hi; k++ {
+			f.tied[k] = true
+		}
+	}
+	// f.take[k] counts the GPUs candidate k gives.
+	capacity := 0
+	for _, n := range f.nodes {
+		capacity += s.FreeCount(topology.NodeID(n))
+	}
+	if capacity < r.GPUs {
+		return false
+	}
+	return a.splitGPUs(s, g, out, pos, 0, r.GPUs, capacity, a.limitLevel(r), -1, 0)
+}
+
+// splitGPUs chooses the GPUs candidates k.. of frame pos give, left in
+// all (rest: what they have free), the candidates before k spanning
+// spans domains of level lim (the last one dom) when lim >= 0.
+func (a *Admitter) splitGPUs(s *topology.State, g *Spec, out *Allocation, pos, k, left, rest, lim, dom, spans int) bool {
+	ps := &a.pack
+	r := &g.Members[a.order[pos]].Request
+	f := &ps.frames[pos]
+	if left <= 0 {
+		a.materializeGPUs(s, g, out, pos, k)
+		ps.steps++
+		return a.allocateAndGo(s, g, out, pos)
+	}
+	if rest < left {
+		return false
+	}
+	if ps.steps >= SearchWork {
+		ps.cut = true
+		return false
+	}
+	ps.steps++
+	n := topology.NodeID(f.nodes[k])
+	free := s.FreeCount(n)
+	nd, ns := dom, spans
+	if lim >= 0 {
+		if d := a.c.NodeDomain(n, lim); d != dom {
+			nd, ns = d, spans+1
+		}
+	}
+	if ns <= r.MaxDomains || lim < 0 {
+		hi, lo := min(free, left), 1
+		if r.Exclusive {
+			hi, lo = free, free
+		}
+		if f.tied[k] {
+			hi = min(hi, int(f.take[k-1]))
+		}
+		for t := hi; t >= lo; t-- {
+			f.take[k] = int32(t)
+			if a.splitGPUs(s, g, out, pos, k+1, left-t, rest-free, lim, nd, ns) {
+				return true
+			}
+			if ps.cut {
+				return false
+			}
+		}
+	}
+	f.take[k] = 0
+	return a.splitGPUs(s, g, out, pos, k+1, left, rest-free, lim, dom, spans)
+}
+
+// materializeGPUs writes member a.order[pos]'s assignment from the GPUs
+// taken from candidates [0, k) of its frame.
+func (a *Admitter) materializeGPUs(s *topology.State, g *Spec, out *Allocation, pos, k int) {
+	mi := a.order[pos]
+	ma := &out.Members[mi]
+	f := &a.pack.frames[pos]
+	ma.Assignment, ma.Pods = ma.Assignment[:0], 0
+	for j, n := range f.nodes[:k] {
+		if t := int(f.take[j]); t > 0 {
+			ma.Assignment = append(ma.Assignment, topology.NodeAlloc{Node: topology.NodeID(n), GPUs: bits.LowBits(s.Free(topology.NodeID(n)), t)})
+			ma.Pods++
+		}
+	}
 }
 
 // allocateAndGo allocates member a.order[pos]'s assignment, searches the
@@ -207,10 +329,29 @@ func (a *Admitter) allocateAndGo(s *topology.State, g *Spec, out *Allocation, po
 	return false
 }
 
-// countsNodes reports whether r is a member the search enumerates: nodes
-// of GPUsPerNode GPUs (or whole nodes) without segments or domain limit.
+// countsNodes reports whether r is a member the search enumerates by
+// node classes: nodes of GPUsPerNode GPUs (or whole nodes) without
+// segments.
 func countsNodes(r *placement.Request) bool {
-	return r.GPUs == 0 && r.SegmentStep() == 1 && r.MaxDomains == 0
+	return r.GPUs == 0 && r.SegmentStep() == 1
+}
+
+// enumerated reports whether the search tries every placement of r:
+// node-count members (countsNodes) and GPU totals.
+func enumerated(r *placement.Request) bool {
+	return countsNodes(r) || r.GPUs > 0
+}
+
+// limitLevel returns the level of r's domain limit, or -1 without one.
+func (a *Admitter) limitLevel(r *placement.Request) int {
+	if r.MaxDomains <= 0 {
+		return -1
+	}
+	if r.MaxDomainsLevel == "" {
+		return a.c.Depth() - 1
+	}
+	l, _ := a.c.Level(r.MaxDomainsLevel)
+	return l
 }
 
 // searchPods returns the pods the search gives member m.
@@ -226,6 +367,14 @@ func (a *Admitter) searchPods(m *Member) int {
 func (a *Admitter) enumerate(s *topology.State, g *Spec, out *Allocation, pos, lo, hi int) bool {
 	m := &g.Members[a.order[pos]]
 	f := &a.pack.frames[pos]
+	a.setLaterSets(g, pos)
+	a.classify(s, &m.Request, f, lo, hi)
+	return a.compose(s, g, out, pos, 0, a.searchPods(m), -1, 0)
+}
+
+// setLaterSets lists in pack.sets the members after a.order[pos] that
+// have node sets of their own.
+func (a *Admitter) setLaterSets(g *Spec, pos int) {
 	ps := &a.pack
 	ps.nsets = 0
 	for _, mi := range a.order[pos+1:] {
@@ -234,8 +383,6 @@ func (a *Admitter) enumerate(s *topology.State, g *Spec, out *Allocation, pos, l
 			ps.nsets++
 		}
 	}
-	a.classify(s, &m.Request, f, lo, hi)
-	return a.compose(s, g, out, pos, 0, a.searchPods(m))
 }
 
 // classify groups the candidates of r in [lo, hi) by lowest-level domain,
@@ -365,8 +512,10 @@ func boolInt(b bool) int {
 }
 
 // compose chooses how many nodes classes b.. of frame pos give, rest
-// nodes in all, most from the first classes first.
-func (a *Admitter) compose(s *topology.State, g *Spec, out *Allocation, pos, b, rest int) bool {
+// nodes in all, most from the first classes first; the classes before b
+// that give nodes span spans domains of the member's limit level (the
+// last one dom), when it has a domain limit.
+func (a *Admitter) compose(s *topology.State, g *Spec, out *Allocation, pos, b, rest, dom, spans int) bool {
 	f := &a.pack.frames[pos]
 	if rest == 0 {
 		a.materialize(s, g, out, pos, b)
@@ -381,9 +530,25 @@ func (a *Admitter) compose(s *topology.State, g *Spec, out *Allocation, pos, b, 
 		return false
 	}
 	n := int(f.bins[b].hi - f.bins[b].lo)
+	// Classes lie in one lowest-level domain each, in node order, so the
+	// classes of one domain of any level come one after another.
+	r := &g.Members[a.order[pos]].Request
+	nd, ns := dom, spans
+	if lim := a.limitLevel(r); lim >= 0 {
+		if d := a.c.NodeDomain(topology.NodeID(f.nodes[f.bins[b].lo]), lim); d != dom {
+			nd, ns = d, spans+1
+		}
+		if ns > r.MaxDomains {
+			n = 0 // taking from this class breaks the limit
+		}
+	}
 	for x := min(n, rest); x >= 0; x-- {
 		f.take[b] = int32(x)
-		if a.compose(s, g, out, pos, b+1, rest-x) {
+		d, sp := nd, ns
+		if x == 0 {
+			d, sp = dom, spans
+		}
+		if a.compose(s, g, out, pos, b+1, rest-x, d, sp) {
 			return true
 		}
 		if a.pack.cut {
