@@ -1,0 +1,137 @@
+package plugin
+
+import (
+	"sort"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// answerScoutsWhere answers every scout in flight with the known, undeleted
+// nodes that pass filter (the profile's other Filter plugins as the test
+// sees them).
+func (h *hookEnv) answerScoutsWhere(filter func(*v1.Node) bool) {
+	h.c.mu.Lock()
+	var todo []*v1.Pod
+	for _, g := range h.c.groups {
+		for _, uid := range g.scout {
+			if ps := g.pods[uid]; ps != nil && ps.pod != nil {
+				todo = append(todo, ps.pod)
+			}
+		}
+	}
+	var names []string
+	for name, n := range h.c.nodes {
+		if !h.c.deleted[name] && filter(n) {
+			names = append(names, name)
+		}
+	}
+	h.c.mu.Unlock()
+	sort.Strings(names)
+	for _, p := range todo {
+		h.c.scouted(p, names)
+	}
+}
+
+// TestJoinedNodesMeasuredForWaitingGang: a gang waits with its pod shape
+// measured on the nodes there were (a cluster autoscaler adds nodes because
+// it is pending), in the engine's queue or out of it as one that can never
+// fit them (tried again only after Args.AllowedTTLSeconds). Nodes join, or a cordoned node is uncordoned (the
+// profile's NodeUnschedulable filter rejected it): the gang must be
+// admitted on them within two cycles, not once Args.AllowedTTLSeconds
+// (60 s) have passed since the measurement. The nodes' first add event
+// carries their GPUs and labels whole (no later update marks the
+// measurement stale).
+func TestJoinedNodesMeasuredForWaitingGang(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pods    int
+		busy    []string // nodes a foreign pod fills
+		cordon  string   // node cordoned at the measurement, uncordoned then
+		small   string   // node with 4 GPUs (the others have 8)
+		initial int      // nodes before
+		joined  int      // nodes that join
+		want    []string // nodes the gang must run on
+	}{
+		{name: "gang too big for the cluster", pods: 4, initial: 2, joined: 2,
+			want: []string{"n000", "n001", "n002", "n003"}},
+		{name: "gang that never fits the nodes there are", pods: 3, small: "n002", initial: 3, joined: 1,
+			want: []string{"n000", "n001", "n003"}},
+		{name: "gang waiting for busy nodes", pods: 2, busy: []string{"n000", "n001"}, initial: 2, joined: 2,
+			want: []string{"n002", "n003"}},
+		{name: "cordoned node uncordoned", pods: 2, busy: []string{"n000"}, cordon: "n002", initial: 3,
+			want: []string{"n001", "n002"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHookEnv(t, Args{})
+			nodes := testNodes(tc.initial + tc.joined)
+			for _, n := range nodes {
+				if n.Name == tc.cordon {
+					n.Spec.Unschedulable = true
+				}
+				if n.Name == tc.small {
+					n.Status.Capacity, n.Status.Allocatable = gpuList("4"), gpuList("4")
+				}
+			}
+			h.addNodes(nodes[:tc.initial]...)
+			for _, n := range tc.busy {
+				h.c.onPod(foreignPod("busy-"+n, n, 8))
+			}
+			h.cycle()
+			ps := h.groupPods(tc.pods, 8)
+			schedulable := func(n *v1.Node) bool { return !n.Spec.Unschedulable }
+			for i := 0; i < 3; i++ {
+				h.cycle()
+				h.answerScoutsWhere(schedulable)
+			}
+			for _, p := range ps {
+				if node := admittedOn(h, p); node != "" {
+					t.Fatalf("%s admitted on %s before the nodes changed: the test sets up nothing", p.Name, node)
+				}
+			}
+			h.addNodes(nodes[tc.initial:]...)
+			if tc.cordon != "" {
+				for _, n := range nodes {
+					if n.Name == tc.cordon {
+						up := n.DeepCopy()
+						up.Spec.Unschedulable = false
+						h.c.onNode(up, false)
+					}
+				}
+			}
+			for i := 0; i < 2; i++ {
+				h.cycle()
+				h.answerScoutsWhere(schedulable)
+			}
+			h.cycle()
+			var got []string
+			for _, p := range ps {
+				node := admittedOn(h, p)
+				if node == "" {
+					h.c.mu.Lock()
+					reason := h.c.groups[groupKey(p, h.c.args.GPUResource)].reason
+					h.c.mu.Unlock()
+					t.Fatalf("%s not admitted two cycles after the nodes changed: %q", p.Name, reason)
+				}
+				got = append(got, node)
+			}
+			sort.Strings(got)
+			if !equalStrings(got, tc.want) {
+				t.Fatalf("the gang admitted on %v, want %v", got, tc.want)
+			}
+			checkBooks(t, h)
+		})
+	}
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
