@@ -361,8 +361,13 @@ func (a *engineAdapter) knows(node string) bool {
 
 // addNodes rebuilds the cluster with new or relabelled nodes and moves the
 // engine onto it with Snapshot and Restore (which maps nodes by name), the
-// GPUs held on those nodes packed onto their lowest indices (packGPUs). A deleted node stays, down, until removeNodes takes it
-// out. When Restore refuses the rebuilt cluster with the waiting
+// GPUs held on those nodes packed onto their lowest indices (packGPUs). A
+// deleted node stays, down, until removeNodes takes it out. Pod changes
+// not yet reported (a pod moved in this cycle, before syncNodes rebuilt
+// the nodes kept at their former count) name nodes by number, which a
+// node that joins or is relabelled can shift: they are renumbered onto
+// the rebuilt cluster (renumberPodChanges). When Restore refuses the
+// rebuilt cluster with the waiting
 // jobs (a node that lost GPUs leaves a waiting gang no room anywhere:
 // Restore refuses a job that can never fit) and takes it without those
 // that a fresh engine on it refuses (refusedBy), or else without any
@@ -383,6 +388,10 @@ func (a *engineAdapter) addNodes(nodes []*v1.Node) (withdrawn []string, err erro
 		return nil, err
 	}
 	snap := a.eng.Snapshot()
+	if err := renumberPodChanges(snap, a.cluster, c); err != nil {
+		a.nodes = old
+		return nil, err
+	}
 	changed := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
 		changed[n.Name] = true
