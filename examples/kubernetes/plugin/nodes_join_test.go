@@ -36,12 +36,12 @@ func (h *hookEnv) answerScoutsWhere(filter func(*v1.Node) bool) {
 // TestJoinedNodesMeasuredForWaitingGang: a gang waits with its pod shape
 // measured on the nodes there were (a cluster autoscaler adds nodes because
 // it is pending), in the engine's queue or out of it as one that can never
-// fit them (tried again only after Args.AllowedTTLSeconds). Nodes join, or a cordoned node is uncordoned (the
-// profile's NodeUnschedulable filter rejected it): the gang must be
-// admitted on them within two cycles, not once Args.AllowedTTLSeconds
-// (60 s) have passed since the measurement. The nodes' first add event
-// carries their GPUs and labels whole (no later update marks the
-// measurement stale).
+// fit them (tried again only after Args.AllowedTTLSeconds). Nodes join, a
+// node's GPUs grow, or a cordoned node is uncordoned (the profile's
+// NodeUnschedulable filter rejected it): the gang must be admitted on them
+// within two cycles, not once Args.AllowedTTLSeconds (60 s) have passed
+// since the measurement. The nodes' first add event carries their GPUs and
+// labels whole (no later update marks the measurement stale).
 func TestJoinedNodesMeasuredForWaitingGang(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -49,6 +49,8 @@ func TestJoinedNodesMeasuredForWaitingGang(t *testing.T) {
 		busy    []string // nodes a foreign pod fills
 		cordon  string   // node cordoned at the measurement, uncordoned then
 		small   string   // node with 4 GPUs (the others have 8)
+		grow    string   // node whose GPUs grow from 8 to 16 then
+		gpus    int64    // each pod's GPUs (8 when 0)
 		initial int      // nodes before
 		joined  int      // nodes that join
 		want    []string // nodes the gang must run on
@@ -57,6 +59,8 @@ func TestJoinedNodesMeasuredForWaitingGang(t *testing.T) {
 			want: []string{"n000", "n001", "n002", "n003"}},
 		{name: "gang that never fits the nodes there are", pods: 3, small: "n002", initial: 3, joined: 1,
 			want: []string{"n000", "n001", "n003"}},
+		{name: "node's GPUs grow", pods: 1, gpus: 16, grow: "n001", initial: 2,
+			want: []string{"n001"}},
 		{name: "gang waiting for busy nodes", pods: 2, busy: []string{"n000", "n001"}, initial: 2, joined: 2,
 			want: []string{"n002", "n003"}},
 		{name: "cordoned node uncordoned", pods: 2, busy: []string{"n000"}, cordon: "n002", initial: 3,
@@ -78,7 +82,11 @@ func TestJoinedNodesMeasuredForWaitingGang(t *testing.T) {
 				h.c.onPod(foreignPod("busy-"+n, n, 8))
 			}
 			h.cycle()
-			ps := h.groupPods(tc.pods, 8)
+			gpus := tc.gpus
+			if gpus == 0 {
+				gpus = 8
+			}
+			ps := h.groupPods(tc.pods, gpus)
 			schedulable := func(n *v1.Node) bool { return !n.Spec.Unschedulable }
 			for i := 0; i < 3; i++ {
 				h.cycle()
@@ -97,6 +105,13 @@ func TestJoinedNodesMeasuredForWaitingGang(t *testing.T) {
 						up.Spec.Unschedulable = false
 						h.c.onNode(up, false)
 					}
+				}
+			}
+			for _, n := range nodes {
+				if n.Name == tc.grow {
+					up := n.DeepCopy()
+					up.Status.Capacity, up.Status.Allocatable = gpuList("16"), gpuList("16")
+					h.c.onNode(up, false)
 				}
 			}
 			for i := 0; i < 2; i++ {
