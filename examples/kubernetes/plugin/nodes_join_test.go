@@ -3,8 +3,11 @@ package plugin
 import (
 	"sort"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // answerScoutsWhere answers every scout in flight with the known, undeleted
@@ -149,4 +152,56 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// TestAutoscaledNodeAdmitsNeverFittingGang runs the cluster autoscaler's
+// case on a real API server and scheduler: a gang of three 8-GPU pods
+// waits on nodes of 8, 8 and 4 GPUs as one that can never fit them (the
+// engine refuses it; the plugin tries it again after Args.AllowedTTLSeconds,
+// 60 s). A fourth 8-GPU node joins: the gang must be bound there within
+// 30 s (its shape measured again by a scout), not after the TTL.
+func TestAutoscaledNodeAdmitsNeverFittingGang(t *testing.T) {
+	e := startEnv(t, testArgs)
+	e.createNodes(clusterSpec{nodes: 3})
+	small, err := e.client.CoreV1().Nodes().Get(e.ctx, "n002", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	small.Status.Capacity["nvidia.com/gpu"] = resource.MustParse("4")
+	small.Status.Allocatable["nvidia.com/gpu"] = resource.MustParse("4")
+	if _, err := e.client.CoreV1().Nodes().UpdateStatus(e.ctx, small, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("n002 at 4 GPUs in the engine", patience, func() bool {
+		c := e.ctrl()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.eng == nil {
+			return false
+		}
+		gpus, _, _, ok := c.eng.nodeStatus("n002")
+		return ok && gpus == 4
+	})
+	e.createNamespace("team")
+	e.createPodGroup("team", "big", 3)
+	e.createPods(groupPods(e, "team", "big", 3, 8))
+	e.waitFor("the gang waiting as one that can never fit", patience, func() bool {
+		c := e.ctrl()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		g := c.groups["team/big"]
+		return g != nil && g.neverFits
+	})
+	if err := e.createNode(3); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the gang bound once n003 joined", 30*time.Second, func() bool { return e.boundIn("team")["big"] == 3 })
+	var got []string
+	for _, p := range e.pods("team") {
+		got = append(got, p.Spec.NodeName)
+	}
+	sort.Strings(got)
+	if want := []string{"n000", "n001", "n003"}; !equalStrings(got, want) {
+		t.Fatalf("the gang bound on %v, want %v", got, want)
+	}
 }
