@@ -626,8 +626,10 @@ func (a *engineAdapter) clock(now time.Time) time.Time {
 	return now
 }
 
-// submit queues a gang. A gang that can never fit the cluster returns an
-// error wrapping errNeverFits with the engine's reason.
+// submit queues a gang. A gang that can never fit the cluster (one with
+// more pods in a member than the cluster has nodes included, which the
+// engine refuses as a bad job) returns an error wrapping errNeverFits with
+// the reason.
 func (a *engineAdapter) submit(g gangRequest, now time.Time) error {
 	now = a.clock(now)
 	if !a.accounts[g.Account] {
@@ -638,6 +640,12 @@ func (a *engineAdapter) submit(g gangRequest, now time.Time) error {
 	}
 	spec := gang.Spec{ID: g.ID}
 	for _, m := range g.Members {
+		if n := a.cluster.NumNodes(); m.Pods > n {
+			// The engine refuses it as a bad job: it is a gang that
+			// waits for nodes (a cluster autoscaler's), not a malformed one.
+			return fmt.Errorf("%w: job %s: member %s: needs %d nodes (one per pod); the cluster has %d",
+				errNeverFits, g.ID, m.Name, m.Pods, n)
+		}
 		req := placement.NodesOf(m.Pods, m.GPUsPerPod)
 		if m.Allowed != nil {
 			set := a.cluster.NewNodeSet()

@@ -1,7 +1,9 @@
 package plugin
 
 import (
+	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -203,5 +205,48 @@ func TestAutoscaledNodeAdmitsNeverFittingGang(t *testing.T) {
 	sort.Strings(got)
 	if want := []string{"n000", "n001", "n003"}; !equalStrings(got, want) {
 		t.Fatalf("the gang bound on %v, want %v", got, want)
+	}
+}
+
+// TestGangBiggerThanClusterNeverFits: a gang with more pods than the
+// cluster has nodes (the engine refuses it as a bad job) waits as one
+// that can never fit the cluster, with that reason (not "could not queue
+// the gang: bad job", as for a malformed gang), submitted again once its
+// shapes are measured again or a node joins, not in every cycle.
+func TestGangBiggerThanClusterNeverFits(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		nodes int
+		pods  int
+	}{
+		{name: "one node short", nodes: 3, pods: 4},
+		{name: "twice the cluster", nodes: 2, pods: 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHookEnv(t, Args{})
+			h.addNodes(testNodes(tc.nodes)...)
+			h.cycle()
+			ps := h.groupPods(tc.pods, 8)
+			state := func() (string, int, bool) {
+				h.c.mu.Lock()
+				defer h.c.mu.Unlock()
+				g := h.c.groups[groupKey(ps[0], h.c.args.GPUResource)]
+				return g.reason, g.gen, g.neverFits
+			}
+			h.cycle()
+			h.answerScouts()
+			h.cycle()
+			reason, gen, never := state()
+			if !never || !strings.Contains(reason, "can never fit this cluster") {
+				t.Fatalf("a gang of %d pods on %d nodes: never fits %v, reason %q; want that it can never fit this cluster", tc.pods, tc.nodes, never, reason)
+			}
+			for i := 0; i < 3; i++ {
+				h.c.onPod(foreignPod(fmt.Sprintf("other-%d", i), "n000", 1)) // an event: a cycle
+				h.cycle()
+			}
+			if _, again, _ := state(); again != gen {
+				t.Fatalf("the gang submitted %d more times in 3 cycles with nothing changed for it, want 0", again-gen)
+			}
+		})
 	}
 }
