@@ -171,11 +171,11 @@
 //     are the engine's business), and the nodes that pass become the member's
 //     allowed node set (placement.Request.Allowed). It is measured once per
 //     shape, and again for a gang still waiting after Args.AllowedTTLSeconds
-//     or, at once, when a node joins or its labels, taints, cordon or
-//     allocatable resources change. A gang that can never fit the cluster
-//     (a member with more pods than it has nodes included) waits with that
-//     reason and is tried again after the TTL, or at once on such a node
-//     change.
+//     or, at once, when a node joins (or is back under a deleted node's
+//     name) or its labels, taints, cordon or allocatable resources change.
+//     A gang that can never fit the cluster (a member with more pods than
+//     it has nodes included) waits with that reason and is tried again
+//     after the TTL, or at once on such a node change.
 //     An admitted pod rejected on its own node tears the gang down so that it
 //     is placed again.
 //   - Reserve and Permit hold every pod of the gang until all are reserved,

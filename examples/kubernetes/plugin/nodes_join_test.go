@@ -250,3 +250,69 @@ func TestGangBiggerThanClusterNeverFits(t *testing.T) {
 		})
 	}
 }
+
+// TestRecreatedNodeMeasuredForWaitingGang: a node is deleted while a pod
+// is still bound there (the controller keeps it, down, until the pod is
+// gone) and re-created under its name (a node repaired by recreating its
+// VM) while a gang waits with its shape measured without it (the
+// scheduler's snapshot has no deleted node). The gang must be admitted
+// there within two cycles, not after Args.AllowedTTLSeconds.
+func TestRecreatedNodeMeasuredForWaitingGang(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		podFirst bool // the pod on the deleted node goes before the node is back
+	}{
+		{name: "node back before its pod is gone"},
+		{name: "node back after its pod is gone", podFirst: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHookEnv(t, Args{})
+			nodes := testNodes(3)
+			h.addNodes(nodes...)
+			h.c.onPod(foreignPod("busy", "n001", 8))
+			stuck := foreignPod("stuck", "n002", 8)
+			h.c.onPod(stuck)
+			h.cycle()
+			h.c.onNode(nodes[2], true)
+			h.cycle()
+			ps := h.groupPods(2, 8)
+			for i := 0; i < 3; i++ {
+				h.cycle()
+				h.answerScouts()
+			}
+			for _, p := range ps {
+				if node := admittedOn(h, p); node != "" {
+					t.Fatalf("%s admitted on %s with one node free: the test sets up nothing", p.Name, node)
+				}
+			}
+			if tc.podFirst {
+				h.c.podHandlers().DeleteFunc(stuck)
+			}
+			h.c.onNode(nodes[2].DeepCopy(), false)
+			if !tc.podFirst {
+				h.c.podHandlers().DeleteFunc(stuck)
+			}
+			for i := 0; i < 2; i++ {
+				h.cycle()
+				h.answerScouts()
+			}
+			h.cycle()
+			var got []string
+			for _, p := range ps {
+				node := admittedOn(h, p)
+				if node == "" {
+					h.c.mu.Lock()
+					reason := h.c.groups[groupKey(p, h.c.args.GPUResource)].reason
+					h.c.mu.Unlock()
+					t.Fatalf("%s not admitted two cycles after n002 was back: %q", p.Name, reason)
+				}
+				got = append(got, node)
+			}
+			sort.Strings(got)
+			if want := []string{"n000", "n002"}; !equalStrings(got, want) {
+				t.Fatalf("the gang admitted on %v, want %v", got, want)
+			}
+			checkBooks(t, h)
+		})
+	}
+}
