@@ -361,8 +361,13 @@ func (a *engineAdapter) knows(node string) bool {
 
 // addNodes rebuilds the cluster with new or relabelled nodes and moves the
 // engine onto it with Snapshot and Restore (which maps nodes by name), the
-// GPUs held on those nodes packed onto their lowest indices (packGPUs). A deleted node stays, down, until removeNodes takes it
-// out. When Restore refuses the rebuilt cluster with the waiting
+// GPUs held on those nodes packed onto their lowest indices (packGPUs). A
+// deleted node stays, down, until removeNodes takes it out. Pod changes
+// not yet reported (a pod moved in this cycle, before syncNodes rebuilt
+// the nodes kept at their former count) name nodes by number, which a
+// node that joins or is relabelled can shift: they are renumbered onto
+// the rebuilt cluster (renumberPodChanges). When Restore refuses the
+// rebuilt cluster with the waiting
 // jobs (a node that lost GPUs leaves a waiting gang no room anywhere:
 // Restore refuses a job that can never fit) and takes it without those
 // that a fresh engine on it refuses (refusedBy), or else without any
@@ -383,6 +388,10 @@ func (a *engineAdapter) addNodes(nodes []*v1.Node) (withdrawn []string, err erro
 		return nil, err
 	}
 	snap := a.eng.Snapshot()
+	if err := renumberPodChanges(snap, a.cluster, c); err != nil {
+		a.nodes = old
+		return nil, err
+	}
 	changed := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
 		changed[n.Name] = true
@@ -617,8 +626,10 @@ func (a *engineAdapter) clock(now time.Time) time.Time {
 	return now
 }
 
-// submit queues a gang. A gang that can never fit the cluster returns an
-// error wrapping errNeverFits with the engine's reason.
+// submit queues a gang. A gang that can never fit the cluster (one with
+// more pods in a member than the cluster has nodes included, which the
+// engine refuses as a bad job) returns an error wrapping errNeverFits with
+// the reason.
 func (a *engineAdapter) submit(g gangRequest, now time.Time) error {
 	now = a.clock(now)
 	if !a.accounts[g.Account] {
@@ -629,6 +640,12 @@ func (a *engineAdapter) submit(g gangRequest, now time.Time) error {
 	}
 	spec := gang.Spec{ID: g.ID}
 	for _, m := range g.Members {
+		if n := a.cluster.NumNodes(); m.Pods > n {
+			// The engine refuses it as a bad job: it is a gang that
+			// waits for nodes (a cluster autoscaler's), not a malformed one.
+			return fmt.Errorf("%w: job %s: member %s: needs %d nodes (one per pod); the cluster has %d",
+				errNeverFits, g.ID, m.Name, m.Pods, n)
+		}
 		req := placement.NodesOf(m.Pods, m.GPUsPerPod)
 		if m.Allowed != nil {
 			set := a.cluster.NewNodeSet()

@@ -30,7 +30,10 @@ type Args struct {
 	MaxBindAttempts int `json:"maxBindAttempts,omitempty"`
 	// AllowedTTLSeconds is how long a measured allowed node set (the
 	// nodes where the profile's other Filter plugins accept a pod shape)
-	// is used before a waiting gang measures it again (default 60).
+	// is used before a waiting gang measures it again (default 60). A
+	// node that joins (or is back under a deleted node's name), or whose
+	// labels, taints, cordon or allocatable resources change, has the
+	// waiting gangs measure their sets again at once.
 	AllowedTTLSeconds int `json:"allowedTTLSeconds,omitempty"`
 	// EvictionGracePeriodSeconds is the grace period of the deletions that
 	// tear down a gang that cannot run whole (nil: the pods' own).

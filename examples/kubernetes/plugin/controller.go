@@ -392,11 +392,15 @@ func (c *controller) onNode(obj any, deleted bool) {
 	changed := old == nil || deleted != c.deleted[n.Name] || nodeReady(old) != nodeReady(n) ||
 		old.Spec.Unschedulable != n.Spec.Unschedulable ||
 		nodeGeneration(old, c.args.GPUResource) != nodeGeneration(n, c.args.GPUResource)
-	if old != nil && (!equality.Semantic.DeepEqual(old.Spec.Taints, n.Spec.Taints) ||
+	if old == nil || (c.deleted[n.Name] && !deleted) || old.Spec.Unschedulable != n.Spec.Unschedulable ||
+		!equality.Semantic.DeepEqual(old.Spec.Taints, n.Spec.Taints) ||
 		!equality.Semantic.DeepEqual(old.Labels, n.Labels) ||
-		!equality.Semantic.DeepEqual(old.Status.Allocatable, n.Status.Allocatable)) {
-		// What the other Filter plugins answer may have changed: measure the
-		// pod shapes of waiting gangs again.
+		!equality.Semantic.DeepEqual(old.Status.Allocatable, n.Status.Allocatable) {
+		// What the other Filter plugins answer may have changed (a node
+		// that joins, or is re-created under the name of a deleted one
+		// not yet forgotten, was measured by none: the scheduler's
+		// snapshot has no deleted node; NodeUnschedulable rejects a
+		// cordoned node): measure the pod shapes of waiting gangs again.
 		c.stale = true
 		changed = true
 	}

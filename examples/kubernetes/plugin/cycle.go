@@ -134,6 +134,10 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 				a.at = time.Time{}
 				g.allowed[shape] = a
 			}
+			// A gang that could never fit is tried again once measured
+			// again, not after Args.AllowedTTLSeconds: the nodes that
+			// changed (joined) may take it now.
+			g.neverFits = false
 		}
 		c.stale = false
 	}

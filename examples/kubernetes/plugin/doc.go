@@ -170,7 +170,12 @@
 //     plugins are run on every GPU node with the node's GPU count lifted (GPUs
 //     are the engine's business), and the nodes that pass become the member's
 //     allowed node set (placement.Request.Allowed). It is measured once per
-//     shape, and again after Args.AllowedTTLSeconds for a gang still waiting.
+//     shape, and again for a gang still waiting after Args.AllowedTTLSeconds
+//     or, at once, when a node joins (or is back under a deleted node's
+//     name) or its labels, taints, cordon or allocatable resources change.
+//     A gang that can never fit the cluster (a member with more pods than
+//     it has nodes included) waits with that reason and is tried again
+//     after the TTL, or at once on such a node change.
 //     An admitted pod rejected on its own node tears the gang down so that it
 //     is placed again.
 //   - Reserve and Permit hold every pod of the gang until all are reserved,
@@ -256,7 +261,8 @@
 // waiting gang, should the engine refuse it still), the node takes its new
 // count, and they are submitted again once their pod shapes are measured
 // again (as after any node change), a gang that can never fit waiting with
-// that reason (and tried again after Args.AllowedTTLSeconds); the other
+// that reason (and tried again after Args.AllowedTTLSeconds, or once a
+// node joins or changes); the other
 // waiting gangs keep their place in the queue. When a rebuild fails for
 // another reason, the changed nodes are tried one by one, the others join,
 // and the ones that fail are tried again in the next cycle. A deleted node
