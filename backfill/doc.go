@@ -434,7 +434,9 @@
 // quota cuts starts on its planned nodes; a due elastic gang (whose
 // reservation holds GPUs for its full size, but whose quota room was
 // checked at its minimum) starts above its minimum only with room for the
-// reservations of others it would run beside. One whose queue's
+// reservations of others it would run beside, at the largest size from
+// its reservation's down that has it (the checks are not monotone in the
+// GPUs: its full size passing says nothing of a smaller one). One whose queue's
 // guarantee must be reclaimed first waits for its victims, as any job its
 // guarantee covers, on the GPUs the victim search finds; its planned GPUs
 // are open to that search though others are reserved on them from its
