@@ -136,7 +136,10 @@ type cycle struct {
 	// reoffer is set when the walk let go of GPUs of a hold after it
 	// refused a job ranked above its gang for them (releaseHold), or of
 	// a reservation after it left waiting a job whose run would overlap
-	// it (letGo): the next cycle offers them again, at once.
+	// it (letGo): the next cycle offers them again, at once. It is set
+	// too when the walk reserved a job that then would start on pods
+	// growing jobs lend only to reserved jobs (lentOpened): the next
+	// cycle, at once, starts it there.
 	reoffer bool
 	// walking is set while the walk runs (reservations made then are
 	// reservation.inWalk); walkOrder is the order it goes through and
@@ -1416,7 +1419,15 @@ func (c *cycle) tryStart(j *jobRec) bool {
 		// Due, its planned GPUs free, and passed over by keepBook (its
 		// queue's quota had no room for it then, before a reclaim or a
 		// preemption freed some, or takes it only cut): it starts on
-		// them, as promised (cut: on its planned nodes).
+		// them, as promised (cut: on its planned nodes). An elastic gang
+		// reserved below its full size and above its minimum starts at
+		// its reservation's size: where the quota took the full size but
+		// not that one (the checks are not monotone in the GPUs: the
+		// cluster's pool binds only where the GPUs counted leave room),
+		// it is cut from there.
+		if n := r.alloc.GPUs(); spec == full && j.minGPUs < n && n < j.gpus && !e.startFits(j, &r.alloc, c.now) {
+			spec = c.quotaSpecAt(j, full, r.alloc.GPUs())
+		}
 		if spec == full {
 			r.alloc.CopyTo(&e.alloc)
 			block(e.scratch, &e.alloc)

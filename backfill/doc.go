@@ -434,7 +434,9 @@
 // quota cuts starts on its planned nodes; a due elastic gang (whose
 // reservation holds GPUs for its full size, but whose quota room was
 // checked at its minimum) starts above its minimum only with room for the
-// reservations of others it would run beside. One whose queue's
+// reservations of others it would run beside, at the largest size from
+// its reservation's down that has it (the checks are not monotone in the
+// GPUs: its full size passing says nothing of a smaller one). One whose queue's
 // guarantee must be reclaimed first waits for its victims, as any job its
 // guarantee covers, on the GPUs the victim search finds; its planned GPUs
 // are open to that search though others are reserved on them from its
@@ -547,7 +549,10 @@
 // placement uses (PodsRemoved, PodChange.For names the job) and it starts
 // now, before any preemption is considered: a job whose reservation a
 // failure pushed back can so start on time, and a preemptor takes lent
-// pods rather than stop a gang. A preemptor that needs more than the
+// pods rather than stop a gang. A job reserved in a cycle was tested
+// before it held the reservation: when it would start on pods lent to it
+// only now, the cycle asks for the next at once (Engine.NextEvent), which
+// starts it there. A preemptor that needs more than the
 // lent pods counts them free in its victim search too, as a reclaim of
 // its queue's guarantee does (a lender may still
 // be a victim, for its other pods): it stops only the gangs it needs

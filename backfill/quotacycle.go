@@ -303,6 +303,14 @@ func (e *Engine) quotaFits(j *jobRec, a *gang.Allocation) bool {
 // take, never below their minimum. Whole-node pods count the GPUs of a
 // largest node their member may use, as growth does (quotaRoom).
 func (c *cycle) quotaSpec(j *jobRec, spec *gang.Spec) *gang.Spec {
+	return c.quotaSpecAt(j, spec, j.gpus)
+}
+
+// quotaSpecAt is quotaSpec for a start of at most most GPUs: sizes above
+// it are passed over unchecked (a due reservation's placement holds fewer
+// GPUs than the gang's full size; the checks are not monotone in the
+// GPUs, so that the full size passing says nothing of it: tryStart).
+func (c *cycle) quotaSpecAt(j *jobRec, spec *gang.Spec, most int) *gang.Spec {
 	e, s := c.e, c.e.quota
 	if s == nil {
 		return spec
@@ -317,7 +325,7 @@ func (c *cycle) quotaSpec(j *jobRec, spec *gang.Spec) *gang.Spec {
 		return s.check(q, g, mayBorrow, true).code == quotaFits && (s.entitled(q, g) || !s.overShareAt(q, g)) &&
 			(!elastic || e.promiseFits(j, g, c.now))
 	}
-	if takes(g) {
+	if g <= most && takes(g) {
 		return spec
 	}
 	t := copySpec(&e.quotaSpec, spec)
@@ -331,7 +339,7 @@ func (c *cycle) quotaSpec(j *jobRec, spec *gang.Spec) *gang.Spec {
 		for step := stepOf(m); m.Request.Nodes-step >= m.Min; {
 			m.Request.Nodes -= step
 			g -= step * per
-			if takes(g) {
+			if g <= most && takes(g) {
 				return t
 			}
 		}
