@@ -382,13 +382,8 @@ func (a *engineAdapter) addNodes(nodes []*v1.Node) (withdrawn []string, err erro
 	for _, n := range nodes {
 		a.nodes[n.Name] = n
 	}
-	c, degraded, err := a.buildCluster()
+	c, degraded, snap, err := a.rebuiltSnapshot()
 	if err != nil {
-		a.nodes = old
-		return nil, err
-	}
-	snap := a.eng.Snapshot()
-	if err := renumberPodChanges(snap, a.cluster, c); err != nil {
 		a.nodes = old
 		return nil, err
 	}
@@ -470,13 +465,8 @@ func (a *engineAdapter) removeNodes(gone []string) (withdrawn []string, err erro
 		a.nodes = old
 		return nil, errors.New("removing the deleted nodes would leave no node")
 	}
-	c, degraded, err := a.buildCluster()
+	c, degraded, snap, err := a.rebuiltSnapshot()
 	if err != nil {
-		a.nodes = old
-		return nil, err
-	}
-	snap := a.eng.Snapshot()
-	if err := renumberPodChanges(snap, a.cluster, c); err != nil {
 		a.nodes = old
 		return nil, err
 	}
@@ -505,6 +495,21 @@ func (a *engineAdapter) removeNodes(gone []string) (withdrawn []string, err erro
 	// not wanted any more.
 	a.cluster, a.eng, a.degraded = c, e, degraded
 	return withdrawn, nil
+}
+
+// rebuiltSnapshot builds the cluster of a.nodes and returns it with the
+// engine's snapshot, its pod changes not yet reported renumbered onto it
+// (renumberPodChanges), for Restore there. The caller puts a.nodes back
+// when err is not nil.
+func (a *engineAdapter) rebuiltSnapshot() (c *topology.Cluster, degraded map[string]bool, snap *backfill.Snapshot, err error) {
+	if c, degraded, err = a.buildCluster(); err != nil {
+		return nil, nil, nil, err
+	}
+	snap = a.eng.Snapshot()
+	if err := renumberPodChanges(snap, a.cluster, c); err != nil {
+		return nil, nil, nil, err
+	}
+	return c, degraded, snap, nil
 }
 
 // renumberPodChanges moves the node numbers of snap's pod changes, which

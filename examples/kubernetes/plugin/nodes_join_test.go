@@ -124,18 +124,7 @@ func TestJoinedNodesMeasuredForWaitingGang(t *testing.T) {
 				h.answerScoutsWhere(schedulable)
 			}
 			h.cycle()
-			var got []string
-			for _, p := range ps {
-				node := admittedOn(h, p)
-				if node == "" {
-					h.c.mu.Lock()
-					reason := h.c.groups[groupKey(p, h.c.args.GPUResource)].reason
-					h.c.mu.Unlock()
-					t.Fatalf("%s not admitted two cycles after the nodes changed: %q", p.Name, reason)
-				}
-				got = append(got, node)
-			}
-			sort.Strings(got)
+			got := admittedNodes(t, h, ps, "two cycles after the nodes changed")
 			if !equalStrings(got, tc.want) {
 				t.Fatalf("the gang admitted on %v, want %v", got, tc.want)
 			}
@@ -297,22 +286,31 @@ func TestRecreatedNodeMeasuredForWaitingGang(t *testing.T) {
 				h.answerScouts()
 			}
 			h.cycle()
-			var got []string
-			for _, p := range ps {
-				node := admittedOn(h, p)
-				if node == "" {
-					h.c.mu.Lock()
-					reason := h.c.groups[groupKey(p, h.c.args.GPUResource)].reason
-					h.c.mu.Unlock()
-					t.Fatalf("%s not admitted two cycles after n002 was back: %q", p.Name, reason)
-				}
-				got = append(got, node)
-			}
-			sort.Strings(got)
+			got := admittedNodes(t, h, ps, "two cycles after n002 was back")
 			if want := []string{"n000", "n002"}; !equalStrings(got, want) {
 				t.Fatalf("the gang admitted on %v, want %v", got, want)
 			}
 			checkBooks(t, h)
 		})
 	}
+}
+
+// admittedNodes returns the nodes the pods ps are admitted on, sorted; it
+// fails the test, with the gang's reason, for a pod not admitted (when
+// says by when it should have been).
+func admittedNodes(t *testing.T, h *hookEnv, ps []*v1.Pod, when string) []string {
+	t.Helper()
+	var got []string
+	for _, p := range ps {
+		node := admittedOn(h, p)
+		if node == "" {
+			h.c.mu.Lock()
+			reason := h.c.groups[groupKey(p, h.c.args.GPUResource)].reason
+			h.c.mu.Unlock()
+			t.Fatalf("%s not admitted %s: %q", p.Name, when, reason)
+		}
+		got = append(got, node)
+	}
+	sort.Strings(got)
+	return got
 }
