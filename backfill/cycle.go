@@ -136,7 +136,8 @@ type cycle struct {
 	// reoffer is set when the walk let go of GPUs of a hold after it
 	// refused a job ranked above its gang for them (releaseHold), or of
 	// a reservation after it left waiting a job whose run would overlap
-	// it (letGo): the next cycle offers them again, at once.
+	// it (letGo): the next cycle offers them again, at once; or when a
+	// claim was made with no victim (claimFor): the next cycle starts it.
 	reoffer bool
 	// walking is set while the walk runs (reservations made then are
 	// reservation.inWalk); walkOrder is the order it goes through and

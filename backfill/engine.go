@@ -52,9 +52,10 @@ type Engine struct {
 	// slotOpen is set when the last cycle left a reservation slot free
 	// behind a job it passed while every slot was taken
 	// (cycle.resvClosed), or let go of a hold's GPUs after it refused
-	// them to a job, or of a reservation's after it kept them from one
-	// (cycle.reoffer): NextEvent asks for a cycle at once, which offers
-	// them in priority order.
+	// them to a job, or of a reservation's after it kept them from one,
+	// or made a claim with no victim (cycle.reoffer): NextEvent asks for
+	// a cycle at once, which offers them in priority order (starts the
+	// claim).
 	slotOpen    bool
 	lastCycle   time.Time
 	holdEnds    []HoldEnd   // since the last cycle, for its plan
