@@ -21,7 +21,8 @@ import (
 // is gated for quota under P. At class 1, G lends X its pod: the reclaim
 // takes it (G shrinks) with no victim. Before the fix NextEvent named
 // G's end, ten hours off, and X waited on idle GPUs until then. At class
-// 0 G lends nothing and X waits for quota, no claim made.
+// 0 G lends nothing and X waits for quota, no claim made. A snapshot
+// keeps the cycle due at once (Snapshot.SlotOpen).
 func TestReclaimWithoutVictimsCyclesAtOnce(t *testing.T) {
 	queues := func(q, r int) []QueueSpec {
 		return []QueueSpec{
@@ -32,12 +33,14 @@ func TestReclaimWithoutVictimsCyclesAtOnce(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		name  string
-		class int
-		claim bool // X gets a claim without victims, G lending its pod
+		name      string
+		class     int
+		claim     bool // X gets a claim without victims, G lending its pod
+		roundTrip bool // snapshot and restore before the next cycle
 	}{
-		{"class 1: lent pod, claim without victims", 1, true},
-		{"class 0: lent nothing, waits for quota", 0, false},
+		{"class 1: lent pod, claim without victims", 1, true, false},
+		{"class 1, restored: the cycle is still due at once", 1, true, true},
+		{"class 0: lent nothing, waits for quota", 0, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e0, job := quotaRig(t, 5, queues(8, 24), func(c *Config) { c.Preemption.Enabled = true })
@@ -78,6 +81,12 @@ func TestReclaimWithoutVictimsCyclesAtOnce(t *testing.T) {
 			require.Equal(t, "X", p.PodChanges[0].For)
 			require.Equal(t, 2, e.jobs.byID["G"].alloc.Members[0].Pods, "G gave its lent pod up")
 			require.False(t, next.After(at.Add(time.Millisecond)), "a claim without victims starts at the next cycle: next event %v", next.Sub(epoch))
+			if tc.roundTrip {
+				e = roundTrip(t, e)
+				next, ok = e.NextEvent()
+				require.True(t, ok)
+				require.False(t, next.After(at.Add(time.Millisecond)), "restored: next event %v", next.Sub(epoch))
+			}
 
 			p = startAll(t, e, next)
 			desc = p.Describe(e.c, epoch)
