@@ -732,9 +732,12 @@ func (c *cycle) reportClaim(cl *claim, w *Waiting) {
 }
 
 // victimList names the victims still holding GPUs: "job a", "jobs a, b
-// and 3 more".
+// and 3 more"; "" for none.
 func victimList(vs []*jobRec) string {
-	if len(vs) == 1 {
+	switch len(vs) {
+	case 0:
+		return "" // a claim on lent pods alone (claimFor)
+	case 1:
 		return "job " + vs[0].job.ID
 	}
 	var b strings.Builder

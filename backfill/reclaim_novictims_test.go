@@ -21,7 +21,9 @@ import (
 // is gated for quota under P. At class 1, G lends X its pod: the reclaim
 // takes it (G shrinks) with no victim. Before the fix NextEvent named
 // G's end, ten hours off, and X waited on idle GPUs until then. At class
-// 0 G lends nothing and X waits for quota, no claim made. A snapshot
+// 0 G lends nothing and X waits for quota, no claim made. X's reason
+// names no victim (it read "waiting for preempted jobs  to release
+// their GPUs" before the fix to victimList). A snapshot
 // keeps the cycle due at once (Snapshot.SlotOpen).
 func TestReclaimWithoutVictimsCyclesAtOnce(t *testing.T) {
 	queues := func(q, r int) []QueueSpec {
@@ -80,6 +82,11 @@ func TestReclaimWithoutVictimsCyclesAtOnce(t *testing.T) {
 			require.Len(t, p.PodChanges, 1, desc)
 			require.Equal(t, "X", p.PodChanges[0].For)
 			require.Equal(t, 2, e.jobs.byID["G"].alloc.Members[0].Pods, "G gave its lent pod up")
+			require.Len(t, p.Waiting, 1, desc)
+			w := p.Waiting[0]
+			require.Equal(t, WaitPreempting, w.Code, desc)
+			require.Empty(t, w.Detail, "no victim to name")
+			require.NotContains(t, w.Message(epoch), "preempted jobs", "the reason names no victim")
 			require.False(t, next.After(at.Add(time.Millisecond)), "a claim without victims starts at the next cycle: next event %v", next.Sub(epoch))
 			if tc.roundTrip {
 				e = roundTrip(t, e)
