@@ -469,7 +469,9 @@
 // (Plan.Preemptions, with PreemptionConfig.Grace; exempt times do not apply),
 // the job's placement is claimed for it, and it starts at the first cycle
 // after they are released: within one cycle plus the grace when the host
-// releases them in time. A search that finds no set says why in the
+// releases them in time (a claim on pods growing jobs lend it, whose
+// lenders' queues then count less, may need no victim: it starts at the
+// next cycle, which NextEvent asks for at once). A search that finds no set says why in the
 // job's reason ("reclaim did not help: no borrowed GPUs in any domain
 // that could hold it: ...", Waiting.PreemptReclaim). A search that would repeat one that failed in
 // the cycle is skipped: after one for a job of g GPUs and time limit l

@@ -54,8 +54,9 @@ type Engine struct {
 	// (cycle.resvClosed), or let go of a hold's GPUs after it refused
 	// them to a job, or of a reservation's after it kept them from one,
 	// or reserved a job that would start on pods lent only to reserved
-	// jobs (cycle.reoffer): NextEvent asks for a cycle at once, which
-	// offers them in priority order.
+	// jobs, or made a claim with no victim (cycle.reoffer): NextEvent
+	// asks for a cycle at once, which offers them in priority order
+	// (starts the job, or the claim).
 	slotOpen    bool
 	lastCycle   time.Time
 	holdEnds    []HoldEnd   // since the last cycle, for its plan

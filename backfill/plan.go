@@ -242,7 +242,9 @@ const (
 	// meanwhile: the victims' where it needs them, free ones elsewhere,
 	// and a reclaim may preempt for quota alone) at the first cycle after
 	// the host reports them all released, expected by Until (the end of
-	// their grace period).
+	// their grace period). A reclaim on pods growing jobs lend it alone
+	// preempts none (Detail empty): the next cycle starts it, due at
+	// once (NextEvent).
 	WaitPreempting
 	// WaitClaimed: the job would fit now, but on GPUs kept for job
 	// Blocker, which preempted jobs to start there (since Until).
@@ -491,6 +493,9 @@ func (w *Waiting) message(epoch time.Time) string {
 	case WaitPreempting:
 		// The victims may hold GPUs it starts on or quota it needs
 		// back (a reclaim), or both: the reason names what it waits for.
+		if w.Detail == "" {
+			return "GPUs claimed for it, on pods growing jobs lend it (no job preempted); it starts at the next cycle"
+		}
 		their := "its"
 		if strings.HasPrefix(w.Detail, "jobs ") {
 			their = "their"

@@ -584,6 +584,13 @@ func (c *cycle) claimFor(j *jobRec, p *preemptScratch, victims []int, reclaim bo
 		}
 	}
 	e.orphanGone(j.job.ID) // the victims left out of the new claim, if any, are orphans still
+	if len(cl.victims) == 0 {
+		// A reclaim on lent pods alone (their lenders' queues counting
+		// less makes the room): startClaims starts it at the next
+		// cycle, which no victim's release will bring: ask for it at
+		// once (NextEvent).
+		c.reoffer = true
+	}
 	sortJobs(cl.victims)
 	e.book.addClaim(cl)
 	e.setCounted(j, cl.alloc.GPUs())
@@ -725,9 +732,12 @@ func (c *cycle) reportClaim(cl *claim, w *Waiting) {
 }
 
 // victimList names the victims still holding GPUs: "job a", "jobs a, b
-// and 3 more".
+// and 3 more"; "" for none.
 func victimList(vs []*jobRec) string {
-	if len(vs) == 1 {
+	switch len(vs) {
+	case 0:
+		return "" // a claim on lent pods alone (claimFor)
+	case 1:
 		return "job " + vs[0].job.ID
 	}
 	var b strings.Builder
