@@ -136,11 +136,8 @@ type cycle struct {
 	// reoffer is set when the walk let go of GPUs of a hold after it
 	// refused a job ranked above its gang for them (releaseHold), or of
 	// a reservation after it left waiting a job whose run would overlap
-	// it (letGo): the next cycle offers them again, at once. It is set
-	// too when the walk reserved a job that then would start on pods
-	// growing jobs lend only to reserved jobs (lentOpened): the next
-	// cycle, at once, starts it there; or when a claim was made with no
-	// victim (claimFor): the next cycle starts it.
+	// it (letGo): the next cycle offers them again, at once; or when a
+	// claim was made with no victim (claimFor): the next cycle starts it.
 	reoffer bool
 	// walking is set while the walk runs (reservations made then are
 	// reservation.inWalk); walkOrder is the order it goes through and

@@ -208,12 +208,10 @@ func FormatJobs(jobs []JobStatus, epoch time.Time) string {
 // the plan can change without a new event: at once (the latest time seen
 // plus a nanosecond) when the last cycle left a reservation slot free for
 // the next cycle to offer in priority order (see Schedule), let go of
-// a hold's GPUs after it refused them to a job (see Hold mode),
+// a hold's GPUs after it refused them to a job (see Hold mode), or
 // started a job whose reservation was due off its planned GPUs (which
 // the reservation held from the cycle's time, refusing them to jobs
-// ranked above it), reserved a job that would then start on the pods
-// a growing job lends only to reserved ones (see Node failures and
-// elastic gangs), or made a claim with no victim (a reclaim on pods
+// ranked above it), or made a claim with no victim (a reclaim on pods
 // growing jobs lend alone: the next cycle starts it, and no victim's
 // release will ask for that cycle), a reservation's planned start,
 // a hold's expiry (its budget spent at the rate it holds GPUs now), the
