@@ -215,6 +215,18 @@ func TestReclaimFailureKeyedByLending(t *testing.T) {
 	}
 }
 
+// pooledQueues is the queue tree of the reclaim tests on lent pods: P
+// (guarantee 32, no borrowing) over q and r (guarantees given), and z
+// (guarantee 8) beside it.
+func pooledQueues(q, r int) []QueueSpec {
+	return []QueueSpec{
+		{Name: "P", Guarantee: 32, Maximum: Unlimited, BorrowingLimit: 0, LendingLimit: Unlimited},
+		{Name: "q", Parent: "P", Guarantee: q, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+		{Name: "r", Parent: "P", Guarantee: r, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+		{Name: "z", Guarantee: 8, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+	}
+}
+
 // TestReclaimQuotaFailureThenLentClass: in one cycle, X0 (class 0) and
 // then X1 (class 1), of the same shape (queue q, 2 of nodes 2-4, within
 // q's guarantee), reclaim. Five nodes; P (32 GPUs, no borrowing above
@@ -229,14 +241,7 @@ func TestReclaimFailureKeyedByLending(t *testing.T) {
 // Before the failure cache was keyed by the lending, X0's failure (no
 // quota room for 16 GPUs) ruled X1's search out, and X1 waited.
 func TestReclaimQuotaFailureThenLentClass(t *testing.T) {
-	queues := func(q, r int) []QueueSpec {
-		return []QueueSpec{
-			{Name: "P", Guarantee: 32, Maximum: Unlimited, BorrowingLimit: 0, LendingLimit: Unlimited},
-			{Name: "q", Parent: "P", Guarantee: q, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
-			{Name: "r", Parent: "P", Guarantee: r, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
-			{Name: "z", Guarantee: 8, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
-		}
-	}
+	queues := pooledQueues
 	for _, tc := range []struct {
 		name    string
 		classes []int // of the jobs of X's shape, in submission order

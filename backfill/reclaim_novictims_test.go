@@ -26,14 +26,7 @@ import (
 // their GPUs" before the fix to victimList). A snapshot
 // keeps the cycle due at once (Snapshot.SlotOpen).
 func TestReclaimWithoutVictimsCyclesAtOnce(t *testing.T) {
-	queues := func(q, r int) []QueueSpec {
-		return []QueueSpec{
-			{Name: "P", Guarantee: 32, Maximum: Unlimited, BorrowingLimit: 0, LendingLimit: Unlimited},
-			{Name: "q", Parent: "P", Guarantee: q, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
-			{Name: "r", Parent: "P", Guarantee: r, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
-			{Name: "z", Guarantee: 8, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
-		}
-	}
+	queues := pooledQueues
 	for _, tc := range []struct {
 		name      string
 		class     int
