@@ -10,20 +10,12 @@ import (
 func TestLoadConfTestdata(t *testing.T) {
 	t.Run("alibaba", func(t *testing.T) {
 		c := loadTestdata(t, "alibaba_lingjun_crux_3tier.topology.conf")
-		if got := c.Levels(); !slices.Equal(got, []string{"core", "spine", "leaf"}) {
-			t.Errorf("levels %q", got)
-		}
-		if got := domainCounts(c); !slices.Equal(got, []int{1, 3, 119}) {
-			t.Errorf("domains per level %v, want [1 3 119]", got)
-		}
+		checkShape(t, c, []string{"core", "spine", "leaf"}, []int{1, 3, 119}, map[string]string{"lj0117": "G6/P8/P8-S1"})
 		if c.NumNodes() != 847 || c.TotalGPUs() != 847*8 {
 			t.Errorf("%d nodes, %d GPUs; want 847 nodes, %d GPUs", c.NumNodes(), c.TotalGPUs(), 847*8)
 		}
 		if got := c.DomainName(0, 0); got != "G6" {
 			t.Errorf("core %q, want G6", got)
-		}
-		if got := slurmPath(t, c, "lj0117"); got != "G6/P8/P8-S1" {
-			t.Errorf("lj0117 path %q", got)
 		}
 		// Depth-first order from the root: P8's leaves come first.
 		if got := c.NodeName(0); got != "lj0117" {
@@ -39,12 +31,10 @@ func TestLoadConfTestdata(t *testing.T) {
 	})
 	t.Run("topograph block", func(t *testing.T) {
 		c := loadTestdata(t, "nvidia_topograph_block.conf")
-		if got := c.Levels(); !slices.Equal(got, []string{"block32", "block16", "block"}) {
-			t.Errorf("levels %q", got)
-		}
-		if got := domainCounts(c); !slices.Equal(got, []int{3, 6, 12}) {
-			t.Errorf("domains per level %v, want [3 6 12]", got)
-		}
+		checkShape(t, c, []string{"block32", "block16", "block"}, []int{3, 6, 12}, map[string]string{
+			"srv2203": "rack[11-12,21-22]/rack[21-22]/rack22",
+			"srv6208": "rack[51-52,61-62]/rack[61-62]/rack62",
+		})
 		if c.NumNodes() != 96 {
 			t.Errorf("%d nodes, want 96", c.NumNodes())
 		}
@@ -53,26 +43,13 @@ func TestLoadConfTestdata(t *testing.T) {
 				t.Errorf("block %s has %d nodes, want 8", c.DomainName(2, d), end-first)
 			}
 		}
-		if got := slurmPath(t, c, "srv2203"); got != "rack[11-12,21-22]/rack[21-22]/rack22" {
-			t.Errorf("srv2203 path %q", got)
-		}
-		if got := slurmPath(t, c, "srv6208"); got != "rack[51-52,61-62]/rack[61-62]/rack62" {
-			t.Errorf("srv6208 path %q", got)
-		}
 	})
 	t.Run("topograph tree", func(t *testing.T) {
 		c := loadTestdata(t, "nvidia_topograph_tree.conf")
-		if got := c.Levels(); !slices.Equal(got, []string{"core", "spine", "leaf"}) {
-			t.Errorf("levels %q", got)
-		}
-		if got := domainCounts(c); !slices.Equal(got, []int{1, 6, 12}) {
-			t.Errorf("domains per level %v, want [1 6 12]", got)
-		}
+		checkShape(t, c, []string{"core", "spine", "leaf"}, []int{1, 6, 12},
+			map[string]string{"srv3205": "switch.3.1/switch.2.3/switch.1.6"})
 		if c.NumNodes() != 96 {
 			t.Errorf("%d nodes, want 96", c.NumNodes())
-		}
-		if got := slurmPath(t, c, "srv3205"); got != "switch.3.1/switch.2.3/switch.1.6" {
-			t.Errorf("srv3205 path %q", got)
 		}
 	})
 }
@@ -178,17 +155,7 @@ SwitchName=e Nodes=n1
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := loadConf(t, tt.conf, Options{})
-			if got := c.Levels(); !slices.Equal(got, tt.levels) {
-				t.Errorf("levels %q, want %q", got, tt.levels)
-			}
-			if got := domainCounts(c); !slices.Equal(got, tt.counts) {
-				t.Errorf("domains per level %v, want %v", got, tt.counts)
-			}
-			for node, want := range tt.paths {
-				if got := slurmPath(t, c, node); got != want {
-					t.Errorf("node %s path %q, want %q", node, got, want)
-				}
-			}
+			checkShape(t, c, tt.levels, tt.counts, tt.paths)
 			if tt.order != nil {
 				if got := c.NodeNames(0, topology.NodeID(c.NumNodes())); !slices.Equal(got, tt.order) {
 					t.Errorf("node order %q, want %q", got, tt.order)
@@ -254,17 +221,7 @@ BlockSizes=2,4,8,16,32
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := loadConf(t, tt.conf, Options{})
-			if got := c.Levels(); !slices.Equal(got, tt.levels) {
-				t.Errorf("levels %q, want %q", got, tt.levels)
-			}
-			if got := domainCounts(c); !slices.Equal(got, tt.counts) {
-				t.Errorf("domains per level %v, want %v", got, tt.counts)
-			}
-			for node, want := range tt.paths {
-				if got := slurmPath(t, c, node); got != want {
-					t.Errorf("node %s path %q, want %q", node, got, want)
-				}
-			}
+			checkShape(t, c, tt.levels, tt.counts, tt.paths)
 		})
 	}
 }

@@ -84,18 +84,23 @@ func listedNodes(text string) (n int, ok bool) {
 	return len(seen), true
 }
 
-func FuzzParseConf(f *testing.F) {
-	for _, name := range []string{"alibaba_lingjun_crux_3tier.topology.conf", "nvidia_topograph_block.conf", "nvidia_topograph_tree.conf"} {
-		f.Add(readTestdata(f, name))
-	}
-	fixtures, _ := filepath.Glob(filepath.Join("testdata", "defects", "*", "topology.conf"))
-	for _, name := range fixtures {
-		data, err := os.ReadFile(name)
+// addDefectFixtures seeds f with every testdata/defects/*/name file.
+func addDefectFixtures(f *testing.F, name string) {
+	fixtures, _ := filepath.Glob(filepath.Join("testdata", "defects", "*", name))
+	for _, file := range fixtures {
+		data, err := os.ReadFile(file)
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(string(data))
 	}
+}
+
+func FuzzParseConf(f *testing.F) {
+	for _, name := range []string{"alibaba_lingjun_crux_3tier.topology.conf", "nvidia_topograph_block.conf", "nvidia_topograph_tree.conf"} {
+		f.Add(readTestdata(f, name))
+	}
+	addDefectFixtures(f, "topology.conf")
 	for _, s := range []string{
 		"SwitchName=s0 Nodes=tux[0-3]\nSwitchName=s4 Switches=s[0-3]\n",
 		"SwitchName=top Switches=agg,leafX\nSwitchName=agg Switches=leafA\nSwitchName=leafA Nodes=a[1-2]\nSwitchName=leafX Nodes=x[1-2]\n",
@@ -132,14 +137,7 @@ func FuzzParseConf(f *testing.F) {
 
 func FuzzParseYAML(f *testing.F) {
 	f.Add(slurmYAMLExample)
-	fixtures, _ := filepath.Glob(filepath.Join("testdata", "defects", "*", "topology.yaml"))
-	for _, name := range fixtures {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(string(data))
-	}
+	addDefectFixtures(f, "topology.yaml")
 	for _, s := range []string{
 		"- topology: t\n  flat: true\n",
 		"- topology: t\n  tree:\n    switches:\n    - switch: a\n      children: b\n    - switch: b\n      nodes: n[1-2]\n",

@@ -3,6 +3,7 @@ package slurm
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -43,6 +44,24 @@ func domainCounts(c *topology.Cluster) []int {
 		n = append(n, c.NumDomains(l))
 	}
 	return n
+}
+
+// checkShape reports where c's levels, domains per level or the named
+// nodes' paths (top to bottom, as slurmPath gives them) differ from the
+// wanted ones.
+func checkShape(t *testing.T, c *topology.Cluster, levels []string, counts []int, paths map[string]string) {
+	t.Helper()
+	if got := c.Levels(); !slices.Equal(got, levels) {
+		t.Errorf("levels %q, want %q", got, levels)
+	}
+	if got := domainCounts(c); !slices.Equal(got, counts) {
+		t.Errorf("domains per level %v, want %v", got, counts)
+	}
+	for node, want := range paths {
+		if got := slurmPath(t, c, node); got != want {
+			t.Errorf("node %s path %q, want %q", node, got, want)
+		}
+	}
 }
 
 func loadTestdata(t *testing.T, name string) *topology.Cluster {
