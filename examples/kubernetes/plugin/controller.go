@@ -72,6 +72,15 @@ type controller struct {
 	// evictRetry is the pods whose deletion the API server refused (for a
 	// reason other than the pod being gone), to ask again when due.
 	evictRetry []evictRetry
+	// removeFailed is the deleted nodes (sorted) whose removal from the
+	// cluster model the engine refused last, removeFails how many times
+	// in a row, and removeDue when forgetDeleted tries them again: it
+	// backs off (removeRetryMin doubling up to removeRetryMax) and logs
+	// the failure once, not in every cycle. Another set of nodes to
+	// remove (one more deleted, or one fewer) is tried at once.
+	removeFailed []string
+	removeFails  int
+	removeDue    time.Time
 	// podsGone remembers the UIDs of pods deleted or terminated (the last
 	// maxGoneUIDs of them, oldest first in goneOrder), so that a hook the
 	// framework still calls for such a pod never brings it back.
@@ -484,6 +493,13 @@ type evictRetry struct {
 	p   *podState
 	due time.Time
 }
+
+// Node removals the engine refused (forgetDeleted) back off from
+// removeRetryMin, doubling up to removeRetryMax.
+const (
+	removeRetryMin = 5 * time.Second
+	removeRetryMax = 5 * time.Minute
+)
 
 // Eviction retries back off from evictRetryMin, doubling up to evictRetryMax.
 const (

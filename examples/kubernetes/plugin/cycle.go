@@ -163,7 +163,11 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 	if due, ok := c.nextMeasurement(); ok {
 		next = min(next, max(due.Sub(now), 10*time.Millisecond))
 	}
-	for _, at := range []time.Time{retryAt, partialAt, deadAt} {
+	var removeAt time.Time
+	if len(c.removeFailed) > 0 {
+		removeAt = c.removeDue
+	}
+	for _, at := range []time.Time{retryAt, partialAt, deadAt, removeAt} {
 		if !at.IsZero() {
 			next = min(next, max(at.Sub(now), 10*time.Millisecond))
 		}
@@ -248,7 +252,7 @@ func nodeGeneration(n *v1.Node, resource string) string {
 // failed is tried once per cycle.
 func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions, only map[string]bool) (kept bool) {
 	if only == nil {
-		c.forgetDeleted(logger)
+		c.forgetDeleted(logger, now)
 	}
 	var changed []*v1.Node
 	gens := map[string]string{}
@@ -361,9 +365,12 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions,
 // are withdrawn and submitted again). One the engine does not know (no
 // GPUs, or left out of the model) is forgotten at once. A node that comes
 // back under its name later is a new node. When the rebuild fails, the
-// nodes stay, down, and are tried again in the next cycle.
-func (c *controller) forgetDeleted(logger klog.Logger) {
+// nodes stay, down, and are tried again after a back-off (removeRetryMin,
+// doubling up to removeRetryMax; the failure is logged once), or at once
+// when the set of nodes to remove changes.
+func (c *controller) forgetDeleted(logger klog.Logger, now time.Time) {
 	if len(c.deleted) == 0 {
+		c.removeFailed, c.removeFails = nil, 0
 		return // most cycles: nothing to read
 	}
 	podsOn := map[string]bool{}
@@ -396,14 +403,31 @@ func (c *controller) forgetDeleted(logger klog.Logger) {
 	held := c.eng.heldGPUs(gone)
 	gone = slices.DeleteFunc(gone, func(n string) bool { return held[n] > 0 })
 	if len(gone) == 0 {
+		c.removeFailed, c.removeFails = nil, 0
+		return
+	}
+	again := slices.Equal(gone, c.removeFailed)
+	if again && now.Before(c.removeDue) {
 		return
 	}
 	c.stats.Rebuilds++
 	withdrawn, err := c.eng.removeNodes(gone)
 	if err != nil {
-		logger.Error(err, "Phalanx: removing deleted nodes from the cluster model", "nodes", gone)
+		if !again {
+			c.removeFailed, c.removeFails = gone, 0
+			logger.Error(err, "Phalanx: removing deleted nodes from the cluster model (tried again later)", "nodes", gone)
+		} else {
+			logger.V(4).Info("Phalanx: removing deleted nodes from the cluster model failed again", "nodes", gone, "err", err)
+		}
+		delay := removeRetryMax
+		if c.removeFails < 6 {
+			delay = min(removeRetryMin<<c.removeFails, removeRetryMax)
+		}
+		c.removeFails++
+		c.removeDue = now.Add(delay)
 		return
 	}
+	c.removeFailed, c.removeFails = nil, 0
 	for _, name := range gone {
 		c.forgetNode(name)
 	}

@@ -270,7 +270,9 @@
 // above); once none is, the next cycle rebuilds the cluster without it (a
 // waiting gang's plan on it is dropped and the gang planned again; one
 // that the live nodes can never fit is withdrawn and submitted again, as
-// above) and the plugin forgets it, so that a cluster autoscaler's churn
+// above; a rebuild the engine refuses is tried again after a back-off,
+// 5 s doubling up to 5 minutes, or at once when the nodes to remove
+// change) and the plugin forgets it, so that a cluster autoscaler's churn
 // does not grow the model: a node re-created under its name joins as a new
 // one. A deleted node outside the model is forgotten at once.
 // Stats.Rebuilds counts the rebuilds tried.
