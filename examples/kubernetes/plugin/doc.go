@@ -173,6 +173,10 @@
 //     shape, and again for a gang still waiting after Args.AllowedTTLSeconds
 //     or, at once, when a node joins (or is back under a deleted node's
 //     name) or its labels, taints, cordon or allocatable resources change.
+//     The scheduler's snapshot may lag the plugin's node informer: a
+//     measurement whose snapshot lacked a GPU node the plugin knows is
+//     taken again at once (once: a node still missing then is left out
+//     until the next measurement).
 //     A gang that can never fit the cluster (a member with more pods than
 //     it has nodes included) waits with that reason and is tried again
 //     after the TTL, or at once on such a node change.
