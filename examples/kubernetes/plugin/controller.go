@@ -362,12 +362,24 @@ func (c *controller) forgetPod(p *v1.Pod) {
 	}
 	delete(g.pods, uid)
 	c.changed = true
+	// A scout deleted before its measurement came back measures nothing:
+	// the next cycle sends another (needScouts), and the loop does not
+	// wake for it at the scout timeout.
+	for shape, scout := range g.scout {
+		if scout == uid {
+			delete(g.scout, shape)
+			delete(g.scoutSince, shape)
+		}
+	}
 	if inc := g.inc; inc != nil && inc.pods[uid] != nil {
 		inc.gone[uid] = true
-		// A gang still waiting in the engine (not admitted) has nothing
-		// bound, reserved or promised: prepare withdraws it and submits
-		// its pods again, keeping the allowed node sets measured for its
-		// shapes. An admitted one that is not whole yet is torn down.
+		// A gang still waiting in the engine (not admitted) has no pod
+		// bound or placed, but may hold the engine's plan for it (a
+		// reservation, a hold, a claim on lent GPUs): prepare withdraws
+		// it (Cancel drops that plan) and submits its pods again, which
+		// the engine plans afresh, keeping the allowed node sets
+		// measured for its shapes. An admitted one that is not whole
+		// yet is torn down.
 		if inc.admitted && !inc.running && inc.broken == "" {
 			inc.broken = "pod " + p.Name + " was deleted before its gang was bound"
 		}
