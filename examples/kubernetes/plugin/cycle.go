@@ -128,18 +128,9 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 		// tried again in the next cycle, not twice in this one.
 		c.syncNodes(logger, now, &acts, maps.Clone(c.shrunk))
 	}
-	if c.stale {
-		for _, g := range c.groups {
-			for shape, a := range g.allowed {
-				a.at = time.Time{}
-				g.allowed[shape] = a
-			}
-			// A gang that could never fit is tried again once measured
-			// again, not after Args.AllowedTTLSeconds: the nodes that
-			// changed (joined) may take it now.
-			g.neverFits = false
-		}
-		c.stale = false
+	if len(c.staleNodes) > 0 {
+		c.remeasure()
+		clear(c.staleNodes)
 	}
 	for _, g := range c.sortedGroups() {
 		c.prepare(g, now, &acts)
@@ -214,6 +205,50 @@ func (c *controller) start(logger klog.Logger, now time.Time, acts *actions) boo
 	c.eng, c.err = eng, ""
 	logger.Info("Phalanx: engine started", "nodes", len(gpuNodes), "gpus", eng.totalGPUs())
 	return true
+}
+
+// remeasure marks stale the allowed node sets of the pod shapes that a
+// node of staleNodes (joined, or changed in labels, taints, cordon or
+// allocatable resources) could serve, so that they are measured again (one
+// scout per shape, a scheduling cycle of every Filter plugin on every
+// node): the node is in the engine's cluster model (not left out) and has
+// at least the shape's GPUs per pod (a shape of no GPUs takes a whole
+// node: any node serves it). A node that serves none of a shape's pods is
+// never where the engine puts them, whatever the Filter plugins say of it.
+// A gang that could never fit is tried again once a shape of it is
+// measured again, not after Args.AllowedTTLSeconds: the node may take it
+// now.
+func (c *controller) remeasure() {
+	most, known := 0, false
+	for name := range c.staleNodes {
+		if c.deleted[name] {
+			continue
+		}
+		if gpus, _, _, ok := c.eng.nodeStatus(name); ok {
+			most, known = max(most, gpus), true
+		}
+	}
+	if !known {
+		return
+	}
+	for _, g := range c.groups {
+		need := make(map[string]int, len(g.allowed))
+		for _, p := range g.pods {
+			need[p.shape] = p.gpus
+		}
+		served := false
+		for shape, a := range g.allowed {
+			if gpus, ok := need[shape]; ok && gpus > most {
+				continue
+			}
+			a.at = time.Time{}
+			g.allowed[shape] = a
+			served = true
+		}
+		if served || len(g.allowed) == 0 {
+			g.neverFits = false
+		}
+	}
 }
 
 // nodeGeneration summarises what of a node shapes the cluster model: its
