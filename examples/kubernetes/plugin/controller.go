@@ -41,8 +41,8 @@ type controller struct {
 	// Filter plugins may answer differently for: the allowed node sets of
 	// the pod shapes they could serve are measured again (remeasure).
 	staleNodes map[string]bool
-	err      string          // the last engine error, shown in reasons
-	stats    Stats
+	err        string // the last engine error, shown in reasons
+	stats      Stats
 	// active is set by the first PreFilter call: this replica's scheduler
 	// runs scheduling cycles. Under leader election a standby runs its
 	// informers and this plugin's loop (New starts it) but no scheduling

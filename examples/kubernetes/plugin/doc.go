@@ -268,7 +268,8 @@
 // can never fit): the gangs that can never fit it are withdrawn (every
 // waiting gang, should the engine refuse it still), the node takes its new
 // count, and they are submitted again once their pod shapes are measured
-// again (as after any node change), a gang that can never fit waiting with
+// again (as after any node change: the shapes the node could serve), a
+// gang that can never fit waiting with
 // that reason (and tried again after Args.AllowedTTLSeconds, or once a
 // node that could serve it joins or changes); the other
 // waiting gangs keep their place in the queue. When a rebuild fails for
