@@ -33,7 +33,9 @@ type Args struct {
 	// is used before a waiting gang measures it again (default 60). A
 	// node that joins (or is back under a deleted node's name), or whose
 	// labels, taints, cordon or allocatable resources change, has the
-	// waiting gangs measure their sets again at once.
+	// waiting gangs measure again at once the sets of the pod shapes it
+	// could serve (in the cluster model, with at least their GPUs per
+	// pod).
 	AllowedTTLSeconds int `json:"allowedTTLSeconds,omitempty"`
 	// EvictionGracePeriodSeconds is the grace period of the deletions that
 	// tear down a gang that cannot run whole (nil: the pods' own).

@@ -37,9 +37,12 @@ type controller struct {
 	deleted  map[string]bool // nodes deleted from the API
 	minPG    map[string]int  // PodGroup objects: "ns/name" -> minMember
 	changed  bool            // set by an observation that the next cycle must see
-	stale    bool            // a node changed: allowed node sets are to be measured again
-	err      string          // the last engine error, shown in reasons
-	stats    Stats
+	// staleNodes is the nodes that joined or changed in a way the other
+	// Filter plugins may answer differently for: the allowed node sets of
+	// the pod shapes they could serve are measured again (remeasure).
+	staleNodes map[string]bool
+	err        string // the last engine error, shown in reasons
+	stats      Stats
 	// active is set by the first PreFilter call: this replica's scheduler
 	// runs scheduling cycles. Under leader election a standby runs its
 	// informers and this plugin's loop (New starts it) but no scheduling
@@ -72,6 +75,15 @@ type controller struct {
 	// evictRetry is the pods whose deletion the API server refused (for a
 	// reason other than the pod being gone), to ask again when due.
 	evictRetry []evictRetry
+	// removeFailed is the deleted nodes (sorted) whose removal from the
+	// cluster model the engine refused last, removeFails how many times
+	// in a row, and removeDue when forgetDeleted tries them again: it
+	// backs off (removeRetryMin doubling up to removeRetryMax) and logs
+	// the failure once, not in every cycle. Another set of nodes to
+	// remove (one more deleted, or one fewer) is tried at once.
+	removeFailed []string
+	removeFails  int
+	removeDue    time.Time
 	// podsGone remembers the UIDs of pods deleted or terminated (the last
 	// maxGoneUIDs of them, oldest first in goneOrder), so that a hook the
 	// framework still calls for such a pod never brings it back.
@@ -114,7 +126,7 @@ type Stats struct {
 func newController(args Args, profile string, acts actor, status *statusWriter) *controller {
 	return &controller{args: args, profile: profile, groups: map[string]*groupState{},
 		jobs: map[string]*groupState{}, podKey: map[string]string{}, bound: map[string]boundPod{},
-		nodes: map[string]*v1.Node{}, nodeGen: map[string]string{}, leftOut: map[string]string{}, unwarned: map[string]bool{}, shrunk: map[string]bool{}, deleted: map[string]bool{},
+		nodes: map[string]*v1.Node{}, nodeGen: map[string]string{}, leftOut: map[string]string{}, unwarned: map[string]bool{}, shrunk: map[string]bool{}, deleted: map[string]bool{}, staleNodes: map[string]bool{},
 		minPG: map[string]int{}, partial: map[string]partialGroup{}, notAdopted: map[string]adoptNote{}, dead: map[string]deadGroup{}, podsGone: map[string]bool{}, wake: make(chan struct{}, 1), now: time.Now, status: status, acts: acts}
 }
 
@@ -353,12 +365,24 @@ func (c *controller) forgetPod(p *v1.Pod) {
 	}
 	delete(g.pods, uid)
 	c.changed = true
+	// A scout deleted before its measurement came back measures nothing:
+	// the next cycle sends another (needScouts), and the loop does not
+	// wake for it at the scout timeout.
+	for shape, scout := range g.scout {
+		if scout == uid {
+			delete(g.scout, shape)
+			delete(g.scoutSince, shape)
+		}
+	}
 	if inc := g.inc; inc != nil && inc.pods[uid] != nil {
 		inc.gone[uid] = true
-		// A gang still waiting in the engine (not admitted) has nothing
-		// bound, reserved or promised: prepare withdraws it and submits
-		// its pods again, keeping the allowed node sets measured for its
-		// shapes. An admitted one that is not whole yet is torn down.
+		// A gang still waiting in the engine (not admitted) has no pod
+		// bound or placed, but may hold the engine's plan for it (a
+		// reservation, a hold, a claim on lent GPUs): prepare withdraws
+		// it (Cancel drops that plan) and submits its pods again, which
+		// the engine plans afresh, keeping the allowed node sets
+		// measured for its shapes. An admitted one that is not whole
+		// yet is torn down.
 		if inc.admitted && !inc.running && inc.broken == "" {
 			inc.broken = "pod " + p.Name + " was deleted before its gang was bound"
 		}
@@ -400,8 +424,9 @@ func (c *controller) onNode(obj any, deleted bool) {
 		// that joins, or is re-created under the name of a deleted one
 		// not yet forgotten, was measured by none: the scheduler's
 		// snapshot has no deleted node; NodeUnschedulable rejects a
-		// cordoned node): measure the pod shapes of waiting gangs again.
-		c.stale = true
+		// cordoned node): measure the pod shapes of waiting gangs that
+		// the node could serve again.
+		c.staleNodes[n.Name] = true
 		changed = true
 	}
 	c.nodes[n.Name] = n
@@ -484,6 +509,13 @@ type evictRetry struct {
 	p   *podState
 	due time.Time
 }
+
+// Node removals the engine refused (forgetDeleted) back off from
+// removeRetryMin, doubling up to removeRetryMax.
+const (
+	removeRetryMin = 5 * time.Second
+	removeRetryMax = 5 * time.Minute
+)
 
 // Eviction retries back off from evictRetryMin, doubling up to evictRetryMax.
 const (

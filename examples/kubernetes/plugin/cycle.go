@@ -128,18 +128,9 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 		// tried again in the next cycle, not twice in this one.
 		c.syncNodes(logger, now, &acts, maps.Clone(c.shrunk))
 	}
-	if c.stale {
-		for _, g := range c.groups {
-			for shape, a := range g.allowed {
-				a.at = time.Time{}
-				g.allowed[shape] = a
-			}
-			// A gang that could never fit is tried again once measured
-			// again, not after Args.AllowedTTLSeconds: the nodes that
-			// changed (joined) may take it now.
-			g.neverFits = false
-		}
-		c.stale = false
+	if len(c.staleNodes) > 0 {
+		c.remeasure()
+		clear(c.staleNodes)
 	}
 	for _, g := range c.sortedGroups() {
 		c.prepare(g, now, &acts)
@@ -163,7 +154,11 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 	if due, ok := c.nextMeasurement(); ok {
 		next = min(next, max(due.Sub(now), 10*time.Millisecond))
 	}
-	for _, at := range []time.Time{retryAt, partialAt, deadAt} {
+	var removeAt time.Time
+	if len(c.removeFailed) > 0 {
+		removeAt = c.removeDue
+	}
+	for _, at := range []time.Time{retryAt, partialAt, deadAt, removeAt} {
 		if !at.IsZero() {
 			next = min(next, max(at.Sub(now), 10*time.Millisecond))
 		}
@@ -212,6 +207,50 @@ func (c *controller) start(logger klog.Logger, now time.Time, acts *actions) boo
 	return true
 }
 
+// remeasure marks stale the allowed node sets of the pod shapes that a
+// node of staleNodes (joined, or changed in labels, taints, cordon or
+// allocatable resources) could serve, so that they are measured again (one
+// scout per shape, a scheduling cycle of every Filter plugin on every
+// node): the node is in the engine's cluster model (not left out) and has
+// at least the shape's GPUs per pod (a shape of no GPUs takes a whole
+// node: any node serves it). A node that serves none of a shape's pods is
+// never where the engine puts them, whatever the Filter plugins say of it.
+// A gang that could never fit is tried again once a shape of it is
+// measured again, not after Args.AllowedTTLSeconds: the node may take it
+// now.
+func (c *controller) remeasure() {
+	most, known := 0, false
+	for name := range c.staleNodes {
+		if c.deleted[name] {
+			continue
+		}
+		if gpus, _, _, ok := c.eng.nodeStatus(name); ok {
+			most, known = max(most, gpus), true
+		}
+	}
+	if !known {
+		return
+	}
+	for _, g := range c.groups {
+		need := make(map[string]int, len(g.allowed))
+		for _, p := range g.pods {
+			need[p.shape] = p.gpus
+		}
+		served := false
+		for shape, a := range g.allowed {
+			if gpus, ok := need[shape]; ok && gpus > most {
+				continue
+			}
+			a.at = time.Time{}
+			g.allowed[shape] = a
+			served = true
+		}
+		if served || len(g.allowed) == 0 {
+			g.neverFits = false
+		}
+	}
+}
+
 // nodeGeneration summarises what of a node shapes the cluster model: its
 // labels and its GPU capacity and allocatable count (kube.Load counts the
 // allocatable GPUs, and reports a node with none allocatable Down).
@@ -248,7 +287,7 @@ func nodeGeneration(n *v1.Node, resource string) string {
 // failed is tried once per cycle.
 func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions, only map[string]bool) (kept bool) {
 	if only == nil {
-		c.forgetDeleted(logger)
+		c.forgetDeleted(logger, now)
 	}
 	var changed []*v1.Node
 	gens := map[string]string{}
@@ -361,9 +400,12 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions,
 // are withdrawn and submitted again). One the engine does not know (no
 // GPUs, or left out of the model) is forgotten at once. A node that comes
 // back under its name later is a new node. When the rebuild fails, the
-// nodes stay, down, and are tried again in the next cycle.
-func (c *controller) forgetDeleted(logger klog.Logger) {
+// nodes stay, down, and are tried again after a back-off (removeRetryMin,
+// doubling up to removeRetryMax; the failure is logged once), or at once
+// when the set of nodes to remove changes.
+func (c *controller) forgetDeleted(logger klog.Logger, now time.Time) {
 	if len(c.deleted) == 0 {
+		c.removeFailed, c.removeFails = nil, 0
 		return // most cycles: nothing to read
 	}
 	podsOn := map[string]bool{}
@@ -396,14 +438,31 @@ func (c *controller) forgetDeleted(logger klog.Logger) {
 	held := c.eng.heldGPUs(gone)
 	gone = slices.DeleteFunc(gone, func(n string) bool { return held[n] > 0 })
 	if len(gone) == 0 {
+		c.removeFailed, c.removeFails = nil, 0
+		return
+	}
+	again := slices.Equal(gone, c.removeFailed)
+	if again && now.Before(c.removeDue) {
 		return
 	}
 	c.stats.Rebuilds++
 	withdrawn, err := c.eng.removeNodes(gone)
 	if err != nil {
-		logger.Error(err, "Phalanx: removing deleted nodes from the cluster model", "nodes", gone)
+		if !again {
+			c.removeFailed, c.removeFails = gone, 0
+			logger.Error(err, "Phalanx: removing deleted nodes from the cluster model (tried again later)", "nodes", gone)
+		} else {
+			logger.V(4).Info("Phalanx: removing deleted nodes from the cluster model failed again", "nodes", gone, "err", err)
+		}
+		delay := removeRetryMax
+		if c.removeFails < 6 {
+			delay = min(removeRetryMin<<c.removeFails, removeRetryMax)
+		}
+		c.removeFails++
+		c.removeDue = now.Add(delay)
 		return
 	}
+	c.removeFailed, c.removeFails = nil, 0
 	for _, name := range gone {
 		c.forgetNode(name)
 	}

@@ -172,10 +172,18 @@
 //     allowed node set (placement.Request.Allowed). It is measured once per
 //     shape, and again for a gang still waiting after Args.AllowedTTLSeconds
 //     or, at once, when a node joins (or is back under a deleted node's
-//     name) or its labels, taints, cordon or allocatable resources change.
+//     name) or its labels, taints, cordon or allocatable resources change:
+//     then only the shapes that node could serve (it is in the cluster
+//     model and has at least the shape's GPUs per pod; a shape of no GPUs
+//     takes any node) are measured again.
+//     The scheduler's snapshot may lag the plugin's node informer: a
+//     measurement whose snapshot lacked a GPU node the plugin knows is
+//     taken again at once (once: a node still missing then is left out
+//     until the next measurement).
 //     A gang that can never fit the cluster (a member with more pods than
 //     it has nodes included) waits with that reason and is tried again
-//     after the TTL, or at once on such a node change.
+//     after the TTL, or at once on such a node change that serves one of
+//     its shapes.
 //     An admitted pod rejected on its own node tears the gang down so that it
 //     is placed again.
 //   - Reserve and Permit hold every pod of the gang until all are reserved,
@@ -260,9 +268,10 @@
 // can never fit): the gangs that can never fit it are withdrawn (every
 // waiting gang, should the engine refuse it still), the node takes its new
 // count, and they are submitted again once their pod shapes are measured
-// again (as after any node change), a gang that can never fit waiting with
+// again (as after any node change: the shapes the node could serve), a
+// gang that can never fit waiting with
 // that reason (and tried again after Args.AllowedTTLSeconds, or once a
-// node joins or changes); the other
+// node that could serve it joins or changes); the other
 // waiting gangs keep their place in the queue. When a rebuild fails for
 // another reason, the changed nodes are tried one by one, the others join,
 // and the ones that fail are tried again in the next cycle. A deleted node
@@ -270,7 +279,9 @@
 // above); once none is, the next cycle rebuilds the cluster without it (a
 // waiting gang's plan on it is dropped and the gang planned again; one
 // that the live nodes can never fit is withdrawn and submitted again, as
-// above) and the plugin forgets it, so that a cluster autoscaler's churn
+// above; a rebuild the engine refuses is tried again after a back-off,
+// 5 s doubling up to 5 minutes, or at once when the nodes to remove
+// change) and the plugin forgets it, so that a cluster autoscaler's churn
 // does not grow the model: a node re-created under its name joins as a new
 // one. A deleted node outside the model is forgotten at once.
 // Stats.Rebuilds counts the rebuilds tried.

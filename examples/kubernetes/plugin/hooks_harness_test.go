@@ -176,8 +176,24 @@ func (h *hookEnv) answerScouts() {
 	h.c.mu.Unlock()
 	sort.Strings(names)
 	for _, p := range todo {
-		h.c.scouted(p, names)
+		h.c.scouted(p, names, names)
 	}
+}
+
+// knownNodes returns the nodes the controller knows and that are not
+// deleted: what the scheduler's snapshot holds once it caught up with the
+// informer.
+func (h *hookEnv) knownNodes() []string {
+	h.c.mu.Lock()
+	defer h.c.mu.Unlock()
+	var names []string
+	for n := range h.c.nodes {
+		if !h.c.deleted[n] {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
 }
 
 // admit runs the cycles that take group pods from pending to admitted

@@ -33,8 +33,9 @@ func (h *hookEnv) answerScoutsWhere(filter func(*v1.Node) bool) {
 	}
 	h.c.mu.Unlock()
 	sort.Strings(names)
+	seen := h.knownNodes()
 	for _, p := range todo {
-		h.c.scouted(p, names)
+		h.c.scouted(p, names, seen)
 	}
 }
 

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -256,8 +257,8 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	case g == nil:
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	case scout:
-		nodes := p.probe(ctx, state, pod)
-		p.c.scouted(pod, nodes)
+		nodes, seen := p.probe(ctx, state, pod)
+		p.c.scouted(pod, nodes, seen)
 	case node != "":
 		why := "it was rejected there"
 		if st := m.Get(node); st != nil && st.Message() != "" {
@@ -275,11 +276,13 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 
 // probe evaluates the Filter plugins for pod on every node of the snapshot
 // that has GPUs, with the node's GPU count raised so that only the other
-// resources and constraints decide.
-func (p *Plugin) probe(ctx context.Context, state fwk.CycleState, pod *v1.Pod) []string {
+// resources and constraints decide. It returns the nodes that accept the
+// pod and every node of the snapshot (seen: the scheduler's snapshot may
+// lag the plugin's informer, see scouted).
+func (p *Plugin) probe(ctx context.Context, state fwk.CycleState, pod *v1.Pod) (fits, seen []string) {
 	infos, err := p.h.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	gpu := v1.ResourceName(p.c.args.GPUResource)
 	state.Delete(scoutKey)
@@ -301,27 +304,60 @@ func (p *Plugin) probe(ctx context.Context, state fwk.CycleState, pod *v1.Pod) [
 			klog.FromContext(ctx).V(4).Info("Phalanx: a node rejects the pod shape", "pod", klog.KObj(pod), "node", n.Name, "status", st)
 		}
 	}, Name)
-	var out []string
+	seen = make([]string, 0, len(infos))
 	for i, fit := range ok {
+		if n := infos[i].Node(); n != nil {
+			seen = append(seen, n.Name)
+		}
 		if fit {
-			out = append(out, infos[i].Node().Name)
+			fits = append(fits, infos[i].Node().Name)
 		}
 	}
-	sort.Strings(out) // the snapshot's order may change between cycles
-	return out
+	sort.Strings(fits) // the snapshot's order may change between cycles
+	return fits, seen
 }
 
-// scouted records a scout's measurement.
-func (c *controller) scouted(pod *v1.Pod, nodes []string) {
+// scouted records a scout's measurement: nodes accept its shape, and seen
+// is every node the scheduler's snapshot held when it measured. That
+// snapshot may lag the plugin's informer: a node that just joined (the
+// reason the shape is measured again) may be missing from it. A GPU node
+// the plugin knows (not deleted) that the snapshot lacked makes the set
+// stale, measured again in the next cycle; once only (while the same
+// nodes are missing, the set stands until Args.AllowedTTLSeconds or the
+// next node change), so that a node the scheduler never lists does not
+// keep the gang measuring for ever.
+func (c *controller) scouted(pod *v1.Pod, nodes, seen []string) {
 	c.mu.Lock()
 	if g, _, scout := c.lookup(pod); g != nil && scout {
 		shape := g.pods[string(pod.UID)].shape
-		g.allowed[shape] = allowedSet{nodes: nodes, at: c.now()}
+		missed := c.unseenNodes(seen)
+		at := c.now()
+		if len(missed) > 0 && !slices.Equal(missed, g.allowed[shape].missed) {
+			at = time.Time{} // stale: measured again
+		}
+		g.allowed[shape] = allowedSet{nodes: nodes, at: at, missed: missed}
 		delete(g.scout, shape)
 		delete(g.scoutSince, shape)
 	}
 	c.mu.Unlock()
 	c.poke()
+}
+
+// unseenNodes returns the GPU nodes the plugin knows (not deleted) that
+// are not in seen, sorted (nil when none).
+func (c *controller) unseenNodes(seen []string) []string {
+	in := make(map[string]bool, len(seen))
+	for _, n := range seen {
+		in[n] = true
+	}
+	var out []string
+	for name, n := range c.nodes {
+		if !c.deleted[name] && !in[name] && hasGPUs(n, c.args.GPUResource) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Reserve records that a pod holds its node in the scheduler's cache. A pod

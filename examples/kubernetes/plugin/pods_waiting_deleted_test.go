@@ -21,8 +21,9 @@ func (h *hookEnv) answerScoutsWith(nodes []string) {
 		}
 	}
 	h.c.mu.Unlock()
+	seen := h.knownNodes()
 	for _, p := range todo {
-		h.c.scouted(p, nodes)
+		h.c.scouted(p, nodes, seen)
 	}
 }
 

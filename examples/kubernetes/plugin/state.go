@@ -30,6 +30,9 @@ type podState struct {
 type allowedSet struct {
 	nodes []string
 	at    time.Time
+	// missed is the GPU nodes the plugin knew that the scheduler's
+	// snapshot lacked when the scout measured (scouted).
+	missed []string
 }
 
 // groupState is one pod group: its live pods, its minimum and, while the
