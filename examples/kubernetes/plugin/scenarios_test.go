@@ -164,6 +164,9 @@ func TestBindFailureRetried(t *testing.T) {
 	if n := e.flaky.failures("g-2"); n != 1 {
 		t.Fatalf("g-2 failed to bind %d times, want 1", n)
 	}
+	// PostBind, which counts the start, runs after the API shows the
+	// last pod bound: wait for it before reading the counters.
+	e.waitFor("the start counted", patience, func() bool { return e.ctrl().Stats().Started > 0 })
 	if s := e.ctrl().Stats(); s.Teardowns != 0 || s.Admissions != 1 || s.Started != 1 {
 		t.Fatalf("stats %+v: want one admission, one start, no teardown", s)
 	}
@@ -191,6 +194,7 @@ func TestBindFailureReplaced(t *testing.T) {
 	if len(failed) != 2 || failed[0] != failed[1] {
 		t.Fatalf("g-2 failed to bind on %v: want twice on the node of its rank", failed)
 	}
+	e.waitFor("the start counted", patience, func() bool { return e.ctrl().Stats().Started > 0 }) // PostBind runs after the bind
 	nodes := map[string]bool{}
 	for _, p := range e.pods("team") {
 		nodes[p.Spec.NodeName] = true
