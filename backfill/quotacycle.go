@@ -1100,9 +1100,10 @@ func (c *cycle) waitsForQuota(j *jobRec) bool {
 
 // heldByLimits reports whether waiting job j's queue's limits refuse
 // even its smallest size now (the check quotaGate makes, its weighted
-// share aside).
+// share aside): its leastGPUs (whole nodes on the smallest nodes it may
+// use, as the gate lets it by).
 func (e *Engine) heldByLimits(j *jobRec) bool {
-	return e.quota.check(j.queue, j.minGPUs, e.mayBorrow(j), false).code != quotaFits
+	return e.quota.check(j.queue, j.leastGPUs, e.mayBorrow(j), false).code != quotaFits
 }
 
 // overQuota fills w for job j, which its queue's quota does not take at

@@ -96,3 +96,42 @@ func TestWholeNodeMixedNoNodeSet(t *testing.T) {
 		})
 	}
 }
+
+// TestWholeNodeHeldByLimits: a whole-node job with no node set on the
+// mixed cluster, in a queue with a maximum of 8 GPUs, is held back by its
+// queue's limits (heldByLimits: strict order's head, the backlog rule)
+// only when they refuse it on the smallest nodes it may use, as the
+// quota gate lets it by: it was held while its queue had room for it on
+// the 4-GPU nodes, counted at 16 GPUs.
+func TestWholeNodeHeldByLimits(t *testing.T) {
+	c := mixedCluster(t)
+	tests := []struct {
+		name  string
+		inUse int // GPUs of queue q in use first (a job on n2)
+		held  bool
+	}{
+		{name: "room on the small nodes", held: false},
+		{name: "no room even on the small nodes", inUse: 4, held: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Quotas = QuotaConfig{Queues: []QueueSpec{{Name: "q", Maximum: 8, BorrowingLimit: Unlimited}}}
+			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+			require.NoError(t, err)
+			e.checkEach = true
+			if tt.inUse > 0 {
+				on := placement.NodesOf(1, tt.inUse)
+				on.Allowed = c.NewNodeSet()
+				on.Allowed.Set(2)
+				require.NoError(t, e.Submit(Job{ID: "b", Account: "a", Queue: "q", TimeLimit: time.Hour, Gang: member(on)}, epoch))
+				require.Len(t, startAll(t, e, epoch).Starts, 1)
+			}
+			require.NoError(t, e.Submit(Job{ID: "w", Account: "a", Queue: "q", TimeLimit: time.Hour, Preemption: preempt.Requeue,
+				Gang: member(placement.WholeNodes(2))}, epoch))
+			j, _ := e.jobs.lookup("w", epoch, e.cfg.KeepEnded)
+			require.NotNil(t, j)
+			require.Equal(t, tt.held, e.heldByLimits(j), "held by its queue's limits")
+		})
+	}
+}
