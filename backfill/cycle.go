@@ -163,8 +163,10 @@ type cycle struct {
 	// reservation they may hold.
 	smallClosed bool
 	// quotaBlocked is set by tryStart when the job it placed is over its
-	// queue's quota on the GPUs placed.
+	// queue's quota on the GPUs placed, blockedGPUs to those GPUs (the
+	// last placement refused: startOnSmaller tries others).
 	quotaBlocked bool
+	blockedGPUs  int
 	// quotaRefused counts the jobs refused a reservation in the walk
 	// because its queue's quota would have no room at the planned start
 	// (keepRefusedSlot): each keeps the slot it would have taken.
@@ -1446,7 +1448,103 @@ func (c *cycle) tryStart(j *jobRec) bool {
 	}
 	// (Started off its reservation, it lets go of the GPUs of it it
 	// does not use: start.)
-	return c.startChecked(j)
+	if c.startChecked(j) {
+		return true
+	}
+	return c.quotaBlocked && c.startOnSmaller(j, spec)
+}
+
+// startOnSmaller starts job j, whose placement on e.alloc its queue's
+// quota refused (startChecked), on smaller nodes when it has whole-node
+// members and may use nodes of unequal sizes (its leastGPUs below the
+// GPUs placed): the placer, which knows nothing of quotas, may have put
+// its whole-node pods on large nodes where smaller ones take it within
+// its queue's limits. Its whole-node members are placed again on the
+// nodes below the largest one they took, then below that, while the gang
+// is admitted and its quota refuses it; it reports whether it started.
+// A gang of more than 8 members is not tried; spec is left as it was.
+func (c *cycle) startOnSmaller(j *jobRec, spec *gang.Spec) bool {
+	e := c.e
+	var saved [8]*bitset.BitSet
+	if j.wholeG == nil || len(spec.Members) > len(saved) || j.leastGPUs >= c.blockedGPUs {
+		return false
+	}
+	for len(e.planNodes) < len(spec.Members) {
+		e.planNodes = append(e.planNodes, bitset.New(uint(e.c.NumNodes())))
+	}
+	for i := range spec.Members {
+		saved[i] = spec.Members[i].Request.Allowed
+	}
+	started := false
+	for {
+		// The largest node a whole-node pod took, and the largest size
+		// below it.
+		top := 0
+		for i := range e.alloc.Members {
+			ma := &e.alloc.Members[i]
+			if mi := memberIndex(spec, ma.Name); mi >= 0 && isWhole(&spec.Members[mi]) {
+				for _, x := range ma.Assignment {
+					top = max(top, e.c.NodeGPUs(x.Node))
+				}
+			}
+		}
+		below := 0
+		for n := 0; n < e.c.NumNodes(); n++ {
+			if g := e.c.NodeGPUs(topology.NodeID(n)); g < top {
+				below = max(below, g)
+			}
+		}
+		if below == 0 {
+			break
+		}
+		for i := range spec.Members {
+			m := &spec.Members[i]
+			if !isWhole(m) {
+				continue
+			}
+			on := e.planNodes[i].ClearAll()
+			for n := 0; n < e.c.NumNodes(); n++ {
+				if e.c.NodeGPUs(topology.NodeID(n)) <= below {
+					on.Set(uint(n))
+				}
+			}
+			if saved[i] != nil {
+				on.InPlaceIntersection(saved[i])
+			}
+			m.Request.Allowed = on
+		}
+		res, err := e.adm.Admit(e.scratch, spec, &e.alloc)
+		if err != nil {
+			panic(fmt.Sprintf("backfill: checked job %s refused on smaller nodes: %v", j.job.ID, err))
+		}
+		if !res.Admitted {
+			break
+		}
+		if c.startChecked(j) {
+			c.lastRes = res
+			started = true
+			break
+		}
+	}
+	for i := range spec.Members {
+		spec.Members[i].Request.Allowed = saved[i]
+	}
+	c.quotaBlocked = !started // blockedGPUs: the last placement refused
+	return started
+}
+
+// isWhole reports whether member m asks for whole nodes.
+func isWhole(m *gang.Member) bool { return m.Request.GPUs == 0 && m.Request.GPUsPerNode == 0 }
+
+// memberIndex returns the index of g's member called name, -1 when there
+// is none.
+func memberIndex(g *gang.Spec, name string) int {
+	for i := range g.Members {
+		if g.Members[i].Name == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // startCutOnPlan starts job j, whose due reservation r has its planned
@@ -1511,7 +1609,7 @@ func (c *cycle) startChecked(j *jobRec) bool {
 		// state gives them back (it is then as it was, contents number
 		// included), and the job waits for quota (test).
 		releaseOn(e.scratch, &e.alloc)
-		c.quotaBlocked = true
+		c.quotaBlocked, c.blockedGPUs = true, e.alloc.GPUs()
 		return false
 	}
 	// The scratch state holds the allocation too; it stays valid, but it

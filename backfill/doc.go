@@ -365,7 +365,14 @@
 // are counted until then at the GPUs of the largest node the job may use:
 // its queue's pool, its own node sets; gang.Member.WholeNodeGPUs): a job
 // whose queue does not take them waits for quota, and a running job is
-// charged the GPUs it holds. An elastic gang (gang.Member.Min)
+// charged the GPUs it holds (JobStatus.GPUs says so). Whole nodes of
+// unequal sizes are refused at Submit, and held back by the quota gate,
+// only when their queue's limits refuse them even on the smallest nodes
+// they may use, each pod on its own node; when the quota refuses the
+// nodes placed, their whole-node pods are placed again on smaller nodes
+// (below the largest they took, then below that), so that a job of two
+// whole nodes in a queue of 8 GPUs starts on two 4-GPU nodes of a
+// cluster of 4- and 8-GPU nodes. An elastic gang (gang.Member.Min)
 // is held to these limits at the size it starts at, as in Kueue's
 // partial admission: when its queue's quota or weighted share does not
 // take it at full size, it starts at the largest size they take (its

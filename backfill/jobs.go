@@ -105,10 +105,16 @@ type jobRec struct {
 	// largest node its member may use (its queue's pool, its own node
 	// sets), which wholeG keeps per member (nil when no member asks for
 	// whole nodes). Bounds until it starts: an active job's count is what
-	// it holds (used, counted).
-	gpus, minGPUs int
-	wholeG        []int
-	acct          int // index in the engine's accounts
+	// it holds (used, counted). leastGPUs is the fewest GPUs it can start
+	// with: its minimum, a whole-node pod counting the GPUs of a smallest
+	// node its member may use, each pod on its own node (below minGPUs
+	// only on nodes of unequal sizes). Submit refuses, as never fitting
+	// its queue, only a job its queue's limits refuse even at leastGPUs;
+	// the quota gate lets it by at leastGPUs when they refuse its other
+	// bounds, and a start is checked on the GPUs placed (startChecked).
+	gpus, minGPUs, leastGPUs int
+	wholeG                   []int
+	acct                     int // index in the engine's accounts
 	// queue is the job's queue's index (-1 without quotas, or for a job
 	// restored into no queue of the config: see unfit); counted the
 	// GPUs counted for it there (an active job's, a claim's).

@@ -520,13 +520,15 @@ func (e *Engine) lendIn() {
 }
 
 // lentVictimsOK reports whether j's queue takes a claim on a (its
-// victim search's placement, victims the indexes of p's candidates)
+// victim search's placement, victims the indexes of p's candidates; the
+// claim counts a's GPUs, which an elastic gang's or whole nodes' may hold
+// fewer of than j's full-size bound)
 // once the victims are stopped and the lenders not among them have given
 // back the lent pods a uses (their queues count less by then), and the
 // victims take no other queue below its guarantee (classVictimsOK).
 func (e *Engine) lentVictimsOK(p *preemptScratch, j *jobRec, a *gang.Allocation, victims []int, now time.Time) bool {
 	e.lendOutFor(p, j, a, victims, now)
-	ok := e.quota.classVictimsOK(p, victims, j.queue, j.gpus, e.mayBorrow(j))
+	ok := e.quota.classVictimsOK(p, victims, j.queue, a.GPUs(), e.mayBorrow(j))
 	e.lendIn()
 	return ok
 }

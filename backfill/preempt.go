@@ -224,8 +224,18 @@ func (c *cycle) preempt(j *jobRec, spec *gang.Spec, planned time.Time, w *Waitin
 	if s := e.quota; s != nil && !e.lentVictimsOK(p, j, &v.Allocation, v.Victims, c.now) {
 		// The victims free GPUs, but j's queue has no quota for a claim
 		// (it passed the cycle's check only because no GPUs were free),
-		// or they would take another queue below its guarantee.
-		return false
+		// or they would take another queue below its guarantee. An
+		// elastic gang the search placed above the size its quota takes
+		// (it passed the gate at its minimum) searches again cut to that
+		// size (quotaSpec), as it would start.
+		cut := c.quotaSpec(j, spec)
+		if cut == spec {
+			return false
+		}
+		c.classSearch(p, j, cut)
+		if !v.Found || v.Reason.Code == preempt.Fits || !e.lentVictimsOK(p, j, &v.Allocation, v.Victims, c.now) {
+			return false
+		}
 	}
 	why := "had no planned start"
 	if !planned.IsZero() {

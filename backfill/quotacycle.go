@@ -417,16 +417,14 @@ func (e *Engine) checkQueue(j *jobRec, fits bool) error {
 		j.simple = simpleShape(&j.job.Gang) || pooledShape(&j.job.Gang, pool)
 		e.sizeJob(j) // whole nodes: the pool's largest
 	}
-	// An elastic gang is judged at its minimum: it starts at what its
-	// queue's quota takes (quotaSpec).
-	g, size := j.gpus, "%d GPUs"
-	if min := j.minGPUs; min < g {
-		g, size = min, "%d GPUs at its minimum"
-	}
-	what := fmt.Sprintf(size, g)
 	if !fits {
 		return nil
 	}
+	// An elastic gang is judged at its minimum: it starts at what its
+	// queue's quota takes (quotaSpec); whole nodes of unequal sizes at
+	// the smallest it may take (the start is checked on the nodes
+	// placed).
+	g, what := e.leastWhat(j)
 	if !e.mayBorrow(j) && g > s.guar[q] {
 		return fmt.Errorf("%w: job %s: %s; a job that cannot be preempted runs within its queue's guarantee, and queue %s has %d",
 			ErrNeverFits, j.job.ID, what, name, s.guar[q])
@@ -441,6 +439,22 @@ func (e *Engine) checkQueue(j *jobRec, fits bool) error {
 			ErrNeverFits, j.job.ID, what, name, s.name(qc.at))
 	}
 	return nil
+}
+
+// leastWhat returns the fewest GPUs waiting job j can start with
+// (leastGPUs) and says what they are, for the reasons that say it can
+// never run.
+func (e *Engine) leastWhat(j *jobRec) (int, string) {
+	g := j.leastGPUs
+	switch {
+	case g < j.minGPUs && j.minGPUs < j.gpus:
+		return g, fmt.Sprintf("at least %d GPUs at its minimum (its whole nodes on the smallest nodes it may use)", g)
+	case g < j.minGPUs:
+		return g, fmt.Sprintf("at least %d GPUs (its whole nodes on the smallest nodes it may use)", g)
+	case g < j.gpus:
+		return g, fmt.Sprintf("%d GPUs at its minimum", g)
+	}
+	return g, fmt.Sprintf("%d GPUs", g)
 }
 
 // noQueueWhy says why a job restored with queue name, which the queues
@@ -952,6 +966,15 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 			qc = m
 		}
 	}
+	if least := j.leastGPUs; least < g && (qc.code != quotaFits || !entitled && s.overShareAt(q, g)) {
+		// Whole nodes of unequal sizes: on the smallest nodes it may use
+		// it takes fewer GPUs (leastGPUs). It is gated there; the start
+		// is checked on the nodes placed, smaller ones tried when the
+		// quota refuses those (startOnSmaller).
+		if m := s.check(q, least, mayBorrow, false); m.code == quotaFits {
+			g, qc = least, m
+		}
+	}
 	// A reservation ahead: atStart says why its queue's limits have no
 	// room for it at its planned start either (the reason is given with
 	// the drop).
@@ -1000,7 +1023,7 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 		})
 		w.Blocker = s.names[a]
 	default:
-		c.overQuota(j, qc, g, w)
+		c.overQuota(j, qc, g, 0, w)
 		if atStartWhy != "" && j.resv == nil {
 			c.nameQuotaDrop(j, atStart, atStartWhy, w)
 		}
@@ -1077,27 +1100,36 @@ func (c *cycle) waitsForQuota(j *jobRec) bool {
 
 // heldByLimits reports whether waiting job j's queue's limits refuse
 // even its smallest size now (the check quotaGate makes, its weighted
-// share aside).
+// share aside): its leastGPUs (whole nodes on the smallest nodes it may
+// use, as the gate lets it by).
 func (e *Engine) heldByLimits(j *jobRec) bool {
-	return e.quota.check(j.queue, j.minGPUs, e.mayBorrow(j), false).code != quotaFits
+	return e.quota.check(j.queue, j.leastGPUs, e.mayBorrow(j), false).code != quotaFits
 }
 
 // overQuota fills w for job j, which its queue's quota does not take at
 // g GPUs (qc says where it binds): a job its queue's guarantee covers (entitled)
 // looks for borrowed GPUs to reclaim first; otherwise it waits for quota,
-// and gives up its reservation and its hold.
-func (c *cycle) overQuota(j *jobRec, qc quotaCheck, g int, w *Waiting) {
+// and gives up its reservation and its hold. placed, when not 0, is the
+// GPUs its whole nodes took where they were placed, more than on the
+// smallest nodes it may use (its leastGPUs): the reason says so.
+func (c *cycle) overQuota(j *jobRec, qc quotaCheck, g, placed int, w *Waiting) {
 	s, q := c.e.quota, j.queue
 	if c.reclaimGuarantee(j, w) {
 		return
 	}
 	entitled := c.e.reclaimGPUs(j) > 0
-	k := quotaMsg{kind: 2, code: qc.code, at: qc.at, g: g}
+	k := quotaMsg{kind: 2, code: qc.code, at: qc.at, g: g, placed: placed}
+	if placed > 0 {
+		k.least = j.leastGPUs
+	}
 	if entitled {
 		k.kind = 3
 	}
 	why := s.reason(q, k, func() string {
 		m := s.explain(q, g, qc)
+		if placed > 0 {
+			m += fmt.Sprintf("; its whole nodes take %d GPUs on the nodes free now (%d on the smallest nodes it may use)", placed, k.least)
+		}
 		if entitled {
 			m += fmt.Sprintf("; below its guarantee (%d of %d GPUs), it waits for borrowed GPUs to be reclaimed", s.used[q], s.guar[q])
 		}
@@ -1113,11 +1145,14 @@ func (c *cycle) overQuota(j *jobRec, qc quotaCheck, g int, w *Waiting) {
 // such a job.
 func (e *Engine) neverWhy(j *jobRec) string {
 	s, q := e.quota, j.queue
-	g := j.minGPUs
-	if !e.mayBorrow(j) && g > s.guar[q] {
-		return fmt.Sprintf("%d GPUs; a job that cannot be preempted runs within its queue's guarantee, and %s has %d: it cannot start unless the guarantee is raised", g, s.name(q), s.guar[q])
+	g, what := e.leastWhat(j)
+	if g == j.minGPUs {
+		what = fmt.Sprintf("%d GPUs", g) // its minimum: the reason says it is judged there
 	}
-	return s.never(q, g)
+	if !e.mayBorrow(j) && g > s.guar[q] {
+		return fmt.Sprintf("%s; a job that cannot be preempted runs within its queue's guarantee, and %s has %d: it cannot start unless the guarantee is raised", what, s.name(q), s.guar[q])
+	}
+	return s.never(q, g, what)
 }
 
 // quotaBlockedWait fills w for job j, whose placement on e.alloc its
@@ -1128,7 +1163,7 @@ func (e *Engine) neverWhy(j *jobRec) string {
 func (c *cycle) quotaBlockedWait(j *jobRec, w *Waiting) {
 	e, s := c.e, c.e.quota
 	*w = Waiting{Job: j.job.ID}
-	g := e.alloc.GPUs()
+	g := c.blockedGPUs
 	qc := s.check(j.queue, g, e.mayBorrow(j), true)
 	if qc.code == quotaFits {
 		// Reservations of others leave no room (promiseCheck).
@@ -1141,7 +1176,11 @@ func (c *cycle) quotaBlockedWait(j *jobRec, w *Waiting) {
 		c.quotaWait(j, pc, why, w)
 		return
 	}
-	c.overQuota(j, qc, g, w)
+	placed := 0
+	if j.leastGPUs < g {
+		placed = g // whole nodes larger than the smallest it may use
+	}
+	c.overQuota(j, qc, g, placed, w)
 }
 
 // dropPromises drops the reservation and the hold of a job that waits

@@ -412,8 +412,12 @@ type quotaMsg struct {
 	x                 uint64
 	// g is the gang's GPUs; the key holds it only where the reason
 	// depends on it (quotaState.guarded; h is then set).
-	g    int
-	text string
+	g int
+	// placed and least are, for a job whose whole nodes were placed on
+	// larger nodes than the smallest it may use, the GPUs placed and its
+	// fewest (overQuota); 0 otherwise.
+	placed, least int
+	text          string
 }
 
 // reason returns leaf queue q's cached reason for key k, rendering it
@@ -438,7 +442,8 @@ func (s *quotaState) reason(q int, k quotaMsg, render func() string) string {
 	slots := &s.msgs[q]
 	for i := range slots {
 		if m := slots[i]; m.text != "" && m.kind == k.kind && m.code == k.code && m.at == k.at && m.h == k.h &&
-			m.uq == k.uq && m.ua == k.ua && m.ea == k.ea && m.x == k.x && m.g == k.g {
+			m.uq == k.uq && m.ua == k.ua && m.ea == k.ea && m.x == k.x && m.g == k.g &&
+			m.placed == k.placed && m.least == k.least {
 			return m.text
 		}
 	}
@@ -512,17 +517,17 @@ func (s *quotaState) explain(q, g int, qc quotaCheck) string {
 	return m
 }
 
-// never says why a gang of g GPUs can never run in queue q under the
+// never says why a gang of g GPUs (what says so) can never run in queue q under the
 // current limits ("" when it can): a restore under a config that lowered
 // them keeps such a job waiting (Submit refuses one; Engine.neverWhy).
-func (s *quotaState) never(q, g int) string {
+func (s *quotaState) never(q, g int, what string) string {
 	switch qc := s.neverFits(q, g); qc.code {
 	case quotaMaximum:
-		return fmt.Sprintf("%d GPUs, above the maximum of %s (%d GPUs): it cannot start unless the limit is raised", g, s.name(qc.at), s.max[qc.at])
+		return fmt.Sprintf("%s, above the maximum of %s (%d GPUs): it cannot start unless the limit is raised", what, s.name(qc.at), s.max[qc.at])
 	case quotaBorrow:
-		return fmt.Sprintf("%d GPUs, above what %s may use (%d GPUs: guarantee and borrowing limit): it cannot start unless the limit is raised", g, s.name(q), s.ceil[q])
+		return fmt.Sprintf("%s, above what %s may use (%d GPUs: guarantee and borrowing limit): it cannot start unless the limit is raised", what, s.name(q), s.ceil[q])
 	case quotaPool:
-		return fmt.Sprintf("%d GPUs, more than %s could borrow with nothing in use (%s limits it): it cannot start unless the limits are raised", g, s.name(q), s.name(qc.at))
+		return fmt.Sprintf("%s, more than %s could borrow with nothing in use (%s limits it): it cannot start unless the limits are raised", what, s.name(q), s.name(qc.at))
 	}
 	return ""
 }

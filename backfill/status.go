@@ -19,10 +19,14 @@ type JobStatus struct {
 	ID      string   `json:"id"`
 	Account string   `json:"account"`
 	State   JobState `json:"state"`
-	// GPUs is what the job asks for at full size, a whole-node pod
-	// counted at the GPUs of the largest node it may use (its queue's
-	// pool, its own node sets): what its queue's quota is checked against
-	// before it starts. An active job is charged the GPUs of its Nodes.
+	// GPUs is, for an active job (starting, running, preempting), the
+	// GPUs it holds on its Nodes, what it is charged (an elastic gang's
+	// at its current size, whole nodes at the GPUs of the nodes it got).
+	// For a waiting or ended job it is what the job asks for at full
+	// size, a whole-node pod counted at the GPUs of the largest node it
+	// may use (its queue's pool, its own node sets): a bound, as it may
+	// start smaller (an elastic gang cut to its quota, whole nodes on
+	// smaller nodes).
 	GPUs int `json:"gpus"`
 	// TimeLimit is the job's limit (zero: none); JSON writes it as a Go
 	// duration string.
@@ -124,6 +128,7 @@ func (e *Engine) status(j *jobRec) JobStatus {
 		Queue: j.job.Queue}
 	switch {
 	case j.phase.Active():
+		s.GPUs = j.used // what it holds, not its bound
 		s.Start, s.End, s.Nodes = j.start, j.end, NodeList(e.c, j.alloc)
 		s.Overrun = j.overrun(e.last)
 		if j.phase == StatePreempting {

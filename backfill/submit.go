@@ -116,12 +116,12 @@ func (e *Engine) validateJob(j Job, fits bool) (*jobRec, error) {
 	return rec, nil
 }
 
-// sizeJob sets job j's gpus, minGPUs and wholeG from its gang as it is
-// (gang.Spec.GPUs and MinGPUs, each whole-node member's largest usable
-// node counted once).
+// sizeJob sets job j's gpus, minGPUs, leastGPUs and wholeG from its gang
+// as it is (gang.Spec.GPUs and MinGPUs, each whole-node member's largest
+// usable node counted once; leastGPUs its smallest usable nodes).
 func (e *Engine) sizeJob(j *jobRec) {
 	members := j.job.Gang.Members
-	j.gpus, j.minGPUs, j.wholeG = 0, 0, nil
+	j.gpus, j.minGPUs, j.leastGPUs, j.wholeG = 0, 0, 0, nil
 	for i := range members {
 		m := &members[i]
 		r := &m.Request
@@ -133,16 +133,41 @@ func (e *Engine) sizeJob(j *jobRec) {
 			per = m.WholeNodeGPUs(e.c)
 			j.wholeG[i] = per
 		}
-		full, least := r.GPUs, r.GPUs
+		full, least, lower := r.GPUs, r.GPUs, r.GPUs
 		if r.GPUs == 0 {
 			pods := r.Nodes
 			if m.Min > 0 && m.Min < pods {
 				pods = m.Min
 			}
 			full, least = sat.Mul(r.Nodes, per), sat.Mul(pods, per)
+			lower = least
+			if r.GPUsPerNode == 0 {
+				lower = e.smallestWhole(m, pods)
+			}
 		}
 		j.gpus, j.minGPUs = sat.Add(j.gpus, full), sat.Add(j.minGPUs, least)
+		j.leastGPUs = sat.Add(j.leastGPUs, lower)
 	}
+}
+
+// smallestWhole returns the GPUs of the pods smallest nodes that
+// whole-node member m may use (its Allowed set less Excluded): the fewest
+// GPUs pods whole-node pods of m can hold, each on its own node (all its
+// usable nodes' when it has fewer; the admitter refuses it then).
+func (e *Engine) smallestWhole(m *gang.Member, pods int) int {
+	r := &m.Request
+	count := make([]int, e.c.MaxNodeGPUs()+1) // usable nodes by their GPUs
+	for n := 0; n < e.c.NumNodes(); n++ {
+		if (r.Allowed == nil || r.Allowed.Test(uint(n))) && (r.Excluded == nil || !r.Excluded.Test(uint(n))) {
+			count[e.c.NodeGPUs(topology.NodeID(n))]++
+		}
+	}
+	g := 0
+	for size := 0; size < len(count) && pods > 0; size++ {
+		k := min(count[size], pods)
+		g, pods = sat.Add(g, sat.Mul(k, size)), pods-k
+	}
+	return g
 }
 
 // pooledShape reports whether g is simple but for its node set, which is

@@ -1007,7 +1007,7 @@ func (a *engineAdapter) totalGPUs() int { return a.cluster.TotalGPUs() }
 // check verifies the engine's books through its public calls (for tests):
 // every GPU of the cluster is either free in the engine's state or held by
 // exactly one active job's allocation, never both; each active job holds the
-// GPUs it asked for; the engine's used count is the allocations' sum; and
+// GPUs its status says it holds; the engine's used count is the allocations' sum; and
 // every foreign count applied is held by its foreign job.
 func (a *engineAdapter) check() error {
 	s := a.copyState()
@@ -1022,7 +1022,7 @@ func (a *engineAdapter) check() error {
 			return err
 		}
 		if n != st.GPUs {
-			return fmt.Errorf("job %q holds %d GPUs, asked for %d", st.ID, n, st.GPUs)
+			return fmt.Errorf("job %q holds %d GPUs, its status says %d", st.ID, n, st.GPUs)
 		}
 		if strings.HasPrefix(st.ID, foreignPrefix) && n != a.foreign[strings.TrimPrefix(st.ID, foreignPrefix)] {
 			return fmt.Errorf("foreign job %q holds %d GPUs, %d applied", st.ID, n, a.foreign[strings.TrimPrefix(st.ID, foreignPrefix)])
