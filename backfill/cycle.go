@@ -137,6 +137,8 @@ type cycle struct {
 	// refused a job ranked above its gang for them (releaseHold), or of
 	// a reservation after it left waiting a job whose run would overlap
 	// it (letGo): the next cycle offers them again, at once; or when a
+	// hold was given or moved past an eligible gang left without one
+	// (coverPlanned): the next cycle tests it again; or when a
 	// claim was made with no victim (claimFor): the next cycle starts it.
 	reoffer bool
 	// walking is set while the walk runs (reservations made then are
@@ -152,6 +154,12 @@ type cycle struct {
 	// holdKept is set once a hold is kept or taken in the walk
 	// (markHoldKept).
 	holdKept bool
+	// unheldEligible is set once an eligible gang tested in the walk was
+	// left without a hold on the holds as they were then: it had a
+	// planned start but no reservation (tryHold), or waits out the
+	// hysteresis behind a lower-ranked hold (contendHold); see
+	// coverPlanned.
+	unheldEligible bool
 	// refusedTo is the latest end of the run, were it to start now, of
 	// the jobs the walk has left waiting so far (MaxTime for one without
 	// a limit, or a run of jobs passed over unread; zero for none): the
@@ -409,7 +417,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.e, c.now, c.plan, c.naive = e, now, plan, e.naive
 	c.fifo, c.base = e.fifo.on, e.fifo.head
 	c.offsValid, c.resvClosed, c.smallClosed, c.reoffer, c.quotaRefused = false, false, false, false, 0
-	c.refusedTo, c.holdKept = time.Time{}, false
+	c.refusedTo, c.holdKept, c.unheldEligible = time.Time{}, false, false
 	c.earlyEnd, c.walking = time.Time{}, false
 	c.invalidate()
 	c.startClaims()

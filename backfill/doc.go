@@ -103,7 +103,13 @@
 // over had kept it), and the gang starts there; and when, after a gang
 // kept or took a hold, the walk lets go of a lower-ranked hold's GPUs
 // (it ends, moves, or its gang starts): the holder saw them held for
-// good, and the next cycle searches its start and target again. A gang
+// good, and the next cycle searches its start and target again; and
+// when the walk gives a hold to, or moves one of, a gang ranked below an
+// eligible gang it left without one (that gang had a planned start but
+// no reservation, or waited out the hysteresis behind a lower-ranked
+// hold): the new target may cover that start or be its rival, and the
+// next cycle tests it again, as a second cycle at the same time would
+// (it may take the hold over). A gang
 // that takes a hold over first searches again for a planned start, on
 // the GPUs the hold it took over no longer keeps.
 // Plan.Holds, Plan.HoldEnds and the reasons (Held with the counts, nodes

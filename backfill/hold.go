@@ -224,6 +224,21 @@ func (c *cycle) freeGoneHeld() {
 	}
 }
 
+// coverPlanned records that a hold was taken or moved in the walk (a
+// lower-ranked gang's target now holds GPUs it did not). An eligible gang
+// tested before it was left without a hold on the holds as they were
+// then: it had a planned start (tryHold), searched with those GPUs free,
+// and the start may lie on them; or it waited out the hysteresis behind a
+// lower-ranked hold (contendHold) that has since ended (its gang started
+// on its whole target), and the new hold may be its rival. The next
+// cycle, due at once, tests it again: as the higher-ranked gang it may
+// take the new hold over, as a second cycle at the same time would.
+func (c *cycle) coverPlanned() {
+	if c.unheldEligible {
+		c.reoffer = true
+	}
+}
+
 // retarget moves hold h to where its gang is now estimated to fit
 // soonest, when that is sooner than on its current target: estimates
 // change as jobs end and run on (as a strict FIFO queue would take
@@ -241,6 +256,7 @@ func (c *cycle) retarget(h *hold, spec *gang.Spec) {
 		c.reoffer = true // GPUs of its old target go back
 	}
 	c.freeGoneHeld()
+	c.coverPlanned()
 	e.alloc.CopyTo(&h.target)
 	h.eta = t
 	e.book.changed()
@@ -286,8 +302,12 @@ func (c *cycle) tryHold(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 	if !ok {
 		return false
 	}
-	if _, planned := e.search(c.now, query{j: j, spec: spec}); planned || !c.fitsWhenIdle(spec) {
-		return false // it has a planned start (only not a reservation), or no hold helps
+	if _, planned := e.search(c.now, query{j: j, spec: spec}); planned {
+		c.unheldEligible = true // a hold after it may cover that start (coverPlanned)
+		return false            // it has a planned start (only not a reservation)
+	}
+	if !c.fitsWhenIdle(spec) {
+		return false // no hold helps
 	}
 	if c.now.Before(at) {
 		w.Code, w.Until = WaitForHold, at
@@ -368,6 +388,7 @@ func (c *cycle) contendHold(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 			w.Blocker, w.Until = h.job.job.ID, giveUp
 			h.refused = true // a lower-ranked hold: it may end later in the walk
 			c.contending = true
+			c.unheldEligible = true // another lower-ranked hold may take its place (coverPlanned)
 			return true
 		}
 	}
@@ -414,6 +435,7 @@ func (c *cycle) newHold(j *jobRec, eta time.Time, w *Waiting) {
 	e.alloc.CopyTo(&h.target)
 	e.book.addHold(h)
 	j.holdBlockedSince = time.Time{}
+	c.coverPlanned()
 	h.held = c.countFree(&h.target)
 	if h.held == h.target.GPUs() {
 		// Its whole target is free (a hold it took over held it): it

@@ -213,7 +213,8 @@ func FormatJobs(jobs []JobStatus, epoch time.Time) string {
 // the plan can change without a new event: at once (the latest time seen
 // plus a nanosecond) when the last cycle left a reservation slot free for
 // the next cycle to offer in priority order (see Schedule), let go of
-// a hold's GPUs after it refused them to a job (see Hold mode), or
+// a hold's GPUs after it refused them to a job, or gave or moved a hold
+// past a higher-ranked gang it left without one (see Hold mode), or
 // started a job whose reservation was due off its planned GPUs (which
 // the reservation held from the cycle's time, refusing them to jobs
 // ranked above it), or made a claim with no victim (a reclaim on pods

@@ -420,7 +420,9 @@ func (c *cycle) passedRun(jobs []*jobRec) {
 	}
 }
 
-// reserveAt gives job j a reservation from t on e.alloc.
+// reserveAt gives job j a reservation from t on e.alloc, and says so in
+// w: due at once, it names the job past its time limit on its GPUs, if
+// any, as waitFor does in the cycles after.
 func (c *cycle) reserveAt(j *jobRec, t time.Time, w *Waiting) {
 	e := c.e
 	_, patient := c.specFor(j)
@@ -432,6 +434,13 @@ func (c *cycle) reserveAt(j *jobRec, t time.Time, w *Waiting) {
 	e.book.add(r)
 	c.invalidate()
 	w.Code, w.Until = WaitReserved, t
+	if !t.After(c.now) {
+		// Due at once, on GPUs a job past its limit may still hold: it
+		// is told so from this cycle on, as waitFor tells it after.
+		if o := c.overrunOn(&r.alloc); o != nil {
+			w.Blocker = o.job.ID
+		}
+	}
 }
 
 // upkeep keeps reservation r, moved earlier when the profile now allows
