@@ -63,8 +63,10 @@ type PodChange struct {
 	By   string    `json:"by,omitempty"`
 	// For names the waiting job that took the pods removed from a job
 	// that grew (lent pods; By is empty then): it starts on them in the
-	// same plan, or, a preemptor, claims them while its victims release
-	// their GPUs (Plan.Preemptions).
+	// same plan, or claims them (it waits WaitPreempting): a preemptor
+	// while its victims release their GPUs (Plan.Preemptions), or a
+	// reclaim on lent pods alone, which preempts none (Plan.Preemptions
+	// names no job for it; the next cycle starts it).
 	For string `json:"for,omitempty"`
 	// Pods and Old: see the kinds. A pod's Rank is its rank after the
 	// change for new pods, before it for removed and old ones.
