@@ -138,6 +138,9 @@ type cycle struct {
 	// a reservation after it left waiting a job whose run would overlap
 	// it (letGo): the next cycle offers them again, at once; or when a
 	// claim was made with no victim (claimFor): the next cycle starts it.
+	// It is set too when the walk reserved a job that then would start
+	// on pods growing jobs lend only to reserved jobs (lentOpened): the
+	// next cycle, at once, starts it there.
 	reoffer bool
 	// walking is set while the walk runs (reservations made then are
 	// reservation.inWalk); walkOrder is the order it goes through and

@@ -405,9 +405,22 @@ func (c *cycle) tryLent(j *jobRec, spec *gang.Spec) bool {
 			break
 		}
 	}
-	if !any {
+	if !any || !c.lentPlace(j, spec) {
 		return false
 	}
+	e.takeLent(j, &e.alloc, c.now, c.plan)
+	c.invalidate()
+	c.start(j)
+	return true
+}
+
+// lentPlace places job j, as tryLent would start it, into e.alloc on the
+// scratch state (prepared for j) plus the pods the growing jobs lend it
+// (lendsTo), the GPUs of the reservations overlapping its run, holds
+// and claims kept off; it reports whether j fits there and its queue's
+// quota takes it.
+func (c *cycle) lentPlace(j *jobRec, spec *gang.Spec) bool {
+	e := c.e
 	if e.lent == nil {
 		e.lent = topology.NewState(e.c)
 	}
@@ -435,13 +448,7 @@ func (c *cycle) tryLent(j *jobRec, spec *gang.Spec) bool {
 	if err != nil {
 		panic(fmt.Sprintf("backfill: checked job %s refused: %v", j.job.ID, err))
 	}
-	if !res.Admitted || !e.lentQuotaFits(j, c.now) {
-		return false
-	}
-	e.takeLent(j, &e.alloc, c.now, c.plan)
-	c.invalidate()
-	c.start(j)
-	return true
+	return res.Admitted && e.lentQuotaFits(j, c.now)
 }
 
 // takeLent removes from the lending jobs every lent pod that shares a
