@@ -140,6 +140,9 @@ type cycle struct {
 	// hold was given or moved past an eligible gang left without one
 	// (coverPlanned): the next cycle tests it again; or when a
 	// claim was made with no victim (claimFor): the next cycle starts it.
+	// It is set too when the walk reserved a job that then would start
+	// on pods growing jobs lend only to reserved jobs (lentOpened): the
+	// next cycle, at once, starts it there.
 	reoffer bool
 	// walking is set while the walk runs (reservations made then are
 	// reservation.inWalk); walkOrder is the order it goes through and

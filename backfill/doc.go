@@ -564,7 +564,10 @@
 // placement uses (PodsRemoved, PodChange.For names the job) and it starts
 // now, before any preemption is considered: a job whose reservation a
 // failure pushed back can so start on time, and a preemptor takes lent
-// pods rather than stop a gang. A preemptor that needs more than the
+// pods rather than stop a gang. A job reserved in a cycle was tested
+// before it held the reservation: when it would start on pods lent to it
+// only now, the cycle asks for the next at once (Engine.NextEvent), which
+// starts it there. A preemptor that needs more than the
 // lent pods counts them free in its victim search too, as a reclaim of
 // its queue's guarantee does (a lender may still
 // be a victim, for its other pods): it stops only the gangs it needs

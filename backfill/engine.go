@@ -53,9 +53,10 @@ type Engine struct {
 	// behind a job it passed while every slot was taken
 	// (cycle.resvClosed), or let go of a hold's GPUs after it refused
 	// them to a job, or of a reservation's after it kept them from one,
-	// or made a claim with no victim (cycle.reoffer): NextEvent asks for
-	// a cycle at once, which offers them in priority order (starts the
-	// claim).
+	// or made a claim with no victim, or reserved a job that would start
+	// on pods lent only to reserved jobs (cycle.reoffer): NextEvent asks
+	// for a cycle at once, which offers them in priority order (starts
+	// the claim, or the job on the lent pods).
 	slotOpen    bool
 	lastCycle   time.Time
 	holdEnds    []HoldEnd   // since the last cycle, for its plan

@@ -63,8 +63,10 @@ type PodChange struct {
 	By   string    `json:"by,omitempty"`
 	// For names the waiting job that took the pods removed from a job
 	// that grew (lent pods; By is empty then): it starts on them in the
-	// same plan, or, a preemptor, claims them while its victims release
-	// their GPUs (Plan.Preemptions).
+	// same plan, or claims them (it waits WaitPreempting): a preemptor
+	// while its victims release their GPUs (Plan.Preemptions), or a
+	// reclaim on lent pods alone, which preempts none (Plan.Preemptions
+	// names no job for it; the next cycle starts it).
 	For string `json:"for,omitempty"`
 	// Pods and Old: see the kinds. A pod's Rank is its rank after the
 	// change for new pods, before it for removed and old ones.
@@ -403,9 +405,22 @@ func (c *cycle) tryLent(j *jobRec, spec *gang.Spec) bool {
 			break
 		}
 	}
-	if !any {
+	if !any || !c.lentPlace(j, spec) {
 		return false
 	}
+	e.takeLent(j, &e.alloc, c.now, c.plan)
+	c.invalidate()
+	c.start(j)
+	return true
+}
+
+// lentPlace places job j, as tryLent would start it, into e.alloc on the
+// scratch state (prepared for j) plus the pods the growing jobs lend it
+// (lendsTo), the GPUs of the reservations overlapping its run, holds
+// and claims kept off; it reports whether j fits there and its queue's
+// quota takes it.
+func (c *cycle) lentPlace(j *jobRec, spec *gang.Spec) bool {
+	e := c.e
 	if e.lent == nil {
 		e.lent = topology.NewState(e.c)
 	}
@@ -433,13 +448,7 @@ func (c *cycle) tryLent(j *jobRec, spec *gang.Spec) bool {
 	if err != nil {
 		panic(fmt.Sprintf("backfill: checked job %s refused: %v", j.job.ID, err))
 	}
-	if !res.Admitted || !e.lentQuotaFits(j, c.now) {
-		return false
-	}
-	e.takeLent(j, &e.alloc, c.now, c.plan)
-	c.invalidate()
-	c.start(j)
-	return true
+	return res.Admitted && e.lentQuotaFits(j, c.now)
 }
 
 // takeLent removes from the lending jobs every lent pod that shares a

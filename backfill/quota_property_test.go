@@ -795,7 +795,11 @@ func lateQuotaHost(t *testing.T, w int, elastic bool) *host {
 // lost its room to a claim (a reclaim of a guarantee, or a preemption by
 // class; quotapromise.go names both): one for a job under the queue
 // where the drop's check binds (any, when the cluster binds), made since
-// the reservation was first planned.
+// the reservation was first planned. Until stop 64 it saw only claims
+// with victims (Plan.Preemptions), and a reclaim on lent pods alone,
+// which preempts none, made workload 84 of
+// TestQuotaPropertiesLateHostElastic fail once its course reached one
+// (TestClaimWatchSeesReclaimWithoutVictims).
 type claimWatch struct {
 	s      *quotaState
 	queue  map[string]int       // job → leaf queue
@@ -817,10 +821,21 @@ func newClaimWatch(e *Engine, jobs []Job) *claimWatch {
 	return cw
 }
 
-// observe records plan p's claims and new reservations.
+// observe records plan p's claims and new reservations. A claim made in
+// p preempts the jobs p.Preemptions lists, or, a reclaim on pods growing
+// jobs lend it alone, none: its lent pods, taken in the cycle (a
+// PodChange For it), are all that tells of it then, beside its wait.
 func (cw *claimWatch) observe(p *Plan) {
 	for _, x := range p.Preemptions {
 		cw.claims = append(cw.claims, claimAt{cw.queue[x.Preemptor], p.Time})
+	}
+	for _, pc := range p.PodChanges {
+		if pc.For == "" || pc.Kind != PodsRemoved {
+			continue
+		}
+		if w := waitingOf(p, pc.For); w != nil && w.Code == WaitPreempting {
+			cw.claims = append(cw.claims, claimAt{cw.queue[pc.For], p.Time})
+		}
 	}
 	for _, r := range p.Reservations {
 		if _, ok := cw.since[r.Job]; !ok {

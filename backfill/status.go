@@ -214,12 +214,14 @@ func FormatJobs(jobs []JobStatus, epoch time.Time) string {
 // plus a nanosecond) when the last cycle left a reservation slot free for
 // the next cycle to offer in priority order (see Schedule), let go of
 // a hold's GPUs after it refused them to a job, or gave or moved a hold
-// past a higher-ranked gang it left without one (see Hold mode), or
+// past a higher-ranked gang it left without one (see Hold mode),
 // started a job whose reservation was due off its planned GPUs (which
 // the reservation held from the cycle's time, refusing them to jobs
-// ranked above it), or made a claim with no victim (a reclaim on pods
+// ranked above it), made a claim with no victim (a reclaim on pods
 // growing jobs lend alone: the next cycle starts it, and no victim's
-// release will ask for that cycle), a reservation's planned start,
+// release will ask for that cycle), or reserved a job that would then
+// start on the pods a growing job lends only to reserved ones (see Node
+// failures and elastic gangs), a reservation's planned start,
 // a hold's expiry (its budget spent at the rate it holds GPUs now), the
 // end of a waiting job's patience or hold cool-down (not of a job that can
 // never start under the current config, which no time changes),

@@ -441,6 +441,37 @@ func (c *cycle) reserveAt(j *jobRec, t time.Time, w *Waiting) {
 			w.Blocker = o.job.ID
 		}
 	}
+	if c.walking && c.lentOpened(j) {
+		c.reoffer = true
+	}
+}
+
+// lentOpened reports whether job j, just reserved in the walk, would
+// start now on the pods growing jobs lend it now that it holds a
+// reservation (lentPlace), one of them lending it none while it held
+// none: j was tested without them (tryLent), and the next cycle, at
+// once, starts it there. A job that would not fit them asks for no
+// cycle, so that one reserved again every cycle does not ask for one at
+// once forever. It overwrites e.alloc (the reservation holds its copy).
+func (c *cycle) lentOpened(j *jobRec) bool {
+	e := c.e
+	if e.jobs.growers == 0 {
+		return false
+	}
+	with, without := lentState{class: j.job.Class, resv: true}, lentState{class: j.job.Class}
+	opened := false
+	for _, l := range e.jobs.running {
+		if opened = e.lendsAs(l, with, c.now) && !e.lendsAs(l, without, c.now); opened {
+			break
+		}
+	}
+	if !opened {
+		return false
+	}
+	full, _ := c.specFor(j)
+	spec := c.quotaSpec(j, full)
+	c.prepareScratch(j)
+	return c.lentPlace(j, spec)
 }
 
 // upkeep keeps reservation r, moved earlier when the profile now allows
