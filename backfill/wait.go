@@ -422,7 +422,8 @@ func (c *cycle) passedRun(jobs []*jobRec) {
 
 // reserveAt gives job j a reservation from t on e.alloc, and says so in
 // w: due at once, it names the job past its time limit on its GPUs, if
-// any, as waitFor does in the cycles after.
+// any, as waitFor does in the cycles after. A job the reservation opens
+// lent pods to asks for a cycle at once (lentOpened).
 func (c *cycle) reserveAt(j *jobRec, t time.Time, w *Waiting) {
 	e := c.e
 	_, patient := c.specFor(j)
