@@ -281,7 +281,7 @@ func (p *Placer) tightestUnder(x, k int) int {
 	if x == 0 || p.sc.pl.exclusive {
 		return k
 	}
-	row := p.sc.s.DomainAvail(int(ly.levelOf(x)), ly.index(x))
+	row := p.counterRow(x)
 	if row[k] == 0 {
 		return 0
 	}
