@@ -113,6 +113,7 @@ func (sc *scratch) begin(s *topology.State, r *Request, buf []topology.NodeAlloc
 	}
 	sc.spans.begin()
 	sc.cover.keptFor = -1
+	sc.cover.capsChanged()
 	sc.tally = tally{}
 }
 
