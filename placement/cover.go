@@ -2,6 +2,8 @@ package placement
 
 import (
 	"slices"
+
+	"github.com/phalanx-sched/phalanx/topology"
 )
 
 // leafAmount is one leaf of a plan and the items it takes (items of the
@@ -196,11 +198,22 @@ func (p *Placer) spreadGPUs(a int) int {
 	for _, n := range want {
 		nodes += int(n)
 	}
+	// The classes the pooled leaves hold, largest first: no leaf holds a
+	// node of another, which would give it nothing.
+	var classes [topology.MaxGPUsPerNode]int8
+	nc := 0
+	for k := maxG; k >= 1; k-- {
+		if pooled[k] > 0 {
+			classes[nc] = int8(k)
+			nc++
+		}
+	}
 	part := -1 // the leaf that takes the partial node
 	for i := range sel {
 		h := p.histogram(int(sel[i].leaf))
 		amount := 0
-		for k := maxG; k >= 1; k-- {
+		for _, k8 := range classes[:nc] {
+			k := int(k8)
 			t := min(h[k], want[k])
 			amount += int(t) * k
 			want[k] -= t
