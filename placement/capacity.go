@@ -445,9 +445,9 @@ func (p *Placer) domainFree(x int) int {
 }
 
 // counterRow returns the availability counters of domain x, not the root
-// (State.DomAvail): the state numbers every level's domains one after the
-// other, top level first, as the layout does after the root, so that
-// domain x is the state's entry x-1.
+// (the state's DomAvail row): the state numbers every level's domains one
+// after the other, top level first, as the layout does after the root, so
+// that domain x is the state's entry x-1.
 func (p *Placer) counterRow(x int) []int32 {
 	stride := p.lay.maxGPUs + 1
 	return p.sc.w.DomAvail[(x-1)*stride : x*stride : x*stride]
