@@ -15,6 +15,11 @@ type scratch struct {
 	lay *layout
 	s   *topology.State
 	w   access.Words // s's raw words
+	// wOf is the state whose words w holds, kept across decisions (a
+	// state's words never move), so that a Placer used on one state
+	// reads them once; it keeps that state reachable until another is
+	// placed on.
+	wOf *topology.State
 	req *Request
 	pl  plan
 	out []topology.NodeAlloc
@@ -97,7 +102,9 @@ func (sc *scratch) init(ly *layout, budget int) {
 
 func (sc *scratch) begin(s *topology.State, r *Request, buf []topology.NodeAlloc, budget int) {
 	sc.s, sc.req, sc.out = s, r, buf[:0]
-	sc.w = access.StateWords(s)
+	if s != sc.wOf {
+		sc.w, sc.wOf = access.StateWords(s), s
+	}
 	sc.budget, sc.approximate = budget, false
 	if sc.epoch++; sc.epoch == 0 {
 		clear(sc.histAt)
@@ -106,10 +113,11 @@ func (sc *scratch) begin(s *topology.State, r *Request, buf []topology.NodeAlloc
 	}
 	sc.spans.begin()
 	sc.cover.keptFor = -1
+	sc.cover.capsChanged()
 	sc.tally = tally{}
 }
 
-func (sc *scratch) end() { sc.s, sc.w, sc.req, sc.out = nil, access.Words{}, nil, nil }
+func (sc *scratch) end() { sc.s, sc.req, sc.out = nil, nil, nil }
 
 // spend takes work units from the decision's search budget and reports
 // whether they were available.
@@ -398,13 +406,12 @@ func (p *Placer) subtractRemoved(x int, h []int32) {
 // counterHistogram reads domain x's histogram from the state's counters.
 func (p *Placer) counterHistogram(x int, h []int32) {
 	sc, ly := &p.sc, p.lay
-	l, d := ly.levelOf(x), ly.index(x)
 	if sc.pl.exclusive {
 		// Uniform sizes (else the capacities are masked).
-		h[ly.maxGPUs] = int32(sc.s.DomainIdleNodes(int(l), d))
+		h[ly.maxGPUs] = int32(sc.s.DomainIdleNodes(int(ly.levelOf(x)), ly.index(x)))
 		return
 	}
-	row := sc.s.DomainAvail(int(l), d)
+	row := p.counterRow(x)
 	for k := sc.minFree; k < ly.maxGPUs; k++ {
 		h[k] = row[k] - row[k+1]
 	}
@@ -431,11 +438,19 @@ func (p *Placer) maskedHistogram(x int, h []int32) {
 // domainFree returns the free GPUs on schedulable nodes of domain x (the
 // state's counter; the whole cluster for the root).
 func (p *Placer) domainFree(x int) int {
-	ly := p.lay
 	if x == 0 {
 		return p.sc.s.FreeGPUs()
 	}
-	return int(p.sc.s.LevelFreeGPUs(int(ly.levelOf(x)))[ly.index(x)])
+	return int(p.sc.w.DomFree[x-1])
+}
+
+// counterRow returns the availability counters of domain x, not the root
+// (the state's DomAvail row): the state numbers every level's domains one
+// after the other, top level first, as the layout does after the root, so
+// that domain x is the state's entry x-1.
+func (p *Placer) counterRow(x int) []int32 {
+	stride := p.lay.maxGPUs + 1
+	return p.sc.w.DomAvail[(x-1)*stride : x*stride : x*stride]
 }
 
 // pathFree returns the free GPUs of x and of each of its ancestors below
@@ -457,9 +472,7 @@ func (p *Placer) pathFree(x int) int {
 func (p *Placer) classAtLeast(x, k int) int {
 	sc, ly := &p.sc, p.lay
 	if !sc.masked && !sc.pl.exclusive {
-		stride := ly.maxGPUs + 1
-		d := ly.index(x)
-		row := sc.s.LevelAvail(int(ly.levelOf(x)))[d*stride : (d+1)*stride]
+		row := p.counterRow(x)
 		if row[k] == 0 {
 			return 0
 		}

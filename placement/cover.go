@@ -2,6 +2,8 @@ package placement
 
 import (
 	"slices"
+
+	"github.com/phalanx-sched/phalanx/topology"
 )
 
 // leafAmount is one leaf of a plan and the items it takes (items of the
@@ -43,6 +45,12 @@ type coverScratch struct {
 	// kept is the plan scoring computed for domain keptFor (-1: none).
 	kept    []leafAmount
 	keptFor int
+	// leafCover's answers: for domain x, memoLeaves[x] leaves hold
+	// memoNeed[x] items, valid when memoAt[x] == memoEpoch.
+	memoAt     []uint32
+	memoNeed   []int32
+	memoLeaves []int32
+	memoEpoch  uint32
 }
 
 func (cs *coverScratch) init(ly *layout) {
@@ -56,6 +64,11 @@ func (cs *coverScratch) init(ly *layout) {
 	cs.kids = make([]kid, 0, ly.numDomains())
 	cs.takenAt = make([]uint32, ly.numDomains())
 	cs.kept = make([]leafAmount, 0, nl)
+	nd := ly.numDomains()
+	cs.memoAt = make([]uint32, nd)
+	cs.memoNeed = make([]int32, nd)
+	cs.memoLeaves = make([]int32, nd)
+	cs.memoEpoch = 1
 }
 
 // lastPhase returns the index of the innermost phase, whose units are the
@@ -74,11 +87,27 @@ func (p *Placer) leafCaps(x int) []int32 {
 }
 
 // leafCover returns the fewest leaves under x that hold a last-phase
-// items (exact: any leaves may be combined at the last phase).
+// items (exact: any leaves may be combined at the last phase). A decision
+// asks it of one domain several times (a bound, a score, a fill): the
+// last answer per domain is kept until the capacities change.
 func (p *Placer) leafCover(x, a int) int {
 	cs := &p.sc.cover
+	if cs.memoAt[x] == cs.memoEpoch && cs.memoNeed[x] == int32(a) {
+		return int(cs.memoLeaves[x])
+	}
 	cs.caps = append(cs.caps[:0], p.leafCaps(x)...)
-	return coverCount(cs.caps, a, &cs.count)
+	m := coverCount(cs.caps, a, &cs.count)
+	cs.memoAt[x], cs.memoNeed[x], cs.memoLeaves[x] = cs.memoEpoch, int32(a), int32(m)
+	return m
+}
+
+// capsChanged forgets leafCover's answers: the capacities were (or are
+// about to be) recomputed.
+func (cs *coverScratch) capsChanged() {
+	if cs.memoEpoch++; cs.memoEpoch == 0 {
+		clear(cs.memoAt)
+		cs.memoEpoch = 1
+	}
 }
 
 // fillLeaves places a last-phase items inside x: the planned leaves, then
@@ -169,11 +198,22 @@ func (p *Placer) spreadGPUs(a int) int {
 	for _, n := range want {
 		nodes += int(n)
 	}
+	// The classes the pooled leaves hold, largest first: no leaf holds a
+	// node of another, which would give it nothing.
+	var classes [topology.MaxGPUsPerNode]int8
+	nc := 0
+	for k := maxG; k >= 1; k-- {
+		if pooled[k] > 0 {
+			classes[nc] = int8(k)
+			nc++
+		}
+	}
 	part := -1 // the leaf that takes the partial node
 	for i := range sel {
 		h := p.histogram(int(sel[i].leaf))
 		amount := 0
-		for k := maxG; k >= 1; k-- {
+		for _, k8 := range classes[:nc] {
+			k := int(k8)
 			t := min(h[k], want[k])
 			amount += int(t) * k
 			want[k] -= t

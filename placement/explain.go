@@ -17,6 +17,7 @@ func (p *Placer) explain() Reason {
 	pl := &p.sc.pl
 	if p.sc.shortRoot && pl.required > 0 {
 		// The Required level's capacities, which capacities skipped.
+		p.sc.cover.capsChanged()
 		p.levelCapacities(pl.required)
 	}
 	var r Reason
@@ -270,6 +271,7 @@ func (p *Placer) fitsIdealCluster() bool {
 // and idle (Allowed and Excluded still applying).
 func (p *Placer) idealCapacities() {
 	sc, ly := &p.sc, p.lay
+	sc.cover.capsChanged()
 	masked := sc.req.Allowed != nil || sc.req.Excluded != nil || p.reference
 	if masked {
 		p.idealMask() // all nodes when no set is given (reference)

@@ -154,7 +154,7 @@ func (p *Placer) excessOf(l int, e []int32) {
 	e[g] = 0
 	sum := int32(0)
 	if !sc.masked && !sc.pl.exclusive && sc.minFree <= g {
-		row := sc.s.DomainAvail(int(p.lay.leaf), p.lay.index(l))
+		row := p.counterRow(l)
 		for j := g - 1; j >= 0; j-- {
 			sum += row[max(j+1, sc.minFree)] // candidates with more than j
 			e[j] = sum

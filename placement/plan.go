@@ -95,13 +95,8 @@ func (pl *plan) resolve(c *topology.Cluster, r *Request) error {
 
 // resolveShape checks the counts and sets the mode.
 func (pl *plan) resolveShape(r *Request) error {
-	for _, f := range [...]struct {
-		name string
-		v    int
-	}{{"Nodes", r.Nodes}, {"GPUs", r.GPUs}, {"GPUsPerNode", r.GPUsPerNode}, {"MaxDomains", r.MaxDomains}, {"SegmentSize", r.SegmentSize}} {
-		if f.v < 0 {
-			return fmt.Errorf("%w: negative count: %s is %d", ErrBadRequest, f.name, f.v)
-		}
+	if r.Nodes|r.GPUs|r.GPUsPerNode|r.MaxDomains|r.SegmentSize < 0 {
+		return negativeCount(r)
 	}
 	switch {
 	case r.Nodes > 0 && r.GPUs > 0:
@@ -125,6 +120,20 @@ func (pl *plan) resolveShape(r *Request) error {
 	return nil
 }
 
+// negativeCount returns the error for the first negative count of r (one
+// of them is negative).
+func negativeCount(r *Request) error {
+	for _, f := range [...]struct {
+		name string
+		v    int
+	}{{"Nodes", r.Nodes}, {"GPUs", r.GPUs}, {"GPUsPerNode", r.GPUsPerNode}, {"MaxDomains", r.MaxDomains}, {"SegmentSize", r.SegmentSize}} {
+		if f.v < 0 {
+			return fmt.Errorf("%w: negative count: %s is %d", ErrBadRequest, f.name, f.v)
+		}
+	}
+	return fmt.Errorf("%w: negative count", ErrBadRequest) // not reached
+}
+
 // checkBounds refuses segments larger than the cluster and node sets of
 // another length than its node count. (More nodes or GPUs than the
 // cluster has is not malformed: it fails on capacity, as unresolvable.)
@@ -133,9 +142,9 @@ func checkBounds(c *topology.Cluster, r *Request) error {
 	if r.SegmentSize > n {
 		return fmt.Errorf("%w: segments of %d nodes; the cluster has %d", ErrBadRequest, r.SegmentSize, n)
 	}
-	for _, s := range r.Segments {
-		if s.Size > n {
-			return fmt.Errorf("%w: segments of %d nodes; the cluster has %d", ErrBadRequest, s.Size, n)
+	for i := range r.Segments {
+		if s := r.Segments[i].Size; s > n {
+			return fmt.Errorf("%w: segments of %d nodes; the cluster has %d", ErrBadRequest, s, n)
 		}
 	}
 	if r.Allowed != nil && r.Allowed.Len() != uint(n) {
@@ -170,8 +179,8 @@ func (pl *plan) resolveSegments(c *topology.Cluster, r *Request) error {
 	for n < len(r.Segments) && !r.Segments[n].empty() {
 		n++
 	}
-	for _, s := range r.Segments[n:] {
-		if !s.empty() {
+	for i := n; i < len(r.Segments); i++ {
+		if !r.Segments[i].empty() {
 			return fmt.Errorf("%w: segment layer %d follows an empty one", ErrBadRequest, n)
 		}
 	}

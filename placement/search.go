@@ -162,14 +162,20 @@ func (p *Placer) bestLeaf(need int) (int, bool) {
 	}
 	best := p.leafChoice(x, need, path)
 	free := p.leavesFree()
+	// The cheap bound is the same for every leaf but for its path's free
+	// GPUs, which it adds: computed once, for a path of none.
+	cheap := p.leafBound(-1, need, 0, false)
+	first := ly.leafID(0)
 	for d, n := 0, ly.count(ly.leaf); d < n; {
-		parent := max(int(ly.parent[ly.leafID(d)]), 0) // a flat cluster's leaf is the root
+		parent := max(int(ly.parent[first+d]), 0) // a flat cluster's leaf is the root
 		above := p.pathFree(parent)
 		end := n
 		if parent > 0 {
 			end = int(ly.leafEnd[parent])
 		}
-		if !p.leafBound(-1, need, above, false).better(best) {
+		lb := cheap
+		lb.stranded += above
+		if !lb.better(best) {
 			d = end // no leaf under parent can win
 			continue
 		}
@@ -177,8 +183,12 @@ func (p *Placer) bestLeaf(need int) (int, bool) {
 			if int(caps[d]) < need {
 				continue
 			}
-			x := ly.leafID(d)
-			if c, ok := p.boundedLeafChoice(x, need, above+freeOf(free, d), best); ok && c.better(best) {
+			path := above + freeOf(free, d)
+			lb.stranded, lb.domain = cheap.stranded+path, first+d
+			if !lb.better(best) {
+				continue // the cheap bound of boundedLeafChoice
+			}
+			if c, ok := p.boundedLeafChoice(first+d, need, path, best); ok && c.better(best) {
 				best = c
 			}
 		}
@@ -281,7 +291,7 @@ func (p *Placer) tightestUnder(x, k int) int {
 	if x == 0 || p.sc.pl.exclusive {
 		return k
 	}
-	row := p.sc.s.DomainAvail(int(ly.levelOf(x)), ly.index(x))
+	row := p.counterRow(x)
 	if row[k] == 0 {
 		return 0
 	}

@@ -374,7 +374,7 @@ func (s *State) availWords(g int) []uint64 {
 func init() {
 	access.StateWords = func(x any) access.Words {
 		s := x.(*State)
-		return access.Words{Avail: s.avail, Stride: s.words, Idle: s.idle, Free: s.free}
+		return access.Words{Avail: s.avail, Stride: s.words, Idle: s.idle, Free: s.free, DomFree: s.domFree, DomAvail: s.domAvail}
 	}
 	access.CheckState = func(x any) error { return x.(*State).checkInvariants() }
 	access.StateChanges = func(x any) *uint64 { return &x.(*State).changes }

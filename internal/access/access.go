@@ -21,6 +21,13 @@ type Words struct {
 	Idle []uint64
 	// Free holds every node's free-GPU mask, by node ID.
 	Free []uint64
+	// DomFree holds the free GPUs on schedulable nodes of every domain,
+	// the levels one after the other, top level first (the entries of
+	// level l, in order, are the state's LevelFreeGPUs(l)); DomAvail holds
+	// the availability counters in the same order, MaxNodeGPUs+1 entries
+	// a domain (the state's DomAvail rows).
+	DomFree  []int32
+	DomAvail []int32
 }
 
 // AvailWords returns bitset g of w.Avail.
