@@ -75,18 +75,6 @@ func TestHoldRepeatSameTime(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			schedule := func(now time.Time) *Plan {
-				p, err := e.Schedule(now)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, s := range p.Starts {
-					if err := e.Started(s.Job, now); err != nil {
-						t.Fatal(err)
-					}
-				}
-				return p
-			}
 			holds := func(p *Plan) []string {
 				var ids []string
 				for _, h := range p.Holds {
@@ -111,7 +99,7 @@ func TestHoldRepeatSameTime(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s %s: %v", o.kind, o.id, err)
 				}
-				first := schedule(now)
+				first := scheduleStarted(t, e, now)
 				for i := 0; ; i++ {
 					for _, h := range first.HoldEnds {
 						if h.Cause == HoldPassedOn {
@@ -124,9 +112,9 @@ func TestHoldRepeatSameTime(t *testing.T) {
 					if i == 5 {
 						t.Fatalf("%v: NextEvent still at once after %d cycles", o.at, i+1)
 					}
-					first = schedule(now) // the host's cycle at once (at the same time, as a host would)
+					first = scheduleStarted(t, e, now) // the host's cycle at once (at the same time, as a host would)
 				}
-				second := schedule(now)
+				second := scheduleStarted(t, e, now)
 				var changed []string
 				for _, s := range second.Starts {
 					changed = append(changed, "start "+s.Job)

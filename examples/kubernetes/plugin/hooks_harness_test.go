@@ -158,6 +158,14 @@ func (h *hookEnv) cycle() actions {
 // answerScouts answers every scout in flight with all known, undeleted
 // nodes (no other Filter plugin rejects anything).
 func (h *hookEnv) answerScouts() {
+	names := h.knownNodes()
+	h.answerScoutsAs(names, names)
+}
+
+// answerScoutsAs answers every scout in flight as a scheduler whose
+// snapshot held the nodes seen, of which fits accept the scout's shape;
+// it returns how many scouts it answered.
+func (h *hookEnv) answerScoutsAs(fits, seen []string) int {
 	h.c.mu.Lock()
 	var todo []*v1.Pod
 	for _, g := range h.c.groups {
@@ -167,17 +175,11 @@ func (h *hookEnv) answerScouts() {
 			}
 		}
 	}
-	var names []string
-	for n := range h.c.nodes {
-		if !h.c.deleted[n] {
-			names = append(names, n)
-		}
-	}
 	h.c.mu.Unlock()
-	sort.Strings(names)
 	for _, p := range todo {
-		h.c.scouted(p, names, names)
+		h.c.scouted(p, fits, seen)
 	}
+	return len(todo)
 }
 
 // knownNodes returns the nodes the controller knows and that are not

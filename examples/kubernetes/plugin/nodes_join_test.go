@@ -17,14 +17,6 @@ import (
 // sees them).
 func (h *hookEnv) answerScoutsWhere(filter func(*v1.Node) bool) {
 	h.c.mu.Lock()
-	var todo []*v1.Pod
-	for _, g := range h.c.groups {
-		for _, uid := range g.scout {
-			if ps := g.pods[uid]; ps != nil && ps.pod != nil {
-				todo = append(todo, ps.pod)
-			}
-		}
-	}
 	var names []string
 	for name, n := range h.c.nodes {
 		if !h.c.deleted[name] && filter(n) {
@@ -33,10 +25,7 @@ func (h *hookEnv) answerScoutsWhere(filter func(*v1.Node) bool) {
 	}
 	h.c.mu.Unlock()
 	sort.Strings(names)
-	seen := h.knownNodes()
-	for _, p := range todo {
-		h.c.scouted(p, names, seen)
-	}
+	h.answerScoutsAs(names, h.knownNodes())
 }
 
 // TestJoinedNodesMeasuredForWaitingGang: a gang waits with its pod shape

@@ -11,20 +11,7 @@ import (
 // answerScoutsWith answers every scout in flight with nodes, as the
 // profile's other Filter plugins would measure them.
 func (h *hookEnv) answerScoutsWith(nodes []string) {
-	h.c.mu.Lock()
-	var todo []*v1.Pod
-	for _, g := range h.c.groups {
-		for _, uid := range g.scout {
-			if ps := g.pods[uid]; ps != nil && ps.pod != nil {
-				todo = append(todo, ps.pod)
-			}
-		}
-	}
-	h.c.mu.Unlock()
-	seen := h.knownNodes()
-	for _, p := range todo {
-		h.c.scouted(p, nodes, seen)
-	}
+	h.answerScoutsAs(nodes, h.knownNodes())
 }
 
 // TestWaitingGangKeepsAllowedOnPodDeletion: a gang of three 8-GPU pods

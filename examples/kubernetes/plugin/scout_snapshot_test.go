@@ -3,27 +3,12 @@ package plugin
 import (
 	"slices"
 	"testing"
-
-	v1 "k8s.io/api/core/v1"
 )
 
 // answerScoutsSeen answers every scout in flight as a scheduler whose
 // snapshot held only the nodes seen would: each of them accepts the shape.
 func (h *hookEnv) answerScoutsSeen(seen []string) int {
-	h.c.mu.Lock()
-	var todo []*v1.Pod
-	for _, g := range h.c.groups {
-		for _, uid := range g.scout {
-			if ps := g.pods[uid]; ps != nil && ps.pod != nil {
-				todo = append(todo, ps.pod)
-			}
-		}
-	}
-	h.c.mu.Unlock()
-	for _, p := range todo {
-		h.c.scouted(p, seen, seen)
-	}
-	return len(todo)
+	return h.answerScoutsAs(seen, seen)
 }
 
 // TestScoutSnapshotLagsInformer: a scout measures its shape on the
