@@ -226,10 +226,10 @@ func missedCaseNamed(t *testing.T, name string) (*topology.Cluster, *topology.St
 // TestAdmitMissed pins gangs that TestProvenFailure's brute force packs
 // but that the admitter refused without SearchCut: the greedy pass and
 // the search took the placer's one answer per domain for members asking
-// for GPU totals or a domain limit (an elastic one at the largest size
-// that fitted even when searched at its minimum), so a packing that
-// needs such a member placed differently was missed, and the gang, which
-// fits the empty cluster, would wait forever.
+// for GPU totals, a domain limit or segments (an elastic one at the
+// largest size that fitted even when searched at its minimum), so a
+// packing that needs such a member placed differently was missed, and
+// the gang, which fits the empty cluster, would wait forever.
 func TestAdmitMissed(t *testing.T) {
 	for _, tt := range missedCases() {
 		t.Run(tt.name, func(t *testing.T) {

@@ -331,12 +331,12 @@ type Admission struct {
 	// the state admitted on: a member does not fit it by itself (alone on
 	// the state, or on every domain of a required co-location), no domain
 	// of a required co-location has the free GPUs, or the exact search
-	// covered every member (node-count and GPU-total members without
-	// segments, see SearchWork) without stopping at its bound. A failure
-	// without it may hide a packing that neither the greedy pass nor the
-	// search found (members with segments, gangs of more than
-	// MaxSearchMembers members, a search cut at its bound): on an empty
-	// cluster, only a proven failure means the gang can never fit.
+	// (which enumerates every member, segments included: see SearchWork)
+	// ran without stopping at its bound. A failure without it may hide a
+	// packing that neither the greedy pass nor the search found (gangs of
+	// more than MaxSearchMembers members, a search cut at its bound): on
+	// an empty cluster, only a proven failure means the gang can never
+	// fit.
 	Proven bool
 }
 

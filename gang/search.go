@@ -14,16 +14,17 @@ import (
 const MaxSearchMembers = 8
 
 // SearchWork bounds the work of one exact packing search, in steps: one
-// per member placement tried (and per node a GPU total's split visits),
+// per member placement tried (and per node a GPU total's split visits,
+// per node class the composition of a member with segments visits),
 // plus one per 64 nodes it sorts into classes.
 //
 // The search runs when the greedy pass of an admission failed after
 // placing some members. It is a depth-first search over the members, most
 // constrained first. A member asking for nodes (Nodes x GPUsPerNode, whole
 // nodes, exclusive nodes; Required, Allowed, Excluded and a domain limit
-// honoured, no segments) tries every domain of its Required level and,
-// inside it, every way of taking its nodes up to symmetry: nodes of
-// one lowest-level domain with the same free GPUs and the same idleness,
+// honoured) tries every domain of its Required level and, inside it,
+// every way of taking its nodes up to symmetry: nodes of one
+// lowest-level domain with the same free GPUs and the same idleness,
 // which each later member with an Allowed or Excluded set of its own may
 // use both or neither of, are interchangeable for every later member, so
 // the search chooses how many to take from each such class, tightest
@@ -33,21 +34,27 @@ const MaxSearchMembers = 8
 // there (how many GPUs each gives, all or none for an exclusive member;
 // up to the same symmetry; within its domain limit): the placer lays a
 // total out on the fewest leaves and nodes, which may be the one layout
-// that leaves no room for the rest. A member with segments tries the
-// placer's answer inside each domain of its Required level. Before going
+// that leaves no room for the rest. A member with segments (SegmentSize,
+// or every layer of Segments) tries the placer's answer inside each
+// domain of its Required level, then every other way of taking its nodes
+// there as above, keeping those where every domain of each layer's level
+// holds a multiple of the layer's size (so that the nodes cut into
+// segments): the placer's choice of segment domains may be the one that
+// leaves no room for the rest. Equivalent segment domains are not merged
+// by symmetry (nodes inside one lowest-level domain still are), so a
+// member with segments over many domains costs more steps. Before going
 // deeper the search checks that every remaining member still has a
 // domain with enough candidate nodes and that the free GPUs cover what
 // they ask for. An elastic member is searched at its full size, then, if
 // no packing exists, at its minimum.
 //
 // Within the bound the search finds a packing whenever one exists for
-// gangs of node-count and GPU-total members without segments (up to
-// MaxSearchMembers), and proves that none exists otherwise. The bound is
-// about 10 ms of work on the 250-node default cluster (measured on random
+// gangs of node-count members (with or without segments) and GPU-total
+// members (up to MaxSearchMembers), and proves that none exists
+// otherwise. The bound is about 10 ms of work on the 250-node default cluster (measured on random
 // gangs whose greedy pass failed); beyond it the admission fails with the
-// greedy pass's reason and Admission.SearchCut set. A failure is proven
-// (Admission.Proven) only when the search covered every member: gangs
-// without segments, not cut.
+// greedy pass's reason and Admission.SearchCut set. A failure the search
+// reached is proven (Admission.Proven) exactly when it was not cut.
 const SearchWork = 1 << 13
 
 // packSearch is the exact search's scratch space, one frame per member.
