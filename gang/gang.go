@@ -368,6 +368,10 @@ type Admitter struct {
 	dry bool
 	// smallest is the GPUs of the cluster's smallest node.
 	smallest int
+	// sizeGCD divides the GPUs of every node; leastNodes[k] is the GPUs
+	// of the cluster's k smallest nodes (lower bounds for the search).
+	sizeGCD    int
+	leastNodes []int
 	// tried names, per level, the nodes outside the domain a member was
 	// tried in (Request.AllowedLabel) for a member without Allowed;
 	// triedOwn caches the labels for members with Allowed, which also
@@ -388,13 +392,28 @@ func NewAdmitter(c *topology.Cluster, opts Options) *Admitter {
 	a := &Admitter{c: c, p: placement.New(c, opts.Placement), allow: c.NewNodeSet(), buf: make([]topology.NodeAlloc, 0, c.NumNodes())}
 	a.pack.init(c)
 	a.smallest = c.MaxNodeGPUs()
+	sizes := make([]int, c.NumNodes())
 	for n := range c.NumNodes() {
-		a.smallest = min(a.smallest, c.NodeGPUs(topology.NodeID(n)))
+		sizes[n] = c.NodeGPUs(topology.NodeID(n))
+		a.smallest = min(a.smallest, sizes[n])
+		a.sizeGCD = gcd(a.sizeGCD, sizes[n])
+	}
+	slices.Sort(sizes)
+	a.leastNodes = make([]int, len(sizes)+1)
+	for k, g := range sizes {
+		a.leastNodes[k+1] = a.leastNodes[k] + g
 	}
 	for l := range c.Depth() {
 		a.tried = append(a.tried, "outside the "+c.LevelName(l)+" tried")
 	}
 	return a
+}
+
+func gcd(x, y int) int {
+	for y != 0 {
+		x, y = y, x%y
+	}
+	return x
 }
 
 // triedLabel returns the label of member m's request restricted to a

@@ -45,7 +45,8 @@ const MaxSearchMembers = 8
 // member with segments over many domains costs more steps. Before going
 // deeper the search checks that every remaining member still has a
 // domain with enough candidate nodes and that the free GPUs cover what
-// they ask for. An elastic member is searched at its full size, then, if
+// they take at least (an exclusive GPU total rounded up to whole nodes,
+// whole nodes counted at the cluster's smallest nodes). An elastic member is searched at its full size, then, if
 // no packing exists, at its minimum.
 //
 // Within the bound the search finds a packing whenever one exists for
@@ -642,9 +643,13 @@ func (a *Admitter) materialize(s *topology.State, g *Spec, out *Allocation, pos,
 }
 
 // mayFit checks conditions every packing of the members a.order[pos:]
-// meets: their GPUs fit in the free GPUs of the scope, and each node-count
-// member has a domain of its Required level with enough nodes with its
-// free GPUs (Allowed aside).
+// meets: the GPUs they take fit in the free GPUs of the scope, and each
+// node-count member has a domain of its Required level with enough nodes
+// with its free GPUs (Allowed aside). The GPUs a member takes are bounded
+// below: a GPU total its GPUs, rounded up, when exclusive, to a multiple
+// of the GPUs every node size divides (it takes whole nodes); a
+// node-count member its pods x GPUsPerNode, and, when it takes whole
+// nodes, at least the GPUs of the cluster's smallest nodes, as many.
 func (a *Admitter) mayFit(s *topology.State, g *Spec, pos int) bool {
 	ps := &a.pack
 	free := s.FreeGPUs()
@@ -654,15 +659,27 @@ func (a *Admitter) mayFit(s *topology.State, g *Spec, pos int) bool {
 	want := 0
 	for _, mi := range a.order[pos:] {
 		m := &g.Members[mi]
-		if m.Request.GPUs > 0 {
-			want += m.Request.GPUs
+		r := &m.Request
+		if r.GPUs > 0 {
+			if r.Exclusive && a.sizeGCD > 1 {
+				want += (r.GPUs + a.sizeGCD - 1) / a.sizeGCD * a.sizeGCD
+			} else {
+				want += r.GPUs
+			}
 			continue
 		}
 		pods := a.searchPods(m)
 		if m.Min > 0 && m.Min < pods {
 			pods = m.Min
 		}
-		want += pods * max(m.Request.GPUsPerNode, 1)
+		take := pods * max(r.GPUsPerNode, 1)
+		if r.Exclusive || r.GPUsPerNode == 0 {
+			if pods >= len(a.leastNodes) {
+				return false // more nodes than the cluster has
+			}
+			take = max(take, a.leastNodes[pods])
+		}
+		want += take
 		if !a.someDomainHolds(s, m, pods) {
 			return false
 		}
