@@ -77,9 +77,9 @@ func (e *Engine) validateJob(j Job, fits bool) (*jobRec, error) {
 		return nil, err
 	}
 	// Never fits: no packing of the gang exists on an empty cluster. A
-	// failure the admitter does not prove (a gang with a member asking
-	// for segments, which the greedy pass and the search may miss, or a
-	// search cut at its bound) is no verdict: the job waits.
+	// failure the admitter does not prove (a search cut at its bound, a
+	// gang of more than gang.MaxSearchMembers members) is no verdict:
+	// the job waits.
 	res, err := e.adm.Check(e.empty, &rec.job.Gang, &e.alloc) // with its queue's nodes
 	if err != nil {
 		return nil, fmt.Errorf("%w: job %s: %w", ErrBadJob, j.ID, err)

@@ -182,6 +182,31 @@ func missedCases() []missedCase {
 				}}
 			},
 		},
+		{
+			// A member with segments got the placer's one answer per
+			// domain: m0 at its minimum (one segment of 2 nodes x 4 GPUs
+			// inside one leaf) must take n00 and n01 (l0), so that m1's
+			// 9 GPUs (n00, n02, n03 allowed) find 4+4+1 and m2
+			// (exclusive) the idle n04; the placer put the segment on
+			// l1, the tighter leaf, leaving m1 only n00's 8.
+			name: "segments_domain_choice",
+			nodes: []missedNode{
+				{8, "s0", "l0", 0}, {4, "s0", "l0", 0}, {4, "s0", "l1", 0}, {4, "s0", "l1", 0}, {4, "s1", "l2", 0},
+			},
+			g: func(n int) *Spec {
+				m0 := placement.NodesOf(4, 4)
+				m0.SegmentSize, m0.MaxDomains, m0.MaxDomainsLevel = 2, 1, "spine"
+				m1 := gpus(9)
+				m1.Allowed = nodeSet(n, 0, 2, 3)
+				m2 := gpus(3)
+				m2.Exclusive = true
+				return &Spec{ID: "g", Members: []Member{
+					withMin(Member{Name: "m0", Request: m0}, 2),
+					{Name: "m1", Request: m1},
+					{Name: "m2", Request: m2},
+				}}
+			},
+		},
 	}
 }
 
@@ -201,10 +226,10 @@ func missedCaseNamed(t *testing.T, name string) (*topology.Cluster, *topology.St
 // TestAdmitMissed pins gangs that TestProvenFailure's brute force packs
 // but that the admitter refused without SearchCut: the greedy pass and
 // the search took the placer's one answer per domain for members asking
-// for GPU totals or a domain limit (an elastic one at the largest size
-// that fitted even when searched at its minimum), so a packing that
-// needs such a member placed differently was missed, and the gang, which
-// fits the empty cluster, would wait forever.
+// for GPU totals, a domain limit or segments (an elastic one at the
+// largest size that fitted even when searched at its minimum), so a
+// packing that needs such a member placed differently was missed, and
+// the gang, which fits the empty cluster, would wait forever.
 func TestAdmitMissed(t *testing.T) {
 	for _, tt := range missedCases() {
 		t.Run(tt.name, func(t *testing.T) {
@@ -316,11 +341,12 @@ func TestAdmitProvesGPUTotals(t *testing.T) {
 	}
 }
 
-// TestAdmitSplitZeroAllocs: an admission found by splitting a GPU total
-// (and by an elastic member with segments placed at its minimum)
-// allocates nothing in the steady state.
+// TestAdmitSplitZeroAllocs: an admission found by splitting a GPU total,
+// by placing an elastic member with segments at its minimum, or by
+// enumerating the domains of a member's segments allocates nothing in
+// the steady state.
 func TestAdmitSplitZeroAllocs(t *testing.T) {
-	for _, name := range []string{"gpu_total_split", "elastic_segments_at_minimum"} {
+	for _, name := range []string{"gpu_total_split", "elastic_segments_at_minimum", "segments_domain_choice"} {
 		t.Run(name, func(t *testing.T) {
 			c, s, g := missedCaseNamed(t, name)
 			a := NewAdmitter(c, Options{})

@@ -13,7 +13,8 @@
 // pass places the members one by one, most constrained first, in up to
 // four orders; when it fails after placing some members, an exact
 // search for a packing follows (gangs of up to MaxSearchMembers members,
-// bounded by SearchWork; see there for what it covers). This makes
+// every member shape, segments included, bounded by SearchWork; see
+// there for what it covers). This makes
 // the partial starts and split-cluster deadlocks of pod-by-pod schedulers
 // impossible by construction: no GPU is ever held by a gang that is not
 // running. The module's tests and examples compare it with such a scheduler.

@@ -331,12 +331,12 @@ type Admission struct {
 	// the state admitted on: a member does not fit it by itself (alone on
 	// the state, or on every domain of a required co-location), no domain
 	// of a required co-location has the free GPUs, or the exact search
-	// covered every member (node-count and GPU-total members without
-	// segments, see SearchWork) without stopping at its bound. A failure
-	// without it may hide a packing that neither the greedy pass nor the
-	// search found (members with segments, gangs of more than
-	// MaxSearchMembers members, a search cut at its bound): on an empty
-	// cluster, only a proven failure means the gang can never fit.
+	// (which enumerates every member, segments included: see SearchWork)
+	// ran without stopping at its bound. A failure without it may hide a
+	// packing that neither the greedy pass nor the search found (gangs of
+	// more than MaxSearchMembers members, a search cut at its bound): on
+	// an empty cluster, only a proven failure means the gang can never
+	// fit.
 	Proven bool
 }
 
@@ -368,6 +368,10 @@ type Admitter struct {
 	dry bool
 	// smallest is the GPUs of the cluster's smallest node.
 	smallest int
+	// sizeGCD divides the GPUs of every node; leastNodes[k] is the GPUs
+	// of the cluster's k smallest nodes (lower bounds for the search).
+	sizeGCD    int
+	leastNodes []int
 	// tried names, per level, the nodes outside the domain a member was
 	// tried in (Request.AllowedLabel) for a member without Allowed;
 	// triedOwn caches the labels for members with Allowed, which also
@@ -388,13 +392,28 @@ func NewAdmitter(c *topology.Cluster, opts Options) *Admitter {
 	a := &Admitter{c: c, p: placement.New(c, opts.Placement), allow: c.NewNodeSet(), buf: make([]topology.NodeAlloc, 0, c.NumNodes())}
 	a.pack.init(c)
 	a.smallest = c.MaxNodeGPUs()
+	sizes := make([]int, c.NumNodes())
 	for n := range c.NumNodes() {
-		a.smallest = min(a.smallest, c.NodeGPUs(topology.NodeID(n)))
+		sizes[n] = c.NodeGPUs(topology.NodeID(n))
+		a.smallest = min(a.smallest, sizes[n])
+		a.sizeGCD = gcd(a.sizeGCD, sizes[n])
+	}
+	slices.Sort(sizes)
+	a.leastNodes = make([]int, len(sizes)+1)
+	for k, g := range sizes {
+		a.leastNodes[k+1] = a.leastNodes[k] + g
 	}
 	for l := range c.Depth() {
 		a.tried = append(a.tried, "outside the "+c.LevelName(l)+" tried")
 	}
 	return a
+}
+
+func gcd(x, y int) int {
+	for y != 0 {
+		x, y = y, x%y
+	}
+	return x
 }
 
 // triedLabel returns the label of member m's request restricted to a

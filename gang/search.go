@@ -14,16 +14,17 @@ import (
 const MaxSearchMembers = 8
 
 // SearchWork bounds the work of one exact packing search, in steps: one
-// per member placement tried (and per node a GPU total's split visits),
+// per member placement tried (and per node a GPU total's split visits,
+// per node class the composition of a member with segments visits),
 // plus one per 64 nodes it sorts into classes.
 //
 // The search runs when the greedy pass of an admission failed after
 // placing some members. It is a depth-first search over the members, most
 // constrained first. A member asking for nodes (Nodes x GPUsPerNode, whole
 // nodes, exclusive nodes; Required, Allowed, Excluded and a domain limit
-// honoured, no segments) tries every domain of its Required level and,
-// inside it, every way of taking its nodes up to symmetry: nodes of
-// one lowest-level domain with the same free GPUs and the same idleness,
+// honoured) tries every domain of its Required level and, inside it,
+// every way of taking its nodes up to symmetry: nodes of one
+// lowest-level domain with the same free GPUs and the same idleness,
 // which each later member with an Allowed or Excluded set of its own may
 // use both or neither of, are interchangeable for every later member, so
 // the search chooses how many to take from each such class, tightest
@@ -33,21 +34,28 @@ const MaxSearchMembers = 8
 // there (how many GPUs each gives, all or none for an exclusive member;
 // up to the same symmetry; within its domain limit): the placer lays a
 // total out on the fewest leaves and nodes, which may be the one layout
-// that leaves no room for the rest. A member with segments tries the
-// placer's answer inside each domain of its Required level. Before going
+// that leaves no room for the rest. A member with segments (SegmentSize,
+// or every layer of Segments) tries the placer's answer inside each
+// domain of its Required level, then every other way of taking its nodes
+// there as above, keeping those where every domain of each layer's level
+// holds a multiple of the layer's size (so that the nodes cut into
+// segments): the placer's choice of segment domains may be the one that
+// leaves no room for the rest. Equivalent segment domains are not merged
+// by symmetry (nodes inside one lowest-level domain still are), so a
+// member with segments over many domains costs more steps. Before going
 // deeper the search checks that every remaining member still has a
 // domain with enough candidate nodes and that the free GPUs cover what
-// they ask for. An elastic member is searched at its full size, then, if
+// they take at least (an exclusive GPU total rounded up to whole nodes,
+// whole nodes counted at the cluster's smallest nodes). An elastic member is searched at its full size, then, if
 // no packing exists, at its minimum.
 //
 // Within the bound the search finds a packing whenever one exists for
-// gangs of node-count and GPU-total members without segments (up to
-// MaxSearchMembers), and proves that none exists otherwise. The bound is
-// about 10 ms of work on the 250-node default cluster (measured on random
+// gangs of node-count members (with or without segments) and GPU-total
+// members (up to MaxSearchMembers), and proves that none exists
+// otherwise. The bound is about 10 ms of work on the 250-node default cluster (measured on random
 // gangs whose greedy pass failed); beyond it the admission fails with the
-// greedy pass's reason and Admission.SearchCut set. A failure is proven
-// (Admission.Proven) only when the search covered every member: gangs
-// without segments, not cut.
+// greedy pass's reason and Admission.SearchCut set. A failure the search
+// reached is proven (Admission.Proven) exactly when it was not cut.
 const SearchWork = 1 << 13
 
 // packSearch is the exact search's scratch space, one frame per member.
@@ -75,7 +83,16 @@ type searchFrame struct {
 	take  []int32
 	// tied marks, for a GPU total, the nodes of a class after its first.
 	tied []bool
+	// A member with segments: nseg layers, layer i asking for a multiple
+	// of segSize[i] nodes in every domain of level segLvl[i].
+	nseg    int
+	segLvl  [placement.MaxSegmentLayers]int
+	segSize [placement.MaxSegmentLayers]int32
 }
+
+// segCounts holds, per segment layer, the nodes a composition takes in
+// the current domain of the layer's level.
+type segCounts [placement.MaxSegmentLayers]int32
 
 type nodeClass struct{ lo, hi int32 }
 
@@ -115,21 +132,9 @@ func (a *Admitter) searchPacking(s *topology.State, g *Spec, out *Allocation, lv
 		}
 	}
 	res.SearchSteps, res.SearchCut = ps.steps, ps.cut
-	// The search enumerates node-count and GPU-total members only; a
-	// member with segments gets one placement per domain, which may not
-	// be the one a packing needs.
-	res.Proven = !res.Admitted && !ps.cut && allEnumerated(g)
-}
-
-// allEnumerated reports whether every member of g is one the search
-// enumerates (enumerated).
-func allEnumerated(g *Spec) bool {
-	for i := range g.Members {
-		if !enumerated(&g.Members[i].Request) {
-			return false
-		}
-	}
-	return true
+	// The search enumerates every member's placements (up to symmetry):
+	// a refusal it did not cut is proven.
+	res.Proven = !res.Admitted && !ps.cut
 }
 
 func hasElastic(g *Spec) bool {
@@ -193,7 +198,7 @@ func (a *Admitter) memberDomains(m *Member) (first, last, lvl int) {
 func (a *Admitter) tryDomain(s *topology.State, g *Spec, out *Allocation, pos, lo, hi int) bool {
 	mi := a.order[pos]
 	m, ma := &g.Members[mi], &out.Members[mi]
-	if countsNodes(&m.Request) {
+	if m.Request.GPUs == 0 && m.Request.SegmentStep() == 1 {
 		return a.enumerate(s, g, out, pos, lo, hi)
 	}
 	a.pack.steps++
@@ -211,8 +216,13 @@ func (a *Admitter) tryDomain(s *topology.State, g *Spec, out *Allocation, pos, l
 			return true
 		}
 	}
-	if m.Request.GPUs == 0 || a.pack.cut {
+	if a.pack.cut {
 		return false
+	}
+	if m.Request.GPUs == 0 {
+		// Segments: the placer's choice of segment domains may not be
+		// the one a packing needs; try every other.
+		return a.enumerate(s, g, out, pos, lo, hi)
 	}
 	// A GPU total: the placer's layout (fewest leaves, then nodes) may
 	// not be the one a packing needs; try every other split.
@@ -329,19 +339,6 @@ func (a *Admitter) allocateAndGo(s *topology.State, g *Spec, out *Allocation, po
 	return false
 }
 
-// countsNodes reports whether r is a member the search enumerates by
-// node classes: nodes of GPUsPerNode GPUs (or whole nodes) without
-// segments.
-func countsNodes(r *placement.Request) bool {
-	return r.GPUs == 0 && r.SegmentStep() == 1
-}
-
-// enumerated reports whether the search tries every placement of r:
-// node-count members (countsNodes) and GPU totals.
-func enumerated(r *placement.Request) bool {
-	return countsNodes(r) || r.GPUs > 0
-}
-
 // limitLevel returns the level of r's domain limit, or -1 without one.
 func (a *Admitter) limitLevel(r *placement.Request) int {
 	if r.MaxDomains <= 0 {
@@ -369,7 +366,32 @@ func (a *Admitter) enumerate(s *topology.State, g *Spec, out *Allocation, pos, l
 	f := &a.pack.frames[pos]
 	a.setLaterSets(g, pos)
 	a.classify(s, &m.Request, f, lo, hi)
-	return a.compose(s, g, out, pos, 0, a.searchPods(m), -1, 0)
+	a.segmentLayers(&m.Request, f)
+	return a.compose(s, g, out, pos, 0, a.searchPods(m), -1, 0, segCounts{})
+}
+
+// segmentLayers records r's segment layers of more than one node in f
+// (SegmentSize, or every layer of Segments).
+func (a *Admitter) segmentLayers(r *placement.Request, f *searchFrame) {
+	f.nseg = 0
+	if a.c.Depth() == 0 {
+		return // one domain: every segment lies in it
+	}
+	layers := r.Segments
+	if r.SegmentSize > 1 {
+		layers = [placement.MaxSegmentLayers]placement.Segment{{Size: r.SegmentSize, Level: r.SegmentLevel}}
+	}
+	for _, sg := range layers {
+		if sg.Size <= 1 {
+			continue
+		}
+		l := a.c.Depth() - 1
+		if sg.Level != "" {
+			l, _ = a.c.Level(sg.Level)
+		}
+		f.segLvl[f.nseg], f.segSize[f.nseg] = l, int32(sg.Size)
+		f.nseg++
+	}
 }
 
 // setLaterSets lists in pack.sets the members after a.order[pos] that
@@ -514,13 +536,24 @@ func boolInt(b bool) int {
 // compose chooses how many nodes classes b.. of frame pos give, rest
 // nodes in all, most from the first classes first; the classes before b
 // that give nodes span spans domains of the member's limit level (the
-// last one dom), when it has a domain limit.
-func (a *Admitter) compose(s *topology.State, g *Spec, out *Allocation, pos, b, rest, dom, spans int) bool {
+// last one dom), when it has a domain limit. For a member with segments,
+// cnt counts, per layer, the nodes taken in the domain of the layer's
+// level that class b-1 lies in; every such domain must end with a
+// multiple of the layer's size.
+func (a *Admitter) compose(s *topology.State, g *Spec, out *Allocation, pos, b, rest, dom, spans int, cnt segCounts) bool {
 	f := &a.pack.frames[pos]
 	if rest == 0 {
+		for i := range f.nseg {
+			if cnt[i]%f.segSize[i] != 0 {
+				return false
+			}
+		}
 		a.materialize(s, g, out, pos, b)
 		a.pack.steps++
 		return a.allocateAndGo(s, g, out, pos)
+	}
+	if b == len(f.bins) {
+		return false
 	}
 	avail := 0
 	for _, c := range f.bins[b:] {
@@ -542,13 +575,43 @@ func (a *Admitter) compose(s *topology.State, g *Spec, out *Allocation, pos, b, 
 			n = 0 // taking from this class breaks the limit
 		}
 	}
+	// Segments: class b starts a new domain of a layer's level when
+	// class b-1 lies in another (that one ended with a multiple of the
+	// size), and ends its domain when class b+1 lies in another.
+	var last [placement.MaxSegmentLayers]bool
+	if f.nseg > 0 {
+		ps := &a.pack
+		if ps.steps >= SearchWork {
+			ps.cut = true
+			return false
+		}
+		ps.steps++
+		node := topology.NodeID(f.nodes[f.bins[b].lo])
+		for i := range f.nseg {
+			l := f.segLvl[i]
+			d := a.c.NodeDomain(node, l)
+			if b > 0 && a.c.NodeDomain(topology.NodeID(f.nodes[f.bins[b-1].lo]), l) != d {
+				cnt[i] = 0
+			}
+			last[i] = b+1 == len(f.bins) || a.c.NodeDomain(topology.NodeID(f.nodes[f.bins[b+1].lo]), l) != d
+		}
+	}
 	for x := min(n, rest); x >= 0; x-- {
+		next := cnt
+		fits := true
+		for i := range f.nseg {
+			next[i] += int32(x)
+			fits = fits && (!last[i] || next[i]%f.segSize[i] == 0)
+		}
+		if !fits {
+			continue
+		}
 		f.take[b] = int32(x)
 		d, sp := nd, ns
 		if x == 0 {
 			d, sp = dom, spans
 		}
-		if a.compose(s, g, out, pos, b+1, rest-x, d, sp) {
+		if a.compose(s, g, out, pos, b+1, rest-x, d, sp, next) {
 			return true
 		}
 		if a.pack.cut {
@@ -580,9 +643,13 @@ func (a *Admitter) materialize(s *topology.State, g *Spec, out *Allocation, pos,
 }
 
 // mayFit checks conditions every packing of the members a.order[pos:]
-// meets: their GPUs fit in the free GPUs of the scope, and each node-count
-// member has a domain of its Required level with enough nodes with its
-// free GPUs (Allowed aside).
+// meets: the GPUs they take fit in the free GPUs of the scope, and each
+// node-count member has a domain of its Required level with enough nodes
+// with its free GPUs (Allowed aside). The GPUs a member takes are bounded
+// below: a GPU total its GPUs, rounded up, when exclusive, to a multiple
+// of the GPUs every node size divides (it takes whole nodes); a
+// node-count member its pods x GPUsPerNode, and, when it takes whole
+// nodes, at least the GPUs of the cluster's smallest nodes, as many.
 func (a *Admitter) mayFit(s *topology.State, g *Spec, pos int) bool {
 	ps := &a.pack
 	free := s.FreeGPUs()
@@ -592,16 +659,28 @@ func (a *Admitter) mayFit(s *topology.State, g *Spec, pos int) bool {
 	want := 0
 	for _, mi := range a.order[pos:] {
 		m := &g.Members[mi]
-		if m.Request.GPUs > 0 {
-			want += m.Request.GPUs
+		r := &m.Request
+		if r.GPUs > 0 {
+			if r.Exclusive && a.sizeGCD > 1 {
+				want += (r.GPUs + a.sizeGCD - 1) / a.sizeGCD * a.sizeGCD
+			} else {
+				want += r.GPUs
+			}
 			continue
 		}
 		pods := a.searchPods(m)
 		if m.Min > 0 && m.Min < pods {
 			pods = m.Min
 		}
-		want += pods * max(m.Request.GPUsPerNode, 1)
-		if countsNodes(&m.Request) && !a.someDomainHolds(s, m, pods) {
+		take := pods * max(r.GPUsPerNode, 1)
+		if r.Exclusive || r.GPUsPerNode == 0 {
+			if pods >= len(a.leastNodes) {
+				return false // more nodes than the cluster has
+			}
+			take = max(take, a.leastNodes[pods])
+		}
+		want += take
+		if !a.someDomainHolds(s, m, pods) {
 			return false
 		}
 	}

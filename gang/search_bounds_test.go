@@ -1,0 +1,108 @@
+package gang
+
+import (
+	"testing"
+
+	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// TestSearchBoundsProve pins refusals that TestProvenFailure left
+// unproven: the search ran out of SearchWork on gangs that cannot fit,
+// because its check of the free GPUs counted an exclusive GPU total at
+// its GPUs and a whole-node pod at one GPU. An exclusive total takes
+// whole nodes, a multiple of the GPUs every node size divides (11 GPUs
+// on nodes of 4 and 8 take at least 12), and k whole nodes take at least
+// the GPUs of the k smallest nodes: with these bounds the search proves
+// the refusals within its bound.
+func TestSearchBoundsProve(t *testing.T) {
+	gpus := func(n int) placement.Request { return placement.Request{GPUs: n} }
+	for _, tt := range []struct {
+		name  string
+		nodes []missedNode
+		g     *Spec
+	}{
+		{
+			// TestProvenFailure empty cluster case 3595: 9 + 12 + 12
+			// (11 exclusive) GPUs on 32.
+			name: "exclusive_total_rounds_up",
+			nodes: []missedNode{
+				{8, "s0", "l0", 0}, {4, "s0", "l0", 0}, {4, "s0", "l1", 0}, {8, "s1", "l2", 0}, {8, "s1", "l3", 0},
+			},
+			g: func() *Spec {
+				m1 := gpus(12)
+				m1.MaxDomains = 2
+				m2 := gpus(11)
+				m2.Exclusive, m2.MaxDomains = true, 2
+				return &Spec{ID: "g", Members: []Member{
+					{Name: "m0", Request: gpus(9)},
+					{Name: "m1", Request: m1},
+					{Name: "m2", Request: m2},
+				}}
+			}(),
+		},
+		{
+			// Case 4009: 3 whole nodes take at least 4+4+8 GPUs; with
+			// 7 and 11 more, 34 on 32.
+			name: "whole_nodes_take_the_smallest_nodes",
+			nodes: []missedNode{
+				{8, "s0", "l0", 0}, {4, "s0", "l0", 0}, {4, "s0", "l0", 0}, {8, "s0", "l1", 0}, {8, "s0", "l1", 0},
+			},
+			g: func() *Spec {
+				m1 := gpus(7)
+				m1.MaxDomains = 2
+				m2 := gpus(11)
+				m2.Required, m2.MaxDomains = "spine", 1
+				return &Spec{ID: "g", Members: []Member{
+					{Name: "m0", Request: placement.NodesOf(3, 0)},
+					{Name: "m1", Request: m1},
+					{Name: "m2", Request: m2},
+				}}
+			}(),
+		},
+		{
+			// Partly used case 1272: the exclusive 7 takes at least 8;
+			// 11 + 8 + 8 on 26 free.
+			name: "partly_used_exclusive_total",
+			nodes: []missedNode{
+				{8, "s0", "l0", 0}, {4, "s0", "l0", 0}, {8, "s0", "l0", 0x3}, {4, "s0", "l1", 0}, {4, "s0", "l1", 0},
+			},
+			g: func() *Spec {
+				m0 := gpus(11)
+				m0.MaxDomains = 2
+				m1 := gpus(7)
+				m1.Exclusive, m1.Required = true, "leaf"
+				m2 := gpus(8)
+				m2.Required = "leaf"
+				return &Spec{ID: "g", Members: []Member{
+					{Name: "m0", Request: m0},
+					{Name: "m1", Request: m1},
+					{Name: "m2", Request: m2},
+				}}
+			}(),
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, s := missedCluster(t, tt.nodes)
+			b := &bruteG{c: c, g: tt.g, memo: map[string]bool{}}
+			for i := range c.NumNodes() {
+				b.free = append(b.free, s.FreeCount(topology.NodeID(i)))
+			}
+			if b.fit(0, 0, c.NumNodes()) {
+				t.Fatal("the brute force packs the gang: the case is wrong")
+			}
+			before := s.FreeGPUs()
+			var out Allocation
+			res, err := NewAdmitter(c, Options{}).Admit(s, tt.g, &out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Admitted || !res.Proven || res.SearchCut {
+				t.Fatalf("admitted %v, proven %v, cut %v after %d steps (%s); want a proven refusal", res.Admitted, res.Proven, res.SearchCut, res.SearchSteps, res)
+			}
+			if s.FreeGPUs() != before {
+				t.Fatalf("the refusal changed the state: %d free GPUs, %d before", s.FreeGPUs(), before)
+			}
+		})
+	}
+}
