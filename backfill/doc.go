@@ -425,7 +425,8 @@
 // the other queues under the parent where the check binds use their
 // guarantees, which the job would borrow), when the cluster's pool
 // (what the top queues lend one another, not promised) has no room, or
-// when a reclaim or preemption takes the room. A reservation not yet due
+// when a reclaim (by a job of a higher class) or a preemption takes the
+// room. A reservation not yet due
 // that its queue's limits leave room for neither now nor at its planned
 // start is given up with a reason that says both ("...; it gives up its
 // reservation: at its planned start, ..."). Late starts: a reservation
@@ -469,7 +470,10 @@
 // covers reclaims for its minimum, and starts cut on the GPUs claimed)
 // but that cannot start, for want of free GPUs or because others
 // borrowed the quota, looks for victims at once, in the cycle, whatever
-// its class and whether preemption is on:
+// its class and whether preemption is on (unless its run would overlap
+// reservations of its queue, for jobs of its class or a higher one, that
+// its queue's maximum or borrowing limit leaves no room for beside it: it
+// then waits for quota, as a start would, and does not jump them):
 // running gangs of queues that borrow from its side of the tree (the
 // queue just below the two queues' closest common parent is above its
 // guarantee). The victim search of package gang/preempt picks whole

@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/bits-and-blooms/bitset"
 
@@ -1117,7 +1118,7 @@ func (c *cycle) overQuota(j *jobRec, qc quotaCheck, g, placed int, w *Waiting) {
 	if c.reclaimGuarantee(j, w) {
 		return
 	}
-	entitled := c.e.reclaimGPUs(j) > 0
+	entitled := c.e.reclaimGPUs(j) > 0 && !c.e.reclaimTakesPromise(j, c.e.reclaimGPUs(j), c.now)
 	k := quotaMsg{kind: 2, code: qc.code, at: qc.at, g: g, placed: placed}
 	if placed > 0 {
 		k.least = j.leastGPUs
@@ -1235,12 +1236,13 @@ func (e *Engine) reclaimGPUs(j *jobRec) int {
 
 // reclaimGuarantee reclaims job j's queue's guarantee for it when the
 // guarantee covers it (reclaim), for its spec, or an elastic gang's at
-// its minimum when the guarantee covers only that: it reports whether a
-// claim was made.
+// its minimum when the guarantee covers only that, unless the claim would
+// take the room the reservations of its queue need (reclaimTakesPromise):
+// it reports whether a claim was made.
 func (c *cycle) reclaimGuarantee(j *jobRec, w *Waiting) bool {
 	e := c.e
 	g := e.reclaimGPUs(j)
-	if g == 0 {
+	if g == 0 || e.reclaimTakesPromise(j, g, c.now) {
 		return false
 	}
 	spec, _ := c.specFor(j)
@@ -1248,6 +1250,36 @@ func (c *cycle) reclaimGuarantee(j *jobRec, w *Waiting) bool {
 		spec = e.atMinimum(spec)
 	}
 	return c.reclaim(j, spec, g, w)
+}
+
+// reclaimTakesPromise reports whether a reclaim of g GPUs for job j at
+// now would take the room under its own queue's limits (its maximum,
+// its guarantee plus borrowing limit) that the reservations of its queue
+// for jobs of its class or a higher one need: those whose window overlaps
+// j's run (from now to its time limit's end; without a limit, to the end
+// of time), each counted at its gang's minimum (minGPUsOf). A plain start
+// is refused such room (promiseCheck); a reclaim, which frees GPUs of
+// other queues and not its own queue's limits, takes it all the same and
+// drops those reservations for quota at their start, so it is not made.
+// A job of a higher class may take the room of a lower class's
+// reservation (see quotapromise.go). The limits above the leaf are not
+// read: the reclaim's victims may free room there.
+func (e *Engine) reclaimTakesPromise(j *jobRec, g int, now time.Time) bool {
+	s, q := e.quota, j.queue
+	if len(e.book.resv) == 0 || q < 0 {
+		return false
+	}
+	end := MaxTime
+	if j.job.TimeLimit > 0 {
+		end = now.Add(j.job.TimeLimit)
+	}
+	n := 0
+	for _, r := range e.book.resv {
+		if r.job.queue == q && r.job.job.Class >= j.job.Class && e.overlaps(j, r, now, end, true) {
+			n += e.minGPUsOf(r)
+		}
+	}
+	return n > 0 && (s.used[q]+n+g > s.max[q] || s.eff[q]+n+g > s.ceil[q])
 }
 
 // copySpec makes scratch t a copy of spec, its Members in t's own slice

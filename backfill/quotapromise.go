@@ -106,7 +106,12 @@ import (
 // reservations' starts; a check that made it kept jobs from starting with
 // one queue without limits, where no quota binds), and reclaims and
 // preemption claims, which take quota to give a guarantee or a higher
-// class its GPUs.
+// class its GPUs. A reclaim does not take the room under its own queue's
+// limits (its maximum, its guarantee plus borrowing limit) that the
+// reservations of its queue for jobs of its class or a higher one, whose
+// window overlaps its run, need (reclaimTakesPromise): it would jump them
+// as a plain start may not; one of a higher class may, and the limits of
+// the queues above it are not read (its victims may free room there).
 
 // countAt sets the quota counts to what job j, starting at from with g
 // GPUs, must fit into (see above), and reports whether it changed them
