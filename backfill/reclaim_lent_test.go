@@ -227,6 +227,34 @@ func pooledQueues(q, r int) []QueueSpec {
 	}
 }
 
+// growerRestoredUnder16 starts G (queue r of pooledQueues(8, 24), never
+// preempted, elastic: nodes 0-2, minimum 2, growing, 10h) and the
+// jobs others gives on five nodes, preemption on, and returns the engine
+// restored under pooledQueues(16, 16), where r borrows 8 of q's and G
+// lends its pod on node 2, with its job maker.
+func growerRestoredUnder16(t *testing.T, others func(job quotaJobFn) []Job) (*Engine, quotaJobFn) {
+	t.Helper()
+	e0, job := quotaRig(t, 5, pooledQueues(8, 24), func(c *Config) { c.Preemption.Enabled = true })
+	g := job("G", "r", 0, 3, 3, 2, preempt.Never, 10*time.Hour)
+	g.Grow = true
+	jobs := append([]Job{g}, others(job)...)
+	for _, j := range jobs {
+		require.NoError(t, e0.Submit(j, epoch))
+	}
+	p := startAll(t, e0, epoch)
+	require.Len(t, p.Starts, len(jobs), p.Describe(e0.c, epoch))
+	startAll(t, e0, epoch.Add(time.Minute))
+	cfg := e0.Config()
+	cfg.Quotas.Queues = pooledQueues(16, 16)
+	e, err := Restore(e0.c, cfg, e0.Snapshot())
+	require.NoError(t, err)
+	e.checkEach = true
+	return e, job
+}
+
+// quotaJobFn is quotaRig's job maker.
+type quotaJobFn = func(id, queue string, lo, hi, nodes, min int, p preempt.Policy, limit time.Duration) Job
+
 // TestReclaimQuotaFailureThenLentClass: in one cycle, X0 (class 0) and
 // then X1 (class 1), of the same shape (queue q, 2 of nodes 2-4, within
 // q's guarantee), reclaim. Five nodes; P (32 GPUs, no borrowing above
@@ -241,7 +269,6 @@ func pooledQueues(q, r int) []QueueSpec {
 // Before the failure cache was keyed by the lending, X0's failure (no
 // quota room for 16 GPUs) ruled X1's search out, and X1 waited.
 func TestReclaimQuotaFailureThenLentClass(t *testing.T) {
-	queues := pooledQueues
 	for _, tc := range []struct {
 		name    string
 		classes []int // of the jobs of X's shape, in submission order
@@ -251,21 +278,12 @@ func TestReclaimQuotaFailureThenLentClass(t *testing.T) {
 		{"class 0 fails twice", []int{0, 0}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e0, job := quotaRig(t, 5, queues(8, 24), func(c *Config) { c.Preemption.Enabled = true })
-			g := job("G", "r", 0, 3, 3, 2, preempt.Never, 10*time.Hour)
-			g.Grow = true
-			require.NoError(t, e0.Submit(g, epoch))
-			require.NoError(t, e0.Submit(job("B1", "z", 3, 4, 1, 0, preempt.Requeue, 10*time.Hour), epoch))
-			require.NoError(t, e0.Submit(job("B2", "z", 4, 5, 1, 0, preempt.Requeue, 10*time.Hour), epoch))
-			p := startAll(t, e0, epoch)
-			require.Len(t, p.Starts, 3, p.Describe(e0.c, epoch))
-			startAll(t, e0, epoch.Add(time.Minute))
-
-			cfg := e0.Config()
-			cfg.Quotas.Queues = queues(16, 16)
-			e, err := Restore(e0.c, cfg, e0.Snapshot())
-			require.NoError(t, err)
-			e.checkEach = true
+			e, job := growerRestoredUnder16(t, func(job quotaJobFn) []Job {
+				return []Job{
+					job("B1", "z", 3, 4, 1, 0, preempt.Requeue, 10*time.Hour),
+					job("B2", "z", 4, 5, 1, 0, preempt.Requeue, 10*time.Hour),
+				}
+			})
 
 			at := epoch.Add(2 * time.Minute)
 			for i, class := range tc.classes {
@@ -273,7 +291,7 @@ func TestReclaimQuotaFailureThenLentClass(t *testing.T) {
 				x.Class = class
 				require.NoError(t, e.Submit(x, at))
 			}
-			p = startAll(t, e, at)
+			p := startAll(t, e, at)
 			desc := p.Describe(e.c, epoch)
 			require.Empty(t, p.Starts, desc)
 			var claims []string

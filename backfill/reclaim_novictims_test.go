@@ -26,7 +26,6 @@ import (
 // their GPUs" before the fix to victimList). A snapshot
 // keeps the cycle due at once (Snapshot.SlotOpen).
 func TestReclaimWithoutVictimsCyclesAtOnce(t *testing.T) {
-	queues := pooledQueues
 	for _, tc := range []struct {
 		name      string
 		class     int
@@ -38,24 +37,13 @@ func TestReclaimWithoutVictimsCyclesAtOnce(t *testing.T) {
 		{"class 0: lent nothing, waits for quota", 0, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e0, job := quotaRig(t, 5, queues(8, 24), func(c *Config) { c.Preemption.Enabled = true })
-			g := job("G", "r", 0, 3, 3, 2, preempt.Never, 10*time.Hour)
-			g.Grow = true
-			require.NoError(t, e0.Submit(g, epoch))
-			p := startAll(t, e0, epoch)
-			require.Len(t, p.Starts, 1, p.Describe(e0.c, epoch))
-			startAll(t, e0, epoch.Add(time.Minute))
-			cfg := e0.Config()
-			cfg.Quotas.Queues = queues(16, 16)
-			e, err := Restore(e0.c, cfg, e0.Snapshot())
-			require.NoError(t, err)
-			e.checkEach = true
+			e, job := growerRestoredUnder16(t, func(quotaJobFn) []Job { return nil })
 
 			at := epoch.Add(2 * time.Minute)
 			x := job("X", "q", 2, 5, 2, 0, preempt.Requeue, time.Hour)
 			x.Class = tc.class
 			require.NoError(t, e.Submit(x, at))
-			p = startAll(t, e, at)
+			p := startAll(t, e, at)
 			desc := p.Describe(e.c, epoch)
 			require.Empty(t, p.Starts, desc)
 			require.Empty(t, p.Preemptions, desc)
