@@ -47,18 +47,7 @@ func TestClaimWatchSeesReclaimWithoutVictims(t *testing.T) {
 		{"queue o: starts on the lent pod, no claim", true, "o", "", false, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, job := quotaRig(t, 5, []QueueSpec{
-				{Name: "q", Guarantee: 16, Maximum: Unlimited, BorrowingLimit: 8, LendingLimit: Unlimited},
-				{Name: "o", Guarantee: 24, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
-			}, func(c *Config) { c.Preemption.Enabled, c.Preemption.ExemptTime = true, 0 })
-			l := job("L", "o", 3, 5, 2, 1, preempt.Requeue, 10*time.Hour)
-			l.Grow = tc.grow
-			jobs := []Job{job("A", "q", 0, 1, 1, 0, preempt.Requeue, 20*time.Hour), l,
-				job("B", "o", 1, 3, 2, 0, preempt.Requeue, 10*time.Hour)}
-			for _, j := range jobs {
-				require.NoError(t, e.Submit(j, epoch))
-			}
-			require.Len(t, startAll(t, e, epoch).Starts, 3)
+			e, job, jobs := reclaimPromiseScene(t, 8, tc.grow)
 			r := job("R", "q", 1, 3, 2, 0, preempt.Requeue, time.Hour)
 			c := job("C", tc.cQueue, 4, 5, 1, 0, preempt.Requeue, 12*time.Hour)
 			c.Class = 1

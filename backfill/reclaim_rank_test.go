@@ -46,18 +46,7 @@ func TestReclaimKeepsSameClassPromise(t *testing.T) {
 			if tc.unlimited {
 				borrow = Unlimited
 			}
-			e, job := quotaRig(t, 5, []QueueSpec{
-				{Name: "q", Guarantee: 16, Maximum: Unlimited, BorrowingLimit: borrow, LendingLimit: Unlimited},
-				{Name: "o", Guarantee: 24, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
-			}, func(c *Config) { c.Preemption.Enabled, c.Preemption.ExemptTime = true, 0 })
-			l := job("L", "o", 3, 5, 2, 1, preempt.Requeue, 10*time.Hour)
-			l.Grow = tc.grow
-			jobs := []Job{job("A", "q", 0, 1, 1, 0, preempt.Requeue, 20*time.Hour), l,
-				job("B", "o", 1, 3, 2, 0, preempt.Requeue, 10*time.Hour)}
-			for _, j := range jobs {
-				require.NoError(t, e.Submit(j, epoch))
-			}
-			require.Len(t, startAll(t, e, epoch).Starts, 3)
+			e, job, _ := reclaimPromiseScene(t, borrow, tc.grow)
 			r := job("R", "q", 1, 3, 2, 0, preempt.Requeue, time.Hour)
 			c := job("C", "q", 4, 5, 1, 0, preempt.Requeue, tc.limit)
 			c.Class = tc.class
@@ -97,4 +86,26 @@ func TestReclaimKeepsSameClassPromise(t *testing.T) {
 			require.Equal(t, map[string]time.Time{"R": epoch.Add(10 * time.Hour)}, reservedStarts(p), desc)
 		})
 	}
+}
+
+// reclaimPromiseScene starts, on five nodes with preemption on, A (q,
+// node 0, 20h), L (o, nodes 3-4, elastic down to 1 pod, 10h, growing
+// when grow is set) and B (o, nodes 1-2, 10h), q having guarantee 16 and
+// borrowing limit borrow, o guarantee 24; it returns the engine, its job
+// maker and the three jobs.
+func reclaimPromiseScene(t *testing.T, borrow int, grow bool) (*Engine, quotaJobFn, []Job) {
+	t.Helper()
+	e, job := quotaRig(t, 5, []QueueSpec{
+		{Name: "q", Guarantee: 16, Maximum: Unlimited, BorrowingLimit: borrow, LendingLimit: Unlimited},
+		{Name: "o", Guarantee: 24, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
+	}, func(c *Config) { c.Preemption.Enabled, c.Preemption.ExemptTime = true, 0 })
+	l := job("L", "o", 3, 5, 2, 1, preempt.Requeue, 10*time.Hour)
+	l.Grow = grow
+	jobs := []Job{job("A", "q", 0, 1, 1, 0, preempt.Requeue, 20*time.Hour), l,
+		job("B", "o", 1, 3, 2, 0, preempt.Requeue, 10*time.Hour)}
+	for _, j := range jobs {
+		require.NoError(t, e.Submit(j, epoch))
+	}
+	require.Len(t, startAll(t, e, epoch).Starts, 3)
+	return e, job, jobs
 }
