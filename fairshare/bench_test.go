@@ -75,40 +75,7 @@ func BenchmarkPrioritize(b *testing.B) {
 
 func benchPrioritize(b *testing.B, algo Algorithm, ranked bool) {
 	tr, jobs := benchSetup(b, algo, 100, 10, 10000)
-	now := t0
-	snap, err := tr.View(now, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	out, err := snap.Prioritize(jobs, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	byRank := make([]QueuedJob, len(jobs))
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		now = now.Add(time.Minute)
-		i++
-		if err := tr.Charge(jobs[i%len(jobs)].Account, 3600, now); err != nil {
-			b.Fatal(err)
-		}
-		if snap, err = tr.View(now, snap); err != nil {
-			b.Fatal(err)
-		}
-		if ranked {
-			// The next call gets the jobs in this ranking (the copy is
-			// timed: the engine makes it too).
-			for k, r := range out {
-				byRank[k] = jobs[r.Index]
-			}
-			jobs, byRank = byRank, jobs
-		}
-		if out, err = snap.Prioritize(jobs, out); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(jobs)), "ns/job")
+	benchRankLoop(b, tr, jobs, jobs, ranked, (*View).Prioritize, func(r Ranked) int { return r.Index })
 }
 
 // BenchmarkRank is BenchmarkPrioritize's case through View.Rank, on jobs
@@ -133,16 +100,26 @@ func benchRank(b *testing.B, algo Algorithm, ranked bool) {
 			b.Fatal(err)
 		}
 	}
+	benchRankLoop(b, tr, queued, jobs, ranked, (*View).Rank, func(r RankEntry) int { return r.Index })
+}
+
+// benchRankLoop times one ordering call (rank: Prioritize or Rank) per
+// iteration over jobs, after a charge to one of queued's accounts (queued
+// and jobs hold the same jobs) and a recomputed view, as a cycle of the
+// backfill engine does. With ranked the jobs are passed in the previous
+// call's order (the copy is timed: the engine makes it too).
+func benchRankLoop[J, R any](b *testing.B, tr *Tree, queued []QueuedJob, jobs []J, ranked bool,
+	rank func(*View, []J, []R) ([]R, error), index func(R) int) {
 	now := t0
 	snap, err := tr.View(now, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	out, err := snap.Rank(jobs, nil)
+	out, err := rank(snap, jobs, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	byRank := make([]Prepared, len(jobs))
+	byRank := make([]J, len(jobs))
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
@@ -156,11 +133,11 @@ func benchRank(b *testing.B, algo Algorithm, ranked bool) {
 		}
 		if ranked {
 			for k, r := range out {
-				byRank[k] = jobs[r.Index]
+				byRank[k] = jobs[index(r)]
 			}
 			jobs, byRank = byRank, jobs
 		}
-		if out, err = snap.Rank(jobs, out); err != nil {
+		if out, err = rank(snap, jobs, out); err != nil {
 			b.Fatal(err)
 		}
 	}
