@@ -147,9 +147,23 @@ func jobFrom2(c *topology.Cluster, id string, b [6]byte) Job {
 // apply runs step s at now and returns what it produced as text (a plan as
 // JSON, node events), or the error.
 func (s step) apply(e *Engine, now time.Time) (string, error) {
-	switch s.kind {
+	switch {
+	case s.kind == opStarted && s.id == "":
+		return "", forEachIn(e, StateStarting, func(id string) error { return e.Started(id, now) })
+	case s.kind == opPreempted && s.id == "":
+		return "", forEachIn(e, StatePreempting, func(id string) error { return e.Preempted(id, now) })
+	}
+	return hostCall(e, s.kind, s.job, s.id, s.node, s.requeue, now)
+}
+
+// hostCall makes the host call kind on e at now (job for a submit, id for
+// the job named, node for node calls, requeue for Failed) and returns what
+// it produced as text (a plan as JSON, node events), or the error. It
+// panics on a kind it does not make (the pod calls).
+func hostCall(e *Engine, kind opKind, job Job, id string, node topology.NodeID, requeue bool, now time.Time) (string, error) {
+	switch kind {
 	case opSubmit:
-		return "", e.Submit(s.job, now)
+		return "", e.Submit(job, now)
 	case opSchedule:
 		p, err := e.Schedule(now)
 		if err != nil {
@@ -158,32 +172,28 @@ func (s step) apply(e *Engine, now time.Time) (string, error) {
 		data, err := json.Marshal(p)
 		return string(data), err
 	case opStarted:
-		if s.id == "" {
-			return "", forEachIn(e, StateStarting, func(id string) error { return e.Started(id, now) })
-		}
-		return "", e.Started(s.id, now)
+		return "", e.Started(id, now)
 	case opFinished:
-		return "", e.Finished(s.id, now)
+		return "", e.Finished(id, now)
 	case opFailed:
-		return "", e.Failed(s.id, now, s.requeue)
+		return "", e.Failed(id, now, requeue)
 	case opCancel:
-		return "", e.Cancel(s.id, now)
+		return "", e.Cancel(id, now)
 	case opNodeDown:
-		evs, err := e.NodeDown(s.node, now)
+		evs, err := e.NodeDown(node, now)
 		return fmt.Sprint(evs), err
 	case opNodeUp:
-		return "", e.NodeUp(s.node, now)
+		return "", e.NodeUp(node, now)
 	case opDrain:
-		return "", e.Drain(s.node, now)
+		return "", e.Drain(node, now)
+	case opResume:
+		return "", e.Resume(node, now)
 	case opPreempted:
-		if s.id == "" {
-			return "", forEachIn(e, StatePreempting, func(id string) error { return e.Preempted(id, now) })
-		}
-		return "", e.Preempted(s.id, now)
+		return "", e.Preempted(id, now)
 	case opCheckpointed:
-		return "", e.Checkpointed(s.id, now)
+		return "", e.Checkpointed(id, now)
 	}
-	return "", e.Resume(s.node, now)
+	panic(fmt.Sprintf("hostCall: op %d", kind))
 }
 
 // forEachIn calls f for the first job in state st (every such job when

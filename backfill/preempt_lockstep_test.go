@@ -38,43 +38,13 @@ func (h lockOp) String() string {
 // as JSON).
 func (h lockOp) run(e *Engine, now time.Time) (string, error) {
 	switch h.kind {
-	case opSubmit:
-		return "", e.Submit(h.job, now)
-	case opSchedule:
-		p, err := e.Schedule(now)
-		if err != nil {
-			return "", err
-		}
-		b, err := json.Marshal(p)
-		return string(b), err
-	case opStarted:
-		return "", e.Started(h.id, now)
-	case opFinished:
-		return "", e.Finished(h.id, now)
-	case opFailed:
-		return "", e.Failed(h.id, now, h.req)
-	case opCancel:
-		return "", e.Cancel(h.id, now)
-	case opNodeDown:
-		ev, err := e.NodeDown(h.node, now)
-		return fmt.Sprint(ev), err
-	case opNodeUp:
-		return "", e.NodeUp(h.node, now)
-	case opDrain:
-		return "", e.Drain(h.node, now)
-	case opResume:
-		return "", e.Resume(h.node, now)
-	case opPreempted:
-		return "", e.Preempted(h.id, now)
-	case opCheckpointed:
-		return "", e.Checkpointed(h.id, now)
 	case opReplacePod:
 		r, err := e.ReplacePod(h.id, h.member, h.rank, now)
 		return fmt.Sprint(r), err
 	case opReleasePod:
 		return "", e.ReleasePod(h.id, h.member, h.rank, now)
 	}
-	panic("op")
+	return hostCall(e, h.kind, h.job, h.id, h.node, h.req, now)
 }
 
 // lockJob is a random job: elastic or not, growing or not, of a random
