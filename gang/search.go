@@ -44,10 +44,17 @@ const MaxSearchMembers = 8
 // by symmetry (nodes inside one lowest-level domain still are), so a
 // member with segments over many domains costs more steps. Before going
 // deeper the search checks that every remaining member still has a
-// domain with enough candidate nodes and that the free GPUs cover what
-// they take at least (an exclusive GPU total rounded up to whole nodes,
-// whole nodes counted at the cluster's smallest nodes). An elastic member is searched at its full size, then, if
-// no packing exists, at its minimum.
+// domain with enough candidate nodes, that every remaining GPU-total
+// member has a domain of its Required level (and, with a limit of one
+// domain, one of the limit's level) with its GPUs free, that the free
+// GPUs cover what they take at least (an exclusive GPU total rounded up
+// to whole nodes, whole nodes counted at the cluster's smallest nodes),
+// and that the pods needing a node of their own (exclusive ones on idle
+// nodes, pods of more than half the largest node's GPUs) have as many
+// nodes. These checks only skip choices under which no packing exists:
+// the search finds the same packing as without them, in fewer steps. An
+// elastic member is searched at its full size, then, if no packing
+// exists, at its minimum.
 //
 // Within the bound the search finds a packing whenever one exists for
 // gangs of node-count members (with or without segments) and GPU-total
@@ -73,6 +80,9 @@ type packSearch struct {
 	// may use both or neither.
 	sets  [MaxSearchMembers]*placement.Request
 	nsets int
+	// plain turns off the bounds and the symmetry that only prune
+	// subtrees without a packing (for tests comparing the two).
+	plain bool
 }
 
 // searchFrame holds one member's candidate classes: nodes[bins[b].lo:
@@ -650,6 +660,9 @@ func (a *Admitter) materialize(s *topology.State, g *Spec, out *Allocation, pos,
 // of the GPUs every node size divides (it takes whole nodes); a
 // node-count member its pods x GPUsPerNode, and, when it takes whole
 // nodes, at least the GPUs of the cluster's smallest nodes, as many.
+// Each GPU-total member has a domain with its GPUs (someDomainHoldsGPUs),
+// and the pods that need a node of their own have as many nodes
+// (ownNodesFit).
 func (a *Admitter) mayFit(s *topology.State, g *Spec, pos int) bool {
 	ps := &a.pack
 	free := s.FreeGPUs()
@@ -657,6 +670,10 @@ func (a *Admitter) mayFit(s *topology.State, g *Spec, pos int) bool {
 		free = s.DomainFreeGPUs(ps.colo, a.c.NodeDomain(topology.NodeID(ps.lo), ps.colo))
 	}
 	want := 0
+	// Pods that need a node of their own: excl on idle nodes, big (more
+	// than half the largest node's GPUs each, at least gmin) on nodes
+	// with that many free or idle ones.
+	excl, big, gmin, maxG := 0, 0, a.c.MaxNodeGPUs(), a.c.MaxNodeGPUs()
 	for _, mi := range a.order[pos:] {
 		m := &g.Members[mi]
 		r := &m.Request
@@ -665,6 +682,12 @@ func (a *Admitter) mayFit(s *topology.State, g *Spec, pos int) bool {
 				want += (r.GPUs + a.sizeGCD - 1) / a.sizeGCD * a.sizeGCD
 			} else {
 				want += r.GPUs
+			}
+			if r.Exclusive {
+				excl += (r.GPUs + maxG - 1) / maxG
+			}
+			if !ps.plain && !a.someDomainHoldsGPUs(s, m) {
+				return false
 			}
 			continue
 		}
@@ -680,11 +703,73 @@ func (a *Admitter) mayFit(s *topology.State, g *Spec, pos int) bool {
 			take = max(take, a.leastNodes[pods])
 		}
 		want += take
+		switch {
+		case r.Exclusive || r.GPUsPerNode == 0:
+			excl += pods
+		case 2*r.GPUsPerNode > maxG:
+			big += pods
+			gmin = min(gmin, r.GPUsPerNode)
+		}
 		if !a.someDomainHolds(s, m, pods) {
 			return false
 		}
 	}
-	return want <= free
+	return want <= free && (ps.plain || a.ownNodesFit(s, excl, big, gmin))
+}
+
+// someDomainHoldsGPUs reports whether GPU-total member m has a domain
+// of its Required level with its GPUs free (idle, for an exclusive
+// member) and, when its domain limit is one domain, a domain of the
+// limit's level with them.
+func (a *Admitter) someDomainHoldsGPUs(s *topology.State, m *Member) bool {
+	r := &m.Request
+	first, last, lvl := a.memberDomains(m)
+	if lvl >= 0 && !a.holdsGPUs(s, r, lvl, first, last) {
+		return false
+	}
+	if lim := a.limitLevel(r); lim >= 0 && r.MaxDomains == 1 {
+		ps := &a.pack
+		return a.holdsGPUs(s, r, lim, a.c.NodeDomain(topology.NodeID(ps.lo), lim), a.c.NodeDomain(topology.NodeID(ps.hi-1), lim))
+	}
+	return true
+}
+
+// holdsGPUs reports whether a domain in [first, last] of level lvl has
+// r.GPUs free (idle, when r is exclusive).
+func (a *Admitter) holdsGPUs(s *topology.State, r *placement.Request, lvl, first, last int) bool {
+	for d := first; d <= last; d++ {
+		have := s.DomainFreeGPUs(lvl, d)
+		if r.Exclusive {
+			have = s.DomainIdleGPUs(lvl, d)
+		}
+		if have >= r.GPUs {
+			return true
+		}
+	}
+	return false
+}
+
+// ownNodesFit checks the nodes of the search's scope against the pods
+// that need a node of their own: no two pods of more than half the
+// largest node's GPUs share a node, nor such a pod and an exclusive one
+// (which takes an idle node). excl pods need idle nodes; they and big
+// more pods of at least gmin GPUs need nodes with gmin free GPUs or idle
+// ones (Allowed sets aside: a bound).
+func (a *Admitter) ownNodesFit(s *topology.State, excl, big, gmin int) bool {
+	ps := &a.pack
+	if excl == 0 && big == 0 {
+		return true
+	}
+	idle := s.Idle().Words()
+	nIdle := bits.Count(idle, ps.lo, ps.hi)
+	if excl > nIdle {
+		return false
+	}
+	if big == 0 {
+		return true
+	}
+	avail := s.Avail(gmin).Words()
+	return excl+big <= nIdle+bits.Count(avail, ps.lo, ps.hi)-bits.AndCount(avail, idle, ps.lo, ps.hi)
 }
 
 // someDomainHolds reports whether a domain m may use has pods nodes with
