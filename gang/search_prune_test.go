@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -129,4 +130,50 @@ func TestSearchPruneSameAnswers(t *testing.T) {
 			t.Errorf("the pruned search finished none of the %d searches the plain one cut (%d cut)", tally.plainCut, tally.prunedCut)
 		}
 	})
+}
+
+// TestSearchTwinLeaves: on the default cluster with every leaf alike (3
+// idle nodes, the others with 2 GPUs free), a gang of three members of
+// 12 whole nodes each inside one spine (a domain limit) and one of 10
+// whole nodes in segments of 2 per leaf cannot fit: the segments need 5
+// leaves, so two spines, and only two spines are then left whole. The
+// free GPUs and the idle nodes (46 of 48) do not show it; the search,
+// which takes the segment member first (it has a Required level), has to
+// try the ways of taking 2 nodes from 5 of the 16 leaves. Without merging
+// twin leaves (siblings alike for every member) it tried them one by one
+// and stopped at SearchWork (the plain search still does); up to
+// symmetry it proves the refusal.
+func TestSearchTwinLeaves(t *testing.T) {
+	c := topology.Default2000()
+	s := topology.NewState(c)
+	for i := range c.NumNodes() {
+		if i%topology.DefaultNodesPerLeaf >= 3 {
+			if err := s.Allocate([]topology.NodeAlloc{{Node: topology.NodeID(i), GPUs: 0x3f}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	seg := placement.NodesOf(10, 0)
+	seg.SegmentSize, seg.Required = 2, "core"
+	spine := placement.NodesOf(12, 0)
+	spine.MaxDomains, spine.MaxDomainsLevel = 1, "spine"
+	g := &Spec{ID: "g", Members: []Member{
+		{Name: "seg", Request: seg},
+		{Name: "a", Request: spine},
+		{Name: "b", Request: spine},
+		{Name: "c", Request: spine},
+	}}
+	for _, plain := range []bool{true, false} {
+		a := NewAdmitter(c, Options{})
+		a.pack.plain = plain
+		var out Allocation
+		res, err := a.Check(s, g, &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("plain %v: searched %v, admitted %v, proven %v, cut %v after %d steps", plain, res.Searched, res.Admitted, res.Proven, res.SearchCut, res.SearchSteps)
+		if !plain && (!res.Searched || res.Admitted || !res.Proven) {
+			t.Fatalf("searched %v, admitted %v, proven %v, cut %v after %d steps (%s); want a proven refusal", res.Searched, res.Admitted, res.Proven, res.SearchCut, res.SearchSteps, res)
+		}
+	}
 }
