@@ -28,8 +28,12 @@ const MaxSearchMembers = 8
 // which each later member with an Allowed or Excluded set of its own may
 // use both or neither of, are interchangeable for every later member, so
 // the search chooses how many to take from each such class, tightest
-// classes first, within its domain limit (MaxDomains). A member asking
-// for a GPU total tries the placer's answer inside each domain of its
+// classes first, within its domain limit (MaxDomains). Lowest-level
+// domains are merged by symmetry too: of two sibling domains (the same
+// domain at every level above) with the same classes and the same nodes
+// that only later members may use, the second takes no more, class by
+// class in order, than the first (its mirror image was tried before).
+// A member asking for a GPU total tries the placer's answer inside each domain of its
 // Required level, then every other split of the total over the nodes
 // there (how many GPUs each gives, all or none for an exclusive member;
 // up to the same symmetry; within its domain limit): the placer lays a
@@ -40,14 +44,23 @@ const MaxSearchMembers = 8
 // there as above, keeping those where every domain of each layer's level
 // holds a multiple of the layer's size (so that the nodes cut into
 // segments): the placer's choice of segment domains may be the one that
-// leaves no room for the rest. Equivalent segment domains are not merged
-// by symmetry (nodes inside one lowest-level domain still are), so a
-// member with segments over many domains costs more steps. Before going
-// deeper the search checks that every remaining member still has a
-// domain with enough candidate nodes and that the free GPUs cover what
-// they take at least (an exclusive GPU total rounded up to whole nodes,
-// whole nodes counted at the cluster's smallest nodes). An elastic member is searched at its full size, then, if
-// no packing exists, at its minimum.
+// leaves no room for the rest; it skips a choice when a domain of a
+// layer's level cannot end with a multiple of the size or the domains
+// after it cannot give the rest in multiples. Segment domains above the
+// lowest level are not merged by symmetry (twin lowest-level domains
+// are), nor are the nodes a GPU total's split visits beyond their
+// classes. Before going deeper the search checks that every remaining member still has a
+// domain with enough candidate nodes, that every remaining GPU-total
+// member has a domain of its Required level (and, with a limit of one
+// domain, one of the limit's level) with its GPUs free, that the free
+// GPUs cover what they take at least (an exclusive GPU total rounded up
+// to whole nodes, whole nodes counted at the cluster's smallest nodes),
+// and that the pods needing a node of their own (exclusive ones on idle
+// nodes, pods of more than half the largest node's GPUs) have as many
+// nodes. These checks only skip choices under which no packing exists:
+// the search finds the same packing as without them, in fewer steps. An
+// elastic member is searched at its full size, then, if no packing
+// exists, at its minimum.
 //
 // Within the bound the search finds a packing whenever one exists for
 // gangs of node-count members (with or without segments) and GPU-total
@@ -73,6 +86,16 @@ type packSearch struct {
 	// may use both or neither.
 	sets  [MaxSearchMembers]*placement.Request
 	nsets int
+	// laterNeed is the fewest free GPUs a node needs for a later member
+	// not taking whole nodes to use it; laterExcl reports a later member
+	// that takes idle nodes.
+	laterNeed int
+	laterExcl bool
+	// twinKeys holds the keys of two leaves' nodes being compared.
+	twinKeys [2][]int32
+	// plain turns off the bounds and the symmetry that only prune
+	// subtrees without a packing (for tests comparing the two).
+	plain bool
 }
 
 // searchFrame holds one member's candidate classes: nodes[bins[b].lo:
@@ -83,6 +106,19 @@ type searchFrame struct {
 	take  []int32
 	// tied marks, for a GPU total, the nodes of a class after its first.
 	tied []bool
+	// mirror[b], for a member asking for nodes, is the class that class b
+	// matches in the leaf before b's when the two leaves are twins
+	// (twinLeaves), or -1; twinStart[b] marks the first class of a leaf
+	// with a twin before it.
+	mirror    []int32
+	twinStart []bool
+	// suffix[b] counts the nodes of classes b..; for a member with
+	// segments, segAvail[i][b] those of classes b.. in class b's domain
+	// of layer i's level, and segAfter[i][b] the most the domains after
+	// it can give in multiples of the layer's size.
+	suffix   []int32
+	segAvail [placement.MaxSegmentLayers][]int32
+	segAfter [placement.MaxSegmentLayers][]int32
 	// A member with segments: nseg layers, layer i asking for a multiple
 	// of segSize[i] nodes in every domain of level segLvl[i].
 	nseg    int
@@ -94,17 +130,27 @@ type searchFrame struct {
 // the current domain of the layer's level.
 type segCounts [placement.MaxSegmentLayers]int32
 
-type nodeClass struct{ lo, hi int32 }
+// nodeClass is one class of a frame: its nodes and its key (see
+// classifyLeaf and classifyLeafBySets).
+type nodeClass struct{ lo, hi, key int32 }
 
 func (ps *packSearch) init(c *topology.Cluster) {
 	n := c.NumNodes()
 	ps.keys = make([]int16, n)
+	ps.twinKeys = [2][]int32{make([]int32, 0, n), make([]int32, 0, n)}
 	for i := range ps.frames {
 		f := &ps.frames[i]
 		f.bins = make([]nodeClass, 0, n)
 		f.nodes = make([]int32, 0, n)
 		f.take = make([]int32, n)
 		f.tied = make([]bool, n)
+		f.mirror = make([]int32, n)
+		f.twinStart = make([]bool, n)
+		f.suffix = make([]int32, n+1)
+		for i := range f.segAvail {
+			f.segAvail[i] = make([]int32, n)
+			f.segAfter[i] = make([]int32, n)
+		}
 	}
 }
 
@@ -242,7 +288,7 @@ func (a *Admitter) enumerateGPUs(s *topology.State, g *Spec, out *Allocation, po
 	// more GPUs than the one before it.
 	a.req = *r
 	a.req.GPUs, a.req.GPUsPerNode = 0, 1
-	a.classify(s, &a.req, f, lo, hi)
+	a.classify(s, &a.req, f, lo, hi, false)
 	for _, b := range f.bins {
 		f.tied[b.lo] = false
 		for k := b.lo + 1; k < b.hi; k++ {
@@ -365,9 +411,31 @@ func (a *Admitter) enumerate(s *topology.State, g *Spec, out *Allocation, pos, l
 	m := &g.Members[a.order[pos]]
 	f := &a.pack.frames[pos]
 	a.setLaterSets(g, pos)
-	a.classify(s, &m.Request, f, lo, hi)
+	a.classify(s, &m.Request, f, lo, hi, !a.pack.plain)
 	a.segmentLayers(&m.Request, f)
-	return a.compose(s, g, out, pos, 0, a.searchPods(m), -1, 0, segCounts{})
+	a.capacities(f)
+	return a.compose(s, g, out, pos, 0, a.searchPods(m), -1, 0, segCounts{}, false)
+}
+
+// capacities fills f.suffix and, for a member with segments, f.segAvail
+// and f.segAfter.
+func (a *Admitter) capacities(f *searchFrame) {
+	nb := len(f.bins)
+	f.suffix[nb] = 0
+	for b := nb - 1; b >= 0; b-- {
+		f.suffix[b] = f.suffix[b+1] + f.bins[b].hi - f.bins[b].lo
+	}
+	for i := range f.nseg {
+		size, after, cur, dom := f.segSize[i], int32(0), int32(0), -1
+		for b := nb - 1; b >= 0; b-- {
+			if d := a.c.NodeDomain(topology.NodeID(f.nodes[f.bins[b].lo]), f.segLvl[i]); d != dom {
+				after += cur / size * size
+				cur, dom = 0, d
+			}
+			cur += f.bins[b].hi - f.bins[b].lo
+			f.segAvail[i][b], f.segAfter[i][b] = cur, after
+		}
+	}
 }
 
 // segmentLayers records r's segment layers of more than one node in f
@@ -399,10 +467,18 @@ func (a *Admitter) segmentLayers(r *placement.Request, f *searchFrame) {
 func (a *Admitter) setLaterSets(g *Spec, pos int) {
 	ps := &a.pack
 	ps.nsets = 0
+	ps.laterNeed, ps.laterExcl = topology.MaxGPUsPerNode+1, false
 	for _, mi := range a.order[pos+1:] {
-		if r := &g.Members[mi].Request; r.Allowed != nil || r.Excluded != nil {
+		r := &g.Members[mi].Request
+		if r.Allowed != nil || r.Excluded != nil {
 			ps.sets[ps.nsets] = r
 			ps.nsets++
+		}
+		switch {
+		case r.Exclusive || r.GPUs == 0 && r.GPUsPerNode == 0:
+			ps.laterExcl = true
+		default:
+			ps.laterNeed = min(ps.laterNeed, max(r.GPUsPerNode, 1))
 		}
 	}
 }
@@ -410,20 +486,89 @@ func (a *Admitter) setLaterSets(g *Spec, pos int) {
 // classify groups the candidates of r in [lo, hi) by lowest-level domain,
 // free GPUs (size, for exclusive requests) and idleness, tightest first,
 // and by which of the later members with node sets of their own
-// (pack.sets) may use them.
-func (a *Admitter) classify(s *topology.State, r *placement.Request, f *searchFrame, lo, hi int) {
+// (pack.sets) may use them. With twins, it marks the leaves that are
+// twins of the leaf before them with classes (f.mirror, f.twinStart).
+func (a *Admitter) classify(s *topology.State, r *placement.Request, f *searchFrame, lo, hi int, twins bool) {
 	f.bins, f.nodes = f.bins[:0], f.nodes[:0]
 	leafLvl := a.c.Depth() - 1
+	prev, prevLo := -1, -1 // the first class and node of the last leaf with classes
 	for first := lo; first < hi; {
 		end := hi
 		if leafLvl >= 0 {
 			_, e := a.c.DomainRange(leafLvl, a.c.NodeDomain(topology.NodeID(first), leafLvl))
 			end = min(int(e), hi)
 		}
+		b0 := len(f.bins)
 		a.classifyLeaf(s, r, f, first, end)
+		if b1 := len(f.bins); twins && b1 > b0 {
+			twin := prev >= 0 && a.twinLeaves(s, r, f, prev, b0, b1, prevLo, first)
+			for b := b0; b < b1; b++ {
+				f.mirror[b], f.twinStart[b] = -1, false
+				if twin {
+					f.mirror[b] = int32(b - (b0 - prev))
+				}
+			}
+			f.twinStart[b0] = twin
+			prev, prevLo = b0, first
+		}
 		first = end
 	}
 	a.pack.steps += (hi - lo + 63) / 64
+}
+
+// twinLeaves reports whether the leaf of node lo2, whose classes are
+// f.bins[b0:b1], is a twin of the leaf of node lo1, whose classes are
+// f.bins[prev:b0]: the two are siblings (the same domain at every level
+// above), have classes of the same keys and sizes in the same order, and
+// the same nodes that only later members may use (keyed by free GPUs,
+// idleness and which later members with node sets may use them, counting
+// those some later member may use at all). Swapping the two leaves then
+// maps the state, the member and every later member onto themselves, so
+// a choice and its mirror image have the same packings.
+func (a *Admitter) twinLeaves(s *topology.State, r *placement.Request, f *searchFrame, prev, b0, b1, lo1, lo2 int) bool {
+	if b1-b0 != b0-prev {
+		return false
+	}
+	leafLvl := a.c.Depth() - 1
+	if leafLvl < 0 {
+		return false
+	}
+	if leafLvl > 0 && a.c.NodeDomain(topology.NodeID(lo1), leafLvl-1) != a.c.NodeDomain(topology.NodeID(lo2), leafLvl-1) {
+		return false
+	}
+	for k := range b1 - b0 {
+		x, y := f.bins[prev+k], f.bins[b0+k]
+		if x.key != y.key || x.hi-x.lo != y.hi-y.lo {
+			return false
+		}
+	}
+	ps := &a.pack
+	for side, first := range [2]int{lo1, lo2} {
+		_, e := a.c.DomainRange(leafLvl, a.c.NodeDomain(topology.NodeID(first), leafLvl))
+		keys := ps.twinKeys[side][:0]
+		for i := first; i < int(e); i++ {
+			n := topology.NodeID(i)
+			if s.Status(n) != topology.Up || a.classKey(s, r, i) >= 0 {
+				continue // no one's, or a candidate (in the classes)
+			}
+			free := s.FreeCount(n)
+			idle := free == a.c.NodeGPUs(n)
+			if free == 0 || free < ps.laterNeed && !(idle && ps.laterExcl) {
+				continue // no later member's either
+			}
+			k := int32(2*free + boolInt(idle))
+			for _, o := range ps.sets[:ps.nsets] {
+				k <<= 1
+				if mayUse(o, i) {
+					k++
+				}
+			}
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		ps.twinKeys[side] = keys
+	}
+	return slices.Equal(ps.twinKeys[0], ps.twinKeys[1])
 }
 
 // classifyLeaf appends the classes of nodes [lo, hi), all in one
@@ -449,7 +594,7 @@ func (a *Admitter) classifyLeaf(s *topology.State, r *placement.Request, f *sear
 	for k, n := range count {
 		start[k] = next
 		if n > 0 {
-			f.bins = append(f.bins, nodeClass{lo: next, hi: next + n})
+			f.bins = append(f.bins, nodeClass{lo: next, hi: next + n, key: int32(k)})
 		}
 		next += n
 	}
@@ -495,7 +640,7 @@ func (a *Admitter) classifyLeafBySets(s *topology.State, r *placement.Request, f
 		for j < len(nodes) && keys[int(nodes[j])-lo] == keys[int(nodes[i])-lo] {
 			j++
 		}
-		f.bins = append(f.bins, nodeClass{lo: int32(first + i), hi: int32(first + j)})
+		f.bins = append(f.bins, nodeClass{lo: int32(first + i), hi: int32(first + j), key: int32(keys[int(nodes[i])-lo])})
 		i = j
 	}
 }
@@ -539,8 +684,12 @@ func boolInt(b bool) int {
 // last one dom), when it has a domain limit. For a member with segments,
 // cnt counts, per layer, the nodes taken in the domain of the layer's
 // level that class b-1 lies in; every such domain must end with a
-// multiple of the layer's size.
-func (a *Admitter) compose(s *topology.State, g *Spec, out *Allocation, pos, b, rest, dom, spans int, cnt segCounts) bool {
+// multiple of the layer's size. The classes of a leaf that is a twin of
+// the leaf before it (f.mirror) take no more, in the order of the
+// classes, than those of that leaf: a choice that takes more is the
+// mirror image of one tried before, which had no packing. tight reports
+// that the classes of b's leaf before b took as many as their mirrors.
+func (a *Admitter) compose(s *topology.State, g *Spec, out *Allocation, pos, b, rest, dom, spans int, cnt segCounts, tight bool) bool {
 	f := &a.pack.frames[pos]
 	if rest == 0 {
 		for i := range f.nseg {
@@ -555,11 +704,7 @@ func (a *Admitter) compose(s *topology.State, g *Spec, out *Allocation, pos, b, 
 	if b == len(f.bins) {
 		return false
 	}
-	avail := 0
-	for _, c := range f.bins[b:] {
-		avail += int(c.hi - c.lo)
-	}
-	if avail < rest {
+	if int(f.suffix[b]) < rest {
 		return false
 	}
 	n := int(f.bins[b].hi - f.bins[b].lo)
@@ -594,9 +739,27 @@ func (a *Admitter) compose(s *topology.State, g *Spec, out *Allocation, pos, b, 
 				cnt[i] = 0
 			}
 			last[i] = b+1 == len(f.bins) || a.c.NodeDomain(topology.NodeID(f.nodes[f.bins[b+1].lo]), l) != d
+			if ps.plain {
+				continue
+			}
+			// The domain of class b can end with a multiple of the size
+			// and the rest come in multiples from the domains after it.
+			size := f.segSize[i]
+			room := (cnt[i]+f.segAvail[i][b])/size*size - cnt[i]
+			if room < 0 || int32(rest) > room+f.segAfter[i][b] {
+				return false
+			}
 		}
 	}
-	for x := min(n, rest); x >= 0; x-- {
+	top, mirror := min(n, rest), int32(-1)
+	if !a.pack.plain && f.mirror[b] >= 0 {
+		tight = tight || f.twinStart[b]
+		if tight {
+			mirror = f.take[f.mirror[b]]
+			top = min(top, int(mirror))
+		}
+	}
+	for x := top; x >= 0; x-- {
 		next := cnt
 		fits := true
 		for i := range f.nseg {
@@ -611,7 +774,7 @@ func (a *Admitter) compose(s *topology.State, g *Spec, out *Allocation, pos, b, 
 		if x == 0 {
 			d, sp = dom, spans
 		}
-		if a.compose(s, g, out, pos, b+1, rest-x, d, sp, next) {
+		if a.compose(s, g, out, pos, b+1, rest-x, d, sp, next, mirror >= 0 && int32(x) == mirror) {
 			return true
 		}
 		if a.pack.cut {
@@ -650,6 +813,9 @@ func (a *Admitter) materialize(s *topology.State, g *Spec, out *Allocation, pos,
 // of the GPUs every node size divides (it takes whole nodes); a
 // node-count member its pods x GPUsPerNode, and, when it takes whole
 // nodes, at least the GPUs of the cluster's smallest nodes, as many.
+// Each GPU-total member has a domain with its GPUs (someDomainHoldsGPUs),
+// and the pods that need a node of their own have as many nodes
+// (ownNodesFit).
 func (a *Admitter) mayFit(s *topology.State, g *Spec, pos int) bool {
 	ps := &a.pack
 	free := s.FreeGPUs()
@@ -657,6 +823,10 @@ func (a *Admitter) mayFit(s *topology.State, g *Spec, pos int) bool {
 		free = s.DomainFreeGPUs(ps.colo, a.c.NodeDomain(topology.NodeID(ps.lo), ps.colo))
 	}
 	want := 0
+	// Pods that need a node of their own: excl on idle nodes, big (more
+	// than half the largest node's GPUs each, at least gmin) on nodes
+	// with that many free or idle ones.
+	excl, big, gmin, maxG := 0, 0, a.c.MaxNodeGPUs(), a.c.MaxNodeGPUs()
 	for _, mi := range a.order[pos:] {
 		m := &g.Members[mi]
 		r := &m.Request
@@ -665,6 +835,12 @@ func (a *Admitter) mayFit(s *topology.State, g *Spec, pos int) bool {
 				want += (r.GPUs + a.sizeGCD - 1) / a.sizeGCD * a.sizeGCD
 			} else {
 				want += r.GPUs
+			}
+			if r.Exclusive {
+				excl += (r.GPUs + maxG - 1) / maxG
+			}
+			if !ps.plain && !a.someDomainHoldsGPUs(s, m) {
+				return false
 			}
 			continue
 		}
@@ -680,11 +856,73 @@ func (a *Admitter) mayFit(s *topology.State, g *Spec, pos int) bool {
 			take = max(take, a.leastNodes[pods])
 		}
 		want += take
+		switch {
+		case r.Exclusive || r.GPUsPerNode == 0:
+			excl += pods
+		case 2*r.GPUsPerNode > maxG:
+			big += pods
+			gmin = min(gmin, r.GPUsPerNode)
+		}
 		if !a.someDomainHolds(s, m, pods) {
 			return false
 		}
 	}
-	return want <= free
+	return want <= free && (ps.plain || a.ownNodesFit(s, excl, big, gmin))
+}
+
+// someDomainHoldsGPUs reports whether GPU-total member m has a domain
+// of its Required level with its GPUs free (idle, for an exclusive
+// member) and, when its domain limit is one domain, a domain of the
+// limit's level with them.
+func (a *Admitter) someDomainHoldsGPUs(s *topology.State, m *Member) bool {
+	r := &m.Request
+	first, last, lvl := a.memberDomains(m)
+	if lvl >= 0 && !a.holdsGPUs(s, r, lvl, first, last) {
+		return false
+	}
+	if lim := a.limitLevel(r); lim >= 0 && r.MaxDomains == 1 {
+		ps := &a.pack
+		return a.holdsGPUs(s, r, lim, a.c.NodeDomain(topology.NodeID(ps.lo), lim), a.c.NodeDomain(topology.NodeID(ps.hi-1), lim))
+	}
+	return true
+}
+
+// holdsGPUs reports whether a domain in [first, last] of level lvl has
+// r.GPUs free (idle, when r is exclusive).
+func (a *Admitter) holdsGPUs(s *topology.State, r *placement.Request, lvl, first, last int) bool {
+	for d := first; d <= last; d++ {
+		have := s.DomainFreeGPUs(lvl, d)
+		if r.Exclusive {
+			have = s.DomainIdleGPUs(lvl, d)
+		}
+		if have >= r.GPUs {
+			return true
+		}
+	}
+	return false
+}
+
+// ownNodesFit checks the nodes of the search's scope against the pods
+// that need a node of their own: no two pods of more than half the
+// largest node's GPUs share a node, nor such a pod and an exclusive one
+// (which takes an idle node). excl pods need idle nodes; they and big
+// more pods of at least gmin GPUs need nodes with gmin free GPUs or idle
+// ones (Allowed sets aside: a bound).
+func (a *Admitter) ownNodesFit(s *topology.State, excl, big, gmin int) bool {
+	ps := &a.pack
+	if excl == 0 && big == 0 {
+		return true
+	}
+	idle := s.Idle().Words()
+	nIdle := bits.Count(idle, ps.lo, ps.hi)
+	if excl > nIdle {
+		return false
+	}
+	if big == 0 {
+		return true
+	}
+	avail := s.Avail(gmin).Words()
+	return excl+big <= nIdle+bits.Count(avail, ps.lo, ps.hi)-bits.AndCount(avail, idle, ps.lo, ps.hi)
 }
 
 // someDomainHolds reports whether a domain m may use has pods nodes with

@@ -106,3 +106,56 @@ func TestSearchBoundsProve(t *testing.T) {
 		})
 	}
 }
+
+// TestSearchCountsOwnNodes: pods that need a node of their own (whole
+// nodes, or more than half a node's GPUs) are counted against the nodes
+// that can hold them before the search enumerates anything. On the
+// default cluster with 42 idle nodes spread over every leaf (the others
+// with one GPU in use, so the free GPUs are plenty), three members of 15
+// whole nodes cannot fit; the greedy pass places two, and the search,
+// which checked only the free GPUs, tried the ways of taking 15 of the
+// idle nodes leaf by leaf until it stopped at SearchWork, unproven. The
+// same with 8 pods of 8 GPUs and 7 of 6 (no two share a node) when 14
+// nodes are idle and the others have 4 GPUs free.
+func TestSearchCountsOwnNodes(t *testing.T) {
+	c := topology.Default2000()
+	for _, tt := range []struct {
+		name  string
+		every int    // node i is idle when i%every == 0
+		used  uint64 // the GPUs in use on the others
+		g     *Spec
+	}{
+		{"whole_nodes", 6, 0x1, &Spec{ID: "g", Members: []Member{
+			{Name: "m0", Request: placement.NodesOf(15, 0)},
+			{Name: "m1", Request: placement.NodesOf(15, 0)},
+			{Name: "m2", Request: placement.NodesOf(15, 0)},
+		}}},
+		{"big_pods", 18, 0xf, &Spec{ID: "g", Members: []Member{
+			{Name: "m0", Request: placement.NodesOf(8, 8)},
+			{Name: "m1", Request: placement.NodesOf(7, 6)},
+		}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := topology.NewState(c)
+			for i := range c.NumNodes() {
+				if i%tt.every != 0 {
+					if err := s.Allocate([]topology.NodeAlloc{{Node: topology.NodeID(i), GPUs: tt.used}}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			before := s.Clone()
+			var out Allocation
+			res, err := NewAdmitter(c, Options{}).Admit(s, tt.g, &out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Searched || res.Admitted || !res.Proven || res.SearchCut {
+				t.Fatalf("searched %v, admitted %v, proven %v, cut %v after %d steps (%s); want a proven refusal", res.Searched, res.Admitted, res.Proven, res.SearchCut, res.SearchSteps, res)
+			}
+			if !s.Equal(before) {
+				t.Fatal("the refusal changed the state")
+			}
+		})
+	}
+}
