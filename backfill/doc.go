@@ -406,7 +406,8 @@
 // now: a job that will have ended by a reservation's start still counts
 // against it. A reservation made, moved earlier or turned from a hold is
 // checked at its planned start on the counts of then (jobs whose limit
-// ends by it taken out, the overlapping reservations of others counted
+// ends by it taken out, claims whose job started when due would end by
+// it too, the overlapping reservations of others counted
 // in; an elastic gang at its minimum). A reserved job's own planned start,
 // looked at ahead of time (the gate, a late start), counts the
 // reservations of others that start before it (they run by then; an
@@ -472,8 +473,10 @@
 // borrowed the quota, looks for victims at once, in the cycle, whatever
 // its class and whether preemption is on (unless its run would overlap
 // reservations of its queue, for jobs of its class or a higher one, that
-// its queue's maximum or borrowing limit leaves no room for beside it: it
-// then waits for quota, as a start would, and does not jump them):
+// its queue's maximum or borrowing limit leaves no room for beside it,
+// each read at its planned start as its own check reads it, the jobs
+// ended by then taken out: it then waits for quota, as a start would,
+// and does not jump them):
 // running gangs of queues that borrow from its side of the tree (the
 // queue just below the two queues' closest common parent is above its
 // guarantee). The victim search of package gang/preempt picks whole

@@ -1254,18 +1254,21 @@ func (c *cycle) reclaimGuarantee(j *jobRec, w *Waiting) bool {
 
 // reclaimTakesPromise reports whether a reclaim of g GPUs for job j at
 // now would take the room under its own queue's limits (its maximum,
-// its guarantee plus borrowing limit) that the reservations of its queue
-// for jobs of its class or a higher one need: those whose window overlaps
-// j's run (from now to its time limit's end; without a limit, to the end
-// of time), each counted at its gang's minimum (minGPUsOf). A plain start
-// is refused such room (promiseCheck); a reclaim, which frees GPUs of
-// other queues and not its own queue's limits, takes it all the same and
-// drops those reservations for quota at their start, so it is not made.
-// A job of a higher class may take the room of a lower class's
-// reservation (see quotapromise.go). The limits above the leaf are not
-// read: the reclaim's victims may free room there.
+// its guarantee plus borrowing limit) that a reservation of its queue
+// for a job of its class or a higher one needs at its planned start: one
+// whose window overlaps j's run (from now to its time limit's end;
+// without a limit, to the end of time), read on the counts its own
+// promise check reads there (roomTakenAt: the jobs that end by then
+// taken out, the reservations that run by then counted in, each at its
+// gang's minimum). A plain start is refused such room (promiseCheck); a
+// reclaim, which frees GPUs of other queues and not its own queue's
+// limits, takes it all the same and drops the reservation for quota at
+// its start, so it is not made. A job of a higher class may take the
+// room of a lower class's reservation (see quotapromise.go). The limits
+// above the leaf are not read: the reclaim's victims may free room
+// there.
 func (e *Engine) reclaimTakesPromise(j *jobRec, g int, now time.Time) bool {
-	s, q := e.quota, j.queue
+	q := j.queue
 	if len(e.book.resv) == 0 || q < 0 {
 		return false
 	}
@@ -1273,13 +1276,12 @@ func (e *Engine) reclaimTakesPromise(j *jobRec, g int, now time.Time) bool {
 	if j.job.TimeLimit > 0 {
 		end = now.Add(j.job.TimeLimit)
 	}
-	n := 0
 	for _, r := range e.book.resv {
-		if r.job.queue == q && r.job.job.Class >= j.job.Class && e.overlaps(j, r, now, end, true) {
-			n += e.minGPUsOf(r)
+		if r.job.queue == q && r.job.job.Class >= j.job.Class && e.overlaps(j, r, now, end, true) && e.roomTakenAt(r, j, g, now) {
+			return true
 		}
 	}
-	return n > 0 && (s.used[q]+n+g > s.max[q] || s.eff[q]+n+g > s.ceil[q])
+	return false
 }
 
 // copySpec makes scratch t a copy of spec, its Members in t's own slice
