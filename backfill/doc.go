@@ -461,14 +461,18 @@
 // The walk of a cycle tests first, in priority order, the jobs their
 // queues' guarantees cover (going down the queue, a queue's use plus its
 // covered jobs before stays within its guarantee; an elastic gang is
-// covered at its minimum when its full size is not), then the others: a
+// covered at its minimum when its full size is not, and whole nodes of
+// unequal sizes on the smallest nodes they may use when neither is),
+// then the others: a
 // job that borrows never takes, within a cycle, GPUs that another
 // queue's guarantee covers (a job started in the cycle could not be
 // reclaimed in it).
 //
 // Reclaim: a waiting job that its queue's guarantee covers (the queue's
 // use plus the job's GPUs is within it; an elastic gang whose minimum it
-// covers reclaims for its minimum, and starts cut on the GPUs claimed)
+// covers reclaims for its minimum, and starts cut on the GPUs claimed;
+// whole nodes of unequal sizes whose pods on the smallest nodes they may
+// use it covers reclaim for those, placed there)
 // but that cannot start, for want of free GPUs or because others
 // borrowed the quota, looks for victims at once, in the cycle, whatever
 // its class and whether preemption is on (unless its run would overlap
