@@ -375,7 +375,8 @@
 // unequal sizes are refused at Submit, and held back by the quota gate,
 // only when their queue's limits refuse them even on the smallest nodes
 // they may use, each pod on its own node; when the quota refuses the
-// nodes placed, their whole-node pods are placed again on smaller nodes
+// nodes placed (on free GPUs, or on the pods growing jobs lend), their
+// whole-node pods are placed again on smaller nodes
 // (below the largest they took, then below that), so that a job of two
 // whole nodes in a queue of 8 GPUs starts on two 4-GPU nodes of a
 // cluster of 4- and 8-GPU nodes. An elastic gang (gang.Member.Min)
