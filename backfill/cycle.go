@@ -1470,14 +1470,27 @@ func (c *cycle) tryStart(j *jobRec) bool {
 // members and may use nodes of unequal sizes (its leastGPUs below the
 // GPUs placed): the placer, which knows nothing of quotas, may have put
 // its whole-node pods on large nodes where smaller ones take it within
-// its queue's limits. Its whole-node members are placed again on the
-// nodes below the largest one they took, then below that, while the gang
-// is admitted and its quota refuses it; it reports whether it started.
-// A gang of more than 8 members is not tried; spec is left as it was.
+// its queue's limits (onSmaller, on the scratch state); it reports
+// whether it started. spec is left as it was.
 func (c *cycle) startOnSmaller(j *jobRec, spec *gang.Spec) bool {
+	if j.wholeG == nil || j.leastGPUs >= c.blockedGPUs {
+		return false
+	}
+	started := c.onSmaller(spec, c.e.scratch, func() bool { return c.startChecked(j) })
+	c.quotaBlocked = !started // blockedGPUs: the last placement refused
+	return started
+}
+
+// onSmaller places the whole-node members of spec, placed on e.alloc,
+// again on state st on the nodes below the largest one they took, then
+// below that, while the gang is admitted there and fits (its quota)
+// refuses the placement; it reports whether fits took one (e.alloc holds
+// it, c.lastRes its admission). A gang of more than 8 members is not
+// tried; spec is left as it was.
+func (c *cycle) onSmaller(spec *gang.Spec, st *topology.State, fits func() bool) bool {
 	e := c.e
 	var saved [8]*bitset.BitSet
-	if j.wholeG == nil || len(spec.Members) > len(saved) || j.leastGPUs >= c.blockedGPUs {
+	if len(spec.Members) > len(saved) {
 		return false
 	}
 	for len(e.planNodes) < len(spec.Members) {
@@ -1486,7 +1499,7 @@ func (c *cycle) startOnSmaller(j *jobRec, spec *gang.Spec) bool {
 	for i := range spec.Members {
 		saved[i] = spec.Members[i].Request.Allowed
 	}
-	started := false
+	ok := false
 	for {
 		// The largest node a whole-node pod took, and the largest size
 		// below it.
@@ -1524,24 +1537,23 @@ func (c *cycle) startOnSmaller(j *jobRec, spec *gang.Spec) bool {
 			}
 			m.Request.Allowed = on
 		}
-		res, err := e.adm.Admit(e.scratch, spec, &e.alloc)
+		res, err := e.adm.Admit(st, spec, &e.alloc)
 		if err != nil {
-			panic(fmt.Sprintf("backfill: checked job %s refused on smaller nodes: %v", j.job.ID, err))
+			panic(fmt.Sprintf("backfill: checked gang refused on smaller nodes: %v", err))
 		}
 		if !res.Admitted {
 			break
 		}
-		if c.startChecked(j) {
+		if fits() {
 			c.lastRes = res
-			started = true
+			ok = true
 			break
 		}
 	}
 	for i := range spec.Members {
 		spec.Members[i].Request.Allowed = saved[i]
 	}
-	c.quotaBlocked = !started // blockedGPUs: the last placement refused
-	return started
+	return ok
 }
 
 // isWhole reports whether member m asks for whole nodes.

@@ -375,7 +375,8 @@
 // unequal sizes are refused at Submit, and held back by the quota gate,
 // only when their queue's limits refuse them even on the smallest nodes
 // they may use, each pod on its own node; when the quota refuses the
-// nodes placed, their whole-node pods are placed again on smaller nodes
+// nodes placed (on free GPUs, or on the pods growing jobs lend), their
+// whole-node pods are placed again on smaller nodes
 // (below the largest they took, then below that), so that a job of two
 // whole nodes in a queue of 8 GPUs starts on two 4-GPU nodes of a
 // cluster of 4- and 8-GPU nodes. An elastic gang (gang.Member.Min)
@@ -406,7 +407,8 @@
 // now: a job that will have ended by a reservation's start still counts
 // against it. A reservation made, moved earlier or turned from a hold is
 // checked at its planned start on the counts of then (jobs whose limit
-// ends by it taken out, the overlapping reservations of others counted
+// ends by it taken out, claims whose job started when due would end by
+// it too, the overlapping reservations of others counted
 // in; an elastic gang at its minimum). A reserved job's own planned start,
 // looked at ahead of time (the gate, a late start), counts the
 // reservations of others that start before it (they run by then; an
@@ -460,20 +462,26 @@
 // The walk of a cycle tests first, in priority order, the jobs their
 // queues' guarantees cover (going down the queue, a queue's use plus its
 // covered jobs before stays within its guarantee; an elastic gang is
-// covered at its minimum when its full size is not), then the others: a
+// covered at its minimum when its full size is not, and whole nodes of
+// unequal sizes on the smallest nodes they may use when neither is),
+// then the others: a
 // job that borrows never takes, within a cycle, GPUs that another
 // queue's guarantee covers (a job started in the cycle could not be
 // reclaimed in it).
 //
 // Reclaim: a waiting job that its queue's guarantee covers (the queue's
 // use plus the job's GPUs is within it; an elastic gang whose minimum it
-// covers reclaims for its minimum, and starts cut on the GPUs claimed)
+// covers reclaims for its minimum, and starts cut on the GPUs claimed;
+// whole nodes of unequal sizes whose pods on the smallest nodes they may
+// use it covers reclaim for those, placed there)
 // but that cannot start, for want of free GPUs or because others
 // borrowed the quota, looks for victims at once, in the cycle, whatever
 // its class and whether preemption is on (unless its run would overlap
 // reservations of its queue, for jobs of its class or a higher one, that
-// its queue's maximum or borrowing limit leaves no room for beside it: it
-// then waits for quota, as a start would, and does not jump them):
+// its queue's maximum or borrowing limit leaves no room for beside it,
+// each read at its planned start as its own check reads it, the jobs
+// ended by then taken out: it then waits for quota, as a start would,
+// and does not jump them):
 // running gangs of queues that borrow from its side of the tree (the
 // queue just below the two queues' closest common parent is above its
 // guarantee). The victim search of package gang/preempt picks whole

@@ -109,7 +109,10 @@ type Engine struct {
 	promiseGen uint64
 	avoid      *bitset.BitSet // nodes with promised GPUs, for replacements
 	// planNodes holds, per member, the nodes of a due reservation an
-	// elastic gang cut by its quota starts on (cycle.startCutOnPlan).
+	// elastic gang cut by its quota starts on (cycle.startCutOnPlan),
+	// the smaller nodes whole-node pods are placed on again
+	// (cycle.startOnSmaller), or the smallest a reclaim places them on
+	// (onSmallest); each user sets them afresh.
 	planNodes []*bitset.BitSet
 	lent      *topology.State // the scratch state plus lent pods (made when first needed)
 	estBuf    []endItem

@@ -418,7 +418,8 @@ func (c *cycle) tryLent(j *jobRec, spec *gang.Spec) bool {
 // scratch state (prepared for j) plus the pods the growing jobs lend it
 // (lendsTo), the GPUs of the reservations overlapping its run, holds
 // and claims kept off; it reports whether j fits there and its queue's
-// quota takes it.
+// quota takes it (whole nodes of unequal sizes placed again on smaller
+// nodes when it refuses those placed: onSmaller).
 func (c *cycle) lentPlace(j *jobRec, spec *gang.Spec) bool {
 	e := c.e
 	if e.lent == nil {
@@ -448,7 +449,26 @@ func (c *cycle) lentPlace(j *jobRec, spec *gang.Spec) bool {
 	if err != nil {
 		panic(fmt.Sprintf("backfill: checked job %s refused: %v", j.job.ID, err))
 	}
-	return res.Admitted && e.lentQuotaFits(j, c.now)
+	if !res.Admitted {
+		return false
+	}
+	if e.lentQuotaFits(j, c.now) {
+		return true
+	}
+	// Whole nodes of unequal sizes its quota refuses where placed: on
+	// smaller ones, as a start on free GPUs (startOnSmaller), each
+	// placement refused taken off e.lent first.
+	if j.wholeG == nil || j.leastGPUs >= e.alloc.GPUs() {
+		return false
+	}
+	releaseOn(e.lent, &e.alloc)
+	return c.onSmaller(spec, e.lent, func() bool {
+		if e.lentQuotaFits(j, c.now) {
+			return true
+		}
+		releaseOn(e.lent, &e.alloc)
+		return false
+	})
 }
 
 // takeLent removes from the lending jobs every lent pod that shares a

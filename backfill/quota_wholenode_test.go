@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bits-and-blooms/bitset"
 	"github.com/stretchr/testify/require"
 
 	"github.com/phalanx-sched/phalanx/gang"
@@ -168,6 +169,156 @@ func TestWholeNodeReclaimOnSmallNodes(t *testing.T) {
 			st, _ := e.Job("x")
 			require.Equal(t, "n[2-3]", st.Nodes)
 			require.Equal(t, 8, e.Queues()[0].Used, "queue small is charged the GPUs x holds")
+		})
+	}
+}
+
+// TestWholeNodeReclaimAtSmallestNodes: a job of two whole nodes with no
+// node set, which may not be preempted (it runs within its queue's
+// guarantee), in queue small (guarantee and maximum 8, no pool), on the
+// two 8-GPU and two 4-GPU nodes: its bound at the largest nodes (16) is
+// above the guarantee, its lower bound on the smallest nodes it may use
+// (leastGPUs, 8) within it. Borrowers take every node: b1 (n0-n1) and
+// b2 (n2-n3). It used to wait for quota without reclaiming (reclaim
+// counted it at 16, which no guarantee of 8 covers). It now reclaims
+// its guarantee at 8 on the small nodes, preempting b2 alone, and starts
+// there once b2 is released.
+func TestWholeNodeReclaimAtSmallestNodes(t *testing.T) {
+	c := mixedCluster(t)
+	cfg := DefaultConfig()
+	cfg.Preemption.Grace = time.Minute
+	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
+		{Name: "small", Guarantee: 8, Maximum: 8, LendingLimit: Unlimited},
+		{Name: "borrow", BorrowingLimit: Unlimited, Maximum: Unlimited},
+	}}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+	require.NoError(t, err)
+	e.checkEach = true
+	on := func(r placement.Request, nodes ...int) placement.Request {
+		r.Allowed = c.NewNodeSet()
+		for _, n := range nodes {
+			r.Allowed.Set(uint(n))
+		}
+		return r
+	}
+	for _, b := range []Job{
+		{ID: "b1", Account: "a", Queue: "borrow", TimeLimit: time.Hour, Preemption: preempt.Requeue,
+			Gang: member(on(placement.NodesOf(2, 8), 0, 1))},
+		{ID: "b2", Account: "a", Queue: "borrow", TimeLimit: time.Hour, Preemption: preempt.Requeue,
+			Gang: member(on(placement.NodesOf(2, 4), 2, 3))},
+	} {
+		require.NoError(t, e.Submit(b, epoch))
+	}
+	p0 := startAll(t, e, epoch)
+	require.Len(t, p0.Starts, 2, p0.Describe(c, epoch))
+
+	x := Job{ID: "x", Account: "a", Queue: "small", TimeLimit: time.Hour, Preemption: preempt.Never,
+		Gang: member(placement.WholeNodes(2))}
+	require.NoError(t, e.Submit(x, epoch.Add(time.Minute)))
+	p := startAll(t, e, epoch.Add(time.Minute))
+	desc := p.Describe(c, epoch)
+	require.Empty(t, p.Starts, desc)
+	require.Len(t, p.Preemptions, 1, desc)
+	require.Equal(t, "b2", p.Preemptions[0].Victim, desc)
+	require.Equal(t, "x", p.Preemptions[0].Preemptor, desc)
+	require.Equal(t, WaitPreempting, waitingOf(p, "x").Code, desc)
+	require.Equal(t, 8, e.Queues()[0].Used, "queue small is charged the claim's 8 GPUs")
+
+	require.NoError(t, e.Preempted("b2", epoch.Add(90*time.Second)))
+	p = startAll(t, e, epoch.Add(2*time.Minute))
+	require.Len(t, p.Starts, 1, p.Describe(c, epoch))
+	require.Equal(t, "x", p.Starts[0].Job)
+	st, _ := e.Job("x")
+	require.Equal(t, "n[2-3]", st.Nodes)
+	require.Equal(t, 8, e.Queues()[0].Used, "queue small is charged the GPUs x holds")
+}
+
+// TestWholeNodeCoveredFirstAtSmallestNodes: the walk tests first the
+// jobs their queues' guarantees cover (entitledFirst), a whole-node job
+// of unequal node sizes at its leastGPUs as reclaim counts it. On the
+// two 8-GPU and two 4-GPU nodes, b1 (queue borrow) runs on n0-n1; b3
+// (borrow, two of n2-n3) and then x (queue small, guarantee and maximum
+// 8, two whole nodes, not preemptible) are submitted. Counted at 16, x
+// was not covered and b3, ranked above it, took n2-n3 first: x, whose
+// guarantee a job started in the cycle could not give back, waited. It
+// is now tested first and starts on n2-n3; b3 waits.
+func TestWholeNodeCoveredFirstAtSmallestNodes(t *testing.T) {
+	c := mixedCluster(t)
+	cfg := DefaultConfig()
+	cfg.Preemption.Grace = time.Minute
+	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
+		{Name: "small", Guarantee: 8, Maximum: 8, LendingLimit: Unlimited},
+		{Name: "borrow", BorrowingLimit: Unlimited, Maximum: Unlimited},
+	}}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+	require.NoError(t, err)
+	e.checkEach = true
+	on := func(r placement.Request, nodes ...int) placement.Request {
+		r.Allowed = c.NewNodeSet()
+		for _, n := range nodes {
+			r.Allowed.Set(uint(n))
+		}
+		return r
+	}
+	require.NoError(t, e.Submit(Job{ID: "b1", Account: "a", Queue: "borrow", TimeLimit: time.Hour, Preemption: preempt.Requeue,
+		Gang: member(on(placement.NodesOf(2, 8), 0, 1))}, epoch))
+	require.Len(t, startAll(t, e, epoch).Starts, 1)
+
+	at := epoch.Add(time.Minute)
+	require.NoError(t, e.Submit(Job{ID: "b3", Account: "a", Queue: "borrow", TimeLimit: time.Hour, Preemption: preempt.Requeue,
+		Gang: member(on(placement.NodesOf(2, 4), 2, 3))}, at))
+	require.NoError(t, e.Submit(Job{ID: "x", Account: "a", Queue: "small", TimeLimit: time.Hour, Preemption: preempt.Never,
+		Gang: member(placement.WholeNodes(2))}, at))
+	p := startAll(t, e, at)
+	desc := p.Describe(c, epoch)
+	require.Len(t, p.Starts, 1, desc)
+	require.Equal(t, "x", p.Starts[0].Job, desc)
+	st, _ := e.Job("x")
+	require.Equal(t, "n[2-3]", st.Nodes, desc)
+	require.NotNil(t, waitingOf(p, "b3"), desc)
+}
+
+// TestOnSmallest: the node sets a reclaim at leastGPUs places whole-node
+// pods on (onSmallest), on the two 8-GPU (n0, n1) and two 4-GPU (n2, n3)
+// nodes: the usable nodes up to the size of the smallest that holds all
+// the pods, each on its own node.
+func TestOnSmallest(t *testing.T) {
+	c := mixedCluster(t)
+	e, err := New(c, DefaultConfig(), flatTree(t, DefaultConfig().FairShare, "a"))
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name     string
+		pods     int
+		allowed  []int // nil: all nodes
+		excluded []int
+		want     []int
+	}{
+		{"two pods, any node", 2, nil, nil, []int{2, 3}},
+		{"one pod, any node", 1, nil, nil, []int{2, 3}},
+		{"three pods, any node", 3, nil, nil, []int{0, 1, 2, 3}},
+		{"two pods, one small node allowed", 2, []int{0, 1, 2}, nil, []int{0, 1, 2}},
+		{"two pods, a small node excluded", 2, nil, []int{3}, []int{0, 1, 2}},
+		{"one pod, large nodes only", 1, []int{0, 1}, nil, []int{0, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set := func(nodes []int) *bitset.BitSet {
+				if nodes == nil {
+					return nil
+				}
+				s := c.NewNodeSet()
+				for _, n := range nodes {
+					s.Set(uint(n))
+				}
+				return s
+			}
+			r := placement.WholeNodes(tc.pods)
+			r.Allowed, r.Excluded = set(tc.allowed), set(tc.excluded)
+			spec := gang.Spec{Members: []gang.Member{{Name: "m", Request: r},
+				{Name: "fixed", Request: placement.NodesOf(1, 4)}}}
+			got := e.onSmallest(copySpec(&e.minSpec, &spec))
+			require.True(t, set(tc.want).Equal(got.Members[0].Request.Allowed), "got %v", got.Members[0].Request.Allowed)
+			require.Nil(t, got.Members[1].Request.Allowed, "a member not of whole nodes is left as it is")
+			require.Equal(t, set(tc.allowed), spec.Members[0].Request.Allowed, "the job's own spec is left as it was")
 		})
 	}
 }

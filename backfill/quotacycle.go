@@ -475,7 +475,8 @@ func noQueueWhy(name string, known bool) string {
 // first: going down the queue, a job is covered when its queue's use and
 // the GPUs of the covered jobs of its queue before it leave room for it
 // within the guarantee (an elastic gang's minimum, when its full size
-// does not fit: reclaim covers that; in a queue with StrictOrder, only while no job of
+// does not fit, and whole nodes of unequal sizes at their leastGPUs when
+// neither does: reclaim covers those; in a queue with StrictOrder, only while no job of
 // it has been left uncovered). Jobs that would borrow come after, so that none
 // takes, within a cycle, GPUs that another queue's guarantee covers (a
 // job started in the cycle could not be reclaimed in it).
@@ -493,9 +494,13 @@ func (e *Engine) entitledFirst() {
 		}
 		if free && !s.uncovered[q] && g > room {
 			// An elastic gang whose minimum the guarantee covers is
-			// covered at it, as reclaim counts it (reclaimGPUs): a
+			// covered at it, and whole nodes of unequal sizes at their
+			// leastGPUs, as reclaim counts them (reclaimGPUs): a
 			// borrower tested first would take GPUs it then reclaims.
 			g = min(g, j.minGPUs)
+			if g > room {
+				g = min(g, j.leastGPUs)
+			}
 		}
 		s.covered[i] = free && !s.uncovered[q] && g <= room
 		switch {
@@ -1222,7 +1227,9 @@ func (c *cycle) nameQuotaDrop(j *jobRec, qc quotaCheck, why string, w *Waiting) 
 // reclaimGPUs returns the GPUs job j may reclaim its queue's guarantee
 // for: its size when the guarantee covers it, else an elastic gang's
 // minimum when the guarantee covers that (it then starts cut, as its
-// quota takes it: quotaSpec), else 0.
+// quota takes it: quotaSpec), else, for whole nodes of unequal sizes,
+// its leastGPUs when the guarantee covers that (its whole-node pods
+// then placed on the smallest nodes they may use: onSmallest), else 0.
 func (e *Engine) reclaimGPUs(j *jobRec) int {
 	s := e.quota
 	if s.entitled(j.queue, j.gpus) {
@@ -1230,6 +1237,9 @@ func (e *Engine) reclaimGPUs(j *jobRec) int {
 	}
 	if m := j.minGPUs; m < j.gpus && s.entitled(j.queue, m) {
 		return m
+	}
+	if l := j.leastGPUs; l < j.minGPUs && s.entitled(j.queue, l) {
+		return l
 	}
 	return 0
 }
@@ -1249,23 +1259,29 @@ func (c *cycle) reclaimGuarantee(j *jobRec, w *Waiting) bool {
 	if g < j.gpus {
 		spec = e.atMinimum(spec)
 	}
+	if g < j.minGPUs {
+		spec = e.onSmallest(spec)
+	}
 	return c.reclaim(j, spec, g, w)
 }
 
 // reclaimTakesPromise reports whether a reclaim of g GPUs for job j at
 // now would take the room under its own queue's limits (its maximum,
-// its guarantee plus borrowing limit) that the reservations of its queue
-// for jobs of its class or a higher one need: those whose window overlaps
-// j's run (from now to its time limit's end; without a limit, to the end
-// of time), each counted at its gang's minimum (minGPUsOf). A plain start
-// is refused such room (promiseCheck); a reclaim, which frees GPUs of
-// other queues and not its own queue's limits, takes it all the same and
-// drops those reservations for quota at their start, so it is not made.
-// A job of a higher class may take the room of a lower class's
-// reservation (see quotapromise.go). The limits above the leaf are not
-// read: the reclaim's victims may free room there.
+// its guarantee plus borrowing limit) that a reservation of its queue
+// for a job of its class or a higher one needs at its planned start: one
+// whose window overlaps j's run (from now to its time limit's end;
+// without a limit, to the end of time), read on the counts its own
+// promise check reads there (roomTakenAt: the jobs that end by then
+// taken out, the reservations that run by then counted in, each at its
+// gang's minimum). A plain start is refused such room (promiseCheck); a
+// reclaim, which frees GPUs of other queues and not its own queue's
+// limits, takes it all the same and drops the reservation for quota at
+// its start, so it is not made. A job of a higher class may take the
+// room of a lower class's reservation (see quotapromise.go). The limits
+// above the leaf are not read: the reclaim's victims may free room
+// there.
 func (e *Engine) reclaimTakesPromise(j *jobRec, g int, now time.Time) bool {
-	s, q := e.quota, j.queue
+	q := j.queue
 	if len(e.book.resv) == 0 || q < 0 {
 		return false
 	}
@@ -1273,13 +1289,12 @@ func (e *Engine) reclaimTakesPromise(j *jobRec, g int, now time.Time) bool {
 	if j.job.TimeLimit > 0 {
 		end = now.Add(j.job.TimeLimit)
 	}
-	n := 0
 	for _, r := range e.book.resv {
-		if r.job.queue == q && r.job.job.Class >= j.job.Class && e.overlaps(j, r, now, end, true) {
-			n += e.minGPUsOf(r)
+		if r.job.queue == q && r.job.job.Class >= j.job.Class && e.overlaps(j, r, now, end, true) && e.roomTakenAt(r, j, g, now) {
+			return true
 		}
 	}
-	return n > 0 && (s.used[q]+n+g > s.max[q] || s.eff[q]+n+g > s.ceil[q])
+	return false
 }
 
 // copySpec makes scratch t a copy of spec, its Members in t's own slice
@@ -1299,6 +1314,58 @@ func (e *Engine) atMinimum(spec *gang.Spec) *gang.Spec {
 		if m := &t.Members[i]; m.Min > 0 && m.Min < m.Request.Nodes {
 			m.Request.Nodes = m.Min
 		}
+	}
+	return t
+}
+
+// onSmallest cuts, in t (the engine's scratch copy of a job's spec:
+// atMinimum), each whole-node member's Allowed set to the smallest nodes
+// it may use that hold its pods, each on its own node: the usable nodes
+// up to the size of the smallest that leaves no pod out (the nodes
+// smallestWhole counts, and those of that size). A placement on them
+// takes the GPUs leastGPUs counts when the sizes below that one hold
+// none of its pods, at most that size's more per pod otherwise (reclaim
+// checks the GPUs placed). The sets are e.planNodes' (reused).
+func (e *Engine) onSmallest(t *gang.Spec) *gang.Spec {
+	for len(e.planNodes) < len(t.Members) {
+		e.planNodes = append(e.planNodes, bitset.New(uint(e.c.NumNodes())))
+	}
+	for i := range t.Members {
+		m := &t.Members[i]
+		if !isWhole(m) {
+			continue
+		}
+		r := &m.Request
+		on := e.planNodes[i].ClearAll()
+		for n := 0; n < e.c.NumNodes(); n++ {
+			if (r.Allowed == nil || r.Allowed.Test(uint(n))) && (r.Excluded == nil || !r.Excluded.Test(uint(n))) {
+				on.Set(uint(n))
+			}
+		}
+		size := 0 // the sizes up to size hold count pods
+		for count := 0; count < r.Nodes; {
+			next := 0 // the smallest usable size above size
+			for n, ok := on.NextSet(0); ok; n, ok = on.NextSet(n + 1) {
+				if g := e.c.NodeGPUs(topology.NodeID(n)); g > size && (next == 0 || g < next) {
+					next = g
+				}
+			}
+			if next == 0 {
+				break
+			}
+			size = next
+			for n, ok := on.NextSet(0); ok; n, ok = on.NextSet(n + 1) {
+				if e.c.NodeGPUs(topology.NodeID(n)) == size {
+					count++
+				}
+			}
+		}
+		for n, ok := on.NextSet(0); ok; n, ok = on.NextSet(n + 1) {
+			if e.c.NodeGPUs(topology.NodeID(n)) > size {
+				on.Clear(n)
+			}
+		}
+		r.Allowed = on
 	}
 	return t
 }
@@ -1339,7 +1406,10 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, g int, w *Waiting) bool {
 		w.PreemptTried, w.Preempt, w.PreemptPromised, w.PreemptReclaim = true, v.Reason, p.promised, true
 		return false
 	}
-	if !enough {
+	if !enough || p.verdict.Allocation.GPUs() > g {
+		// (More GPUs placed than g: whole nodes of unequal sizes placed
+		// above their leastGPUs, onSmallest; the claim would count
+		// them.)
 		s.fails.add(q, g, j, e, c.now, true, false)
 		return false
 	}

@@ -40,7 +40,8 @@ import (
 //
 // A reservation made, moved earlier, or turned from a hold is checked the
 // same way at its planned start t, on the counts of t: the GPUs of the
-// running jobs whose time limit ends by t are taken out, the overlapping
+// running jobs whose time limit ends by t are taken out (and those of
+// claims whose job, started when due, ends by t), the overlapping
 // reservations of others counted in; an elastic gang at its minimum (it
 // starts cut to what its quota takes); whether the job is within its
 // guarantee is read on those counts too. A reserved job's own planned
@@ -109,14 +110,19 @@ import (
 // class its GPUs. A reclaim does not take the room under its own queue's
 // limits (its maximum, its guarantee plus borrowing limit) that the
 // reservations of its queue for jobs of its class or a higher one, whose
-// window overlaps its run, need (reclaimTakesPromise): it would jump them
-// as a plain start may not; one of a higher class may, and the limits of
-// the queues above it are not read (its victims may free room there).
+// window overlaps its run, need at their planned starts, read on the
+// counts each one's own check reads there (reclaimTakesPromise,
+// roomTakenAt: the queue's jobs that end before it do not hold a reclaim
+// back): it would jump them as a plain start may not; one of a higher
+// class may, and the limits of the queues above it are not read (its
+// victims may free room there).
 
 // countAt sets the quota counts to what job j, starting at from with g
 // GPUs, must fit into (see above), and reports whether it changed them
 // (uncount undoes it): with ended and from after now (the engine's time),
-// the running jobs whose limit ends by from taken out; the reservations of
+// the running jobs whose limit ends by from taken out, and the claims
+// whose job, started when due (or now, when later), ends by from (a
+// later start is a late start); the reservations of
 // others whose window overlaps j's counted in: those of j's own queue,
 // and those of other queues when j would borrow with its own queue's
 // counted (a job within its own queue's guarantee is not held back for
@@ -149,6 +155,13 @@ func (e *Engine) countAt(j *jobRec, g int, from time.Time, ended bool) bool {
 	if ended && from.After(e.last) {
 		for _, o := range e.jobs.running {
 			if o.counted > 0 && !o.end.IsZero() && !o.end.After(from) {
+				gone = append(gone, o)
+			}
+		}
+		for _, cl := range e.book.claims {
+			// A claim's job runs from its due start (a later start is
+			// a late start: lateQuota).
+			if o := cl.job; o != j && o.counted > 0 && o.job.TimeLimit > 0 && !later(cl.due, e.last).Add(o.job.TimeLimit).After(from) {
 				gone = append(gone, o)
 			}
 		}
@@ -221,6 +234,32 @@ func (e *Engine) countedGPUs(r *reservation, all bool) int {
 // is kept at that size).
 func (e *Engine) minGPUsOf(r *reservation) int {
 	return min(r.alloc.GPUs(), r.job.minGPUs)
+}
+
+// roomTakenAt reports whether g GPUs of job j (a claim's), running at
+// reservation r's planned start (at now when r is due), leave r no room
+// there under its queue's own limits (its maximum, its guarantee plus
+// borrowing limit), on the counts r's own promise check reads there
+// (countAt for r's job at its start, at its gang's minimum, the jobs
+// ended by then taken out): r's GPUs and g counted beside them, a
+// reservation of j's own that runs by then counted once (j's run
+// replaces it). The limits above the leaf are not read.
+func (e *Engine) roomTakenAt(r *reservation, j *jobRec, g int, now time.Time) bool {
+	s, q := e.quota, r.job.queue
+	n := e.minGPUsOf(r) + g
+	counted := e.countAt(r.job, e.minGPUsOf(r), later(r.start, now), true)
+	if counted {
+		for _, x := range e.promised {
+			if x.job == j {
+				n -= x.counted
+			}
+		}
+	}
+	taken := s.used[q]+n > s.max[q] || s.eff[q]+n > s.ceil[q]
+	if counted {
+		e.uncount()
+	}
+	return taken
 }
 
 // uncount undoes countAt. The counts after both are the counts before
