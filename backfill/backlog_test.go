@@ -399,8 +399,10 @@ func TestBacklogNotFromScatteredGPUs(t *testing.T) {
 		{"whole node, none free", true, 8, -1, "w"},
 		{"smaller than a node, GPUs free", false, 4, -1, "w"},
 		{"whole node, GPUs free, rule off", false, 8, 0, "w"},
-		{"whole node, an eighth free, the share an eighth", false, 8, 1.0 / 8, ""},
-		{"whole node, an eighth free, the share a seventh", false, 8, 1.0 / 7, "w"},
+		// w's own reservation plans one of the eight free GPUs (a node
+		// whose 7 GPUs run r0): seven count (unreservedFree).
+		{"whole node, seven free beside w's reservation, the share 7/64", false, 8, 7.0 / 64, ""},
+		{"whole node, seven free beside w's reservation, the share an eighth", false, 8, 1.0 / 8, "w"},
 		// A tiny share is no share of 0 GPUs: the rule's tolerance
 		// must not make a cluster with nothing free roomy.
 		{"whole node, none free, a tiny share", true, 8, 1e-12, "w"},
@@ -440,6 +442,69 @@ func TestBacklogNotFromScatteredGPUs(t *testing.T) {
 			p := startAll(t, e, epoch.Add(time.Hour))
 			if free := e.ledger.State().FreeGPUs(); free != map[bool]int{false: 8, true: 0}[tc.fill] {
 				t.Fatalf("%d GPUs free, want the scattered 8 (or none once filled)", free)
+			}
+			if p.Backlog != tc.want {
+				t.Errorf("Plan.Backlog = %q, want %q:\n%s", p.Backlog, tc.want, p.Describe(c, epoch))
+			}
+		})
+	}
+}
+
+// TestBacklogNotRoomyOnReservedGPUs: GPUs free on GPUs a reservation
+// plans to use do not make the cluster roomy (Config.BacklogFreeShare).
+// Two nodes run a 6-GPU job each and six run 8-GPU jobs: 4 GPUs of 64
+// are free, over the default's twentieth. A 16-GPU gang g and a
+// whole-node job w wait. When the 6-GPU jobs end first, g and w reserve
+// those two nodes, and the 4 free GPUs are theirs, kept for them: w's
+// wait makes a backlog. (Counted as scattered, they kept it off: at
+// Philly load 4 the reservations' own draining kept four slots open
+// while 250 whole-node jobs had waited two days; benchmarks/README.md,
+// "What makes the Philly load-4 p95 and max".) When the 8-GPU jobs end
+// first, the two reserve among those nodes, the 4 free GPUs are
+// scattered, and w's wait makes none.
+func TestBacklogNotRoomyOnReservedGPUs(t *testing.T) {
+	c := opsCluster(t)
+	for _, tc := range []struct {
+		name                 string
+		sixLimit, eightLimit time.Duration
+		want                 string
+	}{
+		{"free GPUs on the reserved nodes", 5 * time.Hour, 10 * time.Hour, "w"},
+		{"free GPUs on other nodes", 10 * time.Hour, 5 * time.Hour, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Hold.Enabled = false
+			cfg.BacklogAfter = 30 * time.Minute
+			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.checkEach = true
+			for n := range 8 {
+				gpus, limit := 8, tc.eightLimit
+				if n < 2 {
+					gpus, limit = 6, tc.sixLimit
+				}
+				if err := e.Submit(Job{ID: fmt.Sprintf("r%d", n), Account: "a", TimeLimit: limit,
+					Gang: member(placement.NodesOf(1, gpus))}, epoch); err != nil {
+					t.Fatal(err)
+				}
+			}
+			startAll(t, e, epoch)
+			if err := e.Submit(Job{ID: "g", Account: "a", TimeLimit: time.Hour, Gang: member(placement.NodesOf(2, 8))}, epoch); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Submit(Job{ID: "w", Account: "a", TimeLimit: time.Hour, Gang: member(placement.NodesOf(1, 8))}, epoch); err != nil {
+				t.Fatal(err)
+			}
+			startAll(t, e, epoch.Add(time.Minute))
+			p := startAll(t, e, epoch.Add(time.Hour))
+			if free := e.ledger.State().FreeGPUs(); free != 4 {
+				t.Fatalf("%d GPUs free, want 4", free)
+			}
+			if len(p.Reservations) != 2 {
+				t.Fatalf("%d reservations, want g's and w's:\n%s", len(p.Reservations), p.Describe(c, epoch))
 			}
 			if p.Backlog != tc.want {
 				t.Errorf("Plan.Backlog = %q, want %q:\n%s", p.Backlog, tc.want, p.Describe(c, epoch))

@@ -79,8 +79,12 @@ type Config struct {
 	// the free GPUs scattered over nodes that run other jobs, not for a
 	// deep queue, and planning as EASY would only take the gangs'
 	// reservations away (benchmarks/README.md, "Why seed 4 of Philly at
-	// load 3 moved"). 0: such jobs make a backlog as any other does;
-	// DefaultConfig: 0.05, a twentieth. In [0, 1].
+	// load 3 moved"). Free GPUs that some reservation plans to use do
+	// not count: they are kept for it, not scattered (counted, the
+	// reservations' own draining kept a deep queue from making a
+	// backlog: "What makes the Philly load-4 p95 and max"). 0: such jobs
+	// make a backlog as any other does; DefaultConfig: 0.05, a
+	// twentieth. In [0, 1].
 	BacklogFreeShare float64
 	// Strict disables backfill: jobs start in priority order only, and
 	// the first job that cannot start blocks every job behind it (a job

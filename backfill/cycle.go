@@ -3,6 +3,7 @@ package backfill
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"time"
 
@@ -1055,7 +1056,8 @@ func (c *cycle) setStamp(j *jobRec) {
 // BacklogAfter, other than one its queue's quota holds back
 // (waitsForQuota, read from the quota state before the walk) and, while
 // at least Config.BacklogFreeShare of the cluster's GPUs are free on
-// schedulable nodes, one of a node's worth of GPUs or more, and names the first such
+// schedulable nodes and planned by no reservation (unreservedFree), one
+// of a node's worth of GPUs or more, and names the first such
 // job found in Plan.Backlog. It reads the queue, the free GPUs and the
 // quota state alone, not the jobs' last reasons, which a restored engine
 // does not have.
@@ -1076,6 +1078,14 @@ func (c *cycle) startBacklog() {
 	// rounds just above a whole count: an absolute one made a tiny share
 	// of a small cluster roomy with no GPU free.)
 	roomy := share > 0 && float64(e.ledger.State().FreeGPUs()) >= share*float64(e.c.TotalGPUs())*(1-1e-12)
+	if roomy && len(e.book.resv) > 0 {
+		// GPUs free on GPUs a reservation plans to use are kept for it,
+		// not scattered: counted, the reservations' own draining made a
+		// deep queue of whole-node jobs look roomy, and kept the slots
+		// open that drain them (benchmarks/README.md, "What makes the
+		// Philly load-4 p95 and max").
+		roomy = float64(e.unreservedFree()) >= share*float64(e.c.TotalGPUs())*(1-1e-12)
+	}
 	for _, j := range e.jobs.pending {
 		if roomy && (j.gpus >= e.c.MaxNodeGPUs() || j.wholeG != nil) {
 			continue
@@ -1085,6 +1095,33 @@ func (c *cycle) startBacklog() {
 			return
 		}
 	}
+}
+
+// unreservedFree returns the GPUs free on schedulable nodes less those of
+// them that some reservation plans to use (each GPU once, however many
+// reservations plan it). It uses e.nodeMask and leaves it zero.
+func (e *Engine) unreservedFree() int {
+	s := e.ledger.State()
+	m := e.nodeMask
+	for _, r := range e.book.resv {
+		for mi := range r.alloc.Members {
+			for _, a := range r.alloc.Members[mi].Assignment {
+				m[a.Node] |= a.GPUs
+			}
+		}
+	}
+	free := s.FreeGPUs()
+	for _, r := range e.book.resv {
+		for mi := range r.alloc.Members {
+			for _, a := range r.alloc.Members[mi].Assignment {
+				if m[a.Node] != 0 && s.Schedulable(a.Node) {
+					free -= bits.OnesCount64(s.Free(a.Node) & m[a.Node])
+				}
+				m[a.Node] = 0 // counted once
+			}
+		}
+	}
+	return free
 }
 
 // backlogState returns what a backlog (Config.BacklogAfter) makes of
