@@ -164,6 +164,14 @@ type cycle struct {
 	// hysteresis behind a lower-ranked hold (contendHold); see
 	// coverPlanned.
 	unheldEligible bool
+	// rivalEstimated is set once a gang tested in the walk waits for a
+	// hold that is the rival of its estimated target (contendHold); see
+	// startEstimated.
+	rivalEstimated bool
+	// holdBlamed is set once the walk told a job it would fit now but
+	// for a hold (classify, or the reason of a cached or skipped test:
+	// untested); see startOnBlamed.
+	holdBlamed bool
 	// refusedTo is the latest end of the run, were it to start now, of
 	// the jobs the walk has left waiting so far (MaxTime for one without
 	// a limit, or a run of jobs passed over unread; zero for none): the
@@ -421,7 +429,8 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.e, c.now, c.plan, c.naive = e, now, plan, e.naive
 	c.fifo, c.base = e.fifo.on, e.fifo.head
 	c.offsValid, c.resvClosed, c.smallClosed, c.reoffer, c.quotaRefused = false, false, false, false, 0
-	c.refusedTo, c.holdKept, c.unheldEligible = time.Time{}, false, false
+	c.refusedTo, c.holdKept, c.unheldEligible, c.rivalEstimated = time.Time{}, false, false, false
+	c.holdBlamed = false
 	c.earlyEnd, c.walking = time.Time{}, false
 	c.invalidate()
 	c.startClaims()
@@ -924,6 +933,7 @@ func (c *cycle) testJob(j *jobRec, w *Waiting) bool {
 	if cacheable {
 		if c.skips {
 			if c.skipTest(j) {
+				c.untested(j.wait.Code)
 				return true
 			}
 			c.stampNext = testStamp{world: c.worldNow(), backlog: c.backlogState()}
@@ -940,6 +950,7 @@ func (c *cycle) testJob(j *jobRec, w *Waiting) bool {
 			// and not at all when the plan lists only changes and the
 			// job's reason is this one already).
 			c.hitID = hit.id
+			c.untested(hit.w.Code)
 			if hit.id != 0 && (hit.id == j.waitID || sameReason(&hit.w, j)) {
 				c.hitID = j.waitID // unchanged: the walk lists nothing
 				return true
@@ -1709,15 +1720,19 @@ func (c *cycle) start(j *jobRec) {
 		c.invalidate()
 	}
 	if h := e.book.holdOf(j); h != nil {
-		// The GPUs of its target it does not take (free after its
-		// start) are no longer held: a job ranked above it refused them
-		// in this walk (waiting out the hysteresis behind it, or blocked
-		// by it) gets them offered again at once, as when a hold it
-		// refused jobs for ends.
-		if h.refused && c.countFree(&h.target) > 0 {
+		// Its hold ends: a job ranked above it that it refused in this
+		// walk (waiting out the hysteresis behind it, or blocked by it)
+		// is tested again at once, as when a hold it refused jobs for
+		// ends: the GPUs of its target it does not take (free after its
+		// start) are no longer held, and on those it takes the job no
+		// longer fits but for a hold. An eligible gang left without a
+		// hold is tested again too (coverPlanned): one hold fewer may
+		// let it take one.
+		if h.refused {
 			c.reoffer = true
 		}
 		c.freeGoneHeld()
+		c.coverPlanned()
 		e.book.dropHold(h)
 		c.invalidate()
 	}
@@ -1733,6 +1748,8 @@ func (c *cycle) start(j *jobRec) {
 		e.book.free(c.now.Add(j.job.TimeLimit + 1))
 	}
 	e.dequeue(j)
+	c.startEstimated()
+	c.startOnBlamed()
 	e.activate(j, c.now)
 	if e.quota != nil && j.job.TimeLimit > 0 && j.late() {
 		c.late = append(c.late, j) // for the reservations kept up after it (lateQuota)

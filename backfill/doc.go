@@ -97,7 +97,7 @@
 // jobs ranked below take them in this cycle: when a hold ends or moves
 // in a cycle after it refused a job (a planned start, a higher-ranked
 // gang taking it over, its queue's quota, its gang preempting instead,
-// its gang starting on part of its target), the next cycle is due at once
+// its gang starting), the next cycle is due at once
 // (NextEvent) to offer its GPUs again in priority order;
 // so is it when a gang gets a hold whose target is all free (one it took
 // over had kept it), and the gang starts there; and when, after a gang
@@ -109,7 +109,15 @@
 // no reservation, or waited out the hysteresis behind a lower-ranked
 // hold): the new target may cover that start or be its rival, and the
 // next cycle tests it again, as a second cycle at the same time would
-// (it may take the hold over). A gang
+// (it may take the hold over). So is it, for the same reason, when a
+// gang the walk left without a hold sees a held gang start (its hold
+// gone, another may be taken), when a job starts after a gang was told
+// to wait for a hold found as the rival of its estimated target (the start changes
+// the estimates; with one hold, the rival wherever the target lies, it
+// does not matter), and when a job starts after another was told it
+// would fit now but for a hold (the start takes free GPUs that placement
+// may have needed): a host that repeats a cycle at the same time then
+// gets the same decisions and reasons. A gang
 // that takes a hold over first searches again for a planned start, on
 // the GPUs the hold it took over no longer keeps.
 // Plan.Holds, Plan.HoldEnds and the reasons (Held with the counts, nodes

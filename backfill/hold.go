@@ -239,6 +239,42 @@ func (c *cycle) coverPlanned() {
 	}
 }
 
+// startEstimated records the start in the walk of a job: it runs from
+// now on, and the estimated ends that hold targets are searched on
+// (holdTarget) change with it. A gang tested earlier in the walk that
+// waits for a hold found as the rival of its target (contendHold,
+// rivalEstimated: a higher-ranked hold, or a lower-ranked one within the
+// hysteresis) may find another target, and another rival, on them (with
+// one hold, the rival wherever the target lies, it cannot): the next cycle, due at once, tests it again, as a
+// second cycle at the same time would.
+func (c *cycle) startEstimated() {
+	if c.rivalEstimated {
+		c.reoffer = true
+	}
+}
+
+// startOnBlamed records the start in the walk of a job after the walk
+// told a job tested earlier it would fit now but for a hold (classify,
+// holdBlamed): the start takes free GPUs, on which that job may no
+// longer fit even without the hold, or be placed elsewhere, past another
+// hold; the next cycle, due at once, tells it so, as a second cycle at
+// the same time would.
+func (c *cycle) startOnBlamed() {
+	if c.holdBlamed {
+		c.reoffer = true
+	}
+}
+
+// untested records what the test of a job would have recorded for
+// startOnBlamed when the walk gives it, untested, the reason code of a
+// cached test of its shape or of its own last one: that a hold keeps it
+// waiting (holdBlamed).
+func (c *cycle) untested(code WaitCode) {
+	if code == WaitHold {
+		c.holdBlamed = true
+	}
+}
+
 // retarget moves hold h to where its gang is now estimated to fit
 // soonest, when that is sooner than on its current target: estimates
 // change as jobs end and run on (as a strict FIFO queue would take
@@ -371,6 +407,8 @@ func (c *cycle) contendHold(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 	for _, h := range rivals {
 		if c.ranksAbove(h.job, j) {
 			w.Blocker = h.job.job.ID
+			// With several holds, another may be the rival later in the walk (startEstimated).
+			c.rivalEstimated = c.rivalEstimated || len(e.book.holds) > 1
 			return true
 		}
 	}
@@ -389,6 +427,8 @@ func (c *cycle) contendHold(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 			h.refused = true // a lower-ranked hold: it may end later in the walk
 			c.contending = true
 			c.unheldEligible = true // another lower-ranked hold may take its place (coverPlanned)
+			// With several holds, another may be the rival later in the walk (startEstimated).
+			c.rivalEstimated = c.rivalEstimated || len(e.book.holds) > 1
 			return true
 		}
 	}

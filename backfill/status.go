@@ -214,7 +214,9 @@ func FormatJobs(jobs []JobStatus, epoch time.Time) string {
 // plus a nanosecond) when the last cycle left a reservation slot free for
 // the next cycle to offer in priority order (see Schedule), let go of
 // a hold's GPUs after it refused them to a job, or gave or moved a hold
-// past a higher-ranked gang it left without one (see Hold mode),
+// past a higher-ranked gang it left without one, or started a job after
+// a reason or decision about a hold that the start may change (see Hold
+// mode),
 // started a job whose reservation was due off its planned GPUs (which
 // the reservation held from the cycle's time, refusing them to jobs
 // ranked above it), made a claim with no victim (a reclaim on pods

@@ -732,6 +732,7 @@ func (c *cycle) classify(spec *gang.Spec, failed gang.Admission, w *Waiting) {
 		if h != c.ownHold && c.hitsFree(&h.target) {
 			w.Code, w.Blocker, w.Until = WaitHold, h.job.job.ID, h.since
 			h.refused = true
+			c.holdBlamed = true // (startOnBlamed)
 			return
 		}
 	}

@@ -1,0 +1,283 @@
+package backfill
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+var holdRepeatSeeds = flag.Int("hold-repeat-seeds", 0, "workloads of TestHoldRepeatProperty (0: its default)")
+
+// TestHoldRepeatProperty: over seeded workloads of jobs without time
+// limits on small clusters in hold mode, a host reports one event (a
+// submit, a finish, a cancel) or wakes at NextEvent, runs a cycle and
+// confirms its starts, runs cycles at once while NextEvent asks for one,
+// and then runs a second cycle at the same time with no event between.
+// The caller duties promise that this cycle decides as the last did: it
+// must start nothing, preempt nothing, end no hold, and report the same
+// holds, reservations and reasons (hold-repeat-seeds sets the number of
+// workloads; -short runs fewer). Before a start in the walk asked for a
+// cycle at once after the reasons and hold tests it may change (a held
+// gang's start after its hold refused a job or an eligible gang was left
+// without one; any start after a gang waited for a hold found as the
+// rival of its estimated target among several, or after a job was told
+// it would fit but for a hold), 100 of 600 workloads changed, some a
+// decision (a hold given or passed on in the second cycle), most a
+// reason only; 5000 workloads pass now.
+func TestHoldRepeatProperty(t *testing.T) {
+	seeds := 600
+	if testing.Short() {
+		seeds = 100
+	}
+	if *holdRepeatSeeds > 0 {
+		seeds = *holdRepeatSeeds
+	}
+	var cycles, atOnce, holds, passedOn int
+	var failed []string
+	for seed := range uint64(seeds) {
+		d := newRepeatDriver(t, seed)
+		if msg := d.run(); msg != "" {
+			failed = append(failed, fmt.Sprintf("seed %d: %s", seed, msg))
+		}
+		cycles += d.cycles
+		atOnce += d.atOnce
+		holds += d.holds
+		passedOn += d.passedOn
+	}
+	for i, f := range failed {
+		if i == 3 {
+			break
+		}
+		t.Error(f)
+	}
+	if len(failed) > 0 {
+		var ids []string
+		for _, f := range failed {
+			ids = append(ids, strings.TrimSuffix(strings.Fields(f)[1], ":"))
+		}
+		t.Errorf("%d of %d workloads changed in a second cycle at the same time: seeds %s", len(failed), seeds, strings.Join(ids, " "))
+	}
+	t.Logf("%d workloads, %d repeated cycles, %d cycles at once, %d hold-cycles, %d holds passed on", seeds, cycles, atOnce, holds, passedOn)
+	if holds < seeds || passedOn == 0 {
+		t.Errorf("too easy: %d hold-cycles, %d holds passed on over %d workloads", holds, passedOn, seeds)
+	}
+}
+
+// repeatDriver is TestHoldRepeatProperty's host.
+type repeatDriver struct {
+	t        testing.TB
+	r        *rand.Rand
+	c        *topology.Cluster
+	e        *Engine
+	jobs     []Job // to submit, by submit time
+	now      time.Time
+	cycles   int
+	atOnce   int // cycles NextEvent asked for at once
+	holds    int
+	passedOn int
+}
+
+func newRepeatDriver(t testing.TB, seed uint64) *repeatDriver {
+	r := rand.New(rand.NewPCG(seed, 65))
+	shapes := []topology.FatTreeConfig{
+		{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8},
+		{Spines: 1, LeavesPerSpine: 3, NodesPerLeaf: 2, GPUsPerNode: 8},
+		{Spines: 2, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 4},
+	}
+	c, err := topology.FatTree(shapes[r.IntN(len(shapes))])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.ReservationDepth = []int{0, 1, 16}[r.IntN(3)]
+	cfg.FairShare.HalfLife = time.Hour
+	cfg.Hold = HoldConfig{Enabled: true, MinGPUs: []int{4, 8}[r.IntN(2)], MinWait: time.Duration(r.IntN(2)) * 10 * time.Minute,
+		MaxShare: []float64{1, 0.5}[r.IntN(2)], CapWait: 20 * time.Minute, Budget: time.Duration(1+r.IntN(2)) * 30 * time.Minute,
+		Hysteresis: 10 * time.Minute, MaxHolds: 1 + r.IntN(2)}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b", "c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 10 + r.IntN(8)
+	var jobs []Job
+	for i := range n {
+		nodes, gpus := 1+r.IntN(c.NumNodes()/2+1), c.MaxNodeGPUs()
+		if r.IntN(3) == 0 {
+			nodes, gpus = 1, 1+r.IntN(c.MaxNodeGPUs())
+		}
+		jobs = append(jobs, Job{ID: fmt.Sprintf("j%02d", i), Account: []string{"a", "b", "c"}[r.IntN(3)],
+			Submit: epoch.Add(time.Duration(r.IntN(5*60)) * time.Minute),
+			Gang:   gang.Spec{Members: []gang.Member{{Name: "m", Request: placement.NodesOf(nodes, gpus)}}}})
+	}
+	slices.SortStableFunc(jobs, func(a, b Job) int { return a.Submit.Compare(b.Submit) })
+	return &repeatDriver{t: t, r: r, c: c, e: e, jobs: jobs, now: epoch}
+}
+
+// run drives the workload until nothing is left; it returns the first
+// second cycle that changed anything, described, or "".
+func (d *repeatDriver) run() string {
+	for step := 0; step < 400; step++ {
+		// The next event: a submit, or a finish or cancel drawn at a
+		// random time, unless NextEvent asks for a cycle before.
+		next := d.now.Add(time.Duration(1+d.r.IntN(40)) * time.Minute)
+		if len(d.jobs) > 0 {
+			next = later(d.jobs[0].Submit, d.now)
+		}
+		at, ok := d.e.NextEvent()
+		timed := ok && at.Before(next)
+		if timed {
+			next = at
+		}
+		if !timed && len(d.jobs) == 0 && d.e.Pending()+d.e.Running() == 0 {
+			return ""
+		}
+		d.now = next
+		if !timed {
+			if !d.event() {
+				continue
+			}
+		}
+		if msg := d.repeat(); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
+
+// event reports one event at d.now: the next submit when due, else a
+// finish (mostly) or a cancel of a random job. It reports false when
+// there was none.
+func (d *repeatDriver) event() bool {
+	var err error
+	switch {
+	case len(d.jobs) > 0 && !d.jobs[0].Submit.After(d.now):
+		err = d.e.Submit(d.jobs[0], d.now)
+		d.jobs = d.jobs[1:]
+	default:
+		var running, waiting []string
+		for _, j := range d.e.jobs.running {
+			running = append(running, j.job.ID)
+		}
+		for _, j := range d.e.jobs.pending {
+			waiting = append(waiting, j.job.ID)
+		}
+		switch {
+		case len(running) > 0 && d.r.IntN(6) != 0:
+			err = d.e.Finished(running[d.r.IntN(len(running))], d.now)
+		case len(waiting) > 0 && d.r.IntN(3) == 0:
+			err = d.e.Cancel(waiting[d.r.IntN(len(waiting))], d.now)
+		case len(running) > 0:
+			err = d.e.Cancel(running[d.r.IntN(len(running))], d.now)
+		default:
+			return false
+		}
+	}
+	if err != nil && !errors.Is(err, ErrNeverFits) {
+		d.t.Fatalf("at %v: %v", d.now.Sub(epoch), err)
+	}
+	return true
+}
+
+// repeat runs the cycles at d.now: one, then more while NextEvent asks
+// for one at once, then a second at the same time, which must change
+// nothing; it returns what it changed, described, or "".
+func (d *repeatDriver) repeat() string {
+	first := scheduleStarted(d.t, d.e, d.now)
+	for i := 0; ; i++ {
+		d.count(first)
+		if next, ok := d.e.NextEvent(); !ok || !next.Equal(d.now.Add(time.Nanosecond)) {
+			break
+		}
+		if i == 8 {
+			d.t.Fatalf("at %v: NextEvent still at once after %d cycles", d.now.Sub(epoch), i+1)
+		}
+		first = scheduleStarted(d.t, d.e, d.now)
+		d.atOnce++
+	}
+	second := scheduleStarted(d.t, d.e, d.now)
+	d.count(second)
+	d.cycles++
+	if diff := planChanges(first, second); len(diff) > 0 {
+		return fmt.Sprintf("at %v a second cycle changed %v\nthe first:\n%s\nthe second:\n%s",
+			d.now.Sub(epoch), diff, first.Describe(d.c, epoch), second.Describe(d.c, epoch))
+	}
+	return ""
+}
+
+func (d *repeatDriver) count(p *Plan) {
+	d.holds += len(p.Holds)
+	for _, h := range p.HoldEnds {
+		if h.Cause == HoldPassedOn {
+			d.passedOn++
+		}
+	}
+}
+
+// planChanges lists what second, a cycle at the same time as first with
+// no event between, decided or told differently.
+func planChanges(first, second *Plan) []string {
+	var out []string
+	for _, s := range second.Starts {
+		out = append(out, "start "+s.Job)
+	}
+	for _, x := range second.Preemptions {
+		out = append(out, "preempt "+x.Victim+" for "+x.Preemptor)
+	}
+	for _, h := range second.HoldEnds {
+		out = append(out, fmt.Sprintf("hold of %s ended (%v %s)", h.Job, h.Cause, h.By))
+	}
+	hold := func(h HoldStatus) string {
+		return fmt.Sprintf("%s on %s holding %d of %d, since %v, eta %v", h.Job, h.Nodes, h.GPUs, h.Target, h.Since.Sub(epoch), h.EstimatedStart.Sub(epoch))
+	}
+	resv := func(r Reservation) string {
+		return fmt.Sprintf("%s at %v on %v", r.Job, r.Start.Sub(epoch), r.Allocation.Members)
+	}
+	wait := func(w Waiting) string {
+		until := "-"
+		if !w.Until.IsZero() {
+			until = w.Until.Sub(epoch).String()
+		}
+		s := fmt.Sprintf("%s: %v until %s blocker %q member %q %v %q spans %d noslot %v", w.Job, w.Code, until, w.Blocker, w.Member, w.Reason, w.Detail, w.Spans, w.NoSlot)
+		if w.Hold != nil {
+			s += " hold " + hold(*w.Hold)
+		}
+		return s
+	}
+	out = append(out, listChanges("hold", first.Holds, second.Holds, hold)...)
+	out = append(out, listChanges("reservation", first.Reservations, second.Reservations, resv)...)
+	out = append(out, listChanges("reason", first.Waiting, second.Waiting, wait)...)
+	return out
+}
+
+// listChanges lists the items of a and b, rendered by f, that the other
+// lacks.
+func listChanges[T any](what string, a, b []T, f func(T) string) []string {
+	var as, bs []string
+	for _, x := range a {
+		as = append(as, f(x))
+	}
+	for _, x := range b {
+		bs = append(bs, f(x))
+	}
+	var out []string
+	for _, x := range as {
+		if !slices.Contains(bs, x) {
+			out = append(out, what+" was "+x)
+		}
+	}
+	for _, x := range bs {
+		if !slices.Contains(as, x) {
+			out = append(out, what+" now "+x)
+		}
+	}
+	return out
+}
