@@ -411,11 +411,14 @@ func (p *Placer) counterHistogram(x int, h []int32) {
 		h[ly.maxGPUs] = int32(sc.s.DomainIdleNodes(int(ly.levelOf(x)), ly.index(x)))
 		return
 	}
-	row := p.counterRow(x)
-	for k := sc.minFree; k < ly.maxGPUs; k++ {
-		h[k] = row[k] - row[k+1]
+	g := ly.maxGPUs
+	row := p.counterRow(x)[sc.minFree : g+1]
+	out := h[sc.minFree:g]
+	atLeast, above := row[:len(out)], row[1:len(out)+1] // bounds checked once
+	for i := range out {
+		out[i] = atLeast[i] - above[i]
 	}
-	h[ly.maxGPUs] = row[ly.maxGPUs]
+	h[g] = row[len(out)]
 }
 
 // maskedHistogram counts leaf x's candidates per class of usable GPUs:

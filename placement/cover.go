@@ -186,7 +186,9 @@ func (p *Placer) spreadGPUs(a int) int {
 	pooled := sc.pooled[:maxG+1]
 	clear(pooled)
 	for i := range sel {
-		for k, n := range p.histogram(int(sel[i].leaf)) {
+		h := p.histogram(int(sel[i].leaf))
+		h = h[:len(pooled)] // bounds checked once
+		for k, n := range h {
 			pooled[k] += n
 		}
 	}
@@ -337,18 +339,21 @@ func (p *Placer) gatherKids(y int) {
 	cf, ce := ly.children(y)
 	last := p.lastPhase()
 	free := p.leavesFree()
+	// The leaves' capacities under y, by leaf number from y's first.
+	caps, base, first := p.leafCaps(y), int(ly.leafFirst[y]), ly.leafID(0)
 	for z := cf; z < ce; z++ {
 		c := int32(p.phaseCap(last, z))
 		if c == 0 {
 			continue
 		}
 		lo := len(cs.leaves)
-		for d := int(ly.leafFirst[z]); d < int(ly.leafEnd[z]); d++ {
-			l := ly.leafID(d)
-			if lc := int32(p.phaseCap(last, l)); lc > 0 {
-				cs.leaves = append(cs.leaves, leafRef{cap: lc, free: free[d], leaf: int32(l)})
+		leaves := cs.leaves
+		for d, de := int(ly.leafFirst[z]), int(ly.leafEnd[z]); d < de; d++ {
+			if lc := caps[d-base]; lc > 0 {
+				leaves = append(leaves, leafRef{cap: lc, free: free[d], leaf: int32(first + d)})
 			}
 		}
+		cs.leaves = leaves
 		p.sortLeaves(cs.leaves[lo:])
 		cs.kids = append(cs.kids, kid{child: int32(z), cap: c, lo: int32(lo), hi: int32(len(cs.leaves))})
 	}

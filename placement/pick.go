@@ -206,7 +206,7 @@ func (p *Placer) fewestNodes(h []int32, gpus int) int {
 // leaf x, lowest node index first within a class.
 func (p *Placer) pickLeaf(x, a int) {
 	if p.takesWhole(x, a) {
-		p.takeLeaf(x)
+		p.takeLeaf(x, a)
 		return
 	}
 	cp := &p.sc.cls
@@ -236,22 +236,95 @@ func (p *Placer) takesWhole(x, a int) bool {
 }
 
 // takeLeaf writes every candidate of leaf x with all its usable GPUs, in
-// node order, in one pass.
-func (p *Placer) takeLeaf(x int) {
+// node order, in one pass; a is the leaf's capacity (takesWhole).
+func (p *Placer) takeLeaf(x, a int) {
 	sc, ly := &p.sc, p.lay
 	lo, hi := int(ly.nodeFirst[x]), int(ly.nodeEnd[x])
 	sc.tally.free += p.markPath(x, &sc.tally.spans)
-	free, out, gpus := sc.w.Free, sc.out, 0
+	start := len(sc.out)
+	if cap(sc.out)-start >= hi-lo {
+		// Room for every node of the leaf: indexed writes, no growth
+		// check per node.
+		dst, i := sc.out[start:start+hi-lo], 0
+		for w := lo >> 6; w <= (hi-1)>>6; w++ {
+			in := bits.RangeMask(w, lo, hi)
+			if c := p.candWord(w) & in; c == in {
+				// Every node of the word's part of the leaf: a run.
+				f, e := max(lo, w<<6), min(hi, w<<6+64)
+				i += writeRun(dst[i:], sc.w.Free[f:e], f)
+			} else {
+				i += writeNodes(dst[i:], sc.w.Free, c, w)
+			}
+		}
+		sc.out = sc.out[:start+i]
+	} else {
+		p.appendLeaf(lo, hi)
+	}
+	// The GPUs written, known without counting unless the request is
+	// exclusive: a GPU total's items are the candidates' free GPUs; nodes
+	// taken whole without exclusivity ask for maxGPUs each, so each has
+	// exactly that many free.
+	pl, gpus := &sc.pl, 0
+	switch {
+	case p.reference || pl.exclusive:
+		gpus = p.countTakenGPUs(a, sc.out[start:])
+	case pl.mode == modeGPUs:
+		gpus = a
+	default:
+		gpus = (len(sc.out) - start) * ly.maxGPUs
+	}
+	sc.tally.gpus += gpus
+	sc.tally.free += gpus
+}
+
+// writeRun writes nodes first, first+1, ... with all their free GPUs
+// (free, from node first on) to dst, and returns how many.
+func writeRun(dst []topology.NodeAlloc, free []uint64, first int) int {
+	dst = dst[:len(free)]
+	for i, f := range free {
+		dst[i] = topology.NodeAlloc{Node: topology.NodeID(first + i), GPUs: f}
+	}
+	return len(free)
+}
+
+// writeNodes writes the nodes of word w set in c, with all their free
+// GPUs, to dst, and returns how many.
+func writeNodes(dst []topology.NodeAlloc, free []uint64, c uint64, w int) int {
+	i := 0
+	for ; c != 0; c &= c - 1 {
+		node := w<<6 + mathbits.TrailingZeros64(c)
+		dst[i] = topology.NodeAlloc{Node: topology.NodeID(node), GPUs: free[node]}
+		i++
+	}
+	return i
+}
+
+// appendLeaf is takeLeaf's writing for a buffer that may have to grow.
+func (p *Placer) appendLeaf(lo, hi int) {
+	sc := &p.sc
+	free, out := sc.w.Free, sc.out
 	for w := lo >> 6; w <= (hi-1)>>6; w++ {
 		for c := p.candWord(w) & bits.RangeMask(w, lo, hi); c != 0; c &= c - 1 {
 			node := w<<6 + mathbits.TrailingZeros64(c)
 			out = append(out, topology.NodeAlloc{Node: topology.NodeID(node), GPUs: free[node]})
-			gpus += mathbits.OnesCount64(free[node])
 		}
 	}
 	sc.out = out
-	sc.tally.gpus += gpus
-	sc.tally.free += gpus
+}
+
+// countTakenGPUs counts the GPUs of the nodes takeLeaf wrote (taken) for
+// a last-phase items; the reference placer checks them against what
+// takeLeaf assumes for requests that are not exclusive.
+func (p *Placer) countTakenGPUs(a int, taken []topology.NodeAlloc) int {
+	pl := &p.sc.pl
+	gpus := 0
+	for _, t := range taken {
+		gpus += mathbits.OnesCount64(t.GPUs)
+	}
+	if !pl.exclusive && (pl.mode == modeGPUs && gpus != a || pl.mode == modeNodes && gpus != len(taken)*p.lay.maxGPUs) {
+		panic("placement: a leaf taken whole gave other GPUs than takeLeaf assumes")
+	}
+	return gpus
 }
 
 // pickClass takes the first n nodes of class k in [lo, hi): the first
@@ -313,6 +386,33 @@ func (p *Placer) takeWhole(k, lo, hi, cnt int) (next, taken int) {
 	if cnt <= 0 {
 		return lo, 0
 	}
+	start := len(sc.out)
+	if cap(sc.out)-start < cnt {
+		return p.appendWhole(k, lo, hi, cnt)
+	}
+	// Room for cnt nodes: indexed writes, no growth check per node.
+	free, dst := sc.w.Free, sc.out[start:start+cnt]
+	next = hi
+	for w := lo >> 6; w <= (hi-1)>>6 && taken < cnt; w++ {
+		x := p.candWord(w) & p.classWord(k, w) & bits.RangeMask(w, lo, hi)
+		for ; x != 0 && taken < len(dst); x &= x - 1 {
+			node := w<<6 + mathbits.TrailingZeros64(x)
+			dst[taken] = topology.NodeAlloc{Node: topology.NodeID(node), GPUs: free[node]}
+			taken++
+			next = node + 1
+		}
+	}
+	if taken < cnt {
+		next = hi
+	}
+	sc.out = sc.out[:start+taken]
+	sc.tally.gpus += taken * k
+	return next, taken
+}
+
+// appendWhole is takeWhole for a buffer that may have to grow.
+func (p *Placer) appendWhole(k, lo, hi, cnt int) (next, taken int) {
+	sc := &p.sc
 	free := sc.w.Free
 	out := sc.out
 	for w := lo >> 6; w <= (hi-1)>>6; w++ {

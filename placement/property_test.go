@@ -169,3 +169,61 @@ func TestShortcutsMatchReference(t *testing.T) {
 		})
 	}
 }
+
+// TestBufferRoomKeepsDecision: Place decides alike whatever room its
+// buffer has (nil, so that every node is appended, or a buffer for every
+// node of the cluster, so that whole leaves and classes are written in
+// place), for every request shape on small random clusters (mixed node
+// sizes) and the default cluster with many-node requests, exclusive ones
+// included; the reference placer, which counts the GPUs of every leaf
+// taken whole, agrees.
+func TestBufferRoomKeepsDecision(t *testing.T) {
+	rounds := 3000
+	if testing.Short() {
+		rounds = 500
+	}
+	r := rand.New(rand.NewPCG(65, 14))
+	check := func(t *testing.T, name string, c *topology.Cluster, fast, ref *Placer, s *topology.State, req *Request) {
+		t.Helper()
+		roomy := make([]topology.NodeAlloc, 0, c.NumNodes())
+		want, errWant := fast.Place(s, req, nil)
+		want.Assignment = slices.Clone(want.Assignment)
+		for _, got := range []struct {
+			who string
+			p   *Placer
+			buf []topology.NodeAlloc
+		}{{"roomy buffer", fast, roomy}, {"reference, roomy buffer", ref, roomy}, {"reference, nil buffer", ref, nil}} {
+			res, err := got.p.Place(s, req, got.buf)
+			if fmt.Sprint(err) != fmt.Sprint(errWant) {
+				t.Fatalf("%s: %s: %s: errors %v and %v", name, got.who, req.String(), err, errWant)
+			}
+			if diff := cmp.Diff(want, res, cmp.Exporter(func(reflect.Type) bool { return true })); diff != "" {
+				t.Fatalf("%s: %s: %s: differs from a nil buffer (-nil +%s):\n%s", name, got.who, req.String(), got.who, diff)
+			}
+		}
+	}
+	t.Run("small", func(t *testing.T) {
+		for k := range rounds / 40 {
+			c := randomCluster(r, 12)
+			fast, ref := New(c, Options{}), New(c, Options{})
+			ref.reference = true
+			for j := range 40 {
+				req := randomRequest(r, c)
+				check(t, fmt.Sprintf("cluster %d request %d", k, j), c, fast, ref, randomState(r, c), &req)
+			}
+		}
+	})
+	t.Run("default2000", func(t *testing.T) {
+		c := topology.Default2000()
+		fast, ref := New(c, Options{}), New(c, Options{})
+		ref.reference = true
+		for j := range rounds / 5 {
+			s := topology.NewState(c)
+			testcluster.Fragment(s, r, r.Float64()*0.9)
+			req := randomRequest(r, c)
+			req.Nodes *= 1 + r.IntN(40)
+			req.GPUs *= 1 + r.IntN(40)
+			check(t, fmt.Sprintf("request %d", j), c, fast, ref, s, &req)
+		}
+	})
+}
