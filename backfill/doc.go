@@ -451,7 +451,13 @@
 // started does; a reservation after it on shared GPUs that moves behind
 // it is blamed on that job with CauseQuotaAhead, not on a late start,
 // and, when that job then gives its reservation up for quota in the same
-// cycle, is moved earlier again by a later cycle when it can. Under
+// cycle, is moved earlier again by a later cycle when it can. A due
+// reservation whose placement its queue's quota takes, but not beside
+// the reservations it would run with (the room kept for one of its
+// queue due before it, for a job that cannot be preempted), is kept and
+// waits (WaitReserved), its reason saying why its quota does not take it
+// now: the queue, its use and the limit, and the reservation counted
+// (Waiting.Detail), not a planned start already past. Under
 // quotas, a due reservation whose queue's quota had no room
 // for it until a reclaim or preemption in the cycle freed some still
 // starts on its planned GPUs when they are free, and an elastic gang its

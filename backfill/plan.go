@@ -208,6 +208,10 @@ type WaitCode uint8
 
 const (
 	// WaitReserved: the job holds a reservation (planned start in Until).
+	// Due (Until not after now) and not started: Blocker names a job run
+	// past its time limit on its GPUs, or Detail says why its queue's
+	// quota does not take it now beside the reservations it would run
+	// with; it keeps its reservation.
 	WaitReserved WaitCode = iota + 1
 	// WaitHeld: GPUs are being held for the job as they free up (hold
 	// mode); Hold says how many, where, and the budget left.
@@ -462,6 +466,9 @@ func (w *Waiting) message(epoch time.Time) string {
 	case WaitReserved:
 		if w.Blocker != "" {
 			return fmt.Sprintf("reserved: due at %s, waiting for job %s, which has run past its time limit", at(w.Until), w.Blocker)
+		}
+		if w.Detail != "" {
+			return fmt.Sprintf("reserved: due at %s, but its queue's quota does not take it now: %s", at(w.Until), w.Detail)
 		}
 		return "reserved: planned to start at " + at(w.Until)
 	case WaitHeld:

@@ -1174,8 +1174,16 @@ func (c *cycle) quotaBlockedWait(j *jobRec, w *Waiting) {
 	if qc.code == quotaFits {
 		// Reservations of others leave no room (promiseCheck).
 		if r := j.resv; r != nil {
-			// It would start early: it waits for its planned start.
+			// Not due, it would start early: it waits for its planned
+			// start. Due, it keeps its reservation as well (as the room
+			// kept for a reservation of its queue due before it,
+			// keptOwn, frees once that one starts), but its planned
+			// start is past: Detail says why its queue's quota does not
+			// take it now.
 			w.Code, w.Until = WaitReserved, r.start
+			if !r.start.After(c.now) {
+				_, _, w.Detail, _ = e.promiseCheck(j, g, true, c.now)
+			}
 			return
 		}
 		pc, _, why, _ := e.promiseCheck(j, g, true, c.now)
