@@ -243,6 +243,23 @@ func (c *controller) observePod(p *v1.Pod, fromAPI bool) *groupState {
 	}
 	if was := ps.schedulable(); ps.pod != nil && was != podSchedulable(p) {
 		c.changed = true // a gate lifted, or a deletion began: pending() changes
+		if was {
+			// A scout the scheduler will not try any more (gated, or
+			// being deleted) measures nothing: the next cycle sends
+			// another pod of its shape at once, not after the scout
+			// timeout.
+			g.dropScout(uid)
+			if inc := g.inc; inc != nil && inc.pods[uid] != nil && inc.admitted && !inc.running && inc.broken == "" {
+				// Its gang cannot assemble: torn down at once, as
+				// when the pod is deleted (forgetPod), not when the
+				// pods waiting at Permit for it time out.
+				why := "is being deleted"
+				if p.DeletionTimestamp == nil {
+					why = "was scheduling-gated"
+				}
+				inc.broken = "pod " + p.Name + " " + why + " before its gang was bound"
+			}
+		}
 	}
 	ps.pod = p
 	if p.Spec.NodeName != "" && ps.node == "" {
@@ -277,12 +294,7 @@ func (c *controller) regroup(uid, key string) string {
 		return old
 	}
 	delete(og.pods, uid)
-	for shape, scout := range og.scout {
-		if scout == uid {
-			delete(og.scout, shape)
-			delete(og.scoutSince, shape)
-		}
-	}
+	og.dropScout(uid)
 	delete(c.podKey, uid)
 	if len(og.pods) == 0 && og.inc == nil {
 		delete(c.groups, old)
@@ -368,12 +380,7 @@ func (c *controller) forgetPod(p *v1.Pod) {
 	// A scout deleted before its measurement came back measures nothing:
 	// the next cycle sends another (needScouts), and the loop does not
 	// wake for it at the scout timeout.
-	for shape, scout := range g.scout {
-		if scout == uid {
-			delete(g.scout, shape)
-			delete(g.scoutSince, shape)
-		}
-	}
+	g.dropScout(uid)
 	if inc := g.inc; inc != nil && inc.pods[uid] != nil {
 		inc.gone[uid] = true
 		// A gang still waiting in the engine (not admitted) has no pod

@@ -148,8 +148,8 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 	if !res.Next.IsZero() {
 		next = max(res.Next.Sub(now), 10*time.Millisecond)
 	}
-	if c.scoutsInFlight() {
-		next = min(next, c.args.scoutTimeout())
+	if due, ok := c.scoutDue(now); ok {
+		next = min(next, max(due.Sub(now), 10*time.Millisecond))
 	}
 	if due, ok := c.nextMeasurement(); ok {
 		next = min(next, max(due.Sub(now), 10*time.Millisecond))
@@ -1084,14 +1084,23 @@ func (c *controller) nextMeasurement() (time.Time, bool) {
 	return due, !due.IsZero()
 }
 
-// scoutsInFlight reports whether any scout is out.
-func (c *controller) scoutsInFlight() bool {
+// scoutDue returns when the first scout still within the scout timeout
+// reaches it: needScouts then sends another if its group still needs the
+// shape measured. A scout past its timeout wakes the loop no more (its
+// group may never need it again: its minMember raised above its pending
+// pods, its gang admitted), so a stale entry costs no wake-up every scout
+// timeout for as long as its group lives.
+func (c *controller) scoutDue(now time.Time) (time.Time, bool) {
+	var due time.Time
 	for _, g := range c.groups {
-		if len(g.scout) > 0 {
-			return true
+		for shape := range g.scout {
+			t := g.scoutSince[shape].Add(c.args.scoutTimeout())
+			if t.After(now) && (due.IsZero() || t.Before(due)) {
+				due = t
+			}
 		}
 	}
-	return false
+	return due, !due.IsZero()
 }
 
 // podCondition returns the message of a pod's PodScheduled condition.

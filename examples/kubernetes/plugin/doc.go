@@ -26,7 +26,8 @@
 // loses a pod while it waits is submitted again without it (its shapes'
 // measured allowed node sets kept: see PostFilter), or withdrawn until
 // enough pods are pending; one that loses a pod once admitted, before it
-// runs whole, is torn down. A group
+// runs whole (the pod deleted, or being deleted or gated: the scheduler
+// will not try it), is torn down at once. A group
 // runs one gang at a time: pods created after its gang was submitted (a
 // group with more pods than minMember, created in batches) wait, with that
 // reason, until every pod of that gang is gone. After a restart, a group
@@ -170,7 +171,10 @@
 //     plugins are run on every GPU node with the node's GPU count lifted (GPUs
 //     are the engine's business), and the nodes that pass become the member's
 //     allowed node set (placement.Request.Allowed). It is measured once per
-//     shape, and again for a gang still waiting after Args.AllowedTTLSeconds
+//     shape (a scout that the scheduler will not try any more, being
+//     deleted or gated, is given up at once and another pod of its shape
+//     sent; one that has not measured within 10 s is given up too), and
+//     again for a gang still waiting after Args.AllowedTTLSeconds
 //     or, at once, when a node joins (or is back under a deleted node's
 //     name) or its labels, taints, cordon or allocatable resources change:
 //     then only the shapes that node could serve (it is in the cluster

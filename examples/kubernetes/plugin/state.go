@@ -60,6 +60,20 @@ type groupState struct {
 	seenWhole bool
 }
 
+// dropScout forgets pod uid as the scout of its shape: it was deleted,
+// moved to another group, or the scheduler will not try it any more
+// (gated, or being deleted), so its measurement will not come. The next
+// cycle sends another pod of the shape if the group still needs one
+// (needScouts), and the loop does not wake at the scout timeout for it.
+func (g *groupState) dropScout(uid string) {
+	for shape, scout := range g.scout {
+		if scout == uid {
+			delete(g.scout, shape)
+			delete(g.scoutSince, shape)
+		}
+	}
+}
+
 // incarnation is one engine job for a group: the pods it was submitted
 // with, where the engine put them and how far binding got.
 type incarnation struct {
