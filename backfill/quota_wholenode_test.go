@@ -121,7 +121,6 @@ func TestWholeNodeQuotaCountsUsableNodes(t *testing.T) {
 // GPUs it can hold there, not at 16 (two of the cluster's 8-GPU nodes),
 // which no guarantee of 8 covers.
 func TestWholeNodeReclaimOnSmallNodes(t *testing.T) {
-	c := mixedCluster(t)
 	tests := []struct {
 		name  string
 		pool  string // queue small's Nodes
@@ -132,24 +131,8 @@ func TestWholeNodeReclaimOnSmallNodes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := DefaultConfig()
-			cfg.Preemption.Grace = time.Minute
-			cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
-				{Name: "small", Guarantee: 8, Maximum: 8, Nodes: tt.pool},
-				{Name: "borrow", BorrowingLimit: Unlimited, Maximum: Unlimited},
-			}}
-			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
-			require.NoError(t, err)
-			e.checkEach = true
-			on := func(r placement.Request, nodes ...int) placement.Request {
-				if nodes != nil {
-					r.Allowed = c.NewNodeSet()
-					for _, n := range nodes {
-						r.Allowed.Set(uint(n))
-					}
-				}
-				return r
-			}
+			c, e := smallBorrowEngine(t, QueueSpec{Name: "small", Guarantee: 8, Maximum: 8, Nodes: tt.pool})
+			on := func(r placement.Request, nodes ...int) placement.Request { return onNodes(c, r, nodes...) }
 			b := Job{ID: "b", Account: "a", Queue: "borrow", TimeLimit: time.Hour, Preemption: preempt.Requeue,
 				Gang: member(on(placement.NodesOf(2, 4), 2, 3))}
 			require.NoError(t, e.Submit(b, epoch))
@@ -184,23 +167,8 @@ func TestWholeNodeReclaimOnSmallNodes(t *testing.T) {
 // its guarantee at 8 on the small nodes, preempting b2 alone, and starts
 // there once b2 is released.
 func TestWholeNodeReclaimAtSmallestNodes(t *testing.T) {
-	c := mixedCluster(t)
-	cfg := DefaultConfig()
-	cfg.Preemption.Grace = time.Minute
-	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
-		{Name: "small", Guarantee: 8, Maximum: 8, LendingLimit: Unlimited},
-		{Name: "borrow", BorrowingLimit: Unlimited, Maximum: Unlimited},
-	}}
-	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
-	require.NoError(t, err)
-	e.checkEach = true
-	on := func(r placement.Request, nodes ...int) placement.Request {
-		r.Allowed = c.NewNodeSet()
-		for _, n := range nodes {
-			r.Allowed.Set(uint(n))
-		}
-		return r
-	}
+	c, e := smallBorrowEngine(t, QueueSpec{Name: "small", Guarantee: 8, Maximum: 8, LendingLimit: Unlimited})
+	on := func(r placement.Request, nodes ...int) placement.Request { return onNodes(c, r, nodes...) }
 	for _, b := range []Job{
 		{ID: "b1", Account: "a", Queue: "borrow", TimeLimit: time.Hour, Preemption: preempt.Requeue,
 			Gang: member(on(placement.NodesOf(2, 8), 0, 1))},
@@ -243,23 +211,8 @@ func TestWholeNodeReclaimAtSmallestNodes(t *testing.T) {
 // guarantee a job started in the cycle could not give back, waited. It
 // is now tested first and starts on n2-n3; b3 waits.
 func TestWholeNodeCoveredFirstAtSmallestNodes(t *testing.T) {
-	c := mixedCluster(t)
-	cfg := DefaultConfig()
-	cfg.Preemption.Grace = time.Minute
-	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
-		{Name: "small", Guarantee: 8, Maximum: 8, LendingLimit: Unlimited},
-		{Name: "borrow", BorrowingLimit: Unlimited, Maximum: Unlimited},
-	}}
-	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
-	require.NoError(t, err)
-	e.checkEach = true
-	on := func(r placement.Request, nodes ...int) placement.Request {
-		r.Allowed = c.NewNodeSet()
-		for _, n := range nodes {
-			r.Allowed.Set(uint(n))
-		}
-		return r
-	}
+	c, e := smallBorrowEngine(t, QueueSpec{Name: "small", Guarantee: 8, Maximum: 8, LendingLimit: Unlimited})
+	on := func(r placement.Request, nodes ...int) placement.Request { return onNodes(c, r, nodes...) }
 	require.NoError(t, e.Submit(Job{ID: "b1", Account: "a", Queue: "borrow", TimeLimit: time.Hour, Preemption: preempt.Requeue,
 		Gang: member(on(placement.NodesOf(2, 8), 0, 1))}, epoch))
 	require.Len(t, startAll(t, e, epoch).Starts, 1)
@@ -321,4 +274,31 @@ func TestOnSmallest(t *testing.T) {
 			require.Equal(t, set(tc.allowed), spec.Members[0].Request.Allowed, "the job's own spec is left as it was")
 		})
 	}
+}
+
+// smallBorrowEngine is a default engine on mixedCluster (preemption grace
+// a minute, every step checked) with queue small as given and queue
+// borrow (borrowing and maximum unlimited) beside it.
+func smallBorrowEngine(t *testing.T, small QueueSpec) (*topology.Cluster, *Engine) {
+	t.Helper()
+	c := mixedCluster(t)
+	cfg := DefaultConfig()
+	cfg.Preemption.Grace = time.Minute
+	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{small, {Name: "borrow", BorrowingLimit: Unlimited, Maximum: Unlimited}}}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+	require.NoError(t, err)
+	e.checkEach = true
+	return c, e
+}
+
+// onNodes returns r allowed on the nodes given only (r as it is for
+// none).
+func onNodes(c *topology.Cluster, r placement.Request, nodes ...int) placement.Request {
+	if nodes != nil {
+		r.Allowed = c.NewNodeSet()
+		for _, n := range nodes {
+			r.Allowed.Set(uint(n))
+		}
+	}
+	return r
 }

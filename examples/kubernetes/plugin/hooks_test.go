@@ -377,12 +377,7 @@ func TestLeaderProbeSkipsAndRotates(t *testing.T) {
 func TestMinMemberRaisedWhileWaiting(t *testing.T) {
 	h := newHookEnv(t, Args{})
 	h.addNodes(testNodes(8)...)
-	pg := func(n int64) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"minMember": n}}}
-		u.SetNamespace("ns")
-		u.SetName("g")
-		return u
-	}
+	pg := func(n int64) *unstructured.Unstructured { return podGroupNS("ns", "g", n) }
 	handlers := h.c.podGroupHandlers()
 	handlers.AddFunc(pg(4))
 	var foreign []*v1.Pod
@@ -501,4 +496,13 @@ func TestEvictionRetried(t *testing.T) {
 	if len(h.a.evicted) != 4 {
 		t.Fatalf("evicted %v: a pod already gone was deleted again", h.a.evicted)
 	}
+}
+
+// podGroupNS is PodGroup namespace/name as its informer hands it over,
+// with minMember n.
+func podGroupNS(namespace, name string, n int64) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"minMember": n}}}
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	return u
 }

@@ -18,12 +18,7 @@ import (
 func TestStaleScoutNoWakeUps(t *testing.T) {
 	h := newHookEnv(t, Args{})
 	h.addNodes(testNodes(4)...)
-	pg := func(n int64) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"minMember": n}}}
-		u.SetNamespace("ns")
-		u.SetName("g")
-		return u
-	}
+	pg := func(n int64) *unstructured.Unstructured { return podGroupNS("ns", "g", n) }
 	handlers := h.c.podGroupHandlers()
 	handlers.AddFunc(pg(2))
 	h.groupPods(2, 8)
