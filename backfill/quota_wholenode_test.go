@@ -145,13 +145,7 @@ func TestWholeNodeReclaimOnSmallNodes(t *testing.T) {
 			require.Len(t, p.Preemptions, 1, p.Describe(c, epoch))
 			require.Equal(t, Preemption{Victim: "b", Preemptor: "x", Policy: preempt.Requeue}, Preemption{Victim: p.Preemptions[0].Victim,
 				Preemptor: p.Preemptions[0].Preemptor, Policy: p.Preemptions[0].Policy})
-			require.NoError(t, e.Preempted("b", epoch.Add(90*time.Second)))
-			p = startAll(t, e, epoch.Add(2*time.Minute))
-			require.Len(t, p.Starts, 1, p.Describe(c, epoch))
-			require.Equal(t, "x", p.Starts[0].Job)
-			st, _ := e.Job("x")
-			require.Equal(t, "n[2-3]", st.Nodes)
-			require.Equal(t, 8, e.Queues()[0].Used, "queue small is charged the GPUs x holds")
+			requireStartsAfterRelease(t, c, e, "b")
 		})
 	}
 }
@@ -192,13 +186,7 @@ func TestWholeNodeReclaimAtSmallestNodes(t *testing.T) {
 	require.Equal(t, WaitPreempting, waitingOf(p, "x").Code, desc)
 	require.Equal(t, 8, e.Queues()[0].Used, "queue small is charged the claim's 8 GPUs")
 
-	require.NoError(t, e.Preempted("b2", epoch.Add(90*time.Second)))
-	p = startAll(t, e, epoch.Add(2*time.Minute))
-	require.Len(t, p.Starts, 1, p.Describe(c, epoch))
-	require.Equal(t, "x", p.Starts[0].Job)
-	st, _ := e.Job("x")
-	require.Equal(t, "n[2-3]", st.Nodes)
-	require.Equal(t, 8, e.Queues()[0].Used, "queue small is charged the GPUs x holds")
+	requireStartsAfterRelease(t, c, e, "b2")
 }
 
 // TestWholeNodeCoveredFirstAtSmallestNodes: the walk tests first the
@@ -301,4 +289,18 @@ func onNodes(c *topology.Cluster, r placement.Request, nodes ...int) placement.R
 		}
 	}
 	return r
+}
+
+// requireStartsAfterRelease reports victim released at 90 s and requires
+// the cycle at 2 minutes to start x alone, on n[2-3], its queue (the
+// first) charged its 8 GPUs.
+func requireStartsAfterRelease(t *testing.T, c *topology.Cluster, e *Engine, victim string) {
+	t.Helper()
+	require.NoError(t, e.Preempted(victim, epoch.Add(90*time.Second)))
+	p := startAll(t, e, epoch.Add(2*time.Minute))
+	require.Len(t, p.Starts, 1, p.Describe(c, epoch))
+	require.Equal(t, "x", p.Starts[0].Job)
+	st, _ := e.Job("x")
+	require.Equal(t, "n[2-3]", st.Nodes)
+	require.Equal(t, 8, e.Queues()[0].Used, "queue small is charged the GPUs x holds")
 }
