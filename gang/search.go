@@ -57,10 +57,15 @@ const MaxSearchMembers = 8
 // to whole nodes, whole nodes counted at the cluster's smallest nodes),
 // and that the pods needing a node of their own (exclusive ones on idle
 // nodes, pods of more than half the largest node's GPUs) have as many
-// nodes. These checks only skip choices under which no packing exists:
-// the search finds the same packing as without them, in fewer steps. An
-// elastic member is searched at its full size, then, if no packing
-// exists, at its minimum.
+// nodes, and that the nodes with every GPU of the largest size free
+// hold what cannot go elsewhere (fullNodesFit); a member with segments
+// counts its nodes in multiples of each layer's size, inner layers
+// inside outer ones. Before trying a member inside a domain, it checks
+// that every later member still has a domain with its nodes or GPUs
+// once the member's GPUs are taken there (laterFitAfter). These checks
+// only skip choices under which no packing exists: the search finds the
+// same packing as without them, in fewer steps. An elastic member is
+// searched at its full size, then, if no packing exists, at its minimum.
 //
 // Within the bound the search finds a packing whenever one exists for
 // gangs of node-count members (with or without segments) and GPU-total
@@ -96,6 +101,8 @@ type packSearch struct {
 	// plain turns off the bounds and the symmetry that only prune
 	// subtrees without a packing (for tests comparing the two).
 	plain bool
+	// seg is segRoom's scratch space.
+	seg segProbe
 }
 
 // searchFrame holds one member's candidate classes: nodes[bins[b].lo:
@@ -213,6 +220,9 @@ func (a *Admitter) searchFrom(s *topology.State, g *Spec, out *Allocation, pos i
 		if lvl >= 0 {
 			f, e := a.c.DomainRange(lvl, d)
 			lo, hi = int(f), int(e)
+		}
+		if !ps.plain && !a.laterFitAfter(s, g, pos, lvl, d) {
+			continue
 		}
 		if a.tryDomain(s, g, out, pos, lo, hi) {
 			return true
@@ -867,7 +877,7 @@ func (a *Admitter) mayFit(s *topology.State, g *Spec, pos int) bool {
 			return false
 		}
 	}
-	return want <= free && (ps.plain || a.ownNodesFit(s, excl, big, gmin))
+	return want <= free && (ps.plain || a.ownNodesFit(s, excl, big, gmin) && a.fullNodesFit(s, g, pos))
 }
 
 // someDomainHoldsGPUs reports whether GPU-total member m has a domain
