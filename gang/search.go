@@ -62,10 +62,12 @@ const MaxSearchMembers = 8
 // counts its nodes in multiples of each layer's size, inner layers
 // inside outer ones. Before trying a member inside a domain, it checks
 // that every later member still has a domain with its nodes or GPUs
-// once the member's GPUs are taken there (laterFitAfter). These checks
-// only skip choices under which no packing exists: the search finds the
-// same packing as without them, in fewer steps. An elastic member is
-// searched at its full size, then, if no packing exists, at its minimum.
+// once the member's GPUs are taken there (laterFitAfter), and a GPU
+// total's split stops when the domains its limit still allows cannot
+// hold the rest. These checks only skip choices under which no packing
+// exists: the search finds the same packing as without them, in fewer
+// steps. An elastic member is searched at its full size, then, if no
+// packing exists, at its minimum.
 //
 // Within the bound the search finds a packing whenever one exists for
 // gangs of node-count members (with or without segments) and GPU-total
@@ -123,7 +125,13 @@ type searchFrame struct {
 	// segments, segAvail[i][b] those of classes b.. in class b's domain
 	// of layer i's level, and segAfter[i][b] the most the domains after
 	// it can give in multiples of the layer's size.
-	suffix   []int32
+	suffix []int32
+	// domRest[k], for a GPU total with a domain limit, counts the free
+	// GPUs of candidates k.. in candidate k's domain of the limit's
+	// level, and domAfter[k] the most free GPUs of the candidates of one
+	// such domain after it.
+	domRest  []int32
+	domAfter []int32
 	segAvail [placement.MaxSegmentLayers][]int32
 	segAfter [placement.MaxSegmentLayers][]int32
 	// A member with segments: nseg layers, layer i asking for a multiple
@@ -154,6 +162,8 @@ func (ps *packSearch) init(c *topology.Cluster) {
 		f.mirror = make([]int32, n)
 		f.twinStart = make([]bool, n)
 		f.suffix = make([]int32, n+1)
+		f.domRest = make([]int32, n)
+		f.domAfter = make([]int32, n)
 		for i := range f.segAvail {
 			f.segAvail[i] = make([]int32, n)
 			f.segAfter[i] = make([]int32, n)
@@ -313,6 +323,9 @@ func (a *Admitter) enumerateGPUs(s *topology.State, g *Spec, out *Allocation, po
 	if capacity < r.GPUs {
 		return false
 	}
+	if lim := a.limitLevel(r); lim >= 0 && !a.pack.plain {
+		a.domainCapacities(s, f, lim)
+	}
 	return a.splitGPUs(s, g, out, pos, 0, r.GPUs, capacity, a.limitLevel(r), -1, 0)
 }
 
@@ -340,8 +353,23 @@ func (a *Admitter) splitGPUs(s *topology.State, g *Spec, out *Allocation, pos, k
 	free := s.FreeCount(n)
 	nd, ns := dom, spans
 	if lim >= 0 {
-		if d := a.c.NodeDomain(n, lim); d != dom {
+		d := a.c.NodeDomain(n, lim)
+		if d != dom {
 			nd, ns = d, spans+1
+		}
+		if !ps.plain {
+			// The GPUs left come from the rest of the open domain (or
+			// candidate k's, when it opens one) and the domains after
+			// it, within the limit.
+			room := int(f.domAfter[k]) * (r.MaxDomains - spans)
+			if d != dom {
+				room = max(int(f.domRest[k]), int(f.domAfter[k])) * (r.MaxDomains - spans)
+			} else {
+				room += int(f.domRest[k])
+			}
+			if room < left {
+				return false
+			}
 		}
 	}
 	if ns <= r.MaxDomains || lim < 0 {
@@ -364,6 +392,21 @@ func (a *Admitter) splitGPUs(s *topology.State, g *Spec, out *Allocation, pos, k
 	}
 	f.take[k] = 0
 	return a.splitGPUs(s, g, out, pos, k+1, left, rest-free, lim, dom, spans)
+}
+
+// domainCapacities fills f.domRest and f.domAfter for the candidates of
+// a GPU total whose domain limit is at level lim.
+func (a *Admitter) domainCapacities(s *topology.State, f *searchFrame, lim int) {
+	after, cur, dom := int32(0), int32(0), -1
+	for k := len(f.nodes) - 1; k >= 0; k-- {
+		n := topology.NodeID(f.nodes[k])
+		if d := a.c.NodeDomain(n, lim); d != dom {
+			after = max(after, cur)
+			cur, dom = 0, d
+		}
+		cur += int32(s.FreeCount(n))
+		f.domRest[k], f.domAfter[k] = cur, after
+	}
 }
 
 // materializeGPUs writes member a.order[pos]'s assignment from the GPUs

@@ -82,38 +82,10 @@ func compareSearches(t *testing.T, c *topology.Cluster, s *topology.State, g *Sp
 // with the same answer and placement, in no more steps; and it finishes
 // (admits, or proves the refusal) some searches the plain one cut.
 func TestSearchPruneSameAnswers(t *testing.T) {
-	t.Run("small", func(t *testing.T) {
-		// Most admissions pass greedily: draw until this many searched.
-		searched := 800
-		if testing.Short() {
-			searched = 150
-		}
-		r := rand.New(rand.NewPCG(65, 1))
-		var tally pruneTally
-		for k := 0; tally.searched < searched; k++ {
-			if k > 100*searched {
-				t.Fatalf("%d searched admissions in %d cases", tally.searched, k)
-			}
-			c := packCluster(r)
-			gen := provenGang
-			if k%2 == 1 {
-				gen = segmentGang
-			}
-			g := gen(r, c)
-			if g.Validate(c) != nil {
-				continue
-			}
-			s := topology.NewState(c)
-			if r.IntN(3) > 0 {
-				s = packState(r, c)
-			}
-			ctx := func() string {
-				return fmt.Sprintf("case %d: gang %s co-located %q\n%s%s", k, describeGang(g), g.Colocate.Level, c.Describe(), s.Describe())
-			}
-			compareSearches(t, c, s, g, ctx, &tally)
-		}
-		t.Logf("%+v", tally)
-	})
+	t.Run("small", func(t *testing.T) { smallPruneCases(t, 65, false) })
+	// The bounds count the free GPUs and nodes of schedulable nodes only,
+	// as placements use them: some nodes down or drained.
+	t.Run("small_down_drained", func(t *testing.T) { smallPruneCases(t, 66, true) })
 	t.Run("default_cluster", func(t *testing.T) {
 		c := topology.Default2000()
 		var tally pruneTally
@@ -175,5 +147,103 @@ func TestSearchTwinLeaves(t *testing.T) {
 		if !plain && (!res.Searched || res.Admitted || !res.Proven) {
 			t.Fatalf("searched %v, admitted %v, proven %v, cut %v after %d steps (%s); want a proven refusal", res.Searched, res.Admitted, res.Proven, res.SearchCut, res.SearchSteps, res)
 		}
+	}
+}
+
+// smallPruneCases runs compareSearches on random small clusters (the
+// gangs of TestProvenFailure and TestProvenFailureSegments) drawn from
+// seed, until enough admissions searched; with statuses, each state has
+// a node or two down or drained.
+func smallPruneCases(t *testing.T, seed uint64, statuses bool) {
+	// Most admissions pass greedily: draw until this many searched.
+	searched := 800
+	if testing.Short() {
+		searched = 150
+	}
+	r := rand.New(rand.NewPCG(seed, 1))
+	var tally pruneTally
+	for k := 0; tally.searched < searched; k++ {
+		if k > 100*searched {
+			t.Fatalf("%d searched admissions in %d cases", tally.searched, k)
+		}
+		c := packCluster(r)
+		gen := provenGang
+		if k%2 == 1 {
+			gen = segmentGang
+		}
+		g := gen(r, c)
+		if g.Validate(c) != nil {
+			continue
+		}
+		s := topology.NewState(c)
+		if r.IntN(3) > 0 {
+			s = packState(r, c)
+		}
+		if statuses {
+			for range 1 + r.IntN(2) {
+				st := []topology.NodeStatus{topology.Down, topology.Drained}[r.IntN(2)]
+				if err := s.SetStatus(topology.NodeID(r.IntN(c.NumNodes())), st); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		ctx := func() string {
+			return fmt.Sprintf("case %d: gang %s co-located %q\n%s%s", k, describeGang(g), g.Colocate.Level, c.Describe(), s.Describe())
+		}
+		compareSearches(t, c, s, g, ctx, &tally)
+	}
+	t.Logf("%+v", tally)
+}
+
+// TestSearchBenchCutPairs: the searches of BenchmarkAdmitSearch's pairs
+// that stopped at SearchWork before stop 66 finish. Each had a member
+// whose choices were enumerated in full although no choice left room
+// for the rest:
+//   - a GPU total that only one leaf holds, and a later node-count
+//     member that only that leaf holds, with too few nodes left there
+//     whichever split the total takes (laterFitAfter);
+//   - a GPU total with a limit of one leaf inside its Required spine
+//     that only one leaf holds, and a later GPU total needing that leaf
+//     (laterFitAfter, the limit's single domain);
+//   - members taking whole nodes, or pods or GPUs that the partly used
+//     nodes of their domains cannot hold, needing more nodes with every
+//     GPU free than the cluster has (fullNodesFit);
+//   - a GPU total pinned to one leaf leaving too few nodes there for a
+//     later member with segments (segRoom, nested layers);
+//   - a GPU total with a limit of two leaves whose split was enumerated
+//     node by node although no two leaves left hold it (the domain
+//     capacities in splitGPUs).
+func TestSearchBenchCutPairs(t *testing.T) {
+	c := topology.Default2000()
+	pairs := map[bool][]searchPair{
+		false: searchBenchPairs(t, c, false, 100, 1),
+		true:  searchBenchPairs(t, c, true, 100, 1),
+	}
+	for _, tt := range []struct {
+		segments bool
+		pair     int
+		admitted bool
+	}{
+		{false, 1, false},
+		{false, 98, false},
+		{true, 3, false},
+		{true, 21, false},
+		{true, 29, false},
+		{true, 47, false},
+		{true, 65, true},
+	} {
+		t.Run(fmt.Sprintf("segments=%v/pair=%d", tt.segments, tt.pair), func(t *testing.T) {
+			p := pairs[tt.segments][tt.pair]
+			a := NewAdmitter(c, Options{})
+			var out Allocation
+			res, err := a.Check(p.s, p.g, &out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("gang %s: %d steps", describeGang(p.g), res.SearchSteps)
+			if !res.Searched || res.SearchCut || res.Admitted != tt.admitted || res.Proven == tt.admitted || res.SearchSteps > SearchWork/8 {
+				t.Fatalf("searched %v, cut %v after %d steps, admitted %v, proven %v; want admitted %v within %d steps", res.Searched, res.SearchCut, res.SearchSteps, res.Admitted, res.Proven, tt.admitted, SearchWork/8)
+			}
+		})
 	}
 }
