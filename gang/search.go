@@ -770,6 +770,11 @@ func (a *Admitter) compose(s *topology.State, g *Spec, out *Allocation, pos, b, 
 			nd, ns = d, spans+1
 		}
 		if ns > r.MaxDomains {
+			if !a.pack.plain {
+				// Class b opens a domain past the limit, and so does
+				// every class after it: none may give a node.
+				return false
+			}
 			n = 0 // taking from this class breaks the limit
 		}
 	}

@@ -215,7 +215,7 @@ func (a *Admitter) laterFitAfter(s *topology.State, g *Spec, pos, lvl, d int) bo
 					have = reg.idleGPUs
 					t -= regX.free - regX.idleGPUs
 				}
-				fits = have-max(t, 0) >= ogpus
+				fits = have-max(t, 0) >= ogpus && a.limitRoom(s, o, 1, owhole, true, lo, hi, xl, xd, max(t, 0)) >= ogpus
 				continue
 			}
 			u := reg.avail
@@ -227,7 +227,7 @@ func (a *Admitter) laterFitAfter(s *topology.State, g *Spec, pos, lvl, d int) bo
 				t -= regX.free - ok*regX.avail
 			}
 			kill := (max(t, 0) + per - 1) / per
-			fits = u-kill >= opods
+			fits = u-kill >= opods && a.limitRoom(s, o, ok, owhole, false, lo, hi, xl, xd, kill) >= opods
 			if fits && o.Request.SegmentStep() > 1 {
 				if xl < 0 {
 					kill = 0
@@ -241,6 +241,51 @@ func (a *Admitter) laterFitAfter(s *topology.State, g *Spec, pos, lvl, d int) bo
 	}
 	return true
 }
+
+// limitRoom returns, for a later member o with a domain limit of a level
+// below that of nodes [lo, hi) (a domain of its Required level or the
+// scope), the most nodes with k free GPUs (idle ones when whole), or with
+// gpus, the most free GPUs (idle ones' when whole), that its allowed
+// number of domains of the limit's level there have, less loss in the
+// domain holding domain xd of level xl (xl >= 0). Without such a limit
+// (or with one of more than maxLimitDomains domains) it returns a count
+// above any need.
+func (a *Admitter) limitRoom(s *topology.State, o *Member, k int, whole, gpus bool, lo, hi, xl, xd, loss int) int {
+	r := &o.Request
+	lim := a.limitLevel(r)
+	if lim < 0 || r.MaxDomains > maxLimitDomains || a.c.NodeDomain(topology.NodeID(lo), lim) == a.c.NodeDomain(topology.NodeID(hi-1), lim) {
+		return 1 << 30
+	}
+	var top [maxLimitDomains]int // the largest, in decreasing order
+	for y := a.c.NodeDomain(topology.NodeID(lo), lim); y <= a.c.NodeDomain(topology.NodeID(hi-1), lim); y++ {
+		reg := a.regionOf(s, lim, y, k)
+		n := reg.avail
+		switch {
+		case gpus && whole:
+			n = reg.idleGPUs
+		case gpus:
+			n = reg.free
+		case whole:
+			n = reg.idleNodes
+		}
+		if loss > 0 && xl >= lim && a.c.NodeDomain(a.firstNode(xl, xd), lim) == y {
+			n -= loss
+		}
+		for i := range r.MaxDomains {
+			if n > top[i] {
+				top[i], n = n, top[i]
+			}
+		}
+	}
+	sum := 0
+	for _, n := range top[:r.MaxDomains] {
+		sum += n
+	}
+	return sum
+}
+
+// maxLimitDomains is the largest domain limit limitRoom sums over.
+const maxLimitDomains = 8
 
 // segRoom returns the most nodes member m, which has segments, may take
 // inside nodes [lo, hi), domain d of level lvl (-1: the scope), when its
