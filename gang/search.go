@@ -62,12 +62,12 @@ const MaxSearchMembers = 8
 // counts its nodes in multiples of each layer's size, inner layers
 // inside outer ones. Before trying a member inside a domain, it checks
 // that every later member still has a domain with its nodes or GPUs
-// once the member's GPUs are taken there (laterFitAfter), and a GPU
-// total's split stops when the domains its limit still allows cannot
-// hold the rest. These checks only skip choices under which no packing
-// exists: the search finds the same packing as without them, in fewer
-// steps. An elastic member is searched at its full size, then, if no
-// packing exists, at its minimum.
+// (in as many domains as its own limit allows) once the member's GPUs
+// are taken there (laterFitAfter), and a GPU total's split stops when
+// the domains its limit still allows cannot hold the rest. These checks
+// only skip choices under which no packing exists: the search finds the
+// same packing as without them, in fewer steps. An elastic member is
+// searched at its full size, then, if no packing exists, at its minimum.
 //
 // Within the bound the search finds a packing whenever one exists for
 // gangs of node-count members (with or without segments) and GPU-total
