@@ -387,7 +387,11 @@
 // whole-node pods are placed again on smaller nodes
 // (below the largest they took, then below that), so that a job of two
 // whole nodes in a queue of 8 GPUs starts on two 4-GPU nodes of a
-// cluster of 4- and 8-GPU nodes. An elastic gang (gang.Member.Min)
+// cluster of 4- and 8-GPU nodes. A reservation is planned so too: when
+// the quota refuses the placement found at the earliest start, the
+// smaller nodes' earliest start is reserved, and the job keeps that
+// reservation, not starting early, while larger nodes its quota refuses
+// free up before it. An elastic gang (gang.Member.Min)
 // is held to these limits at the size it starts at, as in Kueue's
 // partial admission: when its queue's quota or weighted share does not
 // take it at full size, it starts at the largest size they take (its

@@ -1190,6 +1190,24 @@ func (c *cycle) quotaBlockedWait(j *jobRec, w *Waiting) {
 		c.quotaWait(j, pc, why, w)
 		return
 	}
+	if r := j.resv; r != nil && j.wholeG != nil && r.alloc.GPUs() < g && e.promiseFits(j, e.minGPUsOf(r), later(r.start, c.now)) {
+		// Whole nodes placed on larger nodes than its reservation's
+		// (whose GPUs are not free yet), which its queue's limits take
+		// at its planned start (reserveOnSmaller planned it there): it
+		// keeps its reservation and does not start early, as the gate
+		// keeps one whose queue has room for it then. Its guarantee is
+		// reclaimed for it at once, as for any job it covers.
+		if c.reclaimGuarantee(j, w) {
+			return
+		}
+		*w = Waiting{Job: j.job.ID, Code: WaitReserved, Until: r.start}
+		if !r.start.After(c.now) {
+			if o := c.overrunOn(&r.alloc); o != nil {
+				w.Blocker = o.job.ID
+			}
+		}
+		return
+	}
 	placed := 0
 	if j.leastGPUs < g {
 		placed = g // whole nodes larger than the smallest it may use
