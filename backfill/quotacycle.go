@@ -561,8 +561,19 @@ func (c *cycle) initQuota(order []*jobRec) {
 	}
 	for _, j := range c.e.jobs.pending {
 		if j.claim == nil && j.unfit == "" {
+			// Demand is what the queue's jobs would take: the upper
+			// bound (whole nodes at the largest node they may use,
+			// where the placer may put them), capped by the queue's
+			// limits in shares. minGang is whether its smallest gang
+			// could start within its share (hungry): whole nodes of
+			// unequal sizes at the lower bound (smallGang), as the gate
+			// lets them by there and they are placed on small nodes
+			// when their quota refuses larger ones (startOnSmaller).
+			// At the largest node, a queue whose two whole nodes fit
+			// its share on small nodes was not hungry, and a sibling
+			// took the small nodes beyond its own share.
 			s.demand[j.queue] += j.gpus
-			s.minGang[j.queue] = min(s.minGang[j.queue], j.gpus)
+			s.minGang[j.queue] = min(s.minGang[j.queue], j.smallGang())
 		}
 	}
 	// A queue in strict order starts its first job before any other: its
@@ -582,7 +593,7 @@ func (c *cycle) initQuota(order []*jobRec) {
 				continue
 			}
 			if s.first[q] == nil {
-				s.first[q], s.minGang[q] = j, j.gpus
+				s.first[q], s.minGang[q] = j, j.smallGang()
 			}
 			if held {
 				s.preHead[q] = j
