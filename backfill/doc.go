@@ -491,7 +491,8 @@
 // use plus the job's GPUs is within it; an elastic gang whose minimum it
 // covers reclaims for its minimum, and starts cut on the GPUs claimed;
 // whole nodes of unequal sizes whose pods on the smallest nodes they may
-// use it covers reclaim for those, placed there)
+// use it covers reclaim for those, placed there, the search run again
+// without one of the largest nodes taken while it places them on more)
 // but that cannot start, for want of free GPUs or because others
 // borrowed the quota, looks for victims at once, in the cycle, whatever
 // its class and whether preemption is on (unless its run would overlap

@@ -1362,7 +1362,8 @@ func (e *Engine) atMinimum(spec *gang.Spec) *gang.Spec {
 // smallestWhole counts, and those of that size). A placement on them
 // takes the GPUs leastGPUs counts when the sizes below that one hold
 // none of its pods, at most that size's more per pod otherwise (reclaim
-// checks the GPUs placed). The sets are e.planNodes' (reused).
+// checks the GPUs placed, and searches again without one of the largest
+// nodes taken: dropLargestTaken). The sets are e.planNodes' (reused).
 func (e *Engine) onSmallest(t *gang.Spec) *gang.Spec {
 	for len(e.planNodes) < len(t.Members) {
 		e.planNodes = append(e.planNodes, bitset.New(uint(e.c.NumNodes())))
@@ -1434,6 +1435,15 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, g int, w *Waiting) bool {
 	}
 	p := s.pre
 	searched, enough := c.reclaimSearch(p, j, spec, g)
+	for searched && enough && p.verdict.Found && p.verdict.Allocation.GPUs() > g && g < j.minGPUs && c.dropLargestTaken(spec, &p.verdict.Allocation) {
+		// Whole nodes of unequal sizes placed above their leastGPUs
+		// (onSmallest lets them use the size that holds the last of
+		// their pods, which the search may give more of them): the
+		// search runs again without one of the largest nodes they
+		// took, until the placement takes no more than g or no set is
+		// found.
+		searched, enough = c.reclaimSearch(p, j, spec, g)
+	}
 	if !searched {
 		return false
 	}
@@ -1458,6 +1468,33 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, g int, w *Waiting) bool {
 		}
 		return fmt.Sprintf("%s: queue %s borrows", why, s.names[vj.queue])
 	})
+	return true
+}
+
+// dropLargestTaken takes off the Allowed set of a whole-node member of
+// spec (onSmallest's copy, whose sets are the engine's: e.planNodes) the
+// last of the largest nodes its pods take in a, and reports whether it
+// took one off (false when no whole-node pod is placed in a, or the
+// members that took the largest size have no set of their own).
+func (c *cycle) dropLargestTaken(spec *gang.Spec, a *gang.Allocation) bool {
+	e := c.e
+	top, mi, node := 0, -1, topology.NodeID(0)
+	for i := range a.Members {
+		ma := &a.Members[i]
+		k := memberIndex(spec, ma.Name)
+		if k < 0 || !isWhole(&spec.Members[k]) || spec.Members[k].Request.Allowed == nil {
+			continue
+		}
+		for _, x := range ma.Assignment {
+			if g := e.c.NodeGPUs(x.Node); g > top || g == top && x.Node > node {
+				top, mi, node = g, k, x.Node
+			}
+		}
+	}
+	if mi < 0 {
+		return false
+	}
+	spec.Members[mi].Request.Allowed.Clear(uint(node))
 	return true
 }
 
