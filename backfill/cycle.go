@@ -1536,6 +1536,28 @@ func (c *cycle) startOnSmaller(j *jobRec, spec *gang.Spec) bool {
 // it, c.lastRes its admission). A gang of more than 8 members is not
 // tried; spec is left as it was.
 func (c *cycle) onSmaller(spec *gang.Spec, st *topology.State, fits func() bool) bool {
+	var res gang.Admission
+	place := func() bool {
+		var err error
+		if res, err = c.e.adm.Admit(st, spec, &c.e.alloc); err != nil {
+			panic(fmt.Sprintf("backfill: checked gang refused on smaller nodes: %v", err))
+		}
+		return res.Admitted
+	}
+	if !c.smallerBy(spec, place, fits) {
+		return false
+	}
+	c.lastRes = res
+	return true
+}
+
+// smallerBy narrows the whole-node members of spec, placed on e.alloc,
+// to the nodes below the largest one they took, then below that, calling
+// place (which leaves its placement in e.alloc and reports whether it
+// found one) on each, while place finds one and fits refuses it; it
+// reports whether fits took one (e.alloc holds it). A gang of more than
+// 8 members is not tried; spec is left as it was.
+func (c *cycle) smallerBy(spec *gang.Spec, place, fits func() bool) bool {
 	e := c.e
 	var saved [8]*bitset.BitSet
 	if len(spec.Members) > len(saved) {
@@ -1585,15 +1607,10 @@ func (c *cycle) onSmaller(spec *gang.Spec, st *topology.State, fits func() bool)
 			}
 			m.Request.Allowed = on
 		}
-		res, err := e.adm.Admit(st, spec, &e.alloc)
-		if err != nil {
-			panic(fmt.Sprintf("backfill: checked gang refused on smaller nodes: %v", err))
-		}
-		if !res.Admitted {
+		if !place() {
 			break
 		}
 		if fits() {
-			c.lastRes = res
 			ok = true
 			break
 		}

@@ -387,7 +387,11 @@
 // whole-node pods are placed again on smaller nodes
 // (below the largest they took, then below that), so that a job of two
 // whole nodes in a queue of 8 GPUs starts on two 4-GPU nodes of a
-// cluster of 4- and 8-GPU nodes. An elastic gang (gang.Member.Min)
+// cluster of 4- and 8-GPU nodes. A reservation is planned so too: when
+// the quota refuses the placement found at the earliest start, the
+// smaller nodes' earliest start is reserved, and the job keeps that
+// reservation, not starting early, while larger nodes its quota refuses
+// free up before it. An elastic gang (gang.Member.Min)
 // is held to these limits at the size it starts at, as in Kueue's
 // partial admission: when its queue's quota or weighted share does not
 // take it at full size, it starts at the largest size they take (its
@@ -487,7 +491,8 @@
 // use plus the job's GPUs is within it; an elastic gang whose minimum it
 // covers reclaims for its minimum, and starts cut on the GPUs claimed;
 // whole nodes of unequal sizes whose pods on the smallest nodes they may
-// use it covers reclaim for those, placed there)
+// use it covers reclaim for those, placed there, the search run again
+// without one of the largest nodes taken while it places them on more)
 // but that cannot start, for want of free GPUs or because others
 // borrowed the quota, looks for victims at once, in the cycle, whatever
 // its class and whether preemption is on (unless its run would overlap

@@ -185,6 +185,14 @@ func (j *jobRec) podGPUs(i int) int {
 	return j.wholeG[i]
 }
 
+// smallGang returns the GPUs job j asks for at full size, its whole-node
+// pods up to its minimum counted on the smallest nodes they may use: its
+// gpus less what leastGPUs saves on minGPUs (leastGPUs for a gang that
+// is not elastic). An elastic gang's elastic pods count at full size, as
+// they did before whole nodes were counted at their lower bound (the
+// weighted share's hungry test, quotaState.minGang).
+func (j *jobRec) smallGang() int { return j.gpus - (j.minGPUs - j.leastGPUs) }
+
 // late reports whether an active job started later than it was due.
 func (j *jobRec) late() bool { return j.start.After(j.promised) }
 

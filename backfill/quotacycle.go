@@ -561,8 +561,19 @@ func (c *cycle) initQuota(order []*jobRec) {
 	}
 	for _, j := range c.e.jobs.pending {
 		if j.claim == nil && j.unfit == "" {
+			// Demand is what the queue's jobs would take: the upper
+			// bound (whole nodes at the largest node they may use,
+			// where the placer may put them), capped by the queue's
+			// limits in shares. minGang is whether its smallest gang
+			// could start within its share (hungry): whole nodes of
+			// unequal sizes at the lower bound (smallGang), as the gate
+			// lets them by there and they are placed on small nodes
+			// when their quota refuses larger ones (startOnSmaller).
+			// At the largest node, a queue whose two whole nodes fit
+			// its share on small nodes was not hungry, and a sibling
+			// took the small nodes beyond its own share.
 			s.demand[j.queue] += j.gpus
-			s.minGang[j.queue] = min(s.minGang[j.queue], j.gpus)
+			s.minGang[j.queue] = min(s.minGang[j.queue], j.smallGang())
 		}
 	}
 	// A queue in strict order starts its first job before any other: its
@@ -582,7 +593,7 @@ func (c *cycle) initQuota(order []*jobRec) {
 				continue
 			}
 			if s.first[q] == nil {
-				s.first[q], s.minGang[q] = j, j.gpus
+				s.first[q], s.minGang[q] = j, j.smallGang()
 			}
 			if held {
 				s.preHead[q] = j
@@ -1190,6 +1201,24 @@ func (c *cycle) quotaBlockedWait(j *jobRec, w *Waiting) {
 		c.quotaWait(j, pc, why, w)
 		return
 	}
+	if r := j.resv; r != nil && j.wholeG != nil && r.alloc.GPUs() < g && e.promiseFits(j, e.minGPUsOf(r), later(r.start, c.now)) {
+		// Whole nodes placed on larger nodes than its reservation's
+		// (whose GPUs are not free yet), which its queue's limits take
+		// at its planned start (reserveOnSmaller planned it there): it
+		// keeps its reservation and does not start early, as the gate
+		// keeps one whose queue has room for it then. Its guarantee is
+		// reclaimed for it at once, as for any job it covers.
+		if c.reclaimGuarantee(j, w) {
+			return
+		}
+		*w = Waiting{Job: j.job.ID, Code: WaitReserved, Until: r.start}
+		if !r.start.After(c.now) {
+			if o := c.overrunOn(&r.alloc); o != nil {
+				w.Blocker = o.job.ID
+			}
+		}
+		return
+	}
 	placed := 0
 	if j.leastGPUs < g {
 		placed = g // whole nodes larger than the smallest it may use
@@ -1333,7 +1362,8 @@ func (e *Engine) atMinimum(spec *gang.Spec) *gang.Spec {
 // smallestWhole counts, and those of that size). A placement on them
 // takes the GPUs leastGPUs counts when the sizes below that one hold
 // none of its pods, at most that size's more per pod otherwise (reclaim
-// checks the GPUs placed). The sets are e.planNodes' (reused).
+// checks the GPUs placed, and searches again without one of the largest
+// nodes taken: dropLargestTaken). The sets are e.planNodes' (reused).
 func (e *Engine) onSmallest(t *gang.Spec) *gang.Spec {
 	for len(e.planNodes) < len(t.Members) {
 		e.planNodes = append(e.planNodes, bitset.New(uint(e.c.NumNodes())))
@@ -1405,6 +1435,15 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, g int, w *Waiting) bool {
 	}
 	p := s.pre
 	searched, enough := c.reclaimSearch(p, j, spec, g)
+	for searched && enough && p.verdict.Found && p.verdict.Allocation.GPUs() > g && g < j.minGPUs && c.dropLargestTaken(spec, &p.verdict.Allocation) {
+		// Whole nodes of unequal sizes placed above their leastGPUs
+		// (onSmallest lets them use the size that holds the last of
+		// their pods, which the search may give more of them): the
+		// search runs again without one of the largest nodes they
+		// took, until the placement takes no more than g or no set is
+		// found.
+		searched, enough = c.reclaimSearch(p, j, spec, g)
+	}
 	if !searched {
 		return false
 	}
@@ -1429,6 +1468,33 @@ func (c *cycle) reclaim(j *jobRec, spec *gang.Spec, g int, w *Waiting) bool {
 		}
 		return fmt.Sprintf("%s: queue %s borrows", why, s.names[vj.queue])
 	})
+	return true
+}
+
+// dropLargestTaken takes off the Allowed set of a whole-node member of
+// spec (onSmallest's copy, whose sets are the engine's: e.planNodes) the
+// last of the largest nodes its pods take in a, and reports whether it
+// took one off (false when no whole-node pod is placed in a, or the
+// members that took the largest size have no set of their own).
+func (c *cycle) dropLargestTaken(spec *gang.Spec, a *gang.Allocation) bool {
+	e := c.e
+	top, mi, node := 0, -1, topology.NodeID(0)
+	for i := range a.Members {
+		ma := &a.Members[i]
+		k := memberIndex(spec, ma.Name)
+		if k < 0 || !isWhole(&spec.Members[k]) || spec.Members[k].Request.Allowed == nil {
+			continue
+		}
+		for _, x := range ma.Assignment {
+			if g := e.c.NodeGPUs(x.Node); g > top || g == top && x.Node > node {
+				top, mi, node = g, k, x.Node
+			}
+		}
+	}
+	if mi < 0 {
+		return false
+	}
+	spec.Members[mi].Request.Allowed.Clear(uint(node))
 	return true
 }
 

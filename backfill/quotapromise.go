@@ -2,6 +2,7 @@ package backfill
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/phalanx-sched/phalanx/gang"
@@ -153,6 +154,10 @@ func (e *Engine) countAt(j *jobRec, g int, from time.Time, ended bool) bool {
 	}
 	gone := e.endedBy[:0]
 	if ended && from.After(e.last) {
+		// Grown at once to the most it can hold: appends one at a time
+		// grew it by doubling, several allocations in an engine's first
+		// cycles (a restored engine's first cycle among them).
+		gone = slices.Grow(gone, len(e.jobs.running)+len(e.book.claims))
 		for _, o := range e.jobs.running {
 			if o.counted > 0 && !o.end.IsZero() && !o.end.After(from) {
 				gone = append(gone, o)

@@ -182,17 +182,24 @@ func (c *cycle) reserveOrPreempt(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 			e.plannedAlloc.CopyTo(&e.alloc)
 		}
 	}
-	if found && canReserve && e.quota != nil {
-		if qc, _, why, ok := e.promiseCheck(j, e.plannedGPUs(j), true, t); !ok {
+	if found && canReserve && e.quota != nil && !e.promiseFits(j, e.plannedGPUs(j), t) {
+		// Whole nodes of unequal sizes placed on large nodes are
+		// planned again on smaller ones, later if need be, as a start
+		// is (startOnSmaller): it is charged the GPUs placed.
+		at, g, ok := c.reserveOnSmaller(j, spec, t)
+		if !ok {
 			// Its queue's quota has room for it now (the gate), not at
 			// its planned start beside the reservations planned to run
 			// while it would: it waits for quota, and keeps the slot it
 			// would have taken (no job ranked below takes it, in this
-			// cycle, to reserve the room this one needs).
+			// cycle, to reserve the room this one needs). The reason
+			// is the last placement's (its smallest nodes').
+			qc, _, why, _ := e.promiseCheck(j, g, true, at)
 			c.quotaWait(j, qc, why, w)
 			c.keepRefusedSlot()
 			return true
 		}
+		t = at
 	}
 	if found && canReserve {
 		before := e.cacheKey(c.now)
@@ -201,6 +208,32 @@ func (c *cycle) reserveOrPreempt(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 		return true
 	}
 	return false
+}
+
+// reserveOnSmaller plans job j, whose placement found at t (on e.alloc)
+// its queue's quota refuses there (promiseCheck at plannedGPUs), again
+// when it has whole-node members and may use nodes of unequal sizes (its
+// leastGPUs below the GPUs placed): its whole-node pods on the nodes
+// below the largest they took, then below that (smallerBy), each at the
+// earliest time the profile admits it. It returns the start and
+// placement (e.alloc) of the first its quota takes there, and ok; else
+// the start and planned GPUs of the last placement found (the first's
+// when none is tried), for the reason. spec is left as it was.
+func (c *cycle) reserveOnSmaller(j *jobRec, spec *gang.Spec, t time.Time) (at time.Time, g int, ok bool) {
+	e := c.e
+	at, g = t, e.plannedGPUs(j)
+	if j.wholeG == nil || j.leastGPUs >= e.alloc.GPUs() {
+		return at, g, false
+	}
+	place := func() bool {
+		s, found := e.search(c.now, query{j: j, spec: spec})
+		if found {
+			at, g = s, e.plannedGPUs(j)
+		}
+		return found
+	}
+	ok = c.smallerBy(spec, place, func() bool { return e.promiseFits(j, g, at) })
+	return at, g, ok
 }
 
 // settleMove reports where a job whose reservation an event dropped went:
