@@ -181,15 +181,19 @@ func (p *Placer) selNodes() int {
 // the last piece): the fewest nodes those leaves allow, which it returns.
 func (p *Placer) spreadGPUs(a int) int {
 	sc := &p.sc
-	sel := sc.cover.sel
 	maxG := p.lay.maxGPUs
 	pooled := sc.pooled[:maxG+1]
 	clear(pooled)
-	for i := range sel {
-		h := p.histogram(int(sel[i].leaf))
-		h = h[:len(pooled)] // bounds checked once
-		for k, n := range h {
-			pooled[k] += n
+	counters := p.countersAreHistograms()
+	if counters {
+		p.poolCounterRows(pooled)
+	} else {
+		for _, la := range sc.cover.sel {
+			h := p.histogram(int(la.leaf))
+			h = h[:len(pooled)] // bounds checked once
+			for k, n := range h {
+				pooled[k] += n
+			}
 		}
 	}
 	cp := &sc.spread
@@ -200,6 +204,48 @@ func (p *Placer) spreadGPUs(a int) int {
 	for _, n := range want {
 		nodes += int(n)
 	}
+	if p.divideWant(pooled, want, cp, counters) {
+		nodes++
+	}
+	return nodes
+}
+
+// countersAreHistograms reports whether a leaf's histogram is the
+// difference of its state counters (histogram's counter path): no mask,
+// not exclusive, and a minimum some node can meet.
+func (p *Placer) countersAreHistograms() bool {
+	sc := &p.sc
+	return !sc.masked && !sc.pl.exclusive && sc.minFree <= p.lay.maxGPUs && p.lay.leaf != rootLevel
+}
+
+// poolCounterRows writes to pooled the histogram of the leaves of
+// cover.sel taken together, from their state counters (candidates with
+// at least k free GPUs, for k from minFree up), without their own
+// histograms.
+func (p *Placer) poolCounterRows(pooled []int32) {
+	sc := &p.sc
+	g, lo := p.lay.maxGPUs, sc.minFree
+	for _, la := range sc.cover.sel {
+		row := p.counterRow(int(la.leaf))[lo : g+1]
+		dst := pooled[lo : g+1]
+		dst = dst[:len(row)] // bounds checked once
+		for k, n := range row {
+			dst[k] += n
+		}
+	}
+	for k := lo; k < g; k++ { // at least k, less at least k+1
+		pooled[k] -= pooled[k+1]
+	}
+}
+
+// divideWant sets the amounts of cover.sel's leaves: in order, each takes
+// of every class the nodes it holds that want still asks for; the first
+// leaf with a node of cp's partial class left over takes the partial
+// piece too. It reports whether there is a partial piece. counters says
+// the leaves' classes are read from the state counters (as
+// countersAreHistograms), not from their histograms.
+func (p *Placer) divideWant(pooled, want []int32, cp *classPlan, counters bool) bool {
+	sel, maxG := p.sc.cover.sel, p.lay.maxGPUs
 	// The classes the pooled leaves hold, largest first: no leaf holds a
 	// node of another, which would give it nothing.
 	var classes [topology.MaxGPUsPerNode]int8
@@ -211,15 +257,24 @@ func (p *Placer) spreadGPUs(a int) int {
 		}
 	}
 	part := -1 // the leaf that takes the partial node
+	var row []int32
 	for i := range sel {
-		h := p.histogram(int(sel[i].leaf))
+		if counters {
+			row = p.counterRow(int(sel[i].leaf))
+		} else {
+			row = p.histogram(int(sel[i].leaf))
+		}
 		amount := 0
 		for _, k8 := range classes[:nc] {
 			k := int(k8)
-			t := min(h[k], want[k])
+			hk := row[k]
+			if counters && k < maxG {
+				hk -= row[k+1]
+			}
+			t := min(hk, want[k])
 			amount += int(t) * k
 			want[k] -= t
-			if k == cp.partClass && part < 0 && h[k] > t {
+			if k == cp.partClass && part < 0 && hk > t {
 				part = i
 			}
 		}
@@ -227,9 +282,9 @@ func (p *Placer) spreadGPUs(a int) int {
 	}
 	if cp.partClass > 0 {
 		sel[part].amount += int32(cp.partGPUs)
-		nodes++
+		return true
 	}
-	return nodes
+	return false
 }
 
 // descend keeps a items (needing m leaves) inside one child of y while a
