@@ -37,7 +37,6 @@ type coverScratch struct {
 	sel    []leafAmount
 	leaves []leafRef
 	merged []leafRef
-	spare  []leafRef
 	kids   []kid
 	// takenAt[x] == mark marks leaf x as taken whole by the current split.
 	takenAt []uint32
@@ -60,7 +59,6 @@ func (cs *coverScratch) init(ly *layout) {
 	cs.sel = make([]leafAmount, 0, nl)
 	cs.leaves = make([]leafRef, 0, nl)
 	cs.merged = make([]leafRef, 0, nl)
-	cs.spare = make([]leafRef, 0, nl)
 	cs.kids = make([]kid, 0, ly.numDomains())
 	cs.takenAt = make([]uint32, ly.numDomains())
 	cs.kept = make([]leafAmount, 0, nl)
@@ -508,22 +506,31 @@ func topMergeSum(a []leafRef, top int, b []leafRef, m int) int {
 }
 
 // mergeLeaves merges b into a (both largest first), a's leaves first on
-// ties, keeping the m largest, alternating between the scratch's two
-// merge buffers.
+// ties, keeping the m largest. It merges in place, from the back, in a's
+// buffer (the scratch's merge buffer, with room for every leaf): a's
+// leaves larger than all of b's stay where they are.
 func (p *Placer) mergeLeaves(a, b []leafRef, m int) []leafRef {
-	cs := &p.sc.cover
-	out := cs.spare[:0]
-	i, j := 0, 0
-	for len(out) < m && (i < len(a) || j < len(b)) {
-		if i < len(a) && (j >= len(b) || a[i].cap >= b[j].cap) {
-			out = append(out, a[i])
-			i++
+	n := min(m, len(a)+len(b))
+	i, j := len(a)-1, len(b)-1
+	for drop := len(a) + len(b) - n; drop > 0; drop-- {
+		// The last in merged order goes: b's on ties.
+		if j >= 0 && (i < 0 || b[j].cap <= a[i].cap) {
+			j--
 		} else {
-			out = append(out, b[j])
-			j++
+			i--
 		}
 	}
-	cs.spare, cs.merged = cs.merged[:0], out
+	out := a[:n]
+	for k := n - 1; j >= 0; k-- { // out[:i+1] is a[:i+1], in place
+		if i >= 0 && a[i].cap < b[j].cap {
+			out[k] = a[i]
+			i--
+		} else {
+			out[k] = b[j]
+			j--
+		}
+	}
+	p.sc.cover.merged = out
 	return out
 }
 
