@@ -400,16 +400,43 @@ func (p *Placer) gatherKids(y int) {
 			continue
 		}
 		lo := len(cs.leaves)
-		leaves := cs.leaves
-		for d, de := int(ly.leafFirst[z]), int(ly.leafEnd[z]); d < de; d++ {
-			if lc := caps[d-base]; lc > 0 {
-				leaves = append(leaves, leafRef{cap: lc, free: free[d], leaf: int32(first + d)})
+		d, de := int(ly.leafFirst[z]), int(ly.leafEnd[z])
+		if de-d > 32 {
+			leaves := cs.leaves
+			for ; d < de; d++ {
+				if lc := caps[d-base]; lc > 0 {
+					leaves = append(leaves, leafRef{cap: lc, free: free[d], leaf: int32(first + d)})
+				}
 			}
+			cs.leaves = leaves
+			p.sortLeaves(cs.leaves[lo:])
+		} else {
+			cs.leaves = insertLeaves(cs.leaves, caps[d-base:de-base], free[d:de], int32(first+d))
 		}
-		cs.leaves = leaves
-		p.sortLeaves(cs.leaves[lo:])
 		cs.kids = append(cs.kids, kid{child: int32(z), cap: c, lo: int32(lo), hi: int32(len(cs.leaves))})
 	}
+}
+
+// insertLeaves appends the leaves with capacity of one child to v, in
+// sortLeaves's order, each inserted in place as it is read (few leaves):
+// caps and free are the child's leaves' capacities and free GPUs, the
+// first of them leaf first.
+func insertLeaves(v []leafRef, caps, free []int32, first int32) []leafRef {
+	lo := len(v)
+	free = free[:len(caps)] // bounds checked once
+	for i, lc := range caps {
+		if lc <= 0 {
+			continue
+		}
+		x := leafRef{cap: lc, free: free[i], leaf: first + int32(i)}
+		v = append(v, x)
+		j := len(v) - 1
+		for ; j > lo && leafBefore(x, v[j-1]); j-- {
+			v[j] = v[j-1]
+		}
+		v[j] = x
+	}
+	return v
 }
 
 // sortLeaves orders leaves largest first, then fuller, then by index.
