@@ -243,6 +243,9 @@ func (p *Placer) poolCounterRows(pooled []int32) {
 // the leaves' classes are read from the state counters (as
 // countersAreHistograms), not from their histograms.
 func (p *Placer) divideWant(pooled, want []int32, cp *classPlan, counters bool) bool {
+	if counters {
+		return p.divideWantCounters(pooled, want, cp)
+	}
 	sel, maxG := p.sc.cover.sel, p.lay.maxGPUs
 	// The classes the pooled leaves hold, largest first: no leaf holds a
 	// node of another, which would give it nothing.
@@ -255,34 +258,84 @@ func (p *Placer) divideWant(pooled, want []int32, cp *classPlan, counters bool) 
 		}
 	}
 	part := -1 // the leaf that takes the partial node
-	var row []int32
 	for i := range sel {
-		if counters {
-			row = p.counterRow(int(sel[i].leaf))
-		} else {
-			row = p.histogram(int(sel[i].leaf))
-		}
+		h := p.histogram(int(sel[i].leaf))
 		amount := 0
 		for _, k8 := range classes[:nc] {
 			k := int(k8)
-			hk := row[k]
-			if counters && k < maxG {
-				hk -= row[k+1]
-			}
-			t := min(hk, want[k])
+			t := min(h[k], want[k])
 			amount += int(t) * k
 			want[k] -= t
-			if k == cp.partClass && part < 0 && hk > t {
+			if k == cp.partClass && part < 0 && h[k] > t {
 				part = i
 			}
 		}
 		sel[i].amount = int32(amount)
 	}
-	if cp.partClass > 0 {
-		sel[part].amount += int32(cp.partGPUs)
-		return true
+	return p.givePartial(part, cp)
+}
+
+// divideWantCounters is divideWant on the leaves' state counters (row[k]:
+// the leaf's candidates with at least k free GPUs). The pooled plan takes
+// whole every class above stop, the highest class it does not (that is
+// how planGPUClasses goes, fullest first), so each leaf gives all its
+// nodes of those classes: (stop+1)*row[stop+1] plus row[k] for every k
+// above stop+1, their free GPUs. Of class stop it gives what want still
+// asks for; below stop only the partial node, of class partClass (at most
+// stop: a class above has no node left).
+func (p *Placer) divideWantCounters(pooled, want []int32, cp *classPlan) bool {
+	sel, g := p.sc.cover.sel, p.lay.maxGPUs
+	stop := 0
+	for k := g; k >= 1; k-- {
+		if pooled[k] > want[k] {
+			stop = k
+			break
+		}
 	}
-	return false
+	part := -1 // the leaf that takes the partial node
+	for i := range sel {
+		row := p.counterRow(int(sel[i].leaf))
+		amount := 0
+		if stop < g {
+			amount = (stop + 1) * int(row[stop+1])
+			for _, n := range row[stop+2 : g+1] {
+				amount += int(n)
+			}
+		}
+		if stop > 0 {
+			h := classCount(row, stop, g)
+			t := min(h, want[stop])
+			amount += int(t) * stop
+			want[stop] -= t
+			if stop == cp.partClass && part < 0 && h > t {
+				part = i
+			}
+		}
+		if j := cp.partClass; j > 0 && j < stop && part < 0 && classCount(row, j, g) > 0 {
+			part = i
+		}
+		sel[i].amount = int32(amount)
+	}
+	return p.givePartial(part, cp)
+}
+
+// classCount returns the candidates of class k (exactly k usable GPUs)
+// from a counter row, for nodes of at most g GPUs.
+func classCount(row []int32, k, g int) int32 {
+	if k == g {
+		return row[g]
+	}
+	return row[k] - row[k+1]
+}
+
+// givePartial adds cp's partial piece, if any, to leaf part of cover.sel
+// and reports whether there is one.
+func (p *Placer) givePartial(part int, cp *classPlan) bool {
+	if cp.partClass == 0 {
+		return false
+	}
+	p.sc.cover.sel[part].amount += int32(cp.partGPUs)
+	return true
 }
 
 // descend keeps a items (needing m leaves) inside one child of y while a
