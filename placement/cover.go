@@ -37,7 +37,6 @@ type coverScratch struct {
 	sel    []leafAmount
 	leaves []leafRef
 	merged []leafRef
-	spare  []leafRef
 	kids   []kid
 	// takenAt[x] == mark marks leaf x as taken whole by the current split.
 	takenAt []uint32
@@ -60,7 +59,6 @@ func (cs *coverScratch) init(ly *layout) {
 	cs.sel = make([]leafAmount, 0, nl)
 	cs.leaves = make([]leafRef, 0, nl)
 	cs.merged = make([]leafRef, 0, nl)
-	cs.spare = make([]leafRef, 0, nl)
 	cs.kids = make([]kid, 0, ly.numDomains())
 	cs.takenAt = make([]uint32, ly.numDomains())
 	cs.kept = make([]leafAmount, 0, nl)
@@ -181,15 +179,19 @@ func (p *Placer) selNodes() int {
 // the last piece): the fewest nodes those leaves allow, which it returns.
 func (p *Placer) spreadGPUs(a int) int {
 	sc := &p.sc
-	sel := sc.cover.sel
 	maxG := p.lay.maxGPUs
 	pooled := sc.pooled[:maxG+1]
 	clear(pooled)
-	for i := range sel {
-		h := p.histogram(int(sel[i].leaf))
-		h = h[:len(pooled)] // bounds checked once
-		for k, n := range h {
-			pooled[k] += n
+	counters := p.countersAreHistograms()
+	if counters {
+		p.poolCounterRows(pooled)
+	} else {
+		for _, la := range sc.cover.sel {
+			h := p.histogram(int(la.leaf))
+			h = h[:len(pooled)] // bounds checked once
+			for k, n := range h {
+				pooled[k] += n
+			}
 		}
 	}
 	cp := &sc.spread
@@ -200,6 +202,51 @@ func (p *Placer) spreadGPUs(a int) int {
 	for _, n := range want {
 		nodes += int(n)
 	}
+	if p.divideWant(pooled, want, cp, counters) {
+		nodes++
+	}
+	return nodes
+}
+
+// countersAreHistograms reports whether a leaf's histogram is the
+// difference of its state counters (histogram's counter path): no mask,
+// not exclusive, and a minimum some node can meet.
+func (p *Placer) countersAreHistograms() bool {
+	sc := &p.sc
+	return !sc.masked && !sc.pl.exclusive && sc.minFree <= p.lay.maxGPUs && p.lay.leaf != rootLevel
+}
+
+// poolCounterRows writes to pooled the histogram of the leaves of
+// cover.sel taken together, from their state counters (candidates with
+// at least k free GPUs, for k from minFree up), without their own
+// histograms.
+func (p *Placer) poolCounterRows(pooled []int32) {
+	sc := &p.sc
+	g, lo := p.lay.maxGPUs, sc.minFree
+	for _, la := range sc.cover.sel {
+		row := p.counterRow(int(la.leaf))[lo : g+1]
+		dst := pooled[lo : g+1]
+		dst = dst[:len(row)] // bounds checked once
+		for k, n := range row {
+			dst[k] += n
+		}
+	}
+	for k := lo; k < g; k++ { // at least k, less at least k+1
+		pooled[k] -= pooled[k+1]
+	}
+}
+
+// divideWant sets the amounts of cover.sel's leaves: in order, each takes
+// of every class the nodes it holds that want still asks for; the first
+// leaf with a node of cp's partial class left over takes the partial
+// piece too. It reports whether there is a partial piece. counters says
+// the leaves' classes are read from the state counters (as
+// countersAreHistograms), not from their histograms.
+func (p *Placer) divideWant(pooled, want []int32, cp *classPlan, counters bool) bool {
+	if counters {
+		return p.divideWantCounters(pooled, want, cp)
+	}
+	sel, maxG := p.sc.cover.sel, p.lay.maxGPUs
 	// The classes the pooled leaves hold, largest first: no leaf holds a
 	// node of another, which would give it nothing.
 	var classes [topology.MaxGPUsPerNode]int8
@@ -225,11 +272,70 @@ func (p *Placer) spreadGPUs(a int) int {
 		}
 		sel[i].amount = int32(amount)
 	}
-	if cp.partClass > 0 {
-		sel[part].amount += int32(cp.partGPUs)
-		nodes++
+	return p.givePartial(part, cp)
+}
+
+// divideWantCounters is divideWant on the leaves' state counters (row[k]:
+// the leaf's candidates with at least k free GPUs). The pooled plan takes
+// whole every class above stop, the highest class it does not (that is
+// how planGPUClasses goes, fullest first), so each leaf gives all its
+// nodes of those classes: (stop+1)*row[stop+1] plus row[k] for every k
+// above stop+1, their free GPUs. Of class stop it gives what want still
+// asks for; below stop only the partial node, of class partClass (at most
+// stop: a class above has no node left).
+func (p *Placer) divideWantCounters(pooled, want []int32, cp *classPlan) bool {
+	sel, g := p.sc.cover.sel, p.lay.maxGPUs
+	stop := 0
+	for k := g; k >= 1; k-- {
+		if pooled[k] > want[k] {
+			stop = k
+			break
+		}
 	}
-	return nodes
+	part := -1 // the leaf that takes the partial node
+	for i := range sel {
+		row := p.counterRow(int(sel[i].leaf))
+		amount := 0
+		if stop < g {
+			amount = (stop + 1) * int(row[stop+1])
+			for _, n := range row[stop+2 : g+1] {
+				amount += int(n)
+			}
+		}
+		if stop > 0 {
+			h := classCount(row, stop, g)
+			t := min(h, want[stop])
+			amount += int(t) * stop
+			want[stop] -= t
+			if stop == cp.partClass && part < 0 && h > t {
+				part = i
+			}
+		}
+		if j := cp.partClass; j > 0 && j < stop && part < 0 && classCount(row, j, g) > 0 {
+			part = i
+		}
+		sel[i].amount = int32(amount)
+	}
+	return p.givePartial(part, cp)
+}
+
+// classCount returns the candidates of class k (exactly k usable GPUs)
+// from a counter row, for nodes of at most g GPUs.
+func classCount(row []int32, k, g int) int32 {
+	if k == g {
+		return row[g]
+	}
+	return row[k] - row[k+1]
+}
+
+// givePartial adds cp's partial piece, if any, to leaf part of cover.sel
+// and reports whether there is one.
+func (p *Placer) givePartial(part int, cp *classPlan) bool {
+	if cp.partClass == 0 {
+		return false
+	}
+	p.sc.cover.sel[part].amount += int32(cp.partGPUs)
+	return true
 }
 
 // descend keeps a items (needing m leaves) inside one child of y while a
@@ -347,16 +453,43 @@ func (p *Placer) gatherKids(y int) {
 			continue
 		}
 		lo := len(cs.leaves)
-		leaves := cs.leaves
-		for d, de := int(ly.leafFirst[z]), int(ly.leafEnd[z]); d < de; d++ {
-			if lc := caps[d-base]; lc > 0 {
-				leaves = append(leaves, leafRef{cap: lc, free: free[d], leaf: int32(first + d)})
+		d, de := int(ly.leafFirst[z]), int(ly.leafEnd[z])
+		if de-d > 32 {
+			leaves := cs.leaves
+			for ; d < de; d++ {
+				if lc := caps[d-base]; lc > 0 {
+					leaves = append(leaves, leafRef{cap: lc, free: free[d], leaf: int32(first + d)})
+				}
 			}
+			cs.leaves = leaves
+			p.sortLeaves(cs.leaves[lo:])
+		} else {
+			cs.leaves = insertLeaves(cs.leaves, caps[d-base:de-base], free[d:de], int32(first+d))
 		}
-		cs.leaves = leaves
-		p.sortLeaves(cs.leaves[lo:])
 		cs.kids = append(cs.kids, kid{child: int32(z), cap: c, lo: int32(lo), hi: int32(len(cs.leaves))})
 	}
+}
+
+// insertLeaves appends the leaves with capacity of one child to v, in
+// sortLeaves's order, each inserted in place as it is read (few leaves):
+// caps and free are the child's leaves' capacities and free GPUs, the
+// first of them leaf first.
+func insertLeaves(v []leafRef, caps, free []int32, first int32) []leafRef {
+	lo := len(v)
+	free = free[:len(caps)] // bounds checked once
+	for i, lc := range caps {
+		if lc <= 0 {
+			continue
+		}
+		x := leafRef{cap: lc, free: free[i], leaf: first + int32(i)}
+		v = append(v, x)
+		j := len(v) - 1
+		for ; j > lo && leafBefore(x, v[j-1]); j-- {
+			v[j] = v[j-1]
+		}
+		v[j] = x
+	}
+	return v
 }
 
 // sortLeaves orders leaves largest first, then fuller, then by index.
@@ -453,22 +586,31 @@ func topMergeSum(a []leafRef, top int, b []leafRef, m int) int {
 }
 
 // mergeLeaves merges b into a (both largest first), a's leaves first on
-// ties, keeping the m largest, alternating between the scratch's two
-// merge buffers.
+// ties, keeping the m largest. It merges in place, from the back, in a's
+// buffer (the scratch's merge buffer, with room for every leaf): a's
+// leaves larger than all of b's stay where they are.
 func (p *Placer) mergeLeaves(a, b []leafRef, m int) []leafRef {
-	cs := &p.sc.cover
-	out := cs.spare[:0]
-	i, j := 0, 0
-	for len(out) < m && (i < len(a) || j < len(b)) {
-		if i < len(a) && (j >= len(b) || a[i].cap >= b[j].cap) {
-			out = append(out, a[i])
-			i++
+	n := min(m, len(a)+len(b))
+	i, j := len(a)-1, len(b)-1
+	for drop := len(a) + len(b) - n; drop > 0; drop-- {
+		// The last in merged order goes: b's on ties.
+		if j >= 0 && (i < 0 || b[j].cap <= a[i].cap) {
+			j--
 		} else {
-			out = append(out, b[j])
-			j++
+			i--
 		}
 	}
-	cs.spare, cs.merged = cs.merged[:0], out
+	out := a[:n]
+	for k := n - 1; j >= 0; k-- { // out[:i+1] is a[:i+1], in place
+		if i >= 0 && a[i].cap < b[j].cap {
+			out[k] = a[i]
+			i--
+		} else {
+			out[k] = b[j]
+			j--
+		}
+	}
+	p.sc.cover.merged = out
 	return out
 }
 

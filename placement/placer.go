@@ -85,7 +85,8 @@ type Placer struct {
 	// compare the two): reasons and capacities computed the long way; and
 	// the search of a GPU total gives up only once it has listed its
 	// leaves (selWork's early bound is skipped, and checked against the
-	// work counted).
+	// work counted); and the domain is sought from the lowest level up,
+	// without lowestHolding's skip of the levels where none holds it.
 	reference bool
 	// earlySkips counts the searches selWork's bound gave up before they
 	// listed their leaves (tests check that they compare that path).

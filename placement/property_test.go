@@ -75,7 +75,8 @@ func comparePlacers(t *testing.T, name string, reused map[strategy]*Placer, s *t
 // TestShortcutsMatchReference: the failure path's shortcuts (the ideal
 // cluster read from the layout, exclusions counted from the counters, the
 // early stop when the root cannot hold a request, the Required level alone
-// for unsegmented requests, a running top-k for domain limits) decide
+// for unsegmented requests, a running top-k for domain limits, the
+// domain search started at the lowest level where one holds) decide
 // exactly as the long way, Reason included, on small random clusters
 // (mixed node sizes), the default cluster and a 25,000-node fat tree.
 func TestShortcutsMatchReference(t *testing.T) {

@@ -33,7 +33,7 @@ func (p *Placer) chooseDomain() (int, bool) {
 		// Holding is inherited upwards: nothing lower holds it either.
 		return -1, false
 	}
-	for l := p.lay.leaf; l >= sc.pl.required; l-- {
+	for l := p.lowestHolding(); l >= sc.pl.required; l-- {
 		if x, ok := p.bestDomainAt(l); ok {
 			// The fill gets its own search budget.
 			sc.budget = p.budget
@@ -41,6 +41,24 @@ func (p *Placer) chooseDomain() (int, bool) {
 		}
 	}
 	return -1, false
+}
+
+// lowestHolding returns the level chooseDomain starts from: the lowest
+// one, going down from the Required level, whose every level above holds
+// the request in some domain. Holding is inherited upwards, so no domain
+// below it holds the request either: a request that only the cluster
+// holds skips the leaves (and their scoring) after one look at the level
+// under the root. The reference placer starts at the lowest level.
+func (p *Placer) lowestHolding() level {
+	ly := p.lay
+	if p.reference {
+		return ly.leaf
+	}
+	l := p.sc.pl.required
+	for l < ly.leaf && p.someDomainHolds(l+1) {
+		l++
+	}
+	return l
 }
 
 // someDomainHolds reports whether a domain of level l holds the request.
