@@ -323,7 +323,10 @@ type Admission struct {
 	// Searched reports that the greedy pass failed and the exact packing
 	// search ran; SearchSteps counts the member placements it tried, and
 	// SearchCut reports that it stopped at its work bound (SearchWork)
-	// before proving that no packing exists.
+	// before proving that no packing exists. For a co-located gang they
+	// cover every domain tried (Orders too): a gang admitted greedily in
+	// its second domain after a search cut in its first reports Searched
+	// and SearchCut with the first search's steps.
 	Searched    bool
 	SearchSteps int
 	SearchCut   bool
@@ -521,23 +524,24 @@ func (a *Admitter) admit(s *topology.State, g *Spec, out *Allocation) (Admission
 		return x - y
 	})
 	a.doms = doms
-	var res Admission
-	orders := 0
+	var res, tally Admission
 	// proven: no domain holds the gang (those left out lack the free
 	// GPUs; each tried one failed with a proof).
 	proven := true
 	for _, d := range doms {
 		res = a.tryOrders(s, g, out, lvl, d)
-		orders += res.Orders
+		tally.addAttempt(res)
 		proven = proven && res.Proven
 		if res.Admitted {
-			res.Orders, res.Colocated = orders, true
+			res.Colocated = true
+			res.takeAttempts(tally)
 			return res, nil
 		}
 	}
 	if !g.Colocate.Required {
 		res = a.tryOrders(s, g, out, -1, -1)
-		res.Orders += orders
+		tally.addAttempt(res)
+		res.takeAttempts(tally)
 		// Placed anywhere, it may still lie inside one domain (the
 		// attempts inside each domain are greedy for some members).
 		res.Colocated = res.Admitted && a.insideOne(out, lvl)
@@ -550,8 +554,24 @@ func (a *Admitter) admit(s *topology.State, g *Spec, out *Allocation) (Admission
 			res.ColocationHave = max(res.ColocationHave, s.DomainFreeGPUs(lvl, d))
 		}
 	}
-	res.Orders, res.Proven = orders, proven
+	res.takeAttempts(tally)
+	res.Proven = proven
 	return res, nil
+}
+
+// addAttempt adds one attempt's greedy orders and search to t, the tally
+// of a co-located gang's attempts (one per domain, then anywhere).
+func (t *Admission) addAttempt(r Admission) {
+	t.Orders += r.Orders
+	t.Searched = t.Searched || r.Searched
+	t.SearchSteps += r.SearchSteps
+	t.SearchCut = t.SearchCut || r.SearchCut
+}
+
+// takeAttempts reports on r every attempt tallied in t: the orders tried
+// and the searches run in all of them, not only in the last.
+func (r *Admission) takeAttempts(t Admission) {
+	r.Orders, r.Searched, r.SearchSteps, r.SearchCut = t.Orders, t.Searched, t.SearchSteps, t.SearchCut
 }
 
 // insideOne reports whether every pod of out lies inside one domain of
