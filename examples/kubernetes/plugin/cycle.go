@@ -134,6 +134,7 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 	}
 	for _, g := range c.sortedGroups() {
 		c.prepare(g, now, &acts)
+		g.dropExpiredScouts(now, c.args.scoutTimeout())
 	}
 	res, err := c.eng.schedule(now)
 	if err != nil {
@@ -972,7 +973,8 @@ func (c *controller) needScouts(g *groupState, shapes map[string][]*podState, no
 			continue
 		}
 		waiting = true
-		if uid := g.scout[shape]; uid != "" && g.pods[uid] != nil && now.Sub(g.scoutSince[shape]) < c.args.scoutTimeout() {
+		uid := g.scout[shape]
+		if g.pods[uid] != nil && g.isScout(uid, shape, now, c.args.scoutTimeout()) {
 			continue
 		}
 		scout := pods[0]

@@ -148,7 +148,9 @@ func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, 
 }
 
 // lookup returns the pod's group and, when the pod's gang is admitted, its
-// node; scout reports whether the pod is measuring its shape.
+// node; scout reports whether the pod is measuring its shape (its shape's
+// scout, sent less than the scout timeout ago: one past it is an ordinary
+// pod of its group, held until its gang is admitted).
 func (c *controller) lookup(pod *v1.Pod) (g *groupState, node string, scout bool) {
 	g = c.observePod(pod, false)
 	if g == nil {
@@ -162,7 +164,7 @@ func (c *controller) lookup(pod *v1.Pod) (g *groupState, node string, scout bool
 		return g, g.inc.slots[uid], false
 	}
 	ps := g.pods[uid]
-	return g, "", ps != nil && g.scout[ps.shape] == uid
+	return g, "", ps != nil && g.isScout(uid, ps.shape, c.now(), c.args.scoutTimeout())
 }
 
 func (c *controller) waitStatus(g *groupState) *fwk.Status {
