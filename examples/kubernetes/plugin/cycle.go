@@ -965,7 +965,11 @@ func (c *controller) refreshScouts(g *groupState, now time.Time, acts *actions) 
 }
 
 // needScouts sends a scout for every shape without a fresh allowed set and
-// reports whether any is still out.
+// reports whether any is still out. A scout that has not measured within
+// the scout timeout is given up and the next pod of its shape (in pod
+// order, wrapping round) is sent: the plugin cannot tell a scout that
+// another plugin's PreEnqueue holds back for good from one still queued,
+// and sending the same pod again would leave such a shape unmeasured.
 func (c *controller) needScouts(g *groupState, shapes map[string][]*podState, now time.Time, acts *actions) bool {
 	waiting := false
 	for shape, pods := range shapes {
@@ -977,7 +981,7 @@ func (c *controller) needScouts(g *groupState, shapes map[string][]*podState, no
 		if g.pods[uid] != nil && g.isScout(uid, shape, now, c.args.scoutTimeout()) {
 			continue
 		}
-		scout := pods[0]
+		scout := nextScout(pods, uid)
 		g.scout[shape], g.scoutSince[shape] = scout.uid, now
 		acts.activatePod(scout)
 		c.stats.Scouts++
@@ -986,6 +990,18 @@ func (c *controller) needScouts(g *groupState, shapes map[string][]*podState, no
 		g.reason = "measuring which nodes the group's pods fit (other Filter plugins)"
 	}
 	return waiting
+}
+
+// nextScout returns the pod of pods (one shape's, in pod order) that
+// follows last, the scout given up, wrapping round; the first when last
+// is not among them.
+func nextScout(pods []*podState, last string) *podState {
+	for i, p := range pods {
+		if p.uid == last {
+			return pods[(i+1)%len(pods)]
+		}
+	}
+	return pods[0]
 }
 
 // submit queues the group's pending pods as one gang, one member per shape.

@@ -173,7 +173,12 @@
 //     allowed node set (placement.Request.Allowed). It is measured once per
 //     shape (a scout that the scheduler will not try any more, being
 //     deleted or gated, is given up at once and another pod of its shape
-//     sent; one that has not measured within 10 s is given up too), and
+//     sent; one that has not measured within 10 s is given up too, and
+//     is from then on an ordinary pod of its group, held until its gang
+//     is admitted, and, if the shape still needs measuring, the next pod
+//     of its shape (in pod order, wrapping round) is sent: kube-scheduler gives a plugin no sign that another plugin's
+//     PreEnqueue holds a pod back, or that a pod waits in its queue, so
+//     such a scout is only seen by its timeout), and
 //     again for a gang still waiting after Args.AllowedTTLSeconds
 //     or, at once, when a node joins (or is back under a deleted node's
 //     name) or its labels, taints, cordon or allocatable resources change:

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -99,4 +100,48 @@ func TestExpiredScoutIsMember(t *testing.T) {
 			checkBooks(t, h)
 		})
 	}
+}
+
+// TestScoutTimeoutSendsNextPod: the framework tells a plugin nothing when
+// another plugin's PreEnqueue holds a pod back (no hook of Phalanx runs,
+// and the handle has no view of the queue), so a scout that never reaches
+// PreFilter is given up only at the scout timeout. The same pod was then
+// sent again, every timeout, for ever: a shape whose first pod another
+// plugin refuses was never measured and its gang never submitted. The
+// next pod of the shape is sent instead, in pod order, wrapping round.
+func TestScoutTimeoutSendsNextPod(t *testing.T) {
+	h := newHookEnv(t, Args{})
+	h.addNodes(testNodes(4)...)
+	pods := make([]*v1.Pod, 3)
+	for i := range pods {
+		pods[i] = groupPod("g", fmt.Sprintf("w-%d", i), 8, 2)
+		h.c.onPod(pods[i])
+	}
+	h.cycle()
+	sent := h.now
+	for i, want := range []string{"w-0", "w-1", "w-2", "w-0"} {
+		if got := scoutOf(h, "ns/g"); got != want {
+			t.Fatalf("scout #%d is %q, want %s", i, got, want)
+		}
+		if h.a.activated["ns/"+want] == 0 {
+			t.Fatalf("scout #%d %s not activated", i, want)
+		}
+		// The scout is refused before Phalanx's PreFilter: nothing
+		// measures. The loop wakes at its timeout and sends the next.
+		h.now = sent.Add(time.Duration(i+1) * h.c.args.scoutTimeout())
+		h.cycle()
+	}
+	if got := scoutOf(h, "ns/g"); got != "w-1" {
+		t.Fatalf("scout %q after w-0 timed out again, want w-1", got)
+	}
+	h.answerScouts()
+	h.cycle()
+	h.c.mu.Lock()
+	g := h.c.groups["ns/g"]
+	submitted := g.inc != nil && len(g.inc.pods) == 3
+	h.c.mu.Unlock()
+	if !submitted {
+		t.Fatalf("the gang not submitted once a scout measured its shape: %s", g.reason)
+	}
+	checkBooks(t, h)
 }
