@@ -211,7 +211,9 @@
 //     was in flight at the teardown is deleted too if that bind succeeds
 //     (PostBind, or the informer, sees it bound), and is pending again if it
 //     fails; it joins no new gang until then.
-//   - PostBind of the gang's last pod reports Started.
+//   - PostBind of the gang's last pod reports Started, unless the gang is
+//     already to be torn down (a pod of it began to be deleted, or was
+//     gated, while its bind was in flight): it never ran whole.
 //   - Pod deletion or termination of every pod of a running gang reports
 //     Finished; a node that is not Ready (or deleted), or, once in the
 //     engine's cluster, has no GPUs at all any more (capacity and

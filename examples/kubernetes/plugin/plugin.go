@@ -469,7 +469,8 @@ func (p *Plugin) Permit(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ stri
 	return nil, 0
 }
 
-// PostBind records a bound pod; the last one reports the gang started.
+// PostBind records a bound pod; the last one reports the gang started,
+// unless the gang is already broken (to be torn down).
 func (p *Plugin) PostBind(_ context.Context, _ fwk.CycleState, pod *v1.Pod, node string) {
 	p.c.mu.Lock()
 	defer p.c.mu.Unlock()
@@ -488,7 +489,10 @@ func (p *Plugin) PostBind(_ context.Context, _ fwk.CycleState, pod *v1.Pod, node
 	if ps := inc.pods[uid]; ps != nil {
 		ps.node = node
 	}
-	if inc.allBound() && !inc.running {
+	if inc.allBound() && !inc.running && inc.broken == "" {
+		// A broken gang (a pod deleted or gated before the gang was
+		// bound, a bind that kept failing) never runs whole, even when
+		// its last bind lands: the next cycle tears it down.
 		if err := p.c.eng.started(inc.job, p.c.now()); err != nil {
 			p.c.err = err.Error()
 		}
