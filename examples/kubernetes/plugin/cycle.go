@@ -864,7 +864,9 @@ func (c *controller) leaderProbe(acts *actions) {
 // changed, or that has fewer pods than a raised minMember, is withdrawn and
 // submitted again with its original submit time. Pods created after the
 // group's gang was submitted wait until every pod of that gang is gone: a
-// group has one gang at a time.
+// group has one gang at a time. A group watched as half-bound
+// (settlePartials) submits no gang until its bound pods are deleted or
+// bound whole.
 func (c *controller) prepare(g *groupState, now time.Time, acts *actions) {
 	if inc := g.inc; inc != nil {
 		if inc.admitted {
@@ -888,6 +890,16 @@ func (c *controller) prepare(g *groupState, now time.Time, acts *actions) {
 		}
 		delete(c.jobs, inc.job)
 		g.inc = nil
+	}
+	if _, watched := c.partial[g.key]; watched {
+		// Half-bound (settlePartials): its bound pods are a partial
+		// gang that the previous scheduler was binding. A gang of its
+		// pending pods now would leave them running beside it for
+		// good (a group with a job is not half-bound), and a bind of
+		// that scheduler landing late would put a pod of the new gang
+		// on a node the engine did not give it.
+		g.reason = fmt.Sprintf("waiting until the bound pods of a partial gang that no scheduler is binding any more are deleted (once they stay the same for %v) or bound whole", partialSettle)
+		return
 	}
 	pending := g.pending()
 	switch {

@@ -140,7 +140,11 @@
 // lands restarts the wait; a gang they complete is adopted instead. The
 // plugin cannot complete such a gang (it submits pending pods only); the
 // pending pods and the ones recreated for the deleted ones form the next
-// gang. A group with bound pods and no pending pod when the replica begins
+// gang. Meanwhile the group's pending pods form no gang, even when they
+// are at least minMember (a group with more pods than its minimum): they
+// wait, with that reason, so that the bound pods are not left running
+// beside a new gang, and a late bind of the previous leader does not put
+// a pod of the new gang on a node the engine did not give it. A group with bound pods and no pending pod when the replica begins
 // to schedule is a running gang that lost pods (its replacements not yet
 // created, or gated), not a gang being bound, whose unbound pods are
 // pending: it is never deleted by this rule while it has bound pods, even
