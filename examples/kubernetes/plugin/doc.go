@@ -144,7 +144,11 @@
 // are at least minMember (a group with more pods than its minimum): they
 // wait, with that reason, so that the bound pods are not left running
 // beside a new gang, and a late bind of the previous leader does not put
-// a pod of the new gang on a node the engine did not give it. A group with bound pods and no pending pod when the replica begins
+// a pod of the new gang on a node the engine did not give it. Such a
+// late bind can still land on a gang the replica admitted from pods
+// pending at the takeover (none of the old leader's binds had landed):
+// a pod of an admitted gang seen bound on a node other than the one the
+// engine gave it tears the gang down, as a gang that cannot run whole. A group with bound pods and no pending pod when the replica begins
 // to schedule is a running gang that lost pods (its replacements not yet
 // created, or gated), not a gang being bound, whose unbound pods are
 // pending: it is never deleted by this rule while it has bound pods, even
