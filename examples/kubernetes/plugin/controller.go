@@ -265,8 +265,15 @@ func (c *controller) observePod(p *v1.Pod, fromAPI bool) *groupState {
 	if p.Spec.NodeName != "" && ps.node == "" {
 		c.changed = true
 		ps.node = p.Spec.NodeName
-		if g.inc != nil && g.inc.pods[uid] != nil {
-			g.inc.bound[uid] = true
+		if inc := g.inc; inc != nil && inc.pods[uid] != nil {
+			inc.bound[uid] = true
+			if slot := inc.slots[uid]; slot != "" && slot != ps.node && !inc.running && inc.broken == "" {
+				// Bound by another scheduler (a bind the previous
+				// leader sent before a takeover, landing late): the
+				// engine's books hold the pod on its slot, not where
+				// it runs. Torn down, as a gang that cannot run whole.
+				inc.broken = "pod " + p.Name + " was bound to node " + ps.node + ", not to its node " + slot + " (a bind of another scheduler)"
+			}
 		}
 	}
 	if p.Spec.NodeName != "" {

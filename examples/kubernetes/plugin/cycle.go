@@ -134,6 +134,7 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 	}
 	for _, g := range c.sortedGroups() {
 		c.prepare(g, now, &acts)
+		g.dropExpiredScouts(now, c.args.scoutTimeout())
 	}
 	res, err := c.eng.schedule(now)
 	if err != nil {
@@ -863,7 +864,9 @@ func (c *controller) leaderProbe(acts *actions) {
 // changed, or that has fewer pods than a raised minMember, is withdrawn and
 // submitted again with its original submit time. Pods created after the
 // group's gang was submitted wait until every pod of that gang is gone: a
-// group has one gang at a time.
+// group has one gang at a time. A group watched as half-bound
+// (settlePartials) submits no gang until its bound pods are deleted or
+// bound whole.
 func (c *controller) prepare(g *groupState, now time.Time, acts *actions) {
 	if inc := g.inc; inc != nil {
 		if inc.admitted {
@@ -887,6 +890,16 @@ func (c *controller) prepare(g *groupState, now time.Time, acts *actions) {
 		}
 		delete(c.jobs, inc.job)
 		g.inc = nil
+	}
+	if _, watched := c.partial[g.key]; watched {
+		// Half-bound (settlePartials): its bound pods are a partial
+		// gang that the previous scheduler was binding. A gang of its
+		// pending pods now would leave them running beside it for
+		// good (a group with a job is not half-bound), and a bind of
+		// that scheduler landing late would put a pod of the new gang
+		// on a node the engine did not give it.
+		g.reason = fmt.Sprintf("waiting until the bound pods of a partial gang that no scheduler is binding any more are deleted (once they stay the same for %v) or bound whole", partialSettle)
+		return
 	}
 	pending := g.pending()
 	switch {
@@ -964,7 +977,11 @@ func (c *controller) refreshScouts(g *groupState, now time.Time, acts *actions) 
 }
 
 // needScouts sends a scout for every shape without a fresh allowed set and
-// reports whether any is still out.
+// reports whether any is still out. A scout that has not measured within
+// the scout timeout is given up and the next pod of its shape (in pod
+// order, wrapping round) is sent: the plugin cannot tell a scout that
+// another plugin's PreEnqueue holds back for good from one still queued,
+// and sending the same pod again would leave such a shape unmeasured.
 func (c *controller) needScouts(g *groupState, shapes map[string][]*podState, now time.Time, acts *actions) bool {
 	waiting := false
 	for shape, pods := range shapes {
@@ -972,10 +989,11 @@ func (c *controller) needScouts(g *groupState, shapes map[string][]*podState, no
 			continue
 		}
 		waiting = true
-		if uid := g.scout[shape]; uid != "" && g.pods[uid] != nil && now.Sub(g.scoutSince[shape]) < c.args.scoutTimeout() {
+		uid := g.scout[shape]
+		if g.pods[uid] != nil && g.isScout(uid, shape, now, c.args.scoutTimeout()) {
 			continue
 		}
-		scout := pods[0]
+		scout := nextScout(pods, uid)
 		g.scout[shape], g.scoutSince[shape] = scout.uid, now
 		acts.activatePod(scout)
 		c.stats.Scouts++
@@ -984,6 +1002,18 @@ func (c *controller) needScouts(g *groupState, shapes map[string][]*podState, no
 		g.reason = "measuring which nodes the group's pods fit (other Filter plugins)"
 	}
 	return waiting
+}
+
+// nextScout returns the pod of pods (one shape's, in pod order) that
+// follows last, the scout given up, wrapping round; the first when last
+// is not among them.
+func nextScout(pods []*podState, last string) *podState {
+	for i, p := range pods {
+		if p.uid == last {
+			return pods[(i+1)%len(pods)]
+		}
+	}
+	return pods[0]
 }
 
 // submit queues the group's pending pods as one gang, one member per shape.

@@ -140,7 +140,15 @@
 // lands restarts the wait; a gang they complete is adopted instead. The
 // plugin cannot complete such a gang (it submits pending pods only); the
 // pending pods and the ones recreated for the deleted ones form the next
-// gang. A group with bound pods and no pending pod when the replica begins
+// gang. Meanwhile the group's pending pods form no gang, even when they
+// are at least minMember (a group with more pods than its minimum): they
+// wait, with that reason, so that the bound pods are not left running
+// beside a new gang, and a late bind of the previous leader does not put
+// a pod of the new gang on a node the engine did not give it. Such a
+// late bind can still land on a gang the replica admitted from pods
+// pending at the takeover (none of the old leader's binds had landed):
+// a pod of an admitted gang seen bound on a node other than the one the
+// engine gave it tears the gang down, as a gang that cannot run whole. A group with bound pods and no pending pod when the replica begins
 // to schedule is a running gang that lost pods (its replacements not yet
 // created, or gated), not a gang being bound, whose unbound pods are
 // pending: it is never deleted by this rule while it has bound pods, even
@@ -173,7 +181,12 @@
 //     allowed node set (placement.Request.Allowed). It is measured once per
 //     shape (a scout that the scheduler will not try any more, being
 //     deleted or gated, is given up at once and another pod of its shape
-//     sent; one that has not measured within 10 s is given up too), and
+//     sent; one that has not measured within 10 s is given up too, and
+//     is from then on an ordinary pod of its group, held until its gang
+//     is admitted, and, if the shape still needs measuring, the next pod
+//     of its shape (in pod order, wrapping round) is sent: kube-scheduler gives a plugin no sign that another plugin's
+//     PreEnqueue holds a pod back, or that a pod waits in its queue, so
+//     such a scout is only seen by its timeout), and
 //     again for a gang still waiting after Args.AllowedTTLSeconds
 //     or, at once, when a node joins (or is back under a deleted node's
 //     name) or its labels, taints, cordon or allocatable resources change:
@@ -206,7 +219,9 @@
 //     was in flight at the teardown is deleted too if that bind succeeds
 //     (PostBind, or the informer, sees it bound), and is pending again if it
 //     fails; it joins no new gang until then.
-//   - PostBind of the gang's last pod reports Started.
+//   - PostBind of the gang's last pod reports Started, unless the gang is
+//     already to be torn down (a pod of it began to be deleted, or was
+//     gated, while its bind was in flight): it never ran whole.
 //   - Pod deletion or termination of every pod of a running gang reports
 //     Finished; a node that is not Ready (or deleted), or, once in the
 //     engine's cluster, has no GPUs at all any more (capacity and

@@ -148,7 +148,9 @@ func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, 
 }
 
 // lookup returns the pod's group and, when the pod's gang is admitted, its
-// node; scout reports whether the pod is measuring its shape.
+// node; scout reports whether the pod is measuring its shape (its shape's
+// scout, sent less than the scout timeout ago: one past it is an ordinary
+// pod of its group, held until its gang is admitted).
 func (c *controller) lookup(pod *v1.Pod) (g *groupState, node string, scout bool) {
 	g = c.observePod(pod, false)
 	if g == nil {
@@ -162,7 +164,7 @@ func (c *controller) lookup(pod *v1.Pod) (g *groupState, node string, scout bool
 		return g, g.inc.slots[uid], false
 	}
 	ps := g.pods[uid]
-	return g, "", ps != nil && g.scout[ps.shape] == uid
+	return g, "", ps != nil && g.isScout(uid, ps.shape, c.now(), c.args.scoutTimeout())
 }
 
 func (c *controller) waitStatus(g *groupState) *fwk.Status {
@@ -467,7 +469,8 @@ func (p *Plugin) Permit(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ stri
 	return nil, 0
 }
 
-// PostBind records a bound pod; the last one reports the gang started.
+// PostBind records a bound pod; the last one reports the gang started,
+// unless the gang is already broken (to be torn down).
 func (p *Plugin) PostBind(_ context.Context, _ fwk.CycleState, pod *v1.Pod, node string) {
 	p.c.mu.Lock()
 	defer p.c.mu.Unlock()
@@ -486,7 +489,10 @@ func (p *Plugin) PostBind(_ context.Context, _ fwk.CycleState, pod *v1.Pod, node
 	if ps := inc.pods[uid]; ps != nil {
 		ps.node = node
 	}
-	if inc.allBound() && !inc.running {
+	if inc.allBound() && !inc.running && inc.broken == "" {
+		// A broken gang (a pod deleted or gated before the gang was
+		// bound, a bind that kept failing) never runs whole, even when
+		// its last bind lands: the next cycle tears it down.
 		if err := p.c.eng.started(inc.job, p.c.now()); err != nil {
 			p.c.err = err.Error()
 		}

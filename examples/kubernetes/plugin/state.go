@@ -74,6 +74,28 @@ func (g *groupState) dropScout(uid string) {
 	}
 }
 
+// isScout reports whether pod uid is the scout of shape at now: sent less
+// than timeout (Args.scoutTimeout) ago. A scout past its timeout measures
+// nothing any more: the framework holds it as an ordinary pod of its
+// group (lookup), and needScouts sends another pod of its shape if the
+// group still needs it measured.
+func (g *groupState) isScout(uid, shape string, now time.Time, timeout time.Duration) bool {
+	return uid != "" && g.scout[shape] == uid && now.Sub(g.scoutSince[shape]) < timeout
+}
+
+// dropExpiredScouts forgets the scouts past their timeout at now that
+// needScouts did not replace (the group no longer asks for their shape:
+// below its minimum, its gang admitted), so the map holds only scouts in
+// flight.
+func (g *groupState) dropExpiredScouts(now time.Time, timeout time.Duration) {
+	for shape, uid := range g.scout {
+		if !g.isScout(uid, shape, now, timeout) {
+			delete(g.scout, shape)
+			delete(g.scoutSince, shape)
+		}
+	}
+}
+
 // incarnation is one engine job for a group: the pods it was submitted
 // with, where the engine put them and how far binding got.
 type incarnation struct {
