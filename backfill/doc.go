@@ -103,7 +103,10 @@
 // over had kept it), and the gang starts there; and when, after a gang
 // kept or took a hold, the walk lets go of a lower-ranked hold's GPUs
 // (it ends, moves, or its gang starts): the holder saw them held for
-// good, and the next cycle searches its start and target again; and
+// good, and the next cycle searches its start and target again (not
+// after a start that leaves every GPU of the target running a job
+// without a limit estimated to end no sooner than the targets of the
+// holds kept: those searches would find the same); and
 // when the walk gives a hold to, or moves one of, a gang ranked below an
 // eligible gang it left without one (that gang had a planned start but
 // no reservation, or waited out the hysteresis behind a lower-ranked
