@@ -174,6 +174,10 @@ type cycle struct {
 	// for a hold (classify, or the reason of a cached or skipped test:
 	// untested); see startOnBlamed.
 	holdBlamed bool
+	// looseEligible is set once a gang eligible for a hold was left
+	// waiting for its patience because it fits now, loosely
+	// (fitsLoosely): it went to no hold test; see startOnLoose.
+	looseEligible bool
 	// refusedTo is the latest end of the run, were it to start now, of
 	// the jobs the walk has left waiting so far (MaxTime for one without
 	// a limit, or a run of jobs passed over unread; zero for none): the
@@ -432,7 +436,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.fifo, c.base = e.fifo.on, e.fifo.head
 	c.offsValid, c.resvClosed, c.smallClosed, c.reoffer, c.quotaRefused = false, false, false, false, 0
 	c.refusedTo, c.holdKept, c.unheldEligible, c.rivalEstimated = time.Time{}, false, false, false
-	c.holdBlamed, c.keptETA = false, time.Time{}
+	c.holdBlamed, c.keptETA, c.looseEligible = false, time.Time{}, false
 	c.earlyEnd, c.walking = time.Time{}, false
 	c.invalidate()
 	c.startClaims()
@@ -1754,6 +1758,7 @@ func (c *cycle) start(j *jobRec) {
 	e.dequeue(j)
 	c.startEstimated()
 	c.startOnBlamed()
+	c.startOnLoose()
 	e.activate(j, c.now)
 	if endedHold != nil {
 		c.startOnHeld(endedHold)

@@ -119,7 +119,10 @@
 // the estimates; with one hold, the rival wherever the target lies, it
 // does not matter), and when a job starts after another was told it
 // would fit now but for a hold (the start takes free GPUs that placement
-// may have needed): a host that repeats a cycle at the same time then
+// may have needed), and when a job starts, or a hold is given or moved,
+// after an eligible gang with patience was left waiting for a tighter
+// placement because it fits now loosely (it went to no hold test, and
+// may no longer fit): a host that repeats a cycle at the same time then
 // gets the same decisions and reasons. A gang
 // that takes a hold over first searches again for a planned start, on
 // the GPUs the hold it took over no longer keeps.

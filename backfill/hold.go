@@ -307,6 +307,18 @@ func (c *cycle) startOnBlamed() {
 	}
 }
 
+// startOnLoose records the start in the walk of a job after the walk
+// left a gang eligible for a hold waiting for its patience, as it fits
+// now loosely (looseEligible): the start takes free GPUs, on which that
+// gang may no longer fit even loosely, and it would then be tested for a
+// hold; the next cycle, due at once, tests it again, as a second cycle
+// at the same time would.
+func (c *cycle) startOnLoose() {
+	if c.looseEligible {
+		c.reoffer = true
+	}
+}
+
 // untested records what the test of a job would have recorded for
 // startOnBlamed when the walk gives it, untested, the reason code of a
 // cached test of its shape or of its own last one: that a hold keeps it
