@@ -238,9 +238,8 @@ func (c *cycle) freeGoneHeld() {
 // search either) estimated to end no sooner than every kept hold's
 // target (hold.eta, the latest of them keptETA: a target on those GPUs
 // would not be sooner, and retarget moves a hold only to a sooner one),
-// neither search finds another
-// outcome; a GPU left free, or on a node not up, or with a job that has
-// a limit or ends sooner, may change them.
+// neither search finds another outcome; a GPU left free, or on a node
+// not up, or with a job that has a limit or ends sooner, may change them.
 func (c *cycle) startOnHeld(h *hold) {
 	if !c.holdKept || c.runsPastKept(&h.target) {
 		return
