@@ -156,8 +156,10 @@ type cycle struct {
 	// started (startedInWalk); zero for none.
 	earlyEnd time.Time
 	// holdKept is set once a hold is kept or taken in the walk
-	// (markHoldKept).
+	// (markHoldKept), and keptETA is then the latest estimated start
+	// (hold.eta) of the holds kept or taken so far (startOnHeld).
 	holdKept bool
+	keptETA  time.Time
 	// unheldEligible is set once an eligible gang tested in the walk was
 	// left without a hold on the holds as they were then: it had a
 	// planned start but no reservation (tryHold), or waits out the
@@ -172,6 +174,10 @@ type cycle struct {
 	// for a hold (classify, or the reason of a cached or skipped test:
 	// untested); see startOnBlamed.
 	holdBlamed bool
+	// looseEligible is set once a gang eligible for a hold was left
+	// waiting for its patience because it fits now, loosely
+	// (fitsLoosely): it went to no hold test; see startOnLoose.
+	looseEligible bool
 	// refusedTo is the latest end of the run, were it to start now, of
 	// the jobs the walk has left waiting so far (MaxTime for one without
 	// a limit, or a run of jobs passed over unread; zero for none): the
@@ -430,7 +436,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.fifo, c.base = e.fifo.on, e.fifo.head
 	c.offsValid, c.resvClosed, c.smallClosed, c.reoffer, c.quotaRefused = false, false, false, false, 0
 	c.refusedTo, c.holdKept, c.unheldEligible, c.rivalEstimated = time.Time{}, false, false, false
-	c.holdBlamed = false
+	c.holdBlamed, c.keptETA, c.looseEligible = false, time.Time{}, false
 	c.earlyEnd, c.walking = time.Time{}, false
 	c.invalidate()
 	c.startClaims()
@@ -1736,6 +1742,7 @@ func (c *cycle) start(j *jobRec) {
 		e.book.remove(r)
 		c.invalidate()
 	}
+	var endedHold *hold
 	if h := e.book.holdOf(j); h != nil {
 		// Its hold ends: a job ranked above it that it refused in this
 		// walk (waiting out the hysteresis behind it, or blocked by it)
@@ -1744,11 +1751,12 @@ func (c *cycle) start(j *jobRec) {
 		// start) are no longer held, and on those it takes the job no
 		// longer fits but for a hold. An eligible gang left without a
 		// hold is tested again too (coverPlanned): one hold fewer may
-		// let it take one.
+		// let it take one. A hold kept before it in the walk saw its
+		// target held (startOnHeld, once the job is active).
 		if h.refused {
 			c.reoffer = true
 		}
-		c.freeGoneHeld()
+		endedHold = h
 		c.coverPlanned()
 		e.book.dropHold(h)
 		c.invalidate()
@@ -1767,7 +1775,11 @@ func (c *cycle) start(j *jobRec) {
 	e.dequeue(j)
 	c.startEstimated()
 	c.startOnBlamed()
+	c.startOnLoose()
 	e.activate(j, c.now)
+	if endedHold != nil {
+		c.startOnHeld(endedHold)
+	}
 	if e.quota != nil && j.job.TimeLimit > 0 && j.late() {
 		c.late = append(c.late, j) // for the reservations kept up after it (lateQuota)
 	}

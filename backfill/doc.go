@@ -103,7 +103,10 @@
 // over had kept it), and the gang starts there; and when, after a gang
 // kept or took a hold, the walk lets go of a lower-ranked hold's GPUs
 // (it ends, moves, or its gang starts): the holder saw them held for
-// good, and the next cycle searches its start and target again; and
+// good, and the next cycle searches its start and target again (not
+// after a start that leaves every GPU of the target running a job
+// without a limit estimated to end no sooner than the targets of the
+// holds kept: those searches would find the same); and
 // when the walk gives a hold to, or moves one of, a gang ranked below an
 // eligible gang it left without one (that gang had a planned start but
 // no reservation, or waited out the hysteresis behind a lower-ranked
@@ -116,7 +119,10 @@
 // the estimates; with one hold, the rival wherever the target lies, it
 // does not matter), and when a job starts after another was told it
 // would fit now but for a hold (the start takes free GPUs that placement
-// may have needed): a host that repeats a cycle at the same time then
+// may have needed), and when a job starts, or a hold is given or moved,
+// after an eligible gang with patience was left waiting for a tighter
+// placement because it fits now loosely (it went to no hold test, and
+// may no longer fit): a host that repeats a cycle at the same time then
 // gets the same decisions and reasons. A gang
 // that takes a hold over first searches again for a planned start, on
 // the GPUs the hold it took over no longer keeps.

@@ -186,7 +186,7 @@ func (c *cycle) keepHold(h *hold, spec *gang.Spec, w *Waiting) bool {
 	}
 	c.retarget(h, spec)
 	h.held = c.countFree(&h.target)
-	c.markHoldKept()
+	c.markHoldKept(h)
 	c.reportHold(h, w)
 	return true
 }
@@ -211,9 +211,15 @@ func (c *cycle) plannedStart(j *jobRec, spec *gang.Spec) (time.Time, bool) {
 // without a planned start: its searches (for a reservation, for a
 // target) saw the GPUs of the holds after it in the walk as held for
 // good. A lower-ranked hold that the walk lets go of, retargets or starts
-// its gang on changes what they saw (freeGoneHeld), and the next cycle,
-// due at once, searches again.
-func (c *cycle) markHoldKept() { c.holdKept = true }
+// its gang on changes what they saw (freeGoneHeld, startOnHeld), and the
+// next cycle, due at once, searches again. keptETA keeps the latest
+// estimated start of the holds kept (h.eta, which retarget or newHold set).
+func (c *cycle) markHoldKept(h *hold) {
+	if !c.holdKept || h.eta.After(c.keptETA) {
+		c.keptETA = h.eta
+	}
+	c.holdKept = true
+}
 
 // freeGoneHeld records that GPUs held for a gang ranked below a hold
 // kept in the walk (markHoldKept) are no longer held, or run its gang: the
@@ -222,6 +228,41 @@ func (c *cycle) freeGoneHeld() {
 	if c.holdKept {
 		c.reoffer = true
 	}
+}
+
+// startOnHeld records the start in the walk of a held gang, now active,
+// whose hold h ended with it: as freeGoneHeld, unless the searches of the
+// holds kept before it in the walk would see nothing new in a second
+// cycle at the same time. They saw h's target held for good. When every
+// GPU of it now runs a job without a limit (never free in a reservation
+// search either) estimated to end no sooner than every kept hold's
+// target (hold.eta, the latest of them keptETA: a target on those GPUs
+// would not be sooner, and retarget moves a hold only to a sooner one),
+// neither search finds another outcome; a GPU left free, or on a node
+// not up, or with a job that has a limit or ends sooner, may change them.
+func (c *cycle) startOnHeld(h *hold) {
+	if !c.holdKept || c.runsPastKept(&h.target) {
+		return
+	}
+	c.reoffer = true
+}
+
+// runsPastKept reports whether every GPU of a, on a node up, runs an
+// active job without a limit estimated (runtimeEstimate) to end no
+// sooner than keptETA.
+func (c *cycle) runsPastKept(a *gang.Allocation) bool {
+	e := c.e
+	s := e.ledger.State()
+	past := true
+	forGPUs(a, func(n, g int) {
+		if !past {
+			return
+		}
+		o := e.jobs.owner(n, g)
+		past = o != nil && o.job.TimeLimit == 0 && o.end.IsZero() && s.Status(topology.NodeID(n)) == topology.Up &&
+			!e.runtimeEstimate(o, c.now).Before(c.keptETA)
+	})
+	return past
 }
 
 // coverPlanned records that a hold was taken or moved in the walk (a
@@ -261,6 +302,18 @@ func (c *cycle) startEstimated() {
 // the same time would.
 func (c *cycle) startOnBlamed() {
 	if c.holdBlamed {
+		c.reoffer = true
+	}
+}
+
+// startOnLoose records the start in the walk of a job after the walk
+// left a gang eligible for a hold waiting for its patience, as it fits
+// now loosely (looseEligible): the start takes free GPUs, on which that
+// gang may no longer fit even loosely, and it would then be tested for a
+// hold; the next cycle, due at once, tests it again, as a second cycle
+// at the same time would.
+func (c *cycle) startOnLoose() {
+	if c.looseEligible {
 		c.reoffer = true
 	}
 }
@@ -482,7 +535,7 @@ func (c *cycle) newHold(j *jobRec, eta time.Time, w *Waiting) {
 		// starts there at the next cycle, which is due at once.
 		c.reoffer = true
 	}
-	c.markHoldKept()
+	c.markHoldKept(h)
 	c.invalidate()
 	c.reportHold(h, w)
 }

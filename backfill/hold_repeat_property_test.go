@@ -33,6 +33,13 @@ var holdRepeatSeeds = flag.Int("hold-repeat-seeds", 0, "workloads of TestHoldRep
 // it would fit but for a hold), 100 of 600 workloads changed, some a
 // decision (a hold given or passed on in the second cycle), most a
 // reason only; 5000 workloads pass now.
+//
+// Each workload runs twice: with every reason listed, and with only the
+// changed ones (Config.OnlyChangedWaits, whose walk may skip tests and
+// reuse stamps: the second cycle must then list no reason at all). The
+// log counts the cycles at once that changed nothing (no start,
+// preemption or hold end; the same holds, reservations and reasons):
+// those NextEvent asked for in vain.
 func TestHoldRepeatProperty(t *testing.T) {
 	seeds := 600
 	if testing.Short() {
@@ -41,15 +48,25 @@ func TestHoldRepeatProperty(t *testing.T) {
 	if *holdRepeatSeeds > 0 {
 		seeds = *holdRepeatSeeds
 	}
-	var cycles, atOnce, holds, passedOn int
+	for _, changesOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("changes only %v", changesOnly), func(t *testing.T) {
+			holdRepeatRun(t, seeds, changesOnly)
+		})
+	}
+}
+
+// holdRepeatRun runs TestHoldRepeatProperty's workloads in one mode.
+func holdRepeatRun(t *testing.T, seeds int, changesOnly bool) {
+	var cycles, atOnce, idle, holds, passedOn int
 	var failed []string
 	for seed := range uint64(seeds) {
-		d := newRepeatDriver(t, seed)
+		d := newRepeatDriver(t, seed, changesOnly)
 		if msg := d.run(); msg != "" {
 			failed = append(failed, fmt.Sprintf("seed %d: %s", seed, msg))
 		}
 		cycles += d.cycles
 		atOnce += d.atOnce
+		idle += d.idle
 		holds += d.holds
 		passedOn += d.passedOn
 	}
@@ -66,7 +83,7 @@ func TestHoldRepeatProperty(t *testing.T) {
 		}
 		t.Errorf("%d of %d workloads changed in a second cycle at the same time: seeds %s", len(failed), seeds, strings.Join(ids, " "))
 	}
-	t.Logf("%d workloads, %d repeated cycles, %d cycles at once, %d hold-cycles, %d holds passed on", seeds, cycles, atOnce, holds, passedOn)
+	t.Logf("%d workloads, %d repeated cycles, %d cycles at once (%d changed nothing), %d hold-cycles, %d holds passed on", seeds, cycles, atOnce, idle, holds, passedOn)
 	if holds < seeds || passedOn == 0 {
 		t.Errorf("too easy: %d hold-cycles, %d holds passed on over %d workloads", holds, passedOn, seeds)
 	}
@@ -82,11 +99,12 @@ type repeatDriver struct {
 	now      time.Time
 	cycles   int
 	atOnce   int // cycles NextEvent asked for at once
+	idle     int // of those, the ones that changed nothing
 	holds    int
 	passedOn int
 }
 
-func newRepeatDriver(t testing.TB, seed uint64) *repeatDriver {
+func newRepeatDriver(t testing.TB, seed uint64, changesOnly bool) *repeatDriver {
 	r := rand.New(rand.NewPCG(seed, 65))
 	shapes := []topology.FatTreeConfig{
 		{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8},
@@ -103,6 +121,7 @@ func newRepeatDriver(t testing.TB, seed uint64) *repeatDriver {
 	cfg.Hold = HoldConfig{Enabled: true, MinGPUs: []int{4, 8}[r.IntN(2)], MinWait: time.Duration(r.IntN(2)) * 10 * time.Minute,
 		MaxShare: []float64{1, 0.5}[r.IntN(2)], CapWait: 20 * time.Minute, Budget: time.Duration(1+r.IntN(2)) * 30 * time.Minute,
 		Hysteresis: 10 * time.Minute, MaxHolds: 1 + r.IntN(2)}
+	cfg.OnlyChangedWaits = changesOnly
 	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b", "c"))
 	if err != nil {
 		t.Fatal(err)
@@ -200,13 +219,17 @@ func (d *repeatDriver) repeat() string {
 		if i == 8 {
 			d.t.Fatalf("at %v: NextEvent still at once after %d cycles", d.now.Sub(epoch), i+1)
 		}
+		prev := first
 		first = scheduleStarted(d.t, d.e, d.now)
 		d.atOnce++
+		if len(planChanges(prev, first, d.e.cfg.OnlyChangedWaits)) == 0 {
+			d.idle++
+		}
 	}
 	second := scheduleStarted(d.t, d.e, d.now)
 	d.count(second)
 	d.cycles++
-	if diff := planChanges(first, second); len(diff) > 0 {
+	if diff := planChanges(first, second, d.e.cfg.OnlyChangedWaits); len(diff) > 0 {
 		return fmt.Sprintf("at %v a second cycle changed %v\nthe first:\n%s\nthe second:\n%s",
 			d.now.Sub(epoch), diff, first.Describe(d.c, epoch), second.Describe(d.c, epoch))
 	}
@@ -223,8 +246,9 @@ func (d *repeatDriver) count(p *Plan) {
 }
 
 // planChanges lists what second, a cycle at the same time as first with
-// no event between, decided or told differently.
-func planChanges(first, second *Plan) []string {
+// no event between, decided or told differently. With changesOnly
+// (Config.OnlyChangedWaits) every reason second lists is a change.
+func planChanges(first, second *Plan, changesOnly bool) []string {
 	var out []string
 	for _, s := range second.Starts {
 		out = append(out, "start "+s.Job)
@@ -254,6 +278,12 @@ func planChanges(first, second *Plan) []string {
 	}
 	out = append(out, listChanges("hold", first.Holds, second.Holds, hold)...)
 	out = append(out, listChanges("reservation", first.Reservations, second.Reservations, resv)...)
+	if changesOnly {
+		for _, w := range second.Waiting {
+			out = append(out, "reason now "+wait(w))
+		}
+		return out
+	}
 	out = append(out, listChanges("reason", first.Waiting, second.Waiting, wait)...)
 	return out
 }

@@ -115,6 +115,11 @@ func (c *cycle) waitFor(j *jobRec, w *Waiting) bool {
 		return false
 	}
 	if patient && c.fitsLoosely(j, failed, w) {
+		if _, _, ok := c.e.holdEligibility(j); ok {
+			// A start, or a hold given or moved, may take the free GPUs
+			// it fits on (startOnLoose, coverPlanned).
+			c.looseEligible, c.unheldEligible = true, true
+		}
 		return false
 	}
 	if j.resv != nil {
