@@ -6,7 +6,6 @@ import (
 
 	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/placement"
-	"github.com/phalanx-sched/phalanx/topology"
 )
 
 // TestHeldStartAfterKeptHold: A's hold (two nodes, estimated start at
@@ -30,17 +29,7 @@ func TestHeldStartAfterKeptHold(t *testing.T) {
 		{"limit", 2 * time.Hour, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg := DefaultConfig()
-			cfg.ReservationDepth = 0
-			cfg.Hold = HoldConfig{Enabled: true, MinGPUs: 8, MaxShare: 1, Budget: 10 * time.Hour, Hysteresis: 10 * time.Minute, MaxHolds: 2}
-			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, e := holdSceneEngine(t, HoldConfig{MinGPUs: 8, MaxShare: 1, Budget: 10 * time.Hour, Hysteresis: 10 * time.Minute, MaxHolds: 2}, "a", "b")
 			submit := func(id, account string, nodes int, limit, at time.Duration) {
 				t.Helper()
 				j := Job{ID: id, Account: account, TimeLimit: limit,

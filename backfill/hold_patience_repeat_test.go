@@ -6,7 +6,6 @@ import (
 
 	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/placement"
-	"github.com/phalanx-sched/phalanx/topology"
 )
 
 // TestPatientGangRepeat: P, a gang eligible for a hold that may span one
@@ -29,17 +28,7 @@ func TestPatientGangRepeat(t *testing.T) {
 		{"hold", 3, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg := DefaultConfig()
-			cfg.ReservationDepth = 0
-			cfg.Hold = HoldConfig{Enabled: true, MinGPUs: 8, MaxShare: 1, Budget: 10 * time.Hour, Hysteresis: 10 * time.Minute, MaxHolds: 1}
-			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, e := holdSceneEngine(t, HoldConfig{MinGPUs: 8, MaxShare: 1, Budget: 10 * time.Hour, Hysteresis: 10 * time.Minute, MaxHolds: 1}, "a", "b")
 			submit := func(j Job, nodes int, at time.Duration) {
 				t.Helper()
 				j.Gang = gang.Spec{Members: []gang.Member{{Name: "m", Request: placement.NodesOf(nodes, 8)}}}

@@ -64,17 +64,7 @@ func TestHoldRepeatSameTime(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg := DefaultConfig()
-			cfg.ReservationDepth = 0
-			cfg.Hold = HoldConfig{Enabled: true, MinGPUs: 4, MaxShare: 1, Budget: time.Hour, Hysteresis: 10 * time.Minute, MaxHolds: 1}
-			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b", "c"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, e := holdSceneEngine(t, HoldConfig{MinGPUs: 4, MaxShare: 1, Budget: time.Hour, Hysteresis: 10 * time.Minute, MaxHolds: 1}, "a", "b", "c")
 			holds := func(p *Plan) []string {
 				var ids []string
 				for _, h := range p.Holds {
@@ -86,6 +76,7 @@ func TestHoldRepeatSameTime(t *testing.T) {
 			var passedOn int
 			for _, o := range tc.ops {
 				now := epoch.Add(o.at)
+				var err error
 				switch o.kind {
 				case "submit":
 					j := Job{ID: o.id, Account: o.account, TimeLimit: o.limit,
@@ -135,4 +126,25 @@ func TestHoldRepeatSameTime(t *testing.T) {
 			}
 		})
 	}
+}
+
+// holdSceneEngine returns the cluster of the hold-mode repeat scenes (one
+// spine, two leaves of two 8-GPU nodes) and an engine on it with no
+// reservations (ReservationDepth 0), hold mode as hold (Enabled set) and
+// a flat fair-share tree of accounts.
+func holdSceneEngine(t *testing.T, hold HoldConfig, accounts ...string) (*topology.Cluster, *Engine) {
+	t.Helper()
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.ReservationDepth = 0
+	cfg.Hold = hold
+	cfg.Hold.Enabled = true
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, accounts...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, e
 }
