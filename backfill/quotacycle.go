@@ -1128,10 +1128,15 @@ func (e *Engine) heldByLimits(j *jobRec) bool {
 // looks for borrowed GPUs to reclaim first; otherwise it waits for quota,
 // and gives up its reservation and its hold. placed, when not 0, is the
 // GPUs its whole nodes took where they were placed, more than on the
-// smallest nodes it may use (its leastGPUs): the reason says so.
+// smallest nodes it may use (its leastGPUs): the reason says so, unless
+// a job without a reservation is reserved on smaller nodes instead
+// (reserveBlocked).
 func (c *cycle) overQuota(j *jobRec, qc quotaCheck, g, placed int, w *Waiting) {
 	s, q := c.e.quota, j.queue
 	if c.reclaimGuarantee(j, w) {
+		return
+	}
+	if placed > 0 && j.resv == nil && c.reserveBlocked(j, w) {
 		return
 	}
 	entitled := c.e.reclaimGPUs(j) > 0 && !c.e.reclaimTakesPromise(j, c.e.reclaimGPUs(j), c.now)
@@ -1224,6 +1229,46 @@ func (c *cycle) quotaBlockedWait(j *jobRec, w *Waiting) {
 		placed = g // whole nodes larger than the smallest it may use
 	}
 	c.overQuota(j, qc, g, placed, w)
+}
+
+// reserveBlocked gives whole-node job j, without a reservation, whose
+// placement now its queue's quota refuses (on larger nodes than the
+// smallest it may use) while smaller nodes are taken, a reservation
+// when a slot is open to it: at its earliest planned start, its
+// whole-node pods planned again on smaller nodes when its quota refuses
+// that one (reserveOnSmaller), as a job tested without free GPUs is. A
+// held job lets go of its hold for it (HoldPlanned), as keepHold does. It
+// reports whether j was reserved (w says so); when no start ahead is
+// found that its quota takes, j waits for quota as before.
+func (c *cycle) reserveBlocked(j *jobRec, w *Waiting) bool {
+	e := c.e
+	if j.wholeG == nil || j.dropped || !c.mayReserveFor(j) {
+		return false
+	}
+	spec, _ := c.specFor(j)
+	t, found := e.search(c.now, query{j: j, spec: spec})
+	if !found {
+		return false
+	}
+	if !e.promiseFits(j, e.plannedGPUs(j), t) {
+		at, _, ok := c.reserveOnSmaller(j, spec, t)
+		if !ok {
+			return false
+		}
+		t = at
+	}
+	if !t.After(c.now) {
+		// A start now is tryStart's to make (it refused this one).
+		return false
+	}
+	if h := e.book.holdOf(j); h != nil {
+		c.plan.HoldEnds = append(c.plan.HoldEnds, HoldEnd{Job: j.job.ID, Cause: HoldPlanned, Held: h.held})
+		c.releaseHold(h)
+	}
+	before := e.cacheKey(c.now)
+	c.reserveAt(j, t, w)
+	e.prof.reserved(j, before, e.cacheKey(c.now))
+	return true
 }
 
 // dropPromises drops the reservation and the hold of a job that waits
