@@ -363,7 +363,9 @@
 // is given a share as if both could. A job without quota waits with
 // WaitQuota; its reason names the queue and the limit ("queue research:
 // 1600 of 1600 GPUs (1200 guaranteed, borrowing limit 400), borrowing
-// limit reached"), and it gives up its reservation or hold.
+// limit reached"; with room left below the limit, the job's GPUs against
+// it: "queue bob: 16 of 24 GPUs in use, 8 left below its maximum; the job
+// would take 16"), and it gives up its reservation or hold.
 //
 // Within a queue, jobs start best effort (Kueue's BestEffortFIFO): a job
 // its quota holds back does not keep smaller jobs of its queue from the
