@@ -389,8 +389,13 @@
 // whole-node pods are placed again on smaller nodes
 // (below the largest they took, then below that), so that a job of two
 // whole nodes in a queue of 8 GPUs starts on two 4-GPU nodes of a
-// cluster of 4- and 8-GPU nodes. A reservation is planned so too: when
-// the quota refuses the placement found at the earliest start, the
+// cluster of 4- and 8-GPU nodes. Placed above those fewest GPUs, they
+// are held to the weighted share too (the gate read it there): past it,
+// smaller nodes are tried, and the job otherwise waits for its share. A
+// reservation is planned so too: when
+// the quota refuses the placement found at the earliest start (or, for a
+// job without a reservation, the larger nodes free now while the smaller
+// ones are taken), the
 // smaller nodes' earliest start is reserved, and the job keeps that
 // reservation, not starting early, while larger nodes its quota refuses
 // free up before it. An elastic gang (gang.Member.Min)

@@ -1025,7 +1025,6 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 			return true
 		}
 	}
-	var why string
 	switch {
 	case qc.code == quotaFits && entitled:
 		return false
@@ -1034,22 +1033,42 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 		if a < 0 {
 			return false
 		}
-		why = s.reason(q, quotaMsg{kind: 1, at: a, h: h, x: math.Float64bits(s.share[a])}, func() string {
-			return fmt.Sprintf("%s: %d GPUs in use, %d guaranteed; the job would take it past its weighted share of %.0f (weight %g) while %s waits below its own",
-				s.name(a), s.used[a], s.guar[a], s.share[a], s.weight[a], s.name(h))
-		})
-		w.Blocker = s.names[a]
+		c.shareWait(j, a, h, w)
 	default:
 		c.overQuota(j, qc, g, 0, w)
 		if atStartWhy != "" && j.resv == nil {
 			c.nameQuotaDrop(j, atStart, atStartWhy, w)
 		}
-		return true
 	}
-	w.Code, w.Detail = WaitQuota, why
+	return true
+}
+
+// shareWait makes job j wait for quota, past its weighted share at queue
+// a while sibling h waits below its own (overShare), and gives up its
+// reservation and its hold; j heads its queue's strict order (noteHead).
+func (c *cycle) shareWait(j *jobRec, a, h int, w *Waiting) {
+	s, q := c.e.quota, j.queue
+	w.Code, w.Blocker = WaitQuota, s.names[a]
+	w.Detail = s.reason(q, quotaMsg{kind: 1, at: a, h: h, x: math.Float64bits(s.share[a])}, func() string {
+		return fmt.Sprintf("%s: %d GPUs in use, %d guaranteed; the job would take it past its weighted share of %.0f (weight %g) while %s waits below its own",
+			s.name(a), s.used[a], s.guar[a], s.share[a], s.weight[a], s.name(h))
+	})
 	c.dropPromises(j, w.Blocker)
 	c.noteHead(j, w)
-	return true
+}
+
+// shareFits reports whether whole-node job j, placed on g GPUs, more than
+// its leastGPUs (the gate may have let it by there, its weighted share
+// refusing its largest nodes), stays within its weighted share, or its
+// queue's guarantee covers it (true for any other job, whose share the
+// gate read at its size, and for one starting on a claim, counted
+// already).
+func (e *Engine) shareFits(j *jobRec, g int) bool {
+	if j.wholeG == nil || j.claim != nil || g <= j.leastGPUs {
+		return true
+	}
+	s := e.quota
+	return s.entitled(j.queue, g) || !s.overShareAt(j.queue, g)
 }
 
 // strictTested reports whether job j, which the MaxJobsTested window
@@ -1187,7 +1206,8 @@ func (c *cycle) quotaBlockedWait(j *jobRec, w *Waiting) {
 	*w = Waiting{Job: j.job.ID}
 	g := c.blockedGPUs
 	qc := s.check(j.queue, g, e.mayBorrow(j), true)
-	if qc.code == quotaFits {
+	overShare := qc.code == quotaFits && !e.shareFits(j, g)
+	if qc.code == quotaFits && !overShare {
 		// Reservations of others leave no room (promiseCheck).
 		if r := j.resv; r != nil {
 			// Not due, it would start early: it waits for its planned
@@ -1222,6 +1242,14 @@ func (c *cycle) quotaBlockedWait(j *jobRec, w *Waiting) {
 				w.Blocker = o.job.ID
 			}
 		}
+		return
+	}
+	if overShare {
+		// Within its limits, past its weighted share on the nodes
+		// placed (and on the smaller ones tried): it waits for quota,
+		// as the gate makes a job over its share wait.
+		a, h := s.overShare(j.queue, g)
+		c.shareWait(j, a, h, w)
 		return
 	}
 	placed := 0
