@@ -398,7 +398,8 @@
 // ones are taken), the
 // smaller nodes' earliest start is reserved, and the job keeps that
 // reservation, not starting early, while larger nodes its quota refuses
-// free up before it. An elastic gang (gang.Member.Min)
+// free up before it. A hold (hold mode) is searched and targeted on the
+// smallest nodes when its queue's limits refuse the largest. An elastic gang (gang.Member.Min)
 // is held to these limits at the size it starts at, as in Kueue's
 // partial admission: when its queue's quota or weighted share does not
 // take it at full size, it starts at the largest size they take (its
