@@ -1694,11 +1694,12 @@ func (c *cycle) startCutOnPlan(j *jobRec, spec *gang.Spec, r *reservation) bool 
 }
 
 // startChecked starts job j on e.alloc, placed on the scratch state,
-// unless its queue's quota does not take it (the scratch state then gives
-// the GPUs back); it reports whether it started.
+// unless its queue's quota (or, for whole nodes placed above their
+// leastGPUs, its weighted share: shareFits) does not take it (the scratch
+// state then gives the GPUs back); it reports whether it started.
 func (c *cycle) startChecked(j *jobRec) bool {
 	e := c.e
-	if e.quota != nil && !e.startFits(j, &e.alloc, c.now) {
+	if e.quota != nil && (!e.startFits(j, &e.alloc, c.now) || !e.shareFits(j, e.alloc.GPUs())) {
 		// Its queue's quota does not take the GPUs placed: the scratch
 		// state gives them back (it is then as it was, contents number
 		// included), and the job waits for quota (test).

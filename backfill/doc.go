@@ -369,7 +369,9 @@
 // is given a share as if both could. A job without quota waits with
 // WaitQuota; its reason names the queue and the limit ("queue research:
 // 1600 of 1600 GPUs (1200 guaranteed, borrowing limit 400), borrowing
-// limit reached"), and it gives up its reservation or hold.
+// limit reached"; with room left below the limit, the job's GPUs against
+// it: "queue bob: 16 of 24 GPUs in use, 8 left below its maximum; the job
+// would take 16"), and it gives up its reservation or hold.
 //
 // Within a queue, jobs start best effort (Kueue's BestEffortFIFO): a job
 // its quota holds back does not keep smaller jobs of its queue from the
@@ -393,11 +395,17 @@
 // whole-node pods are placed again on smaller nodes
 // (below the largest they took, then below that), so that a job of two
 // whole nodes in a queue of 8 GPUs starts on two 4-GPU nodes of a
-// cluster of 4- and 8-GPU nodes. A reservation is planned so too: when
-// the quota refuses the placement found at the earliest start, the
+// cluster of 4- and 8-GPU nodes. Placed above those fewest GPUs, they
+// are held to the weighted share too (the gate read it there): past it,
+// smaller nodes are tried, and the job otherwise waits for its share. A
+// reservation is planned so too: when
+// the quota refuses the placement found at the earliest start (or, for a
+// job without a reservation, the larger nodes free now while the smaller
+// ones are taken), the
 // smaller nodes' earliest start is reserved, and the job keeps that
 // reservation, not starting early, while larger nodes its quota refuses
-// free up before it. An elastic gang (gang.Member.Min)
+// free up before it. A hold (hold mode) is searched and targeted on the
+// smallest nodes when its queue's limits refuse the largest. An elastic gang (gang.Member.Min)
 // is held to these limits at the size it starts at, as in Kueue's
 // partial admission: when its queue's quota or weighted share does not
 // take it at full size, it starts at the largest size they take (its

@@ -98,7 +98,10 @@ type Engine struct {
 	quotaSpec gang.Spec
 	// minSpec is reclaimGuarantee's: a spec with its elastic members at
 	// their minimum (its Members are its own).
-	minSpec     gang.Spec
+	minSpec gang.Spec
+	// holdSpec is a held whole-node gang on the smallest nodes it may
+	// use (cycle.holdSpec; its Members are its own).
+	holdSpec    gang.Spec
 	rankScratch []int      // ranks of pods to give up
 	lentBack    []lentBack // lentQuotaFits's undo list
 	// promised and endedBy list the reservations countAt counted in the

@@ -176,6 +176,7 @@ func (c *cycle) releaseHold(h *hold) {
 // go), and it holds the free GPUs of its target. It reports whether j
 // still holds.
 func (c *cycle) keepHold(h *hold, spec *gang.Spec, w *Waiting) bool {
+	spec = c.holdSpec(h.job, spec)
 	if c.mayReserveFor(h.job) {
 		if t, ok := c.plannedStart(h.job, spec); ok {
 			c.plan.HoldEnds = append(c.plan.HoldEnds, HoldEnd{Job: h.job.job.ID, Cause: HoldPlanned, Held: h.held})
@@ -189,6 +190,24 @@ func (c *cycle) keepHold(h *hold, spec *gang.Spec, w *Waiting) bool {
 	c.markHoldKept(h)
 	c.reportHold(h, w)
 	return true
+}
+
+// holdSpec returns the spec job j's hold is searched and targeted with
+// (tryHold, keepHold): spec, or, for whole nodes of unequal sizes whose
+// queue's limits refuse them on the largest nodes they may use (the GPUs
+// j counts) and not on the smallest (its leastGPUs: the gate lets it by
+// there), a copy (the engine's scratch) with those members on the
+// smallest nodes (onSmallest, whose sets are e.planNodes'): a hold on
+// nodes its quota refuses would keep GPUs from others that it can never
+// start on, and a planned start there is refused. Whatever the spec, the
+// start is checked on the GPUs placed (tryStart).
+func (c *cycle) holdSpec(j *jobRec, spec *gang.Spec) *gang.Spec {
+	e := c.e
+	if e.quota == nil || j.wholeG == nil || j.queue < 0 || j.leastGPUs >= j.gpus ||
+		e.quota.check(j.queue, j.gpus, e.mayBorrow(j), false).code == quotaFits {
+		return spec
+	}
+	return e.onSmallest(copySpec(&e.holdSpec, spec))
 }
 
 // plannedStart searches a planned start for job j, held or taking a hold
@@ -387,6 +406,7 @@ func (c *cycle) reportHold(h *hold, w *Waiting) {
 // waits for one. It reports false when j is no hold candidate at all.
 func (c *cycle) tryHold(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 	e := c.e
+	spec = c.holdSpec(j, spec)
 	at, capped, ok := e.holdEligibility(j)
 	if !ok {
 		return false

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/placement"
 )
 
@@ -60,4 +61,59 @@ func TestHoldWholeNodesOnSmallNodes(t *testing.T) {
 			require.InDelta(t, tt.budget, h.BudgetGPUHours, 1e-9)
 		})
 	}
+}
+
+// TestHoldWholeNodesWithinQuota: a hold is placed where the gang's
+// queue's quota takes it. x, two whole nodes in queue small (maximum 8),
+// on the two 8-GPU (n0, n1) and two 4-GPU (n2, n3) nodes, all running
+// jobs of queue borrow without a time limit (no planned start): x held
+// n0-n1 (16 GPUs, which its maximum refuses), and when u0 ended held its
+// 8 GPUs, keeping o (queue borrow, ranked below) off n0 though x could
+// never start there. Its hold now targets n2-n3; o starts on n0, and x
+// starts on n2-n3 once they free.
+func TestHoldWholeNodesWithinQuota(t *testing.T) {
+	c := mixedCluster(t)
+	cfg := DefaultConfig()
+	cfg.Hold = HoldConfig{Enabled: true, MinGPUs: 8, MaxShare: 1, Budget: time.Hour, Hysteresis: 20 * time.Minute, MaxHolds: 2}
+	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
+		{Name: "small", Maximum: 8, BorrowingLimit: Unlimited},
+		{Name: "borrow", Guarantee: 24, LendingLimit: Unlimited, BorrowingLimit: Unlimited, Maximum: Unlimited},
+	}}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+	require.NoError(t, err)
+	e.checkEach = true
+	for i, g := range []int{8, 8, 4, 4} {
+		require.NoError(t, e.Submit(Job{ID: "u" + string(rune('0'+i)), Account: "a", Queue: "borrow",
+			Gang: member(onNodes(c, placement.NodesOf(1, g), i))}, epoch))
+	}
+	require.Len(t, startAll(t, e, epoch).Starts, 4)
+	require.NoError(t, e.Submit(Job{ID: "x", Account: "a", Queue: "small", TimeLimit: time.Hour, Preemption: preempt.Requeue,
+		Gang: member(placement.WholeNodes(2))}, epoch))
+	p := startAll(t, e, epoch.Add(time.Minute))
+	require.Len(t, p.Holds, 1, p.Describe(c, epoch))
+	require.Equal(t, 8, p.Holds[0].Target, "x's hold targets the two 4-GPU nodes: %s", p.Describe(c, epoch))
+
+	require.NoError(t, e.Finished("u0", epoch.Add(2*time.Minute)))
+	require.NoError(t, e.Submit(Job{ID: "o", Account: "a", Queue: "borrow", TimeLimit: time.Hour,
+		Gang: member(placement.NodesOf(1, 8))}, epoch.Add(2*time.Minute)))
+	now := epoch.Add(3 * time.Minute)
+	p = startAll(t, e, now)
+	desc := p.Describe(c, epoch)
+	require.Len(t, p.Starts, 1, desc)
+	require.Equal(t, "o", p.Starts[0].Job, desc)
+	st, _ := e.Job("o")
+	require.Equal(t, "n0", st.Nodes, desc)
+	st, _ = e.Job("x")
+	require.Equal(t, StateHeld, st.State, desc)
+	require.Equal(t, "n[2-3]", st.Nodes, "x holds the small nodes: %s", desc)
+
+	now = epoch.Add(4 * time.Minute)
+	require.NoError(t, e.Finished("u2", now))
+	require.NoError(t, e.Finished("u3", now))
+	p = startAll(t, e, now)
+	require.Len(t, p.Starts, 1, p.Describe(c, epoch))
+	require.Equal(t, "x", p.Starts[0].Job)
+	st, _ = e.Job("x")
+	require.Equal(t, "n[2-3]", st.Nodes)
+	require.Equal(t, 8, e.Queues()[0].Used, "queue small is charged the GPUs x holds")
 }

@@ -1025,7 +1025,6 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 			return true
 		}
 	}
-	var why string
 	switch {
 	case qc.code == quotaFits && entitled:
 		return false
@@ -1034,22 +1033,42 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 		if a < 0 {
 			return false
 		}
-		why = s.reason(q, quotaMsg{kind: 1, at: a, h: h, x: math.Float64bits(s.share[a])}, func() string {
-			return fmt.Sprintf("%s: %d GPUs in use, %d guaranteed; the job would take it past its weighted share of %.0f (weight %g) while %s waits below its own",
-				s.name(a), s.used[a], s.guar[a], s.share[a], s.weight[a], s.name(h))
-		})
-		w.Blocker = s.names[a]
+		c.shareWait(j, a, h, w)
 	default:
 		c.overQuota(j, qc, g, 0, w)
 		if atStartWhy != "" && j.resv == nil {
 			c.nameQuotaDrop(j, atStart, atStartWhy, w)
 		}
-		return true
 	}
-	w.Code, w.Detail = WaitQuota, why
+	return true
+}
+
+// shareWait makes job j wait for quota, past its weighted share at queue
+// a while sibling h waits below its own (overShare), and gives up its
+// reservation and its hold; j heads its queue's strict order (noteHead).
+func (c *cycle) shareWait(j *jobRec, a, h int, w *Waiting) {
+	s, q := c.e.quota, j.queue
+	w.Code, w.Blocker = WaitQuota, s.names[a]
+	w.Detail = s.reason(q, quotaMsg{kind: 1, at: a, h: h, x: math.Float64bits(s.share[a])}, func() string {
+		return fmt.Sprintf("%s: %d GPUs in use, %d guaranteed; the job would take it past its weighted share of %.0f (weight %g) while %s waits below its own",
+			s.name(a), s.used[a], s.guar[a], s.share[a], s.weight[a], s.name(h))
+	})
 	c.dropPromises(j, w.Blocker)
 	c.noteHead(j, w)
-	return true
+}
+
+// shareFits reports whether whole-node job j, placed on g GPUs, more than
+// its leastGPUs (the gate may have let it by there, its weighted share
+// refusing its largest nodes), stays within its weighted share, or its
+// queue's guarantee covers it (true for any other job, whose share the
+// gate read at its size, and for one starting on a claim, counted
+// already).
+func (e *Engine) shareFits(j *jobRec, g int) bool {
+	if j.wholeG == nil || j.claim != nil || g <= j.leastGPUs {
+		return true
+	}
+	s := e.quota
+	return s.entitled(j.queue, g) || !s.overShareAt(j.queue, g)
 }
 
 // strictTested reports whether job j, which the MaxJobsTested window
@@ -1128,10 +1147,15 @@ func (e *Engine) heldByLimits(j *jobRec) bool {
 // looks for borrowed GPUs to reclaim first; otherwise it waits for quota,
 // and gives up its reservation and its hold. placed, when not 0, is the
 // GPUs its whole nodes took where they were placed, more than on the
-// smallest nodes it may use (its leastGPUs): the reason says so.
+// smallest nodes it may use (its leastGPUs): the reason says so, unless
+// a job without a reservation is reserved on smaller nodes instead
+// (reserveBlocked).
 func (c *cycle) overQuota(j *jobRec, qc quotaCheck, g, placed int, w *Waiting) {
 	s, q := c.e.quota, j.queue
 	if c.reclaimGuarantee(j, w) {
+		return
+	}
+	if placed > 0 && j.resv == nil && c.reserveBlocked(j, w) {
 		return
 	}
 	entitled := c.e.reclaimGPUs(j) > 0 && !c.e.reclaimTakesPromise(j, c.e.reclaimGPUs(j), c.now)
@@ -1182,7 +1206,8 @@ func (c *cycle) quotaBlockedWait(j *jobRec, w *Waiting) {
 	*w = Waiting{Job: j.job.ID}
 	g := c.blockedGPUs
 	qc := s.check(j.queue, g, e.mayBorrow(j), true)
-	if qc.code == quotaFits {
+	overShare := qc.code == quotaFits && !e.shareFits(j, g)
+	if qc.code == quotaFits && !overShare {
 		// Reservations of others leave no room (promiseCheck).
 		if r := j.resv; r != nil {
 			// Not due, it would start early: it waits for its planned
@@ -1219,11 +1244,59 @@ func (c *cycle) quotaBlockedWait(j *jobRec, w *Waiting) {
 		}
 		return
 	}
+	if overShare {
+		// Within its limits, past its weighted share on the nodes
+		// placed (and on the smaller ones tried): it waits for quota,
+		// as the gate makes a job over its share wait.
+		a, h := s.overShare(j.queue, g)
+		c.shareWait(j, a, h, w)
+		return
+	}
 	placed := 0
 	if j.leastGPUs < g {
 		placed = g // whole nodes larger than the smallest it may use
 	}
 	c.overQuota(j, qc, g, placed, w)
+}
+
+// reserveBlocked gives whole-node job j, without a reservation, whose
+// placement now its queue's quota refuses (on larger nodes than the
+// smallest it may use) while smaller nodes are taken, a reservation
+// when a slot is open to it: at its earliest planned start, its
+// whole-node pods planned again on smaller nodes when its quota refuses
+// that one (reserveOnSmaller), as a job tested without free GPUs is. A
+// held job lets go of its hold for it (HoldPlanned), as keepHold does. It
+// reports whether j was reserved (w says so); when no start ahead is
+// found that its quota takes, j waits for quota as before.
+func (c *cycle) reserveBlocked(j *jobRec, w *Waiting) bool {
+	e := c.e
+	if j.wholeG == nil || j.dropped || !c.mayReserveFor(j) {
+		return false
+	}
+	spec, _ := c.specFor(j)
+	t, found := e.search(c.now, query{j: j, spec: spec})
+	if !found {
+		return false
+	}
+	if !e.promiseFits(j, e.plannedGPUs(j), t) {
+		at, _, ok := c.reserveOnSmaller(j, spec, t)
+		if !ok {
+			return false
+		}
+		t = at
+	}
+	if !t.After(c.now) {
+		// A start now is tryStart's to make (it refused this one).
+		return false
+	}
+	if h := e.book.holdOf(j); h != nil {
+		c.plan.HoldEnds = append(c.plan.HoldEnds, HoldEnd{Job: j.job.ID, Cause: HoldPlanned, Held: h.held})
+		c.releaseHold(h)
+	}
+	before := e.cacheKey(c.now)
+	c.reserveAt(j, t, w)
+	e.prof.reserved(j, before, e.cacheKey(c.now))
+	return true
 }
 
 // dropPromises drops the reservation and the hold of a job that waits

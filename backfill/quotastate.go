@@ -411,7 +411,8 @@ type quotaMsg struct {
 	uq, ua, ea        int
 	x                 uint64
 	// g is the gang's GPUs; the key holds it only where the reason
-	// depends on it (quotaState.guarded; h is then set).
+	// depends on it (quotaState.guarded, h then set; a maximum or a
+	// borrowing limit, whose reason names them: explain).
 	g int
 	// placed and least are, for a job whose whole nodes were placed on
 	// larger nodes than the smallest it may use, the GPUs placed and its
@@ -436,8 +437,8 @@ func (s *quotaState) reason(q int, k quotaMsg, render func() string) string {
 	}
 	if k.kind != 1 && s.guarded(q, k.g, k.code, k.at) {
 		k.h = 1 // explain adds that others' guarantees take the room
-	} else {
-		k.g = 0
+	} else if k.kind == 1 || k.code != quotaMaximum && k.code != quotaBorrow {
+		k.g = 0 // (explain names the job's GPUs at a maximum or borrowing limit)
 	}
 	slots := &s.msgs[q]
 	for i := range slots {
@@ -511,6 +512,15 @@ func (s *quotaState) guarded(q, g, code, a int) bool {
 // user's words.
 func (s *quotaState) explain(q, g int, qc quotaCheck) string {
 	m := s.explainCode(q, qc)
+	switch a := qc.at; {
+	case qc.code == quotaMaximum && s.used[a] < s.max[a]:
+		// Room is left, not enough for the job: the reason says how
+		// much against how much.
+		m = fmt.Sprintf("%s: %d of %d GPUs in use, %d left below its maximum; the job would take %d", s.name(a), s.used[a], s.max[a], s.max[a]-s.used[a], g)
+	case qc.code == quotaBorrow && s.eff[a] < s.ceil[a]:
+		m = fmt.Sprintf("%s: %d of %d GPUs (%d guaranteed, borrowing limit %d), %d left to borrow; the job would take %d",
+			s.name(a), s.eff[a], s.ceil[a], s.guar[a], s.ceil[a]-s.guar[a], s.ceil[a]-s.eff[a], g)
+	}
 	if s.guarded(q, g, qc.code, qc.at) {
 		m += fmt.Sprintf("; the other queues under %s use their guarantees, which this job would borrow (what a queue is guaranteed is its own)", s.name(qc.at))
 	}

@@ -21,7 +21,10 @@ import (
 // only what no choice of nodes fits (a lower bound: the smallest nodes),
 // and the job starts on the small nodes, charged the 8 GPUs it holds.
 // WholeNodes(3) needs at least 4+4+8 = 16 GPUs: refused, the reason
-// saying so.
+// saying so. With n2 busy, it is reserved on n2-n3 (the free 8-GPU nodes
+// take it past its maximum; reserveBlocked), or, with reservations off,
+// waits for quota, the reason saying its whole nodes take 16 GPUs where
+// they fit now.
 func TestWholeNodeMixedNoNodeSet(t *testing.T) {
 	c := mixedCluster(t)
 	tests := []struct {
@@ -30,6 +33,7 @@ func TestWholeNodeMixedNoNodeSet(t *testing.T) {
 		preemption preempt.Policy
 		guarantee  int
 		busy       bool   // a job of another queue holds n2 first
+		noResv     bool   // ReservationDepth 0
 		refused    string // Submit refuses it, the error saying this ("" accepts)
 		nodes      string // where it starts ("" waits)
 	}{
@@ -37,11 +41,15 @@ func TestWholeNodeMixedNoNodeSet(t *testing.T) {
 		{name: "two whole nodes within the guarantee", pods: 2, preemption: preempt.Never, guarantee: 8, nodes: "n[2-3]"},
 		{name: "three whole nodes never fit", pods: 3, preemption: preempt.Requeue, refused: "at least 16 GPUs"},
 		{name: "not preemptible above the guarantee", pods: 2, preemption: preempt.Never, guarantee: 4, refused: "at least 8 GPUs"},
-		{name: "small node busy: waits", pods: 2, preemption: preempt.Requeue, busy: true},
+		{name: "small node busy: reserved there", pods: 2, preemption: preempt.Requeue, busy: true},
+		{name: "small node busy, no reservations: waits", pods: 2, preemption: preempt.Requeue, busy: true, noResv: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := DefaultConfig()
+			if tt.noResv {
+				cfg.ReservationDepth = 0
+			}
 			cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
 				{Name: "q", Guarantee: tt.guarantee, Maximum: 8, BorrowingLimit: Unlimited},
 				{Name: "other", Guarantee: 8, Maximum: Unlimited, BorrowingLimit: Unlimited, LendingLimit: Unlimited},
@@ -70,7 +78,6 @@ func TestWholeNodeMixedNoNodeSet(t *testing.T) {
 			st, _ := e.Job("w")
 			if tt.nodes == "" {
 				require.Empty(t, p.Starts, "w cannot start within its queue's 8 GPUs while n2 is busy")
-				require.Equal(t, StatePending, st.State)
 				var w *Waiting
 				for i := range p.Waiting {
 					if p.Waiting[i].Job == "w" {
@@ -78,9 +85,17 @@ func TestWholeNodeMixedNoNodeSet(t *testing.T) {
 					}
 				}
 				require.NotNil(t, w, "w is told why it waits")
-				require.Equal(t, WaitQuota, w.Code, w.Message(epoch))
-				if msg := w.Message(epoch); !strings.Contains(msg, "take 16 GPUs on the nodes free now (8 on the smallest") {
-					t.Errorf("w's reason %q does not say its whole nodes take 16 GPUs where they fit now", msg)
+				if !tt.noResv {
+					require.Equal(t, StateReserved, st.State)
+					require.Equal(t, WaitReserved, w.Code, w.Message(epoch))
+					require.Equal(t, epoch.Add(time.Hour), w.Until, "reserved when b ends")
+					require.Equal(t, "n[2-3]", st.Nodes, "planned on the small nodes")
+				} else {
+					require.Equal(t, StatePending, st.State)
+					require.Equal(t, WaitQuota, w.Code, w.Message(epoch))
+					if msg := w.Message(epoch); !strings.Contains(msg, "take 16 GPUs on the nodes free now (8 on the smallest") {
+						t.Errorf("w's reason %q does not say its whole nodes take 16 GPUs where they fit now", msg)
+					}
 				}
 				// n2 ends: w starts there.
 				require.NoError(t, e.Finished("b", epoch.Add(time.Minute)))
