@@ -279,6 +279,23 @@ func smallBorrowEngine(t *testing.T, small QueueSpec) (*topology.Cluster, *Engin
 	return c, e
 }
 
+// twoQueueMixedEngine is a default engine on mixedCluster (every step
+// checked) with queues a and b, neither guaranteed nor limited, of equal
+// weight: their weighted shares split the 24 GPUs in two.
+func twoQueueMixedEngine(t *testing.T) (*topology.Cluster, *Engine) {
+	t.Helper()
+	c := mixedCluster(t)
+	cfg := DefaultConfig()
+	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
+		{Name: "a", BorrowingLimit: Unlimited, Maximum: Unlimited},
+		{Name: "b", BorrowingLimit: Unlimited, Maximum: Unlimited},
+	}}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+	require.NoError(t, err)
+	e.checkEach = true
+	return c, e
+}
+
 // onNodes returns r allowed on the nodes given only (r as it is for
 // none).
 func onNodes(c *topology.Cluster, r placement.Request, nodes ...int) placement.Request {

@@ -82,15 +82,7 @@ func TestWholeNodeReservedOnSmallerNodes(t *testing.T) {
 // a2, ranked above x, took n2-n3 beyond a's share. At 8 it does: a2
 // waits for its share and x starts on n2-n3.
 func TestWholeNodeHungryAtSmallestNodes(t *testing.T) {
-	c := mixedCluster(t)
-	cfg := DefaultConfig()
-	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
-		{Name: "a", BorrowingLimit: Unlimited, Maximum: Unlimited},
-		{Name: "b", BorrowingLimit: Unlimited, Maximum: Unlimited},
-	}}
-	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
-	require.NoError(t, err)
-	e.checkEach = true
+	c, e := twoQueueMixedEngine(t)
 	on := func(r placement.Request, nodes ...int) placement.Request { return onNodes(c, r, nodes...) }
 	require.NoError(t, e.Submit(Job{ID: "a1", Account: "a", Queue: "a", TimeLimit: time.Hour,
 		Gang: member(on(placement.NodesOf(2, 8), 0, 1))}, epoch))

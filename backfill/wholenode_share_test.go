@@ -32,15 +32,7 @@ func TestWholeNodeStartWithinShare(t *testing.T) {
 		{name: "a small node busy", busy: true, y: placement.NodesOf(1, 8)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := mixedCluster(t)
-			cfg := DefaultConfig()
-			cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
-				{Name: "a", BorrowingLimit: Unlimited, Maximum: Unlimited},
-				{Name: "b", BorrowingLimit: Unlimited, Maximum: Unlimited},
-			}}
-			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
-			require.NoError(t, err)
-			e.checkEach = true
+			c, e := twoQueueMixedEngine(t)
 			if tc.busy {
 				require.NoError(t, e.Submit(Job{ID: "z", Account: "a", Queue: "a", TimeLimit: time.Hour,
 					Gang: member(onNodes(c, placement.NodesOf(1, 4), 2))}, epoch))
