@@ -88,7 +88,11 @@
 // job uses every other GPU. A higher-ranked eligible gang whose GPUs a
 // lower-ranked gang holds takes the hold over at once if it holds
 // nothing, or after Hold.Hysteresis. A hold may keep GPUs idle for at most
-// Hold.Budget times the gang's size; then it ends, and the gang is not
+// Hold.Budget times the GPUs of its target, which it can hold (the
+// gang's size, or less: whole nodes of unequal sizes count the nodes
+// targeted, not the largest they may use, and an elastic gang targeted
+// below full size its pods there; the budget follows the target when it
+// moves, and Restore computes it so); then it ends, and the gang is not
 // held again for Hold.Budget (NextEvent wakes for it). A hold whose gang
 // gains a planned start becomes its reservation when the walk reaches
 // the gang, in priority order (reservation slots go in that order). A

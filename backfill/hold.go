@@ -366,6 +366,7 @@ func (c *cycle) retarget(h *hold, spec *gang.Spec) {
 	c.freeGoneHeld()
 	c.coverPlanned()
 	e.alloc.CopyTo(&h.target)
+	h.budget = e.holdBudget(&h.target)
 	h.eta = t
 	e.book.changed()
 	e.book.free(time.Time{}) // GPUs of its old target may be free for others
@@ -544,8 +545,9 @@ func (c *cycle) reservePassedOn(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 // newHold gives j a hold on e.alloc, the gang estimated to start at eta.
 func (c *cycle) newHold(j *jobRec, eta time.Time, w *Waiting) {
 	e := c.e
-	h := &hold{job: j, since: c.now, eta: eta, budget: e.cfg.Hold.Budget.Seconds() * float64(j.gpus)}
+	h := &hold{job: j, since: c.now, eta: eta}
 	e.alloc.CopyTo(&h.target)
+	h.budget = e.holdBudget(&h.target)
 	e.book.addHold(h)
 	j.holdBlockedSince = time.Time{}
 	c.coverPlanned()
@@ -593,6 +595,18 @@ func (e *Engine) allEnded(dst **topology.State) {
 	for _, j := range e.jobs.running {
 		releaseOn(*dst, j.alloc)
 	}
+}
+
+// holdBudget returns the budget, in GPU-seconds, of a hold on target:
+// Hold.Budget times the GPUs it targets, which it can hold (the gang's
+// GPU count, or less: whole nodes of unequal sizes, counted at the
+// largest nodes they may use, targeted on smaller ones, or an elastic
+// gang targeted below full size). It follows the
+// target (newHold, retarget), and Restore computes it so from the
+// target restored, so that a restored hold ends when the one kept on
+// would.
+func (e *Engine) holdBudget(target *gang.Allocation) float64 {
+	return e.cfg.Hold.Budget.Seconds() * float64(target.GPUs())
 }
 
 // holdStatus describes hold h.
