@@ -13,12 +13,13 @@ import (
 // on n0 (8 GPUs) and n2 (4 GPUs): it counts 8 GPUs (its largest usable
 // node), and with jobs without a time limit on both, its hold targets n2,
 // estimated to free first. r2a leaves half of n2 at 31 minutes: the hold
-// holds 2 GPUs from then on. The last cycle run is at 32 minutes.
-func budgetScene(t *testing.T) *Engine {
+// holds 2 GPUs from then on. The last cycle run is at 32 minutes. Each
+// hold's budget is budget.
+func budgetScene(t *testing.T, budget time.Duration) *Engine {
 	t.Helper()
 	c := mixedCluster(t)
 	cfg := DefaultConfig()
-	cfg.Hold = HoldConfig{Enabled: true, MinGPUs: 8, MaxShare: 1, Budget: 5 * time.Minute, Hysteresis: 20 * time.Minute, MaxHolds: 1}
+	cfg.Hold = HoldConfig{Enabled: true, MinGPUs: 8, MaxShare: 1, Budget: budget, Hysteresis: 20 * time.Minute, MaxHolds: 1}
 	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
 	require.NoError(t, err)
 	e.checkEach = true
@@ -65,8 +66,8 @@ func TestHoldBudgetFollowsTarget(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := budgetScene(t)
-			ref := budgetScene(t) // never restored: what e must do
+			e := budgetScene(t, 5*time.Minute)
+			ref := budgetScene(t, 5*time.Minute) // never restored: what e must do
 			var ended time.Time
 			for m := 33; m <= 45; m++ {
 				if tt.restore && m == 36 {
@@ -100,4 +101,38 @@ func TestHoldBudgetFollowsTarget(t *testing.T) {
 			require.Equal(t, StatePending, st.State)
 		})
 	}
+}
+
+// TestHoldBudgetFollowsRetarget: a hold moved to another target takes
+// that target's budget. With an hour's budget g's hold on n2 (4 GPUs,
+// 4 GPU-hours) moves to n0 (8 GPUs) at 52 minutes, once r2b, past the one run time
+// observed (r2a's 31 minutes), is estimated to end after r0: its budget
+// is then 8 GPU-hours, and a snapshot taken after the move restores it
+// so.
+func TestHoldBudgetFollowsRetarget(t *testing.T) {
+	e := budgetScene(t, time.Hour)
+	moved := false
+	for m := 33; m <= 60 && !moved; m++ {
+		now := epoch.Add(time.Duration(m) * time.Minute)
+		p := startAll(t, e, now)
+		desc := p.Describe(e.c, epoch)
+		require.Len(t, p.Holds, 1, "at %d minutes: %s", m, desc)
+		h := p.Holds[0]
+		switch h.Nodes {
+		case "n2":
+			require.InDelta(t, 4.0, h.BudgetGPUHours, 1e-9, "at %d minutes: %s", m, desc)
+		case "n0":
+			require.InDelta(t, 8.0, h.BudgetGPUHours, 1e-9, "at %d minutes: %s", m, desc)
+			moved = true
+		default:
+			t.Fatalf("at %d minutes: hold on %s: %s", m, h.Nodes, desc)
+		}
+	}
+	require.True(t, moved, "g's hold moved to n0")
+	r, err := Restore(e.c, e.cfg, snapshotCopy(t, e.Snapshot()))
+	require.NoError(t, err)
+	require.NoError(t, r.check())
+	hs := r.Snapshot().Holds
+	require.Len(t, hs, 1)
+	require.InDelta(t, 8*time.Hour.Seconds(), hs[0].BudgetGPUs, 1e-6, "the restored hold's budget, on n0")
 }
