@@ -197,7 +197,9 @@ func (c *cycle) keepHold(h *hold, spec *gang.Spec, w *Waiting) bool {
 // queue's limits refuse them on the largest nodes they may use (the GPUs
 // j counts) and not on the smallest (its leastGPUs: the gate lets it by
 // there), a copy (the engine's scratch) with those members on the
-// smallest nodes (onSmallest, whose sets are e.planNodes'): a hold on
+// smallest nodes (onSmallest, on sets of its own, e.holdNodes: the copy
+// is searched with after calls that reuse e.planNodes, and may be handed
+// to them): a hold on
 // nodes its quota refuses would keep GPUs from others that it can never
 // start on, and a planned start there is refused. Whatever the spec, the
 // start is checked on the GPUs placed (tryStart).
@@ -207,7 +209,7 @@ func (c *cycle) holdSpec(j *jobRec, spec *gang.Spec) *gang.Spec {
 		e.quota.check(j.queue, j.gpus, e.mayBorrow(j), false).code == quotaFits {
 		return spec
 	}
-	return e.onSmallest(copySpec(&e.holdSpec, spec))
+	return e.onSmallest(copySpec(&e.holdSpec, spec), &e.holdNodes)
 }
 
 // plannedStart searches a planned start for job j, held or taking a hold

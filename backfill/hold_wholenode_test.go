@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bits-and-blooms/bitset"
 	"github.com/stretchr/testify/require"
 
 	"github.com/phalanx-sched/phalanx/gang/preempt"
@@ -116,4 +117,53 @@ func TestHoldWholeNodesWithinQuota(t *testing.T) {
 	st, _ = e.Job("x")
 	require.Equal(t, "n[2-3]", st.Nodes)
 	require.Equal(t, 8, e.Queues()[0].Used, "queue small is charged the GPUs x holds")
+}
+
+// TestHoldSpecOwnSets: the spec a hold is searched with on the smallest
+// nodes (cycle.holdSpec) has node sets of its own, which the users of
+// the engine's other scratch sets (e.planNodes: smallerBy,
+// startCutOnPlan, a reclaim's onSmallest) cannot change while it is in
+// use. They were e.planNodes: a reclaim's onSmallest for a gang of the
+// 8-GPU nodes turned x's hold spec, on the 4-GPU nodes, onto the 8-GPU
+// nodes its quota refuses.
+func TestHoldSpecOwnSets(t *testing.T) {
+	c := mixedCluster(t)
+	cfg := DefaultConfig()
+	cfg.Hold = HoldConfig{Enabled: true, MinGPUs: 8, MaxShare: 1, Budget: time.Hour, Hysteresis: 20 * time.Minute, MaxHolds: 1}
+	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
+		{Name: "small", Maximum: 8, BorrowingLimit: Unlimited},
+		{Name: "borrow", Guarantee: 24, LendingLimit: Unlimited, BorrowingLimit: Unlimited, Maximum: Unlimited},
+	}}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+	require.NoError(t, err)
+	e.checkEach = true
+	for i, g := range []int{8, 8, 4, 4} {
+		require.NoError(t, e.Submit(Job{ID: "u" + string(rune('0'+i)), Account: "a", Queue: "borrow",
+			Gang: member(onNodes(c, placement.NodesOf(1, g), i))}, epoch))
+	}
+	require.Len(t, startAll(t, e, epoch).Starts, 4)
+	require.NoError(t, e.Submit(Job{ID: "x", Account: "a", Queue: "small", TimeLimit: time.Hour, Preemption: preempt.Requeue,
+		Gang: member(placement.WholeNodes(2))}, epoch))
+	p := startAll(t, e, epoch.Add(time.Minute))
+	require.Len(t, p.Holds, 1, p.Describe(c, epoch))
+
+	x := e.jobs.byID["x"]
+	hs := e.cyc.holdSpec(x, &x.job.Gang)
+	require.NotSame(t, &x.job.Gang, hs, "x's hold is searched on the smallest nodes")
+	on := hs.Members[0].Request.Allowed
+	nodes := func(s *bitset.BitSet) []uint {
+		var out []uint
+		for n, ok := s.NextSet(0); ok; n, ok = s.NextSet(n + 1) {
+			out = append(out, n)
+		}
+		return out
+	}
+	require.Equal(t, []uint{2, 3}, nodes(on))
+	large := member(onNodes(c, placement.WholeNodes(1), 0, 1))
+	e.onSmallest(copySpec(&e.minSpec, &large), &e.planNodes) // a reclaim's, for a gang of n0-n1
+	require.Same(t, on, hs.Members[0].Request.Allowed)
+	require.Equal(t, []uint{2, 3}, nodes(hs.Members[0].Request.Allowed), "x's hold spec after another gang's onSmallest")
+	for i, s := range e.planNodes {
+		require.NotSame(t, s, on, "e.planNodes[%d] is x's hold spec's set", i)
+	}
 }
