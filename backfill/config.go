@@ -203,7 +203,10 @@ type HoldConfig struct {
 	Enabled bool
 	// MinGPUs makes only gangs of at least this many GPUs eligible for a
 	// hold; 0 means the GPUs of the cluster's largest lowest-level domain
-	// (a leaf's worth).
+	// (a leaf's worth). Here and for MaxShare, whole nodes of unequal
+	// sizes count at the largest nodes they may use, unless their queue's
+	// limits refuse that even with nothing in use: then at the smallest,
+	// where their hold is targeted.
 	MinGPUs int
 	// MinWait makes a gang eligible only once it has waited this long
 	// since it was submitted (an SLA; 0: at once).

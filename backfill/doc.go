@@ -75,7 +75,11 @@
 // for a hold when it asks for at least Hold.MinGPUs (a leaf's worth by
 // default) and has waited Hold.MinWait (Hold.CapWait when it asks for
 // more than Hold.MaxShare of the cluster); eligibility does not depend on
-// its rank, so fair share cannot keep a large gang from it. Eligible
+// its rank, so fair share cannot keep a large gang from it. Whole nodes
+// count the GPUs of the largest nodes they may use (their node sets,
+// their queue's pool), or, when their queue's limits refuse that count
+// even with nothing in use, of the smallest nodes, where they can start
+// and their hold is targeted. Eligible
 // gangs are served in priority order, up to Hold.MaxHolds at once on
 // disjoint targets (one by default: several holds each keep their own
 // target's GPUs idle while it drains, and on the synthetic workload

@@ -89,7 +89,7 @@ func (e *Engine) holdEligibility(j *jobRec) (at time.Time, capped, ok bool) {
 		return time.Time{}, false, false
 	}
 	wait := h.MinWait
-	if float64(j.gpus) > h.MaxShare*float64(e.c.TotalGPUs()) {
+	if float64(e.holdGPUs(j)) > h.MaxShare*float64(e.c.TotalGPUs()) {
 		wait, capped = max(wait, h.CapWait), true
 	}
 	return later(j.job.Submit.Add(wait), j.holdExpiry), capped, true
@@ -97,14 +97,34 @@ func (e *Engine) holdEligibility(j *jobRec) (at time.Time, capped, ok bool) {
 
 // holdAllowed reports whether the config lets job j be held at all: hold
 // mode on, no strict order, and j of at least Hold.MinGPUs (a leaf's
-// worth when 0).
+// worth when 0) by holdGPUs.
 func (e *Engine) holdAllowed(j *jobRec) bool {
 	h := &e.cfg.Hold
 	min := h.MinGPUs
 	if min == 0 {
 		min = e.leafGPUs
 	}
-	return h.Enabled && !e.cfg.Strict && j.gpus >= min
+	return h.Enabled && !e.cfg.Strict && e.holdGPUs(j) >= min
+}
+
+// holdGPUs returns the GPUs hold mode judges job j by (Hold.MinGPUs,
+// Hold.MaxShare): its gpus, a whole-node pod counted at the largest node
+// it may use (its own node sets, its queue's pool), but for whole nodes
+// of unequal sizes that its queue's limits refuse at that count even
+// with nothing in use (its maximum, its guarantee and borrowing limit,
+// its guarantee for a job that cannot be preempted: limits change only
+// at a restore), their GPUs on the smallest nodes they may use
+// (smallGang): they can never start above them, and their hold is
+// searched and targeted there (holdSpec).
+func (e *Engine) holdGPUs(j *jobRec) int {
+	if e.quota == nil || j.wholeG == nil || j.queue < 0 || j.leastGPUs >= j.minGPUs {
+		return j.gpus
+	}
+	s := e.quota
+	if !e.mayBorrow(j) && j.gpus > s.guar[j.queue] || s.neverFits(j.queue, j.gpus).code != quotaFits {
+		return j.smallGang()
+	}
+	return j.gpus
 }
 
 // mayHold reports whether any job may get a hold (holdEligibility): the
