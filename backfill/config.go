@@ -203,7 +203,10 @@ type HoldConfig struct {
 	Enabled bool
 	// MinGPUs makes only gangs of at least this many GPUs eligible for a
 	// hold; 0 means the GPUs of the cluster's largest lowest-level domain
-	// (a leaf's worth).
+	// (a leaf's worth). Here and for MaxShare, whole nodes of unequal
+	// sizes count at the largest nodes they may use, unless their queue's
+	// limits refuse that even with nothing in use: then at the smallest,
+	// where their hold is targeted.
 	MinGPUs int
 	// MinWait makes a gang eligible only once it has waited this long
 	// since it was submitted (an SLA; 0: at once).
@@ -214,8 +217,13 @@ type HoldConfig struct {
 	MaxShare float64
 	CapWait  time.Duration
 	// Budget bounds what a hold may cost: it may keep GPUs idle for at
-	// most Budget times the gang's GPU count (GPU-time). A hold whose
-	// budget is spent ends, and the gang is not held again for Budget.
+	// most Budget times the GPUs of its target (GPU-time): the gang's
+	// GPU count, or less where the target is smaller (whole nodes of
+	// unequal sizes count the nodes targeted, not the largest they may
+	// use; an elastic gang targeted below full size, its pods there); a
+	// hold moved to another target takes that target's budget. A hold
+	// whose budget is spent ends, and the gang is not held again for
+	// Budget.
 	Budget time.Duration
 	// Hysteresis: a higher-ranked eligible gang whose GPUs are held for
 	// a lower-ranked one takes the hold over once it has waited this long

@@ -75,7 +75,11 @@
 // for a hold when it asks for at least Hold.MinGPUs (a leaf's worth by
 // default) and has waited Hold.MinWait (Hold.CapWait when it asks for
 // more than Hold.MaxShare of the cluster); eligibility does not depend on
-// its rank, so fair share cannot keep a large gang from it. Eligible
+// its rank, so fair share cannot keep a large gang from it. Whole nodes
+// count the GPUs of the largest nodes they may use (their node sets,
+// their queue's pool), or, when their queue's limits refuse that count
+// even with nothing in use, of the smallest nodes, where they can start
+// and their hold is targeted. Eligible
 // gangs are served in priority order, up to Hold.MaxHolds at once on
 // disjoint targets (one by default: several holds each keep their own
 // target's GPUs idle while it drains, and on the synthetic workload
@@ -88,7 +92,11 @@
 // job uses every other GPU. A higher-ranked eligible gang whose GPUs a
 // lower-ranked gang holds takes the hold over at once if it holds
 // nothing, or after Hold.Hysteresis. A hold may keep GPUs idle for at most
-// Hold.Budget times the gang's size; then it ends, and the gang is not
+// Hold.Budget times the GPUs of its target, which it can hold (the
+// gang's size, or less: whole nodes of unequal sizes count the nodes
+// targeted, not the largest they may use, and an elastic gang targeted
+// below full size its pods there; the budget follows the target when it
+// moves, and Restore computes it so); then it ends, and the gang is not
 // held again for Hold.Budget (NextEvent wakes for it). A hold whose gang
 // gains a planned start becomes its reservation when the walk reaches
 // the gang, in priority order (reservation slots go in that order). A

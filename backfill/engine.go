@@ -100,8 +100,11 @@ type Engine struct {
 	// their minimum (its Members are its own).
 	minSpec gang.Spec
 	// holdSpec is a held whole-node gang on the smallest nodes it may
-	// use (cycle.holdSpec; its Members are its own).
+	// use (cycle.holdSpec; its Members are its own), and holdNodes the
+	// Allowed sets of those members, its own too: never e.planNodes,
+	// which calls made while holdSpec is in use set afresh.
 	holdSpec    gang.Spec
+	holdNodes   []*bitset.BitSet
 	rankScratch []int      // ranks of pods to give up
 	lentBack    []lentBack // lentQuotaFits's undo list
 	// promised and endedBy list the reservations countAt counted in the
@@ -115,7 +118,9 @@ type Engine struct {
 	// elastic gang cut by its quota starts on (cycle.startCutOnPlan),
 	// the smaller nodes whole-node pods are placed on again
 	// (cycle.startOnSmaller), or the smallest a reclaim places them on
-	// (onSmallest); each user sets them afresh.
+	// (onSmallest); each user sets them afresh, so a spec whose sets
+	// they are is good only until the next user (a hold's has its own:
+	// holdNodes).
 	planNodes []*bitset.BitSet
 	lent      *topology.State // the scratch state plus lent pods (made when first needed)
 	estBuf    []endItem

@@ -89,7 +89,7 @@ func (e *Engine) holdEligibility(j *jobRec) (at time.Time, capped, ok bool) {
 		return time.Time{}, false, false
 	}
 	wait := h.MinWait
-	if float64(j.gpus) > h.MaxShare*float64(e.c.TotalGPUs()) {
+	if float64(e.holdGPUs(j)) > h.MaxShare*float64(e.c.TotalGPUs()) {
 		wait, capped = max(wait, h.CapWait), true
 	}
 	return later(j.job.Submit.Add(wait), j.holdExpiry), capped, true
@@ -97,14 +97,34 @@ func (e *Engine) holdEligibility(j *jobRec) (at time.Time, capped, ok bool) {
 
 // holdAllowed reports whether the config lets job j be held at all: hold
 // mode on, no strict order, and j of at least Hold.MinGPUs (a leaf's
-// worth when 0).
+// worth when 0) by holdGPUs.
 func (e *Engine) holdAllowed(j *jobRec) bool {
 	h := &e.cfg.Hold
 	min := h.MinGPUs
 	if min == 0 {
 		min = e.leafGPUs
 	}
-	return h.Enabled && !e.cfg.Strict && j.gpus >= min
+	return h.Enabled && !e.cfg.Strict && e.holdGPUs(j) >= min
+}
+
+// holdGPUs returns the GPUs hold mode judges job j by (Hold.MinGPUs,
+// Hold.MaxShare): its gpus, a whole-node pod counted at the largest node
+// it may use (its own node sets, its queue's pool), but for whole nodes
+// of unequal sizes that its queue's limits refuse at that count even
+// with nothing in use (its maximum, its guarantee and borrowing limit,
+// its guarantee for a job that cannot be preempted: limits change only
+// at a restore), their GPUs on the smallest nodes they may use
+// (smallGang): they can never start above them, and their hold is
+// searched and targeted there (holdSpec).
+func (e *Engine) holdGPUs(j *jobRec) int {
+	if e.quota == nil || j.wholeG == nil || j.queue < 0 || j.leastGPUs >= j.minGPUs {
+		return j.gpus
+	}
+	s := e.quota
+	if !e.mayBorrow(j) && j.gpus > s.guar[j.queue] || s.neverFits(j.queue, j.gpus).code != quotaFits {
+		return j.smallGang()
+	}
+	return j.gpus
 }
 
 // mayHold reports whether any job may get a hold (holdEligibility): the
@@ -197,7 +217,9 @@ func (c *cycle) keepHold(h *hold, spec *gang.Spec, w *Waiting) bool {
 // queue's limits refuse them on the largest nodes they may use (the GPUs
 // j counts) and not on the smallest (its leastGPUs: the gate lets it by
 // there), a copy (the engine's scratch) with those members on the
-// smallest nodes (onSmallest, whose sets are e.planNodes'): a hold on
+// smallest nodes (onSmallest, on sets of its own, e.holdNodes: the copy
+// is searched with after calls that reuse e.planNodes, and may be handed
+// to them): a hold on
 // nodes its quota refuses would keep GPUs from others that it can never
 // start on, and a planned start there is refused. Whatever the spec, the
 // start is checked on the GPUs placed (tryStart).
@@ -207,7 +229,7 @@ func (c *cycle) holdSpec(j *jobRec, spec *gang.Spec) *gang.Spec {
 		e.quota.check(j.queue, j.gpus, e.mayBorrow(j), false).code == quotaFits {
 		return spec
 	}
-	return e.onSmallest(copySpec(&e.holdSpec, spec))
+	return e.onSmallest(copySpec(&e.holdSpec, spec), &e.holdNodes)
 }
 
 // plannedStart searches a planned start for job j, held or taking a hold
@@ -366,6 +388,7 @@ func (c *cycle) retarget(h *hold, spec *gang.Spec) {
 	c.freeGoneHeld()
 	c.coverPlanned()
 	e.alloc.CopyTo(&h.target)
+	h.budget = e.holdBudget(&h.target)
 	h.eta = t
 	e.book.changed()
 	e.book.free(time.Time{}) // GPUs of its old target may be free for others
@@ -544,8 +567,9 @@ func (c *cycle) reservePassedOn(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 // newHold gives j a hold on e.alloc, the gang estimated to start at eta.
 func (c *cycle) newHold(j *jobRec, eta time.Time, w *Waiting) {
 	e := c.e
-	h := &hold{job: j, since: c.now, eta: eta, budget: e.cfg.Hold.Budget.Seconds() * float64(j.gpus)}
+	h := &hold{job: j, since: c.now, eta: eta}
 	e.alloc.CopyTo(&h.target)
+	h.budget = e.holdBudget(&h.target)
 	e.book.addHold(h)
 	j.holdBlockedSince = time.Time{}
 	c.coverPlanned()
@@ -593,6 +617,18 @@ func (e *Engine) allEnded(dst **topology.State) {
 	for _, j := range e.jobs.running {
 		releaseOn(*dst, j.alloc)
 	}
+}
+
+// holdBudget returns the budget, in GPU-seconds, of a hold on target:
+// Hold.Budget times the GPUs it targets, which it can hold (the gang's
+// GPU count, or less: whole nodes of unequal sizes, counted at the
+// largest nodes they may use, targeted on smaller ones, or an elastic
+// gang targeted below full size). It follows the
+// target (newHold, retarget), and Restore computes it so from the
+// target restored, so that a restored hold ends when the one kept on
+// would.
+func (e *Engine) holdBudget(target *gang.Allocation) float64 {
+	return e.cfg.Hold.Budget.Seconds() * float64(target.GPUs())
 }
 
 // holdStatus describes hold h.

@@ -52,9 +52,10 @@ func TestRestoreUnderHoldConfig(t *testing.T) {
 }
 
 // TestRestoredHoldTakesTheNewBudget: a hold kept across a restore has the
-// budget of the config restored with (Hold.Budget times its gang's GPUs),
-// as a hold taken under it would: with the budget lowered below what the
-// holds have spent, both end at the next cycle (HoldBudgetSpent, told in
+// budget of the config restored with (Hold.Budget times the GPUs of its
+// target, its gang's here), as a hold taken under it would: with the
+// budget lowered below what the holds have spent, both end at the next
+// cycle (HoldBudgetSpent, told in
 // HoldEnds) and their GPUs go to a waiting job; under the config the
 // snapshot was taken with, the budgets and holds are as before. It kept
 // the snapshot's budget: both holds went on past the new bound.

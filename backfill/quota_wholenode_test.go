@@ -256,7 +256,7 @@ func TestOnSmallest(t *testing.T) {
 			r.Allowed, r.Excluded = set(tc.allowed), set(tc.excluded)
 			spec := gang.Spec{Members: []gang.Member{{Name: "m", Request: r},
 				{Name: "fixed", Request: placement.NodesOf(1, 4)}}}
-			got := e.onSmallest(copySpec(&e.minSpec, &spec))
+			got := e.onSmallest(copySpec(&e.minSpec, &spec), &e.planNodes)
 			require.True(t, set(tc.want).Equal(got.Members[0].Request.Allowed), "got %v", got.Members[0].Request.Allowed)
 			require.Nil(t, got.Members[1].Request.Allowed, "a member not of whole nodes is left as it is")
 			require.Equal(t, set(tc.allowed), spec.Members[0].Request.Allowed, "the job's own spec is left as it was")

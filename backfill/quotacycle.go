@@ -1370,7 +1370,7 @@ func (c *cycle) reclaimGuarantee(j *jobRec, w *Waiting) bool {
 		spec = e.atMinimum(spec)
 	}
 	if g < j.minGPUs {
-		spec = e.onSmallest(spec)
+		spec = e.onSmallest(spec, &e.planNodes)
 	}
 	return c.reclaim(j, spec, g, w)
 }
@@ -1436,10 +1436,13 @@ func (e *Engine) atMinimum(spec *gang.Spec) *gang.Spec {
 // takes the GPUs leastGPUs counts when the sizes below that one hold
 // none of its pods, at most that size's more per pod otherwise (reclaim
 // checks the GPUs placed, and searches again without one of the largest
-// nodes taken: dropLargestTaken). The sets are e.planNodes' (reused).
-func (e *Engine) onSmallest(t *gang.Spec) *gang.Spec {
-	for len(e.planNodes) < len(t.Members) {
-		e.planNodes = append(e.planNodes, bitset.New(uint(e.c.NumNodes())))
+// nodes taken: dropLargestTaken). The sets are *sets' (grown as needed,
+// reused), member i's the i-th: e.planNodes for a reclaim, e.holdNodes
+// for a hold (cycle.holdSpec), whose spec must outlive the users of
+// e.planNodes (smallerBy, startCutOnPlan, a reclaim's onSmallest).
+func (e *Engine) onSmallest(t *gang.Spec, sets *[]*bitset.BitSet) *gang.Spec {
+	for len(*sets) < len(t.Members) {
+		*sets = append(*sets, bitset.New(uint(e.c.NumNodes())))
 	}
 	for i := range t.Members {
 		m := &t.Members[i]
@@ -1447,7 +1450,7 @@ func (e *Engine) onSmallest(t *gang.Spec) *gang.Spec {
 			continue
 		}
 		r := &m.Request
-		on := e.planNodes[i].ClearAll()
+		on := (*sets)[i].ClearAll()
 		for n := 0; n < e.c.NumNodes(); n++ {
 			if (r.Allowed == nil || r.Allowed.Test(uint(n))) && (r.Excluded == nil || !r.Excluded.Test(uint(n))) {
 				on.Set(uint(n))

@@ -79,8 +79,8 @@ import (
 // dropped hold is
 // charged, in HeldGPUSeconds, for the GPUs it held from the last cycle
 // to the snapshot, and the next plan lists it in HoldEnds with cause
-// HoldRestored; a hold kept has cfg's budget (Hold.Budget times its
-// gang's GPUs; one whose spending has reached it ends at the next cycle,
+// HoldRestored; a hold kept has cfg's budget (Hold.Budget times the GPUs
+// of its target; one whose spending has reached it ends at the next cycle,
 // HoldBudgetSpent). A hold's count of GPUs held above the GPUs of its
 // target that no running gang holds (a host booked pods on GPUs it had
 // counted) is cut to them, kept or dropped: it is charged, and its end
@@ -796,11 +796,12 @@ func (r *restorer) hold(h HoldRecord) {
 		r.recorded[j] = StatePending
 		return
 	}
-	// Its budget is cfg's (the same as the snapshot's under the config
-	// it was taken with): a hold whose spending has reached a lowered
-	// budget ends at the next cycle (HoldBudgetSpent), as any hold does.
-	budget := e.cfg.Hold.Budget.Seconds() * float64(j.gpus)
-	e.book.addHold(&hold{job: j, since: h.Since, target: a, held: h.Held, spent: h.SpentGPUs, budget: budget, eta: h.EstimatedStart})
+	// Its budget is cfg's, on the target restored (holdBudget: the same
+	// as the snapshot's under the config it was taken with, the
+	// snapshot's figure itself not trusted): a hold whose spending has
+	// reached a lowered budget ends at the next cycle (HoldBudgetSpent),
+	// as any hold does.
+	e.book.addHold(&hold{job: j, since: h.Since, target: a, held: h.Held, spent: h.SpentGPUs, budget: e.holdBudget(&a), eta: h.EstimatedStart})
 }
 
 // gangPods returns the pods of g's members at full size.
