@@ -155,6 +155,12 @@ type cycle struct {
 	// earlyEnd is the earliest end, at its limit, of a run the walk
 	// started (startedInWalk); zero for none.
 	earlyEnd time.Time
+	// freedBefore is the book's freed count when the walk began
+	// (reofferStaleResv).
+	freedBefore uint64
+	// holdOn is set when hold mode was in play as the walk began: a
+	// gang held, or one could be (Engine.mayHold); see holdInPlay.
+	holdOn bool
 	// holdKept is set once a hold is kept or taken in the walk
 	// (markHoldKept), and keptETA is then the latest estimated start
 	// (hold.eta) of the holds kept or taken so far (startOnHeld).
@@ -166,6 +172,24 @@ type cycle struct {
 	// hysteresis behind a lower-ranked hold (contendHold); see
 	// coverPlanned.
 	unheldEligible bool
+	// plannedEligible is set once an eligible gang tested in the walk
+	// was left without a hold because it has a planned start but no
+	// reservation (tryHold); see startOnPlanned.
+	plannedEligible bool
+	// resvReader is the first job whose hold test in the walk read the
+	// reservations as kept for good: whether an eligible gang fits once
+	// every active job has ended (tryHold, fitsWhenIdle), or where a
+	// hold's target lies (holdTarget, from tryHold or retarget), and
+	// resvReadMany is set once another job's test read them too; see
+	// readResv and resvChanged.
+	resvReader   *jobRec
+	resvReadMany bool
+	// passingOn is the job reservePassedOn is reserving, while it does.
+	passingOn *jobRec
+	// slotOpenTold is set once the walk, with Config.Hold.Enabled, told a job that
+	// waits without a reservation nothing of the slots, a slot being
+	// open to it (noSlot 0); see resvChanged.
+	slotOpenTold bool
 	// rivalEstimated is set once a gang tested in the walk waits for a
 	// hold that is the rival of its estimated target (contendHold); see
 	// startEstimated.
@@ -174,6 +198,9 @@ type cycle struct {
 	// for a hold (classify, or the reason of a cached or skipped test:
 	// untested); see startOnBlamed.
 	holdBlamed bool
+	// resvBlamed is holdBlamed for a reservation (recorded with
+	// Config.Hold.Enabled, acted on in hold mode only: holdInPlay).
+	resvBlamed bool
 	// looseEligible is set once a gang eligible for a hold was left
 	// waiting for its patience because it fits now, loosely
 	// (fitsLoosely): it went to no hold test; see startOnLoose.
@@ -436,7 +463,8 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.fifo, c.base = e.fifo.on, e.fifo.head
 	c.offsValid, c.resvClosed, c.smallClosed, c.reoffer, c.quotaRefused = false, false, false, false, 0
 	c.refusedTo, c.holdKept, c.unheldEligible, c.rivalEstimated = time.Time{}, false, false, false
-	c.holdBlamed, c.keptETA, c.looseEligible = false, time.Time{}, false
+	c.holdBlamed, c.keptETA, c.looseEligible, c.plannedEligible = false, time.Time{}, false, false
+	c.resvReader, c.resvReadMany, c.slotOpenTold, c.resvBlamed = nil, false, false, false
 	c.earlyEnd, c.walking = time.Time{}, false
 	c.invalidate()
 	c.startClaims()
@@ -446,8 +474,11 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.startBacklog()
 	c.startSkips()
 	c.clearRefusals()
+	c.freedBefore = e.book.freed
+	c.holdOn = e.mayHold() || len(e.book.holds) > 0
 	c.walk(order)
 	c.walking, c.walkOrder = false, nil
+	c.reofferStaleResv()
 	e.settleWindow(c.windowed)
 	c.reofferEarlyWindows()
 	e.slotOpen = !c.backlog && c.closedKeepsSlot() || c.reoffer
@@ -1740,6 +1771,7 @@ func (c *cycle) start(j *jobRec) {
 		// part of them, or before its planned start), it lets go of
 		// the planned GPUs it does not take (letGo).
 		c.letGo(r)
+		c.resvChanged(j, false)
 		e.book.remove(r)
 		c.invalidate()
 	}
@@ -1775,9 +1807,11 @@ func (c *cycle) start(j *jobRec) {
 	}
 	e.dequeue(j)
 	c.startEstimated()
-	c.startOnBlamed()
 	c.startOnLoose()
+	c.startOnPlanned()
 	e.activate(j, c.now)
+	c.startOnBlamed() // once j is active: its start may put hold mode in play (holdInPlay)
+	c.startUnlimited(j)
 	if endedHold != nil {
 		c.startOnHeld(endedHold)
 	}

@@ -130,8 +130,24 @@
 // may have needed), and when a job starts, or a hold is given or moved,
 // after an eligible gang with patience was left waiting for a tighter
 // placement because it fits now loosely (it went to no hold test, and
-// may no longer fit): a host that repeats a cycle at the same time then
-// gets the same decisions and reasons. A gang
+// may no longer fit). With jobs under time limits, while hold mode is
+// in play (a gang held, or an active job without a limit, so that one
+// could be), so is it when the walk changes what a hold test or a
+// reservation search before it saw: a reservation not yet due was
+// searched before a hold moved or ended,
+// a reservation was let go, or a job with a limit started (it may move
+// earlier); a reservation is made or let go after a hold test read the
+// reservations, or after a job was told nothing of the slots while one
+// was open to it; a job starts, or a reservation is made, after an
+// eligible gang was left without a hold for a planned start; a job
+// starts after another was told it would fit now but for a reservation;
+// and the first active job without a limit starts after gangs that hold
+// mode could not yet hold were walked. A host that repeats a cycle at
+// the same time then gets the same decisions and reasons. (With every
+// active job under a limit and no hold, hold mode holds nothing, and
+// none of these asks for a cycle at once, as with it off: a reservation
+// kept up before the walk may then move earlier at a second cycle, onto
+// the end of a job started in it.) A gang
 // that takes a hold over first searches again for a planned start, on
 // the GPUs the hold it took over no longer keeps.
 // Plan.Holds, Plan.HoldEnds and the reasons (Held with the counts, nodes

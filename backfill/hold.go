@@ -206,6 +206,7 @@ func (c *cycle) keepHold(h *hold, spec *gang.Spec, w *Waiting) bool {
 		}
 	}
 	c.retarget(h, spec)
+	c.readResv(h.job) // retarget searched a target beside the reservations (resvChanged)
 	h.held = c.countFree(&h.target)
 	c.markHoldKept(h)
 	c.reportHold(h, w)
@@ -340,9 +341,11 @@ func (c *cycle) startEstimated() {
 // holdBlamed): the start takes free GPUs, on which that job may no
 // longer fit even without the hold, or be placed elsewhere, past another
 // hold; the next cycle, due at once, tells it so, as a second cycle at
-// the same time would.
+// the same time would. So does it, in hold mode, after the walk told a
+// job it would fit now but for a reservation (resvBlamed): the started
+// job may take those GPUs (a reserved job starting at its rank).
 func (c *cycle) startOnBlamed() {
-	if c.holdBlamed {
+	if c.holdBlamed || c.resvBlamed && c.holdInPlay() {
 		c.reoffer = true
 	}
 }
@@ -359,13 +362,82 @@ func (c *cycle) startOnLoose() {
 	}
 }
 
+// startOnPlanned records the start in the walk of a job after the walk
+// left an eligible gang without a hold because it had a planned start
+// but no reservation (tryHold, plannedEligible): the started job runs on
+// GPUs that start may have been planned on (until its limit, or for
+// good without one), and the gang may then have no planned start and
+// take a hold; the next cycle, due at once, tests it again, as a second
+// cycle at the same time would.
+func (c *cycle) startOnPlanned() {
+	if c.plannedEligible {
+		c.reoffer = true
+	}
+}
+
+// startUnlimited records the start in the walk of job j, now active:
+// when j has no limit and is the only active job without one, hold mode
+// could hold no gang before it (Engine.mayHold), and the gangs walked
+// before j, tested or passed over as unchanged, were given no hold. A
+// waiting one that hold mode allows may now take one; the next cycle,
+// due at once, tests it again, as a second cycle at the same time would.
+// (The gangs are read only then: once a cycle at most.)
+func (c *cycle) startUnlimited(j *jobRec) {
+	e := c.e
+	if !c.walking || c.reoffer || j.job.TimeLimit != 0 || e.jobs.unlimited != 1 || !e.mayHold() {
+		return
+	}
+	for _, o := range c.walkOrder[:c.walkRank] {
+		if o.phase == StatePending && e.holdAllowed(o) {
+			c.reoffer = true
+			return
+		}
+	}
+}
+
+// readResv records that the hold test of job j read the reservations as
+// kept for good (resvChanged).
+func (c *cycle) readResv(j *jobRec) {
+	if c.resvReader == nil {
+		c.resvReader = j
+	} else if c.resvReader != j {
+		c.resvReadMany = true
+	}
+}
+
+// resvChanged records a reservation of job j made in the walk, or let go
+// in it (j starts), after a hold test read the reservations as kept for
+// good (readResv): whether an eligible gang fits once every active job
+// has ended (a gang that did not may now, and take a hold; one that did
+// may no longer, and is told why it waits instead), or where a hold's
+// target lies (another target may now be sooner, or free of holds);
+// the next cycle, due at once, tests them again, as a second cycle at
+// the same time would. So does a reservation made after the walk told a
+// job that waits without one nothing of the slots, one being open to it
+// (slotOpenTold), in hold mode (holdInPlay): the new one may take the
+// last slot it could have had.
+//
+// The reservation reservePassedOn gives j when the holds in its way gave
+// way is no change when only j's own test read the reservations: that
+// test led to it, and a second cycle keeps it up (hold_passed_on_planned
+// asks for no cycle at once).
+func (c *cycle) resvChanged(j *jobRec, made bool) {
+	read := c.resvReader != nil && (c.resvReadMany || c.resvReader != j || c.passingOn != j)
+	if read || made && c.slotOpenTold && c.holdInPlay() {
+		c.reoffer = true
+	}
+}
+
 // untested records what the test of a job would have recorded for
 // startOnBlamed when the walk gives it, untested, the reason code of a
 // cached test of its shape or of its own last one: that a hold keeps it
-// waiting (holdBlamed).
+// waiting (holdBlamed), or, in hold mode, a reservation (resvBlamed).
 func (c *cycle) untested(code WaitCode) {
-	if code == WaitHold {
+	switch {
+	case code == WaitHold:
 		c.holdBlamed = true
+	case code == WaitReservation && c.e.cfg.Hold.Enabled:
+		c.resvBlamed = true
 	}
 }
 
@@ -435,9 +507,12 @@ func (c *cycle) tryHold(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 		return false
 	}
 	if _, planned := e.search(c.now, query{j: j, spec: spec}); planned {
-		c.unheldEligible = true // a hold after it may cover that start (coverPlanned)
-		return false            // it has a planned start (only not a reservation)
+		// A hold, a reservation or a start after it may cover that
+		// start (coverPlanned, startOnPlanned).
+		c.unheldEligible, c.plannedEligible = true, true
+		return false // it has a planned start (only not a reservation)
 	}
+	c.readResv(j) // (resvChanged)
 	if !c.fitsWhenIdle(spec) {
 		return false // no hold helps
 	}
@@ -559,7 +634,9 @@ func (c *cycle) reservePassedOn(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 		return false
 	}
 	before := e.cacheKey(c.now)
+	c.passingOn = j
 	c.reserveAt(j, t, w)
+	c.passingOn = nil
 	e.prof.reserved(j, before, e.cacheKey(c.now))
 	return true
 }

@@ -134,6 +134,9 @@ func (c *cycle) waitFor(j *jobRec, w *Waiting) bool {
 	c.classify(spec, failed, w)
 	if w.Code == WaitResources || w.Code == WaitGang {
 		w.NoSlot = c.noSlot(j)
+		if w.NoSlot == 0 && c.mayReserveFor(j) && c.e.cfg.Hold.Enabled {
+			c.slotOpenTold = true // (resvChanged)
+		}
 	}
 	return true
 }
@@ -429,6 +432,41 @@ func (c *cycle) reofferEarlyWindows() {
 	}
 }
 
+// holdInPlay reports whether hold mode is in play in the cycle: a gang
+// held as the walk began, or one could be then or now (Engine.mayHold:
+// once the walk started the first active job without a limit too).
+// With every active job under a limit, hold mode holds nothing, and the
+// cycle asks for no more cycles at once than with hold mode off (the
+// conservative scenario, TestFreedSlotGoesByRank).
+func (c *cycle) holdInPlay() bool {
+	return c.holdOn || c.e.mayHold()
+}
+
+// reofferStaleResv asks for a cycle at once, in hold mode, when the walk
+// freed something (a hold ended or moved, a reservation was let go, a
+// job with a limit started: Engine.book.free) after the last search of
+// a reservation not yet due: kept up before the walk (upkeep), or made
+// in it before the change. That search saw the GPUs held, reserved or
+// free for good; the next cycle's upkeep searches again and may move the
+// reservation earlier (onto the old target of a hold that moved, or
+// planned from the end of a job started on GPUs a hold kept), as a
+// second cycle at the same time would. Outside hold mode a reservation
+// that may move earlier asks for no cycle of its own: it asks only when
+// a job left waiting would start on the GPUs it keeps now
+// (reofferEarlyWindows, letGo).
+func (c *cycle) reofferStaleResv() {
+	e := c.e
+	if c.reoffer || !c.holdInPlay() || e.book.freed == c.freedBefore {
+		return
+	}
+	for _, r := range e.book.resv {
+		if r.checked < e.book.freed && r.start.After(c.now) {
+			c.reoffer = true
+			return
+		}
+	}
+}
+
 // passedRun is passedWaiting for a run of jobs passed over unread (by
 // their stamps or classes); a job that left the queue is not waiting.
 // The jobs are read only when one of them could close something. The run
@@ -482,6 +520,13 @@ func (c *cycle) reserveAt(j *jobRec, t time.Time, w *Waiting) {
 	}
 	if c.walking && c.lentOpened(j) {
 		c.reoffer = true
+	}
+	if c.walking {
+		// Its planned GPUs are kept from the searches after it, as a
+		// hold's target is: an eligible gang tested before, left
+		// without a hold, may have had its planned start there.
+		c.coverPlanned()
+		c.resvChanged(j, true)
 	}
 }
 
@@ -763,6 +808,9 @@ func (c *cycle) classify(spec *gang.Spec, failed gang.Admission, w *Waiting) {
 	for _, r := range c.blockedRes {
 		if c.hitsFree(&r.alloc) {
 			w.Code, w.Blocker, w.Until = WaitReservation, r.job.job.ID, r.start
+			if e.cfg.Hold.Enabled {
+				c.resvBlamed = true // (startOnBlamed)
+			}
 			return
 		}
 	}
