@@ -242,7 +242,8 @@ func (p *Placer) pickGPUNodes(lo, hi int, cp *classPlan) bool {
 	if sc.pl.mode != modeGPUs || sc.pl.exclusive || p.reference {
 		return false
 	}
-	var left, slot [topology.MaxGPUsPerNode + 1]int32
+	left, slot := sc.left[:maxG+1], sc.slot[:maxG+1]
+	left[0] = 0 // no candidate has no free GPU
 	total := int32(0)
 	for k := 1; k <= maxG; k++ {
 		left[k], slot[k] = cp.whole[k], total
@@ -261,7 +262,7 @@ func (p *Placer) pickGPUNodes(lo, hi int, cp *classPlan) bool {
 			node := w<<6 + mathbits.TrailingZeros64(c)
 			f := free[node]
 			k := mathbits.OnesCount64(f)
-			if k > maxG || left[k] == 0 {
+			if k >= len(left) || left[k] == 0 {
 				continue
 			}
 			left[k]--
