@@ -54,10 +54,6 @@ type scratch struct {
 	// their first maxGPUs+1 entries are cleared per use.
 	cls, spread  classPlan
 	pooled, want [topology.MaxGPUsPerNode + 1]int32
-	// left and slot are pickGPUNodes's nodes still wanted and next output
-	// place per class: kept here, as pooled and want, so that a leaf sets
-	// only its first maxGPUs+1 entries.
-	left, slot [topology.MaxGPUsPerNode + 1]int32
 
 	// hist[x*(maxGPUs+1)+k] is the number of candidates of x with k
 	// usable GPUs (free GPUs, or size for exclusive requests), computed

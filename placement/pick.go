@@ -214,9 +214,6 @@ func (p *Placer) pickLeaf(x, a int) {
 	ly := p.lay
 	lo, hi := int(ly.nodeFirst[x]), int(ly.nodeEnd[x])
 	p.sc.tally.free += p.markPath(x, &p.sc.tally.spans)
-	if p.pickGPUNodes(lo, hi, cp) {
-		return
-	}
 	for k := 1; k <= ly.maxGPUs; k++ {
 		n := int(cp.whole[k])
 		if k == cp.partClass {
@@ -226,75 +223,6 @@ func (p *Placer) pickLeaf(x, a int) {
 			p.pickClass(k, lo, hi, int(cp.whole[k]), n, cp.partGPUs)
 		}
 	}
-}
-
-// pickGPUNodes is pickLeaf's class-by-class loop for a GPU total in one
-// pass over the leaf's nodes [lo, hi): each candidate's class is its free
-// GPUs, and it goes to its class's place in the output while the class
-// still wants nodes, so that the output is the one the loop writes
-// (classes smallest first, node order within a class, the partial node
-// the last of its class). It reports false, having written nothing, when
-// it does not apply: nodes requests, exclusive ones (classes are node
-// sizes), the reference placer (which keeps the loop, for the tests to
-// compare) or a buffer without room for the leaf's nodes.
-func (p *Placer) pickGPUNodes(lo, hi int, cp *classPlan) bool {
-	sc, maxG := &p.sc, p.lay.maxGPUs
-	if sc.pl.mode != modeGPUs || sc.pl.exclusive || p.reference {
-		return false
-	}
-	left, slot := sc.left[:maxG+1], sc.slot[:maxG+1]
-	left[0] = 0 // no candidate has no free GPU
-	total := int32(0)
-	for k := 1; k <= maxG; k++ {
-		left[k], slot[k] = cp.whole[k], total
-		if k == cp.partClass {
-			left[k]++
-		}
-		total += left[k]
-	}
-	start := len(sc.out)
-	if cap(sc.out)-start < int(total) {
-		return false
-	}
-	dst, free, rest := sc.out[start:start+int(total)], sc.w.Free, total
-	for w := lo >> 6; w <= (hi-1)>>6 && rest > 0; w++ {
-		for c := p.candWord(w) & bits.RangeMask(w, lo, hi); c != 0 && rest > 0; c &= c - 1 {
-			node := w<<6 + mathbits.TrailingZeros64(c)
-			f := free[node]
-			k := mathbits.OnesCount64(f)
-			if k >= len(left) || left[k] == 0 {
-				continue
-			}
-			left[k]--
-			rest--
-			if k == cp.partClass && left[k] == 0 && cp.partGPUs < k {
-				f = p.pickGPUs(node, cp.partGPUs)
-			}
-			dst[slot[k]] = topology.NodeAlloc{Node: topology.NodeID(node), GPUs: f}
-			slot[k]++
-		}
-	}
-	if rest > 0 {
-		panic("placement: a class held fewer nodes than counted")
-	}
-	sc.out = sc.out[:start+int(total)]
-	p.tallyGPUClasses(cp)
-	return true
-}
-
-// tallyGPUClasses adds what cp's nodes give to the decision's tally: the
-// GPUs taken and the free GPUs of the nodes taken.
-func (p *Placer) tallyGPUClasses(cp *classPlan) {
-	t := &p.sc.tally
-	for k := 1; k <= p.lay.maxGPUs; k++ {
-		n := int(cp.whole[k])
-		t.gpus += n * k
-		if k == cp.partClass {
-			n++
-		}
-		t.free += n * k
-	}
-	t.gpus += cp.partGPUs
 }
 
 // takesWhole reports whether a last-phase items of leaf x take every
