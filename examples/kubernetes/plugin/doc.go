@@ -181,7 +181,10 @@
 //     allowed node set (placement.Request.Allowed). It is measured once per
 //     shape (a scout that the scheduler will not try any more, being
 //     deleted or gated, is given up at once and another pod of its shape
-//     sent; one that has not measured within 10 s is given up too, and
+//     sent; one whose scheduling cycle has not begun within 10 s is given
+//     up too (a measurement from a cycle that began within them counts,
+//     however late it lands, unless one from a cycle that began later
+//     came first), and
 //     is from then on an ordinary pod of its group, held until its gang
 //     is admitted, and, if the shape still needs measuring, the next pod
 //     of its shape (in pod order, wrapping round) is sent: kube-scheduler gives a plugin no sign that another plugin's
