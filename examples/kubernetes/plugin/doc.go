@@ -169,6 +169,22 @@
 // deploy/scheduler-config.yaml sets delayCacheUntilActive, so that a
 // standby does not even start informers.
 //
+// On failover a host can expect the new leader to schedule as soon as it
+// runs, without waiting for a pod to come back to PreFilter on its own. A
+// standby's scheduling queue is filled by its informers but not served:
+// the pods it let through PreEnqueue (its leader probe, its scouts, the
+// pods of gangs its engine admitted) wait in its active queue and are
+// tried as soon as it leads, and the first of them to reach PreFilter
+// makes it act. Every other pod of the profile is held by PreEnqueue, or
+// refused at PreFilter once the replica leads, and no cluster event moves
+// it (its queueing hints skip them all): the plugin itself activates it,
+// in the engine cycle that admits its gang or sends it as a scout, so
+// no gang waits on the framework's backoff, nor on its flush of
+// unschedulable pods (five minutes), for the takeover. With
+// delayCacheUntilActive, the informers start once the replica leads; its
+// loop looks every second, and its first engine cycle, once they have
+// synced, activates the probe and the scouts.
+//
 // # Extension points
 //
 //   - PreEnqueue holds a group's pods until the engine admits the gang (one
