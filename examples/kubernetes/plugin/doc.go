@@ -169,6 +169,22 @@
 // deploy/scheduler-config.yaml sets delayCacheUntilActive, so that a
 // standby does not even start informers.
 //
+// On failover a host can expect the new leader to schedule as soon as it
+// runs, without waiting for a pod to come back to PreFilter on its own. A
+// standby's scheduling queue is filled by its informers but not served:
+// the pods it let through PreEnqueue (its leader probe, its scouts, the
+// pods of gangs its engine admitted) wait in its active queue and are
+// tried as soon as it leads, and the first of them to reach PreFilter
+// makes it act. Every other pod of the profile is held by PreEnqueue, or
+// refused at PreFilter once the replica leads, and no cluster event moves
+// it (its queueing hints skip them all): the plugin itself activates it,
+// in the engine cycle that admits its gang or sends it as a scout, so
+// no gang waits on the framework's backoff, nor on its flush of
+// unschedulable pods (five minutes), for the takeover. With
+// delayCacheUntilActive, the informers start once the replica leads; its
+// loop looks every second, and its first engine cycle, once they have
+// synced, activates the probe and the scouts.
+//
 // # Extension points
 //
 //   - PreEnqueue holds a group's pods until the engine admits the gang (one
@@ -181,7 +197,10 @@
 //     allowed node set (placement.Request.Allowed). It is measured once per
 //     shape (a scout that the scheduler will not try any more, being
 //     deleted or gated, is given up at once and another pod of its shape
-//     sent; one that has not measured within 10 s is given up too, and
+//     sent; one whose scheduling cycle has not begun within 10 s is given
+//     up too (a measurement from a cycle that began within them counts,
+//     however late it lands, unless one from a cycle that began later
+//     came first), and
 //     is from then on an ordinary pod of its group, held until its gang
 //     is admitted, and, if the shape still needs measuring, the next pod
 //     of its shape (in pod order, wrapping round) is sent: kube-scheduler gives a plugin no sign that another plugin's

@@ -52,6 +52,9 @@ type env struct {
 	plugin *Plugin
 	flaky  *flakyBinder
 	mu     sync.Mutex
+	// election, when set, replaces the configuration's leaderElection
+	// body (leaderElect: false) for the scheduler started next.
+	election string
 }
 
 // schedulerMu serialises schedulers in one process (configz is global).
@@ -60,6 +63,16 @@ var schedulerMu sync.Mutex
 // startEnv starts etcd, the API server (with the PodGroup CRD installed)
 // and the scheduler with the given Phalanx args.
 func startEnv(t testing.TB, args string) *env {
+	t.Helper()
+	e, rc, cancel := startAPI(t)
+	e.startScheduler(rc, args, cancel)
+	return e
+}
+
+// startAPI starts etcd and the API server (with the PodGroup CRD
+// installed), and no scheduler: it returns the env, its client
+// configuration and the cancel function of the env's context.
+func startAPI(t testing.TB) (*env, *restclient.Config, context.CancelFunc) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	etcd := testserver.RunEtcd(t, nil) // free ports picked under the package's lock
@@ -73,8 +86,7 @@ func startEnv(t testing.TB, args string) *env {
 	e := &env{t: t, ctx: ctx, client: kubernetes.NewForConfigOrDie(rc), dyn: dynamic.NewForConfigOrDie(rc),
 		flaky: &flakyBinder{fail: map[string]int{}}}
 	e.installCRD(rc)
-	e.startScheduler(rc, args, cancel)
-	return e
+	return e, rc, cancel
 }
 
 // installCRD installs a minimal scheduler-plugins PodGroup CRD.
@@ -130,10 +142,8 @@ profiles:
 %s
 `
 
-// startScheduler writes a kubeconfig and a KubeSchedulerConfiguration and
-// runs kube-scheduler's own Setup and Run with the plugins registered.
-func (e *env) startScheduler(rc *restclient.Config, args string, cancel context.CancelFunc) {
-	dir := e.t.TempDir()
+// writeKubeconfig writes a kubeconfig for rc in dir and returns its path.
+func writeKubeconfig(t testing.TB, rc *restclient.Config, dir string) string {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthorityData: rc.CAData,
 		CertificateAuthority: rc.CAFile, InsecureSkipTLSVerify: rc.Insecure, TLSServerName: rc.ServerName}
@@ -143,14 +153,26 @@ func (e *env) startScheduler(rc *restclient.Config, args string, cancel context.
 	kc.CurrentContext = "test"
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
+	return kubeconfig
+}
+
+// startScheduler writes a kubeconfig and a KubeSchedulerConfiguration and
+// runs kube-scheduler's own Setup and Run with the plugins registered.
+func (e *env) startScheduler(rc *restclient.Config, args string, cancel context.CancelFunc) {
+	dir := e.t.TempDir()
+	kubeconfig := writeKubeconfig(e.t, rc, dir)
 	var indented []string
 	for _, l := range strings.Split(strings.TrimSpace(args), "\n") {
 		indented = append(indented, "          "+l)
 	}
 	config := filepath.Join(dir, "scheduler.yaml")
-	if err := os.WriteFile(config, []byte(fmt.Sprintf(schedulerConfig, kubeconfig, strings.Join(indented, "\n"))), 0o600); err != nil {
+	text := fmt.Sprintf(schedulerConfig, kubeconfig, strings.Join(indented, "\n"))
+	if e.election != "" {
+		text = strings.Replace(text, "  leaderElect: false\n", e.election, 1)
+	}
+	if err := os.WriteFile(config, []byte(text), 0o600); err != nil {
 		e.t.Fatal(err)
 	}
 	schedulerMu.Lock()

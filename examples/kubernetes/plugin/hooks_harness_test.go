@@ -168,16 +168,18 @@ func (h *hookEnv) answerScouts() {
 func (h *hookEnv) answerScoutsAs(fits, seen []string) int {
 	h.c.mu.Lock()
 	var todo []*v1.Pod
+	var marks []scoutMark
 	for _, g := range h.c.groups {
-		for _, uid := range g.scout {
-			if ps := g.pods[uid]; ps != nil && ps.pod != nil {
+		for shape, uid := range g.scout {
+			if ps := g.pods[uid]; ps != nil && ps.pod != nil && g.isScout(uid, shape, h.now, h.c.args.scoutTimeout()) {
 				todo = append(todo, ps.pod)
+				marks = append(marks, scoutMark{shape: shape, began: h.now})
 			}
 		}
 	}
 	h.c.mu.Unlock()
-	for _, p := range todo {
-		h.c.scouted(p, fits, seen)
+	for i, p := range todo {
+		h.c.scouted(p, marks[i], fits, seen)
 	}
 	return len(todo)
 }

@@ -192,8 +192,8 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
 	return p.c.waitStatus(g)
 }
 
-// scoutKey marks a scout's cycle state; probeKey marks the probe runs of
-// PostFilter, during which Phalanx's own Filter passes.
+// scoutKey marks a scout's cycle state (a scoutMark); probeKey marks the
+// probe runs of PostFilter, during which Phalanx's own Filter passes.
 const (
 	scoutKey fwk.StateKey = Name + "/scout"
 	probeKey fwk.StateKey = Name + "/probe"
@@ -202,6 +202,17 @@ const (
 type marker struct{}
 
 func (marker) Clone() fwk.StateData { return marker{} }
+
+// scoutMark is what PreFilter records of a scout's scheduling cycle: the
+// shape it measures and when the cycle began. The measurement its
+// PostFilter takes counts even when the scout's timeout passed meanwhile
+// (scouted): it was the scout when the cycle began.
+type scoutMark struct {
+	shape string
+	began time.Time
+}
+
+func (m scoutMark) Clone() fwk.StateData { return m }
 
 // PreFilter restricts an admitted pod to the node of its rank. Its first
 // call tells the plugin that this replica schedules (it leads).
@@ -219,7 +230,7 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 	case node != "":
 		return &fwk.PreFilterResult{NodeNames: sets.New(node)}, nil
 	case scout:
-		state.Write(scoutKey, marker{})
+		state.Write(scoutKey, scoutMark{shape: g.pods[string(pod.UID)].shape, began: p.c.now()})
 		return nil, nil
 	}
 	return nil, p.c.waitStatus(g)
@@ -246,21 +257,26 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, pod *v1.Pod, ni
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "phalanx: the gang placed this pod on node "+node)
 }
 
-// PostFilter, for a scout, runs the profile's Filter plugins on every GPU
-// node (with the GPU count lifted, since GPUs are the engine's business) and
-// records the nodes that accept the shape: the gang's allowed node set. For
-// an admitted pod whose own node rejected it, it tears the gang down so that
-// it is placed again.
+// PostFilter, for a scout (a pod its PreFilter marked as one: the scout
+// when its cycle began, even if its timeout has passed since), runs the
+// profile's Filter plugins on every GPU node (with the GPU count lifted,
+// since GPUs are the engine's business) and records the nodes that accept
+// the shape: the gang's allowed node set. For an admitted pod whose own
+// node rejected it, it tears the gang down so that it is placed again.
 func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	if d, err := state.Read(scoutKey); err == nil {
+		if mark, ok := d.(scoutMark); ok {
+			nodes, seen := p.probe(ctx, state, pod)
+			p.c.scouted(pod, mark, nodes, seen)
+			return nil, fwk.NewStatus(fwk.Unschedulable)
+		}
+	}
 	p.c.mu.Lock()
-	g, node, scout := p.c.lookup(pod)
+	g, node, _ := p.c.lookup(pod)
 	p.c.mu.Unlock()
 	switch {
 	case g == nil:
 		return nil, fwk.NewStatus(fwk.Unschedulable)
-	case scout:
-		nodes, seen := p.probe(ctx, state, pod)
-		p.c.scouted(pod, nodes, seen)
 	case node != "":
 		why := "it was rejected there"
 		if st := m.Get(node); st != nil && st.Message() != "" {
@@ -319,8 +335,15 @@ func (p *Plugin) probe(ctx context.Context, state fwk.CycleState, pod *v1.Pod) (
 	return fits, seen
 }
 
-// scouted records a scout's measurement: nodes accept its shape, and seen
-// is every node the scheduler's snapshot held when it measured. That
+// scouted records a scout's measurement, taken in the scheduling cycle
+// that mark describes: nodes accept its shape, and seen is every node the
+// scheduler's snapshot held when it measured. It counts when the pod was
+// the shape's scout as that cycle began (PreFilter wrote mark), even if
+// the scout's timeout has passed since and another pod of the shape was
+// sent: the measurement is as good as that pod's would be. It does not
+// replace one taken in a cycle that began later (that other scout's, when
+// it answered first), nor count for a pod no longer of that shape in a
+// group. The set is dated from the cycle's beginning. That
 // snapshot may lag the plugin's informer: a node that just joined (the
 // reason the shape is measured again) may be missing from it. A GPU node
 // the plugin knows (not deleted) that the snapshot lacked makes the set
@@ -328,12 +351,17 @@ func (p *Plugin) probe(ctx context.Context, state fwk.CycleState, pod *v1.Pod) (
 // nodes are missing, the set stands until Args.AllowedTTLSeconds or the
 // next node change), so that a node the scheduler never lists does not
 // keep the gang measuring for ever.
-func (c *controller) scouted(pod *v1.Pod, nodes, seen []string) {
+func (c *controller) scouted(pod *v1.Pod, mark scoutMark, nodes, seen []string) {
 	c.mu.Lock()
-	if g, _, scout := c.lookup(pod); g != nil && scout {
-		shape := g.pods[string(pod.UID)].shape
+	g, _, _ := c.lookup(pod)
+	var ps *podState
+	if g != nil {
+		ps = g.pods[string(pod.UID)]
+	}
+	if ps != nil && ps.shape == mark.shape && !g.allowed[mark.shape].at.After(mark.began) {
+		shape := mark.shape
 		missed := c.unseenNodes(seen)
-		at := c.now()
+		at := mark.began
 		if len(missed) > 0 && !slices.Equal(missed, g.allowed[shape].missed) {
 			at = time.Time{} // stale: measured again
 		}
