@@ -221,9 +221,10 @@ type HoldConfig struct {
 	// GPU count, or less where the target is smaller (whole nodes of
 	// unequal sizes count the nodes targeted, not the largest they may
 	// use; an elastic gang targeted below full size, its pods there); a
-	// hold moved to another target takes that target's budget. A hold
-	// whose budget is spent ends, and the gang is not held again for
-	// Budget.
+	// hold moved to another target takes that target's budget (moved
+	// onto a smaller one whose budget it has spent, it ends in that
+	// cycle). A hold whose budget is spent ends, and the gang is not
+	// held again for Budget.
 	Budget time.Duration
 	// Hysteresis: a higher-ranked eligible gang whose GPUs are held for
 	// a lower-ranked one takes the hold over once it has waited this long

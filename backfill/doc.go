@@ -96,8 +96,10 @@
 // gang's size, or less: whole nodes of unequal sizes count the nodes
 // targeted, not the largest they may use, and an elastic gang targeted
 // below full size its pods there; the budget follows the target when it
-// moves, and Restore computes it so); then it ends, and the gang is not
-// held again for Hold.Budget (NextEvent wakes for it). A hold whose gang
+// moves, a hold moved onto a smaller target whose budget it has spent
+// ending in that cycle, and Restore computes it so); then it ends, and
+// the gang is not held again for Hold.Budget (NextEvent wakes for it).
+// A hold whose gang
 // gains a planned start becomes its reservation when the walk reaches
 // the gang, in priority order (reservation slots go in that order). A
 // job ranked above the gang and tested before was refused for the hold's

@@ -193,8 +193,9 @@ func (c *cycle) releaseHold(h *hold) {
 // possible, replaces it by a reservation; otherwise the target moves to
 // where the gang is now estimated to fit soonest, when that is sooner
 // (retarget: even with GPUs held; those outside the new target are let
-// go), and it holds the free GPUs of its target. It reports whether j
-// still holds.
+// go), and it holds the free GPUs of its target; a hold moved onto a
+// target whose budget it has spent (a smaller one: holdBudget) ends
+// there, HoldBudgetSpent. It reports whether j still holds.
 func (c *cycle) keepHold(h *hold, spec *gang.Spec, w *Waiting) bool {
 	spec = c.holdSpec(h.job, spec)
 	if c.mayReserveFor(h.job) {
@@ -205,8 +206,20 @@ func (c *cycle) keepHold(h *hold, spec *gang.Spec, w *Waiting) bool {
 			return false
 		}
 	}
+	held := h.held
 	c.retarget(h, spec)
 	c.readResv(h.job) // retarget searched a target beside the reservations (resvChanged)
+	if h.spent >= h.budget {
+		// Moved onto a smaller target, whose budget it has spent: it
+		// ends now, as accountHolds ends it, not kept for a cycle with
+		// its budget spent (a second cycle at the same time would end
+		// it, and with nothing held NextEvent asks for none).
+		c.plan.HoldEnds = append(c.plan.HoldEnds, HoldEnd{Job: h.job.job.ID, Cause: HoldBudgetSpent, Held: held})
+		h.job.holdExpiry = c.now.Add(c.e.cfg.Hold.Budget)
+		c.releaseHold(h)
+		c.invalidate()
+		return false
+	}
 	h.held = c.countFree(&h.target)
 	c.markHoldKept(h)
 	c.reportHold(h, w)

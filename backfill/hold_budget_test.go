@@ -136,3 +136,62 @@ func TestHoldBudgetFollowsRetarget(t *testing.T) {
 	require.Len(t, hs, 1)
 	require.InDelta(t, 8*time.Hour.Seconds(), hs[0].BudgetGPUs, 1e-6, "the restored hold's budget, on n0")
 }
+
+// TestHoldBudgetSpentOnSmallerTarget: a hold moved onto a smaller target
+// whose budget it has already spent ends in that cycle, HoldBudgetSpent.
+// g, one whole node allowed on n0 (8 GPUs) and n2 (4 GPUs), holds n0,
+// where A and B (4 GPUs each, started at 0) are estimated to end before
+// C on n2 (started at 20); the budget is 50 seconds a GPU (400
+// GPU-seconds on n0, 200 on n2). A ends at 31 minutes and the hold holds
+// its 4 GPUs; by 32 minutes it has spent 240 GPU-seconds, and A's run
+// time now estimates C to end first: the hold moves to n2, whose budget
+// it has spent. It was kept there with "-0.0 of 0.1 GPU-hours of its
+// budget left", holding nothing, while NextEvent asked for no cycle; a
+// second cycle at 32 minutes ended it.
+func TestHoldBudgetSpentOnSmallerTarget(t *testing.T) {
+	c := mixedCluster(t)
+	cfg := DefaultConfig()
+	cfg.Hold = HoldConfig{Enabled: true, MinGPUs: 8, MaxShare: 1, Budget: 50 * time.Second, Hysteresis: 20 * time.Minute, MaxHolds: 1}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+	require.NoError(t, err)
+	e.checkEach = true
+	at := func(m int) time.Time { return epoch.Add(time.Duration(m) * time.Minute) }
+	submit := func(id string, r placement.Request, m int) {
+		require.NoError(t, e.Submit(Job{ID: id, Account: "a", Gang: member(r)}, at(m)))
+	}
+	submit("A", onNodes(c, placement.NodesOf(1, 4), 0), 0)
+	submit("B", onNodes(c, placement.NodesOf(1, 4), 0), 0)
+	require.Len(t, startAll(t, e, at(0)).Starts, 2)
+	submit("C", onNodes(c, placement.NodesOf(1, 4), 2), 20)
+	require.Len(t, startAll(t, e, at(20)).Starts, 1)
+	submit("g", onNodes(c, placement.WholeNodes(1), 0, 2), 25)
+	p := startAll(t, e, at(30))
+	require.Len(t, p.Holds, 1, p.Describe(c, epoch))
+	require.Equal(t, "n0", p.Holds[0].Nodes, p.Describe(c, epoch))
+	require.NoError(t, e.Finished("A", at(31)))
+	p = startAll(t, e, at(31))
+	require.Len(t, p.Holds, 1, p.Describe(c, epoch))
+	require.Equal(t, "n0", p.Holds[0].Nodes, p.Describe(c, epoch))
+	require.Equal(t, 4, p.Holds[0].GPUs, "A's GPUs held: %s", p.Describe(c, epoch))
+
+	p = startAll(t, e, at(32))
+	desc := p.Describe(c, epoch)
+	require.Empty(t, p.Holds, "the hold moved onto n2 has spent n2's budget: %s", desc)
+	require.Equal(t, []HoldEnd{{Job: "g", Cause: HoldBudgetSpent, Held: 4}}, p.HoldEnds, desc)
+	w := waitingOf(p, "g")
+	require.NotNil(t, w, desc)
+	require.Equal(t, WaitForHold, w.Code, desc)
+	require.Equal(t, "its last hold spent its budget", w.Detail, desc)
+	require.Equal(t, at(32).Add(cfg.Hold.Budget), w.Until, desc)
+	next, ok := e.NextEvent()
+	require.True(t, ok, "NextEvent wakes for g's hold cool-down")
+	require.Equal(t, w.Until, next)
+
+	// A second cycle at the same time decides the same.
+	again := startAll(t, e, at(32))
+	require.Empty(t, again.Holds, again.Describe(c, epoch))
+	require.Empty(t, again.HoldEnds, again.Describe(c, epoch))
+	w2 := waitingOf(again, "g")
+	require.NotNil(t, w2, again.Describe(c, epoch))
+	require.Equal(t, *w, *w2, again.Describe(c, epoch))
+}
