@@ -103,3 +103,36 @@ func TestRestoredHoldTakesTheNewBudget(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoredSpentHoldHoldingNothingIsDue: a hold restored under a
+// budget lowered below its spending ends at the next cycle
+// (HoldBudgetSpent), also when the snapshot says it holds no GPU (its
+// target's GPUs freed after the last cycle): NextEvent asks for that
+// cycle at once. It asked for none (a held hold's end is timed by the
+// rate it holds at), so the gang read "held" and the holds stayed until
+// some event came.
+func TestRestoredSpentHoldHoldingNothingIsDue(t *testing.T) {
+	e := heldPair(t, 2)
+	now := epoch.Add(time.Hour)
+	p := startAll(t, e, now) // an hour of holding spent
+	require.Len(t, p.Holds, 2, p.Describe(e.c, epoch))
+	snap := snapshotCopy(t, e.Snapshot())
+	for i := range snap.Holds {
+		snap.Holds[i].Held = 0
+	}
+	cfg := e.cfg
+	cfg.Hold.Budget = time.Minute
+	r, err := Restore(e.c, cfg, snap)
+	require.NoError(t, err)
+	r.checkEach = true
+	require.NoError(t, r.check())
+	next, ok := r.NextEvent()
+	require.True(t, ok, "no cycle asked for, with two holds past their budget")
+	require.False(t, next.After(now.Add(time.Nanosecond)), "next cycle at %v, want at once after %v", next, now)
+	p = startAll(t, r, next)
+	require.Empty(t, p.Holds, p.Describe(r.c, epoch))
+	require.Len(t, p.HoldEnds, 2, p.Describe(r.c, epoch))
+	for _, he := range p.HoldEnds {
+		require.Equal(t, HoldBudgetSpent, he.Cause, p.Describe(r.c, epoch))
+	}
+}

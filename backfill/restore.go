@@ -81,7 +81,7 @@ import (
 // to the snapshot, and the next plan lists it in HoldEnds with cause
 // HoldRestored; a hold kept has cfg's budget (Hold.Budget times the GPUs
 // of its target; one whose spending has reached it ends at the next cycle,
-// HoldBudgetSpent). A hold's count of GPUs held above the GPUs of its
+// HoldBudgetSpent, which NextEvent asks for at once). A hold's count of GPUs held above the GPUs of its
 // target that no running gang holds (a host booked pods on GPUs it had
 // counted) is cut to them, kept or dropped: it is charged, and its end
 // reported, for those alone. A waiting job

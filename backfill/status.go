@@ -263,6 +263,12 @@ func (e *Engine) nextTimed() (time.Time, bool) {
 		consider(r.start)
 	}
 	for _, h := range e.book.holds {
+		if h.spent >= h.budget {
+			// Spent already (a budget lowered at a restore), whatever
+			// it holds: the next cycle ends it (accountHolds).
+			consider(e.last.Add(time.Nanosecond))
+			continue
+		}
 		// Its budget runs out at the rate it holds GPUs now, charged
 		// from the last cycle (accountHolds).
 		if h.held > 0 && !e.lastCycle.IsZero() {
