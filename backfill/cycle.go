@@ -184,6 +184,12 @@ type cycle struct {
 	// readResv and resvChanged.
 	resvReader   *jobRec
 	resvReadMany bool
+	// holdMiss is the first job whose search for a start in the walk
+	// (reserveOrPreempt, tryHold) found none while another gang's hold
+	// kept GPUs from it, and holdMissMany is set once another job's
+	// search did too; see readHoldsMissed and holdLetGo.
+	holdMiss     *jobRec
+	holdMissMany bool
 	// passingOn is the job reservePassedOn is reserving, while it does.
 	passingOn *jobRec
 	// slotOpenTold is set once the walk, with Config.Hold.Enabled, told a job that
@@ -465,6 +471,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.refusedTo, c.holdKept, c.unheldEligible, c.rivalEstimated = time.Time{}, false, false, false
 	c.holdBlamed, c.keptETA, c.looseEligible, c.plannedEligible = false, time.Time{}, false, false
 	c.resvReader, c.resvReadMany, c.slotOpenTold, c.resvBlamed = nil, false, false, false
+	c.holdMiss, c.holdMissMany = nil, false
 	c.earlyEnd, c.walking = time.Time{}, false
 	c.invalidate()
 	c.startClaims()
@@ -1814,6 +1821,7 @@ func (c *cycle) start(j *jobRec) {
 	c.startUnlimited(j)
 	if endedHold != nil {
 		c.startOnHeld(endedHold)
+		c.heldStarted(endedHold, j)
 	}
 	if e.quota != nil && j.job.TimeLimit > 0 && j.late() {
 		c.late = append(c.late, j) // for the reservations kept up after it (lateQuota)

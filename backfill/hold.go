@@ -187,6 +187,7 @@ func (c *cycle) releaseHold(h *hold) {
 	}
 	c.freeGoneHeld()
 	c.e.book.dropHold(h)
+	c.holdLetGo()
 }
 
 // keepHold keeps job j's hold up: a planned start, when one has become
@@ -408,6 +409,86 @@ func (c *cycle) startUnlimited(j *jobRec) {
 	}
 }
 
+// readHoldsMissed records that a search for a start of job j in the walk
+// (a reservation's, reserveOrPreempt; a planned start's, tryHold) found
+// none while the hold of another gang kept its target's GPUs from it, as
+// for good (holdLetGo). Only a search with a time ahead to try counts:
+// an active job with a limit, or a reservation with an end. Without one
+// it tried the free GPUs now alone, and a job that would fit now but for
+// a hold is told so (classify): the hold refused it, and asks for a cycle
+// at once when it ends (releaseHold).
+func (c *cycle) readHoldsMissed(j *jobRec) {
+	if !c.walking || c.holdMissMany || !c.e.profileAhead() {
+		return
+	}
+	for _, h := range c.e.book.holds {
+		if h.job == j {
+			continue
+		}
+		if c.holdMiss == nil {
+			c.holdMiss = j
+		} else if c.holdMiss != j {
+			c.holdMissMany = true
+		}
+		return
+	}
+}
+
+// profileAhead reports whether the availability profile has a time
+// after now: an active job with a limit, or a reservation with an end.
+func (e *Engine) profileAhead() bool {
+	if len(e.prof.ends) > 0 {
+		return true
+	}
+	_, byEnd := e.book.sorted()
+	return len(byEnd) > 0
+}
+
+// holdLetGo records that the walk let go of GPUs a hold kept (it ended,
+// or moved off them) after a search for another job's start found none
+// with them held (readHoldsMissed): that job may now have a start there
+// (a reservation, or a planned start that leaves an eligible gang
+// without a hold), and the next cycle, due at once, searches again, as a
+// second cycle at the same time would. The job tested, whose test lets
+// go of the holds (a gang taking them over, a held gang's own hold
+// ending), searches again itself if need be (reservePassedOn) or keeps
+// what it found: its own miss asks for nothing.
+func (c *cycle) holdLetGo() {
+	if c.holdMiss == nil || !c.walking || c.walkRank >= len(c.walkOrder) {
+		return
+	}
+	if c.holdMissMany || c.holdMiss != c.walkOrder[c.walkRank] {
+		c.reoffer = true
+	}
+}
+
+// heldStarted records the start in the walk of gang j, now active, whose
+// hold h ended with it: as holdLetGo, unless every GPU of h's target now
+// runs, on a node up, an active job without a limit (a search finds
+// those GPUs no freer than held).
+func (c *cycle) heldStarted(h *hold, j *jobRec) {
+	if c.holdMiss == nil || c.holdMiss == j && !c.holdMissMany || c.runsForGood(&h.target) {
+		return
+	}
+	c.reoffer = true
+}
+
+// runsForGood reports whether every GPU of a, on a node up, runs an
+// active job without a limit.
+func (c *cycle) runsForGood(a *gang.Allocation) bool {
+	e := c.e
+	s := e.ledger.State()
+	all := true
+	forGPUs(a, func(n, g int) {
+		if !all {
+			return
+		}
+		o := e.jobs.owner(n, g)
+		all = o != nil && o.job.TimeLimit == 0 && o.end.IsZero() && s.Status(topology.NodeID(n)) == topology.Up
+	})
+	return all
+}
+
 // readResv records that the hold test of job j read the reservations as
 // kept for good (resvChanged).
 func (c *cycle) readResv(j *jobRec) {
@@ -472,6 +553,7 @@ func (c *cycle) retarget(h *hold, spec *gang.Spec) {
 	}
 	c.freeGoneHeld()
 	c.coverPlanned()
+	c.holdLetGo() // GPUs of its old target
 	e.alloc.CopyTo(&h.target)
 	h.budget = e.holdBudget(&h.target)
 	h.eta = t
@@ -525,7 +607,8 @@ func (c *cycle) tryHold(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 		c.unheldEligible, c.plannedEligible = true, true
 		return false // it has a planned start (only not a reservation)
 	}
-	c.readResv(j) // (resvChanged)
+	c.readHoldsMissed(j) // (holdLetGo)
+	c.readResv(j)        // (resvChanged)
 	if !c.fitsWhenIdle(spec) {
 		return false // no hold helps
 	}

@@ -53,6 +53,24 @@ func TestHoldLimitsRepeat(t *testing.T) {
 		// start puts hold mode in play, so startOnBlamed reads
 		// holdInPlay once j07 is active (before, this row failed).
 		{"start after a reservation was blamed", 258},
+		// j07's searches find no start with the holds of j09 and j04 in
+		// its way (it is told ForHold, "its last hold spent its
+		// budget"); j11, walked later, takes both holds over, on
+		// another target: a second cycle finds j07 a planned start and
+		// tells it Resources (holdLetGo from releaseHold).
+		{"hold passed on after a search missed", 1286},
+		// j01's reservation search finds no start with j00's hold on
+		// node00004-00005; j00's hold moves to node00000-00001 later in
+		// the walk: a second cycle reserves j01 due now on node00004
+		// (its job is past its limit), and j05's rival changes from j12
+		// to j00 (holdLetGo from retarget).
+		{"hold moved after a search missed", 2166},
+		// j09's searches find no start with j02's hold on
+		// node00004-00006 in its way (it is told ForHold, "its last hold
+		// spent its budget"); j02 starts there later in the walk, under a
+		// limit: a second cycle finds j09 a planned start at j02's end
+		// and tells it Resources (heldStarted).
+		{"held gang started after a search missed", 3674},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, changesOnly := range []bool{false, true} {

@@ -177,6 +177,9 @@ func (c *cycle) reserveOrPreempt(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 	// Without a reservation to make, the search only tells how far j's
 	// start is, and mayPreempt has admitted j already.
 	t, found := e.search(c.now, query{j: j, spec: spec})
+	if !found {
+		c.readHoldsMissed(j) // (holdLetGo)
+	}
 	if (!found || c.far(t)) && (!canReserve || c.mayPreempt(j, w)) {
 		if found {
 			// The search's placement in e.alloc is needed for the
