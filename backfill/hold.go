@@ -418,7 +418,7 @@ func (c *cycle) startUnlimited(j *jobRec) {
 // a hold is told so (classify): the hold refused it, and asks for a cycle
 // at once when it ends (releaseHold).
 func (c *cycle) readHoldsMissed(j *jobRec) {
-	if !c.walking || c.holdMissMany || !c.e.profileAhead() {
+	if !c.walking || c.holdMissMany || len(c.e.book.holds) == 0 || !c.e.profileAhead() {
 		return
 	}
 	for _, h := range c.e.book.holds {
