@@ -74,25 +74,8 @@ func TestHoldWholeNodesOnSmallNodes(t *testing.T) {
 // never start there. Its hold now targets n2-n3; o starts on n0, and x
 // starts on n2-n3 once they free.
 func TestHoldWholeNodesWithinQuota(t *testing.T) {
-	c := mixedCluster(t)
-	cfg := DefaultConfig()
-	cfg.Hold = HoldConfig{Enabled: true, MinGPUs: 8, MaxShare: 1, Budget: time.Hour, Hysteresis: 20 * time.Minute, MaxHolds: 2}
-	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
-		{Name: "small", Maximum: 8, BorrowingLimit: Unlimited},
-		{Name: "borrow", Guarantee: 24, LendingLimit: Unlimited, BorrowingLimit: Unlimited, Maximum: Unlimited},
-	}}
-	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
-	require.NoError(t, err)
-	e.checkEach = true
-	for i, g := range []int{8, 8, 4, 4} {
-		require.NoError(t, e.Submit(Job{ID: "u" + string(rune('0'+i)), Account: "a", Queue: "borrow",
-			Gang: member(onNodes(c, placement.NodesOf(1, g), i))}, epoch))
-	}
-	require.Len(t, startAll(t, e, epoch).Starts, 4)
-	require.NoError(t, e.Submit(Job{ID: "x", Account: "a", Queue: "small", TimeLimit: time.Hour, Preemption: preempt.Requeue,
-		Gang: member(placement.WholeNodes(2))}, epoch))
-	p := startAll(t, e, epoch.Add(time.Minute))
-	require.Len(t, p.Holds, 1, p.Describe(c, epoch))
+	e, p := smallQueueHeld(t, 2)
+	c := e.c
 	require.Equal(t, 8, p.Holds[0].Target, "x's hold targets the two 4-GPU nodes: %s", p.Describe(c, epoch))
 
 	require.NoError(t, e.Finished("u0", epoch.Add(2*time.Minute)))
@@ -128,26 +111,7 @@ func TestHoldWholeNodesWithinQuota(t *testing.T) {
 // 8-GPU nodes turned x's hold spec, on the 4-GPU nodes, onto the 8-GPU
 // nodes its quota refuses.
 func TestHoldSpecOwnSets(t *testing.T) {
-	c := mixedCluster(t)
-	cfg := DefaultConfig()
-	cfg.Hold = HoldConfig{Enabled: true, MinGPUs: 8, MaxShare: 1, Budget: time.Hour, Hysteresis: 20 * time.Minute, MaxHolds: 1}
-	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
-		{Name: "small", Maximum: 8, BorrowingLimit: Unlimited},
-		{Name: "borrow", Guarantee: 24, LendingLimit: Unlimited, BorrowingLimit: Unlimited, Maximum: Unlimited},
-	}}
-	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
-	require.NoError(t, err)
-	e.checkEach = true
-	for i, g := range []int{8, 8, 4, 4} {
-		require.NoError(t, e.Submit(Job{ID: "u" + string(rune('0'+i)), Account: "a", Queue: "borrow",
-			Gang: member(onNodes(c, placement.NodesOf(1, g), i))}, epoch))
-	}
-	require.Len(t, startAll(t, e, epoch).Starts, 4)
-	require.NoError(t, e.Submit(Job{ID: "x", Account: "a", Queue: "small", TimeLimit: time.Hour, Preemption: preempt.Requeue,
-		Gang: member(placement.WholeNodes(2))}, epoch))
-	p := startAll(t, e, epoch.Add(time.Minute))
-	require.Len(t, p.Holds, 1, p.Describe(c, epoch))
-
+	e, _ := smallQueueHeld(t, 1)
 	x := e.jobs.byID["x"]
 	hs := e.cyc.holdSpec(x, &x.job.Gang)
 	require.NotSame(t, &x.job.Gang, hs, "x's hold is searched on the smallest nodes")
@@ -160,7 +124,7 @@ func TestHoldSpecOwnSets(t *testing.T) {
 		return out
 	}
 	require.Equal(t, []uint{2, 3}, nodes(on))
-	large := member(onNodes(c, placement.WholeNodes(1), 0, 1))
+	large := member(onNodes(e.c, placement.WholeNodes(1), 0, 1))
 	e.onSmallest(copySpec(&e.minSpec, &large), &e.planNodes) // a reclaim's, for a gang of n0-n1
 	require.Same(t, on, hs.Members[0].Request.Allowed)
 	require.Equal(t, []uint{2, 3}, nodes(hs.Members[0].Request.Allowed), "x's hold spec after another gang's onSmallest")
@@ -283,4 +247,33 @@ func TestRestoredHoldJudgedWithinQuota(t *testing.T) {
 			require.Equal(t, WaitHeld, w.Code, desc)
 		})
 	}
+}
+
+// smallQueueHeld returns the engine of TestHoldWholeNodesWithinQuota and
+// TestHoldSpecOwnSets (Hold.MaxHolds maxHolds) and the plan of the cycle
+// that gave x its hold: x, two whole nodes in queue small (maximum 8),
+// on mixedCluster's two 8-GPU (n0, n1) and two 4-GPU (n2, n3) nodes,
+// all running jobs u0-u3 of queue borrow without a time limit.
+func smallQueueHeld(t *testing.T, maxHolds int) (*Engine, *Plan) {
+	t.Helper()
+	c := mixedCluster(t)
+	cfg := DefaultConfig()
+	cfg.Hold = HoldConfig{Enabled: true, MinGPUs: 8, MaxShare: 1, Budget: time.Hour, Hysteresis: 20 * time.Minute, MaxHolds: maxHolds}
+	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
+		{Name: "small", Maximum: 8, BorrowingLimit: Unlimited},
+		{Name: "borrow", Guarantee: 24, LendingLimit: Unlimited, BorrowingLimit: Unlimited, Maximum: Unlimited},
+	}}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+	require.NoError(t, err)
+	e.checkEach = true
+	for i, g := range []int{8, 8, 4, 4} {
+		require.NoError(t, e.Submit(Job{ID: "u" + string(rune('0'+i)), Account: "a", Queue: "borrow",
+			Gang: member(onNodes(c, placement.NodesOf(1, g), i))}, epoch))
+	}
+	require.Len(t, startAll(t, e, epoch).Starts, 4)
+	require.NoError(t, e.Submit(Job{ID: "x", Account: "a", Queue: "small", TimeLimit: time.Hour, Preemption: preempt.Requeue,
+		Gang: member(placement.WholeNodes(2))}, epoch))
+	p := startAll(t, e, epoch.Add(time.Minute))
+	require.Len(t, p.Holds, 1, p.Describe(c, epoch))
+	return e, p
 }
