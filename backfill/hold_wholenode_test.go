@@ -249,31 +249,15 @@ func TestRestoredHoldJudgedWithinQuota(t *testing.T) {
 	}
 }
 
-// smallQueueHeld returns the engine of TestHoldWholeNodesWithinQuota and
+// smallQueueHeld is quotaHoldScene under the hold config of
+// TestHoldWholeNodesWithinQuota and
 // TestHoldSpecOwnSets (Hold.MaxHolds maxHolds) and the plan of the cycle
 // that gave x its hold: x, two whole nodes in queue small (maximum 8),
 // on mixedCluster's two 8-GPU (n0, n1) and two 4-GPU (n2, n3) nodes,
 // all running jobs u0-u3 of queue borrow without a time limit.
 func smallQueueHeld(t *testing.T, maxHolds int) (*Engine, *Plan) {
 	t.Helper()
-	c := mixedCluster(t)
-	cfg := DefaultConfig()
-	cfg.Hold = HoldConfig{Enabled: true, MinGPUs: 8, MaxShare: 1, Budget: time.Hour, Hysteresis: 20 * time.Minute, MaxHolds: maxHolds}
-	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
-		{Name: "small", Maximum: 8, BorrowingLimit: Unlimited},
-		{Name: "borrow", Guarantee: 24, LendingLimit: Unlimited, BorrowingLimit: Unlimited, Maximum: Unlimited},
-	}}
-	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
-	require.NoError(t, err)
-	e.checkEach = true
-	for i, g := range []int{8, 8, 4, 4} {
-		require.NoError(t, e.Submit(Job{ID: "u" + string(rune('0'+i)), Account: "a", Queue: "borrow",
-			Gang: member(onNodes(c, placement.NodesOf(1, g), i))}, epoch))
-	}
-	require.Len(t, startAll(t, e, epoch).Starts, 4)
-	require.NoError(t, e.Submit(Job{ID: "x", Account: "a", Queue: "small", TimeLimit: time.Hour, Preemption: preempt.Requeue,
-		Gang: member(placement.WholeNodes(2))}, epoch))
-	p := startAll(t, e, epoch.Add(time.Minute))
+	c, e, p := quotaHoldScene(t, HoldConfig{Enabled: true, MinGPUs: 8, MaxShare: 1, Budget: time.Hour, Hysteresis: 20 * time.Minute, MaxHolds: maxHolds})
 	require.Len(t, p.Holds, 1, p.Describe(c, epoch))
 	return e, p
 }
