@@ -297,16 +297,17 @@ func (c *cycle) freeGoneHeld() {
 // neither search finds another outcome; a GPU left free, or on a node
 // not up, or with a job that has a limit or ends sooner, may change them.
 func (c *cycle) startOnHeld(h *hold) {
-	if !c.holdKept || c.runsPastKept(&h.target) {
+	if !c.holdKept || c.runsPast(&h.target, c.keptETA) {
 		return
 	}
 	c.reoffer = true
 }
 
-// runsPastKept reports whether every GPU of a, on a node up, runs an
-// active job without a limit estimated (runtimeEstimate) to end no
-// sooner than keptETA.
-func (c *cycle) runsPastKept(a *gang.Allocation) bool {
+// runsPast reports whether every GPU of a, on a node up, runs an active
+// job without a limit estimated (runtimeEstimate) to end no sooner than
+// t; with t zero, any such job (it runs for good as far as a search can
+// tell).
+func (c *cycle) runsPast(a *gang.Allocation, t time.Time) bool {
 	e := c.e
 	s := e.ledger.State()
 	past := true
@@ -316,7 +317,7 @@ func (c *cycle) runsPastKept(a *gang.Allocation) bool {
 		}
 		o := e.jobs.owner(n, g)
 		past = o != nil && o.job.TimeLimit == 0 && o.end.IsZero() && s.Status(topology.NodeID(n)) == topology.Up &&
-			!e.runtimeEstimate(o, c.now).Before(c.keptETA)
+			(t.IsZero() || !e.runtimeEstimate(o, c.now).Before(t))
 	})
 	return past
 }
@@ -467,26 +468,10 @@ func (c *cycle) holdLetGo() {
 // runs, on a node up, an active job without a limit (a search finds
 // those GPUs no freer than held).
 func (c *cycle) heldStarted(h *hold, j *jobRec) {
-	if c.holdMiss == nil || c.holdMiss == j && !c.holdMissMany || c.runsForGood(&h.target) {
+	if c.holdMiss == nil || c.holdMiss == j && !c.holdMissMany || c.runsPast(&h.target, time.Time{}) {
 		return
 	}
 	c.reoffer = true
-}
-
-// runsForGood reports whether every GPU of a, on a node up, runs an
-// active job without a limit.
-func (c *cycle) runsForGood(a *gang.Allocation) bool {
-	e := c.e
-	s := e.ledger.State()
-	all := true
-	forGPUs(a, func(n, g int) {
-		if !all {
-			return
-		}
-		o := e.jobs.owner(n, g)
-		all = o != nil && o.job.TimeLimit == 0 && o.end.IsZero() && s.Status(topology.NodeID(n)) == topology.Up
-	})
-	return all
 }
 
 // readResv records that the hold test of job j read the reservations as
