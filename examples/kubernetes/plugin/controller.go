@@ -38,9 +38,10 @@ type controller struct {
 	minPG    map[string]int  // PodGroup objects: "ns/name" -> minMember
 	changed  bool            // set by an observation that the next cycle must see
 	// staleNodes is the nodes that joined or changed in a way the other
-	// Filter plugins may answer differently for: the allowed node sets of
+	// Filter plugins may answer differently for, each with when the
+	// informer reported its latest such change: the allowed node sets of
 	// the pod shapes they could serve are measured again (remeasure).
-	staleNodes map[string]bool
+	staleNodes map[string]time.Time
 	err        string // the last engine error, shown in reasons
 	stats      Stats
 	// active is set by the first PreFilter call: this replica's scheduler
@@ -126,7 +127,7 @@ type Stats struct {
 func newController(args Args, profile string, acts actor, status *statusWriter) *controller {
 	return &controller{args: args, profile: profile, groups: map[string]*groupState{},
 		jobs: map[string]*groupState{}, podKey: map[string]string{}, bound: map[string]boundPod{},
-		nodes: map[string]*v1.Node{}, nodeGen: map[string]string{}, leftOut: map[string]string{}, unwarned: map[string]bool{}, shrunk: map[string]bool{}, deleted: map[string]bool{}, staleNodes: map[string]bool{},
+		nodes: map[string]*v1.Node{}, nodeGen: map[string]string{}, leftOut: map[string]string{}, unwarned: map[string]bool{}, shrunk: map[string]bool{}, deleted: map[string]bool{}, staleNodes: map[string]time.Time{},
 		minPG: map[string]int{}, partial: map[string]partialGroup{}, notAdopted: map[string]adoptNote{}, dead: map[string]deadGroup{}, podsGone: map[string]bool{}, wake: make(chan struct{}, 1), now: time.Now, status: status, acts: acts}
 }
 
@@ -440,7 +441,7 @@ func (c *controller) onNode(obj any, deleted bool) {
 		// snapshot has no deleted node; NodeUnschedulable rejects a
 		// cordoned node): measure the pod shapes of waiting gangs that
 		// the node could serve again.
-		c.staleNodes[n.Name] = true
+		c.staleNodes[n.Name] = c.now()
 		changed = true
 	}
 	c.nodes[n.Name] = n

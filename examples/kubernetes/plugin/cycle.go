@@ -218,38 +218,77 @@ func (c *controller) start(logger klog.Logger, now time.Time, acts *actions) boo
 // never where the engine puts them, whatever the Filter plugins say of it.
 // A gang that could never fit is tried again once a shape of it is
 // measured again, not after Args.AllowedTTLSeconds: the node may take it
-// now.
+// now. Each such shape, measured or not yet, records when the latest
+// node that could serve it changed (allowedSet.changed): a scout whose
+// scheduling cycle began before that measured on a snapshot without the
+// change, and its measurement, however late it lands, does not count
+// (scouted).
 func (c *controller) remeasure() {
-	most, known := 0, false
-	for name := range c.staleNodes {
+	type stale struct {
+		gpus int
+		at   time.Time
+	}
+	var nodes []stale
+	for name, at := range c.staleNodes {
 		if c.deleted[name] {
 			continue
 		}
 		if gpus, _, _, ok := c.eng.nodeStatus(name); ok {
-			most, known = max(most, gpus), true
+			nodes = append(nodes, stale{gpus, at})
 		}
 	}
-	if !known {
+	if len(nodes) == 0 {
 		return
+	}
+	// changedFor returns when the latest stale node that serves a pod of
+	// gpus GPUs changed (zero when none serves it).
+	changedFor := func(gpus int) time.Time {
+		var last time.Time
+		for _, n := range nodes {
+			if n.gpus >= gpus && n.at.After(last) {
+				last = n.at
+			}
+		}
+		return last
 	}
 	for _, g := range c.groups {
 		need := make(map[string]int, len(g.allowed))
 		for _, p := range g.pods {
 			need[p.shape] = p.gpus
 		}
+		unmeasured := len(g.allowed) == 0
 		served := false
 		for shape, a := range g.allowed {
-			if gpus, ok := need[shape]; ok && gpus > most {
+			at := changedFor(need[shape]) // a shape no pod has any more: any node
+			if at.IsZero() {
 				continue
 			}
-			a.at = time.Time{}
+			a.at, a.changed = time.Time{}, latest(a.changed, at)
 			g.allowed[shape] = a
 			served = true
 		}
-		if served || len(g.allowed) == 0 {
+		// A shape not measured yet may have a scout out whose cycle
+		// began before the change.
+		for shape, gpus := range need {
+			if _, ok := g.allowed[shape]; ok {
+				continue
+			}
+			if at := changedFor(gpus); !at.IsZero() {
+				g.allowed[shape] = allowedSet{changed: at}
+			}
+		}
+		if served || unmeasured {
 			g.neverFits = false
 		}
 	}
+}
+
+// latest returns the later of a and b.
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // nodeGeneration summarises what of a node shapes the cluster model: its

@@ -200,7 +200,7 @@
 //     sent; one whose scheduling cycle has not begun within 10 s is given
 //     up too (a measurement from a cycle that began within them counts,
 //     however late it lands, unless one from a cycle that began later
-//     came first), and
+//     came first, or a node changed after it began: see below), and
 //     is from then on an ordinary pod of its group, held until its gang
 //     is admitted, and, if the shape still needs measuring, the next pod
 //     of its shape (in pod order, wrapping round) is sent: kube-scheduler gives a plugin no sign that another plugin's
@@ -211,7 +211,14 @@
 //     name) or its labels, taints, cordon or allocatable resources change:
 //     then only the shapes that node could serve (it is in the cluster
 //     model and has at least the shape's GPUs per pod; a shape of no GPUs
-//     takes any node) are measured again.
+//     takes any node) are measured again. A scout whose scheduling cycle
+//     began before the plugin's node informer reported such a change
+//     measured on a snapshot without it: its measurement does not count,
+//     however late it lands, and the shape is measured again, so no gang
+//     is submitted with a node its Filter plugins reject since the change
+//     (a cycle that began after the report on a snapshot still without the
+//     change, the scheduler's cache behind the plugin's informer, is not
+//     told apart).
 //     The scheduler's snapshot may lag the plugin's node informer: a
 //     measurement whose snapshot lacked a GPU node the plugin knows is
 //     taken again at once (once: a node still missing then is left out

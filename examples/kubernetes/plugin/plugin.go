@@ -206,7 +206,8 @@ func (marker) Clone() fwk.StateData { return marker{} }
 // scoutMark is what PreFilter records of a scout's scheduling cycle: the
 // shape it measures and when the cycle began. The measurement its
 // PostFilter takes counts even when the scout's timeout passed meanwhile
-// (scouted): it was the scout when the cycle began.
+// (scouted): it was the scout when the cycle began. It does not count
+// when a node that could serve the shape changed after the cycle began.
 type scoutMark struct {
 	shape string
 	began time.Time
@@ -343,7 +344,12 @@ func (p *Plugin) probe(ctx context.Context, state fwk.CycleState, pod *v1.Pod) (
 // sent: the measurement is as good as that pod's would be. It does not
 // replace one taken in a cycle that began later (that other scout's, when
 // it answered first), nor count for a pod no longer of that shape in a
-// group. The set is dated from the cycle's beginning. That
+// group, nor when a node that could serve the shape changed (its labels,
+// taints, cordon or allocatable resources: remeasure) after the cycle
+// began: the cycle's snapshot, taken as it began, holds the node as it
+// was, so the shape is measured again (the pod, when still the shape's
+// scout, is given up so that the next cycle sends one). The set is dated
+// from the cycle's beginning. That
 // snapshot may lag the plugin's informer: a node that just joined (the
 // reason the shape is measured again) may be missing from it. A GPU node
 // the plugin knows (not deleted) that the snapshot lacked makes the set
@@ -358,14 +364,24 @@ func (c *controller) scouted(pod *v1.Pod, mark scoutMark, nodes, seen []string) 
 	if g != nil {
 		ps = g.pods[string(pod.UID)]
 	}
-	if ps != nil && ps.shape == mark.shape && !g.allowed[mark.shape].at.After(mark.began) {
+	switch {
+	case ps == nil || ps.shape != mark.shape:
+	case mark.began.Before(g.allowed[mark.shape].changed):
+		// Measured on a snapshot from before a node changed (its labels,
+		// taints, cordon, GPUs): the answer may be wrong for that node.
+		// The shape is measured again by another scout cycle.
+		if g.scout[mark.shape] == string(pod.UID) {
+			delete(g.scout, mark.shape)
+			delete(g.scoutSince, mark.shape)
+		}
+	case !g.allowed[mark.shape].at.After(mark.began):
 		shape := mark.shape
 		missed := c.unseenNodes(seen)
 		at := mark.began
 		if len(missed) > 0 && !slices.Equal(missed, g.allowed[shape].missed) {
 			at = time.Time{} // stale: measured again
 		}
-		g.allowed[shape] = allowedSet{nodes: nodes, at: at, missed: missed}
+		g.allowed[shape] = allowedSet{nodes: nodes, at: at, missed: missed, changed: g.allowed[shape].changed}
 		delete(g.scout, shape)
 		delete(g.scoutSince, shape)
 	}

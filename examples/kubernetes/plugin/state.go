@@ -33,6 +33,11 @@ type allowedSet struct {
 	// missed is the GPU nodes the plugin knew that the scheduler's
 	// snapshot lacked when the scout measured (scouted).
 	missed []string
+	// changed is when the latest node change that could affect the shape
+	// was seen (remeasure): a measurement from a scheduling cycle that
+	// began before it was taken on a snapshot without the change and does
+	// not count (scouted). Zero when no node changed.
+	changed time.Time
 }
 
 // groupState is one pod group: its live pods, its minimum and, while the
