@@ -421,6 +421,16 @@ func (c *controller) nodeHandlers() cache.ResourceEventHandlerFuncs {
 	}
 }
 
+// filterFieldsDiffer reports whether a and b, two copies of one node, differ in
+// what the other Filter plugins may answer differently for: labels,
+// taints, cordon or allocatable resources.
+func filterFieldsDiffer(a, b *v1.Node) bool {
+	return a.Spec.Unschedulable != b.Spec.Unschedulable ||
+		!equality.Semantic.DeepEqual(a.Spec.Taints, b.Spec.Taints) ||
+		!equality.Semantic.DeepEqual(a.Labels, b.Labels) ||
+		!equality.Semantic.DeepEqual(a.Status.Allocatable, b.Status.Allocatable)
+}
+
 func (c *controller) onNode(obj any, deleted bool) {
 	n, ok := obj.(*v1.Node)
 	if !ok {
@@ -431,10 +441,7 @@ func (c *controller) onNode(obj any, deleted bool) {
 	changed := old == nil || deleted != c.deleted[n.Name] || nodeReady(old) != nodeReady(n) ||
 		old.Spec.Unschedulable != n.Spec.Unschedulable ||
 		nodeGeneration(old, c.args.GPUResource) != nodeGeneration(n, c.args.GPUResource)
-	if old == nil || (c.deleted[n.Name] && !deleted) || old.Spec.Unschedulable != n.Spec.Unschedulable ||
-		!equality.Semantic.DeepEqual(old.Spec.Taints, n.Spec.Taints) ||
-		!equality.Semantic.DeepEqual(old.Labels, n.Labels) ||
-		!equality.Semantic.DeepEqual(old.Status.Allocatable, n.Status.Allocatable) {
+	if old == nil || (c.deleted[n.Name] && !deleted) || filterFieldsDiffer(old, n) {
 		// What the other Filter plugins answer may have changed (a node
 		// that joins, or is re-created under the name of a deleted one
 		// not yet forgotten, was measured by none: the scheduler's

@@ -215,14 +215,14 @@
 //     began before the plugin's node informer reported such a change
 //     measured on a snapshot without it: its measurement does not count,
 //     however late it lands, and the shape is measured again, so no gang
-//     is submitted with a node its Filter plugins reject since the change
-//     (a cycle that began after the report on a snapshot still without the
-//     change, the scheduler's cache behind the plugin's informer, is not
-//     told apart).
-//     The scheduler's snapshot may lag the plugin's node informer: a
-//     measurement whose snapshot lacked a GPU node the plugin knows is
-//     taken again at once (once: a node still missing then is left out
-//     until the next measurement).
+//     is submitted with a node its Filter plugins reject since the change.
+//     The scheduler's snapshot may lag the plugin's node informer (each
+//     hears of a node change on its own, in no set order): a measurement
+//     whose snapshot lacked a GPU node the plugin knows, or held one with
+//     other labels, taints, cordon or allocatable resources than the
+//     plugin's copy, is taken again at once (once: while the same nodes
+//     are missing or differ, the second measurement stands until the
+//     next one).
 //     A gang that can never fit the cluster (a member with more pods than
 //     it has nodes included) waits with that reason and is tried again
 //     after the TTL, or at once on such a node change that serves one of

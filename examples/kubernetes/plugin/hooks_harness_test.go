@@ -163,10 +163,19 @@ func (h *hookEnv) answerScouts() {
 }
 
 // answerScoutsAs answers every scout in flight as a scheduler whose
-// snapshot held the nodes seen, of which fits accept the scout's shape;
-// it returns how many scouts it answered.
+// snapshot held the nodes seen (each as the controller knows it, or a
+// bare node of that name when it knows none), of which fits accept the
+// scout's shape; it returns how many scouts it answered.
 func (h *hookEnv) answerScoutsAs(fits, seen []string) int {
 	h.c.mu.Lock()
+	snap := make([]*v1.Node, 0, len(seen))
+	for _, name := range seen {
+		n := h.c.nodes[name]
+		if n == nil {
+			n = &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		}
+		snap = append(snap, n)
+	}
 	var todo []*v1.Pod
 	var marks []scoutMark
 	for _, g := range h.c.groups {
@@ -179,7 +188,7 @@ func (h *hookEnv) answerScoutsAs(fits, seen []string) int {
 	}
 	h.c.mu.Unlock()
 	for i, p := range todo {
-		h.c.scouted(p, marks[i], fits, seen)
+		h.c.scouted(p, marks[i], fits, snap)
 	}
 	return len(todo)
 }

@@ -296,9 +296,9 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 // probe evaluates the Filter plugins for pod on every node of the snapshot
 // that has GPUs, with the node's GPU count raised so that only the other
 // resources and constraints decide. It returns the nodes that accept the
-// pod and every node of the snapshot (seen: the scheduler's snapshot may
-// lag the plugin's informer, see scouted).
-func (p *Plugin) probe(ctx context.Context, state fwk.CycleState, pod *v1.Pod) (fits, seen []string) {
+// pod and every node of the snapshot as the snapshot holds it (seen: the
+// scheduler's snapshot may lag the plugin's informer, see scouted).
+func (p *Plugin) probe(ctx context.Context, state fwk.CycleState, pod *v1.Pod) (fits []string, seen []*v1.Node) {
 	infos, err := p.h.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
 		return nil, nil
@@ -323,10 +323,10 @@ func (p *Plugin) probe(ctx context.Context, state fwk.CycleState, pod *v1.Pod) (
 			klog.FromContext(ctx).V(4).Info("Phalanx: a node rejects the pod shape", "pod", klog.KObj(pod), "node", n.Name, "status", st)
 		}
 	}, Name)
-	seen = make([]string, 0, len(infos))
+	seen = make([]*v1.Node, 0, len(infos))
 	for i, fit := range ok {
 		if n := infos[i].Node(); n != nil {
-			seen = append(seen, n.Name)
+			seen = append(seen, n)
 		}
 		if fit {
 			fits = append(fits, infos[i].Node().Name)
@@ -350,14 +350,19 @@ func (p *Plugin) probe(ctx context.Context, state fwk.CycleState, pod *v1.Pod) (
 // was, so the shape is measured again (the pod, when still the shape's
 // scout, is given up so that the next cycle sends one). The set is dated
 // from the cycle's beginning. That
-// snapshot may lag the plugin's informer: a node that just joined (the
-// reason the shape is measured again) may be missing from it. A GPU node
-// the plugin knows (not deleted) that the snapshot lacked makes the set
-// stale, measured again in the next cycle; once only (while the same
-// nodes are missing, the set stands until Args.AllowedTTLSeconds or the
-// next node change), so that a node the scheduler never lists does not
-// keep the gang measuring for ever.
-func (c *controller) scouted(pod *v1.Pod, mark scoutMark, nodes, seen []string) {
+// snapshot may lag the plugin's informer (the scheduler's cache and this
+// plugin hear of a node change each on its own, in no set order): a node
+// that just joined (the reason the shape is measured again) may be missing
+// from it, and a node whose change the plugin saw before the cycle began
+// may be held there as it was before the change. A GPU node the plugin
+// knows (not deleted) that the snapshot lacked, or held with other labels,
+// taints, cordon or allocatable resources than the plugin's copy, makes
+// the set stale, measured again in the next cycle; once only (while the
+// same nodes are missing or differ, the set stands until
+// Args.AllowedTTLSeconds or the next node change), so that a node the
+// scheduler never lists, or always lists otherwise, does not keep the
+// gang measuring for ever.
+func (c *controller) scouted(pod *v1.Pod, mark scoutMark, nodes []string, seen []*v1.Node) {
 	c.mu.Lock()
 	g, _, _ := c.lookup(pod)
 	var ps *podState
@@ -390,15 +395,19 @@ func (c *controller) scouted(pod *v1.Pod, mark scoutMark, nodes, seen []string) 
 }
 
 // unseenNodes returns the GPU nodes the plugin knows (not deleted) that
-// are not in seen, sorted (nil when none).
-func (c *controller) unseenNodes(seen []string) []string {
-	in := make(map[string]bool, len(seen))
+// are not in seen, or are there with other labels, taints, cordon or
+// allocatable resources than the plugin's copy, sorted (nil when none).
+func (c *controller) unseenNodes(seen []*v1.Node) []string {
+	in := make(map[string]*v1.Node, len(seen))
 	for _, n := range seen {
-		in[n] = true
+		in[n.Name] = n
 	}
 	var out []string
 	for name, n := range c.nodes {
-		if !c.deleted[name] && !in[name] && hasGPUs(n, c.args.GPUResource) {
+		if c.deleted[name] || !hasGPUs(n, c.args.GPUResource) {
+			continue
+		}
+		if s := in[name]; s == nil || filterFieldsDiffer(s, n) {
 			out = append(out, name)
 		}
 	}
