@@ -187,9 +187,12 @@ type cycle struct {
 	// holdMiss is the first job whose search for a start in the walk
 	// (reserveOrPreempt, tryHold) found none while another gang's hold
 	// kept GPUs from it, and holdMissMany is set once another job's
-	// search did too; see readHoldsMissed and holdLetGo.
+	// search did too; see readHoldsMissed and holdLetGo. holdMissNeed
+	// is the fewest GPUs any of those searches needed (their specs'
+	// least: missRoom).
 	holdMiss     *jobRec
 	holdMissMany bool
+	holdMissNeed int
 	// passingOn is the job reservePassedOn is reserving, while it does.
 	passingOn *jobRec
 	// slotOpenTold is set once the walk, with Config.Hold.Enabled, told a job that
@@ -471,7 +474,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.refusedTo, c.holdKept, c.unheldEligible, c.rivalEstimated = time.Time{}, false, false, false
 	c.holdBlamed, c.keptETA, c.looseEligible, c.plannedEligible = false, time.Time{}, false, false
 	c.resvReader, c.resvReadMany, c.slotOpenTold, c.resvBlamed = nil, false, false, false
-	c.holdMiss, c.holdMissMany = nil, false
+	c.holdMiss, c.holdMissMany, c.holdMissNeed = nil, false, 0
 	c.earlyEnd, c.walking = time.Time{}, false
 	c.invalidate()
 	c.startClaims()

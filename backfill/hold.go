@@ -187,7 +187,9 @@ func (c *cycle) releaseHold(h *hold) {
 	}
 	c.freeGoneHeld()
 	c.e.book.dropHold(h)
-	c.holdLetGo()
+	if !c.runsPast(&h.target, time.Time{}) {
+		c.holdLetGo()
+	}
 }
 
 // keepHold keeps job j's hold up: a planned start, when one has become
@@ -411,28 +413,79 @@ func (c *cycle) startUnlimited(j *jobRec) {
 }
 
 // readHoldsMissed records that a search for a start of job j in the walk
-// (a reservation's, reserveOrPreempt; a planned start's, tryHold) found
-// none while the hold of another gang kept its target's GPUs from it, as
-// for good (holdLetGo). Only a search with a time ahead to try counts:
-// an active job with a limit, or a reservation with an end. Without one
-// it tried the free GPUs now alone, and a job that would fit now but for
-// a hold is told so (classify): the hold refused it, and asks for a cycle
-// at once when it ends (releaseHold).
-func (c *cycle) readHoldsMissed(j *jobRec) {
-	if !c.walking || c.holdMissMany || len(c.e.book.holds) == 0 || !c.e.profileAhead() {
+// (a reservation's, reserveOrPreempt; a planned start's, tryHold), for
+// spec, found none while the hold of another gang kept its target's GPUs
+// from it, as for good (holdLetGo). Only a search with a time ahead to
+// try counts: an active job with a limit, or a reservation with an end.
+// Without one it tried the free GPUs now alone, and a job that would fit
+// now but for a hold is told so (classify): the hold refused it, and
+// asks for a cycle at once when it ends (releaseHold).
+func (c *cycle) readHoldsMissed(j *jobRec, spec *gang.Spec) {
+	if !c.walking || len(c.e.book.holds) == 0 || !c.e.profileAhead() {
 		return
 	}
 	for _, h := range c.e.book.holds {
 		if h.job == j {
 			continue
 		}
-		if c.holdMiss == nil {
-			c.holdMiss = j
-		} else if c.holdMiss != j {
+		need := c.e.leastGPUs(spec)
+		switch {
+		case c.holdMiss == nil:
+			c.holdMiss, c.holdMissNeed = j, need
+		case c.holdMiss != j:
 			c.holdMissMany = true
+			fallthrough
+		default:
+			c.holdMissNeed = min(c.holdMissNeed, need)
 		}
 		return
 	}
+}
+
+// missRoom reports whether the searches readHoldsMissed recorded may
+// find a start once a hold let go of its GPUs (holdLetGo, heldStarted):
+// whether the fewest GPUs they needed (holdMissNeed) are at most the
+// GPUs a search may ever find open: those of the nodes in service but
+// the GPUs an active job without a limit runs on (no end frees them)
+// and, when one job missed, those of the targets of the holds but its
+// own (kept for good; when several missed, each may hold one of them,
+// and no hold is counted). Counting leaves out where the GPUs lie and
+// what reservations and claims keep, so it may say yes in vain; no
+// means the searches would find none again: a cycle at once for them
+// would change nothing. It reads every GPU's owner, only when a hold is
+// let go in a walk after such a search.
+func (c *cycle) missRoom() bool {
+	e := c.e
+	s := e.ledger.State()
+	room := 0
+	for i := range e.c.NumNodes() {
+		n := topology.NodeID(i)
+		if s.Status(n) != topology.Up {
+			continue
+		}
+		for g := range e.c.NodeGPUs(n) {
+			if !runsForGood(e.jobs.owner(i, g)) {
+				room++
+			}
+		}
+	}
+	for _, h := range e.book.holds {
+		if c.holdMissMany || h.job == c.holdMiss {
+			continue
+		}
+		forGPUs(&h.target, func(n, g int) {
+			if s.Status(topology.NodeID(n)) == topology.Up && !runsForGood(e.jobs.owner(n, g)) {
+				room--
+			}
+		})
+	}
+	return c.holdMissNeed <= room
+}
+
+// runsForGood reports whether o, an owner of a GPU (nil: none), is an
+// active job without a limit, which no end in the profile frees.
+func runsForGood(o *jobRec) bool {
+	return o != nil && o.job.TimeLimit == 0 && o.end.IsZero() && o.phase != StatePreempting
 }
 
 // profileAhead reports whether the availability profile has a time
@@ -453,12 +506,15 @@ func (e *Engine) profileAhead() bool {
 // second cycle at the same time would. The job tested, whose test lets
 // go of the holds (a gang taking them over, a held gang's own hold
 // ending), searches again itself if need be (reservePassedOn) or keeps
-// what it found: its own miss asks for nothing.
+// what it found: its own miss asks for nothing. Nor does a miss that
+// the GPUs left open now could not serve by their count (missRoom), or
+// a hold whose every GPU runs an active job without a limit on a node
+// up (its callers: a search finds those GPUs no freer than held).
 func (c *cycle) holdLetGo() {
 	if c.holdMiss == nil || !c.walking || c.walkRank >= len(c.walkOrder) {
 		return
 	}
-	if c.holdMissMany || c.holdMiss != c.walkOrder[c.walkRank] {
+	if (c.holdMissMany || c.holdMiss != c.walkOrder[c.walkRank]) && c.missRoom() {
 		c.reoffer = true
 	}
 }
@@ -466,9 +522,10 @@ func (c *cycle) holdLetGo() {
 // heldStarted records the start in the walk of gang j, now active, whose
 // hold h ended with it: as holdLetGo, unless every GPU of h's target now
 // runs, on a node up, an active job without a limit (a search finds
-// those GPUs no freer than held).
+// those GPUs no freer than held), or the GPUs left open could not serve
+// the miss by their count (missRoom).
 func (c *cycle) heldStarted(h *hold, j *jobRec) {
-	if c.holdMiss == nil || c.holdMiss == j && !c.holdMissMany || c.runsPast(&h.target, time.Time{}) {
+	if c.holdMiss == nil || c.holdMiss == j && !c.holdMissMany || c.runsPast(&h.target, time.Time{}) || !c.missRoom() {
 		return
 	}
 	c.reoffer = true
@@ -538,8 +595,11 @@ func (c *cycle) retarget(h *hold, spec *gang.Spec) {
 	}
 	c.freeGoneHeld()
 	c.coverPlanned()
-	c.holdLetGo() // GPUs of its old target
+	past := c.runsPast(&h.target, time.Time{})
 	e.alloc.CopyTo(&h.target)
+	if !past {
+		c.holdLetGo() // GPUs of its old target (missRoom counts its new one)
+	}
 	h.budget = e.holdBudget(&h.target)
 	h.eta = t
 	e.book.changed()
@@ -592,8 +652,8 @@ func (c *cycle) tryHold(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 		c.unheldEligible, c.plannedEligible = true, true
 		return false // it has a planned start (only not a reservation)
 	}
-	c.readHoldsMissed(j) // (holdLetGo)
-	c.readResv(j)        // (resvChanged)
+	c.readHoldsMissed(j, spec) // (holdLetGo)
+	c.readResv(j)              // (resvChanged)
 	if !c.fitsWhenIdle(spec) {
 		return false // no hold helps
 	}

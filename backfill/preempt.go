@@ -660,6 +660,11 @@ func (c *cycle) clearClaim(cl *claim) {
 // jobRec.toldID) is taken off the list and counted unchanged. Claims that
 // move reservations are rare; the walk's jobs so far are read only then.
 //
+// The gaps of a kept order (a job that left, or waits at another
+// position) are passed over as the walk passes over them: a job
+// cancelled and submitted again under its ID has its old record's gap
+// before it, which must not take the plan's entry of the new one.
+//
 // Other reasons are left as the walk's tests gave them. A reason's NoSlot
 // counts slots, and a moved reservation keeps its slot. A quota reason
 // (WaitQuota) counts the reservations whose window overlaps the job's,
@@ -678,12 +683,16 @@ func (c *cycle) restateVisited(moved []*reservation) {
 	}
 	at := 0 // the plan lists the walk's reasons in rank order
 	for rank, j := range c.walkOrder[:c.walkRank] {
+		if j.phase != StatePending || c.fifo && j.pos != c.base+rank {
+			// A gap the walk passed over (walk): a job that left, or
+			// one kept at another position. Its ID may be a waiting
+			// job's, later in the walk (cancelled and submitted again):
+			// the plan's entry of that ID is not the gap's.
+			continue
+		}
 		listed := at < len(ws) && ws[at].Job == j.job.ID
 		if listed {
 			at++
-		}
-		if j.phase != StatePending {
-			continue
 		}
 		w := j.wait
 		switch r := j.resv; {

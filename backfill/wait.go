@@ -178,7 +178,7 @@ func (c *cycle) reserveOrPreempt(j *jobRec, spec *gang.Spec, w *Waiting) bool {
 	// start is, and mayPreempt has admitted j already.
 	t, found := e.search(c.now, query{j: j, spec: spec})
 	if !found {
-		c.readHoldsMissed(j) // (holdLetGo)
+		c.readHoldsMissed(j, spec) // (holdLetGo)
 	}
 	if (!found || c.far(t)) && (!canReserve || c.mayPreempt(j, w)) {
 		if found {
