@@ -1,0 +1,300 @@
+package backfill
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+var reasonRepeatSeeds = flag.Int("reason-repeat-seeds", 0, "workloads per mode of TestReasonRepeatProperty (0: its default)")
+
+// TestReasonRepeatProperty: over seeded workloads on small clusters, a
+// host reports one event (a submit, a finish, a cancel), runs a cycle and
+// confirms its starts, runs cycles at once while NextEvent asks for one,
+// and then runs a second cycle at the same time with no event between.
+// Where that cycle decides as the last did (it starts nothing, and plans
+// the same backlog, reservations, holds and wait codes), every job that
+// still waits must be told the same reason word for word (Message), so
+// that a host writing reasons into pod status writes nothing new.
+//
+// It covers only the modes where this holds today: conservative
+// (unbounded depth) and hold mode. In the others a reason's counts ("the
+// cluster has 1", Resources and Gang; a quota reason's "32 of 48 GPUs in
+// use") are those met when the walk tested the job, before later starts
+// of the same cycle, and a small job refused the small jobs' slot is told
+// SlotsTaken once a job ranked below it fills the book (cycle.noSlot):
+// at stop 68, with 100 workloads each, 100 greedy, 53 EASY, 59 at the
+// default depth and 15 with quotas (100, and 59 at the default depth,
+// with OnlyChangedWaits) told other words on some repeat. Second cycles
+// that decide otherwise are counted and logged (decisions, which other
+// tests own). reason-repeat-seeds sets the number of workloads per mode;
+// -short runs fewer.
+func TestReasonRepeatProperty(t *testing.T) {
+	seeds := 40
+	if testing.Short() {
+		seeds = 10
+	}
+	if *reasonRepeatSeeds > 0 {
+		seeds = *reasonRepeatSeeds
+	}
+	hold := func(cfg *Config) {
+		cfg.Hold = HoldConfig{Enabled: true, MinGPUs: 8, MinWait: 10 * time.Minute, MaxShare: 1, CapWait: 20 * time.Minute,
+			Budget: time.Hour, Hysteresis: 10 * time.Minute, MaxHolds: 2}
+	}
+	for _, m := range []struct {
+		name    string
+		depth   int
+		hold    bool // jobs without time limits, hold mode on
+		quotas  bool
+		changes bool // Config.OnlyChangedWaits
+	}{
+		{name: "conservative", depth: Conservative},
+		{name: "hold", depth: DefaultDepth, hold: true},
+	} {
+		t.Run(m.name, func(t *testing.T) {
+			var sum reasonRepeatDriver
+			var failed []string
+			for seed := range uint64(seeds) {
+				d := newReasonRepeatDriver(t, seed, func(cfg *Config) {
+					cfg.ReservationDepth, cfg.OnlyChangedWaits = m.depth, m.changes
+					if m.hold {
+						hold(cfg)
+					}
+				}, m.hold, m.quotas)
+				if msg := d.run(); msg != "" {
+					failed = append(failed, fmt.Sprintf("seed %d: %s", seed, msg))
+				}
+				sum.cycles += d.cycles
+				sum.compared += d.compared
+				sum.counted += d.counted
+				sum.decided += d.decided
+			}
+			for i, f := range failed {
+				if i == 3 {
+					break
+				}
+				t.Error(f)
+			}
+			if len(failed) > 0 {
+				t.Errorf("%d of %d workloads told a different reason in a second cycle at the same time that decided the same", len(failed), seeds)
+			}
+			t.Logf("%d workloads, %d repeated cycles (%d decided otherwise), %d reasons compared (%d quoting placement counts)",
+				seeds, sum.cycles, sum.decided, sum.compared, sum.counted)
+			if sum.cycles-sum.decided < 10*seeds || !m.changes && m.depth != Conservative && sum.counted < seeds/4 {
+				t.Errorf("too easy: %d repeated cycles that decided the same, %d placement reasons compared, over %d workloads",
+					sum.cycles-sum.decided, sum.counted, seeds)
+			}
+		})
+	}
+}
+
+// reasonRepeatDriver is TestReasonRepeatProperty's host.
+type reasonRepeatDriver struct {
+	t    testing.TB
+	r    *rand.Rand
+	c    *topology.Cluster
+	e    *Engine
+	jobs []Job // to submit, by submit time
+	now  time.Time
+	// cycles counts the repeated cycles, decided those that decided
+	// otherwise; compared the reasons compared (counted: those quoting
+	// placement counts).
+	cycles, decided, compared, counted int
+	// told is each waiting job's reason as the host last heard it.
+	told map[string]Waiting
+}
+
+// heard records the reasons plan p lists (all, or the changed ones).
+func (d *reasonRepeatDriver) heard(p *Plan) {
+	for _, s := range p.Starts {
+		delete(d.told, s.Job)
+	}
+	for _, w := range p.Waiting {
+		d.told[w.Job] = w
+	}
+}
+
+func newReasonRepeatDriver(t testing.TB, seed uint64, tune func(*Config), hold, quotas bool) *reasonRepeatDriver {
+	r := rand.New(rand.NewPCG(seed, 67))
+	shapes := []topology.FatTreeConfig{
+		{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8},
+		{Spines: 1, LeavesPerSpine: 3, NodesPerLeaf: 2, GPUsPerNode: 8},
+		{Spines: 2, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8},
+	}
+	c, err := topology.FatTree(shapes[r.IntN(len(shapes))])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Hold.Enabled = false
+	cfg.FairShare.HalfLife = time.Hour
+	tune(&cfg)
+	if quotas {
+		cfg.Quotas = randomQueues(r, int(seed), c.NumNodes())
+	}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b", "c"))
+	if err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	var leaves []string
+	for i, q := range cfg.Quotas.Queues {
+		if e.quota.leaf[i] {
+			leaves = append(leaves, q.Name)
+		}
+	}
+	jobs := randomWorkload(r, c, 12+r.IntN(10), !hold)
+	for i := range jobs {
+		if len(leaves) > 0 {
+			jobs[i].Queue = leaves[r.IntN(len(leaves))]
+		}
+	}
+	slices.SortStableFunc(jobs, func(a, b Job) int { return a.Submit.Compare(b.Submit) })
+	return &reasonRepeatDriver{t: t, r: r, c: c, e: e, jobs: jobs, now: epoch, told: make(map[string]Waiting)}
+}
+
+// run drives the workload until nothing is left; it returns the first
+// second cycle that told a job a different reason, described, or "".
+func (d *reasonRepeatDriver) run() string {
+	for step := 0; step < 300; step++ {
+		next := d.now.Add(time.Duration(1+d.r.IntN(40)) * time.Minute)
+		if len(d.jobs) > 0 {
+			next = later(d.jobs[0].Submit, d.now)
+		}
+		at, ok := d.e.NextEvent()
+		timed := ok && at.Before(next)
+		if timed {
+			next = at
+		}
+		if !timed && len(d.jobs) == 0 && d.e.Pending()+d.e.Running() == 0 {
+			return ""
+		}
+		d.now = next
+		if !timed && !d.event() {
+			continue
+		}
+		if msg := d.repeat(); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
+
+// event reports one event at d.now: the next submit when due, else a
+// finish (mostly) or a cancel. It reports false when there was none.
+func (d *reasonRepeatDriver) event() bool {
+	var err error
+	var running, waiting []string
+	for _, j := range d.e.jobs.running {
+		running = append(running, j.job.ID)
+	}
+	for _, j := range d.e.jobs.pending {
+		waiting = append(waiting, j.job.ID)
+	}
+	switch {
+	case len(d.jobs) > 0 && !d.jobs[0].Submit.After(d.now):
+		err = d.e.Submit(d.jobs[0], d.now)
+		d.jobs = d.jobs[1:]
+	case len(running) > 0 && d.r.IntN(6) != 0:
+		err = d.e.Finished(running[d.r.IntN(len(running))], d.now)
+	case len(waiting) > 0:
+		err = d.e.Cancel(waiting[d.r.IntN(len(waiting))], d.now)
+	default:
+		return false
+	}
+	if err != nil && !errors.Is(err, ErrNeverFits) {
+		d.t.Fatalf("at %v: %v", d.now.Sub(epoch), err)
+	}
+	return true
+}
+
+// repeat runs the cycles at d.now, confirming each plan's starts: one,
+// more while NextEvent asks for one at once, then a second at the same
+// time; it returns the reasons the second told differently, described,
+// or "".
+func (d *reasonRepeatDriver) repeat() string {
+	first := scheduleStarted(d.t, d.e, d.now)
+	d.heard(first)
+	for i := 0; ; i++ {
+		if next, ok := d.e.NextEvent(); !ok || !next.Equal(d.now.Add(time.Nanosecond)) {
+			break
+		}
+		if i == 8 {
+			d.t.Fatalf("at %v: NextEvent still at once after %d cycles", d.now.Sub(epoch), i+1)
+		}
+		first = scheduleStarted(d.t, d.e, d.now)
+		d.heard(first)
+	}
+	second := scheduleStarted(d.t, d.e, d.now)
+	d.cycles++
+	defer d.heard(second)
+	changes := d.e.cfg.OnlyChangedWaits
+	if len(second.Starts) > 0 || !slices.Equal(decisions(first, !changes), decisions(second, !changes)) {
+		d.decided++
+		return ""
+	}
+	var diff []string
+	if changes {
+		// Every job's reason is the one the first cycle left it with:
+		// one listed anyway with another code or blocker is a decision.
+		for i := range second.Waiting {
+			w := &second.Waiting[i]
+			was := d.told[w.Job]
+			switch {
+			case was.Code != w.Code || was.Blocker != w.Blocker:
+				d.decided++
+				return ""
+			default:
+				diff = append(diff, fmt.Sprintf("%s listed again; was: %s\n%s now: %s", w.Job, was.Message(epoch), w.Job, w.Message(epoch)))
+			}
+		}
+		d.compared += second.Unchanged
+	} else {
+		told := make(map[string]*Waiting)
+		for i := range first.Waiting {
+			told[first.Waiting[i].Job] = &first.Waiting[i]
+		}
+		for i := range second.Waiting {
+			w := &second.Waiting[i]
+			d.compared++
+			if w.Reason.Code != 0 {
+				d.counted++
+			}
+			was, now := told[w.Job].Message(epoch), w.Message(epoch)
+			switch {
+			case was == now:
+			default:
+				diff = append(diff, fmt.Sprintf("%s was: %s\n%s now: %s", w.Job, was, w.Job, now))
+			}
+		}
+	}
+	if len(diff) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("at %v a second cycle told:\n%s\nthe first:\n%s", d.now.Sub(epoch), strings.Join(diff, "\n"), first.Describe(d.c, epoch))
+}
+
+// decisions lists what a plan decided: its backlog, reservations and
+// holds, and with codes each waiting job's code and blocker, sorted.
+func decisions(p *Plan, codes bool) []string {
+	out := []string{"backlog " + p.Backlog}
+	for _, r := range p.Reservations {
+		out = append(out, fmt.Sprintf("reserve %s at %v on %v", r.Job, r.Start.Sub(epoch), r.Allocation.Members))
+	}
+	for _, h := range p.Holds {
+		out = append(out, fmt.Sprintf("hold %s on %s, %d of %d", h.Job, h.Nodes, h.GPUs, h.Target))
+	}
+	for i := range p.Waiting {
+		if w := &p.Waiting[i]; codes {
+			out = append(out, fmt.Sprintf("wait %s %v %s", w.Job, w.Code, w.Blocker))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
