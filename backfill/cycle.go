@@ -189,10 +189,15 @@ type cycle struct {
 	// kept GPUs from it, and holdMissMany is set once another job's
 	// search did too; see readHoldsMissed and holdLetGo. holdMissNeed
 	// is the fewest GPUs any of those searches needed (their specs'
-	// least: missRoom).
-	holdMiss     *jobRec
-	holdMissMany bool
-	holdMissNeed int
+	// least: missRoom). holdMissPreempts is set when one of those jobs
+	// may look for victims or reclaim (its class above the lowest
+	// running one, or a guarantee to reclaim): its victim search masks
+	// the holds too, and may take GPUs that missRoom and runsPast count
+	// as kept for good.
+	holdMiss         *jobRec
+	holdMissMany     bool
+	holdMissNeed     int
+	holdMissPreempts bool
 	// passingOn is the job reservePassedOn is reserving, while it does.
 	passingOn *jobRec
 	// slotOpenTold is set once the walk, with Config.Hold.Enabled, told a job that
@@ -474,7 +479,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.refusedTo, c.holdKept, c.unheldEligible, c.rivalEstimated = time.Time{}, false, false, false
 	c.holdBlamed, c.keptETA, c.looseEligible, c.plannedEligible = false, time.Time{}, false, false
 	c.resvReader, c.resvReadMany, c.slotOpenTold, c.resvBlamed = nil, false, false, false
-	c.holdMiss, c.holdMissMany, c.holdMissNeed = nil, false, 0
+	c.holdMiss, c.holdMissMany, c.holdMissNeed, c.holdMissPreempts = nil, false, 0, false
 	c.earlyEnd, c.walking = time.Time{}, false
 	c.invalidate()
 	c.startClaims()

@@ -187,7 +187,7 @@ func (c *cycle) releaseHold(h *hold) {
 	}
 	c.freeGoneHeld()
 	c.e.book.dropHold(h)
-	if !c.runsPast(&h.target, time.Time{}) {
+	if c.holdMissPreempts || !c.runsPast(&h.target, time.Time{}) {
 		c.holdLetGo()
 	}
 }
@@ -429,6 +429,9 @@ func (c *cycle) readHoldsMissed(j *jobRec, spec *gang.Spec) {
 			continue
 		}
 		need := c.e.leastGPUs(spec)
+		if e := c.e; e.pre != nil && c.anyRunning && j.job.Class > c.lowest || e.quota != nil && e.reclaimGPUs(j) > 0 {
+			c.holdMissPreempts = true
+		}
 		switch {
 		case c.holdMiss == nil:
 			c.holdMiss, c.holdMissNeed = j, need
@@ -453,8 +456,13 @@ func (c *cycle) readHoldsMissed(j *jobRec, spec *gang.Spec) {
 // what reservations and claims keep, so it may say yes in vain; no
 // means the searches would find none again: a cycle at once for them
 // would change nothing. It reads every GPU's owner, only when a hold is
-// let go in a walk after such a search.
+// let go in a walk after such a search. A search that may look for
+// victims or reclaim (holdMissPreempts) may take the GPUs of active jobs
+// too: it always may find room.
 func (c *cycle) missRoom() bool {
+	if c.holdMissPreempts {
+		return true
+	}
 	e := c.e
 	s := e.ledger.State()
 	room := 0
@@ -509,7 +517,8 @@ func (e *Engine) profileAhead() bool {
 // what it found: its own miss asks for nothing. Nor does a miss that
 // the GPUs left open now could not serve by their count (missRoom), or
 // a hold whose every GPU runs an active job without a limit on a node
-// up (its callers: a search finds those GPUs no freer than held).
+// up (its callers: a search finds those GPUs no freer than held), unless
+// a missing job may look for victims (holdMissPreempts).
 func (c *cycle) holdLetGo() {
 	if c.holdMiss == nil || !c.walking || c.walkRank >= len(c.walkOrder) {
 		return
@@ -595,7 +604,7 @@ func (c *cycle) retarget(h *hold, spec *gang.Spec) {
 	}
 	c.freeGoneHeld()
 	c.coverPlanned()
-	past := c.runsPast(&h.target, time.Time{})
+	past := !c.holdMissPreempts && c.runsPast(&h.target, time.Time{})
 	e.alloc.CopyTo(&h.target)
 	if !past {
 		c.holdLetGo() // GPUs of its old target (missRoom counts its new one)

@@ -1,0 +1,124 @@
+package backfill
+
+import (
+	"testing"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/gang/preempt"
+	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// TestHoldLetGoMissPreempt: a job whose search missed while holds kept
+// their GPUs may then have looked for victims (reserveOrPreempt), and
+// the victim search masks the holds' targets as well. On opsCluster (8
+// nodes of 8 GPUs), u runs without a limit on 3 nodes and may be
+// preempted, v runs without a limit on 2 and may not, l with a limit on
+// one; h's hold targets a node of u, k's a free node. Job a needs 4
+// nodes: its search finds none (u and v run for good, the holds keep
+// theirs), and its victim search finds 3 (u's 2 not held and the free
+// node no hold keeps). When the walk lets go of h's hold, a victim
+// search finds 4 and a preempts u, but the GPUs left open by their
+// count (missRoom: l's node and the free one) are 16, and every GPU of
+// h's target runs a job without a limit (runsPast): no cycle at once was
+// asked for, and a waited for the next event for a preemption a second
+// cycle at the same time makes. When a may preempt (its class above the
+// lowest running one) or reclaim its queue's guarantee (u, v and l in a
+// queue guaranteed the 24 GPUs of v and l, a in one guaranteed 32,
+// preemption off), the
+// cycle at once is asked for; when it may not, nothing changes.
+func TestHoldLetGoMissPreempt(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		class int  // a's
+		quota bool // queues: a may reclaim
+		want  bool
+	}{
+		{"may preempt", 1, false, true},
+		{"may reclaim", 0, true, true},
+		{"may not preempt", 0, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Hold.Enabled = true
+			cfg.Preemption.Enabled, cfg.Preemption.ExemptTime = !tc.quota, 0
+			lender, owner := "", ""
+			if tc.quota {
+				cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
+					{Name: "g", Guarantee: 32, LendingLimit: Unlimited, BorrowingLimit: Unlimited, Maximum: Unlimited},
+					{Name: "borrow", Guarantee: 24, LendingLimit: Unlimited, BorrowingLimit: Unlimited, Maximum: Unlimited},
+				}}
+				lender, owner = "borrow", "g"
+			}
+			e, err := New(opsCluster(t), cfg, flatTree(t, cfg.FairShare, "a", "b"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			must := func(err error) {
+				t.Helper()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			now := epoch.Add(2 * time.Minute)
+			must(e.Submit(Job{ID: "u", Account: "a", Queue: lender, Preemption: preempt.Requeue, Gang: member(placement.NodesOf(3, 8))}, now))
+			must(e.Submit(Job{ID: "v", Account: "a", Queue: lender, Gang: member(placement.NodesOf(2, 8))}, now))
+			must(e.Submit(Job{ID: "l", Account: "a", Queue: lender, TimeLimit: time.Hour, Gang: member(placement.NodesOf(1, 8))}, now))
+			scheduleStarted(t, e, now)
+			node := func(n topology.NodeID) gang.Allocation {
+				return gang.Allocation{Members: []gang.MemberAllocation{{Name: "m", Pods: 1,
+					Assignment: []topology.NodeAlloc{{Node: n, GPUs: 0xff}}}}}
+			}
+			var ofU, free []topology.NodeID
+			for i := range e.c.NumNodes() {
+				n := topology.NodeID(i)
+				switch o := e.jobs.owner(i, 0); {
+				case o == nil:
+					free = append(free, n)
+				case o.job.ID == "u":
+					ofU = append(ofU, n)
+				}
+			}
+			if len(ofU) != 3 || len(free) != 2 || !e.profileAhead() {
+				t.Fatalf("scene changed: u on %v, free %v, profile ahead %v", ofU, free, e.profileAhead())
+			}
+			later := now.Add(time.Minute)
+			must(e.Submit(Job{ID: "a", Account: "b", Queue: owner, Class: tc.class, Gang: member(placement.NodesOf(4, 8))}, later))
+			for _, id := range []string{"h", "k", "b"} {
+				must(e.Submit(Job{ID: id, Account: "b", Queue: lender, Gang: member(placement.NodesOf(1, 8))}, later))
+			}
+			a, b := e.jobs.byID["a"], e.jobs.byID["b"]
+			h := &hold{job: e.jobs.byID["h"], since: later, target: node(ofU[0])}
+			k := &hold{job: e.jobs.byID["k"], since: later, target: node(free[0])}
+			e.book.addHold(h)
+			e.book.addHold(k)
+			c := &e.cyc
+			c.e, c.now, c.walking, c.reoffer, c.holdKept = e, later, true, false, false
+			c.holdMiss, c.holdMissMany, c.holdMissNeed = nil, false, 0
+			c.initPreempt()
+			if _, found := e.search(later, query{j: a, spec: &a.job.Gang}); found {
+				t.Fatal("scene changed: a's search found a start")
+			}
+			c.readHoldsMissed(a, &a.job.Gang)
+			if c.holdMiss != a {
+				t.Fatal("a's miss not recorded")
+			}
+			c.walkOrder, c.walkRank = []*jobRec{a, b}, 1
+			c.releaseHold(h)
+			got := c.reoffer
+			c.walking, c.walkOrder, c.reoffer = false, nil, false
+			if got != tc.want {
+				t.Errorf("cycle at once %v after h's hold let go (a of class %d, quotas %v, missed); want %v", got, tc.class, tc.quota, tc.want)
+			}
+			// The cycle at once is not asked for in vain: one at the
+			// same time preempts u for a when a may preempt or reclaim.
+			p, err := e.Schedule(later)
+			must(err)
+			preempted := len(p.Preemptions) > 0 && p.Preemptions[0].Victim == "u" && p.Preemptions[0].Preemptor == "a"
+			if preempted != tc.want {
+				t.Errorf("a second cycle preempts %v; want u preempted: %v", p.Preemptions, tc.want)
+			}
+		})
+	}
+}
