@@ -264,6 +264,13 @@ func (c *controller) remeasure() {
 				continue
 			}
 			a.at, a.changed = time.Time{}, latest(a.changed, at)
+			// A node that changed again is no longer the one the
+			// snapshot differed on (scouted's once only): should the
+			// next snapshot lag on this change, it is measured again.
+			a.missed = slices.DeleteFunc(slices.Clone(a.missed), func(name string) bool {
+				_, ok := c.staleNodes[name]
+				return ok
+			})
 			g.allowed[shape] = a
 			served = true
 		}

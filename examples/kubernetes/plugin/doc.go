@@ -222,7 +222,7 @@
 //     other labels, taints, cordon or allocatable resources than the
 //     plugin's copy, is taken again at once (once: while the same nodes
 //     are missing or differ, the second measurement stands until the
-//     next one).
+//     next one; a node that changes again makes it stale anew).
 //     A gang that can never fit the cluster (a member with more pods than
 //     it has nodes included) waits with that reason and is tried again
 //     after the TTL, or at once on such a node change that serves one of

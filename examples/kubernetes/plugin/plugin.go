@@ -359,7 +359,8 @@ func (p *Plugin) probe(ctx context.Context, state fwk.CycleState, pod *v1.Pod) (
 // taints, cordon or allocatable resources than the plugin's copy, makes
 // the set stale, measured again in the next cycle; once only (while the
 // same nodes are missing or differ, the set stands until
-// Args.AllowedTTLSeconds or the next node change), so that a node the
+// Args.AllowedTTLSeconds or the next node change; a node that changes
+// again counts as differing anew: remeasure), so that a node the
 // scheduler never lists, or always lists otherwise, does not keep the
 // gang measuring for ever.
 func (c *controller) scouted(pod *v1.Pod, mark scoutMark, nodes []string, seen []*v1.Node) {
