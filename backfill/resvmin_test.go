@@ -388,3 +388,55 @@ func TestSlotKeptForRefusedSmallJob(t *testing.T) {
 		})
 	}
 }
+
+// TestSmallSlotTakenRepeat: a small job refused the small jobs' slot
+// while a slot was free is told SlotsTaken once a large job ranked below
+// it takes the last free slot later in the walk (recountWaits), so that a
+// cycle run again at the same time, nothing changed, which meets the full
+// book at its test (noSlot names a full book first), tells it the same
+// (the first cycle told it SmallSlotTaken, the repeat SlotsTaken). Two
+// leaves of two 8-GPU nodes, all busy for 2 h; depth 2; s1 (one node)
+// holds the small slot; a (one node, ranked first) and L (two nodes)
+// arrive together.
+func TestSmallSlotTakenRepeat(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.ReservationDepth, cfg.ReservationMinGPUs = 2, MultiNode
+	cfg.Hold.Enabled = false
+	r := newMinGPUsRig(t, c, cfg)
+	r.submit("busy", 4, 8, 2*time.Hour, 0)
+	if p := r.schedule(); len(p.Starts) != 1 {
+		t.Fatalf("starts %+v, want busy", p.Starts)
+	}
+	r.now = r.now.Add(time.Minute)
+	r.submit("s1", 1, 8, time.Hour, 0)
+	r.schedule()
+	if got := r.reserved(); len(got) != 1 || got["s1"] == 0 {
+		t.Fatalf("reservations %v, want s1's alone", got)
+	}
+	r.now = r.now.Add(time.Minute)
+	r.submit("a", 1, 8, time.Hour, 0.5)
+	r.submit("L", 2, 8, time.Hour, 0)
+	for _, name := range []string{"first", "repeat"} {
+		p := r.schedule()
+		if got := r.reserved(); len(got) != 2 || got["s1"] == 0 || got["L"] == 0 {
+			t.Fatalf("%s: reservations %v, want s1's and L's", name, got)
+		}
+		var told []string
+		for _, w := range p.Waiting {
+			if w.Job != "a" {
+				continue
+			}
+			told = append(told, w.Message(epoch))
+			if w.Code != WaitResources || w.NoSlot != SlotsTaken {
+				t.Errorf("%s cycle: a told %v %v (%q), want Resources SlotsTaken", name, w.Code, w.NoSlot, w.Message(epoch))
+			}
+		}
+		if len(told) != 1 {
+			t.Fatalf("%s cycle: a listed %d times, want once: %+v", name, len(told), p.Waiting)
+		}
+	}
+}
