@@ -915,8 +915,18 @@ func (c *cycle) recountWaits(order []*jobRec) {
 		if !changes && !listed {
 			continue
 		}
-		w := j.wait
-		if s := e.quota; w.Code == WaitQuota && (j.quotaAt.code != quotaFits || j.quotaShare) {
+		// Most reasons have nothing to read anew: tell them apart
+		// before copying the reason (a quiet walk lists thousands).
+		was := &j.wait
+		placed := was.Code == WaitResources || was.Code == WaitGang
+		count := placed && j.alone && (was.Reason.Code == placement.NoCapacity || was.Reason.Code == placement.RequiredLevel)
+		full := placed && (was.NoSlot == SmallSlotTaken || was.NoSlot == SlotKept) && !c.backlog && c.slotsFull()
+		quota := was.Code == WaitQuota && (j.quotaAt.code != quotaFits || j.quotaShare)
+		if !count && !full && !quota {
+			continue
+		}
+		w := *was
+		if s := e.quota; quota {
 			// On the use the plan leaves, as the gate would: a limit or
 			// the weighted share of the same queue (its Blocker)
 			// refuses it, or the next cycle tests it.
@@ -936,21 +946,20 @@ func (c *cycle) recountWaits(order []*jobRec) {
 				}
 			}
 		}
-		placed := w.Code == WaitResources || w.Code == WaitGang
-		if placed && (w.NoSlot == SmallSlotTaken || w.NoSlot == SlotKept) && !c.backlog && c.slotsFull() {
+		if full {
 			// A job ranked below it took the last slot later in the
 			// walk: noSlot names the full book first, as it does for
 			// the same job in a repeat of the cycle.
 			w.NoSlot = SlotsTaken
 		}
-		if placed && j.alone && (w.Reason.Code == placement.NoCapacity || w.Reason.Code == placement.RequiredLevel) {
+		if count {
 			c.prepareScratch(j)
-			if r := w.Reason; r.Recount(e.scratch) && r.Have < r.Need {
-				w.Reason = r
+			if r := &w.Reason; r.Recount(e.scratch) && r.Have >= r.Need {
+				w.Reason = was.Reason // (the next cycle tests it)
 			}
 		}
-		if w.Reason == j.wait.Reason && w.Detail == j.wait.Detail && w.NoSlot == j.wait.NoSlot {
-			continue
+		if w.Reason.Have == was.Reason.Have && w.Reason.Excluded == was.Reason.Excluded && w.Detail == was.Detail && w.NoSlot == was.NoSlot {
+			continue // (Recount changes Have and Excluded alone)
 		}
 		var id uint64
 		if changes {
