@@ -752,8 +752,9 @@
 // kinds keep the counts of the test: a gang member's reason given after
 // another member was placed or by the packing search, and quota reasons
 // other than a limit or a weighted share met at the job's full size (an
-// elastic gang gated at its minimum, reservations counted ahead). The
-// next cycle tests those jobs again.
+// elastic gang gated at its minimum, reservations counted ahead, a
+// reservation given up in the cycle, which the reason names). The next
+// cycle tests those jobs again.
 //
 // # Usage
 //

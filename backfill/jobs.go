@@ -167,9 +167,11 @@ type jobRec struct {
 	// it anew on the state a plan leaves.
 	alone bool
 	// quotaAt is, for a job the quota gate refused at its full size for
-	// its queues' limits (overQuota), the check that refused it (its
-	// code 0 otherwise): recountWaits tells the use anew where the same
-	// check refuses it on the use the plan leaves.
+	// its queues' limits (overQuota) and that held no reservation when
+	// the gate met it (a reservation given up is named in the reason),
+	// the check that refused it (its code 0 otherwise): recountWaits
+	// tells the use anew where the same check refuses it on the use the
+	// plan leaves.
 	quotaAt quotaCheck
 	// quotaShare marks, the same way, a job the gate kept past its
 	// queue's weighted share (shareWait).

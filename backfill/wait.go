@@ -883,7 +883,11 @@ func (c *cycle) noteWorld(rank int) {
 // the reason of the test: the next cycle tests the job. A quota reason
 // the gate gave at the job's full size for a limit or the weighted
 // share (jobRec.quotaAt, quotaShare) is told on the queues' use the plan
-// leaves where the same queue still refuses it. As restateVisited does,
+// leaves where the same queue still refuses it. A job refused a slot
+// while one was free (SmallSlotTaken, SlotKept) is told SlotsTaken when
+// the plan leaves the book full, as noSlot tells it in a repeat of the
+// cycle. The walk order's gaps are passed over as restateVisited passes
+// them. As restateVisited does,
 // with OnlyChangedWaits a reason that changes is listed (or taken off
 // the list when it is back to what the job was told before), and the
 // job's marks from its test are cleared.
