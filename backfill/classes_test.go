@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,6 +109,7 @@ func TestClassWalk(t *testing.T) {
 	if !fast.kr.on {
 		t.Fatal("the ranking is not kept: nothing to mark")
 	}
+	freed := "" // x1's reason once a node came free
 	t.Run("an end", func(t *testing.T) {
 		now = now.Add(time.Minute)
 		for _, e := range engines {
@@ -126,22 +128,28 @@ func TestClassWalk(t *testing.T) {
 		if n != 1 {
 			t.Fatalf("%d jobs passed over by their classes, want 1 (x3)", n)
 		}
+		freed = got["x1"]
 	})
 	t.Run("a short job on the free node", func(t *testing.T) {
 		// A short one-node job starts on the free node and ends: two
-		// changes of the world, neither of which changes a reason (x1
-		// is told of the free node again, x2 and x3 see every node
-		// blocked by big's reservation throughout).
+		// changes of the world. x1 was walked before s started (s
+		// ranks below it: it is younger), and is told of the free node
+		// no longer, from the state the plan leaves (recountWaits);
+		// when s ends it is told of the free node again. x2 and x3 see
+		// every node blocked by big's reservation throughout.
 		now = now.Add(time.Minute)
 		submit("s", 1, 20*time.Minute)
 		p, n := schedule()
 		if len(p.Starts) != 1 || p.Starts[0].Job != "s" {
 			t.Fatalf("starts %+v, want s", p.Starts)
 		}
-		// s ranks below x1, x2 and x3 (it is younger): they were walked
-		// before it started, in the world of the last cycle.
+		// x1, x2 and x3 were walked in the world of the last cycle.
 		if n != 0 {
 			t.Fatalf("%d jobs passed over by their classes before anything changed, want 0", n)
+		}
+		got := listed(p)
+		if len(got) != 1 || got["x1"] == "" || got["x1"] == freed || !strings.Contains(got["x1"], "the cluster has 0") {
+			t.Fatalf("after s started: listed %v; want x1 alone, told the free node is taken (it was told %q)", got, freed)
 		}
 		now = now.Add(10 * time.Minute)
 		for _, e := range engines {
@@ -150,8 +158,8 @@ func TestClassWalk(t *testing.T) {
 			}
 		}
 		p, n = schedule()
-		if len(p.Waiting) != 0 || n != 1 {
-			t.Fatalf("after s ended: listed %v, %d passed over by their classes; want none listed, x3 passed over", listed(p), n)
+		if got := listed(p); len(got) != 1 || got["x1"] != freed || n != 1 {
+			t.Fatalf("after s ended: listed %v, %d passed over by their classes; want x1 alone, told %q again, x3 passed over", got, n, freed)
 		}
 	})
 }

@@ -352,6 +352,22 @@ type cycle struct {
 	stampable  bool
 	stampStays bool
 	slotLen    int
+	// staleTo is the number of walk ranks whose reasons were told before
+	// the world (the ledger state, the book) last changed in the cycle:
+	// recountWaits reads their counts anew. staleLedger and staleBook
+	// are the pair the walk last saw (noteWorld); walkLedger is the
+	// ledger's change count when the walk ended (the scratch states
+	// follow every change until then: started).
+	staleTo                int
+	staleLedger, staleBook uint64
+	walkLedger             uint64
+	// walkKeys is the kept ranking's keys the walk marked (quietWalk),
+	// or nil: recountWaits clears the marks of a reason it changes.
+	walkKeys []keptKey
+	// alone is set by classify when the failing member failed by itself
+	// on the scratch state (first in the gang's first order, or the
+	// gang's one member): its reason's counts are that state's.
+	alone bool
 }
 
 // testStamp records what a waiting job's last test failed on, when it
@@ -385,6 +401,8 @@ type failKey struct {
 type failure struct {
 	w  Waiting
 	id uint64 // w's ID (Engine.waitID) when plans list only changes
+	// alone is cycle.alone at the failure (jobRec.alone).
+	alone bool
 }
 
 // slot is one scratch state of cycle.slots.
@@ -498,6 +516,9 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.reofferEarlyWindows()
 	e.slotOpen = !c.backlog && c.closedKeepsSlot() || c.reoffer
 	e.grow(now, plan)
+	c.noteWorld(len(order))
+	c.recountWaits(order)
+	c.walkKeys = nil
 	e.report(plan)
 }
 
@@ -647,15 +668,18 @@ func (c *cycle) walk(order []*jobRec) {
 	tail := c.fifo && e.cfg.Strict && changes
 	blockerAt, skipped, decided, jumped := -1, 0, false, false
 	keys, quiet := c.quietWalk(order)
+	c.walkKeys = keys
 	c.classOn = c.classWalk(keys)
 	c.goneOK = keys != nil && c.qwBack == e.kr.back
 	marked := -1 // the rank whose job the walk last tested (markQuiet)
 	c.walkOrder = order
+	c.staleTo, c.staleLedger, c.staleBook = 0, *c.ledgerCount, e.book.version
 	for rank := 0; rank < len(order); rank++ {
 		if marked >= 0 {
 			c.markQuiet(keys, order, marked)
 			marked = -1
 		}
+		c.noteWorld(rank)
 		if c.goneOK && keys[rank].class == keptGone {
 			// A job that left (and did not come back: goneOK).
 			if e.checkEach && order[rank].phase == StatePending {
@@ -863,6 +887,8 @@ func (c *cycle) walk(order []*jobRec) {
 	if marked >= 0 {
 		c.markQuiet(keys, order, marked)
 	}
+	c.noteWorld(len(order))
+	c.walkLedger = *c.ledgerCount
 	if keys != nil {
 		c.qwLeft, c.qwHold, c.qwBack = e.kr.left, e.mayHold(), e.kr.back
 	}
@@ -974,6 +1000,8 @@ func (c *cycle) test(j *jobRec, w *Waiting) bool {
 
 // testJob is test without the hysteresis clock's upkeep.
 func (c *cycle) testJob(j *jobRec, w *Waiting) bool {
+	alone := j.alone
+	j.alone, c.alone, j.quotaAt, j.quotaShare = false, false, quotaCheck{}, false
 	if c.e.quota != nil {
 		*w = Waiting{Job: j.job.ID}
 		if c.quotaGate(j, w) {
@@ -985,6 +1013,7 @@ func (c *cycle) testJob(j *jobRec, w *Waiting) bool {
 	if cacheable {
 		if c.skips {
 			if c.skipTest(j) {
+				j.alone = alone // its reason stays
 				c.untested(j.wait.Code)
 				return true
 			}
@@ -1003,6 +1032,7 @@ func (c *cycle) testJob(j *jobRec, w *Waiting) bool {
 			// job's reason is this one already).
 			c.hitID = hit.id
 			c.untested(hit.w.Code)
+			j.alone = hit.alone
 			if hit.id != 0 && (hit.id == j.waitID || sameReason(&hit.w, j)) {
 				c.hitID = j.waitID // unchanged: the walk lists nothing
 				return true
@@ -1024,6 +1054,7 @@ func (c *cycle) testJob(j *jobRec, w *Waiting) bool {
 		return true
 	}
 	c.wait(j, w)
+	j.alone = c.alone
 	if cacheable && j.resv == nil && j.claim == nil && !c.e.book.isHeld(j) && w.Code != WaitForHold {
 		c.remember(j, &key, w)
 		c.stampable = c.skips
@@ -1303,7 +1334,7 @@ func (c *cycle) remember(j *jobRec, k *shape, w *Waiting) {
 	}
 	c.failKeys[at] = failKey{*k, c.gen}
 	f := &c.failures[at]
-	*f = failure{w: *w}
+	*f = failure{w: *w, alone: c.alone}
 	if c.e.cfg.OnlyChangedWaits {
 		f.id = c.e.waitID(w, j)
 		c.hitID = f.id // the walk needs no second lookup for j

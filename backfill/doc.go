@@ -740,6 +740,22 @@
 // keeps a job from preempting), so a host can sleep until then
 // or until its next event instead of polling.
 //
+// The counts a waiting job's reason quotes describe the state the plan
+// leaves, after every start, reservation, hold and claim of the cycle,
+// not the state met when the walk tested the job: "needs 4 nodes with 8
+// free GPUs; the cluster has 1" and "queue A: 35 of 48 GPUs in use" are
+// true once the plan is applied, and a second Schedule at the same time
+// with nothing changed tells the same words, so a host writing reasons
+// into pod status writes nothing new. The counts are read again after
+// the walk from the counters of the job's scratch state and of the
+// queues (placement.Reason.Recount), not by placing the job again; two
+// kinds keep the counts of the test: a gang member's reason given after
+// another member was placed or by the packing search, and quota reasons
+// other than a limit or a weighted share met at the job's full size (an
+// elastic gang gated at its minimum, reservations counted ahead, a
+// reservation given up in the cycle, which the reason names). The next
+// cycle tests those jobs again.
+//
 // # Usage
 //
 //	tree, _ := fairshare.BuildTree(accounts, cfg.FairShare)

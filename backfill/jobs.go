@@ -162,6 +162,20 @@ type jobRec struct {
 	// hysteresis); zero once a test finds it otherwise (cycle.test).
 	holdBlockedSince time.Time
 	wait             Waiting // the last cycle's reason
+	// alone says that wait's placement reason counts the job's scratch
+	// state as its test found it (cycle.alone): recountWaits may read
+	// it anew on the state a plan leaves.
+	alone bool
+	// quotaAt is, for a job the quota gate refused at its full size for
+	// its queues' limits (overQuota) and that held no reservation when
+	// the gate met it (a reservation given up is named in the reason),
+	// the check that refused it (its code 0 otherwise): recountWaits
+	// tells the use anew where the same check refuses it on the use the
+	// plan leaves.
+	quotaAt quotaCheck
+	// quotaShare marks, the same way, a job the gate kept past its
+	// queue's weighted share (shareWait).
+	quotaShare bool
 	// toldID is, once the walk lists a changed reason under
 	// Config.OnlyChangedWaits, waitID before it: the ID of the reason the
 	// job was told before, to which a claim moving reservations may

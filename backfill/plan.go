@@ -376,7 +376,10 @@ type Waiting struct {
 	// Member and Reason give the placement failure (Resources, Gang,
 	// Topology).
 	Member string `json:",omitempty"`
-	// Reason is the placement reason of the failing member.
+	// Reason is the placement reason of the failing member. Its counts
+	// ("the cluster has 1") are those of the state the plan leaves,
+	// after the cycle's starts, reservations, holds and claims (see the
+	// package doc for the kinds that keep the counts of the test).
 	Reason placement.Reason `json:"-"`
 	// Detail explains a failure that has no placement reason (a gang's
 	// required co-location). Message and JSON render Reason otherwise.

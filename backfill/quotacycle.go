@@ -952,6 +952,9 @@ func (s *quotaState) overShare(q, g int) (int, int) {
 func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 	e, s := c.e, c.e.quota
 	q, g := j.queue, j.gpus
+	// A reservation given up here is named with the reason (quotaWait's
+	// move, nameQuotaDrop): recountWaits leaves that reason as told.
+	fresh := j.resv == nil
 	if j.unfit != "" {
 		c.quotaWait(j, quotaCheck{quotaPool, q}, j.unfit, w)
 		return true
@@ -1034,10 +1037,20 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 			return false
 		}
 		c.shareWait(j, a, h, w)
+		if fresh && g == j.gpus && j.minGPUs >= g && j.leastGPUs >= g {
+			j.quotaShare = true // (recountWaits)
+		}
 	default:
 		c.overQuota(j, qc, g, 0, w)
 		if atStartWhy != "" && j.resv == nil {
 			c.nameQuotaDrop(j, atStart, atStartWhy, w)
+		}
+		// At its full size, refused by its queue's limits alone, with no
+		// reservation given up: recountWaits may tell its queues' use
+		// anew.
+		j.quotaAt = quotaCheck{}
+		if w.Code == WaitQuota && fresh && j.resv == nil && g == j.gpus && j.minGPUs >= g && j.leastGPUs >= g {
+			j.quotaAt = qc
 		}
 	}
 	return true
@@ -1047,14 +1060,20 @@ func (c *cycle) quotaGate(j *jobRec, w *Waiting) bool {
 // a while sibling h waits below its own (overShare), and gives up its
 // reservation and its hold; j heads its queue's strict order (noteHead).
 func (c *cycle) shareWait(j *jobRec, a, h int, w *Waiting) {
-	s, q := c.e.quota, j.queue
+	s := c.e.quota
 	w.Code, w.Blocker = WaitQuota, s.names[a]
-	w.Detail = s.reason(q, quotaMsg{kind: 1, at: a, h: h, x: math.Float64bits(s.share[a])}, func() string {
+	w.Detail = c.shareWhy(j, a, h)
+	c.dropPromises(j, w.Blocker)
+	c.noteHead(j, w)
+}
+
+// shareWhy is shareWait's reason, from the queues' use as it is now.
+func (c *cycle) shareWhy(j *jobRec, a, h int) string {
+	s := c.e.quota
+	return s.reason(j.queue, quotaMsg{kind: 1, at: a, h: h, x: math.Float64bits(s.share[a])}, func() string {
 		return fmt.Sprintf("%s: %d GPUs in use, %d guaranteed; the job would take it past its weighted share of %.0f (weight %g) while %s waits below its own",
 			s.name(a), s.used[a], s.guar[a], s.share[a], s.weight[a], s.name(h))
 	})
-	c.dropPromises(j, w.Blocker)
-	c.noteHead(j, w)
 }
 
 // shareFits reports whether whole-node job j, placed on g GPUs, more than
@@ -1151,13 +1170,19 @@ func (e *Engine) heldByLimits(j *jobRec) bool {
 // a job without a reservation is reserved on smaller nodes instead
 // (reserveBlocked).
 func (c *cycle) overQuota(j *jobRec, qc quotaCheck, g, placed int, w *Waiting) {
-	s, q := c.e.quota, j.queue
 	if c.reclaimGuarantee(j, w) {
 		return
 	}
 	if placed > 0 && j.resv == nil && c.reserveBlocked(j, w) {
 		return
 	}
+	c.quotaWait(j, qc, c.overWhy(j, qc, g, placed), w)
+}
+
+// overWhy is overQuota's reason for job j refused by qc at g GPUs
+// (placed: see overQuota), from the queues' use as it is now.
+func (c *cycle) overWhy(j *jobRec, qc quotaCheck, g, placed int) string {
+	s, q := c.e.quota, j.queue
 	entitled := c.e.reclaimGPUs(j) > 0 && !c.e.reclaimTakesPromise(j, c.e.reclaimGPUs(j), c.now)
 	k := quotaMsg{kind: 2, code: qc.code, at: qc.at, g: g, placed: placed}
 	if placed > 0 {
@@ -1166,7 +1191,7 @@ func (c *cycle) overQuota(j *jobRec, qc quotaCheck, g, placed int, w *Waiting) {
 	if entitled {
 		k.kind = 3
 	}
-	why := s.reason(q, k, func() string {
+	return s.reason(q, k, func() string {
 		m := s.explain(q, g, qc)
 		if placed > 0 {
 			m += fmt.Sprintf("; its whole nodes take %d GPUs on the nodes free now (%d on the smallest nodes it may use)", placed, k.least)
@@ -1176,7 +1201,6 @@ func (c *cycle) overQuota(j *jobRec, qc quotaCheck, g, placed int, w *Waiting) {
 		}
 		return m
 	})
-	c.quotaWait(j, qc, why, w)
 }
 
 // neverWhy says why waiting job j can never run in its queue under the

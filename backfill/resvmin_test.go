@@ -114,7 +114,12 @@ func (r *minGPUsRig) reserved() map[string]time.Duration {
 // slots when Config.ReservationMinGPUs keeps all but one for large jobs.
 // Two leaves of two 8-GPU nodes, every node busy until 1 to 4 hours from
 // now; waiting in age order: two 1-node jobs (8 GPUs), then two 2-node
-// jobs (16 GPUs), depth 3.
+// jobs (16 GPUs), depth 3. Where L1 and L2 take the two slots past s1's,
+// the book is full once the plan is applied, and s2, refused the small
+// jobs' slot while a slot was still free at its test, is told SlotsTaken,
+// as a repeat of the cycle tells it (recountWaits; it was told
+// SmallSlotTaken before stop 68, a count of the book before the later
+// reservations of the same walk).
 func TestReservationMinGPUs(t *testing.T) {
 	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8})
 	if err != nil {
@@ -129,15 +134,15 @@ func TestReservationMinGPUs(t *testing.T) {
 		noSlot  NoSlotCode    // and why they got no slot
 	}{
 		{"off", 0, 0, []string{"s1", "s2", "L1"}, []string{"L2"}, SlotsTaken},
-		{"more than a node (MultiNode: 9)", MultiNode, 0, []string{"s1", "L1", "L2"}, []string{"s2"}, SmallSlotTaken},
-		{"16 GPUs", 16, 0, []string{"s1", "L1", "L2"}, []string{"s2"}, SmallSlotTaken},
+		{"more than a node (MultiNode: 9)", MultiNode, 0, []string{"s1", "L1", "L2"}, []string{"s2"}, SlotsTaken},
+		{"16 GPUs", 16, 0, []string{"s1", "L1", "L2"}, []string{"s2"}, SlotsTaken},
 		{"17 GPUs: every job small", 17, 0, []string{"s1"}, []string{"s2", "L1", "L2"}, SmallSlotTaken},
 		{"8 GPUs: every job large", 8, 0, []string{"s1", "s2", "L1"}, []string{"L2"}, SlotsTaken},
 		// s1 has waited 4 minutes, s2 3: both past 2m30s take any slot
 		// (s1's counting as the small jobs' one), and L2 finds none.
 		{"both small jobs past ReservationAnyAfter", MultiNode, 150 * time.Second, []string{"s1", "s2", "L1"}, []string{"L2"}, SlotsTaken},
 		// s1 alone is past 3m30s, and holds the small jobs' one slot.
-		{"one small job past ReservationAnyAfter", MultiNode, 210 * time.Second, []string{"s1", "L1", "L2"}, []string{"s2"}, SmallSlotTaken},
+		{"one small job past ReservationAnyAfter", MultiNode, 210 * time.Second, []string{"s1", "L1", "L2"}, []string{"s2"}, SlotsTaken},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
@@ -386,5 +391,57 @@ func TestSlotKeptForRefusedSmallJob(t *testing.T) {
 				t.Fatalf("reservations for %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// TestSmallSlotTakenRepeat: a small job refused the small jobs' slot
+// while a slot was free is told SlotsTaken once a large job ranked below
+// it takes the last free slot later in the walk (recountWaits), so that a
+// cycle run again at the same time, nothing changed, which meets the full
+// book at its test (noSlot names a full book first), tells it the same
+// (the first cycle told it SmallSlotTaken, the repeat SlotsTaken). Two
+// leaves of two 8-GPU nodes, all busy for 2 h; depth 2; s1 (one node)
+// holds the small slot; a (one node, ranked first) and L (two nodes)
+// arrive together.
+func TestSmallSlotTakenRepeat(t *testing.T) {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.ReservationDepth, cfg.ReservationMinGPUs = 2, MultiNode
+	cfg.Hold.Enabled = false
+	r := newMinGPUsRig(t, c, cfg)
+	r.submit("busy", 4, 8, 2*time.Hour, 0)
+	if p := r.schedule(); len(p.Starts) != 1 {
+		t.Fatalf("starts %+v, want busy", p.Starts)
+	}
+	r.now = r.now.Add(time.Minute)
+	r.submit("s1", 1, 8, time.Hour, 0)
+	r.schedule()
+	if got := r.reserved(); len(got) != 1 || got["s1"] == 0 {
+		t.Fatalf("reservations %v, want s1's alone", got)
+	}
+	r.now = r.now.Add(time.Minute)
+	r.submit("a", 1, 8, time.Hour, 0.5)
+	r.submit("L", 2, 8, time.Hour, 0)
+	for _, name := range []string{"first", "repeat"} {
+		p := r.schedule()
+		if got := r.reserved(); len(got) != 2 || got["s1"] == 0 || got["L"] == 0 {
+			t.Fatalf("%s: reservations %v, want s1's and L's", name, got)
+		}
+		var told []string
+		for _, w := range p.Waiting {
+			if w.Job != "a" {
+				continue
+			}
+			told = append(told, w.Message(epoch))
+			if w.Code != WaitResources || w.NoSlot != SlotsTaken {
+				t.Errorf("%s cycle: a told %v %v (%q), want Resources SlotsTaken", name, w.Code, w.NoSlot, w.Message(epoch))
+			}
+		}
+		if len(told) != 1 {
+			t.Fatalf("%s cycle: a listed %d times, want once: %+v", name, len(told), p.Waiting)
+		}
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"time"
 
 	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -792,6 +794,7 @@ func (c *cycle) fitsLoosely(j *jobRec, failed gang.Admission, w *Waiting) bool {
 func (c *cycle) classify(spec *gang.Spec, failed gang.Admission, w *Waiting) {
 	e := c.e
 	w.Code, w.Member, w.Reason = WaitResources, failed.Member, failed.Reason
+	c.alone = failed.Proven && !failed.Searched
 	if failed.ColocationLevel != "" {
 		w.Member = ""
 		w.Reason.Code = 0
@@ -852,4 +855,145 @@ func (c *cycle) countFree(a *gang.Allocation) int {
 func (c *cycle) aged(j *jobRec) bool {
 	w := c.e.cfg.ReservationAnyAfter
 	return w > 0 && c.now.Sub(j.job.Submit) >= w
+}
+
+// noteWorld marks the reasons of the walk's ranks below rank stale when
+// the world (the ledger state, the book) changed since the walk last
+// looked: they were told on a state the plan no longer leaves.
+func (c *cycle) noteWorld(rank int) {
+	if l, b := *c.ledgerCount, c.e.book.version; l != c.staleLedger || b != c.staleBook {
+		c.staleLedger, c.staleBook, c.staleTo = l, b, rank
+	}
+}
+
+// recountWaits reads anew, on the state the plan leaves (after every
+// start, reservation, hold and grow of the cycle), the counts of the
+// placement reasons (Resources, Gang) of the jobs the walk told before
+// the world last changed (staleTo): "the cluster has 1" was true where
+// the walk met the job, and a start later in the walk may have made it
+// untrue, which a second cycle with nothing changed would tell. It does
+// not place: the job's scratch state is prepared as its test's was (a
+// kept slot, which the walk's starts kept up, costs a look-up) and the
+// reason reads that state's domain counters (placement.Reason.Recount).
+// Only reasons whose counts are counters of that state are read: the
+// failing member failed by itself (jobRec.alone), its request has no
+// node sets, segments or domain limit; others keep the counts of their
+// test (a gang member placed after another, a Topology wait, whose
+// spans come from a placement). A count that now reaches the need keeps
+// the reason of the test: the next cycle tests the job. A quota reason
+// the gate gave at the job's full size for a limit or the weighted
+// share (jobRec.quotaAt, quotaShare) is told on the queues' use the plan
+// leaves where the same queue still refuses it. A job refused a slot
+// while one was free (SmallSlotTaken, SlotKept) is told SlotsTaken when
+// the plan leaves the book full, as noSlot tells it in a repeat of the
+// cycle. The walk order's gaps are passed over as restateVisited passes
+// them. As restateVisited does,
+// with OnlyChangedWaits a reason that changes is listed (or taken off
+// the list when it is back to what the job was told before), and the
+// job's marks from its test are cleared.
+func (c *cycle) recountWaits(order []*jobRec) {
+	n := min(c.staleTo, len(order))
+	if n == 0 {
+		return
+	}
+	e := c.e
+	if *c.ledgerCount != c.walkLedger {
+		// A grow after the walk changed the ledger: the kept scratch
+		// states predate it.
+		c.invalidate()
+	}
+	changes := e.cfg.OnlyChangedWaits
+	ws := c.plan.Waiting
+	at := 0 // the plan lists the walk's reasons in rank order
+	for rank, j := range order[:n] {
+		if j.phase != StatePending || c.fifo && j.pos != c.base+rank {
+			// A gap the walk passed over, as restateVisited passes it:
+			// its ID may be a waiting job's later in the walk
+			// (cancelled and submitted again), whose entry it is not.
+			continue
+		}
+		listed := at < len(ws) && ws[at].Job == j.job.ID
+		if listed {
+			at++
+		}
+		if !changes && !listed {
+			continue
+		}
+		// Most reasons have nothing to read anew: tell them apart
+		// before copying the reason (a quiet walk lists thousands).
+		was := &j.wait
+		placed := was.Code == WaitResources || was.Code == WaitGang
+		count := placed && j.alone && (was.Reason.Code == placement.NoCapacity || was.Reason.Code == placement.RequiredLevel)
+		full := placed && (was.NoSlot == SmallSlotTaken || was.NoSlot == SlotKept) && !c.backlog && c.slotsFull()
+		quota := was.Code == WaitQuota && (j.quotaAt.code != quotaFits || j.quotaShare)
+		if !count && !full && !quota {
+			continue
+		}
+		w := *was
+		if s := e.quota; quota {
+			// On the use the plan leaves, as the gate would: a limit or
+			// the weighted share of the same queue (its Blocker)
+			// refuses it, or the next cycle tests it.
+			qc := s.check(j.queue, j.gpus, e.mayBorrow(j), false)
+			switch {
+			case qc.code != quotaFits:
+				by := w.Blocker
+				if qc.at >= 0 {
+					by = s.names[qc.at] // (quotaWait)
+				}
+				if by == w.Blocker {
+					w.Detail = c.overWhy(j, qc, j.gpus, 0)
+				}
+			case !s.entitled(j.queue, j.gpus):
+				if a, h := s.overShare(j.queue, j.gpus); a >= 0 && s.names[a] == w.Blocker {
+					w.Detail = c.shareWhy(j, a, h)
+				}
+			}
+		}
+		if full {
+			// A job ranked below it took the last slot later in the
+			// walk: noSlot names the full book first, as it does for
+			// the same job in a repeat of the cycle.
+			w.NoSlot = SlotsTaken
+		}
+		if count {
+			c.prepareScratch(j)
+			if r := &w.Reason; r.Recount(e.scratch) && r.Have >= r.Need {
+				w.Reason = was.Reason // (the next cycle tests it)
+			}
+		}
+		if w.Reason.Have == was.Reason.Have && w.Reason.Excluded == was.Reason.Excluded && w.Detail == was.Detail && w.NoSlot == was.NoSlot {
+			continue // (Recount changes Have and Excluded alone)
+		}
+		var id uint64
+		if changes {
+			id = e.waitID(&w, j)
+		}
+		switch {
+		case listed && changes && id == j.toldID:
+			ws = slices.Delete(ws, at-1, at)
+			at--
+			c.plan.Unchanged++
+		case listed:
+			ws[at-1].Reason, ws[at-1].Detail, ws[at-1].NoSlot = w.Reason, w.Detail, w.NoSlot
+		case changes:
+			w.Priority = c.priority(rank, j)
+			ws = slices.Insert(ws, at, w)
+			at++
+			c.plan.Unchanged--
+			j.toldID = j.waitID
+		}
+		if changes {
+			j.waitID = id
+		}
+		if k := c.walkKeys; rank < len(k) {
+			// Marked with the reason told at its test: no later walk
+			// passes it over by that mark (markQuiet, classMark).
+			k[rank].quiet, k[rank].class = 0, 0
+		}
+		j.wait = w
+	}
+	if changes {
+		c.plan.Waiting = ws
+	}
 }

@@ -36,6 +36,10 @@ func (p *Placer) explain() Reason {
 	}
 	r.Excluded, r.allowedLabel = p.exclusions(), p.sc.req.AllowedLabel
 	r.Unresolvable = p.unresolvable()
+	if (r.Code == NoCapacity || r.Code == RequiredLevel) && !p.sc.masked && pl.nlayers == 0 && pl.limit == 0 {
+		// The counts are the counters' (capacities, countedCandidates).
+		r.counted, r.lvl, r.minFree = true, pl.required, p.sc.minFree
+	}
 	return r
 }
 

@@ -3,6 +3,8 @@ package placement
 import (
 	"fmt"
 	"strings"
+
+	"github.com/phalanx-sched/phalanx/topology"
 )
 
 // ReasonCode classifies why a request was not placed.
@@ -108,6 +110,12 @@ type Reason struct {
 	unit unitDesc
 	// allowedLabel is the request's AllowedLabel.
 	allowedLabel string
+	// counted is set by explain when Have and the nodes short of free
+	// GPUs are the state's domain counters (Recount): at level lvl
+	// (rootLevel: the cluster), for nodes with minFree free GPUs.
+	counted bool
+	lvl     level
+	minFree int
 }
 
 type unitDesc struct {
@@ -209,3 +217,78 @@ func plural(s string, n int) string {
 
 // Error lets a Reason be returned as an error by callers that want one.
 func (r Reason) Error() string { return r.String() }
+
+// Recount reads r's counts anew from state s, a state of the cluster the
+// reason was given on: Have and the nodes short of free GPUs (and down
+// and drained), as Place would count them for the same request on s;
+// the code, Need and the rest stay. It reads the state's domain counters
+// only (no placement, no allocation), and reports false, leaving r as it
+// is, when r's counts are not such counters: a request with Allowed or
+// Excluded, segments or a domain limit, a topology-blind strategy, a
+// code other than NoCapacity and RequiredLevel, or a reason a caller
+// changed (a gang's member confined to one domain). The caller decides
+// whether the request still fails on s (Have below Need): a host that
+// recounts, on the state a plan leaves, a reason given part-way through
+// the plan tells what is true once the plan is applied.
+func (r *Reason) Recount(s *topology.State) bool {
+	if !r.counted || r.Level != "" && r.lvl == rootLevel {
+		return false
+	}
+	c := s.Cluster()
+	stride := c.MaxNodeGPUs() + 1
+	r.Have = 0
+	cand := 0
+	if r.minFree < stride {
+		if r.lvl == rootLevel {
+			r.Have = r.levelCount(s, 0, false)
+		} else {
+			r.Have = r.levelCount(s, int(r.lvl), true)
+		}
+		if r.unit.excl {
+			for _, n := range s.LevelIdleNodes(0) {
+				cand += int(n)
+			}
+		} else {
+			avail := s.LevelAvail(0)
+			for d := range len(avail) / stride {
+				cand += int(avail[d*stride+r.minFree])
+			}
+		}
+	}
+	r.Excluded.Down, r.Excluded.Drained = s.DownNodes(), s.DrainedNodes()
+	r.Excluded.ShortOfGPUs = c.NumNodes() - r.Excluded.Down - r.Excluded.Drained - cand
+	return true
+}
+
+// levelCount returns the base items of r's request that the counters of
+// s count over the domains of level l: the most of one domain (best), or
+// their sum.
+func (r *Reason) levelCount(s *topology.State, l int, best bool) int {
+	n := 0
+	add := func(v int) {
+		if best {
+			n = max(n, v)
+		} else {
+			n += v
+		}
+	}
+	var caps []int32
+	switch {
+	case r.unit.mode == modeGPUs && r.unit.excl:
+		caps = s.LevelIdleGPUs(l)
+	case r.unit.mode == modeGPUs:
+		caps = s.LevelFreeGPUs(l)
+	case r.unit.excl:
+		caps = s.LevelIdleNodes(l)
+	default:
+		avail, stride := s.LevelAvail(l), s.Cluster().MaxNodeGPUs()+1
+		for d := range len(avail) / stride {
+			add(int(avail[d*stride+r.minFree]))
+		}
+		return n
+	}
+	for _, v := range caps {
+		add(int(v))
+	}
+	return n
+}
