@@ -61,10 +61,7 @@ func TestScoutCycleBeganBeforeNodeChange(t *testing.T) {
 					}
 				}
 				pods := h.groupPods(3, 8)
-				byName := map[string]*v1.Pod{}
-				for _, p := range pods {
-					byName[p.Name] = p
-				}
+				byName := podsByName(pods)
 				h.cycle()
 				if tc.waiting {
 					h.answerScouts()
@@ -127,13 +124,7 @@ func TestScoutCycleBeganBeforeNodeChange(t *testing.T) {
 				after := slices.Clone(nodes)
 				after[1] = changed
 				h.p.h = &probeHandle{nodes: after, fits: map[string]bool{"n000": true, "n002": true, "n003": true}}
-				h.now = h.now.Add(100 * time.Millisecond)
-				state = framework.NewCycleState()
-				if _, st := h.p.PreFilter(context.Background(), state, byName[again], nil); !st.IsSuccess() {
-					t.Fatalf("PreFilter of the scout %s: %v", again, st)
-				}
-				h.now = h.now.Add(100 * time.Millisecond)
-				h.p.PostFilter(context.Background(), state, byName[again], nil)
+				h.measureAs(t, byName[again])
 				h.cycle()
 				h.c.mu.Lock()
 				g = h.c.groups["ns/g"]

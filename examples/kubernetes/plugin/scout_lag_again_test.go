@@ -1,13 +1,11 @@
 package plugin
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
 // TestScoutSnapshotLagsAgain: the measurement that stands while the same
@@ -32,10 +30,7 @@ func TestScoutSnapshotLagsAgain(t *testing.T) {
 		h.c.onPod(foreignPod("fill-"+n, n, 8))
 	}
 	pods := h.groupPods(3, 8)
-	byName := map[string]*v1.Pod{}
-	for _, p := range pods {
-		byName[p.Name] = p
-	}
+	byName := podsByName(pods)
 	h.cycle()
 	measure := func(step string) allowedSet {
 		t.Helper()
@@ -43,13 +38,7 @@ func TestScoutSnapshotLagsAgain(t *testing.T) {
 		if name == "" {
 			t.Fatalf("%s: no scout out", step)
 		}
-		h.now = h.now.Add(100 * time.Millisecond)
-		state := framework.NewCycleState()
-		if _, st := h.p.PreFilter(context.Background(), state, byName[name], nil); !st.IsSuccess() {
-			t.Fatalf("%s: PreFilter of the scout %s: %v", step, name, st)
-		}
-		h.now = h.now.Add(100 * time.Millisecond)
-		h.p.PostFilter(context.Background(), state, byName[name], nil)
+		h.measureAs(t, byName[name])
 		h.c.mu.Lock()
 		g := h.c.groups["ns/g"]
 		a := g.allowed[g.pods[string(byName[name].UID)].shape]

@@ -41,10 +41,7 @@ func TestScoutSnapshotLagsNodeChange(t *testing.T) {
 			h.addNodes(nodes...)
 			h.p.h = &probeHandle{nodes: nodes} // every node passes
 			pods := h.groupPods(3, 8)
-			byName := map[string]*v1.Pod{}
-			for _, p := range pods {
-				byName[p.Name] = p
-			}
+			byName := podsByName(pods)
 			h.cycle()
 			name := scoutOf(h, "ns/g")
 			if name == "" {
@@ -65,13 +62,7 @@ func TestScoutSnapshotLagsNodeChange(t *testing.T) {
 			}
 			// The scout's cycle begins on a snapshot from before the
 			// change, which it then measures: n001 passes.
-			h.now = h.now.Add(100 * time.Millisecond)
-			state := framework.NewCycleState()
-			if _, st := h.p.PreFilter(context.Background(), state, byName[name], nil); !st.IsSuccess() {
-				t.Fatalf("PreFilter of the scout %s: %v", name, st)
-			}
-			h.now = h.now.Add(100 * time.Millisecond)
-			h.p.PostFilter(context.Background(), state, byName[name], nil)
+			h.measureAs(t, byName[name])
 			h.cycle()
 			h.c.mu.Lock()
 			g := h.c.groups["ns/g"]
@@ -97,13 +88,7 @@ func TestScoutSnapshotLagsNodeChange(t *testing.T) {
 			after := slices.Clone(nodes)
 			after[1] = changed
 			h.p.h = &probeHandle{nodes: after, fits: map[string]bool{"n000": true, "n002": true, "n003": true}}
-			h.now = h.now.Add(100 * time.Millisecond)
-			state = framework.NewCycleState()
-			if _, st := h.p.PreFilter(context.Background(), state, byName[again], nil); !st.IsSuccess() {
-				t.Fatalf("PreFilter of the scout %s: %v", again, st)
-			}
-			h.now = h.now.Add(100 * time.Millisecond)
-			h.p.PostFilter(context.Background(), state, byName[again], nil)
+			h.measureAs(t, byName[again])
 			h.cycle()
 			h.c.mu.Lock()
 			g = h.c.groups["ns/g"]
@@ -137,10 +122,7 @@ func TestScoutSnapshotLagsForGood(t *testing.T) {
 	h.addNodes(nodes...)
 	h.p.h = &probeHandle{nodes: nodes}
 	pods := h.groupPods(3, 8)
-	byName := map[string]*v1.Pod{}
-	for _, p := range pods {
-		byName[p.Name] = p
-	}
+	byName := podsByName(pods)
 	changed := nodes[1].DeepCopy()
 	changed.Spec.Taints = append(changed.Spec.Taints, v1.Taint{Key: "example.com/broken", Effect: v1.TaintEffectNoSchedule})
 	h.c.onNode(changed, false)
@@ -151,13 +133,7 @@ func TestScoutSnapshotLagsForGood(t *testing.T) {
 		if name == "" {
 			t.Fatalf("measurement %d: no scout out", i+1)
 		}
-		h.now = h.now.Add(100 * time.Millisecond)
-		state := framework.NewCycleState()
-		if _, st := h.p.PreFilter(context.Background(), state, byName[name], nil); !st.IsSuccess() {
-			t.Fatalf("PreFilter of the scout %s: %v", name, st)
-		}
-		h.now = h.now.Add(100 * time.Millisecond)
-		h.p.PostFilter(context.Background(), state, byName[name], nil)
+		h.measureAs(t, byName[name])
 		h.c.mu.Lock()
 		g := h.c.groups["ns/g"]
 		measurements = append(measurements, g.allowed[g.pods[string(byName[name].UID)].shape])
@@ -179,4 +155,27 @@ func TestScoutSnapshotLagsForGood(t *testing.T) {
 		t.Fatalf("the gang is not admitted after the second measurement: %s", reason)
 	}
 	checkBooks(t, h)
+}
+
+// measureAs runs a scout's scheduling cycle for pod on the fake clock, on
+// the handle's snapshot as it stands: PreFilter (which must let it
+// through) 100 ms on, and PostFilter 100 ms after that.
+func (h *hookEnv) measureAs(t *testing.T, pod *v1.Pod) {
+	t.Helper()
+	h.now = h.now.Add(100 * time.Millisecond)
+	state := framework.NewCycleState()
+	if _, st := h.p.PreFilter(context.Background(), state, pod, nil); !st.IsSuccess() {
+		t.Fatalf("PreFilter of the scout %s: %v", pod.Name, st)
+	}
+	h.now = h.now.Add(100 * time.Millisecond)
+	h.p.PostFilter(context.Background(), state, pod, nil)
+}
+
+// podsByName indexes pods by name.
+func podsByName(pods []*v1.Pod) map[string]*v1.Pod {
+	m := make(map[string]*v1.Pod, len(pods))
+	for _, p := range pods {
+		m[p.Name] = p
+	}
+	return m
 }
