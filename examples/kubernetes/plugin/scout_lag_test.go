@@ -85,28 +85,7 @@ func TestScoutSnapshotLagsNodeChange(t *testing.T) {
 			}
 			// The snapshot caught up: n001 is rejected, and the
 			// measurement counts.
-			after := slices.Clone(nodes)
-			after[1] = changed
-			h.p.h = &probeHandle{nodes: after, fits: map[string]bool{"n000": true, "n002": true, "n003": true}}
-			h.measureAs(t, byName[again])
-			h.cycle()
-			h.c.mu.Lock()
-			g = h.c.groups["ns/g"]
-			submitted = nil
-			if g.inc != nil {
-				submitted = g.inc.allowed[shape]
-			}
-			reason := g.reason
-			h.c.mu.Unlock()
-			if want := []string{"n000", "n002", "n003"}; !slices.Equal(submitted, want) {
-				t.Fatalf("the gang's allowed nodes %v, want %v (%s)", submitted, want, reason)
-			}
-			for _, p := range pods {
-				if s := h.slot(p); s == "" || s == "n001" {
-					t.Fatalf("pod %s admitted on %q, want a node other than n001 (%s)", p.Name, s, reason)
-				}
-			}
-			checkBooks(t, h)
+			h.measureCaughtUp(t, nodes, changed, byName[again], shape, pods)
 		})
 	}
 }
@@ -178,4 +157,35 @@ func podsByName(pods []*v1.Pod) map[string]*v1.Pod {
 		m[p.Name] = p
 	}
 	return m
+}
+
+// measureCaughtUp has scout measure its shape on a snapshot that caught
+// up with changed, n001 after its change (nodes: the snapshot before),
+// which the test's Filter now rejects, and checks that the gang of group
+// ns/g is then submitted with the other three nodes allowed for shape,
+// that none of admitted is placed on n001 (each placed), and the books.
+func (h *hookEnv) measureCaughtUp(t *testing.T, nodes []*v1.Node, changed *v1.Node, scout *v1.Pod, shape string, admitted []*v1.Pod) {
+	t.Helper()
+	after := slices.Clone(nodes)
+	after[1] = changed
+	h.p.h = &probeHandle{nodes: after, fits: map[string]bool{"n000": true, "n002": true, "n003": true}}
+	h.measureAs(t, scout)
+	h.cycle()
+	h.c.mu.Lock()
+	g := h.c.groups["ns/g"]
+	var submitted []string
+	if g.inc != nil {
+		submitted = g.inc.allowed[shape]
+	}
+	reason := g.reason
+	h.c.mu.Unlock()
+	if want := []string{"n000", "n002", "n003"}; !slices.Equal(submitted, want) {
+		t.Fatalf("the gang's allowed nodes %v, want %v (%s)", submitted, want, reason)
+	}
+	for _, p := range admitted {
+		if s := h.slot(p); s == "" || s == "n001" {
+			t.Fatalf("pod %s admitted on %q, want a node other than n001 (%s)", p.Name, s, reason)
+		}
+	}
+	checkBooks(t, h)
 }
