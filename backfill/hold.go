@@ -306,9 +306,9 @@ func (c *cycle) startOnHeld(h *hold) {
 }
 
 // runsPast reports whether every GPU of a, on a node up, runs an active
-// job without a limit estimated (runtimeEstimate) to end no sooner than
-// t; with t zero, any such job (it runs for good as far as a search can
-// tell).
+// job without a limit (runsForGood) estimated (runtimeEstimate) to end
+// no sooner than t; with t zero, any such job (it runs for good as far
+// as a search can tell).
 func (c *cycle) runsPast(a *gang.Allocation, t time.Time) bool {
 	e := c.e
 	s := e.ledger.State()
@@ -318,7 +318,7 @@ func (c *cycle) runsPast(a *gang.Allocation, t time.Time) bool {
 			return
 		}
 		o := e.jobs.owner(n, g)
-		past = o != nil && o.job.TimeLimit == 0 && o.end.IsZero() && s.Status(topology.NodeID(n)) == topology.Up &&
+		past = runsForGood(o) && s.Status(topology.NodeID(n)) == topology.Up &&
 			(t.IsZero() || !e.runtimeEstimate(o, c.now).Before(t))
 	})
 	return past
@@ -449,7 +449,8 @@ func (c *cycle) readHoldsMissed(j *jobRec, spec *gang.Spec) {
 // find a start once a hold let go of its GPUs (holdLetGo, heldStarted):
 // whether the fewest GPUs they needed (holdMissNeed) are at most the
 // GPUs a search may ever find open: those of the nodes in service but
-// the GPUs an active job without a limit runs on (no end frees them)
+// the GPUs an active job without a limit runs on (runsForGood: being
+// preempted too; no end frees them)
 // and, when one job missed, those of the targets of the holds but its
 // own (kept for good; when several missed, each may hold one of them,
 // and no hold is counted). Counting leaves out where the GPUs lie and
@@ -491,9 +492,17 @@ func (c *cycle) missRoom() bool {
 }
 
 // runsForGood reports whether o, an owner of a GPU (nil: none), is an
-// active job without a limit, which no end in the profile frees.
+// active job without a limit, which no end in the profile frees: the
+// one rule for runsPast and missRoom. A job being preempted
+// (StatePreempting) counts too: it has no end in the profile either, its
+// GPUs are no victim's (preemptScratch.candidates takes running jobs,
+// and a preemptor's own orphans only when it may look for victims,
+// which holdMissPreempts covers), and those a claim takes are kept from
+// every search; only the host's report of their release (Preempted), an
+// event, frees them, so a second cycle at the same time finds them no
+// more open than the first did.
 func runsForGood(o *jobRec) bool {
-	return o != nil && o.job.TimeLimit == 0 && o.end.IsZero() && o.phase != StatePreempting
+	return o != nil && o.job.TimeLimit == 0 && o.end.IsZero()
 }
 
 // profileAhead reports whether the availability profile has a time
