@@ -144,10 +144,12 @@
 // eligible gang was left without a hold for a planned start; a job
 // starts after another was told it would fit now but for a reservation;
 // the walk lets go of a hold's GPUs (it ends or moves, or its gang
-// starts, unless jobs without a limit now run on all of its target)
-// after a search for another job's start (a reservation, or a planned
-// start for an eligible gang) found none with them held, a time ahead
-// to try (a job or reservation with an end);
+// starts; unless, for a job that may not look for victims or reclaim,
+// jobs without a limit, running or being preempted, now run on all of
+// its target, or the GPUs left open could not serve its search by their
+// count) after a search for another job's start (a
+// reservation, or a planned start for an eligible gang) found none with
+// them held, a time ahead to try (a job or reservation with an end);
 // and the first active job without a limit starts after gangs that hold
 // mode could not yet hold were walked. A host that repeats a cycle at
 // the same time then gets the same decisions and reasons. (With every

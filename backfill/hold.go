@@ -541,9 +541,13 @@ func (c *cycle) holdLetGo() {
 // hold h ended with it: as holdLetGo, unless every GPU of h's target now
 // runs, on a node up, an active job without a limit (a search finds
 // those GPUs no freer than held), or the GPUs left open could not serve
-// the miss by their count (missRoom).
+// the miss by their count (missRoom). As for releaseHold and retarget,
+// a miss that may look for victims (holdMissPreempts) skips neither
+// test: the victim search may take the GPUs of such jobs once the hold
+// no longer masks them (TestHeldStartMissPreempt).
 func (c *cycle) heldStarted(h *hold, j *jobRec) {
-	if c.holdMiss == nil || c.holdMiss == j && !c.holdMissMany || c.runsPast(&h.target, time.Time{}) || !c.missRoom() {
+	if c.holdMiss == nil || c.holdMiss == j && !c.holdMissMany ||
+		!c.holdMissPreempts && c.runsPast(&h.target, time.Time{}) || !c.missRoom() {
 		return
 	}
 	c.reoffer = true

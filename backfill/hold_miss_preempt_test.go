@@ -122,3 +122,82 @@ func TestHoldLetGoMissPreempt(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldStartMissPreempt: as TestHoldLetGoMissPreempt, a hold's end
+// after the miss of a job that may preempt, here by its gang's start
+// (heldStarted), away from its target. On opsCluster (8 nodes of 8 GPUs)
+// u runs without a limit on 3 nodes and may be preempted, v without a
+// limit on 4 and may not, l with a limit on half of the eighth; h's hold
+// (4 GPUs) targets half a node of u. Job a (3 nodes of 8 GPUs) is
+// walked first: its search misses, and its victim search, holds masked,
+// finds u's 2 other nodes. Then h's gang starts beside l (the only GPUs
+// free) and its hold ends: a victim search now finds u's 3 nodes, and a
+// second cycle at the same time preempts u for a. Every
+// GPU of h's target runs a job without a limit (runsPast), which let
+// heldStarted ask for no cycle at once, whereas releaseHold and retarget
+// ask for one after such a miss (holdMissPreempts): a waited for the
+// next event for that preemption. When a may not preempt (its class not
+// above u's), nothing is asked and nothing changes.
+func TestHeldStartMissPreempt(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		class int // a's
+		want  bool
+	}{
+		{"may preempt", 1, true},
+		{"may not preempt", 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Hold.Enabled, cfg.Hold.MinWait = true, 10*time.Hour // a is no hold candidate
+			cfg.Preemption.Enabled, cfg.Preemption.ExemptTime = true, 0
+			c := opsCluster(t)
+			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			must := func(err error) {
+				t.Helper()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			now := epoch.Add(2 * time.Minute)
+			must(e.Submit(Job{ID: "u", Account: "a", Preemption: preempt.Requeue, Gang: member(placement.NodesOf(3, 8))}, now))
+			must(e.Submit(Job{ID: "v", Account: "a", Gang: member(placement.NodesOf(4, 8))}, now))
+			must(e.Submit(Job{ID: "l", Account: "a", TimeLimit: time.Hour, Gang: member(placement.NodesOf(1, 4))}, now))
+			scheduleStarted(t, e, now)
+			var ofU []topology.NodeID
+			for i := range e.c.NumNodes() {
+				if o := e.jobs.owner(i, 0); o != nil && o.job.ID == "u" {
+					ofU = append(ofU, topology.NodeID(i))
+				}
+			}
+			if len(ofU) != 3 || e.ledger.State().FreeGPUs() != 4 || !e.profileAhead() {
+				t.Fatalf("scene changed: u on %v, %d GPUs free, profile ahead %v", ofU, e.ledger.State().FreeGPUs(), e.profileAhead())
+			}
+			later := now.Add(time.Minute)
+			must(e.Submit(Job{ID: "a", Account: "b", Class: tc.class, Gang: member(placement.NodesOf(3, 8))}, later))
+			must(e.Submit(Job{ID: "h", Account: "b", Gang: member(placement.NodesOf(1, 4))}, later))
+			h := &hold{job: e.jobs.byID["h"], since: later, target: gang.Allocation{Members: []gang.MemberAllocation{{Name: "m", Pods: 1,
+				Assignment: []topology.NodeAlloc{{Node: ofU[0], GPUs: 0x0f}}}}}}
+			h.budget = e.holdBudget(&h.target)
+			e.book.addHold(h)
+			first := scheduleStarted(t, e, later)
+			if len(first.Starts) != 1 || first.Starts[0].Job != "h" || len(first.Preemptions) != 0 {
+				t.Fatalf("want h started and nothing preempted:\n%s", first.Describe(c, epoch))
+			}
+			next, ok := e.NextEvent()
+			if atOnce := ok && next.Equal(later.Add(time.Nanosecond)); atOnce != tc.want {
+				t.Errorf("NextEvent %v, %v: a cycle at once %v after h's start, want %v", next.Sub(epoch), ok, atOnce, tc.want)
+			}
+			// The cycle at once is not asked for in vain: one at the
+			// same time preempts u for a when a may preempt.
+			second := scheduleStarted(t, e, later)
+			preempted := len(second.Preemptions) > 0 && second.Preemptions[0].Victim == "u" && second.Preemptions[0].Preemptor == "a"
+			if preempted != tc.want {
+				t.Errorf("a second cycle preempts %v; want u preempted for a: %v", second.Preemptions, tc.want)
+			}
+		})
+	}
+}
