@@ -542,9 +542,10 @@ func (c *cycle) holdLetGo() {
 // runs, on a node up, an active job without a limit (a search finds
 // those GPUs no freer than held), or the GPUs left open could not serve
 // the miss by their count (missRoom). As for releaseHold and retarget,
-// a miss that may look for victims (holdMissPreempts) skips neither
-// test: the victim search may take the GPUs of such jobs once the hold
-// no longer masks them (TestHeldStartMissPreempt).
+// a miss that may look for victims or reclaim (holdMissPreempts) is
+// stopped by neither test (runsPast is not asked, missRoom says yes):
+// the victim search may take the GPUs of such jobs once the hold no
+// longer masks them (TestHeldStartMissPreempt).
 func (c *cycle) heldStarted(h *hold, j *jobRec) {
 	if c.holdMiss == nil || c.holdMiss == j && !c.holdMissMany ||
 		!c.holdMissPreempts && c.runsPast(&h.target, time.Time{}) || !c.missRoom() {
