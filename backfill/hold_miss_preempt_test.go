@@ -136,21 +136,35 @@ func TestHoldLetGoMissPreempt(t *testing.T) {
 // GPU of h's target runs a job without a limit (runsPast), which let
 // heldStarted ask for no cycle at once, whereas releaseHold and retarget
 // ask for one after such a miss (holdMissPreempts): a waited for the
-// next event for that preemption. When a may not preempt (its class not
-// above u's), nothing is asked and nothing changes.
+// next event for that preemption. The same when a may reclaim its
+// queue's guarantee (v and l in a queue guaranteed their 36 GPUs, u
+// borrowing in it, a and h in one guaranteed 28; preemption off). When
+// a may do neither (its class not above u's, no queues), nothing is
+// asked and nothing changes. (u starts in a cycle after v and l, so that
+// it is the one that borrows.)
 func TestHeldStartMissPreempt(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		class int // a's
+		class int  // a's
+		quota bool // queues: a may reclaim
 		want  bool
 	}{
-		{"may preempt", 1, true},
-		{"may not preempt", 0, false},
+		{"may preempt", 1, false, true},
+		{"may reclaim", 0, true, true},
+		{"may not preempt", 0, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.Hold.Enabled, cfg.Hold.MinWait = true, 10*time.Hour // a is no hold candidate
-			cfg.Preemption.Enabled, cfg.Preemption.ExemptTime = true, 0
+			cfg.Preemption.Enabled, cfg.Preemption.ExemptTime = !tc.quota, 0
+			lender, owner := "", ""
+			if tc.quota {
+				cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
+					{Name: "g", Guarantee: 28, LendingLimit: Unlimited, BorrowingLimit: Unlimited, Maximum: Unlimited},
+					{Name: "borrow", Guarantee: 36, LendingLimit: Unlimited, BorrowingLimit: Unlimited, Maximum: Unlimited},
+				}}
+				lender, owner = "borrow", "g"
+			}
 			c := opsCluster(t)
 			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b"))
 			if err != nil {
@@ -163,9 +177,10 @@ func TestHeldStartMissPreempt(t *testing.T) {
 				}
 			}
 			now := epoch.Add(2 * time.Minute)
-			must(e.Submit(Job{ID: "u", Account: "a", Preemption: preempt.Requeue, Gang: member(placement.NodesOf(3, 8))}, now))
-			must(e.Submit(Job{ID: "v", Account: "a", Gang: member(placement.NodesOf(4, 8))}, now))
-			must(e.Submit(Job{ID: "l", Account: "a", TimeLimit: time.Hour, Gang: member(placement.NodesOf(1, 4))}, now))
+			must(e.Submit(Job{ID: "v", Account: "a", Queue: lender, Gang: member(placement.NodesOf(4, 8))}, now))
+			must(e.Submit(Job{ID: "l", Account: "a", Queue: lender, TimeLimit: time.Hour, Gang: member(placement.NodesOf(1, 4))}, now))
+			scheduleStarted(t, e, now) // v and l first: u borrows
+			must(e.Submit(Job{ID: "u", Account: "a", Queue: lender, Preemption: preempt.Requeue, Gang: member(placement.NodesOf(3, 8))}, now))
 			scheduleStarted(t, e, now)
 			var ofU []topology.NodeID
 			for i := range e.c.NumNodes() {
@@ -177,8 +192,8 @@ func TestHeldStartMissPreempt(t *testing.T) {
 				t.Fatalf("scene changed: u on %v, %d GPUs free, profile ahead %v", ofU, e.ledger.State().FreeGPUs(), e.profileAhead())
 			}
 			later := now.Add(time.Minute)
-			must(e.Submit(Job{ID: "a", Account: "b", Class: tc.class, Gang: member(placement.NodesOf(3, 8))}, later))
-			must(e.Submit(Job{ID: "h", Account: "b", Gang: member(placement.NodesOf(1, 4))}, later))
+			must(e.Submit(Job{ID: "a", Account: "b", Queue: owner, Class: tc.class, Gang: member(placement.NodesOf(3, 8))}, later))
+			must(e.Submit(Job{ID: "h", Account: "b", Queue: owner, Gang: member(placement.NodesOf(1, 4))}, later))
 			h := &hold{job: e.jobs.byID["h"], since: later, target: gang.Allocation{Members: []gang.MemberAllocation{{Name: "m", Pods: 1,
 				Assignment: []topology.NodeAlloc{{Node: ofU[0], GPUs: 0x0f}}}}}}
 			h.budget = e.holdBudget(&h.target)
@@ -192,7 +207,7 @@ func TestHeldStartMissPreempt(t *testing.T) {
 				t.Errorf("NextEvent %v, %v: a cycle at once %v after h's start, want %v", next.Sub(epoch), ok, atOnce, tc.want)
 			}
 			// The cycle at once is not asked for in vain: one at the
-			// same time preempts u for a when a may preempt.
+			// same time preempts u for a when a may preempt or reclaim.
 			second := scheduleStarted(t, e, later)
 			preempted := len(second.Preemptions) > 0 && second.Preemptions[0].Victim == "u" && second.Preemptions[0].Preemptor == "a"
 			if preempted != tc.want {
