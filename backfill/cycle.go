@@ -365,9 +365,12 @@ type cycle struct {
 	// or nil: recountWaits clears the marks of a reason it changes.
 	walkKeys []keptKey
 	// alone is set by classify when the failing member failed by itself
-	// on the scratch state (first in the gang's first order, or the
-	// gang's one member): its reason's counts are that state's.
-	alone bool
+	// on the scratch state (first in an order the gang was tried in, or
+	// the gang's one member): its reason's counts are that state's.
+	// aloneLater is set with it when that order was not the gang's
+	// first: members placed before the failing one in the first order
+	// fitted then (jobRec.aloneLater).
+	alone, aloneLater bool
 }
 
 // testStamp records what a waiting job's last test failed on, when it
@@ -1000,8 +1003,9 @@ func (c *cycle) test(j *jobRec, w *Waiting) bool {
 
 // testJob is test without the hysteresis clock's upkeep.
 func (c *cycle) testJob(j *jobRec, w *Waiting) bool {
-	alone := j.alone
+	alone, aloneLater := j.alone, j.aloneLater
 	j.alone, c.alone, j.quotaAt, j.quotaShare = false, false, quotaCheck{}, false
+	j.aloneLater, c.aloneLater = false, false
 	if c.e.quota != nil {
 		*w = Waiting{Job: j.job.ID}
 		if c.quotaGate(j, w) {
@@ -1013,7 +1017,7 @@ func (c *cycle) testJob(j *jobRec, w *Waiting) bool {
 	if cacheable {
 		if c.skips {
 			if c.skipTest(j) {
-				j.alone = alone // its reason stays
+				j.alone, j.aloneLater = alone, aloneLater // its reason stays
 				c.untested(j.wait.Code)
 				return true
 			}
@@ -1054,7 +1058,7 @@ func (c *cycle) testJob(j *jobRec, w *Waiting) bool {
 		return true
 	}
 	c.wait(j, w)
-	j.alone = c.alone
+	j.alone, j.aloneLater = c.alone, c.aloneLater
 	if cacheable && j.resv == nil && j.claim == nil && !c.e.book.isHeld(j) && w.Code != WaitForHold {
 		c.remember(j, &key, w)
 		c.stampable = c.skips

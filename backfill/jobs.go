@@ -166,6 +166,12 @@ type jobRec struct {
 	// state as its test found it (cycle.alone): recountWaits may read
 	// it anew on the state a plan leaves.
 	alone bool
+	// aloneLater says that the failing member of a gang's reason with
+	// alone failed by itself only in a later order than the gang's first
+	// (moved to the front after it failed behind members placed before
+	// it): on another state one of those may fail first, so recountWaits
+	// tries the gang anew there instead of recounting the reason.
+	aloneLater bool
 	// quotaAt is, for a job the quota gate refused at its full size for
 	// its queues' limits (overQuota) and that held no reservation when
 	// the gate met it (a reservation given up is named in the reason),

@@ -795,6 +795,7 @@ func (c *cycle) classify(spec *gang.Spec, failed gang.Admission, w *Waiting) {
 	e := c.e
 	w.Code, w.Member, w.Reason = WaitResources, failed.Member, failed.Reason
 	c.alone = failed.Proven && !failed.Searched
+	c.aloneLater = c.alone && failed.Orders > 1
 	if failed.ColocationLevel != "" {
 		w.Member = ""
 		w.Reason.Code = 0
@@ -880,7 +881,13 @@ func (c *cycle) noteWorld(rank int) {
 // node sets, segments or domain limit; others keep the counts of their
 // test (a gang member placed after another, a Topology wait, whose
 // spans come from a placement). A count that now reaches the need keeps
-// the reason of the test: the next cycle tests the job. A quota reason
+// the reason of the test: the next cycle tests the job. The one
+// placement is a gang's whose failing member failed by itself only in a
+// later order than its first (jobRec.aloneLater): a member tried before
+// it may fail first on that state, as a repeat of the cycle tells, so
+// the gang is tried anew there (gang.Admitter.Check, the state left as
+// it is) and told the member and reason that fails, or, when it fits,
+// the reason of its test. A quota reason
 // the gate gave at the job's full size for a limit or the weighted
 // share (jobRec.quotaAt, quotaShare) is told on the queues' use the plan
 // leaves where the same queue still refuses it. A job refused a slot
@@ -956,14 +963,32 @@ func (c *cycle) recountWaits(order []*jobRec) {
 			// the same job in a repeat of the cycle.
 			w.NoSlot = SlotsTaken
 		}
-		if count {
+		switch {
+		case count && j.aloneLater:
+			// A member placed before the failing one in the gang's
+			// first order may fail first on this state, as a repeat of
+			// the cycle would tell: the gang is tried anew (Check leaves
+			// the state as it is). One that fits keeps the reason of its
+			// test (the next cycle tests it).
+			c.prepareScratch(j)
+			full, _ := c.specFor(j)
+			res, err := e.adm.Check(e.scratch, c.quotaSpec(j, full), &e.alloc)
+			if err != nil {
+				panic(fmt.Sprintf("backfill: checked job %s refused: %v", j.job.ID, err))
+			}
+			if !res.Admitted && res.ColocationLevel == "" {
+				w.Member, w.Reason = res.Member, res.Reason
+				j.alone = res.Proven && !res.Searched
+				j.aloneLater = j.alone && res.Orders > 1
+			}
+		case count:
 			c.prepareScratch(j)
 			if r := &w.Reason; r.Recount(e.scratch) && r.Have >= r.Need {
 				w.Reason = was.Reason // (the next cycle tests it)
 			}
 		}
-		if w.Reason.Have == was.Reason.Have && w.Reason.Excluded == was.Reason.Excluded && w.Detail == was.Detail && w.NoSlot == was.NoSlot {
-			continue // (Recount changes Have and Excluded alone)
+		if w.Member == was.Member && w.Reason == was.Reason && w.Detail == was.Detail && w.NoSlot == was.NoSlot {
+			continue
 		}
 		var id uint64
 		if changes {
@@ -975,7 +1000,7 @@ func (c *cycle) recountWaits(order []*jobRec) {
 			at--
 			c.plan.Unchanged++
 		case listed:
-			ws[at-1].Reason, ws[at-1].Detail, ws[at-1].NoSlot = w.Reason, w.Detail, w.NoSlot
+			ws[at-1].Member, ws[at-1].Reason, ws[at-1].Detail, ws[at-1].NoSlot = w.Member, w.Reason, w.Detail, w.NoSlot
 		case changes:
 			w.Priority = c.priority(rank, j)
 			ws = slices.Insert(ws, at, w)
