@@ -29,28 +29,9 @@ import (
 // preemption off), the
 // cycle at once is asked for; when it may not, nothing changes.
 func TestHoldLetGoMissPreempt(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		class int  // a's
-		quota bool // queues: a may reclaim
-		want  bool
-	}{
-		{"may preempt", 1, false, true},
-		{"may reclaim", 0, true, true},
-		{"may not preempt", 0, false, false},
-	} {
+	for _, tc := range missPreemptCases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := DefaultConfig()
-			cfg.Hold.Enabled = true
-			cfg.Preemption.Enabled, cfg.Preemption.ExemptTime = !tc.quota, 0
-			lender, owner := "", ""
-			if tc.quota {
-				cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
-					{Name: "g", Guarantee: 32, LendingLimit: Unlimited, BorrowingLimit: Unlimited, Maximum: Unlimited},
-					{Name: "borrow", Guarantee: 24, LendingLimit: Unlimited, BorrowingLimit: Unlimited, Maximum: Unlimited},
-				}}
-				lender, owner = "borrow", "g"
-			}
+			cfg, lender, owner := missPreemptConfig(tc.quota, 32, 24)
 			e, err := New(opsCluster(t), cfg, flatTree(t, cfg.FairShare, "a", "b"))
 			if err != nil {
 				t.Fatal(err)
@@ -143,28 +124,10 @@ func TestHoldLetGoMissPreempt(t *testing.T) {
 // asked and nothing changes. (u starts in a cycle after v and l, so that
 // it is the one that borrows.)
 func TestHeldStartMissPreempt(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		class int  // a's
-		quota bool // queues: a may reclaim
-		want  bool
-	}{
-		{"may preempt", 1, false, true},
-		{"may reclaim", 0, true, true},
-		{"may not preempt", 0, false, false},
-	} {
+	for _, tc := range missPreemptCases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := DefaultConfig()
-			cfg.Hold.Enabled, cfg.Hold.MinWait = true, 10*time.Hour // a is no hold candidate
-			cfg.Preemption.Enabled, cfg.Preemption.ExemptTime = !tc.quota, 0
-			lender, owner := "", ""
-			if tc.quota {
-				cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
-					{Name: "g", Guarantee: 28, LendingLimit: Unlimited, BorrowingLimit: Unlimited, Maximum: Unlimited},
-					{Name: "borrow", Guarantee: 36, LendingLimit: Unlimited, BorrowingLimit: Unlimited, Maximum: Unlimited},
-				}}
-				lender, owner = "borrow", "g"
-			}
+			cfg, lender, owner := missPreemptConfig(tc.quota, 28, 36)
+			cfg.Hold.MinWait = 10 * time.Hour // a is no hold candidate
 			c := opsCluster(t)
 			e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b"))
 			if err != nil {
@@ -215,4 +178,38 @@ func TestHeldStartMissPreempt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// missPreemptConfig is the configuration of the hold-miss tests above:
+// hold mode on, and either preemption on (no queues) or, with quota,
+// preemption off and two queues without limits, "g" (the owner, where
+// the job that misses waits) guaranteed own GPUs and "borrow" (the
+// lender, where the jobs to reclaim from run) guaranteed lent.
+func missPreemptConfig(quota bool, own, lent int) (cfg Config, lender, owner string) {
+	cfg = DefaultConfig()
+	cfg.Hold.Enabled = true
+	cfg.Preemption.Enabled, cfg.Preemption.ExemptTime = !quota, 0
+	if !quota {
+		return cfg, "", ""
+	}
+	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
+		{Name: "g", Guarantee: own, LendingLimit: Unlimited, BorrowingLimit: Unlimited, Maximum: Unlimited},
+		{Name: "borrow", Guarantee: lent, LendingLimit: Unlimited, BorrowingLimit: Unlimited, Maximum: Unlimited},
+	}}
+	return cfg, "borrow", "g"
+}
+
+// missPreemptCases are the cases of the hold-miss tests above: whether
+// job a, whose search missed, may look for victims (its class above the
+// lowest running one) or reclaim (quota), and so whether a cycle at once
+// is wanted.
+var missPreemptCases = []struct {
+	name  string
+	class int  // a's
+	quota bool // queues: a may reclaim
+	want  bool
+}{
+	{"may preempt", 1, false, true},
+	{"may reclaim", 0, true, true},
+	{"may not preempt", 0, false, false},
 }
