@@ -152,7 +152,7 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 	if due, ok := c.scoutDue(now); ok {
 		next = min(next, max(due.Sub(now), 10*time.Millisecond))
 	}
-	if due, ok := c.nextMeasurement(); ok {
+	if due, ok := c.nextMeasurement(now); ok {
 		next = min(next, max(due.Sub(now), 10*time.Millisecond))
 	}
 	var removeAt time.Time
@@ -1141,20 +1141,30 @@ func (c *controller) applyPlan(res cycleResult, acts *actions) {
 }
 
 // nextMeasurement returns when the first allowed set of a waiting gang (or
-// the retry of a gang that never fits) is due to be measured again.
-func (c *controller) nextMeasurement() (time.Time, bool) {
+// the retry of a gang that never fits) is due to be measured again, after
+// now. One due at now or before is already being measured again: this
+// cycle's prepare sent its scout (a shape that a node change made stale
+// has no measurement time at all), whose timeout wakes the loop
+// (scoutDue) and whose measurement pokes it; or its group waits for
+// something else (pods, its PodGroup), which pokes the loop when it
+// comes. Counting it would wake the loop at once, every cycle, until the
+// measurement lands.
+func (c *controller) nextMeasurement(now time.Time) (time.Time, bool) {
 	var due time.Time
+	earliest := func(t time.Time) {
+		if t.After(now) && (due.IsZero() || t.Before(due)) {
+			due = t
+		}
+	}
 	for _, g := range c.groups {
-		if g.neverFits && (due.IsZero() || g.retry.Before(due)) {
-			due = g.retry
+		if g.neverFits {
+			earliest(g.retry)
 		}
 		if g.inc == nil || g.inc.admitted {
 			continue
 		}
 		for shape := range g.inc.shapes {
-			if t := g.allowed[shape].at.Add(c.args.allowedTTL()); due.IsZero() || t.Before(due) {
-				due = t
-			}
+			earliest(g.allowed[shape].at.Add(c.args.allowedTTL()))
 		}
 	}
 	return due, !due.IsZero()
