@@ -24,12 +24,19 @@ func TestWaitingGangLeavesChangedNode(t *testing.T) {
 		change func(n *v1.Node)
 		// passes: the Filter plugins still accept n001 after the change.
 		passes bool
+		// lagging: a first measurement is taken on a snapshot that still
+		// holds n001 as it was (accepted): it is stale, and must not put
+		// n001 back.
+		lagging bool
 	}{
 		{name: "tainted", change: func(n *v1.Node) {
 			n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: "example.com/broken", Effect: v1.TaintEffectNoSchedule})
 		}},
 		{name: "cordoned", change: func(n *v1.Node) { n.Spec.Unschedulable = true }},
 		{name: "relabelled, still accepted", change: func(n *v1.Node) { n.Labels["example.com/pool"] = "blue" }, passes: true},
+		{name: "tainted, measured first on a lagging snapshot", change: func(n *v1.Node) {
+			n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: "example.com/broken", Effect: v1.TaintEffectNoSchedule})
+		}, lagging: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHookEnv(t, Args{})
@@ -77,6 +84,28 @@ func TestWaitingGangLeavesChangedNode(t *testing.T) {
 			}
 			if reason == "" {
 				t.Fatal("the waiting gang's pods show no reason")
+			}
+			if tc.lagging {
+				h.p.h = &probeHandle{nodes: nodes} // n001 as it was: it passes
+				h.measureAs(t, byName[scout])
+				h.cycle()
+				h.c.mu.Lock()
+				submitted, reason = nil, g.reason
+				if g.inc != nil {
+					submitted = slices.Clone(g.inc.allowed[shape])
+				}
+				h.c.mu.Unlock()
+				for _, p := range pods {
+					if s := admittedOn(h, p); s == "n001" {
+						t.Fatalf("pod %s admitted on n001 after a measurement on a snapshot that held it untainted (%s)", p.Name, reason)
+					}
+				}
+				if want := []string{"n000", "n002", "n003"}; !slices.Equal(submitted, want) {
+					t.Fatalf("the waiting gang's allowed nodes %v after a measurement on a lagging snapshot, want %v (%s)", submitted, want, reason)
+				}
+				if scout = scoutOf(h, "ns/g"); scout == "" {
+					t.Fatal("no scout sent again after a measurement on a lagging snapshot")
+				}
 			}
 			// The measurement lands on a snapshot with the change.
 			after := slices.Clone(nodes)
