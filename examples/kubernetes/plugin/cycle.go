@@ -222,13 +222,17 @@ func (c *controller) start(logger klog.Logger, now time.Time, acts *actions) boo
 // node that could serve it changed (allowedSet.changed): a scout whose
 // scheduling cycle began before that measured on a snapshot without the
 // change, and its measurement, however late it lands, does not count
-// (scouted). A gang waiting in the engine loses such a node from the
-// allowed sets of the shapes it could serve at once (prepare submits it
-// again without it): the Filter plugins may reject it now, and GPUs freed
-// elsewhere could let the engine admit the gang there before the
-// measurement lands. Its sets only shrink until then (allowedFor): the
-// measurement puts the node back if it still passes. An admitted gang
-// keeps its nodes.
+// (scouted). A gang waiting in the engine that the engine has no plan for
+// (engineAdapter.planned: no hold, reservation or claim) loses such a node
+// from the allowed sets of the shapes it could serve at once (prepare
+// submits it again without it): the Filter plugins may reject it now, and
+// GPUs freed elsewhere could let the engine admit the gang there before
+// the measurement lands. Its sets only shrink until then (allowedFor):
+// the measurement puts the node back if it still passes. A waiting gang
+// the engine has a plan for keeps its sets until the measurement lands
+// (then allowedChanged decides): submitting it again would throw the plan
+// away, and a node changing every few seconds would keep a held gang from
+// ever collecting its GPUs. An admitted gang keeps its nodes.
 func (c *controller) remeasure() {
 	type stale struct {
 		name string
@@ -265,7 +269,10 @@ func (c *controller) remeasure() {
 		}
 		unmeasured := len(g.allowed) == 0
 		served := false
-		waiting := g.inc != nil && !g.inc.admitted
+		// Only a waiting gang the engine has no plan for loses the node
+		// at once (a resubmission costs it nothing); one it holds GPUs
+		// for, or reserved, keeps its sets until the measurement lands.
+		shrink := g.inc != nil && !g.inc.admitted && !c.eng.planned(g.inc.job)
 		for shape, a := range g.allowed {
 			gpus := need[shape] // a shape no pod has any more: any node
 			at := changedFor(gpus)
@@ -273,7 +280,7 @@ func (c *controller) remeasure() {
 				continue
 			}
 			a.at, a.changed = time.Time{}, latest(a.changed, at)
-			if waiting {
+			if shrink {
 				a.nodes = slices.DeleteFunc(slices.Clone(a.nodes), func(name string) bool {
 					return slices.ContainsFunc(nodes, func(n stale) bool { return n.name == name && n.gpus >= gpus })
 				})

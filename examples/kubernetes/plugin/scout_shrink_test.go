@@ -1,11 +1,13 @@
 package plugin
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestWaitingGangLeavesChangedNode: a gang waiting in the engine kept the
@@ -17,7 +19,9 @@ import (
 // and placed again). A node whose filter fields change leaves the allowed
 // sets of the waiting gangs whose shapes it serves at once (the gang is
 // submitted again without it); the measurement puts it back if it still
-// passes.
+// passes. That is for a gang the engine has no plan for (its pods are
+// young: hold mode's MinWait has not passed); a held one keeps its sets
+// (TestHeldGangKeepsChangedNode).
 func TestWaitingGangLeavesChangedNode(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -42,13 +46,17 @@ func TestWaitingGangLeavesChangedNode(t *testing.T) {
 			h := newHookEnv(t, Args{})
 			nodes := testNodes(4)
 			h.addNodes(nodes...)
-			pods := waitingGang(h) // n002 and n003 full
+			pods := waitingGang(h, true) // n002 and n003 full
 			byName := podsByName(pods)
 			h.c.mu.Lock()
 			g := h.c.groups["ns/g"]
 			shape := g.pods[string(pods[0].UID)].shape
 			before := slices.Clone(g.inc.allowed[shape])
+			job := g.inc.job
 			h.c.mu.Unlock()
+			if st, _ := h.c.eng.eng.Job(job); h.c.eng.planned(job) {
+				t.Fatalf("the engine has a plan for the young gang: %s %s", st.State, st.Reason)
+			}
 			if want := []string{"n000", "n001", "n002", "n003"}; !slices.Equal(before, want) {
 				t.Fatalf("the waiting gang's allowed nodes %v, want %v", before, want)
 			}
@@ -184,9 +192,9 @@ func (h *hookEnv) describeGroup(key string) string {
 	return g.inc.job + " admitted=" + map[bool]string{true: "yes", false: "no"}[g.inc.admitted] + " broken=" + g.inc.broken + " reason=" + g.reason
 }
 
-// TestWaitingGangShrunkBelowItsSize: a gang of four pods waits on four
-// nodes (one full) and one of them changes: without it the gang can never
-// fit. It leaves the engine until its shape is measured again, as waiting
+// TestWaitingGangShrunkBelowItsSize: a gang of four pods, young (the
+// engine has no plan for it), waits on four nodes (one full) and one of
+// them changes: without it the gang can never fit. It leaves the engine until its shape is measured again, as waiting
 // for that measurement (not as a gang that never fits, which would be
 // tried again only after Args.AllowedTTLSeconds); the measurement decides.
 func TestWaitingGangShrunkBelowItsSize(t *testing.T) {
@@ -202,7 +210,7 @@ func TestWaitingGangShrunkBelowItsSize(t *testing.T) {
 			nodes := testNodes(4)
 			h.addNodes(nodes...)
 			h.c.onPod(foreignPod("fill-n003", "n003", 8))
-			pods := h.groupPods(4, 8)
+			pods := h.youngGroupPods(4, 8) // no hold for it yet
 			byName := podsByName(pods)
 			h.cycle()
 			h.answerScouts()
@@ -210,9 +218,16 @@ func TestWaitingGangShrunkBelowItsSize(t *testing.T) {
 			h.c.mu.Lock()
 			g := h.c.groups["ns/g"]
 			waiting := g.inc != nil && !g.inc.admitted
+			var job string
+			if waiting {
+				job = g.inc.job
+			}
 			h.c.mu.Unlock()
 			if !waiting {
 				t.Fatalf("the gang of four does not wait in the engine: %s", g.reason)
+			}
+			if st, _ := h.c.eng.eng.Job(job); h.c.eng.planned(job) {
+				t.Fatalf("the engine has a plan for the young gang of four: %s %s", st.State, st.Reason)
 			}
 			changed := nodes[1].DeepCopy()
 			changed.Labels["example.com/pool"] = "blue"
@@ -254,4 +269,18 @@ func TestWaitingGangShrunkBelowItsSize(t *testing.T) {
 			checkBooks(t, h)
 		})
 	}
+}
+
+// youngGroupPods is groupPods with the pods created now on the fake clock
+// rather than a day before: the gang has waited less than hold mode's
+// MinWait (55 minutes in the engine's default config, which the plugin
+// keeps), so the engine holds no GPUs for it.
+func (h *hookEnv) youngGroupPods(n int, gpus int64) []*v1.Pod {
+	ps := make([]*v1.Pod, n)
+	for i := range ps {
+		ps[i] = groupPod("g", fmt.Sprintf("w-%d", i), gpus, n)
+		ps[i].CreationTimestamp = metav1.NewTime(h.now)
+		h.c.onPod(ps[i])
+	}
+	return ps
 }

@@ -25,13 +25,13 @@ func TestRemeasureNoBusyWakeUps(t *testing.T) {
 		setup func(h *hookEnv, nodes []*v1.Node)
 	}{
 		{name: "node tainted under a waiting gang", setup: func(h *hookEnv, nodes []*v1.Node) {
-			waitingGang(h)
+			waitingGang(h, false)
 			tainted := nodes[1].DeepCopy()
 			tainted.Spec.Taints = append(tainted.Spec.Taints, v1.Taint{Key: "example.com/broken", Effect: v1.TaintEffectNoSchedule})
 			h.c.onNode(tainted, false)
 		}},
 		{name: "allowed TTL of a waiting gang passed", setup: func(h *hookEnv, _ []*v1.Node) {
-			waitingGang(h)
+			waitingGang(h, false)
 			h.now = h.now.Add(h.c.args.allowedTTL())
 		}},
 		{name: "retry of a gang that never fits passed", setup: func(h *hookEnv, _ []*v1.Node) {
@@ -78,13 +78,21 @@ func TestRemeasureNoBusyWakeUps(t *testing.T) {
 
 // waitingGang has the three pods of group ns/g (8 GPUs each) measured and
 // submitted on four nodes of which two are full (foreign pods): the gang
-// waits in the engine.
-func waitingGang(h *hookEnv) []*v1.Pod {
+// waits in the engine. Its pods are created a day before the fake clock
+// (groupPod), past hold mode's MinWait (on in the engine's default
+// config): the engine holds the free GPUs of n000 and n001 for it. With
+// young, they are created now, and the engine has no plan for the gang
+// (no hold, no reservation: running jobs have no time limit).
+func waitingGang(h *hookEnv, young bool) []*v1.Pod {
 	h.t.Helper()
 	for _, n := range []string{"n002", "n003"} {
 		h.c.onPod(foreignPod("fill-"+n, n, 8))
 	}
-	pods := h.groupPods(3, 8)
+	groupPods := h.groupPods
+	if young {
+		groupPods = h.youngGroupPods
+	}
+	pods := groupPods(3, 8)
 	h.cycle()
 	h.answerScouts()
 	h.cycle()
