@@ -729,6 +729,26 @@ func (a *engineAdapter) held(id string) bool {
 	return ok && !st.State.Ended()
 }
 
+// planned reports whether the engine has a plan for waiting job id that
+// withdrawing it (Cancel, then Submit again) would throw away: a hold
+// (backfill.StateHeld: GPUs kept for it as they free up, counted even
+// while its target holds none yet, its budget and hysteresis running
+// from when it was made), a reservation (backfill.StateReserved, a
+// planned start), or GPUs claimed for it (backfill.WaitPreempting). A
+// job that merely waits for a hold (WaitForHold) has none: its
+// eligibility counts from its submit time, which a resubmission keeps.
+func (a *engineAdapter) planned(id string) bool {
+	st, ok := a.eng.Job(id)
+	if !ok {
+		return false
+	}
+	switch st.State {
+	case backfill.StateHeld, backfill.StateReserved:
+		return true
+	}
+	return st.State.Waiting() && (st.Code == backfill.WaitPreempting || !st.PlannedStart.IsZero())
+}
+
 // setNode brings the engine's view of a node in line with Kubernetes: down
 // when not Ready (or deleted), drained when cordoned or serving no GPUs
 // while it has some (degraded: new gangs cannot get them, the gangs

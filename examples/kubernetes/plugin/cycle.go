@@ -152,7 +152,7 @@ func (c *controller) cycle(logger klog.Logger) (actions, time.Duration) {
 	if due, ok := c.scoutDue(now); ok {
 		next = min(next, max(due.Sub(now), 10*time.Millisecond))
 	}
-	if due, ok := c.nextMeasurement(); ok {
+	if due, ok := c.nextMeasurement(now); ok {
 		next = min(next, max(due.Sub(now), 10*time.Millisecond))
 	}
 	var removeAt time.Time
@@ -222,9 +222,20 @@ func (c *controller) start(logger klog.Logger, now time.Time, acts *actions) boo
 // node that could serve it changed (allowedSet.changed): a scout whose
 // scheduling cycle began before that measured on a snapshot without the
 // change, and its measurement, however late it lands, does not count
-// (scouted).
+// (scouted). A gang waiting in the engine that the engine has no plan for
+// (engineAdapter.planned: no hold, reservation or claim) loses such a node
+// from the allowed sets of the shapes it could serve at once (prepare
+// submits it again without it): the Filter plugins may reject it now, and
+// GPUs freed elsewhere could let the engine admit the gang there before
+// the measurement lands. Its sets only shrink until then (allowedFor):
+// the measurement puts the node back if it still passes. A waiting gang
+// the engine has a plan for keeps its sets until the measurement lands
+// (then allowedChanged decides): submitting it again would throw the plan
+// away, and a node changing every few seconds would keep a held gang from
+// ever collecting its GPUs. An admitted gang keeps its nodes.
 func (c *controller) remeasure() {
 	type stale struct {
+		name string
 		gpus int
 		at   time.Time
 	}
@@ -234,7 +245,7 @@ func (c *controller) remeasure() {
 			continue
 		}
 		if gpus, _, _, ok := c.eng.nodeStatus(name); ok {
-			nodes = append(nodes, stale{gpus, at})
+			nodes = append(nodes, stale{name, gpus, at})
 		}
 	}
 	if len(nodes) == 0 {
@@ -258,12 +269,22 @@ func (c *controller) remeasure() {
 		}
 		unmeasured := len(g.allowed) == 0
 		served := false
+		// Only a waiting gang the engine has no plan for loses the node
+		// at once (a resubmission costs it nothing); one it holds GPUs
+		// for, or reserved, keeps its sets until the measurement lands.
+		shrink := g.inc != nil && !g.inc.admitted && !c.eng.planned(g.inc.job)
 		for shape, a := range g.allowed {
-			at := changedFor(need[shape]) // a shape no pod has any more: any node
+			gpus := need[shape] // a shape no pod has any more: any node
+			at := changedFor(gpus)
 			if at.IsZero() {
 				continue
 			}
 			a.at, a.changed = time.Time{}, latest(a.changed, at)
+			if shrink {
+				a.nodes = slices.DeleteFunc(slices.Clone(a.nodes), func(name string) bool {
+					return slices.ContainsFunc(nodes, func(n stale) bool { return n.name == name && n.gpus >= gpus })
+				})
+			}
 			// A node that changed again is no longer the one the
 			// snapshot differed on (scouted's once only): should the
 			// next snapshot lag on this change, it is measured again.
@@ -908,12 +929,17 @@ func (c *controller) leaderProbe(acts *actions) {
 // one scout per pod shape whose allowed nodes are unknown or stale, and
 // submits the gang once every shape is measured. A waiting gang whose pods
 // changed, or that has fewer pods than a raised minMember, is withdrawn and
-// submitted again with its original submit time. Pods created after the
+// submitted again with its original submit time; one whose allowed sets
+// changed (allowedChanged) is submitted again at once, even while a shape
+// is measured again (its sets shrunk: allowedFor). Pods created after the
 // group's gang was submitted wait until every pod of that gang is gone: a
 // group has one gang at a time. A group watched as half-bound
 // (settlePartials) submits no gang until its bound pods are deleted or
 // bound whole.
 func (c *controller) prepare(g *groupState, now time.Time, acts *actions) {
+	// prev is the allowed sets of a waiting gang withdrawn above whose pods
+	// are the same: only its allowed sets changed.
+	var prev map[string][]string
 	if inc := g.inc; inc != nil {
 		if inc.admitted {
 			switch {
@@ -927,7 +953,8 @@ func (c *controller) prepare(g *groupState, now time.Time, acts *actions) {
 			}
 			return
 		}
-		if !c.podsChanged(g) && !allowedChanged(g) && len(inc.pods) >= g.minMember {
+		same := !c.podsChanged(g) && len(inc.pods) >= g.minMember
+		if same && !c.allowedChanged(g, now) {
 			c.refreshScouts(g, now, acts)
 			return
 		}
@@ -936,6 +963,9 @@ func (c *controller) prepare(g *groupState, now time.Time, acts *actions) {
 		}
 		delete(c.jobs, inc.job)
 		g.inc = nil
+		if same {
+			prev = inc.allowed
+		}
 	}
 	if _, watched := c.partial[g.key]; watched {
 		// Half-bound (settlePartials): its bound pods are a partial
@@ -960,10 +990,19 @@ func (c *controller) prepare(g *groupState, now time.Time, acts *actions) {
 	for _, p := range pending {
 		shapes[p.shape] = append(shapes[p.shape], p)
 	}
-	if c.needScouts(g, shapes, now, acts) || (g.neverFits && now.Before(g.retry)) {
-		return
+	measuring := c.needScouts(g, shapes, now, acts)
+	switch {
+	case measuring && prev != nil:
+		// Its allowed sets shrank (a node changed, or a measurement on a
+		// lagging snapshot rejects a node) while a shape is measured
+		// again: back to the engine at once with the nodes left
+		// (allowedFor), rather than out of the queue until the
+		// measurement lands.
+		c.submit(g, shapes, now, prev)
+	case measuring || (g.neverFits && now.Before(g.retry)):
+	default:
+		c.submit(g, shapes, now, nil)
 	}
-	c.submit(g, shapes, now)
 }
 
 // hasLatePods reports whether group g has pending pods that its admitted
@@ -992,16 +1031,36 @@ func (c *controller) podsChanged(g *groupState) bool {
 	return false
 }
 
-// allowedChanged reports whether a shape of a waiting gang was measured
-// again with another result than the one submitted.
-func allowedChanged(g *groupState) bool {
+// allowedChanged reports whether the allowed nodes of a shape of a waiting
+// gang are no longer the ones submitted (allowedFor): the shape was
+// measured again with another result, or a node it could serve changed
+// (remeasure took the node out).
+func (c *controller) allowedChanged(g *groupState, now time.Time) bool {
 	for shape, nodes := range g.inc.allowed {
-		a, ok := g.allowed[shape]
-		if ok && !slices.Equal(a.nodes, nodes) {
+		if _, ok := g.allowed[shape]; ok && !slices.Equal(c.allowedFor(g, shape, g.inc.allowed, now), nodes) {
 			return true
 		}
 	}
 	return false
+}
+
+// allowedFor returns the allowed nodes of group g's shape to submit, the
+// gang having been submitted before with prev (nil for a gang submitted
+// afresh: its shapes are all measured). A set measured within
+// Args.AllowedTTLSeconds (and not made stale since by a node change or a
+// lagging snapshot: allowedSet.at zero) is taken as it is. One being
+// measured again is not trusted to add a node: only the nodes of it that
+// prev holds too are, so that a waiting gang's set only shrinks until a
+// measurement counts (a node that changed, which remeasure takes out, is
+// put back by the measurement if it still passes; one that a measurement
+// on a lagging snapshot accepts is not added).
+func (c *controller) allowedFor(g *groupState, shape string, prev map[string][]string, now time.Time) []string {
+	a := g.allowed[shape]
+	was, ok := prev[shape]
+	if !ok || (!a.at.IsZero() && now.Sub(a.at) < c.args.allowedTTL()) {
+		return a.nodes
+	}
+	return slices.DeleteFunc(slices.Clone(a.nodes), func(n string) bool { return !slices.Contains(was, n) })
 }
 
 // refreshScouts measures the shapes of a waiting gang again once their
@@ -1062,8 +1121,12 @@ func nextScout(pods []*podState, last string) *podState {
 	return pods[0]
 }
 
-// submit queues the group's pending pods as one gang, one member per shape.
-func (c *controller) submit(g *groupState, shapes map[string][]*podState, now time.Time) {
+// submit queues the group's pending pods as one gang, one member per
+// shape, with the allowed nodes of allowedFor (prev: the sets of the
+// waiting gang it replaces while its shapes are measured again, else nil).
+// Such a gang that the shrunk sets leave no room for waits for the
+// measurement, not as a gang that never fits.
+func (c *controller) submit(g *groupState, shapes map[string][]*podState, now time.Time, prev map[string][]string) {
 	g.gen++
 	inc := newIncarnation(fmt.Sprintf("%s#%d", g.key, g.gen))
 	req := gangRequest{ID: inc.job, Account: g.ns, Submit: g.submit}
@@ -1078,12 +1141,17 @@ func (c *controller) submit(g *groupState, shapes map[string][]*podState, now ti
 			inc.pods[p.uid] = p
 			inc.shapes[s] = append(inc.shapes[s], p.uid)
 		}
-		inc.allowed[s] = g.allowed[s].nodes
+		allowed := c.allowedFor(g, s, prev, now)
+		inc.allowed[s] = allowed
 		req.Members = append(req.Members, memberRequest{Name: s, Pods: len(pods),
-			GPUsPerPod: pods[0].gpus, Allowed: nonNil(g.allowed[s].nodes)})
+			GPUsPerPod: pods[0].gpus, Allowed: nonNil(allowed)})
 	}
 	err := c.eng.submit(req, now)
 	switch {
+	case errors.Is(err, errNeverFits) && prev != nil:
+		// The nodes a change took out leave no room: it waits for the
+		// measurement under way (needScouts' reason stands).
+		return
 	case errors.Is(err, errNeverFits):
 		// Try again (measuring the shapes again) after the TTL.
 		g.reason, g.neverFits, g.retry = err.Error(), true, now.Add(c.args.allowedTTL())
@@ -1141,20 +1209,30 @@ func (c *controller) applyPlan(res cycleResult, acts *actions) {
 }
 
 // nextMeasurement returns when the first allowed set of a waiting gang (or
-// the retry of a gang that never fits) is due to be measured again.
-func (c *controller) nextMeasurement() (time.Time, bool) {
+// the retry of a gang that never fits) is due to be measured again, after
+// now. One due at now or before is already being measured again: this
+// cycle's prepare sent its scout (a shape that a node change made stale
+// has no measurement time at all), whose timeout wakes the loop
+// (scoutDue) and whose measurement pokes it; or its group waits for
+// something else (pods, its PodGroup), which pokes the loop when it
+// comes. Counting it would wake the loop at once, every cycle, until the
+// measurement lands.
+func (c *controller) nextMeasurement(now time.Time) (time.Time, bool) {
 	var due time.Time
+	earliest := func(t time.Time) {
+		if t.After(now) && (due.IsZero() || t.Before(due)) {
+			due = t
+		}
+	}
 	for _, g := range c.groups {
-		if g.neverFits && (due.IsZero() || g.retry.Before(due)) {
-			due = g.retry
+		if g.neverFits {
+			earliest(g.retry)
 		}
 		if g.inc == nil || g.inc.admitted {
 			continue
 		}
 		for shape := range g.inc.shapes {
-			if t := g.allowed[shape].at.Add(c.args.allowedTTL()); due.IsZero() || t.Before(due) {
-				due = t
-			}
+			earliest(g.allowed[shape].at.Add(c.args.allowedTTL()))
 		}
 	}
 	return due, !due.IsZero()
