@@ -750,9 +750,13 @@
 // with nothing changed tells the same words, so a host writing reasons
 // into pod status writes nothing new. The counts are read again after
 // the walk from the counters of the job's scratch state and of the
-// queues (placement.Reason.Recount), not by placing the job again; two
-// kinds keep the counts of the test: a gang member's reason given after
-// another member was placed or by the packing search, and quota reasons
+// queues (placement.Reason.Recount), not by placing the job again. So
+// are those of the placement reason (Waiting.Reason) that a job which
+// would fit now but for GPUs reserved, held or claimed for another
+// carries from its test: its message does not quote them, but
+// Config.OnlyChangedWaits compares them. Two kinds keep the counts of
+// the test: a gang member's reason given after another member was
+// placed or by the packing search, and quota reasons
 // other than a limit or a weighted share met at the job's full size (an
 // elastic gang gated at its minimum, reservations counted ahead, a
 // reservation given up in the cycle, which the reason names). The next

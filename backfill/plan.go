@@ -374,7 +374,9 @@ type Waiting struct {
 	// order (Quota).
 	Blocker string `json:",omitempty"`
 	// Member and Reason give the placement failure (Resources, Gang,
-	// Topology).
+	// Topology). A Reservation, Hold or Claimed wait carries its test's
+	// failure on the GPUs the others' reservations, holds and claims
+	// leave, which its message does not quote.
 	Member string `json:",omitempty"`
 	// Reason is the placement reason of the failing member. Its counts
 	// ("the cluster has 1") are those of the state the plan leaves,

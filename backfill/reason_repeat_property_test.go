@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -32,9 +34,24 @@ var reasonRepeatSeeds = flag.Int("reason-repeat-seeds", 0, "workloads per mode o
 // part-way through the walk (recountWaits), and a job refused a slot
 // while one was free is told the book is full when a job ranked below it
 // filled it later in the walk, as a repeat tells it at its test (noSlot).
+// Without OnlyChangedWaits the placement reason itself (Member, Reason)
+// must be the same too: a Reservation, Hold or Claimed wait carries one
+// its message does not quote.
 // Before recountWaits (main at stop 68, 100 workloads each), 100 greedy,
 // 53 EASY, 59 default-depth and 15 quota workloads (100 and 59 with
 // OnlyChangedWaits) told other words on some repeat.
+//
+// Each mode runs plain workloads (randomWorkload: one member, some with
+// a one-GPU aux) and mixed ones: the same workloads with about a third
+// of the jobs made gangs of two or three members of different shapes
+// (mixGangs, from a rand source of its own, so the plain workloads'
+// streams and tallies stay as they were), whose failing member may fail
+// alone only in a later member order (jobRec.aloneLater, counted in the
+// log). At stop 69 (300 workloads of each kind), before recountWaits
+// read anew the reasons Reservation, Hold and Claimed waits carry, 2
+// plain and 17 mixed EASY, 3 mixed default-depth and 1 mixed hold
+// workloads told another reason, and 2 mixed with OnlyChangedWaits at
+// the default depth listed one again.
 //
 // Three kinds of change are counted and logged, not failed: second
 // cycles that decide otherwise (decisions, which other tests own); gang
@@ -42,14 +59,16 @@ var reasonRepeatSeeds = flag.Int("reason-repeat-seeds", 0, "workloads per mode o
 // the packing search (jobRec.alone false: their counts are of a state
 // with other members placed, which only a placement reads); and quota
 // reasons not told anew (see repeat). reason-repeat-seeds sets the
-// number of workloads per mode; -short runs fewer.
+// number of workloads of each kind per mode (default 30 plain and 12
+// mixed, about the time 40 plain took); -short runs fewer, too few to
+// require a reason from a later member order.
 func TestReasonRepeatProperty(t *testing.T) {
-	seeds := 40
+	seeds, mixedSeeds := 30, 12
 	if testing.Short() {
-		seeds = 10
+		seeds, mixedSeeds = 8, 4
 	}
 	if *reasonRepeatSeeds > 0 {
-		seeds = *reasonRepeatSeeds
+		seeds, mixedSeeds = *reasonRepeatSeeds, *reasonRepeatSeeds
 	}
 	hold := func(cfg *Config) {
 		cfg.Hold = HoldConfig{Enabled: true, MinGPUs: 8, MinWait: 10 * time.Minute, MaxShare: 1, CapWait: 20 * time.Minute,
@@ -61,10 +80,13 @@ func TestReasonRepeatProperty(t *testing.T) {
 		hold    bool // jobs without time limits, hold mode on
 		quotas  bool
 		changes bool // Config.OnlyChangedWaits
+		// later: the mixed workloads compare reasons of gangs whose
+		// failing member failed alone only in a later member order.
+		later bool
 	}{
-		{name: "greedy", depth: 0},
-		{name: "EASY", depth: 1},
-		{name: "default", depth: DefaultDepth},
+		{name: "greedy", depth: 0, later: true},
+		{name: "EASY", depth: 1, later: true},
+		{name: "default", depth: DefaultDepth, later: true},
 		{name: "conservative", depth: Conservative},
 		{name: "hold", depth: DefaultDepth, hold: true},
 		{name: "quotas", depth: DefaultDepth, quotas: true},
@@ -72,39 +94,49 @@ func TestReasonRepeatProperty(t *testing.T) {
 		{name: "default changes only", depth: DefaultDepth, changes: true},
 	} {
 		t.Run(m.name, func(t *testing.T) {
-			var sum reasonRepeatDriver
-			var failed []string
-			for seed := range uint64(seeds) {
-				d := newReasonRepeatDriver(t, seed, func(cfg *Config) {
-					cfg.ReservationDepth, cfg.OnlyChangedWaits = m.depth, m.changes
-					if m.hold {
-						hold(cfg)
+			for _, mixed := range []bool{false, true} {
+				kind, n := "plain", seeds
+				if mixed {
+					kind, n = "mixed", mixedSeeds
+				}
+				var sum reasonRepeatDriver
+				var failed []string
+				for seed := range uint64(n) {
+					d := newReasonRepeatDriver(t, seed, func(cfg *Config) {
+						cfg.ReservationDepth, cfg.OnlyChangedWaits = m.depth, m.changes
+						if m.hold {
+							hold(cfg)
+						}
+					}, m.hold, m.quotas, mixed)
+					if msg := d.run(); msg != "" {
+						failed = append(failed, fmt.Sprintf("%s seed %d: %s", kind, seed, msg))
 					}
-				}, m.hold, m.quotas)
-				if msg := d.run(); msg != "" {
-					failed = append(failed, fmt.Sprintf("seed %d: %s", seed, msg))
+					sum.cycles += d.cycles
+					sum.compared += d.compared
+					sum.counted += d.counted
+					sum.later += d.later
+					sum.decided += d.decided
+					sum.packed += d.packed
+					sum.quotaKept += d.quotaKept
 				}
-				sum.cycles += d.cycles
-				sum.compared += d.compared
-				sum.counted += d.counted
-				sum.decided += d.decided
-				sum.packed += d.packed
-				sum.quotaKept += d.quotaKept
-			}
-			for i, f := range failed {
-				if i == 3 {
-					break
+				for i, f := range failed {
+					if i == 3 {
+						break
+					}
+					t.Error(f)
 				}
-				t.Error(f)
-			}
-			if len(failed) > 0 {
-				t.Errorf("%d of %d workloads told a different reason in a second cycle at the same time that decided the same", len(failed), seeds)
-			}
-			t.Logf("%d workloads, %d repeated cycles (%d decided otherwise), %d reasons compared (%d quoting placement counts), %d gang reasons from a packing and %d quota reasons not told anew with other words",
-				seeds, sum.cycles, sum.decided, sum.compared, sum.counted, sum.packed, sum.quotaKept)
-			if sum.cycles-sum.decided < 10*seeds || !m.changes && m.depth != Conservative && sum.counted < seeds/4 {
-				t.Errorf("too easy: %d repeated cycles that decided the same, %d placement reasons compared, over %d workloads",
-					sum.cycles-sum.decided, sum.counted, seeds)
+				if len(failed) > 0 {
+					t.Errorf("%d of %d %s workloads told a different reason in a second cycle at the same time that decided the same", len(failed), n, kind)
+				}
+				t.Logf("%d %s workloads, %d repeated cycles (%d decided otherwise), %d reasons compared (%d quoting placement counts, %d of a gang failing alone in a later order), %d gang reasons from a packing and %d quota reasons not told anew with other words",
+					n, kind, sum.cycles, sum.decided, sum.compared, sum.counted, sum.later, sum.packed, sum.quotaKept)
+				if sum.cycles-sum.decided < 10*n || !m.changes && m.depth != Conservative && sum.counted < n/4 {
+					t.Errorf("too easy: %d repeated cycles that decided the same, %d placement reasons compared, over %d %s workloads",
+						sum.cycles-sum.decided, sum.counted, n, kind)
+				}
+				if mixed && m.later && !testing.Short() && sum.later == 0 {
+					t.Errorf("too easy: no reason compared of a gang whose failing member failed alone only in a later order, over %d mixed workloads", n)
+				}
 			}
 		})
 	}
@@ -124,7 +156,9 @@ type reasonRepeatDriver struct {
 	// packed counts the gang reasons whose counts were not read anew
 	// (jobRec.alone false) and changed, quotaKept the quota reasons not
 	// told anew (jobRec.quotaAt, quotaShare) that changed.
-	cycles, decided, compared, counted, packed, quotaKept int
+	// later counts the compared reasons of gangs whose failing member
+	// failed alone only in a later member order (jobRec.aloneLater).
+	cycles, decided, compared, counted, later, packed, quotaKept int
 	// told is each waiting job's reason as the host last heard it.
 	told map[string]Waiting
 }
@@ -139,7 +173,7 @@ func (d *reasonRepeatDriver) heard(p *Plan) {
 	}
 }
 
-func newReasonRepeatDriver(t testing.TB, seed uint64, tune func(*Config), hold, quotas bool) *reasonRepeatDriver {
+func newReasonRepeatDriver(t testing.TB, seed uint64, tune func(*Config), hold, quotas, mixed bool) *reasonRepeatDriver {
 	r := rand.New(rand.NewPCG(seed, 67))
 	shapes := []topology.FatTreeConfig{
 		{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8},
@@ -173,8 +207,52 @@ func newReasonRepeatDriver(t testing.TB, seed uint64, tune func(*Config), hold, 
 			jobs[i].Queue = leaves[r.IntN(len(leaves))]
 		}
 	}
+	if mixed {
+		mixGangs(rand.New(rand.NewPCG(seed, 69)), c, jobs)
+	}
 	slices.SortStableFunc(jobs, func(a, b Job) int { return a.Submit.Compare(b.Submit) })
 	return &reasonRepeatDriver{t: t, r: r, c: c, e: e, jobs: jobs, now: epoch, told: make(map[string]Waiting)}
+}
+
+// mixGangs makes about a third of jobs gangs of two or three members of
+// different shapes drawn from r: whole nodes, half nodes, a few GPUs on
+// each of several nodes, or a GPU total. Whole-node members beside
+// partial ones fit in some member orders only, on a cluster that other
+// jobs fragment. The first member keeps its name and required level. It
+// draws only from r, so the workload's own stream (the cluster, submit
+// times, the events the driver picks) is the plain workload's.
+func mixGangs(r *rand.Rand, c *topology.Cluster, jobs []Job) {
+	g, n := c.MaxNodeGPUs(), c.NumNodes()
+	shape := func() placement.Request {
+		switch r.IntN(4) {
+		case 0:
+			return placement.NodesOf(1+r.IntN(n/2), g)
+		case 1:
+			return placement.NodesOf(1+r.IntN(n/2), g/2)
+		case 2:
+			return placement.NodesOf(1+r.IntN(n), 1+r.IntN(g/2))
+		default:
+			return placement.TotalGPUs(1 + r.IntN(2*g))
+		}
+	}
+	for i := range jobs {
+		if r.IntN(3) != 0 {
+			continue
+		}
+		first := jobs[i].Gang.Members[0]
+		ms := []gang.Member{{Name: first.Name, Request: shape()}}
+		ms[0].Request.Required = first.Request.Required
+		for k := range 1 + r.IntN(2) {
+			req := shape()
+			for slices.ContainsFunc(ms, func(m gang.Member) bool {
+				return m.Request.Nodes == req.Nodes && m.Request.GPUsPerNode == req.GPUsPerNode && m.Request.GPUs == req.GPUs
+			}) {
+				req = shape()
+			}
+			ms = append(ms, gang.Member{Name: []string{"w", "v"}[k], Request: req})
+		}
+		jobs[i].Gang.Members = ms
+	}
 }
 
 // run drives the workload until nothing is left; it returns the first
@@ -261,9 +339,11 @@ func (d *reasonRepeatDriver) repeat() string {
 	// witnesses leave them, which the next walk may not (2 of 300
 	// workloads at stop 68).
 	alone := make(map[string]bool)
+	aloneLater := make(map[string]bool)
 	quotaKept := make(map[string]bool)
 	for _, j := range d.e.jobs.pending {
 		alone[j.job.ID] = j.alone
+		aloneLater[j.job.ID] = j.aloneLater
 		quotaKept[j.job.ID] = j.quotaAt.code == quotaFits
 	}
 	second := scheduleStarted(d.t, d.e, d.now)
@@ -290,7 +370,7 @@ func (d *reasonRepeatDriver) repeat() string {
 			case w.Code == WaitQuota && quotaKept[w.Job]:
 				d.quotaKept++
 			default:
-				diff = append(diff, fmt.Sprintf("%s listed again; was: %s\n%s now: %s", w.Job, was.Message(epoch), w.Job, w.Message(epoch)))
+				diff = append(diff, fmt.Sprintf("%s listed again; was: %s\n%s now: %s", w.Job, said(&was), w.Job, said(w)))
 			}
 		}
 		d.compared += second.Unchanged
@@ -305,15 +385,18 @@ func (d *reasonRepeatDriver) repeat() string {
 			if w.Reason.Code != 0 {
 				d.counted++
 			}
+			if aloneLater[w.Job] {
+				d.later++
+			}
 			was, now := told[w.Job].Message(epoch), w.Message(epoch)
 			switch {
-			case was == now:
+			case was == now && told[w.Job].Member == w.Member && told[w.Job].Reason == w.Reason:
 			case !alone[w.Job] && told[w.Job].Reason.Code != 0 && told[w.Job].NoSlot == w.NoSlot && told[w.Job].Code == w.Code:
 				d.packed++
 			case w.Code == WaitQuota && told[w.Job].Code == WaitQuota && quotaKept[w.Job]:
 				d.quotaKept++
 			default:
-				diff = append(diff, fmt.Sprintf("%s was: %s\n%s now: %s", w.Job, was, w.Job, now))
+				diff = append(diff, fmt.Sprintf("%s was: %s\n%s now: %s", w.Job, said(told[w.Job]), w.Job, said(w)))
 			}
 		}
 	}
@@ -321,6 +404,15 @@ func (d *reasonRepeatDriver) repeat() string {
 		return ""
 	}
 	return fmt.Sprintf("at %v a second cycle told:\n%s\nthe first:\n%s", d.now.Sub(epoch), strings.Join(diff, "\n"), first.Describe(d.c, epoch))
+}
+
+// said is w's message and, when it carries one, its placement reason
+// (which a Reservation, Hold or Claimed message does not quote).
+func said(w *Waiting) string {
+	if w.Reason.Code == 0 {
+		return w.Message(epoch)
+	}
+	return fmt.Sprintf("%s [placement: %s: %s]", w.Message(epoch), w.Member, w.Reason.String())
 }
 
 // decisions lists what a plan decided: its backlog, reservations and

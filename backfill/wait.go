@@ -869,7 +869,8 @@ func (c *cycle) noteWorld(rank int) {
 
 // recountWaits reads anew, on the state the plan leaves (after every
 // start, reservation, hold and grow of the cycle), the counts of the
-// placement reasons (Resources, Gang) of the jobs the walk told before
+// placement reasons (Resources, Gang, and the reason a Reservation, Hold
+// or Claimed wait carries from the same test) of the jobs the walk told before
 // the world last changed (staleTo): "the cluster has 1" was true where
 // the walk met the job, and a start later in the walk may have made it
 // untrue, which a second cycle with nothing changed would tell. It does
@@ -929,7 +930,12 @@ func (c *cycle) recountWaits(order []*jobRec) {
 		// Most reasons have nothing to read anew: tell them apart
 		// before copying the reason (a quiet walk lists thousands).
 		was := &j.wait
-		placed := was.Code == WaitResources || was.Code == WaitGang
+		// A job that would fit but for GPUs reserved, held or claimed
+		// for another (classify) carries the placement reason of the
+		// same test: its message does not quote it, but the plan lists
+		// it and OnlyChangedWaits compares it.
+		placed := was.Code == WaitResources || was.Code == WaitGang ||
+			was.Code == WaitReservation || was.Code == WaitHold || was.Code == WaitClaimed
 		count := placed && j.alone && (was.Reason.Code == placement.NoCapacity || was.Reason.Code == placement.RequiredLevel)
 		full := placed && (was.NoSlot == SmallSlotTaken || was.NoSlot == SlotKept) && !c.backlog && c.slotsFull()
 		quota := was.Code == WaitQuota && (j.quotaAt.code != quotaFits || j.quotaShare)
