@@ -144,7 +144,7 @@ func (e *Engine) update(j, upd *jobRec, now time.Time) {
 	// last test (skipTest), the never-fits mark, the profile's last hit,
 	// the kept ranking's marks (quiet, class) or, when its priority may
 	// have moved (its size is counted on its new sets), the kept ranking
-	// itself; the strict tail of the queue kept in submit order.
+	// itself.
 	j.stamp = testStamp{}
 	j.noFitGen = 0
 	j.alone, j.aloneLater = false, false
@@ -162,7 +162,6 @@ func (e *Engine) update(j, upd *jobRec, now time.Time) {
 			}
 		}
 	}
-	e.fifo.blocker = nil
 
 	// The plan: kept where the new sets allow it.
 	g := &j.job.Gang

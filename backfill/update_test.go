@@ -307,3 +307,39 @@ func TestUpdateRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestUpdateReservationMovesEarlier: w (one node of 8 GPUs, n0 only)
+// holds a reservation at 60 minutes on n0; n1 frees at 30. Widened to n0
+// and n1, its reservation, still allowed, is kept, and the next cycle
+// searches it again whole: it moves to 30 minutes on n1, where a job
+// submitted with those sets is reserved. (Nothing was freed since its
+// last search: without the search asked for, it stayed at 60 minutes.)
+func TestUpdateReservationMovesEarlier(t *testing.T) {
+	c := updateCluster(t)
+	build := func(sets *bitset.BitSet) *Engine {
+		e := updateEngine(t, c, nil)
+		for i, lim := range []int{60, 30, 90, 90} {
+			require.NoError(t, e.Submit(Job{ID: "r" + string(rune('0'+i)), Account: "a", TimeLimit: time.Duration(lim) * time.Minute,
+				Gang: member(onNodes(c, placement.NodesOf(1, 8), i))}, mins(0)))
+		}
+		require.Len(t, startAll(t, e, mins(0)).Starts, 4)
+		w := Job{ID: "w", Account: "a", TimeLimit: time.Hour, Gang: member(placement.NodesOf(1, 8))}
+		w.Gang.Members[0].Request.Allowed = sets
+		require.NoError(t, e.Submit(w, mins(1)))
+		startAll(t, e, mins(1))
+		return e
+	}
+	e, fresh := build(nodeSet(c, 0)), build(nodeSet(c, 0, 1))
+	st, _ := e.Job("w")
+	require.Equal(t, mins(60), st.PlannedStart)
+	require.NoError(t, e.Update(withSets(t, e, "w", nodeSet(c, 0, 1), nil), mins(5)))
+	p, want := startAll(t, e, mins(6)), startAll(t, fresh, mins(6))
+	desc := p.Describe(c, epoch)
+	got, ok := reservationOf(p, "w")
+	require.True(t, ok, desc)
+	exp, _ := reservationOf(want, "w")
+	require.Equal(t, mins(30), got.Start, desc)
+	require.Equal(t, exp.Start, got.Start, desc)
+	require.Equal(t, exp.Allocation, got.Allocation, desc)
+	require.Empty(t, p.Moves, "moved earlier: no move reported")
+}
