@@ -10,7 +10,7 @@ import (
 
 // Update changes the node sets of waiting job j.ID (pending, reserved,
 // held or requeued) at time now without taking it out of the queue: its
-// members' Request.Allowed, Request.Excluded and Request.AllowedLabel
+// members' placement.Request.Allowed, Excluded and AllowedLabel
 // become j's, as the host learns that nodes' taints, labels or cordons
 // changed. Every other field of j must be the job's as submitted (a zero
 // Submit or Gang.ID stands for the job's own; JobSpec returns the job
