@@ -678,6 +678,8 @@
 //	ReplacePod    starting, running                    (unchanged; one pod moved)
 //	ReleasePod    starting, running                    (unchanged; one pod given up)
 //	Cancel        any waiting or active state          cancelled
+//	Update        pending, reserved, held, requeued    (unchanged, or pending: its reservation or
+//	                                                   hold dropped; node sets changed)
 //
 // Pending, reserved, held and requeued are the waiting states; starting,
 // running and preempting the active ones (they hold GPUs). Schedule
@@ -719,6 +721,9 @@
 //   - Cancel, Started, Finished, Failed, Preempted, Checkpointed:
 //     ErrUnknownJob, ErrTransition (Preempted of a job that is not
 //     preempting, Checkpointed of one that is not running or preempting).
+//   - Update: ErrUnknownJob, ErrTransition (a job that is not waiting),
+//     ErrUpdateField (a field other than the node sets differs), and
+//     Submit's ErrBadJob and ErrNeverFits for the new spec.
 //   - ReplacePod, ReleasePod: ErrUnknownJob, ErrTransition (a job that is
 //     not starting or running), gang.ErrUnknownPod, and for ReleasePod
 //     gang.ErrBelowMin.
@@ -782,6 +787,15 @@
 //   - Apply each plan: the starts are already booked in the engine; launch
 //     them, confirm with Started, and report Finished or Failed. Report
 //     events at the time they happened when you batch them before a cycle.
+//   - When what a waiting job's pods may use changes (node labels, taints
+//     or cordons that its node sets stand for), call Update with the new
+//     sets rather than Cancel and Submit: the job keeps its place, and
+//     its reservation or hold where the new sets allow it (a reservation
+//     they do not allow is dropped and shows in the next plan's Moves
+//     with CauseUpdated; a hold moves or ends, HoldUpdated), and the next
+//     cycle, which NextEvent asks for at once, plans it on the new sets.
+//     Only the node sets may change; a job that is not waiting keeps
+//     running where it was placed (a cordon is a Drain).
 //   - Report node failures (NodeDown returns the jobs it requeued or
 //     failed, or kept running), repairs (NodeUp), drains (Drain) and their
 //     end (Resume); run a cycle after a failure.

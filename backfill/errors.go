@@ -38,6 +38,10 @@ var (
 	ErrBadTime = errors.New("backfill: time out of range")
 	// ErrBadArgument marks a nil or otherwise unusable argument.
 	ErrBadArgument = errors.New("backfill: bad argument")
+	// ErrUpdateField marks an Engine.Update that changes a field of the
+	// job other than its members' node sets (placement.Request.Allowed,
+	// Excluded, AllowedLabel); the error names the field.
+	ErrUpdateField = errors.New("backfill: field cannot be updated")
 	// ErrRestore marks an engine snapshot that cannot be restored.
 	ErrRestore = errors.New("backfill: cannot restore")
 )

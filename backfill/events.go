@@ -27,10 +27,11 @@ const (
 	opCheckpointed
 	opReplacePod
 	opReleasePod
+	opUpdate
 )
 
 var opNames = [...]string{"", "Submit", "Cancel", "Started", "Finished", "Failed", "NodeDown", "NodeUp", "Drain", "Resume", "Schedule",
-	"Preempted", "Checkpointed", "ReplacePod", "ReleasePod"}
+	"Preempted", "Checkpointed", "ReplacePod", "ReleasePod", "Update"}
 
 // jobFrom lists, per job event, the states it is allowed from.
 var jobFrom = [...]stateSet{
@@ -42,6 +43,7 @@ var jobFrom = [...]stateSet{
 	opCheckpointed: setOf(StateRunning, StatePreempting),
 	opReplacePod:   setOf(StateStarting, StateRunning),
 	opReleasePod:   setOf(StateStarting, StateRunning),
+	opUpdate:       waitingStates,
 }
 
 // op is one event: what it is, when, and on what.
@@ -59,6 +61,7 @@ type op struct {
 	rep    gang.Replacement // ReplacePod's result
 	node   topology.NodeID  // node events
 	rec    *jobRec
+	upd    *jobRec     // Update: the record of the job as updated (its spec-derived fields)
 	events []NodeEvent // NodeDown's result
 }
 
@@ -158,8 +161,11 @@ func (e *Engine) resolve(o *op) error {
 		return fmt.Errorf("%w: job %s is %s; %s needs %s", ErrTransition, o.id, st, opNames[o.kind], jobFrom[o.kind])
 	}
 	o.rec = j
-	if o.kind == opReplacePod || o.kind == opReleasePod {
+	switch o.kind {
+	case opReplacePod, opReleasePod:
 		return e.resolvePod(o)
+	case opUpdate:
+		return e.checkUpdate(o)
 	}
 	return nil
 }
@@ -237,6 +243,8 @@ func (e *Engine) do(o *op) {
 		o.rec.checkpoint = o.now
 	case opReplacePod, opReleasePod:
 		e.podEvent(o)
+	case opUpdate:
+		e.update(o.rec, o.upd, o.now)
 	default:
 		e.nodeEvent(o)
 	}

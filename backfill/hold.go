@@ -54,9 +54,15 @@ const (
 	// or across its Required domain), or a node of its target is down or
 	// drained in the snapshot. The gang is planned again.
 	HoldRestored
+	// HoldUpdated: the gang's node sets were changed (Engine.Update) so
+	// that it may no longer be held (below HoldConfig.MinGPUs), or its
+	// target is no longer allowed and no other target was found for it
+	// (or, for whole nodes its queue's limits count on the smallest
+	// nodes, none was searched). The gang is planned again.
+	HoldUpdated
 )
 
-var holdEndNames = [...]string{"", "budget spent", "passed on", "node lost", "planned", "preempting", "quota", "cancelled", "restored"}
+var holdEndNames = [...]string{"", "budget spent", "passed on", "node lost", "planned", "preempting", "quota", "cancelled", "restored", "updated"}
 
 // String returns the cause's stable name.
 func (c HoldEndCause) String() string {

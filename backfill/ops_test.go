@@ -26,6 +26,7 @@ type step struct {
 	node    topology.NodeID
 	requeue bool // opFailed
 	restore bool // snapshot, JSON, restore before the step
+	sets    byte // opUpdate: which node sets (updateStep)
 }
 
 func (s step) String() string {
@@ -103,6 +104,8 @@ func stepFrom(c *topology.Cluster, b [6]byte) step {
 		if b[3]%2 == 0 {
 			s.id = "" // the first preempting job, as a host reports a release
 		}
+	case b[3]%2 == 0:
+		s.kind, s.id, s.sets = opUpdate, id, b[4]
 	default:
 		s.kind, s.id = opCheckpointed, id
 	}
@@ -152,6 +155,8 @@ func (s step) apply(e *Engine, now time.Time) (string, error) {
 		return "", forEachIn(e, StateStarting, func(id string) error { return e.Started(id, now) })
 	case s.kind == opPreempted && s.id == "":
 		return "", forEachIn(e, StatePreempting, func(id string) error { return e.Preempted(id, now) })
+	case s.kind == opUpdate:
+		return "", updateStep(e, s.id, s.sets, now)
 	}
 	return hostCall(e, s.kind, s.job, s.id, s.node, s.requeue, now)
 }
@@ -194,6 +199,41 @@ func hostCall(e *Engine, kind opKind, job Job, id string, node topology.NodeID, 
 		return "", e.Checkpointed(id, now)
 	}
 	panic(fmt.Sprintf("hostCall: op %d", kind))
+}
+
+// updateStep updates job id's node sets at now as the host would: the
+// job as JobSpec gives it, with its first member's sets replaced by one
+// of a few (sets picks): none (every node), either leaf, one node
+// excluded, nodes across both leaves; or its time limit changed, which
+// Update refuses. An unknown ID is passed on as it is.
+func updateStep(e *Engine, id string, sets byte, now time.Time) error {
+	j, ok := e.JobSpec(id)
+	if !ok {
+		return e.Update(Job{ID: id}, now)
+	}
+	c := e.Cluster()
+	r := &j.Gang.Members[0].Request
+	r.Allowed, r.Excluded, r.AllowedLabel = nil, nil, ""
+	span := func(lo, hi int, label string) {
+		r.Allowed, r.AllowedLabel = c.NewNodeSet(), label
+		for n := lo; n < hi && n < c.NumNodes(); n++ {
+			r.Allowed.Set(uint(n))
+		}
+	}
+	switch sets % 6 {
+	case 1:
+		span(0, 4, "first leaf")
+	case 2:
+		span(4, 8, "second leaf")
+	case 3:
+		r.Excluded = c.NewNodeSet()
+		r.Excluded.Set(uint(int(sets/6) % c.NumNodes()))
+	case 4:
+		span(2, 6, "across")
+	case 5:
+		j.TimeLimit += time.Minute
+	}
+	return e.Update(j, now)
 }
 
 // forEachIn calls f for the first job in state st (every such job when

@@ -133,9 +133,14 @@ const (
 	// up for quota (a CauseQuota move in the same plan), the GPUs come
 	// back, and a later cycle moves this one earlier when it can.
 	CauseQuotaAhead
+	// CauseUpdated: the job's node sets were changed (Engine.Update) and
+	// no longer allow its planned placement; the reservation is dropped
+	// (To is zero when the cycle that reports it plans none) and the
+	// next cycle plans the job anew on its new sets.
+	CauseUpdated
 )
 
-var causeNames = [...]string{"", "unknown", "late start", "overrun", "node down", "node drained", "quota", "quota ahead"}
+var causeNames = [...]string{"", "unknown", "late start", "overrun", "node down", "node drained", "quota", "quota ahead", "updated"}
 
 // String returns the cause's stable name.
 func (c Cause) String() string {

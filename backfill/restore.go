@@ -467,7 +467,7 @@ func (r *restorer) job(jr *JobRecord) *jobRec {
 		j.owed = jr.OwedPods
 	}
 	if m := jr.Moved; m != nil {
-		if m.Job != jr.ID || m.Cause < CauseUnknown || m.Cause > CauseNodeDrained || !m.To.IsZero() || !encodable(m.From) {
+		if m.Job != jr.ID || m.Cause < CauseUnknown || m.Cause > CauseNodeDrained && m.Cause != CauseUpdated || !m.To.IsZero() || !encodable(m.From) {
 			return fail("a bad pending move record")
 		}
 		mv := *m

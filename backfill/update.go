@@ -1,0 +1,232 @@
+package backfill
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/gang"
+)
+
+// Update changes the node sets of waiting job j.ID (pending, reserved,
+// held or requeued) at time now without taking it out of the queue: its
+// members' placement.Request.Allowed, Excluded and AllowedLabel
+// become j's, as the host learns that nodes' taints, labels or cordons
+// changed. Every other field of j must be the job's as submitted (a zero
+// Submit or Gang.ID stands for the job's own; JobSpec returns the job
+// with its queue's pool applied: pass the sets as the job asks for them,
+// and the pool is applied again).
+//
+// The job keeps its ID, submit time, priority inputs and counts
+// (requeues, preemptions), and what the engine planned for it where the
+// new sets still allow it: a reservation whose planned placement they
+// allow keeps its start and GPUs (the next cycle searches it again for
+// an earlier start, as after any change); one they do not allow is
+// dropped, and the next plan lists it in Plan.Moves with CauseUpdated
+// (To set when that cycle reserves the job again, later). A hold whose
+// target they allow is kept as it is; one whose target they do not is
+// moved at once to where the gang, on its new sets, is estimated to fit
+// soonest, keeping its start, the GPU-seconds spent and its budget rule
+// (Hold.Budget times the new target's GPUs), its GPUs outside the new
+// target let go; when no such target exists, or the gang may no longer
+// be held, the hold ends (HoldUpdated in the next plan's HoldEnds). A
+// claim (a preemption under way) whose placement they do not allow is
+// dropped, its victims going on preempting, as a drain drops it. What
+// the engine cached of the job's old sets (the test stamps and kept
+// ranking marks of OnlyChangedWaits, the never-fits mark, its shape
+// number) is dropped, so that the next cycle decides as it would for a
+// job submitted with the new sets, but for the plan kept. NextEvent
+// asks for a cycle at once after an Update that changed the sets.
+//
+// Errors: ErrUnknownJob; ErrTransition for a job that is not waiting;
+// ErrUpdateField, naming the field, for any other difference; and the
+// errors Submit gives for the new spec (ErrBadJob, ErrNeverFits when the
+// new sets leave no domain that can ever run it). On error nothing
+// changes, the clock included.
+func (e *Engine) Update(j Job, now time.Time) error {
+	return e.apply(&op{kind: opUpdate, now: now, id: j.ID, job: j})
+}
+
+// checkUpdate checks an Update of o.rec to o.job (only node sets differ;
+// the new spec valid as Submit checks it) and builds the record of the
+// job as updated in o.upd. It changes nothing in the engine but, when it
+// accepts the job, the table that numbers shapes (as checkSubmit).
+func (e *Engine) checkUpdate(o *op) error {
+	old := o.rec
+	nj := o.job
+	if nj.Submit.IsZero() {
+		nj.Submit = old.job.Submit
+	}
+	if nj.Gang.ID == "" {
+		nj.Gang.ID = old.job.ID
+	}
+	if f := updatedField(&old.job, e.submittedGang(old), &nj); f != "" {
+		return fmt.Errorf("%w: job %s: %s differs from the job's (Update changes only the members' Allowed, Excluded and AllowedLabel)", ErrUpdateField, old.job.ID, f)
+	}
+	// Validated from its fields as submitted, as Submit does (its queue
+	// applies its pool again).
+	nj.Submit = old.job.Submit
+	rec, err := e.validateJob(nj, true)
+	if err != nil {
+		return err
+	}
+	o.upd = rec
+	return nil
+}
+
+// updatedField returns the name of the first field of nj that differs
+// from old's (whose gang as submitted is og), node sets aside, or "".
+func updatedField(old *Job, og *gang.Spec, nj *Job) string {
+	switch {
+	case nj.Account != old.Account:
+		return "Account"
+	case nj.TimeLimit != old.TimeLimit:
+		return "TimeLimit"
+	case nj.QOS != old.QOS:
+		return "QOS"
+	case nj.Partition != old.Partition:
+		return "Partition"
+	case !nj.Submit.Equal(old.Submit):
+		return "Submit"
+	case nj.Patience != old.Patience:
+		return "Patience"
+	case nj.OnNodeFailure != old.OnNodeFailure:
+		return "OnNodeFailure"
+	case nj.Grow != old.Grow:
+		return "Grow"
+	case nj.Class != old.Class:
+		return "Class"
+	case nj.Preemption != old.Preemption:
+		return "Preemption"
+	case nj.Queue != old.Queue:
+		return "Queue"
+	case nj.Gang.ID != old.Gang.ID:
+		return "Gang.ID"
+	case nj.Gang.Colocate != og.Colocate:
+		return "Gang.Colocate"
+	case len(nj.Gang.Members) != len(og.Members):
+		return "Gang.Members (their number)"
+	}
+	for i := range og.Members {
+		a, b := og.Members[i], nj.Gang.Members[i]
+		switch {
+		case a.Name != b.Name:
+			return fmt.Sprintf("Gang.Members[%d].Name", i)
+		case a.Min != b.Min:
+			return fmt.Sprintf("member %s: Min", a.Name)
+		case a.Step != b.Step:
+			return fmt.Sprintf("member %s: Step", a.Name)
+		}
+		ra, rb := a.Request, b.Request
+		ra.Allowed, ra.Excluded, ra.AllowedLabel = nil, nil, ""
+		rb.Allowed, rb.Excluded, rb.AllowedLabel = nil, nil, ""
+		if ra != rb {
+			return fmt.Sprintf("member %s: Request (other than Allowed, Excluded, AllowedLabel)", a.Name)
+		}
+	}
+	return ""
+}
+
+// update gives waiting job j the spec of upd (its record as updated,
+// checked) at now: the fields derived from the spec are upd's, the
+// plan kept where the new sets allow it (Update), and the caches the old
+// sets fed dropped.
+func (e *Engine) update(j, upd *jobRec, now time.Time) {
+	gpus := j.gpus
+	j.job = upd.job
+	j.simple, j.tight = upd.simple, upd.tight // (tight stays set or nil: Patience is the same)
+	j.gpus, j.minGPUs, j.leastGPUs, j.wholeG = upd.gpus, upd.minGPUs, upd.leastGPUs, upd.wholeG
+	j.prep = upd.prep
+	j.ownAllowed, j.ownLabel, j.unfit = upd.ownAllowed, upd.ownLabel, upd.unfit
+	j.shapeID = upd.shapeID
+
+	// What was decided on the old sets and cached: the stamp of its
+	// last test (skipTest), the never-fits mark, the profile's last hit,
+	// the kept ranking's marks (quiet, class) or, when its priority may
+	// have moved (its size is counted on its new sets), the kept ranking
+	// itself.
+	j.stamp = testStamp{}
+	j.noFitGen = 0
+	j.alone, j.aloneLater = false, false
+	if e.prof.hitJ == j {
+		e.prof.hit, e.prof.hitJ = cacheKey{}, nil
+	}
+	if kr := &e.kr; kr.on && j.keptGen == kr.gen {
+		if j.gpus != gpus {
+			e.leaveKept()
+		} else {
+			for i, k := range e.order {
+				if k == j {
+					kr.keys[i].quiet, kr.keys[i].class = 0, 0
+				}
+			}
+		}
+	}
+
+	// The plan: kept where the new sets allow it.
+	g := &j.job.Gang
+	if r := j.resv; r != nil {
+		if g.CheckAllocation(e.c, &r.alloc) == nil {
+			r.checked = math.MaxUint64 // searched again whole for an earlier start
+		} else {
+			if j.moved == nil {
+				j.moved = &Move{Job: j.job.ID, From: r.start, Cause: CauseUpdated}
+			}
+			e.book.remove(r)
+		}
+	}
+	if c := j.claim; c != nil && g.CheckAllocation(e.c, &c.alloc) != nil {
+		e.book.dropClaim(c)
+	}
+	if h := e.book.holdOf(j); h != nil {
+		e.updateHold(h, now)
+	}
+	e.slotOpen = true // a cycle at once: the job may start on nodes now allowed, others on GPUs let go
+}
+
+// updateHold keeps hold h of a job whose node sets Update changed: as it
+// is when its target is still allowed, moved to a new target when one is
+// found, ended otherwise (HoldUpdated).
+func (e *Engine) updateHold(h *hold, now time.Time) {
+	j := h.job
+	g := &j.job.Gang
+	if !e.holdAllowed(j) {
+		e.endHoldBetween(h, HoldEnd{Job: j.job.ID, Cause: HoldUpdated, Held: h.held}, now)
+		e.book.dropHold(h)
+		return
+	}
+	if g.CheckAllocation(e.c, &h.target) == nil {
+		return
+	}
+	spec := g
+	if j.tight != nil && now.Before(j.job.Submit.Add(j.job.Patience.Wait)) {
+		spec = j.tight // as the cycle searches it (cycle.specFor)
+	}
+	// Whole nodes that the queue's limits count on the smallest nodes
+	// are held on those (cycle.holdSpec, a cycle's): not searched here.
+	smallest := e.quota != nil && j.wholeG != nil && j.queue >= 0 && j.leastGPUs < j.gpus
+	var eta time.Time
+	found := false
+	if !smallest {
+		eta, found = e.holdTarget(j, spec, now, e.book.holds)
+	}
+	if !found {
+		e.endHoldBetween(h, HoldEnd{Job: j.job.ID, Cause: HoldUpdated, Held: h.held}, now)
+		e.book.dropHold(h)
+		return
+	}
+	// Charged for the GPUs it held on its old target up to now (as an
+	// event that ends a hold charges it); the next cycle counts those it
+	// holds on the new one.
+	if !e.lastCycle.IsZero() && now.After(e.lastCycle) {
+		spent := float64(h.held) * now.Sub(e.lastCycle).Seconds()
+		h.spent += spent
+		e.heldGPUSeconds += spent
+	}
+	e.alloc.CopyTo(&h.target)
+	h.held = 0
+	h.budget = e.holdBudget(&h.target)
+	h.eta = eta
+	e.book.changed()
+	e.book.free(time.Time{}) // GPUs of its old target may be free for others
+}
