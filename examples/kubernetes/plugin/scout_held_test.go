@@ -76,18 +76,7 @@ func TestHeldGangKeepsChangedNode(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHookEnv(t, Args{})
-			nodes := testNodes(4)
-			h.addNodes(nodes...)
-			pods := waitingGang(h, false) // n002 and n003 full
-			h.c.mu.Lock()
-			shape := h.c.groups["ns/g"].pods[string(pods[0].UID)].shape
-			submits := h.c.stats.Submits
-			h.c.mu.Unlock()
-			before := readHeld(h, shape)
-			if !before.ok || before.hold.Held == 0 || !h.c.eng.planned(before.job) {
-				t.Fatalf("the engine holds no GPUs for the waiting gang %s: %s %s", before.job, before.status.State, before.status.Reason)
-			}
+			h, nodes, pods, shape, submits, before := heldGangScene(t)
 			changed := nodes[1].DeepCopy()
 			tc.change(changed)
 			h.c.onNode(changed, false)
@@ -147,18 +136,7 @@ func TestHeldGangKeepsChangedNode(t *testing.T) {
 // hold dropped and made afresh each time. Over 60 s of
 // the fake clock the gang keeps one job and one hold.
 func TestHeldGangNodeRelabelledEverySecond(t *testing.T) {
-	h := newHookEnv(t, Args{})
-	nodes := testNodes(4)
-	h.addNodes(nodes...)
-	pods := waitingGang(h, false) // n002 and n003 full
-	h.c.mu.Lock()
-	shape := h.c.groups["ns/g"].pods[string(pods[0].UID)].shape
-	submits := h.c.stats.Submits
-	h.c.mu.Unlock()
-	before := readHeld(h, shape)
-	if !before.ok || before.hold.Held == 0 {
-		t.Fatalf("the engine holds no GPUs for the waiting gang %s: %s %s", before.job, before.status.State, before.status.Reason)
-	}
+	h, nodes, _, shape, submits, before := heldGangScene(t)
 	// step moves the fake clock by d and runs one engine cycle.
 	step := func(d time.Duration) {
 		h.now = h.now.Add(d)
@@ -197,4 +175,26 @@ func TestHeldGangNodeRelabelledEverySecond(t *testing.T) {
 		t.Fatalf("only %d measurements in %v: the node changes did not make the shape stale", measured, h.now.Sub(start))
 	}
 	checkBooks(t, h)
+}
+
+// heldGangScene is the scene of the held-gang tests above: four nodes,
+// a gang waiting with n002 and n003 full (waitingGang, pods past hold
+// mode's MinWait) that the engine holds GPUs for. It returns the
+// harness, the nodes, the gang's pods, their shape, the plugin's submit
+// count so far and the gang as the engine holds it.
+func heldGangScene(t *testing.T) (h *hookEnv, nodes []*v1.Node, pods []*v1.Pod, shape string, submits int, before heldGang) {
+	t.Helper()
+	h = newHookEnv(t, Args{})
+	nodes = testNodes(4)
+	h.addNodes(nodes...)
+	pods = waitingGang(h, false) // n002 and n003 full
+	h.c.mu.Lock()
+	shape = h.c.groups["ns/g"].pods[string(pods[0].UID)].shape
+	submits = h.c.stats.Submits
+	h.c.mu.Unlock()
+	before = readHeld(h, shape)
+	if !before.ok || before.hold.Held == 0 || !h.c.eng.planned(before.job) {
+		t.Fatalf("the engine holds no GPUs for the waiting gang %s: %s %s", before.job, before.status.State, before.status.Reason)
+	}
+	return h, nodes, pods, shape, submits, before
 }
