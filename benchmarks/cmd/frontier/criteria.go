@@ -27,7 +27,14 @@ const slack = 1e-9
 // worse than EASY in age order's); without limits (noLimits 1), issue
 // 13's (its >64-GPU p95 and max wait no worse than strict FIFO's, its
 // utilisation within 2 points of greedy's, its GPU-hours idle while
-// queued no more than greedy's plus those it held). Waits are the worst
+// queued no more than greedy's plus those it held). The utilisation read
+// is the one before the final drain (sim.Result.UtilisationBeforeDrain,
+// the table's pre-drain column): the one over the whole active window
+// ends when the last job ends, so on a finite trace it is set by one long
+// job's run time after the last start, which no scheduler without time
+// limits knows (benchmarks/README.md, "Utilisation and the final drain"
+// and "What ends the window"); the goal prints that figure beside it.
+// Waits are the worst
 // over the seeds, the rest means, as in the table; a figure equal to its
 // bound is met. Without a goal, it says why instead: a row the criterion
 // reads was not run, or the trace mixes jobs with and without limits.
@@ -74,7 +81,8 @@ func criteria(rows map[string]*agg, seeds int, noLimits float64) (issue string, 
 		return issue, []goal{
 			{what: ">64-GPU p95 no worse than fifo's" + jobs, met: !na && def.p95Over64 <= f.p95Over64, na: na, got: dur(def.p95Over64), want: dur(f.p95Over64)},
 			{what: ">64-GPU max no worse than fifo's" + jobs, met: !na && def.maxOver64 <= f.maxOver64, na: na, got: dur(def.maxOver64), want: dur(f.maxOver64)},
-			{what: "utilisation within 2 points of greedy's", met: def.util >= g.util-(0.02+slack)*n, got: pct(def.util / n), want: pct(g.util/n) + " - 2 points"},
+			{what: "utilisation (before the final drain) within 2 points of greedy's", met: def.preDrain >= g.preDrain-(0.02+slack)*n,
+				got: pct(def.preDrain / n), want: pct(g.preDrain/n) + " - 2 points" + fmt.Sprintf(" (over the window with the drain: %s against %s)", pct(def.util/n), pct(g.util/n))},
 			{what: "idle while queued no more than greedy's plus the GPU-hours held", met: def.idle <= g.idle+def.held,
 				got: fmt.Sprintf("%.0f GPU-h", def.idle/n), want: fmt.Sprintf("%.0f + %.0f", g.idle/n, def.held/n)},
 		}, ""
