@@ -32,13 +32,17 @@ import (
 // moved at once to where the gang, on its new sets, is estimated to fit
 // soonest, and, of the targets found to fit as soon, to one that keeps
 // the most of the GPUs it holds (a greedy search from the soonest
-// target's nodes: the most it finds, not always the most there are),
-// keeping its start, the GPU-seconds spent and its budget rule
-// (Hold.Budget times the new target's GPUs), its GPUs outside the new
-// target let go; when no such target exists, or the gang may no longer
-// be held, the hold ends (HoldUpdated in the next plan's HoldEnds). A
-// claim (a preemption under way) whose placement they do not allow is
-// dropped, its victims going on preempting, as a drain drops it. What
+// target's nodes: the most it finds, not always the most there are). It
+// keeps its start, the GPU-seconds spent and its budget rule
+// (Hold.Budget times the new target's GPUs); the GPUs it keeps stay held
+// at once (charged without a gap), its GPUs outside the new target are
+// let go, and the other free GPUs of the new target are counted held at
+// the next cycle, as GPUs freed between cycles in any hold's target are.
+// When no such target exists (whole nodes its queue's limits count on
+// the smallest nodes are not searched), or the gang may no longer be
+// held, the hold ends (HoldUpdated in the next plan's HoldEnds). A claim
+// (a preemption under way) whose placement they do not allow is dropped,
+// its victims going on preempting, as a drain drops it. What
 // the engine cached of the job's old sets (the test stamps and kept
 // ranking marks of OnlyChangedWaits, the never-fits mark, its shape
 // number) is dropped, so that the next cycle decides as it would for a
@@ -193,9 +197,15 @@ func (e *Engine) update(j, upd *jobRec, now time.Time) {
 
 // updateHold keeps hold h of a job whose node sets Update changed: as it
 // is when its target is still allowed, moved to a new target when one is
-// found, ended otherwise (HoldUpdated). Among the placements that fit as
-// soon as the new target, one that keeps more of the GPUs free on the
-// old target is taken (keepFreeOf).
+// found, ended otherwise (HoldUpdated).
+//
+// Among the placements that fit as soon as the new target, one that
+// keeps more of the GPUs free on the old target is taken (keepFreeOf).
+// The GPUs it keeps are held at once: the hold is charged for the GPUs
+// it held up to now, and from now on for those it keeps, which the next
+// cycle charges from the last (accountHolds); the other GPUs free on the
+// new target are counted by the next cycle, as GPUs freed between cycles
+// in any target are.
 func (e *Engine) updateHold(h *hold, now time.Time) {
 	j := h.job
 	g := &j.job.Gang
@@ -225,16 +235,20 @@ func (e *Engine) updateHold(h *hold, now time.Time) {
 		return
 	}
 	e.keepFreeOf(spec, &h.target)
+	// The GPUs it keeps: free on both targets, at most the count it was
+	// charged for since the last cycle (a GPU freed since on its old
+	// target is counted at the next cycle, as in any target).
+	kept := min(h.held, e.freeShared(&e.alloc, &h.target))
 	// Charged for the GPUs it held on its old target up to now (as an
-	// event that ends a hold charges it); the next cycle counts those it
-	// holds on the new one.
+	// event that ends a hold charges it), but those it keeps: the next
+	// cycle charges those from the last one (accountHolds).
 	if !e.lastCycle.IsZero() && now.After(e.lastCycle) {
-		spent := float64(h.held) * now.Sub(e.lastCycle).Seconds()
+		spent := float64(h.held-kept) * now.Sub(e.lastCycle).Seconds()
 		h.spent += spent
 		e.heldGPUSeconds += spent
 	}
 	e.alloc.CopyTo(&h.target)
-	h.held = 0
+	h.held = kept
 	h.budget = e.holdBudget(&h.target)
 	h.eta = eta
 	e.book.changed()

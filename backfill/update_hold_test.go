@@ -69,3 +69,36 @@ func TestUpdateHoldKeepsHeldGPUs(t *testing.T) {
 	require.Equal(t, target, nodesOfPlacement(&e.book.holdOf(e.jobs.byID["g"]).target, c), desc)
 	require.Equal(t, p, startAll(t, restored, mins(21)), "the restored engine plans as the original")
 }
+
+// TestUpdateHoldCountsKeptAtOnce: the hold moved by Update keeping n0's
+// and n1's 8 free GPUs (TestUpdateHoldKeepsHeldGPUs) holds them at once:
+// the snapshot right after the update counts them, and the cycle after
+// charges the hold, and HeldGPUSeconds, for 8 GPUs from 6 minutes to 21
+// without a gap (before, the update counted 0 held until that cycle,
+// which charged nothing from 10 minutes on).
+func TestUpdateHoldCountsKeptAtOnce(t *testing.T) {
+	c := keptHoldCluster(t)
+	e, before := keptHoldScene(t, c)
+	require.NoError(t, e.Update(withSets(t, e, "g", nil, nodeSet(c, 2)), mins(20)))
+	require.Equal(t, 8, heldInSnapshot(t, e, "g"), "the GPUs it keeps, held at once")
+	p := startAll(t, e, mins(21))
+	desc := p.Describe(c, epoch)
+	require.Len(t, p.Holds, 1, desc)
+	h := p.Holds[0]
+	require.Equal(t, 8, h.GPUs, desc)
+	require.InDelta(t, 8*15.0/60, h.SpentGPUHours, 1e-9, "8 GPUs held from 6 to 21 minutes: "+desc)
+	require.InDelta(t, 8*15.0*60, e.HeldGPUSeconds(), 1e-6, desc)
+	require.InDelta(t, before.BudgetGPUHours, h.BudgetGPUHours, 1e-9, desc)
+}
+
+// heldInSnapshot returns the GPUs job id's hold holds in e's snapshot.
+func heldInSnapshot(t *testing.T, e *Engine, id string) int {
+	t.Helper()
+	for _, h := range e.Snapshot().Holds {
+		if h.Job == id {
+			return h.Held
+		}
+	}
+	t.Fatalf("no hold for %s in the snapshot", id)
+	return 0
+}
