@@ -56,9 +56,8 @@ const (
 	HoldRestored
 	// HoldUpdated: the gang's node sets were changed (Engine.Update) so
 	// that it may no longer be held (below HoldConfig.MinGPUs), or its
-	// target is no longer allowed and no other target was found for it
-	// (or, for whole nodes its queue's limits count on the smallest
-	// nodes, none was searched). The gang is planned again.
+	// target is no longer allowed and no other target was found for it.
+	// The gang is planned again.
 	HoldUpdated
 )
 
@@ -247,7 +246,13 @@ func (c *cycle) keepHold(h *hold, spec *gang.Spec, w *Waiting) bool {
 // start on, and a planned start there is refused. Whatever the spec, the
 // start is checked on the GPUs placed (tryStart).
 func (c *cycle) holdSpec(j *jobRec, spec *gang.Spec) *gang.Spec {
-	e := c.e
+	return c.e.holdSpecOf(j, spec)
+}
+
+// holdSpecOf is cycle.holdSpec, for a hold moved outside a cycle
+// (Engine.Update) too: the quota state it reads is the engine's, kept up
+// at every start and end.
+func (e *Engine) holdSpecOf(j *jobRec, spec *gang.Spec) *gang.Spec {
 	if e.quota == nil || j.wholeG == nil || j.queue < 0 || j.leastGPUs >= j.gpus ||
 		e.quota.check(j.queue, j.gpus, e.mayBorrow(j), false).code == quotaFits {
 		return spec

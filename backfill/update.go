@@ -30,19 +30,20 @@ import (
 // (To set when that cycle reserves the job again, later). A hold whose
 // target they allow is kept as it is; one whose target they do not is
 // moved at once to where the gang, on its new sets, is estimated to fit
-// soonest, and, of the targets found to fit as soon, to one that keeps
-// the most of the GPUs it holds (a greedy search from the soonest
-// target's nodes: the most it finds, not always the most there are). It
-// keeps its start, the GPU-seconds spent and its budget rule
-// (Hold.Budget times the new target's GPUs); the GPUs it keeps stay held
-// at once (charged without a gap), its GPUs outside the new target are
-// let go, and the other free GPUs of the new target are counted held at
-// the next cycle, as GPUs freed between cycles in any hold's target are.
-// When no such target exists (whole nodes its queue's limits count on
-// the smallest nodes are not searched), or the gang may no longer be
-// held, the hold ends (HoldUpdated in the next plan's HoldEnds). A claim
-// (a preemption under way) whose placement they do not allow is dropped,
-// its victims going on preempting, as a drain drops it. What
+// soonest, searched as a cycle searches it (whole nodes its queue's
+// limits count on the smallest nodes, on those), and, of the targets
+// found to fit as soon, to one that keeps the most of the GPUs it holds
+// (a greedy search from the soonest target's nodes: the most it finds,
+// not always the most there are). It keeps its start, the GPU-seconds
+// spent and its budget rule (Hold.Budget times the new target's GPUs);
+// the GPUs it keeps stay held at once (charged without a gap), its GPUs
+// outside the new target are let go, and the other free GPUs of the new
+// target are counted held at the next cycle, as GPUs freed between
+// cycles in any hold's target are. When no such target exists, or the
+// gang may no longer be held, the hold ends (HoldUpdated in the next
+// plan's HoldEnds). A claim (a preemption under way) whose placement
+// they do not allow is dropped, its victims going on preempting, as a
+// drain drops it. What
 // the engine cached of the job's old sets (the test stamps and kept
 // ranking marks of OnlyChangedWaits, the never-fits mark, its shape
 // number) is dropped, so that the next cycle decides as it would for a
@@ -199,13 +200,16 @@ func (e *Engine) update(j, upd *jobRec, now time.Time) {
 // is when its target is still allowed, moved to a new target when one is
 // found, ended otherwise (HoldUpdated).
 //
-// Among the placements that fit as soon as the new target, one that
-// keeps more of the GPUs free on the old target is taken (keepFreeOf).
-// The GPUs it keeps are held at once: the hold is charged for the GPUs
-// it held up to now, and from now on for those it keeps, which the next
-// cycle charges from the last (accountHolds); the other GPUs free on the
-// new target are counted by the next cycle, as GPUs freed between cycles
-// in any target are.
+// The new target is searched as a cycle's retarget searches one (the
+// spec the cycle holds the gang with: cycle.specFor, then holdSpec, so
+// whole nodes its queue's limits count on the smallest nodes are
+// searched there too), and among the placements that fit as soon, one
+// that keeps more of the GPUs free on the old target is taken
+// (keepFreeOf). The GPUs it keeps are held at once: the hold is charged
+// for the GPUs it held up to now, and from now on for those it keeps,
+// which the next cycle charges from the last (accountHolds); the other
+// GPUs free on the new target are counted by the next cycle, as GPUs
+// freed between cycles in any target are.
 func (e *Engine) updateHold(h *hold, now time.Time) {
 	j := h.job
 	g := &j.job.Gang
@@ -221,14 +225,8 @@ func (e *Engine) updateHold(h *hold, now time.Time) {
 	if j.tight != nil && now.Before(j.job.Submit.Add(j.job.Patience.Wait)) {
 		spec = j.tight // as the cycle searches it (cycle.specFor)
 	}
-	// Whole nodes that the queue's limits count on the smallest nodes
-	// are held on those (cycle.holdSpec, a cycle's): not searched here.
-	smallest := e.quota != nil && j.wholeG != nil && j.queue >= 0 && j.leastGPUs < j.gpus
-	var eta time.Time
-	found := false
-	if !smallest {
-		eta, found = e.holdTarget(j, spec, now, e.book.holds)
-	}
+	spec = e.holdSpecOf(j, spec)
+	eta, found := e.holdTarget(j, spec, now, e.book.holds)
 	if !found {
 		e.endHoldBetween(h, HoldEnd{Job: j.job.ID, Cause: HoldUpdated, Held: h.held}, now)
 		e.book.dropHold(h)

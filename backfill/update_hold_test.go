@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/placement"
 	"github.com/phalanx-sched/phalanx/topology"
 )
@@ -101,4 +102,68 @@ func heldInSnapshot(t *testing.T, e *Engine, id string) int {
 	}
 	t.Fatalf("no hold for %s in the snapshot", id)
 	return 0
+}
+
+// TestUpdateHoldWholeNodesOnSmallest: x, two whole nodes in queue small
+// (maximum 8: counted at 16 on the 8-GPU nodes, it can only ever start
+// on the 4-GPU ones), is held on n2 and n3 of n0, n1 (8 GPUs) and n2-n4
+// (4 GPUs), where jobs of queue borrow without a limit run (n4's started
+// 5 minutes later: estimated to end later), and holds n2's 4 GPUs once
+// its job ends. Update takes n3 from x's sets: the hold moves to n2 and
+// n4, the smallest nodes as a cycle targets them (holdSpec), keeping
+// n2's GPUs held (before, such a gang's hold ended, HoldUpdated: no
+// target was searched). The next cycle keeps it there; the engine
+// restores from its snapshot and plans as the original.
+func TestUpdateHoldWholeNodesOnSmallest(t *testing.T) {
+	spec := topology.ClusterSpec{Levels: []string{"leaf"}}
+	for i, g := range []int{8, 8, 4, 4, 4} {
+		spec.Nodes = append(spec.Nodes, topology.NodeSpec{Name: "n" + string(rune('0'+i)), GPUs: g, Path: []string{"l" + string(rune('0'+min(i/2, 1)))}})
+	}
+	c, err := topology.Build(spec)
+	require.NoError(t, err)
+	cfg := DefaultConfig()
+	cfg.Hold = HoldConfig{Enabled: true, MinGPUs: 8, MaxShare: 1, Budget: time.Hour, Hysteresis: 20 * time.Minute, MaxHolds: 1}
+	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
+		{Name: "small", Maximum: 8, BorrowingLimit: Unlimited},
+		{Name: "borrow", Guarantee: 28, LendingLimit: Unlimited, BorrowingLimit: Unlimited, Maximum: Unlimited},
+	}}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+	require.NoError(t, err)
+	e.checkEach = true
+	for i, g := range []int{8, 8, 4, 4, 4} {
+		at := mins(0)
+		if i == 4 {
+			at = mins(5)
+		}
+		require.NoError(t, e.Submit(Job{ID: "u" + string(rune('0'+i)), Account: "a", Queue: "borrow",
+			Gang: member(onNodes(c, placement.NodesOf(1, g), i))}, at))
+		require.Len(t, startAll(t, e, at).Starts, 1)
+	}
+	require.NoError(t, e.Submit(Job{ID: "x", Account: "a", Queue: "small", TimeLimit: time.Hour, Preemption: preempt.Requeue,
+		Gang: member(placement.WholeNodes(2))}, mins(6)))
+	st, _ := e.Job("x")
+	require.Equal(t, 16, st.GPUs, "x counted at the 8-GPU nodes")
+	p := startAll(t, e, mins(7))
+	require.Len(t, p.Holds, 1, p.Describe(c, epoch))
+	x := e.jobs.byID["x"]
+	require.Equal(t, []int{2, 3}, nodesOfPlacement(&e.book.holdOf(x).target, c), p.Describe(c, epoch))
+	require.NoError(t, e.Finished("u2", mins(8)))
+	p = startAll(t, e, mins(9))
+	require.Len(t, p.Holds, 1, p.Describe(c, epoch))
+	require.Equal(t, 4, p.Holds[0].GPUs, p.Describe(c, epoch))
+
+	require.NoError(t, e.Update(withSets(t, e, "x", nil, nodeSet(c, 3)), mins(10)))
+	st, _ = e.Job("x")
+	require.Equal(t, StateHeld, st.State, "the hold moved, not ended")
+	require.Equal(t, []int{2, 4}, nodesOfPlacement(&e.book.holdOf(x).target, c), "the smallest nodes x may use")
+	require.Equal(t, 4, heldInSnapshot(t, e, "x"), "n2's GPUs, kept")
+	restored := roundTrip(t, e)
+	p = startAll(t, e, mins(11))
+	desc := p.Describe(c, epoch)
+	require.Empty(t, p.HoldEnds, desc)
+	require.Len(t, p.Holds, 1, desc)
+	require.Equal(t, 4, p.Holds[0].GPUs, desc)
+	require.Equal(t, 8, p.Holds[0].Target, desc)
+	require.Equal(t, []int{2, 4}, nodesOfPlacement(&e.book.holdOf(x).target, c), desc)
+	require.Equal(t, p, startAll(t, restored, mins(11)), "the restored engine plans as the original")
 }
