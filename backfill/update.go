@@ -156,7 +156,10 @@ func (e *Engine) update(j, upd *jobRec, now time.Time) {
 	// last test (skipTest), the never-fits mark, the profile's last hit,
 	// the kept ranking's marks (quiet, class) or, when its priority may
 	// have moved (its size is counted on its new sets), the kept ranking
-	// itself.
+	// itself. (The stamp is made and skipTest reads it only for a job
+	// without node sets (simple; no quotas), which it describes as it is
+	// again whenever it has none: no test was found to need its drop;
+	// it keeps markQuiet from reading it for the job on other sets.)
 	j.stamp = testStamp{}
 	j.noFitGen = 0
 	j.alone, j.aloneLater = false, false
