@@ -193,11 +193,13 @@ type cycle struct {
 	// may look for victims or reclaim (its class above the lowest
 	// running one, or a guarantee to reclaim): its victim search masks
 	// the holds too, and may take GPUs that missRoom and runsPast count
-	// as kept for good.
+	// as kept for good; holdMissReclaims when one may reclaim (its
+	// victims are never exempt: victimsMayFree).
 	holdMiss         *jobRec
 	holdMissMany     bool
 	holdMissNeed     int
 	holdMissPreempts bool
+	holdMissReclaims bool
 	// passingOn is the job reservePassedOn is reserving, while it does.
 	passingOn *jobRec
 	// slotOpenTold is set once the walk, with Config.Hold.Enabled, told a job that
@@ -500,7 +502,7 @@ func (e *Engine) runCycle(now time.Time, plan *Plan) {
 	c.refusedTo, c.holdKept, c.unheldEligible, c.rivalEstimated = time.Time{}, false, false, false
 	c.holdBlamed, c.keptETA, c.looseEligible, c.plannedEligible = false, time.Time{}, false, false
 	c.resvReader, c.resvReadMany, c.slotOpenTold, c.resvBlamed = nil, false, false, false
-	c.holdMiss, c.holdMissMany, c.holdMissNeed, c.holdMissPreempts = nil, false, 0, false
+	c.holdMiss, c.holdMissMany, c.holdMissNeed, c.holdMissPreempts, c.holdMissReclaims = nil, false, 0, false, false
 	c.earlyEnd, c.walking = time.Time{}, false
 	c.invalidate()
 	c.startClaims()

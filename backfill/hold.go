@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/topology"
 )
 
@@ -56,9 +57,8 @@ const (
 	HoldRestored
 	// HoldUpdated: the gang's node sets were changed (Engine.Update) so
 	// that it may no longer be held (below HoldConfig.MinGPUs), or its
-	// target is no longer allowed and no other target was found for it
-	// (or, for whole nodes its queue's limits count on the smallest
-	// nodes, none was searched). The gang is planned again.
+	// target is no longer allowed and no other target was found for it.
+	// The gang is planned again.
 	HoldUpdated
 )
 
@@ -247,7 +247,13 @@ func (c *cycle) keepHold(h *hold, spec *gang.Spec, w *Waiting) bool {
 // start on, and a planned start there is refused. Whatever the spec, the
 // start is checked on the GPUs placed (tryStart).
 func (c *cycle) holdSpec(j *jobRec, spec *gang.Spec) *gang.Spec {
-	e := c.e
+	return c.e.holdSpecOf(j, spec)
+}
+
+// holdSpecOf is cycle.holdSpec, for a hold moved outside a cycle
+// (Engine.Update) too: the quota state it reads is the engine's, kept up
+// at every start and end.
+func (e *Engine) holdSpecOf(j *jobRec, spec *gang.Spec) *gang.Spec {
 	if e.quota == nil || j.wholeG == nil || j.queue < 0 || j.leastGPUs >= j.gpus ||
 		e.quota.check(j.queue, j.gpus, e.mayBorrow(j), false).code == quotaFits {
 		return spec
@@ -435,8 +441,11 @@ func (c *cycle) readHoldsMissed(j *jobRec, spec *gang.Spec) {
 			continue
 		}
 		need := c.e.leastGPUs(spec)
-		if e := c.e; e.pre != nil && c.anyRunning && j.job.Class > c.lowest || e.quota != nil && e.reclaimGPUs(j) > 0 {
+		if e := c.e; e.pre != nil && c.anyRunning && j.job.Class > c.lowest {
 			c.holdMissPreempts = true
+		}
+		if e := c.e; e.quota != nil && e.reclaimGPUs(j) > 0 {
+			c.holdMissPreempts, c.holdMissReclaims = true, true
 		}
 		switch {
 		case c.holdMiss == nil:
@@ -543,21 +552,50 @@ func (c *cycle) holdLetGo() {
 	}
 }
 
-// heldStarted records the start in the walk of gang j, now active, whose
-// hold h ended with it: as holdLetGo, unless every GPU of h's target now
-// runs, on a node up, an active job without a limit (a search finds
-// those GPUs no freer than held), or the GPUs left open could not serve
-// the miss by their count (missRoom). As for releaseHold and retarget,
-// a miss that may look for victims or reclaim (holdMissPreempts) is
-// stopped by neither test (runsPast is not asked, missRoom says yes):
-// the victim search may take the GPUs of such jobs once the hold no
-// longer masks them (TestHeldStartMissPreempt).
+// heldStarted records the start in the walk of gang j, now active,
+// whose hold h ended with it: as holdLetGo, unless every GPU of h's
+// target now runs, on a node up, an active job without a limit (a
+// search finds those GPUs no freer than held), or the GPUs left open
+// could not serve the miss by their count (missRoom). As for releaseHold
+// and retarget, a miss that may look for victims or reclaim
+// (holdMissPreempts) is stopped by neither test (missRoom says yes), but
+// for the first when no job on the target may be a victim in a second
+// cycle at the same time (victimsMayFree): the victim search may take the
+// GPUs of such jobs once the hold no longer masks them
+// (TestHeldStartMissPreempt), but not those of a gang that may not be
+// preempted, or that is inside its exempt time, as j is on its own
+// target (TestHeldStartOnTargetMissPreempt).
 func (c *cycle) heldStarted(h *hold, j *jobRec) {
-	if c.holdMiss == nil || c.holdMiss == j && !c.holdMissMany ||
-		!c.holdMissPreempts && c.runsPast(&h.target, time.Time{}) || !c.missRoom() {
+	if c.holdMiss == nil || c.holdMiss == j && !c.holdMissMany || !c.missRoom() {
+		return
+	}
+	if c.runsPast(&h.target, time.Time{}) && (!c.holdMissPreempts || !c.victimsMayFree(&h.target)) {
 		return
 	}
 	c.reoffer = true
+}
+
+// victimsMayFree reports whether a victim search in a second cycle at the
+// same time (its host having confirmed the starts of this one) may take a
+// GPU of a from the job that runs it (preemptScratch.candidates,
+// preempt.Candidate): a job that may be preempted (not policy Never),
+// past its exempt time or taken by a reclaim (never exempt), or one
+// being preempted already (a claim's victim, dropped since, is one at no
+// cost). The miss's class and queue are not read: yes may be in vain,
+// no is sure.
+func (c *cycle) victimsMayFree(a *gang.Allocation) bool {
+	e := c.e
+	exempt := e.cfg.Preemption.ExemptTime
+	may := false
+	forGPUs(a, func(n, g int) {
+		if may {
+			return
+		}
+		o := e.jobs.owner(n, g)
+		may = o == nil || o.phase == StatePreempting ||
+			o.job.Preemption != preempt.Never && (c.holdMissReclaims || c.now.Sub(o.start) >= exempt)
+	})
+	return may
 }
 
 // readResv records that the hold test of job j read the reservations as

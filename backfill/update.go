@@ -3,9 +3,13 @@ package backfill
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"time"
 
+	"github.com/bits-and-blooms/bitset"
+
 	"github.com/phalanx-sched/phalanx/gang"
+	"github.com/phalanx-sched/phalanx/topology"
 )
 
 // Update changes the node sets of waiting job j.ID (pending, reserved,
@@ -26,12 +30,20 @@ import (
 // (To set when that cycle reserves the job again, later). A hold whose
 // target they allow is kept as it is; one whose target they do not is
 // moved at once to where the gang, on its new sets, is estimated to fit
-// soonest, keeping its start, the GPU-seconds spent and its budget rule
-// (Hold.Budget times the new target's GPUs), its GPUs outside the new
-// target let go; when no such target exists, or the gang may no longer
-// be held, the hold ends (HoldUpdated in the next plan's HoldEnds). A
-// claim (a preemption under way) whose placement they do not allow is
-// dropped, its victims going on preempting, as a drain drops it. What
+// soonest, searched as a cycle searches it (whole nodes its queue's
+// limits count on the smallest nodes, on those), and, of the targets
+// found to fit as soon, to one that keeps the most of the GPUs it holds
+// (a greedy search from the soonest target's nodes: the most it finds,
+// not always the most there are). It keeps its start, the GPU-seconds
+// spent and its budget rule (Hold.Budget times the new target's GPUs);
+// the GPUs it keeps stay held at once (charged without a gap), its GPUs
+// outside the new target are let go, and the other free GPUs of the new
+// target are counted held at the next cycle, as GPUs freed between
+// cycles in any hold's target are. When no such target exists, or the
+// gang may no longer be held, the hold ends (HoldUpdated in the next
+// plan's HoldEnds). A claim (a preemption under way) whose placement
+// they do not allow is dropped, its victims going on preempting, as a
+// drain drops it. What
 // the engine cached of the job's old sets (the test stamps and kept
 // ranking marks of OnlyChangedWaits, the never-fits mark, its shape
 // number) is dropped, so that the next cycle decides as it would for a
@@ -144,7 +156,10 @@ func (e *Engine) update(j, upd *jobRec, now time.Time) {
 	// last test (skipTest), the never-fits mark, the profile's last hit,
 	// the kept ranking's marks (quiet, class) or, when its priority may
 	// have moved (its size is counted on its new sets), the kept ranking
-	// itself.
+	// itself. (The stamp is made and skipTest reads it only for a job
+	// without node sets (simple; no quotas), which it describes as it is
+	// again whenever it has none: no test was found to need its drop;
+	// it keeps markQuiet from reading it for the job on other sets.)
 	j.stamp = testStamp{}
 	j.noFitGen = 0
 	j.alone, j.aloneLater = false, false
@@ -187,6 +202,17 @@ func (e *Engine) update(j, upd *jobRec, now time.Time) {
 // updateHold keeps hold h of a job whose node sets Update changed: as it
 // is when its target is still allowed, moved to a new target when one is
 // found, ended otherwise (HoldUpdated).
+//
+// The new target is searched as a cycle's retarget searches one (the
+// spec the cycle holds the gang with: cycle.specFor, then holdSpec, so
+// whole nodes its queue's limits count on the smallest nodes are
+// searched there too), and among the placements that fit as soon, one
+// that keeps more of the GPUs free on the old target is taken
+// (keepFreeOf). The GPUs it keeps are held at once: the hold is charged
+// for the GPUs it held up to now, and from now on for those it keeps,
+// which the next cycle charges from the last (accountHolds); the other
+// GPUs free on the new target are counted by the next cycle, as GPUs
+// freed between cycles in any target are.
 func (e *Engine) updateHold(h *hold, now time.Time) {
 	j := h.job
 	g := &j.job.Gang
@@ -202,31 +228,116 @@ func (e *Engine) updateHold(h *hold, now time.Time) {
 	if j.tight != nil && now.Before(j.job.Submit.Add(j.job.Patience.Wait)) {
 		spec = j.tight // as the cycle searches it (cycle.specFor)
 	}
-	// Whole nodes that the queue's limits count on the smallest nodes
-	// are held on those (cycle.holdSpec, a cycle's): not searched here.
-	smallest := e.quota != nil && j.wholeG != nil && j.queue >= 0 && j.leastGPUs < j.gpus
-	var eta time.Time
-	found := false
-	if !smallest {
-		eta, found = e.holdTarget(j, spec, now, e.book.holds)
-	}
+	spec = e.holdSpecOf(j, spec)
+	eta, found := e.holdTarget(j, spec, now, e.book.holds)
 	if !found {
 		e.endHoldBetween(h, HoldEnd{Job: j.job.ID, Cause: HoldUpdated, Held: h.held}, now)
 		e.book.dropHold(h)
 		return
 	}
+	e.keepFreeOf(spec, &h.target)
+	// The GPUs it keeps: free on both targets, at most the count it was
+	// charged for since the last cycle (a GPU freed since on its old
+	// target is counted at the next cycle, as in any target).
+	kept := min(h.held, e.freeShared(&e.alloc, &h.target))
 	// Charged for the GPUs it held on its old target up to now (as an
-	// event that ends a hold charges it); the next cycle counts those it
-	// holds on the new one.
+	// event that ends a hold charges it), but those it keeps: the next
+	// cycle charges those from the last one (accountHolds).
 	if !e.lastCycle.IsZero() && now.After(e.lastCycle) {
-		spent := float64(h.held) * now.Sub(e.lastCycle).Seconds()
+		spent := float64(h.held-kept) * now.Sub(e.lastCycle).Seconds()
 		h.spent += spent
 		e.heldGPUSeconds += spent
 	}
 	e.alloc.CopyTo(&h.target)
-	h.held = 0
+	h.held = kept
 	h.budget = e.holdBudget(&h.target)
 	h.eta = eta
 	e.book.changed()
 	e.book.free(time.Time{}) // GPUs of its old target may be free for others
+}
+
+// keepFreeOf changes e.alloc, the placement holdTarget found for a gang
+// (spec) on the estimated profile (e.prof.probe, as holdTarget left it:
+// at the soonest time the gang fits), to one on the same profile that
+// shares more free GPUs with old (freeShared), when it finds one: a
+// moved hold then keeps the GPUs it collected rather than letting them
+// go for a target estimated to fit no sooner. It searches greedily on
+// the nodes of old with free GPUs and those of the placement: it takes,
+// one at a time, a node of the placement without such GPUs from the
+// nodes the gang may use and keeps the placement found without it,
+// when there is one; it tries each such node once (at most the
+// placement's nodes: one admission each). Not a cycle's path: an
+// Update's (it allocates its scratch).
+func (e *Engine) keepFreeOf(spec *gang.Spec, old *gang.Allocation) {
+	best := e.freeShared(&e.alloc, old)
+	most := e.freeShared(old, old)
+	if best == most {
+		return
+	}
+	s := e.ledger.State()
+	n := uint(e.c.NumNodes())
+	keep, on, tried := bitset.New(n), bitset.New(n), bitset.New(n)
+	forEntries(old, func(x topology.NodeAlloc) {
+		if s.Status(x.Node) != topology.Down && x.GPUs&s.Free(x.Node) != 0 {
+			keep.Set(uint(x.Node))
+		}
+	})
+	on.InPlaceUnion(keep)
+	forEntries(&e.alloc, func(x topology.NodeAlloc) { on.Set(uint(x.Node)) })
+	var t gang.Spec
+	copySpec(&t, spec)
+	narrow := func() {
+		for i := range t.Members {
+			a := on.Clone()
+			if al := spec.Members[i].Request.Allowed; al != nil {
+				a.InPlaceIntersection(al)
+			}
+			t.Members[i].Request.Allowed = a
+		}
+	}
+	var cur, bestAlloc gang.Allocation
+	e.alloc.CopyTo(&cur)
+	e.alloc.CopyTo(&bestAlloc)
+	for best < most {
+		drop, ok := -1, false
+		forEntries(&cur, func(x topology.NodeAlloc) {
+			if m := uint(x.Node); !ok && !keep.Test(m) && !tried.Test(m) {
+				drop, ok = int(m), true
+			}
+		})
+		if !ok {
+			break
+		}
+		tried.Set(uint(drop))
+		on.Clear(uint(drop))
+		narrow()
+		if !e.admitAt(&t) {
+			on.Set(uint(drop)) // the gang needs it
+			continue
+		}
+		e.alloc.CopyTo(&cur)
+		if k := e.freeShared(&cur, old); k > best {
+			best = k
+			cur.CopyTo(&bestAlloc)
+		}
+	}
+	bestAlloc.CopyTo(&e.alloc)
+}
+
+// freeShared counts the GPUs of a that are in b too and free now, on
+// nodes not down (as cycle.countFree counts a target's).
+func (e *Engine) freeShared(a, b *gang.Allocation) int {
+	s := e.ledger.State()
+	n := 0
+	forEntries(a, func(x topology.NodeAlloc) {
+		if s.Status(x.Node) == topology.Down {
+			return
+		}
+		forEntries(b, func(y topology.NodeAlloc) {
+			if y.Node == x.Node {
+				n += bits.OnesCount64(x.GPUs & y.GPUs & s.Free(x.Node))
+			}
+		})
+	})
+	return n
 }

@@ -194,8 +194,8 @@ func TestUpdateWidenStartsAtOnce(t *testing.T) {
 //   - off n0 (in its target), the hold moves at once to n1 and n2, where
 //     g is now estimated to fit soonest: it keeps its start and the
 //     GPU-seconds spent (charged for n0 and n1 up to the update), holds
-//     the 4 free GPUs of n1 it held, and lets n0's go; no hold end is
-//     reported.
+//     the 4 free GPUs of n1 it held, at once (charged from the update
+//     on), and lets n0's go; no hold end is reported.
 //
 // Both restore from their snapshots to the same bytes and plan as the
 // original.
@@ -233,9 +233,9 @@ func TestUpdateHold(t *testing.T) {
 	}{
 		// Held 8 GPUs from 6 to 21 minutes.
 		{name: "target still allowed", excluded: 2, keep: 0, gone: 2, held: 8, minutes: 15},
-		// Held 8 GPUs to the update at 20 minutes (the move counted
-		// nothing more: the next cycle counts the new target's).
-		{name: "target node no longer allowed", excluded: 0, keep: 1, gone: 0, held: 4, minutes: 14},
+		// Held 8 GPUs to the update at 20 minutes, then the 4 of n1 it
+		// keeps (held at once) to 21: 14 minutes and a half of 8 GPUs.
+		{name: "target node no longer allowed", excluded: 0, keep: 1, gone: 0, held: 4, minutes: 14.5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

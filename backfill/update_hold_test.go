@@ -1,0 +1,169 @@
+package backfill
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/phalanx-sched/phalanx/gang/preempt"
+	"github.com/phalanx-sched/phalanx/placement"
+	"github.com/phalanx-sched/phalanx/topology"
+)
+
+// keptHoldCluster is 2 leaves of 3 nodes of 8 GPUs: n0 n1 n2 | n3 n4 n5
+// (by index).
+func keptHoldCluster(t testing.TB) *topology.Cluster {
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 3, GPUsPerNode: 8})
+	require.NoError(t, err)
+	return c
+}
+
+// keptHoldScene: in hold mode, g (three nodes of 8 GPUs) waits while jobs
+// without a limit run half of n0 and n1 and all of the other nodes (those
+// of n3-n5 started 5 minutes after the others: estimated to end 5
+// minutes later). Its hold targets n0-n2 and holds the 8 free GPUs of n0
+// and n1. It returns the engine after the cycle at 10 minutes and g's
+// hold then.
+func keptHoldScene(t *testing.T, c *topology.Cluster) (*Engine, HoldStatus) {
+	hc := &HoldConfig{Enabled: true, MinGPUs: 16, MaxShare: 1, Budget: 10 * time.Hour, Hysteresis: 20 * time.Minute, MaxHolds: 1}
+	e := updateEngine(t, c, hc)
+	for i, g := range []int{4, 4, 8, 8, 8, 8} {
+		at := mins(0)
+		if i >= 3 {
+			at = mins(5)
+		}
+		require.NoError(t, e.Submit(Job{ID: "r" + string(rune('0'+i)), Account: "a", Gang: member(onNodes(c, placement.NodesOf(1, g), i))}, at))
+		require.Len(t, startAll(t, e, at).Starts, 1)
+	}
+	require.NoError(t, e.Submit(Job{ID: "g", Account: "a", Gang: member(placement.NodesOf(3, 8))}, mins(6)))
+	startAll(t, e, mins(6))
+	p := startAll(t, e, mins(10))
+	require.Len(t, p.Holds, 1, p.Describe(c, epoch))
+	h := p.Holds[0]
+	require.Equal(t, 8, h.GPUs, p.Describe(c, epoch))
+	require.Equal(t, []int{0, 1, 2}, nodesOfPlacement(&e.book.holdOf(e.jobs.byID["g"]).target, c), p.Describe(c, epoch))
+	return e, h
+}
+
+// TestUpdateHoldKeepsHeldGPUs: g's hold (keptHoldScene) collected the
+// free GPUs of n0 and n1; Update at 20 minutes takes n2, the rest of its
+// target, from its sets. The soonest new target is estimated to fit when
+// the jobs of n3-n5 end; there both n3-n5 and n0, n1 and one of n3-n5
+// fit: the hold moves to the one that keeps n0 and n1 (before, it moved
+// to n3-n5, letting the 8 GPUs it held go), and the next cycle keeps it
+// there, holding them. The engine restores from its snapshot and plans
+// as the original.
+func TestUpdateHoldKeepsHeldGPUs(t *testing.T) {
+	c := keptHoldCluster(t)
+	e, _ := keptHoldScene(t, c)
+	require.NoError(t, e.Update(withSets(t, e, "g", nil, nodeSet(c, 2)), mins(20)))
+	target := nodesOfPlacement(&e.book.holdOf(e.jobs.byID["g"]).target, c)
+	require.Len(t, target, 3)
+	require.Subset(t, target, []int{0, 1}, "the nodes whose GPUs it held")
+	restored := roundTrip(t, e)
+	p := startAll(t, e, mins(21))
+	desc := p.Describe(c, epoch)
+	require.Empty(t, p.HoldEnds, desc)
+	require.Len(t, p.Holds, 1, desc)
+	require.Equal(t, 8, p.Holds[0].GPUs, desc)
+	require.Equal(t, target, nodesOfPlacement(&e.book.holdOf(e.jobs.byID["g"]).target, c), desc)
+	require.Equal(t, p, startAll(t, restored, mins(21)), "the restored engine plans as the original")
+}
+
+// TestUpdateHoldCountsKeptAtOnce: the hold moved by Update keeping n0's
+// and n1's 8 free GPUs (TestUpdateHoldKeepsHeldGPUs) holds them at once:
+// the snapshot right after the update counts them, and the cycle after
+// charges the hold, and HeldGPUSeconds, for 8 GPUs from 6 minutes to 21
+// without a gap (before, the update counted 0 held until that cycle,
+// which charged nothing from 10 minutes on).
+func TestUpdateHoldCountsKeptAtOnce(t *testing.T) {
+	c := keptHoldCluster(t)
+	e, before := keptHoldScene(t, c)
+	require.NoError(t, e.Update(withSets(t, e, "g", nil, nodeSet(c, 2)), mins(20)))
+	require.Equal(t, 8, heldInSnapshot(t, e, "g"), "the GPUs it keeps, held at once")
+	p := startAll(t, e, mins(21))
+	desc := p.Describe(c, epoch)
+	require.Len(t, p.Holds, 1, desc)
+	h := p.Holds[0]
+	require.Equal(t, 8, h.GPUs, desc)
+	require.InDelta(t, 8*15.0/60, h.SpentGPUHours, 1e-9, "8 GPUs held from 6 to 21 minutes: "+desc)
+	require.InDelta(t, 8*15.0*60, e.HeldGPUSeconds(), 1e-6, desc)
+	require.InDelta(t, before.BudgetGPUHours, h.BudgetGPUHours, 1e-9, desc)
+}
+
+// heldInSnapshot returns the GPUs job id's hold holds in e's snapshot.
+func heldInSnapshot(t *testing.T, e *Engine, id string) int {
+	t.Helper()
+	for _, h := range e.Snapshot().Holds {
+		if h.Job == id {
+			return h.Held
+		}
+	}
+	t.Fatalf("no hold for %s in the snapshot", id)
+	return 0
+}
+
+// TestUpdateHoldWholeNodesOnSmallest: x, two whole nodes in queue small
+// (maximum 8: counted at 16 on the 8-GPU nodes, it can only ever start
+// on the 4-GPU ones), is held on n2 and n3 of n0, n1 (8 GPUs) and n2-n4
+// (4 GPUs), where jobs of queue borrow without a limit run (n4's started
+// 5 minutes later: estimated to end later), and holds n2's 4 GPUs once
+// its job ends. Update takes n3 from x's sets: the hold moves to n2 and
+// n4, the smallest nodes as a cycle targets them (holdSpec), keeping
+// n2's GPUs held (before, such a gang's hold ended, HoldUpdated: no
+// target was searched). The next cycle keeps it there; the engine
+// restores from its snapshot and plans as the original.
+func TestUpdateHoldWholeNodesOnSmallest(t *testing.T) {
+	spec := topology.ClusterSpec{Levels: []string{"leaf"}}
+	for i, g := range []int{8, 8, 4, 4, 4} {
+		spec.Nodes = append(spec.Nodes, topology.NodeSpec{Name: "n" + string(rune('0'+i)), GPUs: g, Path: []string{"l" + string(rune('0'+min(i/2, 1)))}})
+	}
+	c, err := topology.Build(spec)
+	require.NoError(t, err)
+	cfg := DefaultConfig()
+	cfg.Hold = HoldConfig{Enabled: true, MinGPUs: 8, MaxShare: 1, Budget: time.Hour, Hysteresis: 20 * time.Minute, MaxHolds: 1}
+	cfg.Quotas = QuotaConfig{Queues: []QueueSpec{
+		{Name: "small", Maximum: 8, BorrowingLimit: Unlimited},
+		{Name: "borrow", Guarantee: 28, LendingLimit: Unlimited, BorrowingLimit: Unlimited, Maximum: Unlimited},
+	}}
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+	require.NoError(t, err)
+	e.checkEach = true
+	for i, g := range []int{8, 8, 4, 4, 4} {
+		at := mins(0)
+		if i == 4 {
+			at = mins(5)
+		}
+		require.NoError(t, e.Submit(Job{ID: "u" + string(rune('0'+i)), Account: "a", Queue: "borrow",
+			Gang: member(onNodes(c, placement.NodesOf(1, g), i))}, at))
+		require.Len(t, startAll(t, e, at).Starts, 1)
+	}
+	require.NoError(t, e.Submit(Job{ID: "x", Account: "a", Queue: "small", TimeLimit: time.Hour, Preemption: preempt.Requeue,
+		Gang: member(placement.WholeNodes(2))}, mins(6)))
+	st, _ := e.Job("x")
+	require.Equal(t, 16, st.GPUs, "x counted at the 8-GPU nodes")
+	p := startAll(t, e, mins(7))
+	require.Len(t, p.Holds, 1, p.Describe(c, epoch))
+	x := e.jobs.byID["x"]
+	require.Equal(t, []int{2, 3}, nodesOfPlacement(&e.book.holdOf(x).target, c), p.Describe(c, epoch))
+	require.NoError(t, e.Finished("u2", mins(8)))
+	p = startAll(t, e, mins(9))
+	require.Len(t, p.Holds, 1, p.Describe(c, epoch))
+	require.Equal(t, 4, p.Holds[0].GPUs, p.Describe(c, epoch))
+
+	require.NoError(t, e.Update(withSets(t, e, "x", nil, nodeSet(c, 3)), mins(10)))
+	st, _ = e.Job("x")
+	require.Equal(t, StateHeld, st.State, "the hold moved, not ended")
+	require.Equal(t, []int{2, 4}, nodesOfPlacement(&e.book.holdOf(x).target, c), "the smallest nodes x may use")
+	require.Equal(t, 4, heldInSnapshot(t, e, "x"), "n2's GPUs, kept")
+	restored := roundTrip(t, e)
+	p = startAll(t, e, mins(11))
+	desc := p.Describe(c, epoch)
+	require.Empty(t, p.HoldEnds, desc)
+	require.Len(t, p.Holds, 1, desc)
+	require.Equal(t, 4, p.Holds[0].GPUs, desc)
+	require.Equal(t, 8, p.Holds[0].Target, desc)
+	require.Equal(t, []int{2, 4}, nodesOfPlacement(&e.book.holdOf(x).target, c), desc)
+	require.Equal(t, p, startAll(t, restored, mins(11)), "the restored engine plans as the original")
+}
