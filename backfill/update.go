@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"time"
 
 	"github.com/bits-and-blooms/bitset"
@@ -32,9 +33,9 @@ import (
 // moved at once to where the gang, on its new sets, is estimated to fit
 // soonest, searched as a cycle searches it (whole nodes its queue's
 // limits count on the smallest nodes, on those), and, of the targets
-// found to fit as soon, to one that keeps the most of the GPUs it holds
-// (a greedy search from the soonest target's nodes: the most it finds,
-// not always the most there are). It keeps its start, the GPU-seconds
+// found to fit as soon and spread no wider over the topology, to one
+// that keeps the most of the GPUs it holds (a greedy search: the most it
+// finds, not always the most there are). It keeps its start, the GPU-seconds
 // spent and its budget rule (Hold.Budget times the new target's GPUs);
 // the GPUs it keeps stay held at once (charged without a gap), its GPUs
 // outside the new target are let go, and the other free GPUs of the new
@@ -206,9 +207,9 @@ func (e *Engine) update(j, upd *jobRec, now time.Time) {
 // The new target is searched as a cycle's retarget searches one (the
 // spec the cycle holds the gang with: cycle.specFor, then holdSpec, so
 // whole nodes its queue's limits count on the smallest nodes are
-// searched there too), and among the placements that fit as soon, one
-// that keeps more of the GPUs free on the old target is taken
-// (keepFreeOf). The GPUs it keeps are held at once: the hold is charged
+// searched there too), and among the placements that fit as soon and
+// spread no wider, one that keeps more of the GPUs free on the old
+// target is taken (keepFreeOf). The GPUs it keeps are held at once: the hold is charged
 // for the GPUs it held up to now, and from now on for those it keeps,
 // which the next cycle charges from the last (accountHolds); the other
 // GPUs free on the new target are counted by the next cycle, as GPUs
@@ -261,13 +262,18 @@ func (e *Engine) updateHold(h *hold, now time.Time) {
 // at the soonest time the gang fits), to one on the same profile that
 // shares more free GPUs with old (freeShared), when it finds one: a
 // moved hold then keeps the GPUs it collected rather than letting them
-// go for a target estimated to fit no sooner. It searches greedily on
-// the nodes of old with free GPUs and those of the placement: it takes,
-// one at a time, a node of the placement without such GPUs from the
-// nodes the gang may use and keeps the placement found without it,
-// when there is one; it tries each such node once (at most the
-// placement's nodes: one admission each). Not a cycle's path: an
-// Update's (it allocates its scratch).
+// go for a target estimated to fit no sooner. A placement that spreads
+// wider than the first (spread: a higher common level, more leaves,
+// more nodes) is never taken: the gang runs where its hold is, and
+// placement's order ranks its topology before any GPU kept. It searches
+// greedily on the nodes of old with free GPUs and those of the
+// placement: it takes, one at a time, a node of the placement without
+// such GPUs from the nodes the gang may use and keeps the placement
+// found without it, when there is one; it tries each such node once (at
+// most the placement's nodes: one admission each). Then it places the
+// gang inside each domain that holds a node of old with free GPUs,
+// leaves first (at most those nodes times the levels). Not a cycle's
+// path: an Update's (it allocates its scratch).
 func (e *Engine) keepFreeOf(spec *gang.Spec, old *gang.Allocation) {
 	best := e.freeShared(&e.alloc, old)
 	most := e.freeShared(old, old)
@@ -298,6 +304,7 @@ func (e *Engine) keepFreeOf(spec *gang.Spec, old *gang.Allocation) {
 	var cur, bestAlloc gang.Allocation
 	e.alloc.CopyTo(&cur)
 	e.alloc.CopyTo(&bestAlloc)
+	first := e.spreadOf(&e.alloc)
 	for best < most {
 		drop, ok := -1, false
 		forEntries(&cur, func(x topology.NodeAlloc) {
@@ -311,8 +318,8 @@ func (e *Engine) keepFreeOf(spec *gang.Spec, old *gang.Allocation) {
 		tried.Set(uint(drop))
 		on.Clear(uint(drop))
 		narrow()
-		if !e.admitAt(&t) {
-			on.Set(uint(drop)) // the gang needs it
+		if !e.admitAt(&t) || e.spreadOf(&e.alloc).worse(first) {
+			on.Set(uint(drop)) // the gang needs it, or is placed worse without it
 			continue
 		}
 		e.alloc.CopyTo(&cur)
@@ -321,7 +328,82 @@ func (e *Engine) keepFreeOf(spec *gang.Spec, old *gang.Allocation) {
 			cur.CopyTo(&bestAlloc)
 		}
 	}
+	// Then inside each domain that holds a node of keep, the lowest
+	// level first: the held GPUs may lie in another domain as good as
+	// the first placement's (one the nodes above never reach).
+	dom := e.c.NewNodeSet()
+	for l := e.c.Depth() - 1; l >= 0 && best < most; l-- {
+		var seen []int
+		for m, ok := keep.NextSet(0); ok; m, ok = keep.NextSet(m + 1) {
+			d := e.c.NodeDomain(topology.NodeID(m), l)
+			if slices.Contains(seen, d) {
+				continue
+			}
+			seen = append(seen, d)
+			on.ClearAll()
+			on.InPlaceUnion(e.c.DomainNodes(l, d, dom))
+			narrow()
+			if !e.admitAt(&t) || e.spreadOf(&e.alloc).worse(first) {
+				continue
+			}
+			if k := e.freeShared(&e.alloc, old); k > best {
+				best = k
+				e.alloc.CopyTo(&bestAlloc)
+			}
+		}
+	}
 	bestAlloc.CopyTo(&e.alloc)
+}
+
+// spread is how widely a placement spreads over the topology, in the
+// order placement ranks placements (placement's package doc): the level
+// of the smallest domain that holds all of it, then its leaves (the
+// lowest level's domains), then its nodes.
+type spread struct {
+	level, leaves, nodes int // level: the deepest common level, -1 for none
+}
+
+// worse reports whether s spreads wider than t: a higher common level
+// (a smaller index), or the same with more leaves, or the same leaves
+// on more nodes.
+func (s spread) worse(t spread) bool {
+	if s.level != t.level {
+		return s.level < t.level
+	}
+	if s.leaves != t.leaves {
+		return s.leaves > t.leaves
+	}
+	return s.nodes > t.nodes
+}
+
+// spreadOf returns allocation a's spread (Update's path: it allocates).
+func (e *Engine) spreadOf(a *gang.Allocation) spread {
+	var nodes []topology.NodeID
+	forEntries(a, func(x topology.NodeAlloc) {
+		if !slices.Contains(nodes, x.Node) {
+			nodes = append(nodes, x.Node)
+		}
+	})
+	sp := spread{level: -1, nodes: len(nodes)}
+	d := e.c.Depth()
+	if d == 0 || len(nodes) == 0 {
+		return sp
+	}
+	var leaves []int
+	for _, n := range nodes {
+		if l := e.c.NodeDomain(n, d-1); !slices.Contains(leaves, l) {
+			leaves = append(leaves, l)
+		}
+	}
+	sp.leaves = len(leaves)
+	for l := d - 1; l >= 0; l-- {
+		dom := e.c.NodeDomain(nodes[0], l)
+		if !slices.ContainsFunc(nodes[1:], func(n topology.NodeID) bool { return e.c.NodeDomain(n, l) != dom }) {
+			sp.level = l
+			break
+		}
+	}
+	return sp
 }
 
 // freeShared counts the GPUs of a that are in b too and free now, on
