@@ -643,12 +643,27 @@ func (a *engineAdapter) submit(g gangRequest, now time.Time) error {
 		}
 		a.accounts[g.Account] = true
 	}
+	j, err := a.job(g)
+	if err != nil {
+		return err
+	}
+	if j.Submit.After(now) || j.Submit.Before(backfill.MinTime) {
+		j.Submit = now
+	}
+	return neverFits(a.eng.Submit(j, now))
+}
+
+// job builds the engine's job of gang g, with g.Submit as its submit
+// time: one member per memberRequest, each pod on its own node of the
+// member's allowed nodes. A member with more pods than the cluster has
+// nodes returns an error wrapping errNeverFits.
+func (a *engineAdapter) job(g gangRequest) (backfill.Job, error) {
 	spec := gang.Spec{ID: g.ID}
 	for _, m := range g.Members {
 		if n := a.cluster.NumNodes(); m.Pods > n {
 			// The engine refuses it as a bad job: it is a gang that
 			// waits for nodes (a cluster autoscaler's), not a malformed one.
-			return fmt.Errorf("%w: job %s: member %s: needs %d nodes (one per pod); the cluster has %d",
+			return backfill.Job{}, fmt.Errorf("%w: job %s: member %s: needs %d nodes (one per pod); the cluster has %d",
 				errNeverFits, g.ID, m.Name, m.Pods, n)
 		}
 		req := placement.NodesOf(m.Pods, m.GPUsPerPod)
@@ -665,12 +680,12 @@ func (a *engineAdapter) submit(g gangRequest, now time.Time) error {
 		}
 		spec.Members = append(spec.Members, gang.Member{Name: m.Name, Request: req})
 	}
-	submit := g.Submit
-	if submit.After(now) || submit.Before(backfill.MinTime) {
-		submit = now
-	}
-	err := a.eng.Submit(backfill.Job{ID: g.ID, Account: g.Account, Gang: spec, Submit: submit,
-		OnNodeFailure: backfill.Fail}, now)
+	return backfill.Job{ID: g.ID, Account: g.Account, Gang: spec, Submit: g.Submit, OnNodeFailure: backfill.Fail}, nil
+}
+
+// neverFits returns err of Engine.Submit or Engine.Update, with
+// backfill.ErrNeverFits made errNeverFits (the reason kept).
+func neverFits(err error) error {
 	if errors.Is(err, backfill.ErrNeverFits) {
 		return fmt.Errorf("%w: %s", errNeverFits, strings.TrimPrefix(err.Error(), backfill.ErrNeverFits.Error()+": "))
 	}
