@@ -653,6 +653,27 @@ func (a *engineAdapter) submit(g gangRequest, now time.Time) error {
 	return neverFits(a.eng.Submit(j, now))
 }
 
+// updateAllowed gives waiting job g.ID the allowed node sets of g's
+// members (Engine.Update), g being the gang as submit built it but for
+// its members' Allowed: the job keeps its ID, its submit time and what
+// the engine planned for it where the new sets allow it (a hold, a
+// reservation). A gang that the new sets leave no room for returns an
+// error wrapping errNeverFits, as submit does, and the job keeps its old
+// sets. A job that no longer waits (backfill.ErrTransition: it started)
+// or that the engine does not know (backfill.ErrUnknownJob) returns
+// those errors: nothing changed, and the caller withdraws the job and
+// submits it again.
+func (a *engineAdapter) updateAllowed(g gangRequest, now time.Time) error {
+	j, err := a.job(g)
+	if err != nil {
+		return err
+	}
+	// The job's own submit time (submit may have moved g.Submit to the
+	// time it queued the gang).
+	j.Submit = time.Time{}
+	return neverFits(a.eng.Update(j, a.clock(now)))
+}
+
 // job builds the engine's job of gang g, with g.Submit as its submit
 // time: one member per memberRequest, each pod on its own node of the
 // member's allowed nodes. A member with more pods than the cluster has
@@ -742,26 +763,6 @@ func (a *engineAdapter) active(id string) bool {
 func (a *engineAdapter) held(id string) bool {
 	st, ok := a.eng.Job(id)
 	return ok && !st.State.Ended()
-}
-
-// planned reports whether the engine has a plan for waiting job id that
-// withdrawing it (Cancel, then Submit again) would throw away: a hold
-// (backfill.StateHeld: GPUs kept for it as they free up, counted even
-// while its target holds none yet, its budget and hysteresis running
-// from when it was made), a reservation (backfill.StateReserved, a
-// planned start), or GPUs claimed for it (backfill.WaitPreempting). A
-// job that merely waits for a hold (WaitForHold) has none: its
-// eligibility counts from its submit time, which a resubmission keeps.
-func (a *engineAdapter) planned(id string) bool {
-	st, ok := a.eng.Job(id)
-	if !ok {
-		return false
-	}
-	switch st.State {
-	case backfill.StateHeld, backfill.StateReserved:
-		return true
-	}
-	return st.State.Waiting() && (st.Code == backfill.WaitPreempting || !st.PlannedStart.IsZero())
 }
 
 // setNode brings the engine's view of a node in line with Kubernetes: down
