@@ -643,12 +643,48 @@ func (a *engineAdapter) submit(g gangRequest, now time.Time) error {
 		}
 		a.accounts[g.Account] = true
 	}
+	j, err := a.job(g)
+	if err != nil {
+		return err
+	}
+	if j.Submit.After(now) || j.Submit.Before(backfill.MinTime) {
+		j.Submit = now
+	}
+	return neverFits(a.eng.Submit(j, now))
+}
+
+// updateAllowed gives waiting job g.ID the allowed node sets of g's
+// members (Engine.Update), g being the gang as submit built it but for
+// its members' Allowed: the job keeps its ID, its submit time and what
+// the engine planned for it where the new sets allow it (a hold, a
+// reservation). A gang that the new sets leave no room for returns an
+// error wrapping errNeverFits, as submit does, and the job keeps its old
+// sets. A job that no longer waits (backfill.ErrTransition: it started)
+// or that the engine does not know (backfill.ErrUnknownJob) returns
+// those errors: nothing changed, and the caller withdraws the job and
+// submits it again.
+func (a *engineAdapter) updateAllowed(g gangRequest, now time.Time) error {
+	j, err := a.job(g)
+	if err != nil {
+		return err
+	}
+	// The job's own submit time (submit may have moved g.Submit to the
+	// time it queued the gang).
+	j.Submit = time.Time{}
+	return neverFits(a.eng.Update(j, a.clock(now)))
+}
+
+// job builds the engine's job of gang g, with g.Submit as its submit
+// time: one member per memberRequest, each pod on its own node of the
+// member's allowed nodes. A member with more pods than the cluster has
+// nodes returns an error wrapping errNeverFits.
+func (a *engineAdapter) job(g gangRequest) (backfill.Job, error) {
 	spec := gang.Spec{ID: g.ID}
 	for _, m := range g.Members {
 		if n := a.cluster.NumNodes(); m.Pods > n {
 			// The engine refuses it as a bad job: it is a gang that
 			// waits for nodes (a cluster autoscaler's), not a malformed one.
-			return fmt.Errorf("%w: job %s: member %s: needs %d nodes (one per pod); the cluster has %d",
+			return backfill.Job{}, fmt.Errorf("%w: job %s: member %s: needs %d nodes (one per pod); the cluster has %d",
 				errNeverFits, g.ID, m.Name, m.Pods, n)
 		}
 		req := placement.NodesOf(m.Pods, m.GPUsPerPod)
@@ -665,12 +701,12 @@ func (a *engineAdapter) submit(g gangRequest, now time.Time) error {
 		}
 		spec.Members = append(spec.Members, gang.Member{Name: m.Name, Request: req})
 	}
-	submit := g.Submit
-	if submit.After(now) || submit.Before(backfill.MinTime) {
-		submit = now
-	}
-	err := a.eng.Submit(backfill.Job{ID: g.ID, Account: g.Account, Gang: spec, Submit: submit,
-		OnNodeFailure: backfill.Fail}, now)
+	return backfill.Job{ID: g.ID, Account: g.Account, Gang: spec, Submit: g.Submit, OnNodeFailure: backfill.Fail}, nil
+}
+
+// neverFits returns err of Engine.Submit or Engine.Update, with
+// backfill.ErrNeverFits made errNeverFits (the reason kept).
+func neverFits(err error) error {
 	if errors.Is(err, backfill.ErrNeverFits) {
 		return fmt.Errorf("%w: %s", errNeverFits, strings.TrimPrefix(err.Error(), backfill.ErrNeverFits.Error()+": "))
 	}
@@ -727,26 +763,6 @@ func (a *engineAdapter) active(id string) bool {
 func (a *engineAdapter) held(id string) bool {
 	st, ok := a.eng.Job(id)
 	return ok && !st.State.Ended()
-}
-
-// planned reports whether the engine has a plan for waiting job id that
-// withdrawing it (Cancel, then Submit again) would throw away: a hold
-// (backfill.StateHeld: GPUs kept for it as they free up, counted even
-// while its target holds none yet, its budget and hysteresis running
-// from when it was made), a reservation (backfill.StateReserved, a
-// planned start), or GPUs claimed for it (backfill.WaitPreempting). A
-// job that merely waits for a hold (WaitForHold) has none: its
-// eligibility counts from its submit time, which a resubmission keeps.
-func (a *engineAdapter) planned(id string) bool {
-	st, ok := a.eng.Job(id)
-	if !ok {
-		return false
-	}
-	switch st.State {
-	case backfill.StateHeld, backfill.StateReserved:
-		return true
-	}
-	return st.State.Waiting() && (st.Code == backfill.WaitPreempting || !st.PlannedStart.IsZero())
 }
 
 // setNode brings the engine's view of a node in line with Kubernetes: down

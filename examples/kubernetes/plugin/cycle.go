@@ -11,6 +11,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/phalanx-sched/phalanx/backfill"
 )
 
 // actions is what a cycle asks for once the lock is released.
@@ -222,17 +224,16 @@ func (c *controller) start(logger klog.Logger, now time.Time, acts *actions) boo
 // node that could serve it changed (allowedSet.changed): a scout whose
 // scheduling cycle began before that measured on a snapshot without the
 // change, and its measurement, however late it lands, does not count
-// (scouted). A gang waiting in the engine that the engine has no plan for
-// (engineAdapter.planned: no hold, reservation or claim) loses such a node
-// from the allowed sets of the shapes it could serve at once (prepare
-// submits it again without it): the Filter plugins may reject it now, and
-// GPUs freed elsewhere could let the engine admit the gang there before
-// the measurement lands. Its sets only shrink until then (allowedFor):
-// the measurement puts the node back if it still passes. A waiting gang
-// the engine has a plan for keeps its sets until the measurement lands
-// (then allowedChanged decides): submitting it again would throw the plan
-// away, and a node changing every few seconds would keep a held gang from
-// ever collecting its GPUs. An admitted gang keeps its nodes.
+// (scouted). A gang waiting in the engine loses such a node from the
+// allowed sets of the shapes it could serve at once (prepare changes its
+// sets in the engine, updateAllowed, in the same cycle, before Schedule):
+// the Filter plugins may reject it now, and GPUs freed elsewhere could
+// let the engine admit the gang there before the measurement lands. Its
+// sets only shrink until then (allowedFor): the measurement puts the node
+// back if it still passes. The gang keeps its job and what the engine
+// planned for it where the new sets allow it (a hold moves off the node),
+// so a node changing every few seconds does not keep a held gang from
+// collecting its GPUs. An admitted gang keeps its nodes.
 func (c *controller) remeasure() {
 	type stale struct {
 		name string
@@ -269,10 +270,9 @@ func (c *controller) remeasure() {
 		}
 		unmeasured := len(g.allowed) == 0
 		served := false
-		// Only a waiting gang the engine has no plan for loses the node
-		// at once (a resubmission costs it nothing); one it holds GPUs
-		// for, or reserved, keeps its sets until the measurement lands.
-		shrink := g.inc != nil && !g.inc.admitted && !c.eng.planned(g.inc.job)
+		// A waiting gang loses the node at once (prepare updates its
+		// sets in the engine, which keeps its plan where they allow it).
+		shrink := g.inc != nil && !g.inc.admitted
 		for shape, a := range g.allowed {
 			gpus := need[shape] // a shape no pod has any more: any node
 			at := changedFor(gpus)
@@ -930,15 +930,18 @@ func (c *controller) leaderProbe(acts *actions) {
 // submits the gang once every shape is measured. A waiting gang whose pods
 // changed, or that has fewer pods than a raised minMember, is withdrawn and
 // submitted again with its original submit time; one whose allowed sets
-// changed (allowedChanged) is submitted again at once, even while a shape
-// is measured again (its sets shrunk: allowedFor). Pods created after the
-// group's gang was submitted wait until every pod of that gang is gone: a
-// group has one gang at a time. A group watched as half-bound
+// changed (allowedChanged) gets its new sets in the engine at once, even
+// while a shape is measured again (its sets shrunk: allowedFor), keeping
+// its job and the engine's plan for it (updateAllowed), or, when the
+// engine refuses that, is withdrawn and submitted again. Pods created
+// after the group's gang was submitted wait until every pod of that gang
+// is gone: a group has one gang at a time. A group watched as half-bound
 // (settlePartials) submits no gang until its bound pods are deleted or
 // bound whole.
 func (c *controller) prepare(g *groupState, now time.Time, acts *actions) {
 	// prev is the allowed sets of a waiting gang withdrawn above whose pods
-	// are the same: only its allowed sets changed.
+	// are the same: only its allowed sets changed, and the engine refused
+	// to change them in place (updateAllowed).
 	var prev map[string][]string
 	if inc := g.inc; inc != nil {
 		if inc.admitted {
@@ -954,7 +957,7 @@ func (c *controller) prepare(g *groupState, now time.Time, acts *actions) {
 			return
 		}
 		same := !c.podsChanged(g) && len(inc.pods) >= g.minMember
-		if same && !c.allowedChanged(g, now) {
+		if same && (!c.allowedChanged(g, now) || c.updateAllowed(g, now)) {
 			c.refreshScouts(g, now, acts)
 			return
 		}
@@ -1129,23 +1132,14 @@ func nextScout(pods []*podState, last string) *podState {
 func (c *controller) submit(g *groupState, shapes map[string][]*podState, now time.Time, prev map[string][]string) {
 	g.gen++
 	inc := newIncarnation(fmt.Sprintf("%s#%d", g.key, g.gen))
-	req := gangRequest{ID: inc.job, Account: g.ns, Submit: g.submit}
-	names := make([]string, 0, len(shapes))
-	for s := range shapes {
-		names = append(names, s)
-	}
-	sort.Strings(names)
-	for _, s := range names {
-		pods := shapes[s]
+	for s, pods := range shapes {
 		for _, p := range pods {
 			inc.pods[p.uid] = p
 			inc.shapes[s] = append(inc.shapes[s], p.uid)
 		}
-		allowed := c.allowedFor(g, s, prev, now)
-		inc.allowed[s] = allowed
-		req.Members = append(req.Members, memberRequest{Name: s, Pods: len(pods),
-			GPUsPerPod: pods[0].gpus, Allowed: nonNil(allowed)})
 	}
+	req, allowed := c.request(g, inc.job, shapes, now, prev)
+	inc.allowed = allowed
 	err := c.eng.submit(req, now)
 	switch {
 	case errors.Is(err, errNeverFits) && prev != nil:
@@ -1163,6 +1157,59 @@ func (c *controller) submit(g *groupState, shapes map[string][]*podState, now ti
 	g.inc, g.neverFits = inc, false
 	c.jobs[inc.job] = g
 	c.stats.Submits++
+}
+
+// updateAllowed gives waiting gang g.inc, whose pods are the ones
+// submitted and whose allowed sets changed (allowedChanged), its new sets
+// (allowedFor, with the sets submitted as prev) in the engine: it keeps
+// its job, its submit time and what the engine planned for it where the
+// new sets allow it (a hold, its GPUs held on nodes still allowed and
+// its budget running on; a reservation). It reports whether it did;
+// when not (the new sets leave no room for the gang; the engine started
+// the job, or does not know it), nothing changed, and the caller
+// withdraws the gang and submits it again as before Engine.Update.
+func (c *controller) updateAllowed(g *groupState, now time.Time) bool {
+	inc := g.inc
+	shapes := make(map[string][]*podState, len(inc.shapes))
+	for s, uids := range inc.shapes {
+		for _, uid := range uids {
+			shapes[s] = append(shapes[s], inc.pods[uid])
+		}
+	}
+	req, allowed := c.request(g, inc.job, shapes, now, inc.allowed)
+	err := c.eng.updateAllowed(req, now)
+	switch {
+	case err == nil:
+		inc.allowed = allowed
+		return true
+	case errors.Is(err, errNeverFits), errors.Is(err, backfill.ErrTransition), errors.Is(err, backfill.ErrUnknownJob):
+	default:
+		// A field other than the sets differs, or the new spec is bad:
+		// the plugin's mistake, logged; submitted again as before.
+		c.err = err.Error()
+	}
+	return false
+}
+
+// request builds the gang of job (group g's pending pods of shapes), one
+// member per shape in name order, with the allowed nodes of allowedFor
+// (prev as there), which it also returns by shape.
+func (c *controller) request(g *groupState, job string, shapes map[string][]*podState, now time.Time, prev map[string][]string) (gangRequest, map[string][]string) {
+	req := gangRequest{ID: job, Account: g.ns, Submit: g.submit}
+	allowed := make(map[string][]string, len(shapes))
+	names := make([]string, 0, len(shapes))
+	for s := range shapes {
+		names = append(names, s)
+	}
+	sort.Strings(names)
+	for _, s := range names {
+		pods := shapes[s]
+		a := c.allowedFor(g, s, prev, now)
+		allowed[s] = a
+		req.Members = append(req.Members, memberRequest{Name: s, Pods: len(pods),
+			GPUsPerPod: pods[0].gpus, Allowed: nonNil(a)})
+	}
+	return req, allowed
 }
 
 func nonNil(s []string) []string {

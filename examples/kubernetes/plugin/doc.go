@@ -212,30 +212,27 @@
 //     then only the shapes that node could serve (it is in the cluster
 //     model and has at least the shape's GPUs per pod; a shape of no GPUs
 //     takes any node) are measured again. Until that measurement counts,
-//     a gang waiting in the engine that the engine has no plan for (no
-//     hold, whether or not it holds GPUs yet, and no reservation: a gang
-//     that has waited less than hold mode's MinWait, or one waiting for
-//     another gang's hold) has the changed node taken out of the allowed
-//     node sets of those shapes at once, so that GPUs freed elsewhere
-//     meanwhile do not let the engine admit it there, where the Filter
-//     plugins may reject it now: its sets only shrink until then, and the
-//     measurement puts the node back if it still passes. The engine has
-//     no call that changes a waiting job's allowed nodes: the gang is
-//     withdrawn and submitted again (its submit time kept, which is all
-//     the engine had of it), and its pods show the engine's reason; a
-//     gang that the shrunk sets leave no room for is out of the engine
-//     until the measurement lands, its pods showing that it is being
-//     measured. A gang the engine holds GPUs for, or has reserved, keeps
-//     its submitted sets until the measurement lands: submitting it again
-//     would drop its hold (the held GPUs back to other jobs, its budget
-//     afresh) or its reservation, and a node that changes every few
-//     seconds would keep it from ever collecting its GPUs. The price is
-//     that the engine may admit it on the changed node meanwhile; if the
-//     Filter plugins reject its pod there, the gang is torn down and
-//     placed again. An admitted gang keeps its nodes. A scout whose
-//     scheduling cycle
-//     began before the plugin's node informer reported such a change
-//     measured on a snapshot without it: its measurement does not count,
+//     a gang waiting in the engine has the changed node taken out of the
+//     allowed node sets of those shapes at once, so that GPUs freed
+//     elsewhere meanwhile do not let the engine admit it there, where the
+//     Filter plugins may reject it now: its sets only shrink until then,
+//     and the measurement puts the node back if it still passes. A
+//     measurement with another result (a node rejected now, or one
+//     accepted again) changes the sets too. The plugin changes a waiting
+//     gang's sets in place (Engine.Update): the gang keeps its job, its
+//     submit time and what the engine planned for it where the new sets
+//     allow it (a hold whose target they leave out moves to another,
+//     keeping its start and the GPU-seconds spent, and lets go of the
+//     GPUs it held off its new target), so a node that changes every few
+//     seconds does not keep a held gang from collecting its GPUs, and its
+//     pods show the engine's reason. A gang that the shrunk sets leave no
+//     room for, or whose job the engine no longer has waiting, is
+//     withdrawn and submitted again instead (its submit time kept): the
+//     former is out of the engine until the measurement lands, its pods
+//     showing that it is being measured. An admitted gang keeps its
+//     nodes. A scout whose scheduling cycle began before the plugin's
+//     node informer reported such a change measured on a snapshot
+//     without it: its measurement does not count,
 //     however late it lands, and the shape is measured again, so no gang
 //     is submitted with a node its Filter plugins reject since the change.
 //     The scheduler's snapshot may lag the plugin's node informer (each

@@ -17,11 +17,11 @@ import (
 // admit the gang onto n001, which the Filter plugins may now reject (the
 // pod fails its Filter there and the gang is torn down, measured again
 // and placed again). A node whose filter fields change leaves the allowed
-// sets of the waiting gangs whose shapes it serves at once (the gang is
-// submitted again without it); the measurement puts it back if it still
-// passes. That is for a gang the engine has no plan for (its pods are
-// young: hold mode's MinWait has not passed); a held one keeps its sets
-// (TestHeldGangKeepsChangedNode).
+// sets of the waiting gangs whose shapes it serves at once (the gang's
+// sets are changed in the engine, Engine.Update: it keeps its job); the
+// measurement puts it back if it still passes. Here the gang is one the
+// engine has no plan for (its pods are young: hold mode's MinWait has not
+// passed); a held one: TestHeldGangLeavesChangedNode.
 func TestWaitingGangLeavesChangedNode(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -54,7 +54,7 @@ func TestWaitingGangLeavesChangedNode(t *testing.T) {
 			before := slices.Clone(g.inc.allowed[shape])
 			job := g.inc.job
 			h.c.mu.Unlock()
-			if st, _ := h.c.eng.eng.Job(job); h.c.eng.planned(job) {
+			if st, _ := h.c.eng.eng.Job(job); hasPlan(h, job) {
 				t.Fatalf("the engine has a plan for the young gang: %s %s", st.State, st.Reason)
 			}
 			if want := []string{"n000", "n001", "n002", "n003"}; !slices.Equal(before, want) {
@@ -73,12 +73,17 @@ func TestWaitingGangLeavesChangedNode(t *testing.T) {
 			}
 			h.c.mu.Lock()
 			var submitted []string
+			var jobAfter string
 			admitted := g.inc != nil && g.inc.admitted
 			if g.inc != nil {
 				submitted = slices.Clone(g.inc.allowed[shape])
+				jobAfter = g.inc.job
 			}
 			reason := g.reason
 			h.c.mu.Unlock()
+			if jobAfter != job {
+				t.Fatalf("the waiting gang %s is job %q after n001 changed: its sets were not changed in place (%s)", job, jobAfter, reason)
+			}
 			for _, p := range pods {
 				if s := admittedOn(h, p); s == "n001" {
 					t.Fatalf("pod %s admitted on n001 before the shape was measured again after n001 changed (%s)", p.Name, tc.name)
@@ -226,7 +231,7 @@ func TestWaitingGangShrunkBelowItsSize(t *testing.T) {
 			if !waiting {
 				t.Fatalf("the gang of four does not wait in the engine: %s", g.reason)
 			}
-			if st, _ := h.c.eng.eng.Job(job); h.c.eng.planned(job) {
+			if st, _ := h.c.eng.eng.Job(job); hasPlan(h, job) {
 				t.Fatalf("the engine has a plan for the young gang of four: %s %s", st.State, st.Reason)
 			}
 			changed := nodes[1].DeepCopy()
