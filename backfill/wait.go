@@ -819,6 +819,29 @@ func (c *cycle) classify(spec *gang.Spec, failed gang.Admission, w *Waiting) {
 	}
 }
 
+// blameEntry is reblame's answer for the jobs of a shape on the scratch
+// contents of gen (cycle.gen; gens start at 1, so that the zero entry
+// matches none).
+type blameEntry struct {
+	shape, gen uint64
+	r          *reservation
+	h          *hold
+	cl         *claim
+	placed     bool
+}
+
+// blameBits is the log2 of blameCap, the size of reblame's table.
+const (
+	blameBits = 6
+	blameCap  = 1 << blameBits
+)
+
+// blameHome is the entry of reblame's table for a shape on the scratch
+// contents of gen: the top bits of a multiplicative hash of both.
+func blameHome(shape, gen uint64) int {
+	return int((shape*0x9e3779b97f4a7c15 ^ gen*0xc2b2ae3d27d4eb4f) >> (64 - blameBits))
+}
+
 // freeBlocker returns the reservation (of the scratch state's,
 // blockedRes), else the hold (but ownHold), else the claim whose GPUs
 // spec's placement without them (placeFree) takes, or all nil when spec
@@ -863,9 +886,30 @@ func (c *cycle) freeBlocker(spec *gang.Spec) (r *reservation, h *hold, cl *claim
 // tests it). Unlike classify, it marks no hold as refused and no
 // reservation or hold as blamed: the walk is over. The scratch state
 // must be j's (prepareScratch).
+//
+// A simple job's answer (jobRec.simple: its shape is its whole request)
+// depends on its shape and the scratch contents alone (the free state is
+// that state and its blocks): it is kept in a small table (cycle.blames)
+// for the next job of the shape on the same contents (a queue of shared
+// shapes tells many such jobs).
 func (c *cycle) reblame(j *jobRec, w *Waiting) {
 	spec, _ := c.specFor(j)
-	r, h, cl, placed := c.freeBlocker(spec)
+	var (
+		r      *reservation
+		h      *hold
+		cl     *claim
+		placed bool
+	)
+	if !c.naive && j.simple && j.tight == nil && j.resv == nil && c.ownHold == nil {
+		m := &c.blames[blameHome(j.shapeID, c.gen)]
+		if m.shape != j.shapeID || m.gen != c.gen {
+			r, h, cl, placed = c.freeBlocker(spec)
+			*m = blameEntry{shape: j.shapeID, gen: c.gen, r: r, h: h, cl: cl, placed: placed}
+		}
+		r, h, cl, placed = m.r, m.h, m.cl, m.placed
+	} else {
+		r, h, cl, placed = c.freeBlocker(spec)
+	}
 	switch {
 	case r != nil:
 		w.Code, w.Blocker, w.Until = WaitReservation, r.job.job.ID, r.start
