@@ -366,6 +366,9 @@ type cycle struct {
 	// walkKeys is the kept ranking's keys the walk marked (quietWalk),
 	// or nil: recountWaits clears the marks of a reason it changes.
 	walkKeys []keptKey
+	// blames is reblame's table of answers by shape and scratch
+	// contents (blameEntry).
+	blames [blameCap]blameEntry
 	// alone is set by classify when the failing member failed by itself
 	// on the scratch state (first in an order the gang was tried in, or
 	// the gang's one member): its reason's counts are that state's.

@@ -19,17 +19,34 @@ import (
 // it, and with OnlyChangedWaits that cycle lists nothing. Before
 // recountWaits read these reasons anew (stop 69), the first cycle kept
 // the test's count (8), and the second told 6 and listed the job again,
-// its message unchanged.
+// its message unchanged. When low takes 3 GPUs, j no longer fits even on
+// the reserved or held GPUs: it waits for resources (under the
+// reservation, told the one slot is taken), as the second cycle and an
+// engine restored from the first cycle's snapshot tell. Before
+// recountWaits told it so (stop 70), the first cycle kept the blocked
+// code with the new count, and the second listed j again.
 func TestRecountBlockedReason(t *testing.T) {
-	const want = "needs 10 free GPUs; the cluster has 6 (3 nodes left out: 3 short of free GPUs)"
+	const (
+		six  = "needs 10 free GPUs; the cluster has 6 (3 nodes left out: 3 short of free GPUs)"
+		five = "needs 10 free GPUs; the cluster has 5 (3 nodes left out: 3 short of free GPUs)"
+	)
 	for _, blocked := range []struct {
 		name string
 		code WaitCode
 		by   string // the job whose GPUs j would fit on
+		low  int    // the GPUs low takes of node 3's 8 free
+		want string // j's reason
+		// refused: j no longer fits even on by's GPUs (WaitResources,
+		// with noSlot's code).
+		refused bool
+		noSlot  NoSlotCode
 	}{
-		{"reservation", WaitReservation, "r"},
-		{"hold", WaitHold, "h"},
+		{"reservation", WaitReservation, "r", 2, six, false, 0},
+		{"hold", WaitHold, "h", 2, six, false, 0},
+		{"reservation/low takes 3", WaitReservation, "r", 3, five, true, SlotsTaken},
+		{"hold/low takes 3", WaitHold, "h", 3, five, true, 0},
 	} {
+		want := blocked.want
 		for _, changes := range []bool{false, true} { // Config.OnlyChangedWaits
 			t.Run(fmt.Sprintf("%s/changes=%v", blocked.name, changes), func(t *testing.T) {
 				c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8})
@@ -94,18 +111,34 @@ func TestRecountBlockedReason(t *testing.T) {
 				// 2's reserved or held GPUs; low, ranked below j, starts
 				// on node 3.
 				submit(job("j", now.Add(time.Second), 3*time.Hour, placement.TotalGPUs(10)),
-					job("low", now.Add(2*time.Second), 3*time.Hour, placement.NodesOf(1, 2)))
+					job("low", now.Add(2*time.Second), 3*time.Hour, placement.NodesOf(1, blocked.low)))
 				now = now.Add(time.Minute)
 				first := scheduleStarted(t, e, now)
 				if len(first.Starts) != 1 || first.Starts[0].Job != "low" {
 					t.Fatalf("want low started:\n%s", first.Describe(c, epoch))
 				}
+				code, by := blocked.code, blocked.by
+				if blocked.refused {
+					code, by = WaitResources, ""
+				}
 				w := waitingOf(first, "j")
-				if w == nil || w.Code != blocked.code || w.Blocker != blocked.by {
-					t.Fatalf("want j waiting with code %v for %s:\n%s", blocked.code, blocked.by, first.Describe(c, epoch))
+				if w == nil || w.Code != code || w.Blocker != by || w.NoSlot != blocked.noSlot {
+					t.Fatalf("want j waiting with code %v for %q (no slot: %v):\n%s", code, by, blocked.noSlot, first.Describe(c, epoch))
 				}
 				if got := w.Reason.String(); got != want {
 					t.Errorf("first cycle gave j the reason:\n%s\nwant:\n%s", got, want)
+				}
+				// An engine restored from the snapshot, listing every
+				// reason, tells j the same.
+				fresh := cfg
+				fresh.OnlyChangedWaits = false
+				f, err := Restore(c, fresh, e.Snapshot())
+				if err != nil {
+					t.Fatal(err)
+				}
+				fp := scheduleStarted(t, f, now)
+				if fw := waitingOf(fp, "j"); len(fp.Starts) != 0 || fw == nil || *fw != *w {
+					t.Errorf("first cycle told j %+v; the restored engine %+v:\n%s", *w, fw, fp.Describe(c, epoch))
 				}
 				second := scheduleStarted(t, e, now)
 				if len(second.Starts) != 0 {
@@ -117,7 +150,7 @@ func TestRecountBlockedReason(t *testing.T) {
 					}
 					return
 				}
-				if w := waitingOf(second, "j"); w == nil || w.Code != blocked.code || w.Reason.String() != want {
+				if w := waitingOf(second, "j"); w == nil || w.Code != code || w.Reason.String() != want || w.NoSlot != blocked.noSlot {
 					t.Errorf("second cycle told j other words: %+v, want the reason:\n%s", w, want)
 				}
 			})

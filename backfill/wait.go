@@ -804,36 +804,125 @@ func (c *cycle) classify(spec *gang.Spec, failed gang.Admission, w *Waiting) {
 	if len(spec.Members) > 1 {
 		w.Code = WaitGang
 	}
+	switch r, h, cl, _ := c.freeBlocker(spec); {
+	case r != nil:
+		w.Code, w.Blocker, w.Until = WaitReservation, r.job.job.ID, r.start
+		if e.cfg.Hold.Enabled {
+			c.resvBlamed = true // (startOnBlamed)
+		}
+	case h != nil:
+		w.Code, w.Blocker, w.Until = WaitHold, h.job.job.ID, h.since
+		h.refused = true
+		c.holdBlamed = true // (startOnBlamed)
+	case cl != nil:
+		w.Code, w.Blocker, w.Until = WaitClaimed, cl.job.job.ID, cl.since
+	}
+}
+
+// blameEntry is reblame's answer for the jobs of a shape on the scratch
+// contents of gen (cycle.gen; gens start at 1, so that the zero entry
+// matches none).
+type blameEntry struct {
+	shape, gen uint64
+	r          *reservation
+	h          *hold
+	cl         *claim
+	placed     bool
+}
+
+// blameBits is the log2 of blameCap, the size of reblame's table.
+const (
+	blameBits = 6
+	blameCap  = 1 << blameBits
+)
+
+// blameHome is the entry of reblame's table for a shape on the scratch
+// contents of gen: the top bits of a multiplicative hash of both.
+func blameHome(shape, gen uint64) int {
+	return int((shape*0x9e3779b97f4a7c15 ^ gen*0xc2b2ae3d27d4eb4f) >> (64 - blameBits))
+}
+
+// freeBlocker returns the reservation (of the scratch state's,
+// blockedRes), else the hold (but ownHold), else the claim whose GPUs
+// spec's placement without them (placeFree) takes, or all nil when spec
+// fits nowhere without them either, or fits without taking theirs
+// (placed says which).
+func (c *cycle) freeBlocker(spec *gang.Spec) (r *reservation, h *hold, cl *claim, placed bool) {
+	e := c.e
 	if len(c.blockedRes) == 0 && len(e.book.holds) == 0 && len(e.book.claims) == 0 {
-		return
+		return nil, nil, nil, false
 	}
 	// Would it fit without the reservations and holds of others?
 	if !c.placeFree(spec) {
-		return
+		return nil, nil, nil, false
 	}
 	defer c.clearFree()
 	for _, r := range c.blockedRes {
 		if c.hitsFree(&r.alloc) {
-			w.Code, w.Blocker, w.Until = WaitReservation, r.job.job.ID, r.start
-			if e.cfg.Hold.Enabled {
-				c.resvBlamed = true // (startOnBlamed)
-			}
-			return
+			return r, nil, nil, true
 		}
 	}
 	for _, h := range e.book.holds {
 		if h != c.ownHold && c.hitsFree(&h.target) {
-			w.Code, w.Blocker, w.Until = WaitHold, h.job.job.ID, h.since
-			h.refused = true
-			c.holdBlamed = true // (startOnBlamed)
-			return
+			return nil, h, nil, true
 		}
 	}
 	for _, cl := range e.book.claims {
 		if c.hitsFree(&cl.alloc) {
-			w.Code, w.Blocker, w.Until = WaitClaimed, cl.job.job.ID, cl.since
-			return
+			return nil, nil, cl, true
 		}
+	}
+	return nil, nil, nil, true
+}
+
+// reblame tells job j, told at its test that it would fit but for the
+// GPUs of another's reservation, hold or claim (w, its placement reason
+// recounted on the state the plan leaves: recountWaits), what classify
+// tells it on that state: the blocker whose GPUs its placement without
+// them takes, or, when starts later in the walk left it no such
+// placement, that it waits for resources (WaitResources, WaitGang), and
+// why it holds no reservation (noSlot), as a repeat of the cycle tells.
+// One that now fits without taking theirs keeps its code (the next cycle
+// tests it). Unlike classify, it marks no hold as refused and no
+// reservation or hold as blamed: the walk is over. The scratch state
+// must be j's (prepareScratch).
+//
+// A simple job's answer (jobRec.simple: its shape is its whole request)
+// depends on its shape and the scratch contents alone (the free state is
+// that state and its blocks): it is kept in a small table (cycle.blames)
+// for the next job of the shape on the same contents (a queue of shared
+// shapes tells many such jobs).
+func (c *cycle) reblame(j *jobRec, w *Waiting) {
+	spec, _ := c.specFor(j)
+	var (
+		r      *reservation
+		h      *hold
+		cl     *claim
+		placed bool
+	)
+	if !c.naive && j.simple && j.tight == nil && j.resv == nil && c.ownHold == nil {
+		m := &c.blames[blameHome(j.shapeID, c.gen)]
+		if m.shape != j.shapeID || m.gen != c.gen {
+			r, h, cl, placed = c.freeBlocker(spec)
+			*m = blameEntry{shape: j.shapeID, gen: c.gen, r: r, h: h, cl: cl, placed: placed}
+		}
+		r, h, cl, placed = m.r, m.h, m.cl, m.placed
+	} else {
+		r, h, cl, placed = c.freeBlocker(spec)
+	}
+	switch {
+	case r != nil:
+		w.Code, w.Blocker, w.Until = WaitReservation, r.job.job.ID, r.start
+	case h != nil:
+		w.Code, w.Blocker, w.Until = WaitHold, h.job.job.ID, h.since
+	case cl != nil:
+		w.Code, w.Blocker, w.Until = WaitClaimed, cl.job.job.ID, cl.since
+	case !placed:
+		w.Code, w.Blocker, w.Until = WaitResources, "", time.Time{}
+		if len(spec.Members) > 1 {
+			w.Code = WaitGang
+		}
+		w.NoSlot = c.noSlot(j)
 	}
 }
 
@@ -888,7 +977,11 @@ func (c *cycle) noteWorld(rank int) {
 // it may fail first on that state, as a repeat of the cycle tells, so
 // the gang is tried anew there (gang.Admitter.Check, the state left as
 // it is) and told the member and reason that fails, or, when it fits,
-// the reason of its test. A quota reason
+// the reason of its test. A job so recounted that was told it would fit
+// but for another's reservation, hold or claim is told what classify
+// tells on that state (reblame): the blocker its placement without them
+// takes now, or, when starts later in the walk left it none, that it
+// waits for resources. A quota reason
 // the gate gave at the job's full size for a limit or the weighted
 // share (jobRec.quotaAt, quotaShare) is told on the queues' use the plan
 // leaves where the same queue still refuses it. A job refused a slot
@@ -993,7 +1086,13 @@ func (c *cycle) recountWaits(order []*jobRec) {
 				w.Reason = was.Reason // (the next cycle tests it)
 			}
 		}
-		if w.Member == was.Member && w.Reason == was.Reason && w.Detail == was.Detail && w.NoSlot == was.NoSlot {
+		if count && was.Code != WaitResources && was.Code != WaitGang {
+			// Starts later in the walk may have left it no placement
+			// without the blocker's GPUs, or one that takes another's.
+			c.reblame(j, &w)
+		}
+		if w.Code == was.Code && w.Blocker == was.Blocker && w.Until.Equal(was.Until) &&
+			w.Member == was.Member && w.Reason == was.Reason && w.Detail == was.Detail && w.NoSlot == was.NoSlot {
 			continue
 		}
 		var id uint64
@@ -1006,6 +1105,7 @@ func (c *cycle) recountWaits(order []*jobRec) {
 			at--
 			c.plan.Unchanged++
 		case listed:
+			ws[at-1].Code, ws[at-1].Blocker, ws[at-1].Until = w.Code, w.Blocker, w.Until
 			ws[at-1].Member, ws[at-1].Reason, ws[at-1].Detail, ws[at-1].NoSlot = w.Member, w.Reason, w.Detail, w.NoSlot
 		case changes:
 			w.Priority = c.priority(rank, j)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -414,4 +415,174 @@ func scheduleChurnOn(b *testing.B, w *workload, pending int, at90 bool) {
 	b.ReportMetric(float64(starts)/float64(b.N), "starts")
 	b.ReportMetric(float64(listed)/float64(b.N), "listed")
 	b.ReportMetric(float64(len(plan.Reservations)), "reservations")
+}
+
+// BenchmarkScheduleGangRecount times a repeated cycle listing only
+// changed reasons (Config.OnlyChangedWaits) whose queue holds
+// multi-member gangs that wait, under the default policy
+// (backfill.DefaultConfig: reservation depth 4): the cost of telling them
+// on the state the plan leaves (recountWaits) where a job ranked below
+// them started later in the walk. Every node runs a job on half its
+// GPUs, so that no node has a whole node's GPUs free; each gang (2 or 3
+// members of mixed shapes, submitted up to an hour before the others)
+// has a member a of 5 to 9 half nodes, placed first (the largest), that
+// fits, a member b of 1 or 2 whole nodes that does not, after a or
+// alone (gang.Admitter tries it first in a later order), and half of
+// them a member c of 1 or 2 nodes of 1 to half a node's GPUs: its
+// reason's counts are those of a later order than its first, and the
+// recount tries the gang anew on the state the plan leaves
+// (gang.Admitter.Check). The 4 gangs ranked first hold reservations (the
+// default depth) and are not recounted. Before each cycle (untimed) the
+// oldest low job finishes and a new one (a half node, the newest: ranked
+// last) arrives, which the timed cycle starts after every gang's test.
+// recounted is the mean number of gangs per cycle told such a reason,
+// ranked above that start (the ones the recount tries anew); listed the
+// reasons the plan lists; starts the starts.
+//
+//	go test -run '^$' -bench 'BenchmarkScheduleGangRecount' -benchtime 20x -benchmem ./benchmarks
+func BenchmarkScheduleGangRecount(b *testing.B) {
+	for _, inv := range inventories() {
+		for _, gangs := range map[string][]int{"2k": {100, 1000}, "100k": {1000, 10000}}[inv.name] {
+			b.Run(fmt.Sprintf("inv=%s/gangs=%d", inv.name, gangs), func(b *testing.B) { scheduleGangRecount(b, inv.c, gangs) })
+		}
+	}
+}
+
+// gangRecountEngine returns the engine of BenchmarkScheduleGangRecount
+// on c, with gangs waiting gangs, and the time of its next cycle.
+func gangRecountEngine(b *testing.B, c *topology.Cluster, gangs int) (*backfill.Engine, time.Time) {
+	cfg := backfill.DefaultConfig()
+	cfg.OnlyChangedWaits = true
+	tree, err := fairshare.NewTree(cfg.FairShare)
+	if err != nil {
+		b.Fatal(err)
+	}
+	accounts := []string{"acct0", "acct1", "acct2", "acct3"}
+	for _, a := range accounts {
+		_ = tree.AddAccount(fairshare.RootName, a, 1)
+	}
+	e, err := backfill.New(c, cfg, tree)
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	half := c.MaxNodeGPUs() / 2
+	one := func(req placement.Request) gang.Spec {
+		return gang.Spec{Members: []gang.Member{{Name: "m", Request: req}}}
+	}
+	// One job on half of every node's GPUs (packed jobs of half a node
+	// would fill some nodes and leave others whole).
+	j := backfill.Job{ID: "half", Account: accounts[0], Submit: now, TimeLimit: 24 * time.Hour, Gang: one(placement.NodesOf(c.NumNodes(), half))}
+	if err := e.Submit(j, now); err != nil {
+		b.Fatal(err)
+	}
+	plan := &backfill.Plan{}
+	if err := e.ScheduleInto(now, plan); err != nil {
+		b.Fatal(err)
+	}
+	for _, s := range plan.Starts {
+		if err := e.Started(s.Job, now); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if n := e.UsedGPUs(); n != c.NumNodes()*half {
+		b.Fatalf("%d GPUs busy, want half of every node's (%d)", n, c.NumNodes()*half)
+	}
+	r := rand.New(rand.NewPCG(13, 7))
+	for i := range gangs {
+		ms := []gang.Member{
+			{Name: "a", Request: placement.NodesOf(5+r.IntN(5), half)},
+			{Name: "b", Request: placement.NodesOf(1+r.IntN(2), c.MaxNodeGPUs())},
+		}
+		if r.IntN(2) == 0 {
+			ms = append(ms, gang.Member{Name: "c", Request: placement.NodesOf(1+r.IntN(2), 1+r.IntN(half))})
+		}
+		at := now.Add(time.Minute - time.Duration(r.IntN(3600))*time.Second)
+		j := backfill.Job{ID: fmt.Sprintf("gang%05d", i), Account: accounts[r.IntN(len(accounts))], Submit: at,
+			TimeLimit: time.Duration(1+r.IntN(8)) * time.Hour, Gang: gang.Spec{Members: ms}}
+		if err := e.Submit(j, now.Add(time.Minute)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return e, now.Add(2 * time.Hour)
+}
+
+// scheduleGangRecount times BenchmarkScheduleGangRecount's cycles.
+func scheduleGangRecount(b *testing.B, c *topology.Cluster, gangs int) {
+	e, now := gangRecountEngine(b, c, gangs)
+	plan := warmPlan(gangs + 1)
+	var low []string // running, oldest first
+	n := 0
+	step := func() {
+		now = now.Add(time.Minute)
+		if len(low) > 0 {
+			if err := e.Finished(low[0], now); err != nil {
+				b.Fatal(err)
+			}
+			low = low[1:]
+		}
+		n++
+		j := backfill.Job{ID: fmt.Sprintf("low%07d", n), Account: "acct0", Submit: now, TimeLimit: time.Hour,
+			Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: placement.NodesOf(1, c.MaxNodeGPUs()/2)}}}}
+		if err := e.Submit(j, now); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cycle := func() {
+		if err := e.ScheduleInto(now, plan); err != nil {
+			b.Fatal(err)
+		}
+	}
+	confirm := func() {
+		for _, s := range plan.Starts {
+			if err := e.Started(s.Job, now); err != nil {
+				b.Fatal(err)
+			}
+			low = append(low, s.Job)
+		}
+	}
+	for range 3 { // settle: every gang has been told its reason once
+		step()
+		cycle()
+		confirm()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	starts, listed, recounted := 0, 0, 0
+	for range b.N {
+		b.StopTimer()
+		step()
+		b.StartTimer()
+		cycle()
+		b.StopTimer()
+		if len(plan.Starts) != 1 || !strings.HasPrefix(plan.Starts[0].Job, "low") {
+			b.Fatalf("want the low job started alone, after the gangs' tests; started %d (%v)", len(plan.Starts), plan.Starts)
+		}
+		starts += len(plan.Starts)
+		listed += len(plan.Waiting)
+		recounted += recountedGangs(e)
+		confirm()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(starts)/float64(b.N), "starts")
+	b.ReportMetric(float64(listed)/float64(b.N), "listed")
+	b.ReportMetric(float64(recounted)/float64(b.N), "recounted")
+}
+
+// recountedGangs counts the waiting gangs of BenchmarkScheduleGangRecount
+// told that member b (tried after the larger member a in the gang's first
+// order: gang.Admitter places the largest GPU count first) does not fit
+// for want of free GPUs (a count of the state, "needs ...; the cluster
+// has ..."): b failed by itself only in a later order, so that the
+// recount tries the gang anew. Every gang was submitted before the
+// cycle's low job and ranks above it.
+func recountedGangs(e *backfill.Engine) int {
+	n := 0
+	for _, s := range e.Jobs() {
+		if s.State == backfill.StatePending && s.Code == backfill.WaitGang && strings.HasPrefix(s.ID, "gang") &&
+			strings.Contains(s.Reason, "member b: ") && strings.Contains(s.Reason, "; the cluster has ") {
+			n++
+		}
+	}
+	return n
 }
