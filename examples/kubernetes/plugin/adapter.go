@@ -126,6 +126,35 @@ func topologyOptions(a *Args) (kube.Options, error) {
 	return o, o.Validate()
 }
 
+// modelLabels returns the node label keys that the cluster model reads for
+// the args' preset: kube.Load (loadNodes, for buildCluster and nodeDefect)
+// reads a node's value of each level key, telling a missing label from an
+// empty one (either leaves the node out), and of each NodeSelector key
+// (the presets set none). A trailing kube.LabelHostname in Args.Levels
+// names the node itself and adds no level: kube.Load reads no label for
+// it, so it is not returned. The loader reads no other label; of the rest
+// of a node it reads the name, the GPU resource's capacity and
+// allocatable count, and the readiness and cordon, which loadCopy sets
+// (the controller applies those itself: setNode). nodeGeneration keys a
+// node's rebuilds on these labels. It returns nil for args that do not
+// validate (no engine starts on them).
+func modelLabels(a *Args) []string {
+	opts, err := topologyOptions(a)
+	if err != nil {
+		return nil
+	}
+	keys := slices.Clone(opts.Levels)
+	if n := len(keys); n > 0 && keys[n-1] == kube.LabelHostname {
+		keys = keys[:n-1]
+	}
+	for _, k := range slices.Sorted(maps.Keys(opts.NodeSelector)) {
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
 // newEngineAdapter builds the cluster from nodes (through the topology/kube
 // preset in opts) and an empty engine on it.
 func newEngineAdapter(nodes []*v1.Node, args *Args, now time.Time) (*engineAdapter, error) {
@@ -167,7 +196,9 @@ func newEngineAdapter(nodes []*v1.Node, args *Args, now time.Time) (*engineAdapt
 // nodes kube.Load reports Down for their GPUs (allocatable missing or zero,
 // capacity not): the nodes are loaded as Ready and uncordoned, since the
 // controller applies readiness and cordons itself (setNode) and a node's
-// copy here is only as recent as its last GPU or label change.
+// copy here is only as recent as its last change of what the model reads
+// (nodeGeneration: its GPU counts and the labels of modelLabels; a change
+// of another label costs no rebuild, and the copy keeps the former value).
 func (a *engineAdapter) buildCluster() (*topology.Cluster, map[string]bool, error) {
 	names := make([]string, 0, len(a.nodes))
 	for n := range a.nodes {

@@ -27,8 +27,11 @@ type controller struct {
 	podKey  map[string]string      // pod UID -> group key
 	bound   map[string]boundPod    // every bound, live GPU pod by UID
 	nodes   map[string]*v1.Node
-	nodeGen map[string]string // node -> labels and GPUs, to spot changes
-	leftOut map[string]string // nodes left out of the cluster model -> why
+	nodeGen map[string]string // node -> nodeGeneration, to spot changes
+	// modelLabels is the node label keys the cluster model reads
+	// (modelLabels of args): only their changes rebuild it.
+	modelLabels []string
+	leftOut     map[string]string // nodes left out of the cluster model -> why
 	// unwarned is the nodes of leftOut whose Warning event is held back:
 	// only a replica that schedules (active) records events, as the
 	// leader; a standby's are recorded once it schedules.
@@ -125,7 +128,7 @@ type Stats struct {
 }
 
 func newController(args Args, profile string, acts actor, status *statusWriter) *controller {
-	return &controller{args: args, profile: profile, groups: map[string]*groupState{},
+	return &controller{args: args, modelLabels: modelLabels(&args), profile: profile, groups: map[string]*groupState{},
 		jobs: map[string]*groupState{}, podKey: map[string]string{}, bound: map[string]boundPod{},
 		nodes: map[string]*v1.Node{}, nodeGen: map[string]string{}, leftOut: map[string]string{}, unwarned: map[string]bool{}, shrunk: map[string]bool{}, deleted: map[string]bool{}, staleNodes: map[string]time.Time{},
 		minPG: map[string]int{}, partial: map[string]partialGroup{}, notAdopted: map[string]adoptNote{}, dead: map[string]deadGroup{}, podsGone: map[string]bool{}, wake: make(chan struct{}, 1), now: time.Now, status: status, acts: acts}
@@ -440,7 +443,7 @@ func (c *controller) onNode(obj any, deleted bool) {
 	old := c.nodes[n.Name]
 	changed := old == nil || deleted != c.deleted[n.Name] || nodeReady(old) != nodeReady(n) ||
 		old.Spec.Unschedulable != n.Spec.Unschedulable ||
-		nodeGeneration(old, c.args.GPUResource) != nodeGeneration(n, c.args.GPUResource)
+		nodeGeneration(old, c.modelLabels, c.args.GPUResource) != nodeGeneration(n, c.modelLabels, c.args.GPUResource)
 	if old == nil || (c.deleted[n.Name] && !deleted) || filterFieldsDiffer(old, n) {
 		// What the other Filter plugins answer may have changed (a node
 		// that joins, or is re-created under the name of a deleted one

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -183,7 +184,7 @@ func (c *controller) start(logger klog.Logger, now time.Time, acts *actions) boo
 		if c.deleted[name] || !hasGPUs(n, c.args.GPUResource) {
 			continue
 		}
-		c.nodeGen[name] = nodeGeneration(n, c.args.GPUResource)
+		c.nodeGen[name] = nodeGeneration(n, c.modelLabels, c.args.GPUResource)
 		if _, err := nodeDefect(&c.args, n); err != nil {
 			c.leaveOut(logger, n, err, acts)
 			leftOut++
@@ -320,29 +321,41 @@ func latest(a, b time.Time) time.Time {
 }
 
 // nodeGeneration summarises what of a node shapes the cluster model: its
-// labels and its GPU capacity and allocatable count (kube.Load counts the
-// allocatable GPUs, and reports a node with none allocatable Down).
-func nodeGeneration(n *v1.Node, resource string) string {
-	keys := make([]string, 0, len(n.Labels))
-	for k, v := range n.Labels {
-		keys = append(keys, k+"="+v)
-	}
-	sort.Strings(keys)
+// GPU capacity and allocatable count (kube.Load counts the allocatable
+// GPUs, and reports a node with none allocatable Down) and its values of
+// labels, the label keys the model reads (modelLabels), each quoted or "-"
+// when the node does not carry it (kube.Load tells a missing label from an
+// empty one). A change of another label (one a monitoring agent rewrites
+// every second) leaves it as it was: the model is not rebuilt for it,
+// though the node is measured again for the other Filter plugins
+// (filterFieldsDiffer), which may read any label.
+func nodeGeneration(n *v1.Node, labels []string, resource string) string {
 	q := n.Status.Capacity[v1.ResourceName(resource)]
 	a, ok := n.Status.Allocatable[v1.ResourceName(resource)]
 	alloc := "-"
 	if ok {
 		alloc = a.String()
 	}
-	return q.String() + "/" + alloc + "|" + strings.Join(keys, ",")
+	var b strings.Builder
+	b.WriteString(q.String() + "/" + alloc)
+	for _, k := range labels {
+		b.WriteByte('|')
+		if v, ok := n.Labels[k]; ok {
+			b.WriteString(strconv.Quote(v))
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
 }
 
-// syncNodes adds new, relabelled or resized GPU nodes to the cluster and
-// applies readiness, cordons and GPU health; a node failure ends the gangs
-// on it. A node that cannot enter the cluster model (nodeDefect) is left
-// out with a warning (a node already in it keeps its former labels and
-// GPUs) and looked at again when it changes. A node that shrank below the
-// number of GPUs that pods hold on it (the engine would refuse the rebuilt
+// syncNodes adds new and resized GPU nodes, and those with new values of
+// the labels the model reads (nodeGeneration), to the cluster and applies
+// readiness, cordons and GPU health; a node failure ends the gangs on it.
+// A node that cannot enter the cluster model (nodeDefect) is left out
+// with a warning (a node already in it keeps its former labels and GPUs)
+// and looked at again when what the model reads of it changes. A node
+// that shrank below the number of GPUs that pods hold on it (the engine would refuse the rebuilt
 // cluster; addNodes packs what is held onto the lowest indices)
 // keeps its former GPUs, with a warning, without a rebuild: it is looked at
 // again in every cycle, and rebuilt once the GPUs held there fit. When the
@@ -365,7 +378,7 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions,
 		if c.deleted[name] || !hasGPUs(n, c.args.GPUResource) || (only != nil && !only[name]) {
 			continue
 		}
-		gen := nodeGeneration(n, c.args.GPUResource)
+		gen := nodeGeneration(n, c.modelLabels, c.args.GPUResource)
 		if gen == c.nodeGen[name] {
 			if c.shrunk[name] {
 				// Back to what the engine counts (its GPU healthy
@@ -377,7 +390,7 @@ func (c *controller) syncNodes(logger klog.Logger, now time.Time, acts *actions,
 		}
 		gpus, err := nodeDefect(&c.args, n)
 		if err != nil {
-			c.nodeGen[name] = gen // looked at again when the node changes
+			c.nodeGen[name] = gen // looked at again when what the model reads changes
 			c.leaveOut(logger, n, err, acts)
 			continue
 		}

@@ -307,12 +307,20 @@
 //
 // The engine's cluster is built from the GPU nodes' labels and allocatable
 // GPU counts through topology/kube, and rebuilt (Snapshot and Restore) when
-// a node is added or its labels, GPU capacity or allocatable count change.
+// a node is added or its GPU capacity or allocatable count changes, or the
+// value of a label the model reads: a level label of Args.Topology's preset
+// (or of Args.Levels, a trailing kubernetes.io/hostname excepted: it names
+// the node and adds no level), a label added, removed or emptied counting
+// as a change. A change of any other label (a monitoring agent's heartbeat
+// rewritten every second) costs no rebuild; it still has the waiting
+// gangs' pod shapes that the node could serve measured again (see
+// Extension points), since the other Filter plugins may read any label.
 // A node that cannot enter the cluster model on its own (a missing or empty
 // topology label, a bad GPU count) is left out, and a node already in it
 // keeps its former labels and GPUs; either way the plugin logs it and
 // records a Warning event (reason PhalanxNodeLeftOut) on the node, once per
-// reason (once the replica schedules: a standby records none), and looks at the node again when it changes. A node whose GPU
+// reason (once the replica schedules: a standby records none), and looks
+// at the node again when what the model reads of it changes. A node whose GPU
 // count drops below the GPUs that pods hold on it (the engine could not
 // move onto the rebuilt cluster) keeps its former count, with such a
 // warning, drained meanwhile (its kubelet has no GPU for a new pod; its
