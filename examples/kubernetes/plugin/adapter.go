@@ -691,9 +691,9 @@ func (a *engineAdapter) submit(g gangRequest, now time.Time) error {
 // reservation). A gang that the new sets leave no room for returns an
 // error wrapping errNeverFits, as submit does, and the job keeps its old
 // sets. A job that no longer waits (backfill.ErrTransition: it started)
-// or that the engine does not know (backfill.ErrUnknownJob) returns
-// those errors: nothing changed, and the caller withdraws the job and
-// submits it again.
+// or that the engine does not know (backfill.ErrUnknownJob) returns an
+// error wrapping errNotWaiting: nothing changed, and the caller
+// withdraws the job and submits it again.
 func (a *engineAdapter) updateAllowed(g gangRequest, now time.Time) error {
 	j, err := a.job(g)
 	if err != nil {
@@ -702,8 +702,16 @@ func (a *engineAdapter) updateAllowed(g gangRequest, now time.Time) error {
 	// The job's own submit time (submit may have moved g.Submit to the
 	// time it queued the gang).
 	j.Submit = time.Time{}
-	return neverFits(a.eng.Update(j, a.clock(now)))
+	err = a.eng.Update(j, a.clock(now))
+	if errors.Is(err, backfill.ErrTransition) || errors.Is(err, backfill.ErrUnknownJob) {
+		return fmt.Errorf("%w: %w", errNotWaiting, err)
+	}
+	return neverFits(err)
 }
+
+// errNotWaiting marks a job that the engine no longer has waiting (it
+// started, or ended), so that its sets cannot change in place.
+var errNotWaiting = errors.New("the job no longer waits in the engine")
 
 // job builds the engine's job of gang g, with g.Submit as its submit
 // time: one member per memberRequest, each pod on its own node of the

@@ -12,8 +12,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
-
-	"github.com/phalanx-sched/phalanx/backfill"
 )
 
 // actions is what a cycle asks for once the lock is released.
@@ -1195,7 +1193,7 @@ func (c *controller) updateAllowed(g *groupState, now time.Time) bool {
 	case err == nil:
 		inc.allowed = allowed
 		return true
-	case errors.Is(err, errNeverFits), errors.Is(err, backfill.ErrTransition), errors.Is(err, backfill.ErrUnknownJob):
+	case errors.Is(err, errNeverFits), errors.Is(err, errNotWaiting):
 	default:
 		// A field other than the sets differs, or the new spec is bad:
 		// the plugin's mistake, logged; submitted again as before.
