@@ -26,19 +26,32 @@ func keptHoldCluster(t testing.TB) *topology.Cluster {
 // and holds the 4 free GPUs of n3. It returns the engine after the cycle
 // at 10 minutes and g's hold then.
 func keptHoldScene(t *testing.T, c *topology.Cluster) (*Engine, HoldStatus) {
+	return heldGangScene(t, c, []runningJob{{3, 4, 0}, {4, 8, 0}, {0, 8, 5}, {1, 8, 5}, {5, 8, 5}, {2, 8, 6}}, 2, 7, 4, []int{3, 4})
+}
+
+// runningJob is a job without a limit on one node: its GPUs and the
+// minute it starts.
+type runningJob struct{ node, gpus, at int }
+
+// heldGangScene runs jobs in hold mode (MinGPUs 16), then submits g,
+// nodes whole nodes of 8 GPUs, at minute gAt; after the cycle at 10
+// minutes g's hold holds held GPUs on the nodes of target. It returns
+// the engine and the hold.
+func heldGangScene(t *testing.T, c *topology.Cluster, jobs []runningJob, nodes, gAt, held int, target []int) (*Engine, HoldStatus) {
+	t.Helper()
 	hc := &HoldConfig{Enabled: true, MinGPUs: 16, MaxShare: 1, Budget: 10 * time.Hour, Hysteresis: 20 * time.Minute, MaxHolds: 1}
 	e := updateEngine(t, c, hc)
-	for _, r := range []struct{ node, gpus, at int }{{3, 4, 0}, {4, 8, 0}, {0, 8, 5}, {1, 8, 5}, {5, 8, 5}, {2, 8, 6}} {
+	for _, r := range jobs {
 		require.NoError(t, e.Submit(Job{ID: "r" + string(rune('0'+r.node)), Account: "a", Gang: member(onNodes(c, placement.NodesOf(1, r.gpus), r.node))}, mins(r.at)))
 		require.Len(t, startAll(t, e, mins(r.at)).Starts, 1)
 	}
-	require.NoError(t, e.Submit(Job{ID: "g", Account: "a", Gang: member(placement.NodesOf(2, 8))}, mins(7)))
-	startAll(t, e, mins(7))
+	require.NoError(t, e.Submit(Job{ID: "g", Account: "a", Gang: member(placement.NodesOf(nodes, 8))}, mins(gAt)))
+	startAll(t, e, mins(gAt))
 	p := startAll(t, e, mins(10))
 	require.Len(t, p.Holds, 1, p.Describe(c, epoch))
 	h := p.Holds[0]
-	require.Equal(t, 4, h.GPUs, p.Describe(c, epoch))
-	require.Equal(t, []int{3, 4}, nodesOfPlacement(&e.book.holdOf(e.jobs.byID["g"]).target, c), p.Describe(c, epoch))
+	require.Equal(t, held, h.GPUs, p.Describe(c, epoch))
+	require.Equal(t, target, nodesOfPlacement(&e.book.holdOf(e.jobs.byID["g"]).target, c), p.Describe(c, epoch))
 	return e, h
 }
 
@@ -97,18 +110,7 @@ func TestUpdateHoldCountsKeptAtOnce(t *testing.T) {
 // any GPU kept).
 func TestUpdateHoldKeepsItsSpread(t *testing.T) {
 	c := keptHoldCluster(t)
-	hc := &HoldConfig{Enabled: true, MinGPUs: 16, MaxShare: 1, Budget: 10 * time.Hour, Hysteresis: 20 * time.Minute, MaxHolds: 1}
-	e := updateEngine(t, c, hc)
-	for _, r := range []struct{ node, gpus, at int }{{0, 4, 0}, {1, 4, 0}, {2, 8, 0}, {3, 8, 5}, {4, 8, 5}, {5, 8, 5}} {
-		require.NoError(t, e.Submit(Job{ID: "r" + string(rune('0'+r.node)), Account: "a", Gang: member(onNodes(c, placement.NodesOf(1, r.gpus), r.node))}, mins(r.at)))
-		require.Len(t, startAll(t, e, mins(r.at)).Starts, 1)
-	}
-	require.NoError(t, e.Submit(Job{ID: "g", Account: "a", Gang: member(placement.NodesOf(3, 8))}, mins(6)))
-	startAll(t, e, mins(6))
-	p := startAll(t, e, mins(10))
-	require.Len(t, p.Holds, 1, p.Describe(c, epoch))
-	require.Equal(t, 8, p.Holds[0].GPUs, p.Describe(c, epoch))
-	require.Equal(t, []int{0, 1, 2}, nodesOfPlacement(&e.book.holdOf(e.jobs.byID["g"]).target, c), p.Describe(c, epoch))
+	e, _ := heldGangScene(t, c, []runningJob{{0, 4, 0}, {1, 4, 0}, {2, 8, 0}, {3, 8, 5}, {4, 8, 5}, {5, 8, 5}}, 3, 6, 8, []int{0, 1, 2})
 	require.NoError(t, e.Update(withSets(t, e, "g", nil, nodeSet(c, 2)), mins(20)))
 	require.Equal(t, []int{3, 4, 5}, nodesOfPlacement(&e.book.holdOf(e.jobs.byID["g"]).target, c), "one leaf")
 	require.Equal(t, 0, heldInSnapshot(t, e, "g"))
