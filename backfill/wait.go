@@ -926,6 +926,16 @@ func (c *cycle) reblame(j *jobRec, w *Waiting) {
 	}
 }
 
+// openSlotTaken reports whether wait w, Resources or Gang, was told
+// while a slot was open to its job (NoSlot 0 where the config bounds the
+// reservations: no start could be planned); recountWaits tells it
+// SlotsTaken when jobs ranked below it filled the book later in the
+// walk, as noSlot tells it in a repeat of the cycle.
+func (c *cycle) openSlotTaken(w *Waiting) bool {
+	cfg := &c.e.cfg
+	return w.NoSlot == 0 && (w.Code == WaitResources || w.Code == WaitGang) && !cfg.Strict && cfg.ReservationDepth > 0
+}
+
 // countFree counts the GPUs of a that are free now.
 func (c *cycle) countFree(a *gang.Allocation) int {
 	s := c.e.ledger.State()
@@ -1046,7 +1056,7 @@ func (c *cycle) recountWaits(order []*jobRec) {
 			was.Code == WaitReservation || was.Code == WaitHold || was.Code == WaitClaimed
 		stale := rank < n
 		count := stale && placed && j.alone && (was.Reason.Code == placement.NoCapacity || was.Reason.Code == placement.RequiredLevel)
-		full := stale && placed && (was.NoSlot == SmallSlotTaken || was.NoSlot == SlotKept) && !c.backlog && c.slotsFull()
+		full := stale && placed && (was.NoSlot == SmallSlotTaken || was.NoSlot == SlotKept || c.openSlotTaken(was)) && !c.backlog && c.slotsFull()
 		quota := stale && was.Code == WaitQuota && (j.quotaAt.code != quotaFits || j.quotaShare)
 		pre := was.PreemptTried && !was.PreemptReclaim && e.pre != nil && (stale || j.job.Class > lowStart)
 		if !count && !full && !quota && !pre {
