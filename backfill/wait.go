@@ -997,8 +997,14 @@ func (c *cycle) noteWorld(rank int) {
 // leaves where the same queue still refuses it. A job refused a slot
 // while one was free (SmallSlotTaken, SlotKept) is told SlotsTaken when
 // the plan leaves the book full, as noSlot tells it in a repeat of the
-// cycle. The walk order's gaps are passed over as restateVisited passes
-// them. As restateVisited does,
+// cycle, and so is a job told while a slot was open to it, no start
+// planned (openSlotTaken). A failed victim search by class (PreemptTried)
+// is run again on that state (restatePreempt), its reason and left-out
+// count told as the search gives them, for the jobs told before the
+// world last changed and, when the cycle started a job (a candidate once
+// confirmed), for every job of a class above the lowest started,
+// wherever it ranks. The walk order's gaps are passed over as
+// restateVisited passes them. As restateVisited does,
 // with OnlyChangedWaits a reason that changes is listed (or taken off
 // the list when it is back to what the job was told before), and the
 // job's marks from its test are cleared.
