@@ -273,11 +273,9 @@ func (c *cycle) restatePreempt(j *jobRec, w *Waiting, searched *bool) {
 	if !*searched {
 		c.preemptFails, *searched = c.preemptFails[:0], true
 	}
-	for i := range c.preemptFails {
-		if x := &c.preemptFails[i]; x.rulesOut(j, j.gpus, e) {
-			w.Preempt, w.PreemptPromised = x.why, x.promised
-			return
-		}
+	if x := c.failedBefore(j); x != nil {
+		w.Preempt, w.PreemptPromised = x.why, x.promised
+		return
 	}
 	p := e.pre
 	spec, _ := c.specFor(j)
