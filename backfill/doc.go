@@ -759,7 +759,14 @@
 // are those of the placement reason (Waiting.Reason) that a job which
 // would fit now but for GPUs reserved, held or claimed for another
 // carries from its test: its message does not quote them, but
-// Config.OnlyChangedWaits compares them. Two kinds keep the counts of
+// Config.OnlyChangedWaits compares them. Why a victim search found no
+// set ("cannot be preempted (2 gangs ...)", the free GPUs with every
+// lower-class gang stopped) is the search's on that state too, the
+// cycle's starts counted among the running gangs as once confirmed: the
+// search runs again after the walk (one per shape) when the cycle
+// started a job of a lower class or the world changed after the job's
+// test; where it then finds victims, the job keeps its test's reason and
+// NextEvent asks for a cycle at once. Two kinds keep the counts of
 // the test: a gang member's reason given after another member was
 // placed or by the packing search, and quota reasons
 // other than a limit or a weighted share met at the job's full size (an

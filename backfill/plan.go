@@ -407,7 +407,9 @@ type Waiting struct {
 	// victims inside their exempt time, or protected). It reports too
 	// that a reclaim of its queue's guarantee found no set
 	// (PreemptReclaim), whatever the classes. JSON renders it as
-	// PreemptDetail.
+	// PreemptDetail. A search by class tells the counts of the state the
+	// plan leaves, its starts counted as running (a reclaim's, those of
+	// the job's test).
 	PreemptTried bool                `json:",omitempty"`
 	Preempt      preempt.Explanation `json:"-"`
 	// PreemptReclaim says that the search was a reclaim of the job's

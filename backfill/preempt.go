@@ -53,6 +53,10 @@ type preemptScratch struct {
 	promised int
 	verdict  preempt.Verdict
 	req      preempt.Preemptor
+	// startedNow makes the jobs started at the search's time, not yet
+	// confirmed, candidates as running ones (restatePreempt: the state
+	// the plan leaves once its starts are confirmed).
+	startedNow bool
 }
 
 func newPreemptScratch(c *topology.Cluster) (*preemptScratch, error) {
@@ -248,6 +252,48 @@ func (c *cycle) preempt(j *jobRec, spec *gang.Spec, planned time.Time, w *Waitin
 	return true
 }
 
+// restatePreempt tells waiting job j, whose victim search by class found
+// no set in the walk (w, its wait, PreemptTried), why the search finds
+// none on the state the plan leaves (recountWaits): its counts (the
+// lower-class gangs, those exempt or protected, the free GPUs with every
+// lower-class gang stopped, the gangs left out as promised) and its code
+// are those of the running jobs and the free state at j's test, and a
+// job ranked below j that started later in the walk changes them, as a
+// second cycle at the same time tells, once the host has confirmed the
+// starts (the jobs the plan starts are candidates, as running ones:
+// preemptScratch.startedNow). The search is the walk's
+// (classSearch, on j's spec), charged to no budget; a failed one is
+// recorded as mayPreempt records it, to answer the next job of the same
+// shape (searched: the records in c.preemptFails are this pass's; the
+// walk's are dropped on its first call). Where the search now finds
+// victims, or j fits, j keeps the reason of its test and the engine asks
+// for a cycle at once (slotOpen): that cycle preempts or starts it.
+func (c *cycle) restatePreempt(j *jobRec, w *Waiting, searched *bool) {
+	e := c.e
+	if !*searched {
+		c.preemptFails, *searched = c.preemptFails[:0], true
+	}
+	if x := c.failedBefore(j); x != nil {
+		w.Preempt, w.PreemptPromised = x.why, x.promised
+		return
+	}
+	p := e.pre
+	spec, _ := c.specFor(j)
+	p.startedNow = true
+	c.classSearch(p, j, spec)
+	p.startedNow = false
+	if v := &p.verdict; v.Found {
+		e.slotOpen = true
+		return
+	}
+	if !ownsGPUs(j, e) {
+		x := failedSearch(j, j.gpus, e, c.now, false, spec == j.tight)
+		x.why, x.promised = p.verdict.Reason, p.promised
+		c.preemptFails = append(c.preemptFails, x)
+	}
+	w.Preempt, w.PreemptPromised = p.verdict.Reason, p.promised
+}
+
 // prepare makes the search state the free state minus the GPUs j must
 // keep off, and the mask of them: those of every hold and claim but j's
 // own, and of every reservation but j's whose window overlaps j's run
@@ -409,7 +455,7 @@ func (p *preemptScratch) candidates(e *Engine, j *jobRec, now time.Time, reclaim
 		// drain), is a candidate as a running one would be, at no
 		// further cost and never exempt.
 		own := ownVictim(r, j)
-		if r.phase != StateRunning && !own {
+		if r.phase != StateRunning && !own && !(p.startedNow && r.phase == StateStarting && r.start.Equal(now)) {
 			continue
 		}
 		class, inExempt := r.job.Class, now.Sub(r.start) < exempt && !own

@@ -53,6 +53,20 @@ var reasonRepeatSeeds = flag.Int("reason-repeat-seeds", 0, "workloads per mode o
 // workloads told another reason, and 2 mixed with OnlyChangedWaits at
 // the default depth listed one again.
 //
+// The preemption modes (greedy, the default depth, greedy with
+// OnlyChangedWaits; stop 70) give the jobs classes and policies
+// (preemptJob, from a rand source of their own), turn preemption on
+// (exempt time 0 or 20 minutes) and release each victim at the next
+// event: a failed victim search's reason (PreemptTried: "cannot be
+// preempted (2 gangs ...)") counts the running gangs and the free GPUs
+// the plan leaves, the jobs it starts among them (recountWaits,
+// restatePreempt). A job that searched in one cycle and not in the other
+// decided otherwise (decisions). Before restatePreempt (30 plain and 12
+// mixed workloads), 4 plain and 3 mixed greedy, 13 and 9 default-depth
+// and 4 and 3 greedy OnlyChangedWaits workloads told another reason; the
+// default depth also needed a job told while a slot was open to it to be
+// told the book is full when a job below it filled it (openSlotTaken).
+//
 // Three kinds of change are counted and logged, not failed: second
 // cycles that decide otherwise (decisions, which other tests own); gang
 // reasons whose failing member was placed after another member or by
@@ -79,6 +93,7 @@ func TestReasonRepeatProperty(t *testing.T) {
 		depth   int
 		hold    bool // jobs without time limits, hold mode on
 		quotas  bool
+		preempt bool // classes and policies (preemptJob), preemption on
 		changes bool // Config.OnlyChangedWaits
 		// later: the mixed workloads compare reasons of gangs whose
 		// failing member failed alone only in a later member order.
@@ -92,6 +107,9 @@ func TestReasonRepeatProperty(t *testing.T) {
 		{name: "quotas", depth: DefaultDepth, quotas: true},
 		{name: "greedy changes only", depth: 0, changes: true},
 		{name: "default changes only", depth: DefaultDepth, changes: true},
+		{name: "preempt greedy", depth: 0, preempt: true},
+		{name: "preempt default", depth: DefaultDepth, preempt: true},
+		{name: "preempt changes only", depth: 0, preempt: true, changes: true},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			for _, mixed := range []bool{false, true} {
@@ -107,7 +125,7 @@ func TestReasonRepeatProperty(t *testing.T) {
 						if m.hold {
 							hold(cfg)
 						}
-					}, m.hold, m.quotas, mixed)
+					}, m.hold, m.quotas, m.preempt, mixed)
 					if msg := d.run(); msg != "" {
 						failed = append(failed, fmt.Sprintf("%s seed %d: %s", kind, seed, msg))
 					}
@@ -118,6 +136,7 @@ func TestReasonRepeatProperty(t *testing.T) {
 					sum.decided += d.decided
 					sum.packed += d.packed
 					sum.quotaKept += d.quotaKept
+					sum.preempts += d.preempts
 				}
 				for i, f := range failed {
 					if i == 3 {
@@ -128,8 +147,11 @@ func TestReasonRepeatProperty(t *testing.T) {
 				if len(failed) > 0 {
 					t.Errorf("%d of %d %s workloads told a different reason in a second cycle at the same time that decided the same", len(failed), n, kind)
 				}
-				t.Logf("%d %s workloads, %d repeated cycles (%d decided otherwise), %d reasons compared (%d quoting placement counts, %d of a gang failing alone in a later order), %d gang reasons from a packing and %d quota reasons not told anew with other words",
-					n, kind, sum.cycles, sum.decided, sum.compared, sum.counted, sum.later, sum.packed, sum.quotaKept)
+				t.Logf("%d %s workloads, %d repeated cycles (%d decided otherwise), %d reasons compared (%d quoting placement counts, %d of a gang failing alone in a later order, %d of a failed victim search), %d gang reasons from a packing and %d quota reasons not told anew with other words",
+					n, kind, sum.cycles, sum.decided, sum.compared, sum.counted, sum.later, sum.preempts, sum.packed, sum.quotaKept)
+				if m.preempt && !m.changes && sum.preempts < n {
+					t.Errorf("too easy: %d reasons of a failed victim search compared over %d %s workloads", sum.preempts, n, kind)
+				}
 				if sum.cycles-sum.decided < 10*n || !m.changes && m.depth != Conservative && sum.counted < n/4 {
 					t.Errorf("too easy: %d repeated cycles that decided the same, %d placement reasons compared, over %d %s workloads",
 						sum.cycles-sum.decided, sum.counted, n, kind)
@@ -158,7 +180,9 @@ type reasonRepeatDriver struct {
 	// told anew (jobRec.quotaAt, quotaShare) that changed.
 	// later counts the compared reasons of gangs whose failing member
 	// failed alone only in a later member order (jobRec.aloneLater).
-	cycles, decided, compared, counted, later, packed, quotaKept int
+	// preempts counts the compared reasons of a failed victim search
+	// (PreemptTried).
+	cycles, decided, compared, counted, later, packed, quotaKept, preempts int
 	// told is each waiting job's reason as the host last heard it.
 	told map[string]Waiting
 }
@@ -173,7 +197,7 @@ func (d *reasonRepeatDriver) heard(p *Plan) {
 	}
 }
 
-func newReasonRepeatDriver(t testing.TB, seed uint64, tune func(*Config), hold, quotas, mixed bool) *reasonRepeatDriver {
+func newReasonRepeatDriver(t testing.TB, seed uint64, tune func(*Config), hold, quotas, preemption, mixed bool) *reasonRepeatDriver {
 	r := rand.New(rand.NewPCG(seed, 67))
 	shapes := []topology.FatTreeConfig{
 		{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8},
@@ -190,6 +214,13 @@ func newReasonRepeatDriver(t testing.TB, seed uint64, tune func(*Config), hold, 
 	tune(&cfg)
 	if quotas {
 		cfg.Quotas = randomQueues(r, int(seed), c.NumNodes())
+	}
+	// Preemption draws from a rand source of its own, as mixGangs: the
+	// workload's stream is the plain mode's.
+	pr := rand.New(rand.NewPCG(seed, 70))
+	if preemption {
+		cfg.Preemption = PreemptionConfig{Enabled: true, ExemptTime: []time.Duration{0, 20 * time.Minute}[pr.IntN(2)],
+			Grace: 5 * time.Minute, MinGain: []time.Duration{0, 30 * time.Minute}[pr.IntN(2)], MaxSearches: 16}
 	}
 	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a", "b", "c"))
 	if err != nil {
@@ -209,6 +240,9 @@ func newReasonRepeatDriver(t testing.TB, seed uint64, tune func(*Config), hold, 
 	}
 	if mixed {
 		mixGangs(rand.New(rand.NewPCG(seed, 69)), c, jobs)
+	}
+	if preemption {
+		preemptWorkload(pr, jobs)
 	}
 	slices.SortStableFunc(jobs, func(a, b Job) int { return a.Submit.Compare(b.Submit) })
 	return &reasonRepeatDriver{t: t, r: r, c: c, e: e, jobs: jobs, now: epoch, told: make(map[string]Waiting)}
@@ -282,18 +316,25 @@ func (d *reasonRepeatDriver) run() string {
 	return ""
 }
 
-// event reports one event at d.now: the next submit when due, else a
-// finish (mostly) or a cancel. It reports false when there was none.
+// event reports one event at d.now: a victim's release (Preempted) when
+// one is preempting, else the next submit when due, else a finish
+// (mostly) or a cancel. It reports false when there was none.
 func (d *reasonRepeatDriver) event() bool {
 	var err error
 	var running, waiting []string
+	victim := ""
 	for _, j := range d.e.jobs.running {
 		running = append(running, j.job.ID)
+		if j.phase == StatePreempting && victim == "" {
+			victim = j.job.ID
+		}
 	}
 	for _, j := range d.e.jobs.pending {
 		waiting = append(waiting, j.job.ID)
 	}
 	switch {
+	case victim != "":
+		err = d.e.Preempted(victim, d.now)
 	case len(d.jobs) > 0 && !d.jobs[0].Submit.After(d.now):
 		err = d.e.Submit(d.jobs[0], d.now)
 		d.jobs = d.jobs[1:]
@@ -362,7 +403,7 @@ func (d *reasonRepeatDriver) repeat() string {
 			w := &second.Waiting[i]
 			was := d.told[w.Job]
 			switch {
-			case was.Code != w.Code || was.Blocker != w.Blocker:
+			case was.Code != w.Code || was.Blocker != w.Blocker || was.PreemptTried != w.PreemptTried || was.PreemptReclaim != w.PreemptReclaim:
 				d.decided++
 				return ""
 			case !alone[w.Job] && was.Reason.Code != 0 && was.NoSlot == w.NoSlot:
@@ -387,6 +428,9 @@ func (d *reasonRepeatDriver) repeat() string {
 			}
 			if aloneLater[w.Job] {
 				d.later++
+			}
+			if w.PreemptTried {
+				d.preempts++
 			}
 			was, now := told[w.Job].Message(epoch), w.Message(epoch)
 			switch {
@@ -416,7 +460,10 @@ func said(w *Waiting) string {
 }
 
 // decisions lists what a plan decided: its backlog, reservations and
-// holds, and with codes each waiting job's code and blocker, sorted.
+// holds, and with codes each waiting job's code and blocker and whether
+// it searched for victims (PreemptTried, PreemptReclaim: a job that
+// searched in one cycle and not in the other, its search budget spent or
+// its start not far, was not told the same search's reason), sorted.
 func decisions(p *Plan, codes bool) []string {
 	out := []string{"backlog " + p.Backlog}
 	for _, r := range p.Reservations {
@@ -427,7 +474,7 @@ func decisions(p *Plan, codes bool) []string {
 	}
 	for i := range p.Waiting {
 		if w := &p.Waiting[i]; codes {
-			out = append(out, fmt.Sprintf("wait %s %v %s", w.Job, w.Code, w.Blocker))
+			out = append(out, fmt.Sprintf("wait %s %v %s searched %v %v", w.Job, w.Code, w.Blocker, w.PreemptTried, w.PreemptReclaim))
 		}
 	}
 	slices.Sort(out)

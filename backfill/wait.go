@@ -926,6 +926,16 @@ func (c *cycle) reblame(j *jobRec, w *Waiting) {
 	}
 }
 
+// openSlotTaken reports whether wait w, Resources or Gang, was told
+// while a slot was open to its job (NoSlot 0 where the config bounds the
+// reservations: no start could be planned); recountWaits tells it
+// SlotsTaken when jobs ranked below it filled the book later in the
+// walk, as noSlot tells it in a repeat of the cycle.
+func (c *cycle) openSlotTaken(w *Waiting) bool {
+	cfg := &c.e.cfg
+	return w.NoSlot == 0 && (w.Code == WaitResources || w.Code == WaitGang) && !cfg.Strict && cfg.ReservationDepth > 0
+}
+
 // countFree counts the GPUs of a that are free now.
 func (c *cycle) countFree(a *gang.Allocation) int {
 	s := c.e.ledger.State()
@@ -987,17 +997,37 @@ func (c *cycle) noteWorld(rank int) {
 // leaves where the same queue still refuses it. A job refused a slot
 // while one was free (SmallSlotTaken, SlotKept) is told SlotsTaken when
 // the plan leaves the book full, as noSlot tells it in a repeat of the
-// cycle. The walk order's gaps are passed over as restateVisited passes
-// them. As restateVisited does,
+// cycle, and so is a job told while a slot was open to it, no start
+// planned (openSlotTaken). A failed victim search by class (PreemptTried)
+// is run again on that state (restatePreempt), its reason and left-out
+// count told as the search gives them, for the jobs told before the
+// world last changed and, when the cycle started a job (a candidate once
+// confirmed), for every job of a class above the lowest started,
+// wherever it ranks. The walk order's gaps are passed over as
+// restateVisited passes them. As restateVisited does,
 // with OnlyChangedWaits a reason that changes is listed (or taken off
 // the list when it is back to what the job was told before), and the
 // job's marks from its test are cleared.
 func (c *cycle) recountWaits(order []*jobRec) {
+	e := c.e
 	n := min(c.staleTo, len(order))
-	if n == 0 {
+	// A job the cycle started is a candidate of a victim search only
+	// once confirmed: every failed search by a class above the lowest
+	// started (lowStart) is read anew, wherever its job ranks.
+	end, lowStart := n, math.MaxInt
+	if e.pre != nil {
+		for _, r := range e.jobs.running {
+			if r.phase == StateStarting && r.start.Equal(c.now) {
+				lowStart = min(lowStart, r.job.Class)
+			}
+		}
+		if lowStart < math.MaxInt {
+			end = len(order)
+		}
+	}
+	if end == 0 {
 		return
 	}
-	e := c.e
 	if *c.ledgerCount != c.walkLedger {
 		// A grow after the walk changed the ledger: the kept scratch
 		// states predate it.
@@ -1005,8 +1035,9 @@ func (c *cycle) recountWaits(order []*jobRec) {
 	}
 	changes := e.cfg.OnlyChangedWaits
 	ws := c.plan.Waiting
-	at := 0 // the plan lists the walk's reasons in rank order
-	for rank, j := range order[:n] {
+	at := 0           // the plan lists the walk's reasons in rank order
+	searched := false // restatePreempt has searched (c.preemptFails is its)
+	for rank, j := range order[:end] {
 		if j.phase != StatePending || c.fifo && j.pos != c.base+rank {
 			// A gap the walk passed over, as restateVisited passes it:
 			// its ID may be a waiting job's later in the walk
@@ -1029,13 +1060,18 @@ func (c *cycle) recountWaits(order []*jobRec) {
 		// it and OnlyChangedWaits compares it.
 		placed := was.Code == WaitResources || was.Code == WaitGang ||
 			was.Code == WaitReservation || was.Code == WaitHold || was.Code == WaitClaimed
-		count := placed && j.alone && (was.Reason.Code == placement.NoCapacity || was.Reason.Code == placement.RequiredLevel)
-		full := placed && (was.NoSlot == SmallSlotTaken || was.NoSlot == SlotKept) && !c.backlog && c.slotsFull()
-		quota := was.Code == WaitQuota && (j.quotaAt.code != quotaFits || j.quotaShare)
-		if !count && !full && !quota {
+		stale := rank < n
+		count := stale && placed && j.alone && (was.Reason.Code == placement.NoCapacity || was.Reason.Code == placement.RequiredLevel)
+		full := stale && placed && (was.NoSlot == SmallSlotTaken || was.NoSlot == SlotKept || c.openSlotTaken(was)) && !c.backlog && c.slotsFull()
+		quota := stale && was.Code == WaitQuota && (j.quotaAt.code != quotaFits || j.quotaShare)
+		pre := was.PreemptTried && !was.PreemptReclaim && e.pre != nil && (stale || j.job.Class > lowStart)
+		if !count && !full && !quota && !pre {
 			continue
 		}
 		w := *was
+		if pre {
+			c.restatePreempt(j, &w, &searched)
+		}
 		if s := e.quota; quota {
 			// On the use the plan leaves, as the gate would: a limit or
 			// the weighted share of the same queue (its Blocker)
@@ -1092,7 +1128,8 @@ func (c *cycle) recountWaits(order []*jobRec) {
 			c.reblame(j, &w)
 		}
 		if w.Code == was.Code && w.Blocker == was.Blocker && w.Until.Equal(was.Until) &&
-			w.Member == was.Member && w.Reason == was.Reason && w.Detail == was.Detail && w.NoSlot == was.NoSlot {
+			w.Member == was.Member && w.Reason == was.Reason && w.Detail == was.Detail && w.NoSlot == was.NoSlot &&
+			w.Preempt == was.Preempt && w.PreemptPromised == was.PreemptPromised {
 			continue
 		}
 		var id uint64
@@ -1107,6 +1144,7 @@ func (c *cycle) recountWaits(order []*jobRec) {
 		case listed:
 			ws[at-1].Code, ws[at-1].Blocker, ws[at-1].Until = w.Code, w.Blocker, w.Until
 			ws[at-1].Member, ws[at-1].Reason, ws[at-1].Detail, ws[at-1].NoSlot = w.Member, w.Reason, w.Detail, w.NoSlot
+			ws[at-1].Preempt, ws[at-1].PreemptPromised = w.Preempt, w.PreemptPromised
 		case changes:
 			w.Priority = c.priority(rank, j)
 			ws = slices.Insert(ws, at, w)
