@@ -45,37 +45,14 @@ func TestRecountClaimedReason(t *testing.T) {
 		for _, changes := range []bool{false, true} { // Config.OnlyChangedWaits
 			name := tc.name + map[bool]string{false: "/every reason", true: "/changes only"}[changes]
 			t.Run(name, func(t *testing.T) {
-				c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8})
-				if err != nil {
-					t.Fatal(err)
-				}
-				cfg := DefaultConfig()
-				cfg.Hold.Enabled = false
-				cfg.ReservationDepth = 0 // greedy: low, ranked below j, starts
-				cfg.Preemption = PreemptionConfig{Enabled: true, ExemptTime: time.Minute, Grace: 10 * time.Minute}
-				cfg.OnlyChangedWaits = changes
-				e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
-				if err != nil {
-					t.Fatal(err)
-				}
 				// No time limits: no job has a planned start, so p
 				// preempts rather than waits.
-				job := func(id string, class int, pol preempt.Policy, req placement.Request) Job {
-					return Job{ID: id, Account: "a", Class: class, Preemption: pol, Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: req}}}}
-				}
-				submit := func(at time.Time, jobs ...Job) {
-					t.Helper()
-					for _, j := range jobs {
-						j.Submit = at
-						if err := e.Submit(j, at); err != nil {
-							t.Fatal(err)
-						}
-					}
-				}
+				c, cfg, e := recountPreemptEngine(t, time.Minute, changes)
+				submit := func(at time.Time, jobs ...Job) { t.Helper(); submitAt(t, e, at, jobs...) }
 				now := epoch
-				submit(now, job("v", 0, preempt.Requeue, placement.NodesOf(1, 8)))
-				submit(now.Add(time.Second), job("a", 0, preempt.Never, placement.NodesOf(1, 8)))
-				submit(now.Add(2*time.Second), job("b", 0, preempt.Never, placement.NodesOf(1, 4)))
+				submit(now, classJob("v", 0, preempt.Requeue, placement.NodesOf(1, 8)))
+				submit(now.Add(time.Second), classJob("a", 0, preempt.Never, placement.NodesOf(1, 8)))
+				submit(now.Add(2*time.Second), classJob("b", 0, preempt.Never, placement.NodesOf(1, 4)))
 				now = now.Add(time.Minute)
 				if p := scheduleStarted(t, e, now); len(p.Starts) != 3 {
 					t.Fatalf("v, a and b did not all start:\n%s", p.Describe(c, epoch))
@@ -84,7 +61,7 @@ func TestRecountClaimedReason(t *testing.T) {
 					t.Fatalf("%d GPUs used, want 20", used)
 				}
 				now = now.Add(time.Hour)
-				submit(now, job("p", 1, preempt.Never, placement.NodesOf(2, 8)))
+				submit(now, classJob("p", 1, preempt.Never, placement.NodesOf(2, 8)))
 				if p := scheduleStarted(t, e, now); len(p.Preemptions) != 1 || p.Preemptions[0].Victim != "v" {
 					t.Fatalf("want p preempting v:\n%s", p.Describe(c, epoch))
 				}
@@ -92,8 +69,8 @@ func TestRecountClaimedReason(t *testing.T) {
 					t.Fatalf("want p waiting for v: %+v", s)
 				}
 				now = now.Add(time.Minute)
-				submit(now, job("j", 0, preempt.Never, placement.TotalGPUs(need)))
-				submit(now.Add(time.Second), job("low", 0, preempt.Never, tc.low))
+				submit(now, classJob("j", 0, preempt.Never, placement.TotalGPUs(need)))
+				submit(now.Add(time.Second), classJob("low", 0, preempt.Never, tc.low))
 				now = now.Add(time.Minute)
 				first := scheduleStarted(t, e, now)
 				if len(first.Starts) != 1 || first.Starts[0].Job != "low" {
@@ -110,37 +87,84 @@ func TestRecountClaimedReason(t *testing.T) {
 					t.Errorf("j's status after the first cycle: code %v, blocker %q, reason %q", s.Code, s.wait.Blocker, s.wait.Reason.String())
 				}
 
-				// A fresh engine on the same state, listing every reason.
-				fresh := cfg
-				fresh.OnlyChangedWaits = false
-				f, err := Restore(c, fresh, e.Snapshot())
-				if err != nil {
-					t.Fatal(err)
-				}
-				fp := scheduleStarted(t, f, now)
-				fw := waitingOf(fp, "j")
-				if len(fp.Starts) != 0 || fw == nil {
-					t.Fatalf("restored engine's cycle:\n%s", fp.Describe(c, epoch))
-				}
-				if *fw != *w {
-					t.Errorf("first cycle told j:\n%+v\nthe restored engine:\n%+v", *w, *fw)
-				}
-
-				second := scheduleStarted(t, e, now)
-				if len(second.Starts) != 0 || len(second.Preemptions) != 0 {
-					t.Fatalf("second cycle started or preempted:\n%s", second.Describe(c, epoch))
-				}
-				if changes {
-					if len(second.Waiting) != 0 {
-						t.Errorf("second cycle listed changed reasons: %+v\n%s", second.Waiting, second.Describe(c, epoch))
-					}
-				} else if sw := waitingOf(second, "j"); sw == nil || *sw != *fw {
-					t.Errorf("second cycle told j %+v; the restored engine %+v", sw, *fw)
-				}
+				fw := repeatAgrees(t, c, cfg, e, now, w)
 				if s, ok := e.Job("j"); !ok || s.Code != fw.Code || s.wait.Blocker != fw.Blocker || s.wait.Reason != fw.Reason {
 					t.Errorf("j's status after the second cycle: %+v; the restored engine told %+v", s, *fw)
 				}
 			})
 		}
 	}
+}
+
+// recountPreemptEngine returns an engine in greedy mode (no reservation
+// depth, no hold) with preemption on (exempt time exempt) on four 8-GPU
+// nodes in two leaves, one account "a", OnlyChangedWaits as changes,
+// with its cluster and config.
+func recountPreemptEngine(t *testing.T, exempt time.Duration, changes bool) (*topology.Cluster, Config, *Engine) {
+	t.Helper()
+	c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Hold.Enabled = false
+	cfg.ReservationDepth = 0 // greedy: a job ranked below another starts after its test
+	cfg.Preemption = PreemptionConfig{Enabled: true, ExemptTime: exempt, Grace: 10 * time.Minute}
+	cfg.OnlyChangedWaits = changes
+	e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, cfg, e
+}
+
+// classJob is a one-member job of account "a" without a time limit.
+func classJob(id string, class int, pol preempt.Policy, req placement.Request) Job {
+	return Job{ID: id, Account: "a", Class: class, Preemption: pol, Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: req}}}}
+}
+
+// submitAt submits jobs to e at at, each with that submit time.
+func submitAt(t *testing.T, e *Engine, at time.Time, jobs ...Job) {
+	t.Helper()
+	for _, j := range jobs {
+		j.Submit = at
+		if err := e.Submit(j, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// repeatAgrees checks that w, what the first cycle at now told job j,
+// is what an engine restored from e's snapshot (listing every reason)
+// tells it in a cycle at now, and what a second cycle of e at now tells
+// (with OnlyChangedWaits: lists nothing), neither starting nor
+// preempting. It returns the restored engine's wait.
+func repeatAgrees(t *testing.T, c *topology.Cluster, cfg Config, e *Engine, now time.Time, w *Waiting) *Waiting {
+	t.Helper()
+	fresh := cfg
+	fresh.OnlyChangedWaits = false
+	f, err := Restore(c, fresh, e.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := scheduleStarted(t, f, now)
+	fw := waitingOf(fp, "j")
+	if len(fp.Starts) != 0 || len(fp.Preemptions) != 0 || fw == nil {
+		t.Fatalf("restored engine's cycle:\n%s", fp.Describe(c, epoch))
+	}
+	if *fw != *w {
+		t.Errorf("first cycle told j:\n%+v\n%s\nthe restored engine:\n%+v\n%s", *w, w.Message(epoch), *fw, fw.Message(epoch))
+	}
+	second := scheduleStarted(t, e, now)
+	if len(second.Starts) != 0 || len(second.Preemptions) != 0 {
+		t.Fatalf("second cycle started or preempted:\n%s", second.Describe(c, epoch))
+	}
+	if cfg.OnlyChangedWaits {
+		if len(second.Waiting) != 0 {
+			t.Errorf("second cycle listed changed reasons: %+v\n%s", second.Waiting, second.Describe(c, epoch))
+		}
+	} else if sw := waitingOf(second, "j"); sw == nil || *sw != *fw {
+		t.Errorf("second cycle told j %+v; the restored engine %+v", sw, *fw)
+	}
+	return fw
 }

@@ -4,10 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/phalanx-sched/phalanx/gang"
 	"github.com/phalanx-sched/phalanx/gang/preempt"
 	"github.com/phalanx-sched/phalanx/placement"
-	"github.com/phalanx-sched/phalanx/topology"
 )
 
 // TestRecountPreemptReason: a job whose victim search found no set
@@ -52,32 +50,10 @@ func TestRecountPreemptReason(t *testing.T) {
 		for _, changes := range []bool{false, true} { // Config.OnlyChangedWaits
 			name := tc.name + map[bool]string{false: "/every reason", true: "/changes only"}[changes]
 			t.Run(name, func(t *testing.T) {
-				c, err := topology.FatTree(topology.FatTreeConfig{Spines: 1, LeavesPerSpine: 2, NodesPerLeaf: 2, GPUsPerNode: 8})
-				if err != nil {
-					t.Fatal(err)
-				}
-				cfg := DefaultConfig()
-				cfg.Hold.Enabled = false
-				cfg.ReservationDepth = 0 // greedy: low, ranked below j, starts after j's search
-				cfg.Preemption = PreemptionConfig{Enabled: true, ExemptTime: time.Hour, Grace: 10 * time.Minute}
-				cfg.OnlyChangedWaits = changes
-				e, err := New(c, cfg, flatTree(t, cfg.FairShare, "a"))
-				if err != nil {
-					t.Fatal(err)
-				}
 				// No time limits: j has no planned start, so it searches.
-				job := func(id string, class int, pol preempt.Policy, req placement.Request) Job {
-					return Job{ID: id, Account: "a", Class: class, Preemption: pol, Gang: gang.Spec{Members: []gang.Member{{Name: "m", Request: req}}}}
-				}
-				submit := func(at time.Time, jobs ...Job) {
-					t.Helper()
-					for _, j := range jobs {
-						j.Submit = at
-						if err := e.Submit(j, at); err != nil {
-							t.Fatal(err)
-						}
-					}
-				}
+				c, cfg, e := recountPreemptEngine(t, time.Hour, changes)
+				submit := func(at time.Time, jobs ...Job) { t.Helper(); submitAt(t, e, at, jobs...) }
+				job := classJob
 				now := epoch
 				submit(now, job("a", tc.aClass, preempt.Never, placement.NodesOf(1, 8)))
 				submit(now.Add(time.Second), job("b", 0, preempt.Never, placement.NodesOf(1, 8)))
@@ -111,33 +87,7 @@ func TestRecountPreemptReason(t *testing.T) {
 					t.Errorf("j's status after the first cycle: %q", s.wait.Message(epoch))
 				}
 
-				// A fresh engine on the same state, listing every reason.
-				fresh := cfg
-				fresh.OnlyChangedWaits = false
-				f, err := Restore(c, fresh, e.Snapshot())
-				if err != nil {
-					t.Fatal(err)
-				}
-				fp := scheduleStarted(t, f, now)
-				fw := waitingOf(fp, "j")
-				if len(fp.Starts) != 0 || len(fp.Preemptions) != 0 || fw == nil {
-					t.Fatalf("restored engine's cycle:\n%s", fp.Describe(c, epoch))
-				}
-				if *fw != *w {
-					t.Errorf("first cycle told j:\n%s\nthe restored engine:\n%s", w.Message(epoch), fw.Message(epoch))
-				}
-
-				second := scheduleStarted(t, e, now)
-				if len(second.Starts) != 0 || len(second.Preemptions) != 0 {
-					t.Fatalf("second cycle started or preempted:\n%s", second.Describe(c, epoch))
-				}
-				if changes {
-					if len(second.Waiting) != 0 {
-						t.Errorf("second cycle listed changed reasons:\n%s", second.Describe(c, epoch))
-					}
-				} else if sw := waitingOf(second, "j"); sw == nil || *sw != *fw {
-					t.Errorf("second cycle told j:\n%v\nthe restored engine:\n%s", sw, fw.Message(epoch))
-				}
+				fw := repeatAgrees(t, c, cfg, e, now, w)
 				if s, ok := e.Job("j"); !ok || s.wait.Message(epoch) != fw.Message(epoch) || s.wait.Preempt != fw.Preempt {
 					t.Errorf("j's status after the second cycle: %q; the restored engine told %q", s.wait.Message(epoch), fw.Message(epoch))
 				}
